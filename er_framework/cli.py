@@ -1,0 +1,218 @@
+"""The ``er`` command.
+
+    er run CONFIG [--out DIR] [--quiet]     run a job, write pairs/clusters/report
+    er validate CONFIG                      check a job without reading data
+    er plugins [--json]                     installed plugins and components
+    er tune --threshold T --num-perm K      choose LSH bands/rows, print the S-curve
+    er schema                               JSON Schema of the job file
+
+Exit codes: 0 success, 2 bad config or bad input (a message, never a
+traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable, Sequence
+
+from .errors import ErError
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _progress(quiet: bool) -> tuple[Callable[[str], None] | None, Callable[[], None]]:
+    """A stage progress bar on stderr; off when quiet or not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    from .pipeline import STAGES
+
+    bar = tqdm(total=len(STAGES), unit="stage", file=sys.stderr, leave=False, dynamic_ncols=True)
+    started: list[str] = []
+
+    def update(name: str) -> None:
+        if started:
+            bar.update(1)
+        started.append(name)
+        bar.set_description(name)
+
+    def close() -> None:
+        bar.update(bar.total - bar.n)
+        bar.close()
+
+    return update, close
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .config import parse_job
+    from .pipeline import run_job
+
+    job = parse_job(args.config)
+    update, close = _progress(args.quiet)
+    try:
+        result = run_job(job, args.out, progress=update)
+    finally:
+        close()
+    if not args.quiet:
+        print(result.summary())
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .config import parse_job
+
+    job = parse_job(args.config)
+    print(f"{args.config}: valid ({job.spec.mode}, {len(job.spec.sources)} source(s), "
+          f"blockers: {', '.join(b.cls.name for b in job.blockers)}, verifier: {job.verifier.cls.name}, "
+          f"cluster: {job.clusterer.cls.name})")
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from .plugins import default_registry, describe_params, iter_components
+
+    reg = default_registry()
+    if args.json:
+        out: dict[str, Any] = {
+            "plugins": [p.__dict__ for p in reg.plugins],
+            "blocked": reg.blocked,
+            "components": [
+                {
+                    "family": c.family,
+                    "name": c.name,
+                    "class": f"{c.cls.__module__}.{c.cls.__qualname__}",
+                    "plugin": c.plugin.name,
+                    "distribution": c.plugin.distribution,
+                    "version": c.plugin.version,
+                    "summary": c.cls.summary,
+                    "params": describe_params(c.cls),
+                }
+                for c in iter_components(reg)
+            ],
+        }
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    print("plugins:")
+    for p in reg.plugins:
+        print(f"  {p.name:<14} {p.module:<28} {p.distribution} {p.version}")
+    if reg.blocked:
+        print(f"  blocked: {', '.join(reg.blocked)}")
+    family = None
+    for c in iter_components(reg):
+        if c.family != family:
+            family = c.family
+            print(f"\n{family}s:")
+        print(f"  {c.name:<22} {c.cls.summary}  [{c.plugin.name}: {c.plugin.distribution} {c.plugin.version}]")
+        for prm in describe_params(c.cls):
+            default = "required" if prm["required"] else f"default {json.dumps(prm['default'])}"
+            desc = f"  {prm['description']}" if prm["description"] else ""
+            print(f"      {prm['name']:<20} {prm['type']:<14} {default}{desc}")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .errors import Problem
+    from .kernels import candidate_probability, choose_bands, threshold_estimate
+
+    problems = []
+    if not 0 < args.threshold <= 1:
+        problems.append(Problem(where="--threshold", message=f"{args.threshold} is not in (0, 1]", fix="e.g. --threshold 0.8"))
+    if args.num_perm < 1:
+        problems.append(Problem(where="--num-perm", message=f"{args.num_perm} must be >= 1", fix="e.g. --num-perm 128"))
+    if not 0 < args.target_recall < 1:
+        problems.append(Problem(where="--target-recall", message=f"{args.target_recall} is not in (0, 1)"))
+    if (args.bands is None) != (args.rows is None):
+        problems.append(Problem(where="--bands/--rows", message="give both or neither"))
+    elif args.bands is not None and args.bands * args.rows > args.num_perm:
+        problems.append(
+            Problem(where="--bands/--rows", message=f"bands * rows = {args.bands * args.rows} exceeds --num-perm {args.num_perm}")
+        )
+    if problems:
+        raise ErError(problems)
+    if args.bands is not None:
+        b, r = args.bands, args.rows
+        how = "given"
+    else:
+        try:
+            b, r = choose_bands(args.threshold, args.num_perm, args.target_recall)
+        except ValueError as exc:
+            raise ErError(Problem(where="er tune", message=str(exc))) from None
+        how = f"chosen for P(candidate | s={args.threshold}) >= {args.target_recall}"
+    print(f"bands b = {b}, rows r = {r}  ({how}; uses {b * r} of {args.num_perm} signature rows)")
+    print(f"P(candidate | s = {args.threshold}) = {candidate_probability(args.threshold, b, r):.4f}; "
+          f"S-curve midpoint (1/b)^(1/r) = {threshold_estimate(b, r):.3f}")
+    print("\n     s   P(candidate) = 1 - (1 - s^r)^b")
+    for i in range(1, 11):
+        s = i / 10
+        print(f"  {s:4.1f}   {candidate_probability(s, b, r):.4f}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .schema import job_json_schema
+
+    print(json.dumps(job_json_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="er",
+        description="er-framework: find records that refer to the same thing, at scale.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a YAML job", description="Run a YAML job and write pairs, clusters and report.json.")
+    p.add_argument("config", help="the job's YAML file")
+    p.add_argument("--out", metavar="DIR", help="output folder (overrides output.dir of the YAML)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("validate", help="check a job without reading data", description="Validate a YAML job: every problem at once.")
+    p.add_argument("config", help="the job's YAML file")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("plugins", help="list installed plugins and components", description="List plugins, components, parameters and defaults.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser(
+        "tune",
+        help="choose LSH bands and rows for a threshold",
+        description="Choose (b, r) with b*r <= K so that P(candidate | s = T) >= target, and print the S-curve.",
+    )
+    p.add_argument("--threshold", type=float, required=True, help="similarity to catch, in (0, 1]")
+    p.add_argument("--num-perm", type=int, default=128, help="signature length K (default 128)")
+    p.add_argument("--target-recall", type=float, default=0.95, help="P(candidate | s = threshold) to reach (default 0.95)")
+    p.add_argument("--bands", type=int, help="evaluate these bands instead of choosing")
+    p.add_argument("--rows", type=int, help="evaluate these rows instead of choosing")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of job files", description="JSON Schema of job files, for editor completion.")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except ErError as exc:
+        _stderr(exc.render())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _stderr("interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Base classes of the pluggable components.
+
+A plugin hands the engine *classes* (see :mod:`er_framework.hookspecs`); the
+engine picks one by its ``name`` from the YAML ``type:`` key, validates the
+remaining keys against the class's ``Params`` model (pydantic, unknown keys
+rejected) and instantiates it once per job. Components work on whole batches:
+one call per stage, never one call per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from .data import Batch, Pairs, Records, Signatures, TokenSets
+
+__all__ = [
+    "Params",
+    "Context",
+    "Component",
+    "Shingler",
+    "SignatureBuilder",
+    "Blocker",
+    "Verifier",
+    "Clusterer",
+    "FAMILIES",
+]
+
+
+class Params(BaseModel):
+    """Base of every component's parameter model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class Context:
+    """Job-level settings a component may read.
+
+    ``seed`` is the job seed (a component may take its own ``seed``
+    parameter instead); ``threshold`` is the job's similarity threshold when
+    the YAML sets one; ``peers`` maps a family (``"signature"``,
+    ``"shingler"``, ``"verifier"`` …) to that component's validated params, so
+    that cross-component rules (``bands * rows <= num_perm``) can be checked
+    before any data is read.
+    """
+
+    seed: int = 0
+    threshold: float | None = None
+    mode: str = "dedup"
+    peers: dict[str, Params] = field(default_factory=dict)
+
+
+class Component:
+    """Common shape of all components."""
+
+    #: name used in YAML ``type:``
+    name: ClassVar[str] = ""
+    #: family the component belongs to (set by the family base class)
+    family: ClassVar[str] = ""
+    #: parameter model; the YAML keys besides ``type`` are validated against it
+    Params: ClassVar[type[Params]] = Params
+    #: one line shown by ``er plugins``
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: Params | None = None, context: Context | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+        self.context = context if context is not None else Context()
+
+    @classmethod
+    def check(cls, params: Params, context: Context) -> list[str]:
+        """Cross-field and cross-component rules; return one message per problem."""
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        """What the report should say about this component after the run."""
+        return {"type": self.name, **self.params.model_dump(mode="json")}
+
+    @property
+    def seed(self) -> int:
+        own = getattr(self.params, "seed", None)
+        return int(own) if own is not None else int(self.context.seed)
+
+
+class Shingler(Component):
+    """Records -> one token set per record (CSR, sorted unique uint64 tokens)."""
+
+    family = "shingler"
+
+    def shingle(self, records: Records) -> TokenSets:
+        raise NotImplementedError
+
+
+class SignatureBuilder(Component):
+    """Token sets -> signatures (``(n, K)`` matrix or packed bits)."""
+
+    family = "signature"
+
+    def build(self, tokens: TokenSets) -> Signatures:
+        raise NotImplementedError
+
+
+class Blocker(Component):
+    """A batch -> candidate pairs (normalized; cross-source only in link mode).
+
+    ``needs`` names what the blocker reads from the batch: ``"signatures"``,
+    ``"tokens"`` or ``"fields"``; the engine runs the stages that provide it.
+    """
+
+    family = "blocker"
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    def candidates(self, batch: Batch) -> Pairs:
+        raise NotImplementedError
+
+
+class Verifier(Component):
+    """Candidate pairs -> one float score per pair; the engine keeps ``score >= threshold``."""
+
+    family = "verifier"
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def threshold(self) -> float:
+        own = getattr(self.params, "threshold", None)
+        if own is not None:
+            return float(own)
+        if self.context.threshold is not None:
+            return float(self.context.threshold)
+        raise ValueError(f"verifier {self.name!r} has no threshold")
+
+    def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+        raise NotImplementedError
+
+
+class Clusterer(Component):
+    """Verified, scored pairs over ``n`` records -> a cluster label per record.
+
+    Labels are int64, one per record; records without pairs get their own
+    label (singletons). The engine renumbers labels canonically afterwards.
+    """
+
+    family = "clusterer"
+
+    def cluster(self, n: int, pairs: Pairs) -> npt.NDArray[np.int64]:
+        raise NotImplementedError
+
+
+FAMILIES: dict[str, type[Component]] = {
+    "shingler": Shingler,
+    "signature": SignatureBuilder,
+    "blocker": Blocker,
+    "verifier": Verifier,
+    "clusterer": Clusterer,
+}

@@ -1,0 +1,658 @@
+"""YAML job file -> validated job spec; every problem reported at once.
+
+Validation runs in passes, as the design asks:
+
+1. **parse** – YAML syntax, duplicate keys (rejected, with both line numbers);
+2. **structure** – the job schema (pydantic): unknown keys, wrong types,
+   out-of-range values;
+3. **resolve** – every component ``type`` exists among the installed plugins
+   ("did you mean …? installed: …"), its parameters validate against the
+   component's own model, cross-component rules hold (``bands * rows <=
+   num_perm``), the stages a component needs are configured, source files exist.
+
+Each :class:`~er_framework.errors.Problem` names the file and line, the YAML
+path, the bad value, what was expected and a fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .components import Blocker, Component, Context, Params, Verifier
+from .errors import ConfigError, ErError, Problem, choices_text, did_you_mean
+from .plugins import Registry, default_registry
+
+YamlPath = tuple[str | int, ...]
+
+
+# ----------------------------------------------------------------------------
+# pass 1: YAML with duplicate-key detection and line numbers
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys and records where values are."""
+
+
+def _render_path(path: YamlPath) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += f".{p}" if out else str(p)
+    return out or "(top level)"
+
+
+def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[Problem]]:
+    """Parse YAML text into Python data plus a map YAML path -> line number.
+
+    Duplicate keys are problems (the later value is not silently taken).
+    """
+    problems: list[Problem] = []
+    lines: dict[YamlPath, int] = {}
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        return None, lines, [
+            Problem(
+                where=f"{filename}{line}",
+                message=f"not valid YAML: {exc.problem or exc}",
+                fix="check indentation, colons and quotes around this line",
+            )
+        ]
+    except yaml.YAMLError as exc:
+        return None, lines, [Problem(where=filename, message=f"not valid YAML: {exc}")]
+    finally:
+        loader.dispose()
+    if node is None:
+        return None, lines, [
+            Problem(where=filename, message="the file is empty", fix="write a job (see configs/documents.yaml)")
+        ]
+
+    def convert(n: yaml.Node, path: YamlPath) -> Any:
+        lines[path] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            first_line: dict[Any, int] = {}
+            loader.flatten_mapping(n)
+            for key_node, value_node in n.value:
+                key = loader.construct_object(key_node, deep=True)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    problems.append(
+                        Problem(
+                            where=f"{filename}:{key_node.start_mark.line + 1}",
+                            path=_render_path(path),
+                            message=f"keys must be plain scalars, got {key!r}",
+                        )
+                    )
+                    continue
+                if key in out:
+                    problems.append(
+                        Problem(
+                            where=f"{filename}:{key_node.start_mark.line + 1}",
+                            path=_render_path(path + (str(key),)),
+                            message=(
+                                f"duplicate key {key!r} (first defined on line {first_line[key]})"
+                            ),
+                            fix="keep one of the two; YAML would silently take the last one",
+                        )
+                    )
+                    continue
+                first_line[key] = key_node.start_mark.line + 1
+                out[key] = convert(value_node, path + (str(key),))
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [convert(v, path + (i,)) for i, v in enumerate(n.value)]
+        return loader.construct_object(n, deep=True)
+
+    try:
+        data = convert(node, ())
+    except yaml.YAMLError as exc:
+        return None, lines, [Problem(where=filename, message=f"not valid YAML: {exc}")]
+    return data, lines, problems
+
+
+# ----------------------------------------------------------------------------
+# pass 2: the job schema
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceSpec(_Strict):
+    """One input source."""
+
+    name: str = Field(min_length=1, description="unique source name")
+    path: str = Field(min_length=1, description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file)")
+    id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
+    fields: list[str] = Field(min_length=1, description="columns the job reads")
+
+
+class ExactSpec(_Strict):
+    """Exact-duplicate stage: one stable hash of the normalized content."""
+
+    enabled: bool = True
+    normalize: bool = Field(
+        default=True, description="NFKC, lower-case and fold whitespace before hashing"
+    )
+
+
+class OutputSpec(_Strict):
+    dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
+    format: Literal["csv", "parquet"] = "csv"
+
+
+class PluginsSpec(_Strict):
+    block: list[str] = Field(default_factory=list, description="plugin names not to load")
+
+
+class JobSpec(_Strict):
+    """The YAML job, before components are resolved."""
+
+    name: str | None = None
+    mode: Literal["dedup", "link", "link_and_dedup"] = "dedup"
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    sources: list[SourceSpec] = Field(min_length=1)
+    exact_duplicates: ExactSpec | bool = True
+    shingler: dict[str, Any] | None = None
+    signature: dict[str, Any] | None = None
+    blocker: dict[str, Any] | None = None
+    blockers: list[dict[str, Any]] | None = None
+    verifier: dict[str, Any]
+    cluster: dict[str, Any] = Field(default_factory=lambda: {"type": "connected_components"})
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+
+    @field_validator("exact_duplicates")
+    @classmethod
+    def _exact(cls, v: ExactSpec | bool) -> ExactSpec | bool:
+        return ExactSpec(enabled=v) if isinstance(v, bool) else v
+
+
+# ----------------------------------------------------------------------------
+# pass 3: resolved job
+
+
+@dataclass
+class ComponentSpec:
+    """A component chosen in the YAML, with validated params."""
+
+    family: str
+    cls: type[Component]
+    params: Params
+    yaml_path: str
+
+    def instantiate(self, context: Context) -> Component:
+        return self.cls(self.params, context)
+
+
+@dataclass
+class Job:
+    """A validated, resolved job."""
+
+    spec: JobSpec
+    config_path: Path
+    base_dir: Path
+    registry: Registry
+    context: Context
+    shingler: ComponentSpec | None
+    signature: ComponentSpec | None
+    blockers: list[ComponentSpec]
+    verifier: ComponentSpec
+    clusterer: ComponentSpec
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> ExactSpec:
+        assert isinstance(self.spec.exact_duplicates, ExactSpec)
+        return self.spec.exact_duplicates
+
+    def source_path(self, i: int) -> Path:
+        return (self.base_dir / self.spec.sources[i].path).resolve()
+
+    def output_dir(self, override: str | Path | None = None) -> Path | None:
+        if override is not None:
+            return Path(override)
+        if self.spec.output.dir is not None:
+            return (self.base_dir / self.spec.output.dir).resolve()
+        return None
+
+    def config_hash(self) -> str:
+        """SHA-256 of the resolved job (component params included)."""
+        blob = json.dumps(self.resolved(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def resolved(self) -> dict[str, Any]:
+        def comp(c: ComponentSpec | None) -> dict[str, Any] | None:
+            if c is None:
+                return None
+            return {"type": c.cls.name, **c.params.model_dump(mode="json")}
+
+        return {
+            "name": self.spec.name,
+            "mode": self.spec.mode,
+            "seed": self.spec.seed,
+            "threshold": self.spec.threshold,
+            "sources": [s.model_dump() for s in self.spec.sources],
+            "exact_duplicates": self.exact.model_dump(),
+            "shingler": comp(self.shingler),
+            "signature": comp(self.signature),
+            "blockers": [comp(b) for b in self.blockers],
+            "verifier": comp(self.verifier),
+            "cluster": comp(self.clusterer),
+        }
+
+
+def _line_of(lines: dict[YamlPath, int], path: YamlPath) -> int | None:
+    p = tuple(path)
+    while p:
+        if p in lines:
+            return lines[p]
+        p = p[:-1]
+    return lines.get(())
+
+
+def _where(filename: str, lines: dict[YamlPath, int], path: YamlPath) -> str:
+    line = _line_of(lines, path)
+    return f"{filename}:{line}" if line else filename
+
+
+def _pydantic_problems(
+    exc: ValidationError,
+    filename: str,
+    lines: dict[YamlPath, int],
+    prefix: YamlPath,
+    known: list[str] | None = None,
+    subject: str = "",
+) -> list[Problem]:
+    """Map pydantic errors to problems with file:line, YAML path, value and fix.
+
+    ``known`` lists the allowed keys (for unknown-key messages); ``subject``
+    names the component ("blocker 'lsh_bands'") in messages.
+    """
+    out = []
+    for err in exc.errors():
+        # pydantic adds union member names ('ExactSpec', 'bool') to locations; drop them
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in ("ExactSpec", "bool")))
+        path = prefix + loc
+        etype = err["type"]
+        key = str(path[-1]) if path else ""
+        if etype == "extra_forbidden":
+            allowed = known or []
+            out.append(
+                Problem(
+                    where=_where(filename, lines, path),
+                    path=_render_path(path),
+                    message=f"{subject + ' has no parameter' if subject else 'unknown key'} {key!r}",
+                    fix=did_you_mean(key, allowed) + f"allowed: {choices_text(allowed)}",
+                )
+            )
+        elif etype == "missing":
+            out.append(
+                Problem(
+                    where=_where(filename, lines, path[:-1]),
+                    path=_render_path(path),
+                    message=f"{subject + ' needs' if subject else 'required key'} {key!r}"
+                    + ("" if subject else " is missing"),
+                    fix=f"add {key}: … here",
+                )
+            )
+        else:
+            value = err.get("input")
+            shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
+            out.append(
+                Problem(
+                    where=_where(filename, lines, path),
+                    path=_render_path(path),
+                    message=f"{err['msg']} (got {shown})",
+                    fix=_fix_for(err),
+                )
+            )
+    return out
+
+
+def _fix_for(err: Any) -> str:
+    ctx = err.get("ctx") or {}
+    etype = err["type"]
+    if "expected" in ctx:
+        return f"use one of: {ctx['expected']}"
+    if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
+        return f"use a value {bounds}"
+    if etype.endswith("_type") or etype.endswith("_parsing"):
+        return f"expected a {etype.split('_')[0]}"
+    if etype == "too_short":
+        return "add at least one entry"
+    return ""
+
+
+def _model_keys(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def _extra_key_problems(
+    data: dict[str, Any], model: type[BaseModel], path: YamlPath, filename: str, lines: dict[YamlPath, int],
+    ignore: tuple[str, ...] = (),
+) -> list[Problem]:
+    known = _model_keys(model)
+    out = []
+    for key in data:
+        if key in known or key in ignore:
+            continue
+        fix = did_you_mean(str(key), known) + f"allowed keys: {choices_text(known + list(ignore))}"
+        out.append(
+            Problem(
+                where=_where(filename, lines, path + (str(key),)),
+                path=_render_path(path + (str(key),)),
+                message=f"unknown key {key!r}",
+                fix=fix,
+            )
+        )
+    return out
+
+
+def parse_job(
+    path: str | Path,
+    registry: Registry | None = None,
+    *,
+    check_files: bool = True,
+) -> Job:
+    """Read and validate a job file; raise :class:`ConfigError` listing every problem."""
+    path = Path(path)
+    filename = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            Problem(where=filename, message="no such file", fix=f"looked at {path.resolve()}")
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(Problem(where=filename, message=f"cannot read the file: {exc}")) from None
+    data, lines, problems = load_yaml(text, filename)
+    if data is None:
+        raise ConfigError(problems)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            problems
+            + [Problem(where=filename, message=f"a job must be a mapping of keys, got {type(data).__name__}")]
+        )
+    return resolve_job(data, lines, filename, path.resolve().parent, problems, registry, check_files=check_files, config_path=path)
+
+
+def resolve_job(
+    data: dict[str, Any],
+    lines: dict[YamlPath, int],
+    filename: str,
+    base_dir: Path,
+    problems: list[Problem] | None = None,
+    registry: Registry | None = None,
+    *,
+    check_files: bool = True,
+    config_path: Path | None = None,
+) -> Job:
+    problems = list(problems or [])
+    # unknown keys are reported by us (with the allowed list); other schema errors by pydantic
+    problems += _extra_key_problems(data, JobSpec, (), filename, lines)
+    for key, model in (("output", OutputSpec), ("plugins", PluginsSpec), ("exact_duplicates", ExactSpec)):
+        if isinstance(data.get(key), dict):
+            problems += _extra_key_problems(data[key], model, (key,), filename, lines)
+    if isinstance(data.get("sources"), list):
+        for i, s in enumerate(data["sources"]):
+            if isinstance(s, dict):
+                problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
+    clean = {k: v for k, v in data.items() if k in JobSpec.model_fields}
+    for key in ("output", "plugins", "exact_duplicates"):
+        if isinstance(clean.get(key), dict):
+            model = {"output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec}[key]
+            clean[key] = {k: v for k, v in clean[key].items() if k in model.model_fields}
+    if isinstance(clean.get("sources"), list):
+        clean["sources"] = [
+            {k: v for k, v in s.items() if k in SourceSpec.model_fields} if isinstance(s, dict) else s
+            for s in clean["sources"]
+        ]
+    spec: JobSpec | None = None
+    try:
+        spec = JobSpec.model_validate(clean)
+    except ValidationError as exc:
+        problems += _pydantic_problems(exc, filename, lines, ())
+
+    if registry is None:
+        block = []
+        if isinstance(data.get("plugins"), dict) and isinstance(data["plugins"].get("block"), list):
+            block = [str(b) for b in data["plugins"]["block"]]
+        if block:
+            from .plugins import build_registry
+
+            try:
+                registry = build_registry(block=block)
+            except ErError as exc:
+                raise ConfigError(problems + exc.problems) from None
+        else:
+            try:
+                registry = default_registry()
+            except ErError as exc:
+                raise ConfigError(problems + exc.problems) from None
+
+    if spec is None:
+        # still resolve the component sections we can, so every problem is reported at once
+        _resolve_components(data, lines, filename, registry, problems, Context())
+        raise ConfigError(problems)
+
+    # sources: names unique, mode vs count, files exist
+    names = [s.name for s in spec.sources]
+    for i, s in enumerate(spec.sources):
+        if names.index(s.name) != i:
+            problems.append(
+                Problem(
+                    where=_where(filename, lines, ("sources", i, "name")),
+                    path=_render_path(("sources", i, "name")),
+                    message=f"source name {s.name!r} is used twice",
+                    fix="give every source a unique name",
+                )
+            )
+        if check_files:
+            p = (base_dir / s.path).resolve()
+            if not p.exists():
+                problems.append(
+                    Problem(
+                        where=_where(filename, lines, ("sources", i, "path")),
+                        path=_render_path(("sources", i, "path")),
+                        message=f"data file {s.path!r} does not exist (looked at {p})",
+                        fix="paths are relative to the YAML file's folder; check the path",
+                    )
+                )
+    expected = {"dedup": (1, 1), "link": (2, 2), "link_and_dedup": (1, 1000)}[spec.mode]
+    if not expected[0] <= len(spec.sources) <= expected[1]:
+        want = "exactly one source" if spec.mode == "dedup" else (
+            "exactly two sources" if spec.mode == "link" else "at least one source"
+        )
+        problems.append(
+            Problem(
+                where=_where(filename, lines, ("sources",)),
+                path="sources",
+                message=f"mode {spec.mode!r} needs {want}, got {len(spec.sources)}",
+                fix="use mode: link for two sources, link_and_dedup for several, dedup for one",
+            )
+        )
+    if spec.blocker is not None and spec.blockers is not None:
+        problems.append(
+            Problem(
+                where=_where(filename, lines, ("blocker",)),
+                path="blocker",
+                message="both 'blocker' and 'blockers' are set",
+                fix="use 'blockers:' with a list when you need several",
+            )
+        )
+
+    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode)
+    comps = _resolve_components(data, lines, filename, registry, problems, context)
+    if problems:
+        raise ConfigError(problems)
+    assert comps["verifier"] is not None and comps["clusterer"] is not None
+    if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
+        spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
+    return Job(
+        spec=spec,
+        config_path=config_path or Path(filename),
+        base_dir=base_dir,
+        registry=registry,
+        context=context,
+        shingler=comps["shingler"],
+        signature=comps["signature"],
+        blockers=comps["blockers"],
+        verifier=comps["verifier"],
+        clusterer=comps["clusterer"],
+        raw=data,
+    )
+
+
+def _resolve_one(
+    family: str,
+    section: Any,
+    path: YamlPath,
+    filename: str,
+    lines: dict[YamlPath, int],
+    registry: Registry,
+    problems: list[Problem],
+) -> ComponentSpec | None:
+    where = _where(filename, lines, path)
+    if not isinstance(section, dict):
+        problems.append(
+            Problem(
+                where=where,
+                path=_render_path(path),
+                message=f"expected a mapping with 'type: …', got {json.dumps(section, default=str)}",
+                fix=f"write e.g. {path[0]}: {{type: NAME, …}}; installed: {choices_text(registry.names(family))}",
+            )
+        )
+        return None
+    if "type" in section and "plugin" in section:
+        problems.append(
+            Problem(where=where, path=_render_path(path), message="both 'type' and 'plugin' are set", fix="keep 'type'")
+        )
+        return None
+    type_key = "type" if "type" in section else "plugin"
+    name = section.get(type_key)
+    installed = registry.names(family)
+    if name is None:
+        problems.append(
+            Problem(
+                where=where,
+                path=_render_path(path + ("type",)),
+                message=f"no component chosen for {family}",
+                fix=f"add type: NAME; installed: {choices_text(installed)}",
+            )
+        )
+        return None
+    if not isinstance(name, str) or name not in registry.components[family]:
+        problems.append(
+            Problem(
+                where=_where(filename, lines, path + (type_key,)),
+                path=_render_path(path + (type_key,)),
+                message=f"unknown {family} {name!r}",
+                fix=f"{did_you_mean(str(name), installed)}installed: {choices_text(installed)}",
+            )
+        )
+        return None
+    cls = registry.components[family][name].cls
+    params_data = {k: v for k, v in section.items() if k != type_key}
+    try:
+        params = cls.Params.model_validate(params_data)
+    except ValidationError as exc:
+        problems += _pydantic_problems(
+            exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}"
+        )
+        return None
+    return ComponentSpec(family=family, cls=cls, params=params, yaml_path=_render_path(path))
+
+
+def _resolve_components(
+    data: dict[str, Any],
+    lines: dict[YamlPath, int],
+    filename: str,
+    registry: Registry,
+    problems: list[Problem],
+    context: Context,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"shingler": None, "signature": None, "blockers": [], "verifier": None, "clusterer": None}
+    if data.get("shingler") is not None:
+        out["shingler"] = _resolve_one("shingler", data["shingler"], ("shingler",), filename, lines, registry, problems)
+    if data.get("signature") is not None:
+        out["signature"] = _resolve_one("signature", data["signature"], ("signature",), filename, lines, registry, problems)
+    blocker_sections: list[tuple[YamlPath, Any]] = []
+    if isinstance(data.get("blockers"), list):
+        blocker_sections = [(("blockers", i), b) for i, b in enumerate(data["blockers"])]
+    elif data.get("blocker") is not None:
+        blocker_sections = [(("blocker",), data["blocker"])]
+    for path, section in blocker_sections:
+        spec = _resolve_one("blocker", section, path, filename, lines, registry, problems)
+        if spec is not None:
+            out["blockers"].append(spec)
+    if data.get("verifier") is not None:
+        out["verifier"] = _resolve_one("verifier", data["verifier"], ("verifier",), filename, lines, registry, problems)
+    cluster = data.get("cluster", {"type": "connected_components"})
+    out["clusterer"] = _resolve_one("clusterer", cluster, ("cluster",), filename, lines, registry, problems)
+
+    if not blocker_sections and "blockers" not in data and "blocker" not in data:
+        problems.append(
+            Problem(
+                where=filename,
+                path="blockers",
+                message="no blocker configured: comparing all pairs is what this framework avoids",
+                fix=f"add blockers: [{{type: NAME}}]; installed: {choices_text(registry.names('blocker'))}",
+            )
+        )
+
+    # cross-component rules
+    peers: dict[str, Params] = {}
+    for fam in ("shingler", "signature", "verifier", "clusterer"):
+        if out[fam] is not None:
+            peers[fam] = out[fam].params
+    context.peers = peers
+    needs: dict[str, list[str]] = {}
+    for comp, path in [(c, c.yaml_path) for c in out["blockers"]] + (
+        [(out["verifier"], "verifier")] if out["verifier"] is not None else []
+    ):
+        for msg in comp.cls.check(comp.params, context):
+            problems.append(Problem(where=filename, path=path, message=msg, fix=""))
+        if issubclass(comp.cls, (Blocker, Verifier)):
+            for need in comp.cls.needs:
+                needs.setdefault(need, []).append(f"{path} ({comp.cls.name})")
+    if out["shingler"] is not None:
+        for msg in out["shingler"].cls.check(out["shingler"].params, context):
+            problems.append(Problem(where=filename, path="shingler", message=msg))
+    if out["signature"] is not None:
+        for msg in out["signature"].cls.check(out["signature"].params, context):
+            problems.append(Problem(where=filename, path="signature", message=msg))
+    if "signatures" in needs and data.get("signature") is None:
+        problems.append(
+            Problem(
+                where=filename,
+                path="signature",
+                message=f"{', '.join(needs['signatures'])} needs signatures, but no 'signature' section is set",
+                fix=f"add signature: {{type: NAME}}; installed: {choices_text(registry.names('signature'))}",
+            )
+        )
+    if ("signatures" in needs or "tokens" in needs or data.get("signature") is not None) and data.get("shingler") is None:
+        users = needs.get("tokens", []) + (["signature"] if data.get("signature") is not None else [])
+        problems.append(
+            Problem(
+                where=filename,
+                path="shingler",
+                message=f"{', '.join(users) or 'the job'} needs token sets, but no 'shingler' section is set",
+                fix=f"add shingler: {{type: NAME}}; installed: {choices_text(registry.names('shingler'))}",
+            )
+        )
+    return out

@@ -1,0 +1,313 @@
+"""The arrays that flow between pipeline stages.
+
+Every stage works on whole batches; these containers fix the dtypes so that a
+plugin written by someone else plugs in without guessing:
+
+* :class:`Records`   – ids, source index and field columns of every input record
+* :class:`TokenSets` – one set of 64-bit tokens per record, as CSR arrays
+* :class:`Signatures` – an ``(n_records, K)`` matrix, or packed bits
+* :class:`Pairs`     – candidate or verified pairs of record indices, ``left < right``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch"]
+
+Int64Array = npt.NDArray[np.int64]
+
+
+@dataclass
+class Records:
+    """Input records of one job, all sources concatenated.
+
+    ``ids[i]`` is the record's id (a string) within source ``source[i]``;
+    ``source_names[source[i]]`` names that source. ``fields[name][i]`` is the
+    value of column ``name`` (a ``str`` or ``None`` when missing).
+    """
+
+    ids: list[str]
+    source: npt.NDArray[np.int32]
+    source_names: list[str]
+    fields: dict[str, list[str | None]]
+
+    def __post_init__(self) -> None:
+        self.source = np.asarray(self.source, dtype=np.int32)
+        n = len(self.ids)
+        if self.source.shape != (n,):
+            raise ValueError(f"source has shape {self.source.shape}, expected ({n},)")
+        for name, col in self.fields.items():
+            if len(col) != n:
+                raise ValueError(f"field {name!r} has {len(col)} values, expected {n}")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_columns(
+        cls,
+        ids: Sequence[str],
+        fields: dict[str, Sequence[str | None]],
+        source_name: str = "records",
+    ) -> "Records":
+        """Records of a single source, from plain Python columns."""
+        return cls(
+            ids=[str(i) for i in ids],
+            source=np.zeros(len(ids), dtype=np.int32),
+            source_names=[source_name],
+            fields={k: list(v) for k, v in fields.items()},
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence["Records"]) -> "Records":
+        """Concatenate records of several sources (source names must differ)."""
+        names: list[str] = []
+        ids: list[str] = []
+        src: list[npt.NDArray[np.int32]] = []
+        keys: list[str] = []
+        for p in parts:
+            for k in p.fields:
+                if k not in keys:
+                    keys.append(k)
+        fields: dict[str, list[str | None]] = {k: [] for k in keys}
+        for p in parts:
+            offset = len(names)
+            names.extend(p.source_names)
+            ids.extend(p.ids)
+            src.append(p.source + offset)
+            for k in keys:
+                fields[k].extend(p.fields.get(k, [None] * len(p)))
+        source = np.concatenate(src) if src else np.zeros(0, dtype=np.int32)
+        return cls(ids=ids, source=source, source_names=names, fields=fields)
+
+    def take(self, index: npt.ArrayLike) -> "Records":
+        """The records at ``index`` (in that order)."""
+        idx = np.asarray(index, dtype=np.int64)
+        return Records(
+            ids=[self.ids[i] for i in idx],
+            source=self.source[idx],
+            source_names=list(self.source_names),
+            fields={k: [v[i] for i in idx] for k, v in self.fields.items()},
+        )
+
+    def text(self, columns: Sequence[str] | None = None, sep: str = " ") -> list[str]:
+        """One string per record: the given columns (default: all) joined by ``sep``.
+
+        Missing values contribute nothing.
+        """
+        cols = list(columns) if columns is not None else list(self.fields)
+        if len(cols) == 1:
+            return [v if v is not None else "" for v in self.fields[cols[0]]]
+        out: list[str] = []
+        values = [self.fields[c] for c in cols]
+        for i in range(len(self)):
+            out.append(sep.join(v[i] for v in values if v[i] is not None and v[i] != ""))
+        return out
+
+
+@dataclass
+class TokenSets:
+    """One *set* of tokens per record in CSR form.
+
+    Row ``i`` holds ``tokens[indptr[i]:indptr[i + 1]]``, sorted ascending and
+    unique. ``indptr`` is int64 of length ``n + 1`` starting at 0; tokens are
+    uint64 (stable hashes of shingles) or uint32.
+    """
+
+    indptr: Int64Array
+    tokens: npt.NDArray[np.uint64] | npt.NDArray[np.uint32]
+
+    def __post_init__(self) -> None:
+        self.indptr = np.asarray(self.indptr, dtype=np.int64)
+        if self.indptr.ndim != 1 or len(self.indptr) == 0 or self.indptr[0] != 0:
+            raise ValueError("indptr must be a 1-D int64 array starting at 0")
+        if self.tokens.dtype not in (np.uint64, np.uint32):
+            raise ValueError(f"tokens must be uint64 or uint32, got {self.tokens.dtype}")
+        if self.indptr[-1] != len(self.tokens):
+            raise ValueError(
+                f"indptr[-1]={self.indptr[-1]} does not match {len(self.tokens)} tokens"
+            )
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def sizes(self) -> Int64Array:
+        """Number of tokens of every row."""
+        return np.diff(self.indptr)
+
+    def row(self, i: int) -> np.ndarray:
+        return self.tokens[self.indptr[i] : self.indptr[i + 1]]
+
+    @classmethod
+    def from_sets(cls, sets: Iterable[Iterable[int]], dtype: Any = np.uint64) -> "TokenSets":
+        """Reference constructor from Python iterables (sorted, deduplicated here)."""
+        rows = [np.unique(np.asarray(list(s), dtype=dtype)) for s in sets]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        if rows:
+            indptr[1:] = np.cumsum([len(r) for r in rows])
+            tokens = np.concatenate(rows).astype(dtype, copy=False)
+        else:
+            tokens = np.zeros(0, dtype=dtype)
+        return cls(indptr=indptr, tokens=tokens)
+
+    @classmethod
+    def concat(cls, parts: Sequence["TokenSets"]) -> "TokenSets":
+        if not parts:
+            return cls(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint64))
+        sizes = np.concatenate([p.sizes for p in parts])
+        indptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        return cls(indptr, np.concatenate([p.tokens for p in parts]))
+
+    def take(self, index: npt.ArrayLike) -> "TokenSets":
+        """Rows at ``index`` (vectorized gather)."""
+        idx = np.asarray(index, dtype=np.int64)
+        starts = self.indptr[idx]
+        sizes = self.indptr[idx + 1] - starts
+        indptr = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        total = int(indptr[-1])
+        pos = np.arange(total, dtype=np.int64) - np.repeat(indptr[:-1], sizes) + np.repeat(starts, sizes)
+        return TokenSets(indptr, self.tokens[pos])
+
+    def equals(self, other: "TokenSets") -> bool:
+        return bool(
+            np.array_equal(self.indptr, other.indptr)
+            and np.array_equal(self.tokens.astype(np.uint64), other.tokens.astype(np.uint64))
+        )
+
+
+@dataclass
+class Signatures:
+    """Per-record signatures.
+
+    ``values`` is ``(n_records, K)`` (uint32 or uint64) for MinHash-like
+    builders; ``kind`` tells blockers what they hold (``"minhash"``,
+    ``"bits"`` for packed bit vectors in uint64 words, …). ``empty`` marks
+    records whose token set was empty: their signature carries no information
+    and blockers must not bucket them together.
+    """
+
+    values: np.ndarray
+    kind: str = "minhash"
+    empty: npt.NDArray[np.bool_] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.values.ndim != 2:
+            raise ValueError(f"signature values must be 2-D, got shape {self.values.shape}")
+        if self.empty is None:
+            self.empty = np.zeros(self.values.shape[0], dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def num_perm(self) -> int:
+        return int(self.values.shape[1])
+
+
+@dataclass
+class Pairs:
+    """Pairs of record indices (into the job's :class:`Records`).
+
+    Invariants after :meth:`normalized`: ``left < right``, unique, sorted by
+    ``(left, right)``. ``score`` is float64 when the pairs have been verified.
+    """
+
+    left: Int64Array
+    right: Int64Array
+    score: npt.NDArray[np.float64] | None = None
+
+    def __post_init__(self) -> None:
+        self.left = np.asarray(self.left, dtype=np.int64)
+        self.right = np.asarray(self.right, dtype=np.int64)
+        if self.left.shape != self.right.shape or self.left.ndim != 1:
+            raise ValueError("left and right must be 1-D arrays of one length")
+        if self.score is not None:
+            self.score = np.asarray(self.score, dtype=np.float64)
+            if self.score.shape != self.left.shape:
+                raise ValueError("score must have one value per pair")
+
+    def __len__(self) -> int:
+        return int(self.left.shape[0])
+
+    @classmethod
+    def empty(cls, scored: bool = False) -> "Pairs":
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z.copy(), np.zeros(0, dtype=np.float64) if scored else None)
+
+    def normalized(self) -> "Pairs":
+        """Swap so ``left < right``, drop self-pairs and duplicates, sort.
+
+        When scores are present, the first score of each duplicate is kept.
+        """
+        lo = np.minimum(self.left, self.right)
+        hi = np.maximum(self.left, self.right)
+        keep = lo != hi
+        lo, hi = lo[keep], hi[keep]
+        score = self.score[keep] if self.score is not None else None
+        if len(lo) == 0:
+            return Pairs(lo, hi, score)
+        order = np.lexsort((hi, lo))
+        lo, hi = lo[order], hi[order]
+        first = np.ones(len(lo), dtype=bool)
+        first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+        if score is not None:
+            score = score[order][first]
+        return Pairs(lo[first], hi[first], score)
+
+    @classmethod
+    def union(cls, parts: Sequence["Pairs"]) -> "Pairs":
+        """Union of several pair sets, normalized (scores are dropped)."""
+        if not parts:
+            return cls.empty()
+        left = np.concatenate([p.left for p in parts])
+        right = np.concatenate([p.right for p in parts])
+        return cls(left, right).normalized()
+
+    def select(self, mask: npt.NDArray[np.bool_]) -> "Pairs":
+        return Pairs(self.left[mask], self.right[mask], None if self.score is None else self.score[mask])
+
+    def is_normalized(self) -> bool:
+        if len(self) == 0:
+            return True
+        if not np.all(self.left < self.right):
+            return False
+        d_left = np.diff(self.left)
+        d_right = np.diff(self.right)
+        return bool(np.all((d_left > 0) | ((d_left == 0) & (d_right > 0))))
+
+
+@dataclass
+class Batch:
+    """What a blocker or verifier sees: the records and what earlier stages made.
+
+    ``active`` lists the record indices that take part in blocking (exact
+    duplicates collapsed onto one representative are left out).
+    ``cross_source_only`` is true in link mode: only pairs whose records come
+    from different sources may be returned.
+    """
+
+    records: Records
+    tokens: TokenSets | None = None
+    signatures: Signatures | None = None
+    active: Int64Array | None = None
+    cross_source_only: bool = False
+    seed: int = 0
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def allowed(self, pairs: Pairs) -> Pairs:
+        """Drop pairs that the job's mode does not allow (same-source in link mode)."""
+        if not self.cross_source_only or len(pairs) == 0:
+            return pairs
+        src = self.records.source
+        return pairs.select(src[pairs.left] != src[pairs.right])

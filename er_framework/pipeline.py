@@ -1,0 +1,375 @@
+"""Runs the stages of a job. No maths here: kernels and components do the work.
+
+    sources -> exact duplicates -> shingler -> signatures -> blockers
+            -> verifier -> clusterer -> outputs
+
+Record indices are global (all sources concatenated, in source order). The
+exact-duplicate stage may collapse copies onto one representative; the later
+stages then see only the *active* records, and their pairs are mapped back
+to global indices.
+"""
+
+from __future__ import annotations
+
+import platform
+import resource
+import sys
+import time
+import unicodedata
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from .cluster import canonical_labels
+from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
+from .config import ComponentSpec, Job
+from .data import Batch, Pairs, Records, Signatures, TokenSets
+from .errors import ErError, InputError, Problem
+from .io import read_source, write_outputs
+from .kernels import group_sorted, hash_strings, pairs_in_groups
+
+Int64Array = npt.NDArray[np.int64]
+
+STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "verify", "cluster", "write"]
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+@dataclass
+class StageLog:
+    """Seconds and peak memory per stage, with an optional progress display."""
+
+    progress: Callable[[str], None] | None = None
+    stages: list[dict[str, Any]] = field(default_factory=list)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[dict[str, Any]]:
+        if self.progress is not None:
+            self.progress(name)
+        info: dict[str, Any] = {"stage": name}
+        t0 = time.perf_counter()
+        yield info
+        info["seconds"] = round(time.perf_counter() - t0, 4)
+        info["peak_rss_mb"] = _peak_rss_mb()
+        self.stages.append(info)
+
+
+@dataclass
+class Result:
+    """Everything a run produced (in memory), plus where it was written."""
+
+    records: Records
+    pairs: Pairs  # verified, global indices, scored, normalized
+    labels: Int64Array  # canonical cluster id per record
+    report: dict[str, Any]
+    outputs: dict[str, Path] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        r = self.report
+        lines = [
+            f"records read      {r['records']['total']:>12,}",
+            f"exact duplicates  {r['exact_duplicates']['records_collapsed']:>12,}",
+            f"candidate pairs   {r['candidate_pairs']:>12,}",
+            f"verified pairs    {r['verified_pairs']:>12,}",
+            f"clusters          {r['clusters']['count']:>12,}  "
+            f"(largest {r['clusters']['largest']}, singletons {r['clusters']['singletons']:,})",
+            f"seconds           {r['seconds_total']:>12.2f}  peak memory {r['peak_rss_mb']:.0f} MB",
+        ]
+        for name, path in self.outputs.items():
+            lines.append(f"wrote {path}")
+        return "\n".join(lines)
+
+
+def normalize_text(text: str) -> str:
+    """NFKC, case-folded, whitespace runs folded to one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def read_records(job: Job) -> Records:
+    """Read every source; problems of all sources are reported together."""
+    parts: list[Records] = []
+    problems: list[Problem] = []
+    for i, src in enumerate(job.spec.sources):
+        try:
+            parts.append(
+                read_source(
+                    job.source_path(i),
+                    id_column=src.id,
+                    fields=src.fields,
+                    name=src.name,
+                    where=f"{job.config_path}: sources[{i}]",
+                )
+            )
+        except ErError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    return Records.concat(parts)
+
+
+def exact_duplicate_groups(
+    records: Records, normalize: bool, collapse: bool
+) -> tuple[Pairs, Int64Array, dict[str, Any]]:
+    """Exact copies by one stable 64-bit hash of the (normalized) record text.
+
+    Returns ``(pairs, active, stats)``. With ``collapse`` (dedup modes) each
+    group of identical records is linked as a star to its first record with
+    score 1.0 and only that representative stays active for the later stages.
+    Without ``collapse`` (link mode) all cross-source pairs inside a group are
+    returned and every record stays active (within-source copies are not
+    pairs in link mode, but each must still find its near-duplicates in the
+    other source). Empty texts are never exact duplicates of each other.
+    """
+    n = len(records)
+    texts = records.text()
+    if normalize:
+        texts = [normalize_text(t) for t in texts]
+    keys = hash_strings(texts)
+    nonempty = np.fromiter((len(t) > 0 for t in texts), dtype=bool, count=n)
+    idx = np.flatnonzero(nonempty).astype(np.int64)
+    order, starts, sizes = group_sorted(keys[idx])
+    members = idx[order]  # stable sort: ascending record index within each group
+    group_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    in_group = sizes[group_of] >= 2
+    multi = sizes >= 2
+    active = np.arange(n, dtype=np.int64)
+    stats: dict[str, Any] = {"groups": int(multi.sum()), "records_in_groups": int(sizes[multi].sum())}
+    if collapse:
+        rep_of = members[starts[group_of]]  # representative = smallest index of the group
+        dup = in_group & (members != rep_of)
+        pairs = Pairs(rep_of[dup], members[dup], np.ones(int(dup.sum()))).normalized()
+        collapsed = np.zeros(n, dtype=bool)
+        collapsed[members[dup]] = True
+        active = np.flatnonzero(~collapsed).astype(np.int64)
+        stats["records_collapsed"] = int(collapsed.sum())
+    else:
+        left, right = pairs_in_groups(members, starts[multi], sizes[multi])
+        src = records.source
+        cross = src[left] != src[right]
+        pairs = Pairs(left[cross], right[cross], np.ones(int(cross.sum()))).normalized()
+        stats["records_collapsed"] = 0
+    stats["pairs"] = int(len(pairs))
+    return pairs, active, stats
+
+
+def _subtract(pairs: Pairs, known: Pairs) -> Pairs:
+    """Pairs not in ``known`` (both normalized)."""
+    if len(known) == 0 or len(pairs) == 0:
+        return pairs
+    n = int(max(pairs.right.max(), known.right.max())) + 1
+    a = pairs.left * n + pairs.right
+    b = known.left * n + known.right
+    return pairs.select(~np.isin(a, b))
+
+
+def _versions(job: Job) -> dict[str, Any]:
+    try:
+        er_version = metadata.version("er-framework")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        er_version = "unknown"
+    used: dict[str, Any] = {}
+    specs: list[ComponentSpec | None] = [job.shingler, job.signature, *job.blockers, job.verifier, job.clusterer]
+    for spec in specs:
+        if spec is None:
+            continue
+        info = job.registry.components[spec.family][spec.cls.name]
+        used[f"{spec.family}:{spec.cls.name}"] = {
+            "plugin": info.plugin.name,
+            "distribution": info.plugin.distribution,
+            "version": info.plugin.version,
+        }
+    return {
+        "er_framework": er_version,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "components": used,
+    }
+
+
+def run_job(
+    job: Job,
+    out_dir: str | Path | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    write: bool = True,
+) -> Result:
+    """Run a validated job; write outputs atomically to ``out_dir``."""
+    t_start = time.perf_counter()
+    log = StageLog(progress=progress)
+    ctx = job.context
+    mode = job.spec.mode
+    out_path = job.output_dir(out_dir)
+    if write and out_path is None:
+        raise InputError(
+            Problem(
+                where=str(job.config_path),
+                path="output.dir",
+                message="no output folder given",
+                fix="pass --out DIR or set output: {dir: …} in the YAML",
+            )
+        )
+
+    with log.stage("read") as info:
+        records = read_records(job)
+        n = len(records)
+        info["records"] = n
+
+    with log.stage("exact_duplicates") as info:
+        if job.exact.enabled:
+            exact_pairs, active, exact_stats = exact_duplicate_groups(
+                records, job.exact.normalize, collapse=(mode != "link")
+            )
+        else:
+            exact_pairs, active = Pairs.empty(scored=True), np.arange(n, dtype=np.int64)
+            exact_stats = {"groups": 0, "records_in_groups": 0, "records_collapsed": 0, "pairs": 0}
+        exact_stats["enabled"] = job.exact.enabled
+        info.update(exact_stats)
+
+    sub = records.take(active) if len(active) != n else records
+    batch = Batch(records=sub, active=active, cross_source_only=(mode == "link"), seed=ctx.seed)
+
+    needs: set[str] = set()
+    for spec in job.blockers:
+        needs |= set(spec.cls.needs)  # type: ignore[attr-defined]
+    needs |= set(job.verifier.cls.needs)  # type: ignore[attr-defined]
+    if job.signature is not None:
+        needs.add("signatures")
+    report_tokens: dict[str, Any] = {}
+
+    with log.stage("shingle") as info:
+        if job.shingler is not None and needs & {"tokens", "signatures"}:
+            shingler = job.shingler.instantiate(ctx)
+            assert isinstance(shingler, Shingler)
+            batch.tokens = shingler.shingle(sub)
+            sizes = batch.tokens.sizes
+            report_tokens = {
+                "records_shingled": int(len(sizes)),
+                "empty_token_sets": int((sizes == 0).sum()),
+                "mean_tokens": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
+                "total_tokens": int(sizes.sum()),
+            }
+            info.update(report_tokens)
+
+    with log.stage("signatures") as info:
+        if job.signature is not None and batch.tokens is not None:
+            builder = job.signature.instantiate(ctx)
+            assert isinstance(builder, SignatureBuilder)
+            batch.signatures = builder.build(batch.tokens)
+            info["shape"] = list(batch.signatures.values.shape)
+            info["bytes"] = int(batch.signatures.values.nbytes)
+
+    blocker_reports: list[dict[str, Any]] = []
+    with log.stage("block") as info:
+        found: list[Pairs] = []
+        for spec in job.blockers:
+            blocker = spec.instantiate(ctx)
+            assert isinstance(blocker, Blocker)
+            cand = batch.allowed(blocker.candidates(batch))
+            found.append(cand)
+            rep = blocker.describe()
+            rep["candidate_pairs"] = int(len(cand))
+            blocker_reports.append(rep)
+        local = Pairs.union(found)
+        candidates = Pairs(active[local.left], active[local.right]).normalized()
+        candidates = _subtract(candidates, exact_pairs)
+        info["candidate_pairs"] = int(len(candidates))
+
+    with log.stage("verify") as info:
+        verifier = job.verifier.instantiate(ctx)
+        assert isinstance(verifier, Verifier)
+        threshold = verifier.threshold
+        # verifiers see the batch (active records): map global -> local indices
+        local_of = np.full(n, -1, dtype=np.int64)
+        local_of[active] = np.arange(len(active), dtype=np.int64)
+        local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
+        scores = np.asarray(verifier.score(batch, local_cand), dtype=np.float64)
+        if scores.shape != (len(candidates),):
+            raise ErError(
+                f"verifier {verifier.name!r} returned {scores.shape} scores for {len(candidates)} pairs"
+            )
+        keep = scores >= threshold
+        verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
+        all_pairs = Pairs(
+            np.concatenate([exact_pairs.left, verified.left]),
+            np.concatenate([exact_pairs.right, verified.right]),
+            np.concatenate([exact_pairs.score if exact_pairs.score is not None else np.ones(len(exact_pairs)), verified.score]),  # type: ignore[list-item]
+        ).normalized()
+        info.update({"threshold": threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})
+
+    with log.stage("cluster") as info:
+        clusterer = job.clusterer.instantiate(ctx)
+        assert isinstance(clusterer, Clusterer)
+        raw_labels = np.asarray(clusterer.cluster(n, all_pairs))
+        if raw_labels.shape != (n,):
+            raise ErError(f"clusterer {clusterer.name!r} returned {raw_labels.shape} labels for {n} records")
+        labels = canonical_labels(raw_labels)
+        counts = np.bincount(labels) if n else np.zeros(0, dtype=np.int64)
+        cluster_stats = {
+            "count": int(len(counts)),
+            "singletons": int((counts == 1).sum()),
+            "largest": int(counts.max()) if len(counts) else 0,
+            "records_in_multi_record_clusters": int(counts[counts > 1].sum()),
+        }
+        info.update(cluster_stats)
+
+    per_source = {name: int((records.source == i).sum()) for i, name in enumerate(records.source_names)}
+    report: dict[str, Any] = {
+        "job": job.spec.name,
+        "config": str(job.config_path),
+        "config_hash": job.config_hash(),
+        "mode": mode,
+        "seed": ctx.seed,
+        "records": {"total": n, "per_source": per_source},
+        "exact_duplicates": exact_stats,
+        "tokens": report_tokens,
+        "blockers": blocker_reports,
+        "candidate_pairs": int(len(candidates)),
+        "verified_pairs": int(len(verified)),
+        "pairs_written": int(len(all_pairs)),
+        "verifier": {**verifier.describe(), "threshold": threshold},
+        "clusterer": clusterer.describe(),
+        "clusters": cluster_stats,
+        "stages": log.stages,
+        "versions": _versions(job),
+    }
+    result = Result(records=records, pairs=all_pairs, labels=labels, report=report)
+
+    if write and out_path is not None:
+        with log.stage("write"):
+            tables = output_tables(records, all_pairs, labels)
+            report["seconds_total"] = round(time.perf_counter() - t_start, 4)
+            report["peak_rss_mb"] = _peak_rss_mb()
+            result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
+    report["seconds_total"] = round(time.perf_counter() - t_start, 4)
+    report["peak_rss_mb"] = _peak_rss_mb()
+    return result
+
+
+def output_tables(records: Records, pairs: Pairs, labels: Int64Array) -> dict[str, dict[str, Any]]:
+    """The ``pairs`` and ``clusters`` tables with ids and source names."""
+    ids = np.asarray(records.ids, dtype=object)
+    names = np.asarray(records.source_names, dtype=object)
+    src = records.source
+    return {
+        "pairs": {
+            "left_source": names[src[pairs.left]],
+            "left_id": ids[pairs.left],
+            "right_source": names[src[pairs.right]],
+            "right_id": ids[pairs.right],
+            "score": pairs.score if pairs.score is not None else np.ones(len(pairs)),
+        },
+        "clusters": {
+            "source": names[src],
+            "id": ids,
+            "cluster_id": labels,
+        },
+    }
