@@ -1,0 +1,178 @@
+"""Every bad-config and bad-input case: the message, the location, the fix, exit code 2, no output."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from er_framework.cli import main
+
+GOOD = """\
+mode: dedup
+seed: 1
+threshold: 0.8
+sources:
+  - name: docs
+    path: docs.jsonl
+    id: id
+    fields: [text]
+shingler:
+  type: char
+  k: 5
+signature:
+  type: minhash
+  num_perm: 128
+blockers:
+  - type: lsh_bands
+verifier:
+  type: jaccard
+cluster:
+  type: connected_components
+"""
+
+
+def setup(tmp_path: Path, yaml_text: str, rows: list[dict] | None = None) -> Path:
+    rows = rows if rows is not None else [{"id": f"r{i}", "text": f"document number {i} with some text"} for i in range(5)]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(yaml_text))
+    return job
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def expect_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], yaml_text: str, *needles: str, rows: list[dict] | None = None, command: str = "run") -> str:
+    job = setup(tmp_path, yaml_text, rows)
+    out = tmp_path / "out"
+    args = [command, str(job)] + (["--out", str(out), "--quiet"] if command == "run" else [])
+    code, _, err = run_cli(args, capsys)
+    assert code == 2, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in:\n{err}"
+    assert not out.exists() or not any(out.iterdir()), "a failed run must leave no outputs"
+    return err
+
+
+def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = setup(tmp_path, GOOD)
+    code, out, err = run_cli(["validate", str(job)], capsys)
+    assert code == 0, err
+    assert "valid" in out
+    code, out, err = run_cli(["run", str(job), "--out", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json"}
+
+
+def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8", "treshold: 0.8\nthreshold: 0.8"),
+                 "job.yaml:3", "unknown key 'treshold'", "did you mean 'threshold'?")
+
+
+def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("type: minhash", "type: minhsh"),
+                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?", "installed: minhash")
+
+
+def test_unknown_component_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  kk: 5"),
+                 "job.yaml:11", "shingler.kk", "shingler 'char' has no parameter 'kk'", "did you mean 'k'?")
+
+
+def test_out_of_range_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("num_perm: 128", "num_perm: 0"),
+                 "job.yaml:14", "signature.num_perm", "greater than or equal to 1", "(got 0)")
+
+
+def test_threshold_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8", "threshold: 1.5"),
+                 "job.yaml:3", "threshold", "less than or equal to 1", "(got 1.5)")
+
+
+def test_bands_times_rows_exceeds_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20\n    rows: 10"),
+                 "blockers[0]", "bands * rows = 20 * 10 = 200 exceeds num_perm = 128", "raise signature.num_perm")
+
+
+def test_bands_without_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20"),
+                 "set both 'bands' and 'rows'")
+
+
+def test_threshold_unreachable_with_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("num_perm: 128", "num_perm: 4").replace("threshold: 0.8", "threshold: 0.2"),
+                 "blockers[0]", "num_perm")
+
+
+def test_duplicate_yaml_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  k: 7"),
+                 "job.yaml:12", "duplicate key 'k' (first defined on line 11)")
+
+
+def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("fields: [text]", "fields: [text"), "not valid YAML", "job.yaml:")
+
+
+def test_missing_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("path: docs.jsonl", "path: nope.jsonl"),
+                 "job.yaml:6", "sources[0].path", "data file 'nope.jsonl' does not exist", "relative to the YAML file")
+
+
+def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["validate", str(tmp_path / "none.yaml")], capsys)
+    assert code == 2 and "none.yaml" in err and "no such file" in err
+
+
+def test_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("fields: [text]", "fields: [txt]"), "docs.jsonl", "txt", "text")
+
+
+def test_duplicate_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"id": "a", "text": "x one"}, {"id": "b", "text": "x two"}, {"id": "a", "text": "x three"}]
+    expect_error(tmp_path, capsys, GOOD, "docs.jsonl", "'a'", "unique", rows=rows)
+
+
+def test_mode_link_needs_two_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"),
+                 "mode 'link' needs exactly two sources, got 1")
+
+
+def test_unknown_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: dedupe"), "job.yaml:1", "mode", "'dedup'")
+
+
+def test_verifier_without_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8\n", ""),
+                 "jaccard needs a threshold", "no threshold to choose bands and rows")
+
+
+def test_signature_needed_by_lsh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD.replace("signature:\n  type: minhash\n  num_perm: 128\n", "")
+    expect_error(tmp_path, capsys, text, "needs signatures, but no 'signature' section is set")
+
+
+def test_all_problems_are_reported_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (GOOD.replace("mode: dedup", "mode: dedup\ncolour: red")
+            .replace("type: char", "type: chars")
+            .replace("num_perm: 128", "num_perm: -3")
+            .replace("path: docs.jsonl", "path: missing.jsonl"))
+    err = expect_error(tmp_path, capsys, text, "unknown key 'colour'", "unknown shingler 'chars'", "signature.num_perm", "missing.jsonl")
+    assert "4 problems found" in err
+
+
+def test_no_output_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = setup(tmp_path, GOOD)
+    code, _, err = run_cli(["run", str(job), "--quiet"], capsys)
+    assert code == 2 and "no output folder given" in err and "--out" in err
+
+
+def test_tune_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["tune", "--threshold", "1.4"], capsys)
+    assert code == 2 and "--threshold" in err and "Traceback" not in err
