@@ -22,6 +22,8 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from .components import Clusterer, Params
 from .data import Pairs
@@ -32,28 +34,19 @@ Int64Array = npt.NDArray[np.int64]
 def connected_component_labels(n: int, left: Int64Array, right: Int64Array) -> Int64Array:
     """Label of every node = smallest node index of its connected component.
 
-    Vectorized min-label propagation with pointer jumping: each round pushes
-    the smaller label across every edge (``np.minimum.at``) and then
-    shortcuts ``label = label[label]`` until stable; O(E) per round and
-    O(log n) rounds in practice. Checked against networkx in the tests.
+    Uses ``scipy.sparse.csgraph.connected_components`` (linear time, in C) on
+    the pair graph; checked against networkx in the tests.
     """
-    labels = np.arange(n, dtype=np.int64)
     if len(left) == 0:
-        return labels
-    left = np.asarray(left, dtype=np.int64)
-    right = np.asarray(right, dtype=np.int64)
-    while True:
-        lo = np.minimum(labels[left], labels[right])
-        before = labels.copy()
-        np.minimum.at(labels, left, lo)
-        np.minimum.at(labels, right, lo)
-        while True:  # pointer jumping
-            jumped = labels[labels]
-            if np.array_equal(jumped, labels):
-                break
-            labels = jumped
-        if np.array_equal(before, labels):
-            return labels
+        return np.arange(n, dtype=np.int64)
+    graph = coo_matrix(
+        (np.ones(len(left), dtype=np.int8), (np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64))),
+        shape=(n, n),
+    )
+    _, comp = connected_components(graph, directed=False)
+    smallest = np.full(int(comp.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(smallest, comp, np.arange(n, dtype=np.int64))
+    return smallest[comp]
 
 
 def canonical_labels(labels: npt.ArrayLike) -> Int64Array:

@@ -241,7 +241,7 @@ class LshBands(Blocker):
             "records_skipped_empty": int(sig.empty.sum()),
             **stats,
         }
-        return Pairs(left, right).normalized()
+        return batch.allowed(Pairs(left, right).normalized())
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
