@@ -498,6 +498,23 @@ def resolve_job(
 
     context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode)
     comps = _resolve_components(data, lines, filename, registry, problems, context)
+    # a component reading named fields may only name fields the sources declare
+    declared = [f for s in spec.sources for f in s.fields]
+    for comp in [comps["shingler"], comps["signature"], *comps["blockers"], comps["verifier"]]:
+        used = getattr(comp.params, "fields", None) if comp is not None else None
+        for j, fname in enumerate(used or []):
+            if fname not in declared:
+                assert comp is not None
+                ypath = tuple(comp.yaml_path.replace("[", ".").replace("]", "").split(".")) + ("fields", j)
+                ypath = tuple(int(x) if isinstance(x, str) and x.isdigit() else x for x in ypath)
+                problems.append(
+                    Problem(
+                        where=_where(filename, lines, ypath),
+                        path=f"{comp.yaml_path}.fields[{j}]",
+                        message=f"field {fname!r} is not read by any source",
+                        fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
+                    )
+                )
     if problems:
         raise ConfigError(problems)
     assert comps["verifier"] is not None and comps["clusterer"] is not None

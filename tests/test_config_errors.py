@@ -176,3 +176,8 @@ def test_no_output_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_tune_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["tune", "--threshold", "1.4"], capsys)
     assert code == 2 and "--threshold" in err and "Traceback" not in err
+
+
+def test_component_field_not_read_by_any_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  fields: [txt]"),
+                 "job.yaml:12", "shingler.fields[0]", "field 'txt' is not read by any source", "did you mean 'text'?")
