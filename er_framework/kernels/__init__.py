@@ -1,0 +1,86 @@
+"""Pure numpy kernels: hashing, MinHash, LSH banding, exact Jaccard, grouping.
+
+Everything here is whole-batch and vectorized; every fast function has a naive
+``*_reference`` twin in the same module used as a test oracle. Formulas follow
+Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.
+"""
+
+from .banding import (
+    band_keys,
+    bucket_candidates,
+    bucket_candidates_reference,
+    candidate_probability,
+    choose_bands,
+    false_positive_area,
+    threshold_estimate,
+)
+from .groups import (
+    group_sorted,
+    pack_pairs,
+    pairs_in_groups,
+    unique_pairs,
+    unpack_pairs,
+)
+from .hashing import (
+    char_shingles,
+    char_shingles_reference,
+    codepoints,
+    hash_string_reference,
+    hash_strings,
+    mix64,
+    mix64_reference,
+    word_ngrams,
+    word_ngrams_reference,
+)
+from .jaccard import jaccard_pairs, jaccard_reference
+from .minhash import (
+    EMPTY,
+    PRIME,
+    estimate_jaccard,
+    estimate_jaccard_pairs,
+    hash_params,
+    is_permutation,
+    minhash_reference,
+    minhash_rowwise_reference,
+    minhash_signatures,
+)
+
+__all__ = [
+    # hashing
+    "mix64",
+    "mix64_reference",
+    "codepoints",
+    "hash_strings",
+    "hash_string_reference",
+    "char_shingles",
+    "char_shingles_reference",
+    "word_ngrams",
+    "word_ngrams_reference",
+    # minhash
+    "PRIME",
+    "EMPTY",
+    "hash_params",
+    "minhash_signatures",
+    "minhash_reference",
+    "minhash_rowwise_reference",
+    "estimate_jaccard",
+    "estimate_jaccard_pairs",
+    "is_permutation",
+    # banding
+    "candidate_probability",
+    "threshold_estimate",
+    "false_positive_area",
+    "choose_bands",
+    "band_keys",
+    "bucket_candidates",
+    "bucket_candidates_reference",
+    # jaccard
+    "jaccard_pairs",
+    "jaccard_reference",
+    # groups
+    "group_sorted",
+    "pairs_in_groups",
+    "pack_pairs",
+    "unpack_pairs",
+    "unique_pairs",
+]

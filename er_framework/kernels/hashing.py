@@ -1,0 +1,310 @@
+"""Stable 64-bit token hashing: shingles and word n-grams (MMDS ch. 3.2).
+
+A k-shingle is a run of k consecutive characters of a document; the document
+is represented by the *set* of its shingles (MMDS 3.2.1). Long shingles are
+hashed to integers ("tokens", MMDS 3.2.3); here tokens are 64-bit so that two
+different shingles share a token only with probability ~2**-64 per pair.
+
+Token definition (the project's contract; identical in every process, on every
+machine — Python's salted ``hash()`` is never used):
+
+* ``mix64(x)`` is the splitmix64 finalizer, a bijection of 64-bit words::
+
+      x ^= x >> 30; x *= 0xbf58476d1ce4e5b9
+      x ^= x >> 27; x *= 0x94d049bb133111eb
+      x ^= x >> 31
+
+* a string ``s`` of length ``L`` with code points ``c_0 .. c_{L-1}``::
+
+      poly(s)        = sum_j (c_j + 1) * B**(L-1-j)   mod 2**64,  B = 0x100000001B3
+      hash_string(s) = mix64((poly(s) + L) mod 2**64)
+
+* a character k-shingle is hashed as the string it is: the token of shingle
+  ``"abc"`` is ``hash_string("abc")``;
+* a word n-gram of word tokens ``w_j = hash_string(word_j)``::
+
+      ngram(w_0..w_{n-1}) = mix64((sum_j w_j * B2**(n-1-j) + n) mod 2**64),  B2 = 0x9E3779B97F4A7C15
+
+  so for ``n = 1`` the token of a word is ``mix64(hash_string(word) + 1)``.
+
+All arithmetic is on uint64 and wraps modulo 2**64 *by definition* (this is
+a hash, not a ``mod p`` computation; numpy's wrap-around is intended here).
+A text shorter than the window (``0 < L < k`` characters, or fewer than ``n``
+words) yields exactly one token, the same formula over the whole text; an
+empty text yields no token.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ..data import TokenSets
+from .groups import _sort_segments
+
+__all__ = [
+    "B2",
+    "B",
+    "char_shingles",
+    "char_shingles_reference",
+    "codepoints",
+    "hash_string_reference",
+    "hash_strings",
+    "mix64",
+    "mix64_reference",
+    "word_ngrams",
+    "word_ngrams_reference",
+]
+
+UInt64Array = npt.NDArray[np.uint64]
+Int64Array = npt.NDArray[np.int64]
+
+#: Base of the string polynomial (the 64-bit FNV prime).
+B: int = 0x100000001B3
+#: Base of the word n-gram polynomial (2**64 / golden ratio, odd).
+B2: int = 0x9E3779B97F4A7C15
+
+_MASK = (1 << 64) - 1
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def mix64(x: npt.ArrayLike) -> UInt64Array:
+    """splitmix64 finalizer, elementwise, arithmetic modulo 2**64.
+
+    ``x ^= x>>30; x *= 0xbf58476d1ce4e5b9; x ^= x>>27; x *= 0x94d049bb133111eb;
+    x ^= x>>31``. The multiplications wrap modulo 2**64 on purpose (a bijective
+    bit mixer, not modular arithmetic over a prime). Returns a new array.
+    """
+    h = np.array(x, dtype=np.uint64)  # always a copy
+    with np.errstate(over="ignore"):
+        h ^= h >> _S30
+        h *= _M1
+        h ^= h >> _S27
+        h *= _M2
+        h ^= h >> _S31
+    return h
+
+
+def mix64_reference(x: int) -> int:
+    """Pure-Python splitmix64 finalizer on one integer (test oracle)."""
+    x &= _MASK
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & _MASK
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & _MASK
+    x ^= x >> 31
+    return x
+
+
+def codepoints(texts: Sequence[str]) -> tuple[npt.NDArray[np.uint32], Int64Array]:
+    """Code points of all texts, concatenated, and CSR offsets (length ``n + 1``).
+
+    The texts are joined once and encoded once as UTF-32-LE (lone surrogates
+    pass through as their code point), then viewed with ``np.frombuffer``;
+    text ``i`` is ``cps[offsets[i]:offsets[i+1]]``.
+    """
+    n = len(texts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if n:
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=offsets[1:])
+    raw = "".join(texts).encode("utf-32-le", errors="surrogatepass")
+    cps = np.frombuffer(raw, dtype=np.uint32)
+    return cps, offsets
+
+
+def _powers(base: int, count: int) -> UInt64Array:
+    """``[base**0, base**1, ..., base**(count-1)] mod 2**64``."""
+    pw = np.full(max(count, 1), np.uint64(base), dtype=np.uint64)
+    pw[0] = 1
+    with np.errstate(over="ignore"):
+        np.multiply.accumulate(pw, out=pw)
+    return pw[:count]
+
+
+def _segment_poly(values: UInt64Array, lengths: Int64Array, base: int) -> UInt64Array:
+    """Per segment ``sum_j v_j * base**(L-1-j) mod 2**64`` (0 for an empty segment).
+
+    Each value is multiplied by ``base`` to the power of its distance to the
+    end of its segment (from a precomputed power table), then segments are
+    summed with ``np.add.reduceat``. ``reduceat`` returns ``values[i]`` (not 0)
+    for an empty segment, so it is applied to the non-empty segments only.
+    """
+    n = len(lengths)
+    out = np.zeros(n, dtype=np.uint64)
+    total = len(values)
+    if total == 0:
+        return out
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    dist = np.repeat(ends - 1, lengths) - np.arange(total, dtype=np.int64)
+    pw = _powers(base, int(lengths.max()))
+    with np.errstate(over="ignore"):
+        terms = values * pw[dist]
+        nonempty = lengths > 0
+        out[nonempty] = np.add.reduceat(terms, starts[nonempty])
+    return out
+
+
+def _hash_segments(values: UInt64Array, lengths: Int64Array, base: int) -> UInt64Array:
+    """``mix64(poly + L)`` per segment (see module docstring)."""
+    poly = _segment_poly(values, lengths, base)
+    with np.errstate(over="ignore"):
+        poly += lengths.astype(np.uint64)
+    return mix64(poly)
+
+
+def hash_strings(strings: Sequence[str]) -> UInt64Array:
+    """``hash_string(s)`` for every string of the batch, vectorized.
+
+    ``hash_string(s) = mix64((sum_j (c_j + 1) * B**(L-1-j) + L) mod 2**64)``,
+    ``B = 0x100000001B3``; ``hash_string("") = mix64(0) = 0``.
+    """
+    cps, offsets = codepoints(strings)
+    values = cps.astype(np.uint64) + np.uint64(1)
+    return _hash_segments(values, np.diff(offsets), B)
+
+
+def hash_string_reference(s: str) -> int:
+    """Pure-Python ``hash_string`` (Horner form of the polynomial; test oracle)."""
+    h = 0
+    for ch in s:
+        h = (h * B + ord(ch) + 1) & _MASK
+    return mix64_reference(h + len(s))
+
+
+def _csr_unique_rows(tokens: UInt64Array, counts: Int64Array) -> TokenSets:
+    """Sort every row (``counts[i]`` consecutive tokens), drop duplicates within it, build CSR.
+
+    Uses the padded segmented sort of :func:`groups._sort_segments` (much faster
+    than ``np.lexsort((tokens, rows))``).
+    """
+    n = len(counts)
+    t = _sort_segments(tokens, counts)
+    keep = np.ones(len(t), dtype=bool)
+    if len(t) > 1:
+        keep[1:] = t[1:] != t[:-1]
+        row_first = (np.cumsum(counts) - counts)[counts > 0]
+        keep[row_first] = True  # the first token of a row is always kept
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    if n and len(t):
+        row_of = np.repeat(np.arange(n, dtype=np.int64), counts)
+        np.cumsum(np.bincount(row_of[keep], minlength=n), out=indptr[1:])
+    return TokenSets(indptr, np.ascontiguousarray(t[keep], dtype=np.uint64))
+
+
+def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int) -> TokenSets:
+    """Set of window hashes per segment: ``mix64(sum_{j<k} v_{i+j} base**(k-1-j) + k)``.
+
+    Windows are computed for the whole concatenation with ``k`` shifted
+    multiply-adds (Horner), then windows crossing a segment boundary are
+    masked out. Segments with ``0 < L < k`` give one token over all ``L``
+    values; empty segments give none.
+    """
+    n = len(lengths)
+    total = len(values)
+    ends = np.cumsum(lengths)
+    has_windows = lengths >= k
+    short = (lengths > 0) & ~has_windows
+    counts = np.where(has_windows, lengths - k + 1, short.astype(np.int64)).astype(np.int64)
+    tokens = np.empty(int(counts.sum()), dtype=np.uint64)
+    from_windows = np.repeat(has_windows, counts)  # token slots filled by windows
+    if total >= k:
+        w = total - k + 1
+        h = values[:w].copy()
+        bb = np.uint64(base)
+        with np.errstate(over="ignore"):
+            for j in range(1, k):  # k shifted adds over the whole batch
+                h *= bb
+                h += values[j : j + w]
+            h += np.uint64(k)
+        seg = np.repeat(np.arange(n, dtype=np.int64), lengths)[:w]
+        valid = np.arange(k, w + k, dtype=np.int64) <= ends[seg]
+        tokens[from_windows] = mix64(h[valid])  # valid windows come in row order
+    if short.any():
+        pos_mask = np.repeat(short, lengths)
+        tokens[~from_windows] = _hash_segments(values[pos_mask], lengths[short], base)
+    return _csr_unique_rows(tokens, counts)
+
+
+def char_shingles(texts: Sequence[str], k: int) -> TokenSets:
+    """The set of character k-shingles of every text, as 64-bit tokens (MMDS 3.2.1).
+
+    Token of a shingle ``s`` = ``hash_string(s)``. Row ``i`` is sorted ascending
+    and unique. A text with ``0 < len < k`` yields one token, the hash of the
+    whole text; an empty text yields an empty row. No preprocessing is done
+    here (lower-casing, whitespace handling belong to the caller).
+
+    Vectorized: code points of the batch are obtained with one encode; the
+    window polynomial is built with ``k`` shifted multiply-adds over the
+    concatenation and windows crossing a text boundary are masked out.
+    """
+    if k < 1:
+        raise ValueError(f"shingle size k must be >= 1, got {k}")
+    cps, offsets = codepoints(texts)
+    values = cps.astype(np.uint64) + np.uint64(1)
+    return _window_tokens(values, np.diff(offsets), int(k), B)
+
+
+def char_shingles_reference(texts: Sequence[str], k: int) -> list[list[int]]:
+    """Pure-Python :func:`char_shingles`: sorted unique tokens per text (test oracle)."""
+    out: list[list[int]] = []
+    for t in texts:
+        if not t:
+            out.append([])
+        elif len(t) < k:
+            out.append([hash_string_reference(t)])
+        else:
+            out.append(sorted({hash_string_reference(t[i : i + k]) for i in range(len(t) - k + 1)}))
+    return out
+
+
+def word_ngrams(texts: Sequence[str], n: int, pattern: str = r"\w+") -> TokenSets:
+    """The set of word n-grams of every text, as 64-bit tokens.
+
+    Words are the matches of ``pattern`` (``re.finditer``, whole match); word
+    tokens ``w = hash_string(word)`` are computed for all words of the batch
+    at once. An n-gram token is
+    ``mix64((sum_{j=0}^{n-1} w_j * B2**(n-1-j) + n) mod 2**64)``,
+    ``B2 = 0x9E3779B97F4A7C15``; for ``n = 1`` that is ``mix64(w + 1)``.
+    A text with ``0 < words < n`` yields one token (the formula over all its
+    words, with ``n`` replaced by the word count); a text without words
+    yields an empty row. Rows are sorted ascending and unique.
+    """
+    if n < 1:
+        raise ValueError(f"n-gram size n must be >= 1, got {n}")
+    rx = re.compile(pattern)
+    words: list[str] = []
+    counts = np.zeros(len(texts), dtype=np.int64)
+    for i, t in enumerate(texts):  # one regex scan per text, one step per word
+        found = [m.group(0) for m in rx.finditer(t)]
+        counts[i] = len(found)
+        words.extend(found)
+    w = hash_strings(words)
+    return _window_tokens(w, counts, int(n), B2)
+
+
+def _ngram_reference(ws: Sequence[int]) -> int:
+    h = 0
+    for x in ws:
+        h = (h * B2 + x) & _MASK
+    return mix64_reference(h + len(ws))
+
+
+def word_ngrams_reference(texts: Sequence[str], n: int, pattern: str = r"\w+") -> list[list[int]]:
+    """Pure-Python :func:`word_ngrams`: sorted unique tokens per text (test oracle)."""
+    rx = re.compile(pattern)
+    out: list[list[int]] = []
+    for t in texts:
+        ws = [hash_string_reference(m.group(0)) for m in rx.finditer(t)]
+        if not ws:
+            out.append([])
+        elif len(ws) < n:
+            out.append([_ngram_reference(ws)])
+        else:
+            out.append(sorted({_ngram_reference(ws[i : i + n]) for i in range(len(ws) - n + 1)}))
+    return out
