@@ -269,6 +269,11 @@ def _where(filename: str, lines: dict[YamlPath, int], path: YamlPath) -> str:
     return f"{filename}:{line}" if line else filename
 
 
+def _at(filename: str, lines: dict[YamlPath, int], path: YamlPath, message: str, fix: str = "") -> Problem:
+    """A problem at a YAML path: ``file:line``, the rendered path, the message and the fix."""
+    return Problem(where=_where(filename, lines, path), path=_render_path(path), message=message, fix=fix)
+
+
 def _pydantic_problems(
     exc: ValidationError,
     filename: str,
@@ -292,9 +297,8 @@ def _pydantic_problems(
         if etype == "extra_forbidden":
             allowed = known or []
             out.append(
-                Problem(
-                    where=_where(filename, lines, path),
-                    path=_render_path(path),
+                _at(
+                    filename, lines, path,
                     message=f"{subject + ' has no parameter' if subject else 'unknown key'} {key!r}",
                     fix=did_you_mean(key, allowed) + f"allowed: {choices_text(allowed)}",
                 )
@@ -313,9 +317,8 @@ def _pydantic_problems(
             value = err.get("input")
             shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
             out.append(
-                Problem(
-                    where=_where(filename, lines, path),
-                    path=_render_path(path),
+                _at(
+                    filename, lines, path,
                     message=f"{err['msg']} (got {shown})",
                     fix=_fix_for(err),
                 )
@@ -353,9 +356,8 @@ def _extra_key_problems(
             continue
         fix = did_you_mean(str(key), known) + f"allowed keys: {choices_text(known + list(ignore))}"
         out.append(
-            Problem(
-                where=_where(filename, lines, path + (str(key),)),
-                path=_render_path(path + (str(key),)),
+            _at(
+                filename, lines, path + (str(key),),
                 message=f"unknown key {key!r}",
                 fix=fix,
             )
@@ -455,9 +457,8 @@ def resolve_job(
     for i, s in enumerate(spec.sources):
         if names.index(s.name) != i:
             problems.append(
-                Problem(
-                    where=_where(filename, lines, ("sources", i, "name")),
-                    path=_render_path(("sources", i, "name")),
+                _at(
+                    filename, lines, ("sources", i, "name"),
                     message=f"source name {s.name!r} is used twice",
                     fix="give every source a unique name",
                 )
@@ -466,9 +467,8 @@ def resolve_job(
             p = (base_dir / s.path).resolve()
             if not p.exists():
                 problems.append(
-                    Problem(
-                        where=_where(filename, lines, ("sources", i, "path")),
-                        path=_render_path(("sources", i, "path")),
+                    _at(
+                        filename, lines, ("sources", i, "path"),
                         message=f"data file {s.path!r} does not exist (looked at {p})",
                         fix="paths are relative to the YAML file's folder; check the path",
                     )
@@ -575,9 +575,8 @@ def _resolve_one(
         return None
     if not isinstance(name, str) or name not in registry.components[family]:
         problems.append(
-            Problem(
-                where=_where(filename, lines, path + (type_key,)),
-                path=_render_path(path + (type_key,)),
+            _at(
+                filename, lines, path + (type_key,),
                 message=f"unknown {family} {name!r}",
                 fix=f"{did_you_mean(str(name), installed)}installed: {choices_text(installed)}",
             )
