@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,24 @@ def prepare_texts(records: Records, p: TextParams) -> list[str]:
     return out
 
 
+#: characters shingled per kernel call; bounds the kernels' temporaries (~80 bytes/char)
+CHUNK_CHARS = 1 << 21
+
+
+def shingle_in_chunks(texts: list[str], fn: Callable[[list[str]], TokenSets], max_chars: int = CHUNK_CHARS) -> TokenSets:
+    """Apply a batch shingling kernel to consecutive slices of about ``max_chars`` characters.
+
+    Token sets are per text, so the result equals ``fn(texts)`` (the contract's
+    batch-split invariance) while peak memory stays bounded by the slice size.
+    """
+    ends = np.cumsum([len(t) for t in texts], dtype=np.int64)
+    if len(texts) == 0 or ends[-1] <= max_chars:
+        return fn(texts)
+    cuts = np.searchsorted(ends, np.arange(max_chars, int(ends[-1]), max_chars, dtype=np.int64), side="right")
+    bounds = np.unique(np.concatenate(([0], cuts, [len(texts)])))
+    return TokenSets.concat([fn(texts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
+
+
 class CharParams(TextParams):
     k: int = Field(default=5, ge=1, le=256, description="shingle length in characters (4-5 short texts, 9-10 long documents)")
 
@@ -83,7 +101,7 @@ class CharShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, CharParams)
-        return char_shingles(prepare_texts(records, p), p.k)
+        return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k))
 
 
 class WordParams(TextParams):
@@ -109,7 +127,7 @@ class WordShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, WordParams)
-        return word_ngrams(prepare_texts(records, p), p.n, pattern=p.pattern)
+        return shingle_in_chunks(prepare_texts(records, p), lambda t: word_ngrams(t, p.n, pattern=p.pattern))
 
 
 class MinHashParams(Params):

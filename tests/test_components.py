@@ -154,3 +154,13 @@ def test_community_detection_is_deterministic_for_a_seed() -> None:
         a = cls(cls.Params(seed=5)).cluster(300, pairs)
         b = cls(cls.Params(seed=5)).cluster(300, pairs)
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("max_chars", [1, 7, 50, 10_000])
+def test_chunked_shingling_equals_whole_batch(max_chars: int) -> None:
+    from er_framework.kernels import char_shingles, word_ngrams
+    from er_plugins.documents import shingle_in_chunks
+
+    texts = [r or "" for r in sample_records().fields["text"]] * 3
+    for fn in (lambda t: char_shingles(t, 4), lambda t: word_ngrams(t, 2)):
+        assert shingle_in_chunks(texts, fn, max_chars=max_chars).equals(fn(texts))
