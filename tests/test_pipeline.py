@@ -225,3 +225,48 @@ def test_recall_on_planted_near_duplicates(tmp_path: Path) -> None:
     assert np.all(all_j >= 0.8)
     np.testing.assert_allclose(res.pairs.score, all_j)
     assert len(res.labels) == n
+
+
+def test_link_and_dedup_reports_pairs_within_and_across_sources(tmp_path: Path) -> None:
+    a = [{"id": "1", "text": "the cat sat on the mat today"}, {"id": "2", "text": "the cat sat on the mat today!"}]
+    b = [{"id": "1", "text": "the cat sat on the mat today?"}, {"id": "2", "text": "nothing alike at all here"}]
+    write_jsonl(tmp_path / "a.jsonl", a)
+    write_jsonl(tmp_path / "b.jsonl", b)
+    job = parse_job(job_yaml(tmp_path, """
+        mode: link_and_dedup
+        threshold: 0.7
+        sources:
+          - {name: A, path: a.jsonl, fields: [text]}
+          - {name: B, path: b.jsonl, fields: [text]}
+        shingler: {type: char, k: 3}
+        signature: {type: minhash, num_perm: 128}
+        blockers: [{type: lsh_bands}]
+        verifier: {type: jaccard}
+    """))
+    run_job(job, tmp_path / "o")
+    got = {(p["left_source"], p["left_id"], p["right_source"], p["right_id"]) for p in read_csv(tmp_path / "o" / "pairs.csv")}
+    assert got == {("A", "1", "A", "2"), ("A", "1", "B", "1"), ("A", "2", "B", "1")}
+
+
+def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tmp_path: Path) -> None:
+    from er_framework.errors import InputError
+
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "x"}\n{"id": "1", "text": "y"}\n')
+    (tmp_path / "b.csv").write_text("key,text\n1,hello\n")
+    job = parse_job(job_yaml(tmp_path, """
+        mode: link
+        threshold: 0.7
+        sources:
+          - {name: A, path: a.jsonl, fields: [text]}
+          - {name: B, path: b.csv, id: id, fields: [text]}
+        shingler: {type: char, k: 3}
+        signature: {type: minhash}
+        blockers: [{type: lsh_bands}]
+        verifier: {type: jaccard}
+    """))
+    with pytest.raises(InputError) as err:
+        run_job(job, tmp_path / "o")
+    text = str(err.value)
+    assert "a.jsonl" in text and "'1'" in text  # duplicate id in A
+    assert "b.csv" in text and "id" in text and "key" in text  # missing id column in B, present columns listed
+    assert not (tmp_path / "o").exists()
