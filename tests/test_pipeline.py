@@ -35,6 +35,24 @@ def job_yaml(tmp: Path, body: str) -> Path:
     return p
 
 
+def run_two_sources(tmp_path: Path, a: list[dict], b: list[dict], mode: str) -> None:
+    """Run a char-3 / minhash / LSH / Jaccard job at 0.7 over sources A and B into tmp_path/o."""
+    write_jsonl(tmp_path / "a.jsonl", a)
+    write_jsonl(tmp_path / "b.jsonl", b)
+    job = parse_job(job_yaml(tmp_path, f"""
+        mode: {mode}
+        threshold: 0.7
+        sources:
+          - {{name: A, path: a.jsonl, fields: [text]}}
+          - {{name: B, path: b.jsonl, fields: [text]}}
+        shingler: {{type: char, k: 3}}
+        signature: {{type: minhash, num_perm: 128}}
+        blockers: [{{type: lsh_bands}}]
+        verifier: {{type: jaccard}}
+    """))
+    run_job(job, tmp_path / "o")
+
+
 def test_shipped_documents_job(tmp_path: Path) -> None:
     job = parse_job(ROOT / "configs" / "documents.yaml")
     res = run_job(job, tmp_path)
@@ -119,20 +137,7 @@ def test_link_mode_reports_only_cross_source_pairs(tmp_path: Path) -> None:
          {"id": "a3", "text": "quantum flux capacitors need plutonium"}]
     b = [{"id": "b1", "text": "the cat sat on the mat today"}, {"id": "b2", "text": "quantum flux capacitors need plutonium!"},
          {"id": "b3", "text": "a record only in b"}]
-    write_jsonl(tmp_path / "a.jsonl", a)
-    write_jsonl(tmp_path / "b.jsonl", b)
-    job = parse_job(job_yaml(tmp_path, """
-        mode: link
-        threshold: 0.7
-        sources:
-          - {name: A, path: a.jsonl, fields: [text]}
-          - {name: B, path: b.jsonl, fields: [text]}
-        shingler: {type: char, k: 3}
-        signature: {type: minhash, num_perm: 128}
-        blockers: [{type: lsh_bands}]
-        verifier: {type: jaccard}
-    """))
-    run_job(job, tmp_path / "o")
+    run_two_sources(tmp_path, a, b, "link")
     pairs = read_csv(tmp_path / "o" / "pairs.csv")
     assert all(p["left_source"] == "A" and p["right_source"] == "B" for p in pairs)
     got = {(p["left_id"], p["right_id"]) for p in pairs}
@@ -230,20 +235,7 @@ def test_recall_on_planted_near_duplicates(tmp_path: Path) -> None:
 def test_link_and_dedup_reports_pairs_within_and_across_sources(tmp_path: Path) -> None:
     a = [{"id": "1", "text": "the cat sat on the mat today"}, {"id": "2", "text": "the cat sat on the mat today!"}]
     b = [{"id": "1", "text": "the cat sat on the mat today?"}, {"id": "2", "text": "nothing alike at all here"}]
-    write_jsonl(tmp_path / "a.jsonl", a)
-    write_jsonl(tmp_path / "b.jsonl", b)
-    job = parse_job(job_yaml(tmp_path, """
-        mode: link_and_dedup
-        threshold: 0.7
-        sources:
-          - {name: A, path: a.jsonl, fields: [text]}
-          - {name: B, path: b.jsonl, fields: [text]}
-        shingler: {type: char, k: 3}
-        signature: {type: minhash, num_perm: 128}
-        blockers: [{type: lsh_bands}]
-        verifier: {type: jaccard}
-    """))
-    run_job(job, tmp_path / "o")
+    run_two_sources(tmp_path, a, b, "link_and_dedup")
     got = {(p["left_source"], p["left_id"], p["right_source"], p["right_id"]) for p in read_csv(tmp_path / "o" / "pairs.csv")}
     assert got == {("A", "1", "A", "2"), ("A", "1", "B", "1"), ("A", "2", "B", "1")}
 
