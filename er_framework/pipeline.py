@@ -39,9 +39,31 @@ STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "verify"
 
 
 def _peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
+    """Peak resident memory of this process in MB.
+
+    On Linux, ``VmHWM`` of ``/proc/self/status`` (the peak since the process
+    started or since :func:`_reset_peak_rss`); elsewhere ``ru_maxrss``, which
+    can include the peak of a parent process.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark (Linux: ``echo 5 > /proc/self/clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
 
 
 @dataclass
@@ -50,16 +72,21 @@ class StageLog:
 
     progress: Callable[[str], None] | None = None
     stages: list[dict[str, Any]] = field(default_factory=list)
+    overall_peak_mb: float = 0.0
 
     @contextmanager
     def stage(self, name: str) -> Iterator[dict[str, Any]]:
         if self.progress is not None:
             self.progress(name)
         info: dict[str, Any] = {"stage": name}
+        self.overall_peak_mb = max(self.overall_peak_mb, _peak_rss_mb())
+        per_stage = _reset_peak_rss()
         t0 = time.perf_counter()
         yield info
         info["seconds"] = round(time.perf_counter() - t0, 4)
         info["peak_rss_mb"] = _peak_rss_mb()
+        info["peak_rss_scope"] = "stage" if per_stage else "process so far"
+        self.overall_peak_mb = max(self.overall_peak_mb, info["peak_rss_mb"])
         self.stages.append(info)
 
 
@@ -347,10 +374,10 @@ def run_job(
         with log.stage("write"):
             tables = output_tables(records, all_pairs, labels)
             report["seconds_total"] = round(time.perf_counter() - t_start, 4)
-            report["peak_rss_mb"] = _peak_rss_mb()
+            report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
             result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
     report["seconds_total"] = round(time.perf_counter() - t_start, 4)
-    report["peak_rss_mb"] = _peak_rss_mb()
+    report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
     return result
 
 
