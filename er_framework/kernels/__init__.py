@@ -29,8 +29,11 @@ from .hashing import (
     hash_strings,
     mix64,
     mix64_reference,
+    stopword_shingles,
+    stopword_shingles_reference,
     word_ngrams,
     word_ngrams_reference,
+    word_tokens,
 )
 from .jaccard import jaccard_pairs, jaccard_reference
 from .minhash import (
@@ -56,6 +59,9 @@ __all__ = [
     "char_shingles_reference",
     "word_ngrams",
     "word_ngrams_reference",
+    "word_tokens",
+    "stopword_shingles",
+    "stopword_shingles_reference",
     # minhash
     "PRIME",
     "EMPTY",

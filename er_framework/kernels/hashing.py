@@ -197,34 +197,46 @@ def _csr_unique_rows(tokens: UInt64Array, counts: Int64Array) -> TokenSets:
     return TokenSets(indptr, np.ascontiguousarray(t[keep], dtype=np.uint64))
 
 
-def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int) -> TokenSets:
-    """Set of window hashes per segment: ``mix64(sum_{j<k} v_{i+j} base**(k-1-j) + k)``.
+def _window_hashes(
+    values: UInt64Array, lengths: Int64Array, k: int, base: int
+) -> tuple[UInt64Array, Int64Array, npt.NDArray[np.bool_]]:
+    """Hashes of every length-``k`` window of the concatenation, the segment of each
+    window start, and whether the window lies inside its segment.
 
-    Windows are computed for the whole concatenation with ``k`` shifted
-    multiply-adds (Horner), then windows crossing a segment boundary are
-    masked out. Segments with ``0 < L < k`` give one token over all ``L``
-    values; empty segments give none.
+    ``h_i = mix64(sum_{j<k} v_{i+j} base**(k-1-j) + k)`` (mod 2**64), computed with
+    ``k`` shifted multiply-adds (Horner) over the whole batch.
     """
     n = len(lengths)
     total = len(values)
+    if total < k:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, bool)
     ends = np.cumsum(lengths)
+    w = total - k + 1
+    h = values[:w].copy()
+    bb = np.uint64(base)
+    with np.errstate(over="ignore"):
+        for j in range(1, k):  # k shifted adds over the whole batch
+            h *= bb
+            h += values[j : j + w]
+        h += np.uint64(k)
+    seg = np.repeat(np.arange(n, dtype=np.int64), lengths)[:w]
+    valid = np.arange(k, w + k, dtype=np.int64) <= ends[seg]
+    return mix64(h), seg, valid
+
+
+def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int) -> TokenSets:
+    """Set of window hashes per segment: ``mix64(sum_{j<k} v_{i+j} base**(k-1-j) + k)``.
+
+    Windows crossing a segment boundary are masked out. Segments with
+    ``0 < L < k`` give one token over all ``L`` values; empty segments give none.
+    """
     has_windows = lengths >= k
     short = (lengths > 0) & ~has_windows
     counts = np.where(has_windows, lengths - k + 1, short.astype(np.int64)).astype(np.int64)
     tokens = np.empty(int(counts.sum()), dtype=np.uint64)
     from_windows = np.repeat(has_windows, counts)  # token slots filled by windows
-    if total >= k:
-        w = total - k + 1
-        h = values[:w].copy()
-        bb = np.uint64(base)
-        with np.errstate(over="ignore"):
-            for j in range(1, k):  # k shifted adds over the whole batch
-                h *= bb
-                h += values[j : j + w]
-            h += np.uint64(k)
-        seg = np.repeat(np.arange(n, dtype=np.int64), lengths)[:w]
-        valid = np.arange(k, w + k, dtype=np.int64) <= ends[seg]
-        tokens[from_windows] = mix64(h[valid])  # valid windows come in row order
+    h, _, valid = _window_hashes(values, lengths, k, base)
+    tokens[from_windows] = h[valid]  # valid windows come in row order
     if short.any():
         pos_mask = np.repeat(short, lengths)
         tokens[~from_windows] = _hash_segments(values[pos_mask], lengths[short], base)
@@ -277,15 +289,69 @@ def word_ngrams(texts: Sequence[str], n: int, pattern: str = r"\w+") -> TokenSet
     """
     if n < 1:
         raise ValueError(f"n-gram size n must be >= 1, got {n}")
+    w, counts = word_tokens(texts, pattern)
+    return _window_tokens(w, counts, int(n), B2)
+
+
+def word_tokens(texts: Sequence[str], pattern: str = r"\w+") -> tuple[UInt64Array, Int64Array]:
+    """Token of every word of the batch (``hash_string``) and the word count per text.
+
+    Words are the matches of ``pattern``: one regex scan per text, the
+    hashing vectorized over the whole batch.
+    """
     rx = re.compile(pattern)
     words: list[str] = []
     counts = np.zeros(len(texts), dtype=np.int64)
     for i, t in enumerate(texts):  # one regex scan per text, one step per word
-        found = [m.group(0) for m in rx.finditer(t)]
+        found = rx.findall(t) if rx.groups == 0 else [m.group(0) for m in rx.finditer(t)]
         counts[i] = len(found)
         words.extend(found)
-    w = hash_strings(words)
-    return _window_tokens(w, counts, int(n), B2)
+    return hash_strings(words), counts
+
+
+def stopword_shingles(
+    texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+"
+) -> TokenSets:
+    """Stop-word shingles (MMDS 3.2.4): a stop word followed by the next ``n`` words.
+
+    "I recommend that you buy Sudzo for your laundry" with n = 2 gives
+    "I recommend that", "that you buy", "you buy Sudzo", "for your laundry", …
+    — every window of ``n + 1`` words whose first word is a stop word. The
+    token of a shingle is the word n-gram token of its ``n + 1`` words (the
+    same formula as :func:`word_ngrams` with ``n + 1``), so a stop-word
+    shingle equals the word (n+1)-gram it spells. A stop word with fewer than
+    ``n`` words after it in its text starts no shingle. Matching is exact on
+    the word strings (lower-case both sides beforehand for case-insensitive
+    matching). Vectorized: stop words are found with ``np.isin`` on the word
+    tokens, windows with :func:`_window_hashes`.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    w, counts = word_tokens(texts, pattern)
+    k = int(n) + 1
+    h, seg, valid = _window_hashes(w, counts, k, B2)
+    starts_at_stop = np.isin(w[: len(h)], hash_strings(list(stop_words)))
+    keep = valid & starts_at_stop
+    per_row = np.bincount(seg[keep], minlength=len(counts)).astype(np.int64)
+    return _csr_unique_rows(h[keep], per_row)
+
+
+def stopword_shingles_reference(
+    texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+"
+) -> list[list[int]]:
+    """Pure-Python :func:`stopword_shingles` (test oracle)."""
+    rx = re.compile(pattern)
+    stops = set(stop_words)
+    out: list[list[int]] = []
+    for t in texts:
+        words = [m.group(0) for m in rx.finditer(t)]
+        toks = [hash_string_reference(x) for x in words]
+        out.append(
+            sorted(
+                {_ngram_reference(toks[i : i + n + 1]) for i in range(len(words) - n) if words[i] in stops}
+            )
+        )
+    return out
 
 
 def _ngram_reference(ws: Sequence[int]) -> int:
