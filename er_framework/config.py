@@ -130,6 +130,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class HtmlSpec(_Strict):
+    """Columns that hold HTML: replaced by their visible text before shingling."""
+
+    fields: list[str] | None = Field(
+        default=None, description="columns holding HTML (default: all the source's fields)"
+    )
+    boilerplate: Literal["keep", "drop"] = Field(
+        default="keep", description="drop: remove navigation, footers and other chrome (jusText)"
+    )
+    language: str = Field(default="English", description="jusText stop list used to spot boilerplate")
+
+
 class SourceSpec(_Strict):
     """One input source."""
 
@@ -137,6 +149,9 @@ class SourceSpec(_Strict):
     path: str = Field(min_length=1, description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file)")
     id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
     fields: list[str] = Field(min_length=1, description="columns the job reads")
+    html: HtmlSpec | None = Field(
+        default=None, description="extract visible text from HTML columns (a folder of .html files has the column 'html')"
+    )
 
 
 class ExactSpec(_Strict):
@@ -179,6 +194,12 @@ class JobSpec(_Strict):
     @classmethod
     def _exact(cls, v: ExactSpec | bool) -> ExactSpec | bool:
         return ExactSpec(enabled=v) if isinstance(v, bool) else v
+
+
+def _html_languages() -> list[str]:
+    import justext
+
+    return sorted(lang.lower() for lang in justext.get_stoplists())
 
 
 # ----------------------------------------------------------------------------
@@ -414,6 +435,8 @@ def resolve_job(
         for i, s in enumerate(data["sources"]):
             if isinstance(s, dict):
                 problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
+                if isinstance(s.get("html"), dict):
+                    problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
     clean = {k: v for k, v in data.items() if k in JobSpec.model_fields}
     for key in ("output", "plugins", "exact_duplicates"):
         if isinstance(clean.get(key), dict):
@@ -424,6 +447,9 @@ def resolve_job(
             {k: v for k, v in s.items() if k in SourceSpec.model_fields} if isinstance(s, dict) else s
             for s in clean["sources"]
         ]
+        for s in clean["sources"]:
+            if isinstance(s, dict) and isinstance(s.get("html"), dict):
+                s["html"] = {k: v for k, v in s["html"].items() if k in HtmlSpec.model_fields}
     spec: JobSpec | None = None
     try:
         spec = JobSpec.model_validate(clean)
@@ -463,6 +489,25 @@ def resolve_job(
                     fix="give every source a unique name",
                 )
             )
+        if s.html is not None:
+            for j, fname in enumerate(s.html.fields or []):
+                if fname not in s.fields:
+                    problems.append(
+                        _at(
+                            filename, lines, ("sources", i, "html", "fields", j),
+                            message=f"html field {fname!r} is not one of the source's fields {s.fields}",
+                            fix=did_you_mean(fname, s.fields) + "list it under fields too",
+                        )
+                    )
+            langs = _html_languages()
+            if s.html.boilerplate == "drop" and s.html.language.lower() not in langs:
+                problems.append(
+                    _at(
+                        filename, lines, ("sources", i, "html", "language"),
+                        message=f"no jusText stop list for language {s.html.language!r}",
+                        fix=did_you_mean(s.html.language.lower(), langs) + "e.g. English, Spanish, German",
+                    )
+                )
         if check_files:
             p = (base_dir / s.path).resolve()
             if not p.exists():
