@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .components import Blocker, Component, Context, Params, Verifier
+from .html import check_boilerplate_options
 from .errors import ConfigError, ErError, Problem, choices_text, did_you_mean
 from .plugins import Registry, default_registry
 
@@ -194,12 +195,6 @@ class JobSpec(_Strict):
     @classmethod
     def _exact(cls, v: ExactSpec | bool) -> ExactSpec | bool:
         return ExactSpec(enabled=v) if isinstance(v, bool) else v
-
-
-def _html_languages() -> list[str]:
-    import justext
-
-    return sorted(lang.lower() for lang in justext.get_stoplists())
 
 
 # ----------------------------------------------------------------------------
@@ -499,15 +494,10 @@ def resolve_job(
                             fix=did_you_mean(fname, s.fields) + "list it under fields too",
                         )
                     )
-            langs = _html_languages()
-            if s.html.boilerplate == "drop" and s.html.language.lower() not in langs:
-                problems.append(
-                    _at(
-                        filename, lines, ("sources", i, "html", "language"),
-                        message=f"no jusText stop list for language {s.html.language!r}",
-                        fix=did_you_mean(s.html.language.lower(), langs) + "e.g. English, Spanish, German",
-                    )
-                )
+            try:
+                check_boilerplate_options(s.html.boilerplate, s.html.language)
+            except ValueError as exc:
+                problems.append(_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
         if check_files:
             p = (base_dir / s.path).resolve()
             if not p.exists():

@@ -68,6 +68,7 @@ __all__ = [
     "MAX_ROW_PROBLEMS",
     "SUPPORTED_EXTENSIONS",
     "read_source",
+    "read_source_with_stats",
     "write_outputs",
     "read_pairs_csv",
     "read_clusters_csv",
@@ -749,7 +750,10 @@ def read_source(
     ----------
     path:
         The data file; its format comes from the extension (see
-        :data:`SUPPORTED_EXTENSIONS`).
+        :data:`SUPPORTED_EXTENSIONS`). A folder (whose name has none of
+        those extensions) is a folder of web pages: one record per
+        ``.html``/``.htm`` file, with the columns ``id_column`` and ``html``
+        (see :func:`er_framework.html.read_html_dir`).
     id_column:
         The column holding each record's id (unique, non-empty; strings or
         integers, returned as ``str``).
@@ -775,6 +779,10 @@ def read_source(
         malformed rows or lines, missing/invalid/duplicate ids.
     """
     p = Path(path)
+    if _is_page_folder(p):
+        from .html import read_html_dir
+
+        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)[0]
     file = str(path)
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     problems = _check_path(p, file, hint, where)
@@ -817,6 +825,37 @@ def read_source(
         source_names=[name],
         fields=out,
     )
+
+
+def _is_page_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder of web pages.
+
+    A folder named like a data file (``out.parquet/``, as Spark writes them)
+    is not: it keeps the "is a directory, expected a data file" error.
+    """
+    return path.is_dir() and _detect_format(path) is None
+
+
+def read_source_with_stats(
+    path: str | Path,
+    *,
+    id_column: str,
+    fields: Sequence[str],
+    name: str,
+    where: str | None = None,
+) -> tuple[Records, dict[str, Any]]:
+    """:func:`read_source`, plus the reader's stats for ``report.json``.
+
+    The stats are those of :func:`er_framework.html.read_html_dir` for a
+    folder of web pages (files read, pages not in UTF-8, empty files, …) and
+    ``{}`` for a data file. Raises what :func:`read_source` raises.
+    """
+    p = Path(path)
+    if _is_page_folder(p):
+        from .html import read_html_dir
+
+        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)
+    return read_source(path, id_column=id_column, fields=fields, name=name, where=where), {}
 
 
 # --------------------------------------------------------------------------

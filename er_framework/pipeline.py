@@ -30,7 +30,7 @@ from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
 from .config import ComponentSpec, Job
 from .data import Batch, Pairs, Records, Signatures, TokenSets
 from .errors import ErError, InputError, Problem
-from .io import read_source, write_outputs
+from .io import read_source_with_stats, write_outputs
 from .kernels import group_sorted, hash_strings, pairs_in_groups
 
 Int64Array = npt.NDArray[np.int64]
@@ -121,26 +121,41 @@ def normalize_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def read_records(job: Job) -> Records:
-    """Read every source; problems of all sources are reported together."""
+def read_records(job: Job) -> tuple[Records, dict[str, Any]]:
+    """Read every source; problems of all sources are reported together.
+
+    HTML columns (``html:`` of a source) are replaced by their visible text.
+    Returns the records and per-source reading statistics for the report.
+    """
+    from .html import extract_text
+
     parts: list[Records] = []
     problems: list[Problem] = []
+    stats: dict[str, Any] = {}
     for i, src in enumerate(job.spec.sources):
         try:
-            parts.append(
-                read_source(
-                    job.source_path(i),
-                    id_column=src.id,
-                    fields=src.fields,
-                    name=src.name,
-                    where=f"{job.config_path}: sources[{i}]",
-                )
+            recs, st = read_source_with_stats(
+                job.source_path(i),
+                id_column=src.id,
+                fields=src.fields,
+                name=src.name,
+                where=f"{job.config_path}: sources[{i}]",
             )
         except ErError as exc:
             problems.extend(exc.problems)
+            continue
+        if src.html is not None:
+            for column in src.html.fields or src.fields:
+                texts, html_stats = extract_text(
+                    recs.fields[column], boilerplate=src.html.boilerplate, language=src.html.language
+                )
+                recs.fields[column] = texts
+                st[f"html:{column}"] = html_stats
+        stats[src.name] = st
+        parts.append(recs)
     if problems:
         raise InputError(problems)
-    return Records.concat(parts)
+    return Records.concat(parts), stats
 
 
 def exact_duplicate_groups(
@@ -246,7 +261,7 @@ def run_job(
         )
 
     with log.stage("read") as info:
-        records = read_records(job)
+        records, source_stats = read_records(job)
         n = len(records)
         info["records"] = n
 
@@ -356,6 +371,7 @@ def run_job(
         "mode": mode,
         "seed": ctx.seed,
         "records": {"total": n, "per_source": per_source},
+        "sources": source_stats,
         "exact_duplicates": exact_stats,
         "tokens": report_tokens,
         "blockers": blocker_reports,

@@ -181,3 +181,9 @@ def test_tune_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
 def test_component_field_not_read_by_any_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  fields: [txt]"),
                  "job.yaml:12", "shingler.fields[0]", "field 'txt' is not read by any source", "did you mean 'text'?")
+
+
+def test_html_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD.replace("    fields: [text]\n", "    fields: [text]\n    html: {fields: [body], boilerplate: drop, language: Englsh, colour: 1}\n")
+    expect_error(tmp_path, capsys, text, "sources[0].html.colour", "html field 'body' is not one of the source's fields",
+                 "Englsh", "did you mean 'English'?")

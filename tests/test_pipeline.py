@@ -262,3 +262,29 @@ def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tm
     assert "a.jsonl" in text and "'1'" in text  # duplicate id in A
     assert "b.csv" in text and "id" in text and "key" in text  # missing id column in B, present columns listed
     assert not (tmp_path / "o").exists()
+
+
+def test_html_folder_source_is_extracted_and_reported(tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    (pages / "site-a").mkdir(parents=True)
+    (pages / "site-b").mkdir()
+    body = "<p>The council said that the new bridge will open in the spring of next year.</p>"
+    (pages / "site-a" / "bridge.html").write_text(f"<html><nav>Home News</nav>{body}<script>x=1</script></html>")
+    (pages / "site-b" / "bridge.htm").write_bytes(f"<html><div>Men\xfa</div>{body}</html>".encode("cp1252"))
+    (pages / "site-b" / "empty.html").write_text("")
+    job = parse_job(job_yaml(tmp_path, """
+        threshold: 0.5
+        sources: [{name: pages, path: pages, fields: [html], html: {boilerplate: keep}}]
+        shingler: {type: stopword}
+        signature: {type: minhash}
+        blockers: [{type: lsh_bands}]
+        verifier: {type: jaccard}
+    """))
+    res = run_job(job, tmp_path / "o")
+    clusters = {r["id"]: r["cluster_id"] for r in read_csv(tmp_path / "o" / "clusters.csv")}
+    assert set(clusters) == {"site-a/bridge", "site-b/bridge", "site-b/empty"}
+    assert clusters["site-a/bridge"] == clusters["site-b/bridge"] != clusters["site-b/empty"]
+    st = res.report["sources"]["pages"]
+    assert st["files"] == 3 and st["decoded_non_utf8"] == 1 and st["empty_files"] == 1
+    assert st["html:html"]["pages"] == 3
+    assert res.report["versions"]["components"]["shingler:stopword"]["plugin"] == "news"
