@@ -286,12 +286,14 @@ def run_job(
     if job.signature is not None:
         needs.add("signatures")
     report_tokens: dict[str, Any] = {}
+    described: dict[str, Any] = {"shingler": None, "signature": None}
 
     with log.stage("shingle") as info:
         if job.shingler is not None and needs & {"tokens", "signatures"}:
             shingler = job.shingler.instantiate(ctx)
             assert isinstance(shingler, Shingler)
             batch.tokens = shingler.shingle(sub)
+            described["shingler"] = shingler.describe()
             sizes = batch.tokens.sizes
             report_tokens = {
                 "records_shingled": int(len(sizes)),
@@ -306,6 +308,7 @@ def run_job(
             builder = job.signature.instantiate(ctx)
             assert isinstance(builder, SignatureBuilder)
             batch.signatures = builder.build(batch.tokens)
+            described["signature"] = builder.describe()
             info["shape"] = list(batch.signatures.values.shape)
             info["bytes"] = int(batch.signatures.values.nbytes)
 
@@ -373,7 +376,9 @@ def run_job(
         "records": {"total": n, "per_source": per_source},
         "sources": source_stats,
         "exact_duplicates": exact_stats,
+        "shingler": described["shingler"],
         "tokens": report_tokens,
+        "signature": described["signature"],
         "blockers": blocker_reports,
         "candidate_pairs": int(len(candidates)),
         "verified_pairs": int(len(verified)),

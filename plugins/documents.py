@@ -159,6 +159,9 @@ class MinHash(SignatureBuilder):
             meta={"num_perm": p.num_perm, "prime": PRIME, "seed": self.seed, "empty_value": int(EMPTY)},
         )
 
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "seed": self.seed, "prime": PRIME}
+
 
 class LshParams(Params):
     threshold: float | None = Field(
