@@ -150,6 +150,10 @@ class SourceSpec(_Strict):
     path: str = Field(min_length=1, description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file)")
     id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
     fields: list[str] = Field(min_length=1, description="columns the job reads")
+    layout: Literal["wide", "long"] = Field(
+        default="wide",
+        description="long: rows sharing an id form one record, each field a JSON list of its values (e.g. minutiae rows id,x,y)",
+    )
     html: HtmlSpec | None = Field(
         default=None, description="extract visible text from HTML columns (a folder of .html files has the column 'html')"
     )

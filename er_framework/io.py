@@ -659,9 +659,9 @@ def _read_parquet(
 
 
 def _check_ids(
-    raw: list[Any], loc: _Locator, file: str, id_column: str
+    raw: list[Any], loc: _Locator, file: str, id_column: str, unique: bool = True
 ) -> tuple[list[str], list[bool], list[Problem]]:
-    """Ids as text, a per-row ``ok`` flag, and the id problems."""
+    """Ids as text, a per-row ``ok`` flag, and the id problems (duplicates only when ``unique``)."""
     ids: list[str] = []
     ok: list[bool] = []
     empty = _Capped(
@@ -706,7 +706,7 @@ def _check_ids(
     problems = empty.problems() + bad_type.problems()
 
     valid = [x for x, good in zip(ids, ok) if good]
-    if len(set(valid)) != len(valid):
+    if unique and len(set(valid)) != len(valid):
         counts = Counter(valid)
         dup_rows: dict[str, list[int]] = {}
         for i, (x, good) in enumerate(zip(ids, ok)):
@@ -743,8 +743,15 @@ def read_source(
     fields: Sequence[str],
     name: str,
     where: str | None = None,
+    layout: str = "wide",
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
+
+    ``layout="long"``: rows sharing an id form ONE record (e.g. minutiae as
+    CSV rows ``id,x,y``); each field then holds the JSON list of its values on
+    those rows, in file order (missing values as ``null``), and records come in
+    order of each id's first row. ``"wide"`` (default): one row, one record,
+    ids unique.
 
     Parameters
     ----------
@@ -806,7 +813,7 @@ def read_source(
 
     ids: list[str] = []
     if id_column in columns:
-        ids, ok, id_problems = _check_ids(columns[id_column], loc, file, id_column)
+        ids, ok, id_problems = _check_ids(columns[id_column], loc, file, id_column, unique=(layout != "long"))
         problems += id_problems
     if problems:
         raise InputError(problems)
@@ -818,6 +825,8 @@ def read_source(
             out[f] = [v or None for v in col]
         else:
             out[f] = _texts(col)
+    if layout == "long":
+        ids, out = _group_long(ids, out)
     n = len(ids)
     return Records(
         ids=ids,
@@ -825,6 +834,24 @@ def read_source(
         source_names=[name],
         fields=out,
     )
+
+
+def _group_long(
+    ids: list[str], columns: dict[str, list[str | None]]
+) -> tuple[list[str], dict[str, list[str | None]]]:
+    """Rows sharing an id -> one record; each field becomes the JSON list of its values."""
+    first: dict[str, int] = {}
+    rows: list[list[int]] = []
+    for i, x in enumerate(ids):  # one dict step per row
+        g = first.setdefault(x, len(rows))
+        if g == len(rows):
+            rows.append([])
+        rows[g].append(i)
+    out = {
+        f: [json.dumps([col[i] for i in members], ensure_ascii=False) for members in rows]
+        for f, col in columns.items()
+    }
+    return list(first), out
 
 
 def _is_page_folder(path: Path) -> bool:
@@ -843,6 +870,7 @@ def read_source_with_stats(
     fields: Sequence[str],
     name: str,
     where: str | None = None,
+    layout: str = "wide",
 ) -> tuple[Records, dict[str, Any]]:
     """:func:`read_source`, plus the reader's stats for ``report.json``.
 
@@ -855,7 +883,7 @@ def read_source_with_stats(
         from .html import read_html_dir
 
         return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)
-    return read_source(path, id_column=id_column, fields=fields, name=name, where=where), {}
+    return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout), {}
 
 
 # --------------------------------------------------------------------------

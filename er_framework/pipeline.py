@@ -140,6 +140,7 @@ def read_records(job: Job) -> tuple[Records, dict[str, Any]]:
                 fields=src.fields,
                 name=src.name,
                 where=f"{job.config_path}: sources[{i}]",
+                layout=src.layout,
             )
         except ErError as exc:
             problems.extend(exc.problems)

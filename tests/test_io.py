@@ -584,3 +584,15 @@ def test_read_pairs_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         read_pairs_csv(path)
     assert "p2.csv:2" in str(exc.value) and "'high' is not a number" in str(exc.value)
+
+
+def test_long_layout_groups_rows_by_id(tmp_path: Path) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("id,x,y\nf1,1.5,2\nf2,3,4\nf1,5,\n")
+    recs = read_source(p, id_column="id", fields=["x", "y"], name="prints", layout="long")
+    assert recs.ids == ["f1", "f2"]
+    assert recs.fields["x"] == ['["1.5", "5"]', '["3"]']
+    assert recs.fields["y"] == ['["2", null]', '["4"]']
+    # wide layout still rejects the repeated id
+    with pytest.raises(InputError, match="f1"):
+        read_source(p, id_column="id", fields=["x", "y"], name="prints")
