@@ -104,17 +104,20 @@ class CharShingler(Shingler):
         return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k))
 
 
-class WordParams(TextParams):
-    n: int = Field(default=2, ge=1, le=32, description="words per n-gram (1 = bag of words)")
-    pattern: str = Field(default=r"\w+", description="regular expression of a word")
+class WordPatternParams(TextParams):
+    pattern: str = Field(default=r"\w+", description="regular expression of a word (Unicode-aware)")
 
     @model_validator(mode="after")
-    def _pattern_compiles(self) -> "WordParams":
+    def _pattern_compiles(self) -> "WordPatternParams":
         try:
             re.compile(self.pattern)
         except re.error as exc:
             raise ValueError(f"pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
         return self
+
+
+class WordParams(WordPatternParams):
+    n: int = Field(default=2, ge=1, le=32, description="words per n-gram (1 = bag of words)")
 
 
 class WordShingler(Shingler):

@@ -22,7 +22,7 @@ from er_framework.components import Context, Params, Shingler
 from er_framework.data import Records, TokenSets
 from er_framework.errors import choices_text, did_you_mean
 from er_framework.kernels import stopword_shingles
-from er_plugins.documents import TextParams, prepare_texts, shingle_in_chunks
+from er_plugins.documents import WordPatternParams, prepare_texts, shingle_in_chunks
 
 
 @lru_cache(maxsize=None)
@@ -44,18 +44,13 @@ def stop_list(language: str, pattern: str = r"\w+") -> tuple[str, ...]:
     return tuple(sorted({w.casefold() for w in words if rx.fullmatch(w.casefold())}))
 
 
-class StopwordParams(TextParams):
+class StopwordParams(WordPatternParams):
     n: int = Field(default=2, ge=0, le=16, description="words after the stop word (the seed uses 2)")
     language: str = Field(default="english", description="jusText stop list to use ('english', 'spanish', …)")
     stop_words: list[str] | None = Field(default=None, description="your own stop words (overrides language)")
-    pattern: str = Field(default=r"\w+", description="regular expression of a word (Unicode-aware)")
 
     @model_validator(mode="after")
-    def _valid(self) -> "StopwordParams":
-        try:
-            re.compile(self.pattern)
-        except re.error as exc:
-            raise ValueError(f"pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
+    def _stop_words_given(self) -> "StopwordParams":
         if self.stop_words is not None and not [w for w in self.stop_words if w.strip()]:
             raise ValueError("stop_words is empty: give some words, or remove it to use 'language'")
         return self
