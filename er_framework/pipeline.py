@@ -28,7 +28,7 @@ import numpy.typing as npt
 from .cluster import canonical_labels
 from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
 from .config import ComponentSpec, Job
-from .data import Batch, Pairs, Records, Signatures, TokenSets
+from .data import Batch, Pairs, Records
 from .errors import ErError, InputError, Problem
 from .io import read_source_with_stats, write_outputs
 from .kernels import group_sorted, hash_strings, pairs_in_groups

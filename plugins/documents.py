@@ -285,13 +285,6 @@ class JaccardVerifier(Verifier):
     Params = JaccardParams
     needs = frozenset({"tokens"})
 
-    @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
-        assert isinstance(params, JaccardParams)
-        if params.threshold is None and context.threshold is None:
-            return ["jaccard needs a threshold: set verifier.threshold or the top-level threshold"]
-        return []
-
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         if batch.tokens is None:
             raise ValueError("jaccard needs token sets")

@@ -492,13 +492,6 @@ class CellOverlap(Verifier):
     Params = OverlapParams
     needs = frozenset({"signatures"})
 
-    @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
-        assert isinstance(params, OverlapParams)
-        if params.threshold is None and context.threshold is None:
-            return ["cell_overlap needs a threshold: set verifier.threshold or the top-level threshold"]
-        return []
-
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         p = self.params
         assert isinstance(p, OverlapParams)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from er_framework.kernels import char_shingles
 
