@@ -117,6 +117,12 @@ class Blocker(Component):
     def candidates(self, batch: Batch) -> Pairs:
         raise NotImplementedError
 
+    def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
+        """Optional: evidence of how the blocker behaves (for the report), e.g. the
+        measured candidate rate by exact-similarity bin against its theory.
+        ``sample`` bounds the work (records probed). ``None``: nothing to show."""
+        return None
+
 
 class Verifier(Component):
     """Candidate pairs -> one float score per pair; the engine keeps ``score >= threshold``."""

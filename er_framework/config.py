@@ -192,6 +192,9 @@ class JobSpec(_Strict):
     blockers: list[dict[str, Any]] | None = None
     verifier: dict[str, Any]
     cluster: dict[str, Any] = Field(default_factory=lambda: {"type": "connected_components"})
+    diagnostics: int = Field(
+        default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
+    )
     output: OutputSpec = Field(default_factory=OutputSpec)
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
 

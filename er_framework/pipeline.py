@@ -35,7 +35,7 @@ from .kernels import group_sorted, hash_strings, pairs_in_groups
 
 Int64Array = npt.NDArray[np.int64]
 
-STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "verify", "cluster", "write"]
+STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "verify", "cluster", "write"]
 
 
 def _peak_rss_mb() -> float:
@@ -316,9 +316,11 @@ def run_job(
     blocker_reports: list[dict[str, Any]] = []
     with log.stage("block") as info:
         found: list[Pairs] = []
+        blockers_used: list[Blocker] = []
         for spec in job.blockers:
             blocker = spec.instantiate(ctx)
             assert isinstance(blocker, Blocker)
+            blockers_used.append(blocker)
             cand = batch.allowed(blocker.candidates(batch))
             found.append(cand)
             rep = blocker.describe()
@@ -328,6 +330,15 @@ def run_job(
         candidates = Pairs(active[local.left], active[local.right]).normalized()
         candidates = _subtract(candidates, exact_pairs)
         info["candidate_pairs"] = int(len(candidates))
+
+    diagnostics: dict[str, Any] = {}
+    if job.spec.diagnostics > 0:
+        with log.stage("diagnostics") as info:
+            for used in blockers_used:
+                d = used.diagnostics(batch, job.spec.diagnostics)
+                if d is not None:
+                    diagnostics.update(d)
+            info["entries"] = sorted(diagnostics)
 
     with log.stage("verify") as info:
         verifier = job.verifier.instantiate(ctx)
@@ -387,6 +398,7 @@ def run_job(
         "verifier": {**verifier.describe(), "threshold": threshold},
         "clusterer": clusterer.describe(),
         "clusters": cluster_stats,
+        "diagnostics": diagnostics,
         "stages": log.stages,
         "versions": _versions(job),
     }

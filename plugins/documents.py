@@ -270,6 +270,69 @@ class LshBands(Blocker):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
 
+    def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
+        """Measured candidate rate by exact-Jaccard bin, against 1 - (1 - s^r)^b.
+
+        Pairs are chosen independently of the blocker's hash functions: for
+        ``sample`` random records, their partners in an independent probe
+        banding (16 extra MinHash values with another seed, 8 bands of 2 rows,
+        at most 50 partners per band) plus 10 uniformly random partners. Given
+        its Jaccard s, such a pair is a candidate of the real banding with
+        probability P(s); per bin the measured rate is compared with the mean
+        P(s) of its pairs. Needs token sets and MinHash signatures.
+        """
+        sig, tokens = batch.signatures, batch.tokens
+        if sig is None or tokens is None or sig.kind != "minhash" or sig.empty is None:
+            return None
+        ids = np.flatnonzero(~sig.empty).astype(np.int64)
+        if len(ids) < 2:
+            return None
+        b, r = self._band_rows(sig.num_perm)
+        rng = np.random.default_rng(self.seed + 104729)
+        probe_a, probe_b = hash_params(16, self.seed + 7919)
+        probe = band_keys(minhash_signatures(tokens.take(ids), probe_a, probe_b), 8, 2)
+        chosen = rng.choice(len(ids), size=min(sample, len(ids)), replace=False)
+        lefts, rights = [], []
+        for j in range(probe.shape[1]):  # one step per probe band
+            order = np.argsort(probe[:, j], kind="stable")
+            keys = probe[order, j]
+            lo = np.searchsorted(keys, probe[chosen, j], side="left")
+            hi = np.minimum(np.searchsorted(keys, probe[chosen, j], side="right"), lo + 50)
+            counts = hi - lo
+            starts = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+            lefts.append(np.repeat(chosen, counts))
+            rights.append(order[starts])
+        lefts.append(np.repeat(chosen, 10))
+        rights.append(rng.integers(0, len(ids), 10 * len(chosen)))
+        pairs = Pairs(ids[np.concatenate(lefts)], ids[np.concatenate(rights)]).normalized()
+        if len(pairs) == 0:
+            return None
+        s = jaccard_pairs(tokens, pairs.left, pairs.right)
+        real = band_keys(sig.values, b, r)
+        is_cand = np.any(real[pairs.left] == real[pairs.right], axis=1)
+        edges = np.linspace(0.0, 1.0, 11)
+        which = np.minimum(np.searchsorted(edges, s, side="right") - 1, 9)
+        n_bin = np.bincount(which, minlength=10)
+        c_bin = np.bincount(which, weights=is_cand, minlength=10)
+        p_bin = np.bincount(which, weights=candidate_probability(s, b, r), minlength=10)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            measured = np.where(n_bin > 0, c_bin / np.maximum(n_bin, 1), np.nan)
+            predicted = np.where(n_bin > 0, p_bin / np.maximum(n_bin, 1), np.nan)
+        return {
+            "s_curve": {
+                "bands": b,
+                "rows": r,
+                "threshold": self._report.get("threshold") if hasattr(self, "_report") else None,
+                "records_probed": int(len(chosen)),
+                "pairs_sampled": int(len(pairs)),
+                "bins": [[round(float(edges[i]), 2), round(float(edges[i + 1]), 2)] for i in range(10)],
+                "pairs": n_bin.astype(int).tolist(),
+                "candidates": c_bin.astype(int).tolist(),
+                "measured_rate": [None if np.isnan(x) else round(float(x), 4) for x in measured],
+                "predicted_rate": [None if np.isnan(x) else round(float(x), 4) for x in predicted],
+            }
+        }
+
 
 class JaccardParams(Params):
     threshold: float | None = Field(

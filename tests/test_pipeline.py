@@ -288,3 +288,30 @@ def test_html_folder_source_is_extracted_and_reported(tmp_path: Path) -> None:
     assert st["files"] == 3 and st["decoded_non_utf8"] == 1 and st["empty_files"] == 1
     assert st["html:html"]["pages"] == 3
     assert res.report["versions"]["components"]["shingler:stopword"]["plugin"] == "news"
+
+
+def test_lsh_diagnostics_follow_the_s_curve(tmp_path: Path) -> None:
+    """The report's measured candidate rate per exact-Jaccard bin matches 1 - (1 - s^r)^b."""
+    docs = planted_documents(500, copies_per_family=(2, 3), words=(40, 120), edit_rates=(0.0, 0.35),
+                             n_singletons=200, seed=5)
+    write_jsonl(tmp_path / "d.jsonl", [{"id": i, "text": t} for i, t in zip(docs.ids, docs.texts)])
+    job = parse_job(job_yaml(tmp_path, """
+        threshold: 0.5
+        seed: 3
+        diagnostics: 1500
+        exact_duplicates: false
+        sources: [{name: d, path: d.jsonl, fields: [text]}]
+        shingler: {type: char, k: 4}
+        signature: {type: minhash, num_perm: 64}
+        blockers: [{type: lsh_bands, bands: 16, rows: 4}]
+        verifier: {type: jaccard}
+    """))
+    d = run_job(job, write=False).report["diagnostics"]["s_curve"]
+    assert d["bands"] == 16 and d["rows"] == 4
+    checked = 0
+    for n, c, pred in zip(d["pairs"], d["candidates"], d["predicted_rate"]):
+        if n >= 40 and pred is not None:
+            se = (pred * (1 - pred) / n) ** 0.5
+            assert abs(c / n - pred) <= 4 * se + 0.02, (n, c, pred)
+            checked += 1
+    assert checked >= 4
