@@ -6,6 +6,8 @@
     er tune --threshold T --num-perm K      choose LSH bands/rows, print the S-curve
     er tune fingerprints --occupancy ...    grid-bit blocking analysis, suggest (c, M)
     er synth fingerprints --fingers N ...   simulated prints with truth
+    er evaluate OUT_DIR --truth FILE        metrics against ground truth
+    er report OUT_DIR                       (re)write OUT_DIR/report.html
     er schema                               JSON Schema of the job file
 
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
@@ -317,6 +319,29 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for prints.jsonl and truth.csv")
     f.set_defaults(func=cmd_synth_fingerprints)
+
+    p = sub.add_parser(
+        "evaluate",
+        help="metrics of a run's outputs against ground truth",
+        description="Blocking pair completeness and reduction ratio, pairwise precision/recall/F1, "
+        "B-cubed precision/recall/F1 and adjusted Rand index of OUT_DIR against a truth file.",
+    )
+    p.add_argument("out_dir", help="a folder written by er run")
+    p.add_argument("--truth", required=True, help="truth: pairs (two id columns) or a cluster column (CSV/JSONL/Parquet)")
+    p.add_argument("--id-column", help="id column of a cluster-column truth file")
+    p.add_argument("--cluster-column", help="cluster/entity column of the truth file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.set_defaults(func=lambda a: __import__("er_framework.evaluate", fromlist=["cmd_evaluate"]).cmd_evaluate(a))
+
+    p = sub.add_parser(
+        "report",
+        help="(re)generate report.html in a run's output folder",
+        description="Write OUT_DIR/report.html: one self-contained page with plots, counts and the largest clusters.",
+    )
+    p.add_argument("out_dir", help="a folder written by er run")
+    p.add_argument("--config", help="the job file, when it moved since the run (to show example records)")
+    p.add_argument("--examples", dest="max_examples", type=int, default=5, help="example records per cluster (5)")
+    p.set_defaults(func=lambda a: __import__("er_framework.report", fromlist=["cmd_report"]).cmd_report(a))
 
     p = sub.add_parser("schema", help="print the JSON Schema of job files", description="JSON Schema of job files, for editor completion.")
     p.set_defaults(func=cmd_schema)

@@ -410,6 +410,13 @@ def run_job(
             report["seconds_total"] = round(time.perf_counter() - t_start, 4)
             report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
             result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
+        try:  # the visual report is derived from the outputs; a failure must not lose them
+            from .report import write_report
+
+            result.outputs["report_html"] = write_report(out_path, config_path=job.config_path)
+        except Exception as exc:  # noqa: BLE001 - reported, outputs kept
+            print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
+                  f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
     report["seconds_total"] = round(time.perf_counter() - t_start, 4)
     report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
     return result

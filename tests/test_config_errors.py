@@ -68,7 +68,7 @@ def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFi
     assert "valid" in out
     code, out, err = run_cli(["run", str(job), "--out", str(tmp_path / "o")], capsys)
     assert code == 0, err
-    assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json"}
+    assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json", "report.html"}
 
 
 def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -160,7 +160,7 @@ def test_parquet_input_and_output(tmp_path: Path) -> None:
     """))
     res = run_job(job)
     out = tmp_path / "out"
-    assert set(res.outputs) == {"pairs", "clusters", "report"}
+    assert set(res.outputs) == {"pairs", "clusters", "report", "report_html"}
     pairs = pq.read_table(out / "pairs.parquet").to_pylist()
     assert pairs == [{"left_source": "d", "left_id": "1", "right_source": "d", "right_id": "2", "score": 1.0}]
     assert pq.read_table(out / "clusters.parquet").num_rows == 3

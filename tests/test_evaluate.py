@@ -1,0 +1,431 @@
+"""Evaluation metrics (er_framework.evaluate): hand-computed examples, truth shapes, ids, errors, end to end."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from er_framework.errors import InputError
+from er_framework.evaluate import (
+    adjusted_rand_index,
+    bcubed,
+    cmd_evaluate,
+    evaluate,
+    format_table,
+    load_truth,
+    write_metrics,
+)
+from er_framework.io import write_outputs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# truth {a,b,c},{d,e},{f}; predicted {a,b},{c,d,e},{f}
+TRUTH = {"a": "T1", "b": "T1", "c": "T1", "d": "T2", "e": "T2", "f": "T3"}
+PRED = {"a": 0, "b": 0, "c": 1, "d": 1, "e": 1, "f": 2}
+VERIFIED = [("a", "b"), ("c", "d"), ("d", "e")]
+
+
+def write_run(
+    out: Path,
+    clusters: dict[str, int] | list[tuple[str, str, int]],
+    pairs: list[tuple[str, str]] | list[tuple[str, str, str, str]],
+    *,
+    source: str = "s",
+    mode: str = "dedup",
+    per_source: dict[str, int] | None = None,
+    candidate_pairs: int = 5,
+    candidates: list[tuple[str, str, str, str]] | None = None,
+    fmt: str = "csv",
+) -> Path:
+    """An output folder as er run writes it (clusters, pairs, report.json, optional candidates)."""
+    rows = [(source, i, c) for i, c in clusters.items()] if isinstance(clusters, dict) else clusters
+    full = [p if len(p) == 4 else (source, p[0], source, p[1]) for p in pairs]
+    tables = {
+        "clusters": {"source": [r[0] for r in rows], "id": [r[1] for r in rows],
+                     "cluster_id": np.array([r[2] for r in rows], dtype=np.int64)},
+        "pairs": {"left_source": [p[0] for p in full], "left_id": [p[1] for p in full],
+                  "right_source": [p[2] for p in full], "right_id": [p[3] for p in full],
+                  "score": np.ones(len(full))},
+    }
+    if candidates is not None:
+        tables["candidates"] = {"left_source": [p[0] for p in candidates], "left_id": [p[1] for p in candidates],
+                                "right_source": [p[2] for p in candidates], "right_id": [p[3] for p in candidates]}
+    if per_source is None:
+        per_source = {}
+        for r in rows:
+            per_source[r[0]] = per_source.get(r[0], 0) + 1
+    report = {"mode": mode, "records": {"total": len(rows), "per_source": per_source},
+              "candidate_pairs": candidate_pairs}
+    write_outputs(out, tables, {"report": report}, fmt=fmt)
+    return out
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cluster_truth(tmp: Path, labels: dict[str, str] = TRUTH) -> Path:
+    return write_text(tmp / "truth.csv", "id,cluster\n" + "".join(f"{i},{c}\n" for i, c in labels.items()))
+
+
+# --------------------------------------------------------------------------
+# reference implementations (direct definitions, O(n^2))
+# --------------------------------------------------------------------------
+
+
+def ari_direct(t: list, p: list) -> float:
+    """ARI from the pair counts of its definition (Hubert & Arabie): pairs together in both, in each."""
+    n = len(t)
+    both = in_t = in_p = 0
+    for i, j in itertools.combinations(range(n), 2):
+        st, sp = t[i] == t[j], p[i] == p[j]
+        both += st and sp
+        in_t += st
+        in_p += sp
+    total = n * (n - 1) / 2
+    expected = in_t * in_p / total
+    maximum = (in_t + in_p) / 2
+    return 1.0 if maximum == expected else (both - expected) / (maximum - expected)
+
+
+def bcubed_direct(t: list, p: list) -> tuple[float, float]:
+    n = len(t)
+    prec = rec = 0.0
+    for i in range(n):
+        same_p = [j for j in range(n) if p[j] == p[i]]
+        same_t = [j for j in range(n) if t[j] == t[i]]
+        both = [j for j in same_p if t[j] == t[i]]
+        prec += len(both) / len(same_p)
+        rec += len(both) / len(same_t)
+    return prec / n, rec / n
+
+
+# --------------------------------------------------------------------------
+# hand-computed example
+# --------------------------------------------------------------------------
+
+
+def test_hand_computed_cluster_truth(tmp_path: Path) -> None:
+    """truth {a,b,c},{d,e},{f} vs predicted {a,b},{c,d,e},{f}; pairs.csv: ab, cd, de.
+
+    B-cubed precision per record (|pred ∩ truth| / |pred|):
+      a 2/2, b 2/2, c 1/3, d 2/3, e 2/3, f 1/1 -> sum 14/3 -> P = 14/18 = 7/9
+    B-cubed recall per record (|pred ∩ truth| / |truth|):
+      a 2/3, b 2/3, c 1/3, d 2/2, e 2/2, f 1/1 -> sum 14/3 -> R = 7/9, F1 = 7/9
+    ARI: cells n_ij = 2 (ab), 1 (c), 2 (de), 1 (f) -> Σ C(n_ij,2) = 2;
+      truth sizes 3,2,1 -> Σ C = 3+1 = 4; predicted sizes 2,3,1 -> Σ C = 1+3 = 4; C(6,2) = 15;
+      E = 4·4/15 = 16/15, max = 4 -> ARI = (2 − 16/15) / (4 − 16/15) = (14/15)/(44/15) = 7/22
+    Cluster-implied pairs: predicted ab, cd, ce, de; true ab, ac, bc, de -> TP 2: P = R = F1 = 1/2.
+    Verified pairs ab, cd, de: TP ab, de -> P = 2/3, R = 2/4, F1 = 2·(2/3)(1/2)/(2/3 + 1/2) = 4/7.
+    Reduction ratio: 5 candidates of C(6,2) = 15 -> 1 − 5/15 = 2/3.
+    """
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    m = evaluate(out, load_truth(cluster_truth(tmp_path)))
+    c = m["clusters"]
+    assert c["bcubed_precision"] == pytest.approx(7 / 9)
+    assert c["bcubed_recall"] == pytest.approx(7 / 9)
+    assert c["bcubed_f1"] == pytest.approx(7 / 9)
+    assert c["adjusted_rand_index"] == pytest.approx(7 / 22)
+    assert (c["records"], c["predicted_clusters"], c["true_clusters"]) == (6, 3, 3)
+
+    order = sorted(TRUTH)
+    t = [TRUTH[i] for i in order]
+    p = [PRED[i] for i in order]
+    assert ari_direct(t, p) == pytest.approx(7 / 22)
+    assert bcubed_direct(t, p) == pytest.approx((7 / 9, 7 / 9))
+
+    cp = m["pairwise"]["cluster_pairs"]
+    assert (cp["predicted"], cp["true"], cp["true_positives"]) == (4, 4, 2)
+    assert cp["precision"] == cp["recall"] == cp["f1"] == pytest.approx(0.5)
+    vp = m["pairwise"]["verified_pairs"]
+    assert (vp["predicted"], vp["true"], vp["true_positives"]) == (3, 4, 2)
+    assert vp["precision"] == pytest.approx(2 / 3)
+    assert vp["recall"] == pytest.approx(1 / 2)
+    assert vp["f1"] == pytest.approx(float(Fraction(4, 7)))
+
+    b = m["blocking"]
+    assert b["possible_pairs"] == 15 and b["candidate_pairs"] == 5
+    assert b["reduction_ratio"] == pytest.approx(2 / 3)
+    assert b["pair_completeness"] is None and "candidates" in b["note"]
+    assert m["truth"]["kind"] == "clusters" and m["truth"]["true_pairs"] == 4
+    assert m["records"]["truth_only"]["count"] == 0 and m["records"]["output_only"]["count"] == 0
+
+    table = format_table(m)
+    assert "B-cubed precision" in table and "adjusted Rand index" in table and "0.3182" in table
+    json.dumps(m, allow_nan=False)  # JSON-ready
+
+
+def test_metric_functions_match_direct_definitions() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(2, 40))
+        t = rng.integers(0, int(rng.integers(1, n + 1)), n)
+        p = rng.integers(0, int(rng.integers(1, n + 1)), n) * 1000 + 5  # sparse, large labels
+        assert adjusted_rand_index(t, p) == pytest.approx(ari_direct(list(t), list(p)))
+        bp, br, bf = bcubed(t, p)
+        assert (bp, br) == pytest.approx(bcubed_direct(list(t), list(p)))
+        assert bf == pytest.approx(2 * bp * br / (bp + br))
+        try:
+            from sklearn.metrics import (
+                adjusted_rand_score,  # optional cross-check, not a dependency
+            )
+        except ImportError:
+            continue
+        assert adjusted_rand_index(t, p) == pytest.approx(adjusted_rand_score(t, p))
+    same = np.array([0, 0, 1, 2])
+    assert adjusted_rand_index(same, same + 3) == 1.0
+    assert adjusted_rand_index(np.arange(4), np.arange(4)) == 1.0  # all singletons
+    assert bcubed(np.zeros(0, np.int64), np.zeros(0, np.int64)) == (None, None, None)
+
+
+# --------------------------------------------------------------------------
+# truth shapes
+# --------------------------------------------------------------------------
+
+
+def test_pairs_truth_gives_the_same_cluster_metrics(tmp_path: Path) -> None:
+    """Pairs ab, bc, de close to {a,b,c},{d,e},{f}: cluster metrics as for the cluster truth.
+
+    Pairwise metrics use the listed pairs only (3 true pairs, not the 4 of the closure):
+    verified ab, cd, de -> TP ab, de: P 2/3, R 2/3; cluster pairs ab, cd, ce, de -> TP ab, de: P 1/2, R 2/3.
+    """
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    by_clusters = evaluate(out, load_truth(cluster_truth(tmp_path)))
+    pairs_file = write_text(tmp_path / "pairs_truth.csv", "left_id,right_id\na,b\nc,b\nd,e\nb,a\n")
+    truth = load_truth(pairs_file)
+    assert truth.kind == "pairs"
+    by_pairs = evaluate(out, truth)
+    for key in ("bcubed_precision", "bcubed_recall", "bcubed_f1", "adjusted_rand_index"):
+        assert by_pairs["clusters"][key] == pytest.approx(by_clusters["clusters"][key])
+    assert by_pairs["truth"]["true_pairs"] == 3
+    vp = by_pairs["pairwise"]["verified_pairs"]
+    assert (vp["true_positives"], vp["precision"], vp["recall"]) == (2, pytest.approx(2 / 3), pytest.approx(2 / 3))
+    cp = by_pairs["pairwise"]["cluster_pairs"]
+    assert (cp["true_positives"], cp["precision"], cp["recall"]) == (2, pytest.approx(0.5), pytest.approx(2 / 3))
+    notes = " ".join(by_pairs["notes"])
+    assert "connected components" in notes and "more than once" in notes
+    # f is in no truth pair: a truth singleton, reported as such
+    assert by_pairs["records"]["output_only"] == {"count": 1, "examples": ["s/f"]}
+
+
+def test_column_detection_and_explicit_columns(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    rows = "".join(f"{i},{c},x\n" for i, c in TRUTH.items())
+    f = write_text(tmp_path / "t.csv", "record_id,entity_id,site\n" + rows)
+    t = load_truth(f)
+    assert t.columns == {"id": "record_id", "cluster": "entity_id"}
+    f2 = write_text(tmp_path / "t2.csv", "key_,grp,site\n" + rows)
+    t2 = load_truth(f2, id_column="key_", cluster_column="grp")
+    assert evaluate(out, t2)["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
+    f3 = write_text(tmp_path / "t3.csv", "a_col,b_col\na,b\nd,e\n")
+    t3 = load_truth(f3, left="a_col", right="b_col")
+    assert t3.kind == "pairs" and evaluate(out, t3)["truth"]["true_pairs"] == 2
+    # id1/id2 and the fingerprint / news truths
+    assert load_truth(write_text(tmp_path / "t4.csv", "id1,id2\na,b\n")).columns == {"left_id": "id1", "right_id": "id2"}
+    assert load_truth(ROOT / "configs/data/fingerprints/truth.csv").columns == {"id": "id", "cluster": "finger"}
+    assert load_truth(ROOT / "configs/data/news/truth.csv").columns == {"id": "id", "cluster": "story"}
+
+
+def test_jsonl_truth_with_integer_ids_and_parquet_outputs(tmp_path: Path) -> None:
+    ids = {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1, "6": 2}
+    out = write_run(tmp_path / "o", ids, [("1", "2"), ("3", "4"), ("4", "5")], fmt="parquet")
+    truth = tmp_path / "t.jsonl"
+    truth.write_text("".join(json.dumps({"id": int(i), "entity": c}) + "\n"
+                             for i, c in zip(ids, ["x", "x", "x", "y", "y", None])))
+    m = evaluate(out, load_truth(truth))
+    assert m["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
+    assert m["clusters"]["bcubed_f1"] == pytest.approx(7 / 9)
+    assert any("no value in column 'entity'" in n for n in m["notes"])  # record 6: a singleton
+
+
+# --------------------------------------------------------------------------
+# sources, missing records, candidates
+# --------------------------------------------------------------------------
+
+
+def test_link_mode_two_sources(tmp_path: Path) -> None:
+    """A = {1,2,3}, B = {1,2,9}: ids '1' and '2' exist in both sources; records are (source, id)."""
+    clusters = [("A", "1", 0), ("A", "2", 1), ("A", "3", 2), ("B", "1", 0), ("B", "2", 3), ("B", "9", 2)]
+    pairs = [("A", "1", "B", "1"), ("A", "3", "B", "9")]
+    out = write_run(tmp_path / "o", clusters, pairs, mode="link", candidate_pairs=4)
+    truth = write_text(tmp_path / "t.csv",
+                       "left_source,left_id,right_source,right_id\nA,1,B,1\nA,2,B,2\n")
+    m = evaluate(out, load_truth(truth))
+    assert m["blocking"]["possible_pairs"] == 9  # |A| x |B|
+    assert m["blocking"]["reduction_ratio"] == pytest.approx(1 - 4 / 9)
+    vp = m["pairwise"]["verified_pairs"]
+    assert (vp["true"], vp["true_positives"], vp["precision"], vp["recall"]) == (2, 1, 0.5, 0.5)
+    # (A,2) and (B,2) are different records in different predicted clusters
+    assert m["records"]["matched"] == 4
+
+    # no source columns: ids '1'/'2' are ambiguous across the two sources
+    ambiguous = write_text(tmp_path / "amb.csv", "left_id,right_id\n1,2\n")
+    with pytest.raises(InputError) as e:
+        evaluate(out, load_truth(ambiguous))
+    assert "more than one" in str(e.value) and "left_source" in str(e.value)
+    # ids that occur in one source only are looked up
+    unique = write_text(tmp_path / "u.csv", "left_id,right_id\n3,9\n")
+    m2 = evaluate(out, load_truth(unique))
+    assert m2["pairwise"]["verified_pairs"]["true_positives"] == 1
+    # or the source is given for a truth of one source
+    m3 = evaluate(out, load_truth(ambiguous, source="A"))
+    assert m3["records"]["matched"] == 2
+    # an unknown source name
+    bad = write_text(tmp_path / "bad.csv", "left_source,left_id,right_source,right_id\nAA,1,B,1\n")
+    with pytest.raises(InputError, match="did you mean 'A'"):
+        evaluate(out, load_truth(bad))
+
+
+def test_link_and_dedup_possible_pairs(tmp_path: Path) -> None:
+    clusters = [("A", "1", 0), ("A", "2", 0), ("B", "1", 1), ("B", "2", 2)]
+    out = write_run(tmp_path / "o", clusters, [("A", "1", "A", "2")], mode="link_and_dedup", candidate_pairs=3)
+    m = evaluate(out, load_truth(write_text(tmp_path / "t.csv", "source,id,cluster\nA,1,x\nA,2,x\n")))
+    assert m["blocking"]["possible_pairs"] == 6  # within A (1) + within B (1) + across (4)
+    assert m["blocking"]["reduction_ratio"] == pytest.approx(0.5)
+    assert m["pairwise"]["verified_pairs"]["f1"] == 1.0
+
+
+def test_missing_records_are_reported(tmp_path: Path) -> None:
+    """Truth has g (not in the output, with a); output has f (not in the truth: a singleton)."""
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    labels = {k: v for k, v in TRUTH.items() if k != "f"} | {"g": "T1"}
+    m = evaluate(out, load_truth(cluster_truth(tmp_path, labels)))
+    r = m["records"]
+    assert r["truth_only"] == {"count": 1, "examples": ["s/g"]}
+    assert r["output_only"] == {"count": 1, "examples": ["s/f"]}
+    assert (r["output"], r["truth"], r["matched"]) == (6, 6, 5)
+    # true pairs: T1 = {a,b,c,g} -> 6, T2 -> 1: g's 3 pairs count as missed
+    assert m["truth"]["true_pairs"] == 7
+    assert m["pairwise"]["cluster_pairs"]["recall"] == pytest.approx(2 / 7)
+    # cluster metrics over the 6 output records, f a truth singleton -> identical to the first example
+    assert m["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
+    notes = " ".join(m["notes"])
+    assert "not in the output" in notes and "truth singletons" in notes
+    assert "truth only, e.g. s/g" in format_table(m)
+
+
+def test_pair_completeness_from_candidates_file(tmp_path: Path) -> None:
+    """Candidates ab, ac, cd (+ written pairs ab, cd, de) = {ab, ac, cd, de}: 3 of the 4 true pairs."""
+    cands = [("s", "a", "s", "b"), ("s", "c", "s", "a"), ("s", "c", "s", "d")]
+    out = write_run(tmp_path / "o", PRED, VERIFIED, candidates=cands)
+    m = evaluate(out, load_truth(cluster_truth(tmp_path)))
+    b = m["blocking"]
+    assert b["candidates_considered"] == 4
+    assert b["pair_completeness"] == pytest.approx(3 / 4)
+    assert b["pair_quality"] == pytest.approx(3 / 4)
+    m2 = evaluate(out, load_truth(write_text(tmp_path / "p.csv", "left_id,right_id\na,b\nb,c\n")))
+    assert m2["blocking"]["pair_completeness"] == pytest.approx(1 / 2)
+
+
+# --------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------
+
+
+def test_bad_input_errors(tmp_path: Path) -> None:
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    truth = cluster_truth(tmp_path)
+    with pytest.raises(InputError) as e:
+        load_truth(truth, cluster_column="clustr")
+    assert "'clustr' not found" in str(e.value) and "did you mean 'cluster'?" in str(e.value)
+    with pytest.raises(InputError, match="did you mean 'id'"):
+        load_truth(truth, id_column="ids")
+    with pytest.raises(InputError) as e:
+        load_truth(tmp_path / "truht.csv")
+    assert "no such truth file" in str(e.value) and "did you mean 'truth.csv'" in str(e.value)
+    with pytest.raises(InputError, match="cannot tell the truth's columns"):
+        load_truth(write_text(tmp_path / "odd.csv", "foo,bar\n1,2\n"))
+    with pytest.raises(InputError, match="empty"):
+        load_truth(write_text(tmp_path / "empty.csv", ""))
+    with pytest.raises(InputError, match="unsupported file type"):
+        load_truth(write_text(tmp_path / "t.xlsx", "x"))
+    with pytest.raises(InputError, match="id is"):
+        load_truth(write_text(tmp_path / "noid.csv", "left_id,right_id\na,\n"))
+    with pytest.raises(InputError, match="duplicated id"):
+        load_truth(write_text(tmp_path / "dup.csv", "id,cluster\na,1\na,2\n"))
+    with pytest.raises(InputError, match="listed more than once in the truth"):
+        evaluate(out, load_truth(write_text(tmp_path / "dup2.csv", "source,id,cluster\ns,a,1\ns,a,2\n")))
+    with pytest.raises(InputError, match="none of the 2 truth records"):
+        evaluate(out, load_truth(write_text(tmp_path / "other.csv", "id,cluster\nx,1\ny,1\n")))
+    with pytest.raises(InputError, match="no such output folder"):
+        evaluate(tmp_path / "nope", load_truth(truth))
+    empty_dir = tmp_path / "empty_out"
+    empty_dir.mkdir()
+    with pytest.raises(InputError, match="no clusters.csv"):
+        evaluate(empty_dir, load_truth(truth))
+    (out / "clusters.csv").write_text("source,idd,cluster_id\ns,a,0\n")
+    with pytest.raises(InputError, match="did you mean 'idd'"):
+        evaluate(out, load_truth(truth))
+
+
+# --------------------------------------------------------------------------
+# writing and the command
+# --------------------------------------------------------------------------
+
+
+def test_write_metrics_and_cmd_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    truth = cluster_truth(tmp_path)
+    m = evaluate(out, load_truth(truth))
+    path = write_metrics(out, m)
+    assert path == out / "evaluation.json"
+    assert json.loads(path.read_text())["clusters"]["bcubed_f1"] == pytest.approx(7 / 9)
+    assert not [p for p in out.iterdir() if p.name.startswith(".er-tmp")]
+
+    args = argparse.Namespace(out_dir=str(out), truth=str(truth), id_column=None, cluster_column=None, json=True)
+    assert cmd_evaluate(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
+    args.json = False
+    args.cluster_column = "cluster"
+    assert cmd_evaluate(args) == 0
+    text = capsys.readouterr().out
+    assert "B-cubed F1" in text and "evaluation.json" in text
+
+
+def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from er_framework.cli import build_parser
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(["evaluate", "x", "--truth", "t.csv", "--json"])
+    except SystemExit:
+        pytest.skip("the CLI has no evaluate subcommand yet")
+    assert args.truth == "t.csv" and args.json
+    out = write_run(tmp_path / "o", PRED, VERIFIED)
+    from er_framework.cli import main
+
+    assert main(["evaluate", str(out), "--truth", str(cluster_truth(tmp_path))]) == 0
+    assert "adjusted Rand index" in capsys.readouterr().out
+    assert main(["evaluate", str(out), "--truth", str(tmp_path / "missing.csv")]) == 2
+
+
+# --------------------------------------------------------------------------
+# end to end
+# --------------------------------------------------------------------------
+
+
+def test_documents_job_against_planted_truth(tmp_path: Path) -> None:
+    from er_framework.config import parse_job
+    from er_framework.pipeline import run_job
+
+    out = tmp_path / "docs"
+    run_job(parse_job(ROOT / "configs/documents.yaml"), out)
+    m = evaluate(out, load_truth(ROOT / "configs/data/docs_truth.csv"))
+    vp = m["pairwise"]["verified_pairs"]
+    assert m["truth"]["kind"] == "pairs" and vp["true"] == 50
+    assert vp["recall"] == 1.0  # all 40 near-duplicates and 10 exact copies found
+    assert m["clusters"]["bcubed_recall"] == 1.0
+    assert m["records"]["truth_only"]["count"] == 0
+    assert m["records"]["output"] == 270
+    assert 0.99 < m["blocking"]["reduction_ratio"] < 1.0
+    assert m["blocking"]["reduction_ratio"] == pytest.approx(
+        1 - m["blocking"]["candidate_pairs"] / (270 * 269 / 2)
+    )

@@ -1,0 +1,174 @@
+"""The HTML report: one self-contained page per run (er_framework.report)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from er_framework.config import parse_job
+from er_framework.errors import InputError
+from er_framework.pipeline import run_job
+from er_framework.report import cmd_report, wilson_interval, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
+
+
+def run(config: Path, out: Path) -> Path:
+    run_job(parse_job(config), out, write=True)
+    return out
+
+
+def assert_self_contained(page: str) -> None:
+    """Images are data URIs; nothing is loaded from elsewhere; no script at all."""
+    images = re.findall(r'<img [^>]*src="([^"]*)"', page)
+    assert images, "no images"
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    for attr in re.findall(r'(?:src|href|action|data)\s*=\s*"([^"]*)"', page):
+        assert attr.startswith(("data:", "#")), attr
+    lowered = page.lower()
+    for bad in ("<script", "<link", "<iframe", "@import", "url(", "http://", "https://"):
+        assert bad not in lowered, bad
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("shipped")
+    return {name: run(ROOT / "configs" / f"{name}.yaml", base / name) for name in ("documents", "news", "fingerprints")}
+
+
+@pytest.mark.parametrize("name", ["documents", "news", "fingerprints"])
+def test_report_of_shipped_jobs(shipped: dict[str, Path], name: str) -> None:
+    out = shipped[name]
+    path = write_report(out)
+    assert path == out / "report.html"
+    page = path.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in page, sid
+    assert f"Entity-resolution report: {name}" in page
+    report = json.loads((out / "report.json").read_text())
+    assert report["config_hash"] in page
+    assert_self_contained(page)
+    assert "could not be read" not in page and "was not found" not in page
+    assert path.stat().st_size < 400_000
+    assert not [p for p in out.iterdir() if p.name.startswith(".report-")]  # temp file replaced
+
+
+def test_lsh_report_shows_measured_s_curve(shipped: dict[str, Path]) -> None:
+    page = write_report(shipped["documents"]).read_text(encoding="utf-8")
+    assert "95% Wilson interval" in page and "measured rate per similarity bin" in page
+    assert "starts at the verifier&#x27;s threshold" in page
+    assert re.search(r"cluster \d+: 3 records", page)  # the largest clusters, with their records
+    assert "Execute file with arguments" in page
+
+
+def test_news_report_shows_titles_and_grid_bits_text(shipped: dict[str, Path]) -> None:
+    news = write_report(shipped["news"]).read_text(encoding="utf-8")
+    assert "page title" in news and "visible text" in news
+    prints = write_report(shipped["fingerprints"]).read_text(encoding="utf-8")
+    assert "Grid-bit blocking" in prints and "S-curve does not apply" in prints
+    assert "points of the records" in prints  # minutiae drawn
+    assert "Only the theoretical curve" not in prints
+
+
+def test_without_diagnostics_only_theoretical_curve(shipped: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    out.mkdir()
+    for f in ("pairs.csv", "clusters.csv"):
+        (out / f).write_bytes((shipped["news"] / f).read_bytes())
+    report = json.loads((shipped["news"] / "report.json").read_text())
+    report.pop("diagnostics", None)
+    (out / "report.json").write_text(json.dumps(report))
+    page = write_report(out).read_text(encoding="utf-8")
+    assert "Only the theoretical curve is shown" in page
+    assert "measured rate per similarity bin" not in page
+    assert_self_contained(page)
+
+
+def small_job(tmp: Path, rows: list[dict], fmt: str = "csv") -> Path:
+    (tmp / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = tmp / "job.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        name: <b>tricky</b>
+        threshold: 0.5
+        sources: [{{name: src, path: a.jsonl, fields: [text]}}]
+        shingler: {{type: char, k: 3}}
+        signature: {{type: minhash, num_perm: 64}}
+        blockers: [{{type: lsh_bands}}]
+        verifier: {{type: jaccard}}
+        output: {{format: {fmt}}}
+    """))
+    return cfg
+
+
+EVIL = "<script>alert('x')</script> a record that must stay text & never run"
+ROWS = [
+    {"id": "1", "text": EVIL},
+    {"id": "2", "text": EVIL + "!"},
+    {"id": "<3>", "text": "something else entirely, unrelated"},
+]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_escapes_records_and_names(tmp_path: Path, fmt: str) -> None:
+    out = run(small_job(tmp_path, ROWS, fmt), tmp_path / "o")
+    page = write_report(out).read_text(encoding="utf-8")
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "<b>tricky</b>" not in page and "&lt;b&gt;tricky&lt;/b&gt;" in page
+    assert "cluster 0: 2 records" in page
+    assert_self_contained(page)
+
+
+def test_unreadable_sources_are_noted_not_fatal(tmp_path: Path) -> None:
+    out = run(small_job(tmp_path, ROWS), tmp_path / "o")
+    (tmp_path / "a.jsonl").unlink()
+    page = write_report(out).read_text(encoding="utf-8")
+    assert "could not be read again" in page
+    assert "cluster 0: 2 records" in page  # ids are still listed
+
+
+def test_config_not_found_then_given(tmp_path: Path) -> None:
+    cfg = small_job(tmp_path, ROWS)
+    out = run(cfg, tmp_path / "o")
+    report = json.loads((out / "report.json").read_text())
+    report["config"] = "moved/away.yaml"
+    (out / "report.json").write_text(json.dumps(report))
+    page = write_report(out).read_text(encoding="utf-8")
+    assert "job file was not found" in page
+    page = write_report(out, config_path=cfg, max_examples=1).read_text(encoding="utf-8")
+    assert "job file was not found" not in page
+    assert "… and 1 more records" in page
+
+
+def test_missing_report_json_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        write_report(tmp_path)
+    assert "no report.json" in str(exc.value) and "er run" in str(exc.value)
+    (tmp_path / "report.json").write_text("{not json")
+    with pytest.raises(InputError, match="cannot read report.json"):
+        write_report(tmp_path)
+    with pytest.raises(InputError, match="no such output folder"):
+        write_report(tmp_path / "nope")
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_cmd_report_prints_the_path(shipped: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cmd_report(argparse.Namespace(out_dir=str(shipped["documents"]))) == 0
+    assert capsys.readouterr().out.strip() == str(shipped["documents"] / "report.html")
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and 0.25 < hi < 0.35
+    lo, hi = wilson_interval(10, 10)
+    assert 0.65 < lo < 0.75 and hi == 1.0
+    assert wilson_interval(0, 0) == (0.0, 1.0)
