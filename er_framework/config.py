@@ -171,6 +171,10 @@ class ExactSpec(_Strict):
 class OutputSpec(_Strict):
     dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
     format: Literal["csv", "parquet"] = "csv"
+    candidates: bool = Field(
+        default=False,
+        description="also write candidates.csv: every candidate pair with its score (for er evaluate's pair completeness)",
+    )
 
 
 class PluginsSpec(_Strict):

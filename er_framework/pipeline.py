@@ -407,6 +407,9 @@ def run_job(
     if write and out_path is not None:
         with log.stage("write"):
             tables = output_tables(records, all_pairs, labels)
+            if job.spec.output.candidates:
+                cand = Pairs(candidates.left, candidates.right, scores)
+                tables["candidates"] = output_tables(records, cand, labels)["pairs"]
             report["seconds_total"] = round(time.perf_counter() - t_start, 4)
             report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
             result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
