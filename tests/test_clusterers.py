@@ -1,0 +1,319 @@
+"""The clusterers of er_framework.cluster: contract, determinism, hand examples, the split pass."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from er_framework import cluster as cl
+from er_framework.cluster import (
+    BUILTIN_CLUSTERERS,
+    ConnectedComponents,
+    ConnectedComponentsParams,
+    GreedyModularity,
+    Louvain,
+    LouvainParams,
+    OneToOne,
+    SplitParams,
+    canonical_labels,
+    greedy_matching,
+)
+from er_framework.components import Context
+from er_framework.data import Pairs
+
+CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
+
+#: every clusterer, and the component-based ones also with each kind of split
+VARIANTS = [(name, {}) for name in CLUSTERERS] + [
+    (name, {"split": split})
+    for name in ("connected_components", "label_propagation", "louvain", "greedy_modularity")
+    for split in ({"bridge_max_score": 0.9}, {"min_density": 0.5, "min_side": 2}, {"min_cut": 1.0})
+]
+
+
+def make(name: str, params: dict | None = None, seed: int = 0):
+    cls = CLUSTERERS[name]
+    return cls(cls.Params(**(params or {})), Context(seed=seed))
+
+
+def pairs_of(edges) -> Pairs:
+    left, right, score = map(np.array, zip(*edges))
+    return Pairs(left, right, score.astype(float))
+
+
+def clique(nodes, score=0.95):
+    return [(a, b, score) for a, b in itertools.combinations(nodes, 2)]
+
+
+def groups(labels) -> set[frozenset[int]]:
+    out: dict[int, set[int]] = {}
+    for i, lab in enumerate(np.asarray(labels).tolist()):
+        out.setdefault(lab, set()).add(i)
+    return {frozenset(g) for g in out.values()}
+
+
+def random_graph(seed: int, n: int = 120) -> Pairs:
+    """Small dense groups, chained by weak bridges, plus random noise edges."""
+    rng = np.random.default_rng(seed)
+    edges = []
+    start = 0
+    while start < n - 20:
+        size = int(rng.integers(3, 9))
+        edges += [(a, b, float(rng.uniform(0.8, 1.0))) for a, b in itertools.combinations(range(start, start + size), 2) if rng.random() < 0.8]
+        if start and rng.random() < 0.5:
+            edges.append((start - 1, start, float(rng.uniform(0.5, 0.7))))
+        start += size
+    for _ in range(10):
+        a, b = rng.integers(0, n - 20, 2)
+        if a != b:
+            edges.append((int(a), int(b), float(rng.uniform(0.5, 0.7))))
+    return pairs_of(edges).normalized()
+
+
+# ---------------------------------------------------------------- contract
+
+
+def test_every_builtin_is_registered_with_documented_params() -> None:
+    assert set(CLUSTERERS) == {"connected_components", "label_propagation", "louvain", "greedy_modularity", "one_to_one"}
+    for cls in BUILTIN_CLUSTERERS:
+        assert cls.__doc__ and cls.summary
+        for name, field in cls.Params.model_fields.items():
+            assert field.description, f"{cls.name}.{name} has no description"
+    for name, field in SplitParams.model_fields.items():
+        assert field.description, f"split.{name} has no description"
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=lambda v: str(v))
+def test_one_label_per_record_and_singletons_alone(name: str, params: dict) -> None:
+    pairs = random_graph(0)
+    n = 130  # records 100..129 have no pairs
+    labels = make(name, params).cluster(n, pairs)
+    assert labels.shape == (n,) and labels.dtype == np.int64
+    touched = np.zeros(n, dtype=bool)
+    touched[pairs.left] = touched[pairs.right] = True
+    for i in np.flatnonzero(~touched):
+        assert (labels == labels[i]).sum() == 1
+    # a cluster never spans two connected components
+    cc = ConnectedComponents().cluster(n, pairs)
+    for g in groups(labels):
+        assert len({int(cc[i]) for i in g}) == 1
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=lambda v: str(v))
+def test_deterministic_and_invariant_to_pair_order(name: str, params: dict) -> None:
+    pairs = random_graph(1)
+    n = 125
+    ref = canonical_labels(make(name, params, seed=7).cluster(n, pairs))
+    again = canonical_labels(make(name, params, seed=7).cluster(n, pairs))
+    assert np.array_equal(ref, again)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        perm = rng.permutation(len(pairs))
+        swap = rng.random(len(pairs)) < 0.5
+        left = np.where(swap, pairs.right, pairs.left)[perm]
+        right = np.where(swap, pairs.left, pairs.right)[perm]
+        shuffled = Pairs(left, right, pairs.score[perm])  # type: ignore[index]
+        assert np.array_equal(canonical_labels(make(name, params, seed=7).cluster(n, shuffled)), ref)
+
+
+@pytest.mark.parametrize("name", list(CLUSTERERS))
+def test_empty_and_unscored_pairs(name: str) -> None:
+    assert make(name).cluster(4, Pairs.empty(scored=True)).tolist() == [0, 1, 2, 3]
+    assert make(name).cluster(0, Pairs.empty()).shape == (0,)
+    unscored = Pairs(np.array([0, 1]), np.array([1, 2]))
+    assert make(name).cluster(3, unscored).shape == (3,)
+
+
+def test_small_components_never_touch_networkx(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a, **k):
+        raise AssertionError("networkx used for a component of <= 2 records")
+
+    monkeypatch.setattr(cl.nx, "Graph", boom)
+    pairs = pairs_of([(0, 1, 0.9), (2, 3, 0.8), (5, 9, 1.0)])
+    for name, params in VARIANTS:
+        labels = canonical_labels(make(name, params).cluster(10, pairs))
+        assert labels.tolist() == [0, 0, 1, 1, 2, 3, 4, 5, 6, 3]
+
+
+def test_params_validate_like_yaml() -> None:
+    p = LouvainParams.model_validate({"resolution": 0.5, "split": {"bridge_max_score": 0.9, "min_side": 2}})
+    assert p.split is not None and p.split.bridge_max_score == 0.9 and p.split.max_nodes == 200
+    json.dumps(Louvain(p).describe())
+    with pytest.raises(ValidationError):
+        LouvainParams.model_validate({"split": {"bridge_max": 0.9}})  # unknown key
+    with pytest.raises(ValidationError):
+        ConnectedComponentsParams.model_validate({"split": {}})  # nothing to do
+    with pytest.raises(ValidationError):
+        SplitParams(min_density=1.5)
+
+
+# ---------------------------------------------------------------- hand examples
+
+
+def test_one_to_one_prefers_higher_scores() -> None:
+    # 1-2 (0.95) is taken first; 0-1 and 2-3 are then blocked; 0-3 (0.5) is still free
+    pairs = pairs_of([(0, 1, 0.9), (1, 2, 0.95), (2, 3, 0.9), (0, 3, 0.5), (4, 5, 0.2)])
+    assert groups(OneToOne().cluster(7, pairs)) == {frozenset({1, 2}), frozenset({0, 3}), frozenset({4, 5}), frozenset({6})}
+    assert greedy_matching(7, pairs).tolist() == [3, 2, 1, 0, 5, 4, -1]
+
+
+def test_one_to_one_ties_break_by_left_then_right() -> None:
+    pairs = pairs_of([(2, 0, 0.9), (0, 1, 0.9), (1, 2, 0.9)])
+    assert groups(OneToOne().cluster(3, pairs)) == {frozenset({0, 1}), frozenset({2})}
+
+
+def test_one_to_one_link_mode_matches_each_record_at_most_once() -> None:
+    rng = np.random.default_rng(0)
+    n_a, n_b = 40, 50  # source A: 0..39, source B: 40..89
+    left = rng.integers(0, n_a, 600)
+    right = rng.integers(n_a, n_a + n_b, 600)
+    score = np.round(rng.uniform(0.5, 1.0, 600), 2)  # rounded: many ties
+    pairs = Pairs(left, right, score).normalized()
+    partner = greedy_matching(n_a + n_b, pairs)
+    labels = OneToOne().cluster(n_a + n_b, pairs)
+    sizes = np.bincount(canonical_labels(labels))
+    assert sizes.max() == 2
+    matched = np.flatnonzero(partner >= 0)
+    assert np.array_equal(partner[partner[matched]], matched)  # symmetric: nobody matched twice
+    assert np.all((matched < n_a) != (partner[matched] < n_a))  # always across the sources
+    # greedy: every pair left out touches a record matched with at least as high a score
+    best = np.full(n_a + n_b, -np.inf)
+    key = {(min(a, b), max(a, b)): s for a, b, s in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist())}
+    for i in matched.tolist():
+        best[i] = key[(min(i, partner[i]), max(i, partner[i]))]
+    for a, b, s in zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()):
+        if partner[a] != b:
+            assert max(best[a], best[b]) >= s
+
+
+def bridged_cliques() -> Pairs:
+    """Two 6-cliques (0.95) joined by one weak edge 5-6 (0.81); records 12, 13 alone."""
+    return pairs_of(clique(range(6)) + clique(range(6, 12)) + [(5, 6, 0.81)]).normalized()
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("greedy_modularity", {}),
+        ("louvain", {}),
+        ("label_propagation", {}),
+        ("connected_components", {"split": {"bridge_max_score": 0.85}}),
+        ("connected_components", {"split": {"min_cut": 1.0}}),
+        ("connected_components", {"split": {"min_density": 0.5}}),
+    ],
+)
+def test_two_cliques_joined_by_a_weak_edge_are_split(name: str, params: dict) -> None:
+    labels = make(name, params, seed=3).cluster(14, bridged_cliques())
+    assert groups(labels) == {frozenset(range(6)), frozenset(range(6, 12)), frozenset({12}), frozenset({13})}
+    assert len(groups(ConnectedComponents().cluster(14, bridged_cliques()))) == 3
+
+
+def test_split_thresholds_are_respected() -> None:
+    pairs = bridged_cliques()
+    # the bridge scores 0.81: above bridge_max_score 0.8, so it stays
+    assert len(groups(make("connected_components", {"split": {"bridge_max_score": 0.8}}).cluster(12, pairs))) == 1
+    # the minimum cut is 0.81 (the bridge): not below min_cut 0.8
+    assert len(groups(make("connected_components", {"split": {"min_cut": 0.8}}).cluster(12, pairs))) == 1
+    # density 31 / 66 = 0.47: dense enough for min_density 0.45
+    assert len(groups(make("connected_components", {"split": {"min_density": 0.45}}).cluster(12, pairs))) == 1
+    # pieces above max_nodes are not min-cut
+    assert len(groups(make("connected_components", {"split": {"min_cut": 1.0, "max_nodes": 11}}).cluster(12, pairs))) == 1
+
+
+def test_min_side_keeps_pendants_and_cuts_group_bridges() -> None:
+    # cliques {0..3} and {4..7} joined by 3-4 (0.5); record 8 hangs on 0 (0.5); 9-10-11 a chain (0.6)
+    edges = clique(range(4)) + clique(range(4, 8)) + [(3, 4, 0.5), (0, 8, 0.5), (9, 10, 0.6), (10, 11, 0.6)]
+    pairs = pairs_of(edges)
+    loose = make("connected_components", {"split": {"bridge_max_score": 0.6}}).cluster(12, pairs)
+    assert groups(loose) == {frozenset(range(4)), frozenset(range(4, 8)), frozenset({8}), frozenset({9}), frozenset({10}), frozenset({11})}
+    kept = make("connected_components", {"split": {"bridge_max_score": 0.6, "min_side": 2}}).cluster(12, pairs)
+    assert groups(kept) == {frozenset({0, 1, 2, 3, 8}), frozenset(range(4, 8)), frozenset({9, 10, 11})}
+
+
+def test_min_side_is_judged_on_what_is_left() -> None:
+    # path 0-1-2-3-4-5, weakest edge in the middle: cut 2-3, then no edge leaves two records on both sides
+    scores = [0.9, 0.8, 0.5, 0.7, 0.6]
+    pairs = pairs_of([(i, i + 1, s) for i, s in enumerate(scores)])
+    labels = make("connected_components", {"split": {"bridge_max_score": 1.0, "min_side": 2}}).cluster(6, pairs)
+    assert groups(labels) == {frozenset({0, 1, 2}), frozenset({3, 4, 5})}
+
+
+def test_min_cut_separates_triangles_joined_by_two_weak_edges() -> None:
+    # no bridge here: the two cross edges (0.3 each) make a cut of 0.6
+    edges = clique(range(3), 0.9) + clique(range(3, 6), 0.9) + [(0, 3, 0.3), (1, 4, 0.3)]
+    pairs = pairs_of(edges)
+    assert groups(make("connected_components", {"split": {"bridge_max_score": 1.0}}).cluster(6, pairs)) == {frozenset(range(6))}
+    assert groups(make("connected_components", {"split": {"min_cut": 0.7}}).cluster(6, pairs)) == {frozenset(range(3)), frozenset(range(3, 6))}
+    assert groups(make("connected_components", {"split": {"min_cut": 0.5}}).cluster(6, pairs)) == {frozenset(range(6))}
+
+
+def test_split_runs_before_detection() -> None:
+    # two 5-cliques joined by a weak bridge, each with a weak chord to a third 5-clique:
+    # Louvain alone already splits; the split pass must not disturb a clean result
+    edges = clique(range(5)) + clique(range(5, 10)) + clique(range(10, 15)) + [(4, 5, 0.5), (9, 10, 0.5)]
+    pairs = pairs_of(edges)
+    expect = {frozenset(range(5)), frozenset(range(5, 10)), frozenset(range(10, 15))}
+    assert groups(make("louvain", {"split": {"bridge_max_score": 0.6}}, seed=1).cluster(15, pairs)) == expect
+    assert groups(make("connected_components", {"split": {"bridge_max_score": 0.6}}).cluster(15, pairs)) == expect
+
+
+def test_labels_are_the_smallest_member() -> None:
+    pairs = pairs_of([(3, 1, 0.9), (1, 2, 0.9), (0, 4, 0.9)])
+    for name, params in VARIANTS:
+        labels = make(name, params).cluster(5, pairs)
+        for g in groups(labels):
+            assert {int(labels[i]) for i in g} == {min(g)}
+
+
+def test_greedy_modularity_on_a_barbell_matches_networkx() -> None:
+    g = nx.barbell_graph(5, 0)  # two 5-cliques joined by one edge
+    left, right = map(np.array, zip(*g.edges()))
+    labels = GreedyModularity().cluster(10, Pairs(left, right, np.ones(len(left))))
+    expect = {frozenset(c) for c in nx.community.greedy_modularity_communities(g)}
+    assert groups(labels) == expect == {frozenset(range(5)), frozenset(range(5, 10))}
+
+
+def test_leiden_needs_a_networkx_backend() -> None:
+    """Why there is no ``leiden`` clusterer: plain networkx only dispatches it."""
+    with pytest.raises(NotImplementedError):
+        nx.community.leiden_communities(nx.barbell_graph(4, 0), seed=1)
+    assert "leiden" not in CLUSTERERS
+
+
+# ---------------------------------------------------------------- chained data
+
+
+def test_chained_records_merge_entities_under_connected_components() -> None:
+    from er_framework.kernels import char_shingles, jaccard_pairs
+    from er_framework.synth import chained_records
+
+    d = chained_records(80, seed=2)
+    again = chained_records(80, seed=2)
+    assert d.texts == again.texts and d.entity == again.entity
+    assert len(d.ids) == len(d.texts) == len(d.entity) == len(d.kind) == len(d.other_entity)
+    assert d.kind.count("bridge") == 8
+    n = len(d.texts)
+    tokens = char_shingles([t.lower() for t in d.texts], 5)
+    left, right = np.triu_indices(n, 1)
+    left, right = left.astype(np.int64), right.astype(np.int64)
+    j = jaccard_pairs(tokens, left, right)
+    keep = j >= 0.45
+    pairs = Pairs(left[keep], right[keep], j[keep])
+    entity = np.array(d.entity)
+    cc = ConnectedComponents().cluster(n, pairs)
+    merged = [g for g in groups(cc) if len({int(entity[i]) for i in g}) > 1]
+    assert merged, "connected components should merge entities through bridges"
+    kind = np.array(d.kind)
+    assert any((kind[list(g)] == "bridge").any() for g in merged)
+    # and community detection separates most of them again
+    lv = Louvain(LouvainParams(resolution=0.5), Context(seed=0)).cluster(n, pairs)
+
+    def impure(labels) -> int:
+        return sum(len(g) for g in groups(labels) if len({int(entity[i]) for i in g}) > 1)
+
+    assert impure(lv) < impure(cc)
