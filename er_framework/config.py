@@ -311,6 +311,7 @@ def _pydantic_problems(
     prefix: YamlPath,
     known: list[str] | None = None,
     subject: str = "",
+    model: type[BaseModel] | None = None,
 ) -> list[Problem]:
     """Map pydantic errors to problems with file:line, YAML path, value and fix.
 
@@ -325,7 +326,7 @@ def _pydantic_problems(
         etype = err["type"]
         key = str(path[-1]) if path else ""
         if etype == "extra_forbidden":
-            allowed = known or []
+            allowed = (_nested_keys(model, loc[:-1]) if model is not None and len(loc) > 1 else None) or known or []
             out.append(
                 _at(
                     filename, lines, path,
@@ -354,6 +355,25 @@ def _pydantic_problems(
                 )
             )
     return out
+
+
+def _nested_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """Field names of the pydantic model found at ``loc`` inside ``model`` (for nested sections)."""
+    import typing
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        ann = fields[part].annotation
+        candidates = [a for a in typing.get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)]
+        current = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else (candidates[0] if candidates else None)
+        if current is None:
+            return None
+    return list(current.model_fields)
 
 
 def _fix_for(err: Any) -> str:
@@ -637,7 +657,8 @@ def _resolve_one(
         params = cls.Params.model_validate(params_data)
     except ValidationError as exc:
         problems += _pydantic_problems(
-            exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}"
+            exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}",
+            model=cls.Params,
         )
         return None
     return ComponentSpec(family=family, cls=cls, params=params, yaml_path=_render_path(path))

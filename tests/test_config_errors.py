@@ -187,3 +187,8 @@ def test_html_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[
     text = GOOD.replace("    fields: [text]\n", "    fields: [text]\n    html: {fields: [body], boilerplate: drop, language: Englsh, colour: 1}\n")
     expect_error(tmp_path, capsys, text, "sources[0].html.colour", "html field 'body' is not one of the source's fields",
                  "Englsh", "did you mean 'English'?")
+
+
+def test_unknown_key_in_a_nested_parameter_lists_the_nested_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD.replace("  type: connected_components", "  type: louvain\n  split: {min_cutt: 2}")
+    expect_error(tmp_path, capsys, text, "cluster.split.min_cutt", "did you mean 'min_cut'?", "allowed: bridge_max_score")
