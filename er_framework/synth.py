@@ -40,6 +40,42 @@ def vocabulary(size: int, seed: int = 0) -> list[str]:
     return out
 
 
+class _Words:
+    """Seeded Zipf-distributed words from a synthetic vocabulary, and word-level edits."""
+
+    def __init__(self, rng: np.random.Generator, vocab_size: int, seed: int) -> None:
+        self.rng = rng
+        self.vocab = vocabulary(vocab_size, seed + 1)
+        p = 1.0 / np.arange(1, vocab_size + 1) ** 1.05
+        self.p = p / p.sum()
+
+    def draw(self, k: int) -> list[str]:
+        return [self.vocab[i] for i in self.rng.choice(len(self.vocab), size=k, p=self.p)]
+
+    @staticmethod
+    def render(ws: list[str]) -> str:
+        """Words as sentences of 12, capitalized, with full stops."""
+        parts = []
+        for i in range(0, len(ws), 12):
+            sentence = " ".join(ws[i : i + 12])
+            parts.append(sentence[:1].upper() + sentence[1:] + ".")
+        return " ".join(parts)
+
+    def edit(self, ws: list[str], rate: float) -> list[str]:
+        """``round(rate * len)`` random edits: substitution, deletion or insertion, equally likely."""
+        out = list(ws)
+        for _ in range(int(round(rate * len(ws)))):
+            op = int(self.rng.integers(3))
+            pos = int(self.rng.integers(len(out))) if out else 0
+            if op == 0 and out:
+                out[pos] = self.draw(1)[0]
+            elif op == 1 and len(out) > 1:
+                del out[pos]
+            else:
+                out.insert(pos, self.draw(1)[0])
+        return out
+
+
 @dataclass
 class PlantedDocuments:
     ids: list[str]
@@ -65,19 +101,8 @@ def planted_documents(
     full stop every 12 words.
     """
     rng = np.random.default_rng(seed)
-    vocab = vocabulary(vocab_size, seed + 1)
-    zipf_p = 1.0 / np.arange(1, vocab_size + 1) ** 1.05
-    zipf_p /= zipf_p.sum()
-
-    def draw(k: int) -> list[str]:
-        return [vocab[i] for i in rng.choice(vocab_size, size=k, p=zipf_p)]
-
-    def render(ws: list[str]) -> str:
-        parts = []
-        for i in range(0, len(ws), 12):
-            sentence = " ".join(ws[i : i + 12])
-            parts.append(sentence[:1].upper() + sentence[1:] + ".")
-        return " ".join(parts)
+    words_ = _Words(rng, vocab_size, seed)
+    draw, render = words_.draw, words_.render
 
     ids: list[str] = []
     texts: list[str] = []
@@ -93,17 +118,7 @@ def planted_documents(
             continue
         for _ in range(int(rng.integers(copies_per_family[0], copies_per_family[1] + 1))):
             rate = float(rng.uniform(*edit_rates))
-            copy = list(base)
-            n_edits = int(round(rate * len(base)))
-            for _e in range(n_edits):
-                op = int(rng.integers(3))
-                pos = int(rng.integers(len(copy))) if copy else 0
-                if op == 0 and copy:
-                    copy[pos] = draw(1)[0]
-                elif op == 1 and len(copy) > 1:
-                    del copy[pos]
-                else:
-                    copy.insert(pos, draw(1)[0])
+            copy = words_.edit(base, rate)
             ids.append(f"d{len(ids)}")
             texts.append(render(copy))
             family.append(f)
@@ -164,32 +179,8 @@ def chained_records(
     if not 0 <= bridge_mix[0] <= bridge_mix[1] <= 0.5:
         raise ValueError("bridge_mix must lie in [0, 0.5]: a bridge belongs to the entity it is closer to")
     rng = np.random.default_rng(seed)
-    vocab = vocabulary(vocab_size, seed + 1)
-    zipf_p = 1.0 / np.arange(1, vocab_size + 1) ** 1.05
-    zipf_p /= zipf_p.sum()
-
-    def draw(k: int) -> list[str]:
-        return [vocab[i] for i in rng.choice(vocab_size, size=k, p=zipf_p)]
-
-    def render(ws: list[str]) -> str:
-        parts = []
-        for i in range(0, len(ws), 12):
-            sentence = " ".join(ws[i : i + 12])
-            parts.append(sentence[:1].upper() + sentence[1:] + ".")
-        return " ".join(parts)
-
-    def edit(ws: list[str], rate: float) -> list[str]:
-        out = list(ws)
-        for _ in range(int(round(rate * len(ws)))):
-            op = int(rng.integers(3))
-            pos = int(rng.integers(len(out))) if out else 0
-            if op == 0 and out:
-                out[pos] = draw(1)[0]
-            elif op == 1 and len(out) > 1:
-                del out[pos]
-            else:
-                out.insert(pos, draw(1)[0])
-        return out
+    words_ = _Words(rng, vocab_size, seed)
+    draw, render, edit = words_.draw, words_.render, words_.edit
 
     n_sibling_pairs = min(int(round(sibling_fraction * n_entities / 2)), n_entities // 2)
     bases: list[list[str]] = []
