@@ -15,6 +15,7 @@ entry-point group ``er_framework``. Loading is explicit and can be controlled:
 from __future__ import annotations
 
 import importlib
+import re
 import importlib.metadata as md
 import os
 from dataclasses import dataclass, field
@@ -273,7 +274,7 @@ def describe_params(cls: type[Component]) -> list[dict[str, Any]]:
     out = []
     for pname, f in cls.Params.model_fields.items():
         ann = f.annotation
-        tname = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+        tname = getattr(ann, "__name__", None) or re.sub(r"\b[\w.]+\.(\w+)", r"\1", str(ann))
         default = None if f.is_required() else f.get_default(call_default_factory=True)
         out.append(
             {
