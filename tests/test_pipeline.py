@@ -186,7 +186,8 @@ def test_every_clusterer_accounts_for_every_record(tmp_path: Path, clusterer: st
     assert res.report["clusters"]["count"] == len({r["cluster_id"] for r in clusters})
 
 
-def test_recall_on_planted_near_duplicates(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signature", ["minhash", "oph"])
+def test_recall_on_planted_near_duplicates(tmp_path: Path, signature: str) -> None:
     """Issue 2 acceptance: threshold 0.8, recall >= 0.99 for J >= 0.85, >= 0.95 in [0.80, 0.85), nothing below."""
     docs = planted_documents(900, copies_per_family=(2, 4), words=(60, 160), edit_rates=(0.0, 0.09),
                              n_singletons=300, seed=11)
@@ -197,10 +198,10 @@ def test_recall_on_planted_near_duplicates(tmp_path: Path) -> None:
         exact_duplicates: false
         sources: [{name: d, path: d.jsonl, fields: [text]}]
         shingler: {type: char, k: 5}
-        signature: {type: minhash, num_perm: 128}
+        signature: {type: SIGNATURE, num_perm: 128}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """))
+    """.replace("SIGNATURE", signature)))
     res = run_job(job, write=False)
     n = len(docs.ids)
     fam = np.asarray(docs.family)

@@ -36,6 +36,7 @@ from .hashing import (
     word_tokens,
 )
 from .jaccard import jaccard_pairs, jaccard_reference
+from .oph import oph_reference, oph_signatures
 from .minhash import (
     EMPTY,
     PRIME,
@@ -72,6 +73,9 @@ __all__ = [
     "estimate_jaccard",
     "estimate_jaccard_pairs",
     "is_permutation",
+    # one-permutation hashing
+    "oph_signatures",
+    "oph_reference",
     # banding
     "candidate_probability",
     "threshold_estimate",
