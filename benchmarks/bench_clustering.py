@@ -10,8 +10,8 @@ Run from the repository root (both parts, ~25 min on 2 cores)::
 **Quality** (``--part quality``). Verified pairs come from er-framework jobs
 (``parse_job`` + ``run_job(write=False)``), then every clusterer variant of
 :data:`VARIANTS` clusters the same pairs and is scored with B-cubed
-precision/recall/F1 (``er_framework.evaluate.bcubed`` when present, else the
-local helper; per-record averages, singletons included) against the truth:
+precision/recall/F1 (``er_framework.evaluate.bcubed``:
+per-record averages, singletons included) against the truth:
 
 * ``chained``     – ``er_framework.synth.chained_records(2000, seed=0)``: chains,
   look-alike sibling entities, bridging records; char 5-shingles, MinHash
@@ -63,6 +63,8 @@ sys.path.insert(0, str(ROOT))
 from er_framework.cluster import BUILTIN_CLUSTERERS, canonical_labels  # noqa: E402
 from er_framework.components import Clusterer, Context  # noqa: E402
 from er_framework.data import Pairs  # noqa: E402
+from er_framework.evaluate import bcubed as _bcubed  # noqa: E402
+from er_framework.memory import peak_rss_mb as peak_mb  # noqa: E402
 
 CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
 
@@ -89,42 +91,12 @@ def make(name: str, params: dict[str, Any], seed: int = 42) -> Clusterer:
     return cls(cls.Params(**params), Context(seed=seed))
 
 
-def peak_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 # ---------------------------------------------------------------- B-cubed
 
 
-def _bcubed_local(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
-    """B-cubed P/R/F1 from the contingency table (per-record averages)."""
-    t = canonical_labels(truth)
-    p = canonical_labels(pred)
-    width = int(p.max()) + 1
-    cells, n_ij = np.unique(t * width + p, return_counts=True)
-    a = np.bincount(t)[cells // width]
-    b = np.bincount(p)[cells % width]
-    sq = n_ij.astype(np.float64) ** 2
-    prec = float((sq / b).sum() / len(t))
-    rec = float((sq / a).sum() / len(t))
-    return prec, rec, 2 * prec * rec / (prec + rec)
-
-
-try:  # written in parallel by another helper; use it when it is there
-    from er_framework.evaluate import bcubed as _bcubed_framework  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    _bcubed_framework = None
-
-
 def bcubed(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
-    if _bcubed_framework is not None:
-        p, r, f = _bcubed_framework(np.asarray(truth, dtype=np.int64), np.asarray(pred, dtype=np.int64))
-        return float(p), float(r), float(f)
-    return _bcubed_local(truth, pred)
+    p, r, f = _bcubed(np.asarray(truth, dtype=np.int64), np.asarray(pred, dtype=np.int64))
+    return float(p), float(r), float(f)
 
 
 # ---------------------------------------------------------------- data sets
@@ -495,7 +467,7 @@ def main() -> None:
         "command": "python benchmarks/bench_clustering.py " + " ".join(sys.argv[1:]),
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
                     "networkx": __import__("networkx").__version__, "platform": platform.platform()},
-        "bcubed": "er_framework.evaluate.bcubed" if _bcubed_framework is not None else "local helper",
+        "bcubed": "er_framework.evaluate.bcubed",
     }
     if args.part in ("all", "quality"):
         result["quality"] = quality(args)

@@ -38,23 +38,9 @@ from er_framework.kernels.bits import (
     row_popcount,
     shares_bucket,
 )
+from er_framework.memory import peak_rss_mb as peak_mb
+from er_framework.memory import reset_peak_rss as reset_peak
 from er_framework.synth_fingerprints import simulate_cells
-
-
-def peak_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def reset_peak() -> None:
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
-            f.write("5")
-    except OSError:
-        pass
 
 
 def main() -> None:

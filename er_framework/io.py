@@ -787,9 +787,7 @@ def read_source(
     """
     p = Path(path)
     if _is_page_folder(p):
-        from .html import read_html_dir
-
-        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)[0]
+        return read_source_with_stats(p, id_column=id_column, fields=fields, name=name, where=where)[0]
     file = str(path)
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     problems = _check_path(p, file, hint, where)

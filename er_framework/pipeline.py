@@ -12,7 +12,6 @@ to global indices.
 from __future__ import annotations
 
 import platform
-import resource
 import sys
 import time
 import unicodedata
@@ -31,39 +30,12 @@ from .config import ComponentSpec, Job
 from .data import Batch, Pairs, Records
 from .errors import ErError, InputError, Problem
 from .io import read_source_with_stats, write_outputs
+from .memory import peak_rss_mb, reset_peak_rss
 from .kernels import group_sorted, hash_strings, pairs_in_groups
 
 Int64Array = npt.NDArray[np.int64]
 
 STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "verify", "cluster", "write"]
-
-
-def _peak_rss_mb() -> float:
-    """Peak resident memory of this process in MB.
-
-    On Linux, ``VmHWM`` of ``/proc/self/status`` (the peak since the process
-    started or since :func:`_reset_peak_rss`); elsewhere ``ru_maxrss``, which
-    can include the peak of a parent process.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS mark (Linux: ``echo 5 > /proc/self/clear_refs``)."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 @dataclass
@@ -79,12 +51,12 @@ class StageLog:
         if self.progress is not None:
             self.progress(name)
         info: dict[str, Any] = {"stage": name}
-        self.overall_peak_mb = max(self.overall_peak_mb, _peak_rss_mb())
-        per_stage = _reset_peak_rss()
+        self.overall_peak_mb = max(self.overall_peak_mb, peak_rss_mb())
+        per_stage = reset_peak_rss()
         t0 = time.perf_counter()
         yield info
         info["seconds"] = round(time.perf_counter() - t0, 4)
-        info["peak_rss_mb"] = _peak_rss_mb()
+        info["peak_rss_mb"] = peak_rss_mb()
         info["peak_rss_scope"] = "stage" if per_stage else "process so far"
         self.overall_peak_mb = max(self.overall_peak_mb, info["peak_rss_mb"])
         self.stages.append(info)
@@ -411,7 +383,7 @@ def run_job(
                 cand = Pairs(candidates.left, candidates.right, scores)
                 tables["candidates"] = output_tables(records, cand, labels)["pairs"]
             report["seconds_total"] = round(time.perf_counter() - t_start, 4)
-            report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
+            report["peak_rss_mb"] = max(log.overall_peak_mb, peak_rss_mb())
             result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
         try:  # the visual report is derived from the outputs; a failure must not lose them
             from .report import write_report
@@ -421,7 +393,7 @@ def run_job(
             print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
                   f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
     report["seconds_total"] = round(time.perf_counter() - t_start, 4)
-    report["peak_rss_mb"] = max(log.overall_peak_mb, _peak_rss_mb())
+    report["peak_rss_mb"] = max(log.overall_peak_mb, peak_rss_mb())
     return result
 
 

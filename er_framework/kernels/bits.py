@@ -679,6 +679,20 @@ def grid_bit_candidates_reference(
     return [p[0] for p in ordered], [p[1] for p in ordered], stats
 
 
+def _pair_args(
+    bits: npt.ArrayLike, left: npt.ArrayLike, right: npt.ArrayLike
+) -> tuple[UInt64Array, Int64Array, Int64Array]:
+    """``bits`` as a 2-D uint64 matrix and ``left``/``right`` as int64 arrays of one length."""
+    b = np.asarray(bits, dtype=np.uint64)
+    lo = np.asarray(left, dtype=np.int64)
+    hi = np.asarray(right, dtype=np.int64)
+    if b.ndim != 2:
+        raise ValueError(f"bits must be 2-D, got shape {b.shape}")
+    if lo.shape != hi.shape or lo.ndim != 1:
+        raise ValueError("left and right must be 1-D arrays of one length")
+    return b, lo, hi
+
+
 def shares_bucket(
     bits: npt.ArrayLike,
     left: npt.ArrayLike,
@@ -701,13 +715,7 @@ def shares_bucket(
     Use it to measure candidate rates on sampled pairs without enumerating
     all pairs of a population.
     """
-    b = np.asarray(bits, dtype=np.uint64)
-    lo = np.asarray(left, dtype=np.int64)
-    hi = np.asarray(right, dtype=np.int64)
-    if b.ndim != 2:
-        raise ValueError(f"bits must be 2-D, got shape {b.shape}")
-    if lo.shape != hi.shape or lo.ndim != 1:
-        raise ValueError("left and right must be 1-D arrays of one length")
+    b, lo, hi = _pair_args(bits, left, right)
     s = _check_sets(sets, 64 * b.shape[1])
     counts = np.zeros(len(lo), dtype=np.int64)
     for a in range(0, len(lo), chunk_pairs):  # one step per chunk of pairs
@@ -978,13 +986,7 @@ def cell_overlap(
     any print. Symmetric in ``(left, right)``; popcounts on the packed words,
     ``chunk_pairs`` pairs at a time.
     """
-    b = np.asarray(bits, dtype=np.uint64)
-    lo = np.asarray(left, dtype=np.int64)
-    hi = np.asarray(right, dtype=np.int64)
-    if b.ndim != 2:
-        raise ValueError(f"bits must be 2-D, got shape {b.shape}")
-    if lo.shape != hi.shape or lo.ndim != 1:
-        raise ValueError("left and right must be 1-D arrays of one length")
+    b, lo, hi = _pair_args(bits, left, right)
     if kind not in ("jaccard", "agreement", "overlap"):
         raise ValueError(f"kind must be 'jaccard', 'agreement' or 'overlap', got {kind!r}")
     out = np.zeros(len(lo), dtype=np.float64)
