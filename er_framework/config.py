@@ -304,6 +304,9 @@ def _at(filename: str, lines: dict[YamlPath, int], path: YamlPath, message: str,
     return Problem(where=_where(filename, lines, path), path=_render_path(path), message=message, fix=fix)
 
 
+_COMPONENT_SECTIONS = ("shingler", "signature", "blocker", "blockers", "verifier", "cluster")
+
+
 def _pydantic_problems(
     exc: ValidationError,
     filename: str,
@@ -320,8 +323,13 @@ def _pydantic_problems(
     """
     out = []
     for err in exc.errors():
+        raw_loc = tuple(err["loc"])
+        if not prefix and raw_loc and raw_loc[0] in _COMPONENT_SECTIONS:
+            continue  # component sections are checked (with better messages) when resolved
+        if "bool" in raw_loc and isinstance(err.get("input"), dict):
+            continue  # a mapping given for a `bool | mapping` key: only the mapping's errors matter
         # pydantic adds union member names ('ExactSpec', 'bool') to locations; drop them
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in ("ExactSpec", "bool")))
+        loc = tuple(x for x in raw_loc if not (isinstance(x, str) and x in ("ExactSpec", "bool")))
         path = prefix + loc
         etype = err["type"]
         key = str(path[-1]) if path else ""
@@ -678,6 +686,14 @@ def _resolve_components(
     if data.get("signature") is not None:
         out["signature"] = _resolve_one("signature", data["signature"], ("signature",), filename, lines, registry, problems)
     blocker_sections: list[tuple[YamlPath, Any]] = []
+    if data.get("blockers") is not None and not isinstance(data["blockers"], list):
+        problems.append(
+            _at(
+                filename, lines, ("blockers",),
+                message=f"blockers must be a list, got {type(data['blockers']).__name__}",
+                fix="write blockers: [{type: NAME, …}] (or blocker: {type: NAME} for one)",
+            )
+        )
     if isinstance(data.get("blockers"), list):
         blocker_sections = [(("blockers", i), b) for i, b in enumerate(data["blockers"])]
     elif data.get("blocker") is not None:

@@ -192,3 +192,10 @@ def test_html_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_unknown_key_in_a_nested_parameter_lists_the_nested_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = GOOD.replace("  type: connected_components", "  type: louvain\n  split: {min_cutt: 2}")
     expect_error(tmp_path, capsys, text, "cluster.split.min_cutt", "did you mean 'min_cut'?", "allowed: bridge_max_score")
+
+
+def test_wrong_shapes_are_reported_once_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (GOOD.replace("blockers:\n  - type: lsh_bands\n", "blockers: {type: lsh_bands}\n")
+            .replace("verifier:\n  type: jaccard\n", "verifier: jaccard\n"))
+    err = expect_error(tmp_path, capsys, text, "blockers must be a list", "verifier: expected a mapping with 'type: …'")
+    assert "2 problems found" in err
