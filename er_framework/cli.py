@@ -22,6 +22,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from .errors import ErError
+from .parallel import resolve_workers
 
 
 def _stderr(msg: str) -> None:
@@ -52,11 +53,25 @@ def _progress(quiet: bool) -> tuple[Callable[[str], None] | None, Callable[[], N
     return update, close
 
 
+def _workers_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 1024 or 'auto', got {text!r}")
+    return n
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import parse_job
     from .pipeline import run_job
 
     job = parse_job(args.config)
+    if args.workers is not None:
+        job.context.workers = resolve_workers(args.workers)
     update, close = _progress(args.quiet)
     try:
         result = run_job(job, args.out, progress=update)
@@ -263,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="the job's YAML file")
     p.add_argument("--out", metavar="DIR", help="output folder (overrides output.dir of the YAML)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+    p.add_argument("--workers", type=_workers_arg, metavar="N|auto",
+                   help="threads for shingling, signatures and verification (overrides workers: of the YAML; "
+                   "results are identical for any value)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("validate", help="check a job without reading data", description="Validate a YAML job: every problem at once.")

@@ -46,13 +46,16 @@ class Context:
     the YAML sets one; ``peers`` maps a family (``"signature"``,
     ``"shingler"``, ``"verifier"`` …) to that component's validated params, so
     that cross-component rules (``bands * rows <= num_perm``) can be checked
-    before any data is read.
+    before any data is read. ``workers`` is how many threads a component may
+    use (:mod:`er_framework.parallel`); its output must not depend on it.
     """
 
     seed: int = 0
     threshold: float | None = None
     mode: str = "dedup"
     peers: dict[str, Params] = field(default_factory=dict)
+    #: threads a component may use for its array work (results never depend on it)
+    workers: int = 1
 
 
 class Component:
@@ -87,16 +90,29 @@ class Component:
 
 
 class Shingler(Component):
-    """Records -> one token set per record (CSR, sorted unique uint64 tokens)."""
+    """Records -> one token set per record (CSR, sorted unique uint64 tokens).
+
+    ``streamable`` (default true) lets the engine call :meth:`shingle` on
+    consecutive chunks of the records and again on subsets (the records of
+    candidate pairs, for verification): a record's token set must depend on
+    that record alone. Set it to false for a shingler that needs all records
+    at once (corpus statistics, a report over every record); it then gets
+    one call with every record and its token sets are kept in memory.
+    """
 
     family = "shingler"
+    streamable: ClassVar[bool] = True
 
     def shingle(self, records: Records) -> TokenSets:
         raise NotImplementedError
 
 
 class SignatureBuilder(Component):
-    """Token sets -> signatures (``(n, K)`` matrix or packed bits)."""
+    """Token sets -> signatures (``(n, K)`` matrix or packed bits).
+
+    A record's signature must depend on its token set alone: the engine
+    builds signatures chunk by chunk and concatenates them.
+    """
 
     family = "signature"
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .components import Blocker, Component, Context, Params, Verifier
 from .html import check_boilerplate_options
 from .errors import ConfigError, ErError, Problem, choices_text, did_you_mean
+from .parallel import resolve_workers
 from .plugins import Registry, default_registry
 
 YamlPath = tuple[str | int, ...]
@@ -199,11 +200,35 @@ class JobSpec(_Strict):
         default_factory=lambda: {"type": "label_propagation"},
         description="clusterer (default label_propagation: best B-cubed F1 against connected components in benchmarks/README.md)",
     )
+    workers: int | str = Field(
+        default="auto",
+        description="threads for shingling, signatures and verification ('auto': the available cores); "
+        "results are identical for any value",
+    )
+    chunk_records: int = Field(
+        default=10000,
+        ge=1,
+        description="records shingled and signed per step (bounds memory: token sets are kept for one chunk "
+        "at a time unless a blocker reads them); results are identical for any value",
+    )
+    token_memory_mb: float = Field(
+        default=2048,
+        ge=0,
+        description="token sets kept in memory up to this size after signing (for verification); a larger "
+        "corpus is streamed and the token sets of candidate records are recomputed (0: always stream)",
+    )
     diagnostics: int = Field(
         default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
     )
     output: OutputSpec = Field(default_factory=OutputSpec)
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, v: Any) -> int | str:
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1024):
+            return v  # type: ignore[no-any-return]
+        raise ValueError("workers must be a whole number from 1 to 1024 or 'auto'")
 
     @field_validator("exact_duplicates")
     @classmethod
@@ -358,7 +383,7 @@ def _pydantic_problems(
             out.append(
                 _at(
                     filename, lines, path,
-                    message=f"{err['msg']} (got {shown})",
+                    message=f"{err['msg'].removeprefix('Value error, ')} (got {shown})",
                     fix=_fix_for(err),
                 )
             )
@@ -573,7 +598,7 @@ def resolve_job(
             )
         )
 
-    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode)
+    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
     comps = _resolve_components(data, lines, filename, registry, problems, context)
     # a component reading named fields may only name fields the sources declare
     declared = [f for s in spec.sources for f in s.fields]

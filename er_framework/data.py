@@ -12,7 +12,7 @@ plugin written by someone else plugs in without guessing:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -165,6 +165,11 @@ class TokenSets:
         np.cumsum(sizes, out=indptr[1:])
         return cls(indptr, np.concatenate([p.tokens for p in parts]))
 
+    def slice(self, start: int, stop: int) -> "TokenSets":
+        """Rows ``start .. stop-1`` sharing this object's token memory (no copy)."""
+        t0 = int(self.indptr[start])
+        return TokenSets(self.indptr[start : stop + 1] - t0, self.tokens[t0 : int(self.indptr[stop])])
+
     def take(self, index: npt.ArrayLike) -> "TokenSets":
         """Rows at ``index`` (vectorized gather)."""
         idx = np.asarray(index, dtype=np.int64)
@@ -207,6 +212,18 @@ class Signatures:
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
+
+    @classmethod
+    def concat(cls, parts: Sequence["Signatures"]) -> "Signatures":
+        """Rows of several batches built by one builder (kind and meta of the first)."""
+        if not parts:
+            raise ValueError("no signatures to concatenate")
+        return cls(
+            values=np.concatenate([p.values for p in parts], axis=0),
+            kind=parts[0].kind,
+            empty=np.concatenate([p.empty for p in parts if p.empty is not None]),
+            meta=parts[0].meta,
+        )
 
     @property
     def num_perm(self) -> int:
@@ -301,9 +318,42 @@ class Batch:
     active: Int64Array | None = None
     cross_source_only: bool = False
     seed: int = 0
+    #: recomputes the token sets of some rows when ``tokens`` was not kept
+    #: (the pipeline streams the corpus: shingles -> signatures per chunk)
+    token_source: Callable[[Int64Array], TokenSets] | None = None
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def tokens_for(self, rows: npt.ArrayLike) -> TokenSets:
+        """Token sets of ``rows`` (in that order): a slice of ``tokens`` or recomputed."""
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.tokens is not None:
+            return self.tokens.take(idx)
+        if self.token_source is not None:
+            return self.token_source(idx)
+        raise ValueError("this batch has no token sets: the job has no shingler")
+
+    def subset(self, rows: npt.ArrayLike) -> "Batch":
+        """The batch restricted to ``rows`` (records, token sets and signatures), in that order."""
+        idx = np.asarray(rows, dtype=np.int64)
+        sig = self.signatures
+        if sig is not None:
+            sig = Signatures(
+                values=sig.values[idx],
+                kind=sig.kind,
+                empty=None if sig.empty is None else sig.empty[idx],
+                meta=sig.meta,
+            )
+        has_tokens = self.tokens is not None or self.token_source is not None
+        return Batch(
+            records=self.records.take(idx),
+            tokens=self.tokens_for(idx) if has_tokens else None,
+            signatures=sig,
+            active=None if self.active is None else self.active[idx],
+            cross_source_only=self.cross_source_only,
+            seed=self.seed,
+        )
 
     def allowed(self, pairs: Pairs) -> Pairs:
         """Drop pairs that the job's mode does not allow (same-source in link mode)."""

@@ -27,11 +27,12 @@ import numpy.typing as npt
 from .cluster import canonical_labels
 from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
 from .config import ComponentSpec, Job
-from .data import Batch, Pairs, Records
+from .data import Batch, Pairs, Records, Signatures, TokenSets
 from .errors import ErError, InputError, Problem
 from .io import read_source_with_stats, write_outputs
 from .memory import peak_rss_mb, reset_peak_rss
 from .kernels import group_sorted, hash_strings, pairs_in_groups
+from .kernels.groups import sorted_unique
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -60,6 +61,121 @@ class StageLog:
         info["peak_rss_scope"] = "stage" if per_stage else "process so far"
         self.overall_peak_mb = max(self.overall_peak_mb, info["peak_rss_mb"])
         self.stages.append(info)
+
+
+    @contextmanager
+    def interleaved(self, names: list[str]) -> Iterator[Callable[[str], Any]]:
+        """Stages that alternate chunk by chunk (shingle, signatures, shingle, …).
+
+        Yields ``timer(name)``, a context manager adding its wall time to stage
+        ``name``; on exit one entry per stage is logged, in ``names`` order.
+        Peak memory is measured over all of them together.
+        """
+        if self.progress is not None:
+            self.progress("+".join(names))
+        self.overall_peak_mb = max(self.overall_peak_mb, peak_rss_mb())
+        per_stage = reset_peak_rss()
+        infos = {name: {"stage": name, "seconds": 0.0} for name in names}
+
+        @contextmanager
+        def timer(name: str) -> Iterator[None]:
+            t0 = time.perf_counter()
+            yield
+            infos[name]["seconds"] += time.perf_counter() - t0
+
+        yield timer
+        peak = peak_rss_mb()
+        for name in names:
+            info = infos[name]
+            info["seconds"] = round(info["seconds"], 4)
+            info["peak_rss_mb"] = peak
+            info["peak_rss_scope"] = ("stages " + "+".join(names)) if per_stage else "process so far"
+            self.stages.append(info)
+        self.overall_peak_mb = max(self.overall_peak_mb, peak)
+
+
+@dataclass
+class Shingled:
+    """What the streamed shingle/signature stages produced."""
+
+    sizes: Int64Array
+    tokens: TokenSets | None
+    signatures: Signatures | None
+    chunks: int
+
+
+def _shingle_and_sign(
+    records: Records,
+    shingler: Shingler | None,
+    builder: SignatureBuilder | None,
+    keep: str,
+    chunk_records: int,
+    token_memory_mb: float,
+    log: StageLog,
+) -> Shingled:
+    """Token sets and signatures of ``records``, ``chunk_records`` records at a time.
+
+    Components see whole chunks (never one record); token sets and
+    signatures are per record, so the result does not depend on the chunk
+    size. ``keep`` says what happens to the token sets once a chunk is
+    signed: ``"all"`` keeps them (a blocker reads them), ``"budget"`` keeps
+    them while they fit in ``token_memory_mb`` and otherwise drops them all
+    (later stages then recompute the token sets of the records they need),
+    so peak memory is about the budget plus one chunk.
+    """
+    names = (["shingle"] if shingler is not None else []) + (["signatures"] if builder is not None else [])
+    n = len(records)
+    if shingler is None:
+        for name in ["shingle", "signatures"]:  # logged as skipped
+            with log.stage(name):
+                pass
+        return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
+    bounds = list(range(0, n, chunk_records)) + [n] if n else [0, 0]
+    # kept token sets are appended to one buffer: np.empty reserves address
+    # space only, pages become resident as they are written (no 2x concat)
+    cap = int(token_memory_mb * 2**20) // 8 if keep == "budget" else 0
+    buffer: npt.NDArray[Any] | None = np.empty(cap, dtype=np.uint64) if cap else None
+    used = 0
+    token_parts: list[TokenSets] = []
+    sig_parts: list[Signatures] = []
+    sizes: list[Int64Array] = []
+    kept = keep in ("all", "budget")
+    with log.interleaved(names) as timer:
+        for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
+            part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
+            with timer("shingle"):
+                tokens = shingler.shingle(part)
+            sizes.append(tokens.sizes)
+            if builder is not None:
+                with timer("signatures"):
+                    sig_parts.append(builder.build(tokens))
+            if keep == "all":
+                token_parts.append(tokens)
+            elif kept and buffer is not None and used + len(tokens.tokens) <= cap and tokens.tokens.dtype == np.uint64:
+                buffer[used : used + len(tokens.tokens)] = tokens.tokens
+                used += len(tokens.tokens)
+            elif kept:
+                kept, buffer = False, None  # over budget: stream from here on
+            del tokens
+    if builder is None:
+        with log.stage("signatures"):
+            pass
+    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+    token_sets: TokenSets | None = None
+    if keep == "all":
+        token_sets = token_parts[0] if len(token_parts) == 1 else TokenSets.concat(token_parts)
+    elif kept and buffer is not None:
+        indptr = np.zeros(len(all_sizes) + 1, dtype=np.int64)
+        np.cumsum(all_sizes, out=indptr[1:])
+        token_sets = TokenSets(indptr, buffer[:used])
+    elif kept:  # a zero budget never keeps anything
+        kept = False
+    return Shingled(
+        sizes=all_sizes,
+        tokens=token_sets,
+        signatures=(sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)) if builder is not None else None,
+        chunks=len(bounds) - 1,
+    )
 
 
 @dataclass
@@ -261,29 +377,50 @@ def run_job(
     report_tokens: dict[str, Any] = {}
     described: dict[str, Any] = {"shingler": None, "signature": None}
 
-    with log.stage("shingle") as info:
-        if job.shingler is not None and needs & {"tokens", "signatures"}:
-            shingler = job.shingler.instantiate(ctx)
-            assert isinstance(shingler, Shingler)
-            batch.tokens = shingler.shingle(sub)
-            described["shingler"] = shingler.describe()
-            sizes = batch.tokens.sizes
-            report_tokens = {
-                "records_shingled": int(len(sizes)),
-                "empty_token_sets": int((sizes == 0).sum()),
-                "mean_tokens": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
-                "total_tokens": int(sizes.sum()),
-            }
-            info.update(report_tokens)
-
-    with log.stage("signatures") as info:
-        if job.signature is not None and batch.tokens is not None:
-            builder = job.signature.instantiate(ctx)
-            assert isinstance(builder, SignatureBuilder)
-            batch.signatures = builder.build(batch.tokens)
-            described["signature"] = builder.describe()
-            info["shape"] = list(batch.signatures.values.shape)
-            info["bytes"] = int(batch.signatures.values.nbytes)
+    shingler: Shingler | None = None
+    if job.shingler is not None and needs & {"tokens", "signatures"}:
+        shingler = job.shingler.instantiate(ctx)
+        assert isinstance(shingler, Shingler)
+    builder: SignatureBuilder | None = None
+    if job.signature is not None and shingler is not None:
+        builder = job.signature.instantiate(ctx)
+        assert isinstance(builder, SignatureBuilder)
+    # Stream the corpus: shingles -> signatures one chunk of records at a time.
+    # Token sets are kept when a blocker reads them (or the shingler must see
+    # every record at once); otherwise while they fit in token_memory_mb, and
+    # beyond that dropped after signing and recomputed for the records a later
+    # stage asks for (verification, diagnostics) through batch.token_source.
+    must_keep = (
+        builder is None
+        or any("tokens" in spec.cls.needs for spec in job.blockers)  # type: ignore[attr-defined]
+        or (shingler is not None and not shingler.streamable)
+    )
+    chunk = job.spec.chunk_records if shingler is None or shingler.streamable else max(len(sub), 1)
+    shingled = _shingle_and_sign(
+        sub, shingler, builder, "all" if must_keep else "budget", chunk, job.spec.token_memory_mb, log
+    )
+    if shingler is not None:
+        described["shingler"] = shingler.describe()
+        batch.tokens = shingled.tokens
+        sizes = shingled.sizes
+        report_tokens = {
+            "records_shingled": int(len(sizes)),
+            "empty_token_sets": int((sizes == 0).sum()),
+            "mean_tokens": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
+            "total_tokens": int(sizes.sum()),
+            "token_sets_kept": shingled.tokens is not None,
+            "chunks": shingled.chunks,
+        }
+        log.stages[-2 if builder is not None else -1].update(report_tokens)
+        if shingled.tokens is None:
+            active_shingler = shingler
+            batch.token_source = lambda rows: active_shingler.shingle(sub.take(rows))
+    if builder is not None:
+        batch.signatures = shingled.signatures
+        described["signature"] = builder.describe()
+        assert batch.signatures is not None
+        log.stages[-1]["shape"] = list(batch.signatures.values.shape)
+        log.stages[-1]["bytes"] = int(batch.signatures.values.nbytes)
 
     blocker_reports: list[dict[str, Any]] = []
     with log.stage("block") as info:
@@ -320,7 +457,19 @@ def run_job(
         local_of = np.full(n, -1, dtype=np.int64)
         local_of[active] = np.arange(len(active), dtype=np.int64)
         local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
-        scores = np.asarray(verifier.score(batch, local_cand), dtype=np.float64)
+        if batch.tokens is None and batch.token_source is not None and "tokens" in verifier.needs:
+            # streamed corpus: token sets of the records in candidate pairs only
+            involved = sorted_unique(np.concatenate([local_cand.left, local_cand.right]))
+            info["records_reshingled"] = int(len(involved))
+            scores = np.asarray(
+                verifier.score(
+                    batch.subset(involved),
+                    Pairs(np.searchsorted(involved, local_cand.left), np.searchsorted(involved, local_cand.right)),
+                ),
+                dtype=np.float64,
+            )
+        else:
+            scores = np.asarray(verifier.score(batch, local_cand), dtype=np.float64)
         if scores.shape != (len(candidates),):
             raise ErError(
                 f"verifier {verifier.name!r} returned {scores.shape} scores for {len(candidates)} pairs"
@@ -357,6 +506,7 @@ def run_job(
         "config_hash": job.config_hash(),
         "mode": mode,
         "seed": ctx.seed,
+        "workers": ctx.workers,
         "records": {"total": n, "per_source": per_source},
         "sources": source_stats,
         "exact_duplicates": exact_stats,

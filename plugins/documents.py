@@ -19,6 +19,8 @@ from pydantic import Field, model_validator
 from er_framework import hookimpl
 from er_framework.components import Blocker, Context, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.kernels.groups import sorted_unique
+from er_framework.parallel import map_ordered, map_row_blocks, split_sizes
 from er_framework.kernels import (
     EMPTY,
     PRIME,
@@ -30,6 +32,7 @@ from er_framework.kernels import (
     hash_params,
     jaccard_pairs,
     minhash_signatures,
+
     threshold_estimate,
     word_ngrams,
 )
@@ -68,18 +71,20 @@ def prepare_texts(records: Records, p: TextParams) -> list[str]:
 CHUNK_CHARS = 1 << 21
 
 
-def shingle_in_chunks(texts: list[str], fn: Callable[[list[str]], TokenSets], max_chars: int = CHUNK_CHARS) -> TokenSets:
+def shingle_in_chunks(
+    texts: list[str], fn: Callable[[list[str]], TokenSets], max_chars: int = CHUNK_CHARS, workers: int = 1
+) -> TokenSets:
     """Apply a batch shingling kernel to consecutive slices of about ``max_chars`` characters.
 
     Token sets are per text, so the result equals ``fn(texts)`` (the contract's
-    batch-split invariance) while peak memory stays bounded by the slice size.
+    batch-split invariance) for any slice size and any number of ``workers``
+    (threads, :mod:`er_framework.parallel`), while peak memory stays bounded by
+    the slices in flight.
     """
-    ends = np.cumsum([len(t) for t in texts], dtype=np.int64)
-    if len(texts) == 0 or ends[-1] <= max_chars:
+    ranges = split_sizes([len(t) + 1 for t in texts], max_chars)
+    if len(ranges) <= 1:
         return fn(texts)
-    cuts = np.searchsorted(ends, np.arange(max_chars, int(ends[-1]), max_chars, dtype=np.int64), side="right")
-    bounds = np.unique(np.concatenate(([0], cuts, [len(texts)])))
-    return TokenSets.concat([fn(texts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
+    return TokenSets.concat(map_ordered(lambda ab: fn(texts[ab[0] : ab[1]]), ranges, workers))
 
 
 class CharParams(TextParams):
@@ -101,7 +106,7 @@ class CharShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, CharParams)
-        return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k))
+        return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k), workers=self.context.workers)
 
 
 class WordPatternParams(TextParams):
@@ -130,7 +135,8 @@ class WordShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, WordParams)
-        return shingle_in_chunks(prepare_texts(records, p), lambda t: word_ngrams(t, p.n, pattern=p.pattern))
+        texts = prepare_texts(records, p)
+        return shingle_in_chunks(texts, lambda t: word_ngrams(t, p.n, pattern=p.pattern), workers=self.context.workers)
 
 
 class MinHashParams(Params):
@@ -154,7 +160,7 @@ class MinHash(SignatureBuilder):
         p = self.params
         assert isinstance(p, MinHashParams)
         a, b = hash_params(p.num_perm, self.seed)
-        values = minhash_signatures(tokens, a, b)
+        values = map_row_blocks(lambda ts: minhash_signatures(ts, a, b), tokens, self.context.workers)
         return Signatures(
             values=values,
             kind="minhash",
@@ -164,6 +170,10 @@ class MinHash(SignatureBuilder):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "seed": self.seed, "prime": PRIME}
+
+
+#: records whose probe signature (diagnostics) is computed per step
+PROBE_CHUNK = 10000
 
 
 class LshParams(Params):
@@ -281,8 +291,9 @@ class LshBands(Blocker):
         probability P(s); per bin the measured rate is compared with the mean
         P(s) of its pairs. Needs token sets and MinHash signatures.
         """
-        sig, tokens = batch.signatures, batch.tokens
-        if sig is None or tokens is None or sig.kind != "minhash" or sig.empty is None:
+        sig = batch.signatures
+        has_tokens = batch.tokens is not None or batch.token_source is not None
+        if sig is None or not has_tokens or sig.kind != "minhash" or sig.empty is None:
             return None
         ids = np.flatnonzero(~sig.empty).astype(np.int64)
         if len(ids) < 2:
@@ -290,7 +301,17 @@ class LshBands(Blocker):
         b, r = self._band_rows(sig.num_perm)
         rng = np.random.default_rng(self.seed + 104729)
         probe_a, probe_b = hash_params(16, self.seed + 7919)
-        probe = band_keys(minhash_signatures(tokens.take(ids), probe_a, probe_b), 8, 2)
+        # the probe signature, a chunk of records at a time (the corpus may be streamed)
+        probe = band_keys(
+            np.concatenate(
+                [
+                    minhash_signatures(batch.tokens_for(ids[a:b]), probe_a, probe_b)
+                    for a, b in split_sizes(np.ones(len(ids)), PROBE_CHUNK)
+                ]
+            ),
+            8,
+            2,
+        )
         chosen = rng.choice(len(ids), size=min(sample, len(ids)), replace=False)
         lefts, rights = [], []
         for j in range(probe.shape[1]):  # one step per probe band
@@ -307,7 +328,13 @@ class LshBands(Blocker):
         pairs = Pairs(ids[np.concatenate(lefts)], ids[np.concatenate(rights)]).normalized()
         if len(pairs) == 0:
             return None
-        s = jaccard_pairs(tokens, pairs.left, pairs.right)
+        involved = sorted_unique(np.concatenate([pairs.left, pairs.right]))
+        s = jaccard_pairs(
+            batch.tokens_for(involved),
+            np.searchsorted(involved, pairs.left),
+            np.searchsorted(involved, pairs.right),
+            workers=self.context.workers,
+        )
         real = band_keys(sig.values, b, r)
         is_cand = np.any(real[pairs.left] == real[pairs.right], axis=1)
         edges = np.linspace(0.0, 1.0, 11)
@@ -351,7 +378,7 @@ class JaccardVerifier(Verifier):
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         if batch.tokens is None:
             raise ValueError("jaccard needs token sets")
-        return jaccard_pairs(batch.tokens, pairs.left, pairs.right)
+        return jaccard_pairs(batch.tokens, pairs.left, pairs.right, workers=self.context.workers)
 
 
 @hookimpl

@@ -193,6 +193,9 @@ class GridCells(Shingler):
     name = "grid_cells"
     summary = "fingerprint minutiae -> set of occupied grid cells (boundary spill optional)"
     Params = GridParams
+    #: one call with every print: bad prints are all reported at once and the
+    #: report's occupancy covers every record
+    streamable = False
 
     def shingle(self, records: Records) -> TokenSets:
         p = self.params

@@ -93,7 +93,9 @@ class StopwordShingler(Shingler):
         assert isinstance(p, StopwordParams)
         stops = self.stop_words()
         return shingle_in_chunks(
-            prepare_texts(records, p), lambda t: stopword_shingles(t, stops, p.n, pattern=p.pattern)
+            prepare_texts(records, p),
+            lambda t: stopword_shingles(t, stops, p.n, pattern=p.pattern),
+            workers=self.context.workers,
         )
 
     def describe(self) -> dict[str, object]:

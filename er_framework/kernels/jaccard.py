@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..data import TokenSets
+from ..parallel import map_ordered, split_sizes
 from .groups import _sort_segments
 
 __all__ = ["jaccard_pairs", "jaccard_reference"]
@@ -45,12 +46,15 @@ def jaccard_pairs(
     left: Int64Array,
     right: Int64Array,
     max_tokens_per_batch: int = 1 << 22,
+    workers: int = 1,
 ) -> npt.NDArray[np.float64]:
     """Exact Jaccard similarity ``|A ∩ B| / |A ∪ B|`` of every pair of rows.
 
     Rows must be sorted and unique (the :class:`TokenSets` invariant). Pairs
-    are processed in batches whose gathered tokens (``|A| + |B|`` summed) stay
-    below ``max_tokens_per_batch`` (a single larger pair forms its own batch).
+    are processed in batches of about ``max_tokens_per_batch`` gathered tokens
+    (``|A| + |B|`` summed; a single larger pair forms its own batch) on
+    ``workers`` threads (:mod:`er_framework.parallel`); the result does not
+    depend on either.
     In a batch, the tokens of both sides of pair ``j`` are laid out as one
     segment ``A_j ‖ B_j`` and every segment is sorted (a segmented sort, i.e.
     a sort by ``(pair, token)``); as each side is unique, the number of
@@ -69,14 +73,11 @@ def jaccard_pairs(
     sizes = token_sets.sizes
     sa = sizes[lo]
     sb = sizes[hi]
-    cum = np.cumsum(sa + sb)
     tokens = token_sets.tokens
     indptr = token_sets.indptr
-    start = 0
-    while start < n_pairs:  # one iteration per batch of pairs
-        base = int(cum[start - 1]) if start else 0
-        stop = int(np.searchsorted(cum, base + max_tokens_per_batch, side="right"))
-        stop = max(stop, start + 1)
+
+    def batch(rng: tuple[int, int]) -> None:  # pairs [start, stop): writes out[start:stop]
+        start, stop = rng
         m = stop - start
         a_sz, b_sz = sa[start:stop], sb[start:stop]
         seg = a_sz + b_sz  # pair j's segment: the tokens of A_j, then those of B_j
@@ -94,12 +95,15 @@ def jaccard_pairs(
         inter = np.zeros(m, dtype=np.float64)
         if nonempty.any():
             inter[nonempty] = np.add.reduceat(eq, seg_start[nonempty], dtype=np.int64)
-        union = (sa[start:stop] + sb[start:stop]).astype(np.float64) - inter
+        union = seg.astype(np.float64) - inter
         res = np.zeros(m, dtype=np.float64)
         nz = union > 0
         res[nz] = inter[nz] / union[nz]
         out[start:stop] = res
-        start = stop
+
+    # batches of whole pairs, each written to its own slice of ``out``: the
+    # result does not depend on the batch size or the number of workers
+    map_ordered(batch, split_sizes(np.maximum(sa + sb, 1), max_tokens_per_batch), workers)
     return out
 
 

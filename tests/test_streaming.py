@@ -1,0 +1,131 @@
+"""Both cores and bounded memory: results do not depend on workers, chunk size or the token budget."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from er_framework.config import parse_job
+from er_framework.data import TokenSets
+from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
+from er_framework.kernels.oph import oph_signatures
+from er_framework.parallel import map_ordered, map_row_blocks, resolve_workers, row_blocks, split_sizes
+from er_framework.pipeline import run_job
+from er_framework.synth import planted_documents
+from er_plugins.documents import shingle_in_chunks
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = planted_documents(120, copies_per_family=(1, 3), words=(40, 120), edit_rates=(0.0, 0.1), n_singletons=300, seed=5)
+    path = tmp_path_factory.mktemp("stream") / "docs.jsonl"
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
+    return path
+
+
+def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
+    cfg = tmp / f"job_{abs(hash((signature, extra)))}.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        seed: 3
+        threshold: 0.6
+        sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
+        shingler: {{type: char, k: 4}}
+        signature: {{type: {signature}, num_perm: 64}}
+        blockers: [{{type: lsh_bands}}]
+        verifier: {{type: jaccard}}
+        diagnostics: 300
+    """) + extra)
+    res = run_job(parse_job(cfg), write=False)
+    pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
+    return pairs, res.labels.tolist(), res.report
+
+
+@pytest.mark.parametrize("signature", ["minhash", "oph"])
+def test_results_identical_for_any_workers_chunk_and_token_budget(tmp_path: Path, corpus: Path, signature: str) -> None:
+    base_pairs, base_labels, base_rep = _run(tmp_path, corpus, signature, "workers: 1\n")
+    assert len(base_pairs) > 50  # the planted families are found
+    shingle = next(s for s in base_rep["stages"] if s["stage"] == "shingle")
+    assert shingle["token_sets_kept"] is True and shingle["chunks"] == 1
+    variants = [
+        "workers: 2\n",
+        "workers: 2\nchunk_records: 37\n",
+        "workers: 1\nchunk_records: 1\n",
+        "workers: 2\nchunk_records: 50\ntoken_memory_mb: 0\n",  # streamed: token sets recomputed for verification
+        "workers: 2\nchunk_records: 100\ntoken_memory_mb: 0.2\n",  # budget exhausted part-way: switches to streaming
+    ]
+    for extra in variants:
+        pairs, labels, rep = _run(tmp_path, corpus, signature, extra)
+        assert pairs == base_pairs, extra
+        assert labels == base_labels, extra
+        assert rep["diagnostics"] == base_rep["diagnostics"], extra
+        assert rep["candidate_pairs"] == base_rep["candidate_pairs"], extra
+    stages = {s["stage"]: s for s in rep["stages"]}
+    n = len(base_labels)
+    assert stages["shingle"]["token_sets_kept"] is False and stages["shingle"]["chunks"] == -(-n // 100)
+    assert 0 < stages["verify"]["records_reshingled"] < len(base_labels)
+
+
+def test_split_sizes_and_row_blocks() -> None:
+    assert split_sizes([], 5) == []
+    assert split_sizes([1, 1, 1, 1, 1], 2) == [(0, 2), (2, 4), (4, 5)]
+    assert split_sizes([10, 1, 1], 3) == [(0, 1), (1, 3)]  # an oversized item forms its own range
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = rng.integers(0, 20, rng.integers(1, 40))
+        target = int(rng.integers(1, 60))
+        ranges = split_sizes(sizes, target)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(sizes)
+        assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    ts = TokenSets.from_sets([[1, 2], [], [3], [4, 5, 6]])
+    assert row_blocks(ts, 2) == [(0, 1), (1, 3), (3, 4)]  # an empty row counts as one token
+    assert ts.slice(1, 3).equals(TokenSets.from_sets([[], [3]]))
+    with pytest.raises(ValueError):
+        split_sizes([1], 0)
+    with pytest.raises(ValueError):
+        resolve_workers(0)
+    assert resolve_workers("auto") >= 1 and resolve_workers(3) == 3
+
+
+def test_map_ordered_keeps_order_and_raises() -> None:
+    assert map_ordered(lambda x: x * x, range(20), 4) == [x * x for x in range(20)]
+
+    def boom(x: int) -> int:
+        if x == 7:
+            raise RuntimeError("seven")
+        return x
+
+    with pytest.raises(RuntimeError, match="seven"):
+        map_ordered(boom, range(10), 2)
+
+
+def test_kernels_identical_for_any_block_size_and_workers() -> None:
+    rng = np.random.default_rng(1)
+    texts = ["".join(rng.choice(list("abcdé xyz"), size=int(n))) for n in rng.integers(0, 300, 400)]
+    ref = char_shingles(texts, 5)
+    for w in (1, 2, 3):
+        for mc in (1, 50, 1000, 10**6):
+            assert shingle_in_chunks(texts, lambda t: char_shingles(t, 5), max_chars=mc, workers=w).equals(ref)
+    a, b = hash_params(32, 4)
+    sig = minhash_signatures(ref, a, b)
+    osig = oph_signatures(ref, 32, 4)
+    left = rng.integers(0, len(texts), 3000)
+    right = rng.integers(0, len(texts), 3000)
+    jac = jaccard_pairs(ref, left, right)
+    for w in (1, 2):
+        for bt in (1, 7, 500, 10**6):
+            assert np.array_equal(map_row_blocks(lambda t: minhash_signatures(t, a, b), ref, w, bt), sig)
+            assert np.array_equal(map_row_blocks(lambda t: oph_signatures(t, 32, 4), ref, w, bt), osig)
+            assert np.array_equal(jaccard_pairs(ref, left, right, max_tokens_per_batch=bt, workers=w), jac)
+
+
+def test_workers_setting_is_validated(tmp_path: Path) -> None:
+    from er_framework.errors import ConfigError
+
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
+    with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
+        parse_job(cfg)
