@@ -44,7 +44,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 K_SHINGLE = 5
 TARGET_RECALL = 0.95
-CONTENDERS = ["er-framework", "er-framework-oph", "datasketch", "rensa-rminhash", "rensa-rminhash-bulk", "rensa-cminhash"]
+#: er-framework contenders and the signature builder each runs
+ER_SIGNATURE = {"er-framework": "minhash", "er-framework-oph": "oph", "er-framework-fss": "fss"}
+CONTENDERS = [*ER_SIGNATURE, "datasketch", "rensa-rminhash", "rensa-rminhash-bulk", "rensa-cminhash"]
+#: exact-Jaccard bins of the per-bin recall table (upper edge of the last bin inclusive)
+RECALL_BINS = [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
 STAGE_COLS = ["read", "shingle", "signatures", "candidates", "verify", "other"]
 
 
@@ -194,7 +198,7 @@ def worker_er(a: argparse.Namespace) -> dict[str, Any]:
     code_before = code_fingerprint()
     rss_import = _rss_mb()
     clock = Clock()
-    job = parse_job(oph_yaml(a.yaml) if a.worker == "er-framework-oph" else a.yaml)
+    job = parse_job(signature_yaml(a.yaml, ER_SIGNATURE[a.worker]))
     clock.mark("parse")
     result = run_job(job, write=False)
     total = clock.total()
@@ -356,6 +360,7 @@ def _finish(a: argparse.Namespace, clock: Clock, rss_import: float, k: int,
 WORKERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "er-framework": worker_er,
     "er-framework-oph": worker_er,
+    "er-framework-fss": worker_er,
     "datasketch": worker_datasketch,
     "rensa-rminhash": worker_rensa,
     "rensa-rminhash-bulk": worker_rensa_bulk,
@@ -382,12 +387,14 @@ def run_worker(a: argparse.Namespace) -> None:
 # data, truth, orchestration
 
 
-def make_documents(n_docs: int, seed: int) -> tuple[list[str], list[int]]:
+def make_documents(n_docs: int, seed: int, words: tuple[int, int] = (450, 750)) -> tuple[list[str], list[int]]:
     """``n_docs`` planted documents: ~40% in near-duplicate families, the rest singletons.
 
     Families have a base and 1-3 copies with 0-5% of the words edited, so the
     exact Jaccard of within-family pairs spreads around 0.8 (about 0.72-1.0).
-    Texts have 200-600 words (about 1,200-4,000 characters).
+    Texts have ``words`` words: 450-750 gives about 2,900-4,900 characters
+    (mean ~3,900, the issue's documents); ``--short`` uses 15-30 words
+    (about 100-200 characters, tweet-like).
     """
     from er_framework.synth import planted_documents
 
@@ -396,7 +403,7 @@ def make_documents(n_docs: int, seed: int) -> tuple[list[str], list[int]]:
     d = planted_documents(
         n_families,
         copies_per_family=(1, 3),
-        words=(200, 600),
+        words=words,
         edit_rates=(0.0, 0.05),
         n_singletons=n_singletons,
         seed=seed,
@@ -427,15 +434,46 @@ def ground_truth(texts: list[str], family: list[int], threshold: float) -> dict[
     return {"tokens": tokens, "left": lo, "right": hi, "jaccard": jac, "truth": set(zip(lo[keep].tolist(), hi[keep].tolist()))}
 
 
+def recall_by_bin(gt: dict[str, Any], got: set[tuple[int, int]]) -> list[dict[str, Any]]:
+    """Per exact-Jaccard bin of the within-family pairs: how many there are and the fraction reported."""
+    import numpy as np
+
+    jac = gt["jaccard"]
+    found = np.array([(int(x), int(y)) in got for x, y in zip(gt["left"], gt["right"])], dtype=bool)
+    out = []
+    for lo, hi in zip(RECALL_BINS[:-1], RECALL_BINS[1:]):
+        inside = (jac >= lo) & ((jac < hi) | (hi == RECALL_BINS[-1]) & (jac <= hi))
+        n = int(inside.sum())
+        out.append({"bin": [lo, hi], "pairs": n, "reported": int(found[inside].sum()),
+                    "recall": float(found[inside].mean()) if n else None})
+    return out
+
+
+def fmt_bins(rows: list[dict[str, Any]]) -> str:
+    """Recall per exact-Jaccard bin, one row per contender (pairs per bin in the header)."""
+    ok = [r for r in rows if not r.get("error") and r.get("recall_by_bin")]
+    if not ok:
+        return ""
+    bins = ok[0]["recall_by_bin"]
+    head = ["contender"] + [f"[{b['bin'][0]:.2f},{b['bin'][1]:.2f}{']' if i == len(bins) - 1 else ')'} n={b['pairs']:,}"
+                            for i, b in enumerate(bins)]
+    lines = [head] + [[r["name"]] + ["-" if b["recall"] is None else f"{b['recall']:.4f}" for b in r["recall_by_bin"]]
+                      for r in ok]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))) for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
 def write_yaml(path: Path, a: argparse.Namespace, bands: int, rows: int) -> None:
-    """The er-framework job; also ``<name>_oph.yaml`` with the one-permutation signature builder."""
-    _write_yaml(path, a, bands, rows, "minhash")
-    _write_yaml(oph_yaml(path), a, bands, rows, "oph")
+    """One er-framework job per signature builder: ``<name>_<signature>.yaml``."""
+    for signature in ER_SIGNATURE.values():
+        _write_yaml(signature_yaml(path, signature), a, bands, rows, signature)
 
 
-def oph_yaml(path: Path | str) -> Path:
+def signature_yaml(path: Path | str, signature: str) -> Path:
     p = Path(path)
-    return p.with_name(p.stem + "_oph" + p.suffix)
+    return p.with_name(f"{p.stem}_{signature}{p.suffix}")
 
 
 def _write_yaml(path: Path, a: argparse.Namespace, bands: int, rows: int, signature: str) -> None:
@@ -475,13 +513,13 @@ cluster:
     )
 
 
-def calibrate_datasketch(seed: int, num_perm: int) -> float | None:
+def calibrate_datasketch(seed: int, num_perm: int, words: tuple[int, int]) -> float | None:
     """Seconds per document of datasketch shingling + update_batch on 100 sample documents."""
     try:
         from datasketch import MinHash
     except ImportError:
         return None
-    texts, _ = make_documents(100, seed + 1)
+    texts, _ = make_documents(100, seed + 1, words)
     t0 = time.perf_counter()
     for t in texts:
         m = MinHash(num_perm=num_perm, seed=seed)
@@ -543,6 +581,18 @@ def fmt_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def fmt_signature_ratios(rows: list[dict[str, Any]], n_docs: int) -> str:
+    """Signatures from raw text (shingle + signatures stages): docs/s and ratios of each er contender."""
+    ok = {r["name"]: r for r in rows if not r.get("error")}
+    raw = {name: r["stages"]["shingle"] + r["stages"]["signatures"] for name, r in ok.items()}
+    out = ["signatures from raw text (shingle + signatures seconds):"]
+    for name, sec in raw.items():
+        ratios = ", ".join(f"{raw[o] / sec:.1f}x {o}" for o in ("datasketch", "rensa-rminhash", "rensa-rminhash-bulk")
+                           if o in raw and not name.startswith(o) and name.startswith("er-"))
+        out.append(f"  {name:22s} {sec:8.2f} s  {n_docs / sec if sec else float('inf'):12,.0f} docs/s" + (f"   ({ratios})" if ratios else ""))
+    return "\n".join(out)
+
+
 def fmt_markdown(rows: list[dict[str, Any]]) -> str:
     head = ["contender", "K", *STAGE_COLS, "total s", "time ÷ er", "CPU s", "candidates", "verified",
             "recall", "precision", "peak RSS MB"]
@@ -577,7 +627,7 @@ def orchestrate(a: argparse.Namespace) -> int:
 
     n_docs = a.docs
     if "datasketch" in contenders and a.budget_seconds > 0:
-        per_doc = calibrate_datasketch(a.seed, a.num_perm)
+        per_doc = calibrate_datasketch(a.seed, a.num_perm, a.words)
         if per_doc is not None:
             # datasketch dominates the run; the other contenders together cost well under as much again
             est = n_docs * per_doc * 2.0 + 0.004 * n_docs
@@ -593,7 +643,7 @@ def orchestrate(a: argparse.Namespace) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="er_bench_docs_"))
     t0 = time.perf_counter()
-    texts, family = make_documents(n_docs, a.seed)
+    texts, family = make_documents(n_docs, a.seed, a.words)
     data = tmp / "docs.jsonl"
     with open(data, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
@@ -661,6 +711,7 @@ def orchestrate(a: argparse.Namespace) -> int:
         got = set(zip(lr[0].tolist(), lr[1].tolist()))
         true_j = jaccard_pairs(gt["tokens"], lr[0], lr[1]) if lr.shape[1] else np.zeros(0)
         r["recall"] = len(got & truth) / len(truth) if truth else 1.0
+        r["recall_by_bin"] = recall_by_bin(gt, got)
         r["precision"] = float((true_j >= a.threshold).mean()) if len(true_j) else 1.0
         r["verified_outside_families"] = len(got - {(int(x), int(y)) for x, y in zip(gt["left"], gt["right"])})
         results.append(r)
@@ -683,6 +734,12 @@ def orchestrate(a: argparse.Namespace) -> int:
     print()
     print(f"{len(texts):,} documents, num_perm={a.num_perm}, threshold={a.threshold}, (b, r)=({bands}, {rows}); seconds per stage")
     print(fmt_table(results))
+    print()
+    print(f"recall by exact-Jaccard bin of the within-family pairs (threshold {a.threshold}: pairs below it "
+          "should not be reported)")
+    print(fmt_bins(results))
+    print()
+    print(fmt_signature_ratios(results, len(texts)))
     print("x er = contender total / er-framework total (> 1: er-framework is faster); cpu s = user + system "
           "CPU seconds of the measured run (less sensitive to other load than wall time); "
           "'other' = the rest of the measured run (er: parse_job + cluster + report).")
@@ -700,7 +757,7 @@ def orchestrate(a: argparse.Namespace) -> int:
         "benchmark": "documents",
         "command": " ".join([Path(sys.executable).name, *[str(x) for x in sys.argv]]),
         "machine": {**machine_info(), "load_average_start": load_start, "load_average_end": load_end},
-        "settings": {"docs_requested": a.docs, "docs": len(texts), "num_perm": a.num_perm, "threshold": a.threshold,
+        "settings": {"docs_requested": a.docs, "docs": len(texts), "words": list(a.words), "num_perm": a.num_perm, "threshold": a.threshold,
                      "seed": a.seed, "shingle": f"char {K_SHINGLE}", "bands": bands, "rows": rows,
                      "target_recall": TARGET_RECALL, "expected_recall_s_curve": expected_recall},
         "dataset": dataset,
@@ -719,9 +776,22 @@ def orchestrate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _word_range(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX (e.g. 450,750), got {text!r}") from None
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"need 1 <= MIN <= MAX, got {text!r}")
+    return lo, hi
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=int, default=20000, help="number of documents (default 20,000)")
+    p.add_argument("--words", type=_word_range, default=(450, 750), metavar="MIN,MAX",
+                   help="words per document (default 450,750: ~3,900 characters)")
+    p.add_argument("--short", action="store_true", help="tweet-like documents: --words 15,30 (~100-200 characters)")
     p.add_argument("--num-perm", type=int, default=128)
     p.add_argument("--threshold", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=42)
@@ -743,6 +813,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     p.add_argument("--profile", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.short:
+        a.words = (15, 30)
     if a.worker:
         run_worker(a)
         return 0

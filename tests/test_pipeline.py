@@ -186,7 +186,7 @@ def test_every_clusterer_accounts_for_every_record(tmp_path: Path, clusterer: st
     assert res.report["clusters"]["count"] == len({r["cluster_id"] for r in clusters})
 
 
-@pytest.mark.parametrize("signature", ["minhash", "oph"])
+@pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
 def test_recall_on_planted_near_duplicates(tmp_path: Path, signature: str) -> None:
     """Issue 2 acceptance: threshold 0.8, recall >= 0.99 for J >= 0.85, >= 0.95 in [0.80, 0.85), nothing below."""
     docs = planted_documents(900, copies_per_family=(2, 4), words=(60, 160), edit_rates=(0.0, 0.09),

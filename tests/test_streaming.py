@@ -44,7 +44,7 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
     return pairs, res.labels.tolist(), res.report
 
 
-@pytest.mark.parametrize("signature", ["minhash", "oph"])
+@pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
 def test_results_identical_for_any_workers_chunk_and_token_budget(tmp_path: Path, corpus: Path, signature: str) -> None:
     base_pairs, base_labels, base_rep = _run(tmp_path, corpus, signature, "workers: 1\n")
     assert len(base_pairs) > 50  # the planted families are found

@@ -14,6 +14,7 @@ from .banding import (
     false_positive_area,
     threshold_estimate,
 )
+from .fss import fss_reference, fss_signatures
 from .groups import (
     group_sorted,
     pack_pairs,
@@ -76,6 +77,9 @@ __all__ = [
     # one-permutation hashing
     "oph_signatures",
     "oph_reference",
+    # fast similarity sketching
+    "fss_signatures",
+    "fss_reference",
     # banding
     "candidate_probability",
     "threshold_estimate",

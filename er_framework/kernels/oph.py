@@ -56,13 +56,13 @@ Storage: uint32, 4 bytes per entry, as :func:`.minhash.minhash_signatures`.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from ..data import TokenSets
+from ..parallel import row_blocks
 from .hashing import mix64, mix64_reference
 from .minhash import EMPTY
 
@@ -141,7 +141,7 @@ def oph_signatures(
     token_sets: TokenSets,
     num_perm: int,
     seed: int,
-    chunk_tokens: int = 1 << 21,
+    chunk_tokens: int = 1 << 17,
 ) -> UInt32Array:
     """OPH signatures with optimal densification, shape ``(n_sets, K)``, uint32.
 
@@ -166,10 +166,7 @@ def oph_signatures(
         return sig
     indptr = token_sets.indptr
     sizes = np.diff(indptr)
-    # chunk boundaries at row boundaries, about chunk_tokens tokens each
-    cuts = np.searchsorted(indptr, np.arange(chunk_tokens, int(indptr[-1]), chunk_tokens, dtype=np.int64), side="left")
-    bounds = np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
-    for r0, r1 in itertools.pairwise(bounds):  # one step per chunk of rows
+    for r0, r1 in row_blocks(token_sets, chunk_tokens):  # one step per chunk of whole rows
         t0, t1 = int(indptr[r0]), int(indptr[r1])
         if t1 == t0:
             continue
