@@ -175,6 +175,19 @@ def cmd_tune_fingerprints(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth_customers(args: argparse.Namespace) -> int:
+    from .synth_customers import generate_customers, write_customers
+
+    try:
+        data = generate_customers(args.n, args.overlap, args.seed)
+    except ValueError as exc:
+        raise ErError(f"er synth customers: {exc}") from None
+    paths = write_customers(data, args.out)
+    print(f"wrote {paths['a']} ({args.n:,} records), {paths['b']} ({args.n:,} records), "
+          f"{paths['truth']} ({len(data.truth):,} pairs)")
+    return 0
+
+
 def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     """Simulated prints as JSONL minutiae plus a truth CSV (id, finger)."""
     from pathlib import Path
@@ -337,6 +350,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for prints.jsonl and truth.csv")
     f.set_defaults(func=cmd_synth_fingerprints)
+    f = synth_sub.add_parser(
+        "customers",
+        help="customer records of two companies (a.csv, b.csv, truth.csv)",
+        description="Customer records of company A and company B: B holds corrupted copies of OVERLAP*N of A's "
+        "customers (typos, nicknames, swapped names, changed phones, moved addresses, missing fields, other "
+        "formatting) and new people. Deterministic for a seed (with the same Faker and nicknames versions).",
+    )
+    f.add_argument("--n", type=int, required=True, help="records per company")
+    f.add_argument("--overlap", type=float, default=0.5, help="share of B's records copied from A (0.5)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv and truth.csv")
+    f.set_defaults(func=cmd_synth_customers)
 
     p = sub.add_parser(
         "evaluate",

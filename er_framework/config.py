@@ -603,16 +603,17 @@ def resolve_job(
     # a component reading named fields may only name fields the sources declare
     declared = [f for s in spec.sources for f in s.fields]
     for comp in [comps["shingler"], comps["signature"], *comps["blockers"], comps["verifier"]]:
-        used = getattr(comp.params, "fields", None) if comp is not None else None
-        for j, fname in enumerate(used or []):
+        if comp is None:
+            continue
+        base = tuple(comp.yaml_path.replace("[", ".").replace("]", "").split("."))
+        base = tuple(int(x) if isinstance(x, str) and x.isdigit() else x for x in base)
+        for rel, fname in _field_refs(comp.params):
             if fname not in declared:
-                assert comp is not None
-                ypath = tuple(comp.yaml_path.replace("[", ".").replace("]", "").split(".")) + ("fields", j)
-                ypath = tuple(int(x) if isinstance(x, str) and x.isdigit() else x for x in ypath)
+                ypath = base + rel
                 problems.append(
                     Problem(
                         where=_where(filename, lines, ypath),
-                        path=f"{comp.yaml_path}.fields[{j}]",
+                        path=_render_path(ypath),
                         message=f"field {fname!r} is not read by any source",
                         fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
                     )
@@ -635,6 +636,38 @@ def resolve_job(
         clusterer=comps["clusterer"],
         raw=data,
     )
+
+
+#: parameter names that hold field names (a name, a list of names, lists of lists, or models with ``field``)
+_FIELD_PARAMS = ("fields", "field", "key", "keys")
+
+
+def _field_refs(value: Any, path: YamlPath = ()) -> list[tuple[YamlPath, str]]:
+    """Every field name a component's params refer to, with its YAML path below the component."""
+    out: list[tuple[YamlPath, str]] = []
+    if isinstance(value, BaseModel):
+        for name in _FIELD_PARAMS:
+            if name in type(value).model_fields:
+                out += _field_names(getattr(value, name), path + (name,))
+        for name in type(value).model_fields:  # nested models (e.g. one rule per field)
+            v = getattr(value, name)
+            if name not in _FIELD_PARAMS and isinstance(v, (list, BaseModel)):
+                out += _field_refs(v, path + (name,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, BaseModel):
+                out += _field_refs(v, path + (i,))
+    return out
+
+
+def _field_names(value: Any, path: YamlPath) -> list[tuple[YamlPath, str]]:
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, list):
+        return [ref for i, v in enumerate(value) for ref in _field_names(v, path + (i,))]
+    if isinstance(value, BaseModel):
+        return _field_refs(value, path)
+    return []
 
 
 def _resolve_one(

@@ -78,7 +78,7 @@ def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("type: minhash", "type: minhsh"),
-                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?", "installed: bitvector, minhash, oph")
+                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?", "installed: bitvector, fss, minhash, oph")
 
 
 def test_unknown_component_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
