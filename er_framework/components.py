@@ -106,6 +106,17 @@ class Shingler(Component):
     def shingle(self, records: Records) -> TokenSets:
         raise NotImplementedError
 
+    def shingle_multiset(self, records: Records) -> TokenSets:
+        """Every record's tokens in any order, repeats allowed (rows need not be sets).
+
+        Its distinct tokens per row must equal :meth:`shingle`'s set. The
+        engine signs these when the signature builder declares
+        ``multiset_ok`` (a minimum over tokens ignores order and repeats) and
+        no later stage needs every set: it skips the per-row sort. Default:
+        :meth:`shingle` itself.
+        """
+        return self.shingle(records)
+
 
 class SignatureBuilder(Component):
     """Token sets -> signatures (``(n, K)`` matrix or packed bits).
@@ -115,6 +126,10 @@ class SignatureBuilder(Component):
     """
 
     family = "signature"
+    #: true when the signature of a row depends only on its *distinct* tokens
+    #: (order and repeats ignored, e.g. a minimum per hash function): the
+    #: engine may then pass :meth:`Shingler.shingle_multiset` rows
+    multiset_ok: ClassVar[bool] = False
 
     def build(self, tokens: TokenSets) -> Signatures:
         raise NotImplementedError

@@ -121,7 +121,9 @@ def _shingle_and_sign(
     signed: ``"all"`` keeps them (a blocker reads them), ``"budget"`` keeps
     them while they fit in ``token_memory_mb`` and otherwise drops them all
     (later stages then recompute the token sets of the records they need),
-    so peak memory is about the budget plus one chunk.
+    so peak memory is about the budget plus one chunk; ``"none"`` signs the
+    shingler's multisets (no per-row sort; the builder declared
+    ``multiset_ok``) and keeps nothing.
     """
     names = (["shingle"] if shingler is not None else []) + (["signatures"] if builder is not None else [])
     n = len(records)
@@ -144,7 +146,7 @@ def _shingle_and_sign(
         for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
             part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
             with timer("shingle"):
-                tokens = shingler.shingle(part)
+                tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
             sizes.append(tokens.sizes)
             if builder is not None:
                 with timer("signatures"):
@@ -396,9 +398,8 @@ def run_job(
         or (shingler is not None and not shingler.streamable)
     )
     chunk = job.spec.chunk_records if shingler is None or shingler.streamable else max(len(sub), 1)
-    shingled = _shingle_and_sign(
-        sub, shingler, builder, "all" if must_keep else "budget", chunk, job.spec.token_memory_mb, log
-    )
+    keep = "all" if must_keep else ("none" if builder is not None and builder.multiset_ok else "budget")
+    shingled = _shingle_and_sign(sub, shingler, builder, keep, chunk, job.spec.token_memory_mb, log)
     if shingler is not None:
         described["shingler"] = shingler.describe()
         batch.tokens = shingled.tokens
@@ -408,6 +409,8 @@ def run_job(
             "empty_token_sets": int((sizes == 0).sum()),
             "mean_tokens": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
             "total_tokens": int(sizes.sum()),
+            # multisets: shingles counted with repeats (the sets were never built)
+            "tokens_counted": "with repeats" if keep == "none" else "distinct",
             "token_sets_kept": shingled.tokens is not None,
             "chunks": shingled.chunks,
         }

@@ -108,6 +108,13 @@ class CharShingler(Shingler):
         assert isinstance(p, CharParams)
         return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k), workers=self.context.workers)
 
+    def shingle_multiset(self, records: Records) -> TokenSets:
+        p = self.params
+        assert isinstance(p, CharParams)
+        return shingle_in_chunks(
+            prepare_texts(records, p), lambda t: char_shingles(t, p.k, unique=False), workers=self.context.workers
+        )
+
 
 class WordPatternParams(TextParams):
     pattern: str = Field(default=r"\w+", description="regular expression of a word (Unicode-aware)")
@@ -138,6 +145,14 @@ class WordShingler(Shingler):
         texts = prepare_texts(records, p)
         return shingle_in_chunks(texts, lambda t: word_ngrams(t, p.n, pattern=p.pattern), workers=self.context.workers)
 
+    def shingle_multiset(self, records: Records) -> TokenSets:
+        p = self.params
+        assert isinstance(p, WordParams)
+        texts = prepare_texts(records, p)
+        return shingle_in_chunks(
+            texts, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), workers=self.context.workers
+        )
+
 
 class MinHashParams(Params):
     num_perm: int = Field(default=128, ge=1, le=8192, description="K, the number of hash functions (signature length)")
@@ -155,6 +170,7 @@ class MinHash(SignatureBuilder):
     name = "minhash"
     summary = "classic MinHash, K hash functions (a x + b) mod p, exact 64-bit arithmetic"
     Params = MinHashParams
+    multiset_ok = True  # a minimum per hash function
 
     def build(self, tokens: TokenSets) -> Signatures:
         p = self.params

@@ -49,6 +49,7 @@ class OnePermutationHash(SignatureBuilder):
     name = "oph"
     summary = "one-permutation MinHash with optimal densification, O(tokens + K) per set"
     Params = OphParams
+    multiset_ok = True  # a minimum per bin
 
     def build(self, tokens: TokenSets) -> Signatures:
         p = self.params
@@ -85,6 +86,7 @@ class FastSimilaritySketch(SignatureBuilder):
     name = "fss"
     summary = "fast similarity sketching: OPH plus fresh rounds for empty bins, O(tokens + K log K) per set"
     Params = FssParams
+    multiset_ok = True  # a minimum per (round, bin)
 
     def build(self, tokens: TokenSets) -> Signatures:
         p = self.params

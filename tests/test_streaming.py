@@ -45,28 +45,63 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
 
 
 @pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
-def test_results_identical_for_any_workers_chunk_and_token_budget(tmp_path: Path, corpus: Path, signature: str) -> None:
+def test_results_identical_for_any_workers_chunk_and_token_budget(
+    tmp_path: Path, corpus: Path, signature: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from er_framework.plugins import default_registry
+
+    builder = default_registry().get("signature", signature).cls
     base_pairs, base_labels, base_rep = _run(tmp_path, corpus, signature, "workers: 1\n")
     assert len(base_pairs) > 50  # the planted families are found
-    shingle = next(s for s in base_rep["stages"] if s["stage"] == "shingle")
-    assert shingle["token_sets_kept"] is True and shingle["chunks"] == 1
+    n = len(base_labels)
+    stages = {s["stage"]: s for s in base_rep["stages"]}
+    # the builder takes multisets: signed without building the sets, none kept
+    assert stages["shingle"]["tokens_counted"] == "with repeats" and stages["shingle"]["token_sets_kept"] is False
+    assert 0 < stages["verify"]["records_reshingled"] < n
     variants = [
-        "workers: 2\n",
-        "workers: 2\nchunk_records: 37\n",
-        "workers: 1\nchunk_records: 1\n",
-        "workers: 2\nchunk_records: 50\ntoken_memory_mb: 0\n",  # streamed: token sets recomputed for verification
-        "workers: 2\nchunk_records: 100\ntoken_memory_mb: 0.2\n",  # budget exhausted part-way: switches to streaming
+        ("workers: 2\n", True),
+        ("workers: 2\nchunk_records: 37\n", True),
+        ("workers: 1\nchunk_records: 1\n", True),
+        # a builder that needs sets: kept within the budget ...
+        ("workers: 2\n", False),
+        # ... streamed, the token sets recomputed for verification ...
+        ("workers: 2\nchunk_records: 50\ntoken_memory_mb: 0\n", False),
+        # ... and the budget exhausted part-way: switches to streaming
+        ("workers: 2\nchunk_records: 100\ntoken_memory_mb: 0.2\n", False),
     ]
-    for extra in variants:
+    for extra, multiset in variants:
+        monkeypatch.setattr(builder, "multiset_ok", multiset)
         pairs, labels, rep = _run(tmp_path, corpus, signature, extra)
         assert pairs == base_pairs, extra
         assert labels == base_labels, extra
         assert rep["diagnostics"] == base_rep["diagnostics"], extra
         assert rep["candidate_pairs"] == base_rep["candidate_pairs"], extra
-    stages = {s["stage"]: s for s in rep["stages"]}
-    n = len(base_labels)
+        stages = {s["stage"]: s for s in rep["stages"]}
+        assert stages["shingle"]["tokens_counted"] == ("with repeats" if multiset else "distinct")
+        if not multiset and "token_memory_mb" not in extra:
+            assert stages["shingle"]["token_sets_kept"] is True and "records_reshingled" not in stages["verify"]
     assert stages["shingle"]["token_sets_kept"] is False and stages["shingle"]["chunks"] == -(-n // 100)
-    assert 0 < stages["verify"]["records_reshingled"] < len(base_labels)
+    assert 0 < stages["verify"]["records_reshingled"] < n
+
+
+def test_multiset_signatures_equal_set_signatures() -> None:
+    rng = np.random.default_rng(8)
+    texts = ["".join(rng.choice(list("ab cdé"), size=int(n))) for n in rng.integers(0, 80, 300)]
+    sets = char_shingles(texts, 3)
+    multi = char_shingles(texts, 3, unique=False)
+    assert len(multi.tokens) > len(sets.tokens)  # repeats are there
+    for i in range(len(texts)):
+        assert np.array_equal(np.unique(multi.row(i)), sets.row(i))
+    a, b = hash_params(32, 2)
+    assert np.array_equal(minhash_signatures(multi, a, b), minhash_signatures(sets, a, b))
+    assert np.array_equal(oph_signatures(multi, 32, 2), oph_signatures(sets, 32, 2))
+    from er_framework.kernels.fss import fss_signatures
+
+    assert np.array_equal(fss_signatures(multi, 32, 2), fss_signatures(sets, 32, 2))
+    from er_framework.kernels import word_ngrams
+
+    wsets, wmulti = word_ngrams(texts, 2), word_ngrams(texts, 2, unique=False)
+    assert all(np.array_equal(np.unique(wmulti.row(i)), wsets.row(i)) for i in range(len(texts)))
 
 
 def test_split_sizes_and_row_blocks() -> None:

@@ -224,11 +224,13 @@ def _window_hashes(
     return mix64(h), seg, valid
 
 
-def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int) -> TokenSets:
+def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int, unique: bool = True) -> TokenSets:
     """Set of window hashes per segment: ``mix64(sum_{j<k} v_{i+j} base**(k-1-j) + k)``.
 
     Windows crossing a segment boundary are masked out. Segments with
     ``0 < L < k`` give one token over all ``L`` values; empty segments give none.
+    ``unique=False`` skips the per-row sort and deduplication: every window in
+    text order, repeats included (a *multiset*; see :func:`char_shingles`).
     """
     has_windows = lengths >= k
     short = (lengths > 0) & ~has_windows
@@ -240,10 +242,14 @@ def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int) 
     if short.any():
         pos_mask = np.repeat(short, lengths)
         tokens[~from_windows] = _hash_segments(values[pos_mask], lengths[short], base)
+    if not unique:
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return TokenSets(indptr, tokens)
     return _csr_unique_rows(tokens, counts)
 
 
-def char_shingles(texts: Sequence[str], k: int) -> TokenSets:
+def char_shingles(texts: Sequence[str], k: int, unique: bool = True) -> TokenSets:
     """The set of character k-shingles of every text, as 64-bit tokens (MMDS 3.2.1).
 
     Token of a shingle ``s`` = ``hash_string(s)``. Row ``i`` is sorted ascending
@@ -254,12 +260,17 @@ def char_shingles(texts: Sequence[str], k: int) -> TokenSets:
     Vectorized: code points of the batch are obtained with one encode; the
     window polynomial is built with ``k`` shifted multiply-adds over the
     concatenation and windows crossing a text boundary are masked out.
+
+    ``unique=False`` returns the *multiset*: every shingle in text order,
+    repeats included, rows unsorted. Its distinct tokens per row are exactly
+    the set; a signature that only takes minima (MinHash, OPH, FSS) is the
+    same on both, and skipping the per-row sort halves the cost.
     """
     if k < 1:
         raise ValueError(f"shingle size k must be >= 1, got {k}")
     cps, offsets = codepoints(texts)
     values = cps.astype(np.uint64) + np.uint64(1)
-    return _window_tokens(values, np.diff(offsets), int(k), B)
+    return _window_tokens(values, np.diff(offsets), int(k), B, unique=unique)
 
 
 def char_shingles_reference(texts: Sequence[str], k: int) -> list[list[int]]:
@@ -275,7 +286,7 @@ def char_shingles_reference(texts: Sequence[str], k: int) -> list[list[int]]:
     return out
 
 
-def word_ngrams(texts: Sequence[str], n: int, pattern: str = r"\w+") -> TokenSets:
+def word_ngrams(texts: Sequence[str], n: int, pattern: str = r"\w+", unique: bool = True) -> TokenSets:
     """The set of word n-grams of every text, as 64-bit tokens.
 
     Words are the matches of ``pattern`` (``re.finditer``, whole match); word
@@ -285,12 +296,13 @@ def word_ngrams(texts: Sequence[str], n: int, pattern: str = r"\w+") -> TokenSet
     ``B2 = 0x9E3779B97F4A7C15``; for ``n = 1`` that is ``mix64(w + 1)``.
     A text with ``0 < words < n`` yields one token (the formula over all its
     words, with ``n`` replaced by the word count); a text without words
-    yields an empty row. Rows are sorted ascending and unique.
+    yields an empty row. Rows are sorted ascending and unique; ``unique=False``
+    gives the multiset (as :func:`char_shingles`).
     """
     if n < 1:
         raise ValueError(f"n-gram size n must be >= 1, got {n}")
     w, counts = word_tokens(texts, pattern)
-    return _window_tokens(w, counts, int(n), B2)
+    return _window_tokens(w, counts, int(n), B2, unique=unique)
 
 
 def word_tokens(texts: Sequence[str], pattern: str = r"\w+") -> tuple[UInt64Array, Int64Array]:
