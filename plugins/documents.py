@@ -50,9 +50,8 @@ class TextParams(Params):
     remove_punctuation: bool = Field(default=False, description="replace punctuation by a space")
 
 
-def prepare_texts(records: Records, p: TextParams) -> list[str]:
-    """The record texts after the configured preprocessing (one Python step per record)."""
-    texts = records.text(p.fields)
+def prepare(texts: list[str], p: TextParams) -> list[str]:
+    """The configured preprocessing of raw texts: NFKC, case folding, punctuation, whitespace."""
     out = []
     for t in texts:
         if p.nfkc:
@@ -67,8 +66,21 @@ def prepare_texts(records: Records, p: TextParams) -> list[str]:
     return out
 
 
-#: characters shingled per kernel call; bounds the kernels' temporaries (~80 bytes/char)
-CHUNK_CHARS = 1 << 21
+def shingle_texts(
+    records: Records, p: TextParams, kernel: Callable[[list[str]], TokenSets], workers: int
+) -> TokenSets:
+    """``kernel`` on the preprocessed texts of ``records``, slice by slice on ``workers`` threads.
+
+    Each slice is preprocessed (Python, holds the GIL) and shingled (numpy,
+    releases it) by one task, so one thread's preprocessing overlaps the
+    other's array work.
+    """
+    return shingle_in_chunks(records.text(p.fields), lambda t: kernel(prepare(t, p)), workers=workers)
+
+
+#: characters shingled per kernel call: bounds the kernels' temporaries (~80 bytes/char); 2^19
+#: measured faster than 2^21 on two threads (the slices of both threads stay in cache)
+CHUNK_CHARS = 1 << 19
 
 
 def shingle_in_chunks(
@@ -106,14 +118,12 @@ class CharShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, CharParams)
-        return shingle_in_chunks(prepare_texts(records, p), lambda t: char_shingles(t, p.k), workers=self.context.workers)
+        return shingle_texts(records, p, lambda t: char_shingles(t, p.k), self.context.workers)
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, CharParams)
-        return shingle_in_chunks(
-            prepare_texts(records, p), lambda t: char_shingles(t, p.k, unique=False), workers=self.context.workers
-        )
+        return shingle_texts(records, p, lambda t: char_shingles(t, p.k, unique=False), self.context.workers)
 
 
 class WordPatternParams(TextParams):
@@ -142,15 +152,13 @@ class WordShingler(Shingler):
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, WordParams)
-        texts = prepare_texts(records, p)
-        return shingle_in_chunks(texts, lambda t: word_ngrams(t, p.n, pattern=p.pattern), workers=self.context.workers)
+        return shingle_texts(records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern), self.context.workers)
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         p = self.params
         assert isinstance(p, WordParams)
-        texts = prepare_texts(records, p)
-        return shingle_in_chunks(
-            texts, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), workers=self.context.workers
+        return shingle_texts(
+            records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), self.context.workers
         )
 
 

@@ -22,7 +22,7 @@ from er_framework.components import Context, Params, Shingler
 from er_framework.data import Records, TokenSets
 from er_framework.errors import choices_text, did_you_mean
 from er_framework.kernels import stopword_shingles
-from er_plugins.documents import WordPatternParams, prepare_texts, shingle_in_chunks
+from er_plugins.documents import WordPatternParams, shingle_texts
 
 
 @lru_cache(maxsize=None)
@@ -92,11 +92,7 @@ class StopwordShingler(Shingler):
         p = self.params
         assert isinstance(p, StopwordParams)
         stops = self.stop_words()
-        return shingle_in_chunks(
-            prepare_texts(records, p),
-            lambda t: stopword_shingles(t, stops, p.n, pattern=p.pattern),
-            workers=self.context.workers,
-        )
+        return shingle_texts(records, p, lambda t: stopword_shingles(t, stops, p.n, pattern=p.pattern), self.context.workers)
 
     def describe(self) -> dict[str, object]:
         out = super().describe()

@@ -88,7 +88,7 @@ def test_shipped_documents_job(tmp_path: Path) -> None:
     assert report["seed"] == 42
     assert {s["stage"] for s in report["stages"]} >= {"read", "shingle", "signatures", "block", "verify", "cluster"}
     assert all("seconds" in s and "peak_rss_mb" in s for s in report["stages"])
-    assert report["versions"]["components"]["signature:minhash"]["distribution"] == "er-framework"
+    assert report["versions"]["components"]["signature:fss"]["distribution"] == "er-framework"
     assert res.report["verified_pairs"] + report["exact_duplicates"]["pairs"] == len(pairs)
 
 
