@@ -239,28 +239,72 @@ def _prepare(a: argparse.Namespace, clock: Clock) -> list[set[str]]:
     return sets
 
 
+class LeanSets:
+    """``--lean``: shingle sets are not kept (100,000 documents of Python sets of str need
+    ~25 GB). Each document's set is built, signed and dropped; verification rebuilds the
+    sets of the documents that appear in candidate pairs (what er-framework does too).
+    ``sets[i]`` works for those documents after :meth:`keep_only`."""
+
+    def __init__(self, a: argparse.Namespace, clock: Clock) -> None:
+        self.texts = read_jsonl(a.data)
+        clock.mark("read")
+        self.clock = clock
+        self.cache: dict[int, set[str]] = {}
+
+    def signed(self, sign: Callable[[set[str]], Any]) -> list[Any]:
+        """``sign(set)`` per document (None for an empty set); shingle and sign times kept apart."""
+        out: list[Any] = []
+        t_sh = t_sig = 0.0
+        for t in self.texts:
+            t0 = time.perf_counter()
+            s = shingle_set(normalize(t))
+            t1 = time.perf_counter()
+            out.append(sign(s) if s else None)
+            t_sig += time.perf_counter() - t1
+            t_sh += t1 - t0
+        self.clock.stages["shingle"] = self.clock.stages.get("shingle", 0.0) + t_sh
+        self.clock.stages["signatures"] = self.clock.stages.get("signatures", 0.0) + t_sig
+        self.clock.last = time.perf_counter()
+        return out
+
+    def keep_only(self, cands: set[tuple[int, int]]) -> "LeanSets":
+        for i in sorted({x for pair in cands for x in pair}):
+            self.cache[i] = shingle_set(normalize(self.texts[i]))
+        return self
+
+    def __getitem__(self, i: int) -> set[str]:
+        return self.cache[i]
+
+
 def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
     from datasketch import MinHash, MinHashLSH
 
     rss_import = _rss_mb()
     clock = Clock()
-    sets = _prepare(a, clock)
-    mhs = []
-    for s in sets:
+
+    def sign(s: set[str]) -> Any:
         m = MinHash(num_perm=a.num_perm, seed=a.seed)
         m.update_batch([x.encode("utf-8") for x in s])
-        mhs.append(m)
-    clock.mark("signatures")
+        return m
+
+    if a.lean:
+        lean = LeanSets(a, clock)
+        mhs = lean.signed(sign)
+    else:
+        sets = _prepare(a, clock)
+        mhs = [sign(s) if s else None for s in sets]
+        clock.mark("signatures")
     lsh = MinHashLSH(threshold=a.threshold, num_perm=a.num_perm, params=(a.bands, a.rows))
     for i, m in enumerate(mhs):
-        if sets[i]:
+        if m is not None:
             lsh.insert(i, m)
-    cands = pairs_from_queries(lambda i: lsh.query(mhs[i]) if sets[i] else (), len(mhs))
+    cands = pairs_from_queries(lambda i: lsh.query(mhs[i]) if mhs[i] is not None else (), len(mhs))
     clock.mark("candidates")
-    verified = verify_sets(sets, cands, a.threshold)
+    verified = verify_sets(lean.keep_only(cands) if a.lean else sets, cands, a.threshold)  # type: ignore[arg-type]
     clock.mark("verify")
     return _finish(a, clock, rss_import, a.num_perm, cands, verified,
-                   "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc")
+                   "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc"
+                   + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
 
 
 def _rensa_num_perm(a: argparse.Namespace) -> int:
@@ -275,23 +319,30 @@ def worker_rensa(a: argparse.Namespace) -> dict[str, Any]:
     rss_import = _rss_mb()
     k = _rensa_num_perm(a)
     clock = Clock()
-    sets = _prepare(a, clock)
-    mhs = []
-    for s in sets:
+
+    def sign(s: set[str]) -> Any:
         m = RMinHash(num_perm=k, seed=a.seed)
         m.update(list(s))
-        mhs.append(m)
-    clock.mark("signatures")
+        return m
+
+    if a.lean:
+        lean = LeanSets(a, clock)
+        mhs = lean.signed(sign)
+    else:
+        sets = _prepare(a, clock)
+        mhs = [sign(s) if s else None for s in sets]
+        clock.mark("signatures")
     lsh = RMinHashLSH(threshold=a.threshold, num_perm=k, num_bands=a.bands)
     for i, m in enumerate(mhs):
-        if sets[i]:
+        if m is not None:
             lsh.insert(i, m)
-    cands = pairs_from_queries(lambda i: lsh.query(mhs[i]) if sets[i] else (), len(mhs))
+    cands = pairs_from_queries(lambda i: lsh.query(mhs[i]) if mhs[i] is not None else (), len(mhs))
     clock.mark("candidates")
-    verified = verify_sets(sets, cands, a.threshold)
+    verified = verify_sets(lean.keep_only(cands) if a.lean else sets, cands, a.threshold)  # type: ignore[arg-type]
     clock.mark("verify")
     return _finish(a, clock, rss_import, k, cands, verified,
-                   f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc")
+                   f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc"
+                   + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
 
 
 def worker_rensa_bulk(a: argparse.Namespace) -> dict[str, Any]:
@@ -676,6 +727,13 @@ def orchestrate(a: argparse.Namespace) -> int:
           f"on the truth pairs: {expected_recall if expected_recall is None else round(expected_recall, 4)}")
     print(f"scratch: {tmp}")
 
+    lean = a.lean or len(texts) > 30000
+    if lean:
+        note = ("LEAN: the datasketch and rensa per-document workers keep no shingle sets (built, signed, dropped; "
+                "rebuilt for candidate documents at verification); bulk rensa workers are skipped")
+        print(note)
+        notes.append(note)
+        contenders = [c for c in contenders if c not in ("rensa-rminhash-bulk", "rensa-cminhash")]
     results: list[dict[str, Any]] = []
     for name in contenders:
         res_path = tmp / f"{name}.json"
@@ -683,7 +741,7 @@ def orchestrate(a: argparse.Namespace) -> int:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--data", str(data),
                "--yaml", str(yaml_path), "--result", str(res_path), "--pairs", str(pairs_path),
                "--num-perm", str(a.num_perm), "--threshold", str(a.threshold), "--seed", str(a.seed),
-               "--bands", str(bands), "--rows", str(rows)]
+               "--bands", str(bands), "--rows", str(rows)] + (["--lean"] if lean else [])
         prof_path = None
         if a.profile_er and name == "er-framework":
             prof_path = Path(a.out).with_suffix(".er.prof")
@@ -812,6 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bands", type=int, help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     p.add_argument("--profile", help=argparse.SUPPRESS)
+    p.add_argument("--lean", action="store_true",
+                   help="datasketch/rensa workers keep no shingle sets (rebuilt for candidate documents at verification); "
+                   "automatic above 30,000 documents, where all sets would need tens of GB")
     a = p.parse_args(argv)
     if a.short:
         a.words = (15, 30)
