@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .components import Blocker, Component, Context, Params, Verifier
 from .html import check_boilerplate_options
 from .errors import ConfigError, ErError, Problem, choices_text, did_you_mean
+from .normalize import check_steps
 from .parallel import resolve_workers
 from .plugins import Registry, default_registry
 
@@ -204,6 +205,11 @@ class JobSpec(_Strict):
         default="auto",
         description="threads for shingling, signatures and verification ('auto': the available cores); "
         "results are identical for any value",
+    )
+    normalize: dict[str, Any] = Field(
+        default_factory=dict,
+        description="per field, a normalizer or a chain of them applied to every source before any other stage, "
+        "e.g. {first_name: [name, nickname], phone: phone}; missing values stay missing (er plugins lists them)",
     )
     chunk_records: int = Field(
         default=10000,
@@ -597,6 +603,22 @@ def resolve_job(
                 fix="use 'blockers:' with a list when you need several",
             )
         )
+
+    declared_fields = [f for s in spec.sources for f in s.fields]
+    for fname, steps in spec.normalize.items():
+        if fname not in declared_fields:
+            problems.append(
+                _at(
+                    filename, lines, ("normalize", fname),
+                    message=f"field {fname!r} is not read by any source",
+                    fix=did_you_mean(fname, declared_fields) + f"fields of the sources: {choices_text(set(declared_fields))}",
+                )
+            )
+        for msg in check_steps(steps):
+            problems.append(
+                _at(filename, lines, ("normalize", fname), message=msg,
+                    fix="a normalizer name, a {type: NAME, option: value} mapping, or a list of them")
+            )
 
     context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
     comps = _resolve_components(data, lines, filename, registry, problems, context)

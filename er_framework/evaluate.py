@@ -98,6 +98,7 @@ PAIR_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("l_id", "r_id", "l_source", "r_source"),
     ("ltable_id", "rtable_id", "ltable_source", "rtable_source"),
     ("idA", "idB", "sourceA", "sourceB"),
+    ("a_id", "b_id", "a_source", "b_source"),  # er synth customers
     ("left", "right", "left_source", "right_source"),
 )
 

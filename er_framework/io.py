@@ -469,6 +469,12 @@ def _read_csv(
         "that contain the separator in double quotes, or add the missing column names to "
         "the header",
     )
+    too_short = _Capped(
+        file,
+        "rows with too few cells",
+        f"every row must have {ncols} cells ({sep_name}-separated), one per header column; write a "
+        f"missing value as an empty cell (nothing between two separators), so the cells keep their columns",
+    )
     prev = reader.line_num
     append_row = rows.append
     append_line = lines.append
@@ -494,9 +500,12 @@ def _read_csv(
             elif n == 0:
                 continue  # blank line: no data
             elif n < ncols:
-                row.extend([""] * (ncols - n))
-                append_row(row)
-                append_line(start)
+                # never guess which columns are missing: the values may belong to other columns
+                too_short.add(
+                    f"{file}:{start}",
+                    f"row {start} has {n} cell{'s' if n != 1 else ''} but the header has {ncols} columns "
+                    f"({', '.join(header[n:][:5])}{', …' if ncols - n > 5 else ''} missing)",
+                )
             else:
                 extra = row[ncols:]
                 too_long.add(
@@ -504,7 +513,7 @@ def _read_csv(
                     f"row {start} has {n} cells but the header has {ncols} columns; "
                     f"extra values: {_snippet(delimiter.join(extra))}",
                 )
-    problems += broken.problems() + too_long.problems()
+    problems += broken.problems() + too_long.problems() + too_short.problems()
 
     columns: dict[str, list[Any]] = {}
     for c in wanted:

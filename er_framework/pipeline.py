@@ -31,12 +31,13 @@ from .data import Batch, Pairs, Records, Signatures, TokenSets
 from .errors import ErError, InputError, Problem
 from .io import read_source_with_stats, write_outputs
 from .memory import peak_rss_mb, reset_peak_rss
+from .normalize import normalize_column_with_stats
 from .kernels import group_sorted, hash_strings, pairs_in_groups
 from .kernels.groups import sorted_unique
 
 Int64Array = npt.NDArray[np.int64]
 
-STAGES = ["read", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "verify", "cluster", "write"]
+STAGES = ["read", "normalize", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "verify", "cluster", "write"]
 
 
 @dataclass
@@ -201,9 +202,66 @@ class Result:
             f"(largest {r['clusters']['largest']}, singletons {r['clusters']['singletons']:,})",
             f"seconds           {r['seconds_total']:>12.2f}  peak memory {r['peak_rss_mb']:.0f} MB",
         ]
+        link = r.get("link")
+        if link:
+            a, b = link["sources"][0], link["sources"][-1]
+            lines.append(
+                f"{b} records matched to {a}: {link['matched'][b]:,} of {r['records']['per_source'][b]:,} "
+                f"(score >= {link['threshold']:g}, after clustering)"
+            )
         for name, path in self.outputs.items():
             lines.append(f"wrote {path}")
         return "\n".join(lines)
+
+
+def link_answer(
+    records: Records, candidates: Pairs, scores: npt.NDArray[np.float64], labels: Int64Array, threshold: float
+) -> dict[str, Any]:
+    """Link modes: how many records of each source matched another source.
+
+    ``matched`` counts, after clustering, the records of each source whose
+    cluster holds a record of another source (with ``one_to_one`` that is the
+    number of matched pairs). ``by_threshold`` counts, from the scored
+    candidates before clustering, the records of each source having at least
+    one cross-source pair at or above each threshold (the chosen one and a
+    few around it); ``score_histogram`` is the distribution of the
+    cross-source candidate scores.
+    """
+    names = records.source_names
+    src = records.source
+    n_src = len(names)
+    # clusters holding records of more than one source
+    order = np.lexsort((src, labels))
+    lab, s_sorted = labels[order], src[order]
+    first = np.ones(len(lab), dtype=bool)
+    first[1:] = (lab[1:] != lab[:-1]) | (s_sorted[1:] != s_sorted[:-1])
+    sources_per_cluster = np.bincount(lab[first], minlength=int(labels.max()) + 1 if len(labels) else 0)
+    mixed = sources_per_cluster[labels] > 1 if len(labels) else np.zeros(0, dtype=bool)
+    matched = {names[i]: int((mixed & (src == i)).sum()) for i in range(n_src)}
+
+    cross = src[candidates.left] != src[candidates.right]
+    left, right, sc = candidates.left[cross], candidates.right[cross], scores[cross]
+    finite = sc[np.isfinite(sc)]
+    hi = float(finite.max()) if len(finite) else threshold
+    grid = sorted({round(threshold * f, 6) for f in (0.8, 0.9, 1.0, 1.05, 1.1)} | {round(threshold, 6)})
+    grid = [t for t in grid if t <= max(hi, threshold)]
+    by_threshold = []
+    for t in grid:
+        keep = sc >= t
+        row: dict[str, Any] = {"threshold": t, "pairs": int(keep.sum())}
+        for i in range(n_src):
+            ids = np.concatenate([left[keep][src[left[keep]] == i], right[keep][src[right[keep]] == i]])
+            row[names[i]] = int(len(np.unique(ids)))
+        by_threshold.append(row)
+    lo = float(finite.min()) if len(finite) else 0.0
+    counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold))) if len(finite) else (np.zeros(0), np.zeros(0))
+    return {
+        "sources": names,
+        "threshold": threshold,
+        "matched": matched,
+        "by_threshold": by_threshold,
+        "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+    }
 
 
 def normalize_text(text: str) -> str:
@@ -355,6 +413,12 @@ def run_job(
         records, source_stats = read_records(job)
         n = len(records)
         info["records"] = n
+
+    normalize_stats: dict[str, Any] = {}
+    with log.stage("normalize") as info:
+        for fname, steps in job.spec.normalize.items():
+            records.fields[fname], normalize_stats[fname] = normalize_column_with_stats(records.fields[fname], steps)
+        info["fields"] = sorted(normalize_stats)
 
     with log.stage("exact_duplicates") as info:
         if job.exact.enabled:
@@ -512,6 +576,7 @@ def run_job(
         "workers": ctx.workers,
         "records": {"total": n, "per_source": per_source},
         "sources": source_stats,
+        "normalize": normalize_stats,
         "exact_duplicates": exact_stats,
         "shingler": described["shingler"],
         "tokens": report_tokens,
@@ -523,6 +588,7 @@ def run_job(
         "verifier": {**verifier.describe(), "threshold": threshold},
         "clusterer": clusterer.describe(),
         "clusters": cluster_stats,
+        "link": link_answer(records, candidates, scores, labels, threshold) if mode != "dedup" else None,
         "diagnostics": diagnostics,
         "stages": log.stages,
         "versions": _versions(job),

@@ -80,13 +80,24 @@ def test_csv_round_trip_unicode_newlines_commas_and_empty(tmp_path: Path) -> Non
     assert recs.source.dtype == np.int32 and recs.source.tolist() == [0, 0, 0]
 
 
-def test_csv_int_ids_are_strings_and_short_rows_are_missing(tmp_path: Path) -> None:
+def test_csv_int_ids_are_strings_and_empty_cells_are_missing(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
-    path.write_text("id,a,b\n7,x,y\n8,z\n\n9,,w\n", encoding="utf-8")
+    path.write_text("id,a,b\n7,x,y\n8,z,\n\n9,,w\n", encoding="utf-8")
     recs = read(path, ["a", "b"])
     assert recs.ids == ["7", "8", "9"]  # the blank line is not a record
     assert recs.fields["a"] == ["x", "z", None]
     assert recs.fields["b"] == ["y", None, "w"]
+
+
+def test_csv_short_rows_are_errors_never_guessed(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("id,a,b\n7,x,y\n8,z\n9\n10,u,v\n", encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read(path, ["a", "b"])
+    text = str(exc.value)
+    assert "d.csv:3" in text and "row 3 has 2 cells but the header has 3 columns (b missing)" in text
+    assert "d.csv:4" in text and "row 4 has 1 cell but the header has 3 columns (a, b missing)" in text
+    assert "empty cell" in text
 
 
 def test_csv_bom_and_crlf(tmp_path: Path) -> None:
