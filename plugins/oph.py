@@ -18,7 +18,9 @@ so ``lsh_bands`` and the Jaccard estimate work unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ClassVar
+
+import numpy as np
 
 from pydantic import Field
 
@@ -36,7 +38,29 @@ class OphParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the hash (default: the job seed)")
 
 
-class OnePermutationHash(SignatureBuilder):
+class _BinnedMinHash(SignatureBuilder):
+    """Shared build of the binned MinHash schemes: ``kernel(tokens, K, seed)`` per block of records."""
+
+    scheme: ClassVar[str] = ""
+    kernel: ClassVar[Callable[[TokenSets, int, int], np.ndarray]]
+    multiset_ok = True  # a minimum per bin (per round and bin for fss)
+
+    def build(self, tokens: TokenSets) -> Signatures:
+        k = int(self.params.num_perm)  # type: ignore[attr-defined]
+        kernel = type(self).kernel
+        values = map_row_blocks(lambda ts: kernel(ts, k, self.seed), tokens, self.context.workers)
+        return Signatures(
+            values=values,
+            kind="minhash",
+            empty=tokens.sizes == 0,
+            meta={"num_perm": k, "seed": self.seed, "scheme": self.scheme, "empty_value": int(EMPTY)},
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "seed": self.seed, "scheme": self.scheme}
+
+
+class OnePermutationHash(_BinnedMinHash):
     """One-permutation hashing with optimal densification (Shrivastava 2017).
 
     Each token is hashed once, h = mix64(token XOR salt); bin = top 32 bits of
@@ -49,29 +73,15 @@ class OnePermutationHash(SignatureBuilder):
     name = "oph"
     summary = "one-permutation MinHash with optimal densification, O(tokens + K) per set"
     Params = OphParams
-    multiset_ok = True  # a minimum per bin
-
-    def build(self, tokens: TokenSets) -> Signatures:
-        p = self.params
-        assert isinstance(p, OphParams)
-        values = map_row_blocks(lambda ts: oph_signatures(ts, p.num_perm, self.seed), tokens, self.context.workers)
-        return Signatures(
-            values=values,
-            kind="minhash",
-            empty=tokens.sizes == 0,
-            meta={"num_perm": p.num_perm, "seed": self.seed, "scheme": "oph-optimal-densification", "empty_value": int(EMPTY)},
-        )
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "seed": self.seed, "scheme": "oph-optimal-densification"}
+    scheme = "oph-optimal-densification"
+    kernel = staticmethod(oph_signatures)
 
 
-class FssParams(Params):
-    num_perm: int = Field(default=128, ge=1, le=8192, description="K, the number of bins (signature length)")
-    seed: int | None = Field(default=None, ge=0, description="seed of the hash (default: the job seed)")
+class FssParams(OphParams):
+    pass
 
 
-class FastSimilaritySketch(SignatureBuilder):
+class FastSimilaritySketch(_BinnedMinHash):
     """Fast Similarity Sketching (Dahlgaard, Knudsen, Thorup, FOCS 2017).
 
     Round r hashes every token once more with fresh salts, h = mix64(token
@@ -86,21 +96,8 @@ class FastSimilaritySketch(SignatureBuilder):
     name = "fss"
     summary = "fast similarity sketching: OPH plus fresh rounds for empty bins, O(tokens + K log K) per set"
     Params = FssParams
-    multiset_ok = True  # a minimum per (round, bin)
-
-    def build(self, tokens: TokenSets) -> Signatures:
-        p = self.params
-        assert isinstance(p, FssParams)
-        values = map_row_blocks(lambda ts: fss_signatures(ts, p.num_perm, self.seed), tokens, self.context.workers)
-        return Signatures(
-            values=values,
-            kind="minhash",
-            empty=tokens.sizes == 0,
-            meta={"num_perm": p.num_perm, "seed": self.seed, "scheme": "fast-similarity-sketching", "empty_value": int(EMPTY)},
-        )
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "seed": self.seed, "scheme": "fast-similarity-sketching"}
+    scheme = "fast-similarity-sketching"
+    kernel = staticmethod(fss_signatures)
 
 
 @hookimpl

@@ -101,6 +101,7 @@ from ..data import TokenSets
 from ..parallel import row_blocks
 from .hashing import mix64, mix64_reference
 from .minhash import EMPTY
+from .oph import _GOLDEN, _M32, _MASK, _S32, _check_k
 
 __all__ = [
     "fss_reference",
@@ -114,18 +115,6 @@ UInt32Array = npt.NDArray[np.uint32]
 UInt64Array = npt.NDArray[np.uint64]
 Int64Array = npt.NDArray[np.int64]
 
-_MASK = (1 << 64) - 1
-_M32 = 0xFFFFFFFF
-_GOLDEN = 0x9E3779B97F4A7C15
-_MAX_K = 1 << 31
-_S32 = np.uint64(32)
-
-
-def _check_k(num_perm: int) -> int:
-    k = int(num_perm)
-    if not (1 <= k <= _MAX_K):
-        raise ValueError(f"num_perm must satisfy 1 <= num_perm <= 2**31, got {num_perm}")
-    return k
 
 
 def fss_salts(seed: int, r: int) -> tuple[int, int]:
