@@ -582,7 +582,31 @@ def _summary(report: dict[str, Any]) -> str:
     rows.append(("verified pairs (score ≥ threshold)", report.get("verified_pairs")))
     rows.append(("pairs written (verified + exact duplicates)", report.get("pairs_written")))
     rows.append(("records in clusters of 2 or more", clusters.get("records_in_multi_record_clusters")))
-    return body + _kv_table(rows)
+    return body + _kv_table(rows) + _link_answer(report)
+
+
+def _link_answer(report: dict[str, Any]) -> str:
+    """Link modes: records of each source matched to another source, at the threshold and around it."""
+    link = report.get("link")
+    if not link:
+        return ""
+    names = list(link.get("sources") or [])
+    per_source = (report.get("records") or {}).get("per_source") or {}
+    matched = link.get("matched") or {}
+    lines = [
+        f"{_e(n)}: {_e(_fmt(matched.get(n)))} of {_e(_fmt(per_source.get(n)))} records matched to another source"
+        for n in names
+    ]
+    head = ["score ≥", "cross-source pairs", *[f"{n} records with a pair" for n in names]]
+    rows = [[_fmt(r.get("threshold")), _fmt(r.get("pairs")), *[_fmt(r.get(n)) for n in names]]
+            for r in link.get("by_threshold") or []]
+    return (
+        f"<h3>Link answer (score ≥ {_e(_fmt(link.get('threshold')))}, after clustering)</h3>"
+        + "".join(f"<p>{line}</p>" for line in lines)
+        + _note("Per threshold: records having at least one cross-source candidate pair at or above it "
+                "(before clustering).")
+        + _table(head, rows)
+    )
 
 
 def _blocking(report: dict[str, Any]) -> str:

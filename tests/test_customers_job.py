@@ -44,6 +44,8 @@ def test_shipped_customers_job_answers_how_many_of_b_came_from_a(tmp_path: Path)
     assert report["normalize"]["phone"]["missing_after"] >= report["normalize"]["phone"]["missing_before"]
     assert report["blockers"][0]["type"] == "field_hash" and "per_key" in report["blockers"][0]
     assert "B records matched to A" in res.summary()
+    html = (tmp_path / "report.html").read_text()
+    assert "Link answer" in html and f"B: {link['matched']['B']:,} of 2,000 records matched" in html
 
 
 def _job(tmp: Path, normalize: str) -> Path:
