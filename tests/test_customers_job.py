@@ -8,6 +8,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from er_framework.config import parse_job
@@ -101,3 +102,37 @@ def test_unreadable_rows_are_reported_not_dropped(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         run_job(parse_job(cfg), write=False)
     assert "b.csv:2002" in str(exc.value)
+
+
+def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
+    """Pairs whose every field differs a little: LSH over q-grams of chosen fields, unioned with field_hash."""
+    shutil.copy(ROOT / "configs/data/customers/a.csv", tmp_path / "a.csv")
+    shutil.copy(ROOT / "configs/data/customers/b.csv", tmp_path / "b.csv")
+    fields = "[first_name, last_name, address, city, zip, phone, email, dob]"
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        mode: link
+        sources:
+          - {{name: A, path: a.csv, id: id, fields: {fields}}}
+          - {{name: B, path: b.csv, id: id, fields: {fields}}}
+        exact_duplicates: false
+        normalize: {{first_name: [name, nickname], last_name: name, address: address, phone: phone}}
+        shingler: {{type: char, k: 3, fields: [first_name, last_name, address]}}
+        signature: {{type: fss, num_perm: 64}}
+        blockers:
+          - {{type: field_hash, fields: [phone]}}
+          - {{type: lsh_bands, threshold: 0.5}}
+        verifier: {{type: fellegi_sunter, threshold: 0.9}}
+        cluster: {{type: one_to_one}}
+    """))
+    res = run_job(parse_job(cfg), write=False)
+    by_type = {b["type"]: b["candidate_pairs"] for b in res.report["blockers"]}
+    assert by_type["lsh_bands"] > 0 and by_type["field_hash"] > 0
+    # the union is deduplicated and cross-source only
+    assert max(by_type.values()) <= res.report["candidate_pairs"] <= sum(by_type.values())
+    src = res.records.source
+    assert np.all(src[res.pairs.left] != src[res.pairs.right])
+    truth = {(r["a_id"], r["b_id"]) for r in csv.DictReader(open(ROOT / "configs/data/customers/truth.csv", newline=""))}
+    ids = res.records.ids
+    got = {(ids[i], ids[j]) for i, j in zip(res.pairs.left.tolist(), res.pairs.right.tolist())}
+    assert len(got & truth) >= 0.97 * len(truth) and len(got - truth) <= 0.01 * len(truth)
