@@ -190,6 +190,8 @@ class Result:
     labels: Int64Array  # canonical cluster id per record
     report: dict[str, Any]
     outputs: dict[str, Path] = field(default_factory=dict)
+    #: every candidate pair of the blockers (global indices) with its verifier score
+    candidates: Pairs | None = None
 
     def summary(self) -> str:
         r = self.report
@@ -415,6 +417,8 @@ def run_job(
         info["records"] = n
 
     normalize_stats: dict[str, Any] = {}
+    # the report shows records as read: keep the columns that normalizers replace
+    as_read = Records(records.ids, records.source, records.source_names, dict(records.fields))
     with log.stage("normalize") as info:
         for fname, steps in job.spec.normalize.items():
             records.fields[fname], normalize_stats[fname] = normalize_column_with_stats(records.fields[fname], steps)
@@ -593,7 +597,10 @@ def run_job(
         "stages": log.stages,
         "versions": _versions(job),
     }
-    result = Result(records=records, pairs=all_pairs, labels=labels, report=report)
+    result = Result(
+        records=records, pairs=all_pairs, labels=labels, report=report,
+        candidates=Pairs(candidates.left, candidates.right, scores),
+    )
 
     if write and out_path is not None:
         with log.stage("write"):
@@ -605,9 +612,11 @@ def run_job(
             report["peak_rss_mb"] = max(log.overall_peak_mb, peak_rss_mb())
             result.outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
         try:  # the visual report is derived from the outputs; a failure must not lose them
-            from .report import write_report
+            from .report import RunData, write_report
 
-            result.outputs["report_html"] = write_report(out_path, config_path=job.config_path)
+            result.outputs["report_html"] = write_report(
+                out_path, config_path=job.config_path, run=RunData(as_read, all_pairs, labels)
+            )
         except Exception as exc:  # noqa: BLE001 - reported, outputs kept
             print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
                   f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)

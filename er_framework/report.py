@@ -28,19 +28,24 @@ import math
 import os
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from .data import Pairs, Records
 from .errors import ErError, InputError, Problem
 
 __all__ = ["cmd_report", "render_report", "write_report"]
 
 #: Characters of each field shown for an example record.
 SNIPPET_CHARS = 200
+#: largest multi-record clusters shown with example records
+TOP_CLUSTERS = 5
 #: Resolution of the embedded plots (pixels per inch); the figures are ~7 x 3.6 in.
 DPI = 90
 #: Keys of report.json that may hold the date of the run (first found wins).
@@ -720,46 +725,117 @@ def _scores(report: dict[str, Any], scores: np.ndarray | None, pairs_file: Path 
     return "".join(parts)
 
 
-def _clusters(
+@dataclass
+class ClusterView:
+    """What the cluster sections show: every cluster's size, the ``top`` largest
+    multi-record clusters with their members, the written pair scores inside
+    each of them, and how to fetch example records."""
+
+    sizes: np.ndarray
+    largest: list[tuple[str, list[tuple[str, str]]]]
+    inside: dict[str, list[float]]
+    examples: Callable[[set[tuple[str, str]]], tuple[Found, list[str], Points, str | None]]
+
+
+def _view_from_files(
     report: dict[str, Any],
     out: Path,
     config_path: str | Path | None,
-    members: dict[str, list[tuple[str, str]]] | None,
+    members: dict[str, list[tuple[str, str]]],
     pairs: list[tuple[str, str, str, str, float]] | None,
-    max_examples: int,
-    top: int = 5,
-) -> tuple[str, str]:
-    """(cluster-size section body, largest-clusters section body)."""
-    if members is None:
-        msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
-        return msg, msg
+    top: int,
+) -> ClusterView:
+    """The view of a finished run's output files (``er report``); examples re-read from the sources."""
     sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
-    dist = [_img(plot_cluster_sizes(sizes), "cluster sizes")] if len(sizes) else [_note("No records.")]
-    dist.append(_note(
-        f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
-        f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
-        f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."))
 
     def key(item: tuple[str, list[tuple[str, str]]]) -> tuple[int, int, str]:
         cid = item[0]
         return (-len(item[1]), int(cid) if cid.lstrip("-").isdigit() else 0, cid)
 
     largest = [item for item in sorted(members.items(), key=key) if len(item[1]) > 1][:top]
-    if not largest:
-        return "".join(dist), _note("Every cluster is a singleton: no matches to show.")
-    shown_members = {cid: m[:max_examples] for cid, m in largest}
-    wanted = {rec for m in shown_members.values() for rec in m}
-    records, fields, points, problem = _example_records(report, out, config_path, wanted)
-    parts = []
-    if problem:
-        parts.append(f'<p class="note warn">{_e(problem)}</p>')
-    # pair scores inside each shown cluster
     cluster_of = {rec: cid for cid, m in largest for rec in m}
     inside: dict[str, list[float]] = defaultdict(list)
     for ls, li, rs, ri, score in pairs or []:
         a, b = cluster_of.get((ls, li)), cluster_of.get((rs, ri))
         if a is not None and a == b:
             inside[a].append(score)
+    return ClusterView(sizes, largest, inside, lambda wanted: _example_records(report, out, config_path, wanted))
+
+
+@dataclass
+class RunData:
+    """A run's results in memory (``er run``): the report is drawn from these
+    instead of reading the outputs and the sources back. ``records`` hold the
+    values as read (before any ``normalize:`` step); ``labels`` are the
+    canonical cluster ids written to the clusters table."""
+
+    records: Records
+    pairs: Pairs
+    labels: npt.NDArray[np.int64]
+
+
+def _view_from_run(run: RunData, top: int) -> ClusterView:
+    """The same view from memory: numpy over the labels, no per-record Python objects."""
+    labels = run.labels
+    sizes = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(len(sizes)), -sizes))
+    chosen = [int(c) for c in order[:top] if sizes[c] > 1]
+    recs = run.records
+    names = recs.source_names
+    largest = []
+    rows_of: dict[tuple[str, str], int] = {}
+    for c in chosen:
+        rows = np.flatnonzero(labels == c)
+        members = [(names[recs.source[i]], recs.ids[i]) for i in rows]
+        rows_of.update(zip(members, rows.tolist()))
+        largest.append((str(c), members))
+    inside: dict[str, list[float]] = defaultdict(list)
+    if chosen and len(run.pairs):
+        lab_l, lab_r = labels[run.pairs.left], labels[run.pairs.right]
+        score = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
+        for c in chosen:
+            inside[str(c)] = score[(lab_l == c) & (lab_r == c)].tolist()
+
+    def examples(wanted: set[tuple[str, str]]) -> tuple[Found, list[str], Points, str | None]:
+        found: Found = {}
+        points: Points = {}
+        fields = list(recs.fields)
+        for rec in wanted:
+            i = rows_of.get(rec)
+            if i is None:
+                continue
+            found[rec] = {f: _snippet(recs.fields[f][i]) for f in fields}
+            for f in fields:
+                pts = _points(recs.fields[f][i])
+                if pts is not None:
+                    points[rec] = pts
+                    break
+        return found, fields, points, None
+
+    return ClusterView(sizes, largest, inside, examples)
+
+
+def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: int) -> tuple[str, str]:
+    """(cluster-size section body, largest-clusters section body)."""
+    if view is None:
+        msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
+        return msg, msg
+    sizes = view.sizes
+    dist = [_img(plot_cluster_sizes(sizes), "cluster sizes")] if len(sizes) else [_note("No records.")]
+    dist.append(_note(
+        f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
+        f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
+        f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."))
+    largest = view.largest
+    if not largest:
+        return "".join(dist), _note("Every cluster is a singleton: no matches to show.")
+    shown_members = {cid: m[:max_examples] for cid, m in largest}
+    wanted = {rec for m in shown_members.values() for rec in m}
+    records, fields, points, problem = view.examples(wanted)
+    parts = []
+    if problem:
+        parts.append(f'<p class="note warn">{_e(problem)}</p>')
+    inside = view.inside
     for cid, m in largest:
         sc = inside.get(cid)
         score_text = ""
@@ -839,7 +915,9 @@ def _components(report: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------
 
 
-def render_report(out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5) -> str:
+def render_report(
+    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
+) -> str:
     """The report page of ``out_dir`` as HTML text (see :func:`write_report`)."""
     out = Path(out_dir)
     report = _load_report(out)
@@ -848,7 +926,11 @@ def render_report(out_dir: str | Path, *, config_path: str | Path | None = None,
     pairs_file = _table_file(out, "pairs")
     pairs: list[tuple[str, str, str, str, float]] | None = None
     scores: np.ndarray | None = None
-    if pairs_file is not None:
+    view: ClusterView | None = None
+    if run is not None:
+        scores = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
+        view = _view_from_run(run, TOP_CLUSTERS)
+    elif pairs_file is not None:
         from .io import read_pairs_csv
 
         try:
@@ -858,7 +940,7 @@ def render_report(out_dir: str | Path, *, config_path: str | Path | None = None,
             notes.append(f"{pairs_file.name} could not be read: {exc}")
     clusters_file = _table_file(out, "clusters")
     members: dict[str, list[tuple[str, str]]] | None = None
-    if clusters_file is not None:
+    if run is None and clusters_file is not None:
         from .io import read_clusters_csv
 
         try:
@@ -870,7 +952,9 @@ def render_report(out_dir: str | Path, *, config_path: str | Path | None = None,
             notes.append(f"{clusters_file.name} could not be read: {exc}")
 
     name = report.get("job") or out.name
-    size_body, examples_body = _clusters(report, out, config_path, members, pairs, max_examples)
+    if run is None and members is not None:
+        view = _view_from_files(report, out, config_path, members, pairs, TOP_CLUSTERS)
+    size_body, examples_body = _clusters(report, view, max_examples)
     sections = [
         ("summary", "Summary", _summary(report)),
         ("blocking", "Blocking", _blocking(report)),
@@ -897,7 +981,9 @@ def render_report(out_dir: str | Path, *, config_path: str | Path | None = None,
     )
 
 
-def write_report(out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5) -> Path:
+def write_report(
+    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
+) -> Path:
     """Write ``out_dir/report.html`` (atomically) from the outputs of a run; return its path.
 
     Reads ``report.json``, the pairs and the clusters table (CSV or Parquet)
@@ -909,7 +995,7 @@ def write_report(out_dir: str | Path, *, config_path: str | Path | None = None, 
     on the page instead.
     """
     out = Path(out_dir)
-    text = render_report(out, config_path=config_path, max_examples=max_examples)
+    text = render_report(out, config_path=config_path, max_examples=max_examples, run=run)
     target = out / "report.html"
     tmp: str | None = None
     try:

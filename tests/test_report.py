@@ -8,6 +8,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -172,3 +173,35 @@ def test_wilson_interval() -> None:
     lo, hi = wilson_interval(10, 10)
     assert 0.65 < lo < 0.75 and hi == 1.0
     assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("config", ["documents.yaml", "customers.yaml", "fingerprints.yaml"])
+def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str) -> None:
+    """er run draws report.html from memory; er report reads the files back: same clusters, scores and records."""
+    import re
+
+    from er_framework.config import parse_job
+    from er_framework.pipeline import run_job
+    from er_framework.report import RunData, render_report
+
+    root = Path(__file__).resolve().parent.parent
+    job = parse_job(root / "configs" / config)
+    res = run_job(job, tmp_path)
+    from_files = render_report(tmp_path)
+    as_read = run_job(job, write=False)  # same seed, same result; records as read for the display
+    from er_framework.pipeline import read_records
+
+    records, _ = read_records(job)
+    from_memory = render_report(tmp_path, run=RunData(records, res.pairs, res.labels))
+    assert np.array_equal(as_read.labels, res.labels)
+
+    def headings(text: str) -> list[str]:
+        return re.findall(r"<h3>cluster [^<]*</h3>", text)
+
+    def cells(text: str) -> list[str]:
+        return re.findall(r'<span class="rec">([^<]*)</span>', text)
+
+    assert headings(from_files) and headings(from_files) == headings(from_memory)
+    assert cells(from_files) == cells(from_memory)
+    quartiles = re.compile(r"min / median / max</th><td[^>]*>([^<]*)<")
+    assert quartiles.findall(from_files) == quartiles.findall(from_memory)
