@@ -55,11 +55,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import platform
-import resource
 import signal
 import subprocess
 import sys
@@ -68,6 +66,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from common import Clock, code_fingerprint
+from common import cpu_s as _cpu_s
+from common import rss_mb as _rss_mb
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -84,41 +86,6 @@ CUSTOMER_FIELDS = ["first_name", "last_name", "address", "city", "zip", "phone",
 # helpers shared by the workers
 
 
-def _rss_mb() -> float:
-    """Peak resident memory of this process so far, MB (Linux: VmHWM; else ru_maxrss)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-class Clock:
-    """Seconds per stage, measured back to back."""
-
-    def __init__(self) -> None:
-        self.t0 = self.last = time.perf_counter()
-        self.cpu0 = _cpu_s()
-        self.stages: dict[str, float] = {}
-
-    def mark(self, name: str) -> None:
-        now = time.perf_counter()
-        self.stages[name] = round(self.stages.get(name, 0.0) + (now - self.last), 4)
-        self.last = now
-
-    def total(self) -> float:
-        return time.perf_counter() - self.t0
-
-
 def read_truth(path: Path) -> set[tuple[str, str]]:
     with open(path, newline="", encoding="utf-8") as f:
         r = csv.reader(f)
@@ -131,34 +98,6 @@ def write_pairs(path: Path, pairs: list[tuple[str, str]] | Any) -> None:
         w = csv.writer(f)
         w.writerow(["a_id", "b_id"])
         w.writerows(pairs)
-
-
-def code_fingerprint() -> dict[str, Any]:
-    """git HEAD, whether the er sources are dirty, and a SHA-256 of the er-framework sources as run."""
-    files = sorted([*ROOT.glob("er_framework/**/*.py"), *ROOT.glob("plugins/*.py")])
-    h = hashlib.sha256()
-    newest = 0.0
-    per_file: dict[str, str] = {}
-    for f in files:
-        data = f.read_bytes()
-        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + data + b"\0")
-        per_file[str(f.relative_to(ROOT))] = hashlib.sha256(data).hexdigest()[:16]
-        newest = max(newest, f.stat().st_mtime)
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30,
-                                  check=False).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    return {
-        "git_head": git("rev-parse", "HEAD"),
-        "dirty_paths": git("status", "--porcelain", "--", "er_framework", "plugins").splitlines(),
-        "sources_sha256": h.hexdigest(),
-        "newest_source_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest)),
-        "files": per_file,
-    }
 
 
 def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

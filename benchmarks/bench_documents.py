@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from common import Clock, code_fingerprint
+from common import cpu_s as _cpu_s
+from common import rss_mb as _rss_mb
 
 HERE = Path(__file__).resolve().parent
 K_SHINGLE = 5
@@ -54,31 +57,6 @@ STAGE_COLS = ["read", "shingle", "signatures", "candidates", "verify", "other"]
 
 # ----------------------------------------------------------------------------
 # helpers shared by the workers (plain Python: what a user would write)
-
-
-def _rss_mb() -> float:
-    """Peak resident memory of this process so far, MB.
-
-    Linux: ``VmHWM`` of /proc/self/status, the high-water mark of this process's
-    own address space. ``getrusage(RUSAGE_SELF).ru_maxrss`` is not used there:
-    it survives fork + exec, so a worker would report at least the RSS its
-    parent had when it was started (the parent holds the data and the truth).
-    Elsewhere: ``ru_maxrss``.
-    """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def normalize(text: str) -> str:
@@ -138,55 +116,8 @@ def dict_banding(sigs: list[list[int]], bands: int, rows: int) -> set[tuple[int,
     return cands
 
 
-class Clock:
-    """Seconds per stage, measured back to back."""
-
-    def __init__(self) -> None:
-        self.t0 = self.last = time.perf_counter()
-        self.cpu0 = _cpu_s()
-        self.stages: dict[str, float] = {}
-
-    def mark(self, name: str) -> None:
-        now = time.perf_counter()
-        self.stages[name] = self.stages.get(name, 0.0) + (now - self.last)
-        self.last = now
-
-    def total(self) -> float:
-        return time.perf_counter() - self.t0
-
-
 # ----------------------------------------------------------------------------
 # workers (one per subprocess)
-
-
-def code_fingerprint() -> dict[str, Any]:
-    """git HEAD, whether the tree is dirty, and a SHA-256 of the er-framework sources as run.
-
-    The repository is edited while benchmarks run; this ties a result to the code it measured.
-    """
-    import hashlib
-
-    root = HERE.parent
-    files = sorted([*root.glob("er_framework/**/*.py"), *root.glob("plugins/*.py")])
-    h = hashlib.sha256()
-    newest = 0.0
-    for f in files:
-        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
-        newest = max(newest, f.stat().st_mtime)
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    status = git("status", "--porcelain", "--", "er_framework", "plugins")
-    return {
-        "git_head": git("rev-parse", "HEAD"),
-        "dirty_paths": status.splitlines(),
-        "sources_sha256": h.hexdigest(),
-        "newest_source_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest)),
-    }
 
 
 def worker_er(a: argparse.Namespace) -> dict[str, Any]:
