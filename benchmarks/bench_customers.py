@@ -57,7 +57,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -67,7 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Clock, code_fingerprint
+from common import Clock, code_fingerprint, machine_info
 from common import cpu_s as _cpu_s
 from common import rss_mb as _rss_mb
 
@@ -598,31 +597,6 @@ def score(pairs_path: Path, truth: set[tuple[str, str]]) -> dict[str, Any]:
             "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
-def machine_info() -> dict[str, Any]:
-    from importlib import metadata
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    versions: dict[str, str] = {}
-    for dist in ("er-framework", "splink", "duckdb", "recordlinkage", "pandas", "numpy", "rapidfuzz", "jellyfish"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[dist] = "not installed"
-    try:
-        mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        mem_gb = None
-    return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb, "python": platform.python_version(),
-            "platform": platform.platform(), "versions": versions}
-
-
 def _f(v: Any, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
@@ -797,7 +771,7 @@ def orchestrate(a: argparse.Namespace) -> int:
         "dataset": dataset,
         "threshold": THRESHOLD,
         "contenders": results,
-        "machine": machine_info(),
+        "machine": machine_info(("er-framework", "splink", "duckdb", "recordlinkage", "pandas", "numpy", "rapidfuzz", "jellyfish")),
         "load_average_before": load_start,
         "load_average_after": load_end,
         "code": code_fingerprint(),

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Clock, code_fingerprint
+from common import Clock, code_fingerprint, machine_info
 from common import cpu_s as _cpu_s
 from common import rss_mb as _rss_mb
 
@@ -525,35 +524,6 @@ def calibrate_datasketch(seed: int, num_perm: int, words: tuple[int, int]) -> fl
     return (time.perf_counter() - t0) / len(texts)
 
 
-def machine_info() -> dict[str, Any]:
-    import numpy as np
-
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    versions: dict[str, str] = {}
-    from importlib import metadata
-
-    for dist in ("er-framework", "datasketch", "rensa", "numpy"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[dist] = "not installed"
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": np.__version__,
-        "versions": versions,
-    }
-
-
 def fmt_table(rows: list[dict[str, Any]]) -> str:
     head = ["contender", "K", *STAGE_COLS, "total s", "x er", "cpu s", "candidates", "verified",
             "recall", "precision", "peak MB"]
@@ -763,7 +733,7 @@ def orchestrate(a: argparse.Namespace) -> int:
     out = {
         "benchmark": "documents",
         "command": " ".join([Path(sys.executable).name, *[str(x) for x in sys.argv]]),
-        "machine": {**machine_info(), "load_average_start": load_start, "load_average_end": load_end},
+        "machine": {**machine_info(("er-framework", "datasketch", "rensa", "numpy")), "load_average_start": load_start, "load_average_end": load_end},
         "settings": {"docs_requested": a.docs, "docs": len(texts), "words": list(a.words), "num_perm": a.num_perm, "threshold": a.threshold,
                      "seed": a.seed, "shingle": f"char {K_SHINGLE}", "bands": bands, "rows": rows,
                      "target_recall": TARGET_RECALL, "expected_recall_s_curve": expected_recall},

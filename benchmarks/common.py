@@ -86,3 +86,31 @@ def code_fingerprint() -> dict[str, Any]:
         "newest_source_mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(newest)),
         "files": per_file,
     }
+
+
+def machine_info(dists: tuple[str, ...]) -> dict[str, Any]:
+    """Cores, CPU model, memory, Python, platform and the versions of ``dists``."""
+    import os
+    import platform
+    from importlib import metadata
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions: dict[str, str] = {}
+    for dist in dists:
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = "not installed"
+    try:
+        mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        mem_gb = None
+    return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb, "python": platform.python_version(),
+            "platform": platform.platform(), "versions": versions}
