@@ -216,6 +216,32 @@ class Result:
         return "\n".join(lines)
 
 
+#: below this many values (all normalized fields together) normalizers run in this process
+PARALLEL_NORMALIZE_MIN_VALUES = 200_000
+
+
+def normalize_fields(
+    records: Records, spec: dict[str, Any], workers: int
+) -> dict[str, tuple[list[str | None], dict[str, Any]]]:
+    """Every field of ``spec`` through its normalizers: ``{field: (values, stats)}``.
+
+    Normalizers are Python per distinct value (they hold the GIL), so on large
+    inputs the fields are spread over ``workers`` forked processes, one task
+    per field; each field's result is the same function's, wherever it ran.
+    """
+    fields = list(spec)
+    total = sum(len(records.fields[f]) for f in fields)
+    if workers <= 1 or len(fields) <= 1 or total < PARALLEL_NORMALIZE_MIN_VALUES:
+        return {f: normalize_column_with_stats(records.fields[f], spec[f]) for f in fields}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=min(workers, len(fields)), mp_context=ctx) as pool:
+        futures = {f: pool.submit(normalize_column_with_stats, records.fields[f], spec[f]) for f in fields}
+        return {f: futures[f].result() for f in fields}
+
+
 def link_answer(
     records: Records, candidates: Pairs, scores: npt.NDArray[np.float64], labels: Int64Array, threshold: float
 ) -> dict[str, Any]:
@@ -420,8 +446,9 @@ def run_job(
     # the report shows records as read: keep the columns that normalizers replace
     as_read = Records(records.ids, records.source, records.source_names, dict(records.fields))
     with log.stage("normalize") as info:
-        for fname, steps in job.spec.normalize.items():
-            records.fields[fname], normalize_stats[fname] = normalize_column_with_stats(records.fields[fname], steps)
+        done = normalize_fields(records, job.spec.normalize, ctx.workers)
+        for fname, (values, stats) in done.items():
+            records.fields[fname], normalize_stats[fname] = values, stats
         info["fields"] = sorted(normalize_stats)
 
     with log.stage("exact_duplicates") as info:

@@ -136,3 +136,14 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
     ids = res.records.ids
     got = {(ids[i], ids[j]) for i, j in zip(res.pairs.left.tolist(), res.pairs.right.tolist())}
     assert len(got & truth) >= 0.97 * len(truth) and len(got - truth) <= 0.01 * len(truth)
+
+
+def test_normalizers_in_worker_processes_give_the_same_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import er_framework.pipeline as pipeline
+
+    job = parse_job(ROOT / "configs" / "customers.yaml")
+    records, _ = pipeline.read_records(job)
+    serial = pipeline.normalize_fields(records, job.spec.normalize, workers=1)
+    monkeypatch.setattr(pipeline, "PARALLEL_NORMALIZE_MIN_VALUES", 1)
+    parallel = pipeline.normalize_fields(records, job.spec.normalize, workers=2)
+    assert list(parallel) == list(serial) and parallel == serial
