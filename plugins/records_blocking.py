@@ -50,6 +50,7 @@ from pydantic import Field, field_validator, model_validator
 from er_framework import hookimpl
 from er_framework.components import Blocker, Params
 from er_framework.data import Batch, Pairs, Records
+from er_framework.parallel import map_ordered
 from er_framework.kernels.groups import pack_pairs, sorted_unique, unpack_pairs
 
 __all__ = [
@@ -285,14 +286,14 @@ class FieldHash(Blocker):
         records = batch.records
         n = len(records)
         link = bool(batch.cross_source_only)
-        cache: dict[str, tuple[Int64Array, int]] = {}
+        # codes of every field used, one thread per field (the string sorts release the GIL)
+        used = list(dict.fromkeys(name for key in p.fields for name in ([key] if isinstance(key, str) else key)))
+        columns = [_column(records, name, self.name) for name in used]
+        cache = dict(zip(used, map_ordered(field_codes, columns, self.context.workers)))
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
         for key in p.fields:
             names = [key] if isinstance(key, str) else list(key)
-            for name in names:
-                if name not in cache:
-                    cache[name] = field_codes(_column(records, name, self.name))
             codes = key_codes([cache[name] for name in names])
             out, stats = self._block(records, names, codes, link, p.max_block_size)
             packed.extend(out)
