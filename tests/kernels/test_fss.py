@@ -13,9 +13,6 @@ from er_framework.kernels import (
     EMPTY,
     band_keys,
     candidate_probability,
-    estimate_jaccard_pairs,
-    hash_params,
-    minhash_signatures,
 )
 from er_framework.kernels.fss import (
     fss_reference,
@@ -26,6 +23,7 @@ from er_framework.kernels.fss import (
 )
 from er_framework.kernels.oph import oph_salts, oph_signatures
 from er_framework.testing import check_signature_builder, sample_records
+from estimators import estimates, pairs_with_jaccard
 from plugins.documents import CharShingler
 from plugins.oph import FastSimilaritySketch
 
@@ -162,41 +160,10 @@ def test_builder_meets_the_contract_and_uses_the_job_seed() -> None:
     assert FastSimilaritySketch.name == "fss"
 
 
-def _pairs(rng: np.random.Generator, jac: float, union: int, m: int) -> tuple[TokenSets, float]:
-    """``m`` independent pairs (rows 2j, 2j+1) with |A ∪ B| = union and J = c / union."""
-    c = round(jac * union)
-    a = (union - c) // 2
-    sets = []
-    for _ in range(m):
-        toks = np.unique(rng.integers(0, 1 << 63, size=union, dtype=np.uint64))
-        assert len(toks) == union
-        toks = rng.permutation(toks)
-        sets.append(toks[: c + a])
-        sets.append(np.concatenate([toks[:c], toks[c + a :]]))
-    return TokenSets.from_sets(sets), c / union
-
-
-K = 128
-JACS = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95]
-
-
-def _estimates(union: int, m: int, rng_seed: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(rng_seed)
-    left = np.arange(0, 2 * m, 2, dtype=np.int64)
-    a, b = hash_params(K, 11)
-    out = []
-    for jac in JACS:
-        ts, exact = _pairs(rng, jac, union, m)
-        e_fss = estimate_jaccard_pairs(fss_signatures(ts, K, 11), left, left + 1)
-        e_cls = estimate_jaccard_pairs(minhash_signatures(ts, a, b), left, left + 1)
-        out.append((exact, e_fss, e_cls))
-    return out
-
-
 # union sizes: far fewer tokens than K, fewer than K, a few per bin, many per bin
 @pytest.mark.parametrize("union", [20, 60, 100, 1000])
 def test_estimator_is_unbiased(union: int) -> None:
-    for exact, e_fss, _ in _estimates(union, 600, 1000 + union):
+    for exact, e_fss, _ in estimates(fss_signatures, union, 600, 1000 + union):
         err = e_fss - exact
         se = err.std(ddof=1) / np.sqrt(len(err))
         assert abs(err.mean()) <= 4 * se + 1e-12, (union, exact, err.mean(), se)
@@ -209,7 +176,7 @@ def test_estimator_is_unbiased(union: int) -> None:
 # ~0.9 for 1000 (there FSS is OPH: bins sample the union without replacement).
 @pytest.mark.parametrize("union", [20, 60, 100, 1000])
 def test_mse_no_worse_than_classic_minhash(union: int) -> None:
-    res = _estimates(union, 600, 2000 + union)
+    res = estimates(fss_signatures, union, 600, 2000 + union)
     mse_fss = np.mean([np.mean((e - j) ** 2) for j, e, _ in res])
     mse_cls = np.mean([np.mean((c - j) ** 2) for j, _, c in res])
     assert mse_fss <= 1.2 * mse_cls, (union, mse_fss, mse_cls)
@@ -221,7 +188,7 @@ def test_banding_follows_the_s_curve(union: int) -> None:
     rng = np.random.default_rng(3000 + union)
     left = np.arange(0, 2 * m, 2, dtype=np.int64)
     for jac in [0.3, 0.5, 0.6, 0.7, 0.8, 0.9]:
-        ts, s = _pairs(rng, jac, union, m)
+        ts, s = pairs_with_jaccard(rng, jac, union, m)
         keys = band_keys(fss_signatures(ts, bands * rows, 23), bands, rows)
         rate = np.mean(np.any(keys[left] == keys[left + 1], axis=1))
         p = float(candidate_probability(s, bands, rows))
