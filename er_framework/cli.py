@@ -93,6 +93,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    from .normalize import NORMALIZERS
     from .plugins import default_registry, describe_params, iter_components
 
     reg = default_registry()
@@ -113,6 +114,16 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 }
                 for c in iter_components(reg)
             ],
+            "normalizers": [
+                {
+                    "name": name,
+                    "description": n.description,
+                    "options": [
+                        {"name": o, "default": opt.default, "help": opt.help} for o, opt in n.options.items()
+                    ],
+                }
+                for name, n in NORMALIZERS.items()
+            ],
         }
         print(json.dumps(out, indent=2, default=str))
         return 0
@@ -131,6 +142,11 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             default = "required" if prm["required"] else f"default {json.dumps(prm['default'])}"
             desc = f"  {prm['description']}" if prm["description"] else ""
             print(f"      {prm['name']:<20} {prm['type']:<14} {default}{desc}")
+    print("\nnormalizers (normalize: in a job, per field; built in):")
+    for name, n in NORMALIZERS.items():
+        print(f"  {name:<22} {n.description}")
+        for o, opt in n.options.items():
+            print(f"      {o:<20} default {json.dumps(opt.default, default=str):<14} {opt.help}")
     return 0
 
 
