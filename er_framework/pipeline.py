@@ -63,7 +63,6 @@ class StageLog:
         self.overall_peak_mb = max(self.overall_peak_mb, info["peak_rss_mb"])
         self.stages.append(info)
 
-
     @contextmanager
     def interleaved(self, names: list[str]) -> Iterator[Callable[[str], Any]]:
         """Stages that alternate chunk by chunk (shingle, signatures, shingle, …).
@@ -171,8 +170,6 @@ def _shingle_and_sign(
         indptr = np.zeros(len(all_sizes) + 1, dtype=np.int64)
         np.cumsum(all_sizes, out=indptr[1:])
         token_sets = TokenSets(indptr, buffer[:used])
-    elif kept:  # a zero budget never keeps anything
-        kept = False
     return Shingled(
         sizes=all_sizes,
         tokens=token_sets,
@@ -276,10 +273,10 @@ def link_answer(
     by_threshold = []
     for t in grid:
         keep = sc >= t
+        lk, rk = left[keep], right[keep]
         row: dict[str, Any] = {"threshold": t, "pairs": int(keep.sum())}
         for i in range(n_src):
-            ids = np.concatenate([left[keep][src[left[keep]] == i], right[keep][src[right[keep]] == i]])
-            row[names[i]] = int(len(np.unique(ids)))
+            row[names[i]] = int(len(sorted_unique(np.concatenate([lk[src[lk] == i], rk[src[rk] == i]]))))
         by_threshold.append(row)
     lo = float(finite.min()) if len(finite) else 0.0
     counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold))) if len(finite) else (np.zeros(0), np.zeros(0))
