@@ -214,8 +214,8 @@ class JobSpec(_Strict):
     chunk_records: int = Field(
         default=10000,
         ge=1,
-        description="records shingled and signed per step (bounds memory: token sets are kept for one chunk "
-        "at a time unless a blocker reads them); results are identical for any value",
+        description="records shingled and signed per step (bounds the memory of those stages); results are "
+        "identical for any value",
     )
     token_memory_mb: float = Field(
         default=2048,
