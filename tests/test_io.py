@@ -607,3 +607,16 @@ def test_long_layout_groups_rows_by_id(tmp_path: Path) -> None:
     # wide layout still rejects the repeated id
     with pytest.raises(InputError, match="f1"):
         read_source(p, id_column="id", fields=["x", "y"], name="prints")
+
+
+def test_jsonl_lines_are_split_lazily_like_str_split() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from er_framework.io import _split_lines
+
+    @given(st.text(alphabet="ab\n\r {}", max_size=40))
+    def check(text: str) -> None:
+        assert list(_split_lines(text)) == text.split("\n")
+
+    check()
