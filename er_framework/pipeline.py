@@ -34,6 +34,7 @@ from .memory import peak_rss_mb, reset_peak_rss
 from .normalize import normalize_column_with_stats
 from .kernels import group_sorted, hash_strings, pairs_in_groups
 from .kernels.groups import sorted_unique
+from .parallel import split_sizes
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -211,6 +212,40 @@ class Result:
         for name, path in self.outputs.items():
             lines.append(f"wrote {path}")
         return "\n".join(lines)
+
+
+#: smallest token budget of a verification block, MB
+VERIFY_MIN_MB = 64
+
+
+def _score_streamed(
+    verifier: Verifier, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
+) -> tuple[npt.NDArray[np.float64], int, int]:
+    """Scores of ``pairs`` with token sets recomputed per block of pairs: (scores, records shingled, blocks).
+
+    A pair costs the token counts of its two records (``sizes``, an upper
+    bound of the set sizes); blocks hold about ``token_memory_mb`` of tokens
+    (at least one pair; at least :data:`VERIFY_MIN_MB`, so that a zero budget,
+    which keeps no token sets after signing, still verifies in large blocks).
+    Each pair is scored exactly once, with the same
+    token sets as without blocks, so the scores do not depend on the budget.
+    """
+    budget = int(max(token_memory_mb, VERIFY_MIN_MB) * 2**20) // 8
+    cost = sizes[pairs.left] + sizes[pairs.right] + 2
+    scores = np.empty(len(pairs), dtype=np.float64)
+    shingled = 0
+    blocks = split_sizes(cost, budget)
+    for a, b in blocks:  # one step per block of pairs
+        left, right = pairs.left[a:b], pairs.right[a:b]
+        involved = sorted_unique(np.concatenate([left, right]))
+        shingled += len(involved)
+        scores[a:b] = np.asarray(
+            verifier.score(
+                batch.subset(involved), Pairs(np.searchsorted(involved, left), np.searchsorted(involved, right))
+            ),
+            dtype=np.float64,
+        )
+    return scores, shingled, len(blocks)
 
 
 #: below this many values (all normalized fields together) normalizers run in this process
@@ -553,15 +588,12 @@ def run_job(
         local_of[active] = np.arange(len(active), dtype=np.int64)
         local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
         if batch.tokens is None and batch.token_source is not None and "tokens" in verifier.needs:
-            # streamed corpus: token sets of the records in candidate pairs only
-            involved = sorted_unique(np.concatenate([local_cand.left, local_cand.right]))
-            info["records_reshingled"] = int(len(involved))
-            scores = np.asarray(
-                verifier.score(
-                    batch.subset(involved),
-                    Pairs(np.searchsorted(involved, local_cand.left), np.searchsorted(involved, local_cand.right)),
-                ),
-                dtype=np.float64,
+            # streamed corpus: the token sets of the records in candidate pairs
+            # only, a block of pairs at a time so that the sets in memory stay
+            # within token_memory_mb (pairs are sorted by left record, so a
+            # record's pairs mostly fall into one block)
+            scores, info["records_reshingled"], info["verify_blocks"] = _score_streamed(
+                verifier, batch, local_cand, shingled.sizes, job.spec.token_memory_mb
             )
         else:
             scores = np.asarray(verifier.score(batch, local_cand), dtype=np.float64)

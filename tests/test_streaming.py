@@ -164,3 +164,17 @@ def test_workers_setting_is_validated(tmp_path: Path) -> None:
     cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
     with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
         parse_job(cfg)
+
+
+def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamed verification in blocks of pairs (bounded token sets) equals one block."""
+    import er_framework.pipeline as pipeline
+
+    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\n")
+    assert {s["stage"]: s for s in rep["stages"]}["verify"]["verify_blocks"] == 1
+    monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.01)  # ~1,300 tokens per block: many blocks
+    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
+    verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
+    assert verify["verify_blocks"] > 20
+    assert small == pairs and small_labels == labels
+    assert small_rep["candidate_pairs"] == rep["candidate_pairs"]
