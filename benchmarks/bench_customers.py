@@ -111,7 +111,9 @@ def _finish(a: argparse.Namespace, clock: Clock, out: dict[str, Any]) -> dict[st
     out["seconds"] = clock.total()
     out["seconds_with_startup"] = time.time() - a.t_launch
     out["cpu_seconds"] = _cpu_s() - clock.cpu0
-    out["peak_rss_mb"] = _rss_mb()
+    # er resets the kernel's high-water mark at each stage (per-stage peaks in its
+    # report), so the process peak is the larger of VmHWM now and er's own peak
+    out["peak_rss_mb"] = max(_rss_mb(), float(out.get("er_peak_rss_mb") or 0.0))
     out["stages"] = dict(clock.stages)
     return out
 
@@ -181,6 +183,8 @@ def worker_er(a: argparse.Namespace) -> dict[str, Any]:
                    if write else "parse_job + run_job(job, write=False): the same pipeline, no output files, no report.html")
                   + "; final pairs = the 2-record clusters of one_to_one",
     })
+    # er resets the kernel's high-water mark at each stage: the process peak is the larger of the two
+    res["peak_rss_mb"] = max(res["peak_rss_mb"], float(rep.get("peak_rss_mb") or 0.0))
     return res
 
 
