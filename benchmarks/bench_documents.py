@@ -207,17 +207,12 @@ class LeanSets:
         return self.cache[i]
 
 
-def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
-    from datasketch import MinHash, MinHashLSH
-
+def _per_document_lsh(a: argparse.Namespace, sign: Callable[[set[str]], Any], lsh: Any, k: int,
+                      detail: str) -> dict[str, Any]:
+    """What a user writes with a per-document MinHash API: sign each shingle set, insert every
+    signature into ``lsh``, query each one, verify the candidates with Python sets."""
     rss_import = _rss_mb()
     clock = Clock()
-
-    def sign(s: set[str]) -> Any:
-        m = MinHash(num_perm=a.num_perm, seed=a.seed)
-        m.update_batch([x.encode("utf-8") for x in s])
-        return m
-
     if a.lean:
         lean = LeanSets(a, clock)
         mhs = lean.signed(sign)
@@ -225,7 +220,6 @@ def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
         sets = _prepare(a, clock)
         mhs = [sign(s) if s else None for s in sets]
         clock.mark("signatures")
-    lsh = MinHashLSH(threshold=a.threshold, num_perm=a.num_perm, params=(a.bands, a.rows))
     for i, m in enumerate(mhs):
         if m is not None:
             lsh.insert(i, m)
@@ -233,9 +227,21 @@ def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
     clock.mark("candidates")
     verified = verify_sets(lean.keep_only(cands) if a.lean else sets, cands, a.threshold)  # type: ignore[arg-type]
     clock.mark("verify")
-    return _finish(a, clock, rss_import, a.num_perm, cands, verified,
-                   "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc"
-                   + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
+    return _finish(a, clock, rss_import, k, cands, verified,
+                   detail + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
+
+
+def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
+    from datasketch import MinHash, MinHashLSH
+
+    def sign(s: set[str]) -> Any:
+        m = MinHash(num_perm=a.num_perm, seed=a.seed)
+        m.update_batch([x.encode("utf-8") for x in s])
+        return m
+
+    lsh = MinHashLSH(threshold=a.threshold, num_perm=a.num_perm, params=(a.bands, a.rows))
+    return _per_document_lsh(a, sign, lsh, a.num_perm,
+                             "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc")
 
 
 def _rensa_num_perm(a: argparse.Namespace) -> int:
@@ -247,33 +253,16 @@ def _rensa_num_perm(a: argparse.Namespace) -> int:
 def worker_rensa(a: argparse.Namespace) -> dict[str, Any]:
     from rensa import RMinHash, RMinHashLSH
 
-    rss_import = _rss_mb()
     k = _rensa_num_perm(a)
-    clock = Clock()
 
     def sign(s: set[str]) -> Any:
         m = RMinHash(num_perm=k, seed=a.seed)
         m.update(list(s))
         return m
 
-    if a.lean:
-        lean = LeanSets(a, clock)
-        mhs = lean.signed(sign)
-    else:
-        sets = _prepare(a, clock)
-        mhs = [sign(s) if s else None for s in sets]
-        clock.mark("signatures")
     lsh = RMinHashLSH(threshold=a.threshold, num_perm=k, num_bands=a.bands)
-    for i, m in enumerate(mhs):
-        if m is not None:
-            lsh.insert(i, m)
-    cands = pairs_from_queries(lambda i: lsh.query(mhs[i]) if mhs[i] is not None else (), len(mhs))
-    clock.mark("candidates")
-    verified = verify_sets(lean.keep_only(cands) if a.lean else sets, cands, a.threshold)  # type: ignore[arg-type]
-    clock.mark("verify")
-    return _finish(a, clock, rss_import, k, cands, verified,
-                   f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc"
-                   + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
+    return _per_document_lsh(a, sign, lsh, k,
+                             f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc")
 
 
 def worker_rensa_bulk(a: argparse.Namespace) -> dict[str, Any]:
