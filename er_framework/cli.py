@@ -9,6 +9,9 @@
     er evaluate OUT_DIR --truth FILE        metrics against ground truth
     er report OUT_DIR                       (re)write OUT_DIR/report.html
     er schema                               JSON Schema of the job file
+    er index build CONFIG --index PATH      run a job and persist it as an index
+    er index add|remove|info PATH ...       grow or shrink it; stable cluster ids
+    er query PATH --text T [--top-k K]      near-duplicates of new items (JSON lines)
 
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
 traceback), 130 interrupted.
@@ -401,6 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="the job file, when it moved since the run (to show example records)")
     p.add_argument("--examples", dest="max_examples", type=int, default=5, help="example records per cluster (5)")
     p.set_defaults(func=lambda a: __import__("er_framework.report", fromlist=["cmd_report"]).cmd_report(a))
+
+    from .index_cli import add_parsers
+
+    add_parsers(sub, _workers_arg)
 
     p = sub.add_parser("schema", help="print the JSON Schema of job files", description="JSON Schema of job files, for editor completion.")
     p.set_defaults(func=cmd_schema)

@@ -148,6 +148,22 @@ class Blocker(Component):
     def candidates(self, batch: Batch) -> Pairs:
         raise NotImplementedError
 
+    def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]] | None:
+        """Bucket keys for a persistent index (``er index``): ``(rows, keys)``.
+
+        Record ``rows[i]`` belongs to the bucket ``keys[i]`` (64-bit); two
+        records are candidates of :meth:`candidates` exactly when they share a
+        key (before the size cap of :meth:`lookup_cap`, and up to 64-bit hash
+        collisions), so one new item can be looked up without the others.
+        Keys of different bands or key fields must differ (mix the band into
+        the key). ``None`` (default): this blocker cannot look up one item.
+        """
+        return None
+
+    def lookup_cap(self) -> int | None:
+        """Buckets with more members than this are skipped, as :meth:`candidates` skips them."""
+        return None
+
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Optional: evidence of how the blocker behaves (for the report), e.g. the
         measured candidate rate by exact-similarity bin against its theory.
@@ -160,6 +176,10 @@ class Verifier(Component):
 
     family = "verifier"
     needs: ClassVar[frozenset[str]] = frozenset()
+    #: true when a pair's score depends on its two records alone (not on the
+    #: rest of the batch, e.g. weights trained on all pairs): a persistent
+    #: index can then score new pairs without the whole corpus
+    pairwise: ClassVar[bool] = True
 
     @classmethod
     def check(cls, params: Params, context: Context) -> list[str]:

@@ -367,6 +367,20 @@ def read_records(job: Job) -> tuple[Records, dict[str, Any]]:
     return Records.concat(parts), stats
 
 
+def exact_keys(records: Records, normalize: bool) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """``(keys, nonempty)``: the stable 64-bit hash of each record's (normalized) text.
+
+    Records with equal keys are exact duplicates; an empty text is nobody's
+    duplicate (``nonempty`` false).
+    """
+    texts = records.text()
+    if normalize:
+        texts = [normalize_text(t) for t in texts]
+    keys = hash_strings(texts)
+    nonempty = np.fromiter((len(t) > 0 for t in texts), dtype=bool, count=len(texts))
+    return keys, nonempty
+
+
 def exact_duplicate_groups(
     records: Records, normalize: bool, collapse: bool
 ) -> tuple[Pairs, Int64Array, dict[str, Any]]:
@@ -381,11 +395,7 @@ def exact_duplicate_groups(
     other source). Empty texts are never exact duplicates of each other.
     """
     n = len(records)
-    texts = records.text()
-    if normalize:
-        texts = [normalize_text(t) for t in texts]
-    keys = hash_strings(texts)
-    nonempty = np.fromiter((len(t) > 0 for t in texts), dtype=bool, count=n)
+    keys, nonempty = exact_keys(records, normalize)
     idx = np.flatnonzero(nonempty).astype(np.int64)
     order, starts, sizes = group_sorted(keys[idx])
     members = idx[order]  # stable sort: ascending record index within each group

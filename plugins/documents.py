@@ -26,6 +26,7 @@ from er_framework.kernels import (
     PRIME,
     band_keys,
     bucket_candidates,
+    bucket_ids,
     candidate_probability,
     char_shingles,
     choose_bands,
@@ -303,6 +304,21 @@ class LshBands(Blocker):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
+
+    def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        """One bucket id per band of every non-empty signature (:func:`bucket_ids`)."""
+        sig = batch.signatures
+        if sig is None or sig.empty is None:
+            raise ValueError("lsh_bands needs signatures")
+        b, r = self._band_rows(sig.num_perm)
+        ids = np.flatnonzero(~sig.empty).astype(np.int64)
+        keys = bucket_ids(band_keys(sig.values[ids], b, r))
+        return np.repeat(ids, b), keys.ravel()
+
+    def lookup_cap(self) -> int | None:
+        p = self.params
+        assert isinstance(p, LshParams)
+        return p.max_bucket_size
 
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Measured candidate rate by exact-Jaccard bin, against 1 - (1 - s^r)^b.

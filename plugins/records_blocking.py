@@ -51,6 +51,7 @@ from er_framework import hookimpl
 from er_framework.components import Blocker, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.parallel import map_ordered
+from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, sorted_unique, unpack_pairs
 
 __all__ = [
@@ -369,6 +370,32 @@ class FieldHash(Blocker):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
+
+    def lookup_keys(self, batch: Batch) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
+        """One bucket id per key and record whose key fields are all present.
+
+        The id is a 64-bit hash of the key's number and its values joined by
+        U+001F, so different values share a bucket with probability ~2**-64
+        (``candidates`` groups the strings themselves: no collisions at all).
+        """
+        p = self.params
+        assert isinstance(p, FieldHashParams)
+        records = batch.records
+        rows_out: list[Int64Array] = []
+        keys_out: list[npt.NDArray[np.uint64]] = []
+        for j, key in enumerate(p.fields):
+            names = [key] if isinstance(key, str) else list(key)
+            cols = [_column(records, name, self.name) for name in names]
+            rows = [i for i in range(len(records)) if all(col[i] for col in cols)]
+            text = [f"{j}\x1e" + "\x1f".join(str(col[i]) for col in cols) for i in rows]
+            rows_out.append(np.asarray(rows, dtype=np.int64))
+            keys_out.append(mix64(hash_strings(text)) if text else np.zeros(0, dtype=np.uint64))
+        return np.concatenate(rows_out), np.concatenate(keys_out)
+
+    def lookup_cap(self) -> int | None:
+        p = self.params
+        assert isinstance(p, FieldHashParams)
+        return p.max_block_size
 
 
 # ---------------------------------------------------------------------------

@@ -762,6 +762,8 @@ class FellegiSunter(Verifier):
     fields have m < u at level 0 (label switching).
     """
 
+    # m/u weights are trained by EM on all candidate pairs of the run
+    pairwise = False
     name = "fellegi_sunter"
     summary = "unsupervised Fellegi-Sunter: EM over comparison-pattern counts, score = match probability"
     Params = FellegiSunterParams

@@ -8,6 +8,7 @@ Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.
 from .banding import (
     band_keys,
     bucket_candidates,
+    bucket_ids,
     bucket_candidates_reference,
     candidate_probability,
     choose_bands,
@@ -87,6 +88,7 @@ __all__ = [
     "choose_bands",
     "band_keys",
     "bucket_candidates",
+    "bucket_ids",
     "bucket_candidates_reference",
     # jaccard
     "jaccard_pairs",

@@ -25,6 +25,7 @@ from .hashing import B, mix64
 
 __all__ = [
     "band_keys",
+    "bucket_ids",
     "bucket_candidates",
     "bucket_candidates_reference",
     "candidate_probability",
@@ -170,6 +171,24 @@ def band_keys(signatures: npt.NDArray[np.unsignedinteger], bands: int, rows: int
             h += v[:, :, i].astype(np.uint64)
             h = mix64(h)
     return h
+
+
+#: odd 64-bit constant separating the key spaces of bands (and blockers)
+_SALT = np.uint64(0x9E3779B97F4A7C15)
+
+
+def bucket_ids(keys: UInt64Array, space: int = 0) -> UInt64Array:
+    """Globally distinct bucket ids of band keys: ``mix64(key + (j + 1 + space*2**20) * SALT)``.
+
+    ``keys`` is ``(n, bands)`` (:func:`band_keys`): column ``j``'s values are
+    mixed with the band number, so that one flat table of bucket ids holds
+    every band (two bands share an id with probability ~2**-64). ``space``
+    separates the buckets of different blockers of one job.
+    """
+    k = np.asarray(keys, dtype=np.uint64)
+    salt = (np.arange(k.shape[1], dtype=np.uint64) + np.uint64(1 + space * (1 << 20))) * _SALT
+    with np.errstate(over="ignore"):
+        return mix64(k + salt[None, :])
 
 
 def _bucket_stats(
