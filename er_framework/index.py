@@ -876,6 +876,19 @@ def _job_from_meta(meta: dict[str, Any], path: Path) -> Job:
     return job
 
 
+def _is_index(path: Path) -> bool:
+    """An SQLite file with index metadata (any format version)."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'kind'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
+    return row is not None and row[0] == "er-framework-index"
+
+
 def open_index(path: str | Path) -> Index:
     """Open an index for queries and writes; clear errors for a missing, foreign or incompatible file."""
     path = Path(path)
@@ -933,8 +946,8 @@ def build_index(
     path = Path(path)
     if path.exists() and not force:
         raise _problem(path, "an index (or file) already exists here", "pass --force to replace it, or choose another --index")
-    if path.exists():
-        open_index(path).close()  # refuse to overwrite something that is not an index
+    if path.exists() and not _is_index(path):  # refuse to overwrite something that is not an index
+        raise _problem(path, "exists and is not an er-framework index; not replaced", "choose another --index")
     engine = _Engine(job, job.config_path)  # refuse an unindexable job before any work
     t0 = time.perf_counter()
     result = run_job(job, write=False, progress=progress)
