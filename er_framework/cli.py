@@ -68,18 +68,25 @@ def _workers_arg(text: str) -> int | str:
     return n
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Callable[[str], None] | None], Any]) -> Any:
+    """Parse ``args.config`` (``args.workers`` overrides the YAML) and call ``run(job, progress)``
+    with the stage progress bar shown unless ``args.quiet``."""
     from .config import parse_job
-    from .pipeline import run_job
 
     job = parse_job(args.config)
     if args.workers is not None:
         job.context.workers = resolve_workers(args.workers)
     update, close = _progress(args.quiet)
     try:
-        result = run_job(job, args.out, progress=update)
+        return run(job, update)
     finally:
         close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .pipeline import run_job
+
+    result = run_with_progress(args, lambda job, update: run_job(job, args.out, progress=update))
     if not args.quiet:
         print(result.summary())
     return 0

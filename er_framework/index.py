@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -70,7 +70,7 @@ from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
 from .config import Job, load_yaml, resolve_job
 from .data import Batch, Pairs, Records
 from .errors import ErError, InputError, Problem
-from .kernels.groups import sorted_unique
+from .kernels.hashing import mix64
 from .normalize import normalize_column
 
 Int64Array = npt.NDArray[np.int64]
@@ -79,6 +79,8 @@ Int64Array = npt.NDArray[np.int64]
 FORMAT_VERSION = 1
 #: SQLite's limit on host parameters is 32766; stay well below
 _CHUNK = 900
+#: mixed into the bucket ids of the second, third … blocker of a job
+_BLOCKER_SALT = 0xD6E8FEB86659FD93
 #: test hook: seconds to sleep inside a write transaction, after the data is written
 PAUSE_ENV = "ER_INDEX_PAUSE_BEFORE_COMMIT"
 
@@ -138,6 +140,14 @@ def _er_version() -> str:
 
 # ------------------------------------------------------------------ components
 
+_C = TypeVar("_C")
+
+
+def _make(spec: Any, family: type[_C], ctx: Any) -> _C:
+    comp = spec.instantiate(ctx)
+    assert isinstance(comp, family)
+    return comp
+
 
 class _Engine:
     """The stored job's components, and what the index computes with them."""
@@ -146,43 +156,30 @@ class _Engine:
         self.job = job
         ctx = job.context
         problems: list[str] = []
-        self.blockers: list[Blocker] = []
-        for spec in job.blockers:
-            b = spec.instantiate(ctx)
-            assert isinstance(b, Blocker)
+        self.blockers = [_make(spec, Blocker, ctx) for spec in job.blockers]
+        for b in self.blockers:
             if type(b).lookup_keys is Blocker.lookup_keys:
                 problems.append(
                     f"blocker {b.name!r} cannot look up a single item (it has no lookup_keys: "
                     "its candidates depend on the whole corpus, e.g. a sort order); "
                     "use lsh_bands or field_hash for an index"
                 )
-            self.blockers.append(b)
-        verifier = job.verifier.instantiate(ctx)
-        assert isinstance(verifier, Verifier)
-        if not verifier.pairwise:
+        self.verifier = _make(job.verifier, Verifier, ctx)
+        if not self.verifier.pairwise:
             problems.append(
-                f"verifier {verifier.name!r} scores a pair with weights trained on all pairs of a run, "
+                f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
                 "so new pairs cannot be scored alone; use a pairwise verifier (jaccard, field_score) for an index"
             )
-        self.verifier = verifier
-        self.shingler: Shingler | None = None
-        if job.shingler is not None:
-            sh = job.shingler.instantiate(ctx)
-            assert isinstance(sh, Shingler)
-            if not sh.streamable:
-                problems.append(
-                    f"shingler {sh.name!r} needs every record at once (streamable = False); "
-                    "an index shingles one item at a time"
-                )
-            self.shingler = sh
-        self.builder: SignatureBuilder | None = None
-        if job.signature is not None and self.shingler is not None:
-            bd = job.signature.instantiate(ctx)
-            assert isinstance(bd, SignatureBuilder)
-            self.builder = bd
-        clusterer = job.clusterer.instantiate(ctx)
-        assert isinstance(clusterer, Clusterer)
-        self.clusterer = clusterer
+        self.shingler = _make(job.shingler, Shingler, ctx) if job.shingler is not None else None
+        if self.shingler is not None and not self.shingler.streamable:
+            problems.append(
+                f"shingler {self.shingler.name!r} needs every record at once (streamable = False); "
+                "an index shingles one item at a time"
+            )
+        self.builder = (
+            _make(job.signature, SignatureBuilder, ctx) if job.signature is not None and self.shingler is not None else None
+        )
+        self.clusterer = _make(job.clusterer, Clusterer, ctx)
         if problems:
             raise ErError([Problem(where=str(where), message=m) for m in problems])
         needs: set[str] = set(self.verifier.needs)
@@ -220,9 +217,7 @@ class _Engine:
             r, k = got
             k = np.asarray(k, dtype=np.uint64)
             if i:  # separate the key spaces of several blockers
-                from .kernels.hashing import mix64
-
-                k = mix64(k ^ np.uint64(0xD6E8FEB86659FD93 * i % (1 << 64)))
+                k = mix64(k ^ np.uint64(_BLOCKER_SALT * i % (1 << 64)))
             rows.append(np.asarray(r, dtype=np.int64))
             keys.append(_signed(k))
             which.append(np.full(len(r), i, dtype=np.int64))
@@ -448,10 +443,11 @@ class Index:
         hashes = sorted({h for h in exact if h is not None})
         group: dict[int, list[int]] = {}
         for part in _chunks(hashes):
-            for rid, h, src in conn.execute(
-                f"SELECT rid, exact, source FROM records WHERE exact IN ({_marks(len(part))})", part
+            for rid, h in conn.execute(
+                f"SELECT rid, exact FROM records WHERE exact IN ({_marks(len(part))})", part
             ):
                 group.setdefault(h, []).append(rid)
+        source_of = {r: s for r, (s, _) in self._info_of([r for g in group.values() for r in g]).items()}
         for i, (rid, h) in enumerate(zip(rids, exact)):
             if h is None:
                 continue
@@ -461,9 +457,8 @@ class Index:
                     rep_of[rid] = members[0]
                     exact_pairs.add((members[0], rid))
             else:  # link mode: every cross-source copy, score 1.0
-                info = self._info_of(members)
                 for m in members:
-                    if m != rid and info[m][0] != int(recs.source[i]):
+                    if m != rid and source_of[m] != int(recs.source[i]):
                         exact_pairs.add((min(m, rid), max(m, rid)))
         # the collapsed records: their rep column
         for part in _chunks(rids):

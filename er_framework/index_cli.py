@@ -63,19 +63,10 @@ def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from .cli import _progress
-    from .config import parse_job
+    from .cli import run_with_progress
     from .index import build_index
-    from .parallel import resolve_workers
 
-    job = parse_job(args.config)
-    if args.workers is not None:
-        job.context.workers = resolve_workers(args.workers)
-    update, close = _progress(args.quiet)
-    try:
-        index, rep = build_index(job, args.index, force=args.force, progress=update)
-    finally:
-        close()
+    index, rep = run_with_progress(args, lambda job, update: build_index(job, args.index, force=args.force, progress=update))
     info = index.info()
     index.close()
     if not args.quiet:

@@ -433,3 +433,33 @@ def test_cli_round_trip(tmp_path: Path, texts: list[str], capsys: pytest.Capture
     assert main(["index", "info", str(path)]) == 0
     info = capsys.readouterr().out
     assert "records          80" in info and "remove" in info and "add" in info
+
+
+def test_bad_items_are_clear_errors_and_change_nothing(tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    path, rows = _small_index(tmp_path, texts, 60)
+    before = _state(path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "n1", "text": "fine"}\n{"id": "n2"}\n{"text": "no id"}\n')
+    assert main(["index", "add", str(path), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl" in err and "line 3" in err
+    dup = _write_docs(tmp_path / "dup.jsonl", [("n1", "a b c d e f"), ("n1", "g h i j k")])
+    assert main(["index", "add", str(path), str(dup)]) == 2
+    assert "n1" in capsys.readouterr().err
+    assert main(["index", "remove", str(path)]) == 2
+    assert "no ids given" in capsys.readouterr().err
+    assert main(["query", str(path), "--text", "x", "--record", "{}"]) == 2
+    assert "exactly one" in capsys.readouterr().err
+    assert _state(path) == before
+
+
+def test_query_returns_exact_copies_collapsed_in_the_index(tmp_path: Path, texts: list[str]) -> None:
+    rows = [(f"d{i}", t) for i, t in enumerate(texts[:100])] + [("copy", "  " + texts[7].upper() + " ")]
+    data = _write_docs(tmp_path / "d.jsonl", rows)
+    index, _ = build_index(parse_job(_job(tmp_path, data)), tmp_path / "i.erx")
+    assert index.info()["exact_copies"] == 1
+    got = {m.id: m.score for m in index.query(records_from_texts([texts[7]], "text"))[0]}
+    assert got["d7"] == 1.0 and got["copy"] == 1.0
+    c = index.clusters()
+    assert c[("docs", "d7")] == c[("docs", "copy")]
+    index.close()
