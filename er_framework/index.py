@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import sqlite3
 import sys
 import time
@@ -655,7 +656,7 @@ class Index:
         """Add ``records`` (ids new to their source): block, verify and cluster them in one transaction."""
         t0 = time.perf_counter()
         recs = self.engine.normalize(self._as_records(records, source))
-        dup = [i for i in sorted(set(recs.ids)) if recs.ids.count(i) > 1] if len(set(recs.ids)) != len(recs) else []
+        dup = sorted(i for i, c in Counter(recs.ids).items() if c > 1)
         if dup:
             raise _problem(self.path, f"{len(dup)} id(s) appear more than once in the new items: {', '.join(dup[:5])}",
                            "give every new item its own id")
