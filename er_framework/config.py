@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .components import Blocker, Component, Context, Params, Verifier
 from .html import check_boilerplate_options
@@ -183,6 +183,33 @@ class PluginsSpec(_Strict):
     block: list[str] = Field(default_factory=list, description="plugin names not to load")
 
 
+class LocalClusterSpec(_Strict):
+    n_workers: int = Field(default=2, ge=1, le=1024, description="worker processes")
+    threads_per_worker: int = Field(default=1, ge=1, le=256, description="threads per worker process")
+    memory_limit: str | None = Field(default=None, description="per worker, e.g. '4GB' (default: Dask's share of RAM)")
+
+
+class ExecutorSpec(_Strict):
+    """Where the job runs: in this process (default) or on a Dask cluster."""
+
+    type: Literal["local", "dask"] = "local"
+    address: str | None = Field(default=None, description="dask: the scheduler, e.g. tcp://host:8786")
+    local_cluster: LocalClusterSpec | None = Field(
+        default=None, description="dask: start a LocalCluster of worker processes on this machine instead"
+    )
+    partition_mb: float = Field(
+        default=64.0, gt=0, description="dask: input bytes per partition (uncompressed JSONL/CSV files are split)"
+    )
+
+    @model_validator(mode="after")
+    def _where(self) -> "ExecutorSpec":
+        if self.type == "dask" and (self.address is None) == (self.local_cluster is None):
+            raise ValueError("a dask executor needs exactly one of 'address' (a running scheduler) or 'local_cluster'")
+        if self.type == "local" and (self.address is not None or self.local_cluster is not None):
+            raise ValueError("'address' and 'local_cluster' are for type: dask")
+        return self
+
+
 class JobSpec(_Strict):
     """The YAML job, before components are resolved."""
 
@@ -228,6 +255,10 @@ class JobSpec(_Strict):
     )
     output: OutputSpec = Field(default_factory=OutputSpec)
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+    executor: ExecutorSpec = Field(
+        default_factory=ExecutorSpec,
+        description="local (default) or dask: {type: dask, address: tcp://host:8786} or {type: dask, local_cluster: {n_workers: 2}}",
+    )
 
     @field_validator("workers", mode="before")
     @classmethod
@@ -496,7 +527,7 @@ def resolve_job(
     problems = list(problems or [])
     # unknown keys are reported by us (with the allowed list); other schema errors by pydantic
     problems += _extra_key_problems(data, JobSpec, (), filename, lines)
-    for key, model in (("output", OutputSpec), ("plugins", PluginsSpec), ("exact_duplicates", ExactSpec)):
+    for key, model in (("output", OutputSpec), ("plugins", PluginsSpec), ("exact_duplicates", ExactSpec), ("executor", ExecutorSpec)):
         if isinstance(data.get(key), dict):
             problems += _extra_key_problems(data[key], model, (key,), filename, lines)
     if isinstance(data.get("sources"), list):

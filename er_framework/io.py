@@ -341,6 +341,42 @@ def _read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
         ) from None
 
 
+def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, int]] | None:
+    """Byte ranges splitting an uncompressed JSONL/CSV/TSV file into partitions of about
+    ``partition_bytes``; ``None`` for files that cannot be split (gzip, Parquet, page folders).
+
+    :func:`read_source` with ``byte_range`` reads the lines *starting* in a
+    range, so the ranges need not fall on line ends and the partitions hold
+    every line exactly once. CSV values must not contain newlines.
+    """
+    p = Path(path)
+    detected = _detect_format(p)
+    if detected is None or detected[1] or detected[0] == "parquet" or not p.is_file():
+        return None
+    size = p.stat().st_size
+    step = max(1, int(partition_bytes))
+    bounds = list(range(0, size, step)) + [size]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
+
+
+def _read_range(path: Path, start: int, end: int, header: bool) -> tuple[bytes, bytes]:
+    """``(header + lines, lines)``: the bytes of the lines starting in ``[start, end)``, after
+    the file's first line when ``header`` and the range does not start the file."""
+    with open(path, "rb") as f:
+        head = f.readline() if header and start > 0 else b""
+        if start > 0:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":
+                f.readline()  # the line under way belongs to the previous range
+        pos = f.tell()
+        if pos >= end:
+            return head, b""
+        data = f.read(end - pos)
+        if data and not data.endswith(b"\n"):
+            data += f.readline()  # finish the last line that starts in the range
+        return head + data, data
+
+
 def _decode(raw: bytes, file: str, compressed: bool, hint: str) -> str:
     """UTF-8 text of ``raw`` (a leading BOM is dropped); InputError if invalid."""
     start = 3 if raw.startswith(codecs.BOM_UTF8) else 0
@@ -767,8 +803,14 @@ def read_source(
     name: str,
     where: str | None = None,
     layout: str = "wide",
+    byte_range: tuple[int, int] | None = None,
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
+
+    ``byte_range=(start, end)`` reads one partition of an uncompressed
+    JSONL/CSV/TSV file (see :func:`partition_ranges`): the lines whose
+    first byte lies in ``[start, end)`` (CSV partitions get the header row
+    of the file); line numbers in messages are counted from ``start``.
 
     ``layout="long"``: rows sharing an id form ONE record (e.g. minutiae as
     CSV rows ``id,x,y``); each field then holds the JSON list of its values on
@@ -824,7 +866,18 @@ def read_source(
     if fmt == "parquet":
         columns, loc, problems = _read_parquet(p, file, wanted, id_column, hint)
     else:
-        text = _decode(_read_bytes(p, compressed, file, hint), file, compressed, hint)
+        if byte_range is not None:
+            if compressed:
+                raise ValueError("a compressed file cannot be read by byte range")
+            file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
+            raw, lines = _read_range(p, byte_range[0], byte_range[1], header=fmt in ("csv", "tsv"))
+            if not lines.strip():  # no line starts in this range
+                return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
+                               fields={f: [] for f in fields})
+        else:
+            raw = _read_bytes(p, compressed, file, hint)
+        text = _decode(raw, file, compressed, hint)
+        del raw
         if fmt == "jsonl":
             columns, loc, problems = _read_jsonl(text, file, wanted, id_column, hint)
         else:

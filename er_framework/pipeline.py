@@ -394,8 +394,15 @@ def exact_duplicate_groups(
     pairs in link mode, but each must still find its near-duplicates in the
     other source). Empty texts are never exact duplicates of each other.
     """
-    n = len(records)
     keys, nonempty = exact_keys(records, normalize)
+    return exact_groups_from_keys(keys, nonempty, records.source, collapse)
+
+
+def exact_groups_from_keys(
+    keys: npt.NDArray[np.uint64], nonempty: npt.NDArray[np.bool_], source: npt.NDArray[Any], collapse: bool
+) -> tuple[Pairs, Int64Array, dict[str, Any]]:
+    """:func:`exact_duplicate_groups` from the records' :func:`exact_keys` and sources."""
+    n = len(keys)
     idx = np.flatnonzero(nonempty).astype(np.int64)
     order, starts, sizes = group_sorted(keys[idx])
     members = idx[order]  # stable sort: ascending record index within each group
@@ -414,8 +421,7 @@ def exact_duplicate_groups(
         stats["records_collapsed"] = int(collapsed.sum())
     else:
         left, right = pairs_in_groups(members, starts[multi], sizes[multi])
-        src = records.source
-        cross = src[left] != src[right]
+        cross = source[left] != source[right]
         pairs = Pairs(left[cross], right[cross], np.ones(int(cross.sum()))).normalized()
         stats["records_collapsed"] = 0
     stats["pairs"] = int(len(pairs))
@@ -464,6 +470,10 @@ def run_job(
     write: bool = True,
 ) -> Result:
     """Run a validated job; write outputs atomically to ``out_dir``."""
+    if job.spec.executor.type == "dask":
+        from .dask_executor import run_job_dask
+
+        return run_job_dask(job, out_dir, progress=progress, write=write)  # type: ignore[no-any-return]
     t_start = time.perf_counter()
     log = StageLog(progress=progress)
     ctx = job.context

@@ -1,0 +1,412 @@
+"""Run a job on a Dask cluster (``executor: {type: dask, ...}``) with the local executor's answer.
+
+    executor: {type: dask, address: tcp://scheduler:8786}
+    executor: {type: dask, local_cluster: {n_workers: 2}, partition_mb: 64}
+
+Install with ``pip install "er-framework[dask]"``. The plan (every task is a
+pure function of the input files and the job, so Dask may run it again on
+another worker when one dies):
+
+1. **read** — each source file is split into partitions of ``partition_mb``
+   (uncompressed JSONL/CSV/TSV by byte range, on line starts; gzip and Parquet
+   files are one partition each). A task reads and normalizes its partition
+   and returns only ids and exact-text hashes; the client numbers the records
+   (global index = position in source order, as the local executor does),
+   checks ids for duplicates across partitions and finds exact duplicates.
+2. **keys** — per partition: shingles, signatures and the blockers'
+   :meth:`~er_framework.components.Blocker.lookup_keys` (bucket ids) of the
+   active records, split by bucket id into ``P`` shuffle parts.
+3. **buckets** — shuffle part ``j`` holds every entry of its buckets, so each
+   bucket is processed once: pairs of its members (buckets over the cap
+   skipped, cross-source only in link mode), split by pair hash into ``P``.
+4. **dedup** — pairs of all bands and blockers meet in one part: unique,
+   minus the exact-duplicate pairs; each part lists the records it needs per
+   input partition.
+5. **verify** — each input partition is read again and serves the records
+   each pair part needs (the join by id); the pair part is scored with the
+   job's verifier.
+6. **cluster** — the verified pairs are gathered and clustered on the client
+   with the job's clusterer; outputs are written by the client, atomically,
+   with the same writer as the local executor (same bytes).
+
+Peak memory of a worker is one partition's records, token sets and keys
+plus one shuffle part, not the data size. The client holds ids, one hash
+and a few bytes per record, and the verified pairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from .config import Job, load_yaml, resolve_job
+from .data import Pairs, Records
+from .errors import ErError, InputError, Problem
+
+Int64Array = npt.NDArray[np.int64]
+
+#: test hook: seconds each verify task sleeps (the worker-kill test needs time to kill)
+SLOW_ENV = "ER_DASK_TEST_TASK_SECONDS"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One input partition: a source file, or a byte range of it."""
+
+    source: int
+    path: str
+    byte_range: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """What a worker needs to rebuild the job: the YAML text and where it came from."""
+
+    text: str
+    filename: str
+    base_dir: str
+    digest: str
+
+
+_JOBS: dict[str, Any] = {}
+
+
+def _engine(ref: JobRef) -> Any:
+    """The job's components on this worker (built once per process)."""
+    got = _JOBS.get(ref.digest)
+    if got is None:
+        from .index import _Engine
+
+        data, lines, problems = load_yaml(ref.text, ref.filename)
+        job = resolve_job(data, lines, ref.filename, Path(ref.base_dir), problems, check_files=False,
+                          config_path=Path(ref.filename))
+        job.context.workers = 1
+        got = _JOBS[ref.digest] = _Engine(job, ref.filename)
+    return got
+
+
+def _read(ref: JobRef, part: Part) -> Records:
+    from .io import read_source
+
+    eng = _engine(ref)
+    spec = eng.job.spec.sources[part.source]
+    recs = read_source(part.path, id_column=spec.id, fields=spec.fields, name=spec.name,
+                       where=f"sources[{part.source}]", layout=spec.layout, byte_range=part.byte_range)
+    recs = eng.normalize(recs)
+    recs.source[:] = part.source
+    return recs
+
+
+# ---------------------------------------------------------------- tasks (run on workers)
+
+
+def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Ids and exact-duplicate hashes of a partition."""
+    from .pipeline import exact_keys
+
+    recs = _read(ref, part)
+    eng = _engine(ref)
+    keys, nonempty = exact_keys(recs, eng.job.exact.normalize)
+    return recs.ids, keys, nonempty
+
+
+def task_keys(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int) -> list[tuple[Int64Array, ...]]:
+    """Bucket ids of the partition's active records, split into ``n_parts`` shuffle parts."""
+    eng = _engine(ref)
+    recs = _read(ref, part).take(active_local)
+    rows, keys, which = eng.keys(recs)
+    gidx = active_local[rows] + offset
+    src = np.full(len(rows), part.source, dtype=np.int64)
+    dest = (keys.view(np.uint64) % np.uint64(n_parts)).astype(np.int64)
+    out = []
+    for j in range(n_parts):
+        m = dest == j
+        out.append((keys[m], gidx[m], src[m], which[m]))
+    return out
+
+
+def task_buckets(ref: JobRef, pieces: list[tuple[Int64Array, ...]], n_parts: int) -> list[npt.NDArray[np.uint64]]:
+    """Pairs of every bucket of one shuffle part, split by pair hash into ``n_parts``."""
+    from .kernels.groups import pack_pairs, pairs_in_groups
+    from .kernels.hashing import mix64
+
+    eng = _engine(ref)
+    caps = eng.caps()
+    keys = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    gidx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    src = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    which = np.concatenate([p[3] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    order = np.lexsort((gidx, keys))
+    keys, gidx, src, which = keys[order], gidx[order], src[order], which[order]
+    n = len(keys)
+    new = np.ones(n, dtype=bool)
+    new[1:] = keys[1:] != keys[:-1]
+    starts = np.flatnonzero(new).astype(np.int64)
+    sizes = np.diff(np.append(starts, np.int64(n))).astype(np.int64)
+    cap = np.array([c if c is not None else np.iinfo(np.int64).max for c in caps], dtype=np.int64)
+    use = sizes >= 2
+    use[use] &= sizes[use] <= cap[which[starts[use]]]
+    left, right = pairs_in_groups(gidx, starts[use], sizes[use])
+    keep = left != right
+    if eng.link:  # cross-source pairs only
+        u, first = np.unique(gidx, return_index=True)
+        src_u = src[first]
+        keep &= src_u[np.searchsorted(u, left)] != src_u[np.searchsorted(u, right)]
+    left, right = left[keep], right[keep]
+    lo, hi = np.minimum(left, right), np.maximum(left, right)
+    packed = np.unique(pack_pairs(lo, hi))
+    dest = (mix64(packed) % np.uint64(n_parts)).astype(np.int64)
+    return [packed[dest == j] for j in range(n_parts)]
+
+
+def task_dedup(pieces: list[npt.NDArray[np.uint64]], exact: npt.NDArray[np.uint64], offsets: Int64Array
+               ) -> tuple[npt.NDArray[np.uint64], list[Int64Array]]:
+    """Unique candidate pairs of one part (exact pairs removed) and the records needed per input partition."""
+    from .kernels.groups import unpack_pairs
+
+    packed = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, np.uint64)
+    if len(exact):
+        packed = packed[~np.isin(packed, exact)]
+    left, right = unpack_pairs(packed)
+    need = np.unique(np.concatenate([left, right]))
+    owner = np.searchsorted(offsets, need, side="right") - 1
+    return packed, [need[owner == i] for i in range(len(offsets) - 1)]
+
+
+def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -> list[Records]:
+    """The records of this partition that each pair part needs (the join by id)."""
+    recs = _read(ref, part)
+    return [recs.take(w - offset) for w in wanted]
+
+
+def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array]
+                ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int]:
+    """Scores of one part's candidate pairs; the pairs at or above the threshold."""
+    from .kernels.groups import unpack_pairs
+
+    slow = os.environ.get(SLOW_ENV)
+    if slow:
+        time.sleep(float(slow))
+    eng = _engine(ref)
+    left, right = unpack_pairs(packed)
+    gids = np.concatenate(needed) if needed else np.zeros(0, np.int64)
+    recs = served[0] if len(served) == 1 else _stack_all(served)
+    order = np.argsort(gids, kind="stable")
+    g_sorted = gids[order]
+    li = order[np.searchsorted(g_sorted, left)]
+    ri = order[np.searchsorted(g_sorted, right)]
+    scores = eng.score(recs, Pairs(li, ri))
+    keep = scores >= eng.threshold
+    return left[keep], right[keep], scores[keep], int(len(packed))
+
+
+def _stack_all(parts: list[Records]) -> Records:
+    from .index import _stack
+
+    out = parts[0]
+    for p in parts[1:]:
+        out = _stack(out, p)
+    return out
+
+
+# ---------------------------------------------------------------- the client side
+
+
+def plan_parts(job: Job, partition_mb: float) -> list[Part]:
+    from .io import partition_ranges
+
+    parts: list[Part] = []
+    for i, src in enumerate(job.spec.sources):
+        path = str(job.source_path(i))
+        ranges = partition_ranges(path, int(partition_mb * 2**20)) if src.layout == "wide" and src.html is None else None
+        if ranges is None:
+            parts.append(Part(i, path, None))
+        else:
+            parts.extend(Part(i, path, r) for r in ranges)
+    return parts
+
+
+def _client(job: Job) -> tuple[Any, Callable[[], None]]:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ErError(Problem(where=str(job.config_path), path="executor",
+                              message="executor type dask needs Dask: it is not installed",
+                              fix='pip install "er-framework[dask]"')) from None
+    ex = job.spec.executor
+    if ex.local_cluster is not None:
+        lc = ex.local_cluster
+        cluster = LocalCluster(n_workers=lc.n_workers, threads_per_worker=lc.threads_per_worker, processes=True,
+                               memory_limit=lc.memory_limit or "auto", dashboard_address=None)
+        client = Client(cluster)
+
+        def close() -> None:
+            client.close()
+            cluster.close()
+
+        return client, close
+    try:
+        client = Client(ex.address, timeout="30s")
+    except OSError as exc:
+        raise ErError(Problem(where=str(job.config_path), path="executor.address",
+                              message=f"cannot reach the Dask scheduler at {ex.address}: {exc}",
+                              fix="start it (dask scheduler) and its workers (dask worker ADDRESS), or fix the address")) from None
+    return client, client.close
+
+
+def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
+                 write: bool = True) -> Any:
+    """:func:`~er_framework.pipeline.run_job` on Dask: the same pairs, clusters and outputs."""
+    from .cluster import canonical_labels
+    from .components import Clusterer
+    from .index import _Engine
+    from .io import write_outputs
+    from .kernels.groups import pack_pairs
+    from .pipeline import Result, StageLog, exact_groups_from_keys, output_tables
+
+    t_start = time.perf_counter()
+    out_path = job.output_dir(out_dir)
+    if write and out_path is None:
+        raise InputError(Problem(where=str(job.config_path), path="output.dir", message="no output folder given",
+                                 fix="pass --out DIR or set output: {dir: …} in the YAML"))
+    _Engine(job, job.config_path)  # the same restrictions as an index: say them before starting a cluster
+    text = Path(job.config_path).read_text(encoding="utf-8")
+    ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
+                 hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
+    parts = plan_parts(job, job.spec.executor.partition_mb)
+    log = StageLog(progress=progress)
+    client, close = _client(job)
+    try:
+        with log.stage("read") as info:
+            scans = client.gather([client.submit(task_scan, ref, p, pure=False, retries=3) for p in parts])
+            counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            ids = [i for s in scans for i in s[0]]
+            source = np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, parts)]) if parts else np.zeros(0, np.int32)
+            n = len(ids)
+            _check_unique_ids(job, ids, source)
+            info.update({"records": n, "partitions": len(parts), "workers": len(client.scheduler_info()["workers"])})
+        with log.stage("exact_duplicates") as info:
+            mode = job.spec.mode
+            if job.exact.enabled:
+                keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
+                nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
+                exact_pairs, active, exact_stats = exact_groups_from_keys(keys, nonempty, source, collapse=(mode != "link"))
+            else:
+                exact_pairs, active = Pairs.empty(scored=True), np.arange(n, dtype=np.int64)
+                exact_stats = {"groups": 0, "records_in_groups": 0, "records_collapsed": 0, "pairs": 0}
+            exact_stats["enabled"] = job.exact.enabled
+            info.update(exact_stats)
+            del scans
+        n_parts = max(1, len(parts))
+        with log.stage("block") as info:
+            key_futs = []
+            for i, p in enumerate(parts):
+                a, b = offsets[i], offsets[i + 1]
+                act = active[(active >= a) & (active < b)] - a
+                key_futs.append(client.submit(task_keys, ref, p, int(a), act, n_parts, pure=False, retries=3))
+            bucket_futs = []
+            for j in range(n_parts):
+                pieces = [client.submit(_pick, f, j, pure=False) for f in key_futs]
+                bucket_futs.append(client.submit(_call_buckets, ref, pieces, n_parts, pure=False, retries=3))
+            exact_packed = pack_pairs(exact_pairs.left, exact_pairs.right) if len(exact_pairs) else np.zeros(0, np.uint64)
+            exact_f = client.scatter(exact_packed, broadcast=True)
+            off_f = client.scatter(offsets, broadcast=True)
+            dedup_futs = []
+            for j in range(n_parts):
+                pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs]
+                dedup_futs.append(client.submit(_call_dedup, pieces, exact_f, off_f, pure=False, retries=3))
+        with log.stage("verify") as info:
+            needs = [client.submit(_pick, f, 1, pure=False) for f in dedup_futs]
+            serve_futs = []
+            for i, p in enumerate(parts):
+                wanted = [client.submit(_pick, nd, i, pure=False) for nd in needs]
+                serve_futs.append(client.submit(_call_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
+            ver_futs = []
+            for j in range(n_parts):
+                packed = client.submit(_pick, dedup_futs[j], 0, pure=False)
+                served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
+                wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
+                ver_futs.append(client.submit(_call_verify, ref, packed, served, wanted, pure=False, retries=3))
+            verified = client.gather(ver_futs)
+            cand = int(sum(v[3] for v in verified))
+            vl = np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64)
+            vr = np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64)
+            vs = np.concatenate([v[2] for v in verified]) if verified else np.zeros(0)
+            info.update({"candidate_pairs": cand, "verified_pairs": int(len(vl))})
+        # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
+    finally:
+        close()
+    eng = _engine(ref)
+    with log.stage("cluster") as info:
+        all_pairs = Pairs(
+            np.concatenate([exact_pairs.left, vl]), np.concatenate([exact_pairs.right, vr]),
+            np.concatenate([exact_pairs.score if exact_pairs.score is not None else np.ones(len(exact_pairs)), vs]),
+        ).normalized()
+        clusterer = job.clusterer.instantiate(job.context)
+        assert isinstance(clusterer, Clusterer)
+        labels = canonical_labels(np.asarray(clusterer.cluster(n, all_pairs)))
+        counts_c = np.bincount(labels) if n else np.zeros(0, dtype=np.int64)
+        cluster_stats = {"count": int(len(counts_c)), "singletons": int((counts_c == 1).sum()),
+                         "largest": int(counts_c.max()) if len(counts_c) else 0,
+                         "records_in_multi_record_clusters": int(counts_c[counts_c > 1].sum())}
+        info.update(cluster_stats)
+    records = Records(ids=ids, source=source, source_names=[s.name for s in job.spec.sources], fields={})
+    report: dict[str, Any] = {
+        "job": job.spec.name, "config": str(job.config_path), "config_hash": job.config_hash(), "mode": mode,
+        "seed": job.context.seed, "executor": job.spec.executor.model_dump(),
+        "records": {"total": n, "per_source": {s.name: int((source == i).sum()) for i, s in enumerate(job.spec.sources)}},
+        "exact_duplicates": exact_stats, "candidate_pairs": cand, "verified_pairs": int(len(vl)),
+        "pairs_written": int(len(all_pairs)), "verifier": {"type": eng.verifier.name, "threshold": eng.threshold},
+        "clusterer": clusterer.describe(), "clusters": cluster_stats, "stages": log.stages,
+    }
+    result = Result(records=records, pairs=all_pairs, labels=labels, report=report)
+    if write and out_path is not None:
+        with log.stage("write"):
+            report["seconds_total"] = round(time.perf_counter() - t_start, 4)
+            report["peak_rss_mb"] = log.overall_peak_mb
+            result.outputs = write_outputs(out_path, output_tables(records, all_pairs, labels), {"report": report},
+                                           fmt=job.spec.output.format)
+    report["seconds_total"] = round(time.perf_counter() - t_start, 4)
+    report["peak_rss_mb"] = log.overall_peak_mb
+    return result
+
+
+def _pick(obj: Any, i: int) -> Any:
+    return obj[i]
+
+
+def _call_buckets(ref: JobRef, pieces: list[Any], n_parts: int) -> Any:
+    return task_buckets(ref, pieces, n_parts)
+
+
+def _call_dedup(pieces: list[Any], exact: Any, offsets: Any) -> Any:
+    return task_dedup(pieces, exact, offsets)
+
+
+def _call_serve(ref: JobRef, part: Part, offset: int, wanted: list[Any]) -> Any:
+    return task_serve(ref, part, offset, wanted)
+
+
+def _call_verify(ref: JobRef, packed: Any, served: list[Any], wanted: list[Any]) -> Any:
+    return task_verify(ref, packed, served, wanted)
+
+
+def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
+    """Ids must be unique within a source across partitions (each partition checked its own)."""
+    from collections import Counter
+
+    keys = list(zip(source.tolist(), ids))
+    if len(set(keys)) == len(keys):
+        return
+    bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
+    raise InputError(Problem(where=str(job.config_path), path="sources",
+                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions): "
+                             f"{', '.join(bad[:5])}", fix="ids must be unique within a source"))
