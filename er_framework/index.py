@@ -201,11 +201,16 @@ class _Engine:
 
     def batch(self, records: Records, tokens: bool, signatures: bool) -> Batch:
         batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
-        if self.shingler is not None and (tokens or signatures):
-            ts = self.shingler.shingle(records)
-            batch.tokens = ts
-            if signatures and self.builder is not None:
-                batch.signatures = self.builder.build(ts)
+        if self.shingler is None or not (tokens or signatures):
+            return batch
+        if not tokens and self.builder is not None and self.builder.multiset_ok:
+            # signatures only, from a builder taking minima: the unsorted multisets suffice
+            batch.signatures = self.builder.build(self.shingler.shingle_multiset(records))
+            return batch
+        ts = self.shingler.shingle(records)
+        batch.tokens = ts
+        if signatures and self.builder is not None:
+            batch.signatures = self.builder.build(ts)
         return batch
 
     def keys(self, records: Records) -> tuple[Int64Array, Int64Array, Int64Array]:
