@@ -201,6 +201,12 @@ class ExecutorSpec(_Strict):
         default=64.0, gt=0, description="dask: input bytes per partition (uncompressed JSONL/CSV files are split)"
     )
 
+    cluster_on: Literal["client", "workers"] = Field(
+        default="client",
+        description="dask: 'client' gathers the verified pairs and runs the job's clusterer; 'workers' reduces "
+        "them to a spanning forest on the workers first (connected_components only; same clusters)",
+    )
+
     @model_validator(mode="after")
     def _where(self) -> "ExecutorSpec":
         if self.type == "dask" and (self.address is None) == (self.local_cluster is None):

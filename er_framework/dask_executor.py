@@ -207,6 +207,21 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     return left[keep], right[keep], scores[keep], int(len(packed))
 
 
+def task_forest(*parts: Any) -> tuple[Int64Array, Int64Array]:
+    """A spanning forest of the union of some verified-pair parts: one edge (smallest node, node) per
+    other node of each connected component. Same components, at most one edge per node, so a tree
+    of these reductions brings the client a graph no larger than the records it links."""
+    from .cluster import connected_component_labels
+
+    left = np.concatenate([p[0] for p in parts])
+    right = np.concatenate([p[1] for p in parts])
+    nodes, inv = np.unique(np.concatenate([left, right]), return_inverse=True)
+    m = len(left)
+    smallest = connected_component_labels(len(nodes), inv[:m], inv[m:])
+    other = np.flatnonzero(smallest != np.arange(len(nodes)))
+    return nodes[smallest[other]], nodes[other]
+
+
 def _stack_all(parts: list[Records]) -> Records:
     from .index import _stack
 
@@ -264,7 +279,7 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
 def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
                  write: bool = True) -> Any:
     """:func:`~er_framework.pipeline.run_job` on Dask: the same pairs, clusters and outputs."""
-    from .cluster import canonical_labels
+    from .cluster import canonical_labels, connected_component_labels
     from .components import Clusterer
     from .index import _Engine
     from .io import write_outputs
@@ -277,6 +292,13 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
         raise InputError(Problem(where=str(job.config_path), path="output.dir", message="no output folder given",
                                  fix="pass --out DIR or set output: {dir: …} in the YAML"))
     _Engine(job, job.config_path)  # the same restrictions as an index: say them before starting a cluster
+    if job.spec.executor.cluster_on == "workers" and (
+        job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
+    ):
+        raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
+                              message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
+                              f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
+                              fix="use cluster: {type: connected_components} or cluster_on: client"))
     text = Path(job.config_path).read_text(encoding="utf-8")
     ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
                  hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
@@ -335,6 +357,14 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
                 served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
                 wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
                 ver_futs.append(client.submit(_call_verify, ref, packed, served, wanted, pure=False, retries=3))
+            forest = None
+            if job.spec.executor.cluster_on == "workers":  # a tree of spanning-forest reductions
+                level = ver_futs
+                while len(level) > 1:
+                    level = [client.submit(task_forest, *level[k : k + 2], pure=False, retries=3)
+                             for k in range(0, len(level), 2)]
+                forest = client.submit(task_forest, level[0], pure=False, retries=3).result() if level else None
+                info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
             verified = client.gather(ver_futs)
             cand = int(sum(v[3] for v in verified))
             vl = np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64)
@@ -352,7 +382,12 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
         ).normalized()
         clusterer = job.clusterer.instantiate(job.context)
         assert isinstance(clusterer, Clusterer)
-        labels = canonical_labels(np.asarray(clusterer.cluster(n, all_pairs)))
+        if forest is not None:  # the workers' forest + the exact-duplicate pairs: the same components
+            fl = np.concatenate([forest[0], exact_pairs.left])
+            fr = np.concatenate([forest[1], exact_pairs.right])
+            labels = canonical_labels(connected_component_labels(n, fl, fr))
+        else:
+            labels = canonical_labels(np.asarray(clusterer.cluster(n, all_pairs)))
         counts_c = np.bincount(labels) if n else np.zeros(0, dtype=np.int64)
         cluster_stats = {"count": int(len(counts_c)), "singletons": int((counts_c == 1).sum()),
                          "largest": int(counts_c.max()) if len(counts_c) else 0,

@@ -88,6 +88,22 @@ def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, doc
     assert local[0].count(b"\n") > 300  # pairs were found (exact copies and near-duplicates)
 
 
+def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
+    from er_framework.dask_executor import task_forest
+    import numpy as np
+
+    local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")
+    executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02, cluster_on: workers}}"
+    assert _outputs(_docs_job(tmp_path, docs, executor), tmp_path / "dask") == local
+    # the forest keeps the components with one edge per non-smallest node
+    a = (np.array([5, 1, 9, 2]), np.array([7, 5, 12, 3]))
+    b = (np.array([7, 3]), np.array([9, 20]))
+    fl, fr = task_forest(a, b)
+    assert sorted(zip(fl.tolist(), fr.tolist())) == [(1, 5), (1, 7), (1, 9), (1, 12), (2, 3), (2, 20)]
+    with pytest.raises(ErError, match="connected components only"):
+        run_job(parse_job(_docs_job(tmp_path, docs, executor, "louvain")), tmp_path / "x")
+
+
 def test_dask_link_mode_customers_equal_local(tmp_path: Path, cluster: LocalCluster) -> None:
     text = (ROOT / "configs" / "customers_index.yaml").read_text()
     text = text.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
