@@ -72,13 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         size_mb = data.stat().st_size / 2**20
         del texts
         job = write_job(scratch / "local.yaml", data, a)
-        t0 = time.perf_counter()
-        local = run_job(parse_job(job), scratch / "local")
-        local_s = time.perf_counter() - t0
-        local_peak = max(s["peak_rss_mb"] for s in local.report["stages"])
-        print(f"local: {local_s:.2f} s, peak {local_peak:.0f} MB, {local.report['verified_pairs']:,} verified pairs", flush=True)
-        del local
-
         with LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
                 Client(lc) as client:
             dask_job = scratch / "dask.yaml"
@@ -90,7 +83,14 @@ def main(argv: list[str] | None = None) -> int:
                 dask_s = time.perf_counter() - t1
             worker_peaks = client.run(_worker_peak)
             stream = ts.data
-        client_peak = _rss_mb()
+        client_peak = max(st["peak_rss_mb"] for st in res.report["stages"])
+        t0 = time.perf_counter()
+        local = run_job(parse_job(job), scratch / "local")
+        local_s = time.perf_counter() - t0
+        local_peak = max(s["peak_rss_mb"] for s in local.report["stages"])
+        print(f"local: {local_s:.2f} s, peak {local_peak:.0f} MB, {local.report['verified_pairs']:,} verified pairs", flush=True)
+        del local
+
         same = all((scratch / "local" / f).read_bytes() == (scratch / "dask" / f).read_bytes()
                    for f in ("pairs.csv", "clusters.csv"))
         phases: dict[str, dict[str, float]] = {}

@@ -158,3 +158,18 @@ def test_dask_config_errors(tmp_path: Path, docs: Path) -> None:
     """))
     with pytest.raises(ErError, match="fellegi_sunter"):
         run_job(parse_job(cfg), tmp_path / "o")
+
+
+def test_bad_partitions_and_duplicate_ids_across_partitions_are_clear_errors(tmp_path: Path, cluster: LocalCluster) -> None:
+    lines = [json.dumps({"id": f"r{i}", "text": f"text number {i} " * 5}) for i in range(400)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines[:300] + ["{not json"] + lines[300:]) + "\n")
+    executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.005}}"
+    with pytest.raises(ErError) as exc:
+        run_job(parse_job(_docs_job(tmp_path, bad, executor)), tmp_path / "o1")
+    assert "bad.jsonl (bytes" in exc.value.render() and "not valid JSON" in exc.value.render()
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("\n".join(lines + [lines[3]]) + "\n")  # r3 again, in the last partition
+    with pytest.raises(ErError, match="docs/r3"):
+        run_job(parse_job(_docs_job(tmp_path, dup, executor)), tmp_path / "o2")
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
