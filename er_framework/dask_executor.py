@@ -125,6 +125,12 @@ def _read(ref: JobRef, part: Part) -> Records:
     spec = eng.job.spec.sources[part.source]
     recs = read_source(part.path, id_column=spec.id, fields=spec.fields, name=spec.name,
                        where=f"sources[{part.source}]", layout=spec.layout, byte_range=part.byte_range)
+    if spec.html is not None:  # as the local reader does: HTML columns -> visible text
+        from .html import extract_text
+
+        for column in spec.html.fields or spec.fields:
+            recs.fields[column] = extract_text(recs.fields[column], boilerplate=spec.html.boilerplate,
+                                               language=spec.html.language)[0]
     recs = eng.normalize(recs)
     recs.source[:] = part.source
     return recs

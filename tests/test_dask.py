@@ -113,6 +113,16 @@ def test_dask_link_mode_customers_equal_local(tmp_path: Path, cluster: LocalClus
     assert _outputs(tmp_path / "dask.yaml", tmp_path / "d") == _outputs(tmp_path / "local.yaml", tmp_path / "l")
 
 
+def test_dask_news_pages_equal_local(tmp_path: Path, cluster: LocalCluster) -> None:
+    """A folder of HTML pages: one partition, the same text extraction as the local reader."""
+    text = (ROOT / "configs" / "news.yaml").read_text().replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
+    (tmp_path / "local.yaml").write_text(text)
+    (tmp_path / "dask.yaml").write_text(text + f"executor: {{type: dask, address: '{cluster.scheduler_address}'}}\n")
+    got = _outputs(tmp_path / "dask.yaml", tmp_path / "d")
+    assert got == _outputs(tmp_path / "local.yaml", tmp_path / "l")
+    assert got[0].count(b"\n") > 10
+
+
 def test_a_killed_worker_does_not_change_the_output(tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")
     monkeypatch.setenv(SLOW_ENV, "0.5")  # inherited by the worker processes: verify tasks take a while
