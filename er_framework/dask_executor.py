@@ -369,26 +369,26 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
             bucket_futs = []
             for j in range(n_parts):
                 pieces = [client.submit(_pick, f, j, pure=False) for f in key_futs]
-                bucket_futs.append(client.submit(_call_buckets, ref, pieces, n_parts, pure=False, retries=3))
+                bucket_futs.append(client.submit(task_buckets, ref, pieces, n_parts, pure=False, retries=3))
             exact_packed = pack_pairs(exact_pairs.left, exact_pairs.right) if len(exact_pairs) else np.zeros(0, np.uint64)
             exact_f = client.scatter(exact_packed, broadcast=True)
             off_f = client.scatter(offsets, broadcast=True)
             dedup_futs = []
             for j in range(n_parts):
                 pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs]
-                dedup_futs.append(client.submit(_call_dedup, pieces, exact_f, off_f, pure=False, retries=3))
+                dedup_futs.append(client.submit(task_dedup, pieces, exact_f, off_f, pure=False, retries=3))
         with log.stage("verify") as info:
             needs = [client.submit(_pick, f, 1, pure=False) for f in dedup_futs]
             serve_futs = []
             for i, p in enumerate(parts):
                 wanted = [client.submit(_pick, nd, i, pure=False) for nd in needs]
-                serve_futs.append(client.submit(_call_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
+                serve_futs.append(client.submit(task_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
             ver_futs = []
             for j in range(n_parts):
                 packed = client.submit(_pick, dedup_futs[j], 0, pure=False)
                 served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
                 wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
-                ver_futs.append(client.submit(_call_verify, ref, packed, served, wanted, pure=False, retries=3))
+                ver_futs.append(client.submit(task_verify, ref, packed, served, wanted, pure=False, retries=3))
             forest = None
             if job.spec.executor.cluster_on == "workers":  # a tree of spanning-forest reductions
                 level = ver_futs
@@ -448,22 +448,6 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
 
 def _pick(obj: Any, i: int) -> Any:
     return obj[i]
-
-
-def _call_buckets(ref: JobRef, pieces: list[Any], n_parts: int) -> Any:
-    return task_buckets(ref, pieces, n_parts)
-
-
-def _call_dedup(pieces: list[Any], exact: Any, offsets: Any) -> Any:
-    return task_dedup(pieces, exact, offsets)
-
-
-def _call_serve(ref: JobRef, part: Part, offset: int, wanted: list[Any]) -> Any:
-    return task_serve(ref, part, offset, wanted)
-
-
-def _call_verify(ref: JobRef, packed: Any, served: list[Any], wanted: list[Any]) -> Any:
-    return task_verify(ref, packed, served, wanted)
 
 
 def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
