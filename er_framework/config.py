@@ -533,7 +533,10 @@ def resolve_job(
     problems = list(problems or [])
     # unknown keys are reported by us (with the allowed list); other schema errors by pydantic
     problems += _extra_key_problems(data, JobSpec, (), filename, lines)
-    for key, model in (("output", OutputSpec), ("plugins", PluginsSpec), ("exact_duplicates", ExactSpec), ("executor", ExecutorSpec)):
+    sections: dict[str, type[BaseModel]] = {
+        "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec, "executor": ExecutorSpec,
+    }
+    for key, model in sections.items():  # unknown keys reported here (with did-you-mean), then dropped
         if isinstance(data.get(key), dict):
             problems += _extra_key_problems(data[key], model, (key,), filename, lines)
     if isinstance(data.get("sources"), list):
@@ -543,9 +546,8 @@ def resolve_job(
                 if isinstance(s.get("html"), dict):
                     problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
     clean = {k: v for k, v in data.items() if k in JobSpec.model_fields}
-    for key in ("output", "plugins", "exact_duplicates"):
+    for key, model in sections.items():
         if isinstance(clean.get(key), dict):
-            model = {"output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec}[key]
             clean[key] = {k: v for k, v in clean[key].items() if k in model.model_fields}
     if isinstance(clean.get("sources"), list):
         clean["sources"] = [

@@ -183,3 +183,10 @@ def test_bad_partitions_and_duplicate_ids_across_partitions_are_clear_errors(tmp
     with pytest.raises(ErError, match="docs/r3"):
         run_job(parse_job(_docs_job(tmp_path, dup, executor)), tmp_path / "o2")
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_executor_typos_are_reported_once_with_a_suggestion(tmp_path: Path, docs: Path) -> None:
+    with pytest.raises(ErError) as exc:
+        parse_job(_docs_job(tmp_path, docs, "{type: dask, adress: 'tcp://x:8786'}"))
+    text = exc.value.render()
+    assert text.count("unknown key 'adress'") == 1 and "did you mean 'address'" in text
