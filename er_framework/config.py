@@ -320,6 +320,10 @@ class Job:
     def source_path(self, i: int) -> Path:
         return (self.base_dir / self.spec.sources[i].path).resolve()
 
+    def source_paths(self, i: int) -> list[Path]:
+        """The files of source ``i``: its path, or the files its glob pattern matches, sorted by name."""
+        return expand_source_path(self.base_dir, self.spec.sources[i].path)
+
     def output_dir(self, override: str | Path | None = None) -> Path | None:
         if override is not None:
             return Path(override)
@@ -351,6 +355,22 @@ class Job:
             "verifier": comp(self.verifier),
             "cluster": comp(self.clusterer),
         }
+
+
+def is_glob(path: str) -> bool:
+    """A source path with ``*``, ``?`` or ``[``: a pattern naming several files of one source."""
+    return any(c in path for c in "*?[")
+
+
+def expand_source_path(base_dir: Path, path: str) -> list[Path]:
+    """``[base_dir / path]``, or for a glob pattern the matching files sorted by name (their records
+    are read in that order, so a source's record order does not depend on the filesystem)."""
+    if not is_glob(path):
+        return [(base_dir / path).resolve()]
+    import glob
+
+    pattern = str(base_dir / path)
+    return sorted(Path(p).resolve() for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
 
 
 def _line_of(lines: dict[YamlPath, int], path: YamlPath) -> int | None:
@@ -610,7 +630,16 @@ def resolve_job(
                 check_boilerplate_options(s.html.boilerplate, s.html.language)
             except ValueError as exc:
                 problems.append(_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
-        if check_files:
+        if check_files and is_glob(s.path):
+            if not expand_source_path(base_dir, s.path):
+                problems.append(
+                    _at(
+                        filename, lines, ("sources", i, "path"),
+                        message=f"the pattern {s.path!r} matches no file (looked in {(base_dir / s.path).parent.resolve()})",
+                        fix="paths are relative to the YAML file's folder; check the pattern",
+                    )
+                )
+        elif check_files:
             p = (base_dir / s.path).resolve()
             if not p.exists():
                 problems.append(

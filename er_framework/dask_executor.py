@@ -271,12 +271,13 @@ def plan_parts(job: Job, partition_mb: float) -> list[Part]:
 
     parts: list[Part] = []
     for i, src in enumerate(job.spec.sources):
-        path = str(job.source_path(i))
-        ranges = partition_ranges(path, int(partition_mb * 2**20)) if src.layout == "wide" and src.html is None else None
-        if ranges is None:
-            parts.append(Part(i, path, None))
-        else:
-            parts.extend(Part(i, path, r) for r in ranges)
+        for file in job.source_paths(i):  # a glob pattern: every file, in name order
+            path = str(file)
+            ranges = partition_ranges(path, int(partition_mb * 2**20)) if src.layout == "wide" else None
+            if ranges is None:
+                parts.append(Part(i, path, None))
+            else:
+                parts.extend(Part(i, path, r) for r in ranges)
     return parts
 
 
@@ -459,5 +460,5 @@ def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -
         return
     bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
     raise InputError(Problem(where=str(job.config_path), path="sources",
-                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions): "
+                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): "
                              f"{', '.join(bad[:5])}", fix="ids must be unique within a source"))

@@ -341,18 +341,26 @@ def read_records(job: Job) -> tuple[Records, dict[str, Any]]:
     problems: list[Problem] = []
     stats: dict[str, Any] = {}
     for i, src in enumerate(job.spec.sources):
-        try:
-            recs, st = read_source_with_stats(
-                job.source_path(i),
-                id_column=src.id,
-                fields=src.fields,
-                name=src.name,
-                where=f"{job.config_path}: sources[{i}]",
-                layout=src.layout,
-            )
-        except ErError as exc:
-            problems.extend(exc.problems)
+        files: list[Records] = []
+        st: dict[str, Any] = {}
+        for path in job.source_paths(i):
+            try:
+                recs, st_file = read_source_with_stats(
+                    path,
+                    id_column=src.id,
+                    fields=src.fields,
+                    name=src.name,
+                    where=f"{job.config_path}: sources[{i}]",
+                    layout=src.layout,
+                )
+            except ErError as exc:
+                problems.extend(exc.problems)
+                continue
+            st.update(st_file)
+            files.append(recs)
+        if len(files) != len(job.source_paths(i)):
             continue
+        recs = files[0] if len(files) == 1 else merge_files(files, f"{job.config_path}: sources[{i}] ({src.path})")
         if src.html is not None:
             for column in src.html.fields or src.fields:
                 texts, html_stats = extract_text(
@@ -360,11 +368,31 @@ def read_records(job: Job) -> tuple[Records, dict[str, Any]]:
                 )
                 recs.fields[column] = texts
                 st[f"html:{column}"] = html_stats
+        if len(files) > 1:
+            st["files"] = len(files)
         stats[src.name] = st
         parts.append(recs)
     if problems:
         raise InputError(problems)
     return Records.concat(parts), stats
+
+
+def merge_files(files: list[Records], where: str) -> Records:
+    """The records of one source read from several files, in file order; ids unique across the files."""
+    from collections import Counter
+
+    ids = [i for f in files for i in f.ids]
+    dup = sorted(i for i, c in Counter(ids).items() if c > 1)
+    if dup:
+        raise InputError(Problem(where=where, message=f"{len(dup)} id(s) appear in more than one file of the source: "
+                                 f"{', '.join(dup[:5])}" + (" …" if len(dup) > 5 else ""),
+                                 fix="ids must be unique within a source, across all its files"))
+    return Records(
+        ids=ids,
+        source=np.zeros(len(ids), dtype=np.int32),
+        source_names=list(files[0].source_names),
+        fields={k: [v for f in files for v in f.fields[k]] for k in files[0].fields},
+    )
 
 
 def exact_keys(records: Records, normalize: bool) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:

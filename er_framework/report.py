@@ -446,6 +446,7 @@ def _example_records(
         from .config import parse_job
         from .html import extract_text
         from .io import read_source
+        from .pipeline import merge_files
 
         job = parse_job(path)
         note = None
@@ -459,8 +460,9 @@ def _example_records(
             ids_wanted = {rid for s, rid in wanted if s == src.name}
             if not ids_wanted:
                 continue
-            recs = read_source(job.source_path(i), id_column=src.id, fields=src.fields, name=src.name,
-                               where=f"{path}: sources[{i}]", layout=src.layout)
+            files = [read_source(f, id_column=src.id, fields=src.fields, name=src.name,
+                                 where=f"{path}: sources[{i}]", layout=src.layout) for f in job.source_paths(i)]
+            recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
             rows = [j for j, rid in enumerate(recs.ids) if rid in ids_wanted]
             html_cols = set((src.html.fields or src.fields) if src.html is not None else [])
             for col in src.fields:

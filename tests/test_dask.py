@@ -190,3 +190,22 @@ def test_executor_typos_are_reported_once_with_a_suggestion(tmp_path: Path, docs
         parse_job(_docs_job(tmp_path, docs, "{type: dask, adress: 'tcp://x:8786'}"))
     text = exc.value.render()
     assert text.count("unknown key 'adress'") == 1 and "did you mean 'address'" in text
+
+
+def test_a_source_of_many_files_reads_like_one_file_local_and_on_dask(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
+    lines = docs.read_text(encoding="utf-8").splitlines(keepends=True)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(0, len(lines), 150):  # part-00.jsonl, part-01.jsonl, ... (name order = line order)
+        (parts / f"part-{k // 150:02d}.jsonl").write_text("".join(lines[k : k + 150]), encoding="utf-8")
+    single = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "single")
+    many = tmp_path / "parts" / "part-*.jsonl"
+    assert _outputs(_docs_job(tmp_path, many, ""), tmp_path / "many") == single
+    executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02}}"
+    assert _outputs(_docs_job(tmp_path, many, executor), tmp_path / "many_dask") == single
+    # an id in two files, a pattern matching nothing: clear errors
+    (parts / "part-99.jsonl").write_text(lines[0], encoding="utf-8")
+    with pytest.raises(ErError, match="more than one file"):
+        run_job(parse_job(_docs_job(tmp_path, many, "")), tmp_path / "dup")
+    with pytest.raises(ErError, match="matches no file"):
+        parse_job(_docs_job(tmp_path, tmp_path / "nothing-*.jsonl", ""))
