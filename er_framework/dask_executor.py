@@ -372,8 +372,10 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
                 pieces = [client.submit(_pick, f, j, pure=False) for f in key_futs]
                 bucket_futs.append(client.submit(task_buckets, ref, pieces, n_parts, pure=False, retries=3))
             exact_packed = pack_pairs(exact_pairs.left, exact_pairs.right) if len(exact_pairs) else np.zeros(0, np.uint64)
-            exact_f = client.scatter(exact_packed, broadcast=True)
-            off_f = client.scatter(offsets, broadcast=True)
+            # small arrays every dedup task reads: tasks, not scattered data, so that the
+            # scheduler can compute them again if the worker holding them dies
+            exact_f = client.submit(_same, exact_packed, pure=False)
+            off_f = client.submit(_same, offsets, pure=False)
             dedup_futs = []
             for j in range(n_parts):
                 pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs]
@@ -449,6 +451,10 @@ def run_job_dask(job: Job, out_dir: str | Path | None = None, *, progress: Calla
 
 def _pick(obj: Any, i: int) -> Any:
     return obj[i]
+
+
+def _same(obj: Any) -> Any:
+    return obj
 
 
 def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
