@@ -66,7 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Clock, code_fingerprint, machine_info
+from common import Clock, code_fingerprint, machine_info, parse_contenders
 from common import cpu_s as _cpu_s
 from common import rss_mb as _rss_mb
 
@@ -669,10 +669,8 @@ def er_details(r: dict[str, Any]) -> str:
 
 
 def orchestrate(a: argparse.Namespace) -> int:
-    contenders = [c.strip() for c in a.contenders.split(",") if c.strip()]
-    unknown = [c for c in contenders if c not in WORKERS]
-    if unknown:
-        print(f"unknown contender(s) {unknown}; choose from {CONTENDERS}", file=sys.stderr)
+    contenders = parse_contenders(a.contenders, WORKERS, CONTENDERS)
+    if contenders is None:
         return 2
     suffix = a.dataset if a.dataset == "febrl4" else f"synthetic-{a.n}"
     out_json = Path(a.out) if a.out else HERE / "results" / f"customers-{suffix}.json"

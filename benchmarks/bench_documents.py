@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Clock, code_fingerprint, machine_info
+from common import Clock, code_fingerprint, machine_info, parse_contenders
 from common import cpu_s as _cpu_s
 from common import rss_mb as _rss_mb
 
@@ -576,10 +576,8 @@ def orchestrate(a: argparse.Namespace) -> int:
 
     from er_framework.kernels import candidate_probability, choose_bands
 
-    contenders = [c.strip() for c in a.contenders.split(",") if c.strip()]
-    unknown = [c for c in contenders if c not in WORKERS]
-    if unknown:
-        print(f"unknown contender(s) {unknown}; choose from {CONTENDERS}", file=sys.stderr)
+    contenders = parse_contenders(a.contenders, WORKERS, CONTENDERS)
+    if contenders is None:
         return 2
     bands, rows = choose_bands(a.threshold, a.num_perm, TARGET_RECALL)
     notes: list[str] = []

@@ -114,3 +114,13 @@ def machine_info(dists: tuple[str, ...]) -> dict[str, Any]:
         mem_gb = None
     return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb, "python": platform.python_version(),
             "platform": platform.platform(), "versions": versions}
+
+
+def parse_contenders(text: str, known: Any, choices: Any) -> list[str] | None:
+    """The comma-separated contender names of ``--contenders``; ``None`` (after a message) if any is unknown."""
+    contenders = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in contenders if c not in known]
+    if unknown:
+        print(f"unknown contender(s) {unknown}; choose from {choices}", file=sys.stderr)
+        return None
+    return contenders

@@ -221,6 +221,7 @@ def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -
 def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array]
                 ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int]:
     """Scores of one part's candidate pairs; the pairs at or above the threshold."""
+    from .index import _stack
     from .kernels.groups import unpack_pairs
 
     slow = os.environ.get(SLOW_ENV)
@@ -229,7 +230,7 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     eng = _engine(ref)
     left, right = unpack_pairs(packed)
     gids = np.concatenate(needed) if needed else np.zeros(0, np.int64)
-    recs = served[0] if len(served) == 1 else _stack_all(served)
+    recs = _stack(*served)
     order = np.argsort(gids, kind="stable")
     g_sorted = gids[order]
     li = order[np.searchsorted(g_sorted, left)]
@@ -252,15 +253,6 @@ def task_forest(*parts: Any) -> tuple[Int64Array, Int64Array]:
     smallest = connected_component_labels(len(nodes), inv[:m], inv[m:])
     other = np.flatnonzero(smallest != np.arange(len(nodes)))
     return nodes[smallest[other]], nodes[other]
-
-
-def _stack_all(parts: list[Records]) -> Records:
-    from .index import _stack
-
-    out = parts[0]
-    for p in parts[1:]:
-        out = _stack(out, p)
-    return out
 
 
 # ---------------------------------------------------------------- the client side

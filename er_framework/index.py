@@ -832,13 +832,13 @@ class _Txn:
             self.conn.execute("ROLLBACK")
 
 
-def _stack(a: Records, b: Records) -> Records:
-    """``a`` then ``b`` (same sources and fields) as one :class:`Records`."""
+def _stack(*parts: Records) -> Records:
+    """Records of the same sources and fields, one after the other, as one :class:`Records`."""
     return Records(
-        ids=list(a.ids) + list(b.ids),
-        source=np.concatenate([a.source, b.source]),
-        source_names=list(a.source_names),
-        fields={f: list(a.fields[f]) + list(b.fields[f]) for f in a.fields},
+        ids=[i for p in parts for i in p.ids],
+        source=np.concatenate([p.source for p in parts]),
+        source_names=list(parts[0].source_names),
+        fields={f: [v for p in parts for v in p.fields[f]] for f in parts[0].fields},
     )
 
 
