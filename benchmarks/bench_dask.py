@@ -25,10 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from common import code_fingerprint, machine_info
-from common import rss_mb as _rss_mb
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -61,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from distributed import Client, LocalCluster, get_task_stream
 
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     scratch = Path(tempfile.mkdtemp(prefix="bench_dask_"))
     try:

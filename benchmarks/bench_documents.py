@@ -122,8 +122,8 @@ def dict_banding(sigs: list[list[int]], bands: int, rows: int) -> set[tuple[int,
 def worker_er(a: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     code_before = code_fingerprint()
     rss_import = _rss_mb()
@@ -369,7 +369,7 @@ def make_documents(n_docs: int, seed: int, words: tuple[int, int] = (450, 750)) 
     (mean ~3,900, the issue's documents); ``--short`` uses 15-30 words
     (about 100-200 characters, tweet-like).
     """
-    from er_framework.synth import planted_documents
+    from er_framework.synth.documents import planted_documents
 
     n_families = max(1, round(0.4 * n_docs / 3))
     n_singletons = max(0, n_docs - 3 * n_families) + max(10, n_docs // 50)  # surplus, trimmed below

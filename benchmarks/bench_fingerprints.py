@@ -40,7 +40,7 @@ from er_framework.kernels.bits import (
 )
 from er_framework.memory import peak_rss_mb as peak_mb
 from er_framework.memory import reset_peak_rss as reset_peak
-from er_framework.synth_fingerprints import simulate_cells
+from er_framework.synth.fingerprints import simulate_cells
 
 
 def main() -> None:

@@ -169,9 +169,9 @@ def run_datasketch(a: argparse.Namespace, data: Path, queries: Path, mode: str, 
 
 
 def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    from er_framework.config import parse_job
-    from er_framework.index import build_index, open_index, records_from_texts
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.index.store import build_index, open_index, records_from_texts
+    from er_framework.executors import run_job
 
     n, nq = a.docs, a.queries
     texts, _family = make_documents(n + nq // 2, a.seed, a.words)
@@ -262,9 +262,9 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 
 
 def part_add(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    from er_framework.config import parse_job
+    from er_framework.config.job import parse_job
     from er_framework.data import Records
-    from er_framework.index import build_index
+    from er_framework.index.store import build_index
 
     n = a.docs
     m = max(1, int(round(n * a.add_fraction)))

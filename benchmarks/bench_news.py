@@ -1,10 +1,10 @@
 """News pages (SEEDS §7): which shingler sees the article through page chrome and ads?
 
-For N comparisons from :func:`er_framework.synth_news.make_quadruples`
+For N comparisons from :func:`er_framework.synth.news.make_quadruples`
 (article A, article B, ad sets X, Y, site templates T1, T2; the T2 page
 carries A cut on ``--cut-rate`` of them) the pages page(A, X, T1),
 page(A', Y, T2), page(B, X, T1) are rendered as HTML and their visible text
-is extracted with the chrome and the ads kept (``er_framework.html.extract_text``,
+is extracted with the chrome and the ads kept (``er_framework.io.html.extract_text``,
 ``boilerplate="keep"``). Each shingler (the ``er_plugins`` components, default
 text options) shingles all 3N pages; exact Jaccard gives
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from er_framework.data import Records
 from er_framework.kernels import jaccard_pairs
-from er_framework.synth_news import make_quadruples
+from er_framework.synth.news import make_quadruples
 from er_plugins.documents import CharShingler, WordShingler
 from er_plugins.news import StopwordShingler
 
@@ -48,7 +48,7 @@ SHINGLERS = {
 
 
 def visible_text(pages: list[str]) -> list[str]:
-    from er_framework.html import extract_text
+    from er_framework.io.html import extract_text
 
     texts, _ = extract_text(pages, boilerplate="keep")
     return [t or "" for t in texts]

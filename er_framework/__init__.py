@@ -4,10 +4,10 @@ shingling -> MinHash signatures -> LSH banding -> verification -> clustering
 (Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3).
 """
 
-from .components import Blocker, Clusterer, Context, Params, Shingler, SignatureBuilder, Verifier
-from .data import Batch, Pairs, Records, Signatures, TokenSets
-from .errors import ConfigError, ErError, InputError, PluginError, Problem
-from .hookspecs import hookimpl, hookspec
+from er_framework.components import Blocker, Clusterer, Context, Params, Shingler, SignatureBuilder, Verifier
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.errors import ConfigError, ErError, InputError, PluginError, Problem
+from er_framework.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
 

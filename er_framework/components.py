@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from .data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 
 __all__ = [
     "Params",
@@ -47,7 +47,7 @@ class Context:
     ``"shingler"``, ``"verifier"`` …) to that component's validated params, so
     that cross-component rules (``bands * rows <= num_perm``) can be checked
     before any data is read. ``workers`` is how many threads a component may
-    use (:mod:`er_framework.parallel`); its output must not depend on it.
+    use (:mod:`er_framework.kernels.parallel`); its output must not depend on it.
     """
 
     seed: int = 0

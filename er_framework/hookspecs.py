@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pluggy
 
-from .components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
+from er_framework.components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
 
 PROJECT = "er_framework"
 

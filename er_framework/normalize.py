@@ -59,7 +59,7 @@ Phones use the metadata of `phonenumbers` (country codes, trunk and
 international prefixes, national number patterns) in a fast path; its parser
 (~10 µs per value, ~100k values/s) runs only for numbers with a foreign
 country code. Measured on 1M generated customer values
-(:mod:`er_framework.synth_customers`, n=500,000; 2-core machine, best of 3),
+(:mod:`er_framework.synth.customers`, n=500,000; 2-core machine, best of 3),
 in values/s (distinct values in brackets): text 2.0M and name 1.6M (342k
 distinct full names; 0.9M when every value is non-ASCII), name+nickname
 1.0M, email 1.3M (692k), address 0.58M (770k), phone 0.5M (810k; the
@@ -126,7 +126,7 @@ from datetime import date as _date
 from functools import cache, lru_cache
 from typing import Any
 
-from .errors import choices_text, did_you_mean
+from er_framework.errors import choices_text, did_you_mean
 
 __all__ = [
     "ADDRESS_TOKENS",

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .components import Blocker, Shingler, SignatureBuilder, Verifier
-from .data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.components import Blocker, Shingler, SignatureBuilder, Verifier
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 
 __all__ = [
     "sample_records",

@@ -5,7 +5,7 @@ published on 3-4 of the 5 sites; every site wraps it in its own chrome
 (logo, navigation, market ticker, trending topics, related and most-read
 headlines, cookie banner, newsletter box, footer) and its own ads, and some
 sites cut the story's last paragraphs. All pages of a site share template and
-ads. See :func:`er_framework.synth_news.sample_pages`. Writes
+ads. See :func:`er_framework.synth.news.sample_pages`. Writes
 
     configs/data/news/pages/<site>/<story-slug>.html
     configs/data/news/truth.csv     (id,story,site,paragraphs,cut; id = page path without .html)
@@ -22,7 +22,7 @@ import csv
 import shutil
 from pathlib import Path
 
-from er_framework.synth_news import sample_pages
+from er_framework.synth.news import sample_pages
 
 
 def main() -> None:

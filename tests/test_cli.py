@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from er_framework.cli import main
+from er_framework.cli.main import main
 from er_framework.kernels import candidate_probability
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,19 +10,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from er_framework import cluster as cl
-from er_framework.cluster import (
-    BUILTIN_CLUSTERERS,
-    ConnectedComponents,
-    ConnectedComponentsParams,
-    GreedyModularity,
-    Louvain,
-    LouvainParams,
-    OneToOne,
-    SplitParams,
-    canonical_labels,
-    greedy_matching,
-)
+from er_plugins import clusterers as cl
+from er_framework.kernels.graph import canonical_labels
+from er_plugins.clusterers import BUILTIN_CLUSTERERS, ConnectedComponents, ConnectedComponentsParams, GreedyModularity, Louvain, LouvainParams, OneToOne, SplitParams, greedy_matching
 from er_framework.components import Context
 from er_framework.data import Pairs
 
@@ -290,7 +280,7 @@ def test_leiden_needs_a_networkx_backend() -> None:
 
 def test_chained_records_merge_entities_under_connected_components() -> None:
     from er_framework.kernels import char_shingles, jaccard_pairs
-    from er_framework.synth import chained_records
+    from er_framework.synth.documents import chained_records
 
     d = chained_records(80, seed=2)
     again = chained_records(80, seed=2)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from er_framework.cli import main
+from er_framework.cli.main import main
 
 GOOD = """\
 mode: dedup

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config import parse_job
+from er_framework.config.job import parse_job
 from er_framework.errors import ConfigError, InputError
-from er_framework.evaluate import evaluate, load_truth
-from er_framework.pipeline import run_job
+from er_framework.evaluate.metrics import evaluate, load_truth
+from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,10 +139,10 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
 
 
 def test_normalizers_in_worker_processes_give_the_same_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import er_framework.pipeline as pipeline
+    import er_framework.engine.stages as pipeline
 
     job = parse_job(ROOT / "configs" / "customers.yaml")
-    records, _ = pipeline.read_records(job)
+    records, _ = pipeline.read(job)
     serial = pipeline.normalize_fields(records, job.spec.normalize, workers=1)
     monkeypatch.setattr(pipeline, "PARALLEL_NORMALIZE_MIN_VALUES", 1)
     parallel = pipeline.normalize_fields(records, job.spec.normalize, workers=2)

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from distributed import Client, LocalCluster
 
-from er_framework.config import parse_job
-from er_framework.dask_executor import SLOW_ENV
+from er_framework.config.job import parse_job
+from er_framework.executors.dask import SLOW_ENV
 from er_framework.errors import ErError
-from er_framework.io import partition_ranges, read_source
-from er_framework.pipeline import run_job
-from er_framework.synth import planted_documents
+from er_framework.io.tables import partition_ranges, read_source
+from er_framework.executors import run_job
+from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,7 +89,7 @@ def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, doc
 
 
 def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
-    from er_framework.dask_executor import task_forest
+    from er_framework.executors.dask import task_forest
     import numpy as np
 
     local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")

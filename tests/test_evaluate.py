@@ -1,4 +1,4 @@
-"""Evaluation metrics (er_framework.evaluate): hand-computed examples, truth shapes, ids, errors, end to end."""
+"""Evaluation metrics (er_framework.evaluate.metrics): hand-computed examples, truth shapes, ids, errors, end to end."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from er_framework.errors import InputError
-from er_framework.evaluate import (
+from er_framework.evaluate.metrics import (
     adjusted_rand_index,
     bcubed,
     cmd_evaluate,
@@ -21,7 +21,7 @@ from er_framework.evaluate import (
     load_truth,
     write_metrics,
 )
-from er_framework.io import write_outputs
+from er_framework.io.tables import write_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -391,7 +391,7 @@ def test_write_metrics_and_cmd_evaluate(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from er_framework.cli import build_parser
+    from er_framework.cli.main import build_parser
 
     parser = build_parser()
     try:
@@ -400,7 +400,7 @@ def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         pytest.skip("the CLI has no evaluate subcommand yet")
     assert args.truth == "t.csv" and args.json
     out = write_run(tmp_path / "o", PRED, VERIFIED)
-    from er_framework.cli import main
+    from er_framework.cli.main import main
 
     assert main(["evaluate", str(out), "--truth", str(cluster_truth(tmp_path))]) == 0
     assert "adjusted Rand index" in capsys.readouterr().out
@@ -413,8 +413,8 @@ def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_documents_job_against_planted_truth(tmp_path: Path) -> None:
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     out = tmp_path / "docs"
     run_job(parse_job(ROOT / "configs/documents.yaml"), out)

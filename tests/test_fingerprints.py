@@ -18,7 +18,7 @@ from er_plugins.fingerprints import (
 )
 
 from er_framework.components import Context
-from er_framework.config import parse_job
+from er_framework.config.job import parse_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import ConfigError, InputError
 from er_framework.kernels.bits import (
@@ -31,9 +31,9 @@ from er_framework.kernels.bits import (
     shares_bucket,
     unpack_bits,
 )
-from er_framework.pipeline import run_job
-from er_framework.plugins import build_registry
-from er_framework.synth_fingerprints import (
+from er_framework.executors import run_job
+from er_framework.registry import build_registry
+from er_framework.synth.fingerprints import (
     simulate_cells,
     simulate_minutiae,
     write_prints_jsonl,

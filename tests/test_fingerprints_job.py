@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from er_framework.cli import main
-from er_framework.config import parse_job
-from er_framework.pipeline import run_job
+from er_framework.cli.main import main
+from er_framework.config.job import parse_job
+from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parent.parent
 

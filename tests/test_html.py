@@ -1,4 +1,4 @@
-"""Tests for er_framework.html: folders of web pages and their visible text."""
+"""Tests for er_framework.io.html: folders of web pages and their visible text."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from er_framework.data import Records
 from er_framework.errors import InputError
-from er_framework.html import decode_html_bytes, extract_text, read_html_dir
-from er_framework.io import read_source, read_source_with_stats
+from er_framework.io.html import decode_html_bytes, extract_text, read_html_dir
+from er_framework.io.tables import read_source, read_source_with_stats
 
 # ---------------------------------------------------------------- helpers
 
@@ -400,7 +400,7 @@ def test_fast_justext_matches_justext(tmp_path: Path) -> None:
     """The faster jusText pipeline classifies exactly like ``justext.justext``."""
     import justext
 
-    from er_framework.html import _justext_paragraphs, _visible
+    from er_framework.io.html import _justext_paragraphs, _visible
 
     records, _ = read_html_dir(make_site(tmp_path), id_column="id", fields=["html"], name="web")
     pages = [p for p in records.fields["html"] if p] + [news_page(k) for k in range(3)]
@@ -414,7 +414,7 @@ def test_fast_justext_matches_justext(tmp_path: Path) -> None:
 
 
 def test_justext_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    from er_framework import html as ehtml
+    from er_framework.io import html as ehtml
 
     def boom(html: str, stoplist: frozenset[str]) -> list[object]:
         raise ValueError("Document is empty")

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from er_framework.cli import main
-from er_framework.config import parse_job
+from er_framework.cli.main import main
+from er_framework.config.job import parse_job
 from er_framework.data import Batch, Records
 from er_framework.errors import ErError
-from er_framework.index import PAUSE_ENV, build_index, open_index, records_from_texts
-from er_framework.pipeline import run_job
-from er_framework.synth import planted_documents
+from er_framework.index.store import PAUSE_ENV, build_index, open_index, records_from_texts
+from er_framework.executors import run_job
+from er_framework.synth.documents import planted_documents
 
 DOCS_JOB = """
 name: idx
@@ -88,9 +88,9 @@ def texts() -> list[str]:
 def test_lsh_lookup_keys_give_the_blockers_candidates(tmp_path: Path, texts: list[str], signature: str) -> None:
     data = _write_docs(tmp_path / "d.jsonl", [(f"d{i}", t) for i, t in enumerate(texts)])
     job = parse_job(_job(tmp_path, data, exact="false", signature=signature))
-    from er_framework.index import _Engine
+    from er_framework.engine import Engine
 
-    engine = _Engine(job, "test")
+    engine = Engine(job)
     recs = run_job(job, write=False).records
     batch = engine.batch(recs, tokens=False, signatures=True)
     blocker = engine.blockers[0]
@@ -236,7 +236,7 @@ def test_query_equals_the_pairs_of_a_rebuild_with_the_item(tmp_path: Path, texts
 
 
 def test_customer_records_link_index_add_equals_rebuild(tmp_path: Path) -> None:
-    from er_framework.synth_customers import generate_customers, write_customers
+    from er_framework.synth.customers import generate_customers, write_customers
 
     data = generate_customers(600, 0.5, seed=4)
     write_customers(data, tmp_path)
@@ -274,7 +274,7 @@ def test_customer_records_link_index_add_equals_rebuild(tmp_path: Path) -> None:
     (tmp_path / "base.yaml").write_text(job.replace("BFILE", "b_base.csv"))
     (tmp_path / "all.yaml").write_text(job.replace("BFILE", "b_all.csv"))
     index, _ = build_index(parse_job(tmp_path / "base.yaml"), tmp_path / "c.erx")
-    from er_framework.index_cli import read_items
+    from er_framework.cli.index import read_items
 
     stats = index.add(read_items(index, str(tmp_path / "b_new.csv"), "b"), source="b")
     assert stats["added"] == 60 and stats["verified_pairs"] >= 20

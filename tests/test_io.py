@@ -1,4 +1,4 @@
-"""Tests for er_framework.io: reading sources, writing outputs atomically."""
+"""Tests for er_framework.io.tables: reading sources, writing outputs atomically."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from er_framework import io as eio
+from er_framework.io import tables as eio
 from er_framework.data import Records
 from er_framework.errors import InputError
-from er_framework.io import (
+from er_framework.io.tables import (
     MAX_ROW_PROBLEMS,
     read_clusters_csv,
     read_pairs_csv,
@@ -613,7 +613,7 @@ def test_jsonl_lines_are_split_lazily_like_str_split() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from er_framework.io import _split_lines
+    from er_framework.io.tables import _split_lines
 
     @given(st.text(alphabet="ab\n\r {}", max_size=40))
     def check(text: str) -> None:

@@ -1,7 +1,7 @@
 """SEEDS §7 evidence: stop-word shingles see the article through page chrome and ads.
 
 For 300 generated comparisons (article A, article B, ad sets X, Y, site
-templates T1, T2; :mod:`er_framework.synth_news`) the pages
+templates T1, T2; :mod:`er_framework.synth.news`) the pages
 page(A, X, T1), page(A', Y, T2) (A' = A, or A cut on 30 % of them) and
 page(B, X, T1) are rendered as HTML, their visible text is extracted with
 the chrome and the ads kept, and each shingler (the ``er_plugins``
@@ -37,7 +37,7 @@ import pytest
 
 from er_framework.data import Records
 from er_framework.kernels import jaccard_pairs
-from er_framework.synth_news import (
+from er_framework.synth.news import (
     make_ads,
     make_articles,
     make_page,
@@ -58,7 +58,7 @@ SEED = 11
 def visible_text(pages: list[str]) -> list[str]:
     """Visible text of HTML pages, chrome and ads kept (the framework's extractor when present)."""
     try:
-        from er_framework.html import extract_text
+        from er_framework.io.html import extract_text
     except ImportError:  # the HTML input is not in this checkout: same rules, locally
         from selectolax.lexbor import LexborHTMLParser
 
@@ -216,12 +216,12 @@ def test_sample_generator_matches_the_shipped_truth() -> None:
 
 
 def _html_source_supported() -> str | None:
-    from er_framework.config import SourceSpec
+    from er_framework.config.job import SourceSpec
 
     if "html" not in SourceSpec.model_fields:
         return "the source option `html:` is not in er_framework/config.py yet"
     try:
-        import er_framework.html  # noqa: F401
+        import er_framework.io.html  # noqa: F401
     except ImportError:
         return "er_framework/html.py (folder sources, visible text) is not in this checkout yet"
     return None
@@ -231,8 +231,8 @@ def test_news_job_clusters_the_shipped_pages_by_story(tmp_path: Path) -> None:
     reason = _html_source_supported()
     if reason:
         pytest.skip(reason)
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
 
     run_job(parse_job(ROOT / "configs" / "news.yaml"), tmp_path)
     truth = _truth()

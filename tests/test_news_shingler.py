@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from er_framework.cli import main
+from er_framework.cli.main import main
 from er_framework.components import Context
 from er_framework.data import Records
 from er_framework.kernels import word_ngrams

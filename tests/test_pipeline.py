@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from er_framework.config import parse_job
+from er_framework.config.job import parse_job
 from er_framework.kernels import char_shingles, jaccard_pairs
-from er_framework.pipeline import run_job
-from er_framework.synth import planted_documents
+from er_framework.executors import run_job
+from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +74,7 @@ def test_shipped_documents_job(tmp_path: Path) -> None:
     found = {tuple(sorted(k)) for k in keys}
     assert truth <= found
     # louvain never merges records that no chain of verified pairs connects
-    from er_framework.cluster import connected_component_labels
+    from er_framework.kernels.graph import connected_component_labels
 
     comp = connected_component_labels(len(res.labels), res.pairs.left, res.pairs.right)
     for c in np.unique(res.labels):

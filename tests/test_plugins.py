@@ -14,7 +14,7 @@ import pytest
 
 from er_framework import Shingler, TokenSets, hookimpl
 from er_framework.errors import PluginError
-from er_framework.plugins import build_registry, describe_params
+from er_framework.registry import build_registry, describe_params
 
 PLUGIN_SOURCE = textwrap.dedent(
     '''

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 import er_plugins.records_blocking as rb
 from er_framework.data import Batch, Pairs, Records
-from er_framework.plugins import build_registry
+from er_framework.registry import build_registry
 from er_framework.testing import check_blocker
 from er_plugins.records_blocking import FieldHash, SortedNeighbourhood, field_codes, key_codes
 

@@ -6,7 +6,7 @@
 * the pattern-count EM equals a naive per-pair EM, recovers a known latent-class
   model, handles label switching; a missing level weighs 0; the probability rises
   with agreement;
-* end to end on generated customers (er_framework.synth_customers): F1 of both.
+* end to end on generated customers (er_framework.synth.customers): F1 of both.
 
 Run with ``-s`` to see the measured numbers.
 """
@@ -27,7 +27,7 @@ from rapidfuzz.distance import JaroWinkler, Levenshtein
 import er_plugins.records_scoring as rs
 from er_framework.components import Context
 from er_framework.data import Batch, Pairs, Records
-from er_framework.synth_customers import generate_customers
+from er_framework.synth.customers import generate_customers
 from er_framework.testing import check_verifier
 from er_plugins.records_scoring import (
     EMFit,
@@ -381,7 +381,7 @@ def test_registered_by_the_hook():
     assert rs.er_register_verifiers() == [FieldScore, FellegiSunter]
     assert FieldScore.needs == frozenset({"fields"}) and FellegiSunter.needs == frozenset({"fields"})
     # the listing (er plugins) serializes the defaults
-    from er_framework.plugins import describe_params
+    from er_framework.registry import describe_params
 
     json.dumps(describe_params(FieldScore))
     json.dumps(describe_params(FellegiSunter))

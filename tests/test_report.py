@@ -1,4 +1,4 @@
-"""The HTML report: one self-contained page per run (er_framework.report)."""
+"""The HTML report: one self-contained page per run (er_framework.report.page)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from er_framework.config import parse_job
+from er_framework.config.job import parse_job
 from er_framework.errors import InputError
-from er_framework.pipeline import run_job
-from er_framework.report import cmd_report, wilson_interval, write_report
+from er_framework.executors import run_job
+from er_framework.report.page import cmd_report, wilson_interval, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
@@ -180,16 +180,16 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     """er run draws report.html from memory; er report reads the files back: same clusters, scores and records."""
     import re
 
-    from er_framework.config import parse_job
-    from er_framework.pipeline import run_job
-    from er_framework.report import RunData, render_report
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
+    from er_framework.report.page import RunData, render_report
 
     root = Path(__file__).resolve().parent.parent
     job = parse_job(root / "configs" / config)
     res = run_job(job, tmp_path)
     from_files = render_report(tmp_path)
     as_read = run_job(job, write=False)  # same seed, same result; records as read for the display
-    from er_framework.pipeline import read_records
+    from er_framework.engine.stages import read as read_records
 
     records, _ = read_records(job)
     from_memory = render_report(tmp_path, run=RunData(records, res.pairs, res.labels))

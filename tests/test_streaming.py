@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config import parse_job
+from er_framework.config.job import parse_job
 from er_framework.data import TokenSets
 from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
-from er_framework.parallel import map_ordered, map_row_blocks, resolve_workers, row_blocks, split_sizes
-from er_framework.pipeline import run_job
-from er_framework.synth import planted_documents
+from er_framework.kernels.parallel import map_ordered, map_row_blocks, resolve_workers, row_blocks, split_sizes
+from er_framework.executors import run_job
+from er_framework.synth.documents import planted_documents
 from er_plugins.documents import shingle_in_chunks
 
 
@@ -48,7 +48,7 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
 def test_results_identical_for_any_workers_chunk_and_token_budget(
     tmp_path: Path, corpus: Path, signature: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from er_framework.plugins import default_registry
+    from er_framework.registry import default_registry
 
     builder = default_registry().get("signature", signature).cls
     base_pairs, base_labels, base_rep = _run(tmp_path, corpus, signature, "workers: 1\n")
@@ -168,7 +168,7 @@ def test_workers_setting_is_validated(tmp_path: Path) -> None:
 
 def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Streamed verification in blocks of pairs (bounded token sets) equals one block."""
-    import er_framework.pipeline as pipeline
+    import er_framework.engine.stages as pipeline
 
     pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\n")
     assert {s["stage"]: s for s in rep["stages"]}["verify"]["verify_blocks"] == 1

@@ -1,4 +1,4 @@
-"""Tests of er_framework.synth_customers: counts, determinism, edit rates and their effects, files."""
+"""Tests of er_framework.synth.customers: counts, determinism, edit rates and their effects, files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rapidfuzz.distance import OSA
 
-from er_framework.synth_customers import (
+from er_framework.synth.customers import (
     COLUMNS,
     PHONE_FORMATS,
     PLACEHOLDER_PHONE,
@@ -115,7 +115,7 @@ def test_counts_and_ids(n: int, overlap: float) -> None:
 
 
 def test_ids_widen_past_six_digits() -> None:
-    from er_framework.synth_customers import _ids
+    from er_framework.synth.customers import _ids
 
     assert _ids("A", np.array([1, 1_000_000]), max(6, len(str(1_000_000)))) == ["A0000001", "A1000000"]
 
@@ -143,7 +143,7 @@ def test_same_seed_gives_identical_files(tmp_path: Path) -> None:
     assert _file_bytes(p1) == _file_bytes(p2)
     # and in another interpreter with another string-hash seed
     code = (
-        "import sys; from er_framework.synth_customers import generate_customers, write_customers; "
+        "import sys; from er_framework.synth.customers import generate_customers, write_customers; "
         "write_customers(generate_customers(3000, 0.4, 42), sys.argv[1])"
     )
     env = dict(os.environ, PYTHONHASHSEED="12345")

@@ -5,7 +5,7 @@ Everything here is whole-batch and vectorized; every fast function has a naive
 Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.
 """
 
-from .banding import (
+from er_framework.kernels.banding import (
     band_keys,
     bucket_candidates,
     bucket_ids,
@@ -15,15 +15,15 @@ from .banding import (
     false_positive_area,
     threshold_estimate,
 )
-from .fss import fss_reference, fss_signatures
-from .groups import (
+from er_framework.kernels.fss import fss_reference, fss_signatures
+from er_framework.kernels.groups import (
     group_sorted,
     pack_pairs,
     pairs_in_groups,
     unique_pairs,
     unpack_pairs,
 )
-from .hashing import (
+from er_framework.kernels.hashing import (
     char_shingles,
     char_shingles_reference,
     codepoints,
@@ -37,9 +37,9 @@ from .hashing import (
     word_ngrams_reference,
     word_tokens,
 )
-from .jaccard import jaccard_pairs, jaccard_reference
-from .oph import oph_reference, oph_signatures
-from .minhash import (
+from er_framework.kernels.jaccard import jaccard_pairs, jaccard_reference
+from er_framework.kernels.oph import oph_reference, oph_signatures
+from er_framework.kernels.minhash import (
     EMPTY,
     PRIME,
     estimate_jaccard,

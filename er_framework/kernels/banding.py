@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .groups import pairs_in_groups, unique_pairs
-from .hashing import B, mix64
+from er_framework.kernels.groups import pairs_in_groups, unique_pairs
+from er_framework.kernels.hashing import B, mix64
 
 __all__ = [
     "band_keys",

@@ -43,9 +43,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from .groups import pack_pairs, pairs_in_groups, sorted_unique
-from .hashing import mix64
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.groups import pack_pairs, pairs_in_groups, sorted_unique
+from er_framework.kernels.hashing import mix64
 
 __all__ = [
     "HAS_BITWISE_COUNT",
@@ -415,7 +415,7 @@ def cell_sets(n_sets: int, cells_per_set: int, n_cells: int, seed: int) -> Int64
 
 def cell_sets_reference(n_sets: int, cells_per_set: int, n_cells: int, seed: int) -> list[list[int]]:
     """Pure-Python :func:`cell_sets` (test oracle)."""
-    from .hashing import mix64_reference
+    from er_framework.kernels.hashing import mix64_reference
 
     s = mix64_reference((int(seed) + _SETS_TAG) & _MASK)
     c = cells_per_set
@@ -827,7 +827,7 @@ def candidate_probabilities_exact(
 
     (averaged over the random sets; a fixed collection deviates slightly).
     The distribution of ``k`` depends on the print model
-    (see :mod:`er_framework.synth_fingerprints`):
+    (see :mod:`er_framework.synth.fingerprints`):
 
     * ``"latent"`` — every cell independent: ``k ~ Binomial(N, p q)`` for the
       same finger, ``Binomial(N, p**2)`` for different fingers;
@@ -976,7 +976,7 @@ def cell_overlap(
       the two prints' occupied cells that the other print shares (the
       harmonic mean of ``|A ∧ B| / |A|`` and ``|A ∧ B| / |B|``). This is the
       seed's "agreeing on 80% of occupied cells": two impressions of one
-      finger in the model of :mod:`er_framework.synth_fingerprints` score
+      finger in the model of :mod:`er_framework.synth.fingerprints` score
       about ``q = 0.8``, prints of different fingers about ``p = 0.2``;
       ``agreement = 2 J / (1 + J)``;
     * ``"overlap"``:   ``|A ∧ B| / min(|A|, |B|)`` — 1 when one print's cells

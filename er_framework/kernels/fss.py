@@ -97,11 +97,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from ..parallel import row_blocks
-from .hashing import mix64, mix64_reference
-from .minhash import EMPTY
-from .oph import _GOLDEN, _M32, _MASK, _S32, _check_k
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.parallel import row_blocks
+from er_framework.kernels.hashing import mix64, mix64_reference
+from er_framework.kernels.minhash import EMPTY
+from er_framework.kernels.oph import _GOLDEN, _M32, _MASK, _S32, _check_k
 
 __all__ = [
     "fss_reference",

@@ -42,8 +42,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from .groups import _sort_segments
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.groups import _sort_segments
 
 __all__ = [
     "B2",

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from ..parallel import map_ordered, split_sizes
-from .groups import _sort_segments
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.parallel import map_ordered, split_sizes
+from er_framework.kernels.groups import _sort_segments
 
 __all__ = ["jaccard_pairs", "jaccard_reference"]
 
@@ -53,7 +53,7 @@ def jaccard_pairs(
     Rows must be sorted and unique (the :class:`TokenSets` invariant). Pairs
     are processed in batches of about ``max_tokens_per_batch`` gathered tokens
     (``|A| + |B|`` summed; a single larger pair forms its own batch) on
-    ``workers`` threads (:mod:`er_framework.parallel`); the result does not
+    ``workers`` threads (:mod:`er_framework.kernels.parallel`); the result does not
     depend on either.
     In a batch, the tokens of both sides of pair ``j`` are laid out as one
     segment ``A_j ‖ B_j`` and every segment is sorted (a segmented sort, i.e.

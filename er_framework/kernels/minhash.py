@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from .hashing import mix64
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.hashing import mix64
 
 __all__ = [
     "EMPTY",

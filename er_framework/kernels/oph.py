@@ -61,10 +61,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..data import TokenSets
-from ..parallel import row_blocks
-from .hashing import mix64, mix64_reference
-from .minhash import EMPTY
+from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.parallel import row_blocks
+from er_framework.kernels.hashing import mix64, mix64_reference
+from er_framework.kernels.minhash import EMPTY
 
 __all__ = ["oph_reference", "oph_salts", "oph_signatures", "probe_bins"]
 

@@ -17,8 +17,8 @@ from er_framework.kernels import (
 from er_framework.kernels.oph import oph_reference, oph_signatures, probe_bins
 from er_framework.testing import check_signature_builder, sample_records
 from estimators import estimates, pairs_with_jaccard
-from plugins.documents import CharShingler
-from plugins.oph import OnePermutationHash
+from er_plugins.documents import CharShingler
+from er_plugins.oph import OnePermutationHash
 
 SETS = st.lists(
     st.lists(st.integers(0, (1 << 64) - 1), max_size=12) | st.lists(st.integers(0, 40), max_size=40),

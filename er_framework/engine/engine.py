@@ -1,0 +1,209 @@
+"""The job's components, built once, and what every executor and the index compute with them."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
+from er_framework.config.job import ComponentSpec, Job
+from er_framework.data import Batch, Pairs, Records
+from er_framework.errors import ErError, PluginError, Problem
+from er_framework.kernels.hashing import mix64
+
+__all__ = ["BLOCKER_SALT", "Engine", "signed_keys"]
+
+Int64Array = npt.NDArray[np.int64]
+
+#: mixed into the bucket ids of the second, third … blocker of a job
+BLOCKER_SALT = 0xD6E8FEB86659FD93
+
+_C = TypeVar("_C", bound=Component)
+
+
+def signed_keys(keys: npt.NDArray[np.uint64]) -> Int64Array:
+    """uint64 bucket ids as signed 64-bit integers (same bits; SQLite's and Dask's key type)."""
+    return np.ascontiguousarray(keys, dtype=np.uint64).view(np.int64)
+
+
+def _make(spec: ComponentSpec, family: type[_C], job: Job) -> _C:
+    comp = spec.instantiate(job.context)
+    if not isinstance(comp, family):
+        raise PluginError(Problem(where=spec.yaml_path, message=f"{spec.cls.name!r} did not build a {family.__name__}"))
+    return comp
+
+
+class Engine:
+    """The components of a job, instantiated once.
+
+    Every executor (local, Dask workers) and the persistent index use one
+    ``Engine`` per job and process; the per-batch computations they share
+    (normalizing, signing, bucket keys, scoring) are its methods, so a
+    record is treated the same wherever it is processed.
+    """
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        ctx = job.context
+        self.mode = job.spec.mode
+        self.link = self.mode == "link"
+        self.collapse = job.exact.enabled and self.mode != "link"
+        self.blockers = [_make(spec, Blocker, job) for spec in job.blockers]
+        self.verifier = _make(job.verifier, Verifier, job)
+        self.clusterer = _make(job.clusterer, Clusterer, job)
+        needs: set[str] = set(self.verifier.needs)
+        for b in self.blockers:
+            needs |= set(b.needs)
+        if job.signature is not None:
+            needs.add("signatures")
+        self.needs = needs
+        self.shingler: Shingler | None = None
+        if job.shingler is not None and needs & {"tokens", "signatures"}:
+            self.shingler = _make(job.shingler, Shingler, job)
+        self.builder: SignatureBuilder | None = None
+        if job.signature is not None and self.shingler is not None:
+            self.builder = _make(job.signature, SignatureBuilder, job)
+        self.threshold = self.verifier.threshold
+        del ctx
+
+    # ------------------------------------------------------------- capabilities
+
+    def distribution(self, component: Component) -> str:
+        """``"name (distribution version)"`` of the plugin that provided ``component``."""
+        info = self.job.registry.components[component.family].get(component.name)
+        if info is None:
+            return repr(component.name)
+        return f"{component.name!r} (plugin {info.plugin.name}, {info.plugin.distribution} {info.plugin.version})"
+
+    def lookup_refusals(self) -> list[str]:
+        """Why one new item cannot be looked up and scored alone (empty: it can)."""
+        problems: list[str] = []
+        for b in self.blockers:
+            if type(b).lookup_keys is Blocker.lookup_keys:
+                problems.append(
+                    f"blocker {b.name!r} cannot look up a single item (it has no lookup_keys: "
+                    "its candidates depend on the whole corpus, e.g. a sort order); "
+                    "use lsh_bands or field_hash"
+                )
+        if not self.verifier.pairwise:
+            problems.append(
+                f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
+                "so new pairs cannot be scored alone; use a pairwise verifier (jaccard, field_score)"
+            )
+        if self.shingler is not None and not self.shingler.streamable:
+            problems.append(
+                f"shingler {self.shingler.name!r} needs every record at once (streamable = False); "
+                "it cannot shingle one item or one partition at a time"
+            )
+        return problems
+
+    def require_lookup(self, where: str, purpose: str) -> None:
+        """Raise an error naming each component that cannot serve ``purpose`` item by item."""
+        problems = self.lookup_refusals()
+        if problems:
+            raise ErError([Problem(where=where, message=f"{purpose}: {m}") for m in problems])
+
+    # ------------------------------------------------------------- per batch
+
+    def batch(self, records: Records, tokens: bool, signatures: bool) -> Batch:
+        """A batch of ``records`` with their token sets and/or signatures."""
+        batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
+        if self.shingler is None or not (tokens or signatures):
+            return batch
+        if not tokens and self.builder is not None and self.builder.multiset_ok:
+            # signatures only, from a builder taking minima: the unsorted multisets suffice
+            batch.signatures = self.builder.build(self.shingler.shingle_multiset(records))
+            return batch
+        ts = self.shingler.shingle(records)
+        batch.tokens = ts
+        if signatures and self.builder is not None:
+            batch.signatures = self.builder.build(ts)
+        return batch
+
+    def keys(self, records: Records) -> tuple[Int64Array, Int64Array, Int64Array]:
+        """``(rows, bucket ids, blocker number)`` of every record (one row per key).
+
+        Two records are candidates exactly when they share a bucket id (and
+        the bucket is within its blocker's cap): the index and the Dask
+        executor block through these keys.
+        """
+        batch = self.batch(records, tokens=any("tokens" in b.needs for b in self.blockers), signatures=True)
+        rows, keys, which = [], [], []
+        for i, b in enumerate(self.blockers):
+            got = b.lookup_keys(batch)
+            if got is None:
+                raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no lookup keys"))
+            r, k = got
+            k = np.asarray(k, dtype=np.uint64)
+            if i:  # separate the key spaces of several blockers
+                k = mix64(k ^ np.uint64(BLOCKER_SALT * i % (1 << 64)))
+            rows.append(np.asarray(r, dtype=np.int64))
+            keys.append(signed_keys(k))
+            which.append(np.full(len(r), i, dtype=np.int64))
+        if not rows:
+            z = np.zeros(0, dtype=np.int64)
+            return z, z, z
+        return np.concatenate(rows), np.concatenate(keys), np.concatenate(which)
+
+    def caps(self) -> list[int | None]:
+        """Each blocker's bucket-size cap (buckets over it produce no pairs)."""
+        return [b.lookup_cap() for b in self.blockers]
+
+    def score(self, records: Records, pairs: Pairs) -> npt.NDArray[np.float64]:
+        """The verifier's scores of ``pairs`` (indices into ``records``), checked."""
+        if len(pairs) == 0:
+            return np.zeros(0, dtype=np.float64)
+        batch = self.batch(records, tokens="tokens" in self.verifier.needs, signatures="signatures" in self.verifier.needs)
+        return self.checked_scores(self.verifier.score(batch, pairs), len(pairs))
+
+    def checked_scores(self, scores: Any, n_pairs: int) -> npt.NDArray[np.float64]:
+        """A verifier's answer as float64, or a plugin error when it is not one score per pair."""
+        out = np.asarray(scores, dtype=np.float64)
+        if out.shape != (n_pairs,):
+            raise PluginError(Problem(
+                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned scores of shape "
+                f"{out.shape} for {n_pairs} pairs", fix="a verifier returns one float per pair, in the pairs' order"))
+        return out
+
+    def checked_candidates(self, blocker: Blocker, pairs: Pairs, batch: Batch) -> Pairs:
+        """A blocker's candidates, or a plugin error naming what breaks the contract.
+
+        The contract (:class:`~er_framework.components.Blocker`): indices into
+        the batch, ``left < right``, unique, sorted by ``(left, right)``, and
+        in link mode only pairs of records from different sources. The engine
+        does not repair a broken answer: a repaired bug stays hidden.
+        """
+        n = len(batch)
+        wrong: list[str] = []
+        if len(pairs):
+            lo = int(min(pairs.left.min(), pairs.right.min()))
+            hi = int(max(pairs.left.max(), pairs.right.max()))
+            if lo < 0 or hi >= n:
+                wrong.append(f"indices outside 0..{n - 1} (from {lo} to {hi})")
+            elif not pairs.is_normalized():
+                bad = int((pairs.left >= pairs.right).sum())
+                wrong.append(f"pairs not normalized ({bad} with left >= right; or duplicates or not sorted by (left, right))"
+                             if bad else "pairs duplicated or not sorted by (left, right)")
+            if not wrong and batch.cross_source_only:
+                src = batch.records.source
+                same = int((src[pairs.left] == src[pairs.right]).sum())
+                if same:
+                    wrong.append(f"{same} pairs of records from the same source in link mode")
+        if wrong:
+            raise PluginError(Problem(
+                where="blocker", message=f"blocker {self.distribution(blocker)} broke the candidates contract: "
+                + "; ".join(wrong),
+                fix="return Pairs(...).normalized() of batch indices (and in link mode drop same-source pairs, "
+                "e.g. batch.allowed(pairs)); er_framework.testing.check_blocker finds this"))
+        return pairs
+
+    def describe(self) -> dict[str, Any]:
+        """The components' own reports (what ``report.json`` shows of each)."""
+        return {
+            "shingler": self.shingler.describe() if self.shingler is not None else None,
+            "signature": self.builder.describe() if self.builder is not None else None,
+            "verifier": {**self.verifier.describe(), "threshold": self.threshold},
+            "clusterer": self.clusterer.describe(),
+        }

@@ -1,0 +1,191 @@
+"""The one report builder: ``report.json``'s sections, the same for every executor and the index.
+
+report.html is drawn from these sections and the written outputs by
+:mod:`er_framework.report.page` (called from the write stage).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.config.job import ComponentSpec, Job
+from er_framework.data import Pairs, Records
+from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
+from er_framework.engine.result import Result
+from er_framework.engine.stages import Exact, cluster_stats, write
+from er_framework.kernels.groups import sorted_unique
+
+__all__ = ["RunFacts", "build_report", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
+
+Int64Array = npt.NDArray[np.int64]
+
+
+def er_version() -> str:
+    try:
+        return metadata.version("er-framework")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "unknown"
+
+
+def versions(job: Job) -> dict[str, Any]:
+    """Versions of the framework, Python, numpy and the plugin of every component the job uses."""
+    used: dict[str, Any] = {}
+    specs: list[ComponentSpec | None] = [job.shingler, job.signature, *job.blockers, job.verifier, job.clusterer]
+    for spec in specs:
+        if spec is None:
+            continue
+        info = job.registry.components[spec.family][spec.cls.name]
+        used[f"{spec.family}:{spec.cls.name}"] = {
+            "plugin": info.plugin.name,
+            "distribution": info.plugin.distribution,
+            "version": info.plugin.version,
+        }
+    return {"er_framework": er_version(), "python": platform.python_version(), "numpy": np.__version__,
+            "components": used}
+
+
+def link_answer(
+    source: npt.NDArray[Any], names: list[str], candidates: Pairs, scores: npt.NDArray[np.float64],
+    labels: Int64Array, threshold: float,
+) -> dict[str, Any]:
+    """Link modes: how many records of each source matched another source.
+
+    ``matched`` counts, after clustering, the records of each source whose
+    cluster holds a record of another source (with ``one_to_one`` that is the
+    number of matched pairs). ``by_threshold`` counts, from the scored
+    candidates before clustering, the records of each source having at least
+    one cross-source pair at or above each threshold (the chosen one and a
+    few around it); ``score_histogram`` is the distribution of the
+    cross-source candidate scores.
+    """
+    src = source
+    n_src = len(names)
+    # clusters holding records of more than one source
+    order = np.lexsort((src, labels))
+    lab, s_sorted = labels[order], src[order]
+    first = np.ones(len(lab), dtype=bool)
+    first[1:] = (lab[1:] != lab[:-1]) | (s_sorted[1:] != s_sorted[:-1])
+    sources_per_cluster = np.bincount(lab[first], minlength=int(labels.max()) + 1 if len(labels) else 0)
+    mixed = sources_per_cluster[labels] > 1 if len(labels) else np.zeros(0, dtype=bool)
+    matched = {names[i]: int((mixed & (src == i)).sum()) for i in range(n_src)}
+
+    cross = src[candidates.left] != src[candidates.right]
+    left, right, sc = candidates.left[cross], candidates.right[cross], scores[cross]
+    finite = sc[np.isfinite(sc)]
+    hi = float(finite.max()) if len(finite) else threshold
+    grid = sorted({round(threshold * f, 6) for f in (0.8, 0.9, 1.0, 1.05, 1.1)} | {round(threshold, 6)})
+    grid = [t for t in grid if t <= max(hi, threshold)]
+    by_threshold = []
+    for t in grid:
+        keep = sc >= t
+        lk, rk = left[keep], right[keep]
+        row: dict[str, Any] = {"threshold": t, "pairs": int(keep.sum())}
+        for i in range(n_src):
+            row[names[i]] = int(len(sorted_unique(np.concatenate([lk[src[lk] == i], rk[src[rk] == i]]))))
+        by_threshold.append(row)
+    lo = float(finite.min()) if len(finite) else 0.0
+    if len(finite):
+        counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold)))
+    else:
+        counts, edges = np.zeros(0), np.zeros(0)
+    return {
+        "sources": names,
+        "threshold": threshold,
+        "matched": matched,
+        "by_threshold": by_threshold,
+        "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+    }
+
+
+@dataclass
+class RunFacts:
+    """What a run found, in the form every executor can give it (the report's input)."""
+
+    records: Records  # ids and sources (fields may be empty)
+    exact: Exact
+    candidates: Pairs | None  # global indices, normalized (None: not gathered; link modes need them)
+    candidate_count: int
+    scores: npt.NDArray[np.float64]  # one per candidate
+    verified: Pairs
+    pairs: Pairs  # verified + exact: clustered and written
+    labels: Int64Array
+    blockers: list[dict[str, Any]]
+    source_stats: dict[str, Any] = field(default_factory=dict)
+    normalize_stats: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    executor: dict[str, Any] = field(default_factory=dict)
+
+
+def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> dict[str, Any]:
+    """``report.json``: the same sections whichever executor ran the job (timings aside)."""
+    records = facts.records
+    n = len(records)
+    mode = job.spec.mode
+    described = engine.describe()
+    per_source = {name: int((records.source == i).sum()) for i, name in enumerate(records.source_names)}
+    link = None
+    if mode != "dedup":
+        assert facts.candidates is not None, "link modes report every candidate's score"
+        link = link_answer(records.source, records.source_names, facts.candidates, facts.scores, facts.labels,
+                           engine.threshold)
+    return {
+        "job": job.spec.name,
+        "config": str(job.config_path),
+        "config_hash": job.config_hash(),
+        "mode": mode,
+        "seed": job.context.seed,
+        "workers": job.context.workers,
+        "executor": {"type": job.spec.executor.type, **facts.executor},
+        "records": {"total": n, "per_source": per_source},
+        "sources": facts.source_stats,
+        "normalize": facts.normalize_stats,
+        "exact_duplicates": facts.exact.stats,
+        "shingler": described["shingler"],
+        "tokens": facts.tokens,
+        "signature": described["signature"],
+        "blockers": facts.blockers,
+        "candidate_pairs": int(facts.candidate_count),
+        "verified_pairs": int(len(facts.verified)),
+        "pairs_written": int(len(facts.pairs)),
+        "verifier": described["verifier"],
+        "clusterer": described["clusterer"],
+        "clusters": cluster_stats(facts.labels),
+        "link": link,
+        "diagnostics": facts.diagnostics,
+        "stages": log.stages,
+        "versions": versions(job),
+    }
+
+
+def finish_report(report: dict[str, Any], log: StageLog, t_start: float) -> None:
+    """Total seconds and peak memory, set just before writing and again at the end."""
+    report["seconds_total"] = round(time.perf_counter() - t_start, 4)
+    report["peak_rss_mb"] = log.peak_mb()
+
+
+def finish_run(
+    job: Job, engine: Engine, facts: RunFacts, log: StageLog, t_start: float, out_path: Path | None,
+    as_read: Records | None,
+) -> Result:
+    """Build the report, write the outputs (when ``out_path``) and return the result: every executor ends here."""
+    report = build_report(job, engine, facts, log)
+    result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,
+                    candidates=None if facts.candidates is None else
+                    Pairs(facts.candidates.left, facts.candidates.right, facts.scores))
+    if out_path is not None:
+        with log.stage("write"):
+            finish_report(report, log, t_start)
+            result.outputs = write(job, out_path, facts.records, facts.pairs, facts.labels, report,
+                           candidates=result.candidates, as_read=as_read)
+    finish_report(report, log, t_start)
+    return result

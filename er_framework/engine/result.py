@@ -1,0 +1,49 @@
+"""What a run produced, in memory, plus where it was written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.data import Pairs, Records
+
+__all__ = ["Result"]
+
+
+@dataclass
+class Result:
+    """Everything a run produced (in memory), plus where it was written."""
+
+    records: Records
+    pairs: Pairs  # verified + exact-duplicate pairs, global indices, scored, normalized
+    labels: npt.NDArray[np.int64]  # canonical cluster id per record
+    report: dict[str, Any]
+    outputs: dict[str, Path] = field(default_factory=dict)
+    #: every candidate pair of the blockers (global indices) with its verifier score
+    candidates: Pairs | None = None
+
+    def summary(self) -> str:
+        r = self.report
+        lines = [
+            f"records read      {r['records']['total']:>12,}",
+            f"exact duplicates  {r['exact_duplicates']['records_collapsed']:>12,}",
+            f"candidate pairs   {r['candidate_pairs']:>12,}",
+            f"verified pairs    {r['verified_pairs']:>12,}",
+            f"clusters          {r['clusters']['count']:>12,}  "
+            f"(largest {r['clusters']['largest']}, singletons {r['clusters']['singletons']:,})",
+            f"seconds           {r['seconds_total']:>12.2f}  peak memory {r['peak_rss_mb']:.0f} MB",
+        ]
+        link = r.get("link")
+        if link:
+            a, b = link["sources"][0], link["sources"][-1]
+            lines.append(
+                f"{b} records matched to {a}: {link['matched'][b]:,} of {r['records']['per_source'][b]:,} "
+                f"(score >= {link['threshold']:g}, after clustering)"
+            )
+        for path in self.outputs.values():
+            lines.append(f"wrote {path}")
+        return "\n".join(lines)

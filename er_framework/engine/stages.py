@@ -1,0 +1,540 @@
+"""One function per stage of a job. No maths here: kernels and components do the work.
+
+    read -> normalize -> exact duplicates -> shingle + sign -> block
+         -> diagnostics -> verify -> cluster -> write
+
+Every executor and the index call these functions (the local executor all
+of them in order; the Dask executor the per-partition ones on its workers and
+the rest on the client), so a behaviour lives in one place.
+
+Record indices are global (all sources concatenated, in source order). The
+exact-duplicate stage may collapse copies onto one representative; the later
+stages then see only the *active* records, and their pairs are mapped back
+to global indices.
+"""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.config.job import Job
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
+from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.html import extract_text
+from er_framework.io.tables import merge_files, read_source_with_stats, write_outputs
+from er_framework.kernels import group_sorted, hash_strings, pairs_in_groups
+from er_framework.kernels.graph import canonical_labels
+from er_framework.kernels.groups import sorted_unique
+from er_framework.kernels.parallel import split_sizes
+from er_framework.normalize import normalize_column_with_stats
+from er_framework.report.page import RunData, write_report
+
+__all__ = [
+    "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text", "require_out_dir", "with_exact",
+    "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
+    "read", "score_streamed", "shingle_and_sign", "subtract_pairs", "verify", "write",
+]
+
+Int64Array = npt.NDArray[np.int64]
+
+#: smallest token budget of a verification block, MB
+VERIFY_MIN_MB = 64
+#: below this many values (all normalized fields together) normalizers run in this process
+PARALLEL_NORMALIZE_MIN_VALUES = 200_000
+
+
+# ------------------------------------------------------------------ read
+
+
+def read(job: Job) -> tuple[Records, dict[str, Any]]:
+    """Every source of ``job``; problems of all sources are reported together.
+
+    HTML columns (``html:`` of a source) are replaced by their visible text.
+    Returns the records and per-source reading statistics for the report.
+    """
+    parts: list[Records] = []
+    problems: list[Problem] = []
+    stats: dict[str, Any] = {}
+    for i, src in enumerate(job.spec.sources):
+        files: list[Records] = []
+        st: dict[str, Any] = {}
+        for path in job.source_paths(i):
+            try:
+                recs, st_file = read_source_with_stats(
+                    path, id_column=src.id, fields=src.fields, name=src.name,
+                    where=f"{job.config_path}: sources[{i}]", layout=src.layout,
+                )
+            except ErError as exc:
+                problems.extend(exc.problems)
+                continue
+            st.update(st_file)
+            files.append(recs)
+        if len(files) != len(job.source_paths(i)):
+            continue
+        recs = files[0] if len(files) == 1 else merge_files(files, f"{job.config_path}: sources[{i}] ({src.path})")
+        st.update(html_to_text(job, i, recs))
+        if len(files) > 1:
+            st["files"] = len(files)
+        stats[src.name] = st
+        parts.append(recs)
+    if problems:
+        raise InputError(problems)
+    return Records.concat(parts), stats
+
+
+def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
+    """Replace the HTML columns of source ``source`` (its ``html:`` option) by their visible text, in place."""
+    spec = job.spec.sources[source]
+    stats: dict[str, Any] = {}
+    if spec.html is None:
+        return stats
+    for column in spec.html.fields or spec.fields:
+        texts, html_stats = extract_text(records.fields[column], boilerplate=spec.html.boilerplate,
+                                         language=spec.html.language)
+        records.fields[column] = texts
+        stats[f"html:{column}"] = html_stats
+    return stats
+
+
+# ------------------------------------------------------------------ normalize
+
+
+def normalize_fields(
+    records: Records, spec: dict[str, Any], workers: int
+) -> dict[str, tuple[list[str | None], dict[str, Any]]]:
+    """Every field of ``spec`` through its normalizers: ``{field: (values, stats)}``.
+
+    Normalizers are Python per distinct value (they hold the GIL), so on large
+    inputs the fields are spread over ``workers`` forked processes, one task
+    per field; each field's result is the same function's, wherever it ran.
+    """
+    fields = [f for f in spec if f in records.fields]
+    total = sum(len(records.fields[f]) for f in fields)
+    if workers <= 1 or len(fields) <= 1 or total < PARALLEL_NORMALIZE_MIN_VALUES:
+        return {f: normalize_column_with_stats(records.fields[f], spec[f]) for f in fields}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=min(workers, len(fields)), mp_context=ctx) as pool:
+        futures = {f: pool.submit(normalize_column_with_stats, records.fields[f], spec[f]) for f in fields}
+        return {f: futures[f].result() for f in fields}
+
+
+def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, dict[str, Any]]:
+    """The job's ``normalize:`` steps applied to ``records``: a new :class:`Records` and per-field stats."""
+    fields = dict(records.fields)
+    stats: dict[str, Any] = {}
+    for name, (values, st) in normalize_fields(records, job.spec.normalize, workers).items():
+        fields[name], stats[name] = values, st
+    return Records(records.ids, records.source, records.source_names, fields), stats
+
+
+# ------------------------------------------------------------------ exact duplicates
+
+
+def normalize_text(text: str) -> str:
+    """NFKC, case-folded, whitespace runs folded to one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def exact_keys(records: Records, normalize: bool) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """``(keys, nonempty)``: the stable 64-bit hash of each record's (normalized) text.
+
+    Records with equal keys are exact duplicates; an empty text is nobody's
+    duplicate (``nonempty`` false).
+    """
+    texts = records.text()
+    if normalize:
+        texts = [normalize_text(t) for t in texts]
+    keys = hash_strings(texts)
+    nonempty = np.fromiter((len(t) > 0 for t in texts), dtype=bool, count=len(texts))
+    return keys, nonempty
+
+
+@dataclass
+class Exact:
+    """What the exact-duplicate stage found."""
+
+    pairs: Pairs  # scored 1.0, global indices, normalized
+    active: Int64Array  # records that take part in the later stages
+    stats: dict[str, Any]
+
+
+def exact_groups_from_keys(
+    keys: npt.NDArray[np.uint64], nonempty: npt.NDArray[np.bool_], source: npt.NDArray[Any], collapse: bool
+) -> Exact:
+    """Exact copies from the records' :func:`exact_keys` and sources.
+
+    With ``collapse`` (dedup modes) each group of identical records is linked
+    as a star to its first record with score 1.0 and only that
+    representative stays active for the later stages. Without ``collapse``
+    (link mode) all cross-source pairs inside a group are returned and every
+    record stays active (within-source copies are not pairs in link mode, but
+    each must still find its near-duplicates in the other source). Empty
+    texts are never exact duplicates of each other.
+    """
+    n = len(keys)
+    idx = np.flatnonzero(nonempty).astype(np.int64)
+    order, starts, sizes = group_sorted(keys[idx])
+    members = idx[order]  # stable sort: ascending record index within each group
+    group_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    in_group = sizes[group_of] >= 2
+    multi = sizes >= 2
+    active = np.arange(n, dtype=np.int64)
+    stats: dict[str, Any] = {"groups": int(multi.sum()), "records_in_groups": int(sizes[multi].sum())}
+    if collapse:
+        rep_of = members[starts[group_of]]  # representative = smallest index of the group
+        dup = in_group & (members != rep_of)
+        pairs = Pairs(rep_of[dup], members[dup], np.ones(int(dup.sum()))).normalized()
+        collapsed = np.zeros(n, dtype=bool)
+        collapsed[members[dup]] = True
+        active = np.flatnonzero(~collapsed).astype(np.int64)
+        stats["records_collapsed"] = int(collapsed.sum())
+    else:
+        left, right = pairs_in_groups(members, starts[multi], sizes[multi])
+        cross = source[left] != source[right]
+        pairs = Pairs(left[cross], right[cross], np.ones(int(cross.sum()))).normalized()
+        stats["records_collapsed"] = 0
+    stats["pairs"] = int(len(pairs))
+    return Exact(pairs, active, stats)
+
+
+def exact_duplicates(job: Job, records: Records) -> Exact:
+    """The exact-duplicate stage (or its no-op when the job turns it off)."""
+    if not job.exact.enabled:
+        return exact_from_keys(job, None, None, records.source)
+    keys, nonempty = exact_keys(records, job.exact.normalize)
+    return exact_from_keys(job, keys, nonempty, records.source)
+
+
+def exact_from_keys(
+    job: Job, keys: npt.NDArray[np.uint64] | None, nonempty: npt.NDArray[np.bool_] | None, source: npt.NDArray[Any]
+) -> Exact:
+    """The exact-duplicate stage from the records' :func:`exact_keys` (computed wherever the records were read)."""
+    if job.exact.enabled and keys is not None and nonempty is not None:
+        found = exact_groups_from_keys(keys, nonempty, source, collapse=job.spec.mode != "link")
+    else:
+        found = Exact(Pairs.empty(scored=True), np.arange(len(source), dtype=np.int64),
+                      {"groups": 0, "records_in_groups": 0, "records_collapsed": 0, "pairs": 0})
+    found.stats["enabled"] = job.exact.enabled
+    return found
+
+
+# ------------------------------------------------------------------ shingle + sign
+
+
+@dataclass
+class Shingled:
+    """What the streamed shingle/signature stages produced."""
+
+    sizes: Int64Array
+    tokens: TokenSets | None
+    signatures: Signatures | None
+    chunks: int
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog) -> Shingled:
+    """Token sets and signatures of ``records`` (the active ones), a chunk of records at a time; fills ``batch``.
+
+    Components see whole chunks (never one record); token sets and
+    signatures are per record, so the result does not depend on the chunk
+    size. Token sets are kept when a blocker reads them (or the shingler
+    must see every record at once); otherwise while they fit in
+    ``token_memory_mb`` (``"budget"``), and beyond that dropped after signing
+    and recomputed for the records a later stage asks for through
+    ``batch.token_source``; with a builder that takes minima
+    (``multiset_ok``) the shingler's multisets are signed and nothing is kept
+    (``"none"``).
+    """
+    job, shingler, builder = engine.job, engine.shingler, engine.builder
+    if shingler is None:
+        for name in ["shingle", "signatures"]:  # logged as skipped
+            with log.stage(name):
+                pass
+        return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
+    must_keep = (
+        builder is None
+        or any("tokens" in b.needs for b in engine.blockers)
+        or not shingler.streamable
+    )
+    keep = "all" if must_keep else ("none" if builder is not None and builder.multiset_ok else "budget")
+    chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
+    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log)
+    sizes = shingled.sizes
+    batch.tokens = shingled.tokens
+    shingled.report = {
+        "records_shingled": int(len(sizes)),
+        "empty_token_sets": int((sizes == 0).sum()),
+        "mean_tokens": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
+        "total_tokens": int(sizes.sum()),
+        # multisets: shingles counted with repeats (the sets were never built)
+        "tokens_counted": "with repeats" if keep == "none" else "distinct",
+        "token_sets_kept": shingled.tokens is not None,
+        "chunks": shingled.chunks,
+    }
+    log.stages[-2 if builder is not None else -1].update(shingled.report)
+    if shingled.tokens is None:
+        batch.token_source = lambda rows: shingler.shingle(records.take(rows))
+    if builder is not None:
+        batch.signatures = shingled.signatures
+        assert batch.signatures is not None
+        log.stages[-1]["shape"] = list(batch.signatures.values.shape)
+        log.stages[-1]["bytes"] = int(batch.signatures.values.nbytes)
+    return shingled
+
+
+def _shingle_chunks(
+    records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
+    log: StageLog,
+) -> Shingled:
+    """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``)."""
+    names = ["shingle"] + (["signatures"] if builder is not None else [])
+    n = len(records)
+    bounds = list(range(0, n, chunk_records)) + [n] if n else [0, 0]
+    # kept token sets are appended to one buffer: np.empty reserves address
+    # space only, pages become resident as they are written (no 2x concat)
+    cap = int(token_memory_mb * 2**20) // 8 if keep == "budget" else 0
+    buffer: npt.NDArray[Any] | None = np.empty(cap, dtype=np.uint64) if cap else None
+    used = 0
+    token_parts: list[TokenSets] = []
+    sig_parts: list[Signatures] = []
+    sizes: list[Int64Array] = []
+    kept = keep in ("all", "budget")
+    with log.interleaved(names) as timer:
+        for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
+            part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
+            with timer("shingle"):
+                tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
+            sizes.append(tokens.sizes)
+            if builder is not None:
+                with timer("signatures"):
+                    sig_parts.append(builder.build(tokens))
+            if keep == "all":
+                token_parts.append(tokens)
+            elif kept and buffer is not None and used + len(tokens.tokens) <= cap and tokens.tokens.dtype == np.uint64:
+                buffer[used : used + len(tokens.tokens)] = tokens.tokens
+                used += len(tokens.tokens)
+            elif kept:
+                kept, buffer = False, None  # over budget: stream from here on
+            del tokens
+    if builder is None:
+        with log.stage("signatures"):
+            pass
+    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+    token_sets: TokenSets | None = None
+    if keep == "all":
+        token_sets = token_parts[0] if len(token_parts) == 1 else TokenSets.concat(token_parts)
+    elif kept and buffer is not None:
+        indptr = np.zeros(len(all_sizes) + 1, dtype=np.int64)
+        np.cumsum(all_sizes, out=indptr[1:])
+        token_sets = TokenSets(indptr, buffer[:used])
+    signatures = None
+    if builder is not None:
+        signatures = sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)
+    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1)
+
+
+# ------------------------------------------------------------------ block
+
+
+def subtract_pairs(pairs: Pairs, known: Pairs) -> Pairs:
+    """Pairs not in ``known`` (both normalized)."""
+    if len(known) == 0 or len(pairs) == 0:
+        return pairs
+    n = int(max(pairs.right.max(), known.right.max())) + 1
+    a = pairs.left * n + pairs.right
+    b = known.left * n + known.right
+    return pairs.select(~np.isin(a, b))
+
+
+def block(engine: Engine, batch: Batch, exact: Exact) -> tuple[Pairs, list[dict[str, Any]]]:
+    """Candidate pairs of every blocker (global indices, normalized, exact pairs removed) and each blocker's report.
+
+    Each blocker's answer is checked against the contract
+    (:meth:`Engine.checked_candidates`): a broken answer is a plugin error.
+    """
+    found: list[Pairs] = []
+    reports: list[dict[str, Any]] = []
+    for blocker in engine.blockers:
+        cand = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
+        found.append(cand)
+        rep = blocker.describe()
+        rep["candidate_pairs"] = int(len(cand))
+        reports.append(rep)
+    local = found[0] if len(found) == 1 else Pairs.union(found)
+    active = exact.active
+    candidates = Pairs(active[local.left], active[local.right])  # increasing map: still normalized
+    return subtract_pairs(candidates, exact.pairs), reports
+
+
+def diagnostics(engine: Engine, batch: Batch, sample: int) -> dict[str, Any]:
+    """The blockers' evidence for the report (the measured S-curve …), ``sample`` records probed."""
+    out: dict[str, Any] = {}
+    for blocker in engine.blockers:
+        d = blocker.diagnostics(batch, sample)
+        if d is not None:
+            out.update(d)
+    return out
+
+
+# ------------------------------------------------------------------ verify
+
+
+def score_streamed(
+    engine: Engine, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
+) -> tuple[npt.NDArray[np.float64], int, int]:
+    """Scores of ``pairs`` with token sets recomputed per block of pairs: (scores, records shingled, blocks).
+
+    A pair costs the token counts of its two records (``sizes``, an upper
+    bound of the set sizes); blocks hold about ``token_memory_mb`` of tokens
+    (at least one pair; at least :data:`VERIFY_MIN_MB`, so that a zero budget,
+    which keeps no token sets after signing, still verifies in large blocks).
+    Each pair is scored exactly once, with the same
+    token sets as without blocks, so the scores do not depend on the budget.
+    """
+    budget = int(max(token_memory_mb, VERIFY_MIN_MB) * 2**20) // 8
+    cost = sizes[pairs.left] + sizes[pairs.right] + 2
+    scores = np.empty(len(pairs), dtype=np.float64)
+    shingled = 0
+    blocks = split_sizes(cost, budget)
+    for a, b in blocks:  # one step per block of pairs
+        left, right = pairs.left[a:b], pairs.right[a:b]
+        involved = sorted_unique(np.concatenate([left, right]))
+        shingled += len(involved)
+        local = Pairs(np.searchsorted(involved, left), np.searchsorted(involved, right))
+        scores[a:b] = engine.checked_scores(engine.verifier.score(batch.subset(involved), local), len(local))
+    return scores, shingled, len(blocks)
+
+
+@dataclass
+class Verified:
+    """What the verify stage produced (global indices)."""
+
+    scores: npt.NDArray[np.float64]  # one per candidate pair
+    verified: Pairs  # candidates at or above the threshold, scored
+    pairs: Pairs  # verified + exact-duplicate pairs: the graph that is clustered and written
+    info: dict[str, Any]
+
+
+def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingled: Shingled, n: int) -> Verified:
+    """Score the candidates with the job's verifier; keep ``score >= threshold``; add the exact pairs."""
+    local_of = np.full(n, -1, dtype=np.int64)  # verifiers see the batch (active records)
+    local_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
+    local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
+    info: dict[str, Any] = {}
+    if batch.tokens is None and batch.token_source is not None and "tokens" in engine.verifier.needs:
+        # streamed corpus: the token sets of the records in candidate pairs
+        # only, a block of pairs at a time so that the sets in memory stay
+        # within token_memory_mb (pairs are sorted by left record, so a
+        # record's pairs mostly fall into one block)
+        scores, info["records_reshingled"], info["verify_blocks"] = score_streamed(
+            engine, batch, local_cand, shingled.sizes, engine.job.spec.token_memory_mb
+        )
+    else:
+        scores = engine.checked_scores(engine.verifier.score(batch, local_cand), len(local_cand))
+    keep = scores >= engine.threshold
+    verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
+    info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})
+    return Verified(scores, verified, with_exact(verified, exact.pairs), info)
+
+
+def with_exact(verified: Pairs, exact_pairs: Pairs) -> Pairs:
+    """The verified pairs and the exact-duplicate pairs (score 1.0), normalized."""
+    exact_score = exact_pairs.score if exact_pairs.score is not None else np.ones(len(exact_pairs))
+    verified_score = verified.score if verified.score is not None else np.ones(len(verified))
+    return Pairs(
+        np.concatenate([exact_pairs.left, verified.left]),
+        np.concatenate([exact_pairs.right, verified.right]),
+        np.concatenate([exact_score, verified_score]),
+    ).normalized()
+
+
+# ------------------------------------------------------------------ cluster
+
+
+def cluster(engine: Engine, n: int, pairs: Pairs) -> Int64Array:
+    """The job's clusterer over the verified pairs: canonical labels (0, 1, … in order of first record)."""
+    raw = np.asarray(engine.clusterer.cluster(n, pairs))
+    if raw.shape != (n,):
+        raise ErError(f"clusterer {engine.distribution(engine.clusterer)} returned {raw.shape} labels for {n} records")
+    return canonical_labels(raw)
+
+
+def cluster_stats(labels: Int64Array) -> dict[str, int]:
+    """Counts of the clusters for the report."""
+    counts = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
+    return {
+        "count": int(len(counts)),
+        "singletons": int((counts == 1).sum()),
+        "largest": int(counts.max()) if len(counts) else 0,
+        "records_in_multi_record_clusters": int(counts[counts > 1].sum()),
+    }
+
+
+# ------------------------------------------------------------------ write
+
+
+def output_tables(records: Records, pairs: Pairs, labels: Int64Array) -> dict[str, dict[str, Any]]:
+    """The ``pairs`` and ``clusters`` tables with ids and source names."""
+    ids = np.asarray(records.ids, dtype=object)
+    names = np.asarray(records.source_names, dtype=object)
+    src = records.source
+    return {
+        "pairs": {
+            "left_source": names[src[pairs.left]],
+            "left_id": ids[pairs.left],
+            "right_source": names[src[pairs.right]],
+            "right_id": ids[pairs.right],
+            "score": pairs.score if pairs.score is not None else np.ones(len(pairs)),
+        },
+        "clusters": {
+            "source": names[src],
+            "id": ids,
+            "cluster_id": labels,
+        },
+    }
+
+
+def write(
+    job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
+    *, candidates: Pairs | None = None, as_read: Records | None = None,
+) -> dict[str, Path]:
+    """pairs, clusters (and candidates) tables and report.json, written atomically; then report.html.
+
+    ``records`` needs ids and sources only; ``as_read`` (the records with
+    their fields as read) lets report.html show example records without
+    reading the sources again (without it they are read through the job
+    file, as ``er report`` does). A failure drawing report.html keeps the
+    other outputs and says how to draw it again.
+    """
+    tables = output_tables(records, pairs, labels)
+    if job.spec.output.candidates and candidates is not None:
+        tables["candidates"] = output_tables(records, candidates, labels)["pairs"]
+    outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
+    try:  # the visual report is derived from the outputs; a failure must not lose them
+        run = RunData(as_read, pairs, labels) if as_read is not None else None
+        outputs["report_html"] = write_report(out_path, config_path=job.config_path, run=run)
+    except Exception as exc:  # noqa: BLE001 - reported, outputs kept
+        print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
+              f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
+    return outputs
+
+
+def require_out_dir(job: Job, out_dir: str | Path | None, write: bool) -> Path | None:
+    """The output folder of a run (an error when the run writes and none is given)."""
+    out_path = job.output_dir(out_dir)
+    if write and out_path is None:
+        raise InputError(Problem(where=str(job.config_path), path="output.dir", message="no output folder given",
+                                 fix="pass --out DIR or set output: {dir: …} in the YAML"))
+    return out_path

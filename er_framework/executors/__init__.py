@@ -1,0 +1,55 @@
+"""Where a job's stages run. An executor is one module plus one line in :data:`EXECUTORS`.
+
+An executor is a function ``run(job, out_dir, *, progress, write) -> Result``
+that drives the engine's stages (:mod:`er_framework.engine.stages`) and ends
+with :func:`er_framework.engine.report.finish_run` (the one report builder
+and writer). It is registered here by name, as ``"module:function"``, so
+that a heavy dependency (Dask) is imported only when a job asks for it. The
+engine imports no executor; the job's ``executor: {type: NAME}`` picks one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Callable, Protocol
+
+from er_framework.config.job import Job
+from er_framework.engine.result import Result
+from er_framework.errors import ConfigError, Problem, choices_text
+
+__all__ = ["EXECUTORS", "Executor", "get_executor", "run_job"]
+
+
+class Executor(Protocol):
+    """What an executor is: runs a validated job, returns its :class:`Result`."""
+
+    def __call__(
+        self, job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
+        write: bool = True,
+    ) -> Result: ...
+
+
+#: executor name (the YAML ``executor.type``) -> ``"module:function"``
+EXECUTORS: dict[str, str] = {
+    "local": "er_framework.executors.local:run_local",
+    "dask": "er_framework.executors.dask:run_dask",
+}
+
+
+def get_executor(name: str) -> Executor:
+    """The executor registered as ``name``."""
+    target = EXECUTORS.get(name)
+    if target is None:
+        raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
+                                  fix=f"installed executors: {choices_text(EXECUTORS)}"))
+    module, _, func = target.partition(":")
+    run: Executor = getattr(importlib.import_module(module), func)
+    return run
+
+
+def run_job(
+    job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
+) -> Result:
+    """Run a validated job on the executor it names (``executor.type``, default ``local``)."""
+    return get_executor(job.spec.executor.type)(job, out_dir, progress=progress, write=write)

@@ -1,0 +1,443 @@
+"""Run a job on a Dask cluster (``executor: {type: dask, ...}``) with the local executor's answer.
+
+    executor: {type: dask, address: tcp://scheduler:8786}
+    executor: {type: dask, local_cluster: {n_workers: 2}, partition_mb: 64}
+
+Install with ``pip install "er-framework[dask]"``. The plan (every task is a
+pure function of the input files and the job, so Dask may run it again on
+another worker when one dies):
+
+1. **read** — each source file is split into partitions of ``partition_mb``
+   (uncompressed JSONL/CSV/TSV by byte range, on line starts; gzip and Parquet
+   files are one partition each). A task reads and normalizes its partition
+   and returns only ids and exact-text hashes; the client numbers the records
+   (global index = position in source order, as the local executor does),
+   checks ids for duplicates across partitions and finds exact duplicates.
+2. **keys** — per partition: shingles, signatures and the blockers'
+   :meth:`~er_framework.components.Blocker.lookup_keys` (bucket ids) of the
+   active records, split by bucket id into ``P`` shuffle parts.
+3. **buckets** — shuffle part ``j`` holds every entry of its buckets, so each
+   bucket is processed once: pairs of its members (buckets over the cap
+   skipped, cross-source only in link mode), split by pair hash into ``P``.
+4. **dedup** — pairs of all bands and blockers meet in one part: unique,
+   minus the exact-duplicate pairs; each part lists the records it needs per
+   input partition.
+5. **verify** — each input partition is read again and serves the records
+   each pair part needs (the join by id); the pair part is scored with the
+   job's verifier.
+6. **cluster** — the verified pairs are gathered and clustered on the client
+   with the job's clusterer; outputs are written by the client, atomically,
+   with the same writer as the local executor (same bytes).
+
+Peak memory of a worker is one partition's records, token sets and keys
+plus one shuffle part, not the data size. The client holds ids, one hash
+and a few bytes per record, and the verified pairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.config.job import Job, load_yaml, resolve_job
+from er_framework.data import Pairs, Records
+from er_framework.engine import stages
+from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
+from er_framework.engine.report import RunFacts, finish_run
+from er_framework.engine.result import Result
+from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.tables import partition_ranges, read_source
+from er_framework.kernels.graph import canonical_labels, connected_component_labels
+from er_framework.kernels.groups import pack_pairs, pairs_in_groups, unpack_pairs
+from er_framework.kernels.hashing import mix64
+
+Int64Array = npt.NDArray[np.int64]
+
+#: test hook: seconds each verify task sleeps (the worker-kill test needs time to kill)
+SLOW_ENV = "ER_DASK_TEST_TASK_SECONDS"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One input partition: a source file, or a byte range of it."""
+
+    source: int
+    path: str
+    byte_range: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """What a worker needs to rebuild the job: the YAML text and where it came from."""
+
+    text: str
+    filename: str
+    base_dir: str
+    digest: str
+
+
+_JOBS: dict[str, Engine] = {}
+
+
+def _tune_malloc() -> None:
+    """Let glibc serve large numpy temporaries from the heap again on Dask workers.
+
+    Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``; setting
+    any malloc threshold turns off glibc's dynamic mmap threshold, so every
+    array above 128 KB is mmapped and unmapped, page-faulting on each use:
+    the shingling and signing tasks ran 2.3x slower (measured), and the
+    65 KB trim threshold gives pages back after every task. Fixed 64 MB
+    thresholds restore the speed; free memory above 64 MB is still returned.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 64 * 2**20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 * 2**20)  # M_TRIM_THRESHOLD: free heap above 64 MB still goes back
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+def _engine(ref: JobRef) -> Engine:
+    """The job's components on this worker (built once per process)."""
+    got = _JOBS.get(ref.digest)
+    if got is None:
+        if os.environ.get("MALLOC_TRIM_THRESHOLD_"):
+            _tune_malloc()
+
+        data, lines, problems = load_yaml(ref.text, ref.filename)
+        job = resolve_job(data, lines, ref.filename, Path(ref.base_dir), problems, check_files=False,
+                          config_path=Path(ref.filename))
+        job.context.workers = 1
+        got = _JOBS[ref.digest] = Engine(job)
+    return got
+
+
+def _read(ref: JobRef, part: Part) -> Records:
+    """The partition's records, read and normalized by the engine's stages (as the local executor does)."""
+    eng = _engine(ref)
+    spec = eng.job.spec.sources[part.source]
+    recs = read_source(part.path, id_column=spec.id, fields=spec.fields, name=spec.name,
+                       where=f"sources[{part.source}]", layout=spec.layout, byte_range=part.byte_range)
+    stages.html_to_text(eng.job, part.source, recs)
+    recs = stages.normalize(eng.job, recs)[0]
+    recs.source[:] = part.source
+    return recs
+
+
+# ---------------------------------------------------------------- tasks (run on workers)
+
+
+def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Ids and exact-duplicate hashes of a partition."""
+    recs = _read(ref, part)
+    eng = _engine(ref)
+    keys, nonempty = stages.exact_keys(recs, eng.job.exact.normalize)
+    return recs.ids, keys, nonempty
+
+
+def task_keys(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int) -> list[tuple[Int64Array, ...]]:
+    """Bucket ids of the partition's active records, split into ``n_parts`` shuffle parts."""
+    eng = _engine(ref)
+    recs = _read(ref, part).take(active_local)
+    rows, keys, which = eng.keys(recs)
+    gidx = active_local[rows] + offset
+    src = np.full(len(rows), part.source, dtype=np.int64)
+    dest = (keys.view(np.uint64) % np.uint64(n_parts)).astype(np.int64)
+    out = []
+    for j in range(n_parts):
+        m = dest == j
+        out.append((keys[m], gidx[m], src[m], which[m]))
+    return out
+
+
+def task_buckets(ref: JobRef, pieces: list[tuple[Int64Array, ...]], n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
+    """Pairs of every bucket of one shuffle part, unique per blocker, with their blocker, split by pair hash into ``n_parts``."""
+    eng = _engine(ref)
+    caps = eng.caps()
+    keys = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    gidx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    src = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    which = np.concatenate([p[3] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    order = np.lexsort((gidx, keys))
+    keys, gidx, src, which = keys[order], gidx[order], src[order], which[order]
+    n = len(keys)
+    new = np.ones(n, dtype=bool)
+    new[1:] = keys[1:] != keys[:-1]
+    starts = np.flatnonzero(new).astype(np.int64)
+    sizes = np.diff(np.append(starts, np.int64(n))).astype(np.int64)
+    cap = np.array([c if c is not None else np.iinfo(np.int64).max for c in caps], dtype=np.int64)
+    use = sizes >= 2
+    use[use] &= sizes[use] <= cap[which[starts[use]]]
+    left, right = pairs_in_groups(gidx, starts[use], sizes[use])
+    group_size = sizes[use]
+    blocker = np.repeat(which[starts[use]], group_size * (group_size - 1) // 2)
+    keep = left != right
+    if eng.link:  # cross-source pairs only
+        u, first = np.unique(gidx, return_index=True)
+        src_u = src[first]
+        keep &= src_u[np.searchsorted(u, left)] != src_u[np.searchsorted(u, right)]
+    left, right, blocker = left[keep], right[keep], blocker[keep]
+    lo, hi = np.minimum(left, right), np.maximum(left, right)
+    packed = pack_pairs(lo, hi)
+    both = np.unique(np.stack([packed, blocker.astype(np.uint64)], axis=1), axis=0) if len(packed) else np.zeros((0, 2), np.uint64)
+    packed, blocker = both[:, 0], both[:, 1].astype(np.int64)
+    dest = (mix64(packed) % np.uint64(n_parts)).astype(np.int64)
+    return [(packed[dest == j], blocker[dest == j]) for j in range(n_parts)]
+
+
+def task_dedup(pieces: list[tuple[npt.NDArray[np.uint64], Int64Array]], exact: npt.NDArray[np.uint64], offsets: Int64Array,
+               n_blockers: int) -> tuple[npt.NDArray[np.uint64], list[Int64Array], Int64Array]:
+    """Unique candidate pairs of one part (exact pairs removed), the records needed per input partition,
+    and each blocker's count of distinct pairs in this part (before the exact pairs are removed, as locally)."""
+    packed = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.uint64)
+    blocker = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    per_blocker = np.array([len(np.unique(packed[blocker == b])) for b in range(n_blockers)], dtype=np.int64)
+    packed = np.unique(packed)
+    if len(exact):
+        packed = packed[~np.isin(packed, exact)]
+    left, right = unpack_pairs(packed)
+    need = np.unique(np.concatenate([left, right]))
+    owner = np.searchsorted(offsets, need, side="right") - 1
+    return packed, [need[owner == i] for i in range(len(offsets) - 1)], per_blocker
+
+
+def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -> list[Records]:
+    """The records of this partition that each pair part needs (the join by id)."""
+    recs = _read(ref, part)
+    return [recs.take(w - offset) for w in wanted]
+
+
+def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array]
+                ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
+    """Scores of one part's candidate pairs: the pairs at or above the threshold, the candidate count,
+    and (link modes, for the report's link answer) every candidate's score in ``packed`` order."""
+    slow = os.environ.get(SLOW_ENV)
+    if slow:
+        time.sleep(float(slow))
+    eng = _engine(ref)
+    left, right = unpack_pairs(packed)
+    gids = np.concatenate(needed) if needed else np.zeros(0, np.int64)
+    recs = Records.stack(served)
+    order = np.argsort(gids, kind="stable")
+    g_sorted = gids[order]
+    li = order[np.searchsorted(g_sorted, left)]
+    ri = order[np.searchsorted(g_sorted, right)]
+    scores = eng.score(recs, Pairs(li, ri))
+    keep = scores >= eng.threshold
+    all_scores = scores if eng.mode != "dedup" else np.zeros(0)
+    return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
+
+
+def task_forest(*parts: Any) -> tuple[Int64Array, Int64Array]:
+    """A spanning forest of the union of some verified-pair parts: one edge (smallest node, node) per
+    other node of each connected component. Same components, at most one edge per node, so a tree
+    of these reductions brings the client a graph no larger than the records it links."""
+    left = np.concatenate([p[0] for p in parts])
+    right = np.concatenate([p[1] for p in parts])
+    nodes, inv = np.unique(np.concatenate([left, right]), return_inverse=True)
+    m = len(left)
+    smallest = connected_component_labels(len(nodes), inv[:m], inv[m:])
+    other = np.flatnonzero(smallest != np.arange(len(nodes)))
+    return nodes[smallest[other]], nodes[other]
+
+
+# ---------------------------------------------------------------- the client side
+
+
+def plan_parts(job: Job, partition_mb: float) -> list[Part]:
+    """The input partitions: each source file, split by byte ranges where its format allows."""
+    parts: list[Part] = []
+    for i, src in enumerate(job.spec.sources):
+        for file in job.source_paths(i):  # a glob pattern: every file, in name order
+            path = str(file)
+            ranges = partition_ranges(path, int(partition_mb * 2**20)) if src.layout == "wide" else None
+            if ranges is None:
+                parts.append(Part(i, path, None))
+            else:
+                parts.extend(Part(i, path, r) for r in ranges)
+    return parts
+
+
+def _client(job: Job) -> tuple[Any, Callable[[], None]]:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ErError(Problem(where=str(job.config_path), path="executor",
+                              message="executor type dask needs Dask: it is not installed",
+                              fix='pip install "er-framework[dask]"')) from None
+    ex = job.spec.executor
+    if ex.local_cluster is not None:
+        lc = ex.local_cluster
+        cluster = LocalCluster(n_workers=lc.n_workers, threads_per_worker=lc.threads_per_worker, processes=True,
+                               memory_limit=lc.memory_limit or "auto", dashboard_address=None)
+        client = Client(cluster)
+
+        def close() -> None:
+            client.close()
+            cluster.close()
+
+        return client, close
+    try:
+        client = Client(ex.address, timeout="30s")
+    except OSError as exc:
+        raise ErError(Problem(where=str(job.config_path), path="executor.address",
+                              message=f"cannot reach the Dask scheduler at {ex.address}: {exc}",
+                              fix="start it (dask scheduler) and its workers (dask worker ADDRESS), or fix the address")) from None
+    return client, client.close
+
+
+def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
+             write: bool = True) -> Result:
+    """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs."""
+    t_start = time.perf_counter()
+    out_path = stages.require_out_dir(job, out_dir, write)
+    engine = Engine(job)
+    engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition")
+    if job.spec.executor.cluster_on == "workers" and (
+        job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
+    ):
+        raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
+                              message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
+                              f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
+                              fix="use cluster: {type: connected_components} or cluster_on: client"))
+    text = Path(job.config_path).read_text(encoding="utf-8")
+    ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
+                 hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
+    parts = plan_parts(job, job.spec.executor.partition_mb)
+    log = StageLog(progress=progress)
+    client, close = _client(job)
+    try:
+        with log.stage("read") as info:
+            scans = client.gather([client.submit(task_scan, ref, p, pure=False, retries=3) for p in parts])
+            counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            ids = [i for s in scans for i in s[0]]
+            source = np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, parts)]) if parts else np.zeros(0, np.int32)
+            n = len(ids)
+            _check_unique_ids(job, ids, source)
+            n_workers = len(client.scheduler_info()["workers"])
+            info.update({"records": n, "partitions": len(parts), "workers": n_workers})
+        with log.stage("exact_duplicates") as info:
+            keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
+            nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
+            exact = stages.exact_from_keys(job, keys, nonempty, source)
+            info.update(exact.stats)
+            del scans, keys, nonempty
+        active = exact.active
+        n_parts = max(1, len(parts))
+        with log.stage("block") as info:
+            key_futs = []
+            for i, p in enumerate(parts):
+                a, b = offsets[i], offsets[i + 1]
+                act = active[(active >= a) & (active < b)] - a
+                key_futs.append(client.submit(task_keys, ref, p, int(a), act, n_parts, pure=False, retries=3))
+            bucket_futs = []
+            for j in range(n_parts):
+                pieces = [client.submit(_pick, f, j, pure=False) for f in key_futs]
+                bucket_futs.append(client.submit(task_buckets, ref, pieces, n_parts, pure=False, retries=3))
+            ep = exact.pairs
+            exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
+            # small arrays every dedup task reads: tasks, not scattered data, so that the
+            # scheduler can compute them again if the worker holding them dies
+            exact_f = client.submit(_same, exact_packed, pure=False)
+            off_f = client.submit(_same, offsets, pure=False)
+            dedup_futs = []
+            for j in range(n_parts):
+                pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs]
+                dedup_futs.append(client.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers),
+                                                pure=False, retries=3))
+        with log.stage("verify") as info:
+            needs = [client.submit(_pick, f, 1, pure=False) for f in dedup_futs]
+            serve_futs = []
+            for i, p in enumerate(parts):
+                wanted = [client.submit(_pick, nd, i, pure=False) for nd in needs]
+                serve_futs.append(client.submit(task_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
+            ver_futs = []
+            packed_futs = []
+            for j in range(n_parts):
+                packed = client.submit(_pick, dedup_futs[j], 0, pure=False)
+                packed_futs.append(packed)
+                served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
+                wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
+                ver_futs.append(client.submit(task_verify, ref, packed, served, wanted, pure=False, retries=3))
+            forest = None
+            if job.spec.executor.cluster_on == "workers":  # a tree of spanning-forest reductions
+                level = ver_futs
+                while len(level) > 1:
+                    level = [client.submit(task_forest, *level[k : k + 2], pure=False, retries=3)
+                             for k in range(0, len(level), 2)]
+                forest = client.submit(task_forest, level[0], pure=False, retries=3).result() if level else None
+                info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
+            verified = client.gather(ver_futs)
+            per_blocker = np.sum([c.result() for c in [client.submit(_pick, f, 2, pure=False) for f in dedup_futs]],
+                                 axis=0) if dedup_futs else np.zeros(len(engine.blockers), np.int64)
+            candidates: Pairs | None = None  # not gathered in dedup mode: the report needs their count only
+            scores = np.zeros(0)
+            if job.spec.mode != "dedup":  # every candidate's score, for the link answer
+                cand_packed = client.gather(packed_futs)
+                cl, cr = unpack_pairs(np.concatenate(cand_packed)) if cand_packed else (np.zeros(0, np.int64),) * 2
+                sc = np.concatenate([v[4] for v in verified]) if verified else np.zeros(0)
+                order = np.lexsort((cr, cl))
+                candidates, scores = Pairs(cl[order], cr[order]), sc[order]
+            n_cand = int(sum(v[3] for v in verified))
+            vl = np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64)
+            vr = np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64)
+            vs = np.concatenate([v[2] for v in verified]) if verified else np.zeros(0)
+            info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(vl)), "threshold": engine.threshold,
+                         "rejected_pairs": n_cand - int(len(vl))})
+        # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
+    finally:
+        close()
+    with log.stage("cluster") as info:
+        ver = Pairs(vl, vr, vs).normalized()
+        pairs = stages.with_exact(ver, exact.pairs)
+        if forest is not None:  # the workers' forest + the exact-duplicate pairs: the same components
+            fl = np.concatenate([forest[0], exact.pairs.left])
+            fr = np.concatenate([forest[1], exact.pairs.right])
+            labels = canonical_labels(connected_component_labels(n, fl, fr))
+        else:
+            labels = stages.cluster(engine, n, pairs)
+        info.update(stages.cluster_stats(labels))
+    records = Records(ids=ids, source=source, source_names=[s.name for s in job.spec.sources], fields={})
+    blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, per_blocker)]
+    facts = RunFacts(
+        records=records, exact=exact, candidates=candidates, candidate_count=n_cand, scores=scores, verified=ver, pairs=pairs, labels=labels,
+        blockers=blocker_reports, tokens={"records_shingled": int(len(active)), "computed_on": "workers"},
+        executor={"partitions": len(parts), "workers": n_workers, "partition_mb": job.spec.executor.partition_mb,
+                  "cluster_on": job.spec.executor.cluster_on},
+    )
+    return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
+
+
+def _pick(obj: Any, i: int) -> Any:
+    return obj[i]
+
+
+def _same(obj: Any) -> Any:
+    return obj
+
+
+def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
+    """Ids must be unique within a source across partitions (each partition checked its own)."""
+    from collections import Counter
+
+    keys = list(zip(source.tolist(), ids))
+    if len(set(keys)) == len(keys):
+        return
+    bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
+    raise InputError(Problem(where=str(job.config_path), path="sources",
+                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): "
+                             f"{', '.join(bad[:5])}", fix="ids must be unique within a source"))

@@ -1,0 +1,63 @@
+"""The local executor: every stage in this process, one after the other."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from er_framework.config.job import Job
+from er_framework.data import Batch
+from er_framework.engine import stages
+from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
+from er_framework.engine.report import RunFacts, finish_run
+from er_framework.engine.result import Result
+
+__all__ = ["run_local"]
+
+
+def run_local(
+    job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
+) -> Result:
+    """Run a validated job in this process; write outputs atomically to ``out_dir``."""
+    t_start = time.perf_counter()
+    out_path = stages.require_out_dir(job, out_dir, write)
+    engine = Engine(job)
+    log = StageLog(progress=progress)
+
+    with log.stage("read") as info:
+        as_read, source_stats = stages.read(job)
+        n = info["records"] = len(as_read)
+    with log.stage("normalize") as info:
+        records, normalize_stats = stages.normalize(job, as_read, job.context.workers)
+        info["fields"] = sorted(normalize_stats)
+    with log.stage("exact_duplicates") as info:
+        exact = stages.exact_duplicates(job, records)
+        info.update(exact.stats)
+
+    active = exact.active
+    sub = records.take(active) if len(active) != n else records
+    batch = Batch(records=sub, active=active, cross_source_only=engine.link, seed=job.context.seed)
+    shingled = stages.shingle_and_sign(engine, sub, batch, log)
+    with log.stage("block") as info:
+        candidates, blocker_reports = stages.block(engine, batch, exact)
+        info["candidate_pairs"] = int(len(candidates))
+    diagnostics = {}
+    if job.spec.diagnostics > 0:
+        with log.stage("diagnostics") as info:
+            diagnostics = stages.diagnostics(engine, batch, job.spec.diagnostics)
+            info["entries"] = sorted(diagnostics)
+    with log.stage("verify") as info:
+        ver = stages.verify(engine, batch, candidates, exact, shingled, n)
+        info.update(ver.info)
+    with log.stage("cluster") as info:
+        labels = stages.cluster(engine, n, ver.pairs)
+        info.update(stages.cluster_stats(labels))
+
+    facts = RunFacts(
+        records=records, exact=exact, candidates=candidates, candidate_count=len(candidates), scores=ver.scores, verified=ver.verified,
+        pairs=ver.pairs, labels=labels, blockers=blocker_reports, source_stats=source_stats,
+        normalize_stats=normalize_stats, tokens=shingled.report, diagnostics=diagnostics,
+    )
+    return finish_run(job, engine, facts, log, t_start, out_path if write else None, as_read)

@@ -1,0 +1,1304 @@
+"""Reading sources and writing outputs.
+
+Readers turn one data file into :class:`~er_framework.data.Records` of one
+source; writers put the job's tables and JSON reports into an output
+directory atomically.
+
+Input rules (the same for every format):
+
+* Every value becomes a ``str`` or ``None`` (missing). CSV/TSV: an empty cell
+  is ``None``. JSON Lines: ``null`` or an absent key is ``None``; strings are
+  kept as they are (``""`` stays ``""``); integers become ``str(v)``
+  (``7 -> "7"``); floats become their shortest round-trip text
+  (``json.dumps``: ``0.8 -> "0.8"``, ``7.0 -> "7.0"``); booleans become
+  ``"true"``/``"false"``; lists and objects become their ``json.dumps`` text
+  (non-ASCII kept). Parquet values are converted the same way (dates and
+  timestamps as ISO 8601 text, decimals as ``str``). A float NaN is missing
+  (``None``) in every format: pandas writes missing values as NaN.
+* Ids must be non-empty strings or integers (integers become text); they are
+  kept exactly (no stripping) and must be unique within a source.
+* Nothing is dropped: every row becomes a record or a :class:`Problem`. The
+  only lines skipped are blank lines (CSV, TSV and JSON Lines), which hold no
+  data.
+* Locations: CSV/TSV problems name ``file:LINE`` where ``LINE`` is the
+  physical line on which the record starts (the header is line 1, so the
+  first data row is row 2; a quoted value with embedded newlines spans
+  several lines). JSON Lines problems name ``file:LINE``. Parquet rows are
+  numbered from 1.
+* Bad input never raises anything but :class:`~er_framework.errors.InputError`,
+  which carries every problem found in one pass (row-level problems of one
+  kind are capped at :data:`MAX_ROW_PROBLEMS`, followed by a count of the
+  rest).
+
+Formats are chosen by extension: ``.csv``, ``.tsv`` (the csv module's
+``excel-tab`` dialect: tab separated, double quotes honoured), ``.jsonl`` /
+``.ndjson``, the gzip-compressed ``.csv.gz``, ``.tsv.gz``, ``.jsonl.gz``,
+``.ndjson.gz``, and ``.parquet``.
+
+Note: reading CSV raises the csv module's process-wide field size limit to
+``2**31 - 1`` characters so that long documents can be read.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import io
+import gc
+import json
+import json.scanner
+import math
+import os
+import shutil
+import tempfile
+import zlib
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from er_framework.data import Records
+from er_framework.errors import InputError, Problem, choices_text, did_you_mean
+from er_framework.io.formats import FORMATS, MAX_ROW_PROBLEMS, SUPPORTED_EXTENSIONS
+from er_framework.io.html import read_html_dir
+
+__all__ = [
+    "MAX_ROW_PROBLEMS",
+    "SUPPORTED_EXTENSIONS",
+    "read_source",
+    "read_source_with_stats",
+    "write_outputs",
+    "read_pairs_csv",
+    "read_clusters_csv",
+    "merge_files",
+]
+
+_JSONL_CHUNK = 65536
+_SNIPPET = 80
+_TMP_PREFIX = ".er-tmp-"
+
+
+# --------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------
+
+
+def _snippet(text: str, limit: int = _SNIPPET) -> str:
+    """``repr`` of ``text``, shortened to about ``limit`` characters."""
+    if len(text) > limit:
+        return repr(text[:limit]) + "…"
+    return repr(text)
+
+
+def _text(value: Any) -> str | None:
+    """A JSON/Parquet value as ``str`` (or ``None`` when missing).
+
+    ``None`` and NaN -> ``None``; ``str`` unchanged; ``bool`` -> ``"true"`` /
+    ``"false"``; ``int`` -> ``str``; ``float`` -> its shortest round-trip text,
+    as ``json.dumps`` writes it (``0.8``, ``7.0``, ``1e+20``, ``Infinity``);
+    ``list``/``dict`` -> ``json.dumps`` (non-ASCII kept); ``bytes`` -> UTF-8
+    text (invalid bytes replaced); objects with ``isoformat`` (dates, times)
+    -> ISO 8601; anything else -> ``str``.
+    """
+    if value is None:
+        return None
+    cls = value.__class__
+    if cls is str:
+        return str(value)
+    if cls is float or isinstance(value, (float, np.floating)):
+        f = float(value)
+        if f != f:
+            return None
+        if f in (math.inf, -math.inf):
+            return "Infinity" if f > 0 else "-Infinity"
+        return float.__repr__(f)
+    if cls is bool or isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        return str(value)
+    iso = getattr(value, "isoformat", None)
+    if callable(iso):
+        return str(iso())
+    return str(value)
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """:func:`_text` over a column, with a fast path for strings."""
+    return [v if v.__class__ is str else _text(v) for v in values]
+
+
+def _json_default(value: Any) -> Any:
+    """``json.dumps`` fallback: numpy scalars/arrays, paths, dates, bytes."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    iso = getattr(value, "isoformat", None)
+    if callable(iso):
+        return iso()
+    raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small objects.
+
+    Parsing creates millions of dicts/lists without reference cycles; the
+    collector would otherwise rescan them again and again (about 2x slower).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Capped:
+    """Collects row problems of one kind: the first few, then a count."""
+
+    def __init__(self, file: str, what: str, fix: str) -> None:
+        self.file = file
+        self.what = what
+        self.fix = fix
+        self.shown: list[Problem] = []
+        self.hidden = 0
+
+    def add(self, where: str, message: str, path: str = "") -> None:
+        if len(self.shown) < MAX_ROW_PROBLEMS:
+            self.shown.append(Problem(where=where, path=path, message=message, fix=self.fix))
+        else:
+            self.hidden += 1
+
+    def problems(self) -> list[Problem]:
+        out = list(self.shown)
+        if self.hidden:
+            out.append(
+                Problem(
+                    where=self.file,
+                    message=f"… and {self.hidden} more {self.what} not listed",
+                    fix=self.fix,
+                )
+            )
+        return out
+
+
+class _Locator:
+    """Maps a record's position to where it is in the file."""
+
+    def __init__(self, file: str, numbers: Sequence[int] | None, unit: str) -> None:
+        self.file = file
+        self.numbers = numbers  # line numbers (CSV/JSONL) or None (Parquet: i + 1)
+        self.unit = unit  # "row" or "line"
+
+    def number(self, i: int) -> int:
+        return self.numbers[i] if self.numbers is not None else i + 1
+
+    def where(self, i: int) -> str:
+        return f"{self.file}:{self.number(i)}" if self.numbers is not None else self.file
+
+    def path(self, i: int, column: str) -> str:
+        if self.numbers is not None:
+            return f"column {column!r}"
+        return f"row {i + 1}, column {column!r}"
+
+
+def _and_list(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# --------------------------------------------------------------------------
+# reading sources
+# --------------------------------------------------------------------------
+
+
+def _detect_format(path: Path) -> tuple[str, bool] | None:
+    name = path.name.lower()
+    for ext, fmt in FORMATS.items():
+        if name.endswith(ext) and len(name) > len(ext):
+            return fmt
+    return None
+
+
+def _check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list[Problem]:
+    """Problems with the file itself: extension, existence, type."""
+    problems: list[Problem] = []
+    if _detect_format(path) is None:
+        suffix = "".join(path.suffixes[-2:]) or "(none)"
+        supported = ", ".join(SUPPORTED_EXTENSIONS)
+        if path.name.lower().endswith((".json", ".json.gz")):
+            problems.append(
+                Problem(
+                    where=file,
+                    message=f"unsupported file type {suffix!r}{hint}: a .json file holds one "
+                    f"JSON document; sources must be JSON Lines (one object per line). "
+                    f"Supported extensions: {supported}",
+                    fix="convert a JSON array to JSON Lines, e.g. jq -c '.[]' in.json > out.jsonl",
+                )
+            )
+        else:
+            problems.append(
+                Problem(
+                    where=file,
+                    message=f"unsupported file type {suffix!r}{hint}; "
+                    f"supported extensions: {supported}",
+                    fix="convert the file to CSV, TSV, JSON Lines or Parquet and name it "
+                    "with one of the supported extensions",
+                )
+            )
+    where_fix = f" at {yaml_where}" if yaml_where else ""
+    if not path.exists():
+        absolute = path.absolute()
+        parent = absolute.parent
+        if parent.is_dir():
+            try:
+                siblings = [p.name for p in parent.iterdir()]
+            except OSError:
+                siblings = []
+            suggestion = did_you_mean(path.name, siblings)
+            detail = ""
+        else:
+            suggestion = ""
+            detail = f" (the directory {str(parent)!r} does not exist either)"
+        problems.append(
+            Problem(
+                where=file,
+                message=f"no such file: {str(absolute)!r}{detail}{hint}",
+                fix=f"{suggestion}check the path{where_fix}; relative paths are resolved "
+                "against the job file's directory",
+            )
+        )
+    elif path.is_dir():
+        problems.append(
+            Problem(
+                where=file,
+                message=f"{str(path.absolute())!r} is a directory, expected a data file{hint}",
+                fix=f"point the path{where_fix} to a file inside it",
+            )
+        )
+    return problems
+
+
+def _read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
+    """The file's bytes (decompressed); raises InputError on I/O errors."""
+    try:
+        if compressed:
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        return path.read_bytes()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InputError(
+            Problem(
+                where=file,
+                message=f"not a valid gzip file ({e}){hint}",
+                fix="re-compress the file with gzip, or remove the .gz extension if it is "
+                "not compressed",
+            )
+        ) from None
+    except OSError as e:
+        raise InputError(
+            Problem(
+                where=file,
+                message=f"cannot read the file: {e.strerror or e}{hint}",
+                fix="check the file's permissions",
+            )
+        ) from None
+
+
+def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, int]] | None:
+    """Byte ranges splitting an uncompressed JSONL/CSV/TSV file into partitions of about
+    ``partition_bytes``; ``None`` for files that cannot be split (gzip, Parquet, page folders).
+
+    :func:`read_source` with ``byte_range`` reads the lines *starting* in a
+    range, so the ranges need not fall on line ends and the partitions hold
+    every line exactly once. CSV values must not contain newlines.
+    """
+    p = Path(path)
+    detected = _detect_format(p)
+    if detected is None or detected[1] or detected[0] == "parquet" or not p.is_file():
+        return None
+    size = p.stat().st_size
+    step = max(1, int(partition_bytes))
+    bounds = list(range(0, size, step)) + [size]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
+
+
+def _read_range(path: Path, start: int, end: int, header: bool) -> tuple[bytes, bytes]:
+    """``(header + lines, lines)``: the bytes of the lines starting in ``[start, end)``, after
+    the file's first line when ``header`` and the range does not start the file."""
+    with open(path, "rb") as f:
+        head = f.readline() if header and start > 0 else b""
+        if start > 0:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":
+                f.readline()  # the line under way belongs to the previous range
+        pos = f.tell()
+        if pos >= end:
+            return head, b""
+        data = f.read(end - pos)
+        if data and not data.endswith(b"\n"):
+            data += f.readline()  # finish the last line that starts in the range
+        return head + data, data
+
+
+def _decode(raw: bytes, file: str, compressed: bool, hint: str) -> str:
+    """UTF-8 text of ``raw`` (a leading BOM is dropped); InputError if invalid."""
+    start = 3 if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[start:].decode("utf-8") if start else raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        offset = e.start + start
+        line = raw.count(b"\n", 0, offset) + 1
+        bad = raw[offset : offset + 1]
+        note = ""
+        if raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+            note = "; the file starts with a UTF-16 byte order mark"
+        of = " of the decompressed data" if compressed else ""
+        fix = "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)"
+        if note:
+            fix = "re-encode the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8 in.csv > out.csv)"
+        raise InputError(
+            Problem(
+                where=f"{file}:{line}",
+                message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset}{of} "
+                f"(line {line}){note}{hint}",
+                fix=fix,
+            )
+        ) from None
+
+
+def _missing_columns(
+    missing: Iterable[str],
+    present: Sequence[str],
+    file: str,
+    id_column: str,
+    hint: str,
+    extra_fix: str = "",
+) -> list[Problem]:
+    problems = []
+    for col in missing:
+        role = "id column" if col == id_column else "column"
+        problems.append(
+            Problem(
+                where=file,
+                path=f"column {col!r}",
+                message=f"{role} {col!r} not found{hint}; "
+                f"columns present: {choices_text(present)}",
+                fix=f"{did_you_mean(col, present)}use one of the columns present, or add the "
+                f"column to the file{extra_fix}",
+            )
+        )
+    return problems
+
+
+def _read_csv(
+    text: str, file: str, delimiter: str, wanted: list[str], id_column: str, hint: str
+) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+    """Raw string columns of a CSV/TSV text (empty cells still ``""``)."""
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    problems: list[Problem] = []
+    sep_name = "tab" if delimiter == "\t" else repr(delimiter)
+    header: list[str] | None = None
+    header_line = 0
+    broken = _Capped(
+        file,
+        "malformed rows",
+        'enclose values that contain the separator, a quote or a newline in double quotes, '
+        'and double the quotes inside them ("say ""hi""")',
+    )
+    while header is None:
+        try:
+            row = next(reader)
+        except StopIteration:
+            problems.append(
+                Problem(
+                    where=file,
+                    message=f"the file is empty: no header row{hint}",
+                    fix=f"the first line must name the columns, e.g. {id_column}"
+                    + "".join(f"{delimiter}{c}" for c in wanted if c != id_column),
+                )
+            )
+            return {}, _Locator(file, [], "row"), problems
+        except csv.Error as e:
+            problems.append(
+                Problem(
+                    where=f"{file}:{reader.line_num}",
+                    message=f"the header row cannot be parsed: {e}",
+                    fix=broken.fix,
+                )
+            )
+            return {}, _Locator(file, [], "row"), problems
+        if row:
+            header = row
+            header_line = reader.line_num
+
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(header):
+        positions.setdefault(name, []).append(i)
+    extra_fix = ""
+    if len(header) == 1 and delimiter == ",":
+        for other, label in ((";", "';'"), ("\t", "tab"), ("|", "'|'")):
+            if other in header[0]:
+                extra_fix = (
+                    f"; the header {header[0]!r} looks {label}-separated: a CSV must be "
+                    "comma-separated (or name the file .tsv if tab-separated)"
+                )
+                break
+    missing = [c for c in wanted if c not in positions]
+    problems += _missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
+    for c in wanted:
+        if len(positions.get(c, ())) > 1:
+            cols = _and_list([str(p + 1) for p in positions[c]])
+            problems.append(
+                Problem(
+                    where=f"{file}:{header_line}",
+                    path=f"column {c!r}",
+                    message=f"column {c!r} appears more than once in the header (columns {cols})",
+                    fix="rename the columns so that every name is unique",
+                )
+            )
+
+    ncols = len(header)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    too_long = _Capped(
+        file,
+        "rows with too many cells",
+        f"every row must have at most {ncols} cells ({sep_name}-separated); enclose values "
+        "that contain the separator in double quotes, or add the missing column names to "
+        "the header",
+    )
+    too_short = _Capped(
+        file,
+        "rows with too few cells",
+        f"every row must have {ncols} cells ({sep_name}-separated), one per header column; write a "
+        f"missing value as an empty cell (nothing between two separators), so the cells keep their columns",
+    )
+    prev = reader.line_num
+    append_row = rows.append
+    append_line = lines.append
+    with _gc_paused():
+        while True:
+            start = prev + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                msg = str(e)
+                if "unexpected end of data" in msg:
+                    msg = "a quoted value is never closed (the quote runs to the end of the file)"
+                broken.add(f"{file}:{start}", f"row starting at line {start} cannot be parsed: {msg}")
+                prev = reader.line_num
+                continue
+            prev = reader.line_num
+            n = len(row)
+            if n == ncols:
+                append_row(row)
+                append_line(start)
+            elif n == 0:
+                continue  # blank line: no data
+            elif n < ncols:
+                # never guess which columns are missing: the values may belong to other columns
+                too_short.add(
+                    f"{file}:{start}",
+                    f"row {start} has {n} cell{'s' if n != 1 else ''} but the header has {ncols} columns "
+                    f"({', '.join(header[n:][:5])}{', …' if ncols - n > 5 else ''} missing)",
+                )
+            else:
+                extra = row[ncols:]
+                too_long.add(
+                    f"{file}:{start}",
+                    f"row {start} has {n} cells but the header has {ncols} columns; "
+                    f"extra values: {_snippet(delimiter.join(extra))}",
+                )
+    problems += broken.problems() + too_long.problems() + too_short.problems()
+
+    columns: dict[str, list[Any]] = {}
+    for c in wanted:
+        if c in positions:
+            k = positions[c][0]
+            columns[c] = [r[k] for r in rows]
+    return columns, _Locator(file, lines, "row"), problems
+
+
+def _split_lines(text: str) -> Iterator[str]:
+    """``text.split("\n")`` one line at a time: no list of every line beside the text
+    (a 4 GB file would need 4 GB more)."""
+    start = 0
+    find = text.find
+    while True:
+        end = find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _read_jsonl(
+    text: str, file: str, wanted: list[str], id_column: str, hint: str
+) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+    """Raw value columns of a JSON Lines text (absent keys are ``None``)."""
+    decoder = json.JSONDecoder()
+    decode = decoder.decode
+    scan = json.scanner.make_scanner(decoder)  # type: ignore[arg-type]  # the C scanner
+    decode_error = json.JSONDecodeError
+    example = "{" + ", ".join(f'"{c}": "…"' for c in wanted) + "}"
+    one_object = f"each line must hold one JSON object, e.g. {example}"
+    bad_json = _Capped(file, "lines that are not valid JSON", one_object)
+    not_object = _Capped(file, "lines that are not JSON objects", one_object)
+    columns: dict[str, list[Any]] = {c: [] for c in wanted}
+    keys: set[str] = set()
+    lines: list[int] = []
+    chunk: list[dict[str, Any]] = []
+    nonblank = 0
+
+    def flush() -> None:
+        if not chunk:
+            return
+        keys.update(*chunk)
+        for c in wanted:
+            columns[c].extend([o.get(c) for o in chunk])
+        chunk.clear()
+
+    kinds = {list: "an array", str: "a string", int: "a number", float: "a number",
+             bool: "a boolean", type(None): "null"}
+    with _gc_paused():
+        for number, line in enumerate(_split_lines(text), 1):
+            # Fast path: the C scanner on a line without leading whitespace;
+            # anything unusual goes through the full decoder for its message.
+            try:
+                obj, end = scan(line, 0)
+                if end != len(line) and not line[end:].isspace():
+                    raise StopIteration
+            except (StopIteration, decode_error):
+                if not line or line.isspace():
+                    continue  # blank line: no data
+                try:
+                    obj = decode(line)
+                except decode_error as e:
+                    nonblank += 1
+                    bad_json.add(
+                        f"{file}:{number}",
+                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
+                        f"{_snippet(line.strip())}",
+                    )
+                    continue
+                except RecursionError:
+                    nonblank += 1
+                    bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
+                    continue
+            except RecursionError:
+                nonblank += 1
+                bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
+                continue
+            nonblank += 1
+            if obj.__class__ is not dict:
+                kind = kinds.get(type(obj), type(obj).__name__)
+                not_object.add(
+                    f"{file}:{number}",
+                    f"line {number} holds {kind}, expected a JSON object: {_snippet(line.strip())}",
+                )
+                continue
+            chunk.append(obj)
+            lines.append(number)
+            if len(chunk) >= _JSONL_CHUNK:
+                flush()
+    flush()
+    flush()
+
+    problems: list[Problem] = []
+    if nonblank == 0:
+        problems.append(
+            Problem(
+                where=file,
+                message=f"the file is empty: no JSON lines{hint}",
+                fix=f"write one JSON object per line, e.g. {example}",
+            )
+        )
+        return {}, _Locator(file, [], "line"), problems
+    problems += bad_json.problems() + not_object.problems()
+    if lines:
+        missing = [c for c in wanted if c not in keys]
+        problems += _missing_columns(
+            missing, sorted(keys), file, id_column, hint, " (the key is absent on every line)"
+        )
+        for c in missing:
+            del columns[c]
+    else:
+        columns = {}
+    return columns, _Locator(file, lines, "line"), problems
+
+
+def _read_parquet(
+    path: Path, file: str, wanted: list[str], id_column: str, hint: str
+) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+    """Raw value columns of a Parquet file (Python objects from pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    problems: list[Problem] = []
+    try:
+        schema = pq.read_schema(path)
+        present = list(schema.names)
+        missing = [c for c in wanted if c not in present]
+        problems += _missing_columns(missing, present, file, id_column, hint)
+        read = [c for c in wanted if c in present]
+        table = pq.read_table(path, columns=read)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(
+            Problem(
+                where=file,
+                message=f"cannot read the Parquet file: {e}{hint}",
+                fix="check that the file is a complete, valid Parquet file "
+                "(e.g. pyarrow.parquet.read_table or parquet-tools can open it)",
+            )
+        ) from None
+    columns: dict[str, list[Any]] = {}
+    for c in read:
+        col = table.column(c)
+        t = col.type
+        if pa.types.is_dictionary(t):
+            col = col.cast(t.value_type)
+            t = col.type
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            try:
+                col = pc.cast(col, pa.large_string())
+            except pa.ArrowInvalid:
+                problems.append(
+                    Problem(
+                        where=file,
+                        path=f"column {c!r}",
+                        message=f"column {c!r} holds binary values that are not valid UTF-8 text",
+                        fix="store text columns as UTF-8 strings",
+                    )
+                )
+                continue
+        columns[c] = col.to_pylist()
+    return columns, _Locator(file, None, "row"), problems
+
+
+def _check_ids(
+    raw: list[Any], loc: _Locator, file: str, id_column: str, unique: bool = True
+) -> tuple[list[str], list[bool], list[Problem]]:
+    """Ids as text, a per-row ``ok`` flag, and the id problems (duplicates only when ``unique``)."""
+    ids: list[str] = []
+    ok: list[bool] = []
+    empty = _Capped(
+        file,
+        "rows with a missing id",
+        f"every record needs a non-empty id in column {id_column!r}",
+    )
+    bad_type = _Capped(
+        file,
+        "rows with an id that is not a string or integer",
+        "write ids as strings or integers",
+    )
+    for i, v in enumerate(raw):
+        cls = v.__class__
+        if cls is str:
+            if v and not v.isspace():
+                ids.append(v)
+                ok.append(True)
+                continue
+            what = "empty" if not v else f"blank ({v!r})"
+            empty.add(loc.where(i), f"{loc.unit} {loc.number(i)}: the id is {what}", loc.path(i, id_column))
+        elif cls is int:
+            ids.append(str(v))
+            ok.append(True)
+            continue
+        elif v is None:
+            empty.add(loc.where(i), f"{loc.unit} {loc.number(i)}: the id is missing", loc.path(i, id_column))
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            ids.append(str(int(v)))
+            ok.append(True)
+            continue
+        else:
+            shown = repr(v) if isinstance(v, float) else json.dumps(v, default=str, ensure_ascii=False)
+            bad_type.add(
+                loc.where(i),
+                f"{loc.unit} {loc.number(i)}: the id {_snippet(shown)} is a "
+                f"{type(v).__name__}, expected a string or an integer",
+                loc.path(i, id_column),
+            )
+        ids.append("")
+        ok.append(False)
+    problems = empty.problems() + bad_type.problems()
+
+    valid = [x for x, good in zip(ids, ok) if good]
+    if unique and len(set(valid)) != len(valid):
+        counts = Counter(valid)
+        dup_rows: dict[str, list[int]] = {}
+        for i, (x, good) in enumerate(zip(ids, ok)):
+            if good and counts[x] > 1:
+                dup_rows.setdefault(x, []).append(loc.number(i))
+        items = list(dup_rows.items())
+        parts = []
+        for value, numbers in items[:MAX_ROW_PROBLEMS]:
+            listed = [str(n) for n in numbers[:5]]
+            if len(numbers) > 5:
+                listed.append(f"{len(numbers) - 5} more")
+            parts.append(f"id {value!r} appears on {loc.unit}s {_and_list(listed)}")
+        rest = len(items) - MAX_ROW_PROBLEMS
+        extra_rows = sum(len(n) for _, n in items[MAX_ROW_PROBLEMS:])
+        tail = f"; and {rest} further duplicated ids ({extra_rows} {loc.unit}s)" if rest > 0 else ""
+        problems.append(
+            Problem(
+                where=file,
+                path=f"column {id_column!r}",
+                message=f"{len(items)} duplicated id{'s' if len(items) != 1 else ''}: "
+                + "; ".join(parts)
+                + tail,
+                fix="ids must be unique within a source: give every record its own id, "
+                "or remove the repeated rows",
+            )
+        )
+    return ids, ok, problems
+
+
+def read_source(
+    path: str | Path,
+    *,
+    id_column: str,
+    fields: Sequence[str],
+    name: str,
+    where: str | None = None,
+    layout: str = "wide",
+    byte_range: tuple[int, int] | None = None,
+) -> Records:
+    """Read one source file into :class:`Records` of a single source.
+
+    ``byte_range=(start, end)`` reads one partition of an uncompressed
+    JSONL/CSV/TSV file (see :func:`partition_ranges`): the lines whose
+    first byte lies in ``[start, end)`` (CSV partitions get the header row
+    of the file); line numbers in messages are counted from ``start``.
+
+    ``layout="long"``: rows sharing an id form ONE record (e.g. minutiae as
+    CSV rows ``id,x,y``); each field then holds the JSON list of its values on
+    those rows, in file order (missing values as ``null``), and records come in
+    order of each id's first row. ``"wide"`` (default): one row, one record,
+    ids unique.
+
+    Parameters
+    ----------
+    path:
+        The data file; its format comes from the extension (see
+        :data:`SUPPORTED_EXTENSIONS`). A folder (whose name has none of
+        those extensions) is a folder of web pages: one record per
+        ``.html``/``.htm`` file, with the columns ``id_column`` and ``html``
+        (see :func:`er_framework.io.html.read_html_dir`).
+    id_column:
+        The column holding each record's id (unique, non-empty; strings or
+        integers, returned as ``str``).
+    fields:
+        The columns to keep, in this order; values are ``str`` or ``None``.
+    name:
+        The source's name (``source_names == [name]``).
+    where:
+        Optional location of the source in the job file (e.g.
+        ``"job.yaml: sources[0].path"``), mentioned in file-level messages.
+
+    Returns
+    -------
+    Records
+        ``ids`` (str), ``source`` (all 0, int32), ``source_names == [name]``
+        and ``fields`` holding exactly ``fields``.
+
+    Raises
+    ------
+    InputError
+        With every problem found: missing file, unsupported extension,
+        non-UTF-8 bytes, empty file, missing columns (with suggestions),
+        malformed rows or lines, missing/invalid/duplicate ids.
+    """
+    p = Path(path)
+    if _is_page_folder(p):
+        return read_source_with_stats(p, id_column=id_column, fields=fields, name=name, where=where)[0]
+    file = str(path)
+    hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
+    problems = _check_path(p, file, hint, where)
+    if problems:
+        raise InputError(problems)
+    detected = _detect_format(p)
+    assert detected is not None  # checked by _check_path
+    fmt, compressed = detected
+    wanted = list(dict.fromkeys([id_column, *fields]))
+
+    if fmt == "parquet":
+        columns, loc, problems = _read_parquet(p, file, wanted, id_column, hint)
+    else:
+        if byte_range is not None:
+            if compressed:
+                raise ValueError("a compressed file cannot be read by byte range")
+            file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
+            raw, lines = _read_range(p, byte_range[0], byte_range[1], header=fmt in ("csv", "tsv"))
+            if not lines.strip():  # no line starts in this range
+                return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
+                               fields={f: [] for f in fields})
+        else:
+            raw = _read_bytes(p, compressed, file, hint)
+        text = _decode(raw, file, compressed, hint)
+        del raw
+        if fmt == "jsonl":
+            columns, loc, problems = _read_jsonl(text, file, wanted, id_column, hint)
+        else:
+            delimiter = "\t" if fmt == "tsv" else ","
+            columns, loc, problems = _read_csv(text, file, delimiter, wanted, id_column, hint)
+        del text
+
+    ids: list[str] = []
+    if id_column in columns:
+        ids, ok, id_problems = _check_ids(columns[id_column], loc, file, id_column, unique=(layout != "long"))
+        problems += id_problems
+    if problems:
+        raise InputError(problems)
+
+    out: dict[str, list[str | None]] = {}
+    for f in fields:
+        col = columns[f]
+        if fmt in ("csv", "tsv"):
+            out[f] = [v or None for v in col]
+        else:
+            out[f] = _texts(col)
+    if layout == "long":
+        ids, out = _group_long(ids, out)
+    n = len(ids)
+    return Records(
+        ids=ids,
+        source=np.zeros(n, dtype=np.int32),
+        source_names=[name],
+        fields=out,
+    )
+
+
+def _group_long(
+    ids: list[str], columns: dict[str, list[str | None]]
+) -> tuple[list[str], dict[str, list[str | None]]]:
+    """Rows sharing an id -> one record; each field becomes the JSON list of its values."""
+    first: dict[str, int] = {}
+    rows: list[list[int]] = []
+    for i, x in enumerate(ids):  # one dict step per row
+        g = first.setdefault(x, len(rows))
+        if g == len(rows):
+            rows.append([])
+        rows[g].append(i)
+    out = {
+        f: [json.dumps([col[i] for i in members], ensure_ascii=False) for members in rows]
+        for f, col in columns.items()
+    }
+    return list(first), out
+
+
+def _is_page_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder of web pages.
+
+    A folder named like a data file (``out.parquet/``, as Spark writes them)
+    is not: it keeps the "is a directory, expected a data file" error.
+    """
+    return path.is_dir() and _detect_format(path) is None
+
+
+def read_source_with_stats(
+    path: str | Path,
+    *,
+    id_column: str,
+    fields: Sequence[str],
+    name: str,
+    where: str | None = None,
+    layout: str = "wide",
+) -> tuple[Records, dict[str, Any]]:
+    """:func:`read_source`, plus the reader's stats for ``report.json``.
+
+    The stats are those of :func:`er_framework.io.html.read_html_dir` for a
+    folder of web pages (files read, pages not in UTF-8, empty files, …) and
+    ``{}`` for a data file. Raises what :func:`read_source` raises.
+    """
+    p = Path(path)
+    if _is_page_folder(p):
+
+        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)
+    return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout), {}
+
+
+# --------------------------------------------------------------------------
+# writing outputs
+# --------------------------------------------------------------------------
+
+
+def _check_name(name: str, kind: str) -> None:
+    if (
+        not isinstance(name, str)
+        or not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\x00" in name
+        or name.startswith(_TMP_PREFIX)
+    ):
+        raise ValueError(f"invalid {kind} name {name!r}: use a plain file name without extension")
+
+
+def _column_length(col: Any) -> int:
+    if isinstance(col, np.ndarray):
+        if col.ndim != 1:
+            raise ValueError(f"columns must be 1-D, got shape {col.shape}")
+        return int(col.shape[0])
+    return len(col)
+
+
+def _csv_column(col: Sequence[Any] | np.ndarray) -> list[Any]:
+    """A column as Python values whose ``str`` is the text to write.
+
+    float64 values go through Python's shortest round-trip ``repr``; other
+    float dtypes (float32, float16) are formatted with numpy's shortest
+    representation *for that dtype* (``0.8``, not ``0.800000011920929``).
+    """
+    if isinstance(col, np.ndarray):
+        if col.dtype.kind == "f" and col.dtype != np.float64:
+            return list(col.astype(str).tolist())
+        return list(col.tolist())
+    return list(col)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Flush a directory entry to disk (best effort; not possible everywhere)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
+    names = list(columns)
+    with open(target, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator="\r\n")
+        if names:
+            writer.writerow(names)
+            writer.writerows(zip(*(_csv_column(columns[c]) for c in names)))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_file(target: Path) -> None:
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_outputs(
+    out_dir: str | Path,
+    tables: dict[str, dict[str, Sequence[Any] | np.ndarray]],
+    json_files: dict[str, dict[str, Any]],
+    fmt: str = "csv",
+) -> dict[str, Path]:
+    """Write tables and JSON reports into ``out_dir``, all or nothing.
+
+    Every table ``name -> {column: values}`` becomes ``<name>.csv`` (UTF-8,
+    header row, CRLF line ends as in RFC 4180, floats at round-trip precision)
+    or ``<name>.parquet``; every JSON document becomes ``<name>.json``
+    (``indent=2``, keys in the given order, NaN/Infinity refused; numpy
+    scalars and arrays are converted).
+
+    Atomicity: everything is first validated and serialized in memory (bad
+    names, columns of different lengths, unserializable JSON raise
+    ``ValueError`` before anything is written), then written and fsynced into
+    a temporary directory ``out_dir/.er-tmp-*``, then moved into place with
+    ``os.replace``. Existing outputs are hard-linked (or copied) aside first,
+    so if a move fails every output already moved is rolled back: a failed
+    call leaves ``out_dir`` as it was (an ``out_dir`` created by this call is
+    removed again). The temporary directory is always removed.
+
+    Returns ``name -> final path``. Raises :class:`InputError` when the
+    directory cannot be written (a file in the way, no permission, disk
+    full, …).
+    """
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"unknown output format {fmt!r}: expected 'csv' or 'parquet'")
+    out = Path(out_dir)
+
+    # 1. validate and serialize in memory --------------------------------
+    plan: list[tuple[str, str]] = []  # (name, file name)
+    for name, columns in tables.items():
+        _check_name(name, "table")
+        lengths = {c: _column_length(v) for c, v in columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"table {name!r}: columns have different lengths: {lengths}")
+        plan.append((name, f"{name}.{fmt}"))
+    arrow_tables: dict[str, Any] = {}
+    if fmt == "parquet":
+        import pyarrow as pa
+
+        for name, columns in tables.items():
+            try:
+                arrow_tables[name] = pa.table({c: pa.array(v) for c, v in columns.items()})
+            except (pa.ArrowException, TypeError, ValueError) as e:
+                raise ValueError(f"table {name!r} cannot be converted to Parquet: {e}") from e
+    json_text: dict[str, str] = {}
+    for name, doc in json_files.items():
+        _check_name(name, "json file")
+        if name in tables:
+            raise ValueError(f"{name!r} is both a table and a json file")
+        try:
+            json_text[name] = (
+                json.dumps(
+                    doc, indent=2, sort_keys=False, allow_nan=False,
+                    ensure_ascii=False, default=_json_default,
+                )
+                + "\n"
+            )
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name}.json cannot be written as JSON: {e}") from e
+        plan.append((name, f"{name}.json"))
+
+    # 2. write into a temporary directory --------------------------------
+    created = not out.exists()
+    tmp: Path | None = None
+    moved: list[Path] = []
+    backups: list[tuple[Path, Path]] = []
+    try:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            if not out.is_dir():
+                raise NotADirectoryError(20, "Not a directory", str(out))
+            tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out))
+            for name, columns in tables.items():
+                target = tmp / f"{name}.{fmt}"
+                if fmt == "csv":
+                    _write_csv(target, columns)
+                else:
+                    import pyarrow.parquet as pq
+
+                    pq.write_table(arrow_tables[name], target)
+                    _fsync_file(target)
+            for name, text in json_text.items():
+                target = tmp / f"{name}.json"
+                with open(target, "w", encoding="utf-8", newline="\n") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+            _fsync_dir(tmp)
+
+            # 3. move into place (keeping the old files aside for a rollback)
+            for _, filename in plan:
+                if (out / filename).is_dir():
+                    raise IsADirectoryError(21, "Is a directory", str(out / filename))
+            for i, (_, filename) in enumerate(plan):
+                final = out / filename
+                if final.exists() or final.is_symlink():
+                    backup = tmp / f".old-{i}-{filename}"
+                    try:
+                        os.link(final, backup, follow_symlinks=False)
+                    except OSError:
+                        shutil.copy2(final, backup, follow_symlinks=False)
+                    backups.append((final, backup))
+                os.replace(tmp / filename, final)
+                moved.append(final)
+            _fsync_dir(out)
+        except BaseException:
+            _rollback(moved, backups)
+            raise
+    except OSError as e:
+        problem = _write_problem(out, e)
+        if created:
+            _remove_created(out, tmp)
+        raise InputError(problem) from None
+    except BaseException:
+        if created:
+            _remove_created(out, tmp)
+        raise
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {name: out / filename for name, filename in plan}
+
+
+def _rollback(moved: list[Path], backups: list[tuple[Path, Path]]) -> None:
+    """Undo the moves of a failed :func:`write_outputs` (best effort)."""
+    restored = {final for final, _ in backups}
+    for final in moved:
+        if final not in restored:
+            try:
+                os.unlink(final)
+            except OSError:
+                pass
+    for final, backup in backups:
+        try:
+            os.replace(backup, final)
+        except OSError:
+            pass
+
+
+def _remove_created(out: Path, tmp: Path | None) -> None:
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        out.rmdir()  # only if empty
+    except OSError:
+        pass
+
+
+def _write_problem(out: Path, e: OSError) -> Problem:
+    target = e.filename or str(out)
+    reason = e.strerror or str(e)
+    if isinstance(e, (FileExistsError, NotADirectoryError)) or (out.exists() and not out.is_dir()):
+        return Problem(
+            where=str(out),
+            message=f"cannot write outputs: {str(target)!r} is not a directory ({reason})",
+            fix="choose an output directory that is not an existing file, or move the file away",
+        )
+    if isinstance(e, PermissionError):
+        return Problem(
+            where=str(out),
+            message=f"cannot write outputs: permission denied for {str(target)!r}",
+            fix="choose an output directory you can write to, or fix its permissions",
+        )
+    return Problem(
+        where=str(out),
+        message=f"cannot write outputs: {reason} ({str(target)!r})",
+        fix="check the output directory (free space, permissions, no directory in the way "
+        "of an output file); existing outputs were left as they were",
+    )
+
+
+# --------------------------------------------------------------------------
+# reading our own outputs back
+# --------------------------------------------------------------------------
+
+
+def _read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+    """Yield ``(where, [values of required columns])`` per row of a CSV or Parquet output."""
+    p = Path(path)
+    file = str(path)
+    if not p.is_file():
+        raise InputError(
+            Problem(
+                where=file,
+                message=f"no such file: {str(p.absolute())!r}",
+                fix="check the path (run the job first to create its outputs)",
+            )
+        )
+    if p.name.lower().endswith(".parquet"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            present = list(pq.read_schema(p).names)
+            missing = [c for c in required if c not in present]
+            if missing:
+                raise InputError(_missing_columns(missing, present, file, "", ""))
+            table = pq.read_table(p, columns=list(required))
+        except (pa.ArrowException, OSError) as e:
+            raise InputError(Problem(where=file, message=f"cannot read the Parquet file: {e}")) from None
+        cols = [table.column(c).to_pylist() for c in required]
+        for i, values in enumerate(zip(*cols)):
+            yield f"{file} row {i + 1}", list(values)
+        return
+    text = _decode(_read_bytes(p, p.name.lower().endswith(".gz"), file, ""), file, False, "")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError(
+                Problem(where=file, message="the file is empty: no header row",
+                        fix=f"expected the header {','.join(required)}")
+            )
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(_missing_columns(missing, header, f"{file}:1", "", ""))
+        index = [header.index(c) for c in required]
+        prev = reader.line_num
+        for row in reader:
+            start, prev = prev + 1, reader.line_num
+            if not row:
+                continue
+            if len(row) < len(header):
+                row = row + [""] * (len(header) - len(row))
+            yield f"{file}:{start}", [row[k] for k in index]
+    except csv.Error as e:
+        raise InputError(
+            Problem(where=f"{file}:{reader.line_num}", message=f"cannot parse the CSV file: {e}")
+        ) from None
+
+
+def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
+    """Read a pairs output (``left_source,left_id,right_source,right_id,score``).
+
+    Accepts the CSV written by :func:`write_outputs` (or a ``.parquet``
+    table with the same columns). Returns one tuple per row, in file order;
+    raises :class:`InputError` on a missing file, missing columns or a score
+    that is not a number (every bad score is reported).
+    """
+    cols = ("left_source", "left_id", "right_source", "right_id", "score")
+    out: list[tuple[str, str, str, str, float]] = []
+    bad = _Capped(str(path), "rows with a bad score", "scores must be numbers such as 0.85")
+    for where, (ls, li, rs, ri, score) in _read_output_table(path, cols):
+        try:
+            value = float(score)
+        except (TypeError, ValueError):
+            bad.add(where, f"score {score!r} is not a number", "column 'score'")
+            continue
+        out.append((str(ls), str(li), str(rs), str(ri), value))
+    problems = bad.problems()
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def read_clusters_csv(path: str | Path) -> list[tuple[str, str, str]]:
+    """Read a clusters output (``source,id,cluster_id``) as ``(source, id, cluster_id)`` strings.
+
+    Accepts the CSV written by :func:`write_outputs` (or a ``.parquet``
+    table with the same columns); raises :class:`InputError` on a missing
+    file or missing columns.
+    """
+    cols = ("source", "id", "cluster_id")
+    return [
+        (_text(s) or "", _text(i) or "", _text(c) or "")
+        for _, (s, i, c) in _read_output_table(path, cols)
+    ]
+
+
+def merge_files(files: list[Records], where: str) -> Records:
+    """The records of one source read from several files, in file order; ids unique across the files."""
+    ids = [i for f in files for i in f.ids]
+    dup = sorted(i for i, c in Counter(ids).items() if c > 1)
+    if dup:
+        raise InputError(Problem(where=where, message=f"{len(dup)} id(s) appear in more than one file of the source: "
+                                 f"{', '.join(dup[:5])}" + (" …" if len(dup) > 5 else ""),
+                                 fix="ids must be unique within a source, across all its files"))
+    return Records(
+        ids=ids,
+        source=np.zeros(len(ids), dtype=np.int32),
+        source_names=list(files[0].source_names),
+        fields={k: [v for f in files for v in f.fields[k]] for k in files[0].fields},
+    )

@@ -1,0 +1,294 @@
+"""Plugin manager: built-ins and third-party plugins, loaded the same way.
+
+Every plugin — the built-in ones included — is a module registered under the
+entry-point group ``er_framework``. Loading is explicit and can be controlled:
+
+* ``ER_FRAMEWORK_DISABLE_PLUGIN_AUTOLOAD=1`` loads only the plugins shipped in
+  the ``er-framework`` distribution itself (plus those named in
+  ``ER_FRAMEWORK_PLUGINS``);
+* ``ER_FRAMEWORK_PLUGINS=pkg.module,other.module`` imports and registers these
+  modules explicitly (useful in tests and for plugins that are not installed);
+* ``ER_FRAMEWORK_BLOCK_PLUGINS=name1,name2`` (or the ``block`` argument) blocks
+  plugins by entry-point name, so that their hooks never run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import importlib.metadata as md
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Iterable, Sequence
+
+import pluggy
+
+from er_framework.components import FAMILIES, Component
+from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
+from er_framework.hookspecs import FAMILY_HOOKS, PROJECT, ErSpecs
+
+ENTRY_POINT_GROUP = "er_framework"
+DISTRIBUTION = "er-framework"
+ENV_DISABLE = "ER_FRAMEWORK_DISABLE_PLUGIN_AUTOLOAD"
+ENV_PLUGINS = "ER_FRAMEWORK_PLUGINS"
+ENV_BLOCK = "ER_FRAMEWORK_BLOCK_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a plugin came from."""
+
+    name: str
+    module: str
+    distribution: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ComponentInfo:
+    """A registered component class and the plugin that provided it."""
+
+    family: str
+    name: str
+    cls: type[Component]
+    plugin: PluginInfo
+
+
+@dataclass
+class Registry:
+    """Components by family and name, with their providers."""
+
+    plugins: list[PluginInfo] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    components: dict[str, dict[str, ComponentInfo]] = field(
+        default_factory=lambda: {f: {} for f in FAMILIES}
+    )
+    manager: pluggy.PluginManager | None = None
+
+    def names(self, family: str) -> list[str]:
+        return sorted(self.components[family])
+
+    def get(self, family: str, name: str) -> ComponentInfo:
+        try:
+            return self.components[family][name]
+        except KeyError:
+            installed = self.names(family)
+            raise PluginError(
+                Problem(
+                    where="",
+                    message=f"no {family} named {name!r}",
+                    fix=f"{did_you_mean(name, installed)}installed: {choices_text(installed)}",
+                )
+            ) from None
+
+
+def _env_list(var: str) -> list[str]:
+    return [p.strip() for p in os.environ.get(var, "").split(",") if p.strip()]
+
+
+def _autoload_disabled() -> bool:
+    return os.environ.get(ENV_DISABLE, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _dist_of(ep: md.EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ("?", "?")
+    return (dist.metadata["Name"] or "?", dist.version or "?")
+
+
+def build_registry(
+    *,
+    block: Sequence[str] = (),
+    extra_modules: Sequence[ModuleType | str] = (),
+    autoload: bool | None = None,
+) -> Registry:
+    """Make a fresh plugin manager, load plugins and collect their components.
+
+    ``extra_modules`` are registered in addition (modules or import paths).
+    Raises :class:`PluginError` if a plugin fails to import, returns a class
+    that is not a component of the hook's family, or offers a name that
+    another plugin already offers (both providers are named).
+    """
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(ErSpecs)
+    blocked = sorted(set(block) | set(_env_list(ENV_BLOCK)))
+    for name in blocked:
+        pm.set_blocked(name)
+    if autoload is None:
+        autoload = not _autoload_disabled()
+
+    problems: list[Problem] = []
+    infos: dict[str, PluginInfo] = {}
+    seen: set[tuple[str, str]] = set()
+    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        dist_name, version = _dist_of(ep)
+        if (ep.name, ep.value) in seen:
+            continue  # the same distribution visible twice on sys.path
+        seen.add((ep.name, ep.value))
+        if not autoload and dist_name.lower().replace("_", "-") != DISTRIBUTION:
+            continue
+        if pm.is_blocked(ep.name):
+            continue
+        if pm.get_plugin(ep.name) is not None:
+            other = infos.get(ep.name)
+            problems.append(
+                Problem(
+                    where=f"entry point {ep.name!r}",
+                    message=(
+                        f"two plugins are named {ep.name!r}: {ep.value} ({dist_name}) and "
+                        f"{other.module if other else '?'} ({other.distribution if other else '?'})"
+                    ),
+                    fix="uninstall one of them, or block one with " + ENV_BLOCK,
+                )
+            )
+            continue
+        try:
+            module = ep.load()
+        except Exception as exc:  # a broken third-party plugin must not crash with a traceback
+            problems.append(
+                Problem(
+                    where=f"entry point {ep.name!r} ({dist_name} {version})",
+                    message=f"cannot import {ep.value}: {type(exc).__name__}: {exc}",
+                    fix=f"reinstall {dist_name}, or block it with {ENV_BLOCK}={ep.name}",
+                )
+            )
+            continue
+        pm.register(module, name=ep.name)
+        infos[ep.name] = PluginInfo(ep.name, ep.value, dist_name, version)
+
+    for mod in list(extra_modules) + _env_list(ENV_PLUGINS):
+        if isinstance(mod, str):
+            if pm.is_blocked(mod):
+                continue
+            try:
+                module = importlib.import_module(mod)
+            except Exception as exc:
+                problems.append(
+                    Problem(
+                        where=ENV_PLUGINS,
+                        message=f"cannot import plugin module {mod!r}: {type(exc).__name__}: {exc}",
+                        fix="check the module path and that its package is installed",
+                    )
+                )
+                continue
+            pname = mod
+        else:
+            module, pname = mod, mod.__name__
+        if pm.is_blocked(pname) or pm.is_registered(module):
+            continue
+        pm.register(module, name=pname)
+        infos[pname] = PluginInfo(pname, module.__name__, "(registered explicitly)", "")
+
+    if problems:
+        raise PluginError(problems)
+
+    registry = Registry(plugins=list(infos.values()), blocked=blocked, manager=pm)
+    for family, hook_name in FAMILY_HOOKS.items():
+        base = FAMILIES[family]
+        caller = getattr(pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            pname = pm.get_name(impl.plugin) or "?"
+            info = infos.get(pname, PluginInfo(pname, getattr(impl.plugin, "__name__", "?"), "?", "?"))
+            try:
+                classes = impl.function() or []
+            except Exception as exc:
+                problems.append(
+                    Problem(
+                        where=f"plugin {pname!r}",
+                        message=f"{hook_name}() raised {type(exc).__name__}: {exc}",
+                        fix=f"fix or block the plugin ({ENV_BLOCK}={pname})",
+                    )
+                )
+                continue
+            for cls in _as_list(classes):
+                problem = _check_component(cls, base, family, info, hook_name)
+                if problem:
+                    problems.append(problem)
+                    continue
+                existing = registry.components[family].get(cls.name)
+                if existing is not None and existing.cls is not cls:
+                    problems.append(
+                        Problem(
+                            where=f"{family} {cls.name!r}",
+                            message=(
+                                f"two components are named {cls.name!r}: "
+                                f"{existing.cls.__module__}.{existing.cls.__qualname__} from plugin "
+                                f"{existing.plugin.name!r} ({existing.plugin.distribution}) and "
+                                f"{cls.__module__}.{cls.__qualname__} from plugin {pname!r} "
+                                f"({info.distribution})"
+                            ),
+                            fix=f"rename one of them, or block one plugin with {ENV_BLOCK}",
+                        )
+                    )
+                    continue
+                registry.components[family][cls.name] = ComponentInfo(family, cls.name, cls, info)
+    if problems:
+        raise PluginError(problems)
+    return registry
+
+
+def _as_list(classes: Any) -> list[Any]:
+    if isinstance(classes, (list, tuple)):
+        return list(classes)
+    return [classes]
+
+
+def _check_component(
+    cls: Any, base: type[Component], family: str, info: PluginInfo, hook: str
+) -> Problem | None:
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        return Problem(
+            where=f"plugin {info.name!r} ({info.module})",
+            message=f"{hook}() returned {cls!r}, which is not a subclass of {base.__name__}",
+            fix=f"return classes derived from er_framework.{base.__name__}",
+        )
+    if not cls.name or not isinstance(cls.name, str):
+        return Problem(
+            where=f"plugin {info.name!r} ({info.module})",
+            message=f"{cls.__qualname__} has no 'name'",
+            fix="set the class attribute name = '...' (the YAML type)",
+        )
+    return None
+
+
+_DEFAULT: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The process-wide registry (built on first use from the environment)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = build_registry()
+    return _DEFAULT
+
+
+def reset_default_registry() -> None:
+    global _DEFAULT
+    _DEFAULT = None
+
+
+def describe_params(cls: type[Component]) -> list[dict[str, Any]]:
+    """Parameters of a component: name, type, default, description."""
+    out = []
+    for pname, f in cls.Params.model_fields.items():
+        ann = f.annotation
+        tname = getattr(ann, "__name__", None) or re.sub(r"\b[\w.]+\.(\w+)", r"\1", str(ann))
+        default = None if f.is_required() else f.get_default(call_default_factory=True)
+        out.append(
+            {
+                "name": pname,
+                "type": tname,
+                "required": f.is_required(),
+                "default": default,
+                "description": f.description or "",
+            }
+        )
+    return out
+
+
+def iter_components(registry: Registry) -> Iterable[ComponentInfo]:
+    for family in FAMILIES:
+        for name in registry.names(family):
+            yield registry.components[family][name]

@@ -1,0 +1,1033 @@
+"""A visual report of a finished job: one self-contained HTML page.
+
+    er report OUT_DIR        -> OUT_DIR/report.html
+
+The page is built from the outputs of ``er run`` (``report.json``, the pairs
+and clusters tables, CSV or Parquet) and, for example records, from the job's
+sources, re-read through the job file named in ``report.json``. It is one
+file: plots are PNG images (matplotlib, Agg, no pyplot state) embedded as
+``data:`` URIs, the style sheet is inline, there is no script and no
+reference to anything outside the file, so it opens from disk without a
+server. Every text taken from the data or the report is HTML-escaped.
+
+What it shows: the job (name, mode, config, seed, config hash, versions, run
+date), summary counts, the LSH S-curve of the chosen (b, r) with the measured
+candidate rate per similarity bin (``report.json`` ``diagnostics.s_curve``)
+when the run recorded it, the score histogram of the written pairs, the
+cluster-size distribution, the largest clusters with example records, the
+stages with seconds and peak memory, and the blocker and component details.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.data import Pairs, Records
+from er_framework.errors import ErError, InputError, Problem
+
+__all__ = ["cmd_report", "render_report", "write_report"]
+
+#: Characters of each field shown for an example record.
+SNIPPET_CHARS = 200
+#: largest multi-record clusters shown with example records
+TOP_CLUSTERS = 5
+#: Resolution of the embedded plots (pixels per inch); the figures are ~7 x 3.6 in.
+DPI = 90
+#: Keys of report.json that may hold the date of the run (first found wins).
+_DATE_KEYS = ("finished_at", "started_at", "finished", "started", "date", "run_at", "timestamp")
+
+
+# --------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------
+
+
+def _e(value: Any) -> str:
+    """HTML-escaped text of ``value`` (quotes included)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _fmt(value: Any, limit: int = 300) -> str:
+    """A report value as short plain text (not escaped)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value == int(value) and abs(value) < 1e15:
+            return f"{int(value):,}" if abs(value) >= 1000 else f"{value:g}"
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+#: Numbers shown without thousands separators (identifiers, not counts).
+_PLAIN_KEYS = {"seed", "prime"}
+
+
+def _kv_table(rows: Iterable[tuple[str, Any]], cls: str = "kv") -> str:
+    body = "".join(
+        f"<tr><th>{_e(k)}</th><td>{_e(str(v) if k in _PLAIN_KEYS and isinstance(v, int) else _fmt(v))}</td></tr>"
+        for k, v in rows
+    )
+    return f'<table class="{cls}">{body}</table>'
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], num: Sequence[bool] | None = None) -> str:
+    """A table; cells are formatted with :func:`_fmt` unless given as ``("html", markup)``."""
+    num = num or [False] * len(head)
+    out = ["<table><thead><tr>"]
+    out += [f'<th class="{"num" if n else ""}">{_e(h)}</th>' for h, n in zip(head, num)]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>")
+        for cell, n in zip(row, num):
+            markup = cell[1] if isinstance(cell, tuple) and len(cell) == 2 and cell[0] == "html" else _e(_fmt(cell))
+            out.append(f'<td class="{"num" if n else ""}">{markup}</td>')
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
+def _img(uri: str | None, alt: str) -> str:
+    if uri is None:
+        return _note(f"{alt}: no plot (matplotlib is not installed; pip install matplotlib)")
+    return f'<img src="{uri}" alt="{_e(alt)}">'
+
+
+def _snippet(value: str | None, limit: int = SNIPPET_CHARS) -> str:
+    if value is None:
+        return "(missing)"
+    text = " ".join(value.split())
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text):,} characters)"
+    return text if text else "(empty)"
+
+
+def _id_markup(rid: str) -> str:
+    """A record id in code style: short ids never wrap, long ones may wrap after a '/'."""
+    if len(rid) <= 30:
+        return f'<code class="id">{_e(rid)}</code>'
+    return f'<code class="longid">{_e(rid).replace("/", "/<wbr>")}</code>'
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial rate k/n (``(0, 1)`` when n = 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def s_curve(s: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """P(candidate | s) = 1 − (1 − s^r)^b."""
+    return 1.0 - (1.0 - np.power(s, rows)) ** bands
+
+
+# --------------------------------------------------------------------------
+# reading the outputs
+# --------------------------------------------------------------------------
+
+
+def _load_report(out: Path) -> dict[str, Any]:
+    path = out / "report.json"
+    fix = "run `er run CONFIG --out DIR` first, then `er report DIR` on that folder"
+    if not out.is_dir():
+        raise InputError(Problem(where=str(out), message="no such output folder", fix=fix))
+    if not path.is_file():
+        raise InputError(Problem(where=str(path), message=f"no report.json in {str(out)!r}", fix=fix))
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(
+            Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")
+        ) from None
+    if not isinstance(report, dict):
+        raise InputError(
+            Problem(where=str(path), message="report.json is not a JSON object", fix=fix + " (it rewrites the file)")
+        )
+    return report
+
+
+def _table_file(out: Path, name: str) -> Path | None:
+    """``name.csv`` or ``name.parquet`` in ``out`` (the newer if both exist)."""
+    found = [p for p in (out / f"{name}.csv", out / f"{name}.parquet") if p.is_file()]
+    if not found:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime_ns)
+
+
+def _run_date(report: dict[str, Any], out: Path) -> str:
+    for key in _DATE_KEYS:
+        if report.get(key):
+            return str(report[key])
+    try:
+        mtime = (out / "report.json").stat().st_mtime
+    except OSError:
+        return "—"
+    stamp = datetime.fromtimestamp(mtime, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{stamp} (time report.json was written)"
+
+
+# --------------------------------------------------------------------------
+# plots
+# --------------------------------------------------------------------------
+
+
+def _figure(width: float = 7.5, height: float = 3.6) -> Any:
+    """A matplotlib Figure (no pyplot, no global backend), or None without matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:  # pragma: no cover - matplotlib is a dependency
+        return None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _rc() -> Any:
+    import matplotlib
+
+    return matplotlib.rc_context(
+        {
+            "font.size": 9,
+            "axes.titlesize": 10,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "svg.hashsalt": "er",
+        }
+    )
+
+
+def plot_s_curve(bands: int, rows: int, threshold: float | None, diag: dict[str, Any] | None) -> str | None:
+    """The S-curve of (b, r), the threshold, and measured rates with 95% intervals."""
+    fig = _figure(height=4.2)
+    if fig is None:
+        return None
+    with _rc():
+        ax = fig.add_subplot()
+        s = np.linspace(0.0, 1.0, 401)
+        ax.plot(s, s_curve(s, bands, rows), color="#1f77b4", lw=2,
+                label=rf"$1 - (1 - s^{{{rows}}})^{{{bands}}}$  (b = {bands}, r = {rows})")
+        if threshold is not None:
+            p_t = float(s_curve(np.array([threshold]), bands, rows)[0])
+            ax.axvline(threshold, color="#d62728", ls="--", lw=1.2,
+                       label=f"threshold {threshold:g}: P(candidate) = {p_t:.3f}")
+            ax.plot([threshold], [p_t], "o", color="#d62728", ms=5)
+        if diag:
+            xs, ys, lo, hi, pred = [], [], [], [], []
+            for (a, b), n, k, m, p in zip(diag["bins"], diag["pairs"], diag["candidates"],
+                                          diag["measured_rate"], diag["predicted_rate"]):
+                if not n or m is None:
+                    continue
+                low, high = wilson_interval(int(k), int(n))
+                xs.append((a + b) / 2)
+                ys.append(m)
+                lo.append(max(0.0, m - low))
+                hi.append(max(0.0, high - m))
+                pred.append(p)
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color="#2ca02c", ms=5, capsize=3, lw=1.2,
+                            label="measured candidate rate per bin (95% interval)")
+                ax.plot(xs, pred, "x", color="#555555", ms=6,
+                        label="predicted for the sampled pairs (mean P(s) per bin)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.03, 1.05)
+        ax.set_xlabel("similarity s (exact Jaccard)")
+        ax.set_ylabel("P(candidate pair)")
+        ax.set_title("LSH banding: probability of becoming a candidate pair")
+        fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+        return _png(fig)
+
+
+def plot_scores(scores: np.ndarray, threshold: float | None) -> str | None:
+    """Histogram of the written pair scores with the threshold."""
+    fig = _figure()
+    if fig is None:
+        return None
+    with _rc():
+        ax = fig.add_subplot()
+        low = float(scores.min()) if len(scores) else 0.0
+        if threshold is not None:
+            low = min(low, float(threshold))
+        low = max(0.0, math.floor(low * 20) / 20)  # start on a 0.05 step
+        high = 1.0 if len(scores) == 0 or float(scores.max()) <= 1.0 else float(scores.max())
+        bins = max(5, min(40, round((high - low) / 0.025))) if high > low else 10
+        ax.hist(scores, bins=bins, range=(low, high) if high > low else None, color="#1f77b4",
+                edgecolor="white", linewidth=0.5)
+        if threshold is not None:
+            ax.axvline(threshold, color="#d62728", ls="--", lw=1.2, label=f"threshold {threshold:g}")
+            ax.legend(loc="upper left", fontsize=8)
+        from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_xlabel("score of the pair (verifier)")
+        ax.set_ylabel("pairs")
+        ax.set_title(f"Scores of the {len(scores):,} written pairs")
+        ax.margins(x=0.02)
+        return _png(fig)
+
+
+def plot_cluster_sizes(sizes: np.ndarray) -> str | None:
+    """Number of clusters of each size, counts on a log scale."""
+    fig = _figure()
+    if fig is None:
+        return None
+    with _rc():
+        ax = fig.add_subplot()
+        counts = Counter(int(x) for x in sizes)
+        distinct = sorted(counts)
+        if len(distinct) <= 30:
+            xs = np.arange(len(distinct))
+            ys = [counts[v] for v in distinct]
+            bars = ax.bar(xs, ys, color="#1f77b4", width=0.6)
+            ax.set_xticks(xs, [str(v) for v in distinct])
+            pad = max(0.8, (4 - len(distinct)) / 2)  # a lone bar is not stretched over the whole plot
+            ax.set_xlim(-pad, len(distinct) - 1 + pad)
+            ax.bar_label(bars, labels=[f"{y:,}" for y in ys], fontsize=8, padding=2)
+            ax.set_xlabel("cluster size (records)")
+            ax.grid(axis="x", visible=False)
+        else:  # many sizes: logarithmic size bins
+            top = max(distinct)
+            edges = np.unique(np.round(np.logspace(0, math.log10(top + 1), 30)).astype(int))
+            edges = np.append(edges, top + 1) if edges[-1] <= top else edges
+            ax.hist(sizes, bins=edges, color="#1f77b4", edgecolor="white", linewidth=0.5)
+            ax.set_xscale("log")
+            ax.set_xlabel("cluster size (records, log scale)")
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ymax = max(counts.values()) if counts else 1
+        ax.set_ylim(0.7, ymax * 3)
+        ax.set_ylabel("clusters (log scale)")
+        ax.set_title(f"Cluster sizes ({len(sizes):,} clusters)")
+        return _png(fig)
+
+
+def plot_points(records: list[tuple[str, np.ndarray]], shingler: dict[str, Any]) -> str | None:
+    """The [x, y] points (minutiae) of a cluster's records overlaid, on the shingler's grid if known."""
+    fig = _figure(3.3, 3.3)
+    if fig is None:
+        return None
+    with _rc():
+        ax = fig.add_subplot()
+        markers = ["o", "x", "s", "+", "^", "v", "D", "1"]
+        for i, (rid, pts) in enumerate(records):
+            marker, colour = markers[i % len(markers)], f"C{i % 10}"
+            style = ({"facecolors": "none", "edgecolors": colour} if marker in "osD^v"
+                     else {"color": colour})
+            ax.scatter(pts[:, 0], pts[:, 1], s=14, marker=marker, linewidths=0.9, label=_fmt(rid, 24), **style)
+        width, height = shingler.get("width"), shingler.get("height")
+        if shingler.get("normalized"):
+            width, height = 1.0, 1.0
+        if isinstance(width, (int, float)) and isinstance(height, (int, float)):
+            ax.set_xlim(0, width)
+            ax.set_ylim(0, height)
+            gx, gy = shingler.get("grid_x"), shingler.get("grid_y")
+            if isinstance(gx, int) and isinstance(gy, int) and 0 < gx <= 100 and 0 < gy <= 100:
+                ax.set_xticks(np.linspace(0, width, gx + 1), minor=True)
+                ax.set_yticks(np.linspace(0, height, gy + 1), minor=True)
+                ax.grid(which="minor", alpha=0.25, lw=0.5)
+                ax.grid(which="major", visible=False)
+        ax.set_aspect("equal", adjustable="box")
+        ax.tick_params(labelsize=7)
+        fig.legend(loc="outside lower center", fontsize=7, ncol=min(3, len(records)), frameon=False)
+        return _png(fig)
+
+
+# --------------------------------------------------------------------------
+# example records
+# --------------------------------------------------------------------------
+
+
+def _resolve_config(report: dict[str, Any], out: Path, config_path: str | Path | None) -> tuple[Path | None, list[Path]]:
+    """The job file: ``config_path`` if given, else report.json's ``config`` (as recorded, then below ``out``)."""
+    if config_path is not None:
+        p = Path(config_path)
+        return (p.resolve() if p.is_file() else None), [p]
+    recorded = report.get("config")
+    if not recorded:
+        return None, []
+    p = Path(str(recorded))
+    tried = [p] if p.is_absolute() else [Path.cwd() / p, out / p, out.parent / p]
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate.resolve(), tried
+    return None, tried
+
+
+def _html_title(page: str | None) -> str | None:
+    """The ``<title>`` (else the first ``<h1>``) of an HTML page, or None."""
+    if not page:
+        return None
+    try:
+        from selectolax.lexbor import LexborHTMLParser
+
+        tree = LexborHTMLParser(page)
+        for selector in ("title", "h1"):
+            node = tree.css_first(selector)
+            if node is not None:
+                text = " ".join((node.text() or "").split())
+                if text:
+                    return text
+    except Exception:  # noqa: BLE001 - a title is a nicety: never fail the report for it
+        return None
+    return None
+
+
+def _points(value: str | None) -> np.ndarray | None:
+    """``[[x, y, ...], ...]`` (e.g. minutiae) as an (n, 2) float array, else None."""
+    if not value or not value.lstrip().startswith("[["):
+        return None
+    try:
+        data = json.loads(value)
+        pts = np.array([[float(p[0]), float(p[1])] for p in data], dtype=np.float64)
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+    return pts if pts.ndim == 2 and len(pts) and np.isfinite(pts).all() else None
+
+
+Found = dict[tuple[str, str], dict[str, str]]
+Points = dict[tuple[str, str], np.ndarray]
+
+
+def _example_records(
+    report: dict[str, Any], out: Path, config_path: str | Path | None, wanted: set[tuple[str, str]]
+) -> tuple[Found, list[str], Points, str | None]:
+    """Snippets ``(source, id) -> {column: text}`` of the wanted records, the column names,
+    point sets of records whose field is a list of [x, y] (minutiae), and a problem (or None)."""
+    if not wanted:
+        return {}, [], {}, None
+    path, tried = _resolve_config(report, out, config_path)
+    if path is None:
+        where = ", ".join(str(p) for p in tried) or "(report.json names no config)"
+        return {}, [], {}, (f"the job file was not found (looked at {where}), so the example records cannot be "
+                        "shown; run er report from the folder the job was run in, or pass the job file "
+                        "(er report DIR --config JOB.yaml)")
+    try:
+        from er_framework.config.job import parse_job
+        from er_framework.io.html import extract_text
+        from er_framework.io.tables import merge_files, read_source
+
+        job = parse_job(path)
+        note = None
+        if report.get("config_hash") and job.config_hash() != report.get("config_hash"):
+            note = (f"the config hash of {path} now differs from report.json's: the job file (or the "
+                    "framework) changed since the run; the records below are read with the current job file")
+        found: Found = {}
+        points: Points = {}
+        field_names: list[str] = []
+        for i, src in enumerate(job.spec.sources):
+            ids_wanted = {rid for s, rid in wanted if s == src.name}
+            if not ids_wanted:
+                continue
+            files = [read_source(f, id_column=src.id, fields=src.fields, name=src.name,
+                                 where=f"{path}: sources[{i}]", layout=src.layout) for f in job.source_paths(i)]
+            recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
+            rows = [j for j, rid in enumerate(recs.ids) if rid in ids_wanted]
+            html_cols = set((src.html.fields or src.fields) if src.html is not None else [])
+            for col in src.fields:
+                values = [recs.fields[col][j] for j in rows]
+                columns: list[tuple[str, list[str | None]]] = []
+                if col in html_cols:
+                    titles = [_html_title(v) for v in values]
+                    if any(titles):
+                        columns.append((f"{col}: page title", titles))
+                    texts, _ = extract_text(values, boilerplate=src.html.boilerplate,  # type: ignore[union-attr]
+                                            language=src.html.language)  # type: ignore[union-attr]
+                    columns.append((f"{col} (visible text)", texts))
+                else:
+                    columns.append((col, values))
+                    for j, value in zip(rows, values):
+                        pts = _points(value)
+                        if pts is not None and (src.name, recs.ids[j]) not in points:
+                            points[(src.name, recs.ids[j])] = pts
+                for label, vals in columns:
+                    if label not in field_names:
+                        field_names.append(label)
+                    for j, value in zip(rows, vals):
+                        found.setdefault((src.name, recs.ids[j]), {})[label] = _snippet(value)
+        return found, field_names, points, note
+    except ErError as exc:
+        return {}, [], {}, f"the sources could not be read again, so no example records are shown: {exc}"
+    except Exception as exc:  # noqa: BLE001 - the report must not fail because a source moved or broke
+        return {}, [], {}, (f"the sources could not be read again, so no example records are shown: "
+                            f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------
+# sections
+# --------------------------------------------------------------------------
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#222;
+margin:0;background:#f6f7f9}
+main{max-width:1080px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:24px;margin:8px 0 4px}h2{font-size:18px;margin:0 0 10px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+section{background:#fff;border:1px solid #e2e4e8;border-radius:6px;padding:14px 18px;margin:14px 0}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border-bottom:1px solid #eceef1;padding:3px 10px 3px 0;text-align:left;vertical-align:top}
+thead th{border-bottom:2px solid #ccd;font-weight:600}
+table.kv th{font-weight:600;color:#444;white-space:nowrap;padding-right:18px}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;padding-left:10px}
+td.rec{max-width:640px;overflow-wrap:anywhere}
+code.id{overflow-wrap:normal;white-space:nowrap}code.longid{overflow-wrap:normal;word-break:normal}
+td:has(code.longid){min-width:200px;max-width:280px}
+.pair{display:flex;gap:16px;align-items:flex-start}.pair table{flex:1}.pair img{width:300px;flex:none;margin:0}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:0 24px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:10px;margin:4px 0 8px}
+.card{border:1px solid #e2e4e8;border-radius:6px;padding:8px 12px;background:#fafbfc}
+.card b{display:block;font-size:20px;font-variant-numeric:tabular-nums}.card span{color:#555;font-size:12px}
+.note{color:#555;font-size:13px;margin:4px 0 8px}.warn{color:#8a4b00}
+img{max-width:100%;height:auto;display:block;margin:6px 0}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;overflow-wrap:anywhere}
+.bar{display:inline-block;height:9px;background:#8fb3d9;vertical-align:middle}
+details pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px;background:#f6f7f9;padding:8px;max-height:480px;overflow:auto}
+nav a{margin-right:12px;color:#1f5fa8;text-decoration:none}
+"""
+
+
+def _section(sid: str, title: str, body: str) -> str:
+    return f'<section id="{sid}"><h2>{_e(title)}</h2>{body}</section>'
+
+
+def _header(report: dict[str, Any], out: Path) -> str:
+    versions = report.get("versions") or {}
+    comps = versions.get("components") or {}
+    comp_text = ", ".join(
+        f"{name} ({info.get('distribution', '?')} {info.get('version', '?')})" for name, info in comps.items()
+    )
+    rows: list[tuple[str, Any]] = [
+        ("mode", report.get("mode")),
+        ("config", report.get("config")),
+        ("seed", report.get("seed")),
+        ("config hash", report.get("config_hash")),
+        ("run date", _run_date(report, out)),
+        ("run time", f"{_fmt(report.get('seconds_total'))} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB"
+         if report.get("seconds_total") is not None else None),
+        ("versions", f"er-framework {versions.get('er_framework', '?')}, Python {versions.get('python', '?')}, "
+                     f"numpy {versions.get('numpy', '?')}" if versions else None),
+        ("components", comp_text or None),
+        ("output folder", str(out)),
+    ]
+    return _kv_table(rows)
+
+
+def _summary(report: dict[str, Any]) -> str:
+    recs = report.get("records") or {}
+    exact = report.get("exact_duplicates") or {}
+    clusters = report.get("clusters") or {}
+    cards = [
+        ("records read", recs.get("total")),
+        ("exact duplicates", "off" if exact.get("enabled") is False
+         else exact.get("records_collapsed") or exact.get("pairs") or 0),
+        ("candidate pairs", report.get("candidate_pairs")),
+        ("verified pairs", report.get("verified_pairs")),
+        ("clusters", clusters.get("count")),
+        ("singletons", clusters.get("singletons")),
+        ("largest cluster", clusters.get("largest")),
+    ]
+    body = '<div class="cards">' + "".join(
+        f"<div class=\"card\"><b>{_e(_fmt(v))}</b><span>{_e(k)}</span></div>" for k, v in cards
+    ) + "</div>"
+    per_source = recs.get("per_source") or {}
+    rows: list[tuple[str, Any]] = [(f"records in source {name!r}", n) for name, n in per_source.items()]
+    if exact:
+        if not exact.get("enabled", True):
+            rows.append(("exact duplicates", "stage off"))
+        else:
+            rows.append(("exact-duplicate groups", exact.get("groups")))
+            rows.append(("records in those groups", exact.get("records_in_groups")))
+            rows.append(("records collapsed onto a representative", exact.get("records_collapsed")))
+            rows.append(("exact-duplicate pairs (score 1.0)", exact.get("pairs")))
+    tokens = report.get("tokens") or {}
+    if tokens:
+        rows.append(("mean tokens per record", tokens.get("mean_tokens")))
+        rows.append(("records with no tokens", tokens.get("empty_token_sets")))
+    rows.append(("candidate pairs (blocking, exact duplicates excluded)", report.get("candidate_pairs")))
+    rows.append(("verified pairs (score ≥ threshold)", report.get("verified_pairs")))
+    rows.append(("pairs written (verified + exact duplicates)", report.get("pairs_written")))
+    rows.append(("records in clusters of 2 or more", clusters.get("records_in_multi_record_clusters")))
+    return body + _kv_table(rows) + _link_answer(report)
+
+
+def _link_answer(report: dict[str, Any]) -> str:
+    """Link modes: records of each source matched to another source, at the threshold and around it."""
+    link = report.get("link")
+    if not link:
+        return ""
+    names = list(link.get("sources") or [])
+    per_source = (report.get("records") or {}).get("per_source") or {}
+    matched = link.get("matched") or {}
+    lines = [
+        f"{_e(n)}: {_e(_fmt(matched.get(n)))} of {_e(_fmt(per_source.get(n)))} records matched to another source"
+        for n in names
+    ]
+    head = ["score ≥", "cross-source pairs", *[f"{n} records with a pair" for n in names]]
+    rows = [[_fmt(r.get("threshold")), _fmt(r.get("pairs")), *[_fmt(r.get(n)) for n in names]]
+            for r in link.get("by_threshold") or []]
+    return (
+        f"<h3>Link answer (score ≥ {_e(_fmt(link.get('threshold')))}, after clustering)</h3>"
+        + "".join(f"<p>{line}</p>" for line in lines)
+        + _note("Per threshold: records having at least one cross-source candidate pair at or above it "
+                "(before clustering).")
+        + _table(head, rows)
+    )
+
+
+def _blocking(report: dict[str, Any]) -> str:
+    blockers = report.get("blockers") or []
+    diag = ((report.get("diagnostics") or {}).get("s_curve")) or None
+    if not blockers:
+        return _note("report.json lists no blockers.")
+    parts: list[str] = []
+    for i, blk in enumerate(blockers):
+        kind = str(blk.get("type", "?"))
+        title = f"blocker {i + 1}: {kind}" if len(blockers) > 1 else f"blocker: {kind}"
+        parts.append(f"<h3>{_e(title)}</h3>")
+        bands, rows = blk.get("bands"), blk.get("rows")
+        if kind == "lsh_bands" or (isinstance(bands, int) and isinstance(rows, int)):
+            mine = diag if diag and diag.get("bands") == bands and diag.get("rows") == rows else None
+            threshold = blk.get("threshold")
+            parts.append(_img(plot_s_curve(int(bands), int(rows), threshold, mine), "LSH S-curve"))
+            if mine:
+                parts.append(_note(
+                    f"Green points: share of sampled pairs that the banding made candidates, by exact "
+                    f"similarity (bins of width 0.1; error bars: 95% Wilson interval). "
+                    f"{_fmt(mine.get('pairs_sampled'))} pairs sampled around {_fmt(mine.get('records_probed'))} "
+                    f"records, independently of the banding's hash functions."))
+                rows_t = []
+                for (a, b), n, k, m, p in zip(mine["bins"], mine["pairs"], mine["candidates"],
+                                              mine["measured_rate"], mine["predicted_rate"]):
+                    rows_t.append([f"{a:.1f}–{b:.1f}", n, k, m, p])
+                parts.append("<details><summary>measured rate per similarity bin</summary>" + _table(
+                    ["similarity", "pairs sampled", "candidates", "measured rate", "predicted rate"],
+                    rows_t, [False, True, True, True, True]) + "</details>")
+            else:
+                parts.append(_note(
+                    "Only the theoretical curve is shown: this report.json has no measured candidate "
+                    "rates (diagnostics.s_curve), e.g. because it was written by an older version "
+                    "or diagnostics were turned off."))
+            shown = [
+                ("bands b", bands), ("rows r", rows), ("signature length used (b·r)", bands * rows),
+                ("num_perm", blk.get("num_perm")),
+                ("threshold", threshold), ("target recall", blk.get("target_recall")),
+                ("P(candidate) at the threshold", blk.get("p_candidate_at_threshold")),
+                ("S-curve midpoint (1/b)^(1/r)", blk.get("s_curve_midpoint")),
+            ]
+        elif kind == "grid_bits":
+            parts.append(_note(
+                f"Grid-bit blocking: {_fmt(blk.get('sets'))} random sets of {_fmt(blk.get('cells'))} grid cells; "
+                "two prints become a candidate pair when they have all cells of some set occupied. "
+                "P(candidate | same finger) = 1 − (1 − (pq)^c)^M and P(candidate | different) = "
+                "1 − (1 − p^2c)^M for occupancy p and agreement q (the finite-grid values are measured). "
+                "The LSH S-curve does not apply."))
+            shown = [
+                ("sets M", blk.get("sets")), ("cells per set c", blk.get("cells")),
+                ("grid cells (bits)", blk.get("n_bits")), ("occupancy p", blk.get("occupancy")),
+                ("agreement q assumed", blk.get("agreement_assumed", blk.get("agreement"))),
+                ("P(candidate | same)", blk.get("p_candidate_same")),
+                ("P(candidate | different)", blk.get("p_candidate_different")),
+                ("P(candidate | same), finite grid", blk.get("p_candidate_same_finite_grid")),
+                ("P(candidate | different), finite grid", blk.get("p_candidate_different_finite_grid")),
+            ]
+        else:
+            parts.append(_note(f"The {kind} blocker is not LSH banding: no S-curve. Its report follows."))
+            shown = []
+        stats = [
+            ("records bucketed", blk.get("records_bucketed")),
+            ("records skipped (no tokens)", blk.get("records_skipped_empty")),
+            ("buckets", blk.get("buckets")), ("largest bucket", blk.get("largest_bucket")),
+            ("max bucket size", blk.get("max_bucket_size")),
+            ("oversized buckets skipped", blk.get("oversized_buckets")),
+            ("pairs skipped in them", blk.get("pairs_skipped")),
+            ("raw pairs (with repeats)", blk.get("raw_pairs")),
+            ("candidate pairs of this blocker", blk.get("candidate_pairs")),
+        ]
+        used = {"type", "bands", "rows", "num_perm", "threshold", "target_recall", "p_candidate_at_threshold",
+                "s_curve_midpoint", "sets", "cells", "n_bits", "occupancy", "agreement_assumed",
+                "p_candidate_same", "p_candidate_different", "p_candidate_same_finite_grid",
+                "p_candidate_different_finite_grid", "records_bucketed", "records_skipped_empty", "buckets",
+                "largest_bucket", "max_bucket_size", "oversized_buckets", "pairs_skipped", "raw_pairs",
+                "candidate_pairs"}
+        if kind != "grid_bits":
+            used.discard("agreement")
+        else:
+            used.add("agreement")
+        rest = [(k, v) for k, v in blk.items() if k not in used]
+        model = [(k, v) for k, v in shown if v is not None]
+        counts = [(k, v) for k, v in stats if v is not None] + rest
+        parts.append('<div class="grid">' + "".join(f"<div>{_kv_table(t)}</div>" for t in (model, counts) if t)
+                     + "</div>")
+    return "".join(parts)
+
+
+def _scores(report: dict[str, Any], scores: np.ndarray | None, pairs_file: Path | None) -> str:
+    if scores is None:
+        return _note("No pairs table (pairs.csv or pairs.parquet) in the output folder: no score histogram.")
+    threshold = (report.get("verifier") or {}).get("threshold")
+    verify: dict[str, Any] = next((s for s in report.get("stages") or [] if s.get("stage") == "verify"), {})
+    parts = []
+    if len(scores) == 0:
+        parts.append(_note(f"{pairs_file.name if pairs_file else 'the pairs table'} is empty: no pair reached the threshold."))
+    else:
+        parts.append(_img(plot_scores(scores, threshold), "score histogram"))
+    exact = (report.get("exact_duplicates") or {}).get("pairs") or 0
+    text = (f"Only verified pairs are written, so the histogram starts at the verifier's threshold "
+            f"({_fmt(threshold)}): the {_fmt(verify.get('rejected_pairs'))} candidate pairs scored below it "
+            f"were dropped and are not in {pairs_file.name if pairs_file else 'the pairs table'}.")
+    if exact:
+        text += f" It includes the {_fmt(exact)} exact-duplicate pairs, written with score 1.0."
+    parts.append(_note(text))
+    if len(scores):
+        q = np.quantile(scores, [0.0, 0.25, 0.5, 0.75, 1.0])
+        parts.append(_kv_table([("pairs", len(scores)), ("min / median / max",
+                                 f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"), ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")]))
+    return "".join(parts)
+
+
+@dataclass
+class ClusterView:
+    """What the cluster sections show: every cluster's size, the ``top`` largest
+    multi-record clusters with their members, the written pair scores inside
+    each of them, and how to fetch example records."""
+
+    sizes: np.ndarray
+    largest: list[tuple[str, list[tuple[str, str]]]]
+    inside: dict[str, list[float]]
+    examples: Callable[[set[tuple[str, str]]], tuple[Found, list[str], Points, str | None]]
+
+
+def _view_from_files(
+    report: dict[str, Any],
+    out: Path,
+    config_path: str | Path | None,
+    members: dict[str, list[tuple[str, str]]],
+    pairs: list[tuple[str, str, str, str, float]] | None,
+    top: int,
+) -> ClusterView:
+    """The view of a finished run's output files (``er report``); examples re-read from the sources."""
+    sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
+
+    def key(item: tuple[str, list[tuple[str, str]]]) -> tuple[int, int, str]:
+        cid = item[0]
+        return (-len(item[1]), int(cid) if cid.lstrip("-").isdigit() else 0, cid)
+
+    largest = [item for item in sorted(members.items(), key=key) if len(item[1]) > 1][:top]
+    cluster_of = {rec: cid for cid, m in largest for rec in m}
+    inside: dict[str, list[float]] = defaultdict(list)
+    for ls, li, rs, ri, score in pairs or []:
+        a, b = cluster_of.get((ls, li)), cluster_of.get((rs, ri))
+        if a is not None and a == b:
+            inside[a].append(score)
+    return ClusterView(sizes, largest, inside, lambda wanted: _example_records(report, out, config_path, wanted))
+
+
+@dataclass
+class RunData:
+    """A run's results in memory (``er run``): the report is drawn from these
+    instead of reading the outputs and the sources back. ``records`` hold the
+    values as read (before any ``normalize:`` step); ``labels`` are the
+    canonical cluster ids written to the clusters table."""
+
+    records: Records
+    pairs: Pairs
+    labels: npt.NDArray[np.int64]
+
+
+def _view_from_run(run: RunData, top: int) -> ClusterView:
+    """The same view from memory: numpy over the labels, no per-record Python objects."""
+    labels = run.labels
+    sizes = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(len(sizes)), -sizes))
+    chosen = [int(c) for c in order[:top] if sizes[c] > 1]
+    recs = run.records
+    names = recs.source_names
+    largest = []
+    rows_of: dict[tuple[str, str], int] = {}
+    for c in chosen:
+        rows = np.flatnonzero(labels == c)
+        members = [(names[recs.source[i]], recs.ids[i]) for i in rows]
+        rows_of.update(zip(members, rows.tolist()))
+        largest.append((str(c), members))
+    inside: dict[str, list[float]] = defaultdict(list)
+    if chosen and len(run.pairs):
+        lab_l, lab_r = labels[run.pairs.left], labels[run.pairs.right]
+        score = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
+        for c in chosen:
+            inside[str(c)] = score[(lab_l == c) & (lab_r == c)].tolist()
+
+    def examples(wanted: set[tuple[str, str]]) -> tuple[Found, list[str], Points, str | None]:
+        found: Found = {}
+        points: Points = {}
+        fields = list(recs.fields)
+        for rec in wanted:
+            i = rows_of.get(rec)
+            if i is None:
+                continue
+            found[rec] = {f: _snippet(recs.fields[f][i]) for f in fields}
+            for f in fields:
+                pts = _points(recs.fields[f][i])
+                if pts is not None:
+                    points[rec] = pts
+                    break
+        return found, fields, points, None
+
+    return ClusterView(sizes, largest, inside, examples)
+
+
+def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: int) -> tuple[str, str]:
+    """(cluster-size section body, largest-clusters section body)."""
+    if view is None:
+        msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
+        return msg, msg
+    sizes = view.sizes
+    dist = [_img(plot_cluster_sizes(sizes), "cluster sizes")] if len(sizes) else [_note("No records.")]
+    dist.append(_note(
+        f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
+        f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
+        f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."))
+    largest = view.largest
+    if not largest:
+        return "".join(dist), _note("Every cluster is a singleton: no matches to show.")
+    shown_members = {cid: m[:max_examples] for cid, m in largest}
+    wanted = {rec for m in shown_members.values() for rec in m}
+    records, fields, points, problem = view.examples(wanted)
+    parts = []
+    if problem:
+        parts.append(f'<p class="note warn">{_e(problem)}</p>')
+    inside = view.inside
+    for cid, m in largest:
+        sc = inside.get(cid)
+        score_text = ""
+        if sc:
+            plural = "pair" if len(sc) == 1 else "pairs"
+            span = f"score {sc[0]:.3f}" if len(sc) == 1 else f"scores {min(sc):.3f}–{max(sc):.3f}"
+            score_text = f"; {len(sc):,} written {plural} inside, {span}"
+        parts.append(f"<h3>cluster {_e(cid)}: {len(m):,} records{_e(score_text)}</h3>")
+        head = ["source", "id"] + (fields or ["record"])
+        rows: list[list[Any]] = []
+        for rec in shown_members[cid]:
+            values = records.get(rec)
+            if values is None:
+                why = "(not shown)" if problem and not records else "(not found in the source any more)"
+                cells: list[Any] = [("html", f'<span class="note">{why}</span>')] + [""] * (len(head) - 3)
+            else:
+                cells = [("html", f'<span class="rec">{_e(values.get(f, ""))}</span>') for f in fields]
+            rows.append([rec[0], ("html", _id_markup(rec[1])), *cells])
+        table = _table(head, rows)
+        cluster_points = [(rec[1], points[rec]) for rec in shown_members[cid] if rec in points]
+        if cluster_points:
+            uri = plot_points(cluster_points, report.get("shingler") or {})
+            table = f'<div class="pair">{table}{_img(uri, "points of the records")}</div>'
+        parts.append(table)
+        if len(m) > len(shown_members[cid]):
+            parts.append(_note(f"… and {len(m) - len(shown_members[cid]):,} more records."))
+    text = (f"Each field is shown up to its first {SNIPPET_CHARS} characters (whitespace folded); "
+            "HTML columns as their page title and visible text.")
+    if points:
+        text += " Fields holding [x, y] points (minutiae) are also drawn, one colour per record, on the shingler's grid."
+    parts.append(_note(text))
+    return "".join(dist), "".join(parts)
+
+
+def _stages(report: dict[str, Any]) -> str:
+    stages = report.get("stages") or []
+    if not stages:
+        return _note("report.json lists no stages.")
+    longest = max((float(s.get("seconds") or 0.0) for s in stages), default=0.0) or 1.0
+    skip = {"stage", "seconds", "peak_rss_mb", "peak_rss_scope"}
+    rows = []
+    for s in stages:
+        sec = float(s.get("seconds") or 0.0)
+        width = max(1, round(120 * sec / longest)) if sec > 0 else 0
+        details = ", ".join(f"{k} {_fmt(v, 80)}" for k, v in s.items() if k not in skip)
+        rows.append([s.get("stage"), ("html", f'{_e(f"{sec:.4f}")}'),
+                     ("html", f'<span class="bar" style="width:{width}px"></span>'),
+                     s.get("peak_rss_mb"), s.get("peak_rss_scope"), details])
+    total = report.get("seconds_total")
+    out = _table(["stage", "seconds", "", "peak memory (MB)", "memory measured over", "details"], rows,
+                 [False, True, False, True, False, False])
+    if total is not None:
+        out += _note(f"Total {_fmt(total)} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB "
+                     "(the write stage is not in report.json: it is written during that stage).")
+    return out
+
+
+def _components(report: dict[str, Any]) -> str:
+    parts = []
+    for key, title in (("shingler", "shingler"), ("signature", "signature"), ("verifier", "verifier"),
+                       ("clusterer", "clusterer")):
+        comp = report.get(key)
+        if not comp:
+            continue
+        parts.append(f"<div><h3>{_e(title)}: {_e(comp.get('type', '?'))}</h3>"
+                     + _kv_table((k, v) for k, v in comp.items() if k != "type") + "</div>")
+    sources = report.get("sources") or {}
+    for name, stats in sources.items():
+        if stats:
+            parts.append(f"<div><h3>source {_e(name)}: reading</h3>"
+                         + _kv_table(stats.items() if isinstance(stats, dict) else [("stats", stats)]) + "</div>")
+    return f'<div class="grid">{"".join(parts)}</div>' if parts else _note("report.json describes no components.")
+
+
+# --------------------------------------------------------------------------
+# the page
+# --------------------------------------------------------------------------
+
+
+def render_report(
+    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
+) -> str:
+    """The report page of ``out_dir`` as HTML text (see :func:`write_report`)."""
+    out = Path(out_dir)
+    report = _load_report(out)
+    notes: list[str] = []
+
+    pairs_file = _table_file(out, "pairs")
+    pairs: list[tuple[str, str, str, str, float]] | None = None
+    scores: np.ndarray | None = None
+    view: ClusterView | None = None
+    if run is not None:
+        scores = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
+        view = _view_from_run(run, TOP_CLUSTERS)
+    elif pairs_file is not None:
+        from er_framework.io.tables import read_pairs_csv
+
+        try:
+            pairs = read_pairs_csv(pairs_file)
+            scores = np.array([p[4] for p in pairs], dtype=np.float64)
+        except ErError as exc:
+            notes.append(f"{pairs_file.name} could not be read: {exc}")
+    clusters_file = _table_file(out, "clusters")
+    members: dict[str, list[tuple[str, str]]] | None = None
+    if run is None and clusters_file is not None:
+        from er_framework.io.tables import read_clusters_csv
+
+        try:
+            members = {}
+            for source, rid, cid in read_clusters_csv(clusters_file):
+                members.setdefault(cid, []).append((source, rid))
+        except ErError as exc:
+            members = None
+            notes.append(f"{clusters_file.name} could not be read: {exc}")
+
+    name = report.get("job") or out.name
+    if run is None and members is not None:
+        view = _view_from_files(report, out, config_path, members, pairs, TOP_CLUSTERS)
+    size_body, examples_body = _clusters(report, view, max_examples)
+    sections = [
+        ("summary", "Summary", _summary(report)),
+        ("blocking", "Blocking", _blocking(report)),
+        ("scores", "Verified pair scores", _scores(report, scores, pairs_file)),
+        ("cluster-sizes", "Cluster sizes", size_body),
+        ("largest-clusters", "Largest clusters", examples_body),
+        ("stages", "Stages", _stages(report)),
+        ("components", "Components", _components(report)),
+    ]
+    raw = json.dumps(report, indent=2, ensure_ascii=False, default=str)
+    nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
+    body = "".join(_section(sid, title, content) for sid, title, content in sections)
+    warn = "".join(f'<p class="note warn">{_e(n)}</p>' for n in notes)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(f'er report: {name}')}</title><style>{_CSS}</style></head><body><main>"
+        f"<h1>Entity-resolution report: {_e(name)}</h1>"
+        f'<section id="job">{_header(report, out)}</section>'
+        f"<nav>{nav}</nav>{warn}{body}"
+        f'<section id="raw"><details><summary>report.json</summary><pre>{_e(raw)}</pre></details></section>'
+        "</main></body></html>\n"
+    )
+
+
+def write_report(
+    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
+) -> Path:
+    """Write ``out_dir/report.html`` (atomically) from the outputs of a run; return its path.
+
+    Reads ``report.json``, the pairs and the clusters table (CSV or Parquet)
+    of ``out_dir``; example records of the largest clusters are read from
+    the job's sources through the job file named in ``report.json`` (or
+    ``config_path``). ``max_examples`` records are shown per cluster.
+    Raises :class:`InputError` when ``report.json`` is missing or unreadable
+    or the page cannot be written; problems with the other files are noted
+    on the page instead.
+    """
+    out = Path(out_dir)
+    text = render_report(out, config_path=config_path, max_examples=max_examples, run=run)
+    target = out / "report.html"
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html.tmp", dir=out)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise InputError(
+            Problem(where=str(target), message=f"cannot write the report: {exc.strerror or exc}",
+                    fix="check the folder's permissions and free space")
+        ) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return target
+
+
+def cmd_report(args: Any) -> int:
+    """``er report OUT_DIR [--config JOB.yaml] [--examples N]``: write and print the page's path."""
+    path = write_report(
+        args.out_dir,
+        config_path=getattr(args, "config", None),
+        max_examples=getattr(args, "max_examples", None) or 5,
+    )
+    print(path)
+    return 0
