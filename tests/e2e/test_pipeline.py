@@ -17,7 +17,7 @@ from er_framework.kernels import char_shingles, jaccard_pairs
 from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -50,7 +50,7 @@ from er_framework.synth.news import (
 from er_plugins.documents import CharShingler, WordShingler
 from er_plugins.news import StopwordShingler, stop_list
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 N_QUADRUPLES = 300
 SEED = 11
 

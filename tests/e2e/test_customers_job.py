@@ -16,7 +16,7 @@ from er_framework.errors import ConfigError, InputError
 from er_framework.evaluate.metrics import evaluate, load_truth
 from er_framework.executors import run_job
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_customers_job_answers_how_many_of_b_came_from_a(tmp_path: Path) -> None:

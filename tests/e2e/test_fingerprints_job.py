@@ -14,7 +14,7 @@ from er_framework.cli.main import main
 from er_framework.config.job import parse_job
 from er_framework.executors import run_job
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -20,7 +20,7 @@ from er_framework.io.tables import partition_ranges, read_source
 from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

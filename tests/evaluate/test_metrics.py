@@ -23,7 +23,7 @@ from er_framework.evaluate.metrics import (
 )
 from er_framework.io.tables import write_outputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # truth {a,b,c},{d,e},{f}; predicted {a,b},{c,d,e},{f}
 TRUTH = {"a": "T1", "b": "T1", "c": "T1", "d": "T2", "e": "T2", "f": "T3"}

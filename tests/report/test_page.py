@@ -18,7 +18,7 @@ from er_framework.errors import InputError
 from er_framework.executors import run_job
 from er_framework.report.page import cmd_report, wilson_interval, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
 
 
@@ -184,7 +184,7 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     from er_framework.executors import run_job
     from er_framework.report.page import RunData, render_report
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     job = parse_job(root / "configs" / config)
     res = run_job(job, tmp_path)
     from_files = render_report(tmp_path)

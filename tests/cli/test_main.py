@@ -12,7 +12,7 @@ import pytest
 from er_framework.cli.main import main
 from er_framework.kernels import candidate_probability
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tune_prints_choice_and_s_curve(capsys: pytest.CaptureFixture[str]) -> None:
