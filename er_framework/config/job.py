@@ -30,7 +30,7 @@ from er_framework.io.html import check_boilerplate_options
 from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
 from er_framework.normalize import check_steps
 from er_framework.kernels.parallel import resolve_workers
-from er_framework.registry import Registry, default_registry
+from er_framework.registry import Registry, build_registry, default_registry
 
 YamlPath = tuple[str | int, ...]
 
@@ -588,8 +588,6 @@ def resolve_job(
         if isinstance(data.get("plugins"), dict) and isinstance(data["plugins"].get("block"), list):
             block = [str(b) for b in data["plugins"]["block"]]
         if block:
-            from er_framework.registry import build_registry
-
             try:
                 registry = build_registry(block=block)
             except ErError as exc:

@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.groups import pack_pairs, pairs_in_groups, sorted_unique
-from er_framework.kernels.hashing import mix64
+from er_framework.kernels.hashing import GOLDEN, MASK64, mix64, mix64_reference
 
 __all__ = [
     "HAS_BITWISE_COUNT",
@@ -60,6 +60,7 @@ __all__ = [
     "cell_overlap_reference",
     "cell_sets",
     "cell_sets_reference",
+    "compact_unique",
     "grid_bit_candidates",
     "grid_bit_candidates_reference",
     "grid_cells",
@@ -82,8 +83,6 @@ UInt64Array = npt.NDArray[np.uint64]
 Float64Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-_MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
 #: tag mixed into the seed of :func:`cell_sets`, so that its stream differs from
 #: the MinHash coefficients (``hash_params``) drawn from the same job seed
 _SETS_TAG = 0x6772696442697473  # "gridBits"
@@ -277,7 +276,7 @@ def pack_bits_reference(sets: Iterable[Iterable[int]], n_bits: int) -> UInt64Arr
         for t in s:
             v |= 1 << int(t)
         for j in range(w):
-            out[i, j] = (v >> (64 * j)) & _MASK
+            out[i, j] = (v >> (64 * j)) & MASK64
     return out
 
 
@@ -400,9 +399,9 @@ def cell_sets(n_sets: int, cells_per_set: int, n_cells: int, seed: int) -> Int64
     out = np.zeros((m, c), dtype=np.int64)
     if m == 0:
         return out
-    s = int(mix64(np.array([(int(seed) + _SETS_TAG) & _MASK], dtype=np.uint64))[0])
+    s = int(mix64(np.array([(int(seed) + _SETS_TAG) & MASK64], dtype=np.uint64))[0])
     with np.errstate(over="ignore"):
-        ctr = np.arange(1, m * c + 1, dtype=np.uint64).reshape(m, c) * np.uint64(_GOLDEN) + np.uint64(s)
+        ctr = np.arange(1, m * c + 1, dtype=np.uint64).reshape(m, c) * np.uint64(GOLDEN) + np.uint64(s)
     r = mix64(ctr)
     for i in range(c):  # Floyd's algorithm, one step per cell of a set
         t = n - c + i
@@ -415,15 +414,13 @@ def cell_sets(n_sets: int, cells_per_set: int, n_cells: int, seed: int) -> Int64
 
 def cell_sets_reference(n_sets: int, cells_per_set: int, n_cells: int, seed: int) -> list[list[int]]:
     """Pure-Python :func:`cell_sets` (test oracle)."""
-    from er_framework.kernels.hashing import mix64_reference
-
-    s = mix64_reference((int(seed) + _SETS_TAG) & _MASK)
+    s = mix64_reference((int(seed) + _SETS_TAG) & MASK64)
     c = cells_per_set
     out = []
     for j in range(n_sets):
         chosen: list[int] = []
         for i in range(c):
-            r = mix64_reference((s + (j * c + i + 1) * _GOLDEN) & _MASK)
+            r = mix64_reference((s + (j * c + i + 1) * GOLDEN) & MASK64)
             t = n_cells - c + i
             u = r % (t + 1)
             chosen.append(t if u in chosen else u)
@@ -609,7 +606,7 @@ def grid_bit_candidates(
     keys = buf[:filled]
     if chunks > 1:  # each chunk's keys are sorted and distinct; merge them
         keys.sort()  # in place
-        filled = _compact_unique(keys)
+        filled = compact_unique(keys)
         keys = keys[:filled]
     # unpack in place: left is a new array, right reuses the key buffer
     left = (keys >> np.uint64(32)).view(np.int64)
@@ -618,7 +615,7 @@ def grid_bit_candidates(
     return left, right, _bucket_stats(sizes, oversized, raw)
 
 
-def _compact_unique(k: UInt64Array, block: int = 1 << 22) -> int:
+def compact_unique(k: UInt64Array, block: int = 1 << 22) -> int:
     """Drop repeats from a sorted array in place; return the number of distinct values.
 
     Processed ``block`` values at a time: the write position never passes the

@@ -99,9 +99,9 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.parallel import row_blocks
-from er_framework.kernels.hashing import mix64, mix64_reference
+from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_reference
 from er_framework.kernels.minhash import EMPTY
-from er_framework.kernels.oph import _GOLDEN, _M32, _MASK, _S32, _check_k
+from er_framework.kernels.oph import check_num_perm
 
 __all__ = [
     "fss_reference",
@@ -121,21 +121,21 @@ def fss_salts(seed: int, r: int) -> tuple[int, int]:
     """``(a_r, b_r)``: ``mix64((seed + c * 0x9E3779B97F4A7C15) mod 2**64)`` for ``c = 2r + 1, 2r + 2``."""
     if r < 0:
         raise ValueError(f"round must be >= 0, got {r}")
-    s = int(seed) & _MASK
+    s = int(seed) & MASK64
     return (
-        mix64_reference((s + (2 * r + 1) * _GOLDEN) & _MASK),
-        mix64_reference((s + (2 * r + 2) * _GOLDEN) & _MASK),
+        mix64_reference((s + (2 * r + 1) * GOLDEN) & MASK64),
+        mix64_reference((s + (2 * r + 2) * GOLDEN) & MASK64),
     )
 
 
 def _salt_arrays(seed: int, rounds: Int64Array) -> tuple[UInt64Array, UInt64Array]:
     """``(a_r, b_r)`` for every round of ``rounds`` (vectorized :func:`fss_salts`)."""
     r = rounds.astype(np.uint64)
-    s = np.uint64(int(seed) & _MASK)
+    s = np.uint64(int(seed) & MASK64)
     with np.errstate(over="ignore"):
-        c = (r * np.uint64(2) + np.uint64(1)) * np.uint64(_GOLDEN) + s  # mod 2**64 by definition
+        c = (r * np.uint64(2) + np.uint64(1)) * np.uint64(GOLDEN) + s  # mod 2**64 by definition
         a = mix64(c)
-        c += np.uint64(_GOLDEN)
+        c += np.uint64(GOLDEN)
     return a, mix64(c)
 
 
@@ -147,18 +147,18 @@ def _bins(h: UInt64Array, k: int) -> Int64Array:
     if k > 1 and k & (k - 1) == 0:
         t = h >> np.uint64(64 - (k.bit_length() - 1))
     else:
-        t = h >> _S32
+        t = h >> SHIFT32
         t *= np.uint64(k)
-        t >>= _S32
+        t >>= SHIFT32
     return t.view(np.int64)  # < 2**31: same value
 
 
 def _values(h: UInt64Array, b: np.uint64 | UInt64Array) -> UInt32Array:
     """``((mix64(h XOR b) & 0xFFFFFFFF) * 0xFFFFFFFF) >> 32`` as uint32."""
     m = mix64(h ^ b)
-    m &= np.uint64(_M32)
-    m *= np.uint64(_M32)  # < 2**64: exact
-    m >>= _S32
+    m &= np.uint64(MASK32)
+    m *= np.uint64(MASK32)  # < 2**64: exact
+    m >>= SHIFT32
     return m.astype(np.uint32)
 
 
@@ -257,7 +257,7 @@ def fss_signatures_with_rounds(
     1 when round 0 leaves no bin empty, ``K + j + 1`` when the set ends in
     phase 2 with bin ``j``, 0 for an empty set.
     """
-    k = _check_k(num_perm)
+    k = check_num_perm(num_perm)
     if chunk_tokens < 1:
         raise ValueError(f"chunk_tokens must be >= 1, got {chunk_tokens}")
     n = len(token_sets)
@@ -310,7 +310,7 @@ def fss_reference_with_rounds(
     lexicographically smallest pair. The set stops after the first round that
     leaves no bin empty (no later pair can be smaller: its round is larger).
     """
-    k = _check_k(num_perm)
+    k = check_num_perm(num_perm)
     sigs: list[list[int]] = []
     used: list[int] = []
     for s in sets:
@@ -321,7 +321,7 @@ def fss_reference_with_rounds(
             for x in s:
                 h = mix64_reference(int(x) ^ a)
                 j = ((h >> 32) * k) >> 32 if r < k else r - k
-                pair = (r, ((mix64_reference(h ^ b) & _M32) * _M32) >> 32)
+                pair = (r, ((mix64_reference(h ^ b) & MASK32) * MASK32) >> 32)
                 cur = best[j]
                 if cur is None or pair < cur:
                     best[j] = pair

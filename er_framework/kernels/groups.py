@@ -19,6 +19,7 @@ __all__ = [
     "pack_pairs",
     "pairs_in_groups",
     "pairs_in_groups_reference",
+    "sort_segments",
     "unique_pairs",
     "unpack_pairs",
 ]
@@ -48,7 +49,7 @@ def _run_starts(*sorted_columns: npt.NDArray[np.generic]) -> tuple[Int64Array, I
     return starts, sizes
 
 
-def _sort_segments(values: npt.NDArray[Any], lengths: Int64Array) -> npt.NDArray[Any]:
+def sort_segments(values: npt.NDArray[Any], lengths: Int64Array) -> npt.NDArray[Any]:
     """Sort every segment of ``values`` ascending (segments given by ``lengths``).
 
     Segmented sort without a comparison on the segment id: segments are bucketed

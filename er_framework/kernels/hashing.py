@@ -43,11 +43,15 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
-from er_framework.kernels.groups import _sort_segments
+from er_framework.kernels.groups import sort_segments
 
 __all__ = [
     "B2",
     "B",
+    "GOLDEN",
+    "MASK32",
+    "MASK64",
+    "SHIFT32",
     "char_shingles",
     "char_shingles_reference",
     "codepoints",
@@ -67,7 +71,14 @@ B: int = 0x100000001B3
 #: Base of the word n-gram polynomial (2**64 / golden ratio, odd).
 B2: int = 0x9E3779B97F4A7C15
 
-_MASK = (1 << 64) - 1
+#: ``2**64 - 1``: ``x & MASK64`` is ``x mod 2**64`` for Python ints.
+MASK64: int = (1 << 64) - 1
+#: ``2**32 - 1``: the low 32 bits.
+MASK32: int = 0xFFFFFFFF
+#: ``floor(2**64 / golden ratio)``, odd: the step of the splitmix64 counter streams.
+GOLDEN: int = 0x9E3779B97F4A7C15
+#: shift by 32 bits, as a uint64 (numpy keeps uint64 arithmetic uint64).
+SHIFT32 = np.uint64(32)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
@@ -92,11 +103,11 @@ def mix64(x: npt.ArrayLike) -> UInt64Array:
 
 def mix64_reference(x: int) -> int:
     """Pure-Python splitmix64 finalizer on one integer (test oracle)."""
-    x &= _MASK
+    x &= MASK64
     x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & _MASK
+    x = (x * 0xBF58476D1CE4E5B9) & MASK64
     x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & _MASK
+    x = (x * 0x94D049BB133111EB) & MASK64
     x ^= x >> 31
     return x
 
@@ -173,18 +184,18 @@ def hash_string_reference(s: str) -> int:
     """Pure-Python ``hash_string`` (Horner form of the polynomial; test oracle)."""
     h = 0
     for ch in s:
-        h = (h * B + ord(ch) + 1) & _MASK
+        h = (h * B + ord(ch) + 1) & MASK64
     return mix64_reference(h + len(s))
 
 
 def _csr_unique_rows(tokens: UInt64Array, counts: Int64Array) -> TokenSets:
     """Sort every row (``counts[i]`` consecutive tokens), drop duplicates within it, build CSR.
 
-    Uses the padded segmented sort of :func:`groups._sort_segments` (much faster
+    Uses the padded segmented sort of :func:`groups.sort_segments` (much faster
     than ``np.lexsort((tokens, rows))``).
     """
     n = len(counts)
-    t = _sort_segments(tokens, counts)
+    t = sort_segments(tokens, counts)
     keep = np.ones(len(t), dtype=bool)
     if len(t) > 1:
         keep[1:] = t[1:] != t[:-1]
@@ -369,7 +380,7 @@ def stopword_shingles_reference(
 def _ngram_reference(ws: Sequence[int]) -> int:
     h = 0
     for x in ws:
-        h = (h * B2 + x) & _MASK
+        h = (h * B2 + x) & MASK64
     return mix64_reference(h + len(ws))
 
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.parallel import map_ordered, split_sizes
-from er_framework.kernels.groups import _sort_segments
+from er_framework.kernels.groups import sort_segments
 
 __all__ = ["jaccard_pairs", "jaccard_reference"]
 
@@ -85,7 +85,7 @@ def jaccard_pairs(
         both = np.empty(int(seg.sum()), dtype=tokens.dtype)
         _copy_rows(tokens, indptr[lo[start:stop]], a_sz, both, seg_start)
         _copy_rows(tokens, indptr[hi[start:stop]], b_sz, both, seg_start + a_sz)
-        both = _sort_segments(both, seg)
+        both = sort_segments(both, seg)
         # adjacent equal tokens inside a segment: one per common token
         eq = np.zeros(len(both), dtype=bool)
         if len(both) > 1:

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
-from er_framework.kernels.hashing import mix64
+from er_framework.kernels.hashing import GOLDEN, MASK64, mix64
 
 __all__ = [
     "EMPTY",
@@ -58,8 +58,6 @@ PRIME: int = 4294967291
 #: Signature value of an empty set (greater than every hash value, as p < 2**32 - 1).
 EMPTY = np.uint32(0xFFFFFFFF)
 
-_MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
 
 
 def _check_p(p: int) -> None:
@@ -84,8 +82,8 @@ def hash_params(num_perm: int, seed: int, p: int = PRIME) -> tuple[UInt64Array, 
         raise ValueError(f"num_perm must be >= 1, got {num_perm}")
     _check_p(p)
     with np.errstate(over="ignore"):
-        counters = np.arange(1, 2 * num_perm + 1, dtype=np.uint64) * np.uint64(_GOLDEN)
-        counters += np.uint64(int(seed) & _MASK)
+        counters = np.arange(1, 2 * num_perm + 1, dtype=np.uint64) * np.uint64(GOLDEN)
+        counters += np.uint64(int(seed) & MASK64)
     r = mix64(counters)
     a = np.uint64(1) + r[0::2] % np.uint64(p - 1)
     b = r[1::2] % np.uint64(p)

@@ -63,22 +63,19 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.parallel import row_blocks
-from er_framework.kernels.hashing import mix64, mix64_reference
+from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_reference
 from er_framework.kernels.minhash import EMPTY
 
-__all__ = ["oph_reference", "oph_salts", "oph_signatures", "probe_bins"]
+__all__ = ["check_num_perm", "oph_reference", "oph_salts", "oph_signatures", "probe_bins"]
 
 UInt32Array = npt.NDArray[np.uint32]
 UInt64Array = npt.NDArray[np.uint64]
 
-_MASK = (1 << 64) - 1
-_M32 = 0xFFFFFFFF
-_GOLDEN = 0x9E3779B97F4A7C15
 _MAX_K = 1 << 31
-_S32 = np.uint64(32)
 
 
-def _check_k(num_perm: int) -> int:
+def check_num_perm(num_perm: int) -> int:
+    """``num_perm`` (the number of bins K) as an int; ValueError unless ``1 <= K <= 2**31``."""
     k = int(num_perm)
     if not (1 <= k <= _MAX_K):
         raise ValueError(f"num_perm must satisfy 1 <= num_perm <= 2**31, got {num_perm}")
@@ -87,28 +84,28 @@ def _check_k(num_perm: int) -> int:
 
 def oph_salts(seed: int) -> tuple[int, int, int]:
     """``s_j = mix64((seed + j * 0x9E3779B97F4A7C15) mod 2**64)`` for ``j = 1, 2, 3``."""
-    s = int(seed) & _MASK
-    return tuple(mix64_reference((s + j * _GOLDEN) & _MASK) for j in (1, 2, 3))  # type: ignore[return-value]
+    s = int(seed) & MASK64
+    return tuple(mix64_reference((s + j * GOLDEN) & MASK64) for j in (1, 2, 3))  # type: ignore[return-value]
 
 
 def probe_bins(num_perm: int, seed: int, attempt: int) -> UInt64Array:
     """``probe(i, attempt)`` for every bin ``i = 0 .. K-1`` (module docstring), uint64."""
-    k = _check_k(num_perm)
+    k = check_num_perm(num_perm)
     if not (1 <= attempt < (1 << 32)):
         raise ValueError(f"attempt must lie in [1, 2**32), got {attempt}")
     s3 = np.uint64(oph_salts(seed)[2])
-    key = (np.arange(k, dtype=np.uint64) << _S32) | np.uint64(attempt)
-    return ((mix64(key ^ s3) >> _S32) * np.uint64(k)) >> _S32
+    key = (np.arange(k, dtype=np.uint64) << SHIFT32) | np.uint64(attempt)
+    return ((mix64(key ^ s3) >> SHIFT32) * np.uint64(k)) >> SHIFT32
 
 
 def _bins_and_values(tokens: npt.NDArray[np.unsignedinteger], k: int, s1: int, s2: int) -> tuple[UInt64Array, UInt32Array]:
     """``bin(x)`` (uint64) and ``val(x)`` (uint32) of every token, vectorized."""
     h = mix64(tokens.astype(np.uint64) ^ np.uint64(s1))
-    bins = ((h >> _S32) * np.uint64(k)) >> _S32
+    bins = ((h >> SHIFT32) * np.uint64(k)) >> SHIFT32
     m = mix64(h ^ np.uint64(s2))
-    m &= np.uint64(_M32)
-    m *= np.uint64(_M32)  # < 2**64: exact
-    m >>= _S32
+    m &= np.uint64(MASK32)
+    m *= np.uint64(MASK32)  # < 2**64: exact
+    m >>= SHIFT32
     return bins, m.astype(np.uint32)
 
 
@@ -156,7 +153,7 @@ def oph_signatures(
     the temporaries to ~40 bytes per token of a chunk. An empty set gives all
     :data:`EMPTY`.
     """
-    k = _check_k(num_perm)
+    k = check_num_perm(num_perm)
     if chunk_tokens < 1:
         raise ValueError(f"chunk_tokens must be >= 1, got {chunk_tokens}")
     s1, s2, _ = oph_salts(seed)
@@ -182,7 +179,7 @@ def oph_signatures(
 
 def oph_reference(sets: Sequence[Sequence[int]], num_perm: int, seed: int) -> list[list[int]]:
     """Per-set naive OPH with optimal densification, Python ints (test oracle)."""
-    k = _check_k(num_perm)
+    k = check_num_perm(num_perm)
     s1, s2, s3 = oph_salts(seed)
 
     def probe(i: int, t: int) -> int:
@@ -194,7 +191,7 @@ def oph_reference(sets: Sequence[Sequence[int]], num_perm: int, seed: int) -> li
         for x in s:
             h = mix64_reference(int(x) ^ s1)
             b = ((h >> 32) * k) >> 32
-            v = ((mix64_reference(h ^ s2) & _M32) * _M32) >> 32
+            v = ((mix64_reference(h ^ s2) & MASK32) * MASK32) >> 32
             cur = bins[b]
             bins[b] = v if cur is None else min(cur, v)
         if all(v is None for v in bins):

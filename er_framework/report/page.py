@@ -37,8 +37,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.config.job import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.html import extract_text
+from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
 
 __all__ = ["cmd_report", "render_report", "write_report"]
 
@@ -443,10 +446,6 @@ def _example_records(
                         "shown; run er report from the folder the job was run in, or pass the job file "
                         "(er report DIR --config JOB.yaml)")
     try:
-        from er_framework.config.job import parse_job
-        from er_framework.io.html import extract_text
-        from er_framework.io.tables import merge_files, read_source
-
         job = parse_job(path)
         note = None
         if report.get("config_hash") and job.config_hash() != report.get("config_hash"):
@@ -932,8 +931,6 @@ def render_report(
         scores = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
         view = _view_from_run(run, TOP_CLUSTERS)
     elif pairs_file is not None:
-        from er_framework.io.tables import read_pairs_csv
-
         try:
             pairs = read_pairs_csv(pairs_file)
             scores = np.array([p[4] for p in pairs], dtype=np.float64)
@@ -942,8 +939,6 @@ def render_report(
     clusters_file = _table_file(out, "clusters")
     members: dict[str, list[tuple[str, str]]] | None = None
     if run is None and clusters_file is not None:
-        from er_framework.io.tables import read_clusters_csv
-
         try:
             members = {}
             for source, rid, cid in read_clusters_csv(clusters_file):

@@ -76,6 +76,8 @@ __all__ = [
     "CustomerData",
     "PopulationRates",
     "generate_customers",
+    "record_ids",
+    "value_pools",
     "write_customers",
 ]
 
@@ -292,7 +294,7 @@ def _nickname_lists(names: Sequence[str]) -> dict[str, list[str]]:
 
 
 @lru_cache(maxsize=8)
-def _pools(seed: int) -> _Pools:
+def value_pools(seed: int) -> _Pools:
     """Value pools drawn from a Faker instance seeded with ``seed`` (cached; never mutated)."""
     from faker import Faker
 
@@ -554,7 +556,8 @@ def _blank(values: list[str], mask: BoolArray, fill: str = "") -> None:
         values[j] = fill
 
 
-def _ids(prefix: str, numbers: IntArray, width: int) -> list[str]:
+def record_ids(prefix: str, numbers: IntArray, width: int) -> list[str]:
+    """``prefix`` + each number zero-padded to ``width`` digits (wider numbers keep every digit)."""
     return [f"{prefix}{x:0{width}d}" for x in numbers.tolist()]
 
 
@@ -586,7 +589,7 @@ def generate_customers(
     pop = population if population is not None else PopulationRates()
 
     rng = np.random.default_rng(seed)
-    pools = _pools(seed)
+    pools = value_pools(seed)
     k = round(float(overlap) * n)
     people = _people(rng, pools, n + (n - k), pop)
     width = max(6, len(str(n)))
@@ -601,7 +604,7 @@ def generate_customers(
     _blank(a_phone, rng.random(n) < pop.a_missing_phone)
     _blank(a_dob, rng.random(n) < pop.a_missing_dob)
     a = {
-        "id": _ids("A", np.arange(1, n + 1), width),
+        "id": record_ids("A", np.arange(1, n + 1), width),
         "first_name": a_first,
         "last_name": [pools.last[i] for i in people.last[:n].tolist()],
         "address": _render_addresses(
@@ -707,7 +710,7 @@ def generate_customers(
         _blank(values, applied[col])
 
     b = {
-        "id": _ids("B", b_num, width),
+        "id": record_ids("B", b_num, width),
         "first_name": b_first,
         "last_name": b_last,
         "address": b_address,

@@ -27,7 +27,7 @@ from er_framework.kernels import (
     unique_pairs,
     unpack_pairs,
 )
-from er_framework.kernels.groups import _sort_segments, pairs_in_groups_reference
+from er_framework.kernels.groups import sort_segments, pairs_in_groups_reference
 
 # ---------------------------------------------------------------- groups
 
@@ -68,7 +68,7 @@ def test_sort_segments_small(segments: list[list[int]]) -> None:
     """Segmented sort, including values equal to the padding value 2**64 - 1."""
     values = np.array([v for seg in segments for v in seg], dtype=np.uint64)
     lengths = np.array([len(seg) for seg in segments], dtype=np.int64)
-    got = _sort_segments(values, lengths)
+    got = sort_segments(values, lengths)
     assert got.tolist() == [v for seg in segments for v in sorted(seg)]
 
 
@@ -79,8 +79,8 @@ def test_sort_segments_mixed_lengths() -> None:
     values[::7] = np.uint64(2**64 - 1)
     rows = np.repeat(np.arange(len(lengths)), lengths)
     expected = values[np.lexsort((values, rows))]
-    assert np.array_equal(_sort_segments(values, lengths), expected)
-    assert np.array_equal(_sort_segments(values[:0], lengths[:0]), values[:0])
+    assert np.array_equal(sort_segments(values, lengths), expected)
+    assert np.array_equal(sort_segments(values[:0], lengths[:0]), values[:0])
 
 
 def test_pack_unpack_unique() -> None:

@@ -14,7 +14,7 @@ from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.bits import (
     HAS_BITWISE_COUNT,
     TooManyPairs,
-    _compact_unique,
+    compact_unique,
     bits_from_bool,
     bool_from_bits,
     candidate_probabilities,
@@ -286,7 +286,7 @@ def testsorted_unique_and_in_place_compaction() -> None:
         a = rng.integers(0, 30, size).astype(np.uint64)
         assert sorted_unique(a).tolist() == sorted(set(a.tolist()))
         k = np.sort(a)
-        w = _compact_unique(k, block=7)
+        w = compact_unique(k, block=7)
         assert k[:w].tolist() == sorted(set(a.tolist()))
 
 

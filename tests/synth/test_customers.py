@@ -21,8 +21,8 @@ from er_framework.synth.customers import (
     CorruptionRates,
     CustomerData,
     PopulationRates,
-    _pools,
     generate_customers,
+    value_pools,
     write_customers,
 )
 
@@ -115,9 +115,9 @@ def test_counts_and_ids(n: int, overlap: float) -> None:
 
 
 def test_ids_widen_past_six_digits() -> None:
-    from er_framework.synth.customers import _ids
+    from er_framework.synth.customers import record_ids
 
-    assert _ids("A", np.array([1, 1_000_000]), max(6, len(str(1_000_000)))) == ["A0000001", "A1000000"]
+    assert record_ids("A", np.array([1, 1_000_000]), max(6, len(str(1_000_000)))) == ["A0000001", "A1000000"]
 
 
 def test_b_order_and_ids_reveal_nothing(data: CustomerData) -> None:
@@ -188,7 +188,7 @@ def test_edit_rates_honoured(copies: dict, flag: str) -> None:
 
 
 def test_nickname_rate_among_eligible(copies: dict) -> None:
-    pools = _pools(SEED)
+    pools = value_pools(SEED)
     eligible_names = {n for n, nicks in zip(pools.first, pools.first_nicks) if nicks}
     eligible_names |= {x for nicks in pools.first_nicks for x in nicks}  # A showed a nickname
     a_first = copies["a"]["first_name"]
