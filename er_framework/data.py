@@ -118,7 +118,7 @@ class Records:
         out: list[str] = []
         values = [self.fields[c] for c in cols]
         for i in range(len(self)):
-            out.append(sep.join(v[i] for v in values if v[i] is not None and v[i] != ""))
+            out.append(sep.join(x for x in (v[i] for v in values) if x))  # not None, not ""
         return out
 
 

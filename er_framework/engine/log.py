@@ -50,7 +50,7 @@ class StageLog:
             self.progress("+".join(names))
         self.overall_peak_mb = max(self.overall_peak_mb, peak_rss_mb())
         per_stage = reset_peak_rss()
-        infos = {name: {"stage": name, "seconds": 0.0} for name in names}
+        infos: dict[str, dict[str, Any]] = {name: {"stage": name, "seconds": 0.0} for name in names}
 
         @contextmanager
         def timer(name: str) -> Iterator[None]:

@@ -343,7 +343,8 @@ def popcount_lut(words: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     """Set bits of every uint64 element, by an 8-bit lookup table (works on any numpy)."""
     a = np.ascontiguousarray(words, dtype="<u8")
     per_byte = _LUT8[a.view(np.uint8)].reshape(a.shape + (8,))
-    return per_byte.sum(axis=-1, dtype=np.uint8)
+    counts: npt.NDArray[np.uint8] = per_byte.sum(axis=-1, dtype=np.uint8)
+    return counts
 
 
 def popcount(words: npt.ArrayLike) -> npt.NDArray[np.uint8]:
@@ -354,7 +355,7 @@ def popcount(words: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     """
     a = np.asarray(words, dtype=np.uint64)
     if HAS_BITWISE_COUNT:
-        return np.bitwise_count(a)  # type: ignore[attr-defined,no-any-return]
+        return np.bitwise_count(a)
     return popcount_lut(a)
 
 
@@ -368,7 +369,8 @@ def row_popcount(bits: npt.ArrayLike) -> Int64Array:
     b = np.asarray(bits, dtype=np.uint64)
     if b.ndim != 2:
         raise ValueError(f"bits must be 2-D, got shape {b.shape}")
-    return popcount(b).sum(axis=1, dtype=np.int64)
+    counts: Int64Array = popcount(b).sum(axis=1, dtype=np.int64)
+    return counts
 
 
 # --------------------------------------------------------------------------- random cell sets
@@ -559,7 +561,7 @@ def grid_bit_candidates(
     slices = _bit_slices(b)  # (64 W, nw)
 
     def bucket_words(rows: Int64Array) -> UInt64Array:
-        acc = slices[s[rows, 0]].copy()
+        acc: UInt64Array = slices[s[rows, 0]].copy()
         for i in range(1, s.shape[1]):  # one step per cell of a set
             acc &= slices[s[rows, i]]
         return acc

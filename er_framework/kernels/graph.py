@@ -27,7 +27,8 @@ def connected_component_labels(n: int, left: Int64Array, right: Int64Array) -> I
     _, comp = connected_components(graph, directed=False)
     smallest = np.full(int(comp.max()) + 1, n, dtype=np.int64)
     np.minimum.at(smallest, comp, np.arange(n, dtype=np.int64))
-    return smallest[comp]
+    labels: Int64Array = smallest[comp]
+    return labels
 
 
 def canonical_labels(labels: npt.ArrayLike) -> Int64Array:

@@ -302,8 +302,8 @@ def value_pools(seed: int) -> _Pools:
     fake.seed_instance(seed)
     person = fake.provider("faker.providers.person")
     # Faker's US name lists with their frequency weights (what first_name() / last_name() draw from)
-    first = list(fake.random_elements(person.first_names, length=6000, use_weighting=True))  # type: ignore[union-attr]
-    last = list(fake.random_elements(person.last_names, length=8000, use_weighting=True))  # type: ignore[union-attr]
+    first = list(fake.random_elements(person.first_names, length=6000, use_weighting=True))
+    last = list(fake.random_elements(person.last_names, length=8000, use_weighting=True))
     streets = [fake.street_name().rsplit(" ", 1)[0] for _ in range(3000)]
     streets += [s for s in _COMMON_STREETS for _ in range(34)]  # ~1,000 of 4,000
     cities, zips = [], []
