@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
-from er_framework.components import Blocker, Context, Params, Shingler, SignatureBuilder, Verifier
+from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.parallel import map_ordered, map_row_blocks, split_sizes
@@ -42,7 +42,7 @@ _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
 
 
 class TextParams(Params):
-    fields: list[str] | None = Field(
+    fields: list[FieldRef] | None = Field(
         default=None, description="columns joined (by a space) into the text; default: all the source's fields"
     )
     lowercase: bool = Field(default=True, description="case-fold the text")
@@ -288,22 +288,36 @@ class LshBands(Blocker):
         ids = np.flatnonzero(~sig.empty).astype(np.int64)
         keys = band_keys(sig.values[ids], b, r)
         left, right, stats = bucket_candidates(keys, ids, p.max_bucket_size)
-        t = p.threshold if p.threshold is not None else self.context.threshold
         self._report: dict[str, Any] = {
-            "bands": b,
-            "rows": r,
-            "num_perm": sig.num_perm,
-            "threshold": t,
-            "p_candidate_at_threshold": None if t is None else round(float(candidate_probability(t, b, r)), 6),
-            "s_curve_midpoint": round(float(threshold_estimate(b, r)), 4),
+            **self._banding(sig.num_perm),
             "records_bucketed": int(len(ids)),
             "records_skipped_empty": int(sig.empty.sum()),
             **stats,
         }
         return batch.allowed(Pairs(left, right).normalized())
 
+    def _banding(self, num_perm: int) -> dict[str, Any]:
+        """The banding chosen for signatures of ``num_perm`` values, and its S-curve figures."""
+        p = self.params
+        assert isinstance(p, LshParams)
+        b, r = self._band_rows(num_perm)
+        t = p.threshold if p.threshold is not None else self.context.threshold
+        return {
+            "bands": b,
+            "rows": r,
+            "num_perm": num_perm,
+            "threshold": t,
+            "p_candidate_at_threshold": None if t is None else round(float(candidate_probability(t, b, r)), 6),
+            "s_curve_midpoint": round(float(threshold_estimate(b, r)), 4),
+        }
+
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}
+        """The parameters and the banding (known from the job alone); after :meth:`candidates`, its bucket counts."""
+        report = getattr(self, "_report", None)
+        if report is None:  # not run in this process (the Dask client): what the job alone determines
+            k = self._num_perm(self.context)
+            report = self._banding(k) if k is not None else {}
+        return {**super().describe(), **report}
 
     def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         """One bucket id per band of every non-empty signature (:func:`bucket_ids`)."""
