@@ -1,0 +1,1 @@
+"""The `er` command: one module per verb; :func:`er_framework.cli.main.main` is the entry point."""

@@ -1,0 +1,5 @@
+"""YAML job files: parsed, validated and resolved into a :class:`~er_framework.config.job.Job`."""
+
+from er_framework.config.job import Job, parse_job
+
+__all__ = ["Job", "parse_job"]

@@ -1,0 +1,1 @@
+"""Metrics of a run against ground truth (pairwise, B-cubed, pair completeness)."""

@@ -1,0 +1,1 @@
+"""report.html, drawn from report.json and the outputs of a run."""

@@ -1,0 +1,1 @@
+"""Generated data with ground truth: documents, customers, fingerprints, news pages."""
