@@ -240,10 +240,18 @@ class Pairs:
 class Batch:
     """What a blocker or verifier sees: the records and what earlier stages made.
 
-    ``active`` lists the record indices that take part in blocking (exact
-    duplicates collapsed onto one representative are left out).
+    The batch's rows are ``records`` (with ``tokens`` and ``signatures`` row
+    for row). ``active``, when set, is the job's record index of each row:
+    ``active[i]`` is the global index of row ``i``, increasing, with gaps
+    where records take no part in blocking and verification (exact
+    duplicates collapsed onto their representative are left out of the
+    batch). A plugin works on rows only: a blocker returns pairs of indices
+    into the batch (``0 .. len(batch) - 1``), never values of ``active``, and
+    a verifier gets such pairs; the engine maps them to record indices. Its
+    answer must not depend on ``active`` — the persistent index and the Dask
+    executor build batches without it (``None``).
     ``cross_source_only`` is true in link mode: only pairs whose records come
-    from different sources may be returned.
+    from different sources may be returned (``allowed`` drops the others).
     """
 
     records: Records

@@ -1,31 +1,70 @@
 """Contract checks a plugin author runs on a new component.
 
-    from er_framework.testing import check_shingler, sample_records
+    from er_framework.testing import check_blocker, check_shingler, sample_records
 
     def test_my_shingler():
         check_shingler(MyShingler(), sample_records())
 
-Each check asserts the batch contract of the design: shapes and dtypes, the
-empty batch, determinism (same input -> identical output), and batch-split
-invariance (shingling or signing two halves and concatenating gives the
-same result as the whole batch). They raise ``AssertionError`` with a message
-saying which rule broke.
+    def test_my_blocker():
+        check_blocker(MyBlocker(MyBlocker.Params(field="name")), Batch(records=my_records))
+
+One check per family (:func:`check_shingler`, :func:`check_signature_builder`,
+:func:`check_blocker`, :func:`check_lookup_keys`, :func:`check_verifier`,
+:func:`check_clusterer`); each takes a component instance (or a class, built
+with its default parameters). They assert what the engine relies on — the
+contract of :mod:`er_framework.components` — and raise ``AssertionError``
+with a message naming the rule that broke and an example:
+
+* shapes and dtypes, and determinism (same input -> identical output);
+* the empty batch (no records, no pairs);
+* a batch with inactive records (:attr:`Batch.active`): rows left out of the
+  batch as the engine leaves out collapsed exact duplicates, so that the
+  batch's row ``i`` is the job's record ``active[i]``. A component answers in
+  batch rows; its answer must not change with ``active`` (the persistent
+  index and the Dask executor build batches without it);
+* batch-split invariance where the contract promises it (a streamable
+  shingler's and every signature builder's rows depend on their own record
+  alone; a ``pairwise`` verifier's score on the pair alone; a blocker's
+  ``lookup_keys`` on the record alone);
+* for blockers, the candidates contract the engine enforces (indices into the
+  batch, ``left < right``, unique, sorted; in link mode only pairs across
+  sources), in both modes, and, for a blocker with ``lookup_keys``, that the
+  records sharing a key are exactly its candidates.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+from typing import Any, TypeVar
 
-from er_framework.components import Blocker, Shingler, SignatureBuilder, Verifier
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.components import (
+    Blocker,
+    Clusterer,
+    Component,
+    Shingler,
+    SignatureBuilder,
+    Verifier,
+)
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.kernels.graph import canonical_labels
 
 __all__ = [
-    "sample_records",
+    "check_blocker",
+    "check_clusterer",
+    "check_lookup_keys",
     "check_shingler",
     "check_signature_builder",
-    "check_blocker",
     "check_verifier",
+    "pairs_sharing_keys",
+    "sample_graph",
+    "sample_records",
 ]
+
+Int64Array = npt.NDArray[np.int64]
+_C = TypeVar("_C", bound=Component)
 
 _TEXTS = [
     "The dog which chased the cat",
@@ -39,6 +78,11 @@ _TEXTS = [
     "The dog which chased the cat",
 ]
 
+#: pairs shown in a failure message
+_SHOWN = 5
+#: records looked up one at a time by :func:`check_lookup_keys`
+_SINGLE_LOOKUPS = 4
+
 
 def sample_records(field: str = "text", n_sources: int = 1) -> Records:
     """Varied small records (empty, one character, Unicode, duplicates)."""
@@ -51,6 +95,87 @@ def sample_records(field: str = "text", n_sources: int = 1) -> Records:
     )
 
 
+def sample_graph() -> tuple[int, Pairs]:
+    """``(n, scored pairs)`` for :func:`check_clusterer`: 15 records.
+
+    Two dense groups (0-3 and 5-8) joined by one weak bridge (3, 5), a chain
+    9-10-11, a lone pair (12, 14), and records 4 and 13 without pairs.
+    """
+    edges = [
+        (0, 1, 0.97), (0, 2, 0.95), (0, 3, 0.93), (1, 2, 0.96), (1, 3, 0.92), (2, 3, 0.94),
+        (5, 6, 0.91), (5, 7, 0.9), (5, 8, 0.93), (6, 7, 0.95), (6, 8, 0.9), (7, 8, 0.96),
+        (3, 5, 0.55),
+        (9, 10, 0.8), (10, 11, 0.75),
+        (12, 14, 0.88),
+    ]
+    left, right, score = (np.array(col) for col in zip(*edges))
+    return 15, Pairs(left, right, score.astype(np.float64)).normalized()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _instance(component: Any, family: type[_C]) -> _C:
+    """The component itself, or an instance of a component class with its default parameters."""
+    if isinstance(component, type):
+        assert issubclass(component, family), f"{component.__qualname__} is not a {family.__name__}"
+        return component()
+    assert isinstance(component, family), f"{component!r} is not a {family.__name__}"
+    return component
+
+
+def _shown(pairs: list[tuple[int, int]]) -> str:
+    more = f" (and {len(pairs) - _SHOWN} more)" if len(pairs) > _SHOWN else ""
+    return ", ".join(f"({a}, {b})" for a, b in pairs[:_SHOWN]) + more
+
+
+def _as_tuples(p: Pairs, mask: npt.NDArray[np.bool_] | None = None) -> list[tuple[int, int]]:
+    left, right = (p.left, p.right) if mask is None else (p.left[mask], p.right[mask])
+    return list(zip(left.tolist(), right.tolist()))
+
+
+def _same(a: Pairs, b: Pairs) -> bool:
+    return np.array_equal(a.left, b.left) and np.array_equal(a.right, b.right)
+
+
+def _inactive(batch: Batch) -> tuple[Int64Array, Batch]:
+    """``(kept rows, batch)``: the batch without every third row (0, 3, 6 …), as the engine builds it.
+
+    The new batch's row ``i`` is the old row ``kept[i]``; its ``active`` holds
+    the job's record index of each row (with gaps, and larger than the batch).
+    """
+    n = len(batch)
+    kept = np.flatnonzero(np.arange(n) % 3 != 0).astype(np.int64)
+    sub = batch.subset(kept)
+    base = batch.active if batch.active is not None else np.arange(n, dtype=np.int64)
+    sub.active = np.asarray(base, dtype=np.int64)[kept]
+    return kept, sub
+
+
+def _without_active(batch: Batch) -> Batch:
+    return dataclasses.replace(batch, active=None)
+
+
+def _empty(batch: Batch) -> Batch:
+    """No records (``active`` empty too, as the engine builds an empty job's batch)."""
+    empty = batch.subset(np.zeros(0, dtype=np.int64))
+    empty.active = np.zeros(0, dtype=np.int64)
+    return empty
+
+
+def _call_without_active(who: str, fn: Any, batch: Batch, *args: Any) -> Any:
+    try:
+        return fn(_without_active(batch), *args)
+    except Exception as exc:  # reported as a contract failure
+        raise AssertionError(
+            f"{who} fails on a batch without `active` ({type(exc).__name__}: {exc}); the persistent index and "
+            "the Dask executor build such batches: a component works on the batch's rows and must not need `active`"
+        ) from exc
+
+
+# ---------------------------------------------------------------- shinglers
+
+
 def _check_tokens(ts: TokenSets, n: int, who: str) -> None:
     assert isinstance(ts, TokenSets), f"{who} must return TokenSets, got {type(ts).__name__}"
     assert len(ts) == n, f"{who} returned {len(ts)} rows for {n} records"
@@ -59,74 +184,449 @@ def _check_tokens(ts: TokenSets, n: int, who: str) -> None:
     assert np.all(np.diff(ts.indptr) >= 0), f"{who}: indptr must be non-decreasing"
     for i in range(n):
         row = ts.row(i)
-        assert np.all(row[1:] > row[:-1]), f"{who}: row {i} is not sorted and unique"
+        assert np.all(row[1:] > row[:-1]), f"{who}: row {i} is not sorted and unique: {row[:8].tolist()} …"
 
 
-def check_shingler(shingler: Shingler, records: Records | None = None) -> TokenSets:
-    """Shapes/dtypes, sorted unique rows, empty batch, determinism, split invariance."""
+def check_shingler(shingler: Shingler | type[Shingler], records: Records | None = None) -> TokenSets:
+    """Shapes/dtypes, sorted unique rows, empty batch, determinism, multisets; split and subset
+    invariance for a ``streamable`` shingler (a record's tokens depend on that record alone)."""
+    shingler = _instance(shingler, Shingler)
     records = records if records is not None else sample_records()
     who = f"shingler {shingler.name!r}"
+    n = len(records)
     ts = shingler.shingle(records)
-    _check_tokens(ts, len(records), who)
+    _check_tokens(ts, n, who)
     empty = shingler.shingle(records.take(np.zeros(0, dtype=np.int64)))
     _check_tokens(empty, 0, who + " (empty batch)")
-    assert shingler.shingle(records).equals(ts), f"{who} is not deterministic"
-    half = len(records) // 2
-    parts = TokenSets.concat(
-        [shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, len(records))))]
+    assert shingler.shingle(records).equals(ts), f"{who} is not deterministic: two calls on one batch differ"
+    kept = np.flatnonzero(np.arange(n) % 3 != 0)
+    sub = shingler.shingle(records.take(kept))
+    _check_tokens(sub, len(kept), who + " (records 0, 3, 6 … left out)")
+    if shingler.streamable:
+        half = n // 2
+        parts = TokenSets.concat(
+            [shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, n)))]
+        )
+        assert parts.equals(ts), (
+            f"{who}: shingling two halves differs from shingling the whole batch; a streamable shingler's "
+            "tokens must depend on the record alone (or set streamable = False)"
+        )
+        assert sub.equals(ts.take(kept)), (
+            f"{who}: the token sets of records 1, 2, 4, 5 … shingled without records 0, 3, 6 … differ; a "
+            "streamable shingler's tokens must depend on the record alone (or set streamable = False)"
+        )
+    multi = shingler.shingle_multiset(records)
+    assert isinstance(multi, TokenSets) and len(multi) == n, (
+        f"{who}: shingle_multiset must return TokenSets with one row per record ({n})"
     )
-    assert parts.equals(ts), f"{who}: shingling two halves differs from shingling the whole batch"
+    for i in range(n):
+        got = np.unique(multi.row(i)).astype(np.uint64)
+        assert np.array_equal(got, ts.row(i).astype(np.uint64)), (
+            f"{who}: shingle_multiset row {i} holds other distinct tokens than shingle's set"
+        )
     return ts
 
 
-def check_signature_builder(builder: SignatureBuilder, tokens: TokenSets) -> Signatures:
-    """2-D signatures, one row per set, deterministic, split-invariant, empty sets flagged."""
-    who = f"signature builder {builder.name!r}"
-    sig = builder.build(tokens)
-    assert isinstance(sig, Signatures), f"{who} must return Signatures"
+# ---------------------------------------------------------------- signature builders
+
+
+def _as_multisets(tokens: TokenSets) -> TokenSets:
+    """Each row reversed, then its first half again: the same sets as unsorted multisets."""
+    rows = []
+    for i in range(len(tokens)):
+        r = tokens.row(i)
+        rows.append(np.concatenate([r[::-1], r[: (len(r) + 1) // 2]]))
+    sizes = np.array([len(r) for r in rows], dtype=np.int64)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    values = np.concatenate(rows) if rows else np.zeros(0, dtype=np.uint64)
+    if tokens.tokens.dtype == np.uint32:
+        return TokenSets(indptr, values.astype(np.uint32))
+    return TokenSets(indptr, values.astype(np.uint64))
+
+
+def _check_signatures(sig: Signatures, tokens: TokenSets, who: str) -> None:
+    assert isinstance(sig, Signatures), f"{who} must return Signatures, got {type(sig).__name__}"
     assert sig.values.shape[0] == len(tokens), f"{who}: {sig.values.shape[0]} rows for {len(tokens)} sets"
     assert sig.values.dtype in (np.uint32, np.uint64), f"{who}: values must be uint32/uint64, got {sig.values.dtype}"
     assert sig.empty is not None and np.array_equal(sig.empty, tokens.sizes == 0), f"{who}: 'empty' must flag empty sets"
+
+
+def check_signature_builder(builder: SignatureBuilder | type[SignatureBuilder], tokens: TokenSets) -> Signatures:
+    """2-D signatures, one row per set, empty sets flagged, deterministic; a row depends on its set
+    alone (two halves, rows left out); the empty batch; multisets when ``multiset_ok``."""
+    builder = _instance(builder, SignatureBuilder)
+    who = f"signature builder {builder.name!r}"
+    sig = builder.build(tokens)
+    _check_signatures(sig, tokens, who)
     again = builder.build(tokens)
-    assert np.array_equal(again.values, sig.values), f"{who} is not deterministic"
-    half = len(tokens) // 2
+    assert np.array_equal(again.values, sig.values), f"{who} is not deterministic: two calls on one batch differ"
+    n = len(tokens)
+    half = n // 2
     a = builder.build(tokens.take(np.arange(half)))
-    b = builder.build(tokens.take(np.arange(half, len(tokens))))
-    assert np.array_equal(np.concatenate([a.values, b.values]), sig.values), f"{who}: not batch-split invariant"
+    b = builder.build(tokens.take(np.arange(half, n)))
+    assert np.array_equal(np.concatenate([a.values, b.values]), sig.values), (
+        f"{who}: not batch-split invariant (signing two halves differs from signing the whole batch); "
+        "a record's signature must depend on its token set alone"
+    )
+    kept = np.flatnonzero(np.arange(n) % 3 != 0)
+    sub = builder.build(tokens.take(kept))
+    _check_signatures(sub, tokens.take(kept), who + " (sets 0, 3, 6 … left out)")
+    assert np.array_equal(sub.values, sig.values[kept]), (
+        f"{who}: the signatures of sets 1, 2, 4, 5 … signed without sets 0, 3, 6 … differ; "
+        "a record's signature must depend on its token set alone"
+    )
     e = builder.build(tokens.take(np.zeros(0, dtype=np.int64)))
-    assert e.values.shape[0] == 0, f"{who}: empty batch must give 0 rows"
+    assert isinstance(e, Signatures) and e.values.shape[0] == 0, f"{who}: empty batch must give 0 rows"
+    if builder.multiset_ok:
+        multi = builder.build(_as_multisets(tokens))
+        assert np.array_equal(multi.values, sig.values), (
+            f"{who} declares multiset_ok but signs unsorted rows with repeats differently from the sets; "
+            "set multiset_ok = False"
+        )
     return sig
 
 
+# ---------------------------------------------------------------- blockers
+
+
 def _check_pairs(p: Pairs, n: int, who: str) -> None:
-    assert isinstance(p, Pairs), f"{who} must return Pairs"
+    """The candidates contract, rule by rule (what :meth:`Engine.checked_candidates` enforces)."""
+    assert isinstance(p, Pairs), f"{who} must return Pairs, got {type(p).__name__}"
     assert p.left.dtype == np.int64 and p.right.dtype == np.int64, f"{who}: pairs must be int64"
-    assert p.is_normalized(), f"{who}: pairs must be unique, left < right, sorted"
-    if len(p):
-        assert p.left.min() >= 0 and p.right.max() < n, f"{who}: pair index out of range"
+    if len(p) == 0:
+        return
+    lo = int(min(p.left.min(), p.right.min()))
+    hi = int(max(p.left.max(), p.right.max()))
+    outside = (p.left < 0) | (p.left >= n) | (p.right < 0) | (p.right >= n)
+    assert lo >= 0 and hi < n, (
+        f"{who}: pair indices must be rows of the batch, 0..{n - 1} ({n} records), got indices from {lo} to {hi}: "
+        f"{_shown(_as_tuples(p, outside))}; return indices into the batch, not into batch.active"
+    )
+    reversed_ = p.left >= p.right
+    assert not reversed_.any(), (
+        f"{who}: {int(reversed_.sum())} pairs with left >= right: {_shown(_as_tuples(p, reversed_))}; "
+        "return Pairs(left, right).normalized()"
+    )
+    d_left, d_right = np.diff(p.left), np.diff(p.right)
+    dup = np.flatnonzero((d_left == 0) & (d_right == 0))
+    assert len(dup) == 0, (
+        f"{who}: {len(dup)} duplicate pairs: {_shown(_as_tuples(p)[int(dup[0]) : int(dup[0]) + 1])} "
+        "twice in a row; return Pairs(left, right).normalized()"
+    )
+    down = np.flatnonzero((d_left < 0) | ((d_left == 0) & (d_right < 0)))
+    if len(down):
+        i = int(down[0])
+        duplicated = len(set(_as_tuples(p))) != len(p)
+        raise AssertionError(
+            f"{who}: pairs not sorted by (left, right): ({p.left[i]}, {p.right[i]}) comes before "
+            f"({p.left[i + 1]}, {p.right[i + 1]})" + (" (and some pairs repeat)" if duplicated else "")
+            + "; return Pairs(left, right).normalized()"
+        )
 
 
-def check_blocker(blocker: Blocker, batch: Batch) -> Pairs:
-    """Normalized int64 pairs in range, deterministic, cross-source only in link mode."""
-    who = f"blocker {blocker.name!r}"
+def _check_link(p: Pairs, batch: Batch, who: str) -> None:
+    if not batch.cross_source_only or len(p) == 0:
+        return
+    src = batch.records.source
+    same = src[p.left] == src[p.right]
+    assert not same.any(), (
+        f"{who}: {int(same.sum())} pairs of records from the same source in link mode (cross_source_only): "
+        f"{_shown(_as_tuples(p, same))}; drop them, e.g. return batch.allowed(pairs)"
+    )
+
+
+def _blocker_contract(blocker: Blocker, batch: Batch, who: str) -> Pairs:
     pairs = blocker.candidates(batch)
     _check_pairs(pairs, len(batch), who)
-    again = blocker.candidates(batch)
-    assert np.array_equal(again.left, pairs.left) and np.array_equal(again.right, pairs.right), f"{who} is not deterministic"
-    if batch.cross_source_only and len(pairs):
-        src = batch.records.source
-        assert np.all(src[pairs.left] != src[pairs.right]), f"{who}: same-source pair in link mode"
+    _check_link(pairs, batch, who)
+    assert _same(blocker.candidates(batch), pairs), f"{who} is not deterministic: two calls on one batch differ"
+    empty = blocker.candidates(_empty(batch))
+    _check_pairs(empty, 0, who + " (empty batch)")
+    assert len(empty) == 0, f"{who}: the empty batch must give no pairs"
+    if len(batch) >= 2:
+        _, sub = _inactive(batch)
+        where = f"{who} (batch of records 1, 2, 4, 5 …; active = {np.asarray(sub.active).tolist()[:6]} …)"
+        got = blocker.candidates(sub)
+        _check_pairs(got, len(sub), where)
+        _check_link(got, sub, where)
+        plain = _call_without_active(who, blocker.candidates, sub)
+        assert _same(got, plain), (
+            f"{where}: the candidates change with batch.active ({len(got)} pairs with it, {len(plain)} without); "
+            "a blocker returns rows of the batch (0..len(batch)-1), never batch.active's record indices"
+        )
     return pairs
 
 
-def check_verifier(verifier: Verifier, batch: Batch, pairs: Pairs) -> np.ndarray:
-    """One finite float64 score per pair, symmetric in (left, right), empty input allowed."""
+def check_blocker(blocker: Blocker | type[Blocker], batch: Batch) -> Pairs:
+    """The candidates contract the engine enforces, in both modes; empty batch; inactive records; lookup keys.
+
+    ``batch`` is checked as given and with ``cross_source_only`` flipped (a
+    job's mode picks either): int64 indices into the batch, ``left < right``,
+    unique, sorted by ``(left, right)``, no same-source pair in link mode,
+    deterministic, an empty batch gives no pairs, and a batch with inactive
+    records (every third row left out, ``active`` set to the remaining rows'
+    record indices) gives rows of that batch, the same with or without ``active``.
+    A blocker with ``lookup_keys`` is also checked by :func:`check_lookup_keys`.
+    Returns the candidates of ``batch`` (the last call is on ``batch``, so
+    ``describe()`` reports it).
+    """
+    blocker = _instance(blocker, Blocker)
+    who = f"blocker {blocker.name!r}"
+    flipped = dataclasses.replace(batch, cross_source_only=not batch.cross_source_only)
+    mode = " (link mode)" if flipped.cross_source_only else " (dedup mode)"
+    _blocker_contract(blocker, flipped, who + mode)
+    if type(blocker).lookup_keys is not Blocker.lookup_keys:
+        check_lookup_keys(blocker, flipped)
+        check_lookup_keys(blocker, batch)
+    pairs = _blocker_contract(blocker, batch, who)
+    final = blocker.candidates(batch)
+    assert _same(final, pairs), f"{who} is not deterministic: calls on one batch differ"
+    return final
+
+
+def pairs_sharing_keys(
+    rows: npt.ArrayLike, keys: npt.ArrayLike, cap: int | None = None, source: npt.ArrayLike | None = None
+) -> Pairs:
+    """The candidates that bucket keys imply, computed naively (the reference of :func:`check_lookup_keys`).
+
+    Record ``rows[i]`` is in bucket ``keys[i]`` (a dict of key -> set of
+    rows); every two records of a bucket form a pair, except in buckets of
+    more than ``cap`` records (skipped, as :meth:`Blocker.lookup_cap` says)
+    and, when ``source`` is given (link mode), pairs of one source.
+    """
+    buckets: dict[int, set[int]] = {}
+    for r, k in zip(np.asarray(rows).tolist(), np.asarray(keys).tolist()):
+        buckets.setdefault(int(k), set()).add(int(r))
+    src = None if source is None else np.asarray(source).tolist()
+    found: set[tuple[int, int]] = set()
+    for members in buckets.values():
+        if cap is not None and len(members) > cap:
+            continue
+        ordered = sorted(members)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                if src is None or src[a] != src[b]:
+                    found.add((a, b))
+    pairs = sorted(found)
+    return Pairs(np.array([a for a, _ in pairs], dtype=np.int64), np.array([b for _, b in pairs], dtype=np.int64))
+
+
+def _lookup(blocker: Blocker, batch: Batch, who: str) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
+    got = blocker.lookup_keys(batch)
+    assert got is not None, (
+        f"{who} has no lookup_keys (it returned None): it cannot serve er index or the Dask executor; "
+        "implement lookup_keys(batch) -> (rows, keys) and lookup_cap()"
+    )
+    assert isinstance(got, tuple) and len(got) == 2, f"{who}: lookup_keys must return a tuple (rows, keys)"
+    rows, keys = np.asarray(got[0]), np.asarray(got[1])
+    n = len(batch)
+    assert rows.ndim == 1 and keys.ndim == 1 and rows.shape == keys.shape, (
+        f"{who}: lookup_keys must return two 1-D arrays of one length, got shapes {rows.shape} and {keys.shape}"
+    )
+    assert rows.dtype == np.int64, f"{who}: lookup_keys rows must be int64, got {rows.dtype}"
+    assert keys.dtype == np.uint64, f"{who}: lookup_keys keys must be uint64 (64-bit bucket ids), got {keys.dtype}"
+    if len(rows):
+        assert rows.min() >= 0 and rows.max() < n, (
+            f"{who}: lookup_keys rows must be rows of the batch, 0..{n - 1}, got {int(rows.min())}..{int(rows.max())}"
+        )
+    return rows, keys
+
+
+def _key_set(rows: npt.ArrayLike, keys: npt.ArrayLike) -> set[tuple[int, int]]:
+    return set(zip(np.asarray(rows).tolist(), np.asarray(keys).tolist()))
+
+
+def _keys_match_candidates(blocker: Blocker, batch: Batch, who: str) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
+    rows, keys = _lookup(blocker, batch, who)
+    src = batch.records.source if batch.cross_source_only else None
+    want = set(_as_tuples(pairs_sharing_keys(rows, keys, blocker.lookup_cap(), src)))
+    got = set(_as_tuples(blocker.candidates(batch)))
+    missing = sorted(want - got)
+    extra = sorted(got - want)
+    cap = blocker.lookup_cap()
+    if missing or extra:
+        over = ""
+        if extra and cap is not None:
+            uncapped = set(_as_tuples(pairs_sharing_keys(rows, keys, None, src)))
+            capped = [p for p in extra if p in uncapped]
+            if capped:
+                over = f" ({len(capped)} of them share only buckets over the cap: candidates must skip those too)"
+        raise AssertionError(
+            f"{who}: lookup_keys disagree with candidates (two records must be candidates exactly when they share a "
+            f"key, buckets over lookup_cap() = {cap} skipped" + (", cross-source only" if src is not None else "") + "): "
+            + (f"{len(missing)} pairs share a key but are no candidates: {_shown(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"{len(extra)} candidates share no key: {_shown(extra)}{over}" if extra else "")
+        )
+    again = _lookup(blocker, batch, who)
+    assert _key_set(*again) == _key_set(rows, keys), f"{who}: lookup_keys is not deterministic"
+    return rows, keys
+
+
+def check_lookup_keys(blocker: Blocker | type[Blocker], batch: Batch) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
+    """``lookup_keys`` agree with ``candidates`` and depend on each record alone.
+
+    The pairs of records sharing a key (buckets with more than
+    ``lookup_cap()`` records skipped; in link mode cross-source pairs only),
+    computed naively by :func:`pairs_sharing_keys`, must equal
+    ``blocker.candidates(batch)``: the persistent index and the Dask executor
+    block through these keys. Checked on ``batch`` and on the batch with
+    inactive records; the keys of a part of the batch (two halves, single
+    records, the rows left active) must be that part's keys in the whole
+    batch, so one new item can be looked up without the others; rows int64 in
+    range, keys uint64; the empty batch gives no keys. Returns ``(rows, keys)``.
+    """
+    blocker = _instance(blocker, Blocker)
+    who = f"blocker {blocker.name!r}" + (" (link mode)" if batch.cross_source_only else "")
+    rows, keys = _keys_match_candidates(blocker, batch, who)
+    n = len(batch)
+    whole = _key_set(rows, keys)
+    er, _ = _lookup(blocker, _empty(batch), who + " (empty batch)")
+    assert len(er) == 0, f"{who}: the empty batch must give no lookup keys, got {len(er)}"
+    kept, sub = _inactive(batch)
+    parts = [np.arange(n // 2), np.arange(n // 2, n), kept] + [np.array([i]) for i in range(min(n, _SINGLE_LOOKUPS))]
+    for part in parts:
+        part = part.astype(np.int64)
+        pr, pk = _lookup(blocker, batch.subset(part), who)
+        got = _key_set(part[pr], pk)
+        want = {(r, k) for r, k in whole if r in set(part.tolist())}
+        assert got == want, (
+            f"{who}: the lookup keys of records {part.tolist()[:8]} looked up without the others differ from their "
+            "keys in the whole batch; a record's keys must depend on that record alone"
+        )
+    if n >= 2:
+        _keys_match_candidates(blocker, sub, who + " (batch with inactive records)")
+        plain = _call_without_active(who, lambda b: _lookup(blocker, b, who), sub)
+        assert _key_set(*plain) == _key_set(*_lookup(blocker, sub, who)), (
+            f"{who}: lookup_keys change with batch.active; a record's keys depend on that record alone "
+            "(the index and the Dask executor pass no active)"
+        )
+    return rows, keys
+
+
+# ---------------------------------------------------------------- verifiers
+
+
+def _scores(verifier: Verifier, batch: Batch, pairs: Pairs, who: str) -> npt.NDArray[np.float64]:
+    raw = np.asarray(verifier.score(batch, pairs))
+    assert raw.shape == (len(pairs),), f"{who}: {raw.shape} scores for {len(pairs)} pairs (one score per pair)"
+    assert raw.dtype.kind in "fiu", f"{who}: scores must be float64, got {raw.dtype}"
+    scores = raw.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    assert len(bad) == 0, (
+        f"{who}: scores must be finite, got {scores[bad[0]]} for pair ({pairs.left[bad[0]]}, {pairs.right[bad[0]]})"
+    )
+    return scores
+
+
+def _close(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+
+
+def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+    """One finite float score per pair, deterministic, symmetric in (left, right); the empty batch and
+    empty pairs; a batch with inactive records; for a ``pairwise`` verifier, a pair's score does not
+    depend on the other pairs or records. The last call scores no pairs of ``batch``."""
+    verifier = _instance(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
-    scores = np.asarray(verifier.score(batch, pairs))
-    assert scores.shape == (len(pairs),), f"{who}: {scores.shape} scores for {len(pairs)} pairs"
-    assert np.all(np.isfinite(scores)), f"{who}: scores must be finite"
-    swapped = np.asarray(verifier.score(batch, Pairs(pairs.right, pairs.left)))
+    scores = _scores(verifier, batch, pairs, who)
+    assert np.array_equal(_scores(verifier, batch, pairs, who), scores), f"{who} is not deterministic"
+    swapped = _scores(verifier, batch, Pairs(pairs.right, pairs.left), who)
     assert np.allclose(swapped, scores), f"{who}: score(a, b) != score(b, a)"
-    empty = np.asarray(verifier.score(batch, Pairs.empty()))
+    m = len(pairs)
+    if verifier.pairwise and m >= 2:
+        half = m // 2
+        first = _scores(verifier, batch, pairs.select(np.arange(m) < half), who)
+        second = _scores(verifier, batch, pairs.select(np.arange(m) >= half), who)
+        assert _close(np.concatenate([first, second]), scores), (
+            f"{who}: scoring the pairs in two halves gives other scores; a pairwise verifier's score depends on "
+            "the pair alone (set pairwise = False if it learns from all pairs)"
+        )
+        involved = np.unique(np.concatenate([pairs.left, pairs.right]))
+        local = Pairs(np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right))
+        assert _close(_scores(verifier, batch.subset(involved), local, who), scores), (
+            f"{who}: scores change when the batch holds only the pairs' records; a pairwise verifier's score "
+            "depends on the two records alone (set pairwise = False otherwise)"
+        )
+    if len(batch) >= 2:
+        kept, sub = _inactive(batch)
+        inside = np.isin(pairs.left, kept) & np.isin(pairs.right, kept)
+        local = Pairs(np.searchsorted(kept, pairs.left[inside]), np.searchsorted(kept, pairs.right[inside]))
+        where = f"{who} (batch of records 1, 2, 4, 5 …, with active)"
+        got = _scores(verifier, sub, local, where)
+        plain = _call_without_active(who, verifier.score, sub, local)
+        assert _close(np.asarray(plain, dtype=np.float64), got), f"{where}: the scores change with batch.active"
+        if verifier.pairwise:
+            assert _close(got, scores[inside]), (
+                f"{where}: scores differ from the same pairs scored in the whole batch; a pairwise verifier's score "
+                "depends on the two records alone (pairs hold rows of the batch, not batch.active's indices)"
+            )
+    empty_batch = _scores(verifier, _empty(batch), Pairs.empty(), who + " (empty batch)")
+    assert empty_batch.shape == (0,)
+    empty = _scores(verifier, batch, Pairs.empty(), who + " (no pairs)")
     assert empty.shape == (0,), f"{who}: empty pairs must give 0 scores"
     return scores
+
+
+# ---------------------------------------------------------------- clusterers
+
+
+def _labels(clusterer: Clusterer, n: int, pairs: Pairs, who: str) -> Int64Array:
+    raw = clusterer.cluster(n, pairs)
+    labels = np.asarray(raw)
+    assert labels.shape == (n,), f"{who} returned labels of shape {labels.shape} for {n} records (one label per record)"
+    assert labels.dtype.kind in "iu", f"{who}: labels must be integers (int64), got {labels.dtype}"
+    return labels
+
+
+def check_clusterer(
+    clusterer: Clusterer | type[Clusterer], n: int | None = None, pairs: Pairs | None = None
+) -> Int64Array:
+    """The :class:`Clusterer` contract on scored pairs over ``n`` records (default :func:`sample_graph`).
+
+    One integer label per record; records without pairs are singletons (a
+    label of their own); deterministic (again, and with a fresh instance of
+    the same parameters); the partition does not depend on the order of the
+    input pairs; no records and no pairs give empty labels resp. all
+    singletons. Labels are compared as partitions (the engine renumbers
+    them). Pairs of one component may be split (community detection does).
+    """
+    clusterer = _instance(clusterer, Clusterer)
+    who = f"clusterer {clusterer.name!r}"
+    if pairs is None:
+        n, pairs = sample_graph() if n is None else (n, Pairs.empty(scored=True))
+    assert n is not None, "give n with pairs"
+    labels = _labels(clusterer, n, pairs, who)
+    partition = canonical_labels(labels)
+    lonely = np.setdiff1d(np.arange(n), np.concatenate([pairs.left, pairs.right]))
+    counts = np.bincount(partition, minlength=1)
+    shared = lonely[counts[partition[lonely]] > 1]
+    if len(shared):
+        r = int(shared[0])
+        others = [int(x) for x in np.flatnonzero(partition == partition[r]) if x != r]
+        raise AssertionError(
+            f"{who}: records without pairs must be singletons: record {r} shares label {labels[r]} with "
+            f"record(s) {others[:8]} ({len(shared)} such records)"
+        )
+    assert np.array_equal(canonical_labels(_labels(clusterer, n, pairs, who)), partition), (
+        f"{who} is not deterministic: two calls on the same pairs give other clusters"
+    )
+    fresh = type(clusterer)(clusterer.params, clusterer.context)
+    assert np.array_equal(canonical_labels(_labels(fresh, n, pairs, who)), partition), (
+        f"{who} is not deterministic: a new instance with the same parameters gives other clusters"
+    )
+    rng = np.random.default_rng(0)
+    for attempt in range(3):
+        order = rng.permutation(len(pairs))
+        shuffled = Pairs(pairs.left[order], pairs.right[order], None if pairs.score is None else pairs.score[order])
+        got = canonical_labels(_labels(clusterer, n, shuffled, who))
+        assert np.array_equal(got, partition), (
+            f"{who}: the clusters depend on the order of the input pairs (shuffle {attempt + 1} differs at records "
+            f"{np.flatnonzero(got != partition)[:8].tolist()})"
+        )
+    none = _labels(clusterer, 0, Pairs.empty(scored=True), who + " (no records)")
+    assert none.shape == (0,)
+    alone = _labels(clusterer, n, Pairs.empty(scored=True), who + " (no pairs)")
+    assert len(np.unique(alone)) == n, f"{who}: without pairs every record must be a singleton, got {len(np.unique(alone))} labels for {n} records"
+    return labels
