@@ -61,16 +61,16 @@ from er_framework.kernels.graph import connected_component_labels
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.io.tables import (
     SUPPORTED_EXTENSIONS,
-    _check_ids,
-    _decode,
-    _detect_format,
-    _Locator,
-    _read_bytes,
-    _read_csv,
-    _read_jsonl,
-    _read_output_table,
-    _read_parquet,
-    _texts,
+    Locator,
+    as_texts,
+    check_ids,
+    decode_utf8,
+    detect_format,
+    read_bytes,
+    read_csv_columns,
+    read_jsonl_columns,
+    read_output_table,
+    read_parquet_columns,
     write_outputs,
 )
 
@@ -167,16 +167,16 @@ class _Table:
     header: list[str]
     text: str | None
 
-    def read(self, wanted: list[str], id_column: str) -> tuple[dict[str, list[Any]], _Locator]:
+    def read(self, wanted: list[str], id_column: str) -> tuple[dict[str, list[Any]], Locator]:
         if self.fmt == "parquet":
-            columns, loc, problems = _read_parquet(self.path, self.file, wanted, id_column, _HINT)
+            columns, loc, problems = read_parquet_columns(self.path, self.file, wanted, id_column, _HINT)
         elif self.fmt == "jsonl":
             assert self.text is not None
-            columns, loc, problems = _read_jsonl(self.text, self.file, wanted, id_column, _HINT)
+            columns, loc, problems = read_jsonl_columns(self.text, self.file, wanted, id_column, _HINT)
         else:
             assert self.text is not None
             delimiter = "\t" if self.fmt == "tsv" else ","
-            columns, loc, problems = _read_csv(self.text, self.file, delimiter, wanted, id_column, _HINT)
+            columns, loc, problems = read_csv_columns(self.text, self.file, delimiter, wanted, id_column, _HINT)
         if problems:
             raise InputError(problems)
         return columns, loc
@@ -185,7 +185,7 @@ class _Table:
         """A non-id column as text (``None`` = missing)."""
         if self.fmt in ("csv", "tsv"):
             return [v or None for v in raw]
-        return _texts(raw)
+        return as_texts(raw)
 
 
 def _no_such_file(p: Path, what: str, fix: str) -> Problem:
@@ -206,7 +206,7 @@ def _no_such_file(p: Path, what: str, fix: str) -> Problem:
 def _open_table(path: str | Path) -> _Table:
     p = Path(path)
     file = str(path)
-    detected = _detect_format(p)
+    detected = detect_format(p)
     problems: list[Problem] = []
     if detected is None:
         suffix = "".join(p.suffixes[-2:]) or "(none)"
@@ -240,7 +240,7 @@ def _open_table(path: str | Path) -> _Table:
                         fix="check that the file is a complete, valid Parquet file")
             ) from None
         return _Table(p, file, fmt, header, None)
-    text = _decode(_read_bytes(p, compressed, file, _HINT), file, compressed, _HINT)
+    text = decode_utf8(read_bytes(p, compressed, file, _HINT), file, compressed, _HINT)
     header = []
     if fmt == "jsonl":
         keys: dict[str, None] = {}
@@ -363,8 +363,8 @@ def _load_pairs(table: _Table, cols: tuple[str, str, str | None, str | None], so
     wanted = [c for c in (li, ri, ls, rs) if c is not None]
     columns, loc = table.read(wanted, li)
     problems: list[Problem] = []
-    left_ids, _, p1 = _check_ids(columns[li], loc, table.file, li, unique=False)
-    right_ids, _, p2 = _check_ids(columns[ri], loc, table.file, ri, unique=False)
+    left_ids, _, p1 = check_ids(columns[li], loc, table.file, li, unique=False)
+    right_ids, _, p2 = check_ids(columns[ri], loc, table.file, ri, unique=False)
     problems += p1 + p2
     if problems:
         raise InputError(problems)
@@ -427,7 +427,7 @@ def _load_clusters(table: _Table, id_column: str | None, cluster_column: str | N
             break
     wanted = [c for c in (idc, clc, src) if c is not None]
     columns, loc = table.read(wanted, idc)
-    ids, _, p = _check_ids(columns[idc], loc, table.file, idc, unique=src is None)
+    ids, _, p = check_ids(columns[idc], loc, table.file, idc, unique=src is None)
     if p:
         raise InputError(p)
     labels = table.text_values(columns[clc])
@@ -642,7 +642,7 @@ def _read_columns(path: Path, required: Sequence[str]) -> dict[str, pa.Array]:
         return {c: _as_arrow(table.column(c)) for c in required}
     except (pa.ArrowException, OSError, KeyError, ValueError):
         # the csv-module reader names the file, line and column of the problem
-        rows = [values for _, values in _read_output_table(path, list(required))]
+        rows = [values for _, values in read_output_table(path, list(required))]
         return {
             c: _as_arrow([None if r[k] is None else str(r[k]) for r in rows])
             for k, c in enumerate(required)
@@ -732,6 +732,67 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
     """
     if not isinstance(truth, Truth):
         truth = load_truth(truth)
+    # 1. read -------------------------------------------------------------
+    files = _read_output_files(out_dir)
+    notes: list[str] = list(truth.notes)
+    if files.report_note:
+        notes.append(files.report_note)
+    t_ids, t_srcs = _truth_ids_and_sources(truth)
+    # 2. output records -------------------------------------------------
+    recs = _index_records(files, t_ids)
+    # 3. truth records: sources, then universe indices -------------------
+    uni = _truth_universe(recs, truth, t_srcs, notes)
+    # 4. truth labels over the universe ----------------------------------
+    if truth.kind == "clusters":
+        labels = _cluster_truth_labels(recs, uni, truth)
+    else:
+        labels = _pair_truth_labels(uni, truth, notes)
+    # 5. predicted labels over the universe ------------------------------
+    P = np.arange(uni.size, dtype=np.int64) + (int(recs.pred_codes.max()) + 1 if recs.n else 0)
+    P[: recs.n] = recs.pred_codes
+    pr = files.pr
+    pred_keys = _pairs_to_universe(recs, uni.size, files.clusters_path, pr, 2, "pairs.csv", files.pairs_path)
+    if len(pred_keys) != len(pr["left_id"]):
+        notes.append(f"pairs.csv holds {len(pr['left_id']) - len(pred_keys)} repeated or self pair(s): counted once")
+    # 6. metrics ----------------------------------------------------------
+    pairwise, clusters_section = _pairwise_and_cluster_metrics(recs, uni, labels, P, pred_keys)
+    blocking = _blocking_metrics(files, recs, uni, labels, pred_keys)
+    records = _records_section(recs, uni, truth, notes)
+
+    truth_section = truth.describe()
+    truth_section.update({"records": records["truth"], "true_pairs": labels.true_pairs})
+    if labels.clusters_in_file is not None:
+        truth_section["clusters"] = labels.clusters_in_file
+    else:
+        truth_section["components"] = len(_sorted_runs(labels.T[uni.in_truth])[0])
+    return {
+        "out_dir": str(files.out),
+        "truth": truth_section,
+        "records": records,
+        "blocking": blocking,
+        "pairwise": pairwise,
+        "clusters": clusters_section,
+        "notes": notes,
+    }
+
+
+@dataclass
+class _OutputFiles:
+    """Step 1 of :func:`evaluate`: the tables of an output folder (string columns) and its report."""
+
+    out: Path
+    clusters_path: Path
+    pairs_path: Path
+    cand_path: Path | None
+    cl: dict[str, pa.Array]
+    pr: dict[str, pa.Array]
+    cd: dict[str, pa.Array] | None
+    report: dict[str, Any] | None
+    report_note: str | None
+
+
+def _read_output_files(out_dir: str | Path) -> _OutputFiles:
+    """Check the output folder, then read clusters, pairs, candidates (if any) and report.json."""
     out = Path(out_dir)
     if not out.is_dir():
         what = "is not a folder" if out.exists() else "does not exist"
@@ -749,23 +810,17 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
                      fix="run the job with this folder as --out first") for m in missing]
         )
     assert clusters_path is not None and pairs_path is not None
-    notes: list[str] = list(truth.notes)
-
-    # 1. read -------------------------------------------------------------
     cl = _read_columns(clusters_path, ("source", "id", "cluster_id"))
     pr = _read_columns(pairs_path, _PAIR_COLS)
     cand_path = _output_file(out, "candidates")
     cd = _read_columns(cand_path, _PAIR_COLS) if cand_path is not None else None
     report, report_note = _read_report(out)
-    if report_note:
-        notes.append(report_note)
+    return _OutputFiles(out, clusters_path, pairs_path, cand_path, cl, pr, cd, report, report_note)
 
-    n = len(cl["id"])
-    (osrc_codes,), source_names_raw = _factorize([cl["source"]])
-    names = [str(s) for s in source_names_raw]
-    osrc = osrc_codes
-    (pred_codes,), _ = _factorize([cl["cluster_id"]])
 
+def _truth_ids_and_sources(truth: Truth) -> tuple[list[str], list[str | None]]:
+    """Every id occurrence of the truth (a pairs truth: the left ids, then the right ids) and its
+    source (``None``: unknown; ``truth.source`` fills those)."""
     if truth.kind == "clusters":
         t_ids: list[str] = truth.ids
         t_srcs: list[str | None] = truth.sources
@@ -774,14 +829,55 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         t_srcs = truth.left_sources + truth.right_sources
     if truth.source is not None:
         t_srcs = [truth.source if s is None else s for s in t_srcs]
+    return t_ids, t_srcs
+
+
+@dataclass
+class _Records:
+    """Steps 1-2 of :func:`evaluate`: the output records, and every id (output, truth, pairs,
+    candidates) in one code space; a record's key is ``source * n_ids + id``."""
+
+    n: int  # output records
+    names: list[str]  # output source names (index = source code)
+    osrc: Int64Array  # source code of each output record
+    pred_codes: Int64Array  # predicted cluster code of each output record
+    id_codes: list[Int64Array]  # output ids, truth ids, pairs left, pairs right[, candidates left, right]
+    id_values: list[str | None]
+    n_ids: int
+    order: Int64Array  # output records in key order
+    skey: Int64Array  # their keys, sorted
+
+    @property
+    def oid(self) -> Int64Array:
+        return self.id_codes[0]
+
+    def label(self, src: int, code: Any) -> str:
+        return _label(self.names, src, self.id_values[code] or "")
+
+    def locate(self, keys: Int64Array) -> tuple[Int64Array, npt.NDArray[np.bool_]]:
+        """The output record of each key and whether there is one."""
+        if self.n == 0:
+            return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+        pos = np.searchsorted(self.skey, keys)
+        pos[pos == self.n] = 0
+        found = self.skey[pos] == keys
+        return self.order[pos], found
+
+
+def _index_records(files: _OutputFiles, t_ids: list[str]) -> _Records:
+    """Factorize sources, cluster ids and all ids; refuse an output record listed twice."""
+    cl, pr, cd = files.cl, files.pr, files.cd
+    n = len(cl["id"])
+    (osrc,), source_names_raw = _factorize([cl["source"]])
+    names = [str(s) for s in source_names_raw]
+    (pred_codes,), _ = _factorize([cl["cluster_id"]])
     id_parts = [cl["id"], t_ids, pr["left_id"], pr["right_id"]]
     if cd is not None:
         id_parts += [cd["left_id"], cd["right_id"]]
     id_codes, id_values = _factorize(id_parts)
     n_ids = max(len(id_values), 1)
-    oid, tid = id_codes[0], id_codes[1]
+    oid = id_codes[0]
 
-    # 2. output records -------------------------------------------------
     okey = osrc * np.int64(n_ids) + oid
     order = np.argsort(okey, kind="stable")
     skey = okey[order]
@@ -789,151 +885,173 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         shown = ", ".join(repr(_label(names, int(osrc[order[i]]), id_values[oid[order[i]]] or ""))
                           for i in dups[:EXAMPLES])
         raise InputError(
-            Problem(where=str(clusters_path), message=f"{len(dups)} record(s) are listed more than once: {shown}",
+            Problem(where=str(files.clusters_path), message=f"{len(dups)} record(s) are listed more than once: {shown}",
                     fix="clusters.csv must list every record exactly once; run the job again")
         )
+    return _Records(n, names, osrc, pred_codes, id_codes, id_values, n_ids, order, skey)
 
-    def locate(keys: Int64Array) -> tuple[Int64Array, npt.NDArray[np.bool_]]:
-        if n == 0:
-            return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-        pos = np.searchsorted(skey, keys)
-        pos[pos == n] = 0
-        found = skey[pos] == keys
-        return order[pos], found
 
-    # 3. truth records: sources, then universe indices -------------------
-    tsrc = _source_codes(t_srcs, names, truth.path, "the truth")
+@dataclass
+class _Universe:
+    """Step 3 of :func:`evaluate`: the output records (indices ``0..n-1``) followed by the truth
+    records absent from the output (``n..size-1``)."""
+
+    tkey: Int64Array  # key of each truth id occurrence
+    uidx: Int64Array  # its universe index
+    extra_keys: Int64Array  # sorted keys of the truth records absent from the output
+    size: int
+    in_truth: npt.NDArray[np.bool_]  # per universe record: named by the truth
+
+
+def _truth_universe(recs: _Records, truth: Truth, t_srcs: list[str | None], notes: list[str]) -> _Universe:
+    """Resolve the truth's sources, then give every truth record its universe index."""
+    tid = recs.id_codes[1]
+    tsrc = _source_codes(t_srcs, recs.names, truth.path, "the truth")
     unknown = tsrc < 0
     if unknown.any():
-        if len(names) <= 1:
+        if len(recs.names) <= 1:
             tsrc[unknown] = 0
         else:
-            per_id = np.bincount(oid, minlength=n_ids)
-            src_of = np.full(n_ids, len(names), dtype=np.int64)
-            src_of[oid] = osrc
-            counts = per_id[tid[unknown]]
-            if (counts > 1).any():
-                amb = np.unique(tid[unknown][counts > 1])
-                shown = ", ".join(repr(id_values[i]) for i in amb[:EXAMPLES])
-                raise InputError(
-                    Problem(
-                        where=truth.path,
-                        message=f"the truth has no source column, the output has {len(names)} sources "
-                        f"({choices_text(names)}) and {len(amb)} truth id(s) occur in more than one "
-                        f"of them: {shown}",
-                        fix="add the source of every id to the truth file (a 'source' column for "
-                        "a cluster truth, 'left_source' and 'right_source' for pairs)",
-                    )
-                )
-            tsrc[unknown] = src_of[tid[unknown]]
+            tsrc[unknown] = _sources_of_ids(recs, tid[unknown], truth)
             notes.append(
                 f"the truth has no source column: each truth id was matched to the one output "
-                f"source holding it ({', '.join(names)})"
+                f"source holding it ({', '.join(recs.names)})"
             )
-    tkey = tsrc * np.int64(n_ids) + tid
-    tpos, tfound = locate(tkey)
+    tkey = tsrc * np.int64(recs.n_ids) + tid
+    tpos, tfound = recs.locate(tkey)
     extra_keys, _ = _sorted_runs(tkey[~tfound])
     m_extra = len(extra_keys)
     uidx = tpos.copy()
     if m_extra:
-        uidx[~tfound] = n + np.searchsorted(extra_keys, tkey[~tfound])
-    U = n + m_extra
-
-    in_truth = np.zeros(U, dtype=bool)
+        uidx[~tfound] = recs.n + np.searchsorted(extra_keys, tkey[~tfound])
+    size = recs.n + m_extra
+    in_truth = np.zeros(size, dtype=bool)
     in_truth[uidx] = True
-    truth_records = int(in_truth.sum())
-    matched = int(in_truth[:n].sum())
+    return _Universe(tkey, uidx, extra_keys, size, in_truth)
 
-    def example_extra(k: int) -> str:
-        key = int(extra_keys[k])
-        s, i = divmod(key, n_ids)
-        return _label(names, s, id_values[i] or "")
 
-    # 4. truth labels over the universe ----------------------------------
-    true_pair_keys: Int64Array | None = None
-    if truth.kind == "clusters":
-        runs, cnt = _sorted_runs(tkey)
-        if (cnt > 1).any():
-            dup = runs[cnt > 1]
-            shown = ", ".join(repr(_label(names, int(k // n_ids), id_values[int(k % n_ids)] or ""))
-                              for k in dup[:EXAMPLES])
-            raise InputError(
-                Problem(where=truth.path, message=f"{len(dup)} record(s) are listed more than once in "
-                        f"the truth: {shown}", fix="list every record once, with its cluster")
+def _sources_of_ids(recs: _Records, tid: Int64Array, truth: Truth) -> Int64Array:
+    """The output source holding each id (of a truth without sources); an id held by several
+    output sources raises InputError, one held by none gets ``len(names)`` (not in the output)."""
+    names = recs.names
+    per_id = np.bincount(recs.oid, minlength=recs.n_ids)
+    src_of = np.full(recs.n_ids, len(names), dtype=np.int64)
+    src_of[recs.oid] = recs.osrc
+    counts = per_id[tid]
+    if (counts > 1).any():
+        amb = np.unique(tid[counts > 1])
+        shown = ", ".join(repr(recs.id_values[i]) for i in amb[:EXAMPLES])
+        raise InputError(
+            Problem(
+                where=truth.path,
+                message=f"the truth has no source column, the output has {len(names)} sources "
+                f"({choices_text(names)}) and {len(amb)} truth id(s) occur in more than one "
+                f"of them: {shown}",
+                fix="add the source of every id to the truth file (a 'source' column for "
+                "a cluster truth, 'left_source' and 'right_source' for pairs)",
             )
-        (lab,), lab_values = _factorize([truth.labels])
-        k = len(lab_values)
-        T = np.arange(U, dtype=np.int64) + k  # records without a truth cluster: singletons
-        has = lab >= 0
-        T[uidx[has]] = lab[has]
-        _, sizes = _sorted_runs(T)
-        true_pairs = _pairs_of(sizes)
-        true_clusters_in_file = k
-    else:
-        half = len(truth.left_ids)
-        lu, ru = uidx[:half], uidx[half:]
-        self_pairs = int((lu == ru).sum())
-        if self_pairs:
-            notes.append(f"{self_pairs:,} truth pair(s) pair a record with itself: ignored")
-        keep = lu != ru
-        true_pair_keys, cnt = _sorted_runs(_pair_keys(lu[keep], ru[keep], U))
-        repeated = int((cnt - 1).sum())
-        if repeated:
-            notes.append(f"{repeated:,} truth pair(s) are listed more than once (either order): counted once")
-        true_pairs = len(true_pair_keys)
-        lo, hi = np.divmod(true_pair_keys, np.int64(U)) if U else (true_pair_keys, true_pair_keys)
-        T = connected_component_labels(U, lo, hi)
-        true_clusters_in_file = None
-        notes.append(
-            "the truth lists pairs: pairwise metrics use exactly those pairs; the cluster metrics "
-            "(B-cubed, ARI) use their connected components (transitive closure) as true clusters"
         )
+    return src_of[tid]
 
-    # 5. predicted labels over the universe ------------------------------
-    P = np.arange(U, dtype=np.int64) + (int(pred_codes.max()) + 1 if n else 0)
-    P[:n] = pred_codes
 
-    def pairs_to_universe(cols: dict[str, pa.Array], ls: Int64Array, rs: Int64Array, what: str,
-                          path: Path) -> Int64Array:
-        lsrc = _source_codes(cols["left_source"], names, str(path), what)
-        rsrc = _source_codes(cols["right_source"], names, str(path), what)
-        li, lf = locate(lsrc * np.int64(n_ids) + ls)
-        ri, rf = locate(rsrc * np.int64(n_ids) + rs)
-        bad = ~(lf & rf) | (lsrc < 0) | (rsrc < 0)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise InputError(
-                Problem(where=str(path), message=f"{int(bad.sum())} pair(s) name records that are not in "
-                        f"{clusters_path.name}, e.g. {id_values[ls[j]]!r} – {id_values[rs[j]]!r}",
-                        fix="the pairs and clusters must come from the same run; run the job again")
-            )
-        selfp = li == ri
-        keys, _ = _sorted_runs(_pair_keys(li[~selfp], ri[~selfp], max(U, 1)))
-        return keys
+@dataclass
+class _TruthLabels:
+    """Step 4 of :func:`evaluate`: a truth cluster label for every universe record."""
 
-    pred_keys = pairs_to_universe(pr, id_codes[2], id_codes[3], "pairs.csv", pairs_path)
-    if len(pred_keys) != len(pr["left_id"]):
-        notes.append(f"pairs.csv holds {len(pr['left_id']) - len(pred_keys)} repeated or self pair(s): counted once")
+    T: Int64Array
+    true_pairs: int
+    true_pair_keys: Int64Array | None  # a pairs truth: its sorted unordered pair keys
+    clusters_in_file: int | None  # a cluster truth: the clusters it names
 
-    def true_positives(keys: Int64Array) -> int:
-        if true_pair_keys is not None:
-            return _count_in(true_pair_keys, keys)
-        lo, hi = np.divmod(keys, np.int64(max(U, 1)))
-        return int((T[lo] == T[hi]).sum())
 
-    # 6. metrics ----------------------------------------------------------
+def _cluster_truth_labels(recs: _Records, uni: _Universe, truth: Truth) -> _TruthLabels:
+    """Labels of a cluster truth (records without a cluster, or absent from it, are singletons)."""
+    n_ids = recs.n_ids
+    runs, cnt = _sorted_runs(uni.tkey)
+    if (cnt > 1).any():
+        dup = runs[cnt > 1]
+        shown = ", ".join(repr(recs.label(int(k // n_ids), int(k % n_ids))) for k in dup[:EXAMPLES])
+        raise InputError(
+            Problem(where=truth.path, message=f"{len(dup)} record(s) are listed more than once in "
+                    f"the truth: {shown}", fix="list every record once, with its cluster")
+        )
+    (lab,), lab_values = _factorize([truth.labels])
+    k = len(lab_values)
+    T = np.arange(uni.size, dtype=np.int64) + k  # records without a truth cluster: singletons
+    has = lab >= 0
+    T[uni.uidx[has]] = lab[has]
+    _, sizes = _sorted_runs(T)
+    return _TruthLabels(T, _pairs_of(sizes), None, k)
+
+
+def _pair_truth_labels(uni: _Universe, truth: Truth, notes: list[str]) -> _TruthLabels:
+    """The pairs of a pairs truth, and their connected components as labels."""
+    U = uni.size
+    half = len(truth.left_ids)
+    lu, ru = uni.uidx[:half], uni.uidx[half:]
+    self_pairs = int((lu == ru).sum())
+    if self_pairs:
+        notes.append(f"{self_pairs:,} truth pair(s) pair a record with itself: ignored")
+    keep = lu != ru
+    true_pair_keys, cnt = _sorted_runs(_pair_keys(lu[keep], ru[keep], U))
+    repeated = int((cnt - 1).sum())
+    if repeated:
+        notes.append(f"{repeated:,} truth pair(s) are listed more than once (either order): counted once")
+    lo, hi = np.divmod(true_pair_keys, np.int64(U)) if U else (true_pair_keys, true_pair_keys)
+    T = connected_component_labels(U, lo, hi)
+    notes.append(
+        "the truth lists pairs: pairwise metrics use exactly those pairs; the cluster metrics "
+        "(B-cubed, ARI) use their connected components (transitive closure) as true clusters"
+    )
+    return _TruthLabels(T, len(true_pair_keys), true_pair_keys, None)
+
+
+def _pairs_to_universe(recs: _Records, U: int, clusters_path: Path, cols: dict[str, pa.Array], first: int,
+                       what: str, path: Path) -> Int64Array:
+    """Sorted unique pair keys (universe indices) of a pairs table whose left/right id codes are
+    ``recs.id_codes[first]`` and ``[first + 1]``; self pairs dropped, unknown records refused."""
+    ls, rs = recs.id_codes[first], recs.id_codes[first + 1]
+    lsrc = _source_codes(cols["left_source"], recs.names, str(path), what)
+    rsrc = _source_codes(cols["right_source"], recs.names, str(path), what)
+    li, lf = recs.locate(lsrc * np.int64(recs.n_ids) + ls)
+    ri, rf = recs.locate(rsrc * np.int64(recs.n_ids) + rs)
+    bad = ~(lf & rf) | (lsrc < 0) | (rsrc < 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            Problem(where=str(path), message=f"{int(bad.sum())} pair(s) name records that are not in "
+                    f"{clusters_path.name}, e.g. {recs.id_values[ls[j]]!r} – {recs.id_values[rs[j]]!r}",
+                    fix="the pairs and clusters must come from the same run; run the job again")
+        )
+    selfp = li == ri
+    keys, _ = _sorted_runs(_pair_keys(li[~selfp], ri[~selfp], max(U, 1)))
+    return keys
+
+
+def _true_positives(labels: _TruthLabels, U: int, keys: Int64Array) -> int:
+    """How many of the pair ``keys`` are true pairs."""
+    if labels.true_pair_keys is not None:
+        return _count_in(labels.true_pair_keys, keys)
+    lo, hi = np.divmod(keys, np.int64(max(U, 1)))
+    return int((labels.T[lo] == labels.T[hi]).sum())
+
+
+def _pairwise_and_cluster_metrics(recs: _Records, uni: _Universe, labels: _TruthLabels, P: Int64Array,
+                                  pred_keys: Int64Array) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Step 6: the ``pairwise`` and ``clusters`` sections."""
+    n, U, T = recs.n, uni.size, labels.T
     tv, pv = T[:n], P[:n]
     n_ij, _, _ = contingency(tv, pv)
-    _, pred_sizes = _sorted_runs(pred_codes)
+    _, pred_sizes = _sorted_runs(recs.pred_codes)
     cluster_pairs = _pairs_of(pred_sizes)
-    if true_pair_keys is not None:
-        lo, hi = np.divmod(true_pair_keys, np.int64(max(U, 1)))
+    if labels.true_pair_keys is not None:
+        lo, hi = np.divmod(labels.true_pair_keys, np.int64(max(U, 1)))
         tp_cluster = int((P[lo] == P[hi]).sum())
     else:
         tp_cluster = _pairs_of(n_ij)
     pairwise = {
-        "verified_pairs": _prf(true_positives(pred_keys), len(pred_keys), true_pairs),
-        "cluster_pairs": _prf(tp_cluster, cluster_pairs, true_pairs),
+        "verified_pairs": _prf(_true_positives(labels, U, pred_keys), len(pred_keys), labels.true_pairs),
+        "cluster_pairs": _prf(tp_cluster, cluster_pairs, labels.true_pairs),
     }
 
     bp, br, bf = bcubed(tv, pv)
@@ -947,7 +1065,13 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         "adjusted_rand_index": adjusted_rand_index(tv, pv),
         "over": "the records of clusters.csv; records absent from the truth are truth singletons",
     }
+    return pairwise, clusters_section
 
+
+def _blocking_metrics(files: _OutputFiles, recs: _Records, uni: _Universe, labels: _TruthLabels,
+                      pred_keys: Int64Array) -> dict[str, Any]:
+    """Step 6: the ``blocking`` section (reduction ratio; pair completeness with a candidates file)."""
+    report, cd, cand_path = files.report, files.cd, files.cand_path
     blocking: dict[str, Any] = {"mode": None, "candidate_pairs": None, "possible_pairs": None,
                                 "reduction_ratio": None, "pair_completeness": None, "pair_quality": None,
                                 "candidates_file": None}
@@ -961,23 +1085,31 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         if isinstance(cand, int) and possible:
             blocking["reduction_ratio"] = 1.0 - cand / possible
     if cd is not None and cand_path is not None:
-        ckeys = pairs_to_universe(cd, id_codes[4], id_codes[5], cand_path.name, cand_path)
+        ckeys = _pairs_to_universe(recs, uni.size, files.clusters_path, cd, 4, cand_path.name, cand_path)
         union, _ = _sorted_runs(np.concatenate([ckeys, pred_keys]))
-        tp = true_positives(union)
+        tp = _true_positives(labels, uni.size, union)
         blocking["candidates_file"] = str(cand_path)
         blocking["candidates_considered"] = len(union)
         blocking["candidates_true"] = tp
-        blocking["pair_completeness"] = _ratio(tp, true_pairs)
+        blocking["pair_completeness"] = _ratio(tp, labels.true_pairs)
         blocking["pair_quality"] = _ratio(tp, len(union))
         blocking["note"] = ("candidates = the candidates file ∪ the written pairs (exact duplicates are "
                             "found before blocking)")
     else:
         blocking["note"] = ("no candidates.csv in the output folder: the candidates are not written, so "
                             "pair completeness is not computed (null)")
+    return blocking
 
-    truth_only = [example_extra(i) for i in range(min(EXAMPLES, m_extra))]
-    out_only_idx = np.flatnonzero(~in_truth[:n])
-    output_only = [_label(names, int(osrc[i]), id_values[oid[i]] or "") for i in out_only_idx[:EXAMPLES]]
+
+def _records_section(recs: _Records, uni: _Universe, truth: Truth, notes: list[str]) -> dict[str, Any]:
+    """Step 6: the ``records`` section (refuses a truth sharing no record with the output)."""
+    n = recs.n
+    m_extra = len(uni.extra_keys)
+    truth_records = int(uni.in_truth.sum())
+    matched = int(uni.in_truth[:n].sum())
+    truth_only = [recs.label(*divmod(int(key), recs.n_ids)) for key in uni.extra_keys[:EXAMPLES]]
+    out_only_idx = np.flatnonzero(~uni.in_truth[:n])
+    output_only = [recs.label(int(recs.osrc[i]), recs.oid[i]) for i in out_only_idx[:EXAMPLES]]
     records = {
         "output": n,
         "truth": truth_records,
@@ -1006,22 +1138,7 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
                          "as truth singletons")
         else:
             notes.append(f"{len(out_only_idx):,} output record(s) are in no truth pair: they are truth singletons")
-
-    truth_section = truth.describe()
-    truth_section.update({"records": truth_records, "true_pairs": true_pairs})
-    if true_clusters_in_file is not None:
-        truth_section["clusters"] = true_clusters_in_file
-    else:
-        truth_section["components"] = len(_sorted_runs(T[in_truth])[0])
-    return {
-        "out_dir": str(out),
-        "truth": truth_section,
-        "records": records,
-        "blocking": blocking,
-        "pairwise": pairwise,
-        "clusters": clusters_section,
-        "notes": notes,
-    }
+    return records
 
 
 # --------------------------------------------------------------------------

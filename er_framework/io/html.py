@@ -30,6 +30,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ __all__ = [
     "check_boilerplate_options",
     "decode_html_bytes",
     "extract_text",
+    "justext_paragraphs",
     "read_html_dir",
+    "visible_text",
 ]
 
 #: File extensions read from a folder source (matched case-insensitively).
@@ -210,8 +213,50 @@ def read_html_dir(
     file = str(path)
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     where_fix = f" at {where}" if where else ""
-    problems: list[Problem] = []
+    problems = _field_problems(fields, id_column, file, hint)
+    if not folder.is_dir():
+        problems.append(
+            Problem(
+                where=file,
+                message=f"{str(folder.absolute())!r} is not a folder{hint}",
+                fix=f"check the path{where_fix}",
+            )
+        )
+        raise InputError(problems)
 
+    pages, others, walk_errors = _list_pages(folder)
+    unreadable = [
+        Problem(
+            where=str(e.filename or file),
+            message=f"cannot list the folder: {e.strerror or e}{hint}",
+            fix="check the folder's permissions",
+        )
+        for e in walk_errors
+    ]
+    if not pages and not walk_errors:
+        problems.append(_no_pages_problem(folder, file, others, hint, where_fix))
+    problems += _duplicate_id_problems(pages, file, hint)
+    read = _read_pages(folder, pages, file, hint, unreadable)
+    problems += unreadable
+    if problems:
+        raise InputError(problems)
+
+    columns: dict[str, list[str | None]] = {}
+    for f in fields:
+        columns[f] = list(read.ids) if f == id_column else list(read.htmls)
+    n = len(read.ids)
+    records = Records(
+        ids=read.ids,
+        source=np.zeros(n, dtype=np.int32),
+        source_names=[name],
+        fields=columns,
+    )
+    return records, read.stats(others)
+
+
+def _field_problems(fields: Sequence[str], id_column: str, file: str, hint: str) -> list[Problem]:
+    """A folder source has only the columns ``id_column`` and ``html``: a problem per other field."""
+    problems: list[Problem] = []
     allowed = [id_column, "html"]
     for f in dict.fromkeys(fields):
         if f not in allowed:
@@ -227,18 +272,12 @@ def read_html_dir(
                     f"({', '.join(SUPPORTED_EXTENSIONS)}) that has the column {f!r}",
                 )
             )
+    return problems
 
-    if not folder.is_dir():
-        problems.append(
-            Problem(
-                where=file,
-                message=f"{str(folder.absolute())!r} is not a folder{hint}",
-                fix=f"check the path{where_fix}",
-            )
-        )
-        raise InputError(problems)
 
-    # -- list the files -------------------------------------------------
+def _list_pages(folder: Path) -> tuple[list[tuple[str, str]], list[str], list[OSError]]:
+    """``(pages, others, walk errors)``: the HTML files below ``folder`` as ``(relative path, id)``
+    and the other files (and symlinked folders, not followed), each sorted by relative path."""
     walk_errors: list[OSError] = []
     pages: list[tuple[str, str]] = []  # (relative path, id)
     others: list[str] = []
@@ -256,34 +295,26 @@ def read_html_dir(
                 others.append(prefix + dname + "/")
     pages.sort()
     others.sort()
+    return pages, others, walk_errors
 
-    unreadable: list[Problem] = []
-    for e in walk_errors:
-        unreadable.append(
-            Problem(
-                where=str(e.filename or file),
-                message=f"cannot list the folder: {e.strerror or e}{hint}",
-                fix="check the folder's permissions",
-            )
-        )
 
-    if not pages and not walk_errors:
-        if others:
-            content = f"it contains {len(others)} other file(s): {_listing_text(others, len(others))}"
-        else:
-            content = "it is empty"
-        problems.append(
-            Problem(
-                where=file,
-                message=f"no .html or .htm file in the folder {str(folder.absolute())!r}{hint}; "
-                f"{content}",
-                fix="put the pages in files named *.html or *.htm (sub-folders are read too), "
-                f"or point the path{where_fix} to a data file "
-                f"({', '.join(SUPPORTED_EXTENSIONS)})",
-            )
-        )
+def _no_pages_problem(folder: Path, file: str, others: list[str], hint: str, where_fix: str) -> Problem:
+    if others:
+        content = f"it contains {len(others)} other file(s): {_listing_text(others, len(others))}"
+    else:
+        content = "it is empty"
+    return Problem(
+        where=file,
+        message=f"no .html or .htm file in the folder {str(folder.absolute())!r}{hint}; "
+        f"{content}",
+        fix="put the pages in files named *.html or *.htm (sub-folders are read too), "
+        f"or point the path{where_fix} to a data file "
+        f"({', '.join(SUPPORTED_EXTENSIONS)})",
+    )
 
-    # -- duplicate ids (a.html next to a.htm) ------------------------------
+
+def _duplicate_id_problems(pages: list[tuple[str, str]], file: str, hint: str) -> list[Problem]:
+    """Files with the same id (``a.html`` next to ``a.htm``), capped at :data:`MAX_ROW_PROBLEMS`."""
     by_id: dict[str, list[str]] = {}
     for rel, rid in pages:
         by_id.setdefault(rid, []).append(rel)
@@ -308,14 +339,36 @@ def read_html_dir(
             Problem(where=file, message=f"… and {hidden_dups} more duplicate ids not listed",
                     fix="rename or remove all but one file of each id")
         )
-    problems += dup_problems
+    return dup_problems
 
-    # -- read and decode -------------------------------------------------
-    ids: list[str] = []
-    htmls: list[str | None] = []
-    non_utf8: list[str] = []
-    encodings: Counter[str] = Counter()
-    empty_ids: list[str] = []
+
+@dataclass
+class _Pages:
+    """The pages read from a folder: ids, decoded pages (``None`` = empty) and the oddities."""
+
+    ids: list[str] = field(default_factory=list)
+    htmls: list[str | None] = field(default_factory=list)
+    non_utf8: list[str] = field(default_factory=list)
+    encodings: Counter[str] = field(default_factory=Counter)
+    empty_ids: list[str] = field(default_factory=list)
+
+    def stats(self, others: list[str]) -> dict[str, Any]:
+        return {
+            "files": len(self.ids),
+            "decoded_non_utf8": len(self.non_utf8),
+            "non_utf8_files": self.non_utf8[:_EXAMPLES],
+            "encodings": dict(sorted(self.encodings.items())),
+            "empty_files": len(self.empty_ids),
+            "empty_file_ids": self.empty_ids[:_EXAMPLES],
+            "other_files": len(others),
+            "other_file_examples": others[:_EXAMPLES],
+        }
+
+
+def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str, unreadable: list[Problem]) -> _Pages:
+    """Read and decode every page; a file that cannot be read adds a problem to ``unreadable``
+    (which may already hold listing problems; capped at :data:`MAX_ROW_PROBLEMS`)."""
+    read = _Pages()
     hidden_unreadable = 0
     for rel, rid in pages:
         try:
@@ -334,44 +387,20 @@ def read_html_dir(
             continue
         text, encoding = decode_html_bytes(raw)
         if encoding is not None:
-            non_utf8.append(rel)
-            encodings[encoding] += 1
-        ids.append(rid)
+            read.non_utf8.append(rel)
+            read.encodings[encoding] += 1
+        read.ids.append(rid)
         if text:
-            htmls.append(text)
+            read.htmls.append(text)
         else:
-            htmls.append(None)
-            empty_ids.append(rid)
+            read.htmls.append(None)
+            read.empty_ids.append(rid)
     if hidden_unreadable:
         unreadable.append(
             Problem(where=file, message=f"… and {hidden_unreadable} more unreadable files not listed",
                     fix="check the permissions of the files in the folder")
         )
-    problems += unreadable
-    if problems:
-        raise InputError(problems)
-
-    columns: dict[str, list[str | None]] = {}
-    for f in fields:
-        columns[f] = list(ids) if f == id_column else list(htmls)
-    n = len(ids)
-    stats: dict[str, Any] = {
-        "files": n,
-        "decoded_non_utf8": len(non_utf8),
-        "non_utf8_files": non_utf8[:_EXAMPLES],
-        "encodings": dict(sorted(encodings.items())),
-        "empty_files": len(empty_ids),
-        "empty_file_ids": empty_ids[:_EXAMPLES],
-        "other_files": len(others),
-        "other_file_examples": others[:_EXAMPLES],
-    }
-    records = Records(
-        ids=ids,
-        source=np.zeros(n, dtype=np.int32),
-        source_names=[name],
-        fields=columns,
-    )
-    return records, stats
+    return read
 
 
 # --------------------------------------------------------------------------
@@ -411,7 +440,7 @@ def _fold(text: str) -> str:
     return " ".join(text.split())
 
 
-def _visible(page: str) -> tuple[str, Any]:
+def visible_text(page: str) -> tuple[str, Any]:
     """The folded visible text of ``page`` and its cleaned parse tree."""
     from selectolax.lexbor import LexborHTMLParser
 
@@ -493,7 +522,7 @@ def extract_text(
             text = _fold(page)
             plain += 1
         else:
-            text, tree = _visible(page)
+            text, tree = visible_text(page)
             if drop and text:
                 kept = _justext_text(tree.html or "", stoplist)
                 if kept:
@@ -520,7 +549,7 @@ def extract_text(
 
 
 def _justext_text(cleaned_html: str, stoplist: frozenset[str] | None) -> str:
-    """The good paragraphs of a page (already cleaned by :func:`_visible`), or ``""``.
+    """The good paragraphs of a page (already cleaned by :func:`visible_text`), or ``""``.
 
     ``""`` when jusText finds no good paragraph or fails on the page: it is
     a third-party classifier run on arbitrary markup (lxml raises on empty or
@@ -528,7 +557,7 @@ def _justext_text(cleaned_html: str, stoplist: frozenset[str] | None) -> str:
     """
     assert stoplist is not None
     try:
-        paragraphs = _justext_paragraphs(cleaned_html, stoplist)
+        paragraphs = justext_paragraphs(cleaned_html, stoplist)
     except Exception:  # noqa: BLE001 - any failure means "fall back" for this page
         return ""
     return _fold(" ".join(p.text for p in paragraphs if not p.is_boilerplate))
@@ -592,7 +621,7 @@ def _fast_justext() -> Any:
     return _FAST_JUSTEXT
 
 
-def _justext_paragraphs(html: str, stoplist: frozenset[str]) -> list[Any]:
+def justext_paragraphs(html: str, stoplist: frozenset[str]) -> list[Any]:
     """``justext.justext(html, stoplist)`` with its default settings (faster, same result)."""
     fast = _fast_justext()
     if not fast:  # pragma: no cover - other jusText versions

@@ -69,12 +69,24 @@ from er_framework.io.html import read_html_dir
 __all__ = [
     "MAX_ROW_PROBLEMS",
     "SUPPORTED_EXTENSIONS",
+    "Locator",
+    "as_texts",
+    "check_ids",
+    "decode_utf8",
+    "detect_format",
+    "merge_files",
+    "partition_ranges",
+    "read_bytes",
+    "read_clusters_csv",
+    "read_csv_columns",
+    "read_jsonl_columns",
+    "read_output_table",
+    "read_pairs_csv",
+    "read_parquet_columns",
     "read_source",
     "read_source_with_stats",
+    "split_lines",
     "write_outputs",
-    "read_pairs_csv",
-    "read_clusters_csv",
-    "merge_files",
 ]
 
 _JSONL_CHUNK = 65536
@@ -132,7 +144,7 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _texts(values: list[Any]) -> list[str | None]:
+def as_texts(values: list[Any]) -> list[str | None]:
     """:func:`_text` over a column, with a fast path for strings."""
     return [v if v.__class__ is str else _text(v) for v in values]
 
@@ -200,7 +212,7 @@ class _Capped:
         return out
 
 
-class _Locator:
+class Locator:
     """Maps a record's position to where it is in the file."""
 
     def __init__(self, file: str, numbers: Sequence[int] | None, unit: str) -> None:
@@ -231,7 +243,8 @@ def _and_list(items: Sequence[str]) -> str:
 # --------------------------------------------------------------------------
 
 
-def _detect_format(path: Path) -> tuple[str, bool] | None:
+def detect_format(path: Path) -> tuple[str, bool] | None:
+    """``(format, gzip-compressed)`` chosen by the file name's extension, or ``None``."""
     name = path.name.lower()
     for ext, fmt in FORMATS.items():
         if name.endswith(ext) and len(name) > len(ext):
@@ -242,7 +255,7 @@ def _detect_format(path: Path) -> tuple[str, bool] | None:
 def _check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list[Problem]:
     """Problems with the file itself: extension, existence, type."""
     problems: list[Problem] = []
-    if _detect_format(path) is None:
+    if detect_format(path) is None:
         suffix = "".join(path.suffixes[-2:]) or "(none)"
         supported = ", ".join(SUPPORTED_EXTENSIONS)
         if path.name.lower().endswith((".json", ".json.gz")):
@@ -298,7 +311,7 @@ def _check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> lis
     return problems
 
 
-def _read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
+def read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
     """The file's bytes (decompressed); raises InputError on I/O errors."""
     try:
         if compressed:
@@ -333,7 +346,7 @@ def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, 
     every line exactly once. CSV values must not contain newlines.
     """
     p = Path(path)
-    detected = _detect_format(p)
+    detected = detect_format(p)
     if detected is None or detected[1] or detected[0] == "parquet" or not p.is_file():
         return None
     size = p.stat().st_size
@@ -360,7 +373,7 @@ def _read_range(path: Path, start: int, end: int, header: bool) -> tuple[bytes, 
         return head + data, data
 
 
-def _decode(raw: bytes, file: str, compressed: bool, hint: str) -> str:
+def decode_utf8(raw: bytes, file: str, compressed: bool, hint: str) -> str:
     """UTF-8 text of ``raw`` (a leading BOM is dropped); InputError if invalid."""
     start = 3 if raw.startswith(codecs.BOM_UTF8) else 0
     try:
@@ -410,51 +423,77 @@ def _missing_columns(
     return problems
 
 
-def _read_csv(
+#: How to fix a row the csv module cannot parse.
+_MALFORMED_FIX = (
+    'enclose values that contain the separator, a quote or a newline in double quotes, '
+    'and double the quotes inside them ("say ""hi""")'
+)
+
+
+def read_csv_columns(
     text: str, file: str, delimiter: str, wanted: list[str], id_column: str, hint: str
-) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw string columns of a CSV/TSV text (empty cells still ``""``)."""
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    problems: list[Problem] = []
-    sep_name = "tab" if delimiter == "\t" else repr(delimiter)
-    header: list[str] | None = None
-    header_line = 0
-    broken = _Capped(
-        file,
-        "malformed rows",
-        'enclose values that contain the separator, a quote or a newline in double quotes, '
-        'and double the quotes inside them ("say ""hi""")',
-    )
-    while header is None:
+    header, header_line, problems = _csv_header(reader, file, delimiter, wanted, id_column, hint)
+    if header is None:
+        return {}, Locator(file, [], "row"), problems
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(header):
+        positions.setdefault(name, []).append(i)
+    problems += _csv_header_problems(header, header_line, positions, file, delimiter, wanted, id_column, hint)
+    rows, lines, row_problems = _csv_rows(reader, file, delimiter, header)
+    problems += row_problems
+
+    columns: dict[str, list[Any]] = {}
+    for c in wanted:
+        if c in positions:
+            k = positions[c][0]
+            columns[c] = [r[k] for r in rows]
+    return columns, Locator(file, lines, "row"), problems
+
+
+def _csv_header(
+    reader: Any, file: str, delimiter: str, wanted: list[str], id_column: str, hint: str
+) -> tuple[list[str] | None, int, list[Problem]]:
+    """The first non-blank row of a ``csv.reader`` and its line, or ``None`` and the problem
+    (an empty file, a header that cannot be parsed)."""
+    while True:
         try:
             row = next(reader)
         except StopIteration:
-            problems.append(
+            return None, 0, [
                 Problem(
                     where=file,
                     message=f"the file is empty: no header row{hint}",
                     fix=f"the first line must name the columns, e.g. {id_column}"
                     + "".join(f"{delimiter}{c}" for c in wanted if c != id_column),
                 )
-            )
-            return {}, _Locator(file, [], "row"), problems
+            ]
         except csv.Error as e:
-            problems.append(
+            return None, 0, [
                 Problem(
                     where=f"{file}:{reader.line_num}",
                     message=f"the header row cannot be parsed: {e}",
-                    fix=broken.fix,
+                    fix=_MALFORMED_FIX,
                 )
-            )
-            return {}, _Locator(file, [], "row"), problems
+            ]
         if row:
-            header = row
-            header_line = reader.line_num
+            return row, reader.line_num, []
 
-    positions: dict[str, list[int]] = {}
-    for i, name in enumerate(header):
-        positions.setdefault(name, []).append(i)
+
+def _csv_header_problems(
+    header: list[str],
+    header_line: int,
+    positions: dict[str, list[int]],
+    file: str,
+    delimiter: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+) -> list[Problem]:
+    """Wanted columns missing from the header (with a hint at another separator) or in it twice."""
     extra_fix = ""
     if len(header) == 1 and delimiter == ",":
         for other, label in ((";", "';'"), ("\t", "tab"), ("|", "'|'")):
@@ -465,7 +504,7 @@ def _read_csv(
                 )
                 break
     missing = [c for c in wanted if c not in positions]
-    problems += _missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
+    problems = _missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
     for c in wanted:
         if len(positions.get(c, ())) > 1:
             cols = _and_list([str(p + 1) for p in positions[c]])
@@ -477,10 +516,19 @@ def _read_csv(
                     fix="rename the columns so that every name is unique",
                 )
             )
+    return problems
 
+
+def _csv_rows(
+    reader: Any, file: str, delimiter: str, header: list[str]
+) -> tuple[list[list[str]], list[int], list[Problem]]:
+    """The data rows after the header (each with the line it starts on) and the row problems:
+    rows that cannot be parsed, rows with too many and with too few cells; blank lines skipped."""
+    sep_name = "tab" if delimiter == "\t" else repr(delimiter)
     ncols = len(header)
     rows: list[list[str]] = []
     lines: list[int] = []
+    broken = _Capped(file, "malformed rows", _MALFORMED_FIX)
     too_long = _Capped(
         file,
         "rows with too many cells",
@@ -532,17 +580,10 @@ def _read_csv(
                     f"row {start} has {n} cells but the header has {ncols} columns; "
                     f"extra values: {_snippet(delimiter.join(extra))}",
                 )
-    problems += broken.problems() + too_long.problems() + too_short.problems()
-
-    columns: dict[str, list[Any]] = {}
-    for c in wanted:
-        if c in positions:
-            k = positions[c][0]
-            columns[c] = [r[k] for r in rows]
-    return columns, _Locator(file, lines, "row"), problems
+    return rows, lines, broken.problems() + too_long.problems() + too_short.problems()
 
 
-def _split_lines(text: str) -> Iterator[str]:
+def split_lines(text: str) -> Iterator[str]:
     """``text.split("\n")`` one line at a time: no list of every line beside the text
     (a 4 GB file would need 4 GB more)."""
     start = 0
@@ -556,9 +597,9 @@ def _split_lines(text: str) -> Iterator[str]:
         start = end + 1
 
 
-def _read_jsonl(
+def read_jsonl_columns(
     text: str, file: str, wanted: list[str], id_column: str, hint: str
-) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a JSON Lines text (absent keys are ``None``)."""
     decoder = json.JSONDecoder()
     decode = decoder.decode
@@ -585,7 +626,7 @@ def _read_jsonl(
     kinds = {list: "an array", str: "a string", int: "a number", float: "a number",
              bool: "a boolean", type(None): "null"}
     with _gc_paused():
-        for number, line in enumerate(_split_lines(text), 1):
+        for number, line in enumerate(split_lines(text), 1):
             # Fast path: the C scanner on a line without leading whitespace;
             # anything unusual goes through the full decoder for its message.
             try:
@@ -637,7 +678,7 @@ def _read_jsonl(
                 fix=f"write one JSON object per line, e.g. {example}",
             )
         )
-        return {}, _Locator(file, [], "line"), problems
+        return {}, Locator(file, [], "line"), problems
     problems += bad_json.problems() + not_object.problems()
     if lines:
         missing = [c for c in wanted if c not in keys]
@@ -648,12 +689,12 @@ def _read_jsonl(
             del columns[c]
     else:
         columns = {}
-    return columns, _Locator(file, lines, "line"), problems
+    return columns, Locator(file, lines, "line"), problems
 
 
-def _read_parquet(
+def read_parquet_columns(
     path: Path, file: str, wanted: list[str], id_column: str, hint: str
-) -> tuple[dict[str, list[Any]], _Locator, list[Problem]]:
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a Parquet file (Python objects from pyarrow)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -697,11 +738,11 @@ def _read_parquet(
                 )
                 continue
         columns[c] = col.to_pylist()
-    return columns, _Locator(file, None, "row"), problems
+    return columns, Locator(file, None, "row"), problems
 
 
-def _check_ids(
-    raw: list[Any], loc: _Locator, file: str, id_column: str, unique: bool = True
+def check_ids(
+    raw: list[Any], loc: Locator, file: str, id_column: str, unique: bool = True
 ) -> tuple[list[str], list[bool], list[Problem]]:
     """Ids as text, a per-row ``ok`` flag, and the id problems (duplicates only when ``unique``)."""
     ids: list[str] = []
@@ -841,47 +882,30 @@ def read_source(
     problems = _check_path(p, file, hint, where)
     if problems:
         raise InputError(problems)
-    detected = _detect_format(p)
+    detected = detect_format(p)
     assert detected is not None  # checked by _check_path
     fmt, compressed = detected
     wanted = list(dict.fromkeys([id_column, *fields]))
-
-    if fmt == "parquet":
-        columns, loc, problems = _read_parquet(p, file, wanted, id_column, hint)
+    if byte_range is not None and fmt != "parquet":
+        if compressed:
+            raise ValueError("a compressed file cannot be read by byte range")
+        file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
     else:
-        if byte_range is not None:
-            if compressed:
-                raise ValueError("a compressed file cannot be read by byte range")
-            file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
-            raw, lines = _read_range(p, byte_range[0], byte_range[1], header=fmt in ("csv", "tsv"))
-            if not lines.strip():  # no line starts in this range
-                return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
-                               fields={f: [] for f in fields})
-        else:
-            raw = _read_bytes(p, compressed, file, hint)
-        text = _decode(raw, file, compressed, hint)
-        del raw
-        if fmt == "jsonl":
-            columns, loc, problems = _read_jsonl(text, file, wanted, id_column, hint)
-        else:
-            delimiter = "\t" if fmt == "tsv" else ","
-            columns, loc, problems = _read_csv(text, file, delimiter, wanted, id_column, hint)
-        del text
+        byte_range = None
+    read = _read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range)
+    if read is None:  # no line starts in this byte range
+        return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
+                       fields={f: [] for f in fields})
+    columns, loc, problems = read
 
     ids: list[str] = []
     if id_column in columns:
-        ids, ok, id_problems = _check_ids(columns[id_column], loc, file, id_column, unique=(layout != "long"))
+        ids, ok, id_problems = check_ids(columns[id_column], loc, file, id_column, unique=(layout != "long"))
         problems += id_problems
     if problems:
         raise InputError(problems)
 
-    out: dict[str, list[str | None]] = {}
-    for f in fields:
-        col = columns[f]
-        if fmt in ("csv", "tsv"):
-            out[f] = [v or None for v in col]
-        else:
-            out[f] = _texts(col)
+    out = _field_texts(columns, fields, fmt)
     if layout == "long":
         ids, out = _group_long(ids, out)
     n = len(ids)
@@ -891,6 +915,46 @@ def read_source(
         source_names=[name],
         fields=out,
     )
+
+
+def _read_raw_columns(
+    p: Path,
+    file: str,
+    fmt: str,
+    compressed: bool,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    byte_range: tuple[int, int] | None,
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]] | None:
+    """The raw columns of a data file of format ``fmt`` (of the lines starting in ``byte_range``
+    of an uncompressed text file); ``None`` when no line starts in that range."""
+    if fmt == "parquet":
+        return read_parquet_columns(p, file, wanted, id_column, hint)
+    if byte_range is not None:
+        raw, lines = _read_range(p, byte_range[0], byte_range[1], header=fmt in ("csv", "tsv"))
+        if not lines.strip():
+            return None
+    else:
+        raw = read_bytes(p, compressed, file, hint)
+    text = decode_utf8(raw, file, compressed, hint)
+    del raw
+    if fmt == "jsonl":
+        return read_jsonl_columns(text, file, wanted, id_column, hint)
+    delimiter = "\t" if fmt == "tsv" else ","
+    return read_csv_columns(text, file, delimiter, wanted, id_column, hint)
+
+
+def _field_texts(columns: dict[str, list[Any]], fields: Sequence[str], fmt: str) -> dict[str, list[str | None]]:
+    """The raw ``fields`` columns as text: an empty CSV/TSV cell and a JSON/Parquet null are ``None``."""
+    out: dict[str, list[str | None]] = {}
+    for f in fields:
+        col = columns[f]
+        if fmt in ("csv", "tsv"):
+            out[f] = [v or None for v in col]
+        else:
+            out[f] = as_texts(col)
+    return out
 
 
 def _group_long(
@@ -917,7 +981,7 @@ def _is_page_folder(path: Path) -> bool:
     A folder named like a data file (``out.parquet/``, as Spark writes them)
     is not: it keeps the "is a directory, expected a data file" error.
     """
-    return path.is_dir() and _detect_format(path) is None
+    return path.is_dir() and detect_format(path) is None
 
 
 def read_source_with_stats(
@@ -1045,8 +1109,45 @@ def write_outputs(
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown output format {fmt!r}: expected 'csv' or 'parquet'")
     out = Path(out_dir)
+    plan, arrow_tables, json_text = _serialize_outputs(tables, json_files, fmt)
+    created = not out.exists()
+    tmp: Path | None = None
+    moved: list[Path] = []
+    backups: list[tuple[Path, Path]] = []
+    try:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            if not out.is_dir():
+                raise NotADirectoryError(20, "Not a directory", str(out))
+            tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out))
+            _write_files(tmp, tables, arrow_tables, json_text, fmt)
+            _move_into_place(out, tmp, plan, moved, backups)
+        except BaseException:
+            _rollback(moved, backups)
+            raise
+    except OSError as e:
+        problem = _write_problem(out, e)
+        if created:
+            _remove_created(out, tmp)
+        raise InputError(problem) from None
+    except BaseException:
+        if created:
+            _remove_created(out, tmp)
+        raise
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {name: out / filename for name, filename in plan}
 
-    # 1. validate and serialize in memory --------------------------------
+
+def _serialize_outputs(
+    tables: dict[str, dict[str, Sequence[Any] | np.ndarray]],
+    json_files: dict[str, dict[str, Any]],
+    fmt: str,
+) -> tuple[list[tuple[str, str]], dict[str, Any], dict[str, str]]:
+    """Step 1 of :func:`write_outputs`: validate and serialize in memory (``ValueError`` before
+    anything is written). Returns the plan ``[(name, file name)]``, the Arrow tables (Parquet)
+    and the JSON texts."""
     plan: list[tuple[str, str]] = []  # (name, file name)
     for name, columns in tables.items():
         _check_name(name, "table")
@@ -1079,67 +1180,55 @@ def write_outputs(
         except (TypeError, ValueError) as e:
             raise ValueError(f"{name}.json cannot be written as JSON: {e}") from e
         plan.append((name, f"{name}.json"))
+    return plan, arrow_tables, json_text
 
-    # 2. write into a temporary directory --------------------------------
-    created = not out.exists()
-    tmp: Path | None = None
-    moved: list[Path] = []
-    backups: list[tuple[Path, Path]] = []
-    try:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            if not out.is_dir():
-                raise NotADirectoryError(20, "Not a directory", str(out))
-            tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out))
-            for name, columns in tables.items():
-                target = tmp / f"{name}.{fmt}"
-                if fmt == "csv":
-                    _write_csv(target, columns)
-                else:
-                    import pyarrow.parquet as pq
 
-                    pq.write_table(arrow_tables[name], target)
-                    _fsync_file(target)
-            for name, text in json_text.items():
-                target = tmp / f"{name}.json"
-                with open(target, "w", encoding="utf-8", newline="\n") as f:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-            _fsync_dir(tmp)
+def _write_files(
+    tmp: Path,
+    tables: dict[str, dict[str, Sequence[Any] | np.ndarray]],
+    arrow_tables: dict[str, Any],
+    json_text: dict[str, str],
+    fmt: str,
+) -> None:
+    """Step 2 of :func:`write_outputs`: write and fsync every file into the temporary directory."""
+    for name, columns in tables.items():
+        target = tmp / f"{name}.{fmt}"
+        if fmt == "csv":
+            _write_csv(target, columns)
+        else:
+            import pyarrow.parquet as pq
 
-            # 3. move into place (keeping the old files aside for a rollback)
-            for _, filename in plan:
-                if (out / filename).is_dir():
-                    raise IsADirectoryError(21, "Is a directory", str(out / filename))
-            for i, (_, filename) in enumerate(plan):
-                final = out / filename
-                if final.exists() or final.is_symlink():
-                    backup = tmp / f".old-{i}-{filename}"
-                    try:
-                        os.link(final, backup, follow_symlinks=False)
-                    except OSError:
-                        shutil.copy2(final, backup, follow_symlinks=False)
-                    backups.append((final, backup))
-                os.replace(tmp / filename, final)
-                moved.append(final)
-            _fsync_dir(out)
-        except BaseException:
-            _rollback(moved, backups)
-            raise
-    except OSError as e:
-        problem = _write_problem(out, e)
-        if created:
-            _remove_created(out, tmp)
-        raise InputError(problem) from None
-    except BaseException:
-        if created:
-            _remove_created(out, tmp)
-        raise
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return {name: out / filename for name, filename in plan}
+            pq.write_table(arrow_tables[name], target)
+            _fsync_file(target)
+    for name, text in json_text.items():
+        target = tmp / f"{name}.json"
+        with open(target, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    _fsync_dir(tmp)
+
+
+def _move_into_place(
+    out: Path, tmp: Path, plan: list[tuple[str, str]], moved: list[Path], backups: list[tuple[Path, Path]]
+) -> None:
+    """Step 3 of :func:`write_outputs`: move the files into ``out``, keeping the old files aside
+    in ``tmp`` for a rollback; ``moved`` and ``backups`` record what was done so far."""
+    for _, filename in plan:
+        if (out / filename).is_dir():
+            raise IsADirectoryError(21, "Is a directory", str(out / filename))
+    for i, (_, filename) in enumerate(plan):
+        final = out / filename
+        if final.exists() or final.is_symlink():
+            backup = tmp / f".old-{i}-{filename}"
+            try:
+                os.link(final, backup, follow_symlinks=False)
+            except OSError:
+                shutil.copy2(final, backup, follow_symlinks=False)
+            backups.append((final, backup))
+        os.replace(tmp / filename, final)
+        moved.append(final)
+    _fsync_dir(out)
 
 
 def _rollback(moved: list[Path], backups: list[tuple[Path, Path]]) -> None:
@@ -1195,7 +1284,7 @@ def _write_problem(out: Path, e: OSError) -> Problem:
 # --------------------------------------------------------------------------
 
 
-def _read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
     """Yield ``(where, [values of required columns])`` per row of a CSV or Parquet output."""
     p = Path(path)
     file = str(path)
@@ -1223,7 +1312,7 @@ def _read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tu
         for i, values in enumerate(zip(*cols)):
             yield f"{file} row {i + 1}", list(values)
         return
-    text = _decode(_read_bytes(p, p.name.lower().endswith(".gz"), file, ""), file, False, "")
+    text = decode_utf8(read_bytes(p, p.name.lower().endswith(".gz"), file, ""), file, False, "")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
@@ -1261,7 +1350,7 @@ def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
     cols = ("left_source", "left_id", "right_source", "right_id", "score")
     out: list[tuple[str, str, str, str, float]] = []
     bad = _Capped(str(path), "rows with a bad score", "scores must be numbers such as 0.85")
-    for where, (ls, li, rs, ri, score) in _read_output_table(path, cols):
+    for where, (ls, li, rs, ri, score) in read_output_table(path, cols):
         try:
             value = float(score)
         except (TypeError, ValueError):
@@ -1284,7 +1373,7 @@ def read_clusters_csv(path: str | Path) -> list[tuple[str, str, str]]:
     cols = ("source", "id", "cluster_id")
     return [
         (_text(s) or "", _text(i) or "", _text(c) or "")
-        for _, (s, i, c) in _read_output_table(path, cols)
+        for _, (s, i, c) in read_output_table(path, cols)
     ]
 
 

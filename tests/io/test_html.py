@@ -400,16 +400,16 @@ def test_fast_justext_matches_justext(tmp_path: Path) -> None:
     """The faster jusText pipeline classifies exactly like ``justext.justext``."""
     import justext
 
-    from er_framework.io.html import _justext_paragraphs, _visible
+    from er_framework.io.html import justext_paragraphs, visible_text
 
     records, _ = read_html_dir(make_site(tmp_path), id_column="id", fields=["html"], name="web")
     pages = [p for p in records.fields["html"] if p] + [news_page(k) for k in range(3)]
     pages.append("<div>one\n\n two\r\n<br><br>three\xa0 four</div><pre>a\n  b</pre>")
     stoplist = justext.get_stoplist("English")
     for page in pages:
-        for html in (page, _visible(page)[1].html):
+        for html in (page, visible_text(page)[1].html):
             expected = [(p.class_type, p.text, p.xpath) for p in justext.justext(html, stoplist)]
-            got = [(p.class_type, p.text, p.xpath) for p in _justext_paragraphs(html, stoplist)]
+            got = [(p.class_type, p.text, p.xpath) for p in justext_paragraphs(html, stoplist)]
             assert got == expected
 
 
@@ -419,7 +419,7 @@ def test_justext_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(html: str, stoplist: frozenset[str]) -> list[object]:
         raise ValueError("Document is empty")
 
-    monkeypatch.setattr(ehtml, "_justext_paragraphs", boom)
+    monkeypatch.setattr(ehtml, "justext_paragraphs", boom)
     page = news_page()
     texts, stats = extract_text([page, None], boilerplate="drop")
     assert texts == [extract_text([page])[0][0], None]

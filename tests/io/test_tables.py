@@ -613,10 +613,10 @@ def test_jsonl_lines_are_split_lazily_like_str_split() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from er_framework.io.tables import _split_lines
+    from er_framework.io.tables import split_lines
 
     @given(st.text(alphabet="ab\n\r {}", max_size=40))
     def check(text: str) -> None:
-        assert list(_split_lines(text)) == text.split("\n")
+        assert list(split_lines(text)) == text.split("\n")
 
     check()
