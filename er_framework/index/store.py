@@ -355,8 +355,8 @@ class Index:
         stats["exact_copies"] = stats.get("exact_copies", 0) + len(rep_of)
 
         caps = self.engine.caps()
-        members = self._members(keys.tolist())
-        involved = {r for got in members.values() for r in got}
+        bucket_members = self._members(keys.tolist())
+        involved = {r for got in bucket_members.values() for r in got}
         info = self._info_of(sorted(involved | set(rids)))
 
         def active(r: int) -> bool:
@@ -368,7 +368,7 @@ class Index:
             me = rids[row]
             if not active(me):
                 continue
-            live = [r for r in members.get(key, []) if active(r)]
+            live = [r for r in bucket_members.get(key, []) if active(r)]
             cap = caps[b]
             if cap is not None and len(live) > cap:
                 over_cap.add(key)
