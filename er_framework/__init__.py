@@ -4,7 +4,17 @@ shingling -> MinHash signatures -> LSH banding -> verification -> clustering
 (Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3).
 """
 
-from er_framework.components import Blocker, Clusterer, Context, Params, Shingler, SignatureBuilder, Verifier
+from er_framework.components import (
+    Blocker,
+    Clusterer,
+    Context,
+    FieldRef,
+    Normalizer,
+    Params,
+    Shingler,
+    SignatureBuilder,
+    Verifier,
+)
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.errors import ConfigError, ErError, InputError, PluginError, Problem
 from er_framework.hookspecs import hookimpl, hookspec
@@ -18,7 +28,9 @@ __all__ = [
     "ConfigError",
     "Context",
     "ErError",
+    "FieldRef",
     "InputError",
+    "Normalizer",
     "Pairs",
     "Params",
     "PluginError",

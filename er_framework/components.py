@@ -5,12 +5,18 @@ engine picks one by its ``name`` from the YAML ``type:`` key, validates the
 remaining keys against the class's ``Params`` model (pydantic, unknown keys
 rejected) and instantiates it once per job. Components work on whole batches:
 one call per stage, never one call per record.
+
+:data:`FAMILIES` is the one table of the families: base class, registration
+hook and the job key that names a member. The hook specifications, the
+registry, the job validation, the JSON Schema and ``er plugins`` derive
+theirs from it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +33,11 @@ __all__ = [
     "Blocker",
     "Verifier",
     "Clusterer",
+    "Normalizer",
+    "FIELD_REF",
+    "FieldRef",
+    "FieldRefMarker",
+    "Family",
     "FAMILIES",
 ]
 
@@ -35,6 +46,24 @@ class Params(BaseModel):
     """Base of every component's parameter model: unknown keys are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class FieldRefMarker:
+    """Marks a parameter (or an item of one) as the name of a source column: see :data:`FieldRef`."""
+
+    def __repr__(self) -> str:
+        return "FieldRef"
+
+
+FIELD_REF = FieldRefMarker()
+
+#: A parameter that names a column of the sources: ``field: FieldRef``,
+#: ``fields: list[FieldRef]``, ``key: FieldRef | list[FieldRef]``,
+#: ``prefix: dict[FieldRef, int]``, at any depth of nested models. Job
+#: validation finds every value so typed (whatever the parameter's name) and
+#: reports one the sources do not read, with its line and a suggestion.
+FieldRef = Annotated[str, FIELD_REF]
 
 
 @dataclass
@@ -214,10 +243,91 @@ class Clusterer(Component):
         raise NotImplementedError
 
 
-FAMILIES: dict[str, type[Component]] = {
-    "shingler": Shingler,
-    "signature": SignatureBuilder,
-    "blocker": Blocker,
-    "verifier": Verifier,
-    "clusterer": Clusterer,
+class Normalizer(Component):
+    """Field values -> comparable keys, a column at a time (the job's ``normalize:`` section).
+
+    Per field, a job names a chain of normalizers (``first_name: [name,
+    nickname]``, ``phone: {type: phone, default_region: GB}``); the options
+    besides ``type`` are the normalizer's ``Params``. The framework
+    (:mod:`er_framework.normalize`) keeps missing values missing: ``None``,
+    NaN, blanks and placeholders ("N/A", "null", "-") are never passed to a
+    normalizer, and a result that is ``None``, empty or a placeholder is
+    missing. It passes each *distinct* value once and maps the results back
+    to every row.
+
+    Implement one of:
+
+    * :meth:`normalize` -- a batch: distinct non-missing strings in, one
+      ``str`` (or ``None``: missing, e.g. a date that does not parse) out per
+      value, in order;
+    * :meth:`per_value` -- the function of one value: a chain of such
+      normalizers then runs as one function per distinct value (no list per
+      step), and :meth:`normalize` maps it over the batch.
+
+    A result must depend on its value alone (the same value anywhere in any
+    column gives the same key).
+    """
+
+    family = "normalizer"
+    #: Python modules the normalizer imports: a job naming it when one is not
+    #: installed is a config error with the ``pip install`` to run
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        """Distinct non-missing strings -> one key (or ``None``) per value, in order."""
+        f = self.per_value()
+        if f is None:
+            raise NotImplementedError(f"{type(self).__qualname__} implements neither normalize() nor per_value()")
+        return list(map(f, values))
+
+    def per_value(self) -> Callable[[str], str | None] | None:
+        """The function of one non-missing string, or ``None`` (default) when only :meth:`normalize` exists."""
+        return None
+
+
+@dataclass(frozen=True)
+class Family:
+    """One component family: its base class, its registration hook and where a job names its members.
+
+    ``section`` is the job key naming one member (``shingler: {type: char}``);
+    ``many`` the key of a list of them (``blockers: [...]``), if the family
+    allows several; ``per_field`` families are named per source field
+    (``normalize: {phone: [phone]}``, a chain of members per field).
+    """
+
+    name: str
+    base: type[Component]
+    hook: str
+    section: str
+    summary: str
+    many: str | None = None
+    per_field: bool = False
+
+    def __post_init__(self) -> None:
+        if self.base.family != self.name:
+            raise TypeError(f"{self.base.__name__}.family is {self.base.family!r}, not {self.name!r}")
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The job keys of this family."""
+        return (self.section,) if self.many is None else (self.section, self.many)
+
+
+#: The families, in pipeline order: the one table the others derive from.
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("normalizer", Normalizer, "er_register_normalizers", "normalize",
+               "field values -> comparable keys (per field, a chain)", per_field=True),
+        Family("shingler", Shingler, "er_register_shinglers", "shingler",
+               "records -> token sets (CSR, uint64 tokens)"),
+        Family("signature", SignatureBuilder, "er_register_signature_builders", "signature",
+               "token sets -> signatures"),
+        Family("blocker", Blocker, "er_register_blockers", "blocker",
+               "a batch -> candidate pairs", many="blockers"),
+        Family("verifier", Verifier, "er_register_verifiers", "verifier",
+               "candidate pairs -> scores"),
+        Family("clusterer", Clusterer, "er_register_clusterers", "cluster",
+               "verified pairs -> a cluster label per record"),
+    )
 }

@@ -14,16 +14,32 @@ group ``er_framework``) that implements any of these hooks with
     def er_register_shinglers():
         return [MyShingler]
 
-Each hook is called once when the plugin manager is built, never per record.
-Every returned class must subclass the family's base class and carry a unique
-``name``; two plugins offering one name is an error that names both.
+There is one hook per family of :data:`er_framework.components.FAMILIES`
+(the hooks are made from that table):
+
+* ``er_register_normalizers`` -- :class:`~er_framework.components.Normalizer` classes (``normalize:``)
+* ``er_register_shinglers`` -- :class:`~er_framework.components.Shingler` classes
+* ``er_register_signature_builders`` -- :class:`~er_framework.components.SignatureBuilder` classes
+* ``er_register_blockers`` -- :class:`~er_framework.components.Blocker` classes
+* ``er_register_verifiers`` -- :class:`~er_framework.components.Verifier` classes
+* ``er_register_clusterers`` -- :class:`~er_framework.components.Clusterer` classes
+
+Each hook takes no argument, returns a list of classes and is called once
+when the plugin manager is built, never per record. Every returned class
+must subclass the family's base class and carry a unique ``name``; two
+plugins offering one name is an error that names both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pluggy
 
-from er_framework.components import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
+from er_framework.components import FAMILIES, Component, Family
+
+__all__ = ["PROJECT", "ErSpecs", "hookimpl", "hookspec"]
 
 PROJECT = "er_framework"
 
@@ -31,35 +47,23 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
-class ErSpecs:
-    """Hook specifications of er-framework."""
+def _register_spec(family: Family) -> Callable[..., Any]:
+    def spec(self: Any) -> list[type[Component]]:  # pragma: no cover - a specification, never called
+        raise NotImplementedError
 
-    @hookspec
-    def er_register_shinglers(self) -> list[type[Shingler]]:  # type: ignore[empty-body]
-        """Return Shingler classes: records -> token sets (CSR, uint64 tokens)."""
-
-    @hookspec
-    def er_register_signature_builders(self) -> list[type[SignatureBuilder]]:  # type: ignore[empty-body]
-        """Return SignatureBuilder classes: token sets -> signatures."""
-
-    @hookspec
-    def er_register_blockers(self) -> list[type[Blocker]]:  # type: ignore[empty-body]
-        """Return Blocker classes: a batch -> candidate pairs."""
-
-    @hookspec
-    def er_register_verifiers(self) -> list[type[Verifier]]:  # type: ignore[empty-body]
-        """Return Verifier classes: candidate pairs -> scores."""
-
-    @hookspec
-    def er_register_clusterers(self) -> list[type[Clusterer]]:  # type: ignore[empty-body]
-        """Return Clusterer classes: verified pairs -> a cluster label per record."""
+    spec.__name__ = family.hook
+    spec.__qualname__ = f"ErSpecs.{family.hook}"
+    spec.__doc__ = f"Return {family.base.__name__} classes: {family.summary}."
+    return hookspec(spec)
 
 
-#: hook name for each family
-FAMILY_HOOKS: dict[str, str] = {
-    "shingler": "er_register_shinglers",
-    "signature": "er_register_signature_builders",
-    "blocker": "er_register_blockers",
-    "verifier": "er_register_verifiers",
-    "clusterer": "er_register_clusterers",
-}
+#: Hook specifications of er-framework: one ``er_register_*`` per family of the table.
+ErSpecs: type = type(
+    "ErSpecs",
+    (),
+    {
+        "__doc__": "Hook specifications of er-framework (one per component family).",
+        "__module__": __name__,
+        **{f.hook: _register_spec(f) for f in FAMILIES.values()},
+    },
+)

@@ -1,28 +1,33 @@
-"""Field normalizers: turn raw column values into comparable keys.
+"""Normalizers of fields: chains of steps over whole columns, missing values, counts.
 
-A field is normalized by a chain of *steps*; each step names a normalizer
-of :data:`NORMALIZERS` and may carry options (in YAML, for example)::
+Normalizers are a component family (:class:`~er_framework.components.Normalizer`):
+a plugin registers them with the hook ``er_register_normalizers``; the
+built-ins (``text``, ``name``, ``nickname``, ``phone``, ``address``,
+``email``, ``date``, ``digits``, ``lower``, ``strip``) are the plugin
+:mod:`er_plugins.normalizers`, loaded like any other. A job normalizes a
+field by a chain of *steps*; each step names a normalizer and may carry
+options, validated against the normalizer's ``Params``::
 
     normalize:
       first_name: [name, nickname]
       phone:      [{type: phone, default_region: US}]
-      dob:        [{type: date, dayfirst: true}]
+      dob:        {type: date, dayfirst: true}
 
 Python API
 ----------
 
-* :data:`NORMALIZERS` -- ``name -> Normalizer``. A :class:`Normalizer` is
-  callable as ``fn(values, **options) -> list[str | None]`` over a whole
-  column and carries a one-line :attr:`~Normalizer.description` and its
-  :attr:`~Normalizer.options` (name, type, default, meaning).
 * :func:`normalize_column` ``(values, steps)`` applies a chain of steps in
-  order. A step is a name (``"name"``) or a mapping with a ``type`` key and
-  options (``{"type": "phone", "default_region": "US"}``); a single step may
-  be given instead of a list. Unknown normalizers or options and bad option
-  values raise :class:`ValueError` whose message names the step
-  (``steps[1]``) and lists the valid choices.
-* :func:`check_steps` ``(steps)`` returns those problems as strings without
-  touching data, so a config can be validated before any input is read.
+  order. A step is a name (``"name"``), a mapping with a ``type`` key and
+  options (``{"type": "phone", "default_region": "US"}``) or a
+  :class:`~er_framework.components.Normalizer` instance; a single step may be
+  given instead of a list. Names are looked up in ``registry`` (default: the
+  process's plugins). Unknown normalizers or options and bad option values
+  raise :class:`ValueError` whose message names the step (``steps[1]``) and
+  lists the valid choices.
+* :func:`resolve_steps` returns the normalizer classes with their validated
+  ``Params``, and every problem (:class:`StepProblem`: step, option, message,
+  fix) without touching data; :func:`check_steps` the same problems as
+  strings.
 * :func:`normalize_column_with_stats` also returns counts for the report:
   missing before, placeholders, values that could not be normalized
   ("unparseable", with the first five examples) and missing after.
@@ -30,7 +35,8 @@ Python API
 Missing values
 --------------
 
-Every normalizer returns ``None`` -- never ``""`` -- for
+A step never sees a missing value and the chain never returns ``""``:
+``None`` comes out for
 
 * ``None`` (and a float NaN), the empty string and whitespace-only strings;
 * *placeholder* values (at most 24 characters): ignoring case,
@@ -43,73 +49,23 @@ Every normalizer returns ``None`` -- never ``""`` -- for
   ``"Unknown"`` are missing. (A person really named "Na" or "Nan" is lost:
   the price of reading the usual NA spellings as missing.) The check is made
   on the input and again on the output of each step;
-* values the normalizer reduces to nothing: a phone with too few digits or
-  made of one repeated digit, an email without exactly one ``@``, a date
-  that does not parse, a name made only of titles, ...
+* values a normalizer reduces to nothing (``None`` or ``""``): a phone with
+  too few digits or made of one repeated digit, an email without exactly one
+  ``@``, a date that does not parse, a name made only of titles, ...
+
+Other values that are not strings (numbers read from a CSV or JSON) are
+given to the steps as ``str(value)``.
 
 Speed
 -----
 
-Columns have up to millions of values with many repeats: each call
-normalizes every *distinct* value once (a dict over the column) and maps the
-results back, and a chain of steps runs on the distinct values once. Text
-that is pure ASCII takes a ``str.translate`` fast path; the Unicode path
-(NFKC, casefold, NFKD, accent stripping) runs only for non-ASCII values.
-Phones use the metadata of `phonenumbers` (country codes, trunk and
-international prefixes, national number patterns) in a fast path; its parser
-(~10 µs per value, ~100k values/s) runs only for numbers with a foreign
-country code. Measured on 1M generated customer values
-(:mod:`er_framework.synth.customers`, n=500,000; 2-core machine, best of 3),
-in values/s (distinct values in brackets): text 2.0M and name 1.6M (342k
-distinct full names; 0.9M when every value is non-ASCII), name+nickname
-1.0M, email 1.3M (692k), address 0.58M (770k), phone 0.5M (810k; the
-phonenumbers parser alone does ~0.1M distinct/s), date 8M (28k ISO dates)
-and 1.9M (140k, five mixed formats).
-
-Normalizers
------------
-
-``text``
-    NFKC, casefold, accents stripped (NFKD, combining marks dropped, and
-    ``ø ł đ ð þ æ œ ı ħ ŧ ŀ`` folded to ASCII), apostrophes removed
-    (``O'Brien`` -> ``obrien``), other punctuation and symbols (Unicode
-    categories P*, S*) -> space, format characters (zero-width joiners, soft
-    hyphens) removed, whitespace collapsed.
-``name``
-    ``text`` and then the titles and suffixes of :data:`NAME_TITLES` dropped
-    (``mr mrs ms miss mx dr prof rev sir jr sr ii iii iv esq phd``; option
-    ``drop_titles``); option ``sort_tokens`` sorts the tokens ("smith john"
-    == "john smith").
-``nickname``
-    Each token of ``text`` mapped to a canonical first name with the list of
-    the ``nicknames`` package, ambiguities settled by US given-name
-    frequencies (see :func:`canonical_first_name` for the rule): Bob ->
-    robert, Bill -> william, Peggy -> margaret; names not in the list are
-    unchanged. Use after ``name``. Option ``tokens``: ``all`` (default) or
-    ``first``. (Put ``sort_tokens`` in a ``name`` step *after* it.)
-``phone``
-    Digits only (extension, formatting and Unicode digits handled), the
-    country code and trunk prefix of ``default_region`` removed; see
-    :func:`_make_phone`.
-``address``
-    ``text`` and the USPS Publication 28 abbreviations: street suffixes
-    (Appendix C1: street/st/str -> st, avenue/ave/av -> ave, ...), secondary
-    unit designators (C2: apartment -> apt, suite -> ste, ``#`` -> apt, ...)
-    and directionals (north -> n, southwest -> sw); ``p o box`` and
-    ``post office box`` -> ``po box``, ``saint`` -> ``st``. Numbers kept.
-``email``
-    Stripped and casefolded, ``mailto:`` removed; exactly one ``@`` with
-    non-empty parts and no whitespace, else missing. Option ``gmail_dots``.
-``date``
-    ISO ``YYYY-MM-DD`` from ``YYYY-MM-DD`` / ``YYYY/MM/DD`` / ``YYYY.MM.DD``
-    (a time part is ignored), ``YYYYMMDD``, ``DD/MM/YYYY`` or
-    ``MM/DD/YYYY`` (option ``dayfirst``; when the preferred order gives no
-    valid date the other one is tried, so 25/12/1980 is read either way),
-    and dates with English month names (``March 5, 1980``, ``5 Mar 1980``,
-    ``1980-Mar-05``, ``Wednesday, 5th of March 1980``). Two-digit years only
-    with option ``yy_pivot``.
-``digits`` / ``lower`` / ``strip``
-    Digits only / casefold only / strip only.
+Columns have up to millions of values with many repeats: a column's
+*distinct* values are normalized once (a dict over the column) and the
+results mapped back. Consecutive steps that are functions of one value
+(:meth:`~er_framework.components.Normalizer.per_value`, every built-in) run
+as one guarded function per distinct value; a batch step
+(:meth:`~er_framework.components.Normalizer.normalize`) gets the distinct
+non-missing strings reaching it in one list.
 """
 
 from __future__ import annotations
@@ -118,31 +74,32 @@ import importlib.util
 import math
 import re
 import string
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date as _date
-from functools import cache, lru_cache
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
 
-from er_framework.errors import choices_text, did_you_mean
+from pydantic import ValidationError
+
+from er_framework.components import Context, Normalizer, Params
+from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
+from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
-    "ADDRESS_TOKENS",
-    "NAME_TITLES",
-    "NORMALIZERS",
     "PLACEHOLDER_KEYS",
-    "Normalizer",
-    "Option",
-    "canonical_first_name",
+    "StepProblem",
     "check_steps",
+    "is_missing",
     "normalize_column",
     "normalize_column_with_stats",
+    "resolve_steps",
+    "step_list",
 ]
 
 Value = str | None
 PerValue = Callable[[str], Value]
+#: what a chain names: a normalizer's name, ``{type: name, **options}`` or an instance
+Step = str | Mapping[str, Any] | Normalizer
 
 # ---------------------------------------------------------------------------
 # missing values and placeholders
@@ -184,17 +141,33 @@ def _is_placeholder(s: str) -> bool:
     return len(s) <= _PLACEHOLDER_MAX and not (s and s[0] in _NOT_PLACEHOLDER_START) and _PLACEHOLDER(s) is not None
 
 
-def _is_missing(s: Any) -> bool:
-    if s is None:
+
+
+def is_missing(value: Any) -> bool:
+    """``None``, NaN, blank, or a placeholder ("N/A", "null", "-", ...): what the chains turn into ``None``."""
+    if value is None:
         return True
-    if isinstance(s, str):
-        return _is_placeholder(s)
-    return isinstance(s, float) and math.isnan(s)
+    if isinstance(value, str):
+        return not value or _is_placeholder(value)
+    return isinstance(value, float) and math.isnan(value)
 
 
-def _guard_chain(fs: Sequence[PerValue]) -> Callable[[Any], Value]:
+def _bad_output(name: str, value: Any, given: Any) -> str:
+    """A step's result that is neither ``str`` nor ``None``: a ``str`` subclass is read as ``str``, else a plugin error."""
+    if isinstance(value, str):
+        return str(value)
+    raise PluginError(
+        Problem(
+            where=f"normalizer {name!r}",
+            message=f"returned {type(value).__name__} {value!r} for {given!r}; a normalizer returns a str or None",
+            fix=f"fix the normalizer's plugin, or block the plugin ({ENV_BLOCK})",
+        )
+    )
+
+
+def _guard_chain(fs: Sequence[PerValue], names: Sequence[str] = ()) -> Callable[[Any], Value]:
     """The steps ``fs`` made safe: missing/blank/placeholder in or out of any step -> ``None``, never ``""``."""
-    fs = tuple(fs)
+    steps = tuple(zip(fs, list(names) + ["?"] * (len(fs) - len(names))))
     ph = _PLACEHOLDER
     limit = _PLACEHOLDER_MAX
     safe_start = _NOT_PLACEHOLDER_START
@@ -206,8 +179,13 @@ def _guard_chain(fs: Sequence[PerValue]) -> Callable[[Any], Value]:
             s = str(s)
         if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and ph(s) is not None))):
             return None
-        for f in fs:
-            s = f(s)
+        for f, name in steps:
+            out = f(s)
+            if out.__class__ is not str:
+                if out is None:
+                    return None
+                out = _bad_output(name, out, s)
+            s = out
             if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and ph(s) is not None))):
                 return None
         return s
@@ -215,913 +193,238 @@ def _guard_chain(fs: Sequence[PerValue]) -> Callable[[Any], Value]:
     return guarded
 
 
-def _guard(f: PerValue) -> Callable[[Any], Value]:
-    return _guard_chain([f])
-
-
-def _map_distinct(values: Iterable[Any], f: Callable[[Any], Value]) -> list[Value]:
-    """``[f(v) for v in values]``, calling ``f`` once per distinct value."""
-    if not isinstance(values, list):
-        values = list(values)
-    table: dict[Any, Value] = dict.fromkeys(values)
-    for k in table:
-        table[k] = f(k)
-    return list(map(table.__getitem__, values))
-
-
 # ---------------------------------------------------------------------------
-# text
-
-_APOSTROPHES = "'`\u00b4\u2018\u2019\u201b\u02bc\u02b9\u02bb\u02bd\u02be\u2032\uff07"
-#: Latin letters without a Unicode decomposition, folded by hand.
-_LETTER_FOLD = {
-    "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe",
-    "ı": "i", "ħ": "h", "ŧ": "t", "ŀ": "l", "ŋ": "n", "ƒ": "f",
-}  # fmt: skip
-
-_ASCII_TEXT = str.maketrans(
-    {
-        **{c: " " for c in string.punctuation},
-        **{chr(i): " " for i in list(range(32)) + [127]},
-        "'": None,
-        "`": None,
-    }
-)
-
-
-class _UnicodeTextTable(dict[int, Any]):
-    """``str.translate`` table for the Unicode path, filled per character on first use.
-
-    Apostrophes, combining marks (Mn, Me), format characters (Cf) and surrogates
-    are deleted, letters of :data:`_LETTER_FOLD` folded, punctuation, symbols,
-    separators and control characters (P*, S*, Z*, Cc) -> space, the rest kept.
-    """
-
-    def __missing__(self, code: int) -> Any:
-        ch = chr(code)
-        cat = unicodedata.category(ch)
-        if ch in _APOSTROPHES or cat in ("Mn", "Me", "Cf", "Cs"):
-            value: Any = None
-        elif ch in _LETTER_FOLD:
-            value = _LETTER_FOLD[ch]
-        elif cat[0] in "PSZ" or cat == "Cc":
-            value = " "
-        else:
-            value = code
-        self[code] = value
-        return value
-
-
-_UNICODE_TEXT = _UnicodeTextTable()
-_DELETE_APOSTROPHES = str.maketrans("", "", _APOSTROPHES)
-
-
-def _text_unicode_once(s: str) -> str:
-    s = s.translate(_DELETE_APOSTROPHES)  # before NFKC, which turns U+00B4 into space + accent
-    s = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", s).casefold())
-    return " ".join(unicodedata.normalize("NFC", s.translate(_UNICODE_TEXT)).split())
-
-
-def _text(s: str) -> str:
-    """The ``text`` normalizer of one non-missing value (may return ``""``)."""
-    if s.isascii():
-        return " ".join(s.translate(_ASCII_TEXT).lower().split())
-    cur = _text_unicode_once(s)
-    # Normalization forms and casefolding don't always commute: iterate to a fixed
-    # point. An ASCII result is one already (the ASCII path would keep it as it is).
-    for _ in range(4):
-        if cur.isascii():
-            break
-        nxt = _text_unicode_once(cur)
-        if nxt == cur:
-            break
-        cur = nxt
-    return cur
-
-
-def _make_text() -> PerValue:
-    return _text
-
-
-# ---------------------------------------------------------------------------
-# names
-
-#: Tokens dropped by ``name`` (after ``text``, so "Mr." and "MR" are "mr").
-NAME_TITLES: frozenset[str] = frozenset(
-    {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "rev", "sir", "jr", "sr", "ii", "iii", "iv", "esq", "phd"}
-)
-
-
-def _make_name(sort_tokens: bool = False, drop_titles: bool = True) -> PerValue:
-    def name(s: str) -> str:
-        tokens = _text(s).split()
-        if drop_titles:
-            tokens = [t for t in tokens if t not in NAME_TITLES]
-        if sort_tokens:
-            tokens.sort()
-        return " ".join(tokens)
-
-    return name
-
-
-# ---------------------------------------------------------------------------
-# nicknames
-
-
-def _name_frequencies() -> dict[str, float]:
-    """US given-name frequencies (lowercase name -> weight), from Faker's en_US lists."""
-    freq: dict[str, float] = {}
-    try:
-        from faker.providers.person.en_US import Provider
-
-        for attr in ("first_names_male", "first_names_female"):
-            table = getattr(Provider, attr, {})
-            if isinstance(table, Mapping):
-                for k, v in table.items():
-                    key = str(k).lower()
-                    freq[key] = max(freq.get(key, 0.0), float(v))
-    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - Faker missing or changed
-        return {}
-    return freq
-
-
-@lru_cache(maxsize=1)
-def _nickname_table() -> dict[str, str]:
-    """name -> canonical first name, for every name of the ``nicknames`` package that changes."""
-    from nicknames import NickNamer
-
-    nn = NickNamer()
-    nicks = nn.nickname_lookup  # canonical -> its nicknames
-    canons = nn.canonical_lookup  # nickname -> the names it is a nickname of
-    names = set(nicks) | set(canons)
-    freq = _name_frequencies()
-
-    def f(x: str) -> float:
-        return freq.get(x, 0.0)
-
-    def more_formal(n: str) -> list[str]:
-        fn = f(n)
-        return [c for c in canons.get(n, ()) if f(c) > fn or (f(c) == fn == 0.0 and len(c) > len(n))]
-
-    def related(x: str) -> set[str]:
-        return {x} | nicks.get(x, set()) | canons.get(x, set())
-
-    terminal = {n for n in names if not more_formal(n)}
-    table: dict[str, str] = {}
-    for n in names:
-        cands = [c for c in more_formal(n) if c in terminal]
-        if not cands:
-            continue
-        rel = related(n)
-        best = min(
-            cands,
-            key=lambda c: (-len(related(c) & rel), -f(c), -len(nicks.get(c, ())), c),
-        )
-        table[n] = best
-    return table
-
-
-def canonical_first_name(name: str) -> str:
-    """The canonical first name of ``name`` (lowercase, ``text``-normalized single token).
-
-    Uses the ``nicknames`` package (name -> names it may be a nickname of;
-    noisy: it has both "robert has_nickname bill" and "bill has_nickname
-    robert"). Deterministic rule:
-
-    1. A candidate ``c`` of ``n`` is a name that lists ``n`` as a nickname and
-       is *more formal*: more frequent as a US given name (Faker's en_US
-       frequency tables), or, when neither is in those tables, longer.
-    2. A name with no more-formal candidate is *terminal* and maps to itself
-       (Robert, William, Margaret, John, Mary; and every name the package
-       doesn't know, such as José).
-    3. Otherwise ``n`` maps to its terminal candidate sharing the most related
-       names with it (itself, its nicknames and the names it is a nickname
-       of), then the most frequent, then the one with the most nicknames, then
-       the alphabetically first; with no terminal candidate ``n`` is kept.
-
-    So Bob -> robert, Bill -> william (not robert: Bill shares Billy, Will and
-    Willie with William), Peggy -> margaret. Mapping only to terminal names
-    makes it idempotent. Nicknames the list gives to several names go to one
-    of them: Billy -> robert (the list has it for Robert and William alike),
-    Sam -> samantha, Chris -> christina. The result is a matching key, not a
-    claim about the person.
-    """
-    return _nickname_table().get(name, name)
-
-
-def _make_nickname(tokens: str = "all") -> PerValue:
-    table = _nickname_table()
-    first_only = tokens == "first"
-
-    def nickname(s: str) -> str:
-        parts = _text(s).split()
-        if first_only:
-            if parts:
-                parts[0] = table.get(parts[0], parts[0])
-        else:
-            parts = [table.get(p, p) for p in parts]
-        return " ".join(parts)
-
-    return nickname
-
-
-# ---------------------------------------------------------------------------
-# phones
-
-_EXTENSION = re.compile(r"\s*(?:ext(?:ension)?\.?|x|#)\s*:?\s*\d{1,7}\s*$", re.IGNORECASE)
-_NON_DIGITS = re.compile(r"[^0-9]+")
-_EXCEL_FLOAT = re.compile(r"\d+\.0")
-
-
-def _ascii_digits(s: str) -> str:
-    s = unicodedata.normalize("NFKC", s)
-    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in s)
-
-
-@cache
-def _phone_region(
-    region: str,
-) -> tuple[str, re.Pattern[str] | None, str, re.Pattern[str] | None]:
-    """(country code, international-prefix pattern, trunk prefix, national-number pattern)."""
-    from phonenumbers import PhoneMetadata
-
-    md = PhoneMetadata.metadata_for_region(region)
-    if md is None:  # pragma: no cover - check_steps validates regions
-        raise ValueError(f"unknown phone region {region!r}")
-    idd = re.compile(md.international_prefix) if md.international_prefix else None
-    pattern = md.general_desc.national_number_pattern if md.general_desc else None
-    return (
-        str(md.country_code),
-        idd,
-        md.national_prefix or "",
-        re.compile(pattern) if pattern else None,
-    )
-
-
-@lru_cache(maxsize=1)
-def _country_codes() -> frozenset[str]:
-    from phonenumbers import COUNTRY_CODE_TO_REGION_CODE
-
-    return frozenset(str(k) for k in COUNTRY_CODE_TO_REGION_CODE)
-
-
-def _make_phone(
-    default_region: str | None = "US",
-    min_digits: int = 7,
-    drop_placeholders: bool = True,
-    foreign_country_code: str = "keep",
-) -> PerValue:
-    """Phone numbers -> national significant number, digits only.
-
-    * Extensions (``x12``, ``ext. 12``, ``#12``) are dropped, Unicode digits
-      read, ``+44 (0)20`` read as ``+44 20``, a spreadsheet's ``5551234567.0``
-      as ``5551234567``.
-    * International numbers -- ``+``, ``00`` or the region's own
-      international prefix (``011`` for US) -- of the default region's
-      country: the country code is removed (``+1 555 123 4567`` ->
-      ``5551234567``). Of another country: parsed with `phonenumbers`, and
-      the country code is kept in front (``+44 20 7946 0958`` ->
-      ``442079460958``) so that two countries' numbers never collide;
-      ``foreign_country_code: strip`` removes it too.
-    * National numbers: the region's country code (``1 555 123 4567``,
-      ``44 20 7946 0958``) or trunk prefix (``020 7946 0958`` for GB) is
-      removed when what remains is a valid national number pattern of the
-      region (`phonenumbers` metadata); in the North American Numbering Plan
-      (US, CA, ...) 11 digits starting with 1 always lose the 1.
-    * ``default_region: null`` removes nothing but the ``+``/``00``.
-    * Fewer than ``min_digits`` digits, or (``drop_placeholders``) one digit
-      repeated (``000-000-0000``) -> missing.
-    """
-    ccs = _country_codes()
-    if default_region is not None:
-        cc, idd, trunk, national = _phone_region(default_region.upper())
-    else:
-        cc, idd, trunk, national = "", None, "", None
-    keep_foreign = foreign_country_code == "keep"
-    nanp = cc == "1"  # North American Numbering Plan: 1 + 10 digits, whatever the 10 digits are
-
-    def valid_national(d: str) -> bool:
-        return national is not None and national.fullmatch(d) is not None
-
-    def strip_trunk(rest: str) -> str:
-        if trunk and rest.startswith(trunk) and not valid_national(rest) and valid_national(rest[len(trunk) :]):
-            return rest[len(trunk) :]
-        return rest
-
-    def foreign(d: str) -> str:
-        # d: digits after the international prefix, starting with a country code != cc
-        for n in (1, 2, 3):
-            if d[:n] in ccs:
-                code, rest = d[:n], d[n:]
-                break
-        else:
-            return d  # no known country code: keep the digits
-        if code == cc:
-            return strip_trunk(rest)
-        import phonenumbers
-
-        try:
-            num = phonenumbers.parse("+" + d, None)
-        except phonenumbers.NumberParseException:
-            pass  # keep the digits after the country code
-        else:
-            rest = phonenumbers.national_significant_number(num) or rest
-        return code + rest if keep_foreign else rest
-
-    def once(s: str) -> tuple[Value, bool]:
-        """(normalized number or None, whether it is its own digits read as a national number)."""
-        s = s.strip()
-        if not s.isascii():
-            s = _ascii_digits(s)
-        if _EXCEL_FLOAT.fullmatch(s):
-            s = s[:-2]
-        if "x" in s or "X" in s or "#" in s or "t" in s or "T" in s:
-            s = _EXTENSION.sub("", s)
-        plus = s.lstrip("\"'([ ").startswith("+")
-        if plus and "(0)" in s:
-            s = s.replace("(0)", "")
-        d = _NON_DIGITS.sub("", s)
-        if not d:
-            return None, True
-        plain = False
-        if plus:
-            out = foreign(d)
-        elif d.startswith("00"):
-            out = foreign(d[2:])
-        elif idd is not None and (m := idd.match(d)) is not None and m.end() > 0 and not valid_national(d):
-            out = foreign(d[m.end() :])
-        elif (
-            cc
-            and d.startswith(cc)
-            and ((nanp and len(d) == 11) or (not valid_national(d) and valid_national(d[len(cc) :])))
-        ):
-            out = d[len(cc) :]
-        else:
-            out = strip_trunk(d)
-            plain = out == d
-        if len(out) < min_digits:
-            return None, True
-        if drop_placeholders and out.count(out[-1]) == len(out):
-            return None, True
-        return out, plain
-
-    def phone(s: str) -> Value:
-        out, plain = once(s)
-        # A number read as international or with a prefix removed must not change when
-        # normalized again: iterate to a fixed point. Digits kept as they were took the
-        # branches a second pass would take, so they are one already.
-        for _ in range(4):
-            if out is None or plain:
-                break
-            nxt, plain = once(out)
-            if nxt == out:
-                break
-            out = nxt
-        return out
-
-    return phone
-
-
-# ---------------------------------------------------------------------------
-# addresses
-
-# USPS Publication 28, Appendix C1 (street suffixes): "canonical=variant,..."
-# (single-word entries, as transcribed in the usaddress-scourgify package, MIT
-# licence; "la", "cr" and "ck" left out: Spanish article / county road).
-_C1 = """
-    aly=allee,alley,ally anx=anex,annex,annx arc=arcade ave=av,aven,avenu,avenue,avn,avnue
-    bch=beach bg=burg bgs=burgs blf=bluf,bluff blfs=bluffs blvd=boul,boulevard,boulv
-    bnd=bend br=branch,brnch brg=brdge,bridge brk=brook brks=brooks btm=bot,bottm,bottom
-    byp=bypa,bypas,bypass,byps byu=bayoo,bayou cir=circ,circl,circle,crcl,crcle
-    cirs=circles clb=club clf=cliff clfs=cliffs cmn=common cor=corner cors=corners
-    cp=camp,cmp cpe=cape cres=crecent,crescent,cresent,crscnt,crsent,crsnt crk=creek
-    crse=course crst=crest cswy=causeway,causway ct=court,crt
-    ctr=cen,cent,center,centr,centre,cnter,cntr ctrs=centers cts=courts curv=curve cv=cove
-    cvs=coves cyn=canyn,canyon,cnyn dl=dale dm=dam dr=driv,drive,drv drs=drives
-    dv=div,divide,dvd est=estate ests=estates expy=exp,expr,express,expressway,expw
-    ext=extension,extn,extnsn exts=extensions fld=field flds=fields fls=falls flt=flat
-    flts=flats frd=ford frds=fords frg=forg,forge frgs=forges frk=fork frks=forks
-    frst=forest,forests fry=ferry,frry ft=fort,frt fwy=freeway,freewy,frway,frwy
-    gdn=garden,gardn,grden,grdn gdns=gardens,grdns gln=glen glns=glens grn=green
-    grns=greens grv=grov,grove grvs=groves gtwy=gateway,gatewy,gatway,gtway
-    hbr=harb,harbor,harbr,hrbor hbrs=harbors hl=hill hls=hills
-    holw=hllw,hollow,hollows,holws hts=height,heights,hgts,ht hvn=haven,havn
-    hwy=highway,highwy,hiway,hiwy,hway inlt=inlet is=island,islnd isle=isles
-    iss=islands,islnds jct=jction,jctn,junction,junctn,juncton jcts=jctns,junctions
-    knl=knol,knoll knls=knolls ky=key kys=keys lck=lock lcks=locks ldg=ldge,lodg,lodge
-    lf=loaf lgt=light lgts=lights lk=lake lks=lakes ln=lane,lanes lndg=landing,lndng
-    loop=loops mdw=meadow mdws=meadows,medows ml=mill mls=mills mnr=manor
-    mnrs=manors msn=mission,missn,mssn mt=mnt,mount mtn=mntain,mntn,mountain,mountin,mtin
-    mtns=mntns,mountains mtwy=motorway nck=neck opas=overpass orch=orchard,orchrd oval=ovl
-    park=parks,pk,prk path=paths pike=pikes
-    pkwy=parkway,parkways,parkwy,pkway,pkwys,pky pl=place pln=plain plns=plaines,plains
-    plz=plaza,plza pne=pine pnes=pines pr=prairie,prarie,prr prt=port prts=ports
-    psge=passage pt=point pts=points radl=rad,radial,radiel rd=road rdg=rdge,ridge
-    rdgs=ridges rds=roads riv=river,rivr,rvr rnch=ranch,ranches,rnchs rpd=rapid
-    rpds=rapids rst=rest rte=route shl=shoal shls=shoals shr=shoar,shore
-    shrs=shoars,shores skwy=skyway smt=sumit,sumitt,summit spg=spng,spring,sprng
-    spgs=spngs,springs,sprngs spur=spurs sq=sqr,sqre,squ,square sqs=sqrs,squares
-    st=str,street,strt sta=station,statn,stn
-    stra=strav,strave,straven,stravenue,stravn,strvn,strvnue strm=stream,streme sts=streets
-    ter=terr,terrace tpke=tpk,trnpk,trpk,turnpike,turnpk trak=track,tracks,trk,trks
-    trce=trace,traces trfy=trafficway trl=tr,trail,trails,trls trwy=throughway
-    tunl=tunel,tunls,tunnel,tunnels,tunnl un=union uns=unions upas=underpass
-    via=vdct,viadct,viaduct vis=vist,vista,vst,vsta vl=ville
-    vlg=vill,villag,village,villg,villiage vlgs=villages vly=valley,vally,vlly vlys=valleys
-    vw=view vws=views walk=walks way=wy wl=well wls=wells
-    xing=crossing,crssing,crssng xrd=crossroad
-"""
-# USPS Publication 28, Appendix C2 (secondary unit designators), a few common
-# variants added; "key" is left to C1 (-> "ky").
-_C2 = """
-    apt=apartment,appt,apmt bsmt=basement bldg=building,bld,bldng dept=department
-    fl=floor,flr frnt=front hngr=hanger,hangar lbby=lobby lowr=lower ofc=office
-    ph=penthouse rm=room spc=space ste=suite,suit trlr=trailer uppr=upper
-    lot pier rear side slip stop unit
-"""
-# USPS Publication 28 directionals; and "saint" -> "st" (not USPS: St. Paul == Saint Paul).
-_DIRECTIONALS = """
-    n=north s=south e=east w=west ne=northeast nw=northwest se=southeast sw=southwest st=saint
-"""
-
-
-def _parse_table(*texts: str) -> dict[str, str]:
-    table: dict[str, str] = {}
-    for text in texts:
-        for item in text.split():
-            canon, _, variants = item.partition("=")
-            for v in [canon, *filter(None, variants.split(","))]:
-                table.setdefault(v, canon)
-    return table
-
-
-#: address token -> its USPS abbreviation.
-ADDRESS_TOKENS: dict[str, str] = _parse_table(_C1, _C2, _DIRECTIONALS)
-_UNIT_DESIGNATORS = frozenset(_parse_table(_C2).values())
-_COMPASS_PAIRS = {
-    ("north", "east"): "ne", ("north", "west"): "nw", ("south", "east"): "se", ("south", "west"): "sw",
-}  # fmt: skip
-_ADDRESS_PAIRS = {("p", "o"): "po", ("post", "office"): "po", **_COMPASS_PAIRS}
-_ADDRESS_SPECIAL = frozenset({"#", "pob"} | {a for a, _ in _ADDRESS_PAIRS})
-
-
-def _address(s: str) -> str:
-    if "#" in s or "\uff03" in s:  # "#" (or its full-width form) is a unit designator, not punctuation
-        parts = s.replace("\uff03", "#").split("#")
-        tokens = _text(parts[0]).split()
-        for part in parts[1:]:
-            tokens.append("#")
-            tokens.extend(_text(part).split())
-    else:
-        tokens = _text(s).split()
-        if _ADDRESS_SPECIAL.isdisjoint(tokens):
-            get = ADDRESS_TOKENS.get
-            return " ".join([get(t, t) for t in tokens])
-    out: list[str] = []
-    i, n = 0, len(tokens)
-    get = ADDRESS_TOKENS.get
-    while i < n:
-        t = tokens[i]
-        if i + 1 < n and (t, tokens[i + 1]) in _ADDRESS_PAIRS:
-            out.append(_ADDRESS_PAIRS[(t, tokens[i + 1])])
-            i += 2
-            continue
-        if t == "#":
-            if not (out and out[-1] in _UNIT_DESIGNATORS):
-                out.append("apt")
-        elif t == "pob":
-            out.extend(("po", "box"))
-        else:
-            out.append(get(t, t))
-        i += 1
-    return " ".join(out)
-
-
-def _make_address() -> PerValue:
-    return _address
-
-
-# ---------------------------------------------------------------------------
-# emails
-
-_GMAIL = frozenset({"gmail.com", "googlemail.com"})
-
-
-def _make_email(gmail_dots: bool = False) -> PerValue:
-    def email(s: str) -> Value:
-        s = s.strip().casefold()
-        if s.startswith("mailto:"):
-            s = s[7:].strip()
-        if s.count("@") != 1 or len(s.split()) != 1:
-            return None
-        local, domain = s.split("@")
-        domain = domain.rstrip(".")
-        if not local or not domain:
-            return None
-        if gmail_dots and domain in _GMAIL:
-            local = local.split("+", 1)[0].replace(".", "")
-            domain = "gmail.com"
-            if not local:
-                return None
-        return f"{local}@{domain}"
-
-    return email
-
-
-# ---------------------------------------------------------------------------
-# dates
-
-_MONTHS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
-    "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9,
-    "september": 9, "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
-}  # fmt: skip
-_DATE_NOISE = frozenset(
-    {
-        "mon", "monday", "tue", "tues", "tuesday", "wed", "wednesday", "thu", "thur", "thurs", "thursday",
-        "fri", "friday", "sat", "saturday", "sun", "sunday", "st", "nd", "rd", "th", "of", "the",
-    }
-)  # fmt: skip
-_TIME = r"(?:[t\s].*)?"
-_ISO = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})" + _TIME)
-_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})")
-_NUMERIC = re.compile(r"(\d{1,2})[-/. ](\d{1,2})[-/. ](\d{4}|\d{2})" + _TIME)
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:am|pm|z|utc|gmt)?(?:\s*[+-]\d{2}:?\d{2})?")
-_DATE_TOKENS = re.compile(r"[a-z]+|\d+")
-
-
-def _ymd(y: int, m: int, d: int) -> str | None:
-    if not 1 <= y <= 9999:
-        return None
-    try:
-        _date(y, m, d)
-    except ValueError:
-        return None
-    return f"{y:04d}-{m:02d}-{d:02d}"
-
-
-def _make_date(dayfirst: bool = False, yy_pivot: int | None = None) -> PerValue:
-    def year(text: str) -> int | None:
-        y = int(text)
-        if len(text) == 4:
-            return y
-        if len(text) == 2 and yy_pivot is not None:
-            return 2000 + y if y < yy_pivot else 1900 + y
-        return None
-
-    def date(s: str) -> Value:
-        t = s.strip().casefold()
-        if t[:1].isdigit():
-            if (m := _ISO.fullmatch(t)) is not None:
-                return _ymd(int(m[1]), int(m[2]), int(m[3]))
-            if (m := _COMPACT.fullmatch(t)) is not None:
-                return _ymd(int(m[1]), int(m[2]), int(m[3]))
-            if (m := _NUMERIC.fullmatch(t)) is not None:
-                y = year(m[3])
-                if y is None:
-                    return None
-                a, b = int(m[1]), int(m[2])
-                day, month = (a, b) if dayfirst else (b, a)
-                return _ymd(y, month, day) or _ymd(y, day, month)
-        if not any(c.isalpha() for c in t):
-            return None
-        tokens = [x for x in _DATE_TOKENS.findall(_CLOCK.sub(" ", t)) if x not in _DATE_NOISE]
-        months = [x for x in tokens if x in _MONTHS]
-        numbers = [x for x in tokens if x.isdigit()]
-        if len(months) != 1 or len(numbers) != 2 or len(tokens) != 3:
-            return None
-        longs = [x for x in numbers if len(x) == 4]
-        if len(longs) == 1:
-            y_text = longs[0]
-            d_text = numbers[1] if numbers[0] == y_text else numbers[0]
-        elif not longs and yy_pivot is not None:
-            d_text, y_text = numbers
-        else:
-            return None
-        y = year(y_text)
-        if y is None or len(d_text) > 2:
-            return None
-        return _ymd(y, _MONTHS[months[0]], int(d_text))
-
-    return date
-
-
-# ---------------------------------------------------------------------------
-# simple ones
-
-
-def _make_digits() -> PerValue:
-    def digits(s: str) -> str:
-        if not s.isascii():
-            s = _ascii_digits(s)
-        return _NON_DIGITS.sub("", s)
-
-    return digits
-
-
-def _make_lower() -> PerValue:
-    return str.casefold
-
-
-def _make_strip() -> PerValue:
-    return str.strip
-
-
-# ---------------------------------------------------------------------------
-# registry
+# steps: names and options -> normalizer classes with validated params
 
 
 @dataclass(frozen=True)
-class Option:
-    """One option of a normalizer: its type, default, allowed values and meaning."""
+class StepProblem:
+    """What is wrong with step ``index`` of a chain; ``key`` is the option (or ``"type"``) at fault, if one is."""
 
-    type: type
-    default: Any
-    help: str
-    choices: tuple[Any, ...] | Callable[[], tuple[Any, ...]] | None = None  # a callable: computed when checked
-    nullable: bool = False
-    minimum: int | None = None
-    maximum: int | None = None
-    upper: bool = False  # compare str values to ``choices`` upper-cased (region codes)
+    index: int
+    message: str
+    fix: str = ""
+    key: str | None = None
 
-    def problem(self, value: Any) -> str | None:
-        """What is wrong with ``value`` (``None`` if nothing)."""
-        if value is None:
-            return None if self.nullable else f"must be a {self._kind()}, got null"
-        if self.type is bool:
-            ok = isinstance(value, bool)
-        elif self.type is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        else:
-            ok = isinstance(value, self.type)
-        if not ok:
-            return f"must be a {self._kind()}, got {value!r}"
-        if self.choices is not None:
-            try:
-                choices = self.choices() if callable(self.choices) else self.choices
-            except ImportError as e:
-                return f"can't be checked: {e}"
-            if (value.upper() if self.upper else value) not in choices:
-                hint = did_you_mean(value.upper() if self.upper else value, choices)
-                return f"must be one of: {choices_text(choices)}; got {value!r} ({hint.strip() or 'no close match'})"
-        if self.minimum is not None and value < self.minimum:
-            return f"must be >= {self.minimum}, got {value!r}"
-        if self.maximum is not None and value > self.maximum:
-            return f"must be <= {self.maximum}, got {value!r}"
-        return None
-
-    def _kind(self) -> str:
-        kind = {bool: "boolean (true/false)", int: "integer", str: "string"}.get(self.type, self.type.__name__)
-        return kind + " or null" if self.nullable else kind
+    def __str__(self) -> str:
+        return f"steps[{self.index}]: {self.message}" + (f"; {self.fix}" if self.fix else "")
 
 
-@dataclass(frozen=True)
-class Normalizer:
-    """A named column normalizer: ``normalizer(values, **options) -> list[str | None]``."""
-
-    name: str
-    description: str
-    make: Callable[..., PerValue]
-    options: Mapping[str, Option] = field(default_factory=dict)
-    requires: tuple[str, ...] = ()  # modules it imports (checked by check_steps)
-
-    def __call__(self, values: Iterable[Any], **options: Any) -> list[Value]:
-        problems = self.check_options(options)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return _map_distinct(values, _guard(self.per_value(**options)))
-
-    def check_options(self, options: Mapping[str, Any], where: str = "") -> list[str]:
-        prefix = f"{where}: " if where else ""
-        problems = [
-            f"{prefix}normalizer {self.name!r} needs the Python package {m!r} (pip install {m})"
-            for m in self.requires
-            if importlib.util.find_spec(m) is None
-        ]
-        for key, value in options.items():
-            opt = self.options.get(key)
-            if opt is None:
-                valid = choices_text(self.options) if self.options else "none"
-                problems.append(
-                    f"{prefix}normalizer {self.name!r} has no option {key!r}; "
-                    f"{did_you_mean(str(key), self.options)}valid options: {valid}"
-                )
-                continue
-            bad = opt.problem(value)
-            if bad:
-                problems.append(f"{prefix}option {key!r} of normalizer {self.name!r} {bad}")
-        return problems
-
-    def per_value(self, **options: Any) -> PerValue:
-        """The one-value function for these (already checked) options, on non-missing strings."""
-        kwargs = {k: o.default for k, o in self.options.items()}
-        kwargs.update(options)
-        if isinstance(kwargs.get("default_region"), str):
-            kwargs["default_region"] = kwargs["default_region"].upper()
-        return self.make(**kwargs)
-
-    def help(self) -> str:
-        """Description and options, for docs."""
-        lines = [f"{self.name}: {self.description}"]
-        for key, o in self.options.items():
-            lines.append(f"    {key} (default {o.default!r}): {o.help}")
-        return "\n".join(lines)
-
-
-@lru_cache(maxsize=1)
-def _regions() -> tuple[str, ...]:
-    import phonenumbers
-
-    return tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
-
-
-NORMALIZERS: dict[str, Normalizer] = {
-    n.name: n
-    for n in [
-        Normalizer(
-            "text",
-            "NFKC, casefold, accents stripped, apostrophes removed, punctuation -> space, whitespace collapsed",
-            _make_text,
-        ),
-        Normalizer(
-            "name",
-            "text, then titles/suffixes (mr mrs ms miss mx dr prof rev sir jr sr ii iii iv esq phd) dropped",
-            _make_name,
-            {
-                "sort_tokens": Option(bool, False, "sort the tokens, so 'smith john' == 'john smith'"),
-                "drop_titles": Option(bool, True, "drop titles and suffixes (NAME_TITLES)"),
-            },
-        ),
-        Normalizer(
-            "nickname",
-            "first names -> canonical name with the nicknames package (Bob -> robert); use after name",
-            _make_nickname,
-            {
-                "tokens": Option(
-                    str,
-                    "all",
-                    "map every token or only the first",
-                    choices=("all", "first"),
-                )
-            },
-            requires=("nicknames",),
-        ),
-        Normalizer(
-            "phone",
-            "digits only, the default region's country code and trunk prefix removed",
-            _make_phone,
-            {
-                "default_region": Option(
-                    str,
-                    "US",
-                    "region of numbers written without a country code (ISO 3166 code) or null",
-                    choices=_regions,
-                    nullable=True,
-                    upper=True,
-                ),
-                "min_digits": Option(int, 7, "fewer digits than this -> missing", minimum=1, maximum=20),
-                "drop_placeholders": Option(
-                    bool,
-                    True,
-                    "a number of one repeated digit (000-000-0000) -> missing",
-                ),
-                "foreign_country_code": Option(
-                    str,
-                    "keep",
-                    "other countries' numbers: keep or strip their country code",
-                    choices=("keep", "strip"),
-                ),
-            },
-            requires=("phonenumbers",),
-        ),
-        Normalizer(
-            "address",
-            "text, then USPS Pub. 28 street suffix, unit and directional abbreviations (street -> st)",
-            _make_address,
-        ),
-        Normalizer(
-            "email",
-            "stripped, casefolded; exactly one @ with non-empty parts, else missing",
-            _make_email,
-            {
-                "gmail_dots": Option(
-                    bool,
-                    False,
-                    "gmail.com/googlemail.com: drop dots and +tags of the local part",
-                )
-            },
-        ),
-        Normalizer(
-            "date",
-            "common date formats -> ISO YYYY-MM-DD; unparseable -> missing",
-            _make_date,
-            {
-                "dayfirst": Option(bool, False, "read 05/03/1980 as 5 March (else May 3)"),
-                "yy_pivot": Option(
-                    int,
-                    None,
-                    "two-digit years: < pivot -> 20yy, else 19yy; null: unparseable",
-                    nullable=True,
-                    minimum=0,
-                    maximum=100,
-                ),
-            },
-        ),
-        Normalizer("digits", "digits only", _make_digits),
-        Normalizer("lower", "casefold only", _make_lower),
-        Normalizer("strip", "strip surrounding whitespace only", _make_strip),
-    ]
-}
-
-
-# ---------------------------------------------------------------------------
-# chains of steps
-
-
-def _as_step_list(steps: Any) -> list[Any] | None:
-    if isinstance(steps, (str, Mapping)):
+def step_list(steps: Any) -> list[Any] | None:
+    """The steps of a chain as a list (one step given alone is a chain of one); ``None`` if not a chain."""
+    if isinstance(steps, (str, Mapping, Normalizer)):
         return [steps]
     if isinstance(steps, Sequence):
         return list(steps)
     return None
 
 
-def _parse_step(step: Any, where: str) -> tuple[Normalizer | None, dict[str, Any], list[str]]:
-    valid = choices_text(NORMALIZERS)
+_STEP_FIX = "a step is a normalizer name, a {type: NAME, option: value} mapping, or a list of them"
+
+
+def resolve_steps(
+    steps: Any, registry: Registry | None = None
+) -> tuple[list[tuple[type[Normalizer], Params] | Normalizer], list[StepProblem]]:
+    """The chain ``steps`` resolved: per step its class and validated params (or the instance given), and every problem.
+
+    Nothing is resolved when a problem is found (the list is then incomplete).
+    """
+    items = step_list(steps)
+    if items is None:
+        return [], [StepProblem(0, f"steps must be a list of normalizer steps, got {steps!r}", _STEP_FIX)]
+    installed: dict[str, type[Normalizer]] = {}
+    if not all(isinstance(step, Normalizer) for step in items):
+        reg = registry if registry is not None else default_registry()
+        installed = {name: info.cls for name, info in reg.components["normalizer"].items()}  # type: ignore[misc]
+    resolved: list[tuple[type[Normalizer], Params] | Normalizer] = []
+    problems: list[StepProblem] = []
+    for i, step in enumerate(items):
+        if isinstance(step, Normalizer):
+            resolved.append(step)
+            continue
+        one, found = _resolve_step(i, step, installed)
+        problems += found
+        if one is not None:
+            resolved.append(one)
+    return resolved, problems
+
+
+def _resolve_step(
+    i: int, step: Any, installed: Mapping[str, type[Normalizer]]
+) -> tuple[tuple[type[Normalizer], Params] | None, list[StepProblem]]:
+    valid = f"installed: {choices_text(installed)}"
     if isinstance(step, str):
         name, options = step, {}
     elif isinstance(step, Mapping):
         if "type" not in step:
             keys = [str(k) for k in step]
-            hint = ""
-            if len(keys) == 1 and keys[0] in NORMALIZERS:
-                hint = f" (write {{type: {keys[0]}, ...options}})"
-            return (
-                None,
-                {},
-                [f"{where}: a step mapping needs a 'type' key naming the normalizer{hint}; valid: {valid}"],
-            )
-        name = step["type"]
-        options = {str(k): v for k, v in step.items() if k != "type"}
+            hint = f"write {{type: {keys[0]}, ...options}}; " if len(keys) == 1 and keys[0] in installed else ""
+            return None, [StepProblem(i, "a step mapping needs a 'type' key naming the normalizer", hint + valid)]
+        name, options = step["type"], {str(k): v for k, v in step.items() if k != "type"}
         if not isinstance(name, str):
-            return (
-                None,
-                {},
-                [f"{where}: 'type' must be a normalizer name, got {name!r}; valid: {valid}"],
-            )
+            return None, [StepProblem(i, f"'type' must be a normalizer name, got {name!r}", valid, key="type")]
     else:
-        return (
-            None,
-            {},
-            [
-                f"{where}: a step is a normalizer name or a mapping with 'type' and options, got {step!r}; valid: {valid}"
-            ],
+        return None, [StepProblem(i, f"a step is a normalizer name or a mapping with 'type' and options, got {step!r}",
+                                  valid)]
+    cls = installed.get(name)
+    if cls is None:
+        key = "type" if isinstance(step, Mapping) else None
+        return None, [StepProblem(i, f"unknown normalizer {name!r}", did_you_mean(name, installed) + valid, key=key)]
+    missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        return None, [StepProblem(i, f"normalizer {name!r} needs the Python package {m!r}", f"pip install {m}")
+                      for m in missing]
+    try:
+        return (cls, cls.Params.model_validate(options)), []
+    except ValidationError as exc:
+        return None, [_option_problem(i, cls, err) for err in exc.errors()]
+
+
+def _option_problem(i: int, cls: type[Normalizer], err: Any) -> StepProblem:
+    """A pydantic error of a normalizer's options as a :class:`StepProblem` (the value, what was expected, a fix)."""
+    fields = cls.Params.model_fields
+    loc = [str(x) for x in err.get("loc", ())]
+    key = loc[0] if loc else None
+    etype, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    if etype == "extra_forbidden":
+        known = list(fields)
+        return StepProblem(
+            i, f"normalizer {cls.name!r} has no option {key!r}",
+            did_you_mean(str(key), known) + f"valid options: {choices_text(known) if known else 'none'}", key=key,
         )
-    norm = NORMALIZERS.get(name)
-    if norm is None:
-        return (
-            None,
-            {},
-            [f"{where}: unknown normalizer {name!r}; {did_you_mean(name, NORMALIZERS)}valid: {valid}"],
-        )
-    return norm, options, norm.check_options(options, where)
+    if etype == "missing":
+        return StepProblem(i, f"normalizer {cls.name!r} needs the option {key!r}", f"add {key}: … to the step", key=key)
+    ann = fields[key].annotation if key in fields else None
+    nullable = type(None) in get_args(ann)
+    or_null = " or null" if nullable else ""
+    fix = f"er plugins lists the options of {cls.name!r}"
+    kinds = {"bool": "a boolean (true/false)", "int": "an integer", "float": "a number", "string": "a string"}
+    if etype.endswith(("_type", "_parsing")):
+        what = f"must be {kinds.get(etype.split('_')[0], etype.split('_')[0])}{or_null}"
+    elif etype in _BOUNDS:
+        op, bound = _BOUNDS[etype]
+        what = f"must be {op} {ctx.get(bound)}"
+        fix = f"use a value {op} {ctx.get(bound)}"
+    elif etype == "literal_error":
+        choices = [str(a) for a in _literal_args(ann)]
+        what = f"must be one of: {choices_text(choices)}{or_null}"
+        fix = did_you_mean(str(value), choices).strip() or "no close match"
+    elif etype == "value_error":
+        what = str(ctx.get("error", err["msg"]))
+    else:
+        what = f"is not valid: {err['msg']}"
+    subject = f"option {'.'.join(loc)!r} of normalizer {cls.name!r}" if loc else f"normalizer {cls.name!r}"
+    got = "null" if value is None else repr(value)
+    message = what if "got " in what else f"{what}, got {got}"
+    return StepProblem(i, f"{subject} {message}", fix, key=key)
 
 
-def check_steps(steps: Any) -> list[str]:
-    """Problems of a chain of steps (unknown normalizers or options, bad values); ``[]`` if fine."""
-    items = _as_step_list(steps)
-    if items is None:
-        return [
-            f"steps must be a list of normalizer steps, got {steps!r}; valid normalizers: {choices_text(NORMALIZERS)}"
-        ]
-    problems: list[str] = []
-    for i, step in enumerate(items):
-        problems.extend(_parse_step(step, f"steps[{i}]")[2])
-    return problems
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
 
 
-def _chain(steps: Any) -> Callable[[Any], Value]:
-    problems = check_steps(steps)
+def _literal_args(ann: Any) -> list[Any]:
+    if get_origin(ann) is Literal:
+        return list(get_args(ann))
+    return [a for arg in get_args(ann) for a in _literal_args(arg)]
+
+
+def check_steps(steps: Any, registry: Registry | None = None) -> list[str]:
+    """Problems of a chain of steps (unknown normalizers or options, bad values) as strings; ``[]`` if fine."""
+    return [str(p) for p in resolve_steps(steps, registry)[1]]
+
+
+# ---------------------------------------------------------------------------
+# running a chain
+
+
+def _normalizers(steps: Any, registry: Registry | None) -> list[Normalizer]:
+    resolved, problems = resolve_steps(steps, registry)
     if problems:
-        raise ValueError("; ".join(problems))
-    fns = []
-    for i, step in enumerate(_as_step_list(steps) or []):
-        norm, options, _ = _parse_step(step, f"steps[{i}]")
-        assert norm is not None
-        fns.append(norm.per_value(**options))
-    return _guard_chain(fns)
+        raise ValueError("; ".join(map(str, problems)))
+    context = Context()
+    return [s if isinstance(s, Normalizer) else s[0](s[1], context) for s in resolved]
 
 
-def normalize_column(values: Iterable[Any], steps: Any) -> list[Value]:
+def _chain(steps: Any, registry: Registry | None = None) -> Callable[[list[Any]], list[Value]]:
+    """A function from a list of distinct raw values to their keys: the chain ``steps``, guarded.
+
+    Runs of per-value steps become one guarded function; a batch step gets the
+    distinct strings that reach it.
+    """
+    parts: list[tuple[list[PerValue], list[str]] | Normalizer] = []
+    for n in _normalizers(steps, registry):
+        f = n.per_value()
+        if f is None:
+            parts.append(n)
+        elif parts and isinstance(parts[-1], tuple):
+            parts[-1][0].append(f)
+            parts[-1][1].append(n.name)
+        else:
+            parts.append(([f], [n.name]))
+    if not parts or isinstance(parts[0], Normalizer):
+        parts.insert(0, ([], []))  # inputs to str, missing -> None
+    stages = [p if isinstance(p, Normalizer) else _guard_chain(*p) for p in parts]
+    if len(stages) == 1:
+        only = stages[0]
+        assert not isinstance(only, Normalizer)
+        return lambda keys: list(map(only, keys))
+
+    def run(keys: list[Any]) -> list[Value]:
+        cur: list[Any] = keys
+        for stage in stages:
+            cur = _run_batch(stage, cur) if isinstance(stage, Normalizer) else list(map(stage, cur))
+        return cur
+
+    return run
+
+
+_CLEAN = _guard_chain([])
+
+
+def _run_batch(n: Normalizer, values: list[Value]) -> list[Value]:
+    """A batch step over the distinct non-missing strings of ``values``; its results guarded."""
+    todo = list(dict.fromkeys(v for v in values if v is not None))
+    out = n.normalize(todo) if todo else []
+    if not isinstance(out, list) or len(out) != len(todo):
+        got = f"{len(out)} values" if isinstance(out, Sequence) else type(out).__name__
+        raise PluginError(
+            Problem(
+                where=f"normalizer {n.name!r}",
+                message=f"normalize() returned {got} for {len(todo)} values; it returns one str or None per value",
+                fix=f"fix the normalizer's plugin, or block the plugin ({ENV_BLOCK})",
+            )
+        )
+    table: dict[str, Value] = {}
+    for v, r in zip(todo, out):
+        if r is not None and r.__class__ is not str:
+            r = _bad_output(n.name, r, v)
+        table[v] = _CLEAN(r)
+    return [None if v is None else table[v] for v in values]
+
+
+def normalize_column(values: Iterable[Any], steps: Any, registry: Registry | None = None) -> list[Value]:
     """``values`` through the chain ``steps``, each distinct value normalized once.
 
     An empty chain only turns missing, blank and placeholder values into ``None``.
     Raises :class:`ValueError` (listing the valid choices) for bad steps.
     """
-    return _map_distinct(values, _chain(steps))
+    if not isinstance(values, list):
+        values = list(values)
+    run = _chain(steps, registry)
+    table: dict[Any, Value] = dict.fromkeys(values)
+    keys = list(table)
+    table.update(zip(keys, run(keys)))
+    return list(map(table.__getitem__, values))
 
 
-def normalize_column_with_stats(values: Iterable[Any], steps: Any) -> tuple[list[Value], dict[str, Any]]:
+def normalize_column_with_stats(
+    values: Iterable[Any], steps: Any, registry: Registry | None = None
+) -> tuple[list[Value], dict[str, Any]]:
     """:func:`normalize_column` and counts for the report.
 
     ``stats``: ``values`` (count), ``missing_before`` (``None``, NaN, blank),
@@ -1134,21 +437,21 @@ def normalize_column_with_stats(values: Iterable[Any], steps: Any) -> tuple[list
     """
     if not isinstance(values, list):
         values = list(values)
-    f = _chain(steps)
+    run = _chain(steps, registry)
     counts = Counter(values)
-    table: dict[Any, Value] = {}
+    keys = list(counts)
+    table: dict[Any, Value] = dict(zip(keys, run(keys)))
     missing_before = placeholders = unparseable = present = 0
     examples: list[Any] = []
     for k, c in counts.items():
-        r = table[k] = f(k)
         if k is None or (isinstance(k, float) and math.isnan(k)) or (isinstance(k, str) and (not k or k.isspace())):
             missing_before += c
             continue
-        if _is_missing(k):
+        if is_missing(k):
             placeholders += c
             continue
         present += 1
-        if r is None:
+        if table[k] is None:
             unparseable += c
             if len(examples) < 5:
                 examples.append(k)

@@ -15,18 +15,20 @@ entry-point group ``er_framework``. Loading is explicit and can be controlled:
 from __future__ import annotations
 
 import importlib
-import re
 import importlib.metadata as md
 import os
+import types
+import typing
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pluggy
 
-from er_framework.components import FAMILIES, Component
+from er_framework.components import FAMILIES, FIELD_REF, Component, Family
 from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
-from er_framework.hookspecs import FAMILY_HOOKS, PROJECT, ErSpecs
+from er_framework.hookspecs import PROJECT, ErSpecs
 
 ENTRY_POINT_GROUP = "er_framework"
 DISTRIBUTION = "er-framework"
@@ -118,9 +120,24 @@ def build_registry(
         pm.set_blocked(name)
     if autoload is None:
         autoload = not _autoload_disabled()
-
     problems: list[Problem] = []
     infos: dict[str, PluginInfo] = {}
+    _load_entry_points(pm, autoload, infos, problems)
+    _register_modules(pm, [*extra_modules, *_env_list(ENV_PLUGINS)], infos, problems)
+    if problems:
+        raise PluginError(problems)
+    registry = Registry(plugins=list(infos.values()), blocked=blocked, manager=pm)
+    for family in FAMILIES.values():
+        _collect_family(pm, family, infos, registry, problems)
+    if problems:
+        raise PluginError(problems)
+    return registry
+
+
+def _load_entry_points(
+    pm: pluggy.PluginManager, autoload: bool, infos: dict[str, PluginInfo], problems: list[Problem]
+) -> None:
+    """Register the modules of the ``er_framework`` entry points (only er-framework's own without autoload)."""
     seen: set[tuple[str, str]] = set()
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist_name, version = _dist_of(ep)
@@ -158,7 +175,13 @@ def build_registry(
         pm.register(module, name=ep.name)
         infos[ep.name] = PluginInfo(ep.name, ep.value, dist_name, version)
 
-    for mod in list(extra_modules) + _env_list(ENV_PLUGINS):
+
+def _register_modules(
+    pm: pluggy.PluginManager, modules: Sequence[ModuleType | str], infos: dict[str, PluginInfo],
+    problems: list[Problem],
+) -> None:
+    """Register modules named explicitly (``extra_modules``, ``ER_FRAMEWORK_PLUGINS``)."""
+    for mod in modules:
         if isinstance(mod, str):
             if pm.is_blocked(mod):
                 continue
@@ -181,52 +204,49 @@ def build_registry(
         pm.register(module, name=pname)
         infos[pname] = PluginInfo(pname, module.__name__, "(registered explicitly)", "")
 
-    if problems:
-        raise PluginError(problems)
 
-    registry = Registry(plugins=list(infos.values()), blocked=blocked, manager=pm)
-    for family, hook_name in FAMILY_HOOKS.items():
-        base = FAMILIES[family]
-        caller = getattr(pm.hook, hook_name)
-        for impl in caller.get_hookimpls():
-            pname = pm.get_name(impl.plugin) or "?"
-            info = infos.get(pname, PluginInfo(pname, getattr(impl.plugin, "__name__", "?"), "?", "?"))
-            try:
-                classes = impl.function() or []
-            except Exception as exc:
-                problems.append(
-                    Problem(
-                        where=f"plugin {pname!r}",
-                        message=f"{hook_name}() raised {type(exc).__name__}: {exc}",
-                        fix=f"fix or block the plugin ({ENV_BLOCK}={pname})",
-                    )
+def _collect_family(
+    pm: pluggy.PluginManager, family: Family, infos: dict[str, PluginInfo], registry: Registry,
+    problems: list[Problem],
+) -> None:
+    """Call every plugin's hook of ``family`` and add the classes it returns to ``registry``."""
+    members = registry.components[family.name]
+    for impl in getattr(pm.hook, family.hook).get_hookimpls():
+        pname = pm.get_name(impl.plugin) or "?"
+        info = infos.get(pname, PluginInfo(pname, getattr(impl.plugin, "__name__", "?"), "?", "?"))
+        try:
+            classes = impl.function() or []
+        except Exception as exc:
+            problems.append(
+                Problem(
+                    where=f"plugin {pname!r}",
+                    message=f"{family.hook}() raised {type(exc).__name__}: {exc}",
+                    fix=f"fix or block the plugin ({ENV_BLOCK}={pname})",
                 )
+            )
+            continue
+        for cls in _as_list(classes):
+            problem = _check_component(cls, family.base, info, family.hook)
+            if problem is None and cls.name in members and members[cls.name].cls is not cls:
+                problem = _clash(family.name, members[cls.name], cls, info)
+            if problem is not None:
+                problems.append(problem)
                 continue
-            for cls in _as_list(classes):
-                problem = _check_component(cls, base, family, info, hook_name)
-                if problem:
-                    problems.append(problem)
-                    continue
-                existing = registry.components[family].get(cls.name)
-                if existing is not None and existing.cls is not cls:
-                    problems.append(
-                        Problem(
-                            where=f"{family} {cls.name!r}",
-                            message=(
-                                f"two components are named {cls.name!r}: "
-                                f"{existing.cls.__module__}.{existing.cls.__qualname__} from plugin "
-                                f"{existing.plugin.name!r} ({existing.plugin.distribution}) and "
-                                f"{cls.__module__}.{cls.__qualname__} from plugin {pname!r} "
-                                f"({info.distribution})"
-                            ),
-                            fix=f"rename one of them, or block one plugin with {ENV_BLOCK}",
-                        )
-                    )
-                    continue
-                registry.components[family][cls.name] = ComponentInfo(family, cls.name, cls, info)
-    if problems:
-        raise PluginError(problems)
-    return registry
+            members[cls.name] = ComponentInfo(family.name, cls.name, cls, info)
+
+
+def _clash(family: str, existing: ComponentInfo, cls: type[Component], info: PluginInfo) -> Problem:
+    return Problem(
+        where=f"{family} {cls.name!r}",
+        message=(
+            f"two components are named {cls.name!r}: "
+            f"{existing.cls.__module__}.{existing.cls.__qualname__} from plugin "
+            f"{existing.plugin.name!r} ({existing.plugin.distribution}) and "
+            f"{cls.__module__}.{cls.__qualname__} from plugin {info.name!r} "
+            f"({info.distribution})"
+        ),
+        fix=f"rename one of them, or block one plugin with {ENV_BLOCK}",
+    )
 
 
 def _as_list(classes: Any) -> list[Any]:
@@ -235,9 +255,7 @@ def _as_list(classes: Any) -> list[Any]:
     return [classes]
 
 
-def _check_component(
-    cls: Any, base: type[Component], family: str, info: PluginInfo, hook: str
-) -> Problem | None:
+def _check_component(cls: Any, base: type[Component], info: PluginInfo, hook: str) -> Problem | None:
     if not (isinstance(cls, type) and issubclass(cls, base)):
         return Problem(
             where=f"plugin {info.name!r} ({info.module})",
@@ -270,16 +288,18 @@ def reset_default_registry() -> None:
 
 
 def describe_params(cls: type[Component]) -> list[dict[str, Any]]:
-    """Parameters of a component: name, type, default, description."""
+    """Parameters of a component: name, type, default, description.
+
+    The type is written as in the YAML: ``field`` for a source column
+    (:data:`~er_framework.components.FieldRef`), ``list[field]``, ``'all' | 'first'``, ``int | null`` ...
+    """
     out = []
     for pname, f in cls.Params.model_fields.items():
-        ann = f.annotation
-        tname = getattr(ann, "__name__", None) or re.sub(r"\b[\w.]+\.(\w+)", r"\1", str(ann))
         default = None if f.is_required() else f.get_default(call_default_factory=True)
         out.append(
             {
                 "name": pname,
-                "type": tname,
+                "type": type_text(f.annotation, f.metadata),
                 "required": f.is_required(),
                 "default": default,
                 "description": f.description or "",
@@ -288,7 +308,29 @@ def describe_params(cls: type[Component]) -> list[dict[str, Any]]:
     return out
 
 
+def type_text(annotation: Any, metadata: Sequence[Any] = ()) -> str:
+    """A parameter's type as a short YAML-side name: ``field``, ``list[field | list[field]]``, ``int | null``."""
+    if any(m is FIELD_REF for m in metadata):
+        return "field"
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_text(args[0], annotation.__metadata__)
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_text(a) for a in args)
+    if annotation is type(None):
+        return "null"
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        return f"{name}[{', '.join(type_text(a) for a in args)}]" if args else name
+    if annotation is Any:
+        return "any"
+    return getattr(annotation, "__name__", None) or str(annotation)
+
+
 def iter_components(registry: Registry) -> Iterable[ComponentInfo]:
+    """Every component, family by family in pipeline order, by name within a family."""
     for family in FAMILIES:
         for name in registry.names(family):
             yield registry.components[family][name]

@@ -26,6 +26,7 @@ from er_framework import hookimpl
 from er_framework.components import (
     Blocker,
     Context,
+    FieldRef,
     Params,
     Shingler,
     SignatureBuilder,
@@ -142,12 +143,12 @@ def parse_minutiae(value: Any) -> npt.NDArray[np.float64] | None:
 
 
 class GridParams(Params):
-    field: str = Field(
+    field: FieldRef = Field(
         default="minutiae",
         min_length=1,
         description="column holding the minutiae: a JSON list of [x, y] or [x, y, angle, type]",
     )
-    y_field: str | None = Field(
+    y_field: FieldRef | None = Field(
         default=None,
         description="with CSV rows id,x,y read with layout: long — field is the x column and this the y column "
         "(each a JSON list of numbers per print)",

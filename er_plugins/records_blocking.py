@@ -48,7 +48,7 @@ from numpy.dtypes import StringDType
 from pydantic import Field, field_validator, model_validator
 
 from er_framework import hookimpl
-from er_framework.components import Blocker, Params
+from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
@@ -235,7 +235,7 @@ def _key_name(key: str | list[str]) -> str:
 
 
 class FieldHashParams(Params):
-    fields: list[str | list[str]] = Field(
+    fields: list[FieldRef | list[FieldRef]] = Field(
         min_length=1,
         description=(
             "blocking keys: a field, or a list of fields whose values together form one key "
@@ -403,17 +403,17 @@ class FieldHash(Blocker):
 
 
 class SortedNeighbourhoodParams(Params):
-    key: list[str] | None = Field(
+    key: list[FieldRef] | None = Field(
         default=None,
         min_length=1,
         description="sort key: fields in order (compared field by field); set this or 'keys'",
     )
-    keys: list[list[str]] | None = Field(
+    keys: list[list[FieldRef]] | None = Field(
         default=None,
         min_length=1,
         description="several sort keys (multi-pass): each sorted and windowed on its own, candidates unioned",
     )
-    prefix: dict[str, int] = Field(
+    prefix: dict[FieldRef, int] = Field(
         default_factory=dict,
         description="optional per-field prefix length: the field's first N characters enter the key",
     )

@@ -62,7 +62,7 @@ from rapidfuzz.distance import JaroWinkler, Levenshtein
 from scipy.special import expit
 
 from er_framework import hookimpl
-from er_framework.components import Context, Params, Verifier
+from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.parallel import map_ordered
 
@@ -221,7 +221,7 @@ def _chunks(n: int) -> list[tuple[int, int]]:
 
 
 class FieldRule(Params):
-    field: str | list[str] = Field(description="a column, or several joined by one space (missing parts skipped)")
+    field: FieldRef | list[FieldRef] = Field(description="a column, or several joined by one space (missing parts skipped)")
     name: str | None = Field(default=None, description="label in the report (default: the columns joined by '+')")
     scorer: Scorer = Field(default="ratio", description="comparison, 0..100 (see the module docstring)")
     weight: float = Field(default=1.0, gt=0.0, description="the field contributes at most 100 * weight")
@@ -617,7 +617,7 @@ def fit_em(
 
 
 class FSField(Params):
-    field: str | list[str] = Field(description="a column, or several joined by one space (missing parts skipped)")
+    field: FieldRef | list[FieldRef] = Field(description="a column, or several joined by one space (missing parts skipped)")
     name: str | None = Field(default=None, description="label in the report (default: the columns joined by '+')")
     comparison: Scorer = Field(default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score)")
     last_digits: int | None = Field(

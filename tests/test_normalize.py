@@ -1,26 +1,41 @@
-"""Field normalizers: hand-picked cases, missing values, idempotence, chains, errors, cache."""
+"""Field normalizers: the family (chains, missing values, errors, cache, third-party normalizers) and the
+built-ins of er_plugins.normalizers (hand-picked cases, idempotence)."""
 
 from __future__ import annotations
 
 import random
+import types
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 
+from er_framework import hookimpl
+from er_framework.components import Normalizer, Params
+from er_framework.errors import PluginError
 from er_framework.normalize import (
-    NAME_TITLES,
-    NORMALIZERS,
     PLACEHOLDER_KEYS,
-    canonical_first_name,
     check_steps,
+    is_missing,
     normalize_column,
     normalize_column_with_stats,
+    resolve_steps,
 )
+from er_framework.registry import build_registry
+from er_plugins.normalizers import NAME_TITLES, canonical_first_name, nickname_table
+
+BUILTINS = build_registry(autoload=False).components["normalizer"]
+
+
+def normalize(name: str, values, **options):
+    """The normalizer ``name`` with ``options`` over a column (a chain of one step)."""
+    return normalize_column(values, {"type": name, **options})
 
 
 def norm(name: str, value, **options):
-    return NORMALIZERS[name]([value], **options)[0]
+    return normalize(name, [value], **options)[0]
 
 
 MISSING = [None, "", " ", "\t\n", "\u00a0", "-", "--", "?", "N/A", "n/a", "NA", "null", "NULL", "None",
@@ -33,24 +48,24 @@ MISSING = [None, "", " ", "\t\n", "\u00a0", "-", "--", "?", "N/A", "n/a", "NA", 
 
 
 def test_registry_names_and_descriptions():
-    assert set(NORMALIZERS) == {
+    assert set(BUILTINS) == {
         "text", "name", "nickname", "phone", "address", "email", "date", "digits", "lower", "strip",
     }  # fmt: skip
-    for name, n in NORMALIZERS.items():
-        assert n.name == name
-        assert isinstance(n.description, str) and 10 < len(n.description) < 120
-        assert name in n.help()
-        for opt in n.options.values():
-            assert opt.problem(opt.default) is None
+    for name, info in BUILTINS.items():
+        assert info.cls.name == name and info.plugin.name == "normalizers"
+        assert isinstance(info.cls.summary, str) and 10 < len(info.cls.summary) < 120
+        assert info.cls.Params()  # every option has a valid default
+        for opt, f in info.cls.Params.model_fields.items():
+            assert f.description, (name, opt)
 
 
-@pytest.mark.parametrize("name", sorted(NORMALIZERS))
+@pytest.mark.parametrize("name", sorted(BUILTINS))
 @pytest.mark.parametrize("value", MISSING, ids=repr)
 def test_missing_and_placeholders_stay_missing(name, value):
     assert norm(name, value) is None
 
 
-@pytest.mark.parametrize("name", sorted(NORMALIZERS))
+@pytest.mark.parametrize("name", sorted(BUILTINS))
 def test_never_returns_empty_string(name):
     values = [
         "",
@@ -68,11 +83,11 @@ def test_never_returns_empty_string(name):
         "\u200b",
         "\u0301",
     ]
-    assert "" not in NORMALIZERS[name](values)
+    assert "" not in normalize(name, values)
 
 
 def test_non_string_values():
-    assert NORMALIZERS["phone"]([5551234567, 5551234567.0, float("nan")]) == [
+    assert normalize("phone", [5551234567, 5551234567.0, float("nan")]) == [
         "5551234567",
         "5551234567",
         None,
@@ -169,9 +184,7 @@ def test_nickname_after_name_and_tokens_option():
 
 
 def test_nickname_table_is_idempotent():
-    from er_framework.normalize import _nickname_table
-
-    table = _nickname_table()
+    table = nickname_table()
     assert len(table) > 500
     assert all(canonical_first_name(v) == v for v in table.values())
 
@@ -199,10 +212,10 @@ def test_phone_foreign_and_regions():
         "0044 20 7946 0958",
         "011 44 20 7946 0958",
     ]
-    assert NORMALIZERS["phone"](uk) == ["442079460958"] * 4
+    assert normalize("phone", uk) == ["442079460958"] * 4
     assert norm("phone", "+44 20 7946 0958", foreign_country_code="strip") == "2079460958"
     gb = ["+44 20 7946 0958", "020 7946 0958", "0044 20 7946 0958", "44 20 7946 0958"]
-    assert NORMALIZERS["phone"](gb, default_region="GB") == ["2079460958"] * 4
+    assert normalize("phone", gb, default_region="GB") == ["2079460958"] * 4
     assert norm("phone", "+1 212 555 1234", default_region="gb") == "12125551234"
     assert norm("phone", "+39 06 1234 5678", default_region="IT") == "0612345678"  # Italian leading zero kept
     assert norm("phone", "+1 555 123 4567", default_region=None) == "15551234567"
@@ -344,13 +357,13 @@ def test_stats():
 
 
 def test_simple():
-    assert NORMALIZERS["digits"](["(555) 123-4567", "no digits", "٣٤"]) == [
+    assert normalize("digits", ["(555) 123-4567", "no digits", "٣٤"]) == [
         "5551234567",
         None,
         "34",
     ]
-    assert NORMALIZERS["lower"](["ABC", "Straße"]) == ["abc", "strasse"]
-    assert NORMALIZERS["strip"]([" a b ", "x"]) == ["a b", "x"]
+    assert normalize("lower", ["ABC", "Straße"]) == ["abc", "strasse"]
+    assert normalize("strip", [" a b ", "x"]) == ["a b", "x"]
 
 
 # ---------------------------------------------------------------------------
@@ -451,7 +464,7 @@ def test_unknown_normalizer_lists_choices():
         normalize_column(["x"], ["nmae"])
     msg = str(e.value)
     assert "'nmae'" in msg and "did you mean 'name'" in msg
-    for name in NORMALIZERS:
+    for name in BUILTINS:
         assert name in msg
 
 
@@ -461,9 +474,9 @@ def test_unknown_option_lists_choices():
     msg = str(e.value)
     assert "'region'" in msg and "default_region" in msg and "min_digits" in msg and "drop_placeholders" in msg
     with pytest.raises(ValueError, match="has no option 'bogus'"):
-        NORMALIZERS["email"](["a@b"], bogus=1)
+        normalize("email", ["a@b"], bogus=1)
     with pytest.raises(ValueError, match="valid options: none"):
-        NORMALIZERS["text"](["a"], sort_tokens=True)
+        normalize("text", ["a"], sort_tokens=True)
 
 
 def test_check_steps():
@@ -528,4 +541,145 @@ def test_cache_matches_per_value(steps):
     assert column == one_by_one
     assert len(column) == len(values)
     if len(steps) == 1 and isinstance(steps[0], str):
-        assert NORMALIZERS[steps[0]](values) == column
+        assert normalize(steps[0], values) == column
+
+
+# ---------------------------------------------------------------------------
+# the family: third-party normalizers, batch steps, plugin errors
+
+class InitialsParams(Params):
+    sep: str = Field(default="", description="between the initials")
+
+
+class Initials(Normalizer):
+    """A batch normalizer (no per_value): the initials of the words; no letters -> missing."""
+
+    name = "initials"
+    summary = "initials of the words"
+    Params = InitialsParams
+    calls: ClassVar[list[list[str]]] = []
+
+    def normalize(self, values):
+        type(self).calls.append(list(values))
+        sep = self.params.sep
+        return [sep.join(w[0] for w in v.split() if w[0].isalpha()) or None for v in values]
+
+
+class Reverse(Normalizer):
+    name = "reverse"
+    summary = "the characters in reverse order"
+
+    def per_value(self):
+        return lambda s: s[::-1]
+
+
+class Broken(Normalizer):
+    name = "broken"
+    summary = "returns whatever it is told to"
+
+    def __init__(self, result, *args) -> None:
+        super().__init__(*args)
+        self.result = result
+
+    def normalize(self, values):
+        return self.result(values)
+
+
+PLUGIN = types.ModuleType("erx_initials")
+PLUGIN.er_register_normalizers = hookimpl(lambda: [Initials, Reverse])  # type: ignore[attr-defined]
+
+
+def test_a_plugin_normalizer_is_found_by_name_with_options():
+    reg = build_registry(extra_modules=[PLUGIN], autoload=False)
+    assert reg.components["normalizer"]["initials"].plugin.name == "erx_initials"
+    values = ["John Ronald Tolkien", "n/a", None, "john  ronald tolkien", "42 x"]
+    Initials.calls.clear()
+    out = normalize_column(values, ["text", {"type": "initials", "sep": "."}], registry=reg)
+    assert out == ["j.r.t", None, None, "j.r.t", "x"]
+    # one batch call, with the distinct non-missing strings reaching it
+    assert Initials.calls == [["john ronald tolkien", "42 x"]]
+    problems = check_steps([{"type": "initials", "sepp": "."}, "initals"], registry=reg)
+    assert "has no option 'sepp'" in problems[0] and "did you mean 'sep'?" in problems[0]
+    assert "did you mean 'initials'?" in problems[1]
+    with pytest.raises(ValueError, match="unknown normalizer 'initials'"):
+        normalize_column(["x"], "initials")  # the default registry has no such plugin
+
+
+def reference(values, steps):
+    """Naive: value by value, each step on one string, missing checked before and after each step."""
+    out = []
+    for v in values:
+        s = None if is_missing(v) else str(v)
+        for n in steps:
+            if s is None:
+                break
+            f = n.per_value()
+            s = f(s) if f is not None else n.normalize([s])[0]
+            s = None if is_missing(s) else s
+        out.append(s)
+    return out
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["initials"], ["text", "initials"], ["initials", "reverse"], ["reverse", "initials", "lower", "reverse"],
+     ["name", "reverse", "text"], []],
+    ids=str,
+)
+def test_chains_of_batch_and_per_value_steps_equal_the_naive_reference(names):
+    reg = build_registry(extra_modules=[PLUGIN], autoload=False)
+    steps = [reg.components["normalizer"][n].cls() for n in names]
+    rng = random.Random(3)
+    pool = ["Ann Lee", "ann lee", " -- ", "", None, float("nan"), "N/A", "Dr. Zoë Ng", "x", "Éa ?", "?", 12, "b  a", "!!"]
+    values = [rng.choice(pool) for _ in range(400)]
+    assert normalize_column(values, steps) == reference(values, steps)
+    out, stats = normalize_column_with_stats(values, steps)
+    assert out == reference(values, steps) and stats["missing_after"] == sum(v is None for v in out)
+
+
+def test_resolve_steps_gives_classes_and_validated_params():
+    resolved, problems = resolve_steps(["name", {"type": "phone", "default_region": "gb"}])
+    assert problems == []
+    assert [cls.name for cls, _ in resolved] == ["name", "phone"]
+    assert resolved[1][1].default_region == "GB" and resolved[1][1].min_digits == 7
+    _, problems = resolve_steps([{"type": "phone", "min_digits": 0}])
+    assert (problems[0].index, problems[0].key) == (0, "min_digits") and problems[0].fix == "use a value >= 1"
+
+
+def test_a_normalizer_breaking_the_contract_is_a_plugin_error():
+    with pytest.raises(PluginError, match=r"normalize\(\) returned 1 values for 2 values"):
+        normalize_column(["a", "b", "a"], [Broken(lambda vs: ["x"])])
+    with pytest.raises(PluginError, match="returned int 7 for 'a'; a normalizer returns a str or None"):
+        normalize_column(["a"], [Broken(lambda vs: [7] * len(vs))])
+
+    class Bad(Normalizer):
+        name = "bad"
+
+        def per_value(self):
+            return lambda s: b"bytes"
+
+    with pytest.raises(PluginError, match="normalizer 'bad'.*returned bytes"):
+        normalize_column(["a"], ["text", Bad()])
+
+    class StrSubclass(str):
+        pass
+
+    assert normalize_column(["a", "n/a"], [Broken(lambda vs: [StrSubclass(v + "!") for v in vs])]) == ["a!", None]
+    with pytest.raises(NotImplementedError, match="neither normalize"):
+        Normalizer().normalize(["a"])
+
+
+def test_a_missing_required_package_is_a_problem_with_the_install():
+    class NeedsIt(Normalizer):
+        name = "needs_it"
+        requires = ("no_such_module_er_test",)
+
+        def per_value(self):
+            return str.upper
+
+    plugin = types.ModuleType("erx_needs")
+    plugin.er_register_normalizers = hookimpl(lambda: [NeedsIt])  # type: ignore[attr-defined]
+    reg = build_registry(extra_modules=[plugin], autoload=False)
+    assert check_steps("needs_it", registry=reg) == [
+        "steps[0]: normalizer 'needs_it' needs the Python package 'no_such_module_er_test'; pip install no_such_module_er_test"
+    ]

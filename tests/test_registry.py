@@ -225,3 +225,128 @@ def test_duplicate_component_across_packages_names_both_distributions(tmp_path: 
     assert res.returncode == 2
     assert "two components are named 'char'" in res.stderr
     assert "er-framework" in res.stderr and "erx-devowel" in res.stderr
+
+
+# ---------------------------------------------------------------------------
+# the family table, normalizers as a family
+
+
+def test_one_family_table_drives_hooks_registry_and_job_keys() -> None:
+    from er_framework.components import FAMILIES, Component, Family
+    from er_framework.config.job import JobSpec
+    from er_framework.hookspecs import ErSpecs
+
+    hooks = {name for name in dir(ErSpecs) if name.startswith("er_register_")}
+    assert hooks == {f.hook for f in FAMILIES.values()}
+    assert list(FAMILIES) == ["normalizer", "shingler", "signature", "blocker", "verifier", "clusterer"]
+    reg = build_registry()
+    assert list(reg.components) == list(FAMILIES)
+    for fam in FAMILIES.values():
+        assert fam.base.family == fam.name and set(fam.sections) <= set(JobSpec.model_fields)
+        assert getattr(ErSpecs, fam.hook).__doc__.startswith(f"Return {fam.base.__name__} classes")
+    with pytest.raises(TypeError, match="family is ''"):
+        Family("odd", Component, "er_register_odds", "odd", "nothing")
+
+
+def test_builtin_normalizers_are_a_plugin_like_the_others() -> None:
+    reg = build_registry(autoload=False)
+    phone = reg.components["normalizer"]["phone"]
+    assert phone.plugin.name == "normalizers" and phone.plugin.distribution == "er-framework"
+    assert {"text", "name", "nickname", "phone", "address", "email", "date"} <= set(reg.names("normalizer"))
+    assert "phone" not in build_registry(block=["normalizers"]).names("normalizer")
+    params = {p["name"]: p for p in describe_params(phone.cls)}
+    assert params["default_region"]["type"] == "str | null" and params["default_region"]["default"] == "US"
+    assert params["foreign_country_code"]["type"] == "'keep' | 'strip'"
+
+
+def test_field_parameters_are_described_as_fields() -> None:
+    reg = build_registry(autoload=False)
+    fh = {p["name"]: p for p in describe_params(reg.components["blocker"]["field_hash"].cls)}
+    sn = {p["name"]: p for p in describe_params(reg.components["blocker"]["sorted_neighbourhood"].cls)}
+    assert fh["fields"]["type"] == "list[field | list[field]]"
+    assert sn["prefix"]["type"] == "dict[field, int]" and sn["key"]["type"] == "list[field] | null"
+
+
+def test_a_non_normalizer_returned_by_the_normalizer_hook_is_reported() -> None:
+    mod = types.ModuleType("fake_bad_normalizer")
+    mod.er_register_normalizers = hookimpl(lambda: [Shingler])  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match="er_register_normalizers\\(\\) returned .* not a subclass of Normalizer"):
+        build_registry(extra_modules=[mod])
+
+
+NORMALIZER_PLUGIN = textwrap.dedent(
+    '''
+    """A third-party normalizer: Soundex-like keys (first letter + consonant classes)."""
+    from pydantic import Field
+
+    from er_framework import Normalizer, Params, hookimpl
+
+    CODES = {c: str(d) for d, letters in enumerate(["aeiouyhw", "bfpv", "cgjkqsxz", "dt", "l", "mn", "r"]) for c in letters}
+
+
+    class SoundParams(Params):
+        length: int = Field(default=4, ge=1, le=12, description="characters of the key")
+
+
+    class Sound(Normalizer):
+        name = "sound_key"
+        summary = "first letter and consonant classes"
+        Params = SoundParams
+
+        def normalize(self, values):
+            out = []
+            for v in values:
+                letters = [c for c in v.lower() if c in CODES]
+                if not letters:
+                    out.append(None)
+                    continue
+                digits = [CODES[c] for c in letters]
+                kept = [d for i, d in enumerate(digits[1:], 1) if d != "0" and d != digits[i - 1]]
+                out.append((letters[0] + "".join(kept) + "000000000000")[: self.params.length])
+            return out
+
+
+    @hookimpl
+    def er_register_normalizers():
+        return [Sound]
+    '''
+)
+
+
+def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
+    site = make_plugin_package(tmp_path / "site", dist="erx-sound", module="erx_sound", ep_name="sound",
+                               source=NORMALIZER_PLUGIN)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    listing = run_er(["plugins", "--json"], env)
+    assert listing.returncode == 0, listing.stderr
+    data = json.loads(listing.stdout)
+    comps = {(c["family"], c["name"]): c for c in data["components"]}
+    assert comps[("normalizer", "sound_key")]["distribution"] == "erx-sound"
+    assert [o["name"] for o in {n["name"]: n for n in data["normalizers"]}["sound_key"]["options"]] == ["length"]
+    text = run_er(["plugins"], env).stdout
+    assert "sound_key" in text and "length" in text and "default 4" in text
+
+    (tmp_path / "people.csv").write_text("id,name\n1,Robert\n2,Rupert\n3,Tymczak\n4,n/a\n5,Rubin\n")
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(
+        """
+        mode: dedup
+        sources: [{name: p, path: people.csv, id: id, fields: [name]}]
+        normalize:
+          name: [text, {type: sound_key, length: 3}]
+        blockers: [{type: field_hash, fields: [name]}]
+        verifier: {type: field_score, threshold: 100, fields: [{field: name, scorer: ratio}]}
+        cluster: {type: connected_components}
+        """
+    ))
+    res = run_er(["run", str(job), "--out", str(tmp_path / "out"), "--quiet"], env)
+    assert res.returncode == 0, res.stderr
+    pairs = (tmp_path / "out" / "pairs.csv").read_text().splitlines()[1:]
+    assert [p.split(",")[1::2] for p in pairs] == [["1", "2"]]  # Robert and Rupert: r16; Rubin r15
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["normalize"]["name"]["placeholders"] == 1
+
+    job.write_text(job.read_text().replace("length: 3", "length: 30"))
+    res = run_er(["validate", str(job)], env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "job.yaml:5: normalize.name[1].length: option 'length' of normalizer 'sound_key' must be <= 12, got 30" in res.stderr

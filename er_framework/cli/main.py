@@ -48,7 +48,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from er_framework.normalize import NORMALIZERS
+    from er_framework.components import FAMILIES
     from er_framework.registry import default_registry, describe_params, iter_components
 
     reg = default_registry()
@@ -69,15 +69,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 }
                 for c in iter_components(reg)
             ],
+            # the normalizer family again, its params as "options" (the word of a job's normalize: steps)
             "normalizers": [
-                {
-                    "name": name,
-                    "description": n.description,
-                    "options": [
-                        {"name": o, "default": opt.default, "help": opt.help} for o, opt in n.options.items()
-                    ],
-                }
-                for name, n in NORMALIZERS.items()
+                {"name": c.name, "description": c.cls.summary, "plugin": c.plugin.name,
+                 "options": describe_params(c.cls)}
+                for c in iter_components(reg)
+                if c.family == "normalizer"
             ],
         }
         print(json.dumps(out, indent=2, default=str))
@@ -91,17 +88,17 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     for c in iter_components(reg):
         if c.family != family:
             family = c.family
-            print(f"\n{family}s:")
+            fam = FAMILIES[family]
+            if fam.per_field:
+                where = f"{fam.section}: {{FIELD: NAME or [NAME, {{type: NAME, option: value}}, …]}}"
+            else:
+                where = f"{fam.many}: [{{type: NAME}}, …]" if fam.many else f"{fam.section}: {{type: NAME}}"
+            print(f"\n{family}s ({where}):")
         print(f"  {c.name:<22} {c.cls.summary}  [{c.plugin.name}: {c.plugin.distribution} {c.plugin.version}]")
         for prm in describe_params(c.cls):
-            default = "required" if prm["required"] else f"default {json.dumps(prm['default'])}"
+            default = "required" if prm["required"] else f"default {json.dumps(prm['default'], default=str)}"
             desc = f"  {prm['description']}" if prm["description"] else ""
             print(f"      {prm['name']:<20} {prm['type']:<14} {default}{desc}")
-    print("\nnormalizers (normalize: in a job, per field; built in):")
-    for name, n in NORMALIZERS.items():
-        print(f"  {name:<22} {n.description}")
-        for o, opt in n.options.items():
-            print(f"      {o:<20} default {json.dumps(opt.default, default=str):<14} {opt.help}")
     return 0
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,11 +27,21 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from er_framework.components import Blocker, Component, Context, Params, Verifier
-from er_framework.io.html import check_boilerplate_options
+from er_framework.components import (
+    FAMILIES,
+    FIELD_REF,
+    Blocker,
+    Component,
+    Context,
+    Family,
+    Normalizer,
+    Params,
+    Verifier,
+)
 from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
-from er_framework.normalize import check_steps
+from er_framework.io.html import check_boilerplate_options
 from er_framework.kernels.parallel import resolve_workers
+from er_framework.normalize import resolve_steps
 from er_framework.registry import Registry, build_registry, default_registry
 
 YamlPath = tuple[str | int, ...]
@@ -208,7 +220,7 @@ class ExecutorSpec(_Strict):
     )
 
     @model_validator(mode="after")
-    def _where(self) -> "ExecutorSpec":
+    def _where(self) -> ExecutorSpec:
         if self.type == "dask" and (self.address is None) == (self.local_cluster is None):
             raise ValueError("a dask executor needs exactly one of 'address' (a running scheduler) or 'local_cluster'")
         if self.type == "local" and (self.address is not None or self.local_cluster is not None):
@@ -270,7 +282,7 @@ class JobSpec(_Strict):
     @classmethod
     def _workers(cls, v: Any) -> int | str:
         if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1024):
-            return v  # type: ignore[no-any-return]
+            return v
         raise ValueError("workers must be a whole number from 1 to 1024 or 'auto'")
 
     @field_validator("exact_duplicates")
@@ -311,11 +323,21 @@ class Job:
     verifier: ComponentSpec
     clusterer: ComponentSpec
     raw: dict[str, Any] = field(default_factory=dict)
+    #: per field of ``normalize:``, its chain of normalizers
+    normalizers: dict[str, list[ComponentSpec]] = field(default_factory=dict)
 
     @property
     def exact(self) -> ExactSpec:
         assert isinstance(self.spec.exact_duplicates, ExactSpec)
         return self.spec.exact_duplicates
+
+    def normalizer_chains(self) -> dict[str, list[Normalizer]]:
+        """Per normalized field, its chain of normalizers, instantiated (cheap: they hold their options)."""
+        chains: dict[str, list[Normalizer]] = {}
+        for fname, specs in self.normalizers.items():
+            steps = [spec.instantiate(self.context) for spec in specs]
+            chains[fname] = [s for s in steps if isinstance(s, Normalizer)]
+        return chains
 
     def source_path(self, i: int) -> Path:
         return (self.base_dir / self.spec.sources[i].path).resolve()
@@ -342,7 +364,7 @@ class Job:
                 return None
             return {"type": c.cls.name, **c.params.model_dump(mode="json")}
 
-        return {
+        out: dict[str, Any] = {
             "name": self.spec.name,
             "mode": self.spec.mode,
             "seed": self.spec.seed,
@@ -355,6 +377,9 @@ class Job:
             "verifier": comp(self.verifier),
             "cluster": comp(self.clusterer),
         }
+        if self.normalizers:  # (absent when empty: the hash of a job without normalizers is unchanged)
+            out["normalize"] = {f: [comp(s) for s in chain] for f, chain in self.normalizers.items()}
+        return out
 
 
 def is_glob(path: str) -> bool:
@@ -392,7 +417,8 @@ def _at(filename: str, lines: dict[YamlPath, int], path: YamlPath, message: str,
     return Problem(where=_where(filename, lines, path), path=_render_path(path), message=message, fix=fix)
 
 
-_COMPONENT_SECTIONS = ("shingler", "signature", "blocker", "blockers", "verifier", "cluster")
+#: job keys naming components (checked, with better messages, when resolved)
+_COMPONENT_SECTIONS = tuple(key for fam in FAMILIES.values() if not fam.per_field for key in fam.sections)
 
 
 def _pydantic_problems(
@@ -455,8 +481,6 @@ def _pydantic_problems(
 
 def _nested_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
     """Field names of the pydantic model found at ``loc`` inside ``model`` (for nested sections)."""
-    import typing
-
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -480,7 +504,7 @@ def _fix_for(err: Any) -> str:
     if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
         return f"use a value {bounds}"
-    if etype.endswith("_type") or etype.endswith("_parsing"):
+    if etype.endswith(("_type", "_parsing")):
         return f"expected a {etype.split('_')[0]}"
     if etype == "too_short":
         return "add at least one entry"
@@ -550,13 +574,61 @@ def resolve_job(
     check_files: bool = True,
     config_path: Path | None = None,
 ) -> Job:
+    """Passes 2 and 3 over parsed YAML: the job schema, then components, normalizers and fields resolved.
+
+    Raises :class:`ConfigError` with every problem found (those of ``problems`` first).
+    """
     problems = list(problems or [])
-    # unknown keys are reported by us (with the allowed list); other schema errors by pydantic
+    spec = _validate_spec(data, lines, filename, problems)
+    registry = _job_registry(data, registry, problems)
+    if spec is None:
+        # still resolve the sections we can, so every problem is reported at once
+        _resolve_normalizers(data.get("normalize"), None, lines, filename, registry, problems)
+        _resolve_components(data, lines, filename, registry, problems, Context())
+        raise ConfigError(problems)
+    problems += _source_problems(spec, lines, filename, base_dir, check_files)
+    problems += _shape_problems(spec, lines, filename)
+    declared = [f for s in spec.sources for f in s.fields]
+    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
+    normalizers = _resolve_normalizers(spec.normalize, declared, lines, filename, registry, problems)
+    comps = _resolve_components(data, lines, filename, registry, problems, context)
+    resolved = [c for fam in comps.values() for c in (fam if isinstance(fam, list) else [fam]) if c is not None]
+    for chain in normalizers.values():
+        resolved += chain
+    problems += _field_ref_problems(resolved, declared, lines, filename)
+    if problems:
+        raise ConfigError(problems)
+    assert comps["verifier"] is not None and comps["clusterer"] is not None
+    if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
+        spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
+    return Job(
+        spec=spec,
+        config_path=config_path or Path(filename),
+        base_dir=base_dir,
+        registry=registry,
+        context=context,
+        shingler=comps["shingler"],
+        signature=comps["signature"],
+        blockers=comps["blocker"],
+        verifier=comps["verifier"],
+        clusterer=comps["clusterer"],
+        raw=data,
+        normalizers=normalizers,
+    )
+
+
+#: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)
+_NESTED_SECTIONS: dict[str, type[BaseModel]] = {
+    "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec, "executor": ExecutorSpec,
+}
+
+
+def _validate_spec(
+    data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
+) -> JobSpec | None:
+    """Pass 2: unknown keys (reported by us, with the allowed list), then the rest of the schema by pydantic."""
     problems += _extra_key_problems(data, JobSpec, (), filename, lines)
-    sections: dict[str, type[BaseModel]] = {
-        "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec, "executor": ExecutorSpec,
-    }
-    for key, model in sections.items():  # unknown keys reported here (with did-you-mean), then dropped
+    for key, model in _NESTED_SECTIONS.items():
         if isinstance(data.get(key), dict):
             problems += _extra_key_problems(data[key], model, (key,), filename, lines)
     if isinstance(data.get("sources"), list):
@@ -566,7 +638,7 @@ def resolve_job(
                 if isinstance(s.get("html"), dict):
                     problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
     clean = {k: v for k, v in data.items() if k in JobSpec.model_fields}
-    for key, model in sections.items():
+    for key, model in _NESTED_SECTIONS.items():
         if isinstance(clean.get(key), dict):
             clean[key] = {k: v for k, v in clean[key].items() if k in model.model_fields}
     if isinstance(clean.get("sources"), list):
@@ -577,43 +649,36 @@ def resolve_job(
         for s in clean["sources"]:
             if isinstance(s, dict) and isinstance(s.get("html"), dict):
                 s["html"] = {k: v for k, v in s["html"].items() if k in HtmlSpec.model_fields}
-    spec: JobSpec | None = None
     try:
-        spec = JobSpec.model_validate(clean)
+        return JobSpec.model_validate(clean)
     except ValidationError as exc:
         problems += _pydantic_problems(exc, filename, lines, ())
+        return None
 
-    if registry is None:
-        block = []
-        if isinstance(data.get("plugins"), dict) and isinstance(data["plugins"].get("block"), list):
-            block = [str(b) for b in data["plugins"]["block"]]
-        if block:
-            try:
-                registry = build_registry(block=block)
-            except ErError as exc:
-                raise ConfigError(problems + exc.problems) from None
-        else:
-            try:
-                registry = default_registry()
-            except ErError as exc:
-                raise ConfigError(problems + exc.problems) from None
 
-    if spec is None:
-        # still resolve the component sections we can, so every problem is reported at once
-        _resolve_components(data, lines, filename, registry, problems, Context())
-        raise ConfigError(problems)
+def _job_registry(data: dict[str, Any], registry: Registry | None, problems: list[Problem]) -> Registry:
+    """``registry``, or the plugins of this process without those the job's ``plugins.block`` names."""
+    if registry is not None:
+        return registry
+    block = []
+    if isinstance(data.get("plugins"), dict) and isinstance(data["plugins"].get("block"), list):
+        block = [str(b) for b in data["plugins"]["block"]]
+    try:
+        return build_registry(block=block) if block else default_registry()
+    except ErError as exc:
+        raise ConfigError(problems + exc.problems) from None
 
-    # sources: names unique, mode vs count, files exist
+
+def _source_problems(
+    spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool
+) -> list[Problem]:
+    """Source names unique, HTML options valid, data files present."""
+    problems: list[Problem] = []
     names = [s.name for s in spec.sources]
     for i, s in enumerate(spec.sources):
         if names.index(s.name) != i:
-            problems.append(
-                _at(
-                    filename, lines, ("sources", i, "name"),
-                    message=f"source name {s.name!r} is used twice",
-                    fix="give every source a unique name",
-                )
-            )
+            problems.append(_at(filename, lines, ("sources", i, "name"), message=f"source name {s.name!r} is used twice",
+                                fix="give every source a unique name"))
         if s.html is not None:
             for j, fname in enumerate(s.html.fields or []):
                 if fname not in s.fields:
@@ -628,25 +693,28 @@ def resolve_job(
                 check_boilerplate_options(s.html.boilerplate, s.html.language)
             except ValueError as exc:
                 problems.append(_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
-        if check_files and is_glob(s.path):
-            if not expand_source_path(base_dir, s.path):
-                problems.append(
-                    _at(
-                        filename, lines, ("sources", i, "path"),
-                        message=f"the pattern {s.path!r} matches no file (looked in {(base_dir / s.path).parent.resolve()})",
-                        fix="paths are relative to the YAML file's folder; check the pattern",
-                    )
+        if check_files and is_glob(s.path) and not expand_source_path(base_dir, s.path):
+            problems.append(
+                _at(
+                    filename, lines, ("sources", i, "path"),
+                    message=f"the pattern {s.path!r} matches no file (looked in {(base_dir / s.path).parent.resolve()})",
+                    fix="paths are relative to the YAML file's folder; check the pattern",
                 )
-        elif check_files:
-            p = (base_dir / s.path).resolve()
-            if not p.exists():
-                problems.append(
-                    _at(
-                        filename, lines, ("sources", i, "path"),
-                        message=f"data file {s.path!r} does not exist (looked at {p})",
-                        fix="paths are relative to the YAML file's folder; check the path",
-                    )
+            )
+        elif check_files and not is_glob(s.path) and not (base_dir / s.path).resolve().exists():
+            problems.append(
+                _at(
+                    filename, lines, ("sources", i, "path"),
+                    message=f"data file {s.path!r} does not exist (looked at {(base_dir / s.path).resolve()})",
+                    fix="paths are relative to the YAML file's folder; check the path",
                 )
+            )
+    return problems
+
+
+def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) -> list[Problem]:
+    """The mode's number of sources; one of 'blocker' and 'blockers'."""
+    problems: list[Problem] = []
     expected = {"dedup": (1, 1), "link": (2, 2), "link_and_dedup": (1, 1000)}[spec.mode]
     if not expected[0] <= len(spec.sources) <= expected[1]:
         want = "exactly one source" if spec.mode == "dedup" else (
@@ -660,102 +728,121 @@ def resolve_job(
                 fix="use mode: link for two sources, link_and_dedup for several, dedup for one",
             )
         )
-    if spec.blocker is not None and spec.blockers is not None:
-        problems.append(
-            Problem(
-                where=_where(filename, lines, ("blocker",)),
-                path="blocker",
-                message="both 'blocker' and 'blockers' are set",
-                fix="use 'blockers:' with a list when you need several",
-            )
-        )
-
-    declared_fields = [f for s in spec.sources for f in s.fields]
-    for fname, steps in spec.normalize.items():
-        if fname not in declared_fields:
+    for fam in FAMILIES.values():
+        if fam.many is not None and getattr(spec, fam.section) is not None and getattr(spec, fam.many) is not None:
             problems.append(
-                _at(
-                    filename, lines, ("normalize", fname),
-                    message=f"field {fname!r} is not read by any source",
-                    fix=did_you_mean(fname, declared_fields) + f"fields of the sources: {choices_text(set(declared_fields))}",
+                Problem(
+                    where=_where(filename, lines, (fam.section,)),
+                    path=fam.section,
+                    message=f"both {fam.section!r} and {fam.many!r} are set",
+                    fix=f"use '{fam.many}:' with a list when you need several",
                 )
             )
-        for msg in check_steps(steps):
-            problems.append(
-                _at(filename, lines, ("normalize", fname), message=msg,
-                    fix="a normalizer name, a {type: NAME, option: value} mapping, or a list of them")
-            )
+    return problems
 
-    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
-    comps = _resolve_components(data, lines, filename, registry, problems, context)
-    # a component reading named fields may only name fields the sources declare
-    declared = [f for s in spec.sources for f in s.fields]
-    for comp in [comps["shingler"], comps["signature"], *comps["blockers"], comps["verifier"]]:
-        if comp is None:
-            continue
-        base = tuple(comp.yaml_path.replace("[", ".").replace("]", "").split("."))
-        base = tuple(int(x) if isinstance(x, str) and x.isdigit() else x for x in base)
-        for rel, fname in _field_refs(comp.params):
+
+_STEPS_FIX = "a normalizer name, a {type: NAME, option: value} mapping, or a list of them"
+
+
+def _resolve_normalizers(
+    section: Any,
+    declared: list[str] | None,
+    lines: dict[YamlPath, int],
+    filename: str,
+    registry: Registry,
+    problems: list[Problem],
+) -> dict[str, list[ComponentSpec]]:
+    """The ``normalize:`` section: per field, its chain of normalizers with validated options.
+
+    ``declared``: the fields the sources read (``None``: unknown, not checked).
+    """
+    if not isinstance(section, dict):
+        return {}  # the schema pass reports a section that is not a mapping
+    out: dict[str, list[ComponentSpec]] = {}
+    for fname, steps in section.items():
+        base: YamlPath = ("normalize", str(fname))
+        if declared is not None and fname not in declared:
+            problems.append(
+                _at(
+                    filename, lines, base,
+                    message=f"field {fname!r} is not read by any source",
+                    fix=did_you_mean(str(fname), declared) + f"fields of the sources: {choices_text(set(declared))}",
+                )
+            )
+        listed = isinstance(steps, list)
+        resolved, found = resolve_steps(steps, registry)
+        for p in found:
+            path = base + ((p.index,) if listed else ()) + ((p.key,) if p.key else ())
+            problems.append(_at(filename, lines, path, message=p.message, fix=p.fix or _STEPS_FIX))
+        if not found:
+            out[str(fname)] = [
+                ComponentSpec("normalizer", step[0], step[1], _render_path(base + ((i,) if listed else ())))
+                for i, step in enumerate(resolved)
+                if isinstance(step, tuple)
+            ]
+    return out
+
+
+def field_references(params: BaseModel, path: YamlPath = ()) -> list[tuple[YamlPath, str]]:
+    """Every source column a component's params name, with its YAML path below the component.
+
+    Found by type, whatever the parameter is called: a value typed
+    :data:`~er_framework.components.FieldRef` (also inside lists, tuples,
+    unions, as dict keys or values, and in nested models).
+    """
+    out: list[tuple[YamlPath, str]] = []
+    for name, info in type(params).model_fields.items():
+        out += _refs_in(getattr(params, name), info.annotation, tuple(info.metadata), path + (name,))
+    return out
+
+
+def _refs_in(value: Any, ann: Any, metadata: tuple[Any, ...], path: YamlPath) -> list[tuple[YamlPath, str]]:
+    if any(m is FIELD_REF for m in metadata):
+        return [(path, value)] if isinstance(value, str) else []
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is typing.Annotated:
+        return _refs_in(value, args[0], tuple(ann.__metadata__), path)
+    if origin in (typing.Union, types.UnionType):
+        out: list[tuple[YamlPath, str]] = []
+        for arm in args:
+            out += [ref for ref in _refs_in(value, arm, (), path) if ref not in out]
+        return out
+    if isinstance(value, BaseModel):
+        return field_references(value, path)
+    if isinstance(value, (list, tuple)):
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            items = list(args) + [typing.Any] * max(0, len(value) - len(args))
+        else:
+            items = [args[0] if args else typing.Any] * len(value)
+        return [ref for i, v in enumerate(value) for ref in _refs_in(v, items[i], (), path + (i,))]
+    if isinstance(value, dict):
+        key_ann, value_ann = args if len(args) == 2 else (typing.Any, typing.Any)
+        return [
+            ref
+            for k, v in value.items()
+            for ref in _refs_in(k, key_ann, (), path + (k,)) + _refs_in(v, value_ann, (), path + (k,))
+        ]
+    return []
+
+
+def _field_ref_problems(
+    comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str
+) -> list[Problem]:
+    """A component may only name fields the sources declare."""
+    problems: list[Problem] = []
+    for comp in comps:
+        parts = comp.yaml_path.replace("[", ".").replace("]", "").split(".")
+        base: YamlPath = tuple(int(x) if x.isdigit() else x for x in parts)
+        for rel, fname in field_references(comp.params):
             if fname not in declared:
-                ypath = base + rel
                 problems.append(
-                    Problem(
-                        where=_where(filename, lines, ypath),
-                        path=_render_path(ypath),
+                    _at(
+                        filename, lines, base + rel,
                         message=f"field {fname!r} is not read by any source",
                         fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
                     )
                 )
-    if problems:
-        raise ConfigError(problems)
-    assert comps["verifier"] is not None and comps["clusterer"] is not None
-    if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
-        spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
-    return Job(
-        spec=spec,
-        config_path=config_path or Path(filename),
-        base_dir=base_dir,
-        registry=registry,
-        context=context,
-        shingler=comps["shingler"],
-        signature=comps["signature"],
-        blockers=comps["blockers"],
-        verifier=comps["verifier"],
-        clusterer=comps["clusterer"],
-        raw=data,
-    )
-
-
-#: parameter names that hold field names (a name, a list of names, lists of lists, or models with ``field``)
-_FIELD_PARAMS = ("fields", "field", "key", "keys")
-
-
-def _field_refs(value: Any, path: YamlPath = ()) -> list[tuple[YamlPath, str]]:
-    """Every field name a component's params refer to, with its YAML path below the component."""
-    out: list[tuple[YamlPath, str]] = []
-    if isinstance(value, BaseModel):
-        for name in _FIELD_PARAMS:
-            if name in type(value).model_fields:
-                out += _field_names(getattr(value, name), path + (name,))
-        for name in type(value).model_fields:  # nested models (e.g. one rule per field)
-            v = getattr(value, name)
-            if name not in _FIELD_PARAMS and isinstance(v, (list, BaseModel)):
-                out += _field_refs(v, path + (name,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if isinstance(v, BaseModel):
-                out += _field_refs(v, path + (i,))
-    return out
-
-
-def _field_names(value: Any, path: YamlPath) -> list[tuple[YamlPath, str]]:
-    if isinstance(value, str):
-        return [(path, value)]
-    if isinstance(value, list):
-        return [ref for i, v in enumerate(value) for ref in _field_names(v, path + (i,))]
-    if isinstance(value, BaseModel):
-        return _field_refs(value, path)
-    return []
+    return problems
 
 
 def _resolve_one(
@@ -826,64 +913,80 @@ def _resolve_components(
     problems: list[Problem],
     context: Context,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"shingler": None, "signature": None, "blockers": [], "verifier": None, "clusterer": None}
-    if data.get("shingler") is not None:
-        out["shingler"] = _resolve_one("shingler", data["shingler"], ("shingler",), filename, lines, registry, problems)
-    if data.get("signature") is not None:
-        out["signature"] = _resolve_one("signature", data["signature"], ("signature",), filename, lines, registry, problems)
-    blocker_sections: list[tuple[YamlPath, Any]] = []
-    if data.get("blockers") is not None and not isinstance(data["blockers"], list):
+    """The component sections of the job, family by family (:data:`FAMILIES`), then the rules between them.
+
+    Returns ``{family: ComponentSpec | None}`` (a list for a family allowing several).
+    """
+    out: dict[str, Any] = {}
+    for fam in FAMILIES.values():
+        if fam.per_field:
+            continue
+        if fam.many is not None:
+            out[fam.name] = _resolve_many(fam, data, lines, filename, registry, problems)
+            continue
+        field = JobSpec.model_fields.get(fam.section)
+        default = None if field is None or field.is_required() else field.get_default(call_default_factory=True)
+        section = data.get(fam.section, default)
+        out[fam.name] = (
+            None if section is None
+            else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
+        )
+    # cross-component rules
+    context.peers = {
+        name: spec.params for name, spec in out.items() if isinstance(spec, ComponentSpec)
+    }
+    problems += _rule_problems(out, data, lines, filename, registry, context)
+    return out
+
+
+def _resolve_many(
+    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    problems: list[Problem],
+) -> list[ComponentSpec]:
+    """A family named by a list (``blockers: [...]``) or by its one-member key (``blocker: {...}``)."""
+    assert fam.many is not None
+    sections: list[tuple[YamlPath, Any]] = []
+    if data.get(fam.many) is not None and not isinstance(data[fam.many], list):
         problems.append(
             _at(
-                filename, lines, ("blockers",),
-                message=f"blockers must be a list, got {type(data['blockers']).__name__}",
-                fix="write blockers: [{type: NAME, …}] (or blocker: {type: NAME} for one)",
+                filename, lines, (fam.many,),
+                message=f"{fam.many} must be a list, got {type(data[fam.many]).__name__}",
+                fix=f"write {fam.many}: [{{type: NAME, …}}] (or {fam.section}: {{type: NAME}} for one)",
             )
         )
-    if isinstance(data.get("blockers"), list):
-        blocker_sections = [(("blockers", i), b) for i, b in enumerate(data["blockers"])]
-    elif data.get("blocker") is not None:
-        blocker_sections = [(("blocker",), data["blocker"])]
-    for path, section in blocker_sections:
-        spec = _resolve_one("blocker", section, path, filename, lines, registry, problems)
-        if spec is not None:
-            out["blockers"].append(spec)
-    if data.get("verifier") is not None:
-        out["verifier"] = _resolve_one("verifier", data["verifier"], ("verifier",), filename, lines, registry, problems)
-    cluster = data.get("cluster", {"type": "label_propagation"})
-    out["clusterer"] = _resolve_one("clusterer", cluster, ("cluster",), filename, lines, registry, problems)
-
-    if not blocker_sections and "blockers" not in data and "blocker" not in data:
+    if isinstance(data.get(fam.many), list):
+        sections = [((fam.many, i), b) for i, b in enumerate(data[fam.many])]
+    elif data.get(fam.section) is not None:
+        sections = [((fam.section,), data[fam.section])]
+    specs = [_resolve_one(fam.name, section, path, filename, lines, registry, problems) for path, section in sections]
+    if not sections and fam.many not in data and fam.section not in data and fam.name == "blocker":
         problems.append(
             Problem(
                 where=filename,
-                path="blockers",
+                path=fam.many,
                 message="no blocker configured: comparing all pairs is what this framework avoids",
-                fix=f"add blockers: [{{type: NAME}}]; installed: {choices_text(registry.names('blocker'))}",
+                fix=f"add {fam.many}: [{{type: NAME}}]; installed: {choices_text(registry.names(fam.name))}",
             )
         )
+    return [s for s in specs if s is not None]
 
-    # cross-component rules
-    peers: dict[str, Params] = {}
-    for fam in ("shingler", "signature", "verifier", "clusterer"):
-        if out[fam] is not None:
-            peers[fam] = out[fam].params
-    context.peers = peers
+
+def _rule_problems(
+    comps: dict[str, Any], data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    context: Context,
+) -> list[Problem]:
+    """Each component's own rules (:meth:`Component.check`) and the stages the blockers and verifier need."""
+    problems: list[Problem] = []
     needs: dict[str, list[str]] = {}
-    for comp, path in [(c, c.yaml_path) for c in out["blockers"]] + (
-        [(out["verifier"], "verifier")] if out["verifier"] is not None else []
-    ):
-        for msg in comp.cls.check(comp.params, context):
-            problems.append(Problem(where=filename, path=path, message=msg, fix=""))
-        if issubclass(comp.cls, (Blocker, Verifier)):
-            for need in comp.cls.needs:
-                needs.setdefault(need, []).append(f"{path} ({comp.cls.name})")
-    if out["shingler"] is not None:
-        for msg in out["shingler"].cls.check(out["shingler"].params, context):
-            problems.append(Problem(where=filename, path="shingler", message=msg))
-    if out["signature"] is not None:
-        for msg in out["signature"].cls.check(out["signature"].params, context):
-            problems.append(Problem(where=filename, path="signature", message=msg))
+    for fam in comps.values():
+        for comp in fam if isinstance(fam, list) else [fam]:
+            if comp is None:
+                continue
+            for msg in comp.cls.check(comp.params, context):
+                problems.append(Problem(where=filename, path=comp.yaml_path, message=msg, fix=""))
+            if issubclass(comp.cls, (Blocker, Verifier)):
+                for need in comp.cls.needs:
+                    needs.setdefault(need, []).append(f"{comp.yaml_path} ({comp.cls.name})")
     if "signatures" in needs and data.get("signature") is None:
         problems.append(
             Problem(
@@ -903,4 +1006,4 @@ def _resolve_components(
                 fix=f"add shingler: {{type: NAME}}; installed: {choices_text(registry.names('shingler'))}",
             )
         )
-    return out
+    return problems

@@ -2,20 +2,21 @@
 
 ``er schema > er-job.schema.json`` and point the editor's YAML language server
 at it (``# yaml-language-server: $schema=er-job.schema.json``) for completion
-of keys, component names and their parameters.
+of keys, component names and their parameters. The component sections come
+from the family table (:data:`~er_framework.components.FAMILIES`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from er_framework.components import FAMILIES
 from er_framework.config.job import JobSpec
 from er_framework.registry import Registry, default_registry
 
-_SECTIONS = {"shingler": "shingler", "signature": "signature", "verifier": "verifier", "cluster": "clusterer"}
-
 
 def _component_schema(registry: Registry, family: str) -> dict[str, Any]:
+    """``{type: NAME, ...params}`` for each installed component of ``family``, as ``anyOf``."""
     options = []
     for name in registry.names(family):
         cls = registry.components[family][name].cls
@@ -35,6 +36,17 @@ def _component_schema(registry: Registry, family: str) -> dict[str, Any]:
     return {"anyOf": options} if options else {"type": "object"}
 
 
+def _per_field_schema(registry: Registry, family: str, description: str) -> dict[str, Any]:
+    """``{field: step | [step, ...]}`` where a step is a member's name or its ``{type: NAME, ...options}``."""
+    names = registry.names(family)
+    step: dict[str, Any] = {"anyOf": [{"enum": names} if names else {"type": "string"}, _component_schema(registry, family)]}
+    return {
+        "type": "object",
+        "description": description,
+        "additionalProperties": {"anyOf": [step, {"type": "array", "items": step}]},
+    }
+
+
 def job_json_schema(registry: Registry | None = None) -> dict[str, Any]:
     """The job file's JSON Schema (draft 2020-12)."""
     registry = registry or default_registry()
@@ -42,9 +54,12 @@ def job_json_schema(registry: Registry | None = None) -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "er-framework job"
     props = schema["properties"]
-    for key, family in _SECTIONS.items():
-        props[key] = _component_schema(registry, family)
-    blocker = _component_schema(registry, "blocker")
-    props["blocker"] = blocker
-    props["blockers"] = {"type": "array", "items": blocker}
+    for fam in FAMILIES.values():
+        if fam.per_field:
+            props[fam.section] = _per_field_schema(registry, fam.name, props.get(fam.section, {}).get("description", ""))
+            continue
+        component = _component_schema(registry, fam.name)
+        props[fam.section] = component
+        if fam.many is not None:
+            props[fam.many] = {"type": "array", "items": component}
     return schema

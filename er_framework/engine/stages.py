@@ -134,7 +134,7 @@ def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, di
     """The job's ``normalize:`` steps applied to ``records``: a new :class:`Records` and per-field stats."""
     fields = dict(records.fields)
     stats: dict[str, Any] = {}
-    for name, (values, st) in normalize_fields(records, job.spec.normalize, workers).items():
+    for name, (values, st) in normalize_fields(records, job.normalizer_chains(), workers).items():
         fields[name], stats[name] = values, st
     return Records(records.ids, records.source, records.source_names, fields), stats
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, Field
 
+from er_framework import hookimpl
 from er_framework.cli.main import main
+from er_framework.components import FieldRef, Normalizer, Params, Shingler
+from er_framework.config.job import field_references, parse_job
+from er_framework.data import TokenSets
+from er_framework.errors import ConfigError
+from er_framework.executors import run_job
+from er_framework.registry import build_registry
 
 GOOD = """\
 mode: dedup
@@ -199,3 +208,138 @@ def test_wrong_shapes_are_reported_once_each(tmp_path: Path, capsys: pytest.Capt
             .replace("verifier:\n  type: jaccard\n", "verifier: jaccard\n"))
     err = expect_error(tmp_path, capsys, text, "blockers must be a list", "verifier: expected a mapping with 'type: …'")
     assert "2 problems found" in err
+
+
+# ---------------------------------------------------------------------------
+# normalizers from plugins, and field references found by their type
+
+class KeepParams(Params):
+    length: int = Field(default=3, ge=1, strict=True, description="characters kept")
+    upper: bool = Field(default=False, strict=True, description="upper-case the result")
+
+
+class KeepFirst(Normalizer):
+    """A third-party normalizer: the first ``length`` characters of each word."""
+
+    name = "keep_first"
+    summary = "first characters of each word"
+    Params = KeepParams
+
+    def per_value(self):
+        p = self.params
+        def f(s: str) -> str:
+            out = " ".join(w[: p.length] for w in s.split())
+            return out.upper() if p.upper else out
+        return f
+
+
+class Inner(BaseModel):
+    src: FieldRef
+    label: str = "x"  # not a field: never checked
+
+
+class OddParams(Params):
+    columnz: list[FieldRef] = Field(default_factory=list)
+    pick: Inner | None = None
+    weights: dict[FieldRef, int] = Field(default_factory=dict)
+    fields: list[str] = Field(default_factory=list, description="named like a field list, typed as plain strings")
+
+
+class OddShingler(Shingler):
+    """Params that name columns under unusual names: checked by their type."""
+
+    name = "odd_shingler"
+    Params = OddParams
+
+    def shingle(self, records):  # pragma: no cover - never run
+        return TokenSets.from_sets([[]] * len(records))
+
+
+PLUGIN = types.ModuleType("erx_test_plugin")
+PLUGIN.er_register_normalizers = hookimpl(lambda: [KeepFirst])  # type: ignore[attr-defined]
+PLUGIN.er_register_shinglers = hookimpl(lambda: [OddShingler])  # type: ignore[attr-defined]
+
+
+def plugin_registry():
+    return build_registry(extra_modules=[PLUGIN], autoload=False)
+
+
+NORMALIZED = GOOD + "normalize:\n  text: [strip, {type: keep_first, length: 2, upper: true}]\n"
+
+
+def test_a_plugin_normalizer_is_usable_from_yaml_with_options(tmp_path: Path) -> None:
+    rows = [{"id": "a", "text": "  quick brown fox "}, {"id": "b", "text": "n/a"}, {"id": "c", "text": "qu br fo"}]
+    job = parse_job(setup(tmp_path, NORMALIZED, rows), registry=plugin_registry())
+    chain = job.normalizers["text"]
+    assert [s.cls.name for s in chain] == ["strip", "keep_first"]
+    assert chain[1].params == KeepParams(length=2, upper=True) and chain[1].yaml_path == "normalize.text[1]"
+    assert job.resolved()["normalize"] == {"text": [{"type": "strip"}, {"type": "keep_first", "length": 2, "upper": True}]}
+    res = run_job(job, write=False)
+    assert res.records.fields["text"] == ["QU BR FO", None, "QU BR FO"]
+    assert res.report["normalize"]["text"]["placeholders"] == 1
+    # the two records with the same key are one cluster
+    assert len(set(res.labels.tolist())) == 2
+
+
+def _problems(tmp_path: Path, text: str, rows: list[dict] | None = None) -> str:
+    with pytest.raises(ConfigError) as exc:
+        parse_job(setup(tmp_path, text, rows), registry=plugin_registry())
+    rendered = str(exc.value)
+    assert "Traceback" not in rendered
+    return rendered
+
+
+def test_a_bad_option_of_a_plugin_normalizer_names_file_line_and_option(tmp_path: Path) -> None:
+    text = GOOD + "normalize:\n  text:\n    - strip\n    - {type: keep_first, lenght: 2}\n    - {type: keep_first, length: 0}\n"
+    err = _problems(tmp_path, text)
+    assert "job.yaml:24: normalize.text[1].lenght: normalizer 'keep_first' has no option 'lenght'" in err
+    assert "did you mean 'length'? valid options: length, upper" in err
+    assert "job.yaml:25: normalize.text[2].length: option 'length' of normalizer 'keep_first' must be >= 1, got 0" in err
+    assert "fix: use a value >= 1" in err
+    err = _problems(tmp_path, GOOD + "normalize: {text: {type: keep_first, upper: yes please}}\n")
+    assert "job.yaml:21: normalize.text.upper: option 'upper' of normalizer 'keep_first' must be a boolean" in err
+
+
+def test_an_unknown_normalizer_suggests_the_closest(tmp_path: Path) -> None:
+    err = _problems(tmp_path, GOOD + "normalize:\n  text: [strip, keep_frist]\n")
+    assert "job.yaml:22: normalize.text[1]: unknown normalizer 'keep_frist'" in err
+    assert "did you mean 'keep_first'?" in err and "installed: address, date" in err
+    err = _problems(tmp_path, GOOD + "normalize:\n  text: {keep_first: {length: 2}}\n")
+    assert "needs a 'type' key" in err and "write {type: keep_first, ...options}" in err
+
+
+def test_normalizers_are_checked_even_when_the_schema_fails(tmp_path: Path) -> None:
+    err = _problems(tmp_path, GOOD.replace("mode: dedup", "mode: dedupe") + "normalize: {text: txet}\n")
+    assert "dedupe" in err and "unknown normalizer 'txet'" in err and "did you mean 'text'?" in err
+
+
+ODD = GOOD.replace("  type: char\n  k: 5\n", "  type: odd_shingler\n  columnz: [text, txt]\n  pick: {src: body, label: txt}\n"
+                   "  weights: {tetx: 2, text: 1}\n  fields: [not_a_column]\n")
+
+
+def test_field_references_are_found_by_type_not_by_name(tmp_path: Path) -> None:
+    err = _problems(tmp_path, ODD)
+    assert "shingler.columnz[1]: field 'txt' is not read by any source" in err
+    assert "shingler.pick.src: field 'body' is not read by any source" in err
+    assert "shingler.weights.tetx: field 'tetx' is not read by any source" in err and "did you mean 'text'?" in err
+    assert "job.yaml:11: shingler.columnz[1]" in err and "job.yaml:13: shingler.weights.tetx" in err
+    # a plain-string parameter named 'fields', and a string inside a nested model, are not field references
+    assert "not_a_column" not in err and "'x'" not in err and "label" not in err
+    assert "3 problems found" in err
+
+
+def test_field_references_of_the_built_in_components() -> None:
+    reg = build_registry(autoload=False)
+    fh = reg.components["blocker"]["field_hash"].cls
+    sn = reg.components["blocker"]["sorted_neighbourhood"].cls
+    fs = reg.components["verifier"]["field_score"].cls
+    grid = reg.components["shingler"]["grid_cells"].cls
+    assert field_references(fh.Params(fields=[["first", "last"], "zip"], max_block_size=9)) == [
+        (("fields", 0, 0), "first"), (("fields", 0, 1), "last"), (("fields", 1), "zip")]
+    assert field_references(sn.Params(key=["last", "first"], prefix={"first": 1})) == [
+        (("key", 0), "last"), (("key", 1), "first"), (("prefix", "first"), "first")]
+    refs = field_references(fs.Params(fields=[{"field": ["a", "b"], "name": "ab"}, {"field": "c"}]))
+    assert refs == [(("fields", 0, "field", 0), "a"), (("fields", 0, "field", 1), "b"), (("fields", 1, "field"), "c")]
+    assert field_references(grid.Params(field="x", y_field="y", normalized=True)) == [(("field",), "x"), (("y_field",), "y")]
+    assert field_references(OddParams(columnz=["a"], pick=Inner(src="b", label="c"), weights={"d": 1}, fields=["e"])) == [
+        (("columnz", 0), "a"), (("pick", "src"), "b"), (("weights", "d"), "d")]
