@@ -627,33 +627,43 @@ def _validate_spec(
     data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
 ) -> JobSpec | None:
     """Pass 2: unknown keys (reported by us, with the allowed list), then the rest of the schema by pydantic."""
-    problems += _extra_key_problems(data, JobSpec, (), filename, lines)
-    for key, model in _NESTED_SECTIONS.items():
-        if isinstance(data.get(key), dict):
-            problems += _extra_key_problems(data[key], model, (key,), filename, lines)
-    if isinstance(data.get("sources"), list):
-        for i, s in enumerate(data["sources"]):
-            if isinstance(s, dict):
-                problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
-                if isinstance(s.get("html"), dict):
-                    problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
-    clean = {k: v for k, v in data.items() if k in JobSpec.model_fields}
-    for key, model in _NESTED_SECTIONS.items():
-        if isinstance(clean.get(key), dict):
-            clean[key] = {k: v for k, v in clean[key].items() if k in model.model_fields}
-    if isinstance(clean.get("sources"), list):
-        clean["sources"] = [
-            {k: v for k, v in s.items() if k in SourceSpec.model_fields} if isinstance(s, dict) else s
-            for s in clean["sources"]
-        ]
-        for s in clean["sources"]:
-            if isinstance(s, dict) and isinstance(s.get("html"), dict):
-                s["html"] = {k: v for k, v in s["html"].items() if k in HtmlSpec.model_fields}
+    problems += _unknown_keys(data, lines, filename)
     try:
-        return JobSpec.model_validate(clean)
+        return JobSpec.model_validate(_known_keys(data))
     except ValidationError as exc:
         problems += _pydantic_problems(exc, filename, lines, ())
         return None
+
+
+def _unknown_keys(data: dict[str, Any], lines: dict[YamlPath, int], filename: str) -> list[Problem]:
+    """Unknown keys of the job, of its nested sections and of each source, with did-you-mean."""
+    problems = _extra_key_problems(data, JobSpec, (), filename, lines)
+    for key, model in _NESTED_SECTIONS.items():
+        if isinstance(data.get(key), dict):
+            problems += _extra_key_problems(data[key], model, (key,), filename, lines)
+    for i, s in enumerate(data["sources"] if isinstance(data.get("sources"), list) else []):
+        if isinstance(s, dict):
+            problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
+            if isinstance(s.get("html"), dict):
+                problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
+    return problems
+
+
+def _known_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the unknown keys (reported already), for the schema's other checks."""
+    def only(section: Any, model: type[BaseModel]) -> Any:
+        return {k: v for k, v in section.items() if k in model.model_fields} if isinstance(section, dict) else section
+
+    clean = only(data, JobSpec)
+    for key, model in _NESTED_SECTIONS.items():
+        if key in clean:
+            clean[key] = only(clean[key], model)
+    if isinstance(clean.get("sources"), list):
+        clean["sources"] = [only(s, SourceSpec) for s in clean["sources"]]
+        for s in clean["sources"]:
+            if isinstance(s, dict) and "html" in s:
+                s["html"] = only(s["html"], HtmlSpec)
+    return clean
 
 
 def _job_registry(data: dict[str, Any], registry: Registry | None, problems: list[Problem]) -> Registry:
