@@ -345,6 +345,8 @@ def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
     assert [p.split(",")[1::2] for p in pairs] == [["1", "2"]]  # Robert and Rupert: r16; Rubin r15
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["normalize"]["name"]["placeholders"] == 1
+    assert report["versions"]["components"]["normalizer:sound_key"]["distribution"] == "erx-sound"
+    assert report["versions"]["components"]["normalizer:text"]["plugin"] == "normalizers"
 
     job.write_text(job.read_text().replace("length: 3", "length: 30"))
     res = run_er(["validate", str(job)], env)

@@ -40,6 +40,7 @@ def versions(job: Job) -> dict[str, Any]:
     """Versions of the framework, Python, numpy and the plugin of every component the job uses."""
     used: dict[str, Any] = {}
     specs: list[ComponentSpec | None] = [job.shingler, job.signature, *job.blockers, job.verifier, job.clusterer]
+    specs += [step for chain in job.normalizers.values() for step in chain]
     for spec in specs:
         if spec is None:
             continue
