@@ -354,7 +354,7 @@ def scale_graph(n_edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np
         extra_r = base + (rng.random(short) * size).astype(np.int64)
         p = Pairs(
             np.concatenate([p.left, extra_l]), np.concatenate([p.right, extra_r]),
-            np.concatenate([p.score, rng.uniform(0.5, 1.0, short)]),  # type: ignore[list-item]
+            np.concatenate([p.score, rng.uniform(0.5, 1.0, short)]),
         ).normalized()
     if len(p) > n_edges:  # trim to exactly n_edges (drop random large-component edges, not the paths)
         removable = np.flatnonzero((p.left >= n_small) & (p.right != p.left + 1))

@@ -590,7 +590,7 @@ def _fast_justext() -> Any:
         def normalize(text: str) -> str:
             return space_run.sub(" ", newline_run.sub("\n", text))
 
-        class FastParagraph(Paragraph):  # type: ignore[misc]
+        class FastParagraph(Paragraph):
             _cached: str | None = None
 
             @property
@@ -606,7 +606,7 @@ def _fast_justext() -> Any:
                 self._cached = None
                 return text
 
-        class FastParagraphMaker(core.ParagraphMaker):  # type: ignore[misc]
+        class FastParagraphMaker(core.ParagraphMaker):
             def _start_new_pragraph(self) -> None:
                 super()._start_new_pragraph()
                 if type(self.paragraph) is Paragraph:

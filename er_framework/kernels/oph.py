@@ -85,7 +85,8 @@ def check_num_perm(num_perm: int) -> int:
 def oph_salts(seed: int) -> tuple[int, int, int]:
     """``s_j = mix64((seed + j * 0x9E3779B97F4A7C15) mod 2**64)`` for ``j = 1, 2, 3``."""
     s = int(seed) & MASK64
-    return tuple(mix64_reference((s + j * GOLDEN) & MASK64) for j in (1, 2, 3))  # type: ignore[return-value]
+    s1, s2, s3 = (mix64_reference((s + j * GOLDEN) & MASK64) for j in (1, 2, 3))
+    return s1, s2, s3
 
 
 def probe_bins(num_perm: int, seed: int, attempt: int) -> UInt64Array:

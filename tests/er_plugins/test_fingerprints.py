@@ -351,7 +351,7 @@ def test_cell_overlap_verifier_contract() -> None:
     batch = _batch(minutiae_records())
     pairs = Pairs(np.array([0, 0, 2, 4]), np.array([1, 7, 3, 5]))
     for kind in ("jaccard", "agreement", "overlap"):
-        scores = check_verifier(CellOverlap(CellOverlap.Params(kind=kind, threshold=0.5)), batch, pairs)  # type: ignore[arg-type]
+        scores = check_verifier(CellOverlap(CellOverlap.Params(kind=kind, threshold=0.5)), batch, pairs)
         assert scores[1] == 1.0 and scores[2] == 0.0  # identical prints; two empty prints
     assert CellOverlap.check(CellOverlap.Params(), Context()) != []
     assert CellOverlap.check(CellOverlap.Params(), Context(threshold=0.5)) == []

@@ -355,10 +355,10 @@ def test_cell_overlap_matches_reference(pairs: list[tuple[set[int], set[int]]]) 
     left = np.arange(0, 2 * len(pairs), 2)
     right = left + 1
     for kind in ("jaccard", "agreement", "overlap"):
-        got = cell_overlap(bits, left, right, kind, chunk_pairs=4)  # type: ignore[arg-type]
-        ref = cell_overlap_reference([p[0] for p in pairs], [p[1] for p in pairs], kind)  # type: ignore[arg-type]
+        got = cell_overlap(bits, left, right, kind, chunk_pairs=4)
+        ref = cell_overlap_reference([p[0] for p in pairs], [p[1] for p in pairs], kind)
         assert np.allclose(got, ref, rtol=0, atol=1e-12)
-        assert np.allclose(cell_overlap(bits, right, left, kind), got)  # type: ignore[arg-type]
+        assert np.allclose(cell_overlap(bits, right, left, kind), got)
     j = cell_overlap(bits, left, right, "jaccard")
     assert np.allclose(cell_overlap(bits, left, right, "agreement"), 2 * j / (1 + j))
 
@@ -366,6 +366,6 @@ def test_cell_overlap_matches_reference(pairs: list[tuple[set[int], set[int]]]) 
 def test_cell_overlap_empty_prints_score_zero() -> None:
     bits = pack_bits(TokenSets.from_sets([[], [], [1, 2]]), 10)
     for kind in ("jaccard", "agreement", "overlap"):
-        assert cell_overlap(bits, np.array([0, 0]), np.array([1, 2]), kind).tolist() == [0.0, 0.0]  # type: ignore[arg-type]
+        assert cell_overlap(bits, np.array([0, 0]), np.array([1, 2]), kind).tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="kind"):
         cell_overlap(bits, np.array([0]), np.array([1]), "cosine")  # type: ignore[arg-type]
