@@ -48,6 +48,10 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: :class:`Params` under a name that the ``Params`` attribute of :class:`Component` does not shadow
+_ParamsModel = Params
+
+
 @dataclass(frozen=True)
 class FieldRefMarker:
     """Marks a parameter (or an item of one) as the name of a source column: see :data:`FieldRef`."""
@@ -99,12 +103,12 @@ class Component:
     #: one line shown by ``er plugins``
     summary: ClassVar[str] = ""
 
-    def __init__(self, params: Params | None = None, context: Context | None = None) -> None:
+    def __init__(self, params: _ParamsModel | None = None, context: Context | None = None) -> None:
         self.params = params if params is not None else self.Params()
         self.context = context if context is not None else Context()
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: _ParamsModel, context: Context) -> list[str]:
         """Cross-field and cross-component rules; return one message per problem."""
         return []
 
