@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from er_framework.cli.common import run_with_progress
+from er_framework.cli.common import run_with_progress, workers_arg
 from er_framework.data import Records
 from er_framework.errors import ErError, Problem
 
@@ -51,7 +52,9 @@ def _record_arg(index: Any, text: str, source: str | None) -> Records:
         raise ErError(Problem(where="--record", message=f"unknown field(s): {', '.join(unknown)}",
                               fix=f"fields of source {spec.name!r}: {', '.join(spec.fields)}"))
     rec_id = str(obj.get(spec.id, "query"))
-    fields = {f: [None if obj.get(f) is None else str(obj.get(f))] for f in spec.fields}
+    fields: dict[str, Sequence[str | None]] = {
+        f: [None if obj.get(f) is None else str(obj.get(f))] for f in spec.fields
+    }
     return Records.from_columns([rec_id], fields, spec.name)
 
 
@@ -165,7 +168,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, workers_arg: Any) -> None:
+def add_parser(sub: Any) -> None:
+    """``er index build|add|remove|info`` and ``er query``."""
     p = sub.add_parser("index", help="a persistent index: build, add, remove, info",
                        description="A saved index that answers queries and grows without recomputing everything; "
                        "cluster ids stay stable (see README: Persistent index).")

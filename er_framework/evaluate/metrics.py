@@ -57,7 +57,6 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from er_framework.kernels.graph import connected_component_labels
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.io.tables import (
     SUPPORTED_EXTENSIONS,
@@ -73,13 +72,13 @@ from er_framework.io.tables import (
     read_parquet_columns,
     write_outputs,
 )
+from er_framework.kernels.graph import connected_component_labels
 
 __all__ = [
     "CLUSTER_COLUMNS",
     "ID_COLUMNS",
     "PAIR_COLUMNS",
     "Truth",
-    "cmd_evaluate",
     "evaluate",
     "format_table",
     "load_truth",
@@ -1209,27 +1208,3 @@ def format_table(metrics: dict[str, Any]) -> str:
 def write_metrics(out_dir: str | Path, metrics: dict[str, Any]) -> Path:
     """Write ``out_dir/evaluation.json`` atomically; returns its path."""
     return write_outputs(out_dir, {}, {"evaluation": metrics})["evaluation"]
-
-
-def cmd_evaluate(args: Any) -> int:
-    """``er evaluate OUT_DIR --truth FILE [--id-column C] [--cluster-column C] [--json]``.
-
-    Prints the table (or the JSON with ``--json``) and writes
-    ``OUT_DIR/evaluation.json``. Bad input raises :class:`InputError`.
-    """
-    truth = load_truth(
-        args.truth,
-        id_column=getattr(args, "id_column", None),
-        cluster_column=getattr(args, "cluster_column", None),
-        left=getattr(args, "left", None),
-        right=getattr(args, "right", None),
-        source=getattr(args, "source", None),
-    )
-    metrics = evaluate(args.out_dir, truth)
-    path = write_metrics(args.out_dir, metrics)
-    if getattr(args, "json", False):
-        print(json.dumps(metrics, indent=2, ensure_ascii=False))
-    else:
-        print(format_table(metrics))
-        print(f"\nwrote {path}")
-    return 0

@@ -968,7 +968,7 @@ def _group_long(
         if g == len(rows):
             rows.append([])
         rows[g].append(i)
-    out = {
+    out: dict[str, list[str | None]] = {
         f: [json.dumps([col[i] for i in members], ensure_ascii=False) for members in rows]
         for f, col in columns.items()
     }

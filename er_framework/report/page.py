@@ -43,7 +43,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
 
-__all__ = ["cmd_report", "render_report", "write_report"]
+__all__ = ["render_report", "write_report"]
 
 #: Characters of each field shown for an example record.
 SNIPPET_CHARS = 200
@@ -1015,14 +1015,3 @@ def write_report(
             except OSError:
                 pass
     return target
-
-
-def cmd_report(args: Any) -> int:
-    """``er report OUT_DIR [--config JOB.yaml] [--examples N]``: write and print the page's path."""
-    path = write_report(
-        args.out_dir,
-        config_path=getattr(args, "config", None),
-        max_examples=getattr(args, "max_examples", None) or 5,
-    )
-    print(path)
-    return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from fractions import Fraction
@@ -15,7 +14,6 @@ from er_framework.errors import InputError
 from er_framework.evaluate.metrics import (
     adjusted_rand_index,
     bcubed,
-    cmd_evaluate,
     evaluate,
     format_table,
     load_truth,
@@ -366,11 +364,11 @@ def test_bad_input_errors(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------
-# writing and the command
+# writing
 # --------------------------------------------------------------------------
 
 
-def test_write_metrics_and_cmd_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_write_metrics(tmp_path: Path) -> None:
     out = write_run(tmp_path / "o", PRED, VERIFIED)
     truth = cluster_truth(tmp_path)
     m = evaluate(out, load_truth(truth))
@@ -378,33 +376,6 @@ def test_write_metrics_and_cmd_evaluate(tmp_path: Path, capsys: pytest.CaptureFi
     assert path == out / "evaluation.json"
     assert json.loads(path.read_text())["clusters"]["bcubed_f1"] == pytest.approx(7 / 9)
     assert not [p for p in out.iterdir() if p.name.startswith(".er-tmp")]
-
-    args = argparse.Namespace(out_dir=str(out), truth=str(truth), id_column=None, cluster_column=None, json=True)
-    assert cmd_evaluate(args) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
-    args.json = False
-    args.cluster_column = "cluster"
-    assert cmd_evaluate(args) == 0
-    text = capsys.readouterr().out
-    assert "B-cubed F1" in text and "evaluation.json" in text
-
-
-def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from er_framework.cli.main import build_parser
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(["evaluate", "x", "--truth", "t.csv", "--json"])
-    except SystemExit:
-        pytest.skip("the CLI has no evaluate subcommand yet")
-    assert args.truth == "t.csv" and args.json
-    out = write_run(tmp_path / "o", PRED, VERIFIED)
-    from er_framework.cli.main import main
-
-    assert main(["evaluate", str(out), "--truth", str(cluster_truth(tmp_path))]) == 0
-    assert "adjusted Rand index" in capsys.readouterr().out
-    assert main(["evaluate", str(out), "--truth", str(tmp_path / "missing.csv")]) == 2
 
 
 # --------------------------------------------------------------------------

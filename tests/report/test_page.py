@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import textwrap
@@ -16,7 +15,7 @@ pytest.importorskip("matplotlib")
 from er_framework.config.job import parse_job
 from er_framework.errors import InputError
 from er_framework.executors import run_job
-from er_framework.report.page import cmd_report, wilson_interval, write_report
+from er_framework.report.page import wilson_interval, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
@@ -160,11 +159,6 @@ def test_missing_report_json_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such output folder"):
         write_report(tmp_path / "nope")
     assert not (tmp_path / "report.html").exists()
-
-
-def test_cmd_report_prints_the_path(shipped: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    assert cmd_report(argparse.Namespace(out_dir=str(shipped["documents"]))) == 0
-    assert capsys.readouterr().out.strip() == str(shipped["documents"] / "report.html")
 
 
 def test_wilson_interval() -> None:

@@ -1,0 +1,26 @@
+"""What the er commands share (er_framework.cli.common): --workers values, the progress bar."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from er_framework.cli.common import progress_bar, workers_arg
+
+
+@pytest.mark.parametrize(("text", "value"), [("auto", "auto"), ("1", 1), ("16", 16), ("1024", 1024)])
+def test_workers_arg_accepts(text: str, value: int | str) -> None:
+    assert workers_arg(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "1025", "-2", "two", "", "1.5"])
+def test_workers_arg_refuses(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a whole number from 1 to 1024 or 'auto'"):
+        workers_arg(text)
+
+
+def test_no_progress_bar_when_quiet() -> None:
+    update, close = progress_bar(True)
+    assert update is None
+    close()

@@ -1,0 +1,41 @@
+"""``er index build|add|remove|info`` and ``er query`` (er_framework.cli.index) on the shipped documents job."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from er_framework.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict[str, str]]:
+    lines = (ROOT / "configs/data/docs.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_build_query_remove_info(tmp_path: Path, docs: list[dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "docs.erx"
+    assert main(["index", "build", str(ROOT / "configs/documents.yaml"), "--index", str(path)]) == 0
+    assert f"index {path}: {len(docs)} records" in capsys.readouterr().out
+
+    first = docs[0]
+    assert main(["query", str(path), "--text", first["text"], "--top-k", "1"]) == 0
+    (match,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert match["id"] == first["id"] and match["score"] == 1.0
+
+    assert main(["index", "remove", str(path), first["id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["removed"] == 1
+    assert main(["index", "info", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == len(docs) - 1
+
+
+def test_query_needs_exactly_one_kind_of_item(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["query", str(tmp_path / "any.erx")]) == 2
+    assert "give exactly one of --text, --record, --file" in capsys.readouterr().err
+    assert main(["index", "remove", str(tmp_path / "any.erx")]) == 2
+    assert "no ids given" in capsys.readouterr().err
