@@ -135,9 +135,23 @@ class Shingler(Component):
 
     family = "shingler"
     streamable: ClassVar[bool] = True
+    #: with ``streamable = False``: true when a record's token set still depends
+    #: on that record alone (the one call only serves the error messages and the
+    #: report), so an executor may shingle partition by partition and combine
+    #: the partitions' :meth:`partition_report` with :meth:`merge_reports`
+    partitionable: ClassVar[bool] = False
 
     def shingle(self, records: Records) -> TokenSets:
         raise NotImplementedError
+
+    def partition_report(self) -> dict[str, Any]:
+        """What the last :meth:`shingle` call contributes to the run's report, in a form
+        :meth:`merge_reports` combines (e.g. counts to sum). Default: nothing."""
+        return {}
+
+    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
+        """Make :meth:`describe` report the whole run from its partitions' :meth:`partition_report`
+        (as if one call had seen every record). Default: nothing to combine."""
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         """Every record's tokens in any order, repeats allowed (rows need not be sets).
@@ -197,6 +211,25 @@ class Blocker(Component):
         """Buckets with more members than this are skipped, as :meth:`candidates` skips them."""
         return None
 
+    def window_keys(self, batch: Batch) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] | None:
+        """Sort keys of a blocker that pairs records within a window of a sort order: one ``(rows, keys)`` per pass.
+
+        Record ``rows[i]`` sorts by ``keys[i]`` (a numpy ``StringDType``
+        array, compared in code-point order; a record missing from a pass is
+        left out of its ``rows``). :meth:`candidates` must equal: per pass,
+        the rows sorted by ``(key, row)``, each paired with the next
+        ``window_size() - 1`` rows of that order (in link mode only the
+        pairs of different sources), the passes unioned. A key depends on its
+        record alone, so an executor can sort the records of many partitions
+        together (sampled boundaries, sorted ranges, ``window_size() - 1``
+        records carried into the next range). ``None`` (default): no windows.
+        """
+        return None
+
+    def window_size(self) -> int:
+        """The window of :meth:`window_keys`: a record is paired with the next ``window_size() - 1`` records."""
+        raise NotImplementedError
+
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Optional: evidence of how the blocker behaves (for the report), e.g. the
         measured candidate rate by exact-similarity bin against its theory.
@@ -231,6 +264,30 @@ class Verifier(Component):
         raise ValueError(f"verifier {self.name!r} has no threshold")
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+        raise NotImplementedError
+
+    # A verifier fitted on all candidate pairs (``pairwise = False``) may offer the
+    # three methods below; an executor then scores partition by partition: the
+    # codes of each part's pairs where its records are, their counts summed,
+    # one fit on the sums, and each pair's score looked up by its code.
+
+    def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64] | None:
+        """A discrete code of every pair (e.g. its comparison pattern) that depends on the pair's two
+        records alone, and on which the fitted score depends alone. ``None`` (default): no codes."""
+        return None
+
+    def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
+        """Pairs of the batch's records besides the candidates whose codes the fit also counts (e.g. random
+        pairs), chosen from the records' sources alone (same seed, same pairs); indices into the batch,
+        in the order :meth:`pair_codes` sees them. Default: none."""
+        return Pairs.empty()
+
+    def fit_counts(
+        self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
+        sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64]:
+        """Fit on the distinct codes of all candidate pairs (sorted) with their counts, and those of the
+        :meth:`sample_pairs`; return the score of each of ``codes`` (and keep the report for :meth:`describe`)."""
         raise NotImplementedError
 
 

@@ -36,6 +36,7 @@ from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.kernels.bits import (
     TooManyPairs,
+    bool_from_bits,
     candidate_probabilities,
     candidate_probabilities_exact,
     cell_overlap,
@@ -46,6 +47,7 @@ from er_framework.kernels.bits import (
     pack_bits,
     row_popcount,
 )
+from er_framework.kernels.hashing import mix64
 
 __all__ = [
     "BitVector",
@@ -53,9 +55,14 @@ __all__ = [
     "GridBits",
     "GridCells",
     "parse_minutiae",
+    "set_members",
 ]
 
 FRAME_FIX = "declare width/height of the frame, or normalized: true"
+#: mixed into the bucket id of every cell set (:meth:`GridBits.lookup_keys`)
+SET_KEY_TAG = 0x47524944534554  # "GRIDSET"
+#: booleans unpacked at a time when listing the sets each print holds
+MEMBER_CHUNK = 1 << 24
 _SHOWN = 10
 
 
@@ -197,6 +204,9 @@ class GridCells(Shingler):
     #: one call with every print: bad prints are all reported at once and the
     #: report's occupancy covers every record
     streamable = False
+    #: but a print's cells depend on that print alone: partitions may be shingled
+    #: apart, and their counts summed give the same report (:meth:`merge_reports`)
+    partitionable = True
 
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
@@ -281,17 +291,37 @@ class GridCells(Shingler):
             )
         if problems:
             raise InputError(problems)
-        sizes = cells.sizes
-        self._report: dict[str, Any] = {
-            "n_cells": p.n_cells,
+        self._counts = {
             "records": n,
             "minutiae": len(pts),
             "prints_without_minutiae": int((counts == 0).sum()),
             "missing_values": missing,
-            "mean_cells": round(float(sizes.mean()), 3) if n else 0.0,
-            "occupancy": round(float(sizes.mean()) / p.n_cells, 4) if n else 0.0,
+            "cells": int(cells.sizes.sum()),
         }
+        self.merge_reports([self._counts])
         return cells
+
+    def partition_report(self) -> dict[str, Any]:
+        """The last call's counts (records, minutiae, empty prints, missing values, occupied cells)."""
+        return dict(getattr(self, "_counts", {}))
+
+    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
+        """The report of one call over every print, from the counts of calls over parts of them."""
+        p = self.params
+        assert isinstance(p, GridParams)
+        keys = ["records", "minutiae", "prints_without_minutiae", "missing_values", "cells"]
+        tot = {k: sum(int(r.get(k, 0)) for r in reports) for k in keys}
+        n = tot["records"]
+        mean = tot["cells"] / n if n else 0.0  # = sizes.mean(): an exact integer sum over n
+        self._report: dict[str, Any] = {
+            "n_cells": p.n_cells,
+            "records": n,
+            "minutiae": tot["minutiae"],
+            "prints_without_minutiae": tot["prints_without_minutiae"],
+            "missing_values": tot["missing_values"],
+            "mean_cells": round(mean, 3) if n else 0.0,
+            "occupancy": round(mean / p.n_cells, 4) if n else 0.0,
+        }
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
@@ -472,6 +502,52 @@ class GridBits(Blocker):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {"seed": self.seed})}
+
+    def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        """One bucket id per print and cell set ``j`` whose ``c`` cells the print all has.
+
+        The id is ``mix64(j XOR SET_KEY_TAG)``: set ``j``'s bucket holds exactly
+        the prints having all of its cells, as in :meth:`candidates` (two
+        identical sets are still two buckets there, and here: the set number,
+        not its cells, names the bucket). An empty print holds no set.
+        """
+        p = self.params
+        assert isinstance(p, GridBitsParams)
+        sig, nb = _bits_of(batch, "blocker grid_bits")
+        if p.cells > nb:
+            raise ConfigError(f"grid_bits: cells = {p.cells} exceeds the {nb} cells of the grid")
+        rows, which = set_members(sig.values, cell_sets(p.sets, p.cells, nb, self.seed))
+        return rows, mix64(which.astype(np.uint64) ^ np.uint64(SET_KEY_TAG))
+
+    def lookup_cap(self) -> int | None:
+        p = self.params
+        assert isinstance(p, GridBitsParams)
+        return p.max_bucket_size
+
+
+def set_members(bits: npt.NDArray[np.uint64], sets: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(rows, sets)``: print ``rows[i]`` has every cell of set ``sets[i]`` (sorted by row, then set).
+
+    Whole-array: a chunk of prints is unpacked to ``(rows, 64 W)`` booleans and
+    the ``c`` columns of every set AND-ed into a ``(rows, M)`` hit matrix
+    (:data:`MEMBER_CHUNK` booleans at a time).
+    """
+    n = bits.shape[0]
+    m_sets = sets.shape[0]
+    step = max(1, MEMBER_CHUNK // max(m_sets, 64 * bits.shape[1], 1))
+    rows_out: list[npt.NDArray[np.int64]] = []
+    sets_out: list[npt.NDArray[np.int64]] = []
+    for a in range(0, n, step):  # one step per chunk of prints
+        cells = bool_from_bits(bits[a : a + step])
+        hit = cells[:, sets[:, 0]]
+        for i in range(1, sets.shape[1]):  # one step per cell of a set
+            hit &= cells[:, sets[:, i]]
+        r, j = np.nonzero(hit)
+        rows_out.append(r.astype(np.int64) + a)
+        sets_out.append(j.astype(np.int64))
+    if not rows_out:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows_out), np.concatenate(sets_out)
 
 
 # --------------------------------------------------------------------------- verifier

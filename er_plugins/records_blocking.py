@@ -61,6 +61,7 @@ __all__ = [
     "SortedNeighbourhood",
     "field_codes",
     "key_codes",
+    "sort_strings",
     "er_register_blockers",
 ]
 
@@ -515,6 +516,64 @@ class SortedNeighbourhood(Blocker):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
+
+    def window_keys(self, batch: Batch) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
+        """Per sort key: the records having every key field, and their key as one string (:func:`sort_strings`).
+
+        Sorting the strings orders the records as :meth:`candidates` does (the
+        fields' tuple, field by field in code-point order); ties keep record
+        order there, which is the ``(key, row)`` order of the contract.
+        """
+        p = self.params
+        assert isinstance(p, SortedNeighbourhoodParams)
+        out: list[tuple[Int64Array, npt.NDArray[Any]]] = []
+        for names in p.sort_keys():
+            cols = [_column(batch.records, name, self.name) for name in names]
+            out.append(sort_strings(cols, [p.prefix.get(name) for name in names]))
+        return out
+
+    def window_size(self) -> int:
+        p = self.params
+        assert isinstance(p, SortedNeighbourhoodParams)
+        return p.window
+
+
+#: ends every field of a :func:`sort_strings` key: below every character of a key's values
+FIELD_END = "\x01\x01"
+#: how a value's NUL and U+0001 are written in a key (order kept: U+0000 < U+0001 < U+0002 ...)
+ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
+
+
+def sort_strings(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int | None]) -> tuple[Int64Array, npt.NDArray[Any]]:
+    """``(rows, keys)``: the rows where every column has a value (not ``None`` nor ``""``) and one string per row
+    whose code-point order is the order of the rows' value tuples (each value cut to its prefix).
+
+    A key is every value followed by :data:`FIELD_END` (U+0001 U+0001), with
+    the value's U+0000 written U+0001 U+0002 and U+0001 written U+0001 U+0003
+    (:data:`ESCAPES`): the map keeps the order of characters, and a field
+    that ends sorts before any longer value with the same start, so
+    comparing two keys compares the tuples field by field. Keys hold no NUL
+    (numpy's ``StringDType`` sort does not order NUL characters) and are
+    ``StringDType`` (whole-array string operations; the rare values holding
+    U+0000 or U+0001 are escaped in Python).
+    """
+    n = len(columns[0]) if columns else 0
+    present = np.ones(n, dtype=bool)
+    for col in columns:
+        present &= ~np.fromiter(map(operator.not_, col), dtype=bool, count=n)
+    rows = np.flatnonzero(present).astype(np.int64)
+    dtype = StringDType(na_object=None)
+    key: npt.NDArray[Any] = np.full(len(rows), "", dtype=dtype)
+    for col, prefix in zip(columns, prefixes):
+        arr = np.array(col, dtype=dtype)[rows]
+        if prefix is not None:
+            arr = np.strings.slice(arr, 0, int(prefix))
+        joined = "".join(filter(None, col))
+        if "\x00" in joined or "\x01" in joined:  # rare: numpy's replace mishandles NUL, so in Python
+            table = str.maketrans(ESCAPES)
+            arr = np.array([v.translate(table) for v in arr.tolist()], dtype=dtype)
+        key = np.strings.add(np.strings.add(key, arr), FIELD_END)
+    return rows, key
 
 
 @hookimpl

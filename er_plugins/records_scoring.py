@@ -769,13 +769,14 @@ class FellegiSunter(Verifier):
     Params = FellegiSunterParams
     needs = frozenset({"fields"})
 
-    def _random_pairs(self, batch: Batch, k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """``k`` uniform random pairs of distinct records; of different sources in link mode."""
-        n = len(batch.records)
+    def _random_pairs(
+        self, src: npt.NDArray[np.int32], cross_source_only: bool, k: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``k`` uniform random pairs of distinct records (``src``: each record's source); of different sources in link mode."""
+        n = len(src)
         rng = np.random.default_rng(self.seed)
         left = rng.integers(0, n, size=k)
-        src = batch.records.source
-        if batch.cross_source_only and len(np.unique(src)) > 1:
+        if cross_source_only and len(np.unique(src)) > 1:
             order = np.argsort(src, kind="stable")
             sizes = np.bincount(src, minlength=int(src.max()) + 1)
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -822,36 +823,74 @@ class FellegiSunter(Verifier):
         cols = self._columns_for(batch, pairs.left, pairs.right)
         return _decode(self._codes(cols, pairs.left, pairs.right).astype(np.int64), [len(f.thresholds) + 1 for f in p.fields])
 
-    def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+    def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
+        """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
+        cols = self._columns_for(batch, pairs.left, pairs.right)
+        return np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
+
+    def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
+        """``u_from_random_pairs`` random pairs (:meth:`_random_pairs`, seeded): their level frequencies estimate u."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        n_rec = len(batch.records)
-        n = len(pairs)
-        n_levels = [len(f.thresholds) + 1 for f in p.fields]
-        F = len(p.fields)
-        k_rand = p.u_from_random_pairs if n_rec >= 2 and n > 0 else 0
-        rl, rr = self._random_pairs(batch, k_rand) if k_rand else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        cols = self._columns_for(batch, pairs.left, pairs.right, rl, rr)
-        space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
+        if p.u_from_random_pairs == 0 or len(source) < 2:
+            return Pairs.empty()
+        left, right = self._random_pairs(np.asarray(source), bool(cross_source_only), p.u_from_random_pairs)
+        return Pairs(left, right)
 
-        def codes_of(left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-            return self._codes(cols, left, right)
+    def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+        """The match probability of every pair: codes, their counts, EM (:meth:`fit_counts`), a lookup by code.
 
-        codes = codes_of(pairs.left, pairs.right)
+        An executor working partition by partition runs the same steps apart
+        (codes where the records are, counts summed, one fit): same scores.
+        """
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        codes = self.pair_codes(batch, pairs)
+        if len(pairs) == 0:
+            self._report: dict[str, Any] = {"pairs_scored": 0}
+            return np.zeros(0)
+        space = self._space()
+        uniq, counts = _count_codes(codes, space)
+        sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
+        s_uniq, s_counts = _count_codes(self.pair_codes(batch, sample), space) if len(sample) else (
+            np.zeros(0, np.int64), np.zeros(0))
+        table = self.fit_counts(uniq, counts, s_uniq, s_counts)
+        # pair -> its pattern's probability through the (sorted) distinct codes
+        return table[np.searchsorted(uniq, codes)]
+
+    def _space(self) -> int:
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in p.fields], dtype=np.float64)))
+
+    def fit_counts(
+        self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
+        sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64]:
+        """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
+        the random pairs' level frequencies; the match probability of each pattern. Keeps the report."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        n = int(counts.sum())
         if n == 0:
             self._report = {"pairs_scored": 0}
             return np.zeros(0)
-        uniq, counts = _count_codes(codes.astype(np.int64, copy=False), space)
+        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        F = len(p.fields)
+        uniq = np.asarray(codes, dtype=np.int64)
         patterns = _decode(uniq, n_levels)
 
         # u from random pairs (with 0.5 added to every level count)
         u_random: list[npt.NDArray[np.float64]] | None = None
-        if k_rand:
-            rpat = _decode(codes_of(rl, rr).astype(np.int64), n_levels)
+        n_random = int(np.asarray(sample_counts).sum())
+        if n_random:
+            rpat = _decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
             u_random = []
             for f in range(F):
                 lv = rpat[:, f]
-                acc = np.bincount(lv[lv >= 0], minlength=n_levels[f]).astype(np.float64) + 0.5
+                ok = lv >= 0
+                # counts are whole numbers: the weighted sums are exact, whatever their order
+                acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
                 u_random.append(acc / acc.sum())
         m0 = [_floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
         u0 = u_random if u_random is not None else [
@@ -866,13 +905,11 @@ class FellegiSunter(Verifier):
             patterns, counts, n_levels, lam0, m0, u0, fix_u=p.fix_u, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
         )
         table = fit.probability(patterns)
-        # pair -> its pattern's probability through the (sorted) distinct codes
-        prob = table[np.searchsorted(uniq, codes)]
 
         weights = fit.weights()
         t = p.threshold if p.threshold is not None else self.context.threshold
         self._report = {
-            "pairs_scored": int(n),
+            "pairs_scored": n,
             "patterns": int(len(uniq)),
             "lambda": float(fit.lam),
             "lambda_initial": lam0,
@@ -883,9 +920,9 @@ class FellegiSunter(Verifier):
             "u_mode": "fixed from random pairs" if p.fix_u else (
                 "EM, initialised from random pairs" if u_random is not None else "EM"
             ),
-            "random_pairs": int(len(rl)),
+            "random_pairs": n_random,
             "loglik": [round(x, 6) for x in fit.loglik],
-            "pairs_at_or_above_threshold": None if t is None else int((prob >= t).sum()),
+            "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
             "per_field": {
                 fld.label: {
                     "columns": _columns(fld.field),
@@ -902,7 +939,7 @@ class FellegiSunter(Verifier):
             },
         }
         self.fit = fit
-        return prob
+        return table
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}

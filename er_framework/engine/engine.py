@@ -77,31 +77,56 @@ class Engine:
             return repr(component.name)
         return f"{component.name!r} (plugin {info.plugin.name}, {info.plugin.distribution} {info.plugin.version})"
 
-    def lookup_refusals(self) -> list[str]:
-        """Why one new item cannot be looked up and scored alone (empty: it can)."""
+    def has_keys(self, blocker: Blocker) -> bool:
+        """The blocker gives bucket ids (:meth:`Blocker.lookup_keys`)."""
+        return type(blocker).lookup_keys is not Blocker.lookup_keys
+
+    def has_windows(self, blocker: Blocker) -> bool:
+        """The blocker gives sort keys and a window (:meth:`Blocker.window_keys`)."""
+        return type(blocker).window_keys is not Blocker.window_keys
+
+    def fits_codes(self) -> bool:
+        """The verifier is fitted on counts of pair codes (:meth:`Verifier.pair_codes`)."""
+        return type(self.verifier).pair_codes is not Verifier.pair_codes
+
+    def lookup_refusals(self, scope: str = "item") -> list[str]:
+        """Why the job cannot run one new item alone (``scope="item"``: an index) or partition by
+        partition (``scope="partition"``: the Dask executor); empty: it can. Each line names the
+        component, the reason and an alternative."""
         problems: list[str] = []
+        partition = scope == "partition"
         for b in self.blockers:
-            if type(b).lookup_keys is Blocker.lookup_keys:
+            if partition and not self.has_keys(b) and not self.has_windows(b):
+                problems.append(
+                    f"blocker {b.name!r} cannot block partition by partition (it has neither lookup_keys, "
+                    "bucket ids, nor window_keys, a sort key: its candidates depend on the whole corpus in "
+                    "another way); use lsh_bands, field_hash, grid_bits or sorted_neighbourhood, or executor: local"
+                )
+            elif not partition and not self.has_keys(b):
                 problems.append(
                     f"blocker {b.name!r} cannot look up a single item (it has no lookup_keys: "
                     "its candidates depend on the whole corpus, e.g. a sort order); "
-                    "use lsh_bands or field_hash"
+                    "use lsh_bands, field_hash or grid_bits"
                 )
-        if not self.verifier.pairwise:
+        if not self.verifier.pairwise and (not partition or not self.fits_codes()):
+            what = "new pairs cannot be scored alone" if not partition else (
+                "it has no pair_codes to fit on counts summed over the partitions")
             problems.append(
                 f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
-                "so new pairs cannot be scored alone; use a pairwise verifier (jaccard, field_score)"
+                f"so {what}; use a pairwise verifier (jaccard, field_score)"
+                + (", fellegi_sunter, or executor: local" if partition else "")
             )
-        if self.shingler is not None and not self.shingler.streamable:
+        if self.shingler is not None and not self.shingler.streamable and (not partition or not self.shingler.partitionable):
             problems.append(
-                f"shingler {self.shingler.name!r} needs every record at once (streamable = False); "
-                "it cannot shingle one item or one partition at a time"
+                f"shingler {self.shingler.name!r} needs every record at once (streamable = False"
+                + (", partitionable = False" if partition else "") + "); it cannot shingle "
+                + ("one partition at a time; use executor: local" if partition else "one item at a time")
             )
         return problems
 
-    def require_lookup(self, where: str, purpose: str) -> None:
-        """Raise an error naming each component that cannot serve ``purpose`` item by item."""
-        problems = self.lookup_refusals()
+    def require_lookup(self, where: str, purpose: str, scope: str = "item") -> None:
+        """Raise an error naming each component that cannot serve ``purpose`` item by item (or partition by partition)."""
+        problems = self.lookup_refusals(scope)
         if problems:
             raise ErError([Problem(where=where, message=f"{purpose}: {m}") for m in problems])
 
@@ -122,16 +147,24 @@ class Engine:
             batch.signatures = self.builder.build(ts)
         return batch
 
-    def keys(self, records: Records) -> tuple[Int64Array, Int64Array, Int64Array]:
+    def block_batch(self, records: Records) -> Batch:
+        """A batch of ``records`` with what the blockers read (token sets, signatures)."""
+        return self.batch(records, tokens=any("tokens" in b.needs for b in self.blockers), signatures=True)
+
+    def keys(self, records: Records, batch: Batch | None = None) -> tuple[Int64Array, Int64Array, Int64Array]:
         """``(rows, bucket ids, blocker number)`` of every record (one row per key).
 
         Two records are candidates exactly when they share a bucket id (and
         the bucket is within its blocker's cap): the index and the Dask
-        executor block through these keys.
+        executor block through these keys. Blockers that block by windows of
+        a sort order instead (:meth:`window_keys`) are left out.
         """
-        batch = self.batch(records, tokens=any("tokens" in b.needs for b in self.blockers), signatures=True)
+        if batch is None:
+            batch = self.block_batch(records)
         rows, keys, which = [], [], []
         for i, b in enumerate(self.blockers):
+            if not self.has_keys(b) and self.has_windows(b):
+                continue
             got = b.lookup_keys(batch)
             if got is None:
                 raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no lookup keys"))
@@ -147,6 +180,22 @@ class Engine:
             return z, z, z
         return np.concatenate(rows), np.concatenate(keys), np.concatenate(which)
 
+    def window_keys(self, batch: Batch) -> list[tuple[int, Int64Array, npt.NDArray[Any]]]:
+        """``(blocker number, rows, sort keys)`` of every pass of the blockers that block by windows."""
+        out: list[tuple[int, Int64Array, npt.NDArray[Any]]] = []
+        for i, b in enumerate(self.blockers):
+            if self.has_keys(b) or not self.has_windows(b):
+                continue
+            got = b.window_keys(batch)
+            if got is None:
+                raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no window keys"))
+            for rows, keys in got:
+                if len(rows) != len(keys):
+                    raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned "
+                                              f"{len(keys)} window keys for {len(rows)} rows"))
+                out.append((i, np.asarray(rows, dtype=np.int64), keys))
+        return out
+
     def caps(self) -> list[int | None]:
         """Each blocker's bucket-size cap (buckets over it produce no pairs)."""
         return [b.lookup_cap() for b in self.blockers]
@@ -157,6 +206,18 @@ class Engine:
             return np.zeros(0, dtype=np.float64)
         batch = self.batch(records, tokens="tokens" in self.verifier.needs, signatures="signatures" in self.verifier.needs)
         return self.checked_scores(self.verifier.score(batch, pairs), len(pairs))
+
+    def codes(self, records: Records, pairs: Pairs) -> Int64Array:
+        """A fitted verifier's codes of ``pairs`` (indices into ``records``), checked (:meth:`Verifier.pair_codes`)."""
+        batch = self.batch(records, tokens="tokens" in self.verifier.needs, signatures="signatures" in self.verifier.needs)
+        got = self.verifier.pair_codes(batch, pairs)
+        out = np.asarray(got if got is not None else np.zeros(0), dtype=np.int64)
+        if got is None or out.shape != (len(pairs),):
+            raise PluginError(Problem(
+                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned "
+                f"{'no codes' if got is None else f'codes of shape {out.shape}'} for {len(pairs)} pairs",
+                fix="pair_codes returns one int64 code per pair, in the pairs' order"))
+        return out
 
     def checked_scores(self, scores: Any, n_pairs: int) -> npt.NDArray[np.float64]:
         """A verifier's answer as float64, or a plugin error when it is not one score per pair."""

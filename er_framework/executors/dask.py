@@ -39,14 +39,18 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
+from numpy.dtypes import StringDType
 
+from er_framework.components import Shingler
 from er_framework.config.job import Job, load_yaml, resolve_job
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
@@ -148,19 +152,141 @@ def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64
     return recs.ids, keys, nonempty
 
 
-def task_keys(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int) -> list[tuple[Int64Array, ...]]:
-    """Bucket ids of the partition's active records, split into ``n_parts`` shuffle parts."""
+@dataclass
+class Blocked:
+    """What blocking one input partition gives (a task result; the client picks its pieces)."""
+
+    #: bucket entries ``(keys, global index, source, blocker)`` split into the shuffle parts
+    pieces: list[tuple[Int64Array, ...]]
+    #: per window pass: the partition's records sorted by ``(key, global index)``: ``(keys, index, source)``
+    runs: list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]
+    #: per window pass: evenly spaced ``(keys, index)`` of the run, to choose the range boundaries
+    samples: list[tuple[npt.NDArray[Any], Int64Array]]
+    #: the shingler's :meth:`~er_framework.components.Shingler.partition_report`
+    report: dict[str, Any]
+    #: the input problems found in this partition (bad values), reported with every other partition's
+    problems: list[Problem]
+
+
+#: sort keys per partition and window pass sent to choose the range boundaries
+SAMPLE_KEYS = 64
+_SHINGLE_LOCK = threading.Lock()
+
+
+def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int) -> Blocked:
+    """Blocking of a partition's active records: bucket ids split into ``n_parts`` shuffle parts, and
+    each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys."""
     eng = _engine(ref)
-    recs = _read(ref, part).take(active_local)
-    rows, keys, which = eng.keys(recs)
+    sh = eng.shingler
+    # the shingler keeps its last call's report: one call at a time per worker process
+    lock = _SHINGLE_LOCK if sh is not None and type(sh).partition_report is not Shingler.partition_report else nullcontext()
+    try:
+        recs = _read(ref, part).take(active_local)
+        with lock:
+            batch = eng.block_batch(recs)
+            report = sh.partition_report() if sh is not None else {}
+        rows, keys, which = eng.keys(recs, batch)
+        windows = eng.window_keys(batch)
+    except InputError as exc:  # reported with the other partitions' problems
+        return Blocked([], [], [], {}, list(exc.problems))
     gidx = active_local[rows] + offset
     src = np.full(len(rows), part.source, dtype=np.int64)
     dest = (keys.view(np.uint64) % np.uint64(n_parts)).astype(np.int64)
-    out = []
+    pieces: list[tuple[Int64Array, ...]] = []
     for j in range(n_parts):
         m = dest == j
-        out.append((keys[m], gidx[m], src[m], which[m]))
-    return out
+        pieces.append((keys[m], gidx[m], src[m], which[m]))
+    runs: list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]] = []
+    samples: list[tuple[npt.NDArray[Any], Int64Array]] = []
+    for _, w_rows, w_keys in windows:
+        g = active_local[w_rows] + offset
+        order = np.lexsort((g, w_keys))
+        k, g = w_keys[order], g[order]
+        runs.append((k, g, np.full(len(g), part.source, dtype=np.int32)))
+        pick = np.unique(np.linspace(0, len(g) - 1, min(SAMPLE_KEYS, len(g))).astype(np.int64))
+        samples.append((k[pick], g[pick]))
+    return Blocked(pieces, runs, samples, report, [])
+
+
+def task_bounds(samples: list[tuple[npt.NDArray[Any], Int64Array]], n_ranges: int) -> tuple[npt.NDArray[Any], Int64Array]:
+    """``n_ranges - 1`` boundaries ``(key, global index)`` of a window pass, evenly spaced among the sampled keys."""
+    if not samples:
+        return np.zeros(0, dtype=StringDType()), np.zeros(0, np.int64)
+    keys = np.concatenate([s[0] for s in samples])
+    gidx = np.concatenate([s[1] for s in samples])
+    order = np.lexsort((gidx, keys))
+    m = len(order)
+    at = np.array([m * r // n_ranges for r in range(1, n_ranges)], dtype=np.int64) if m else np.zeros(0, np.int64)
+    return keys[order[at]], gidx[order[at]]
+
+
+def _lower_bound(keys: npt.NDArray[Any], gidx: Int64Array, key: str, g: int) -> int:
+    """First position of a run sorted by ``(key, index)`` holding ``(key, g)`` or more.
+
+    A binary search with Python comparisons of the keys (code-point order, as
+    numpy sorts them): numpy's ``searchsorted`` fails on ``StringDType``
+    arrays holding strings longer than 15 bytes (numpy 2.4).
+    """
+    lo, hi = 0, len(keys)
+    while lo < hi:  # O(log n) steps per boundary
+        mid = (lo + hi) // 2
+        k = keys[mid]
+        if k < key or (k == key and int(gidx[mid]) < g):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def task_split(run: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]],
+               bounds: tuple[npt.NDArray[Any], Int64Array]) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
+    """A partition's sorted run cut at the pass's boundaries: one piece per range of the global order."""
+    keys, gidx, src = run
+    cuts = [0] + [_lower_bound(keys, gidx, k, int(g)) for k, g in zip(bounds[0].tolist(), bounds[1].tolist())] + [len(gidx)]
+    return [(keys[a:b], gidx[a:b], src[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def task_range(*pieces: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]) -> tuple[Int64Array, npt.NDArray[np.int32]]:
+    """One range of a pass's global order: ``(global index, source)`` of its records sorted by ``(key, index)``."""
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    keys = np.concatenate([p[0] for p in pieces])
+    gidx = np.concatenate([p[1] for p in pieces])
+    src = np.concatenate([p[2] for p in pieces])
+    order = np.lexsort((gidx, keys))
+    return gidx[order], src[order]
+
+
+def task_carry(carry: tuple[Int64Array, npt.NDArray[np.int32]], rng: tuple[Int64Array, npt.NDArray[np.int32]],
+               keep: int) -> tuple[Int64Array, npt.NDArray[np.int32]]:
+    """The last ``keep`` records of the global order up to the end of ``rng`` (``carry``: those before it)."""
+    g = np.concatenate([carry[0], rng[0]])
+    s = np.concatenate([carry[1], rng[1]])
+    return g[len(g) - min(keep, len(g)) :], s[len(s) - min(keep, len(s)) :]
+
+
+def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int64Array, npt.NDArray[np.int32]],
+                 window: int, link: bool, blocker: int, n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
+    """Pairs of every record of a range with the ``window - 1`` records before it in the global order
+    (``carry`` holds those of earlier ranges), unique, split by pair hash into ``n_parts``."""
+    g = np.concatenate([carry[0], rng[0]])
+    s = np.concatenate([carry[1], rng[1]])
+    c = len(carry[0])
+    packed: list[npt.NDArray[np.uint64]] = []
+    for d in range(1, window):  # one whole-array step per offset: the later record is in this range
+        b0 = max(c, d)
+        if b0 >= len(g):  # no record of this range has a record d places before it
+            break
+        a, b = g[b0 - d : len(g) - d], g[b0:]
+        if link:
+            cross = s[b0 - d : len(s) - d] != s[b0:]
+            a, b = a[cross], b[cross]
+        if len(a):
+            packed.append(pack_pairs(np.minimum(a, b), np.maximum(a, b)))
+    keys = np.unique(np.concatenate(packed)) if packed else np.zeros(0, np.uint64)
+    dest = (mix64(keys) % np.uint64(n_parts)).astype(np.int64)
+    tag = np.full(len(keys), blocker, dtype=np.int64)
+    return [(keys[dest == j], tag[dest == j]) for j in range(n_parts)]
 
 
 def task_buckets(ref: JobRef, pieces: list[tuple[Int64Array, ...]], n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
@@ -228,17 +354,59 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     if slow:
         time.sleep(float(slow))
     eng = _engine(ref)
-    left, right = unpack_pairs(packed)
-    gids = np.concatenate(needed) if needed else np.zeros(0, np.int64)
-    recs = Records.stack(served)
-    order = np.argsort(gids, kind="stable")
-    g_sorted = gids[order]
-    li = order[np.searchsorted(g_sorted, left)]
-    ri = order[np.searchsorted(g_sorted, right)]
+    recs, left, right, li, ri = _join(packed, served, needed)
     scores = eng.score(recs, Pairs(li, ri))
     keep = scores >= eng.threshold
     all_scores = scores if eng.mode != "dedup" else np.zeros(0)
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
+
+
+def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array]) -> tuple[Records, Int64Array, Int64Array, Int64Array, Int64Array]:
+    """The records served for a part, and each pair's two rows among them: ``(records, left, right, li, ri)``."""
+    if isinstance(packed_or_pairs, tuple):
+        left, right = packed_or_pairs
+    else:
+        left, right = unpack_pairs(packed_or_pairs)
+    gids = np.concatenate(needed) if needed else np.zeros(0, np.int64)
+    recs = Records.stack(served)
+    order = np.argsort(gids, kind="stable")
+    g_sorted = gids[order]
+    return recs, left, right, order[np.searchsorted(g_sorted, left)], order[np.searchsorted(g_sorted, right)]
+
+
+def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array]
+               ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+    """A fitted verifier's code of every pair of one part (packed pairs, or ``(left, right)`` in their
+    orientation), and the part's distinct codes with their counts (summed over the parts by the client)."""
+    eng = _engine(ref)
+    recs, left, _, li, ri = _join(pairs, served, needed)
+    codes = eng.codes(recs, Pairs(li, ri)) if len(left) else np.zeros(0, np.int64)
+    uniq, counts = np.unique(codes, return_counts=True)
+    return codes, uniq.astype(np.int64), counts.astype(np.float64)
+
+
+def task_score_codes(ref: JobRef, packed: npt.NDArray[np.uint64], coded: tuple[Int64Array, ...], table_codes: Int64Array,
+                     table: npt.NDArray[np.float64]) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
+    """Scores of one part's pairs from the fitted table (score of each distinct code); as :func:`task_verify`."""
+    slow = os.environ.get(SLOW_ENV)
+    if slow:
+        time.sleep(float(slow))
+    eng = _engine(ref)
+    left, right = unpack_pairs(packed)
+    scores = np.asarray(table, dtype=np.float64)[np.searchsorted(table_codes, coded[0])] if len(packed) else np.zeros(0)
+    keep = scores >= eng.threshold
+    all_scores = scores if eng.mode != "dedup" else np.zeros(0)
+    return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
+
+
+def _sum_counts(parts: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> tuple[Int64Array, npt.NDArray[np.float64]]:
+    """Distinct codes (sorted) and their counts summed over the parts (whole numbers: exact in any order)."""
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0)
+    codes = np.concatenate([p[0] for p in parts])
+    counts = np.concatenate([p[1] for p in parts])
+    uniq, inv = np.unique(codes, return_inverse=True)
+    return uniq.astype(np.int64), np.bincount(inv.reshape(-1), weights=counts, minlength=len(uniq)).astype(np.float64)
 
 
 def task_forest(*parts: Any) -> tuple[Int64Array, Int64Array]:
@@ -305,7 +473,8 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
     t_start = time.perf_counter()
     out_path = stages.require_out_dir(job, out_dir, write)
     engine = Engine(job)
-    engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition")
+    engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition",
+                          scope="partition")
     if job.spec.executor.cluster_on == "workers" and (
         job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
     ):
@@ -339,15 +508,20 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
         active = exact.active
         n_parts = max(1, len(parts))
         with log.stage("block") as info:
-            key_futs = []
+            block_futs = []
             for i, p in enumerate(parts):
                 a, b = offsets[i], offsets[i + 1]
                 act = active[(active >= a) & (active < b)] - a
-                key_futs.append(client.submit(task_keys, ref, p, int(a), act, n_parts, pure=False, retries=3))
+                block_futs.append(client.submit(task_block, ref, p, int(a), act, n_parts, pure=False, retries=3))
+            reports = _partition_problems(job, client, block_futs)
+            if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
+                engine.shingler.merge_reports(reports)
             bucket_futs = []
-            for j in range(n_parts):
-                pieces = [client.submit(_pick, f, j, pure=False) for f in key_futs]
+            for j in range(n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
+                pieces = [client.submit(_pick_attr, f, "pieces", j, pure=False) for f in block_futs]
                 bucket_futs.append(client.submit(task_buckets, ref, pieces, n_parts, pure=False, retries=3))
+            window_futs = _submit_windows(client, engine, job, block_futs, n_parts)
+            info["window_passes"] = len(window_futs)
             ep = exact.pairs
             exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
             # small arrays every dedup task reads: tasks, not scattered data, so that the
@@ -356,23 +530,50 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
             off_f = client.submit(_same, offsets, pure=False)
             dedup_futs = []
             for j in range(n_parts):
-                pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs]
+                pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs + window_futs]
                 dedup_futs.append(client.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers),
                                                 pure=False, retries=3))
         with log.stage("verify") as info:
+            fitted = not engine.verifier.pairwise and engine.fits_codes()
             needs = [client.submit(_pick, f, 1, pure=False) for f in dedup_futs]
+            sample = Pairs.empty()
+            sample_need: list[Int64Array] = []
+            if fitted:  # the verifier's sample pairs (random pairs), drawn as locally over the active records
+                local_sample = engine.verifier.sample_pairs(source[active], engine.link)
+                sample = Pairs(active[local_sample.left], active[local_sample.right])
+                need = np.unique(np.concatenate([sample.left, sample.right]))
+                owner = np.searchsorted(offsets, need, side="right") - 1
+                sample_need = [need[owner == i] for i in range(len(parts))]
             serve_futs = []
             for i, p in enumerate(parts):
                 wanted = [client.submit(_pick, nd, i, pure=False) for nd in needs]
+                if fitted:
+                    wanted.append(client.submit(_same, sample_need[i], pure=False))
                 serve_futs.append(client.submit(task_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
+            packed_futs = [client.submit(_pick, dedup_futs[j], 0, pure=False) for j in range(n_parts)]
             ver_futs = []
-            packed_futs = []
-            for j in range(n_parts):
-                packed = client.submit(_pick, dedup_futs[j], 0, pure=False)
-                packed_futs.append(packed)
-                served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
-                wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
-                ver_futs.append(client.submit(task_verify, ref, packed, served, wanted, pure=False, retries=3))
+            if fitted:
+                code_futs = []
+                for j in range(n_parts):
+                    served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
+                    wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
+                    code_futs.append(client.submit(task_codes, ref, packed_futs[j], served, wanted, pure=False, retries=3))
+                served = [client.submit(_pick, s, n_parts, pure=False) for s in serve_futs]
+                sample_fut = client.submit(task_codes, ref, (sample.left, sample.right), served, sample_need,
+                                           pure=False, retries=3)
+                counted = client.gather([client.submit(_pick_many, f, (1, 2), pure=False) for f in code_futs])
+                s_counted = client.gather(client.submit(_pick_many, sample_fut, (1, 2), pure=False))
+                pat_codes, pat_counts = _sum_counts(counted)
+                s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
+                table = engine.verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts)  # on the client, as locally
+                info["patterns"] = int(len(pat_codes))
+                ver_futs = [client.submit(task_score_codes, ref, packed_futs[j], code_futs[j], pat_codes, table,
+                                          pure=False, retries=3) for j in range(n_parts)]
+            else:
+                for j in range(n_parts):
+                    served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
+                    wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
+                    ver_futs.append(client.submit(task_verify, ref, packed_futs[j], served, wanted, pure=False, retries=3))
             forest = None
             if job.spec.executor.cluster_on == "workers":  # a tree of spanning-forest reductions
                 level = ver_futs
@@ -424,6 +625,60 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
 
 def _pick(obj: Any, i: int) -> Any:
     return obj[i]
+
+
+def _pick_attr(obj: Any, name: str, i: int) -> Any:
+    return getattr(obj, name)[i]
+
+
+def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
+    return tuple(obj[i] for i in idx)
+
+
+def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem]]:
+    return blocked.report, blocked.problems
+
+
+def _partition_problems(job: Job, client: Any, block_futs: list[Any]) -> list[dict[str, Any]]:
+    """The shingler's per-partition reports; every partition's input problems raised together."""
+    got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
+    problems = [pr for _, probs in got for pr in probs]
+    if problems:
+        raise InputError(problems)
+    return [rep for rep, _ in got]
+
+
+def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any], n_parts: int) -> list[Any]:
+    """The tasks of the blockers that pair records within windows of a sort order: per pass, a distributed
+    sort (sampled boundaries, each partition's sorted run cut into ranges, one task per range) and each
+    range's window pairs, with the last ``window - 1`` records of the ranges before it carried in.
+    Returns one task per range and pass, giving pairs split by pair hash as :func:`task_buckets` does."""
+    passes = _window_passes(engine, job)
+    out = []
+    for k, (blocker_no, window) in enumerate(passes):
+        samples = [client.submit(_pick_attr, f, "samples", k, pure=False) for f in block_futs]
+        bounds = client.submit(task_bounds, samples, n_parts, pure=False, retries=3)
+        runs = [client.submit(_pick_attr, f, "runs", k, pure=False) for f in block_futs]
+        split = [client.submit(task_split, r, bounds, pure=False, retries=3) for r in runs]
+        ranges = [client.submit(task_range, *[client.submit(_pick, sp, r, pure=False) for sp in split],
+                                pure=False, retries=3) for r in range(n_parts)]
+        carry: Any = (np.zeros(0, np.int64), np.zeros(0, np.int32))
+        for r in range(n_parts):
+            out.append(client.submit(task_windows, ranges[r], carry, window, engine.link, blocker_no, n_parts,
+                                     pure=False, retries=3))
+            carry = client.submit(task_carry, carry, ranges[r], window - 1, pure=False, retries=3)
+    return out
+
+
+def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
+    """``(blocker number, window)`` of every window pass, in the order of :meth:`Engine.window_keys`
+    (the passes are counted on an empty batch: their number does not depend on the records)."""
+    if not any(engine.has_windows(b) and not engine.has_keys(b) for b in engine.blockers):
+        return []
+    fields = sorted({f for src in job.spec.sources for f in src.fields})
+    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources],
+                    fields={f: [] for f in fields})
+    return [(i, engine.blockers[i].window_size()) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
 
 
 def _same(obj: Any) -> Any:

@@ -9,15 +9,16 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distributed import Client, LocalCluster
 
 from er_framework.config.job import parse_job
-from er_framework.executors.dask import SLOW_ENV
 from er_framework.errors import ErError
-from er_framework.io.tables import partition_ranges, read_source
 from er_framework.executors import run_job
+from er_framework.executors.dask import SLOW_ENV
+from er_framework.io.tables import partition_ranges, read_source
 from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,8 +90,9 @@ def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, doc
 
 
 def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
-    from er_framework.executors.dask import task_forest
     import numpy as np
+
+    from er_framework.executors.dask import task_forest
 
     local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")
     executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02, cluster_on: workers}}"
@@ -158,16 +160,6 @@ def test_a_killed_worker_does_not_change_the_output(tmp_path: Path, docs: Path, 
 def test_dask_config_errors(tmp_path: Path, docs: Path) -> None:
     with pytest.raises(ErError, match="exactly one of 'address'"):
         parse_job(_docs_job(tmp_path, docs, "{type: dask}"))
-    (tmp_path / "c.csv").write_text("id,name\n1,ann\n2,bob\n")
-    cfg = tmp_path / "fs.yaml"
-    cfg.write_text(textwrap.dedent(f"""
-        sources: [{{name: c, path: {tmp_path / 'c.csv'}, id: id, fields: [name]}}]
-        blockers: [{{type: field_hash, fields: [name]}}]
-        verifier: {{type: fellegi_sunter, threshold: 0.9, fields: [{{field: name, levels: [100, 80]}}]}}
-        executor: {{type: dask, local_cluster: {{n_workers: 1}}}}
-    """))
-    with pytest.raises(ErError, match="fellegi_sunter"):
-        run_job(parse_job(cfg), tmp_path / "o")
 
 
 def test_bad_partitions_and_duplicate_ids_across_partitions_are_clear_errors(tmp_path: Path, cluster: LocalCluster) -> None:
@@ -209,3 +201,142 @@ def test_a_source_of_many_files_reads_like_one_file_local_and_on_dask(tmp_path: 
         run_job(parse_job(_docs_job(tmp_path, many, "")), tmp_path / "dup")
     with pytest.raises(ErError, match="matches no file"):
         parse_job(_docs_job(tmp_path, tmp_path / "nothing-*.jsonl", ""))
+
+
+# ------------------------------------------------------------------ every built-in component on Dask
+
+
+def _shipped(name: str, tmp: Path, executor: dict | None, tag: str, **changes: object) -> Path:
+    """A shipped config with absolute source paths, no output folder, and an executor (and other changes)."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
+    for src in data["sources"]:
+        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
+    data.pop("output", None)
+    data.update(changes)
+    if executor is not None:
+        data["executor"] = executor
+    path = tmp / f"{tag}-{name}"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _run_both(tmp: Path, local_cfg: Path, dask_cfg: Path) -> tuple[dict, dict]:
+    """Run both jobs; the tables must be byte-identical; return both reports."""
+    run_job(parse_job(local_cfg), tmp / "local")
+    run_job(parse_job(dask_cfg), tmp / "dask")
+    for table in ("pairs.csv", "clusters.csv"):
+        assert (tmp / "dask" / table).read_bytes() == (tmp / "local" / table).read_bytes(), table
+    return (json.loads((tmp / "local" / "report.json").read_text()), json.loads((tmp / "dask" / "report.json").read_text()))
+
+
+@pytest.mark.parametrize("name, mb", [("customers.yaml", 0.05), ("fingerprints.yaml", 0.03)])
+def test_shipped_configs_on_a_two_worker_local_cluster_equal_local(tmp_path: Path, name: str, mb: float) -> None:
+    """customers (field_hash + sorted_neighbourhood, fellegi_sunter, one_to_one) and fingerprints
+    (grid_cells shingled per partition, grid_bits, cell_overlap) give the local run's outputs."""
+    executor = {"type": "dask", "local_cluster": {"n_workers": 2}, "partition_mb": mb}
+    local, dask = _run_both(tmp_path, _shipped(name, tmp_path, None, "local"), _shipped(name, tmp_path, executor, "dask"))
+    assert set(dask) == set(local)
+    assert dask["executor"]["partitions"] >= 5 and dask["executor"]["workers"] == 2
+    for key in ("records", "candidate_pairs", "verified_pairs", "pairs_written", "clusters", "verifier", "link",
+                "shingler", "signature"):
+        assert dask[key] == local[key], key
+    assert [b["candidate_pairs"] for b in dask["blockers"]] == [b["candidate_pairs"] for b in local["blockers"]]
+    assert local["verified_pairs"] > 100
+    if name == "customers.yaml":  # EM ran once, on counts summed over the partitions: the same fit
+        assert dask["verifier"]["iterations"] > 1 and dask["verifier"]["random_pairs"] == 20000
+        assert dask["link"]["matched"] == local["link"]["matched"]
+    else:  # the shingler's report covers every print, from the partitions' counts
+        assert dask["shingler"]["records"] == 300 and dask["shingler"]["occupancy"] > 0.2
+
+
+def test_sorted_neighbourhood_windows_cross_many_small_ranges(tmp_path: Path, cluster: LocalCluster) -> None:
+    """Two sort keys (one with a prefix), a window longer than the ranges of the global order (the carried
+    records come from several earlier ranges), field_score, label_propagation: the local answer."""
+    a = tmp_path / "a.csv"  # the first 700 customers of A
+    a.write_text("".join((ROOT / "configs" / "data" / "customers" / "a.csv").read_text().splitlines(True)[:701]))
+    fields = "[first_name, last_name, address, city, zip, phone, email, dob]"
+    job = textwrap.dedent(f"""
+        mode: dedup
+        sources: [{{name: A, path: {a}, id: id, fields: {fields}}}]
+        normalize: {{first_name: [name, nickname], last_name: name, address: address, phone: phone}}
+        blockers:
+          - {{type: sorted_neighbourhood, keys: [[last_name, first_name], [zip, dob]], prefix: {{first_name: 2}}, window: 60}}
+        verifier: {{type: field_score, threshold: 150}}
+        cluster: {{type: label_propagation}}
+    """)
+    (tmp_path / "local.yaml").write_text(job)
+    (tmp_path / "dask.yaml").write_text(
+        job + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.005}}\n")
+    local, dask = _run_both(tmp_path, tmp_path / "local.yaml", tmp_path / "dask.yaml")
+    assert dask["executor"]["partitions"] > 12  # ~50 records a range: a window of 60 spans two or three
+    assert dask["candidate_pairs"] == local["candidate_pairs"] > 50_000
+    assert dask["clusters"] == local["clusters"] and local["verified_pairs"] > 10
+
+
+def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: LocalCluster) -> None:
+    """u fixed from random pairs, and no random pairs at all (EM's own initial u): the same fit and scores
+    (and greedy_modularity, clustering on the client like every clusterer)."""
+    executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.04}
+    for k, (verifier, clusterer) in enumerate([
+        ({"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3},
+         "one_to_one"),
+        ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0}, "greedy_modularity"),
+    ]):
+        tmp = tmp_path / str(k)
+        tmp.mkdir()
+        changes = {"verifier": verifier, "cluster": {"type": clusterer}}
+        local, dask = _run_both(tmp, _shipped("customers.yaml", tmp, None, "local", **changes),
+                                _shipped("customers.yaml", tmp, executor, "dask", **changes))
+        assert dask["verifier"] == local["verifier"] and dask["link"] == local["link"]
+        assert local["verifier"]["random_pairs"] == verifier["u_from_random_pairs"]
+
+
+def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: Path, docs: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler
+    needing the whole corpus: one refusal each, naming it, why, and what to use instead; no cluster started."""
+    import er_framework.executors.dask as dask_executor
+    from er_framework.components import Blocker, Shingler, Verifier
+    from er_framework.engine import Engine
+
+    class Whole(Blocker):
+        name = "whole_corpus"
+
+    class Trained(Verifier):
+        name = "trained"
+        pairwise = False
+
+    class Corpus(Shingler):
+        name = "idf_shingles"
+        streamable = False
+
+    class Refusing(Engine):
+        def __init__(self, job: Any) -> None:
+            super().__init__(job)
+            self.blockers, self.verifier, self.shingler = [Whole()], Trained(), Corpus()
+
+    started = []
+    monkeypatch.setattr(dask_executor, "Engine", Refusing)
+    monkeypatch.setattr(dask_executor, "_client", lambda job: started.append(job))
+    job = parse_job(_docs_job(tmp_path, docs, "{type: dask, address: 'tcp://127.0.0.1:9'}"))
+    with pytest.raises(ErError) as info:
+        run_job(job, tmp_path / "o")
+    text = info.value.render()
+    assert not started and not (tmp_path / "o").exists()
+    for name, reason, alternative in [
+        ("whole_corpus", "neither lookup_keys", "sorted_neighbourhood"),
+        ("trained", "no pair_codes", "fellegi_sunter"),
+        ("idf_shingles", "partitionable = False", "executor: local"),
+    ]:
+        line = next(line for line in text.splitlines() if repr(name) in line)
+        assert reason in line and alternative in line, line
+    # the index (one item at a time) still refuses what only a whole partition allows
+    customers = Engine(parse_job(_shipped("customers.yaml", tmp_path, None, "c")))
+    assert not customers.lookup_refusals("partition")
+    item = customers.lookup_refusals("item")
+    assert any("sorted_neighbourhood" in m for m in item) and any("fellegi_sunter" in m for m in item)
+    fingerprints = Engine(parse_job(_shipped("fingerprints.yaml", tmp_path, None, "f")))
+    assert not fingerprints.lookup_refusals("partition")
+    assert [m for m in fingerprints.lookup_refusals("item") if "grid_cells" in m]

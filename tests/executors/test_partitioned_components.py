@@ -1,0 +1,179 @@
+"""Components run partition by partition give the whole-corpus answer (what the Dask executor relies on).
+
+Differential tests against each component's own whole-batch method: bucket
+keys against ``candidates``, per-partition shingles against one call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from er_framework.components import Context
+from er_framework.data import Batch, Records, Signatures
+from er_framework.kernels.bits import (
+    bits_from_bool,
+    bool_from_bits,
+    cell_sets,
+    unpack_bits,
+)
+from er_framework.synth.fingerprints import simulate_cells, simulate_minutiae
+from er_plugins.fingerprints import (
+    GridBits,
+    GridBitsParams,
+    GridCells,
+    GridParams,
+    set_members,
+)
+
+
+def _bits_batch(bits: np.ndarray, n_bits: int, source: np.ndarray | None = None, link: bool = False) -> Batch:
+    n = bits.shape[0]
+    src = np.zeros(n, dtype=np.int32) if source is None else source.astype(np.int32)
+    recs = Records(ids=[str(i) for i in range(n)], source=src, source_names=["a", "b"], fields={})
+    empty = ~bool_from_bits(bits).any(axis=1)
+    batch = Batch(records=recs, cross_source_only=link, seed=0)
+    batch.signatures = Signatures(values=bits, kind="bits", empty=empty, meta={"n_bits": n_bits})
+    return batch
+
+
+def _pairs_from_keys(rows: np.ndarray, keys: np.ndarray, cap: int | None, source: np.ndarray, link: bool) -> set[tuple[int, int]]:
+    """The naive reading of the keys contract: pairs of every bucket within the cap."""
+    buckets: dict[int, list[int]] = {}
+    for r, k in zip(rows.tolist(), keys.tolist()):
+        buckets.setdefault(k, []).append(r)
+    return {(min(x, y), max(x, y)) for m in buckets.values() if cap is None or len(m) <= cap
+            for x in m for y in m if x != y and (not link or source[x] != source[y])}
+
+
+@pytest.mark.parametrize("occupancy, cells, sets, cap, link", [
+    (0.2, 3, 256, None, False),
+    (0.3, 2, 64, 18, False),
+    (0.25, 3, 512, None, True),
+    (0.5, 1, 40, 116, True),
+])
+def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int, sets: int, cap: int | None,
+                                                   link: bool) -> None:
+    bits, _ = simulate_cells(120, 2, 100, occupancy, 0.8, seed=cells * 7 + sets)
+    bits = np.concatenate([bits, np.zeros((3, bits.shape[1]), dtype=np.uint64), bits[:4]])  # empty prints, copies
+    rng = np.random.default_rng(sets)
+    source = rng.integers(0, 2, len(bits)).astype(np.int32)
+    batch = _bits_batch(bits, 100, source, link)
+    blocker = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap), Context(seed=5))
+    cand = blocker.candidates(batch)
+    expected = set(zip(cand.left.tolist(), cand.right.tolist()))
+    rows, keys = blocker.lookup_keys(batch)
+    assert blocker.lookup_cap() == cap
+    assert _pairs_from_keys(rows, keys, cap, source, link) == expected
+    assert len(expected) > 20
+    if cap is not None:  # the cap was reached by some bucket, so it mattered
+        assert blocker.describe()["oversized_buckets"] > 0
+
+
+def test_set_members_is_the_naive_membership() -> None:
+    bits, _ = simulate_cells(30, 2, 130, 0.3, 0.8, seed=1)
+    sets = cell_sets(200, 2, 130, seed=3)
+    rows, which = set_members(bits, sets)
+    cells = [set(r) for r in (unpack_bits(bits, 130).tokens[a:b].tolist()
+                              for a, b in zip(unpack_bits(bits, 130).indptr[:-1], unpack_bits(bits, 130).indptr[1:]))]
+    naive = [(i, j) for i in range(len(bits)) for j in range(len(sets)) if set(sets[j].tolist()) <= cells[i]]
+    assert list(zip(rows.tolist(), which.tolist())) == naive and len(naive) > 100
+    # a set repeated twice is two buckets (as candidates() counts them)
+    twice = np.concatenate([sets[:1], sets[:1]])
+    _, w2 = set_members(bits, twice)
+    assert (np.bincount(w2, minlength=2) == np.bincount(w2, minlength=2)[0]).all()
+    assert len(set_members(bits[:0], sets)[0]) == 0
+    assert bits_from_bool(np.zeros((0, 130), dtype=bool)).shape == (0, 3)
+
+
+def _prints_records(prints: list[np.ndarray]) -> Records:
+    import json
+
+    values = [json.dumps(p.round(3).tolist()) for p in prints]
+    return Records(ids=[f"p{i}" for i in range(len(values))], source=np.zeros(len(values), dtype=np.int32),
+                   source_names=["prints"], fields={"minutiae": values})
+
+
+def test_grid_cells_per_partition_equal_one_call() -> None:
+    """A print's cells depend on that print alone: partitions shingled apart give the same token sets."""
+    prints, _ = simulate_minutiae(40, 2, 500.0, 500.0, seed=4)
+    recs = _prints_records(prints + [np.zeros((0, 2))])
+    sh = GridCells(GridParams(width=500, height=500, grid_x=20, grid_y=20, margin=3.0))
+    whole = sh.shingle(recs)
+    report_whole = dict(sh.describe())
+    cuts = [0, 7, 8, 30, 61, len(recs)]
+    parts = [sh.shingle(recs.take(np.arange(a, b, dtype=np.int64))) for a, b in zip(cuts[:-1], cuts[1:])]
+    assert np.array_equal(np.concatenate([p.sizes for p in parts]), whole.sizes)
+    assert np.array_equal(np.concatenate([p.tokens for p in parts]), whole.tokens)
+    assert GridCells.partitionable
+    # the report's counts, summed over the partitions, give the whole corpus's report
+    reports = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        sh.shingle(recs.take(np.arange(a, b, dtype=np.int64)))
+        reports.append(sh.partition_report())
+    sh.merge_reports(reports)
+    assert sh.describe() == report_whole
+
+
+# ------------------------------------------------------------------ sorted neighbourhood
+
+
+def _tricky_records(n: int, seed: int) -> Records:
+    rng = np.random.default_rng(seed)
+    pool = ["a", "ab", "abc", "b", "", None, "a\x00", "a\x00b", "a\x01", "\u00e9t\u00e9", "\U0001F600", "zz", "Ab", "a b"]
+    pick = lambda: [pool[i] for i in rng.integers(0, len(pool), n)]
+    return Records(ids=[str(i) for i in range(n)], source=rng.integers(0, 2, n).astype(np.int32),
+                   source_names=["a", "b"], fields={"last": pick(), "first": pick(), "zip": pick()})
+
+
+def _windows_naive(blocker, batch: Batch) -> set[tuple[int, int]]:
+    """The window_keys contract read literally: sort by (key, row), pair the next window - 1, union the passes."""
+    w = blocker.window_size()
+    src = batch.records.source
+    out: set[tuple[int, int]] = set()
+    for rows, keys in blocker.window_keys(batch):
+        order = [r for _, r in sorted(zip(keys.tolist(), rows.tolist()))]
+        for i, a in enumerate(order):
+            for b in order[i + 1 : i + w]:
+                if not batch.cross_source_only or src[a] != src[b]:
+                    out.add((min(a, b), max(a, b)))
+    return out
+
+
+@pytest.mark.parametrize("params, link", [
+    ({"key": ["last", "first"], "window": 3}, False),
+    ({"key": ["last", "first"], "window": 5}, True),
+    ({"keys": [["last"], ["zip", "first"]], "prefix": {"first": 1, "zip": 2}, "window": 4}, False),
+    ({"keys": [["first", "last", "zip"]], "window": 2}, True),
+])
+def test_sorted_neighbourhood_window_keys_give_the_candidates(params: dict, link: bool) -> None:
+    from er_plugins.records_blocking import (
+        SortedNeighbourhood,
+        SortedNeighbourhoodParams,
+    )
+
+    recs = _tricky_records(300, seed=len(str(params)))
+    batch = Batch(records=recs, cross_source_only=link)
+    blocker = SortedNeighbourhood(SortedNeighbourhoodParams(**params))
+    cand = blocker.candidates(batch)
+    expected = set(zip(cand.left.tolist(), cand.right.tolist()))
+    assert _windows_naive(blocker, batch) == expected and len(expected) > 50
+
+
+def test_sort_strings_order_the_value_tuples() -> None:
+    from er_plugins.records_blocking import sort_strings
+
+    recs = _tricky_records(400, seed=9)
+    cols = [recs.fields["last"], recs.fields["first"]]
+    rows, keys = sort_strings(cols, [None, 2])
+    tuples = {r: (cols[0][r], cols[1][r][:2]) for r in range(len(recs)) if cols[0][r] and cols[1][r]}
+    assert sorted(tuples) == rows.tolist()
+    by_key = [r for _, r in sorted(zip(keys.tolist(), rows.tolist()))]
+    assert by_key == sorted(tuples, key=lambda r: (tuples[r], r))
+    # equal keys exactly for equal tuples ("a" + "bc" is not "ab" + "c")
+    k = dict(zip(rows.tolist(), keys.tolist()))
+    for a in list(tuples)[:60]:
+        for b in list(tuples)[:60]:
+            assert (k[a] == k[b]) == (tuples[a] == tuples[b])
+    r2, k2 = sort_strings([["a", "ab", None], ["bc", "c", "x"]], [None, None])
+    assert r2.tolist() == [0, 1] and k2[0] != k2[1] and k2[0] < k2[1]
