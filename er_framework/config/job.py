@@ -835,14 +835,19 @@ def _refs_in(value: Any, ann: Any, metadata: tuple[Any, ...], path: YamlPath) ->
     return []
 
 
+def _parse_path(rendered: str) -> YamlPath:
+    """The inverse of :func:`_render_path`: ``"blockers[0].fields"`` -> ``("blockers", 0, "fields")``."""
+    parts = rendered.replace("[", ".").replace("]", "").split(".")
+    return tuple(int(x) if x.isdigit() else x for x in parts if x)
+
+
 def _field_ref_problems(
     comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str
 ) -> list[Problem]:
     """A component may only name fields the sources declare."""
     problems: list[Problem] = []
     for comp in comps:
-        parts = comp.yaml_path.replace("[", ".").replace("]", "").split(".")
-        base: YamlPath = tuple(int(x) if x.isdigit() else x for x in parts)
+        base = _parse_path(comp.yaml_path)
         for rel, fname in field_references(comp.params):
             if fname not in declared:
                 problems.append(
@@ -993,7 +998,7 @@ def _rule_problems(
             if comp is None:
                 continue
             for msg in comp.cls.check(comp.params, context):
-                problems.append(Problem(where=filename, path=comp.yaml_path, message=msg, fix=""))
+                problems.append(_at(filename, lines, _parse_path(comp.yaml_path), message=msg))
             if issubclass(comp.cls, (Blocker, Verifier)):
                 for need in comp.cls.needs:
                     needs.setdefault(need, []).append(f"{comp.yaml_path} ({comp.cls.name})")
