@@ -9,8 +9,8 @@
         check_blocker(MyBlocker(MyBlocker.Params(field="name")), Batch(records=my_records))
 
 One check per family (:func:`check_shingler`, :func:`check_signature_builder`,
-:func:`check_blocker`, :func:`check_lookup_keys`, :func:`check_verifier`,
-:func:`check_clusterer`); each takes a component instance (or a class, built
+:func:`check_blocker`, :func:`check_lookup_keys`, :func:`check_window_keys`,
+:func:`check_verifier`, :func:`check_pair_codes`, :func:`check_clusterer`); each takes a component instance (or a class, built
 with its default parameters). They assert what the engine relies on — the
 contract of :mod:`er_framework.components` — and raise ``AssertionError``
 with a message naming the rule that broke and an example:
@@ -55,10 +55,13 @@ __all__ = [
     "check_blocker",
     "check_clusterer",
     "check_lookup_keys",
+    "check_pair_codes",
     "check_shingler",
     "check_signature_builder",
     "check_verifier",
+    "check_window_keys",
     "pairs_sharing_keys",
+    "pairs_in_windows",
     "sample_graph",
     "sample_records",
 ]
@@ -202,7 +205,7 @@ def check_shingler(shingler: Shingler | type[Shingler], records: Records | None 
     kept = np.flatnonzero(np.arange(n) % 3 != 0)
     sub = shingler.shingle(records.take(kept))
     _check_tokens(sub, len(kept), who + " (records 0, 3, 6 … left out)")
-    if shingler.streamable:
+    if shingler.streamable or shingler.partitionable:
         half = n // 2
         parts = TokenSets.concat(
             [shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, n)))]
@@ -214,6 +217,18 @@ def check_shingler(shingler: Shingler | type[Shingler], records: Records | None 
         assert sub.equals(ts.take(kept)), (
             f"{who}: the token sets of records 1, 2, 4, 5 … shingled without records 0, 3, 6 … differ; a "
             "streamable shingler's tokens must depend on the record alone (or set streamable = False)"
+        )
+    if shingler.partitionable:  # the partitions' reports merge into the whole batch's report
+        whole = shingler.shingle(records)
+        report = shingler.describe()
+        reports = []
+        for part in (np.arange(n // 2), np.arange(n // 2, n)):
+            shingler.shingle(records.take(part.astype(np.int64)))
+            reports.append(shingler.partition_report())
+        shingler.merge_reports(reports)
+        assert whole.equals(ts) and shingler.describe() == report, (
+            f"{who}: merge_reports of the two halves' partition_report differs from the whole batch's describe(); "
+            "a partitionable shingler's report must be combinable from its partitions"
         )
     multi = shingler.shingle_multiset(records)
     assert isinstance(multi, TokenSets) and len(multi) == n, (
@@ -505,6 +520,78 @@ def check_lookup_keys(blocker: Blocker | type[Blocker], batch: Batch) -> tuple[I
     return rows, keys
 
 
+def pairs_in_windows(
+    passes: list[tuple[npt.ArrayLike, npt.ArrayLike]], window: int, source: npt.ArrayLike | None = None
+) -> set[tuple[int, int]]:
+    """The naive reading of :meth:`~er_framework.components.Blocker.window_keys`: per pass the rows sorted by
+    ``(key, row)`` (Python string order), each paired with the next ``window - 1``; with ``source``, only
+    pairs of different sources. The union over the passes, as ``(min, max)`` tuples."""
+    src = None if source is None else np.asarray(source)
+    out: set[tuple[int, int]] = set()
+    for rows, keys in passes:
+        order = [r for _, r in sorted(zip(np.asarray(keys).tolist(), np.asarray(rows).tolist()))]
+        for i, a in enumerate(order):
+            for b in order[i + 1 : i + window]:
+                if src is None or src[a] != src[b]:
+                    out.add((min(a, b), max(a, b)))
+    return out
+
+
+def _windows(blocker: Blocker, batch: Batch, who: str) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
+    got = blocker.window_keys(batch)
+    assert got is not None, f"{who}: window_keys returned None (a blocker without windows keeps the default)"
+    n = len(batch)
+    out = []
+    for rows, keys in got:
+        r = np.asarray(rows)
+        assert r.dtype == np.int64 and r.ndim == 1, f"{who}: window rows must be int64[m], got {r.dtype} {r.shape}"
+        assert len(keys) == len(r), f"{who}: {len(keys)} window keys for {len(r)} rows"
+        assert len(r) == 0 or (int(r.min()) >= 0 and int(r.max()) < n), f"{who}: window rows outside 0..{n - 1}"
+        assert all(isinstance(k, str) for k in np.asarray(keys).tolist()), f"{who}: window keys must be strings"
+        out.append((r, np.asarray(keys)))
+    return out
+
+
+def check_window_keys(blocker: Blocker | type[Blocker], batch: Batch) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
+    """``window_keys`` agree with ``candidates`` and depend on each record alone.
+
+    The pairs of :func:`pairs_in_windows` (cross-source only in link mode)
+    must equal ``blocker.candidates(batch)``: the Dask executor sorts the
+    records of all partitions by these keys and pairs them within windows of
+    ``window_size()``. The keys of each half of the batch must be that half's
+    keys in the whole batch (an executor computes them partition by
+    partition), the passes as many; the empty batch gives the same number of
+    passes, with no rows. Returns the passes.
+    """
+    blocker = _instance(blocker, Blocker)
+    who = f"blocker {blocker.name!r}" + (" (link mode)" if batch.cross_source_only else "")
+    passes = _windows(blocker, batch, who)
+    window = int(blocker.window_size())
+    src = batch.records.source if batch.cross_source_only else None
+    got = sorted(pairs_in_windows(passes, window, src))
+    want = _as_tuples(blocker.candidates(batch))
+    assert got == want, (
+        f"{who}: the pairs within windows of window_size() = {window} of the window_keys order differ from "
+        f"candidates(): {len(got)} vs {len(want)}; missing {_shown(sorted(set(want) - set(got)))}, "
+        f"extra {_shown(sorted(set(got) - set(want)))}"
+    )
+    n = len(batch)
+    empty = _windows(blocker, _empty(batch), who + " (empty batch)")
+    assert len(empty) == len(passes) and all(len(r) == 0 for r, _ in empty), (
+        f"{who}: the empty batch must give the same {len(passes)} passes, with no rows"
+    )
+    for part in (np.arange(n // 2, dtype=np.int64), np.arange(n // 2, n, dtype=np.int64)):
+        sub = _windows(blocker, batch.subset(part), who)
+        assert len(sub) == len(passes), f"{who}: a part of the batch gives {len(sub)} passes, the whole {len(passes)}"
+        for (rows, keys), (prow, pkeys) in zip(passes, sub):
+            whole = {(int(r), k) for r, k in zip(rows.tolist(), keys.tolist()) if r in set(part.tolist())}
+            assert {(int(part[r]), k) for r, k in zip(prow.tolist(), pkeys.tolist())} == whole, (
+                f"{who}: the window keys of records {part.tolist()[:8]} computed without the others differ from "
+                "their keys in the whole batch; a record's sort key must depend on that record alone"
+            )
+    return passes
+
+
 # ---------------------------------------------------------------- verifiers
 
 
@@ -566,6 +653,63 @@ def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pai
     assert empty_batch.shape == (0,)
     empty = _scores(verifier, batch, Pairs.empty(), who + " (no pairs)")
     assert empty.shape == (0,), f"{who}: empty pairs must give 0 scores"
+    return scores
+
+
+def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+    """A fitted verifier's ``pair_codes`` / ``sample_pairs`` / ``fit_counts`` give its ``score``.
+
+    One int64 code per pair, the same when the pairs are coded in two halves or
+    in a batch of their records only (a code depends on the pair's two
+    records alone); ``sample_pairs`` the same for the same sources, with rows
+    in range; and ``score(batch, pairs)`` equal to the partitioned path: the
+    distinct codes and their counts, the sample pairs' likewise,
+    ``fit_counts`` on them, each pair's score looked up by its code (what
+    the Dask executor does). Returns the scores.
+    """
+    verifier = _instance(verifier, Verifier)
+    who = f"verifier {verifier.name!r}"
+    m = len(pairs)
+
+    def codes_of(b: Batch, p: Pairs) -> Int64Array:
+        raw = verifier.pair_codes(b, p)
+        assert raw is not None, f"{who}: pair_codes returned None (a verifier without codes keeps the default)"
+        out = np.asarray(raw)
+        assert out.shape == (len(p),) and out.dtype.kind in "iu", (
+            f"{who}: pair_codes must give one integer code per pair, got {out.dtype} {out.shape} for {len(p)} pairs"
+        )
+        return out.astype(np.int64)
+
+    codes = codes_of(batch, pairs)
+    if m >= 2:
+        half = np.arange(m) < m // 2
+        parts = np.concatenate([codes_of(batch, pairs.select(half)), codes_of(batch, pairs.select(~half))])
+        involved = np.unique(np.concatenate([pairs.left, pairs.right]))
+        local = Pairs(np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right))
+        assert np.array_equal(parts, codes) and np.array_equal(codes_of(batch.subset(involved), local), codes), (
+            f"{who}: the codes of the pairs change with the other pairs or records; a code depends on the pair's "
+            "two records alone"
+        )
+    source = batch.records.source
+    sample = verifier.sample_pairs(source, batch.cross_source_only)
+    again = verifier.sample_pairs(source, batch.cross_source_only)
+    assert _same(sample, again), f"{who}: sample_pairs differ between two calls on the same sources"
+    n = len(batch)
+    assert len(sample) == 0 or (int(min(sample.left.min(), sample.right.min())) >= 0
+                                and int(max(sample.left.max(), sample.right.max())) < n), (
+        f"{who}: sample_pairs holds rows outside 0..{n - 1}"
+    )
+    scores = _scores(verifier, batch, pairs, who)
+    uniq, counts = np.unique(codes, return_counts=True)
+    s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
+    table = np.asarray(verifier.fit_counts(uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64),
+                                           s_counts.astype(np.float64)), dtype=np.float64)
+    assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
+    via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
+    assert np.array_equal(via_codes, scores), (
+        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code; an executor working "
+        "partition by partition scores through the codes"
+    )
     return scores
 
 

@@ -177,3 +177,45 @@ def test_sort_strings_order_the_value_tuples() -> None:
             assert (k[a] == k[b]) == (tuples[a] == tuples[b])
     r2, k2 = sort_strings([["a", "ab", None], ["bc", "c", "x"]], [None, None])
     assert r2.tolist() == [0, 1] and k2[0] != k2[1] and k2[0] < k2[1]
+
+
+# ------------------------------------------------------------------ the contract kit's checks of these capabilities
+
+
+def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities() -> None:
+    from er_framework.data import Pairs
+    from er_framework.testing import check_pair_codes, check_shingler, check_window_keys
+    from er_plugins.records_blocking import SortedNeighbourhood, SortedNeighbourhoodParams
+    from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, FSField
+
+    prints, _ = simulate_minutiae(12, 2, 500.0, 500.0, seed=8)
+    check_shingler(GridCells(GridParams(width=500, height=500, grid_x=10, grid_y=10, margin=2.0)), _prints_records(prints))
+
+    recs = _tricky_records(120, seed=2)
+    sn = SortedNeighbourhood(SortedNeighbourhoodParams(keys=[["last", "first"], ["zip"]], prefix={"first": 1}, window=4))
+    for link in (False, True):
+        assert len(check_window_keys(sn, Batch(records=recs, cross_source_only=link))) == 2
+
+    class PositionKeys(SortedNeighbourhood):  # a key that depends on the batch, not the record alone
+        def window_keys(self, batch: Batch) -> list:
+            rows = np.arange(len(batch), dtype=np.int64)
+            return [(rows, np.array([f"{len(batch) - i:05d}" for i in range(len(batch))]))]
+
+    with pytest.raises(AssertionError):
+        check_window_keys(PositionKeys(SortedNeighbourhoodParams(key=["last"], window=3)), Batch(records=recs))
+
+    fields = [FSField(field="last", comparison="jaro_winkler", levels=[100, 80]),
+              FSField(field="first", comparison="ratio", levels=[100, 60]), FSField(field="zip", comparison="exact")]
+    rng = np.random.default_rng(4)
+    left = rng.integers(0, 60, 300)
+    pairs = Pairs(left, left + rng.integers(1, 60, 300)).normalized()
+    for link, k in ((False, 200), (True, 0)):
+        fs = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=k, threshold=0.5), Context(seed=1))
+        check_pair_codes(fs, Batch(records=recs, cross_source_only=link), pairs)
+
+    class CountedCodes(FellegiSunter):  # a code that depends on the other pairs
+        def pair_codes(self, batch: Batch, pairs: Pairs) -> np.ndarray:
+            return super().pair_codes(batch, pairs) * 0 + len(pairs)
+
+    with pytest.raises(AssertionError, match="two records alone"):
+        check_pair_codes(CountedCodes(FellegiSunterParams(fields=fields, threshold=0.5)), Batch(records=recs), pairs)
