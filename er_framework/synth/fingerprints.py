@@ -193,7 +193,7 @@ def write_prints_jsonl(
     ids: Sequence[str],
     minutiae: Sequence[npt.NDArray[np.float64]],
     truth_path: str | Path | None = None,
-    finger: Sequence[int] | None = None,
+    finger: Sequence[int] | npt.NDArray[np.integer] | None = None,
     decimals: int = 3,
 ) -> None:
     """Write ``{"id": …, "minutiae": [[x, y], …]}`` lines, and a truth CSV ``id,finger``.
