@@ -211,6 +211,12 @@ class Blocker(Component):
         """Buckets with more members than this are skipped, as :meth:`candidates` skips them."""
         return None
 
+    def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
+        """Raise the error :meth:`candidates` raises on buckets holding ``pairs`` pairs (counted with
+        repeats, buckets over :meth:`lookup_cap` left out) whose largest has ``largest_bucket`` members
+        (e.g. a limit on the pairs). An executor blocking through :meth:`lookup_keys` calls it on the
+        sizes of every bucket before it makes any pair. Default: no limit."""
+
     def window_keys(self, batch: Batch) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] | None:
         """Sort keys of a blocker that pairs records within a window of a sort order: one ``(rows, keys)`` per pass.
 

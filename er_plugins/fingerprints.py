@@ -469,16 +469,7 @@ class GridBits(Blocker):
                 sig.values[ids], ids, sets, p.max_bucket_size, max_raw_pairs=p.max_pairs
             )
         except TooManyPairs as exc:
-            raise InputError(
-                Problem(
-                    where="blocker grid_bits",
-                    path="max_pairs",
-                    message=f"the {p.sets} buckets hold {exc.raw_pairs:,} pairs (with repeats; largest bucket "
-                    f"{exc.stats['largest_bucket']:,} prints), more than max_pairs = {exc.limit:,}",
-                    fix="raise cells (each extra cell divides the pairs by about 1/occupancy**2), "
-                    "set max_bucket_size, or raise max_pairs if the memory allows (~24 bytes per pair)",
-                )
-            ) from None
+            raise self._too_many(exc.raw_pairs, exc.stats["largest_bucket"]) from None
         n = len(sig)
         occ = float(row_popcount(sig.values).sum()) / (n * nb) if n else 0.0
         same, diff = candidate_probabilities(occ, p.agreement, p.cells, p.sets)
@@ -523,6 +514,27 @@ class GridBits(Blocker):
         p = self.params
         assert isinstance(p, GridBitsParams)
         return p.max_bucket_size
+
+    def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
+        """``max_pairs`` on the buckets of :meth:`lookup_keys`: the error :meth:`candidates` raises."""
+        p = self.params
+        assert isinstance(p, GridBitsParams)
+        if p.max_pairs is not None and pairs > p.max_pairs:
+            raise self._too_many(pairs, largest_bucket)
+
+    def _too_many(self, raw_pairs: int, largest_bucket: int) -> InputError:
+        p = self.params
+        assert isinstance(p, GridBitsParams)
+        return InputError(
+            Problem(
+                where="blocker grid_bits",
+                path="max_pairs",
+                message=f"the {p.sets} buckets hold {raw_pairs:,} pairs (with repeats; largest bucket "
+                f"{largest_bucket:,} prints), more than max_pairs = {p.max_pairs:,}",
+                fix="raise cells (each extra cell divides the pairs by about 1/occupancy**2), "
+                "set max_bucket_size, or raise max_pairs if the memory allows (~24 bytes per pair)",
+            )
+        )
 
 
 def set_members(bits: npt.NDArray[np.uint64], sets: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.dtypes import StringDType
 
-from er_framework.components import Shingler
+from er_framework.components import Blocker, Shingler
 from er_framework.config.job import Job, load_yaml, resolve_job
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
@@ -289,8 +289,25 @@ def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int
     return [(keys[dest == j], tag[dest == j]) for j in range(n_parts)]
 
 
-def task_buckets(ref: JobRef, pieces: list[tuple[Int64Array, ...]], n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
-    """Pairs of every bucket of one shuffle part, unique per blocker, with their blocker, split by pair hash into ``n_parts``."""
+@dataclass
+class Buckets:
+    """The buckets of one shuffle part: entries sorted by (bucket id, global index), the runs kept
+    (2 or more members, within their blocker's cap), and per blocker the pairs they hold (with repeats)
+    and the largest bucket (kept or not)."""
+
+    keys: Int64Array
+    gidx: Int64Array
+    src: Int64Array
+    which: Int64Array
+    starts: Int64Array
+    sizes: Int64Array
+    use: npt.NDArray[np.bool_]
+    raw_pairs: Int64Array
+    largest: Int64Array
+
+
+def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Buckets:
+    """Every bucket of one shuffle part (each bucket lies in one part), sized before any pair is made."""
     eng = _engine(ref)
     caps = eng.caps()
     keys = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64)
@@ -307,6 +324,22 @@ def task_buckets(ref: JobRef, pieces: list[tuple[Int64Array, ...]], n_parts: int
     cap = np.array([c if c is not None else np.iinfo(np.int64).max for c in caps], dtype=np.int64)
     use = sizes >= 2
     use[use] &= sizes[use] <= cap[which[starts[use]]]
+    owner = which[starts]
+    nb = len(caps)
+    raw = np.bincount(owner[use], weights=(sizes[use] * (sizes[use] - 1) // 2), minlength=nb).astype(np.int64)
+    largest = np.zeros(nb, dtype=np.int64)
+    np.maximum.at(largest, owner, sizes)
+    return Buckets(keys, gidx, src, which, starts, sizes, use, raw, largest)
+
+
+def _bucket_stats(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
+    return buckets.raw_pairs, buckets.largest
+
+
+def task_buckets(ref: JobRef, buckets: Buckets, n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
+    """Pairs of every bucket of one shuffle part, unique per blocker, with their blocker, split by pair hash into ``n_parts``."""
+    eng = _engine(ref)
+    gidx, src, which, starts, sizes, use = buckets.gidx, buckets.src, buckets.which, buckets.starts, buckets.sizes, buckets.use
     left, right = pairs_in_groups(gidx, starts[use], sizes[use])
     group_size = sizes[use]
     blocker = np.repeat(which[starts[use]], group_size * (group_size - 1) // 2)
@@ -516,10 +549,18 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
             reports = _partition_problems(job, client, block_futs)
             if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
                 engine.shingler.merge_reports(reports)
-            bucket_futs = []
+            sorted_futs = []
             for j in range(n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
                 pieces = [client.submit(_pick_attr, f, "pieces", j, pure=False) for f in block_futs]
-                bucket_futs.append(client.submit(task_buckets, ref, pieces, n_parts, pure=False, retries=3))
+                sorted_futs.append(client.submit(task_bucket_sort, ref, pieces, pure=False, retries=3))
+            if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
+                # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
+                # every bucket before any pair is made, with the blocker's own error, as locally
+                stats = client.gather([client.submit(_bucket_stats, f, pure=False) for f in sorted_futs])
+                for i, b in enumerate(engine.blockers):
+                    if engine.has_keys(b):
+                        b.check_lookup_pairs(int(sum(int(s[0][i]) for s in stats)), max([int(s[1][i]) for s in stats], default=0))
+            bucket_futs = [client.submit(task_buckets, ref, f, n_parts, pure=False, retries=3) for f in sorted_futs]
             window_futs = _submit_windows(client, engine, job, block_futs, n_parts)
             info["window_passes"] = len(window_futs)
             ep = exact.pairs

@@ -293,6 +293,32 @@ def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: Lo
         assert local["verifier"]["random_pairs"] == verifier["u_from_random_pairs"]
 
 
+def test_bad_prints_and_too_many_pairs_are_the_local_errors_on_dask(tmp_path: Path, cluster: LocalCluster) -> None:
+    """Bad prints of every partition are reported together; grid_bits' max_pairs stops the job before any
+    pair is made, with the local message; no output is written."""
+    prints = (ROOT / "configs" / "data" / "fingerprints" / "prints.jsonl").read_text().splitlines()
+    bad = prints[:5] + ['{"id": "bad1", "minutiae": "[[1, 2], [3"}'] + prints[5:250] + ['{"id": "bad2", "minutiae": [[900, 1]]}']
+    data = tmp_path / "prints.jsonl"
+    data.write_text("\n".join(bad + prints[250:]) + "\n")
+    executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.03}
+    changes = {"sources": [{"name": "prints", "path": str(data), "id": "id", "fields": ["minutiae"]}]}
+    errors = []
+    for ex in (None, executor):
+        with pytest.raises(ErError) as info:
+            run_job(parse_job(_shipped("fingerprints.yaml", tmp_path, ex, f"bad-{ex is None}", **changes)), tmp_path / "o")
+        errors.append(info.value.render())
+    for text in errors:
+        assert "'bad1'" in text and "'bad2'" in text and "outside the frame" in text and "no valid list" in text
+    limited = {"blockers": [{"type": "grid_bits", "sets": 2048, "cells": 3, "max_pairs": 20000}]}
+    messages = []
+    for ex in (None, executor):
+        with pytest.raises(ErError) as info:
+            run_job(parse_job(_shipped("fingerprints.yaml", tmp_path, ex, f"lim-{ex is None}", **limited)), tmp_path / "o")
+        messages.append(info.value.render())
+    assert "max_pairs = 20,000" in messages[0] and messages[1] == messages[0]
+    assert not (tmp_path / "o").exists()
+
+
 def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: Path, docs: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler

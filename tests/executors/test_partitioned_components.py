@@ -11,6 +11,7 @@ import pytest
 
 from er_framework.components import Context
 from er_framework.data import Batch, Records, Signatures
+from er_framework.errors import ErError
 from er_framework.kernels.bits import (
     bits_from_bool,
     bool_from_bits,
@@ -68,6 +69,22 @@ def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int,
     assert len(expected) > 20
     if cap is not None:  # the cap was reached by some bucket, so it mattered
         assert blocker.describe()["oversized_buckets"] > 0
+    # max_pairs: the keys' bucket sizes give the pairs candidates() counts before making any
+    sizes = np.unique(keys, return_counts=True)[1]
+    kept = sizes[(sizes >= 2) & (sizes <= (cap or len(bits)))]
+    raw, largest = int((kept * (kept - 1) // 2).sum()), int(sizes.max())
+    assert raw == blocker.describe()["raw_pairs"]
+    for limit in (raw, raw - 1):
+        limited = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap, max_pairs=limit), Context(seed=5))
+        if limit == raw:
+            limited.candidates(batch)
+            limited.check_lookup_pairs(raw, largest)
+            continue
+        with pytest.raises(ErError) as local:
+            limited.candidates(batch)
+        with pytest.raises(ErError) as keyed:
+            limited.check_lookup_pairs(raw, largest)
+        assert keyed.value.render() == local.value.render() and "max_pairs" in local.value.render()
 
 
 def test_set_members_is_the_naive_membership() -> None:
