@@ -10,7 +10,8 @@
 
 One check per family (:func:`check_shingler`, :func:`check_signature_builder`,
 :func:`check_blocker`, :func:`check_lookup_keys`, :func:`check_window_keys`,
-:func:`check_verifier`, :func:`check_pair_codes`, :func:`check_clusterer`); each takes a component instance (or a class, built
+:func:`check_verifier`, :func:`check_pair_codes`, :func:`check_clusterer`,
+:func:`check_normalizer`); each takes a component instance (or a class, built
 with its default parameters). They assert what the engine relies on — the
 contract of :mod:`er_framework.components` — and raise ``AssertionError``
 with a message naming the rule that broke and an example:
@@ -29,12 +30,18 @@ with a message naming the rule that broke and an example:
 * for blockers, the candidates contract the engine enforces (indices into the
   batch, ``left < right``, unique, sorted; in link mode only pairs across
   sources), in both modes, and, for a blocker with ``lookup_keys``, that the
-  records sharing a key are exactly its candidates.
+  records sharing a key are exactly its candidates;
+* for normalizers, what :mod:`er_framework.normalize` relies on: one ``str``
+  or ``None`` per value, a key that depends on its value alone (not on the
+  rest of the batch, its order or the instance), and the same answer from
+  ``normalize`` and ``per_value``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,26 +51,30 @@ from er_framework.components import (
     Blocker,
     Clusterer,
     Component,
+    Normalizer,
     Shingler,
     SignatureBuilder,
     Verifier,
 )
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.graph import canonical_labels
+from er_framework.normalize import is_missing, normalize_column
 
 __all__ = [
     "check_blocker",
     "check_clusterer",
     "check_lookup_keys",
+    "check_normalizer",
     "check_pair_codes",
     "check_shingler",
     "check_signature_builder",
     "check_verifier",
     "check_window_keys",
-    "pairs_sharing_keys",
     "pairs_in_windows",
+    "pairs_sharing_keys",
     "sample_graph",
     "sample_records",
+    "sample_values",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -774,3 +785,230 @@ def check_clusterer(
     alone = _labels(clusterer, n, Pairs.empty(scored=True), who + " (no pairs)")
     assert len(np.unique(alone)) == n, f"{who}: without pairs every record must be a singleton, got {len(np.unique(alone))} labels for {n} records"
     return labels
+
+
+# ---------------------------------------------------------------- normalizers
+
+_VALUES: list[Any] = [
+    # names (titles, accents, apostrophes, nicknames, order, case)
+    "Anna Smith", "anna  SMITH", "Smith, Anna", "Dr. José Álvarez-Núñez Jr.", "O'Brien, Seán", "Bob", "Mr.",
+    "Robert 'Bob' Jones", "Zoë Saldaña", "Ærøskøbing", "Łódź", "İstanbul", "straße", "ﬁne ligature", "ǅemal",
+    "北京市", "Москва", "Zo\u200be", "\U0001f40d python",
+    # whitespace
+    "  padded  ", "tab\tand\nnewline", "\u00a0no-break\u2003em space\u3000",
+    # digits and phones
+    "12345", "٣٤٥٦٧", "+1 (555) 010-9999 ext. 12", "555.010.9999", "+44 20 7946 0958", "000-000-0000", "#42",
+    # e-mail-like
+    "Anna.Smith+tag@GMail.com", "mailto:bob@example.org", "two@at@signs", "no at sign", "a@b",
+    # date-like
+    "1980-03-05", "05/03/1980", "March 5, 1980", "19800305", "31/02/1999", "2024-13-45", "5th of Mar 1980 10:30",
+    # addresses
+    "123 North Main Street, Apt #4", "P.O. Box 17", "1 Saint Paul Ave. Suite 5",
+    # repeated values, and missing ones (never given to a normalizer)
+    "Anna Smith", "12345", None, "", "   ", "N/A", "null", "-",
+]  # fmt: skip
+
+#: missing column values :func:`check_normalizer` adds to the column it runs through :func:`normalize_column`
+_MISSING: list[Any] = [None, float("nan"), "", " \t\n", "N/A", "NULL", "--"]
+
+
+def sample_values() -> list[Any]:
+    """Varied field values for :func:`check_normalizer`: names (titles, accents, apostrophes, non-Latin
+    scripts, a zero-width space, an emoji), whitespace, digits and phones, e-mail-like, date-like and
+    address-like strings, repeated values, and missing ones (``None``, ``""``, blanks, ``"N/A"``)."""
+    return list(_VALUES)
+
+
+def _as_input(value: Any) -> str | None:
+    """What :mod:`er_framework.normalize` gives a normalizer for the column value ``value``.
+
+    ``None`` when the value is missing (``None``, NaN, blank or a placeholder:
+    never given to a normalizer); otherwise the value, ``str(value)`` if not a string.
+    """
+    if is_missing(value):
+        return None
+    s = value if isinstance(value, str) else str(value)
+    return None if is_missing(s) else s
+
+
+def _as_key(result: str | None) -> str | None:
+    """A normalizer's result as the machinery reads it: ``None``, ``""``, blanks and placeholders are missing."""
+    return None if result is None or is_missing(result) else str(result)
+
+
+def _few(values: list[str]) -> str:
+    more = f" (and {len(values) - _SHOWN} more)" if len(values) > _SHOWN else ""
+    return ", ".join(map(repr, values[:_SHOWN])) + more
+
+
+def _normalized(n: Normalizer, values: list[str], who: str) -> list[str | None]:
+    """``n.normalize(values)``, its shape and types checked; an exception is a contract failure."""
+    try:
+        out = n.normalize(list(values))
+    except Exception as exc:  # reported as a contract failure
+        raise AssertionError(
+            f"{who}: normalize() raised {type(exc).__name__} ({exc}) on the values {_few(values)}; a normalizer "
+            "returns None for a value it cannot normalize, and implements normalize() or per_value()"
+        ) from exc
+    assert isinstance(out, list), (
+        f"{who}: normalize() must return a list (one str or None per value), got {type(out).__name__}"
+    )
+    assert len(out) == len(values), (
+        f"{who}: normalize() returned {len(out)} values for {len(values)} values; it returns one str or None "
+        "per value, in order"
+    )
+    for v, r in zip(values, out):
+        assert r is None or isinstance(r, str), (
+            f"{who}: normalize() returned {type(r).__name__} {r!r} for {v!r}; a normalizer returns a str or None"
+        )
+    return out
+
+
+def _per_value(f: Callable[[str], str | None], values: Iterable[str], who: str) -> list[str | None]:
+    out: list[str | None] = []
+    for v in values:
+        try:
+            r = f(v)
+        except Exception as exc:  # reported as a contract failure
+            raise AssertionError(
+                f"{who}: the function of per_value() raised {type(exc).__name__} ({exc}) on {v!r}; a normalizer "
+                "returns None for a value it cannot normalize"
+            ) from exc
+        assert r is None or isinstance(r, str), (
+            f"{who}: the function of per_value() returned {type(r).__name__} {r!r} for {v!r}; a normalizer "
+            "returns a str or None"
+        )
+        out.append(r)
+    return out
+
+
+def _assert_same_keys(
+    first: list[str | None], second: list[str | None], values: list[str], message: str
+) -> None:
+    """``first`` and ``second`` give every value the same key; else ``message`` with the first value that differs."""
+    for v, a, b in zip(values, first, second):
+        if _as_key(a) != _as_key(b):
+            raise AssertionError(f"{message} (at {v!r}: {a!r}, then {b!r})")
+
+
+def _check_requires(n: Normalizer, who: str) -> None:
+    req = type(n).requires
+    assert isinstance(req, tuple) and all(isinstance(m, str) and m for m in req), (
+        f"{who}: requires must be a tuple of Python module names, got {req!r}"
+    )
+    absent = []
+    for module in req:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a dotted name whose parent is missing
+            found = False
+        if not found:
+            absent.append(module)
+    assert not absent, (
+        f"{who} requires the Python module(s) {', '.join(map(repr, absent))}, not installed here: "
+        f"pip install {' '.join(absent)} (a job naming it would be refused the same way)"
+    )
+
+
+def check_normalizer(normalizer: Normalizer | type[Normalizer], values: Iterable[Any] | None = None) -> list[str | None]:
+    """The :class:`~er_framework.components.Normalizer` contract on ``values`` (default :func:`sample_values`).
+
+    A normalizer is given the distinct non-missing strings of a column (missing,
+    blank and placeholder values, such as ``None``, ``""``, ``"  "``, ``"N/A"``,
+    never reach it; other values arrive as ``str(value)``); the check does the
+    same. Its results are read as :mod:`er_framework.normalize` reads them: a
+    result that is ``None``, ``""``, blank or a placeholder is *missing*, so
+    the chain never returns ``""`` and results are compared as such keys
+    (``""`` and ``None`` are the same answer; returning ``None`` says it
+    plainly). Checked:
+
+    * the ``requires`` modules are importable;
+    * ``normalize()`` returns a list with one ``str`` or ``None`` per value
+      (no exception: a value it cannot read gives ``None``), and ``[]`` for
+      ``[]``; the function of ``per_value()``, if any, one ``str`` or ``None``;
+    * some value of the sample gets a key (else the checks compare nothing);
+    * deterministic: again on the same instance, and on a new instance of the
+      same parameters;
+    * a key depends on its value alone: ``normalize(reversed(values))``
+      reversed, and ``normalize([v])`` value by value, give the same keys as
+      ``normalize(values)``; the function of ``per_value()`` called again (the
+      same function, values in reverse order) as well;
+    * ``normalize()`` and ``per_value()`` agree value by value (the chains run
+      ``per_value()`` when it is offered, ``normalize()`` otherwise);
+    * through :func:`~er_framework.normalize.normalize_column` (the column with
+      repeats and missing values added), missing values stay ``None`` and
+      every other value gets the key ``normalize()`` gave it; an empty
+      column gives ``[]``.
+
+    Returns ``normalize_column(values, [normalizer])``: one key or ``None`` per value of ``values``.
+    """
+    n = _instance(normalizer, Normalizer)
+    who = f"normalizer {n.name!r}"
+    _check_requires(n, who)
+    column = sample_values() if values is None else list(values)
+    todo = list(dict.fromkeys(s for s in map(_as_input, column) if s is not None))
+
+    assert _normalized(n, [], who + " (no values)") == [], f"{who}: normalize([]) must return []"
+    out = _normalized(n, todo, who)
+    assert any(_as_key(r) is not None for r in out), (
+        f"{who}: every value of the sample normalized to missing (None, \"\" or a placeholder) "
+        f"({len(todo)} values: {_few(todo)}); a normalizer gives a key to the values it can read, and the checks "
+        "need some: give values it normalizes"
+    )
+    _assert_same_keys(out, _normalized(n, todo, who), todo, f"{who} is not deterministic: two normalize() calls on the same values differ")
+    fresh = type(n)(n.params, n.context)
+    _assert_same_keys(
+        out, _normalized(fresh, todo, who), todo,
+        f"{who} is not deterministic: a new instance with the same parameters gives other results",
+    )
+    _assert_same_keys(
+        out, _normalized(n, todo[::-1], who)[::-1], todo,
+        f"{who}: the result depends on the order of the values (normalize(values) and normalize(reversed(values)) "
+        "reversed differ); a key depends on its value alone",
+    )
+    ones = [_normalized(n, [v], who)[0] for v in todo]
+    _assert_same_keys(
+        out, ones, todo,
+        f"{who}: the result depends on the other values of the batch (normalize(values) and normalize([value]) one "
+        "value at a time differ); a key depends on its value alone",
+    )
+    try:
+        f = n.per_value()
+    except Exception as exc:  # reported as a contract failure
+        raise AssertionError(f"{who}: per_value() raised {type(exc).__name__} ({exc})") from exc
+    assert f is None or callable(f), f"{who}: per_value() must return a function of one value or None, got {f!r}"
+    if f is not None:
+        direct = _per_value(f, todo, who)
+        _assert_same_keys(
+            direct, _per_value(f, todo[::-1], who)[::-1], todo,
+            f"{who}: the function of per_value() gives other results when called again (values in reverse order); "
+            "a key depends on its value alone, not on earlier calls",
+        )
+        _assert_same_keys(
+            out, direct, todo,
+            f"{who}: normalize() and per_value() disagree; the chains run per_value() when it is offered and "
+            "normalize() otherwise, so both must give every value the same key",
+        )
+
+    keys = dict(zip(todo, map(_as_key, out)))
+    whole = column + _MISSING + column[::-1]
+    try:
+        got = normalize_column(whole, [n])
+        nothing = normalize_column([], [n])
+    except Exception as exc:  # reported as a contract failure
+        raise AssertionError(f"{who}: normalize_column(values, [normalizer]) raised {type(exc).__name__} ({exc})") from exc
+    assert nothing == [], f"{who}: normalize_column([], [normalizer]) must return [], got {nothing!r}"
+    assert isinstance(got, list) and len(got) == len(whole), f"{who}: normalize_column must give one result per value"
+    for v, r in zip(whole, got):
+        s = _as_input(v)
+        if s is None:
+            assert r is None, f"{who}: the missing value {v!r} must stay missing (None) through normalize_column, got {r!r}"
+            continue
+        assert r is None or (isinstance(r, str) and not is_missing(r)), (
+            f"{who}: normalize_column gave {r!r} for {v!r}; a chain's result is a key or None, never \"\" or a placeholder"
+        )
+        assert r == keys[s], (
+            f"{who}: normalize_column gives {v!r} the key {r!r}, normalize() gave {keys[s]!r}; a key depends on its "
+            "value alone (not on the column's other values, repeats or missing values)"
+        )
+    return got[: len(column)]

@@ -10,6 +10,8 @@ is run from README.md itself.
 
 from __future__ import annotations
 
+import itertools
+import random
 import re
 import sys
 import types
@@ -20,23 +22,33 @@ from typing import Any
 import numpy as np
 import pytest
 
-from er_framework import Blocker, Clusterer, Shingler, SignatureBuilder, Verifier
+from er_framework import (
+    Blocker,
+    Clusterer,
+    Normalizer,
+    Shingler,
+    SignatureBuilder,
+    Verifier,
+)
 from er_framework.components import Context
 from er_framework.config.job import parse_job
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.executors import run_job
 from er_framework.kernels.graph import canonical_labels
+from er_framework.normalize import is_missing, normalize_column
 from er_framework.registry import DISTRIBUTION, build_registry, default_registry
 from er_framework.testing import (
     check_blocker,
     check_clusterer,
     check_lookup_keys,
+    check_normalizer,
     check_shingler,
     check_signature_builder,
     check_verifier,
     pairs_sharing_keys,
     sample_graph,
     sample_records,
+    sample_values,
 )
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -694,6 +706,184 @@ def test_check_clusterer_fails_on_a_broken_clusterer(defect: str) -> None:
     with pytest.raises(AssertionError, match=message) as err:
         check_clusterer(broken_clusterer(defect, fn))
     assert f"clusterer {defect!r}" in str(err.value)
+
+
+# ---------------------------------------------------------------- normalizers
+
+#: every built-in normalizer with the parameter sets its check runs
+NORMALIZERS: dict[str, list[dict[str, Any]]] = {
+    "text": [{}],
+    "name": [{}, {"sort_tokens": True}, {"drop_titles": False}],
+    "nickname": [{}, {"tokens": "first"}],
+    "phone": [{}, {"default_region": "GB"}, {"default_region": None}, {"foreign_country_code": "strip"},
+              {"min_digits": 3, "drop_placeholders": False}],
+    "address": [{}],
+    "email": [{}, {"gmail_dots": True}],
+    "date": [{}, {"dayfirst": True}, {"yy_pivot": 30}],
+    "digits": [{}],
+    "lower": [{}],
+    "strip": [{}],
+}
+
+
+def test_every_builtin_normalizer_is_checked() -> None:
+    reg = default_registry()
+    builtins = {c.name for c in reg.components["normalizer"].values() if c.plugin.distribution == DISTRIBUTION}
+    assert builtins == set(NORMALIZERS), f"add the new normalizer to NORMALIZERS in {__file__}"
+
+
+@pytest.mark.parametrize("name,params", [(n, p) for n, ps in sorted(NORMALIZERS.items()) for p in ps])
+def test_builtin_normalizers_pass(name: str, params: dict[str, Any]) -> None:
+    normalizer = component("normalizer", name, params)
+    values = sample_values()
+    keys = check_normalizer(normalizer, values)
+    assert keys == normalize_column(values, [normalizer])
+    assert len(keys) == len(values) and any(k is not None for k in keys)  # the check saw real keys
+    assert all(k is None for v, k in zip(values, keys) if is_missing(v))
+
+
+def test_the_sample_values_are_varied() -> None:
+    values = sample_values()
+    texts = [v for v in values if isinstance(v, str)]
+    assert None in values and "" in values and any(v.isspace() for v in texts)  # missing ones
+    assert any(not v.isascii() for v in texts) and any(v != v.strip() for v in texts if v.strip())
+    assert any(v.isdigit() for v in texts) and any("@" in v for v in texts)
+    assert normalize_column(values, ["date"]).count(None) < len(values) - 3  # date-like values parse
+    assert len(set(texts)) < len(texts)  # repeats
+
+
+def test_a_class_and_other_values_are_checked() -> None:
+    digits: Any = default_registry().get("normalizer", "digits").cls
+    assert check_normalizer(digits, [12, "a1b2", None, "N/A", "x", float("nan"), "٣4"]) == ["12", "12", None, None, None,
+                                                                                          None, "34"]
+    with pytest.raises(AssertionError, match="is not a Normalizer"):
+        check_normalizer(default_registry().get("shingler", "word").cls)  # type: ignore[arg-type]
+    with pytest.raises(AssertionError, match="every value of the sample normalized to missing"):
+        check_normalizer(digits, ["no digits", None, ""])
+    with pytest.raises(AssertionError, match="every value of the sample normalized to missing"):
+        check_normalizer(digits, [])
+
+
+def squash(v: str) -> str | None:
+    """Letters and digits only, casefolded; ``None`` when nothing is left."""
+    return "".join(c for c in v.casefold() if c.isalnum()) or None
+
+
+class Squash(Normalizer):
+    """A correct batch normalizer (normalize() only)."""
+
+    name = "squash"
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        return [squash(v) for v in values]
+
+
+class SquashPerValue(Normalizer):
+    """A correct per-value normalizer; it returns "" where nothing is left (read as missing)."""
+
+    name = "squash_per_value"
+
+    def per_value(self) -> Callable[[str], str | None]:
+        return lambda v: squash(v) or ""
+
+
+class SquashBoth(Squash):
+    """Both methods, agreeing (one says None where the other says "")."""
+
+    name = "squash_both"
+
+    def per_value(self) -> Callable[[str], str | None]:
+        return lambda v: squash(v) or ""
+
+
+def test_the_correct_test_normalizers_pass() -> None:
+    values = sample_values()
+    want = [None if is_missing(v) else squash(v) for v in values]
+    for normalizer in (Squash, Squash(), SquashPerValue(), SquashBoth()):
+        assert check_normalizer(normalizer) == want
+
+
+def test_an_empty_result_is_missing() -> None:
+    """The machinery reads a result "" as missing: the chain gives None, and "" and None are the same answer."""
+    assert SquashPerValue().normalize(["--x--", "!!"]) == ["x", ""]
+    assert check_normalizer(SquashPerValue(), ["--x--", "¡¿!", None]) == ["x", None, None]
+    assert normalize_column(["¡¿!", "¡¿!"], [SquashPerValue()]) == [None, None]
+
+
+_serial = itertools.count()
+
+
+class Stamped(Squash):
+    """Each instance stamps its results with its own serial number."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.serial = next(_serial)
+
+
+def previous_value_function(self: Normalizer) -> Callable[[str], str | None]:
+    """A per-value function with memory: each result carries the first letter of the previous value."""
+    previous = [""]
+
+    def f(v: str) -> str | None:
+        out = f"{squash(v)}{previous[0][:1]}"
+        previous[0] = v
+        return out
+
+    return f
+
+
+BROKEN_NORMALIZERS: dict[str, tuple[type[Normalizer], dict[str, Any], str]] = {
+    "one_short": (Squash, {"normalize": lambda self, vs: [squash(v) for v in vs][:-1]},
+                  r"normalize\(\) returned \d+ values for \d+ values; it returns one str or None per value"),
+    "a_tuple": (Squash, {"normalize": lambda self, vs: tuple(squash(v) for v in vs)},
+                r"normalize\(\) must return a list .*got tuple"),
+    "one_for_no_values": (Squash, {"normalize": lambda self, vs: [squash(v) for v in vs] if vs else [None]},
+                          r"\(no values\): normalize\(\) returned 1 values for 0 values"),
+    "not_a_string": (Squash, {"normalize": lambda self, vs: [len(v) for v in vs]},
+                     r"normalize\(\) returned int 10 for 'Anna Smith'; a normalizer returns a str or None"),
+    "bytes_per_value": (Normalizer, {"per_value": lambda self: lambda v: v.encode()},
+                        r"normalize\(\) returned bytes b'Anna Smith' for 'Anna Smith'"),
+    "empty_strings": (Squash, {"normalize": lambda self, vs: ["" for _ in vs]},
+                      r"every value of the sample normalized to missing \(None, \"\" or a placeholder\)"),
+    "placeholders": (Normalizer, {"per_value": lambda self: lambda v: "N/A"},
+                     r"every value of the sample normalized to missing"),
+    "raises": (Squash, {"normalize": lambda self, vs: [str(int(v)) for v in vs]},
+               r"normalize\(\) raised ValueError .* a normalizer returns None for a value it cannot normalize"),
+    "raises_per_value": (Normalizer, {"normalize": lambda self, vs: [squash(v) for v in vs],
+                                      "per_value": lambda self: lambda v: v.encode("ascii").decode()},
+                         r"the function of per_value\(\) raised UnicodeEncodeError"),
+    "neither": (Normalizer, {}, r"implements neither normalize\(\) nor per_value\(\)"),
+    "random": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{random.random()}" for v in vs]},
+               r"is not deterministic: two normalize\(\) calls on the same values differ \(at 'Anna Smith': "),
+    "per_instance": (Stamped, {"normalize": lambda self, vs: [f"{squash(v)}{self.serial}" for v in vs]},
+                     r"is not deterministic: a new instance with the same parameters gives other results"),
+    "order_dependent": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{i}" for i, v in enumerate(vs)]},
+                        r"the result depends on the order of the values .*reversed.* \(at 'Anna Smith': 'annasmith0', then"),
+    "batch_dependent": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{len(vs)}" for v in vs]},
+                        r"the result depends on the other values of the batch"),
+    "per_value_with_memory": (Squash, {"per_value": previous_value_function},
+                              r"the function of per_value\(\) gives other results when called again"),
+    "disagree": (Squash, {"per_value": lambda self: str.casefold},
+                 r"normalize\(\) and per_value\(\) disagree; .* \(at 'Anna Smith': 'annasmith', then 'anna smith'\)"),
+    "per_value_not_callable": (Squash, {"per_value": lambda self: "casefold"},
+                               r"per_value\(\) must return a function of one value or None, got 'casefold'"),
+    "missing_requirement": (Squash, {"requires": ("no_such_module_for_er",)},
+                            r"requires the Python module\(s\) 'no_such_module_for_er', not installed here: pip install"),
+    "requires_a_string": (Squash, {"requires": "nicknames"},
+                          r"requires must be a tuple of Python module names, got 'nicknames'"),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(BROKEN_NORMALIZERS))
+def test_check_normalizer_fails_on_a_broken_normalizer(defect: str) -> None:
+    base, methods, message = BROKEN_NORMALIZERS[defect]
+    broken = type(defect, (base,), {"name": defect, **methods})
+    with pytest.raises(AssertionError, match=message) as err:
+        check_normalizer(broken())
+    assert f"normalizer {defect!r}" in str(err.value)
+    with pytest.raises(AssertionError, match=message):  # the class, built with its default parameters
+        check_normalizer(broken)
 
 
 # ---------------------------------------------------------------- the README's plugin guide runs
