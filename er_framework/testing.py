@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -532,7 +532,7 @@ def check_lookup_keys(blocker: Blocker | type[Blocker], batch: Batch) -> tuple[I
 
 
 def pairs_in_windows(
-    passes: list[tuple[npt.ArrayLike, npt.ArrayLike]], window: int, source: npt.ArrayLike | None = None
+    passes: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], window: int, source: npt.ArrayLike | None = None
 ) -> set[tuple[int, int]]:
     """The naive reading of :meth:`~er_framework.components.Blocker.window_keys`: per pass the rows sorted by
     ``(key, row)`` (Python string order), each paired with the next ``window - 1``; with ``source``, only
