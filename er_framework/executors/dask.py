@@ -13,18 +13,35 @@ another worker when one dies):
    and returns only ids and exact-text hashes; the client numbers the records
    (global index = position in source order, as the local executor does),
    checks ids for duplicates across partitions and finds exact duplicates.
-2. **keys** — per partition: shingles, signatures and the blockers'
+2. **block** — per partition: shingles, signatures and the blockers'
    :meth:`~er_framework.components.Blocker.lookup_keys` (bucket ids) of the
-   active records, split by bucket id into ``P`` shuffle parts.
+   active records, split by bucket id into ``P`` shuffle parts; for a
+   blocker with :meth:`~er_framework.components.Blocker.window_keys`
+   (sorted neighbourhood) each pass's records sorted by ``(sort key, global
+   index)`` with a sample of the keys; the shingler's partition report; the
+   partition's bad values (every partition's are reported together).
 3. **buckets** — shuffle part ``j`` holds every entry of its buckets, so each
-   bucket is processed once: pairs of its members (buckets over the cap
-   skipped, cross-source only in link mode), split by pair hash into ``P``.
+   bucket is processed once: its size first (a blocker's limit on the pairs,
+   :meth:`~er_framework.components.Blocker.check_lookup_pairs`, is checked on
+   all of them before any pair is made), then pairs of its members (buckets
+   over the cap skipped, cross-source only in link mode), split by pair hash
+   into ``P``. **windows** — a distributed sort per pass: ``P - 1``
+   boundaries from the sampled keys, each partition's sorted run cut into
+   ``P`` ranges, one task per range merging its pieces; the pairs of every
+   record of a range with the ``window - 1`` records before it in the global
+   order (the last ``window - 1`` records of the earlier ranges are carried
+   in by a chain of small tasks), split by pair hash as the buckets' pairs.
 4. **dedup** — pairs of all bands and blockers meet in one part: unique,
    minus the exact-duplicate pairs; each part lists the records it needs per
    input partition.
 5. **verify** — each input partition is read again and serves the records
    each pair part needs (the join by id); the pair part is scored with the
-   job's verifier.
+   job's verifier. A verifier fitted on all candidates
+   (:meth:`~er_framework.components.Verifier.pair_codes`, fellegi_sunter)
+   codes each part's pairs, the client sums the code counts (and those of the
+   verifier's sample pairs, drawn over the active records as locally, served
+   from the partitions), fits once (``fit_counts``), and the parts look their
+   scores up by code.
 6. **cluster** — the verified pairs are gathered and clustered on the client
    with the job's clusterer; outputs are written by the client, atomically,
    with the same writer as the local executor (same bytes).
@@ -239,10 +256,12 @@ def _lower_bound(keys: npt.NDArray[Any], gidx: Int64Array, key: str, g: int) -> 
 
 
 def task_split(run: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]],
-               bounds: tuple[npt.NDArray[Any], Int64Array]) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
-    """A partition's sorted run cut at the pass's boundaries: one piece per range of the global order."""
+               bounds: tuple[npt.NDArray[Any], Int64Array], n_ranges: int) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
+    """A partition's sorted run cut at the pass's boundaries: one piece per range of the global order
+    (the last ranges empty when the pass has fewer boundaries: no record has its keys)."""
     keys, gidx, src = run
-    cuts = [0] + [_lower_bound(keys, gidx, k, int(g)) for k, g in zip(bounds[0].tolist(), bounds[1].tolist())] + [len(gidx)]
+    cuts = [0] + [_lower_bound(keys, gidx, k, int(g)) for k, g in zip(bounds[0].tolist(), bounds[1].tolist())]
+    cuts += [len(gidx)] * (n_ranges + 1 - len(cuts))
     return [(keys[a:b], gidx[a:b], src[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
@@ -700,7 +719,7 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
         samples = [client.submit(_pick_attr, f, "samples", k, pure=False) for f in block_futs]
         bounds = client.submit(task_bounds, samples, n_parts, pure=False, retries=3)
         runs = [client.submit(_pick_attr, f, "runs", k, pure=False) for f in block_futs]
-        split = [client.submit(task_split, r, bounds, pure=False, retries=3) for r in runs]
+        split = [client.submit(task_split, r, bounds, n_parts, pure=False, retries=3) for r in runs]
         ranges = [client.submit(task_range, *[client.submit(_pick, sp, r, pure=False) for sp in split],
                                 pure=False, retries=3) for r in range(n_parts)]
         carry: Any = (np.zeros(0, np.int64), np.zeros(0, np.int32))

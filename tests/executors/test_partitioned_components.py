@@ -202,7 +202,10 @@ def test_sort_strings_order_the_value_tuples() -> None:
 def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities() -> None:
     from er_framework.data import Pairs
     from er_framework.testing import check_pair_codes, check_shingler, check_window_keys
-    from er_plugins.records_blocking import SortedNeighbourhood, SortedNeighbourhoodParams
+    from er_plugins.records_blocking import (
+        SortedNeighbourhood,
+        SortedNeighbourhoodParams,
+    )
     from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, FSField
 
     prints, _ = simulate_minutiae(12, 2, 500.0, 500.0, seed=8)
