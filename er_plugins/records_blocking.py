@@ -79,6 +79,9 @@ VALUE_CHARS = 40
 TOP_PURGED = 10
 
 _PACK_LIMIT = 1 << 62
+#: how a value's U+0000 and U+0001 are written where numpy sorts strings (order kept: U+0000 < U+0001 < U+0002 ...;
+#: one-to-one; no NUL left, which numpy's StringDType sort does not order)
+ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
 
 
 # ---------------------------------------------------------------------------
@@ -111,13 +114,20 @@ def field_codes(values: Sequence[str | None], prefix: int | None = None) -> tupl
     present = np.flatnonzero(~missing)
     if len(present) == 0:
         return codes, 0
-    arr = np.array(values, dtype=StringDType(na_object=None))[present]
-    if prefix is not None:
-        arr = np.strings.slice(arr, 0, int(prefix))
+    if "\x00" in "".join(filter(None, values)):
+        # numpy neither sorts nor slices NUL characters in StringDType right (distinct values were
+        # merged) nor keeps a trailing one in U strings: rank the values with U+0000 and U+0001 escaped
+        # (:data:`ESCAPES`, one-to-one and order-preserving); rare, so in Python
+        table = str.maketrans(ESCAPES)
+        cut = prefix if prefix is not None else None
+        arr = np.array([str(values[i])[:cut].translate(table) for i in present.tolist()], dtype=StringDType(na_object=None))
+    else:
+        arr = np.array(values, dtype=StringDType(na_object=None))[present]
+        if prefix is not None:
+            arr = np.strings.slice(arr, 0, int(prefix))
     width = int(np.strings.str_len(arr).max())
-    # a fixed-width copy sorts ~2x faster in the same code-point order, but numpy's
-    # U strings drop trailing NUL characters: use it only when no value holds one
-    if len(arr) * width * 4 <= FIXED_WIDTH_BUDGET and "\x00" not in "".join(filter(None, values)):
+    # a fixed-width copy sorts ~2x faster in the same code-point order
+    if len(arr) * width * 4 <= FIXED_WIDTH_BUDGET:
         arr = arr.astype(f"U{width}")
     order = np.argsort(arr, kind="stable")
     s = arr[order]
@@ -540,8 +550,6 @@ class SortedNeighbourhood(Blocker):
 
 #: ends every field of a :func:`sort_strings` key: below every character of a key's values
 FIELD_END = "\x01\x01"
-#: how a value's NUL and U+0001 are written in a key (order kept: U+0000 < U+0001 < U+0002 ...)
-ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
 
 
 def sort_strings(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int | None]) -> tuple[Int64Array, npt.NDArray[Any]]:
@@ -565,13 +573,14 @@ def sort_strings(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int
     dtype = StringDType(na_object=None)
     key: npt.NDArray[Any] = np.full(len(rows), "", dtype=dtype)
     for col, prefix in zip(columns, prefixes):
-        arr = np.array(col, dtype=dtype)[rows]
-        if prefix is not None:
-            arr = np.strings.slice(arr, 0, int(prefix))
         joined = "".join(filter(None, col))
-        if "\x00" in joined or "\x01" in joined:  # rare: numpy's replace mishandles NUL, so in Python
+        if "\x00" in joined or "\x01" in joined:  # rare: numpy slices and replaces NUL wrongly, so in Python
             table = str.maketrans(ESCAPES)
-            arr = np.array([v.translate(table) for v in arr.tolist()], dtype=dtype)
+            arr = np.array([str(col[i])[:prefix].translate(table) for i in rows.tolist()], dtype=dtype)
+        else:
+            arr = np.array(col, dtype=dtype)[rows]
+            if prefix is not None:
+                arr = np.strings.slice(arr, 0, int(prefix))
         key = np.strings.add(np.strings.add(key, arr), FIELD_END)
     return rows, key
 

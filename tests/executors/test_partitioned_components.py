@@ -137,7 +137,8 @@ def test_grid_cells_per_partition_equal_one_call() -> None:
 
 def _tricky_records(n: int, seed: int) -> Records:
     rng = np.random.default_rng(seed)
-    pool = ["a", "ab", "abc", "b", "", None, "a\x00", "a\x00b", "a\x01", "\u00e9t\u00e9", "\U0001F600", "zz", "Ab", "a b"]
+    pool = ["a", "ab", "abc", "b", "", None, "a\x00", "a\x00b", "a\x01", "\u00e9t\u00e9", "\U0001F600", "zz", "Ab", "a b",
+            "\x00a", "\x00\x00", "\x00b", "\x01", "a\x00\x01", "x" * 20 + "\x00"]
     pick = lambda: [pool[i] for i in rng.integers(0, len(pool), n)]
     return Records(ids=[str(i) for i in range(n)], source=rng.integers(0, 2, n).astype(np.int32),
                    source_names=["a", "b"], fields={"last": pick(), "first": pick(), "zip": pick()})
@@ -239,3 +240,20 @@ def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities(
 
     with pytest.raises(AssertionError, match="two records alone"):
         check_pair_codes(CountedCodes(FellegiSunterParams(fields=fields, threshold=0.5)), Batch(records=recs), pairs)
+
+
+@pytest.mark.parametrize("alphabet", ["ab\x00", "\x00\x01ab", "ab\u00e9\U0001F600", "ab"])
+@pytest.mark.parametrize("prefix", [None, 2])
+def test_field_codes_rank_every_value_as_python_sorts_it(alphabet: str, prefix: int | None) -> None:
+    """Values holding NUL characters too (numpy's StringDType sort merged distinct ones): codes are the
+    ranks of the distinct values (cut to the prefix) in Python's code-point order."""
+    from er_plugins.records_blocking import field_codes
+
+    rng = np.random.default_rng(len(alphabet))
+    values = ["".join(alphabet[i] for i in rng.integers(0, len(alphabet), rng.integers(1, 25))) for _ in range(1500)]
+    values += [None, "", values[0]]
+    codes, n_distinct = field_codes(values, prefix)
+    cut = [v[:prefix] if v else None for v in values]
+    distinct = sorted({c for c in cut if c})
+    rank = {v: i for i, v in enumerate(distinct)}
+    assert codes.tolist() == [rank[c] if c else -1 for c in cut] and n_distinct == len(distinct) > 5
