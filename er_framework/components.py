@@ -211,6 +211,18 @@ class Blocker(Component):
         """Buckets with more members than this are skipped, as :meth:`candidates` skips them."""
         return None
 
+    def partition_report(self, batch: Batch) -> dict[str, Any]:
+        """What ``batch`` (one partition of a run blocked through :meth:`lookup_keys`) contributes to
+        the report, in a form :meth:`merge_reports` combines (e.g. counts). Default: nothing."""
+        return {}
+
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+        """Make :meth:`describe` report a run blocked through :meth:`lookup_keys`, as :meth:`candidates`
+        would, from the partitions' :meth:`partition_report` and the statistics of every bucket:
+        ``buckets`` (with 2 or more members), ``largest_bucket``, ``oversized_buckets`` (over
+        :meth:`lookup_cap`) and the ``pairs_skipped`` there, ``raw_pairs`` of the kept ones (with
+        repeats). Default: nothing to combine."""
+
     def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
         """Raise the error :meth:`candidates` raises on buckets holding ``pairs`` pairs (counted with
         repeats, buckets over :meth:`lookup_cap` left out) whose largest has ``largest_bucket`` members

@@ -470,8 +470,13 @@ class GridBits(Blocker):
             )
         except TooManyPairs as exc:
             raise self._too_many(exc.raw_pairs, exc.stats["largest_bucket"]) from None
-        n = len(sig)
-        occ = float(row_popcount(sig.values).sum()) / (n * nb) if n else 0.0
+        self._set_report(len(sig), int(row_popcount(sig.values).sum()), nb, len(ids), int(sig.empty.sum()), stats)
+        return batch.allowed(Pairs(left, right))
+
+    def _set_report(self, n: int, bits_set: int, nb: int, bucketed: int, skipped: int, stats: dict[str, int]) -> None:
+        p = self.params
+        assert isinstance(p, GridBitsParams)
+        occ = float(bits_set) / (n * nb) if n else 0.0
         same, diff = candidate_probabilities(occ, p.agreement, p.cells, p.sets)
         g_same, g_diff = candidate_probabilities_exact(occ, p.agreement, p.cells, p.sets, nb)
         self._report: dict[str, Any] = {
@@ -485,11 +490,26 @@ class GridBits(Blocker):
             "p_candidate_different": round(diff, 6),
             "p_candidate_same_finite_grid": round(g_same, 6),
             "p_candidate_different_finite_grid": round(g_diff, 6),
-            "records_bucketed": len(ids),
-            "records_skipped_empty": int(sig.empty.sum()),
+            "records_bucketed": bucketed,
+            "records_skipped_empty": skipped,
             **stats,
         }
-        return batch.allowed(Pairs(left, right))
+
+    def partition_report(self, batch: Batch) -> dict[str, Any]:
+        """The partition's prints, set bits (for the occupancy) and empty prints."""
+        sig, nb = _bits_of(batch, "blocker grid_bits")
+        assert sig.empty is not None
+        return {"records": len(sig), "bits_set": int(row_popcount(sig.values).sum()), "n_bits": nb,
+                "empty": int(sig.empty.sum())}
+
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+        """The report of :meth:`candidates` from the partitions' counts and the buckets of :meth:`lookup_keys`."""
+        n = sum(int(r["records"]) for r in reports)
+        empty = sum(int(r["empty"]) for r in reports)
+        nb = next((int(r["n_bits"]) for r in reports), 0)
+        stats = {k: int(buckets.get(k, 0)) for k in
+                 ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")}
+        self._set_report(n, sum(int(r["bits_set"]) for r in reports), nb, n - empty, empty, stats)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {"seed": self.seed})}

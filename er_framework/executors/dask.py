@@ -59,6 +59,7 @@ import sys
 import threading
 import time
 from contextlib import nullcontext
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -183,6 +184,8 @@ class Blocked:
     report: dict[str, Any]
     #: the input problems found in this partition (bad values), reported with every other partition's
     problems: list[Problem]
+    #: each blocker's :meth:`~er_framework.components.Blocker.partition_report` (``{}`` for window blockers)
+    blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 #: sort keys per partition and window pass sent to choose the range boundaries
@@ -204,6 +207,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
             report = sh.partition_report() if sh is not None else {}
         rows, keys, which = eng.keys(recs, batch)
         windows = eng.window_keys(batch)
+        blocker_reports = [b.partition_report(batch) if eng.has_keys(b) else {} for b in eng.blockers]
     except InputError as exc:  # reported with the other partitions' problems
         return Blocked([], [], [], {}, list(exc.problems))
     gidx = active_local[rows] + offset
@@ -222,7 +226,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         runs.append((k, g, np.full(len(g), part.source, dtype=np.int32)))
         pick = np.unique(np.linspace(0, len(g) - 1, min(SAMPLE_KEYS, len(g))).astype(np.int64))
         samples.append((k[pick], g[pick]))
-    return Blocked(pieces, runs, samples, report, [])
+    return Blocked(pieces, runs, samples, report, [], blocker_reports)
 
 
 def task_bounds(samples: list[tuple[npt.NDArray[Any], Int64Array]], n_ranges: int) -> tuple[npt.NDArray[Any], Int64Array]:
@@ -311,8 +315,8 @@ def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int
 @dataclass
 class Buckets:
     """The buckets of one shuffle part: entries sorted by (bucket id, global index), the runs kept
-    (2 or more members, within their blocker's cap), and per blocker the pairs they hold (with repeats)
-    and the largest bucket (kept or not)."""
+    (2 or more members, within their blocker's cap), and per blocker the statistics of
+    :data:`BUCKET_STATS` (summed over the parts, the largest bucket the maximum)."""
 
     keys: Int64Array
     gidx: Int64Array
@@ -321,8 +325,11 @@ class Buckets:
     starts: Int64Array
     sizes: Int64Array
     use: npt.NDArray[np.bool_]
-    raw_pairs: Int64Array
-    largest: Int64Array
+    stats: Int64Array  # (blockers, len(BUCKET_STATS))
+
+
+#: per blocker: buckets with 2 or more members, the largest, those over the cap and their pairs, the kept pairs
+BUCKET_STATS = ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")
 
 
 def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Buckets:
@@ -345,14 +352,28 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
     use[use] &= sizes[use] <= cap[which[starts[use]]]
     owner = which[starts]
     nb = len(caps)
-    raw = np.bincount(owner[use], weights=(sizes[use] * (sizes[use] - 1) // 2), minlength=nb).astype(np.int64)
-    largest = np.zeros(nb, dtype=np.int64)
-    np.maximum.at(largest, owner, sizes)
-    return Buckets(keys, gidx, src, which, starts, sizes, use, raw, largest)
+    pairs = sizes * (sizes - 1) // 2
+    over = sizes > cap[owner]
+    stats = np.zeros((nb, len(BUCKET_STATS)), dtype=np.int64)
+    stats[:, 0] = np.bincount(owner[sizes >= 2], minlength=nb)
+    np.maximum.at(stats[:, 1], owner, sizes)
+    stats[:, 2] = np.bincount(owner[over], minlength=nb)
+    stats[:, 3] = np.bincount(owner[over], weights=pairs[over], minlength=nb).astype(np.int64)
+    stats[:, 4] = np.bincount(owner[use], weights=pairs[use], minlength=nb).astype(np.int64)
+    return Buckets(keys, gidx, src, which, starts, sizes, use, stats)
 
 
-def _bucket_stats(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
-    return buckets.raw_pairs, buckets.largest
+def _bucket_stats(buckets: Buckets) -> Int64Array:
+    return buckets.stats
+
+
+def _merge_bucket_stats(parts: list[Int64Array], n_blockers: int) -> Int64Array:
+    """Every part's bucket statistics combined: sums, the largest bucket the maximum."""
+    if not parts:
+        return np.zeros((n_blockers, len(BUCKET_STATS)), dtype=np.int64)
+    out: Int64Array = np.sum(np.stack(parts), axis=0).astype(np.int64)
+    out[:, 1] = np.stack([p[:, 1] for p in parts]).max(axis=0)
+    return out
 
 
 def task_buckets(ref: JobRef, buckets: Buckets, n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
@@ -565,20 +586,22 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
                 a, b = offsets[i], offsets[i + 1]
                 act = active[(active >= a) & (active < b)] - a
                 block_futs.append(client.submit(task_block, ref, p, int(a), act, n_parts, pure=False, retries=3))
-            reports = _partition_problems(job, client, block_futs)
+            reports, blocker_parts = _partition_problems(job, client, block_futs)
             if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
                 engine.shingler.merge_reports(reports)
             sorted_futs = []
             for j in range(n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
                 pieces = [client.submit(_pick_attr, f, "pieces", j, pure=False) for f in block_futs]
                 sorted_futs.append(client.submit(task_bucket_sort, ref, pieces, pure=False, retries=3))
+            stats_futs = [client.submit(_bucket_stats, f, pure=False) for f in sorted_futs]
+            bucket_stats = None
             if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
                 # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
                 # every bucket before any pair is made, with the blocker's own error, as locally
-                stats = client.gather([client.submit(_bucket_stats, f, pure=False) for f in sorted_futs])
+                bucket_stats = _merge_bucket_stats(client.gather(stats_futs), len(engine.blockers))
                 for i, b in enumerate(engine.blockers):
                     if engine.has_keys(b):
-                        b.check_lookup_pairs(int(sum(int(s[0][i]) for s in stats)), max([int(s[1][i]) for s in stats], default=0))
+                        b.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
             bucket_futs = [client.submit(task_buckets, ref, f, n_parts, pure=False, retries=3) for f in sorted_futs]
             window_futs = _submit_windows(client, engine, job, block_futs, n_parts)
             info["window_passes"] = len(window_futs)
@@ -659,6 +682,13 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
             vs = np.concatenate([v[2] for v in verified]) if verified else np.zeros(0)
             info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(vl)), "threshold": engine.threshold,
                          "rejected_pairs": n_cand - int(len(vl))})
+            if any(type(b).merge_reports is not Blocker.merge_reports for b in engine.blockers):
+                if bucket_stats is None:  # the blockers' reports, as candidates() gives them locally
+                    bucket_stats = _merge_bucket_stats(client.gather(stats_futs), len(engine.blockers))
+                for i, b in enumerate(engine.blockers):
+                    if engine.has_keys(b):
+                        b.merge_reports([parts_i[i] for parts_i in blocker_parts if parts_i],
+                                        dict(zip(BUCKET_STATS, (int(x) for x in bucket_stats[i]))))
         # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
     finally:
         close()
@@ -695,17 +725,17 @@ def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(obj[i] for i in idx)
 
 
-def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem]]:
-    return blocked.report, blocked.problems
+def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]]]:
+    return blocked.report, blocked.problems, blocked.blocker_reports
 
 
-def _partition_problems(job: Job, client: Any, block_futs: list[Any]) -> list[dict[str, Any]]:
-    """The shingler's per-partition reports; every partition's input problems raised together."""
+def _partition_problems(job: Job, client: Any, block_futs: list[Any]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """The shingler's and the blockers' per-partition reports; every partition's input problems raised together."""
     got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
-    problems = [pr for _, probs in got for pr in probs]
+    problems = [pr for _, probs, _ in got for pr in probs]
     if problems:
         raise InputError(problems)
-    return [rep for rep, _ in got]
+    return [rep for rep, _, _ in got], [b for _, _, b in got]
 
 
 def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any], n_parts: int) -> list[Any]:

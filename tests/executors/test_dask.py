@@ -247,8 +247,9 @@ def test_shipped_configs_on_a_two_worker_local_cluster_equal_local(tmp_path: Pat
     if name == "customers.yaml":  # EM ran once, on counts summed over the partitions: the same fit
         assert dask["verifier"]["iterations"] > 1 and dask["verifier"]["random_pairs"] == 20000
         assert dask["link"]["matched"] == local["link"]["matched"]
-    else:  # the shingler's report covers every print, from the partitions' counts
+    else:  # the shingler's and grid_bits' reports cover every print, from the partitions' counts
         assert dask["shingler"]["records"] == 300 and dask["shingler"]["occupancy"] > 0.2
+        assert dask["blockers"] == local["blockers"] and local["blockers"][0]["raw_pairs"] > 10_000
 
 
 def test_sorted_neighbourhood_windows_cross_many_small_ranges(tmp_path: Path, cluster: LocalCluster) -> None:

@@ -74,6 +74,16 @@ def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int,
     kept = sizes[(sizes >= 2) & (sizes <= (cap or len(bits)))]
     raw, largest = int((kept * (kept - 1) // 2).sum()), int(sizes.max())
     assert raw == blocker.describe()["raw_pairs"]
+    # the report of candidates(), from two partitions' partition_report and the keys' bucket statistics
+    report = blocker.describe()
+    over = sizes[sizes > (cap or len(bits))]
+    buckets = {"buckets": int((sizes >= 2).sum()), "largest_bucket": largest, "oversized_buckets": len(over),
+               "pairs_skipped": int((over * (over - 1) // 2).sum()), "raw_pairs": raw}
+    half = len(bits) // 2
+    parts = [blocker.partition_report(batch.subset(np.arange(a, b, dtype=np.int64))) for a, b in ((0, half), (half, len(bits)))]
+    fresh = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap), Context(seed=5))
+    fresh.merge_reports(parts, buckets)
+    assert fresh.describe() == report
     for limit in (raw, raw - 1):
         limited = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap, max_pairs=limit), Context(seed=5))
         if limit == raw:
