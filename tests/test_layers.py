@@ -483,9 +483,11 @@ def test_checker_finds_each_kind_of_offence(fake: Path) -> None:
     sources, modules = fake_tree(fake)
     assert sorted(layer_offences(sources, modules)) == sorted([
         "er_framework/kernels/csr.py:2: er_framework.kernels.csr imports er_framework.errors (layer 1 base above layer 0 kernels)",
-        "er_framework/engine/stages.py:1: er_framework.engine.stages imports er_framework.executors.local (layer 7 executors above layer 6 engine)",
+        ("er_framework/engine/stages.py:1: er_framework.engine.stages imports er_framework.executors.local "
+         "(layer 7 executors above layer 6 engine)"),
         "er_framework/engine/stages.py:2: er_framework.engine.stages imports er_plugins.core (er_framework never imports er_plugins)",
-        "er_framework/synth/__init__.py:1: er_framework.synth imports er_framework.evaluate.metrics (layer 9: evaluate is another package of the same layer as synth)",
+        ("er_framework/synth/__init__.py:1: er_framework.synth imports er_framework.evaluate.metrics "
+         "(layer 9: evaluate is another package of the same layer as synth)"),
         "er_plugins/core.py:3: er_plugins.core imports er_framework.executors.local (layer 7 executors above the plugins' limit, layer 6)",
     ])
     assert function_local_offences(sources, modules) == [
