@@ -156,9 +156,9 @@ def pairs_truth(ids: list[str], left: list[str], right: list[str]) -> np.ndarray
     from er_framework.kernels.graph import connected_component_labels
 
     pos = {r: i for i, r in enumerate(ids)}
-    l = np.array([pos[a] for a in left], dtype=np.int64)
-    r = np.array([pos[b] for b in right], dtype=np.int64)
-    return connected_component_labels(len(ids), l, r)
+    left_idx = np.array([pos[a] for a in left], dtype=np.int64)
+    right_idx = np.array([pos[b] for b in right], dtype=np.int64)
+    return connected_component_labels(len(ids), left_idx, right_idx)
 
 
 def pair_quality(pairs: Pairs, truth: np.ndarray) -> dict[str, Any]:

@@ -549,7 +549,10 @@ def fmt_signature_ratios(rows: list[dict[str, Any]], n_docs: int) -> str:
     for name, sec in raw.items():
         ratios = ", ".join(f"{raw[o] / sec:.1f}x {o}" for o in ("datasketch", "rensa-rminhash", "rensa-rminhash-bulk")
                            if o in raw and not name.startswith(o) and name.startswith("er-"))
-        out.append(f"  {name:22s} {sec:8.2f} s  {n_docs / sec if sec else float('inf'):12,.0f} docs/s" + (f"   ({ratios})" if ratios else ""))
+        out.append(
+            f"  {name:22s} {sec:8.2f} s  {n_docs / sec if sec else float('inf'):12,.0f} docs/s"
+            + (f"   ({ratios})" if ratios else "")
+        )
     return "\n".join(out)
 
 
@@ -623,7 +626,11 @@ def orchestrate(a: argparse.Namespace) -> int:
         "total_chars": int(lengths.sum()),
         "within_family_pairs": len(jt),
         "truth_pairs": len(truth),
-        "within_family_jaccard_percentiles": {str(p): round(float(v), 4) for p, v in zip((0, 25, 50, 75, 100), np.percentile(jt, [0, 25, 50, 75, 100]))} if len(jt) else {},
+        "within_family_jaccard_percentiles": (
+            {str(p): round(float(v), 4) for p, v in zip((0, 25, 50, 75, 100), np.percentile(jt, [0, 25, 50, 75, 100]))}
+            if len(jt)
+            else {}
+        ),
         "generate_seconds": round(t_gen, 2),
         "truth_seconds": round(t_truth, 2),
     }
@@ -723,7 +730,11 @@ def orchestrate(a: argparse.Namespace) -> int:
     out = {
         "benchmark": "documents",
         "command": " ".join([Path(sys.executable).name, *[str(x) for x in sys.argv]]),
-        "machine": {**machine_info(("er-framework", "datasketch", "rensa", "numpy")), "load_average_start": load_start, "load_average_end": load_end},
+        "machine": {
+            **machine_info(("er-framework", "datasketch", "rensa", "numpy")),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+        },
         "settings": {"docs_requested": a.docs, "docs": len(texts), "words": list(a.words), "num_perm": a.num_perm, "threshold": a.threshold,
                      "seed": a.seed, "shingle": f"char {K_SHINGLE}", "bands": bands, "rows": rows,
                      "target_recall": TARGET_RECALL, "expected_recall_s_curve": expected_recall},

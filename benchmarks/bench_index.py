@@ -199,7 +199,7 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         index.query(records_from_texts([texts[i]], "text"))
     ms: list[float] = []
     answers: list[list[Any]] = []
-    for kind, i in order:
+    for _kind, i in order:
         t1 = time.perf_counter()
         res = index.query(records_from_texts([texts[i]], "text"))[0]
         ms.append((time.perf_counter() - t1) * 1000)
@@ -238,7 +238,7 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
             from_rebuild.setdefault(q, {})[d] = s
     bad_held = 0
     held_matches = 0
-    for k, ((kind, i), res) in enumerate(zip(order, answers)):
+    for k, ((kind, _i), res) in enumerate(zip(order, answers)):
         if kind != "held":
             continue
         got = {m.id: m.score for m in res}

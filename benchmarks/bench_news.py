@@ -116,7 +116,10 @@ def table(res: dict[str, Any]) -> str:
             f"generate {res['seconds_generate']:.2f} s, extract text {res['seconds_extract_text']:.2f} s"
         ),
         "",
-        "| shingler | rate | rate (A cut) | mean J same article | mean J same ads+site | min J same article | max J same ads+site | tokens/page | shingle s | Jaccard s |",
+        (
+            "| shingler | rate | rate (A cut) | mean J same article | mean J same ads+site "
+            "| min J same article | max J same ads+site | tokens/page | shingle s | Jaccard s |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, s in res["shinglers"].items():

@@ -169,7 +169,7 @@ class _Piece:
         _, comp = connected_components(coo_matrix((np.ones(len(li), dtype=np.int8), (li, ri)), shape=(k, k)), directed=False)
         node_order = np.argsort(comp, kind="stable")
         node_bounds = np.concatenate([[0], np.cumsum(np.bincount(comp))])
-        l, r, w = self.left[keep], self.right[keep], self.weight[keep]
+        kept_left, kept_right, kept_weight = self.left[keep], self.right[keep], self.weight[keep]
         ecomp = comp[li]
         edge_order = np.argsort(ecomp, kind="stable")
         edge_bounds = np.concatenate([[0], np.cumsum(np.bincount(ecomp, minlength=len(node_bounds) - 1))])
@@ -177,7 +177,7 @@ class _Piece:
         for c in range(len(node_bounds) - 1):
             nodes = self.nodes[node_order[node_bounds[c] : node_bounds[c + 1]]]
             e = edge_order[edge_bounds[c] : edge_bounds[c + 1]]
-            out.append(_Piece(nodes, l[e], r[e], w[e]))
+            out.append(_Piece(nodes, kept_left[e], kept_right[e], kept_weight[e]))
         return out
 
 
@@ -201,7 +201,9 @@ def _weak_bridges(piece: _Piece, g: nx.Graph, spec: SplitParams) -> npt.NDArray[
     li = np.searchsorted(piece.nodes, piece.left)
     ri = np.searchsorted(piece.nodes, piece.right)
     keep = ~is_weak
-    _, block = connected_components(coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (li[keep], ri[keep])), shape=(k, k)), directed=False)
+    _, block = connected_components(
+        coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (li[keep], ri[keep])), shape=(k, k)), directed=False
+    )
     size = np.bincount(block).tolist()
     adj: dict[int, set[int]] = {}
     cand = np.flatnonzero(is_weak)
@@ -453,9 +455,9 @@ def greedy_matching(n: int, pairs: Pairs, chunk: int = 1 << 20) -> Int64Array:
     got_b: list[int] = []
     for s in range(0, len(order), chunk):
         idx = order[s : s + chunk]
-        l, r = left[idx], right[idx]
-        free = (matched[l] | matched[r]) == 0
-        for a, b in zip(l[free].tolist(), r[free].tolist()):
+        chunk_left, chunk_right = left[idx], right[idx]
+        free = (matched[chunk_left] | matched[chunk_right]) == 0
+        for a, b in zip(chunk_left[free].tolist(), chunk_right[free].tolist()):
             if not flags[a] and not flags[b]:
                 flags[a] = flags[b] = 1
                 got_a.append(a)

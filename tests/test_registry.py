@@ -56,7 +56,9 @@ PLUGIN_SOURCE = textwrap.dedent(
 )
 
 
-def make_plugin_package(root: Path, dist: str = "erx-devowel", module: str = "erx_devowel", ep_name: str = "devowel", source: str = PLUGIN_SOURCE) -> Path:
+def make_plugin_package(
+    root: Path, dist: str = "erx-devowel", module: str = "erx_devowel", ep_name: str = "devowel", source: str = PLUGIN_SOURCE
+) -> Path:
     """A package with its own entry point, visible to importlib.metadata via PYTHONPATH."""
     pkg = root / module
     pkg.mkdir(parents=True)

@@ -65,6 +65,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("plugins", help="list installed plugins and components", description="List plugins, components, parameters and defaults.")
+    p = sub.add_parser(
+        "plugins", help="list installed plugins and components", description="List plugins, components, parameters and defaults."
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)

@@ -13,7 +13,13 @@ __all__ = ["add_parser", "cmd_tune", "cmd_tune_fingerprints"]
 
 def cmd_tune(args: argparse.Namespace) -> int:
     if args.threshold is None:
-        raise ErError(Problem(where="er tune", message="--threshold is required", fix="er tune --threshold 0.8 [--num-perm 128], or er tune fingerprints --help"))
+        raise ErError(
+            Problem(
+                where="er tune",
+                message="--threshold is required",
+                fix="er tune --threshold 0.8 [--num-perm 128], or er tune fingerprints --help",
+            )
+        )
     from er_framework.kernels import candidate_probability, choose_bands, threshold_estimate
 
     problems = []

@@ -39,7 +39,8 @@ from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, write_report
 
 __all__ = [
-    "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text", "require_out_dir", "with_exact",
+    "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
+    "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "read", "score_streamed", "shingle_and_sign", "subtract_pairs", "verify", "write",
 ]

@@ -462,7 +462,7 @@ class Index:
                     overlap[(ci, c)] = overlap.get((ci, c), 0) + 1
         assigned: dict[int, int] = {}
         taken: set[int] = set()
-        for (ci, c), cnt in sorted(overlap.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0])):
+        for (ci, c), _cnt in sorted(overlap.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0])):
             if ci not in assigned and c not in taken:
                 assigned[ci] = c
                 taken.add(c)

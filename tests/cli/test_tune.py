@@ -25,7 +25,10 @@ def test_tune_with_explicit_bands_reproduces_the_seed_table(capsys: pytest.Captu
     assert main(["tune", "--threshold", "0.8", "--num-perm", "100", "--bands", "20", "--rows", "5"]) == 0
     out = capsys.readouterr().out
     table = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("0.")}
-    assert table["0.5"] == "0.4701" and table["0.6"] == "0.8019" and table["0.7"] == "0.9748" and table["0.8"] == "0.9996" and table["0.2"] == "0.0064"
+    assert (
+        table["0.5"] == "0.4701" and table["0.6"] == "0.8019" and table["0.7"] == "0.9748"
+        and table["0.8"] == "0.9996" and table["0.2"] == "0.0064"
+    )
 
 
 def test_tune_without_threshold_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

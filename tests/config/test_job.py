@@ -57,7 +57,9 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return code, captured.out, captured.err
 
 
-def expect_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], yaml_text: str, *needles: str, rows: list[dict] | None = None, command: str = "run") -> str:
+def expect_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], yaml_text: str, *needles: str, rows: list[dict] | None = None, command: str = "run"
+) -> str:
     job = setup(tmp_path, yaml_text, rows)
     out = tmp_path / "out"
     args = [command, str(job)] + (["--out", str(out), "--quiet"] if command == "run" else [])
@@ -87,7 +89,8 @@ def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("type: minhash", "type: minhsh"),
-                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?", "installed: bitvector, fss, minhash, oph")
+                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?",
+                 "installed: bitvector, fss, minhash, oph")
 
 
 def test_unknown_component_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,7 +196,9 @@ def test_component_field_not_read_by_any_source(tmp_path: Path, capsys: pytest.C
 
 
 def test_html_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = GOOD.replace("    fields: [text]\n", "    fields: [text]\n    html: {fields: [body], boilerplate: drop, language: Englsh, colour: 1}\n")
+    text = GOOD.replace(
+        "    fields: [text]\n", "    fields: [text]\n    html: {fields: [body], boilerplate: drop, language: Englsh, colour: 1}\n"
+    )
     expect_error(tmp_path, capsys, text, "sources[0].html.colour", "html field 'body' is not one of the source's fields",
                  "Englsh", "did you mean 'English'?")
 

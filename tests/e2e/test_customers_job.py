@@ -53,13 +53,15 @@ def _job(tmp: Path, normalize: str) -> Path:
     shutil.copy(ROOT / "configs/data/customers/a.csv", tmp / "a.csv")
     shutil.copy(ROOT / "configs/data/customers/b.csv", tmp / "b.csv")
     cfg = tmp / "job.yaml"
-    cfg.write_text(textwrap.dedent("""
+    # no leading blank line and the verifier on two lines: the normalize block stays at job.yaml:9
+    cfg.write_text(textwrap.dedent("""\
         mode: link
         sources:
           - {name: A, path: a.csv, id: id, fields: [first_name, last_name, phone]}
           - {name: B, path: b.csv, id: id, fields: [first_name, last_name, phone]}
         blockers: [{type: field_hash, fields: [phone]}]
-        verifier: {type: field_score, threshold: 200, fields: [{field: [first_name, last_name], scorer: token_sort_ratio}, {field: phone, scorer: digits}]}
+        verifier: {type: field_score, threshold: 200,
+                   fields: [{field: [first_name, last_name], scorer: token_sort_ratio}, {field: phone, scorer: digits}]}
         cluster: {type: one_to_one}
     """) + normalize)
     return cfg

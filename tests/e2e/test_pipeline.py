@@ -220,7 +220,7 @@ def test_recall_on_planted_near_duplicates(tmp_path: Path, signature: str) -> No
     tokens = char_shingles(texts, 5)
     true_j = jaccard_pairs(tokens, left_a, right_a)
     found = set(zip(res.pairs.left.tolist(), res.pairs.right.tolist()))
-    hit = np.array([(l, r) in found for l, r in zip(left_a.tolist(), right_a.tolist())])
+    hit = np.array([(a, b) in found for a, b in zip(left_a.tolist(), right_a.tolist())])
     high = true_j >= 0.85
     band = (true_j >= 0.80) & (true_j < 0.85)
     assert high.sum() >= 500 and band.sum() >= 150, (high.sum(), band.sum())

@@ -12,7 +12,17 @@ from pydantic import ValidationError
 
 from er_plugins import clusterers as cl
 from er_framework.kernels.graph import canonical_labels
-from er_plugins.clusterers import BUILTIN_CLUSTERERS, ConnectedComponents, ConnectedComponentsParams, GreedyModularity, Louvain, LouvainParams, OneToOne, SplitParams, greedy_matching
+from er_plugins.clusterers import (
+    BUILTIN_CLUSTERERS,
+    ConnectedComponents,
+    ConnectedComponentsParams,
+    GreedyModularity,
+    Louvain,
+    LouvainParams,
+    OneToOne,
+    SplitParams,
+    greedy_matching,
+)
 from er_framework.components import Context
 from er_framework.data import Pairs
 
@@ -54,7 +64,9 @@ def random_graph(seed: int, n: int = 120) -> Pairs:
     start = 0
     while start < n - 20:
         size = int(rng.integers(3, 9))
-        edges += [(a, b, float(rng.uniform(0.8, 1.0))) for a, b in itertools.combinations(range(start, start + size), 2) if rng.random() < 0.8]
+        edges += [
+            (a, b, float(rng.uniform(0.8, 1.0))) for a, b in itertools.combinations(range(start, start + size), 2) if rng.random() < 0.8
+        ]
         if start and rng.random() < 0.5:
             edges.append((start - 1, start, float(rng.uniform(0.5, 0.7))))
         start += size
@@ -238,7 +250,10 @@ def test_min_cut_separates_triangles_joined_by_two_weak_edges() -> None:
     edges = clique(range(3), 0.9) + clique(range(3, 6), 0.9) + [(0, 3, 0.3), (1, 4, 0.3)]
     pairs = pairs_of(edges)
     assert groups(make("connected_components", {"split": {"bridge_max_score": 1.0}}).cluster(6, pairs)) == {frozenset(range(6))}
-    assert groups(make("connected_components", {"split": {"min_cut": 0.7}}).cluster(6, pairs)) == {frozenset(range(3)), frozenset(range(3, 6))}
+    assert groups(make("connected_components", {"split": {"min_cut": 0.7}}).cluster(6, pairs)) == {
+        frozenset(range(3)),
+        frozenset(range(3, 6)),
+    }
     assert groups(make("connected_components", {"split": {"min_cut": 0.5}}).cluster(6, pairs)) == {frozenset(range(6))}
 
 

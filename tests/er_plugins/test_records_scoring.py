@@ -283,7 +283,9 @@ def test_field_score_equals_naive_reference(small, scorer, missing):
 
 def test_field_score_chunks_workers_and_contract(small, monkeypatch):
     batch, pairs = small
-    params = FieldScoreParams(threshold=150, fields=[{"field": ["f1", "f2"], "scorer": "token_set_ratio"}, {"field": "phone", "scorer": "digits"}])
+    params = FieldScoreParams(
+        threshold=150, fields=[{"field": ["f1", "f2"], "scorer": "token_set_ratio"}, {"field": "phone", "scorer": "digits"}]
+    )
     whole = FieldScore(params, Context(workers=1)).score(batch, pairs)
     monkeypatch.setattr(rs, "CHUNK_PAIRS", 97)
     chunked = FieldScore(params, Context(workers=2)).score(batch, pairs)
@@ -302,8 +304,14 @@ def test_field_score_all_missing_neutral_scores_zero():
 def _seed_records(name_b: tuple[str, str]) -> tuple[Batch, Pairs]:
     rec = Records.concat(
         [
-            Records.from_columns(["a1"], {"first_name": ["john"], "last_name": ["smith"], "address": ["12 main street"], "phone": ["(555) 123-4567"]}, "A"),
-            Records.from_columns(["b1"], {"first_name": [name_b[0]], "last_name": [name_b[1]], "address": ["12 main street"], "phone": ["+1 555 123 4567"]}, "B"),
+            Records.from_columns(
+                ["a1"], {"first_name": ["john"], "last_name": ["smith"], "address": ["12 main street"], "phone": ["(555) 123-4567"]}, "A"
+            ),
+            Records.from_columns(
+                ["b1"],
+                {"first_name": [name_b[0]], "last_name": [name_b[1]], "address": ["12 main street"], "phone": ["+1 555 123 4567"]},
+                "B",
+            ),
         ]
     )
     return Batch(rec, cross_source_only=True), Pairs(np.array([0]), np.array([1]))
@@ -608,7 +616,11 @@ def test_fellegi_sunter_missing_weighs_zero_and_agreement_raises_probability(cus
 
 def test_fellegi_sunter_contract(small):
     batch, pairs = small
-    fields = [{"field": ["f1", "f2"], "comparison": "token_sort_ratio"}, {"field": "f1", "comparison": "exact"}, {"field": "phone", "comparison": "digits"}]
+    fields = [
+        {"field": ["f1", "f2"], "comparison": "token_sort_ratio"},
+        {"field": "f1", "comparison": "exact"},
+        {"field": "phone", "comparison": "digits"},
+    ]
     v = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=2000), Context(threshold=0.5, seed=4))
     s = check_verifier(v, batch, pairs)
     assert np.all((s >= 0) & (s <= 1))
@@ -643,7 +655,8 @@ def test_end_to_end_seed_blocking(customers):
     print(
         f"\nseed blocking ({len(pairs)} candidates, {int(y.sum())} of {n_true} true pairs among them; recall over all true pairs):"
         f"\n  field_score >= 200: P {f_prf[0]:.4f} R {f_prf[1]:.4f} F1 {f_prf[2]:.4f}"
-        f"\n  fellegi_sunter >= 0.5: P {s_prf[0]:.4f} R {s_prf[1]:.4f} F1 {s_prf[2]:.4f} (lambda {free.describe()['lambda']:.4f}, true {y.mean():.4f})"
+        f"\n  fellegi_sunter >= 0.5: P {s_prf[0]:.4f} R {s_prf[1]:.4f} F1 {s_prf[2]:.4f}"
+        f" (lambda {free.describe()['lambda']:.4f}, true {y.mean():.4f})"
         f"\n  fellegi_sunter fix_u: P {x_prf[0]:.4f} R {x_prf[1]:.4f} F1 {x_prf[2]:.4f} (lambda {fixed.describe()['lambda']:.4f})"
     )
     assert f_prf[2] >= 0.95

@@ -124,8 +124,12 @@ WORKED = [[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]]  # rows 1..5
 
 
 def test_worked_example_row_by_row_and_fast() -> None:
-    h = lambda x: x % 5
-    g = lambda x: (2 * x + 1) % 5
+    def h(x: int) -> int:
+        return x % 5
+
+    def g(x: int) -> int:
+        return (2 * x + 1) % 5
+
     sig = minhash_rowwise_reference(WORKED, [h, g], row_numbers=[1, 2, 3, 4, 5])
     assert sig == [[1, 0], [2, 0]]
     cols = TokenSets.from_sets([[r + 1 for r in range(5) if WORKED[r][c]] for c in range(2)])
