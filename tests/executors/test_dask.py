@@ -280,18 +280,24 @@ def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: Lo
     """u fixed from random pairs, and no random pairs at all (EM's own initial u): the same fit and scores
     (and greedy_modularity, clustering on the client like every clusterer)."""
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.04}
-    for k, (verifier, clusterer) in enumerate([
+    for k, (verifier, clusterer, mode) in enumerate([
         ({"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3},
-         "one_to_one"),
-        ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0}, "greedy_modularity"),
+         "one_to_one", "link"),
+        ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0}, "greedy_modularity", "link"),
+        # exact duplicates collapsed: the random pairs are drawn over the active records, as locally
+        ({"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000}, "connected_components",
+         "link_and_dedup"),
     ]):
         tmp = tmp_path / str(k)
         tmp.mkdir()
-        changes = {"verifier": verifier, "cluster": {"type": clusterer}}
+        changes = {"verifier": verifier, "cluster": {"type": clusterer}, "mode": mode, "exact_duplicates": mode != "link"}
         local, dask = _run_both(tmp, _shipped("customers.yaml", tmp, None, "local", **changes),
                                 _shipped("customers.yaml", tmp, executor, "dask", **changes))
         assert dask["verifier"] == local["verifier"] and dask["link"] == local["link"]
         assert local["verifier"]["random_pairs"] == verifier["u_from_random_pairs"]
+        assert dask["exact_duplicates"] == local["exact_duplicates"]
+        if mode != "link":
+            assert local["exact_duplicates"]["records_collapsed"] > 100
 
 
 def test_bad_prints_and_too_many_pairs_are_the_local_errors_on_dask(tmp_path: Path, cluster: LocalCluster) -> None:
