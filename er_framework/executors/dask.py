@@ -260,7 +260,8 @@ def _lower_bound(keys: npt.NDArray[Any], gidx: Int64Array, key: str, g: int) -> 
 
 
 def task_split(run: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]],
-               bounds: tuple[npt.NDArray[Any], Int64Array], n_ranges: int) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
+               bounds: tuple[npt.NDArray[Any], Int64Array], n_ranges: int,
+               ) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
     """A partition's sorted run cut at the pass's boundaries: one piece per range of the global order
     (the last ranges empty when the pass has fewer boundaries: no record has its keys)."""
     keys, gidx, src = run
@@ -434,7 +435,8 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
-def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array]) -> tuple[Records, Int64Array, Int64Array, Int64Array, Int64Array]:
+def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array],
+          ) -> tuple[Records, Int64Array, Int64Array, Int64Array, Int64Array]:
     """The records served for a part, and each pair's two rows among them: ``(records, left, right, li, ri)``."""
     if isinstance(packed_or_pairs, tuple):
         left, right = packed_or_pairs
@@ -459,7 +461,8 @@ def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int6
 
 
 def task_score_codes(ref: JobRef, packed: npt.NDArray[np.uint64], coded: tuple[Int64Array, ...], table_codes: Int64Array,
-                     table: npt.NDArray[np.float64]) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
+                     table: npt.NDArray[np.float64],
+                     ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
     """Scores of one part's pairs from the fitted table (score of each distinct code); as :func:`task_verify`."""
     slow = os.environ.get(SLOW_ENV)
     if slow:
@@ -546,6 +549,47 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
     t_start = time.perf_counter()
     out_path = stages.require_out_dir(job, out_dir, write)
     engine = Engine(job)
+    _check_job(job, engine)
+    text = Path(job.config_path).read_text(encoding="utf-8")
+    ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
+                 hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
+    log = StageLog(progress=progress)
+    client, close = _client(job)
+    try:
+        run = DaskRun(job, engine, ref, client, plan_parts(job, job.spec.executor.partition_mb))
+        scanned = run.scan(log)
+        with log.stage("block") as info:
+            blocked = run.block(scanned, info)
+        with log.stage("verify") as info:
+            found = run.verify(scanned, blocked, info)
+        # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
+    finally:
+        close()
+    with log.stage("cluster") as info:
+        ver = Pairs(found.left, found.right, found.scores).normalized()
+        pairs = stages.with_exact(ver, scanned.exact.pairs)
+        if found.forest is not None:  # the workers' forest + the exact-duplicate pairs: the same components
+            fl = np.concatenate([found.forest[0], scanned.exact.pairs.left])
+            fr = np.concatenate([found.forest[1], scanned.exact.pairs.right])
+            labels = canonical_labels(connected_component_labels(len(scanned.ids), fl, fr))
+        else:
+            labels = stages.cluster(engine, len(scanned.ids), pairs)
+        info.update(stages.cluster_stats(labels))
+    records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
+    blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, found.per_blocker)]
+    ex = job.spec.executor
+    facts = RunFacts(
+        records=records, exact=scanned.exact, candidates=found.candidates, candidate_count=found.n_candidates,
+        scores=found.candidate_scores, verified=ver, pairs=pairs, labels=labels, blockers=blocker_reports,
+        tokens={"records_shingled": int(len(scanned.exact.active)), "computed_on": "workers"},
+        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
+                  "cluster_on": ex.cluster_on},
+    )
+    return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
+
+
+def _check_job(job: Job, engine: Engine) -> None:
+    """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition",
                           scope="partition")
     if job.spec.executor.cluster_on == "workers" and (
@@ -555,162 +599,213 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
                               message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
                               f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
                               fix="use cluster: {type: connected_components} or cluster_on: client"))
-    text = Path(job.config_path).read_text(encoding="utf-8")
-    ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
-                 hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
-    parts = plan_parts(job, job.spec.executor.partition_mb)
-    log = StageLog(progress=progress)
-    client, close = _client(job)
-    try:
+
+
+@dataclass
+class Scanned:
+    """What the client knows after reading: ids, sources, partition offsets, exact duplicates."""
+
+    ids: list[str]
+    source: npt.NDArray[np.int32]
+    offsets: Int64Array
+    exact: stages.Exact
+    n_workers: int
+
+
+@dataclass
+class BlockedFutures:
+    """The blocking phase's futures, and the bucket statistics gathered so far."""
+
+    block: list[Any]
+    dedup: list[Any]
+    stats: list[Any]
+    blocker_parts: list[list[dict[str, Any]]]
+    bucket_stats: Int64Array | None
+
+
+@dataclass
+class Found:
+    """The verified pairs (and, in link modes, every candidate's score) gathered on the client."""
+
+    left: Int64Array
+    right: Int64Array
+    scores: npt.NDArray[np.float64]
+    n_candidates: int
+    per_blocker: Int64Array
+    candidates: Pairs | None  # not gathered in dedup mode: the report needs their count only
+    candidate_scores: npt.NDArray[np.float64]
+    forest: tuple[Int64Array, Int64Array] | None
+
+
+@dataclass
+class DaskRun:
+    """One job on one Dask client: the phases submit tasks; the client keeps ids and small arrays."""
+
+    job: Job
+    engine: Engine
+    ref: JobRef
+    client: Any
+    parts: list[Part]
+
+    @property
+    def n_parts(self) -> int:
+        return max(1, len(self.parts))
+
+    def submit(self, fn: Callable[..., Any], *args: Any, retries: int = 3) -> Any:
+        return self.client.submit(fn, *args, pure=False, retries=retries)
+
+    def scan(self, log: StageLog) -> Scanned:
+        """read + exact_duplicates: ids and exact-text hashes of every partition, numbered as locally."""
+        client, job = self.client, self.job
         with log.stage("read") as info:
-            scans = client.gather([client.submit(task_scan, ref, p, pure=False, retries=3) for p in parts])
+            scans = client.gather([self.submit(task_scan, self.ref, p) for p in self.parts])
             counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             ids = [i for s in scans for i in s[0]]
-            source = np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, parts)]) if parts else np.zeros(0, np.int32)
-            n = len(ids)
+            source = (np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, self.parts)])
+                      if self.parts else np.zeros(0, np.int32))
             _check_unique_ids(job, ids, source)
             n_workers = len(client.scheduler_info()["workers"])
-            info.update({"records": n, "partitions": len(parts), "workers": n_workers})
+            info.update({"records": len(ids), "partitions": len(self.parts), "workers": n_workers})
         with log.stage("exact_duplicates") as info:
             keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
             nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
             exact = stages.exact_from_keys(job, keys, nonempty, source)
             info.update(exact.stats)
-            del scans, keys, nonempty
-        active = exact.active
-        n_parts = max(1, len(parts))
-        with log.stage("block") as info:
-            block_futs = []
-            for i, p in enumerate(parts):
-                a, b = offsets[i], offsets[i + 1]
-                act = active[(active >= a) & (active < b)] - a
-                block_futs.append(client.submit(task_block, ref, p, int(a), act, n_parts, pure=False, retries=3))
-            reports, blocker_parts = _partition_problems(job, client, block_futs)
-            if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
-                engine.shingler.merge_reports(reports)
-            sorted_futs = []
-            for j in range(n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
-                pieces = [client.submit(_pick_attr, f, "pieces", j, pure=False) for f in block_futs]
-                sorted_futs.append(client.submit(task_bucket_sort, ref, pieces, pure=False, retries=3))
-            stats_futs = [client.submit(_bucket_stats, f, pure=False) for f in sorted_futs]
-            bucket_stats = None
-            if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
-                # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
-                # every bucket before any pair is made, with the blocker's own error, as locally
-                bucket_stats = _merge_bucket_stats(client.gather(stats_futs), len(engine.blockers))
-                for i, b in enumerate(engine.blockers):
-                    if engine.has_keys(b):
-                        b.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
-            bucket_futs = [client.submit(task_buckets, ref, f, n_parts, pure=False, retries=3) for f in sorted_futs]
-            window_futs = _submit_windows(client, engine, job, block_futs, n_parts)
-            info["window_passes"] = len(window_futs)
-            ep = exact.pairs
-            exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
-            # small arrays every dedup task reads: tasks, not scattered data, so that the
-            # scheduler can compute them again if the worker holding them dies
-            exact_f = client.submit(_same, exact_packed, pure=False)
-            off_f = client.submit(_same, offsets, pure=False)
-            dedup_futs = []
-            for j in range(n_parts):
-                pieces = [client.submit(_pick, f, j, pure=False) for f in bucket_futs + window_futs]
-                dedup_futs.append(client.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers),
-                                                pure=False, retries=3))
-        with log.stage("verify") as info:
-            fitted = not engine.verifier.pairwise and engine.fits_codes()
-            needs = [client.submit(_pick, f, 1, pure=False) for f in dedup_futs]
-            sample = Pairs.empty()
-            sample_need: list[Int64Array] = []
-            if fitted:  # the verifier's sample pairs (random pairs), drawn as locally over the active records
-                local_sample = engine.verifier.sample_pairs(source[active], engine.link)
-                sample = Pairs(active[local_sample.left], active[local_sample.right])
-                need = np.unique(np.concatenate([sample.left, sample.right]))
-                owner = np.searchsorted(offsets, need, side="right") - 1
-                sample_need = [need[owner == i] for i in range(len(parts))]
-            serve_futs = []
-            for i, p in enumerate(parts):
-                wanted = [client.submit(_pick, nd, i, pure=False) for nd in needs]
-                if fitted:
-                    wanted.append(client.submit(_same, sample_need[i], pure=False))
-                serve_futs.append(client.submit(task_serve, ref, p, int(offsets[i]), wanted, pure=False, retries=3))
-            packed_futs = [client.submit(_pick, dedup_futs[j], 0, pure=False) for j in range(n_parts)]
-            ver_futs = []
+        return Scanned(ids, source, offsets, exact, n_workers)
+
+    def block(self, scanned: Scanned, info: dict[str, Any]) -> BlockedFutures:
+        """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
+        engine, offsets, active = self.engine, scanned.offsets, scanned.exact.active
+        block_futs = []
+        for i, p in enumerate(self.parts):
+            a, b = offsets[i], offsets[i + 1]
+            act = active[(active >= a) & (active < b)] - a
+            block_futs.append(self.submit(task_block, self.ref, p, int(a), act, self.n_parts))
+        reports, blocker_parts = _partition_problems(self.job, self.client, block_futs)
+        if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
+            engine.shingler.merge_reports(reports)
+        sorted_futs = []
+        for j in range(self.n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
+            pieces = [self.submit(_pick_attr, f, "pieces", j, retries=0) for f in block_futs]
+            sorted_futs.append(self.submit(task_bucket_sort, self.ref, pieces))
+        stats_futs = [self.submit(_bucket_stats, f, retries=0) for f in sorted_futs]
+        bucket_stats = None
+        if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
+            # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
+            # every bucket before any pair is made, with the blocker's own error, as locally
+            bucket_stats = _merge_bucket_stats(self.client.gather(stats_futs), len(engine.blockers))
+            for i, b in enumerate(engine.blockers):
+                if engine.has_keys(b):
+                    b.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
+        bucket_futs = [self.submit(task_buckets, self.ref, f, self.n_parts) for f in sorted_futs]
+        window_futs = _submit_windows(self.client, engine, self.job, block_futs, self.n_parts)
+        info["window_passes"] = len(window_futs)
+        ep = scanned.exact.pairs
+        exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
+        # small arrays every dedup task reads: tasks, not scattered data, so that the
+        # scheduler can compute them again if the worker holding them dies
+        exact_f = self.submit(_same, exact_packed, retries=0)
+        off_f = self.submit(_same, offsets, retries=0)
+        dedup_futs = []
+        for j in range(self.n_parts):
+            pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
+            dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
+        return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats)
+
+    def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
+        """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
+        engine, n_parts = self.engine, self.n_parts
+        fitted = not engine.verifier.pairwise and engine.fits_codes()
+        needs = [self.submit(_pick, f, 1, retries=0) for f in blocked.dedup]
+        sample, sample_need = self._sample(scanned) if fitted else (Pairs.empty(), [])
+        serve_futs = []
+        for i, p in enumerate(self.parts):
+            wanted = [self.submit(_pick, nd, i, retries=0) for nd in needs]
             if fitted:
-                code_futs = []
-                for j in range(n_parts):
-                    served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
-                    wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
-                    code_futs.append(client.submit(task_codes, ref, packed_futs[j], served, wanted, pure=False, retries=3))
-                served = [client.submit(_pick, s, n_parts, pure=False) for s in serve_futs]
-                sample_fut = client.submit(task_codes, ref, (sample.left, sample.right), served, sample_need,
-                                           pure=False, retries=3)
-                counted = client.gather([client.submit(_pick_many, f, (1, 2), pure=False) for f in code_futs])
-                s_counted = client.gather(client.submit(_pick_many, sample_fut, (1, 2), pure=False))
-                pat_codes, pat_counts = _sum_counts(counted)
-                s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
-                table = engine.verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts)  # on the client, as locally
-                info["patterns"] = int(len(pat_codes))
-                ver_futs = [client.submit(task_score_codes, ref, packed_futs[j], code_futs[j], pat_codes, table,
-                                          pure=False, retries=3) for j in range(n_parts)]
-            else:
-                for j in range(n_parts):
-                    served = [client.submit(_pick, s, j, pure=False) for s in serve_futs]
-                    wanted = [client.submit(_pick, needs[j], i, pure=False) for i in range(len(parts))]
-                    ver_futs.append(client.submit(task_verify, ref, packed_futs[j], served, wanted, pure=False, retries=3))
-            forest = None
-            if job.spec.executor.cluster_on == "workers":  # a tree of spanning-forest reductions
-                level = ver_futs
-                while len(level) > 1:
-                    level = [client.submit(task_forest, *level[k : k + 2], pure=False, retries=3)
-                             for k in range(0, len(level), 2)]
-                forest = client.submit(task_forest, level[0], pure=False, retries=3).result() if level else None
-                info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
-            verified = client.gather(ver_futs)
-            per_blocker = np.sum([c.result() for c in [client.submit(_pick, f, 2, pure=False) for f in dedup_futs]],
-                                 axis=0) if dedup_futs else np.zeros(len(engine.blockers), np.int64)
-            candidates: Pairs | None = None  # not gathered in dedup mode: the report needs their count only
-            scores = np.zeros(0)
-            if job.spec.mode != "dedup":  # every candidate's score, for the link answer
-                cand_packed = client.gather(packed_futs)
-                cl, cr = unpack_pairs(np.concatenate(cand_packed)) if cand_packed else (np.zeros(0, np.int64),) * 2
-                sc = np.concatenate([v[4] for v in verified]) if verified else np.zeros(0)
-                order = np.lexsort((cr, cl))
-                candidates, scores = Pairs(cl[order], cr[order]), sc[order]
-            n_cand = int(sum(v[3] for v in verified))
-            vl = np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64)
-            vr = np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64)
-            vs = np.concatenate([v[2] for v in verified]) if verified else np.zeros(0)
-            info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(vl)), "threshold": engine.threshold,
-                         "rejected_pairs": n_cand - int(len(vl))})
-            if any(type(b).merge_reports is not Blocker.merge_reports for b in engine.blockers):
-                if bucket_stats is None:  # the blockers' reports, as candidates() gives them locally
-                    bucket_stats = _merge_bucket_stats(client.gather(stats_futs), len(engine.blockers))
-                for i, b in enumerate(engine.blockers):
-                    if engine.has_keys(b):
-                        b.merge_reports([parts_i[i] for parts_i in blocker_parts if parts_i],
-                                        dict(zip(BUCKET_STATS, (int(x) for x in bucket_stats[i]))))
-        # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
-    finally:
-        close()
-    with log.stage("cluster") as info:
-        ver = Pairs(vl, vr, vs).normalized()
-        pairs = stages.with_exact(ver, exact.pairs)
-        if forest is not None:  # the workers' forest + the exact-duplicate pairs: the same components
-            fl = np.concatenate([forest[0], exact.pairs.left])
-            fr = np.concatenate([forest[1], exact.pairs.right])
-            labels = canonical_labels(connected_component_labels(n, fl, fr))
+                wanted.append(self.submit(_same, sample_need[i], retries=0))
+            serve_futs.append(self.submit(task_serve, self.ref, p, int(scanned.offsets[i]), wanted))
+        packed_futs = [self.submit(_pick, blocked.dedup[j], 0, retries=0) for j in range(n_parts)]
+
+        def served_and_wanted(j: int) -> tuple[list[Any], list[Any]]:
+            served = [self.submit(_pick, s, j, retries=0) for s in serve_futs]
+            return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
+
+        if fitted:
+            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
         else:
-            labels = stages.cluster(engine, n, pairs)
-        info.update(stages.cluster_stats(labels))
-    records = Records(ids=ids, source=source, source_names=[s.name for s in job.spec.sources], fields={})
-    blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, per_blocker)]
-    facts = RunFacts(
-        records=records, exact=exact, candidates=candidates, candidate_count=n_cand, scores=scores, verified=ver, pairs=pairs, labels=labels,
-        blockers=blocker_reports, tokens={"records_shingled": int(len(active)), "computed_on": "workers"},
-        executor={"partitions": len(parts), "workers": n_workers, "partition_mb": job.spec.executor.partition_mb,
-                  "cluster_on": job.spec.executor.cluster_on},
-    )
-    return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
+            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j)) for j in range(n_parts)]
+        forest = self._forest(ver_futs, info) if self.job.spec.executor.cluster_on == "workers" else None
+        verified = self.client.gather(ver_futs)
+        per_blocker = (np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
+                       if blocked.dedup else np.zeros(len(engine.blockers), np.int64))
+        candidates: Pairs | None = None
+        cand_scores = np.zeros(0)
+        if self.job.spec.mode != "dedup":  # every candidate's score, for the link answer
+            cand_packed = self.client.gather(packed_futs)
+            cl, cr = unpack_pairs(np.concatenate(cand_packed)) if cand_packed else (np.zeros(0, np.int64),) * 2
+            sc = np.concatenate([v[4] for v in verified]) if verified else np.zeros(0)
+            order = np.lexsort((cr, cl))
+            candidates, cand_scores = Pairs(cl[order], cr[order]), sc[order]
+        n_cand = int(sum(v[3] for v in verified))
+        found = Found(
+            left=np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64),
+            right=np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64),
+            scores=np.concatenate([v[2] for v in verified]) if verified else np.zeros(0),
+            n_candidates=n_cand, per_blocker=per_blocker, candidates=candidates, candidate_scores=cand_scores,
+            forest=forest,
+        )
+        info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
+                     "rejected_pairs": n_cand - int(len(found.left))})
+        self._merge_blocker_reports(blocked)
+        return found
+
+    def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
+        """The verifier's sample pairs (random pairs), drawn as locally over the active records, and who serves them."""
+        active, offsets = scanned.exact.active, scanned.offsets
+        local_sample = self.engine.verifier.sample_pairs(scanned.source[active], self.engine.link)
+        sample = Pairs(active[local_sample.left], active[local_sample.right])
+        need = np.unique(np.concatenate([sample.left, sample.right]))
+        owner = np.searchsorted(offsets, need, side="right") - 1
+        return sample, [need[owner == i] for i in range(len(self.parts))]
+
+    def _fit_and_score(self, packed_futs: list[Any], served_and_wanted: Callable[[int], tuple[list[Any], list[Any]]],
+                       serve_futs: list[Any], sample: Pairs, sample_need: list[Int64Array],
+                       info: dict[str, Any]) -> list[Any]:
+        """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
+        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j)) for j in range(self.n_parts)]
+        served = [self.submit(_pick, s, self.n_parts, retries=0) for s in serve_futs]
+        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need)
+        counted = self.client.gather([self.submit(_pick_many, f, (1, 2), retries=0) for f in code_futs])
+        s_counted = self.client.gather(self.submit(_pick_many, sample_fut, (1, 2), retries=0))
+        pat_codes, pat_counts = _sum_counts(counted)
+        s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
+        table = self.engine.verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts)  # on the client, as locally
+        info["patterns"] = int(len(pat_codes))
+        return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table)
+                for j in range(self.n_parts)]
+
+    def _forest(self, ver_futs: list[Any], info: dict[str, Any]) -> tuple[Int64Array, Int64Array] | None:
+        """cluster_on: workers — a tree of spanning-forest reductions of the verified pairs."""
+        level = ver_futs
+        while len(level) > 1:
+            level = [self.submit(task_forest, *level[k : k + 2]) for k in range(0, len(level), 2)]
+        forest: tuple[Int64Array, Int64Array] | None = self.submit(task_forest, level[0]).result() if level else None
+        info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
+        return forest
+
+    def _merge_blocker_reports(self, blocked: BlockedFutures) -> None:
+        """The blockers' reports, as candidates() gives them locally, from the partitions' and the buckets'."""
+        engine = self.engine
+        if not any(type(b).merge_reports is not Blocker.merge_reports for b in engine.blockers):
+            return
+        stats = blocked.bucket_stats
+        if stats is None:
+            stats = _merge_bucket_stats(self.client.gather(blocked.stats), len(engine.blockers))
+        for i, b in enumerate(engine.blockers):
+            if engine.has_keys(b):
+                b.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i],
+                                dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))))
 
 
 def _pick(obj: Any, i: int) -> Any:
