@@ -783,7 +783,9 @@ def check_clusterer(
     none = _labels(clusterer, 0, Pairs.empty(scored=True), who + " (no records)")
     assert none.shape == (0,)
     alone = _labels(clusterer, n, Pairs.empty(scored=True), who + " (no pairs)")
-    assert len(np.unique(alone)) == n, f"{who}: without pairs every record must be a singleton, got {len(np.unique(alone))} labels for {n} records"
+    assert len(np.unique(alone)) == n, (
+        f"{who}: without pairs every record must be a singleton, got {len(np.unique(alone))} labels for {n} records"
+    )
     return labels
 
 

@@ -583,7 +583,8 @@ def fit_em(
         tot = np.logaddexp(a, b)
         return np.exp(a - tot), np.exp(b - tot), float(cnt @ tot)
 
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        it += 1
         g, h, ll = estep()
         trace.append(ll)
         wm, wu = cnt * g, cnt * h

@@ -23,7 +23,9 @@ from er_framework.testing import (
 from er_plugins.documents import CharShingler, JaccardVerifier, LshBands, MinHash, WordShingler
 
 
-@pytest.mark.parametrize("shingler", [CharShingler(CharShingler.Params(k=3)), CharShingler(), WordShingler(), WordShingler(WordShingler.Params(n=1))])
+@pytest.mark.parametrize(
+    "shingler", [CharShingler(CharShingler.Params(k=3)), CharShingler(), WordShingler(), WordShingler(WordShingler.Params(n=1))]
+)
 def test_shinglers_meet_the_contract(shingler) -> None:
     check_shingler(shingler)
 
@@ -96,7 +98,11 @@ def nx_components(n: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))))
+@given(
+    st.integers(1, 60).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))
+    )
+)
 def test_connected_components_match_networkx(case) -> None:
     n, edges = case
     left = np.array([e[0] for e in edges], dtype=np.int64)

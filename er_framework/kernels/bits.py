@@ -482,6 +482,121 @@ class TooManyPairs(ValueError):
         super().__init__(f"the buckets hold {raw_pairs:,} pairs (with repeats), more than the limit {limit:,}")
 
 
+def _grid_args(
+    bits: npt.ArrayLike, ids: npt.ArrayLike, sets: npt.ArrayLike, chunk_sets: int, pair_budget: int
+) -> tuple[UInt64Array, Int64Array, Int64Array]:
+    """``bits``, ``ids`` and ``sets`` of :func:`grid_bit_candidates` as arrays, their shapes and the chunk sizes checked."""
+    b = np.asarray(bits, dtype=np.uint64)
+    idv = np.asarray(ids, dtype=np.int64)
+    if b.ndim != 2 or b.shape[0] != len(idv):
+        raise ValueError(f"bits must be (n, W) with n = len(ids) = {len(idv)}, got shape {b.shape}")
+    if chunk_sets < 1 or pair_budget < 1:
+        raise ValueError("chunk_sets and pair_budget must be >= 1")
+    return b, idv, _check_sets(sets, 64 * b.shape[1])
+
+
+def _bucket_words(slices: UInt64Array, sets: Int64Array, rows: Int64Array) -> UInt64Array:
+    """The buckets of sets ``sets[rows]`` as bit rows over the prints: the AND of each set's ``c`` cell slices."""
+    acc: UInt64Array = slices[sets[rows, 0]].copy()
+    for i in range(1, sets.shape[1]):  # one step per cell of a set
+        acc &= slices[sets[rows, i]]
+    return acc
+
+
+def _bucket_sizes(slices: UInt64Array, sets: Int64Array, chunk_sets: int) -> Int64Array:
+    """Pass 1: the size of every set's bucket, ``chunk_sets`` sets at a time.
+
+    The bucket of a set is the AND of its ``c`` cell rows (64 prints per word
+    operation) and its size a popcount, with ``chunk_sets * n / 8`` bytes of
+    temporaries.
+    """
+    m_sets = sets.shape[0]
+    sizes = np.zeros(m_sets, dtype=np.int64)
+    for a in range(0, m_sets, chunk_sets):  # one step per chunk of sets
+        rows = np.arange(a, min(a + chunk_sets, m_sets), dtype=np.int64)
+        sizes[rows] = row_popcount(_bucket_words(slices, sets, rows))
+    return sizes
+
+
+def _kept_buckets(sizes: Int64Array, max_bucket_size: int | None, max_raw_pairs: int | None) -> tuple[BoolArray, Int64Array]:
+    """Which buckets are oversized, and the pairs of each kept bucket (0 for the others).
+
+    :class:`TooManyPairs` when the kept buckets hold more than ``max_raw_pairs`` pairs.
+    """
+    oversized = np.zeros(len(sizes), dtype=bool) if max_bucket_size is None else sizes > max_bucket_size
+    use = (sizes >= 2) & ~oversized
+    per_set = np.where(use, sizes * (sizes - 1) // 2, 0)
+    total = int(per_set.sum())
+    if max_raw_pairs is not None and total > max_raw_pairs:
+        raise TooManyPairs(total, max_raw_pairs, _bucket_stats(sizes, oversized, total))
+    return oversized, per_set
+
+
+def _chunk_pair_keys(slices: UInt64Array, sets: Int64Array, ids: Int64Array, rows: Int64Array) -> tuple[UInt64Array, int]:
+    """The sorted distinct keys of the pairs within the buckets of sets ``sets[rows]``, and their number with repeats.
+
+    The buckets are unpacked to ``(sets, n)`` booleans, their members
+    enumerated with :func:`~.groups.pairs_in_groups` and packed into uint64
+    keys (pairs of an id with itself dropped).
+    """
+    member = bool_from_bits(_bucket_words(slices, sets, rows), len(ids))  # (sets, n)
+    set_of, pos = np.nonzero(member)
+    cnt = np.bincount(set_of, minlength=len(rows)).astype(np.int64)
+    st = np.cumsum(cnt) - cnt
+    left, right = pairs_in_groups(ids[pos], st, cnt)
+    keep = left != right
+    return sorted_unique(pack_pairs(left[keep], right[keep])), len(left)
+
+
+def _bucket_pair_keys(
+    slices: UInt64Array,
+    sets: Int64Array,
+    ids: Int64Array,
+    todo: Int64Array,
+    per_set: Int64Array,
+    chunk_sets: int,
+    pair_budget: int,
+) -> tuple[UInt64Array, int]:
+    """Pass 2: the sorted distinct pair keys of the buckets of sets ``todo``, and the pairs with repeats.
+
+    ``per_set[j]`` is the number of pairs in the bucket of set ``todo[j]``
+    (from pass 1). The sets are taken in chunks holding at most
+    ``pair_budget`` pairs and ``chunk_sets`` sets (a single larger bucket
+    forms its own chunk); each chunk's distinct keys go into one buffer sized
+    by pass 1 (no list + concatenate copy), and the chunks' keys are merged
+    with one sort, compacted in place.
+    """
+    buf = np.empty(int(per_set.sum()), dtype=np.uint64)
+    filled = 0
+    raw = 0
+    chunks = 0
+    i = 0
+    cum = np.cumsum(per_set)
+    while i < len(todo):  # one step per chunk of sets
+        base = cum[i - 1] if i else 0
+        j = int(np.searchsorted(cum, base + pair_budget, side="right"))
+        j = min(max(j, i + 1), i + chunk_sets)
+        k, n_raw = _chunk_pair_keys(slices, sets, ids, todo[i:j])
+        raw += n_raw
+        buf[filled : filled + len(k)] = k
+        filled += len(k)
+        chunks += 1
+        i = j
+    keys = buf[:filled]
+    if chunks > 1:  # each chunk's keys are sorted and distinct; merge them
+        keys.sort()  # in place
+        filled = compact_unique(keys)
+        keys = keys[:filled]
+    return keys, raw
+
+
+def _unpack_keys_in_place(keys: UInt64Array) -> tuple[Int64Array, Int64Array]:
+    """``(keys >> 32, keys & 0xFFFFFFFF)`` as int64: ``left`` is a new array, ``right`` reuses the key buffer."""
+    left = (keys >> np.uint64(32)).view(np.int64)
+    np.bitwise_and(keys, np.uint64(0xFFFFFFFF), out=keys)
+    return left, keys.view(np.int64)
+
+
 def grid_bit_candidates(
     bits: npt.ArrayLike,
     ids: npt.ArrayLike,
@@ -504,30 +619,15 @@ def grid_bit_candidates(
     Buckets larger than ``max_bucket_size`` are skipped and counted. Ids must
     lie in ``[0, 2**32)``; pairs of an id with itself are dropped.
 
-    How (no Python loop per print or per pair):
+    How (no Python loop per print or per pair): bits transposed to cell-major
+    slices (:func:`_bit_slices`); pass 1, every bucket size and so all stats
+    (:func:`_bucket_sizes`); pass 2, unless ``count_only``, the pairs in
+    chunks of at most ``pair_budget`` (:func:`_bucket_pair_keys`). Memory:
+    ``n * W * 8`` bytes of slices, ``chunk_sets * n`` booleans and one chunk's
+    pairs (~40 bytes each) at a time, then ~16 bytes per distinct pair plus 8
+    per repeated pair.
 
-    1. the bits are transposed to cell-major bit slices (one row of
-       ``ceil(n / 64)`` words per cell, :func:`_bit_slices`);
-    2. for ``chunk_sets`` sets at a time, the bucket of each set is the AND of
-       its ``c`` cell rows — 64 prints per word operation — and its size a
-       popcount. This pass gives every bucket size (so all stats) with
-       ``chunk_sets * n / 8`` bytes of temporaries;
-    3. unless ``count_only``, the sets are regrouped into chunks holding at
-       most ``pair_budget`` pairs (by the sizes of step 2; a single larger
-       bucket forms its own chunk); each chunk's buckets are unpacked to
-       ``(sets, n)`` booleans, their members enumerated with
-       :func:`~.groups.pairs_in_groups`, packed into uint64 keys and made
-       unique (sort + neighbour comparison); the chunks' keys are merged with
-       one final sort.
-
-    Memory: ``n * W * 8`` bytes for the slices, ``chunk_sets * n`` booleans at
-    a time, the pairs of one chunk (<= ``pair_budget``, ~40 bytes each with
-    the temporaries), a key buffer of 8 bytes per raw pair (sized by step 2;
-    sorted and compacted in place) and the ``left`` array (8 bytes per
-    distinct pair; ``right`` reuses the key buffer): about 16 bytes per
-    distinct pair plus 8 per repeated pair.
-
-    ``count_only=True`` materializes no pairs (steps 1-2 only): it returns
+    ``count_only=True`` materializes no pairs (pass 1 only): it returns
     empty arrays and stats whose ``raw_pairs`` is the sum over the kept buckets
     of ``m (m - 1) / 2`` — pairs *with multiplicity*, an upper bound on the
     distinct candidates (a pair sharing several buckets counts once per
@@ -536,7 +636,7 @@ def grid_bit_candidates(
     and c = 3 give ~3e10 candidate pairs).
 
     ``max_raw_pairs`` (optional): when the kept buckets hold more pairs than
-    this (counted in step 2, before any pair is made), :class:`TooManyPairs`
+    this (counted in pass 1, before any pair is made), :class:`TooManyPairs`
     is raised instead of running out of memory.
 
     Stats (as :func:`~.banding.bucket_candidates`): ``buckets`` (sets whose
@@ -544,76 +644,21 @@ def grid_bit_candidates(
     ``oversized_buckets``, ``pairs_skipped`` (sum of ``m (m-1) / 2`` over
     skipped buckets), ``raw_pairs`` (pairs emitted before deduplication).
     """
-    b = np.asarray(bits, dtype=np.uint64)
-    idv = np.asarray(ids, dtype=np.int64)
-    if b.ndim != 2 or b.shape[0] != len(idv):
-        raise ValueError(f"bits must be (n, W) with n = len(ids) = {len(idv)}, got shape {b.shape}")
-    if chunk_sets < 1 or pair_budget < 1:
-        raise ValueError("chunk_sets and pair_budget must be >= 1")
-    n, w = b.shape
-    s = _check_sets(sets, 64 * w)
-    m_sets = s.shape[0]
+    b, idv, s = _grid_args(bits, ids, sets, chunk_sets, pair_budget)
+    n, m_sets = b.shape[0], s.shape[0]
     empty = np.zeros(0, dtype=np.int64)
     if n == 0 or m_sets == 0:
         return empty, empty.copy(), _bucket_stats(np.zeros(m_sets, dtype=np.int64), np.zeros(m_sets, dtype=bool), 0)
     if len(idv) and (int(idv.min()) < 0 or int(idv.max()) >= 1 << 32):
         raise ValueError("ids must lie in [0, 2**32)")
     slices = _bit_slices(b)  # (64 W, nw)
-
-    def bucket_words(rows: Int64Array) -> UInt64Array:
-        acc: UInt64Array = slices[s[rows, 0]].copy()
-        for i in range(1, s.shape[1]):  # one step per cell of a set
-            acc &= slices[s[rows, i]]
-        return acc
-
-    sizes = np.zeros(m_sets, dtype=np.int64)
-    for a in range(0, m_sets, chunk_sets):  # pass 1: bucket sizes
-        rows = np.arange(a, min(a + chunk_sets, m_sets), dtype=np.int64)
-        sizes[rows] = row_popcount(bucket_words(rows))
-    oversized = np.zeros(m_sets, dtype=bool) if max_bucket_size is None else sizes > max_bucket_size
-    use = (sizes >= 2) & ~oversized
-    per_set = np.where(use, sizes * (sizes - 1) // 2, 0)
-    total = int(per_set.sum())
-    if max_raw_pairs is not None and total > max_raw_pairs:
-        raise TooManyPairs(total, max_raw_pairs, _bucket_stats(sizes, oversized, total))
+    sizes = _bucket_sizes(slices, s, chunk_sets)
+    oversized, per_set = _kept_buckets(sizes, max_bucket_size, max_raw_pairs)
     if count_only:
-        return empty, empty.copy(), _bucket_stats(sizes, oversized, total)
-
-    # pass 2: pairs, in chunks of sets holding at most pair_budget pairs (and chunk_sets sets);
-    # each chunk's distinct keys go into one buffer sized by pass 1 (no list + concatenate copy)
-    todo = np.flatnonzero(use).astype(np.int64)
-    buf = np.empty(total, dtype=np.uint64)
-    filled = 0
-    raw = 0
-    chunks = 0
-    i = 0
-    cum = np.cumsum(per_set[todo])
-    while i < len(todo):  # one step per chunk of sets
-        base = cum[i - 1] if i else 0
-        j = int(np.searchsorted(cum, base + pair_budget, side="right"))
-        j = min(max(j, i + 1), i + chunk_sets)
-        rows = todo[i:j]
-        member = bool_from_bits(bucket_words(rows), n)  # (sets, n)
-        set_of, pos = np.nonzero(member)
-        cnt = np.bincount(set_of, minlength=len(rows)).astype(np.int64)
-        st = np.cumsum(cnt) - cnt
-        left, right = pairs_in_groups(idv[pos], st, cnt)
-        raw += len(left)
-        keep = left != right
-        k = sorted_unique(pack_pairs(left[keep], right[keep]))
-        buf[filled : filled + len(k)] = k
-        filled += len(k)
-        chunks += 1
-        i = j
-    keys = buf[:filled]
-    if chunks > 1:  # each chunk's keys are sorted and distinct; merge them
-        keys.sort()  # in place
-        filled = compact_unique(keys)
-        keys = keys[:filled]
-    # unpack in place: left is a new array, right reuses the key buffer
-    left = (keys >> np.uint64(32)).view(np.int64)
-    np.bitwise_and(keys, np.uint64(0xFFFFFFFF), out=keys)
-    right = keys.view(np.int64)
+        return empty, empty.copy(), _bucket_stats(sizes, oversized, int(per_set.sum()))
+    todo = np.flatnonzero(per_set).astype(np.int64)  # the kept buckets (size >= 2: at least one pair)
+    keys, raw = _bucket_pair_keys(slices, s, idv, todo, per_set[todo], chunk_sets, pair_budget)
+    left, right = _unpack_keys_in_place(keys)
     return left, right, _bucket_stats(sizes, oversized, raw)
 
 

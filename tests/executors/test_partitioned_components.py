@@ -149,7 +149,10 @@ def _tricky_records(n: int, seed: int) -> Records:
     rng = np.random.default_rng(seed)
     pool = ["a", "ab", "abc", "b", "", None, "a\x00", "a\x00b", "a\x01", "\u00e9t\u00e9", "\U0001F600", "zz", "Ab", "a b",
             "\x00a", "\x00\x00", "\x00b", "\x01", "a\x00\x01", "x" * 20 + "\x00"]
-    pick = lambda: [pool[i] for i in rng.integers(0, len(pool), n)]
+
+    def pick() -> list[str | None]:
+        return [pool[i] for i in rng.integers(0, len(pool), n)]
+
     return Records(ids=[str(i) for i in range(n)], source=rng.integers(0, 2, n).astype(np.int32),
                    source_names=["a", "b"], fields={"last": pick(), "first": pick(), "zip": pick()})
 
