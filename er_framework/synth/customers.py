@@ -561,6 +561,156 @@ def record_ids(prefix: str, numbers: IntArray, width: int) -> list[str]:
     return [f"{prefix}{x:0{width}d}" for x in numbers.tolist()]
 
 
+def _check_customer_args(n: int, overlap: float, seed: int) -> None:
+    """:class:`ValueError` unless ``n >= 1``, ``overlap`` in ``[0, 1]`` and ``seed >= 0`` (integers; no bools)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(overlap, bool) or not isinstance(overlap, (int, float, np.floating, np.integer)):
+        raise ValueError(f"overlap must be a number in [0, 1], got {overlap!r}")
+    if not 0.0 <= float(overlap) <= 1.0:
+        raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def _records_a(rng: np.random.Generator, pools: _Pools, people: _People, n: int, pop: PopulationRates, width: int) -> dict[str, list[str]]:
+    """A's records: people ``0 .. n-1``, in id order, with A's placeholder and missing values."""
+    a_first = _first_names(pools, people.first[:n], people.nick_u[:n], people.uses_nick[:n])
+    a_phone = _render_phones(people.phone[:n], people.phone_style[:n])
+    _blank(a_phone, rng.random(n) < pop.placeholder_phone, PLACEHOLDER_PHONE)
+    a_email = people.email[:n]
+    a_dob = _render_dobs(people.dob[:n])
+    _blank(a_email, rng.random(n) < pop.a_missing_email)
+    _blank(a_phone, rng.random(n) < pop.a_missing_phone)
+    _blank(a_dob, rng.random(n) < pop.a_missing_dob)
+    return {
+        "id": record_ids("A", np.arange(1, n + 1), width),
+        "first_name": a_first,
+        "last_name": [pools.last[i] for i in people.last[:n].tolist()],
+        "address": _render_addresses(
+            pools, people.number[:n], people.street[:n], people.suffix[:n], people.unit[:n], people.suffix_style[:n]
+        ),
+        "city": [pools.cities[i] for i in people.loc[:n].tolist()],
+        "zip": [pools.zips[i] for i in people.loc[:n].tolist()],
+        "phone": a_phone,
+        "email": a_email,
+        "dob": a_dob,
+    }
+
+
+@dataclass
+class _Edits:
+    """B's edits: the generator they draw from, the people, B's person per row, and the edits made so far.
+
+    Every edit draws its mask with :meth:`flag` in a fixed order (the order of
+    ``applied``), so the records depend on the seed alone.
+    """
+
+    rng: np.random.Generator
+    pools: _Pools
+    people: _People
+    src: IntArray  # B row -> person
+    applied: dict[str, BoolArray] = field(default_factory=dict)
+
+    def flag(self, name: str, rate: float, allowed: BoolArray | None = None) -> BoolArray:
+        """Each B row with probability ``rate`` (where ``allowed``), recorded as edit ``name``."""
+        mask = self.rng.random(len(self.src)) < rate
+        if allowed is not None:
+            mask = mask & allowed
+        self.applied[name] = mask
+        return mask
+
+
+def _b_names(e: _Edits, cr: CorruptionRates) -> tuple[list[str], list[str]]:
+    """B's first and last names: nickname switches, typos in either, swapped names."""
+    n, rng, pools = len(e.src), e.rng, e.pools
+    first, last = e.people.first[e.src], e.people.last[e.src]
+    has_nick = np.array([bool(x) for x in pools.first_nicks])[first]
+    uses_nick = e.people.uses_nick[e.src] ^ e.flag("nickname", cr.nickname, has_nick)
+    b_first = _first_names(pools, first, e.people.nick_u[e.src], uses_nick)
+    b_last = [pools.last[i] for i in last.tolist()]
+    for col, values in (("first_name_typo", b_first), ("last_name_typo", b_last)):
+        typo = e.flag(col, cr.name_typo)
+        op, u, v = rng.integers(0, 4, size=n), rng.random(n), rng.random(n)
+        for j in np.flatnonzero(typo).tolist():
+            values[j] = _typo(values[j], int(op[j]), float(u[j]), float(v[j]))
+    for j in np.flatnonzero(e.flag("swap_names", cr.swap_names)).tolist():
+        b_first[j], b_last[j] = b_last[j], b_first[j]
+    return b_first, b_last
+
+
+def _b_addresses(e: _Edits, cr: CorruptionRates, pop: PopulationRates) -> tuple[list[str], list[str], list[str]]:
+    """B's address lines, cities and zips: a move draws a new street line (always another one) and another locality."""
+    rng, pools, people, src = e.rng, e.pools, e.people, e.src
+    number, street, suffix = people.number[src].copy(), people.street[src].copy(), people.suffix[src].copy()
+    unit, loc = people.unit[src].copy(), people.loc[src].copy()
+    mv = e.flag("move", cr.move)
+    m = int(mv.sum())
+    new_number = _street_numbers(rng, m)
+    new_number = np.where(new_number == number[mv], new_number + 1, new_number)
+    number[mv] = new_number
+    street[mv] = rng.integers(0, len(pools.streets), size=m)
+    suffix_p = np.array([w for _, _, w in STREET_SUFFIXES])
+    suffix[mv] = rng.choice(len(STREET_SUFFIXES), size=m, p=suffix_p / suffix_p.sum())
+    unit[mv] = _units(rng, m, pop.unit)
+    loc[mv] = (loc[mv] + rng.integers(1, len(pools.cities), size=m)) % len(pools.cities)
+    suffix_style = people.suffix_style[src].copy()
+    ab = e.flag("address_abbreviation", cr.address_abbreviation)
+    suffix_style[ab] = (suffix_style[ab] + rng.integers(1, 3, size=int(ab.sum()))) % 3
+    b_address = _render_addresses(pools, number, street, suffix, unit, suffix_style)
+    return b_address, [pools.cities[i] for i in loc.tolist()], [pools.zips[i] for i in loc.tolist()]
+
+
+def _b_case(e: _Edits, cr: CorruptionRates, columns: Sequence[list[str]]) -> None:
+    """Upper (70%) or lower case for every value of ``columns`` in the rows of the ``case`` edit, in place."""
+    cs = e.flag("case", cr.case)
+    upper = e.rng.random(len(e.src)) < 0.7
+    for j in np.flatnonzero(cs).tolist():
+        fn = str.upper if upper[j] else str.lower
+        for values in columns:
+            values[j] = fn(values[j])
+
+
+def _b_phones(e: _Edits, cr: CorruptionRates, pop: PopulationRates) -> list[str]:
+    """B's phones: changed numbers, other formats, placeholders."""
+    rng = e.rng
+    phone = e.people.phone[e.src].copy()
+    pc = e.flag("phone_change", cr.phone_change)
+    new_phone = _phones(rng, int(pc.sum()))
+    phone[pc] = np.where(new_phone == phone[pc], new_phone + 1 - 2 * (new_phone % 10 == 9), new_phone)
+    phone_style = e.people.phone_style[e.src].copy()
+    pf = e.flag("phone_format", cr.phone_format)
+    phone_style[pf] = (phone_style[pf] + rng.integers(1, len(PHONE_FORMATS), size=int(pf.sum()))) % len(PHONE_FORMATS)
+    b_phone = _render_phones(phone, phone_style)
+    _blank(b_phone, e.flag("placeholder_phone", pop.placeholder_phone), PLACEHOLDER_PHONE)
+    return b_phone
+
+
+def _b_emails(e: _Edits, cr: CorruptionRates) -> list[str]:
+    """B's emails: a change re-draws pattern, number and domain until the address differs."""
+    people, src = e.people, e.src
+    b_email = [people.email[i] for i in src.tolist()]
+    rows = np.flatnonzero(e.flag("email_change", cr.email_change))
+    if len(rows):
+        dob_year = people.dob[src[rows]].astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64) + 1970
+        parts = _email_parts(e.rng, len(rows), dob_year, len(e.pools.domains))
+        new_email = _render_emails(e.pools, people.first[src[rows]], people.last[src[rows]], parts)
+        for j, new in zip(rows.tolist(), new_email):
+            b_email[j] = new if new != b_email[j] else new.replace("@", "1@", 1)
+    return b_email
+
+
+def _b_dobs(e: _Edits, cr: CorruptionRates) -> list[str]:
+    """B's dates of birth, with date errors."""
+    n = len(e.src)
+    dob = e.people.dob[e.src].copy()
+    de = e.flag("dob_error", cr.dob_error)
+    op, sign = e.rng.integers(0, 3, size=n), e.rng.choice(np.array([-1, 1]), size=n)
+    for j in np.flatnonzero(de).tolist():
+        dob[j] = _dob_error(int(dob[j]), int(op[j]), int(sign[j]))
+    return _render_dobs(dob)
+
+
 def generate_customers(
     n: int,
     overlap: float,
@@ -576,14 +726,7 @@ def generate_customers(
     both companies' records look (default :class:`PopulationRates`).
     Deterministic in all arguments (and the Faker and nicknames versions).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
-    if isinstance(overlap, bool) or not isinstance(overlap, (int, float, np.floating, np.integer)):
-        raise ValueError(f"overlap must be a number in [0, 1], got {overlap!r}")
-    if not 0.0 <= float(overlap) <= 1.0:
-        raise ValueError(f"overlap must be in [0, 1], got {overlap!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    _check_customer_args(n, overlap, seed)
     n, seed = int(n), int(seed)
     cr = corruption if corruption is not None else CorruptionRates()
     pop = population if population is not None else PopulationRates()
@@ -593,29 +736,7 @@ def generate_customers(
     k = round(float(overlap) * n)
     people = _people(rng, pools, n + (n - k), pop)
     width = max(6, len(str(n)))
-
-    # --- A: people 0 .. n-1, in id order
-    a_first = _first_names(pools, people.first[:n], people.nick_u[:n], people.uses_nick[:n])
-    a_phone = _render_phones(people.phone[:n], people.phone_style[:n])
-    _blank(a_phone, rng.random(n) < pop.placeholder_phone, PLACEHOLDER_PHONE)
-    a_email = people.email[:n]
-    a_dob = _render_dobs(people.dob[:n])
-    _blank(a_email, rng.random(n) < pop.a_missing_email)
-    _blank(a_phone, rng.random(n) < pop.a_missing_phone)
-    _blank(a_dob, rng.random(n) < pop.a_missing_dob)
-    a = {
-        "id": record_ids("A", np.arange(1, n + 1), width),
-        "first_name": a_first,
-        "last_name": [pools.last[i] for i in people.last[:n].tolist()],
-        "address": _render_addresses(
-            pools, people.number[:n], people.street[:n], people.suffix[:n], people.unit[:n], people.suffix_style[:n]
-        ),
-        "city": [pools.cities[i] for i in people.loc[:n].tolist()],
-        "zip": [pools.zips[i] for i in people.loc[:n].tolist()],
-        "phone": a_phone,
-        "email": a_email,
-        "dob": a_dob,
-    }
+    a = _records_a(rng, pools, people, n, pop, width)
 
     # --- B: k copies of distinct A people and n - k new people, rows shuffled
     copied = rng.choice(n, size=k, replace=False) if k else np.zeros(0, dtype=np.int64)
@@ -625,89 +746,17 @@ def generate_customers(
     is_copy = order < k
     b_num = rng.permutation(n) + 1
 
-    def flag(rate: float) -> BoolArray:
-        return rng.random(n) < rate
-
-    applied: dict[str, BoolArray] = {}
-    first, last = people.first[src], people.last[src]
-    has_nick = np.array([bool(x) for x in pools.first_nicks])[first]
-    applied["nickname"] = flag(cr.nickname) & has_nick
-    uses_nick = people.uses_nick[src] ^ applied["nickname"]
-    b_first = _first_names(pools, first, people.nick_u[src], uses_nick)
-    b_last = [pools.last[i] for i in last.tolist()]
-    for col, values in (("first_name_typo", b_first), ("last_name_typo", b_last)):
-        applied[col] = flag(cr.name_typo)
-        op, u, v = rng.integers(0, 4, size=n), rng.random(n), rng.random(n)
-        for j in np.flatnonzero(applied[col]).tolist():
-            values[j] = _typo(values[j], int(op[j]), float(u[j]), float(v[j]))
-    applied["swap_names"] = flag(cr.swap_names)
-    for j in np.flatnonzero(applied["swap_names"]).tolist():
-        b_first[j], b_last[j] = b_last[j], b_first[j]
-
-    # address: a move draws a new street line (always another one) and another locality
-    number, street, suffix = people.number[src].copy(), people.street[src].copy(), people.suffix[src].copy()
-    unit, loc = people.unit[src].copy(), people.loc[src].copy()
-    applied["move"] = mv = flag(cr.move)
-    m = int(mv.sum())
-    new_number = _street_numbers(rng, m)
-    new_number = np.where(new_number == number[mv], new_number + 1, new_number)
-    number[mv] = new_number
-    street[mv] = rng.integers(0, len(pools.streets), size=m)
-    suffix_p = np.array([w for _, _, w in STREET_SUFFIXES])
-    suffix[mv] = rng.choice(len(STREET_SUFFIXES), size=m, p=suffix_p / suffix_p.sum())
-    unit[mv] = _units(rng, m, pop.unit)
-    loc[mv] = (loc[mv] + rng.integers(1, len(pools.cities), size=m)) % len(pools.cities)
-    suffix_style = people.suffix_style[src].copy()
-    applied["address_abbreviation"] = ab = flag(cr.address_abbreviation)
-    suffix_style[ab] = (suffix_style[ab] + rng.integers(1, 3, size=int(ab.sum()))) % 3
-    b_address = _render_addresses(pools, number, street, suffix, unit, suffix_style)
-    b_city = [pools.cities[i] for i in loc.tolist()]
-    b_zip = [pools.zips[i] for i in loc.tolist()]
-
-    applied["case"] = cs = flag(cr.case)
-    upper = rng.random(n) < 0.7
-    for j in np.flatnonzero(cs).tolist():
-        fn = str.upper if upper[j] else str.lower
-        b_first[j], b_last[j], b_address[j], b_city[j] = fn(b_first[j]), fn(b_last[j]), fn(b_address[j]), fn(b_city[j])
-
-    # phone
-    phone = people.phone[src].copy()
-    applied["phone_change"] = pc = flag(cr.phone_change)
-    new_phone = _phones(rng, int(pc.sum()))
-    phone[pc] = np.where(new_phone == phone[pc], new_phone + 1 - 2 * (new_phone % 10 == 9), new_phone)
-    phone_style = people.phone_style[src].copy()
-    applied["phone_format"] = pf = flag(cr.phone_format)
-    phone_style[pf] = (phone_style[pf] + rng.integers(1, len(PHONE_FORMATS), size=int(pf.sum()))) % len(PHONE_FORMATS)
-    b_phone = _render_phones(phone, phone_style)
-    applied["placeholder_phone"] = flag(pop.placeholder_phone)
-    _blank(b_phone, applied["placeholder_phone"], PLACEHOLDER_PHONE)
-
-    # email: a change re-draws pattern, number and domain until the address differs
-    b_email = [people.email[i] for i in src.tolist()]
-    applied["email_change"] = ec = flag(cr.email_change)
-    rows = np.flatnonzero(ec)
-    if len(rows):
-        dob_year = people.dob[src[rows]].astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64) + 1970
-        parts = _email_parts(rng, len(rows), dob_year, len(pools.domains))
-        new_email = _render_emails(pools, first[rows], last[rows], parts)
-        for j, e in zip(rows.tolist(), new_email):
-            b_email[j] = e if e != b_email[j] else e.replace("@", "1@", 1)
-
-    # dob
-    dob = people.dob[src].copy()
-    applied["dob_error"] = de = flag(cr.dob_error)
-    op, sign = rng.integers(0, 3, size=n), rng.choice(np.array([-1, 1]), size=n)
-    for j in np.flatnonzero(de).tolist():
-        dob[j] = _dob_error(int(dob[j]), int(op[j]), int(sign[j]))
-    b_dob = _render_dobs(dob)
-
+    e = _Edits(rng, pools, people, src)
+    b_first, b_last = _b_names(e, cr)
+    b_address, b_city, b_zip = _b_addresses(e, cr, pop)
+    _b_case(e, cr, (b_first, b_last, b_address, b_city))
+    b_phone, b_email, b_dob = _b_phones(e, cr, pop), _b_emails(e, cr), _b_dobs(e, cr)
     for col, values, rate in (
         ("missing_email", b_email, cr.missing_email),
         ("missing_phone", b_phone, cr.missing_phone),
         ("missing_dob", b_dob, cr.missing_dob),
     ):
-        applied[col] = flag(rate)
-        _blank(values, applied[col])
+        _blank(values, e.flag(col, rate))
 
     b = {
         "id": record_ids("B", b_num, width),
@@ -723,7 +772,7 @@ def generate_customers(
     copy_rows = np.flatnonzero(is_copy)
     pairs = sorted(zip(src[copy_rows].tolist(), b_num[copy_rows].tolist()))
     truth = [(f"A{ai + 1:0{width}d}", f"B{bi:0{width}d}") for ai, bi in pairs]
-    return CustomerData(a=a, b=b, truth=truth, applied=applied, b_is_copy=is_copy)
+    return CustomerData(a=a, b=b, truth=truth, applied=e.applied, b_is_copy=is_copy)
 
 
 # ---------------------------------------------------------------------------
