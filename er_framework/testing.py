@@ -949,7 +949,13 @@ def check_normalizer(normalizer: Normalizer | type[Normalizer], values: Iterable
     _check_requires(n, who)
     column = sample_values() if values is None else list(values)
     todo = list(dict.fromkeys(s for s in map(_as_input, column) if s is not None))
+    out = _check_normalize_keys(n, todo, who)
+    _check_per_value(n, todo, out, who)
+    return _check_normalize_column(n, column, dict(zip(todo, map(_as_key, out))), who)
 
+
+def _check_normalize_keys(n: Normalizer, todo: list[str], who: str) -> list[str | None]:
+    """``normalize(todo)``, checked: ``[]`` for ``[]``, some key, deterministic, each key depending on its value alone."""
     assert _normalized(n, [], who + " (no values)") == [], f"{who}: normalize([]) must return []"
     out = _normalized(n, todo, who)
     assert any(_as_key(r) is not None for r in out), (
@@ -974,6 +980,11 @@ def check_normalizer(normalizer: Normalizer | type[Normalizer], values: Iterable
         f"{who}: the result depends on the other values of the batch (normalize(values) and normalize([value]) one "
         "value at a time differ); a key depends on its value alone",
     )
+    return out
+
+
+def _check_per_value(n: Normalizer, todo: list[str], out: list[str | None], who: str) -> None:
+    """The function of ``per_value()``, if any: one key per value, the same when called again, agreeing with ``out``."""
     try:
         f = n.per_value()
     except Exception as exc:  # reported as a contract failure
@@ -992,7 +1003,14 @@ def check_normalizer(normalizer: Normalizer | type[Normalizer], values: Iterable
             "normalize() otherwise, so both must give every value the same key",
         )
 
-    keys = dict(zip(todo, map(_as_key, out)))
+
+def _check_normalize_column(n: Normalizer, column: list[Any], keys: dict[str, str | None], who: str) -> list[str | None]:
+    """``normalize_column(column, [n])``, checked against ``keys`` (each distinct input's key from ``normalize()``).
+
+    The column is run with missing values and its reverse appended: missing
+    values stay ``None``, every other value gets its key. Returns the results
+    of ``column``'s own values.
+    """
     whole = column + _MISSING + column[::-1]
     try:
         got = normalize_column(whole, [n])
