@@ -46,7 +46,6 @@ class Engine:
 
     def __init__(self, job: Job) -> None:
         self.job = job
-        ctx = job.context
         self.mode = job.spec.mode
         self.link = self.mode == "link"
         self.collapse = job.exact.enabled and self.mode != "link"
@@ -66,7 +65,6 @@ class Engine:
         if job.signature is not None and self.shingler is not None:
             self.builder = _make(job.signature, SignatureBuilder, job)
         self.threshold = self.verifier.threshold
-        del ctx
 
     # ------------------------------------------------------------- capabilities
 
