@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -42,10 +42,10 @@ def _lookup_ok(name: str) -> bool:
     return not Engine(parse_job(ROOT / "configs" / name)).lookup_refusals()
 
 
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
-        yield lc.scheduler_address
+@pytest.fixture
+def scheduler(dask_cluster: LocalCluster) -> str:
+    """The address of the session's shared 2-worker cluster (tests/conftest.py)."""
+    return str(dask_cluster.scheduler_address)
 
 
 @pytest.fixture(scope="module")

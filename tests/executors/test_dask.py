@@ -72,10 +72,10 @@ def test_partitions_hold_every_line_once(tmp_path: Path, step: int) -> None:
     assert partition_ranges(tmp_path / "t.jsonl.gz", 10) is None
 
 
-@pytest.fixture(scope="module")
-def cluster() -> LocalCluster:
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
-        yield lc
+@pytest.fixture
+def cluster(dask_cluster: LocalCluster) -> LocalCluster:
+    """The session's shared 2-worker cluster (tests/conftest.py)."""
+    return dask_cluster
 
 
 @pytest.mark.parametrize("cluster_type", ["connected_components", "louvain"])
