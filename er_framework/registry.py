@@ -85,6 +85,33 @@ class Registry:
             ) from None
 
 
+#: the built-in executors: name (the YAML ``executor.type``) -> ``"module:function"``
+BUILTIN_EXECUTORS: dict[str, str] = {
+    "local": "er_framework.executors.local:run_local",
+    "dask": "er_framework.executors.dask:run_dask",
+}
+#: entry-point group of third-party executors (name -> ``module:function``)
+EXECUTOR_GROUP = "er_framework.executors"
+
+
+def executor_table() -> dict[str, str]:
+    """Every executor by name: the built-ins and those installed through :data:`EXECUTOR_GROUP`.
+
+    An installed executor may not take a built-in's name. The table holds
+    ``"module:function"`` strings only: nothing is imported until a job runs
+    on that executor (:func:`er_framework.executors.get_executor`).
+    """
+    table = dict(BUILTIN_EXECUTORS)
+    for ep in md.entry_points(group=EXECUTOR_GROUP):
+        if ep.name in BUILTIN_EXECUTORS:
+            dist, _ = _dist_of(ep)
+            raise PluginError(Problem(where=f"entry point {ep.name} = {ep.value} (group {EXECUTOR_GROUP}, {dist})",
+                                      message=f"an installed executor takes the built-in name {ep.name!r}",
+                                      fix="register it under another name"))
+        table[ep.name] = ep.value
+    return table
+
+
 def _env_list(var: str) -> list[str]:
     return [p.strip() for p in os.environ.get(var, "").split(",") if p.strip()]
 

@@ -42,7 +42,7 @@ from er_framework.errors import ConfigError, ErError, Problem, choices_text, did
 from er_framework.io.html import check_boilerplate_options
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
-from er_framework.registry import Registry, build_registry, default_registry
+from er_framework.registry import Registry, build_registry, default_registry, executor_table
 
 YamlPath = tuple[str | int, ...]
 
@@ -202,9 +202,10 @@ class LocalClusterSpec(_Strict):
 
 
 class ExecutorSpec(_Strict):
-    """Where the job runs: in this process (default) or on a Dask cluster."""
+    """Where the job runs: in this process (default), on a Dask cluster, or on an installed executor."""
 
-    type: Literal["local", "dask"] = "local"
+    type: str = Field(default="local", description="an executor name: local, dask, or one installed through the "
+                      "entry-point group er_framework.executors")
     address: str | None = Field(default=None, description="dask: the scheduler, e.g. tcp://host:8786")
     local_cluster: LocalClusterSpec | None = Field(
         default=None, description="dask: start a LocalCluster of worker processes on this machine instead"
@@ -218,6 +219,14 @@ class ExecutorSpec(_Strict):
         description="dask: 'client' gathers the verified pairs and runs the job's clusterer; 'workers' reduces "
         "them to a spanning forest on the workers first (connected_components only; same clusters)",
     )
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        names = executor_table()
+        if v not in names:
+            raise ValueError(f"no executor {v!r}; {did_you_mean(v, names)}installed: {choices_text(names)}")
+        return v
 
     @model_validator(mode="after")
     def _where(self) -> ExecutorSpec:

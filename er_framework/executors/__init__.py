@@ -1,11 +1,15 @@
-"""Where a job's stages run. An executor is one module plus one line in :data:`EXECUTORS`.
+"""Where a job's stages run. An executor is one module plus one registration.
 
 An executor is a function ``run(job, out_dir, *, progress, write) -> Result``
 that drives the engine's stages (:mod:`er_framework.engine.stages`) and ends
 with :func:`er_framework.engine.report.finish_run` (the one report builder
-and writer). It is registered here by name, as ``"module:function"``, so
-that a heavy dependency (Dask) is imported only when a job asks for it. The
-engine imports no executor; the job's ``executor: {type: NAME}`` picks one.
+and writer). It is registered by name, as ``"module:function"``: the
+built-ins in :data:`er_framework.registry.BUILTIN_EXECUTORS`, a third party's
+through the entry-point group ``er_framework.executors``
+(:func:`er_framework.registry.executor_table`), so that a heavy dependency
+(Dask) is imported only when a job asks for it. The engine imports no
+executor; the job's ``executor: {type: NAME}`` picks one (checked when the
+job is validated).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from typing import Callable, Protocol
 from er_framework.config.job import Job
 from er_framework.engine.result import Result
 from er_framework.errors import ConfigError, Problem, choices_text
+from er_framework.registry import executor_table
 
-__all__ = ["EXECUTORS", "Executor", "get_executor", "run_job"]
+__all__ = ["Executor", "get_executor", "run_job"]
 
 
 class Executor(Protocol):
@@ -30,19 +35,13 @@ class Executor(Protocol):
     ) -> Result: ...
 
 
-#: executor name (the YAML ``executor.type``) -> ``"module:function"``
-EXECUTORS: dict[str, str] = {
-    "local": "er_framework.executors.local:run_local",
-    "dask": "er_framework.executors.dask:run_dask",
-}
-
-
 def get_executor(name: str) -> Executor:
     """The executor registered as ``name``."""
-    target = EXECUTORS.get(name)
+    table = executor_table()
+    target = table.get(name)
     if target is None:
         raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
-                                  fix=f"installed executors: {choices_text(EXECUTORS)}"))
+                                  fix=f"installed executors: {choices_text(table)}"))
     module, _, func = target.partition(":")
     run: Executor = getattr(importlib.import_module(module), func)
     return run

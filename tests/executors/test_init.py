@@ -1,0 +1,83 @@
+"""Executors by name: the built-ins, one installed through an entry point, unknown names."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from er_framework import registry
+from er_framework.config.job import parse_job
+from er_framework.errors import ConfigError, PluginError
+from er_framework.executors import get_executor, run_job
+from er_framework.executors.local import run_local
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "configs" / "data" / "docs.jsonl"
+
+
+def _job(tmp: Path, executor: str) -> Path:
+    cfg = tmp / "job.yaml"
+    cfg.write_text(textwrap.dedent(f"""
+        threshold: 0.8
+        sources: [{{name: docs, path: {DOCS}, id: id, fields: [text]}}]
+        shingler: {{type: char, k: 5}}
+        signature: {{type: fss, num_perm: 64}}
+        blockers: [{{type: lsh_bands}}]
+        verifier: {{type: jaccard}}
+        executor: {executor}
+    """), encoding="utf-8")
+    return cfg
+
+
+def _with_entry_points(monkeypatch: pytest.MonkeyPatch, *eps: md.EntryPoint) -> None:
+    real = md.entry_points
+
+    def entry_points(**kw: Any) -> Any:
+        if kw.get("group") == registry.EXECUTOR_GROUP:
+            return list(eps)
+        return real(**kw)
+
+    monkeypatch.setattr(registry.md, "entry_points", entry_points)
+
+
+def test_built_in_executors_by_name() -> None:
+    assert get_executor("local") is run_local
+    assert set(registry.executor_table()) >= {"local", "dask"}
+
+
+def test_an_unknown_executor_is_a_config_error_with_did_you_mean(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_job(_job(tmp_path, "{type: dsak, local_cluster: {n_workers: 2}}"))
+    text = str(info.value)
+    assert "no executor 'dsak'" in text and "did you mean 'dask'?" in text and "job.yaml:" in text
+
+
+def test_an_executor_installed_through_an_entry_point_runs_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "my_executor.py"
+    module.write_text(textwrap.dedent("""
+        from er_framework.executors.local import run_local
+        CALLS = []
+
+        def run(job, out_dir=None, *, progress=None, write=True):
+            CALLS.append(job.spec.executor.type)
+            return run_local(job, out_dir, progress=progress, write=write)
+    """), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _with_entry_points(monkeypatch, md.EntryPoint("mine", "my_executor:run", registry.EXECUTOR_GROUP))
+    job = parse_job(_job(tmp_path, "{type: mine}"))
+    result = run_job(job, tmp_path / "out")
+    assert sys.modules["my_executor"].CALLS == ["mine"]
+    assert result.report["executor"]["type"] == "mine"
+    run_local(parse_job(_job(tmp_path, "{type: local}")), tmp_path / "local")
+    assert (tmp_path / "out" / "pairs.csv").read_bytes() == (tmp_path / "local" / "pairs.csv").read_bytes()
+
+
+def test_an_installed_executor_may_not_take_a_built_in_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_entry_points(monkeypatch, md.EntryPoint("dask", "elsewhere:run", registry.EXECUTOR_GROUP))
+    with pytest.raises(PluginError, match="takes the built-in name 'dask'"):
+        registry.executor_table()
