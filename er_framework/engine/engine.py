@@ -114,10 +114,12 @@ class Engine:
                 f"so {what}; use a pairwise verifier (jaccard, field_score)"
                 + (", fellegi_sunter, or executor: local" if partition else "")
             )
-        if self.shingler is not None and not self.shingler.streamable and (not partition or not self.shingler.partitionable):
+        if self.shingler is not None and not self.shingler.streamable and not self.shingler.partitionable:
+            # partitionable: a record's token set depends on that record alone, so one item or one
+            # partition can be shingled by itself
             problems.append(
-                f"shingler {self.shingler.name!r} needs every record at once (streamable = False"
-                + (", partitionable = False" if partition else "") + "); it cannot shingle "
+                f"shingler {self.shingler.name!r} needs every record at once (streamable = False, "
+                "partitionable = False); it cannot shingle "
                 + ("one partition at a time; use executor: local" if partition else "one item at a time")
             )
         return problems
