@@ -311,6 +311,29 @@ class LshBands(Blocker):
             "s_curve_midpoint": round(float(threshold_estimate(b, r)), 4),
         }
 
+    def partition_report(self, batch: Batch) -> dict[str, Any]:
+        """The partition's signatures: how many, how many empty (in no bucket), and their length."""
+        sig = batch.signatures
+        if sig is None or sig.empty is None:
+            raise ValueError("lsh_bands needs signatures")
+        return {"records": len(sig), "empty": int(sig.empty.sum()), "num_perm": sig.num_perm}
+
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+        """The report of :meth:`candidates` from the partitions' counts and the statistics of every
+        bucket of :meth:`lookup_keys` (one bucket id per band and key, as :func:`bucket_candidates` groups)."""
+        n = sum(int(r["records"]) for r in reports)
+        empty = sum(int(r["empty"]) for r in reports)
+        k = next((int(r["num_perm"]) for r in reports), None)
+        if k is None:
+            k = self._num_perm(self.context)
+        self._report = {
+            **(self._banding(k) if k is not None else {}),
+            "records_bucketed": n - empty,
+            "records_skipped_empty": empty,
+            **{key: int(buckets.get(key, 0)) for key in
+               ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")},
+        }
+
     def describe(self) -> dict[str, Any]:
         """The parameters and the banding (known from the job alone); after :meth:`candidates`, its bucket counts."""
         report = getattr(self, "_report", None)

@@ -70,7 +70,7 @@ from numpy.dtypes import StringDType
 
 from er_framework.components import Blocker, Shingler
 from er_framework.config.job import Job, load_yaml, resolve_job
-from er_framework.data import Pairs, Records
+from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
@@ -186,6 +186,8 @@ class Blocked:
     problems: list[Problem]
     #: each blocker's :meth:`~er_framework.components.Blocker.partition_report` (``{}`` for window blockers)
     blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the partition's token counts, as the local executor counts them: ``(records, empty sets, tokens)``
+    tokens: tuple[int, int, int] = (0, 0, 0)
 
 
 #: sort keys per partition and window pass sent to choose the range boundaries
@@ -203,7 +205,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
     try:
         recs = _read(ref, part).take(active_local)
         with lock:
-            batch = eng.block_batch(recs)
+            batch, sizes = _block_batch(eng, recs)
             report = sh.partition_report() if sh is not None else {}
         rows, keys, which = eng.keys(recs, batch)
         windows = eng.window_keys(batch)
@@ -226,7 +228,36 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         runs.append((k, g, np.full(len(g), part.source, dtype=np.int32)))
         pick = np.unique(np.linspace(0, len(g) - 1, min(SAMPLE_KEYS, len(g))).astype(np.int64))
         samples.append((k[pick], g[pick]))
-    return Blocked(pieces, runs, samples, report, [], blocker_reports)
+    tokens = (int(len(sizes)), int(np.count_nonzero(sizes == 0)), int(sizes.sum()))
+    return Blocked(pieces, runs, samples, report, [], blocker_reports, tokens)
+
+
+def signs_multisets(eng: Engine) -> bool:
+    """Whether the local executor signs the shingler's multisets for this job and so counts tokens
+    with repeats (``keep == "none"`` in :func:`stages.shingle_and_sign`): a builder taking minima,
+    no blocker reading token sets, a streamable shingler."""
+    sh, builder = eng.shingler, eng.builder
+    return (sh is not None and builder is not None and builder.multiset_ok and sh.streamable
+            and not any("tokens" in b.needs for b in eng.blockers))
+
+
+def _block_batch(eng: Engine, recs: Records) -> tuple[Batch, Int64Array]:
+    """``eng.block_batch(recs)``, and each record's token count as the local executor counts it for this
+    job (:func:`signs_multisets`: with repeats; otherwise distinct tokens). When the batch signs the
+    multisets itself, they are shingled here (the same calls as :meth:`Engine.batch`) to keep their sizes."""
+    sh, builder = eng.shingler, eng.builder
+    if sh is None:
+        return eng.block_batch(recs), np.zeros(0, np.int64)
+    if builder is not None and builder.multiset_ok and not any("tokens" in b.needs for b in eng.blockers):
+        multiset = sh.shingle_multiset(recs)
+        batch = Batch(records=recs, cross_source_only=eng.link, seed=eng.job.context.seed)
+        batch.signatures = builder.build(multiset)
+        # a shingler that is not streamable is signed from its sets locally: its distinct tokens are counted
+        sizes = multiset.sizes if sh.streamable else sh.shingle(recs).sizes
+        return batch, np.asarray(sizes, dtype=np.int64)
+    batch = eng.block_batch(recs)
+    assert batch.tokens is not None
+    return batch, np.asarray(batch.tokens.sizes, dtype=np.int64)
 
 
 def task_bounds(samples: list[tuple[npt.NDArray[Any], Int64Array]], n_ranges: int) -> tuple[npt.NDArray[Any], Int64Array]:
@@ -581,7 +612,7 @@ def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[
     facts = RunFacts(
         records=records, exact=scanned.exact, candidates=found.candidates, candidate_count=found.n_candidates,
         scores=found.candidate_scores, verified=ver, pairs=pairs, labels=labels, blockers=blocker_reports,
-        tokens={"records_shingled": int(len(scanned.exact.active)), "computed_on": "workers"},
+        tokens=blocked.tokens,
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
                   "cluster_on": ex.cluster_on},
     )
@@ -621,6 +652,8 @@ class BlockedFutures:
     stats: list[Any]
     blocker_parts: list[list[dict[str, Any]]]
     bucket_stats: Int64Array | None
+    #: the report's ``tokens`` section (:func:`tokens_report`)
+    tokens: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -682,7 +715,7 @@ class DaskRun:
             a, b = offsets[i], offsets[i + 1]
             act = active[(active >= a) & (active < b)] - a
             block_futs.append(self.submit(task_block, self.ref, p, int(a), act, self.n_parts))
-        reports, blocker_parts = _partition_problems(self.job, self.client, block_futs)
+        reports, blocker_parts, token_counts = _partition_problems(self.job, self.client, block_futs)
         if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
             engine.shingler.merge_reports(reports)
         sorted_futs = []
@@ -711,7 +744,8 @@ class DaskRun:
         for j in range(self.n_parts):
             pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
             dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
-        return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats)
+        return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats,
+                              tokens_report(engine, token_counts))
 
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
@@ -820,17 +854,43 @@ def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(obj[i] for i in idx)
 
 
-def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]]]:
-    return blocked.report, blocked.problems, blocked.blocker_reports
+def _report_and_problems(blocked: Blocked
+                          ) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]], tuple[int, int, int]]:
+    return blocked.report, blocked.problems, blocked.blocker_reports, blocked.tokens
 
 
-def _partition_problems(job: Job, client: Any, block_futs: list[Any]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
-    """The shingler's and the blockers' per-partition reports; every partition's input problems raised together."""
+def _partition_problems(job: Job, client: Any, block_futs: list[Any]
+                        ) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]]]:
+    """The shingler's and the blockers' per-partition reports and token counts; every partition's input
+    problems raised together."""
     got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
-    problems = [pr for _, probs, _ in got for pr in probs]
+    problems = [pr for _, probs, _, _ in got for pr in probs]
     if problems:
         raise InputError(problems)
-    return [rep for rep, _, _ in got], [b for _, _, b in got]
+    return [g[0] for g in got], [g[2] for g in got], [g[3] for g in got]
+
+
+def tokens_report(engine: Engine, counts: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """The report's ``tokens`` section from the partitions' ``(records, empty sets, tokens)``, with the
+    local executor's definitions (:func:`stages.shingle_and_sign`): the same counts, ``mean_tokens``
+    rounded as locally, and ``tokens_counted`` as the local run of this job says. Two keys say what is
+    true on Dask and differ from a local run: ``token_sets_kept`` is false (each task drops its token
+    sets once its records are signed and keyed; a local run may keep them), and ``chunks`` is the number
+    of partitions shingled (locally: the chunks of ``chunk_records``). Empty without a shingler, as locally."""
+    if engine.shingler is None:
+        return {}
+    n = sum(c[0] for c in counts)
+    total = sum(c[2] for c in counts)
+    return {
+        "records_shingled": n,
+        "empty_token_sets": sum(c[1] for c in counts),
+        # sizes.mean() locally: a sum of whole numbers below 2**53 is exact, so the same float
+        "mean_tokens": round(total / n, 2) if n else 0.0,
+        "total_tokens": total,
+        "tokens_counted": "with repeats" if signs_multisets(engine) else "distinct",
+        "token_sets_kept": False,
+        "chunks": len(counts),
+    }
 
 
 def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any], n_parts: int) -> list[Any]:
