@@ -216,12 +216,22 @@ class Blocker(Component):
         the report, in a form :meth:`merge_reports` combines (e.g. counts). Default: nothing."""
         return {}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
         """Make :meth:`describe` report a run blocked through :meth:`lookup_keys`, as :meth:`candidates`
         would, from the partitions' :meth:`partition_report` and the statistics of every bucket:
         ``buckets`` (with 2 or more members), ``largest_bucket``, ``oversized_buckets`` (over
         :meth:`lookup_cap`) and the ``pairs_skipped`` there, ``raw_pairs`` of the kept ones (with
-        repeats). Default: nothing to combine."""
+        repeats), ``distinct_pairs`` (the blocker's candidate pairs). With :meth:`lookup_groups`, also
+        ``groups``: per group number a dict of ``distinct`` (buckets), ``buckets`` (2 or more members),
+        ``largest_bucket``, ``pairs`` (of the kept buckets, cross-source only in link mode),
+        ``oversized_buckets``, ``oversized_records``, ``oversized_pairs``; and ``oversized``: every
+        oversized bucket of these groups as a dict of ``group``, ``size`` and ``record`` (a one-row
+        :class:`Records`: the member first in the records' order). Default: nothing to combine."""
+
+    def lookup_groups(self, batch: Batch) -> npt.NDArray[np.int64] | None:
+        """The group (e.g. which of several keys) of every entry of :meth:`lookup_keys`, in its order,
+        for the statistics per group that :meth:`merge_reports` receives. ``None`` (default): none."""
+        return None
 
     def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
         """Raise the error :meth:`candidates` raises on buckets holding ``pairs`` pairs (counted with

@@ -382,6 +382,21 @@ class FieldHash(Blocker):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
 
+    def _keyed(self, records: Records) -> list[tuple[list[str], list[list[str | None]], list[int]]]:
+        """Per key: its fields, their columns and the rows whose key fields are all present."""
+        p = self.params
+        assert isinstance(p, FieldHashParams)
+        cached = getattr(self, "_keyed_of", None)
+        if cached is not None and cached[0] is records:  # lookup_keys, lookup_groups, partition_report: one batch
+            return cached[1]
+        out = []
+        for key in p.fields:
+            names = [key] if isinstance(key, str) else list(key)
+            cols = [_column(records, name, self.name) for name in names]
+            out.append((names, cols, [i for i in range(len(records)) if all(col[i] for col in cols)]))
+        self._keyed_of = (records, out)
+        return out
+
     def lookup_keys(self, batch: Batch) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
         """One bucket id per key and record whose key fields are all present.
 
@@ -389,19 +404,66 @@ class FieldHash(Blocker):
         U+001F, so different values share a bucket with probability ~2**-64
         (``candidates`` groups the strings themselves: no collisions at all).
         """
-        p = self.params
-        assert isinstance(p, FieldHashParams)
-        records = batch.records
         rows_out: list[Int64Array] = []
         keys_out: list[npt.NDArray[np.uint64]] = []
-        for j, key in enumerate(p.fields):
-            names = [key] if isinstance(key, str) else list(key)
-            cols = [_column(records, name, self.name) for name in names]
-            rows = [i for i in range(len(records)) if all(col[i] for col in cols)]
+        for j, (_, cols, rows) in enumerate(self._keyed(batch.records)):
             text = [f"{j}\x1e" + "\x1f".join(str(col[i]) for col in cols) for i in rows]
             rows_out.append(np.asarray(rows, dtype=np.int64))
             keys_out.append(mix64(hash_strings(text)) if text else np.zeros(0, dtype=np.uint64))
         return np.concatenate(rows_out), np.concatenate(keys_out)
+
+    def lookup_groups(self, batch: Batch) -> Int64Array:
+        """The key (its number in ``fields``) of every entry of :meth:`lookup_keys`."""
+        keyed = self._keyed(batch.records)
+        return np.repeat(np.arange(len(keyed), dtype=np.int64), [len(rows) for _, _, rows in keyed])
+
+    def partition_report(self, batch: Batch) -> dict[str, Any]:
+        """The partition's records, and per key those keyed (every key field present)."""
+        keyed = [len(rows) for _, _, rows in self._keyed(batch.records)]
+        self._keyed_of = None  # called last on a partition (after its keys): its records are not kept
+        return {"records": len(batch.records), "link": bool(batch.cross_source_only), "keyed": keyed}
+
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
+        """The report of :meth:`candidates` from the partitions' counts and the statistics of every bucket
+        of :meth:`lookup_keys` per key (group): the same numbers, and the largest purged buckets with
+        their value (the first member's, in the key's order, ties in the values' order, as locally)."""
+        p = self.params
+        assert isinstance(p, FieldHashParams)
+        n = sum(int(r["records"]) for r in reports)
+        link = any(bool(r["link"]) for r in reports) if reports else self.context.mode == "link"
+        groups: dict[int, dict[str, int]] = buckets.get("groups", {})
+        per_key: list[dict[str, Any]] = []
+        for j, key in enumerate(p.fields):
+            names = [key] if isinstance(key, str) else list(key)
+            keyed = sum(int(r["keyed"][j]) for r in reports)
+            g = groups.get(j, {})
+            purged = [(-int(o["size"]), [str(o["record"].fields[name][0]) for name in names])
+                      for o in buckets.get("oversized", []) if int(o["group"]) == j]
+            purged.sort()
+            per_key.append({
+                "key": _key_name(key),
+                "fields": list(names),
+                "records_keyed": keyed,
+                "records_missing": n - keyed,
+                "distinct_values": int(g.get("distinct", 0)),
+                "buckets": int(g.get("buckets", 0)),
+                "largest_bucket": int(g.get("largest_bucket", 0)),
+                "pairs_generated": int(g.get("pairs", 0)),
+                "purged": {
+                    "buckets": int(g.get("oversized_buckets", 0)),
+                    "records": int(g.get("oversized_records", 0)),
+                    "pairs_cost": int(g.get("oversized_pairs", 0)),
+                    "largest": [{"value": " | ".join(vals)[:VALUE_CHARS], "size": -neg}
+                                for neg, vals in purged[:TOP_PURGED]],
+                },
+            })
+        self._report = {
+            "records": n,
+            "mode": "link" if link else "dedup",
+            "per_key": per_key,
+            "raw_pairs": sum(int(k["pairs_generated"]) for k in per_key),
+            "candidates": int(buckets.get("distinct_pairs", 0)),
+        }
 
     def lookup_cap(self) -> int | None:
         p = self.params

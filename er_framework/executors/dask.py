@@ -76,7 +76,7 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
-from er_framework.errors import ErError, InputError, Problem
+from er_framework.errors import ErError, InputError, PluginError, Problem
 from er_framework.io.tables import partition_ranges, read_source
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.kernels.groups import pack_pairs, pairs_in_groups, unpack_pairs
@@ -208,6 +208,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
             batch, sizes = _block_batch(eng, recs)
             report = sh.partition_report() if sh is not None else {}
         rows, keys, which = eng.keys(recs, batch)
+        group = _lookup_groups(eng, batch, which)
         windows = eng.window_keys(batch)
         blocker_reports = [b.partition_report(batch) if eng.has_keys(b) else {} for b in eng.blockers]
     except InputError as exc:  # reported with the other partitions' problems
@@ -218,7 +219,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
     pieces: list[tuple[Int64Array, ...]] = []
     for j in range(n_parts):
         m = dest == j
-        pieces.append((keys[m], gidx[m], src[m], which[m]))
+        pieces.append((keys[m], gidx[m], src[m], which[m], group[m]))
     runs: list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]] = []
     samples: list[tuple[npt.NDArray[Any], Int64Array]] = []
     for _, w_rows, w_keys in windows:
@@ -230,6 +231,22 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         samples.append((k[pick], g[pick]))
     tokens = (int(len(sizes)), int(np.count_nonzero(sizes == 0)), int(sizes.sum()))
     return Blocked(pieces, runs, samples, report, [], blocker_reports, tokens)
+
+
+def _lookup_groups(eng: Engine, batch: Batch, which: Int64Array) -> Int64Array:
+    """The group of every entry of :meth:`Engine.keys` (``which``: their blockers, each blocker's entries
+    together): the blocker's :meth:`~er_framework.components.Blocker.lookup_groups`, 0 without groups."""
+    groups = np.zeros(len(which), np.int64)
+    for i, b in enumerate(eng.blockers):
+        if not eng.has_keys(b) or type(b).lookup_groups is Blocker.lookup_groups:
+            continue
+        at = np.flatnonzero(which == i)
+        g = b.lookup_groups(batch)
+        if g is None or len(g) != len(at):
+            raise PluginError(Problem(where="blocker", message=f"blocker {eng.distribution(b)}: lookup_groups gave "
+                                      f"{'no' if g is None else len(g)} groups for {len(at)} lookup keys"))
+        groups[at] = np.asarray(g, dtype=np.int64)
+    return groups
 
 
 def signs_multisets(eng: Engine) -> bool:
@@ -344,6 +361,13 @@ def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int
     return [(keys[dest == j], tag[dest == j]) for j in range(n_parts)]
 
 
+#: per group of a blocker with :meth:`~er_framework.components.Blocker.lookup_groups`: its buckets, those
+#: with 2 or more members, the largest, the pairs of the kept ones (cross-source only in link mode), the
+#: oversized ones, their members and their pairs (cross-source only in link mode); all sums but the largest
+GROUP_STATS = ("distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records",
+               "oversized_pairs")
+
+
 @dataclass
 class Buckets:
     """The buckets of one shuffle part: entries sorted by (bucket id, global index), the runs kept
@@ -358,6 +382,10 @@ class Buckets:
     sizes: Int64Array
     use: npt.NDArray[np.bool_]
     stats: Int64Array  # (blockers, len(BUCKET_STATS))
+    #: of the blockers with groups: ``(blocker, group, *GROUP_STATS)`` per group present in this part
+    group_stats: Int64Array = dataclasses.field(default_factory=lambda: np.zeros((0, 2 + len(GROUP_STATS)), dtype=np.int64))
+    #: of the blockers with groups: ``(blocker, group, size, first member's global index)`` per oversized bucket
+    oversized: Int64Array = dataclasses.field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
 
 
 #: per blocker: buckets with 2 or more members, the largest, those over the cap and their pairs, the kept pairs
@@ -372,8 +400,9 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
     gidx = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
     src = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, np.int64)
     which = np.concatenate([p[3] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    group = np.concatenate([p[4] for p in pieces]) if pieces else np.zeros(0, np.int64)
     order = np.lexsort((gidx, keys))
-    keys, gidx, src, which = keys[order], gidx[order], src[order], which[order]
+    keys, gidx, src, which, group = keys[order], gidx[order], src[order], which[order], group[order]
     n = len(keys)
     new = np.ones(n, dtype=bool)
     new[1:] = keys[1:] != keys[:-1]
@@ -392,11 +421,46 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
     stats[:, 2] = np.bincount(owner[over], minlength=nb)
     stats[:, 3] = np.bincount(owner[over], weights=pairs[over], minlength=nb).astype(np.int64)
     stats[:, 4] = np.bincount(owner[use], weights=pairs[use], minlength=nb).astype(np.int64)
-    return Buckets(keys, gidx, src, which, starts, sizes, use, stats)
+    grouped = np.array([type(b).lookup_groups is not Blocker.lookup_groups for b in eng.blockers], dtype=bool)
+    if not grouped.any():
+        return Buckets(keys, gidx, src, which, starts, sizes, use, stats)
+    # pairs each bucket makes: all of them, or in link mode those of members of different sources
+    # (entries sorted by global index within a bucket, so each source's members are one run)
+    made = pairs
+    if eng.link and n:
+        sub = new.copy()
+        sub[1:] |= src[1:] != src[:-1]
+        sub_starts = np.flatnonzero(sub)
+        sub_sizes = np.diff(np.append(sub_starts, np.int64(n))).astype(np.int64)
+        same = np.bincount(np.cumsum(new)[sub_starts] - 1, weights=sub_sizes * (sub_sizes - 1) // 2,
+                           minlength=len(starts)).astype(np.int64)
+        made = pairs - same
+    sel = np.flatnonzero(grouped[owner])
+    b_own, b_grp = owner[sel], group[starts[sel]]
+    cells, inv = np.unique(np.stack([b_own, b_grp], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    s_sel, o_sel, u_sel = sizes[sel], over[sel], use[sel]
+    g_stats = np.zeros((len(cells), len(GROUP_STATS)), dtype=np.int64)
+    k = len(cells)
+    g_stats[:, 0] = np.bincount(inv, minlength=k)
+    g_stats[:, 1] = np.bincount(inv[s_sel >= 2], minlength=k)
+    np.maximum.at(g_stats[:, 2], inv, s_sel)
+    g_stats[:, 3] = np.bincount(inv[u_sel], weights=made[sel][u_sel], minlength=k).astype(np.int64)
+    g_stats[:, 4] = np.bincount(inv[o_sel], minlength=k)
+    g_stats[:, 5] = np.bincount(inv[o_sel], weights=s_sel[o_sel], minlength=k).astype(np.int64)
+    g_stats[:, 6] = np.bincount(inv[o_sel], weights=made[sel][o_sel], minlength=k).astype(np.int64)
+    ov = sel[o_sel]
+    oversized = np.stack([owner[ov], group[starts[ov]], sizes[ov], gidx[starts[ov]]], axis=1).astype(np.int64).reshape(-1, 4)
+    return Buckets(keys, gidx, src, which, starts, sizes, use, stats,
+                   np.concatenate([cells.astype(np.int64).reshape(-1, 2), g_stats], axis=1), oversized)
 
 
 def _bucket_stats(buckets: Buckets) -> Int64Array:
     return buckets.stats
+
+
+def _group_parts(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
+    return buckets.group_stats, buckets.oversized
 
 
 def _merge_bucket_stats(parts: list[Int64Array], n_blockers: int) -> Int64Array:
@@ -654,6 +718,8 @@ class BlockedFutures:
     bucket_stats: Int64Array | None
     #: the report's ``tokens`` section (:func:`tokens_report`)
     tokens: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: per shuffle part: the statistics of the groups of the blockers with groups, and their oversized buckets
+    groups: list[Any] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -723,6 +789,8 @@ class DaskRun:
             pieces = [self.submit(_pick_attr, f, "pieces", j, retries=0) for f in block_futs]
             sorted_futs.append(self.submit(task_bucket_sort, self.ref, pieces))
         stats_futs = [self.submit(_bucket_stats, f, retries=0) for f in sorted_futs]
+        grouped = any(engine.has_keys(b) and type(b).lookup_groups is not Blocker.lookup_groups for b in engine.blockers)
+        group_futs = [self.submit(_group_parts, f, retries=0) for f in sorted_futs] if grouped else []
         bucket_stats = None
         if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
             # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
@@ -745,7 +813,7 @@ class DaskRun:
             pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
             dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
         return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats,
-                              tokens_report(engine, token_counts))
+                              tokens_report(engine, token_counts), group_futs)
 
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
@@ -791,7 +859,7 @@ class DaskRun:
         )
         info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
                      "rejected_pairs": n_cand - int(len(found.left))})
-        self._merge_blocker_reports(blocked)
+        self._merge_blocker_reports(blocked, scanned, per_blocker)
         return found
 
     def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
@@ -828,18 +896,52 @@ class DaskRun:
         info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
         return forest
 
-    def _merge_blocker_reports(self, blocked: BlockedFutures) -> None:
-        """The blockers' reports, as candidates() gives them locally, from the partitions' and the buckets'."""
+    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array) -> None:
+        """The blockers' reports, as candidates() gives them locally, from the partitions' and the buckets'
+        (with the statistics per group and the oversized buckets of blockers with groups)."""
         engine = self.engine
         if not any(type(b).merge_reports is not Blocker.merge_reports for b in engine.blockers):
             return
         stats = blocked.bucket_stats
         if stats is None:
             stats = _merge_bucket_stats(self.client.gather(blocked.stats), len(engine.blockers))
+        groups, oversized = self._groups(blocked, scanned)
         for i, b in enumerate(engine.blockers):
             if engine.has_keys(b):
-                b.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i],
-                                dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))))
+                buckets: dict[str, Any] = {**dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))),
+                                           "distinct_pairs": int(per_blocker[i])}
+                if type(b).lookup_groups is not Blocker.lookup_groups:
+                    buckets["groups"] = groups.get(i, {})
+                    buckets["oversized"] = oversized.get(i, [])
+                b.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i], buckets)
+
+    def _groups(self, blocked: BlockedFutures, scanned: Scanned
+                ) -> tuple[dict[int, dict[int, dict[str, int]]], dict[int, list[dict[str, Any]]]]:
+        """Per blocker with groups: each group's :data:`GROUP_STATS` over every shuffle part, and its
+        oversized buckets with their first member's record (read from its partition)."""
+        if not blocked.groups:
+            return {}, {}
+        got = self.client.gather(blocked.groups)
+        rows = np.concatenate([g[0] for g in got])
+        over = np.concatenate([g[1] for g in got])
+        groups: dict[int, dict[int, dict[str, int]]] = {}
+        for row in rows.tolist():  # one row per (blocker, group, part): few
+            cell = groups.setdefault(row[0], {}).setdefault(row[1], dict.fromkeys(GROUP_STATS, 0))
+            for name, x in zip(GROUP_STATS, row[2:]):
+                cell[name] = max(cell[name], x) if name == "largest_bucket" else cell[name] + x
+        oversized: dict[int, list[dict[str, Any]]] = {}
+        if len(over):
+            need = np.unique(over[:, 3])
+            owner = np.searchsorted(scanned.offsets, need, side="right") - 1
+            futs = {i: self.submit(task_serve, self.ref, self.parts[i], int(scanned.offsets[i]), [need[owner == i]])
+                    for i in np.unique(owner).tolist()}
+            served = {i: f[0] for i, f in zip(futs, self.client.gather(list(futs.values())))}
+            for blocker, group, size, g in over.tolist():
+                i = int(np.searchsorted(scanned.offsets, g, side="right") - 1)
+                row = int(np.searchsorted(need[owner == i], g))
+                oversized.setdefault(blocker, []).append(
+                    {"group": group, "size": size, "record": served[i].take(np.array([row], dtype=np.int64))})
+        return groups, oversized
 
 
 def _pick(obj: Any, i: int) -> Any:

@@ -421,3 +421,27 @@ def test_the_distributed_sort_gives_the_windows_of_one_sort(n: int, n_parts: int
     assert np.array_equal(np.concatenate([r[0] for r in ranges]), np.lexsort((np.arange(n), keys)))
     want = pairs_in_windows([(np.arange(n, dtype=np.int64), keys)], window, src if link else None)
     assert got == want and (n == 0 or len(want) > 0)
+
+
+@pytest.mark.parametrize("mode", ["link", "link_and_dedup"])
+def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, cluster: LocalCluster, mode: str) -> None:
+    """field_hash's report (per key: records keyed and missing, distinct values, buckets, pairs, the purged
+    buckets with the largest ten and their values, ties included) merged from the partitions and every
+    bucket equals the local one, in link mode (cross-source pairs only) and in a dedup report."""
+    blockers = [{"type": "field_hash", "fields": ["city", "zip", ["last_name", "city"], "dob"], "max_block_size": 4}]
+    executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
+    changes: dict[str, Any] = {"blockers": blockers, "mode": mode, "verifier": {"type": "field_score", "threshold": 150}}
+    local, dask = _run_both(tmp_path, _shipped("customers.yaml", tmp_path, None, "local", **changes),
+                            _shipped("customers.yaml", tmp_path, executor, "dask", **changes))
+    assert dask["executor"]["partitions"] >= 5
+    mine, theirs = dask["blockers"][0], local["blockers"][0]
+    assert mine == theirs
+    assert theirs["mode"] == ("link" if mode == "link" else "dedup")
+    purged = [k["purged"] for k in theirs["per_key"]]
+    assert all(p["buckets"] > TOP for p in purged[:2])  # city and zip: more purged buckets than listed
+    sizes = [b["size"] for b in purged[0]["largest"]]
+    assert len(sizes) == TOP and sizes == sorted(sizes, reverse=True) and len(set(sizes)) < TOP  # ties ordered
+    assert theirs["raw_pairs"] == sum(k["pairs_generated"] for k in theirs["per_key"]) > theirs["candidates"] > 0
+
+
+TOP = 10  # field_hash lists the ten largest purged buckets of a key
