@@ -445,3 +445,26 @@ def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, clus
 
 
 TOP = 10  # field_hash lists the ten largest purged buckets of a key
+
+
+@pytest.mark.parametrize("shipped, changes", [
+    ("documents.yaml", {"blockers": [{"type": "lsh_bands", "bands": 16, "rows": 2, "max_bucket_size": 3}]}),
+    # a shingler that is not streamable with a builder taking minima: the local run signs its sets
+    ("fingerprints.yaml", {"signature": {"type": "minhash", "num_perm": 64},
+                           "blockers": [{"type": "lsh_bands", "bands": 16, "rows": 4, "max_bucket_size": 5}],
+                           "verifier": {"type": "jaccard", "threshold": 0.5}}),
+])
+def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(tmp_path: Path, cluster: LocalCluster,
+                                                                      shipped: str, changes: dict[str, Any]) -> None:
+    """lsh_bands' bucket statistics with oversized buckets, and the tokens section (with repeats for
+    multisets, distinct when the local run signs sets), merged from the partitions: the local numbers."""
+    executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.02}
+    local, dask = _run_both(tmp_path, _shipped(shipped, tmp_path, None, "local", **changes),
+                            _shipped(shipped, tmp_path, executor, "dask", **changes))
+    assert dask["executor"]["partitions"] >= 3
+    assert dask["blockers"] == local["blockers"] and local["blockers"][0]["oversized_buckets"] > 0
+    assert local["blockers"][0]["pairs_skipped"] > 0
+    same = {k: v for k, v in local["tokens"].items() if k not in ("chunks", "token_sets_kept")}
+    assert {k: v for k, v in dask["tokens"].items() if k in same} == same and set(dask["tokens"]) == set(local["tokens"])
+    assert local["tokens"]["tokens_counted"] == ("with repeats" if shipped == "documents.yaml" else "distinct")
+    assert dask["tokens"]["chunks"] == dask["executor"]["partitions"] and dask["tokens"]["token_sets_kept"] is False
