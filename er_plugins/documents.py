@@ -318,7 +318,7 @@ class LshBands(Blocker):
             raise ValueError("lsh_bands needs signatures")
         return {"records": len(sig), "empty": int(sig.empty.sum()), "num_perm": sig.num_perm}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
         """The report of :meth:`candidates` from the partitions' counts and the statistics of every
         bucket of :meth:`lookup_keys` (one bucket id per band and key, as :func:`bucket_candidates` groups)."""
         n = sum(int(r["records"]) for r in reports)

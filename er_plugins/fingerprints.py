@@ -502,7 +502,7 @@ class GridBits(Blocker):
         return {"records": len(sig), "bits_set": int(row_popcount(sig.values).sum()), "n_bits": nb,
                 "empty": int(sig.empty.sum())}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, int]) -> None:
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
         """The report of :meth:`candidates` from the partitions' counts and the buckets of :meth:`lookup_keys`."""
         n = sum(int(r["records"]) for r in reports)
         empty = sum(int(r["empty"]) for r in reports)

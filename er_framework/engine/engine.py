@@ -147,6 +147,36 @@ class Engine:
             batch.signatures = self.builder.build(ts)
         return batch
 
+    def token_keep(self) -> str:
+        """What the shingle stage keeps of the token sets, the one rule every executor follows.
+
+        ``"all"``: the sets are built and kept (no signature builder, a blocker
+        reads them, or the shingler needs every record at once); ``"none"``:
+        the shingler's multisets are signed (the builder takes minima:
+        ``multiset_ok``) and tokens are counted with repeats; ``"budget"``:
+        the sets are built, signed, and kept while they fit in
+        ``token_memory_mb``.
+        """
+        sh, builder = self.shingler, self.builder
+        if sh is None or builder is None or not sh.streamable or any("tokens" in b.needs for b in self.blockers):
+            return "all"
+        return "none" if builder.multiset_ok else "budget"
+
+    def signed_batch(self, records: Records) -> tuple[Batch, Int64Array]:
+        """A batch of ``records`` with what the blockers read, and each record's token count as the
+        shingle stage counts it (:meth:`token_keep`: with repeats when multisets are signed, else distinct)."""
+        if self.shingler is None:
+            return self.block_batch(records), np.zeros(0, dtype=np.int64)
+        if self.token_keep() == "none":
+            assert self.builder is not None
+            multiset = self.shingler.shingle_multiset(records)
+            batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
+            batch.signatures = self.builder.build(multiset)
+            return batch, np.asarray(multiset.sizes, dtype=np.int64)
+        batch = self.batch(records, tokens=True, signatures=True)
+        assert batch.tokens is not None
+        return batch, np.asarray(batch.tokens.sizes, dtype=np.int64)
+
     def block_batch(self, records: Records) -> Batch:
         """A batch of ``records`` with what the blockers read (token sets, signatures)."""
         return self.batch(records, tokens=any("tokens" in b.needs for b in self.blockers), signatures=True)

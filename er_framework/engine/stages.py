@@ -264,12 +264,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
             with log.stage(name):
                 pass
         return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
-    must_keep = (
-        builder is None
-        or any("tokens" in b.needs for b in engine.blockers)
-        or not shingler.streamable
-    )
-    keep = "all" if must_keep else ("none" if builder is not None and builder.multiset_ok else "budget")
+    keep = engine.token_keep()
     chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
     shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log)
     sizes = shingled.sizes

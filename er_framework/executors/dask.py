@@ -205,7 +205,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
     try:
         recs = _read(ref, part).take(active_local)
         with lock:
-            batch, sizes = _block_batch(eng, recs)
+            batch, sizes = eng.signed_batch(recs)
             report = sh.partition_report() if sh is not None else {}
         rows, keys, which = eng.keys(recs, batch)
         group = _lookup_groups(eng, batch, which)
@@ -247,34 +247,6 @@ def _lookup_groups(eng: Engine, batch: Batch, which: Int64Array) -> Int64Array:
                                       f"{'no' if g is None else len(g)} groups for {len(at)} lookup keys"))
         groups[at] = np.asarray(g, dtype=np.int64)
     return groups
-
-
-def signs_multisets(eng: Engine) -> bool:
-    """Whether the local executor signs the shingler's multisets for this job and so counts tokens
-    with repeats (``keep == "none"`` in :func:`stages.shingle_and_sign`): a builder taking minima,
-    no blocker reading token sets, a streamable shingler."""
-    sh, builder = eng.shingler, eng.builder
-    return (sh is not None and builder is not None and builder.multiset_ok and sh.streamable
-            and not any("tokens" in b.needs for b in eng.blockers))
-
-
-def _block_batch(eng: Engine, recs: Records) -> tuple[Batch, Int64Array]:
-    """``eng.block_batch(recs)``, and each record's token count as the local executor counts it for this
-    job (:func:`signs_multisets`: with repeats; otherwise distinct tokens). When the batch signs the
-    multisets itself, they are shingled here (the same calls as :meth:`Engine.batch`) to keep their sizes."""
-    sh, builder = eng.shingler, eng.builder
-    if sh is None:
-        return eng.block_batch(recs), np.zeros(0, np.int64)
-    if builder is not None and builder.multiset_ok and not any("tokens" in b.needs for b in eng.blockers):
-        multiset = sh.shingle_multiset(recs)
-        batch = Batch(records=recs, cross_source_only=eng.link, seed=eng.job.context.seed)
-        batch.signatures = builder.build(multiset)
-        # a shingler that is not streamable is signed from its sets locally: its distinct tokens are counted
-        sizes = multiset.sizes if sh.streamable else sh.shingle(recs).sizes
-        return batch, np.asarray(sizes, dtype=np.int64)
-    batch = eng.block_batch(recs)
-    assert batch.tokens is not None
-    return batch, np.asarray(batch.tokens.sizes, dtype=np.int64)
 
 
 def task_bounds(samples: list[tuple[npt.NDArray[Any], Int64Array]], n_ranges: int) -> tuple[npt.NDArray[Any], Int64Array]:
@@ -989,7 +961,7 @@ def tokens_report(engine: Engine, counts: list[tuple[int, int, int]]) -> dict[st
         # sizes.mean() locally: a sum of whole numbers below 2**53 is exact, so the same float
         "mean_tokens": round(total / n, 2) if n else 0.0,
         "total_tokens": total,
-        "tokens_counted": "with repeats" if signs_multisets(engine) else "distinct",
+        "tokens_counted": "with repeats" if engine.token_keep() == "none" else "distinct",
         "token_sets_kept": False,
         "chunks": len(counts),
     }
