@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 
 from er_framework.config.job import Job
 from er_framework.engine.result import Result
-from er_framework.errors import ConfigError, Problem, choices_text
+from er_framework.errors import ConfigError, PluginError, Problem, choices_text
 from er_framework.registry import executor_table
 
 __all__ = ["Executor", "get_executor", "run_job"]
@@ -43,7 +43,13 @@ def get_executor(name: str) -> Executor:
         raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
                                   fix=f"installed executors: {choices_text(table)}"))
     module, _, func = target.partition(":")
-    run: Executor = getattr(importlib.import_module(module), func)
+    try:
+        run: Executor = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError) as exc:
+        raise PluginError(Problem(where=f"executor {name!r} ({target})",
+                                  message=f"cannot be loaded: {type(exc).__name__}: {exc}",
+                                  fix="install the package that provides it, or fix its entry point "
+                                  "(group er_framework.executors, NAME = \"package.module:function\")")) from None
     return run
 
 

@@ -81,3 +81,13 @@ def test_an_installed_executor_may_not_take_a_built_in_name(monkeypatch: pytest.
     _with_entry_points(monkeypatch, md.EntryPoint("dask", "elsewhere:run", registry.EXECUTOR_GROUP))
     with pytest.raises(PluginError, match="takes the built-in name 'dask'"):
         registry.executor_table()
+
+
+def test_an_executor_that_cannot_be_loaded_is_a_plugin_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_entry_points(monkeypatch, md.EntryPoint("gone", "no_such_module_for_er:run", registry.EXECUTOR_GROUP),
+                       md.EntryPoint("typo", "er_framework.executors.local:run_lcoal", registry.EXECUTOR_GROUP))
+    with pytest.raises(PluginError, match="executor 'gone'.*cannot be loaded: ModuleNotFoundError"):
+        get_executor("gone")
+    with pytest.raises(PluginError, match="executor 'typo'.*cannot be loaded: AttributeError"):
+        run_job(parse_job(_job(tmp_path, "{type: typo}")), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
