@@ -155,6 +155,10 @@ class HtmlSpec(_Strict):
         default="keep", description="drop: remove navigation, footers and other chrome (jusText)"
     )
     language: str = Field(default="English", description="jusText stop list used to spot boilerplate")
+    follow_symlinks: bool = Field(
+        default=False,
+        description="read pages that are symbolic links (default: skipped and counted; only regular files are read)",
+    )
 
 
 class SourceSpec(_Strict):
@@ -170,6 +174,10 @@ class SourceSpec(_Strict):
     )
     html: HtmlSpec | None = Field(
         default=None, description="extract visible text from HTML columns (a folder of .html files has the column 'html')"
+    )
+    max_record_mb: float = Field(
+        default=16.0, gt=0,
+        description="largest record accepted, in MB of its fields' text as read (a bigger one is refused, naming it)",
     )
 
 
