@@ -30,17 +30,18 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
+from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.tables import merge_files, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, hash_strings, pairs_in_groups
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.groups import sorted_unique
-from er_framework.kernels.parallel import split_sizes
+from er_framework.kernels.parallel import map_processes, split_sizes
 from er_framework.normalize import normalize_column_with_stats
-from er_framework.report.page import RunData, write_report
+from er_framework.report.page import RunData, render_report
 
 __all__ = [
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
-    "require_out_dir", "with_exact",
+    "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "read", "score_streamed", "shingle_and_sign", "subtract_pairs", "verify", "write",
 ]
@@ -116,19 +117,16 @@ def normalize_fields(
 
     Normalizers are Python per distinct value (they hold the GIL), so on large
     inputs the fields are spread over ``workers`` forked processes, one task
-    per field; each field's result is the same function's, wherever it ran.
+    per field (:func:`map_processes`: they die with this process); each
+    field's result is the same function's, wherever it ran.
     """
     fields = [f for f in spec if f in records.fields]
     total = sum(len(records.fields[f]) for f in fields)
     if workers <= 1 or len(fields) <= 1 or total < PARALLEL_NORMALIZE_MIN_VALUES:
         return {f: normalize_column_with_stats(records.fields[f], spec[f]) for f in fields}
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=min(workers, len(fields)), mp_context=ctx) as pool:
-        futures = {f: pool.submit(normalize_column_with_stats, records.fields[f], spec[f]) for f in fields}
-        return {f: futures[f].result() for f in fields}
+    # forked workers that die with this process (any signal) and are killed on an exception here
+    results = map_processes(normalize_column_with_stats, [(records.fields[f], spec[f]) for f in fields], workers)
+    return dict(zip(fields, results))
 
 
 def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, dict[str, Any]]:
@@ -506,31 +504,66 @@ def write(
     job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
     *, candidates: Pairs | None = None, as_read: Records | None = None,
 ) -> dict[str, Path]:
-    """pairs, clusters (and candidates) tables and report.json, written atomically; then report.html.
+    """pairs, clusters (and candidates) tables, report.json and report.html, committed as one set.
 
-    ``records`` needs ids and sources only; ``as_read`` (the records with
-    their fields as read) lets report.html show example records without
-    reading the sources again (without it they are read through the job
-    file, as ``er report`` does). A failure drawing report.html keeps the
-    other outputs and says how to draw it again.
+    Everything is written into a stage beside the outputs and swapped in
+    under the folder's lock (:mod:`er_framework.io.outputs`); outputs of an
+    earlier run that this one does not write (a candidates table, the other
+    format) are removed in the same commit. ``records`` needs ids and
+    sources only; ``as_read`` (the records with their fields as read) lets
+    report.html show example records without reading the sources again. A
+    failure drawing report.html keeps the other outputs and says how to draw
+    it again.
     """
+    fmt = job.spec.output.format
     tables = output_tables(records, pairs, labels)
     if job.spec.output.candidates and candidates is not None:
         tables["candidates"] = output_tables(records, candidates, labels)["pairs"]
-    outputs = write_outputs(out_path, tables, {"report": report}, fmt=job.spec.output.format)
-    try:  # the visual report is derived from the outputs; a failure must not lose them
-        run = RunData(as_read, pairs, labels) if as_read is not None else None
-        outputs["report_html"] = write_report(out_path, config_path=job.config_path, run=run)
-    except Exception as exc:  # noqa: BLE001 - reported, outputs kept
-        print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
-              f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
-    return outputs
+    names = [f"{t}.{fmt}" for t in tables] + ["report.json", "report.html"]
+    report["outputs"] = names
+    with OutputStage(out_path) as stage:
+        write_outputs(stage.path, tables, {"report": report}, fmt=fmt)
+        try:  # the visual report is derived from the outputs; a failure must not lose them
+            run = RunData(as_read, pairs, labels) if as_read is not None else None
+            stage.write_text("report.html", render_report(stage.path, config_path=job.config_path, run=run,
+                                                          shown_dir=out_path))
+        except Exception as exc:  # noqa: BLE001 - reported, outputs kept
+            names.remove("report.html")
+            print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
+                  f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
+        written = stage.commit(names, replace_all=True)
+    # keys: the table names, "report" (report.json) and "report_html"
+    return {("report_html" if name == "report.html" else name.rsplit(".", 1)[0]): path for name, path in written.items()}
 
 
-def require_out_dir(job: Job, out_dir: str | Path | None, write: bool) -> Path | None:
-    """The output folder of a run (an error when the run writes and none is given)."""
+def job_inputs(job: Job) -> list[tuple[str, Path]]:
+    """Every input of a job: ``(what, path)`` of the job file and of each source's files (or page folder)."""
+    inputs: list[tuple[str, Path]] = [("the job file", job.config_path)]
+    for i, spec in enumerate(job.spec.sources):
+        try:
+            paths = job.source_paths(i)
+        except ErError:
+            paths = [job.source_path(i)]
+        inputs += [(f"sources[{i}] {spec.name!r}", p) for p in paths]
+    return inputs
+
+
+def require_out_dir(job: Job, out_dir: str | Path | OutputDir | None, write: bool) -> Path | None:
+    """The output folder of a run, checked before any work (:func:`er_framework.io.outputs.check_output_dir`):
+    an error when the run writes and none is given, when it is an empty string, holds an input, holds files
+    er did not write (unless forced) or cannot be written."""
+    force = False
+    where = "--out"
+    if isinstance(out_dir, OutputDir):
+        force, out_dir = out_dir.force, out_dir.path
+    if out_dir is None:
+        where = f"{job.config_path}: output.dir"
+    if out_dir is not None and str(out_dir).strip() == "" and write:
+        return check_output_dir(out_dir, [], where=where)
     out_path = job.output_dir(out_dir)
-    if write and out_path is None:
+    if not write:
+        return out_path
+    if out_path is None:
         raise InputError(Problem(where=str(job.config_path), path="output.dir", message="no output folder given",
                                  fix="pass --out DIR or set output: {dir: …} in the YAML"))
-    return out_path
+    return check_output_dir(out_path, job_inputs(job), force=force, where=where)

@@ -72,6 +72,7 @@ from er_framework.io.tables import (
     read_parquet_columns,
     write_outputs,
 )
+from er_framework.io.outputs import OutputStage, recover
 from er_framework.kernels.graph import connected_component_labels
 
 __all__ = [
@@ -732,6 +733,7 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
     if not isinstance(truth, Truth):
         truth = load_truth(truth)
     # 1. read -------------------------------------------------------------
+    recover(out_dir)  # a commit interrupted by a kill is completed first
     files = _read_output_files(out_dir)
     notes: list[str] = list(truth.notes)
     if files.report_note:
@@ -1206,5 +1208,7 @@ def format_table(metrics: dict[str, Any]) -> str:
 
 
 def write_metrics(out_dir: str | Path, metrics: dict[str, Any]) -> Path:
-    """Write ``out_dir/evaluation.json`` atomically; returns its path."""
-    return write_outputs(out_dir, {}, {"evaluation": metrics})["evaluation"]
+    """Write ``out_dir/evaluation.json`` (swapped in under the output folder's lock); returns its path."""
+    with OutputStage(out_dir) as stage:
+        write_outputs(stage.path, {}, {"evaluation": metrics})
+        return stage.commit(["evaluation.json"], replace_all=False)["evaluation.json"]

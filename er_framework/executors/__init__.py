@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 from er_framework.config.job import Job
 from er_framework.engine.result import Result
 from er_framework.errors import ConfigError, PluginError, Problem, choices_text
+from er_framework.io.outputs import OutputDir
 from er_framework.registry import executor_table
 
 __all__ = ["Executor", "get_executor", "run_job"]
@@ -30,7 +31,7 @@ class Executor(Protocol):
     """What an executor is: runs a validated job, returns its :class:`Result`."""
 
     def __call__(
-        self, job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
+        self, job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
         write: bool = True,
     ) -> Result: ...
 
@@ -54,7 +55,17 @@ def get_executor(name: str) -> Executor:
 
 
 def run_job(
-    job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
+    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
+    write: bool = True, force: bool = False,
 ) -> Result:
-    """Run a validated job on the executor it names (``executor.type``, default ``local``)."""
+    """Run a validated job on the executor it names (``executor.type``, default ``local``).
+
+    The output folder (``out_dir``, else the job's ``output.dir``) is checked before any work
+    (:func:`er_framework.engine.stages.require_out_dir`); ``force`` lets a run write into a folder that
+    holds an input or files er did not write (never over an input).
+    """
+    if force and write and not isinstance(out_dir, OutputDir):
+        target = out_dir if out_dir is not None else job.output_dir(None)
+        if target is not None:
+            out_dir = OutputDir(target, force=True)
     return get_executor(job.spec.executor.type)(job, out_dir, progress=progress, write=write)

@@ -76,6 +76,7 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
+from er_framework.io.outputs import OutputDir
 from er_framework.errors import ErError, InputError, PluginError, Problem
 from er_framework.io.tables import partition_ranges, read_source
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
@@ -610,7 +611,7 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
     return client, client.close
 
 
-def run_dask(job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None,
+def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
              write: bool = True) -> Result:
     """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs."""
     t_start = time.perf_counter()

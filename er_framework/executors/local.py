@@ -13,12 +13,13 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
+from er_framework.io.outputs import OutputDir
 
 __all__ = ["run_local"]
 
 
 def run_local(
-    job: Job, out_dir: str | Path | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
+    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
 ) -> Result:
     """Run a validated job in this process; write outputs atomically to ``out_dir``."""
     t_start = time.perf_counter()

@@ -25,8 +25,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +39,7 @@ from er_framework.config.job import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
+from er_framework.io.outputs import publish, recover
 from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
 
 __all__ = ["render_report", "write_report"]
@@ -916,9 +915,11 @@ def _components(report: dict[str, Any]) -> str:
 
 
 def render_report(
-    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
+    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None,
+    shown_dir: str | Path | None = None,
 ) -> str:
-    """The report page of ``out_dir`` as HTML text (see :func:`write_report`)."""
+    """The report page of ``out_dir`` as HTML text (see :func:`write_report`); ``shown_dir`` is the folder the
+    page names (default ``out_dir``; a run draws the page in its stage before the outputs move in)."""
     out = Path(out_dir)
     report = _load_report(out)
     notes: list[str] = []
@@ -970,7 +971,7 @@ def render_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(f'er report: {name}')}</title><style>{_CSS}</style></head><body><main>"
         f"<h1>Entity-resolution report: {_e(name)}</h1>"
-        f'<section id="job">{_header(report, out)}</section>'
+        f'<section id="job">{_header(report, out if shown_dir is None else Path(shown_dir))}</section>'
         f"<nav>{nav}</nav>{warn}{body}"
         f'<section id="raw"><details><summary>report.json</summary><pre>{_e(raw)}</pre></details></section>'
         "</main></body></html>\n"
@@ -980,7 +981,8 @@ def render_report(
 def write_report(
     out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
 ) -> Path:
-    """Write ``out_dir/report.html`` (atomically) from the outputs of a run; return its path.
+    """Write ``out_dir/report.html`` from the outputs of a run (swapped in under the folder's lock,
+    :func:`er_framework.io.outputs.publish`); return its path.
 
     Reads ``report.json``, the pairs and the clusters table (CSV or Parquet)
     of ``out_dir``; example records of the largest clusters are read from
@@ -991,27 +993,6 @@ def write_report(
     on the page instead.
     """
     out = Path(out_dir)
+    recover(out)
     text = render_report(out, config_path=config_path, max_examples=max_examples, run=run)
-    target = out / "report.html"
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html.tmp", dir=out)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise InputError(
-            Problem(where=str(target), message=f"cannot write the report: {exc.strerror or exc}",
-                    fix="check the folder's permissions and free space")
-        ) from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    return target
+    return publish(out, {"report.html": text})["report.html"]

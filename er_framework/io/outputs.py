@@ -1,0 +1,437 @@
+"""An output folder as one transaction: checked before the job, staged, swapped in under a lock.
+
+A run's outputs (pairs, clusters, candidates, report.json, report.html) are a
+set: a reader must never see pairs of one run beside the report of another.
+So:
+
+1. :func:`check_output_dir` runs before any work. It refuses an empty-string
+   folder (an unset shell variable), a folder where an output name is an
+   input of the job (that input would be overwritten - refused even with
+   ``--force``), a folder that holds an input, and a folder that holds files
+   er did not write (both unless ``force``); and it checks that the folder
+   can be written, so that a wrong ``--out`` costs no job.
+2. :class:`OutputStage` is a temporary folder ``OUT/.er-tmp-*`` beside the
+   outputs, where the whole set is written (and report.html drawn from it).
+   While the run lives it holds a lock on ``.er-tmp-*/.alive``: a stage
+   whose lock is free belongs to a dead run and is removed by the next one.
+3. :meth:`OutputStage.commit` takes the folder's exclusive lock
+   (``OUT/.er-lock``), writes a journal (``OUT/.er-commit.json``: the stage,
+   the files it brings and the stale outputs it removes), removes the stale
+   outputs (``candidates.csv`` of an earlier run that wrote none, CSV beside
+   new Parquet, …), moves every staged file into place and deletes the
+   journal. SIGINT and SIGTERM are held back for those few renames. If the
+   process is killed in the middle anyway, the next command that opens the
+   folder (``er run``, ``er report``, ``er evaluate``) finds the journal and
+   completes the commit (:func:`recover`): the folder holds the previous
+   set or the new one, never a mix, once any er command has looked at it.
+
+Two runs into one folder each commit their own complete set; the later
+commit wins. Files of the tool's names are recognized as er's by the
+``report.json`` beside them (an er report names the files it came with in
+``outputs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from er_framework.errors import InputError, Problem
+
+try:  # POSIX; elsewhere the folder is not locked (one writer at a time is then the user's care)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "JOURNAL",
+    "LOCK",
+    "OUTPUT_NAMES",
+    "STAGE_PREFIX",
+    "OutputDir",
+    "OutputStage",
+    "check_output_dir",
+    "is_er_output",
+    "publish",
+    "recover",
+]
+
+#: every name er writes into an output folder (tables in either format, the reports, er evaluate's metrics)
+OUTPUT_NAMES = frozenset(
+    f"{t}.{ext}" for t in ("pairs", "clusters", "candidates") for ext in ("csv", "parquet")
+) | {"report.json", "report.html", "evaluation.json"}
+LOCK = ".er-lock"
+JOURNAL = ".er-commit.json"
+STAGE_PREFIX = ".er-tmp-"
+_ALIVE = ".alive"
+#: a temporary folder without a lock file (written by an older version or by write_outputs) is stale after this
+_STALE_SECONDS = 3600.0
+_LISTED = 5
+
+
+# ------------------------------------------------------------------ checks before the job
+
+
+@dataclass(frozen=True)
+class OutputDir:
+    """An output folder given with ``force`` (``er run --force``): write into a folder that holds an input or
+    files er did not write (an input is still never overwritten)."""
+
+    path: str | Path
+    force: bool = False
+
+
+def is_er_output(out: Path) -> set[str]:
+    """The names in ``out`` that an er run wrote: those its ``report.json`` lists (``outputs``), or, for a
+    report.json of an older version, the tool's output names. Empty when there is no er report.json."""
+    try:
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(report, dict) or "config_hash" not in report or "versions" not in report:
+        return set()
+    listed = report.get("outputs")
+    names = set(OUTPUT_NAMES)
+    if isinstance(listed, list):
+        names |= {n for n in listed if isinstance(n, str) and "/" not in n}
+    return names
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _listing(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_LISTED])
+    return shown + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+
+
+def check_output_dir(
+    out: str | Path | None, inputs: Sequence[tuple[str, Path]], *, force: bool = False, where: str = "--out",
+) -> Path:
+    """The output folder, checked before any work (see the module docstring); raises :class:`InputError`.
+
+    ``inputs`` are ``(what, path)`` of every input of the job (the job file, each source file or page
+    folder); ``where`` names the setting the folder came from, for the message.
+    """
+    if out is None or str(out).strip() == "":
+        raise InputError(Problem(
+            where=where, message=f"the output folder is an empty string ({str(out)!r}: an unset shell variable?)",
+            fix="give a folder name, e.g. --out out/run1"))
+    folder = Path(out).expanduser().absolute()
+    real = Path(os.path.realpath(folder))
+    for what, path in inputs:
+        target = Path(os.path.realpath(path))
+        if target.parent == real and target.name in OUTPUT_NAMES:
+            raise InputError(Problem(
+                where=where, message=f"{folder / target.name} is an input of this job ({what}); writing the outputs "
+                f"into {folder} would overwrite it",
+                fix="choose another output folder (--out DIR); er never overwrites an input, even with --force"))
+    if folder.exists() and not folder.is_dir():
+        raise InputError(Problem(where=where, message=f"{folder} is a file, not a folder",
+                                 fix="choose an output folder that is not an existing file"))
+    if not force:
+        held = [f"{what} ({path})" for what, path in inputs if _inside(Path(os.path.realpath(path)), real)]
+        if held:
+            raise InputError(Problem(
+                where=where, message=f"the output folder {folder} holds an input of this job: {_listing(held)}; "
+                "its outputs would be mixed with the data",
+                fix=f"choose a separate output folder (e.g. --out {folder / 'er-out'}), or pass --force to write "
+                "here anyway (inputs are never overwritten)"))
+        foreign = _foreign_entries(folder)
+        if foreign:
+            ours = [n for n in foreign if n in OUTPUT_NAMES]
+            why = (f"{_listing(ours)} {'was' if len(ours) == 1 else 'were'} not written by er (no report.json of an "
+                   "er run beside them)" if ours else f"it holds files er did not write: {_listing(foreign)}")
+            raise InputError(Problem(
+                where=where, message=f"the output folder {folder} is not empty and {why}",
+                fix="choose a new or empty folder, or pass --force to write beside them (er then replaces only "
+                "files of its own output names: pairs.*, clusters.*, candidates.*, report.json, report.html)"))
+    _check_writable(folder, where)
+    return folder
+
+
+def _foreign_entries(folder: Path) -> list[str]:
+    """Entries of ``folder`` that no er run wrote (er's own hidden files aside)."""
+    try:
+        entries = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return []  # unreadable: _check_writable says why
+    ours = is_er_output(folder)
+    return [e + ("/" if (folder / e).is_dir() else "") for e in entries
+            if e not in ours and e not in (LOCK, JOURNAL) and not e.startswith(STAGE_PREFIX)]
+
+
+def _check_writable(folder: Path, where: str) -> None:
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(Problem(where=where, message=f"cannot create {folder}: {probe} is a file, not a folder",
+                                 fix="choose an output folder whose parents are folders"))
+    try:
+        fd, name = tempfile.mkstemp(prefix=STAGE_PREFIX + "probe-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise InputError(Problem(
+            where=where, message=f"cannot write into {probe}: {exc.strerror or exc}",
+            fix="choose an output folder you can write to (or fix its permissions / free space)")) from None
+
+
+# ------------------------------------------------------------------ the lock and the journal
+
+
+@contextlib.contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """The folder's exclusive lock (blocking; released when the process dies)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the files are swapped (delivered right after)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - no pthread_sigmask
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
+    """Remove the stale outputs, move the staged files in (idempotent: a roll-forward repeats it)."""
+    for name in remove:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(out / name)
+    for name in files:
+        src = stage / name
+        if src.exists():
+            if (out / name).is_dir():
+                raise IsADirectoryError(21, "Is a directory", str(out / name))
+            os.replace(src, out / name)
+    _fsync_dir(out)
+
+
+def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
+    journal = out / JOURNAL
+    text = json.dumps({"stage": stage.name, "files": list(files), "remove": list(remove)})
+    tmp = stage / JOURNAL
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, journal)
+    _fsync_dir(out)
+    _apply(out, stage, files, remove)
+    os.unlink(journal)
+    _fsync_dir(out)
+
+
+def _roll_forward(out: Path) -> None:
+    """Complete a commit that was interrupted (the lock is held)."""
+    journal = out / JOURNAL
+    try:
+        plan = json.loads(journal.read_text(encoding="utf-8"))
+        stage = out / str(plan["stage"])
+        files = [str(n) for n in plan["files"]]
+        remove = [str(n) for n in plan["remove"]]
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, KeyError, TypeError):
+        os.unlink(journal)  # unreadable: it was never completely written, so no file was moved
+        return
+    bad = [n for n in (*files, *remove) if n not in OUTPUT_NAMES and n != JOURNAL]
+    if bad or not stage.name.startswith(STAGE_PREFIX):
+        os.unlink(journal)  # not ours: move nothing
+        return
+    _apply(out, stage, files, remove)
+    os.unlink(journal)
+    _fsync_dir(out)
+
+
+def _clear_stale_stages(out: Path) -> None:
+    """Remove the temporary folders of runs that died (their ``.alive`` lock is free)."""
+    try:
+        entries = [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
+    except OSError:
+        return
+    for name in entries:
+        path = out / name
+        if not path.is_dir() or path.is_symlink():
+            continue
+        alive = path / _ALIVE
+        if alive.exists():
+            if fcntl is None:  # pragma: no cover
+                continue
+            try:
+                fd = os.open(alive, os.O_RDWR)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # a live run
+            os.close(fd)
+        else:
+            try:
+                if time.time() - path.stat().st_mtime < _STALE_SECONDS:
+                    continue
+            except OSError:
+                continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def recover(out: str | Path) -> None:
+    """Complete an interrupted commit in ``out`` and remove dead runs' temporary folders (no-op elsewhere)."""
+    folder = Path(out)
+    if not (folder / JOURNAL).exists() and not any(e.startswith(STAGE_PREFIX) for e in _names(folder)):
+        return
+    try:
+        with _folder_lock(folder):
+            _roll_forward(folder)
+            _clear_stale_stages(folder)
+    except OSError:
+        pass  # a read-only folder: nothing can be completed, the reader sees what is there
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+# ------------------------------------------------------------------ the stage
+
+
+class OutputStage:
+    """A temporary folder in ``out`` where a whole output set is written, then committed as one.
+
+    Use as a context manager: the folder is removed on exit unless committed (and an output folder that
+    this stage created is removed again when it stays empty)::
+
+        with OutputStage(out) as stage:
+            (stage.path / "report.json").write_text(...)
+            stage.commit(["report.json"], replace_all=True)
+    """
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self.path = self.out  # set on enter
+        self._alive: IO[str] | None = None
+        self._created = False
+        self.committed = False
+
+    def __enter__(self) -> OutputStage:
+        try:
+            self._created = not self.out.exists()
+            self.out.mkdir(parents=True, exist_ok=True)
+            recover(self.out)
+            self.path = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=self.out))
+            self._alive = open(self.path / _ALIVE, "w", encoding="utf-8")
+            if fcntl is not None:
+                fcntl.flock(self._alive.fileno(), fcntl.LOCK_EX)
+        except OSError as exc:
+            self._cleanup()
+            raise InputError(Problem(where=str(self.out), message=f"cannot write outputs: {exc.strerror or exc}"
+                                     f" ({exc.filename or self.out})",
+                                     fix="check the output folder (permissions, free space, a file in the way)")) from None
+        return self
+
+    def write_text(self, name: str, text: str) -> None:
+        """Write ``name`` into the stage (UTF-8, fsynced)."""
+        with open(self.path / name, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def commit(self, files: Sequence[str], *, replace_all: bool) -> dict[str, Path]:
+        """Move ``files`` from the stage into the folder as one unit; with ``replace_all``, every other
+        output name of the tool in the folder is removed (the folder then holds exactly this set)."""
+        for name in files:
+            if name not in OUTPUT_NAMES:
+                raise ValueError(f"{name!r} is not an output name of er")
+        stale: list[str] = []
+        try:
+            _fsync_dir(self.path)
+            in_the_way = [n for n in files if (self.out / n).is_dir()]
+            if in_the_way:
+                raise IsADirectoryError(21, "a folder is in the way of an output file", str(self.out / in_the_way[0]))
+            with _folder_lock(self.out), _signals_held():
+                _roll_forward(self.out)
+                if replace_all:
+                    stale = sorted(n for n in OUTPUT_NAMES - set(files) if (self.out / n).is_file())
+                _commit(self.out, self.path, files, stale)
+                self.committed = True
+        except OSError as exc:
+            raise InputError(Problem(where=str(self.out), message=f"cannot write outputs: {exc.strerror or exc} "
+                                     f"({exc.filename or self.out})",
+                                     fix="check the output folder (permissions, free space, a folder in the way of "
+                                     "an output file); the previous outputs were left as they were")) from None
+        return {name: self.out / name for name in files}
+
+    def _cleanup(self) -> None:
+        if self._alive is not None:
+            self._alive.close()
+            self._alive = None
+        if self.path != self.out:
+            shutil.rmtree(self.path, ignore_errors=True)
+        if self._created and not self.committed:
+            with contextlib.suppress(OSError):
+                self.out.rmdir()  # only when empty
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._cleanup()
+
+
+def publish(out: str | Path, texts: dict[str, str]) -> dict[str, Path]:
+    """Replace the files ``name -> text`` in the output folder ``out`` as one unit (the other outputs stay)."""
+    with OutputStage(out) as stage:
+        for name, text in texts.items():
+            stage.write_text(name, text)
+        return stage.commit(list(texts), replace_all=False)
