@@ -256,6 +256,16 @@ def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) 
     _fsync_dir(out)
 
 
+def _test_pause(point: str) -> None:
+    """For the crash tests only: ``ER_TEST_PAUSE=POINT:MARKER`` creates the file MARKER at POINT
+    (``before_commit``: staged, lock not taken; ``in_commit``: journal written, nothing moved) and sleeps,
+    so that a test can signal the process exactly there."""
+    spec = os.environ.get("ER_TEST_PAUSE", "")
+    if spec.partition(":")[0] == point:
+        Path(spec.partition(":")[2]).touch()
+        time.sleep(60)
+
+
 def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
     journal = out / JOURNAL
     text = json.dumps({"stage": stage.name, "files": list(files), "remove": list(remove)})
@@ -266,6 +276,7 @@ def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str])
         os.fsync(f.fileno())
     os.replace(tmp, journal)
     _fsync_dir(out)
+    _test_pause("in_commit")
     _apply(out, stage, files, remove)
     os.unlink(journal)
     _fsync_dir(out)
@@ -397,6 +408,7 @@ class OutputStage:
             if name not in OUTPUT_NAMES:
                 raise ValueError(f"{name!r} is not an output name of er")
         stale: list[str] = []
+        _test_pause("before_commit")
         try:
             _fsync_dir(self.path)
             in_the_way = [n for n in files if (self.out / n).is_dir()]
