@@ -16,8 +16,10 @@ path, the bad value, what was expected and a fix.
 
 from __future__ import annotations
 
+import collections.abc
 import hashlib
 import json
+import stat
 import types
 import typing
 from dataclasses import dataclass, field
@@ -693,11 +695,11 @@ def _pydantic_problems(
         elif etype == "missing":
             out.append(
                 Problem(
-                    where=_where(filename, lines, path[:-1]),
+                    where=_where(filename, lines, path[:-1]) if len(path) > 1 else filename,
                     path=_render_path(path),
                     message=f"{subject + ' needs' if subject else 'required key'} {key!r}"
                     + ("" if subject else " is missing"),
-                    fix=f"add {key}: … here",
+                    fix=(_MISSING_FIX.get(key, "") if not prefix else "") or f"add {key}: … here",
                 )
             )
         else:
@@ -711,6 +713,16 @@ def _pydantic_problems(
                 )
             )
     return out
+
+
+#: how to add a required key of the job schema that is missing
+_MISSING_FIX = {
+    "sources": "add e.g. 'sources: [{name: docs, path: docs.jsonl, fields: [text]}]' (a CSV, TSV, JSONL or "
+    "Parquet file, relative to the YAML file, and the columns the job reads)",
+    "name": "add name: NAME (unique among the sources)",
+    "path": "add path: FILE (.csv, .tsv, .jsonl, .parquet; relative to the YAML file)",
+    "fields": "add fields: [COLUMN, …] (the columns the job reads)",
+}
 
 
 def _nested_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
@@ -778,23 +790,52 @@ def parse_job(
     """Read and validate a job file; raise :class:`ConfigError` listing every problem."""
     path = Path(path)
     filename = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            Problem(where=filename, message="no such file", fix=f"looked at {path.resolve()}")
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(Problem(where=filename, message=f"cannot read the file: {exc}")) from None
+    text = read_job_text(path)
     data, lines, problems = load_yaml(text, filename)
     if data is None:
-        raise ConfigError(problems)
-    if not isinstance(data, dict):
-        raise ConfigError(
-            problems
-            + [Problem(where=filename, message=f"a job must be a mapping of keys, got {type(data).__name__}")]
-        )
+        fail(problems)
     return resolve_job(data, lines, filename, path.resolve().parent, problems, registry, check_files=check_files, config_path=path)
+
+
+#: the largest job file read (a job is a few kilobytes; this keeps a wrong path, e.g. a data file, cheap to refuse)
+MAX_JOB_BYTES = 4 << 20
+
+
+def read_job_text(path: Path) -> str:
+    """The text of a job file: UTF-8, at most :data:`MAX_JOB_BYTES`, not a device (``/dev/zero`` never ends)."""
+    filename = str(path)
+    try:
+        if stat.S_ISCHR(path.stat().st_mode) or stat.S_ISBLK(path.stat().st_mode):
+            fail([Problem(where=filename, message="this is a device, not a job file", fix="give the job's YAML file")])
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_JOB_BYTES + 1)
+    except FileNotFoundError:
+        fail([Problem(where=filename, message="no such file", fix=f"looked at {path.resolve()}")])
+    except OSError as exc:
+        fail([Problem(where=filename, message=f"cannot read the file: {exc.strerror or exc}")])
+    if len(raw) > MAX_JOB_BYTES:
+        fail([Problem(where=filename, message=f"larger than {MAX_JOB_BYTES >> 20} MB: not a job file",
+                      fix="give the job's YAML file (a job is a few kilobytes)")])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        fail([Problem(where=f"{filename}:{line}", message=f"not UTF-8 text (byte {raw[exc.start]:#04x})",
+                      fix="save the job as UTF-8 (is this the right file?)")])
+
+
+#: the job's top-level settings a component's own checks read (through its :class:`Context`)
+_SETTINGS = ("seed", "threshold", "mode")
+
+
+def fail(problems: list[Problem]) -> typing.NoReturn:
+    """Raise the :class:`ConfigError` listing ``problems``: never an error of no problem.
+
+    Every path that finds the job invalid must have said why; "invalid config:
+    0 problems found" would be a bug here (the fuzz tests check it).
+    """
+    assert problems, "a job was found invalid without a problem to report"
+    raise ConfigError(problems)
 
 
 def resolve_job(
@@ -813,25 +854,33 @@ def resolve_job(
     Raises :class:`ConfigError` with every problem found (those of ``problems`` first).
     """
     problems = list(problems or [])
+    if not isinstance(data, dict):
+        fail(problems + [Problem(where=filename, message=f"a job must be a mapping of keys, got {type(data).__name__}",
+                                 fix="write key: value lines (see configs/documents.yaml)")])
     spec = _validate_spec(data, lines, filename, problems)
     registry = _job_registry(data, registry, problems)
+    # the job-level settings components read in their own checks: when one of them is itself at fault
+    # (reported already), those checks are skipped, or they would report a fault that is not there
+    # ("no threshold" for a threshold written wrong)
+    settings_ok = not any(p.path in _SETTINGS for p in problems)
     if spec is None:
         # still resolve the sections we can, so every problem is reported at once
         _resolve_normalizers(data.get("normalize"), None, lines, filename, registry, problems)
-        _resolve_components(data, lines, filename, registry, problems, Context())
-        raise ConfigError(problems)
+        settings = {k: data.get(k, JobSpec.model_fields[k].default) for k in _SETTINGS} if settings_ok else {}
+        _resolve_components(data, lines, filename, registry, problems, Context(**settings), checks=settings_ok)
+        fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files)
     problems += _shape_problems(spec, lines, filename)
     declared = [f for s in spec.sources for f in s.fields]
     context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
     normalizers = _resolve_normalizers(spec.normalize, declared, lines, filename, registry, problems)
-    comps = _resolve_components(data, lines, filename, registry, problems, context)
+    comps = _resolve_components(data, lines, filename, registry, problems, context, checks=settings_ok)
     resolved = [c for fam in comps.values() for c in (fam if isinstance(fam, list) else [fam]) if c is not None]
     for chain in normalizers.values():
         resolved += chain
     problems += _field_ref_problems(resolved, declared, lines, filename)
     if problems:
-        raise ConfigError(problems)
+        fail(problems)
     assert comps["verifier"] is not None and comps["clusterer"] is not None
     if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
         spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
@@ -851,6 +900,114 @@ def resolve_job(
     )
 
 
+# ----------------------------------------------------------------------------
+# numbers and booleans as written: pydantic's lax mode would take `true` for 1.0 and '64' for 64
+
+
+_SCALAR_ANNOTATIONS = (int, float, bool, type(None))
+
+
+def _arms(ann: Any) -> list[Any]:
+    """The alternatives of an annotation (``Annotated`` unwrapped, unions flattened)."""
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _arms(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [a for arm in typing.get_args(ann) for a in _arms(arm)]
+    return [ann]
+
+
+def _expected(arms: list[Any]) -> str:
+    words = []
+    if float in arms:
+        words.append("a number")
+    elif int in arms:
+        words.append("a whole number")
+    if bool in arms:
+        words.append("true or false")
+    return " or ".join(words) or "null"
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def type_problems(
+    value: Any, ann: Any, path: YamlPath, filename: str, lines: dict[YamlPath, int]
+) -> list[Problem]:
+    """Values of the wrong YAML type where the model wants a number or a boolean.
+
+    pydantic (lax mode) would take ``threshold: true`` for 1.0, ``num_perm:
+    '64'`` for 64 and ``enabled: 1`` for true; in a job file those are
+    mistakes. Only annotations made of ``int``, ``float``, ``bool`` and
+    ``None`` are checked (a union with ``str``, a ``Literal`` or any other type
+    keeps its own validation); an ``int`` is a number for a ``float`` field;
+    mappings, lists and nested models are walked.
+    """
+    arms = _arms(ann)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if not arms or not all(a in _SCALAR_ANNOTATIONS for a in arms) or value is None:
+            return []
+        numeric = int in arms or float in arms
+        wrong = (
+            isinstance(value, str)
+            or (isinstance(value, bool) and bool not in arms)
+            or (not isinstance(value, bool) and not numeric)
+        )
+        if not wrong:
+            return []
+        shown = json.dumps(value)
+        hint = f"write {value} without quotes" if isinstance(value, str) and _looks_numeric(value) else ""
+        return [
+            _at(
+                filename, lines, path,
+                message=f"{shown} is {_kind(value)}; expected {_expected(arms)}",
+                fix=hint or f"write {_expected(arms)} here",
+            )
+        ]
+    out: list[Problem] = []
+    models = [a for a in arms if isinstance(a, type) and issubclass(a, BaseModel)]
+    if isinstance(value, dict):
+        if len(models) == 1:
+            fields = models[0].model_fields
+            for k, v in value.items():
+                if isinstance(k, str) and k in fields:
+                    out += type_problems(v, fields[k].annotation, path + (k,), filename, lines)
+            return out
+        maps = [a for a in arms if typing.get_origin(a) in (dict, typing.Mapping, collections.abc.Mapping)]
+        if len(maps) == 1 and len(typing.get_args(maps[0])) == 2:
+            inner = typing.get_args(maps[0])[1]
+            for k, v in value.items():
+                out += type_problems(v, inner, path + (str(k),), filename, lines)
+        return out
+    if isinstance(value, list):
+        seqs = [a for a in arms if typing.get_origin(a) in (list, tuple, set, frozenset, collections.abc.Sequence)]
+        if len(seqs) != 1:
+            return out
+        args = typing.get_args(seqs[0])
+        if typing.get_origin(seqs[0]) is tuple and args and args[-1] is not Ellipsis:
+            items = list(args)[: len(value)]
+        else:
+            items = [args[0] if args else Any] * len(value)
+        for i, (v, a) in enumerate(zip(value, items)):
+            out += type_problems(v, a, path + (i,), filename, lines)
+    return out
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _without(found: list[Problem], already: list[Problem]) -> list[Problem]:
+    """``found`` without the problems at a place ``already`` names (one message per bad value)."""
+    places = {(p.where, p.path) for p in already}
+    return [p for p in found if (p.where, p.path) not in places]
+
+
 #: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)
 _NESTED_SECTIONS: dict[str, type[BaseModel]] = {
     "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec, "executor": ExecutorSpec,
@@ -862,10 +1019,13 @@ def _validate_spec(
 ) -> JobSpec | None:
     """Pass 2: unknown keys (reported by us, with the allowed list), then the rest of the schema by pydantic."""
     problems += _unknown_keys(data, lines, filename)
+    known = _known_keys(data)
+    strict = type_problems(known, JobSpec, (), filename, lines)
+    problems += strict
     try:
-        return JobSpec.model_validate(_known_keys(data))
+        return JobSpec.model_validate(known)
     except ValidationError as exc:
-        problems += _pydantic_problems(exc, filename, lines, ())
+        problems += _without(_pydantic_problems(exc, filename, lines, ()), strict)
         return None
 
 
@@ -910,7 +1070,7 @@ def _job_registry(data: dict[str, Any], registry: Registry | None, problems: lis
     try:
         return build_registry(block=block) if block else default_registry()
     except ErError as exc:
-        raise ConfigError(problems + exc.problems) from None
+        fail(problems + exc.problems)
 
 
 def _source_problems(
@@ -1015,10 +1175,22 @@ def _resolve_normalizers(
             )
         listed = isinstance(steps, list)
         resolved, found = resolve_steps(steps, registry)
-        for p in found:
-            path = base + ((p.index,) if listed else ()) + ((p.key,) if p.key else ())
-            problems.append(_at(filename, lines, path, message=p.message, fix=p.fix or _STEPS_FIX))
-        if not found:
+        step_problems = [
+            _at(filename, lines, base + ((p.index,) if listed else ()) + ((p.key,) if p.key else ()),
+                message=p.message, fix=p.fix or _STEPS_FIX)
+            for p in found
+        ]
+        for i, step in enumerate(steps if listed else [steps]):
+            name = step.get("type") if isinstance(step, dict) else None
+            cls = registry.components["normalizer"].get(name) if isinstance(name, str) else None
+            if cls is not None and isinstance(step, dict):
+                options = {k: v for k, v in step.items() if k != "type"}
+                step_problems += _without(
+                    type_problems(options, cls.cls.Params, base + ((i,) if listed else ()), filename, lines),
+                    step_problems,
+                )
+        problems += step_problems
+        if not step_problems:
             out[str(fname)] = [
                 ComponentSpec("normalizer", step[0], step[1], _render_path(base + ((i,) if listed else ())))
                 for i, step in enumerate(resolved)
@@ -1143,13 +1315,20 @@ def _resolve_one(
         return None
     cls = registry.components[family][name].cls
     params_data = {k: v for k, v in section.items() if k != type_key}
+    strict = type_problems(params_data, cls.Params, path, filename, lines)
+    problems += strict
     try:
         params = cls.Params.model_validate(params_data)
     except ValidationError as exc:
-        problems += _pydantic_problems(
-            exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}",
-            model=cls.Params,
+        problems += _without(
+            _pydantic_problems(
+                exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}",
+                model=cls.Params,
+            ),
+            strict,
         )
+        return None
+    if strict:
         return None
     return ComponentSpec(family=family, cls=cls, params=params, yaml_path=_render_path(path))
 
@@ -1161,10 +1340,14 @@ def _resolve_components(
     registry: Registry,
     problems: list[Problem],
     context: Context,
+    *,
+    checks: bool = True,
 ) -> dict[str, Any]:
     """The component sections of the job, family by family (:data:`FAMILIES`), then the rules between them.
 
-    Returns ``{family: ComponentSpec | None}`` (a list for a family allowing several).
+    Returns ``{family: ComponentSpec | None}`` (a list for a family allowing several). ``checks``: run
+    each component's own rules (:meth:`Component.check`), which read the job settings of ``context``.
+    A required section that is missing (or null) is a problem naming it, with an example.
     """
     out: dict[str, Any] = {}
     for fam in FAMILIES.values():
@@ -1176,6 +1359,8 @@ def _resolve_components(
         field = JobSpec.model_fields.get(fam.section)
         default = None if field is None or field.is_required() else field.get_default(call_default_factory=True)
         section = data.get(fam.section, default)
+        if section is None and field is not None and field.is_required():
+            problems.append(_missing_section(fam, data, lines, filename, registry))
         out[fam.name] = (
             None if section is None
             else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
@@ -1184,8 +1369,28 @@ def _resolve_components(
     context.peers = {
         name: spec.params for name, spec in out.items() if isinstance(spec, ComponentSpec)
     }
-    problems += _rule_problems(out, data, lines, filename, registry, context)
+    problems += _rule_problems(out, data, lines, filename, registry, context, checks=checks)
     return out
+
+
+#: the component named in the example of a missing required section (when installed)
+_EXAMPLE = {"verifier": "jaccard"}
+
+
+def _missing_section(
+    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry
+) -> Problem:
+    """A required component section absent (or written empty): named, with an example to copy."""
+    installed = registry.names(fam.name)
+    example = _EXAMPLE.get(fam.name, "") if _EXAMPLE.get(fam.name) in installed else (installed[0] if installed else "NAME")
+    written = fam.section in data
+    return Problem(
+        where=_where(filename, lines, (fam.section,)) if written else filename,
+        path=fam.section,
+        message=f"required — {'it is empty' if written else 'the job has none'}: every job chooses a {fam.name}",
+        fix=f"add e.g. '{fam.section}: {{type: {example}}}' (installed: {choices_text(installed)}; "
+        f"er plugins describes them)",
+    )
 
 
 def _resolve_many(
@@ -1223,15 +1428,18 @@ def _resolve_many(
 def _rule_problems(
     comps: dict[str, Any], data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
     context: Context,
+    *,
+    checks: bool = True,
 ) -> list[Problem]:
-    """Each component's own rules (:meth:`Component.check`) and the stages the blockers and verifier need."""
+    """Each component's own rules (:meth:`Component.check`, when ``checks``) and the stages the blockers and
+    verifier need."""
     problems: list[Problem] = []
     needs: dict[str, list[str]] = {}
     for fam in comps.values():
         for comp in fam if isinstance(fam, list) else [fam]:
             if comp is None:
                 continue
-            for msg in comp.cls.check(comp.params, context):
+            for msg in comp.cls.check(comp.params, context) if checks else []:
                 problems.append(_at(filename, lines, _parse_path(comp.yaml_path), message=msg))
             if issubclass(comp.cls, (Blocker, Verifier)):
                 for need in comp.cls.needs:
