@@ -1,0 +1,126 @@
+"""er_framework.io.outputs: the checks before a job and the staged commit, in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from er_framework.errors import InputError
+from er_framework.io.outputs import (
+    JOURNAL,
+    STAGE_PREFIX,
+    OutputStage,
+    check_output_dir,
+    is_er_output,
+    publish,
+    recover,
+)
+
+
+def er_report(folder: Path, outputs: list[str] | None = None) -> None:
+    doc = {"job": "t", "config_hash": "abc", "versions": {}}
+    if outputs is not None:
+        doc["outputs"] = outputs
+    (folder / "report.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_a_new_or_empty_folder_passes(tmp_path: Path) -> None:
+    assert check_output_dir(tmp_path / "new" / "deeper", []) == tmp_path / "new" / "deeper"
+    assert not (tmp_path / "new").exists()  # checked, not created
+    (tmp_path / "empty").mkdir()
+    assert check_output_dir(tmp_path / "empty", []) == tmp_path / "empty"
+
+
+@pytest.mark.parametrize("value", ["", "  ", None])
+def test_an_empty_name_is_refused(value: str | None) -> None:
+    with pytest.raises(InputError, match="empty string"):
+        check_output_dir(value, [])
+
+
+def test_a_symlinked_folder_is_seen_through(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "clusters.csv").write_text("id,text\n1,a\n", encoding="utf-8")
+    (tmp_path / "link").symlink_to(data)
+    with pytest.raises(InputError, match="is an input of this job"):
+        check_output_dir(tmp_path / "link", [("sources[0]", data / "clusters.csv")], force=True)
+    (data / "clusters.csv").rename(data / "x.csv")
+    with pytest.raises(InputError, match="holds an input"):
+        check_output_dir(tmp_path / "link", [("sources[0]", data / "x.csv")])
+    check_output_dir(tmp_path / "link", [("sources[0]", data / "x.csv")], force=True)
+
+
+def test_what_er_wrote_is_recognized_by_its_report(tmp_path: Path) -> None:
+    (tmp_path / "pairs.csv").write_text("x\n", encoding="utf-8")
+    assert is_er_output(tmp_path) == set()
+    with pytest.raises(InputError, match="pairs.csv was not written by er"):
+        check_output_dir(tmp_path, [])
+    er_report(tmp_path)  # a report of an older version: the tool's names are its own
+    check_output_dir(tmp_path, [])
+    (tmp_path / "review.csv").write_text("x\n", encoding="utf-8")
+    with pytest.raises(InputError, match="review.csv"):
+        check_output_dir(tmp_path, [])
+    (tmp_path / "report.json").write_text('{"something": "else"}', encoding="utf-8")
+    with pytest.raises(InputError, match="not written by er"):
+        check_output_dir(tmp_path, [])
+    (tmp_path / f"{STAGE_PREFIX}x").mkdir()  # er's own hidden files never count
+    er_report(tmp_path, ["pairs.csv", "review.csv"])
+    assert "review.csv" in is_er_output(tmp_path)
+    check_output_dir(tmp_path, [])
+
+
+def test_a_file_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        check_output_dir(tmp_path / "f", [])
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        check_output_dir(tmp_path / "f" / "sub", [])
+
+
+def test_a_stage_commits_one_set_and_removes_stale_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    publish(out, {"pairs.csv": "old\n", "candidates.csv": "old\n", "report.json": "{}\n"})
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    with OutputStage(out) as stage:
+        stage.write_text("pairs.csv", "new\n")
+        stage.write_text("report.json", "{}\n")
+        assert (out / "pairs.csv").read_text() == "old\n"  # nothing visible before the commit
+        stage.commit(["pairs.csv", "report.json"], replace_all=True)
+    assert (out / "pairs.csv").read_text() == "new\n"
+    assert not (out / "candidates.csv").exists()
+    assert (out / "notes.txt").read_text() == "mine\n"
+    assert not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
+    with pytest.raises(ValueError):
+        publish(out, {"../escape.txt": "x"})
+
+
+def test_a_failed_run_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError), OutputStage(out) as stage:
+        stage.write_text("pairs.csv", "new\n")
+        raise RuntimeError("the job failed")
+    assert not out.exists()  # created by the stage, removed again
+    publish(out, {"pairs.csv": "old\n"})
+    (out / "clusters.csv").mkdir()  # a folder in the way of an output file
+    with pytest.raises(InputError, match="cannot write outputs"), OutputStage(out) as stage:
+        stage.write_text("pairs.csv", "new\n")
+        stage.write_text("clusters.csv", "new\n")
+        stage.commit(["pairs.csv", "clusters.csv"], replace_all=True)
+    assert (out / "pairs.csv").read_text() == "old\n"
+
+
+def test_recover_rolls_an_interrupted_commit_forward(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    publish(out, {"pairs.csv": "old\n", "candidates.csv": "old\n"})
+    stage = out / f"{STAGE_PREFIX}killed"
+    stage.mkdir()
+    (stage / "pairs.csv").write_text("new\n", encoding="utf-8")
+    (out / JOURNAL).write_text(json.dumps({"stage": stage.name, "files": ["pairs.csv"], "remove": ["candidates.csv"]}))
+    recover(out)
+    assert (out / "pairs.csv").read_text() == "new\n"
+    assert not (out / "candidates.csv").exists() and not (out / JOURNAL).exists()
+    recover(out)  # idempotent
+    assert (out / "pairs.csv").read_text() == "new\n"
