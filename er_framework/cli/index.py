@@ -29,12 +29,23 @@ def _source(index: Any, name: str | None, flag: str = "--source") -> tuple[int, 
                           fix=f"sources: {', '.join(s.name for s in sources)}"))
 
 
-def read_items(index: Any, path: str, source: str | None) -> Records:
-    """New items from a file in the format of the index's source (its id column and fields)."""
+def read_items(index: Any, path: str, source: str | None, flag: str = "FILE") -> Records:
+    """New items from a file in the format of the index's source (its id column and fields).
+
+    ``path`` is a command-line argument: a relative path is relative to the
+    current working directory (not to the job file, whose paths the job's own
+    sources follow).
+    """
     from er_framework.io.tables import read_source_with_stats
 
     _, spec = _source(index, source)
-    recs, _ = read_source_with_stats(path, id_column=spec.id, fields=spec.fields, name=spec.name,
+    p = Path(path).absolute()
+    if not p.exists():
+        parent = p.parent
+        more = "" if parent.is_dir() else f" (the folder {parent} does not exist either)"
+        raise ErError(Problem(where=flag, message=f"no such file: {path}{more}",
+                              fix=f"check the path; a relative path is relative to the current directory ({Path.cwd()})"))
+    recs, _ = read_source_with_stats(p, id_column=spec.id, fields=spec.fields, name=spec.name,
                                      where=f"items for source {spec.name!r}")
     return recs
 
@@ -69,6 +80,7 @@ def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
 def cmd_index_build(args: argparse.Namespace) -> int:
     from er_framework.index.store import build_index
 
+    # build_index checks the --index path (folder, permissions, an existing file) before the job runs
     index, rep = run_with_progress(args, lambda job, update: build_index(job, args.index, force=args.force, progress=update))
     info = index.info()
     index.close()
@@ -83,7 +95,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from er_framework.index.store import open_index
 
     with open_index(args.index) as index:
-        items = read_items(index, args.file, args.source)
+        items = read_items(index, args.file, args.source)  # before anything is written
         stats = index.add(items, source=args.source)
     print(json.dumps(stats) if args.json else _describe_write("added", stats))
     return 0
@@ -123,16 +135,24 @@ def _describe_write(verb: str, s: dict[str, Any]) -> str:
 def cmd_index_info(args: argparse.Namespace) -> int:
     from er_framework.index.store import open_index
 
-    with open_index(args.index) as index:
+    with open_index(args.index, readonly=True) as index:
+        integrity = index.check() if args.check or index.check_is_cheap() else None
+        if integrity is not None and integrity != "ok":
+            from er_framework.index.store import damaged
+
+            raise damaged(args.index, f"quick_check: {integrity}", index.meta.get("config_path"))
         info = index.info()
-        changes = index.conn.execute(
-            "SELECT seq, kind, cluster, survivor, records FROM cluster_changes ORDER BY rowid DESC LIMIT 20").fetchall()
+        changes = index.latest_changes(20)
+    if integrity is not None:
+        info["integrity"] = integrity
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     for key in ("path", "job", "config", "mode", "records", "per_source", "clusters", "largest_cluster", "singletons",
                 "pairs", "exact_copies", "bucket_entries", "blockers", "verifier", "clusterer", "threshold", "built_with"):
         print(f"{key:<16} {info[key]}")
+    print(f"{'integrity':<16} " + ("ok (SQLite quick_check)" if integrity
+                                   else "not checked (a large file): er index info --check"))
     print(f"{'size':<16} {info['bytes_on_disk'] / 2**20:.1f} MB")
     print("history:")
     for e in info["events"]:
@@ -153,13 +173,13 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ErError(Problem(where="er query", message="give exactly one of --text, --record, --file"))
     if args.top_k is not None and args.top_k < 1:
         raise ErError(Problem(where="--top-k", message=f"{args.top_k} must be >= 1"))
-    with open_index(args.index) as index:
+    with open_index(args.index, readonly=True) as index:
         if args.text:
             items = _text_arg(index, args.text, args.source)
         elif args.record:
             items = _record_arg(index, args.record, args.source)
         else:
-            items = read_items(index, args.file, args.source)
+            items = read_items(index, args.file, args.source, "--file")
         results = index.query(items, source=args.source, top_k=args.top_k)
     out = sys.stdout
     for matches in results:
@@ -183,20 +203,24 @@ def add_parser(sub: Any) -> None:
     b.set_defaults(func=cmd_index_build)
     a = isub.add_parser("add", help="add new items: block, verify, cluster; ids of untouched clusters stay")
     a.add_argument("index", metavar="PATH")
-    a.add_argument("file", help="new items, in the format of the source (its id column and fields)")
+    a.add_argument("file", help="new items, in the format of the source (its id column and fields); "
+                   "a relative path is relative to the current directory")
     a.add_argument("--source", help="the source the items belong to (needed when the index has several)")
     a.add_argument("--json", action="store_true", help="print the statistics as JSON")
     a.set_defaults(func=cmd_index_add)
     r = isub.add_parser("remove", help="remove records by id")
     r.add_argument("index", metavar="PATH")
     r.add_argument("ids", nargs="*", help="ids to remove")
-    r.add_argument("--file", help="a file with one id per line")
+    r.add_argument("--file", help="a file with one id per line (relative to the current directory)")
     r.add_argument("--source", help="the source of the ids (needed when the index has several)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_index_remove)
     i = isub.add_parser("info", help="counts, the job, the history of writes")
     i.add_argument("index", metavar="PATH")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--check", action="store_true",
+                   help="check the file's integrity even when it is large (SQLite quick_check: reads every page, "
+                   "~1 s per GB); a file up to 256 MB is always checked")
     i.set_defaults(func=cmd_index_info)
 
     q = sub.add_parser("query", help="near-duplicates of new items in an index (JSON lines)",
@@ -205,7 +229,8 @@ def add_parser(sub: Any) -> None:
     q.add_argument("index", metavar="PATH")
     q.add_argument("--text", action="append", help="an item's text (sources with one field); repeatable")
     q.add_argument("--record", help="an item as a JSON object of field values")
-    q.add_argument("--file", help="items in the format of the source")
+    q.add_argument("--file", help="items in the format of the source (its id column and fields); "
+                   "a relative path is relative to the current directory")
     q.add_argument("--source", help="the items' source (needed when the index has several)")
     q.add_argument("--top-k", type=int, help="at most K matches per item")
     q.set_defaults(func=cmd_query)

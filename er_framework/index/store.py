@@ -53,6 +53,7 @@ buckets (``buckets_over_cap``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections import Counter
@@ -61,7 +62,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, ParamSpec, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +81,9 @@ Int64Array = npt.NDArray[np.int64]
 FORMAT_VERSION = 1
 #: SQLite's limit on host parameters is 32766; stay well below
 _CHUNK = 900
+#: ``add`` and ``remove`` run SQLite's quick_check before writing into an index up to this size (it reads
+#: every page, ~0.2 s for 160 MB when cached); a larger index is checked on request (``er index info --check``)
+QUICK_CHECK_MAX_BYTES = 256 << 20
 #: test hook: seconds to sleep inside a write transaction, after the data is written
 PAUSE_ENV = "ER_INDEX_PAUSE_BEFORE_COMMIT"
 
@@ -125,6 +129,62 @@ def _marks(k: int) -> str:
     return ",".join("?" * k)
 
 
+#: the first 16 bytes of every SQLite database file
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
+_ACCESS = ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_PERM", "SQLITE_NOMEM", "SQLITE_AUTH")
+
+
+def rebuild_fix(path: str | Path, config: str | None = None) -> str:
+    if config:
+        return f"rebuild it with: er index build {config} --index {path} --force"
+    return f"rebuild it with: er index build CONFIG --index {path} --force (CONFIG: the job it was built from)"
+
+
+def damaged(path: str | Path, detail: str, config: str | None = None) -> ErError:
+    """The error for an index whose file SQLite (or its integrity check) finds damaged; ``config``: its job's file."""
+    return _problem(path, f"the index file {path} is damaged (sqlite: {detail})", rebuild_fix(path, config))
+
+
+def sqlite_error(path: str | Path, exc: sqlite3.Error, doing: str = "use", config: str | None = None) -> ErError:
+    """An SQLite error met while using the index at ``path``, as a message for the user.
+
+    A busy or locked database, a file that cannot be opened, read or written
+    (permissions, a full disk, an I/O error) and anything else, which is a
+    damaged file (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a malformed schema, …).
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith(_BUSY) or "locked" in text:
+        return _problem(path, f"the index is busy: another process holds it (sqlite: {text})",
+                        "wait for the other er index add/remove to finish, then try again")
+    if name.startswith(_ACCESS) or "readonly" in text or "unable to open" in text:
+        return _problem(path, f"cannot {doing} the index file {path} (sqlite: {text})",
+                        "check the file's and its folder's permissions and the free disk space "
+                        "(SQLite writes PATH-wal and PATH-shm beside the index)")
+    return damaged(path, text, config)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """An :class:`Index` method whose SQLite errors become a message naming the index (the store's boundary)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as exc:
+            index = args[0]
+            assert isinstance(index, Index)
+            raise sqlite_error(index.path, exc, "write" if method.__name__ in ("add", "remove") else "read",
+                               index.meta.get("config_path")) from None
+
+    return wrapper
+
+
 # ------------------------------------------------------------------ the index
 
 
@@ -157,9 +217,12 @@ class Match:
 class Index:
     """An index on disk (see the module docstring). Open with :func:`open_index`."""
 
-    def __init__(self, path: str | Path, conn: sqlite3.Connection, job: Job, meta: dict[str, Any]) -> None:
+    def __init__(self, path: str | Path, conn: sqlite3.Connection, job: Job, meta: dict[str, Any],
+                 *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.conn = conn
+        #: opened with ``open_index(path, readonly=True)``: queries only, the file is never written
+        self.readonly = readonly
         self.job = job
         self.meta = meta
         self.engine = Engine(job)
@@ -182,7 +245,35 @@ class Index:
         return _Txn(self.conn, "BEGIN")
 
     def _write(self) -> "_Txn":
+        if self.readonly:
+            raise _problem(self.path, "the index was opened read-only", "open it with open_index(path) to add or remove records")
         return _Txn(self.conn, "BEGIN IMMEDIATE")
+
+    def check(self) -> str:
+        """SQLite's ``PRAGMA quick_check`` of the whole file: ``"ok"`` or the first problems found.
+
+        It reads every page (~1 s per GB when cached): ``add`` and ``remove`` run
+        it before writing when the file is small (:data:`QUICK_CHECK_MAX_BYTES`)
+        and on their error paths (a damaged file would otherwise pass for
+        missing ids); ``er index info`` runs it on a small file or with ``--check``.
+        """
+        try:
+            rows = self.conn.execute("PRAGMA quick_check(3)").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        lines = [line.strip() for r in rows for line in str(r[0]).splitlines()]
+        found = [line for line in lines if line and not line.startswith("***")]  # "*** in database main ***"
+        return "; ".join(found) or "ok"
+
+    def _require_intact(self) -> None:
+        """Raise the "damaged" error when the integrity check finds a problem."""
+        result = self.check()
+        if result != "ok":
+            raise damaged(self.path, f"quick_check: {result}", self.meta.get("config_path"))
+
+    def check_is_cheap(self) -> bool:
+        """Whether the file (with its WAL) is small enough to check before every write."""
+        return sum(p.stat().st_size for p in _files(self.path) if p.exists()) <= QUICK_CHECK_MAX_BYTES
 
     def _records(self, rids: Sequence[int]) -> tuple[Records, dict[int, int]]:
         """Stored records ``rids`` as :class:`Records` (in that order) and their cluster ids."""
@@ -242,6 +333,7 @@ class Index:
 
     # ---------------------------------------------------------------- query
 
+    @_guarded
     def query(self, records: Records, *, source: str | None = None, top_k: int | None = None) -> list[list[Match]]:
         """The indexed records similar to each of ``records``, best first.
 
@@ -539,6 +631,7 @@ class Index:
                     f"SELECT id FROM records WHERE source = ? AND id IN ({_marks(len(part))})", [s, *part])]
         return found
 
+    @_guarded
     def add(self, records: Records, *, source: str | None = None, command: str = "add") -> dict[str, Any]:
         """Add ``records`` (ids new to their source): block, verify and cluster them in one transaction."""
         t0 = time.perf_counter()
@@ -549,8 +642,11 @@ class Index:
                            "give every new item its own id")
         stats: dict[str, Any] = {"added": len(recs)}
         with self._write():
+            if self.check_is_cheap():  # not into a damaged file (checked under the write lock)
+                self._require_intact()
             clash = self._existing(recs)
             if clash:
+                self._require_intact()  # (already done when cheap) ids read from a damaged table may be wrong
                 raise _problem(self.path, f"{len(clash)} id(s) are already in the index: {', '.join(clash[:5])}"
                                + (" …" if len(clash) > 5 else ""),
                                "remove them first (er index remove) or give the new items other ids")
@@ -579,6 +675,7 @@ class Index:
             "(SELECT 1 FROM records o WHERE o.cluster = r.cluster AND o.rid < ?)", (lo, lo)
         ).fetchone()[0])
 
+    @_guarded
     def remove(self, ids: Sequence[str], *, source: str | None = None) -> dict[str, Any]:
         """Remove records by id; their pairs go, exact copies get a new representative, clusters are redone."""
         t0 = time.perf_counter()
@@ -590,6 +687,8 @@ class Index:
             raise _problem(self.path, f"no source {source!r} in this index", f"sources: {', '.join(self.sources)}")
         stats: dict[str, Any] = {"removed": 0}
         with self._write():
+            if self.check_is_cheap():
+                self._require_intact()
             found: dict[str, tuple[int, int, int | None]] = {}
             for part in _chunks(list(dict.fromkeys(ids))):
                 for rid, rec_id, cluster, exact in self.conn.execute(
@@ -598,6 +697,7 @@ class Index:
                     found[rec_id] = (rid, cluster, exact)
             missing = [i for i in dict.fromkeys(ids) if i not in found]
             if missing:
+                self._require_intact()  # a damaged records table reads as ids that are not there
                 raise _problem(self.path, f"{len(missing)} id(s) are not in the index: {', '.join(missing[:5])}",
                                "check the ids (er index info lists the sources); nothing was removed")
             seq = self._event("remove")
@@ -648,11 +748,13 @@ class Index:
 
     # ---------------------------------------------------------------- reading
 
+    @_guarded
     def clusters(self) -> dict[tuple[str, str], int]:
         """``(source, id) -> cluster id`` of every record."""
         with self._read():
             return {(self.sources[s], i): c for s, i, c in self.conn.execute("SELECT source, id, cluster FROM records")}
 
+    @_guarded
     def pairs(self) -> dict[tuple[tuple[str, str], tuple[str, str]], float]:
         """Every stored verified pair, by ``(source, id)`` (ordered), with its score."""
         with self._read():
@@ -663,6 +765,14 @@ class Index:
                 out[(x, y)] = s
             return out
 
+    @_guarded
+    def latest_changes(self, limit: int = 20) -> list[tuple[Any, ...]]:
+        """The latest ``limit`` cluster id changes, newest first: ``(seq, kind, cluster, survivor, records)``."""
+        with self._read():
+            return [tuple(r) for r in self.conn.execute(
+                "SELECT seq, kind, cluster, survivor, records FROM cluster_changes ORDER BY rowid DESC LIMIT ?", (limit,))]
+
+    @_guarded
     def info(self) -> dict[str, Any]:
         with self._read():
             count = lambda sql: int(self.conn.execute(sql).fetchone()[0])  # noqa: E731
@@ -710,8 +820,11 @@ class _Txn:
     def __exit__(self, kind: Any, *exc: Any) -> None:
         if kind is None:
             self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        elif self.conn.in_transaction:  # some errors (I/O, a full disk, corruption) roll back by themselves
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error being raised says more than a failed rollback
 
 
 def _pause() -> None:
@@ -727,6 +840,7 @@ def _files(path: Path) -> list[Path]:
 
 
 def _connect_db(path: Path) -> sqlite3.Connection:
+    """A read-write connection (WAL mode); only for a file known to be an index, or a new one."""
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=60.0, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -735,7 +849,82 @@ def _connect_db(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _connect_ro(path: Path) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``): no statement on it can change the file.
+
+    On a WAL database SQLite still maps the shared-memory file ``PATH-shm`` (and
+    opens ``PATH-wal``), creating them if no other connection has: that is how
+    a reader sees a writer's committed transactions and how a writer knows not
+    to checkpoint pages a reader is reading. The database file itself is never
+    written.
+    """
+    conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                           timeout=60.0, check_same_thread=False)
+    conn.execute("PRAGMA cache_size=-262144")  # connection-local, nothing written
+    return conn
+
+
+def _sniff(path: Path) -> None:
+    """Refuse a path that is missing, a folder, or not an SQLite database, without opening it with SQLite.
+
+    (SQLite turns an empty file into a database on its first write, and a
+    ``journal_mode`` pragma is such a write: the file is only read here.)
+    """
+    fix = f"build one with: er index build CONFIG --index {path}"
+    if not path.exists():
+        raise _problem(path, "no such index", fix)
+    if path.is_dir():
+        raise _problem(path, "is a folder, not an index file", "give the path of the .erx file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise _problem(path, f"cannot read the index file: {exc.strerror or exc}", "check the file's permissions") from None
+    if head != SQLITE_MAGIC:
+        what = "an empty file" if not head else "not an SQLite database"
+        raise _problem(path, f"not an er-framework index ({what}); the file was not changed", fix)
+
+
+def _read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
+    """The ``meta`` table of an er-framework index; "not an index" for any other SQLite database."""
+    fix = f"build one with: er index build CONFIG --index {path}"
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise sqlite_error(path, exc, "read") from None
+    if "meta" not in tables:
+        raise _problem(path, "not an er-framework index (an SQLite database without index metadata); "
+                             "the file was not changed", fix)
+    try:
+        rows = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    except sqlite3.Error as exc:
+        raise sqlite_error(path, exc, "read") from None
+    if rows.get("kind") != "er-framework-index":
+        raise _problem(path, "not an er-framework index (no index metadata); the file was not changed", fix)
+    return rows
+
+
+def _is_index(path: Path) -> bool:
+    """An SQLite file with index metadata (any format version); read only."""
+    try:
+        _sniff(path)
+        conn = _connect_ro(path)
+    except (ErError, sqlite3.Error):
+        return False
+    try:
+        _read_meta(conn, path)
+    except ErError:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
 # ------------------------------------------------------------------ open / build
+
+
+class _StoredJobUnreadable(ErError):
+    """The job YAML kept in the index's meta table is not valid YAML (or is refused by the loader)."""
 
 
 def _job_from_meta(meta: dict[str, Any], path: Path) -> Job:
@@ -743,67 +932,111 @@ def _job_from_meta(meta: dict[str, Any], path: Path) -> Job:
     filename = f"{meta['config_path']} (stored in {path})"
     data, lines, problems = load_yaml(text, filename)
     if data is None or problems:
-        raise ErError(problems or [Problem(where=str(path), message="the stored job cannot be read")])
+        raise _StoredJobUnreadable(problems or [Problem(where=str(path), message="the stored job is empty")])
     job = resolve_job(data, lines, filename, Path(meta["base_dir"]), problems, check_files=False,
                       config_path=Path(meta["config_path"]))
     return job
 
 
-def _is_index(path: Path) -> bool:
-    """An SQLite file with index metadata (any format version)."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'kind'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return False
-    return row is not None and row[0] == "er-framework-index"
+def open_index(path: str | Path, *, readonly: bool = False) -> Index:
+    """Open an index for queries (``readonly=True``: the file is never written) or for queries and writes.
 
-
-def open_index(path: str | Path) -> Index:
-    """Open an index for queries and writes; clear errors for a missing, foreign or incompatible file."""
+    Clear errors for a missing, foreign, damaged or incompatible file. Whether
+    the file is an index is decided by reading it (its first bytes, then its
+    ``meta`` table through a read-only connection) before anything can write to it.
+    """
     path = Path(path)
-    fix = f"build one with: er index build CONFIG --index {path}"
-    if not path.exists():
-        raise _problem(path, "no such index", fix)
+    _sniff(path)
     try:
-        conn = _connect_db(path)
-        rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.DatabaseError as exc:
-        raise _problem(path, f"not an er-framework index ({exc})", fix) from None
-    if rows.get("kind") != "er-framework-index":
+        conn = _connect_ro(path)
+    except sqlite3.Error as exc:
+        raise sqlite_error(path, exc, "open") from None
+    try:
+        index = _open(path, conn, readonly)
+    except BaseException:
         conn.close()
-        raise _problem(path, "not an er-framework index (no index metadata)", fix)
-    version = int(rows.get("format_version", "0"))
+        raise
+    if readonly:
+        return index
+    conn.close()  # known to be an index: now the read-write connection (WAL mode, as built)
+    try:
+        index.conn = _connect_db(path)
+    except sqlite3.Error as exc:
+        raise sqlite_error(path, exc, "open") from None
+    return index
+
+
+def _open(path: Path, conn: sqlite3.Connection, readonly: bool) -> Index:
+    rows = _read_meta(conn, path)
+    try:
+        version = int(rows.get("format_version", "0"))
+    except ValueError:
+        raise damaged(path, f"format_version {rows.get('format_version')!r} in its meta table") from None
     if version != FORMAT_VERSION:
-        conn.close()
         raise _problem(
             path,
             f"the index has format version {version}, this er-framework ({er_version()}) reads version {FORMAT_VERSION}",
             "rebuild it with: er index build CONFIG --index PATH (or use the er-framework "
             f"{rows.get('er_version', '?')} that built it)",
         )
-    meta = dict(rows)
-    meta["sources"] = json.loads(meta["sources"])
-    meta["fields"] = json.loads(meta["fields"])
+    meta: dict[str, Any] = dict(rows)
+    lacking = [k for k in ("sources", "fields", "config_yaml", "config_path", "base_dir", "config_hash") if k not in meta]
+    if lacking:
+        raise damaged(path, f"its meta table lacks {', '.join(lacking)}")
+    try:
+        meta["sources"] = json.loads(meta["sources"])
+        meta["fields"] = json.loads(meta["fields"])
+    except ValueError as exc:
+        raise damaged(path, f"its meta table holds unreadable sources or fields: {exc}") from None
     try:
         job = _job_from_meta(meta, path)
+    except _StoredJobUnreadable as exc:
+        raise ErError(exc.problems + [Problem(
+            where=str(path), message="the index's stored job (its YAML, kept in the index) cannot be read; nothing was run",
+            fix=rebuild_fix(path) + "; an index from an unknown source may be hostile: do not use it")]) from None
     except ErError as exc:
-        conn.close()
         raise ErError(exc.problems + [Problem(
             where=str(path), message="the job stored in the index does not resolve with the installed plugins",
             fix="install the plugins it was built with, or rebuild the index")]) from None
     if job.config_hash() != meta["config_hash"]:
-        conn.close()
         raise _problem(
             path,
             "the stored job resolves to other component parameters than when the index was built "
             f"(hash {meta['config_hash'][:12]} then, {job.config_hash()[:12]} now): a plugin's defaults changed",
-            f"rebuild the index with the installed versions, or install the versions it was built with: {meta['components']}",
+            f"rebuild the index with the installed versions, or install the versions it was built with: {meta.get('components')}",
         )
-    return Index(path, conn, job, meta)
+    return Index(path, conn, job, meta, readonly=readonly)
+
+
+def check_target(path: str | Path, *, force: bool = False) -> None:
+    """Refuse, before any work, an ``--index`` path that ``build_index`` could not write or must not replace.
+
+    The folder must exist and take a new file (a probe file is created and
+    removed); the path must not be a folder; an existing file is replaced only
+    with ``force`` and only when it is an index.
+    """
+    path = Path(path)
+    other = "choose another --index"
+    if path.is_dir():
+        raise _problem(path, "is a folder; --index names the index file to write", f"e.g. --index {path / 'index.erx'}")
+    parent = path.absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise _problem(path, f"{parent} is a file, not a folder", other)
+    if not parent.is_dir():
+        raise _problem(path, f"the folder {parent} does not exist", f"create it first (mkdir -p {parent}), or {other}")
+    if path.exists() or path.is_symlink():
+        if not force:
+            raise _problem(path, "an index (or file) already exists here", f"pass --force to replace it, or {other}")
+        if not _is_index(path):  # refuse to overwrite something that is not an index
+            raise _problem(path, "exists and is not an er-framework index; not replaced", other)
+    probe = parent / f".{path.name}.probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        raise _problem(path, f"cannot write in the folder {parent}: {exc.strerror or exc}",
+                       f"check the folder's permissions and free space, or {other}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def build_index(
@@ -815,10 +1048,7 @@ def build_index(
 ) -> tuple[Index, dict[str, Any]]:
     """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed)."""
     path = Path(path)
-    if path.exists() and not force:
-        raise _problem(path, "an index (or file) already exists here", "pass --force to replace it, or choose another --index")
-    if path.exists() and not _is_index(path):  # refuse to overwrite something that is not an index
-        raise _problem(path, "exists and is not an er-framework index; not replaced", "choose another --index")
+    check_target(path, force=force)  # before the job runs
     engine = Engine(job)
     engine.require_lookup(str(job.config_path), "an index")  # refuse an unindexable job before any work
     t0 = time.perf_counter()
@@ -908,4 +1138,4 @@ def records_from_texts(texts: Sequence[str], field: str, ids: Sequence[str] | No
     return Records.from_columns(ids, {field: list(texts)})
 
 
-__all__ = ["Index", "Match", "open_index", "build_index", "records_from_texts", "FORMAT_VERSION", "InputError"]
+__all__ = ["Index", "Match", "open_index", "build_index", "check_target", "records_from_texts", "FORMAT_VERSION", "InputError"]

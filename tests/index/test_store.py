@@ -332,7 +332,8 @@ def test_a_killed_add_leaves_the_old_index_then_a_retry_succeeds(tmp_path: Path,
     assert after[0] == 260 and after[3] == "ok"
 
 
-def test_readers_query_while_a_writer_adds(tmp_path: Path, texts: list[str]) -> None:
+@pytest.mark.parametrize("readonly", [False, True])
+def test_readers_query_while_a_writer_adds(tmp_path: Path, texts: list[str], readonly: bool) -> None:
     path, rows = _small_index(tmp_path, texts)
     new = _write_docs(tmp_path / "new.jsonl", [(f"n{i}", t + " more") for i, t in enumerate(texts[200:260])])
     env = dict(os.environ, **{PAUSE_ENV: "3"})
@@ -345,7 +346,7 @@ def test_readers_query_while_a_writer_adds(tmp_path: Path, texts: list[str]) -> 
 
     def reader() -> None:
         try:
-            with open_index(path) as index:
+            with open_index(path, readonly=readonly) as index:
                 while proc.poll() is None:
                     res = index.query(records_from_texts([texts[1]], "text"))[0]
                     assert res and res[0].id == "d1"
@@ -463,3 +464,103 @@ def test_query_returns_exact_copies_collapsed_in_the_index(tmp_path: Path, texts
     c = index.clusters()
     assert c[("docs", "d7")] == c[("docs", "copy")]
     index.close()
+
+
+def test_a_readonly_open_never_writes_the_file(tmp_path: Path, texts: list[str]) -> None:
+    path, _rows = _small_index(tmp_path, texts, 50)
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    with open_index(path, readonly=True) as index:
+        assert index.query(records_from_texts([texts[1]], "text"))[0][0].id == "d1"
+        assert index.info()["records"] == 50 and index.check() == "ok"
+        with pytest.raises(ErError, match="opened read-only"):
+            index.remove(["d1"])
+        with pytest.raises(sqlite3.OperationalError):  # the connection itself refuses to change the file
+            index.conn.execute("PRAGMA journal_mode=DELETE").fetchall()
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            index.conn.execute("DELETE FROM records")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize("content", [b"", b"hello, not a database\n", None])
+def test_not_an_index_is_refused_before_any_write(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "x.erx"
+    if content is None:  # another application's SQLite database, rollback-journal mode
+        conn = sqlite3.connect(str(path))
+        conn.execute("CREATE TABLE t(x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.commit()
+        conn.close()
+    else:
+        path.write_bytes(content)
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    for readonly in (True, False):
+        with pytest.raises(ErError, match="not an er-framework index"):
+            open_index(path, readonly=readonly)
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.erx"]  # no -wal, -shm or journal either
+
+
+def _damage(path: Path, first_page: int, last_page: int) -> None:
+    """Overwrite pages ``first_page..last_page`` (1-based, 4 KB) with random bytes."""
+    rng = np.random.default_rng(0)
+    with open(path, "r+b") as f:
+        for page in range(first_page, last_page + 1):
+            f.seek((page - 1) * 4096)
+            f.write(rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
+
+
+def test_a_damaged_index_is_named_damaged_by_every_operation(tmp_path: Path, texts: list[str]) -> None:
+    path, _rows = _small_index(tmp_path, texts, 50)
+    with sqlite3.connect(str(path)) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    _damage(path, 3, 5)  # the records table's root and its (source, id) index
+    with open_index(path) as index:
+        assert index.check() != "ok"
+        for call in (lambda: index.info(), lambda: index.clusters(),
+                     lambda: index.query(records_from_texts([texts[1]], "text")),
+                     lambda: index.add(records_from_texts(["a new text"], "text", ["new"])),
+                     lambda: index.remove(["d1"])):
+            with pytest.raises(ErError, match="is damaged") as err:
+                call()
+            assert "er index build" in str(err.value.problems[0].fix)
+
+
+def test_damage_that_reads_pass_by_is_found_before_a_write(tmp_path: Path, texts: list[str]) -> None:
+    """Pages a write would not read are checked (quick_check) before add and remove write into the file."""
+    path, _rows = _small_index(tmp_path, texts, 50)
+    with sqlite3.connect(str(path)) as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    _damage(path, pages - 1, pages)
+    before = path.read_bytes()
+    with open_index(path) as index:
+        with pytest.raises(ErError, match="is damaged.*quick_check"):
+            index.add(records_from_texts(["a new text"], "text", ["new"]))
+        with pytest.raises(ErError, match="is damaged.*quick_check"):
+            index.remove(["d1"])
+    assert path.read_bytes() == before
+
+
+def test_build_checks_the_target_before_the_job_runs(tmp_path: Path, texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _write_docs(tmp_path / "docs.jsonl", [(f"d{i}", t) for i, t in enumerate(texts[:20])])
+    job = parse_job(_job(tmp_path, data))
+    import er_framework.index.store as store
+
+    def no_run(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the job ran")
+
+    monkeypatch.setattr(store, "run_local", no_run)
+    (tmp_path / "folder.erx").mkdir()
+    (tmp_path / "foreign.erx").write_text("mine")
+    cases = {
+        tmp_path / "missing" / "x.erx": "the folder .* does not exist",
+        data / "x.erx": "is a file, not a folder",
+        tmp_path / "folder.erx": "is a folder",
+        tmp_path / "foreign.erx": "already exists",
+    }
+    for target, message in cases.items():
+        with pytest.raises(ErError, match=message):
+            build_index(job, target)
+    with pytest.raises(ErError, match="not an er-framework index; not replaced"):
+        build_index(job, tmp_path / "foreign.erx", force=True)
+    assert (tmp_path / "foreign.erx").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "folder.erx", "foreign.erx", "job.yaml"]
