@@ -323,7 +323,10 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
                     )
                 )
                 continue
+            before = len(refused)
             key = scalar(key_node, path)
+            if len(refused) > before:
+                continue  # its tag is reported
             if not isinstance(key, (str, int, float, bool)):
                 problems.append(
                     Problem(where=at(key_node), path=_render_path(path), message=f"keys must be plain scalars, got {key!r}")
@@ -353,6 +356,11 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         return None, lines, [Problem(where=filename, message=f"not valid YAML: {exc}")]
     if refused:
         return None, lines, problems + refused
+    if data is None:
+        return None, lines, [
+            Problem(where=filename, message="the file holds no job: its only value is null",
+                    fix="write a job (see configs/documents.yaml)")
+        ]
     return data, lines, problems
 
 
@@ -1359,8 +1367,10 @@ def _resolve_components(
         field = JobSpec.model_fields.get(fam.section)
         default = None if field is None or field.is_required() else field.get_default(call_default_factory=True)
         section = data.get(fam.section, default)
-        if section is None and field is not None and field.is_required():
-            problems.append(_missing_section(fam, data, lines, filename, registry))
+        if section is None and field is not None and (field.is_required() or default is not None):
+            # required and absent, or written empty where the job has a default (cluster:)
+            example = default.get("type") if isinstance(default, dict) else None
+            problems.append(_missing_section(fam, data, lines, filename, registry, example))
         out[fam.name] = (
             None if section is None
             else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
@@ -1378,12 +1388,26 @@ _EXAMPLE = {"verifier": "jaccard"}
 
 
 def _missing_section(
-    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry
+    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    default: str | None = None,
 ) -> Problem:
-    """A required component section absent (or written empty): named, with an example to copy."""
+    """A component section absent or written empty where one is needed: named, with an example to copy.
+
+    ``default``: the component used when the section is left out (then leaving it out is the other fix).
+    """
     installed = registry.names(fam.name)
-    example = _EXAMPLE.get(fam.name, "") if _EXAMPLE.get(fam.name) in installed else (installed[0] if installed else "NAME")
+    example = default or _EXAMPLE.get(fam.name)
+    if example not in installed:
+        example = installed[0] if installed else "NAME"
     written = fam.section in data
+    if default is not None:
+        return Problem(
+            where=_where(filename, lines, (fam.section,)),
+            path=fam.section,
+            message=f"it is empty: the job must choose a {fam.name} here",
+            fix=f"remove the line for the default ({default}), or write e.g. '{fam.section}: {{type: {example}}}' "
+            f"(installed: {choices_text(installed)})",
+        )
     return Problem(
         where=_where(filename, lines, (fam.section,)) if written else filename,
         path=fam.section,
