@@ -28,6 +28,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,17 +39,29 @@ import numpy as np
 
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem, did_you_mean
-from er_framework.io.formats import MAX_ROW_PROBLEMS, SUPPORTED_EXTENSIONS
+from er_framework.io.formats import (
+    DEFAULT_MAX_RECORD_MB,
+    MAX_ROW_PROBLEMS,
+    RECORD_FIX,
+    SUPPORTED_EXTENSIONS,
+    file_kind,
+    mb_text,
+    open_regular,
+    record_limit,
+)
 
 __all__ = [
     "BOILERPLATE_MODES",
     "HTML_EXTENSIONS",
+    "MAX_DEPTH",
     "boilerplate_languages",
+    "cap_depth",
     "check_boilerplate_options",
     "decode_html_bytes",
     "extract_text",
     "justext_paragraphs",
     "read_html_dir",
+    "revise_paragraph_classification",
     "visible_text",
 ]
 
@@ -93,6 +106,37 @@ _BLOCKS = (
 
 #: Something that starts a tag, a comment or a doctype: the string is HTML.
 _TAG_RE = re.compile(r"<[A-Za-z!/?]")
+
+#: The deepest element nesting a page is parsed with (browsers stop nesting at 512 as well).
+#: The HTML parser's work per tag grows with the depth (it scans the stack of open elements),
+#: so a page of 100k nested ``<div>`` took 38 s; deeper tags are dropped before parsing (see
+#: :func:`cap_depth`), which keeps parsing linear in the page's size.
+MAX_DEPTH = 512
+
+#: A start or end tag, a comment's start, a doctype or processing instruction.
+_TAG_SCAN = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*>|<!--|<[!?][^>]*>")
+
+#: Elements whose content is raw text (no tags inside).
+_RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
+
+#: Elements that never have content or an end tag.
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta",
+                   "param", "source", "track", "wbr"})
+
+#: An open element that the start tag of the key closes (the parser's implied end tags).
+_IMPLIED_END = {"p": {"p"}, "li": {"li"}, "dt": {"dt", "dd"}, "dd": {"dt", "dd"}, "option": {"option"},
+                "tr": {"tr", "td", "th"}, "td": {"td", "th"}, "th": {"td", "th"}}
+
+_BLOCK_SET = frozenset(_BLOCKS.split(","))
+_INVISIBLE_SET = frozenset(_INVISIBLE)
+
+#: How far down the stack of open elements an end tag looks for its element.
+_END_TAG_WINDOW = 64
+
+#: Pages with fewer tags are parsed as they are: the parser's extra work on deep nesting is
+#: small when a page has few tags, and the scan of :func:`cap_depth` costs about a third of
+#: the parse, so it is spent only where it can pay (the time stays linear in the page's size).
+_CAP_FROM_TAGS = 2048
 
 
 # --------------------------------------------------------------------------
@@ -168,12 +212,20 @@ def read_html_dir(
     fields: Sequence[str],
     name: str,
     where: str | None = None,
+    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
+    follow_symlinks: bool = False,
 ) -> tuple[Records, dict[str, Any]]:
     """Read a folder of web pages: one record per ``.html`` / ``.htm`` file.
 
     Every HTML file below ``path`` (recursively; extensions matched
     case-insensitively; symlinked folders not followed) becomes one record, in
-    the order of the files' relative POSIX paths. A record's id is that path
+    the order of the files' relative POSIX paths. Only regular files are read:
+    a page that is a symbolic link is skipped unless ``follow_symlinks`` (and
+    even then read only if it leads to a regular file), and FIFOs, devices and
+    sockets are skipped (a pipe would block, ``/dev/zero`` never ends); the
+    skipped files are counted in the stats. A page larger than
+    ``max_record_mb`` (MB of 2**20 bytes; ``None``: no limit) is a problem,
+    found without reading it. A record's id is that path
     without the extension (``site-a/story-1.html`` -> ``"site-a/story-1"``);
     its ``html`` is the decoded page (see :func:`decode_html_bytes`), or
     ``None`` for an empty file (0 bytes, or only a byte order mark) - the
@@ -191,6 +243,10 @@ def read_html_dir(
         The source's name (``source_names == [name]``).
     where:
         Optional location of the source in the job file, for messages.
+    max_record_mb:
+        The largest page accepted (a source's ``max_record_mb``).
+    follow_symlinks:
+        Read pages that are symbolic links to regular files (``html.follow_symlinks``).
 
     Returns
     -------
@@ -199,7 +255,10 @@ def read_html_dir(
         first 10 relative paths, "encodings": {codec: count} of those,
         "empty_files": count, "empty_file_ids": first 10 ids, "other_files":
         count of files that are not HTML (not read), "other_file_examples":
-        first 10 of them}``.
+        first 10 of them}``, plus ``"skipped_symlinks"`` / ``"skipped_symlink_examples"``
+        and ``"skipped_special_files"`` / ``"skipped_special_examples"`` (HTML-named
+        entries that are symbolic links not followed, or not regular files: not read)
+        when there are any.
 
     Raises
     ------
@@ -236,8 +295,20 @@ def read_html_dir(
     if not pages and not walk_errors:
         problems.append(_no_pages_problem(folder, file, others, hint, where_fix))
     problems += _duplicate_id_problems(pages, file, hint)
-    read = _read_pages(folder, pages, file, hint, unreadable)
+    read = _read_pages(folder, pages, file, hint, unreadable, record_limit(max_record_mb), follow_symlinks)
     problems += unreadable
+    if pages and not read.ids and not problems:
+        skipped = read.symlinks + read.special
+        problems.append(
+            Problem(
+                where=file,
+                message=f"no page of the folder {str(folder.absolute())!r} could be read{hint}: "
+                f"{_listing_text(skipped, len(skipped))} {'is' if len(skipped) == 1 else 'are'} not "
+                "regular files (symbolic links are not followed; pipes and devices are never read)",
+                fix="copy the pages into the folder as regular files"
+                + (", or set html.follow_symlinks: true to read links to regular files" if read.symlinks else ""),
+            )
+        )
     if problems:
         raise InputError(problems)
 
@@ -351,8 +422,17 @@ class _Pages:
     non_utf8: list[str] = field(default_factory=list)
     encodings: Counter[str] = field(default_factory=Counter)
     empty_ids: list[str] = field(default_factory=list)
+    symlinks: list[str] = field(default_factory=list)  # pages that are symbolic links, not followed
+    special: list[str] = field(default_factory=list)  # pages that are not regular files (FIFOs, devices)
 
     def stats(self, others: list[str]) -> dict[str, Any]:
+        skipped: dict[str, Any] = {}
+        if self.symlinks:
+            skipped["skipped_symlinks"] = len(self.symlinks)
+            skipped["skipped_symlink_examples"] = self.symlinks[:_EXAMPLES]
+        if self.special:
+            skipped["skipped_special_files"] = len(self.special)
+            skipped["skipped_special_examples"] = self.special[:_EXAMPLES]
         return {
             "files": len(self.ids),
             "decoded_non_utf8": len(self.non_utf8),
@@ -362,28 +442,53 @@ class _Pages:
             "empty_file_ids": self.empty_ids[:_EXAMPLES],
             "other_files": len(others),
             "other_file_examples": others[:_EXAMPLES],
-        }
+        } | skipped
 
 
-def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str, unreadable: list[Problem]) -> _Pages:
-    """Read and decode every page; a file that cannot be read adds a problem to ``unreadable``
-    (which may already hold listing problems; capped at :data:`MAX_ROW_PROBLEMS`)."""
+def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str, unreadable: list[Problem],
+                limit: int | None = None, follow_symlinks: bool = False) -> _Pages:
+    """Read and decode every page; a file that cannot be read (or is larger than ``limit``)
+    adds a problem to ``unreadable`` (which may already hold listing problems; capped at
+    :data:`MAX_ROW_PROBLEMS`). Symbolic links (unless ``follow_symlinks``) and files that are
+    not regular are skipped and counted: the check is made on the open descriptor (opened
+    without blocking, without following a link), so a file swapped for a FIFO cannot hang."""
     read = _Pages()
     hidden_unreadable = 0
+
+    def problem(p: Problem) -> None:
+        nonlocal hidden_unreadable
+        if len(unreadable) < MAX_ROW_PROBLEMS:
+            unreadable.append(p)
+        else:
+            hidden_unreadable += 1
+
     for rel, rid in pages:
+        target = folder / rel
         try:
-            raw = (folder / rel).read_bytes()
+            f, mode = open_regular(target, follow_symlinks=follow_symlinks)
+            if f is None:
+                if stat.S_ISLNK(mode):
+                    read.symlinks.append(rel)
+                else:
+                    read.special.append(f"{rel} ({file_kind(mode)})")
+                continue
+            with f:
+                size = os.fstat(f.fileno()).st_size
+                if limit is not None and size > limit:
+                    problem(_page_too_big(target, size, limit, hint))
+                    continue
+                raw = f.read() if limit is None else f.read(limit + 1)
         except OSError as e:
-            if len(unreadable) < MAX_ROW_PROBLEMS:
-                unreadable.append(
-                    Problem(
-                        where=str(folder / rel),
-                        message=f"cannot read the file: {e.strerror or e}{hint}",
-                        fix="check the file's permissions, or remove the file",
-                    )
+            problem(
+                Problem(
+                    where=str(target),
+                    message=f"cannot read the file: {e.strerror or e}{hint}",
+                    fix="check the file's permissions, or remove the file",
                 )
-            else:
-                hidden_unreadable += 1
+            )
+            continue
+        if limit is not None and len(raw) > limit:  # the file grew while it was read
+            problem(_page_too_big(target, len(raw), limit, hint))
             continue
         text, encoding = decode_html_bytes(raw)
         if encoding is not None:
@@ -401,6 +506,14 @@ def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str
                     fix="check the permissions of the files in the folder")
         )
     return read
+
+
+def _page_too_big(target: Path, size: int, limit: int, hint: str) -> Problem:
+    return Problem(
+        where=str(target),
+        message=f"the page is {mb_text(size)}, larger than the limit of {mb_text(limit)} (max_record_mb){hint}",
+        fix=RECORD_FIX,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -440,11 +553,119 @@ def _fold(text: str) -> str:
     return " ".join(text.split())
 
 
+def cap_depth(page: str, limit: int = MAX_DEPTH) -> str:
+    """``page`` with the elements nested deeper than ``limit`` flattened; ``page`` itself when
+    it is not that deep (and always when it has at most ``limit`` tags).
+
+    One linear scan of the tags keeps a stack of the open elements (with the end tags the HTML
+    parser implies: a ``<p>`` closes an open ``<p>``, a ``<li>`` an open ``<li>``, …; an end tag
+    looks only :data:`_END_TAG_WINDOW` elements down the stack for its element). Below
+    ``limit``: start and end tags are dropped, a block element's (``div``, ``p``, …) replaced by
+    a space so that words stay apart, an inline one's by nothing; an invisible element
+    (``script``, ``svg``, …) is removed with its content. The text is kept, so the visible text
+    is that of the page, with the deep elements' text in document order.
+    """
+    if page.count("<") <= limit:
+        return page
+    search = _TAG_SCAN.search
+    stack: list[str] = []
+    out: list[str] = []
+    last = 0  # page[last:] not yet copied to out
+    pos = 0
+    lower: str | None = None
+    flattened = False
+    while True:
+        m = search(page, pos)
+        if m is None:
+            break
+        pos = m.end()
+        name = m.group(2)
+        if name is None:
+            if m.group() == "<!--":  # a comment: skip it whole (tags inside do not count)
+                end = page.find("-->", pos)
+                if end < 0:
+                    break
+                pos = end + 3
+            continue
+        name = name.lower()
+        deep = len(stack) >= limit
+        if m.group(1):  # an end tag
+            for k in range(len(stack) - 1, max(len(stack) - 1 - _END_TAG_WINDOW, -1), -1):
+                if stack[k] == name:
+                    if len(stack) > limit:  # the element was dropped: drop its end tag too
+                        out.append(page[last : m.start()])
+                        out.append(" " if name in _BLOCK_SET else "")
+                        last = pos
+                    del stack[k:]
+                    break
+            continue
+        if name in _RAW_TEXT or (deep and name in _INVISIBLE_SET):
+            # raw text runs to its end tag; a deep invisible element goes with its content
+            if lower is None:
+                lower = page.lower()
+            end = _element_end(lower, name, pos, name in _RAW_TEXT)
+            if deep:
+                out.append(page[last : m.start()])
+                out.append(" ")
+                last = end
+                flattened = True
+            pos = end
+            if end >= len(page):
+                break
+            continue
+        closes = _IMPLIED_END.get(name)
+        if closes and stack and stack[-1] in closes:
+            stack.pop()
+            deep = len(stack) >= limit
+        if name in _VOID or m.group().endswith("/>"):
+            if deep:
+                out.append(page[last : m.start()])
+                out.append(" " if name in _BLOCK_SET else "")
+                last = pos
+            continue
+        stack.append(name)
+        if deep:
+            out.append(page[last : m.start()])
+            out.append(" " if name in _BLOCK_SET else "")
+            last = pos
+            flattened = True
+    if not flattened:
+        return page
+    out.append(page[last:])
+    return "".join(out)
+
+
+def _element_end(lower: str, name: str, start: int, raw: bool) -> int:
+    """Where the element ``name`` whose start tag ends at ``start`` ends (after its end tag;
+    the end of the page if it has none). ``lower``: the page in lower case."""
+    if raw:
+        end = lower.find("</" + name, start)
+        if end < 0:
+            return len(lower)
+        gt = lower.find(">", end)
+        return len(lower) if gt < 0 else gt + 1
+    # nested elements of the same name (<svg><svg>…</svg></svg>) count
+    tags = re.compile(r"<(/?)" + re.escape(name) + r"(?=[\s/>])[^>]*>")
+    depth = 1
+    for t in tags.finditer(lower, start):
+        if t.group(1):
+            depth -= 1
+            if depth == 0:
+                return t.end()
+        elif not t.group().endswith("/>"):
+            depth += 1
+    return len(lower)
+
+
 def visible_text(page: str) -> tuple[str, Any]:
-    """The folded visible text of ``page`` and its cleaned parse tree."""
+    """The folded visible text of ``page`` and its cleaned parse tree.
+
+    Elements nested deeper than :data:`MAX_DEPTH` are flattened first (:func:`cap_depth`),
+    so the time is linear in the page's size.
+    """
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(page)
+    tree = LexborHTMLParser(cap_depth(page) if page.count("<") > _CAP_FROM_TAGS else page)
     tree.strip_tags(_INVISIBLE, recursive=True)
     top = tree.body if tree.body is not None else tree.root
     if top is None:  # pragma: no cover - the parser always builds a document
@@ -633,5 +854,87 @@ def justext_paragraphs(html: str, stoplist: frozenset[str]) -> list[Any]:
     dom = core.preprocessor(dom)
     paragraphs = maker.make_paragraphs(dom)
     core.classify_paragraphs(paragraphs, stoplist)
-    core.revise_paragraph_classification(paragraphs)
+    revise_paragraph_classification(paragraphs, core.MAX_HEADING_DISTANCE_DEFAULT)
     return list(paragraphs)
+
+
+def _nearest(classes: Sequence[str], wanted: frozenset[str], reverse: bool) -> list[str]:
+    """For every position, the nearest class in ``wanted`` strictly before it (after it when
+    ``reverse``), or ``"bad"`` (jusText's answer at the edges)."""
+    out = ["bad"] * len(classes)
+    seen = "bad"
+    order = range(len(classes) - 1, -1, -1) if reverse else range(len(classes))
+    for i in order:
+        out[i] = seen
+        if classes[i] in wanted:
+            seen = classes[i]
+    return out
+
+
+_GOOD_BAD = frozenset({"good", "bad"})
+_GOOD_BAD_NEAR = frozenset({"good", "bad", "neargood"})
+
+
+def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_distance: int = 200) -> None:
+    """``justext.core.revise_paragraph_classification`` in linear time (same result; tested).
+
+    jusText looks for each short paragraph's nearest good or bad neighbours by walking the
+    list, so a page of many short paragraphs took time quadratic in their number (minutes
+    for a few MB of ``<p>x</p>``); here the neighbours come from one pass each way.
+    """
+    # good headings (a walk bounded by max_heading_distance characters: as jusText does)
+    for i, paragraph in enumerate(paragraphs):
+        paragraph.class_type = paragraph.cf_class
+        if not (paragraph.heading and paragraph.class_type == "short"):
+            continue
+        j = i + 1
+        distance = 0
+        while j < len(paragraphs) and distance <= max_heading_distance:
+            if paragraphs[j].class_type == "good":
+                paragraph.class_type = "neargood"
+                break
+            distance += len(paragraphs[j].text)
+            j += 1
+
+    # classify short: the neighbours are those of the classes before this step
+    classes = [p.class_type for p in paragraphs]
+    if "short" in classes:
+        prev_gb, next_gb = _nearest(classes, _GOOD_BAD, False), _nearest(classes, _GOOD_BAD, True)
+        prev_gbn, next_gbn = _nearest(classes, _GOOD_BAD_NEAR, False), _nearest(classes, _GOOD_BAD_NEAR, True)
+        for i, c in enumerate(classes):
+            if c != "short":
+                continue
+            prev_n, next_n = prev_gb[i], next_gb[i]
+            if prev_n == "good" and next_n == "good":
+                new = "good"
+            elif prev_n == "bad" and next_n == "bad":
+                new = "bad"
+            elif (prev_n == "bad" and prev_gbn[i] == "neargood") or (next_n == "bad" and next_gbn[i] == "neargood"):
+                new = "good"
+            else:
+                new = "bad"
+            paragraphs[i].class_type = new
+
+    # revise neargood: in order, so an earlier one's new class is a later one's neighbour
+    classes = [p.class_type for p in paragraphs]
+    if "neargood" in classes:
+        next_gb = _nearest(classes, _GOOD_BAD, True)  # later neargood ones are not changed yet
+        prev = "bad"
+        for i, paragraph in enumerate(paragraphs):
+            if paragraph.class_type == "neargood":
+                paragraph.class_type = "bad" if (prev, next_gb[i]) == ("bad", "bad") else "good"
+            if paragraph.class_type in _GOOD_BAD:
+                prev = paragraph.class_type
+
+    # more good headings
+    for i, paragraph in enumerate(paragraphs):
+        if not (paragraph.heading and paragraph.class_type == "bad" and paragraph.cf_class != "bad"):
+            continue
+        j = i + 1
+        distance = 0
+        while j < len(paragraphs) and distance <= max_heading_distance:
+            if paragraphs[j].class_type == "good":
+                paragraph.class_type = "good"
+                break
+            distance += len(paragraphs[j].text)
+            j += 1

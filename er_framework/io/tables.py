@@ -50,23 +50,38 @@ import json
 import json.scanner
 import math
 import os
+import re
 import shutil
+import stat
 import tempfile
 import zlib
 from collections import Counter
 from contextlib import contextmanager
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
-from er_framework.io.formats import FORMATS, MAX_ROW_PROBLEMS, SUPPORTED_EXTENSIONS
+from er_framework.io.formats import (
+    DEFAULT_MAX_RECORD_MB,
+    FORMATS,
+    MAX_ROW_PROBLEMS,
+    RECORD_FIX,
+    SUPPORTED_EXTENSIONS,
+    mb_text,
+    not_regular_problem,
+    open_regular,
+    record_limit,
+)
 from er_framework.io.html import read_html_dir
 
 __all__ = [
+    "DEFAULT_MAX_RECORD_MB",
     "MAX_ROW_PROBLEMS",
     "SUPPORTED_EXTENSIONS",
     "Locator",
@@ -90,6 +105,8 @@ __all__ = [
 ]
 
 _JSONL_CHUNK = 65536
+#: Bytes read from a data file at a time (after decompression).
+_READ_CHUNK = 1 << 20
 _SNIPPET = 80
 _TMP_PREFIX = ".er-tmp-"
 
@@ -308,33 +325,56 @@ def _check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> lis
                 fix=f"point the path{where_fix} to a file inside it",
             )
         )
+    else:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = stat.S_IFREG  # reported when the file is opened
+        if not stat.S_ISREG(mode):  # a FIFO would block, a device never ends: refused before opening
+            problems.append(not_regular_problem(file, mode, hint))
     return problems
 
 
-def read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
-    """The file's bytes (decompressed); raises InputError on I/O errors."""
+def _gzip_problem(e: BaseException, file: str, hint: str) -> Problem:
+    return Problem(
+        where=file,
+        message=f"not a valid gzip file ({e}){hint}",
+        fix="re-compress the file with gzip, or remove the .gz extension if it is not compressed",
+    )
+
+
+def _read_problem(e: OSError, file: str, hint: str) -> Problem:
+    return Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}",
+                   fix="check the file's permissions")
+
+
+def _open_data_file(path: Path, file: str, hint: str) -> BinaryIO:
+    """``path`` opened for reading; InputError if it cannot be opened or is not a regular file
+    (checked on the open descriptor: a file swapped for a FIFO after the first check can
+    neither block nor be read)."""
     try:
-        if compressed:
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
-    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise InputError(
-            Problem(
-                where=file,
-                message=f"not a valid gzip file ({e}){hint}",
-                fix="re-compress the file with gzip, or remove the .gz extension if it is "
-                "not compressed",
-            )
-        ) from None
+        f, mode = open_regular(path)
     except OSError as e:
-        raise InputError(
-            Problem(
-                where=file,
-                message=f"cannot read the file: {e.strerror or e}{hint}",
-                fix="check the file's permissions",
-            )
-        ) from None
+        raise InputError(_read_problem(e, file, hint)) from None
+    if f is None:
+        raise InputError(not_regular_problem(file, mode, hint))
+    return f
+
+
+def read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
+    """The file's bytes (decompressed); raises InputError on I/O errors and for a path that is
+    not a regular file. Reads the whole file: the sources are read in a stream instead
+    (see :func:`read_source`)."""
+    try:
+        with _open_data_file(path, file, hint) as raw:
+            if compressed:
+                with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                    return f.read()
+            return raw.read()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InputError(_gzip_problem(e, file, hint)) from None
+    except OSError as e:
+        raise InputError(_read_problem(e, file, hint)) from None
 
 
 def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, int]] | None:
@@ -342,8 +382,14 @@ def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, 
     ``partition_bytes``; ``None`` for files that cannot be split (gzip, Parquet, page folders).
 
     :func:`read_source` with ``byte_range`` reads the lines *starting* in a
-    range, so the ranges need not fall on line ends and the partitions hold
-    every line exactly once. CSV values must not contain newlines.
+    range, so JSON Lines ranges need not fall on line ends and the partitions
+    hold every line exactly once. CSV/TSV ranges are cut only where a record
+    starts: after a newline that is outside every quoted value (RFC 4180
+    escapes a quote by doubling it, so a newline is inside a quoted value iff
+    an odd number of ``"`` precede it; found with one streaming count over the
+    file). A file with a ``"`` inside an unquoted value (``5"6``, which the
+    csv module accepts but which breaks the parity rule) is cut by parsing it
+    with the csv module instead (slower, same cuts for valid files).
     """
     p = Path(path)
     detected = detect_format(p)
@@ -351,26 +397,238 @@ def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, 
         return None
     size = p.stat().st_size
     step = max(1, int(partition_bytes))
-    bounds = list(range(0, size, step)) + [size]
+    if detected[0] == "jsonl":
+        bounds = list(range(0, size, step)) + [size]
+    else:
+        delimiter = b"\t" if detected[0] == "tsv" else b","
+        cuts = _csv_cuts_by_parity(p, step, delimiter)
+        if cuts is None:
+            cuts = _csv_cuts_by_parsing(p, step, delimiter.decode())
+        bounds = [0] + [c for c in cuts if 0 < c < size] + [size]
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
 
 
-def _read_range(path: Path, start: int, end: int, header: bool) -> tuple[bytes, bytes]:
-    """``(header + lines, lines)``: the bytes of the lines starting in ``[start, end)``, after
-    the file's first line when ``header`` and the range does not start the file."""
-    with open(path, "rb") as f:
-        head = f.readline() if header and start > 0 else b""
-        if start > 0:
-            f.seek(start - 1)
-            if f.read(1) != b"\n":
-                f.readline()  # the line under way belongs to the previous range
-        pos = f.tell()
-        if pos >= end:
-            return head, b""
-        data = f.read(end - pos)
-        if data and not data.endswith(b"\n"):
-            data += f.readline()  # finish the last line that starts in the range
-        return head + data, data
+def _next_target(cut: int, step: int) -> int:
+    return (cut // step + 1) * step
+
+
+def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes) -> list[int] | None:
+    """Record starts at or after every multiple of ``step`` (quote parity); ``None`` if a quote
+    stands inside an unquoted value (neither neighbour a quote, the separator or a line end)."""
+    others = b'[^"\r\n' + re.escape(delimiter) + b"]"
+    stray = re.compile(others + b'"' + others)
+    cuts: list[int] = []
+    target = step
+    parity = 0  # number of quotes before the chunk, mod 2
+    offset = 0  # file offset of the chunk
+    tail = b""
+    with open(p, "rb") as f:
+        while True:
+            chunk = f.read(_READ_CHUNK)
+            if not chunk:
+                return cuts
+            if b'"' in chunk and stray.search(tail + chunk if tail else chunk):
+                return None
+            counted = 0  # quotes counted up to this position of the chunk
+            k = max(target - offset - 1, 0)
+            while k < len(chunk):
+                nl = chunk.find(b"\n", k)
+                if nl < 0:
+                    break
+                parity ^= chunk.count(b'"', counted, nl) & 1
+                counted = nl
+                if parity == 0:  # a record ends here
+                    cut = offset + nl + 1
+                    cuts.append(cut)
+                    target = _next_target(cut, step)
+                    k = max(target - offset - 1, nl + 1)
+                else:
+                    k = nl + 1
+            parity ^= chunk.count(b'"', counted) & 1
+            offset += len(chunk)
+            tail = chunk[-1:]
+
+
+def _csv_cuts_by_parsing(p: Path, step: int, delimiter: str) -> list[int]:
+    """Record starts at or after every multiple of ``step``, found by the csv module."""
+    cuts: list[int] = []
+    target = step
+    pos = [0]
+
+    def lines() -> Iterator[str]:
+        with open(p, "rb") as f:
+            for raw in f:
+                pos[0] += len(raw)
+                yield raw.decode("utf-8", "replace")
+
+    reader = csv.reader(lines(), delimiter=delimiter)
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            return cuts
+        except csv.Error:
+            pass  # the reader reports it; cut after it as after any row
+        if pos[0] >= target:
+            cuts.append(pos[0])
+            target = _next_target(pos[0], step)
+
+
+def _range_start(f: BinaryIO, start: int, header: bool, limit: int | None, file: str, hint: str) -> bytes:
+    """Move ``f`` to the first line starting at or after ``start``; return the file's header
+    record (its first line, and the next ones while a quoted value is open) when ``header``
+    and ``start > 0``, else ``b""``."""
+    head = b""
+    if header and start > 0:
+        cap = -1 if limit is None else limit + 1
+        head = f.readline(cap)
+        while head.count(b'"') % 2:
+            more = f.readline(cap)
+            if not more:
+                break
+            head += more
+            if limit is not None and len(head) > limit:
+                break
+        if limit is not None and len(head) > limit:
+            raise InputError(_too_big_problem(file, 1, len(head), limit, hint, "line", None, partial=True))
+    if start > 0:
+        f.seek(start - 1)
+        if f.read(1) != b"\n":
+            while True:  # the line under way belongs to the previous range
+                rest = f.readline(_READ_CHUNK)
+                if not rest or rest.endswith(b"\n"):
+                    break
+    return head
+
+
+def _utf8_problem(raw: bytes | bytearray, bad_at: int, line: int, offset: int, file: str, compressed: bool,
+                  hint: str, utf16: bool = False) -> Problem:
+    """The problem for invalid UTF-8 at ``raw[bad_at]``; ``raw`` starts on line ``line`` at
+    byte ``offset`` of the (decompressed) file."""
+    line += raw.count(b"\n", 0, bad_at)
+    bad = bytes(raw[bad_at : bad_at + 1])
+    note = "; the file starts with a UTF-16 byte order mark" if utf16 else ""
+    of = " of the decompressed data" if compressed else ""
+    fix = "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)"
+    if utf16:
+        fix = "re-encode the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8 in.csv > out.csv)"
+    return Problem(
+        where=f"{file}:{line}",
+        message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset + bad_at}{of} "
+        f"(line {line}){note}{hint}",
+        fix=fix,
+    )
+
+
+def _too_big_problem(file: str, line: int, size: int, limit: int, hint: str, unit: str,
+                     record_id: str | None, partial: bool = False) -> Problem:
+    """The problem for a record larger than ``max_record_mb`` (``partial``: reading stopped
+    at ``size`` bytes, the record is larger still)."""
+    of = f" (id {_snippet(record_id, 40)})" if record_id else ""
+    amount = f"more than {mb_text(size)}" if partial else mb_text(size)
+    return Problem(
+        where=f"{file}:{line}",
+        message=f"the record on {unit} {line}{of} is {amount}, larger than the limit of "
+        f"{mb_text(limit)} (max_record_mb){hint}",
+        fix=RECORD_FIX,
+    )
+
+
+class _RecordIds:
+    """Guesses a record's id from its first characters, for the message about a record too
+    large to be parsed (``None`` when it cannot be told)."""
+
+    def __init__(self, fmt: str, id_column: str) -> None:
+        self.fmt = fmt
+        self.delimiter = "\t" if fmt == "tsv" else ","
+        #: CSV/TSV: the id column's position, once the header is read
+        self.position: int | None = None
+        self.pattern = re.compile(
+            re.escape(json.dumps(id_column)) + r'\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,40})'
+        )
+
+    def __call__(self, prefix: bytes | str) -> str | None:
+        text = prefix.decode("utf-8", "replace") if isinstance(prefix, bytes) else prefix
+        text = text[:4096]
+        try:
+            if self.fmt == "jsonl":
+                m = self.pattern.search(text)
+                return _text(json.loads(m.group(1))) if m else None
+            if self.position is None:
+                return None
+            cells = next(csv.reader([text.split("\n", 1)[0]], delimiter=self.delimiter), [])
+            # the last cell may be cut short
+            return cells[self.position] if self.position < len(cells) - 1 else None
+        except (ValueError, csv.Error):
+            return None
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _text_chunks(
+    f: BinaryIO, file: str, compressed: bool, hint: str, limit: int | None,
+    *, stop: int | None = None, first_line: int = 1, offset: int = 0, ids: _RecordIds | None = None,
+) -> Iterator[tuple[str, int]]:
+    """The UTF-8 text of ``f`` in pieces of about :data:`_READ_CHUNK` bytes, each ending on a line
+    end (the last one may not): ``(text, number of its first line)``.
+
+    Memory stays bounded by the chunk size plus one line: a line (the part not yet ended) longer
+    than ``limit`` bytes raises InputError at once (a decompression bomb of one giant line never
+    gets read whole). ``stop``: stop before the first line starting at or after that offset
+    (``offset`` is the file offset of ``f``'s position). A UTF-8 byte order mark at the start of
+    the file is dropped; invalid UTF-8 raises InputError naming the line and the byte offset.
+    """
+    carry = bytearray()
+    line = first_line  # the number of carry's first line
+    pos = offset  # the file offset of carry's first byte
+    first = offset == 0
+    utf16 = False
+    while True:
+        try:
+            raw = f.read(_READ_CHUNK)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise InputError(_gzip_problem(e, file, hint)) from None
+        except OSError as e:
+            raise InputError(_read_problem(e, file, hint)) from None
+        if first:
+            first = False
+            utf16 = raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+            if raw.startswith(codecs.BOM_UTF8):
+                raw = raw[3:]
+                pos += 3
+        if not raw:
+            break
+        searched = len(carry)
+        carry += raw
+        nl = carry.rfind(b"\n", searched)
+        if nl >= 0:
+            end = nl + 1
+            done = False
+            if stop is not None and pos + end > stop:
+                end = carry.find(b"\n", max(stop - pos - 1, 0)) + 1  # the line under way at stop
+                done = True
+            piece = bytes(carry[:end])
+            del carry[:end]
+            try:
+                text = piece.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(_utf8_problem(piece, e.start, line, pos, file, compressed, hint, utf16)) from None
+            yield text, line
+            if done:
+                return
+            line += piece.count(b"\n")
+            pos += end
+        if limit is not None and len(carry) > limit:
+            raise InputError(_too_big_problem(file, line, len(carry), limit, hint, "line",
+                                              ids(bytes(carry[:4096])) if ids else None, partial=True))
+    if carry and (stop is None or pos < stop):
+        try:
+            text = bytes(carry).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(_utf8_problem(carry, e.start, line, pos, file, compressed, hint, utf16)) from None
+        yield text, line
 
 
 def decode_utf8(raw: bytes, file: str, compressed: bool, hint: str) -> str:
@@ -430,28 +688,110 @@ _MALFORMED_FIX = (
 )
 
 
+class _TooBig(Exception):
+    """Raised by :func:`_guarded_lines` when the record being read exceeds the limit."""
+
+
+class _RowGuard:
+    """The size of the CSV record being read (reset by the reader after every row)."""
+
+    __slots__ = ("first", "limit", "lines", "size", "start")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.lines = 0  # lines read so far
+        self.start = 1  # the number of the record's first line
+        self.first = ""  # the record's first line (for its id in a message)
+
+
+def _pieces(text: str | Iterable[tuple[str, int]]) -> Iterable[tuple[str, int]]:
+    return [(text, 1)] if isinstance(text, str) else text
+
+
+def _guarded_lines(pieces: Iterable[tuple[str, int]], guard: _RowGuard | None) -> Iterator[str]:
+    """The lines of the pieces (line ends kept) for ``csv.reader``; raises :class:`_TooBig` when
+    the lines of one record add up to more than ``guard.limit`` bytes."""
+    if guard is None:
+        yield from chain.from_iterable(io.StringIO(piece, newline="") for piece, _ in pieces)
+        return
+    limit = guard.limit
+    for piece, _ in pieces:
+        for line in io.StringIO(piece, newline=""):
+            guard.lines += 1
+            if not guard.size:
+                guard.first = line
+                guard.start = guard.lines
+            guard.size += len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))
+            if guard.size > limit:
+                raise _TooBig
+            yield line
+
+
 def read_csv_columns(
-    text: str, file: str, delimiter: str, wanted: list[str], id_column: str, hint: str
+    text: str | Iterable[tuple[str, int]], file: str, delimiter: str, wanted: list[str], id_column: str, hint: str,
+    *, max_record_bytes: int | None = None, whole: bool = True, ids: _RecordIds | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
-    """Raw string columns of a CSV/TSV text (empty cells still ``""``)."""
+    """Raw string columns of a CSV/TSV text (empty cells still ``""``).
+
+    ``text``: the whole text, or pieces ``(text, first line)`` ending on line ends (as
+    :func:`_text_chunks` yields them; read one at a time). A record (row) larger than
+    ``max_record_bytes`` raises InputError. ``whole``: the text is a whole file, so a header
+    without any row is a problem (not for one partition of a file).
+    """
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    header, header_line, problems = _csv_header(reader, file, delimiter, wanted, id_column, hint)
+    guard = _RowGuard(max_record_bytes) if max_record_bytes is not None else None
+    reader = csv.reader(_guarded_lines(_pieces(text), guard), delimiter=delimiter, strict=True)
+    too_big = _TooBigRow(file, hint, guard, ids)
+    with too_big.caught():
+        header, header_line, problems = _csv_header(reader, file, delimiter, wanted, id_column, hint)
     if header is None:
         return {}, Locator(file, [], "row"), problems
     positions: dict[str, list[int]] = {}
     for i, name in enumerate(header):
         positions.setdefault(name, []).append(i)
+    if ids is not None and id_column in positions:
+        ids.position = positions[id_column][0]
     problems += _csv_header_problems(header, header_line, positions, file, delimiter, wanted, id_column, hint)
-    rows, lines, row_problems = _csv_rows(reader, file, delimiter, header)
+    keep = [positions[c][0] for c in wanted if c in positions]
+    with too_big.caught():
+        rows, lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard)
     problems += row_problems
+    if whole and not rows and not problems:
+        problems.append(
+            Problem(
+                where=file,
+                message=f"the file has a header but no rows{hint}: a source without any record",
+                fix="add the data rows below the header, or point the path to the file that holds them",
+            )
+        )
 
     columns: dict[str, list[Any]] = {}
     for c in wanted:
         if c in positions:
-            k = positions[c][0]
-            columns[c] = [r[k] for r in rows]
+            j = keep.index(positions[c][0])
+            columns[c] = list(rows) if len(keep) == 1 else [r[j] for r in rows]
     return columns, Locator(file, lines, "row"), problems
+
+
+class _TooBigRow:
+    """Turns :class:`_TooBig` from the line guard into the InputError naming the record."""
+
+    def __init__(self, file: str, hint: str, guard: _RowGuard | None, ids: _RecordIds | None) -> None:
+        self.file, self.hint, self.guard, self.ids = file, hint, guard, ids
+
+    @contextmanager
+    def caught(self) -> Iterator[None]:
+        try:
+            yield
+        except _TooBig:
+            guard = self.guard
+            assert guard is not None
+            line = guard.start
+            record_id = self.ids(guard.first) if self.ids is not None else None
+            raise InputError(
+                _too_big_problem(self.file, line, guard.size, guard.limit, self.hint, "line", record_id, partial=True)
+            ) from None
 
 
 def _csv_header(
@@ -520,13 +860,18 @@ def _csv_header_problems(
 
 
 def _csv_rows(
-    reader: Any, file: str, delimiter: str, header: list[str]
-) -> tuple[list[list[str]], list[int], list[Problem]]:
+    reader: Any, file: str, delimiter: str, header: list[str], keep: list[int], guard: _RowGuard | None
+) -> tuple[list[Any], list[int], list[Problem]]:
     """The data rows after the header (each with the line it starts on) and the row problems:
-    rows that cannot be parsed, rows with too many and with too few cells; blank lines skipped."""
+    rows that cannot be parsed, rows with too many and with too few cells; blank lines skipped.
+
+    Only the cells at the positions ``keep`` are kept: a tuple of them per row (the cell itself
+    when ``keep`` has one position), so memory holds the data the job reads, not every column.
+    ``guard`` (the record size) is reset after every row."""
+    pick: Any = itemgetter(*keep) if keep else (lambda row: ())
     sep_name = "tab" if delimiter == "\t" else repr(delimiter)
     ncols = len(header)
-    rows: list[list[str]] = []
+    rows: list[Any] = []
     lines: list[int] = []
     broken = _Capped(file, "malformed rows", _MALFORMED_FIX)
     too_long = _Capped(
@@ -542,6 +887,8 @@ def _csv_rows(
         f"every row must have {ncols} cells ({sep_name}-separated), one per header column; write a "
         f"missing value as an empty cell (nothing between two separators), so the cells keep their columns",
     )
+    if guard is not None:
+        guard.size = 0
     prev = reader.line_num
     append_row = rows.append
     append_line = lines.append
@@ -553,6 +900,8 @@ def _csv_rows(
             except StopIteration:
                 break
             except csv.Error as e:
+                if guard is not None:
+                    guard.size = 0
                 msg = str(e)
                 if "unexpected end of data" in msg:
                     msg = "a quoted value is never closed (the quote runs to the end of the file)"
@@ -560,9 +909,11 @@ def _csv_rows(
                 prev = reader.line_num
                 continue
             prev = reader.line_num
+            if guard is not None:
+                guard.size = 0
             n = len(row)
             if n == ncols:
-                append_row(row)
+                append_row(pick(row))
                 append_line(start)
             elif n == 0:
                 continue  # blank line: no data
@@ -597,11 +948,67 @@ def split_lines(text: str) -> Iterator[str]:
         start = end + 1
 
 
+class _DuplicateKey(Exception):
+    """Raised by :func:`_unique_keys` for a JSON object that names a key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of the JSON Lines reader: a dict, or :class:`_DuplicateKey`."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+#: A ``\uD800``-``\uDFFF`` escape (high surrogates: ``D800``-``DBFF``).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate_escape(line: str) -> str:
+    """The first surrogate escape of ``line`` that is not half of a pair (for the message)."""
+    pending = ""
+    end = -1
+    for m in _SURROGATE_ESCAPE.finditer(line):
+        text = m.group()
+        high = text[3].lower() in "89ab"
+        if pending:
+            if not high and m.start() == end:
+                pending = ""
+                continue
+            return pending
+        if not high:
+            return text
+        pending, end = text, m.end()
+    return pending
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def read_jsonl_columns(
-    text: str, file: str, wanted: list[str], id_column: str, hint: str
+    text: str | Iterable[tuple[str, int]], file: str, wanted: list[str], id_column: str, hint: str,
+    *, max_record_bytes: int | None = None, whole: bool = True, ids: _RecordIds | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
-    """Raw value columns of a JSON Lines text (absent keys are ``None``)."""
-    decoder = json.JSONDecoder()
+    """Raw value columns of a JSON Lines text (absent keys are ``None``).
+
+    ``text``: the whole text, or pieces ``(text, first line)`` ending on line ends (as
+    :func:`_text_chunks` yields them; read one at a time). A line larger than
+    ``max_record_bytes`` raises InputError. ``whole``: the text is a whole file, so a file
+    without any JSON line is a problem (not one partition of a file). Besides lines that are
+    not JSON objects, an object naming a key twice (JSON readers keep one of the values, at
+    random for the user) and a lone UTF-16 surrogate escape (``"\\ud800"``: not a character,
+    it cannot be written as UTF-8) are problems.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
     decode = decoder.decode
     scan = json.scanner.make_scanner(decoder)  # type: ignore[arg-type]  # the C scanner
     decode_error = json.JSONDecodeError
@@ -609,11 +1016,20 @@ def read_jsonl_columns(
     one_object = f"each line must hold one JSON object, e.g. {example}"
     bad_json = _Capped(file, "lines that are not valid JSON", one_object)
     not_object = _Capped(file, "lines that are not JSON objects", one_object)
+    duplicated = _Capped(file, "lines with a key given twice",
+                         "name every key once per object: rename or merge the repeated key")
+    surrogates = _Capped(
+        file, "lines with a lone surrogate",
+        "a \\ud800-\\udfff escape must be half of a surrogate pair (e.g. \\ud83d\\ude00 for 😀); "
+        "write the character itself in UTF-8, or replace the lone escape with \\ufffd",
+    )
     columns: dict[str, list[Any]] = {c: [] for c in wanted}
     keys: set[str] = set()
     lines: list[int] = []
     chunk: list[dict[str, Any]] = []
     nonblank = 0
+    limit = max_record_bytes
+    quarter = -1 if limit is None else limit // 4  # a line of fewer characters fits in any case
 
     def flush() -> None:
         if not chunk:
@@ -626,51 +1042,77 @@ def read_jsonl_columns(
     kinds = {list: "an array", str: "a string", int: "a number", float: "a number",
              bool: "a boolean", type(None): "null"}
     with _gc_paused():
-        for number, line in enumerate(split_lines(text), 1):
-            # Fast path: the C scanner on a line without leading whitespace;
-            # anything unusual goes through the full decoder for its message.
-            try:
-                obj, end = scan(line, 0)
-                if end != len(line) and not line[end:].isspace():
-                    raise StopIteration
-            except (StopIteration, decode_error):
-                if not line or line.isspace():
-                    continue  # blank line: no data
+        for piece, first in _pieces(text):
+            if piece.isspace():
+                continue  # blank lines only: no data
+            for number, line in enumerate(split_lines(piece), first):
+                if quarter >= 0 and len(line) > quarter and limit is not None:
+                    size = _utf8_len(line)
+                    if size > limit:
+                        raise InputError(_too_big_problem(file, number, size, limit, hint, "line",
+                                                          ids(line) if ids else None))
+                # Fast path: the C scanner on a line without leading whitespace;
+                # anything unusual goes through the full decoder for its message.
                 try:
-                    obj = decode(line)
-                except decode_error as e:
-                    nonblank += 1
-                    bad_json.add(
-                        f"{file}:{number}",
-                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
-                        f"{_snippet(line.strip())}",
-                    )
-                    continue
+                    obj, end = scan(line, 0)
+                    if end != len(line) and not line[end:].isspace():
+                        raise StopIteration
+                except (StopIteration, decode_error):
+                    if not line or line.isspace():
+                        continue  # blank line: no data
+                    try:
+                        obj = decode(line)
+                    except decode_error as e:
+                        nonblank += 1
+                        bad_json.add(
+                            f"{file}:{number}",
+                            f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
+                            f"{_snippet(line.strip())}",
+                        )
+                        continue
+                    except RecursionError:
+                        nonblank += 1
+                        bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
+                        continue
+                    except _DuplicateKey as e:
+                        nonblank += 1
+                        duplicated.add(f"{file}:{number}", _duplicate_message(number, e, line))
+                        continue
                 except RecursionError:
                     nonblank += 1
                     bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
                     continue
-            except RecursionError:
+                except _DuplicateKey as e:
+                    nonblank += 1
+                    duplicated.add(f"{file}:{number}", _duplicate_message(number, e, line))
+                    continue
                 nonblank += 1
-                bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
-                continue
-            nonblank += 1
-            if obj.__class__ is not dict:
-                kind = kinds.get(type(obj), type(obj).__name__)
-                not_object.add(
-                    f"{file}:{number}",
-                    f"line {number} holds {kind}, expected a JSON object: {_snippet(line.strip())}",
-                )
-                continue
-            chunk.append(obj)
-            lines.append(number)
-            if len(chunk) >= _JSONL_CHUNK:
-                flush()
-    flush()
+                if obj.__class__ is not dict:
+                    kind = kinds.get(type(obj), type(obj).__name__)
+                    not_object.add(
+                        f"{file}:{number}",
+                        f"line {number} holds {kind}, expected a JSON object: {_snippet(line.strip())}",
+                    )
+                    continue
+                if ("\\ud" in line or "\\uD" in line) and _has_lone_surrogate(obj):
+                    escape = _lone_surrogate_escape(line)
+                    escape = f" {escape}" if escape else ""
+                    surrogates.add(
+                        f"{file}:{number}",
+                        f"line {number} holds a lone UTF-16 surrogate{escape} (half of an escaped pair, "
+                        f"not a character; it cannot be written as UTF-8): {_snippet(line.strip())}",
+                    )
+                    continue
+                chunk.append(obj)
+                lines.append(number)
+                if len(chunk) >= _JSONL_CHUNK:
+                    flush()
     flush()
 
     problems: list[Problem] = []
     if nonblank == 0:
+        if not whole:
+            return {c: [] for c in wanted}, Locator(file, [], "line"), problems
         problems.append(
             Problem(
                 where=file,
@@ -679,7 +1121,7 @@ def read_jsonl_columns(
             )
         )
         return {}, Locator(file, [], "line"), problems
-    problems += bad_json.problems() + not_object.problems()
+    problems += bad_json.problems() + not_object.problems() + duplicated.problems() + surrogates.problems()
     if lines:
         missing = [c for c in wanted if c not in keys]
         problems += _missing_columns(
@@ -692,22 +1134,35 @@ def read_jsonl_columns(
     return columns, Locator(file, lines, "line"), problems
 
 
+def _duplicate_message(number: int, e: _DuplicateKey, line: str) -> str:
+    return (f"line {number}: the key {e.args[0]!r} appears twice in one object (a JSON reader keeps "
+            f"only one of its values): {_snippet(line.strip())}")
+
+
 def read_parquet_columns(
-    path: Path, file: str, wanted: list[str], id_column: str, hint: str
+    path: Path, file: str, wanted: list[str], id_column: str, hint: str,
+    *, max_record_bytes: int | None = None, whole: bool = True,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
-    """Raw value columns of a Parquet file (Python objects from pyarrow)."""
+    """Raw value columns of a Parquet file (Python objects from pyarrow).
+
+    A row whose text and binary values (of the ``wanted`` columns) add up to more than
+    ``max_record_bytes`` raises InputError; so does a file without rows when ``whole``.
+    String values that are not valid UTF-8 are a problem naming the column and the row.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     problems: list[Problem] = []
     try:
-        schema = pq.read_schema(path)
-        present = list(schema.names)
-        missing = [c for c in wanted if c not in present]
-        problems += _missing_columns(missing, present, file, id_column, hint)
-        read = [c for c in wanted if c in present]
-        table = pq.read_table(path, columns=read)
+        with _open_data_file(path, file, hint) as f:
+            schema = pq.read_schema(f)
+            present = list(schema.names)
+            missing = [c for c in wanted if c not in present]
+            problems += _missing_columns(missing, present, file, id_column, hint)
+            read = [c for c in wanted if c in present]
+            f.seek(0)
+            table = pq.read_table(f, columns=read)
     except (pa.ArrowException, OSError) as e:
         raise InputError(
             Problem(
@@ -717,7 +1172,10 @@ def read_parquet_columns(
                 "(e.g. pyarrow.parquet.read_table or parquet-tools can open it)",
             )
         ) from None
-    columns: dict[str, list[Any]] = {}
+    if whole and table.num_rows == 0 and not problems:
+        problems.append(Problem(where=file, message=f"the Parquet file has no rows{hint}: a source without any record",
+                                fix="point the path to the file that holds the data"))
+    arrow: dict[str, Any] = {}
     for c in read:
         col = table.column(c)
         t = col.type
@@ -737,8 +1195,58 @@ def read_parquet_columns(
                     )
                 )
                 continue
-        columns[c] = col.to_pylist()
+        arrow[c] = col
+    if max_record_bytes is not None:
+        _parquet_sizes(arrow, file, hint, max_record_bytes)
+    columns: dict[str, list[Any]] = {}
+    for c, col in arrow.items():
+        try:
+            columns[c] = col.to_pylist()
+        except UnicodeDecodeError:  # a string column written without UTF-8 validation
+            row = _first_bad_utf8(col)
+            problems.append(
+                Problem(
+                    where=file,
+                    path=f"row {row}, column {c!r}",
+                    message=f"column {c!r} holds a string that is not valid UTF-8 (row {row}){hint}",
+                    fix="store text columns as valid UTF-8 strings",
+                )
+            )
     return columns, Locator(file, None, "row"), problems
+
+
+def _parquet_sizes(arrow: dict[str, Any], file: str, hint: str, limit: int) -> None:
+    """InputError if a row's text/binary values add up to more than ``limit`` bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total: Any = None
+    for col in arrow.values():
+        t = col.type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t)):
+            continue
+        sizes = pc.fill_null(pc.cast(pc.binary_length(col), pa.int64()), 0)
+        total = sizes if total is None else pc.add(total, sizes)
+    if total is None or len(total) == 0:
+        return
+    biggest = pc.max(total).as_py()
+    if biggest is not None and biggest > limit:
+        row = int(pc.index(total, biggest).as_py())
+        raise InputError(_too_big_problem(file, row + 1, int(biggest), limit, hint, "row", None))
+
+
+def _first_bad_utf8(col: Any) -> int:
+    """The 1-based row of the first value of a string column that is not valid UTF-8."""
+    import pyarrow as pa
+
+    for i, value in enumerate(col.cast(pa.large_binary()).to_pylist()):
+        if value is not None:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                return i + 1
+    return 0
 
 
 def check_ids(
@@ -828,6 +1336,8 @@ def read_source(
     where: str | None = None,
     layout: str = "wide",
     byte_range: tuple[int, int] | None = None,
+    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
+    follow_symlinks: bool = False,
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
 
@@ -860,6 +1370,22 @@ def read_source(
     where:
         Optional location of the source in the job file (e.g.
         ``"job.yaml: sources[0].path"``), mentioned in file-level messages.
+    max_record_mb:
+        The largest record accepted (a source's ``max_record_mb``; ``None``:
+        no limit), in MB (2**20 bytes) of its UTF-8 text as it is in the
+        file: a JSON Lines line, a CSV/TSV row (all its cells and
+        separators, quoted newlines included), the text and binary values of
+        a Parquet row, a page file of a folder. A larger record raises
+        InputError naming it (file:line, its id when it can be told, its
+        size and the limit) as soon as it is met: data files are read in a
+        stream (1 MB at a time, gzip decompressed as it is read), so a
+        decompression bomb of one giant line is refused after reading
+        ``max_record_mb``, and memory holds the records kept, not the file.
+    follow_symlinks:
+        Page folders only (see :func:`er_framework.io.html.read_html_dir`).
+
+    Only regular files are read: a path that is a FIFO, a device or a socket
+    is refused (InputError) before it is opened.
 
     Returns
     -------
@@ -876,7 +1402,8 @@ def read_source(
     """
     p = Path(path)
     if _is_page_folder(p):
-        return read_source_with_stats(p, id_column=id_column, fields=fields, name=name, where=where)[0]
+        return read_source_with_stats(p, id_column=id_column, fields=fields, name=name, where=where,
+                                      max_record_mb=max_record_mb, follow_symlinks=follow_symlinks)[0]
     file = str(path)
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     problems = _check_path(p, file, hint, where)
@@ -892,8 +1419,9 @@ def read_source(
         file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
     else:
         byte_range = None
-    read = _read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range)
-    if read is None:  # no line starts in this byte range
+    read = _read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range,
+                             record_limit(max_record_mb))
+    if read is None or not read[0] and not read[2]:  # no line starts in this byte range
         return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
                        fields={f: [] for f in fields})
     columns, loc, problems = read
@@ -926,23 +1454,49 @@ def _read_raw_columns(
     id_column: str,
     hint: str,
     byte_range: tuple[int, int] | None,
+    limit: int | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]] | None:
     """The raw columns of a data file of format ``fmt`` (of the lines starting in ``byte_range``
-    of an uncompressed text file); ``None`` when no line starts in that range."""
+    of an uncompressed text file); ``None`` when no line starts in that range. Text files are
+    read in a stream (see :func:`_text_chunks`); ``limit``: the largest record, in bytes."""
     if fmt == "parquet":
-        return read_parquet_columns(p, file, wanted, id_column, hint)
-    if byte_range is not None:
-        raw, lines = _read_range(p, byte_range[0], byte_range[1], header=fmt in ("csv", "tsv"))
-        if not lines.strip():
-            return None
-    else:
-        raw = read_bytes(p, compressed, file, hint)
-    text = decode_utf8(raw, file, compressed, hint)
-    del raw
-    if fmt == "jsonl":
-        return read_jsonl_columns(text, file, wanted, id_column, hint)
-    delimiter = "\t" if fmt == "tsv" else ","
-    return read_csv_columns(text, file, delimiter, wanted, id_column, hint)
+        return read_parquet_columns(p, file, wanted, id_column, hint, max_record_bytes=limit)
+    ids = _RecordIds(fmt, id_column)
+    with _open_data_file(p, file, hint) as raw:
+        f: BinaryIO = raw
+        pieces: Iterable[tuple[str, int]]
+        if byte_range is not None:
+            start, end = byte_range
+            head = _range_start(f, start, fmt in ("csv", "tsv"), limit, file, hint)
+            pos = f.tell()
+            if pos >= end:
+                return None
+            body = _text_chunks(f, file, False, hint, limit, stop=end, offset=pos,
+                                first_line=2 if head else 1, ids=ids)
+            if head:
+                pieces = chain([(_decode_head(head, file, hint), 1)], body)
+            else:
+                pieces = body
+        else:
+            if compressed:
+                f = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+            pieces = _text_chunks(f, file, compressed, hint, limit, ids=ids)
+        whole = byte_range is None
+        if fmt == "jsonl":
+            return read_jsonl_columns(pieces, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole,
+                                      ids=ids)
+        delimiter = "\t" if fmt == "tsv" else ","
+        return read_csv_columns(pieces, file, delimiter, wanted, id_column, hint, max_record_bytes=limit,
+                                whole=whole, ids=ids)
+
+
+def _decode_head(head: bytes, file: str, hint: str) -> str:
+    """The header record of a CSV file read for a byte range (a UTF-8 BOM dropped)."""
+    body = head[3:] if head.startswith(codecs.BOM_UTF8) else head
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(_utf8_problem(body, e.start, 1, len(head) - len(body), file, False, hint)) from None
 
 
 def _field_texts(columns: dict[str, list[Any]], fields: Sequence[str], fmt: str) -> dict[str, list[str | None]]:
@@ -992,6 +1546,8 @@ def read_source_with_stats(
     name: str,
     where: str | None = None,
     layout: str = "wide",
+    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
+    follow_symlinks: bool = False,
 ) -> tuple[Records, dict[str, Any]]:
     """:func:`read_source`, plus the reader's stats for ``report.json``.
 
@@ -1002,8 +1558,10 @@ def read_source_with_stats(
     p = Path(path)
     if _is_page_folder(p):
 
-        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where)
-    return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout), {}
+        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where,
+                             max_record_mb=max_record_mb, follow_symlinks=follow_symlinks)
+    return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout,
+                       max_record_mb=max_record_mb), {}
 
 
 # --------------------------------------------------------------------------

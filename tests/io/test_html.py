@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,14 +239,16 @@ def test_unreadable_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (folder / "ok.html").write_text("<p>1</p>", encoding="utf-8")
     for k in range(12):
         (folder / f"secret-{k:02d}.html").write_text("<p>2</p>", encoding="utf-8")
-    real = Path.read_bytes
+    import er_framework.io.html as html_module
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name.startswith("secret"):
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    real = html_module.open_regular
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    def open_regular(path: Path, **kw: Any) -> Any:
+        if Path(path).name.startswith("secret"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, **kw)
+
+    monkeypatch.setattr(html_module, "open_regular", open_regular)
     with pytest.raises(InputError) as exc:
         read_html_dir(folder, id_column="id", fields=["html", "titel"], name="web")
     problems = exc.value.problems

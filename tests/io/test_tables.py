@@ -183,9 +183,13 @@ def test_id_column_may_also_be_a_field(tmp_path: Path) -> None:
     assert read(path, ["id", "t"]).fields == {"id": ["1"], "t": ["a"]}
 
 
-def test_header_only_csv_gives_no_records(tmp_path: Path) -> None:
+def test_header_only_csv_is_an_error(tmp_path: Path) -> None:
+    # issue 18 case 22: a source without any record is an error, not an empty result
     path = write_csv(tmp_path / "d.csv", [["id", "t"]])
-    recs = read(path, ["t"])
+    with pytest.raises(InputError, match="has a header but no rows"):
+        read(path, ["t"])
+    # one partition of a file may hold no row: that is not an error
+    recs = read_source(path, id_column="id", fields=["t"], name="src", byte_range=(0, 3))
     assert len(recs) == 0 and recs.fields == {"t": []}
 
 
