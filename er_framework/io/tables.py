@@ -525,13 +525,12 @@ def _too_big_problem(file: str, line: int, size: int, limit: int, hint: str, uni
     """The problem for a record larger than ``max_record_mb`` (``partial``: reading stopped
     at ``size`` bytes, the record is larger still)."""
     of = f" (id {_snippet(record_id, 40)})" if record_id else ""
-    amount = f"more than {mb_text(size)}" if partial else mb_text(size)
-    return Problem(
-        where=f"{file}:{line}",
-        message=f"the record on {unit} {line}{of} is {amount}, larger than the limit of "
-        f"{mb_text(limit)} (max_record_mb){hint}",
-        fix=RECORD_FIX,
-    )
+    if partial:
+        what = (f"is larger than the limit of {mb_text(limit)} (max_record_mb): reading stopped after "
+                f"{mb_text(size)} of it")
+    else:
+        what = f"is {mb_text(size)}, larger than the limit of {mb_text(limit)} (max_record_mb)"
+    return Problem(where=f"{file}:{line}", message=f"the record on {unit} {line}{of} {what}{hint}", fix=RECORD_FIX)
 
 
 class _RecordIds:
