@@ -35,8 +35,20 @@ Formats are chosen by extension: ``.csv``, ``.tsv`` (the csv module's
 ``.ndjson``, the gzip-compressed ``.csv.gz``, ``.tsv.gz``, ``.jsonl.gz``,
 ``.ndjson.gz``, and ``.parquet``.
 
+Hostile files (issue 18): data files are read in a stream, 1 MB at a time
+(gzip decompressed as it is read), so memory holds the records kept, not the
+file; a record larger than the source's ``max_record_mb`` (a JSON Lines line,
+a CSV/TSV row with its quoted newlines, a Parquet row's text) is refused as
+soon as it is met, naming file:line, its id when it can be told, the size and
+the limit. Only regular files are read: a FIFO, a device or a socket is
+refused before it is opened (and checked again on the open descriptor). A
+JSON object naming a key twice and a lone UTF-16 surrogate escape
+(``"\ud800"``, not a character) are problems, and a source without any record
+(a CSV header without rows, an empty Parquet file) is an error.
+
 Note: reading CSV raises the csv module's process-wide field size limit to
-``2**31 - 1`` characters so that long documents can be read.
+``2**31 - 1`` characters so that long documents can be read (the record size
+guard is this module's own, per source).
 """
 
 from __future__ import annotations

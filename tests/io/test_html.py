@@ -427,3 +427,62 @@ def test_justext_failure_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     texts, stats = extract_text([page, None], boilerplate="drop")
     assert texts == [extract_text([page])[0][0], None]
     assert stats["boilerplate_fallbacks"] == 1 and stats["boilerplate_fallback_positions"] == [0]
+
+
+# ---------------------------------------------------------------- hostile pages (issue 18, case 11)
+
+
+def test_cap_depth_keeps_shallow_pages_and_flattens_deep_ones() -> None:
+    from er_framework.io.html import cap_depth, visible_text
+
+    shallow = "<html><body>" + "<div><p>a <b>b</b>c</p></div>" * 50 + "</body></html>"
+    assert cap_depth(shallow, 8) is shallow
+    deep = "<div>" * 30 + "<b>E</b>ntity <script>var x = '<div>hidden'</script><svg><text>SVG</text></svg> end" + "</div>" * 30
+    flat = cap_depth(deep, 10)
+    assert flat.count("<div>") == 10 and flat.count("</div>") == 10
+    text = visible_text(flat)[0]
+    assert text == visible_text(deep)[0] == "Entity end"
+
+
+def test_cap_depth_follows_implied_end_tags() -> None:
+    from er_framework.io.html import cap_depth
+
+    # 3000 unclosed <li> and <p> are siblings, not 3000 levels: nothing is flattened
+    page = "<ul>" + "<li>item" * 3000 + "</ul>" + "<p>para" * 3000
+    assert cap_depth(page, 16) is page
+
+
+def test_revise_paragraph_classification_matches_justext() -> None:
+    import random
+
+    from justext import core
+
+    from er_framework.io.html import revise_paragraph_classification
+
+    class P:
+        def __init__(self, cf: str, heading: bool, text: str) -> None:
+            self.cf_class, self.heading, self.text, self.class_type = cf, heading, text, ""
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        spec = [(rng.choice(["good", "bad", "short", "neargood"]), rng.random() < 0.3, "x" * rng.choice([0, 5, 150, 250]))
+                for _ in range(rng.randint(0, 25))]
+        ours, theirs = [P(*s) for s in spec], [P(*s) for s in spec]
+        core.revise_paragraph_classification(theirs)
+        revise_paragraph_classification(ours, core.MAX_HEADING_DISTANCE_DEFAULT)
+        assert [p.class_type for p in ours] == [p.class_type for p in theirs], spec
+
+
+def test_page_size_limit_and_skipped_links(tmp_path: Path) -> None:
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "a.html").write_text("<p>" + "x" * 3000 + "</p>", encoding="utf-8")
+    (folder / "b.html").write_text("<p>b</p>", encoding="utf-8")
+    (folder / "c.html").symlink_to(folder / "b.html")
+    with pytest.raises(InputError, match=r"a.html: the page is 0.00\d+ MB, larger than the limit of 0.00195 MB"):
+        read_html_dir(folder, id_column="id", fields=["html"], name="web", max_record_mb=2 / 1024)
+    records, stats = read_html_dir(folder, id_column="id", fields=["html"], name="web")
+    assert records.ids == ["a", "b"]
+    assert stats["skipped_symlinks"] == 1 and stats["skipped_symlink_examples"] == ["c.html"]
+    records, stats = read_html_dir(folder, id_column="id", fields=["html"], name="web", follow_symlinks=True)
+    assert records.ids == ["a", "b", "c"] and "skipped_symlinks" not in stats

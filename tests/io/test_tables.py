@@ -22,6 +22,7 @@ from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.tables import (
     MAX_ROW_PROBLEMS,
+    partition_ranges,
     read_clusters_csv,
     read_pairs_csv,
     read_source,
@@ -624,3 +625,46 @@ def test_jsonl_lines_are_split_lazily_like_str_split() -> None:
         assert list(split_lines(text)) == text.split("\n")
 
     check()
+
+
+# ---------------------------------------------------------------- hostile files (issue 18)
+
+
+def test_fifo_source_is_refused_before_opening(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    os.mkfifo(path)
+    with pytest.raises(InputError, match=r"is a named pipe \(FIFO\), not a regular file"):
+        read(path, ["t"])
+
+
+def test_duplicate_key_and_lone_surrogate_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "t": "x"}\n{"id": "b", "t": "y", "t": "z"}\n{"id": "c", "t": "\\udfff"}\n'
+                    '{"id": "d", "t": "\\ud83d\\ude00 ok"}\n{"id": "e", "n": {"k": 1, "k": 2}, "t": "w"}\n', encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read(path, ["t"])
+    text = problems_text(exc)
+    assert f"{path}:2: line 2: the key 't' appears twice" in text
+    assert f"{path}:5: line 5: the key 'k' appears twice" in text
+    assert f"{path}:3: line 3 holds a lone UTF-16 surrogate \\udfff" in text
+    assert ":4" not in text.replace(f"{path}:", "§")  # the pair on line 4 is a character
+
+
+def test_record_limit_counts_utf8_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("id,t\na,\"" + "é" * 600 + "\"\n", encoding="utf-8")  # 600 characters, 1200 bytes
+    with pytest.raises(InputError, match="larger than the limit"):
+        read(path, ["t"], max_record_mb=1000 / 2**20)
+    assert read(path, ["t"], max_record_mb=1300 / 2**20).fields["t"] == ["é" * 600]
+
+
+def test_csv_partition_ranges_cut_at_even_quote_parity(tmp_path: Path) -> None:
+    path = tmp_path / "q.csv"
+    path.write_bytes(b'id,t\na,"1\n2\n3"\nb,x\nc,"y\n"\n')
+    ranges = partition_ranges(path, 1)
+    assert ranges is not None
+    starts = [a for a, _ in ranges]
+    data = path.read_bytes()
+    # every range starts a record: after the header line, after line 'a' (3 lines), after 'b'
+    assert starts == [0, data.index(b"a,"), data.index(b"b,"), data.index(b"c,")]
+    assert ranges[-1][1] == len(data)
