@@ -45,8 +45,7 @@ def read_items(index: Any, path: str, source: str | None, flag: str = "FILE") ->
         more = "" if parent.is_dir() else f" (the folder {parent} does not exist either)"
         raise ErError(Problem(where=flag, message=f"no such file: {path}{more}",
                               fix=f"check the path; a relative path is relative to the current directory ({Path.cwd()})"))
-    recs, _ = read_source_with_stats(p, id_column=spec.id, fields=spec.fields, name=spec.name,
-                                     where=f"items for source {spec.name!r}")
+    recs, _ = read_source_with_stats(p, where=f"items for source {spec.name!r}", **spec.read_options())
     return recs
 
 

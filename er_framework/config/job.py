@@ -404,8 +404,15 @@ class SourceSpec(_Strict):
     )
     max_record_mb: float = Field(
         default=16.0, gt=0,
-        description="largest record accepted, in MB of its fields' text as read (a bigger one is refused, naming it)",
+        description="largest record accepted, in MB as written in the file (a JSONL line, a CSV row, a page file): "
+        "a bigger one is refused, naming it",
     )
+
+    def read_options(self) -> dict[str, Any]:
+        """The readers' keyword arguments for this source (``io.tables.read_source`` and friends)."""
+        return {"id_column": self.id, "fields": self.fields, "name": self.name, "layout": self.layout,
+                "max_record_mb": self.max_record_mb,
+                "follow_symlinks": self.html.follow_symlinks if self.html is not None else False}
 
 
 class ExactSpec(_Strict):

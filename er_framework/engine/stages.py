@@ -71,10 +71,8 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
         st: dict[str, Any] = {}
         for path in job.source_paths(i):
             try:
-                recs, st_file = read_source_with_stats(
-                    path, id_column=src.id, fields=src.fields, name=src.name,
-                    where=f"{job.config_path}: sources[{i}]", layout=src.layout,
-                )
+                recs, st_file = read_source_with_stats(path, where=f"{job.config_path}: sources[{i}]",
+                                                       **src.read_options())
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue

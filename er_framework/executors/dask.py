@@ -55,6 +55,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import socket
 import sys
 import threading
 import time
@@ -152,8 +154,7 @@ def _read(ref: JobRef, part: Part) -> Records:
     """The partition's records, read and normalized by the engine's stages (as the local executor does)."""
     eng = _engine(ref)
     spec = eng.job.spec.sources[part.source]
-    recs = read_source(part.path, id_column=spec.id, fields=spec.fields, name=spec.name,
-                       where=f"sources[{part.source}]", layout=spec.layout, byte_range=part.byte_range)
+    recs = read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, **spec.read_options())
     stages.html_to_text(eng.job, part.source, recs)
     recs = stages.normalize(eng.job, recs)[0]
     recs.source[:] = part.source
@@ -602,13 +603,114 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
             cluster.close()
 
         return client, close
-    try:
-        client = Client(ex.address, timeout="30s")
-    except OSError as exc:
-        raise ErError(Problem(where=str(job.config_path), path="executor.address",
-                              message=f"cannot reach the Dask scheduler at {ex.address}: {exc}",
-                              fix="start it (dask scheduler) and its workers (dask worker ADDRESS), or fix the address")) from None
+    client = connect(Client, str(ex.address), str(job.config_path))
     return client, client.close
+
+
+#: seconds to connect to a scheduler and register with it (a silent or black-holed address fails after this)
+CONNECT_TIMEOUT_S = 30
+#: what a scheduler's address looks like: [SCHEME://]HOST:PORT (HOST a name, an IPv4 or a [bracketed IPv6])
+ADDRESS_RE = re.compile(r"(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def address_problem(address: str) -> str | None:
+    """Why ``address`` cannot be a Dask scheduler's address (``None``: it has the shape of one)."""
+    m = ADDRESS_RE.fullmatch(address)
+    if m is None:
+        return "not an address of the form [tcp://]HOST:PORT"
+    if not 0 < int(m.group(3)) < 65536:
+        return f"the port {m.group(3)} is not a port number (1-65535)"
+    return None
+
+
+def _probe(address: str) -> str | None:
+    """A plain TCP connection to a tcp:// (or tls, ws, wss) address: why it fails (refused, unknown host, silent).
+
+    Dask's own connect retries a refused port until its timeout; this says at
+    once what the operating system says.
+    """
+    m = ADDRESS_RE.fullmatch(address)
+    if m is None or m.group(1) == "ucx":
+        return None
+    host = m.group(2).strip("[]")
+    try:
+        socket.create_connection((host, int(m.group(3))), timeout=CONNECT_TIMEOUT_S).close()
+    except socket.gaierror as exc:
+        return f"unknown host {host!r} ({exc.strerror or exc})"
+    except TimeoutError:
+        return f"no answer within {CONNECT_TIMEOUT_S} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+class _Silent(Exception):
+    """The call given to :func:`_within` did not return in time."""
+
+
+def _within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread: its result or its exception, or :class:`_Silent` after ``seconds``.
+
+    distributed's ``Client(address, timeout=…)`` bounds the TCP connect but
+    not the handshake read that follows (distributed 2026.8: ``comm.core.connect``
+    awaits ``comm.read()`` with no timeout), so a server that accepts and
+    stays silent would hang the run forever. The thread left waiting is a
+    daemon: it does not keep the process alive.
+    """
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="er-dask-connect", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise _Silent()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def connect(client_class: Any, address: str, config_path: str) -> Any:
+    """A ``Client`` connected to the scheduler at ``address`` within :data:`CONNECT_TIMEOUT_S`, or a message.
+
+    Whatever goes wrong while connecting is the address's fault as far as
+    the user can tell: a malformed address, a refused or silent port, or a
+    service that does not speak Dask's protocol (an HTTP server's reply read
+    as a frame length asks for exabytes: a ``MemoryError``). So every
+    exception of this step becomes one message naming the address and the
+    ``executor.address`` setting; nothing is run before it.
+    """
+    fix = ("check executor.address (tcp://HOST:8786, the address the scheduler prints when it starts); "
+           "start the scheduler (dask scheduler) and its workers (dask worker ADDRESS), "
+           "or run on this machine with executor: {type: dask, local_cluster: {n_workers: 2}}")
+
+    def refuse(reason: str) -> ErError:
+        return ErError(Problem(where=config_path, path="executor.address",
+                               message=f"could not connect to the Dask scheduler at {address}: {reason}", fix=fix))
+
+    why = address_problem(address) or _probe(address)
+    if why is not None:
+        raise refuse(why)
+    try:
+        return _within(CONNECT_TIMEOUT_S + 5, lambda: client_class(address, timeout=f"{CONNECT_TIMEOUT_S}s"))
+    except _Silent:
+        raise refuse(f"a connection was accepted but no Dask handshake came within {CONNECT_TIMEOUT_S} s "
+                     "(is a Dask scheduler listening there?)") from None
+    except MemoryError:
+        raise refuse("the service there does not speak the Dask protocol (its answer was read as a message "
+                     "of an impossible size)") from None
+    except (TimeoutError, OSError) as exc:  # refused, unreachable, silent, closed (CommClosedError is an OSError)
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, TimeoutError) or "Timed out" in reason:
+            reason = f"no answer within {CONNECT_TIMEOUT_S} s ({reason})"
+        raise refuse(reason) from None
+    except Exception as exc:  # noqa: BLE001 - any other failure of the handshake: a service that is not Dask
+        raise refuse(f"the service there does not speak the Dask protocol ({type(exc).__name__}: {exc})") from None
 
 
 def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,

@@ -14,8 +14,8 @@ So:
    outputs, where the whole set is written (and report.html drawn from it).
    While the run lives it holds a lock on ``.er-tmp-*/.alive``: a stage
    whose lock is free belongs to a dead run and is removed by the next one.
-3. :meth:`OutputStage.commit` takes the folder's exclusive lock
-   (``OUT/.er-lock``), writes a journal (``OUT/.er-commit.json``: the stage,
+3. :meth:`OutputStage.commit` takes the folder's exclusive lock (``flock``
+   on the folder itself, so no lock file is left), writes a journal (``OUT/.er-commit.json``: the stage,
    the files it brings and the stale outputs it removes), removes the stale
    outputs (``candidates.csv`` of an earlier run that wrote none, CSV beside
    new Parquet, …), moves every staged file into place and deletes the
@@ -55,7 +55,6 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "JOURNAL",
-    "LOCK",
     "OUTPUT_NAMES",
     "STAGE_PREFIX",
     "OutputDir",
@@ -70,7 +69,6 @@ __all__ = [
 OUTPUT_NAMES = frozenset(
     f"{t}.{ext}" for t in ("pairs", "clusters", "candidates") for ext in ("csv", "parquet")
 ) | {"report.json", "report.html", "evaluation.json"}
-LOCK = ".er-lock"
 JOURNAL = ".er-commit.json"
 STAGE_PREFIX = ".er-tmp-"
 _ALIVE = ".alive"
@@ -175,7 +173,7 @@ def _foreign_entries(folder: Path) -> list[str]:
         return []  # unreadable: _check_writable says why
     ours = is_er_output(folder)
     return [e + ("/" if (folder / e).is_dir() else "") for e in entries
-            if e not in ours and e not in (LOCK, JOURNAL) and not e.startswith(STAGE_PREFIX)]
+            if e not in ours and e != JOURNAL and not e.startswith(STAGE_PREFIX)]
 
 
 def _check_writable(folder: Path, where: str) -> None:
@@ -202,11 +200,11 @@ def _check_writable(folder: Path, where: str) -> None:
 
 @contextlib.contextmanager
 def _folder_lock(out: Path) -> Iterator[None]:
-    """The folder's exclusive lock (blocking; released when the process dies)."""
+    """The folder's exclusive lock (``flock`` on the folder; blocking; released when the process dies)."""
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(out, os.O_RDONLY)  # the folder itself is locked: no lock file is left behind
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -457,8 +457,7 @@ def _example_records(
             ids_wanted = {rid for s, rid in wanted if s == src.name}
             if not ids_wanted:
                 continue
-            files = [read_source(f, id_column=src.id, fields=src.fields, name=src.name,
-                                 where=f"{path}: sources[{i}]", layout=src.layout) for f in job.source_paths(i)]
+            files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
             recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
             rows = [j for j, rid in enumerate(recs.ids) if rid in ids_wanted]
             html_cols = set((src.html.fields or src.fields) if src.html is not None else [])

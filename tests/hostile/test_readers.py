@@ -235,8 +235,6 @@ def test_page_folder_of_links_only_is_an_error(er: Er, tmp_path: Path) -> None:
     ran.assert_clean_error(2, "could be read", "leak.html", "html.follow_symlinks: true")
 
 
-@pytest.mark.xfail(reason="needs engine/stages.py to pass follow_symlinks=src.html.follow_symlinks to "
-                          "read_source_with_stats (reported to the lead)", strict=False)
 def test_follow_symlinks_reads_links_to_regular_files_only(er: Er, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere.html"
     other.write_text("<p>LINKED page text</p>", encoding="utf-8")
