@@ -3,16 +3,56 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from er_framework.kernels.parallel import resolve_workers
 
-__all__ = ["progress_bar", "run_with_progress", "stderr", "workers_arg"]
+__all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "workers_arg"]
 
 
 def stderr(msg: str) -> None:
     print(msg, file=sys.stderr)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP received: unwinds like Ctrl-C (``finally`` blocks run, worker processes are stopped).
+
+    A ``BaseException`` (like ``KeyboardInterrupt``), so no ``except Exception`` swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process ended by that signal (143 for SIGTERM)."""
+        return 128 + self.signum
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """Inside: SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (the previous handlers are
+    restored after). Only the main thread can set handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    old = {sig: signal.signal(sig, _raise_terminated) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def progress_bar(quiet: bool) -> tuple[Callable[[str], None] | None, Callable[[], None]]:

@@ -13,8 +13,13 @@
     er index add|remove|info PATH ...       grow or shrink it; stable cluster ids
     er query PATH --text T [--top-k K]      near-duplicates of new items (JSON lines)
 
+    er --debug COMMAND ...                  a full traceback on an unexpected error (or ER_DEBUG=1)
+
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
-traceback), 130 interrupted.
+traceback), also out of memory (a message naming the settings that bound
+memory), 1 an unexpected error (a bug: one line on stderr, the traceback
+with ``--debug``), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; 129
+SIGHUP). Worker processes never outlive ``er``.
 """
 
 from __future__ import annotations
@@ -25,8 +30,18 @@ import sys
 from collections.abc import Sequence
 
 from er_framework.cli import evaluate, index, plugins, report, run, schema, synth, tune, validate
-from er_framework.cli.common import stderr
+from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
 from er_framework.errors import ErError
+from er_framework.kernels.parallel import WorkerDied
+
+#: environment variable that turns ``--debug`` on (any value but "", "0")
+DEBUG_ENV = "ER_DEBUG"
+
+#: what bounds memory, for the out-of-memory message
+MEMORY_SETTINGS = (
+    "chunk_records and token_memory_mb of the job bound the shingling and verification stages, "
+    "max_block_size / window the candidate pairs, workers the copies held by worker processes"
+)
 
 #: The verbs in the order ``er --help`` lists them: one module each, with its ``cmd_*`` and its
 #: ``add_parser(sub)`` (:mod:`er_framework.cli.index` adds ``index`` and ``query``).
@@ -38,10 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="er",
         description="er-framework: find records that refer to the same thing, at scale.",
     )
+    parser.add_argument(
+        "--debug", action="store_true",
+        help=f"a full traceback on an unexpected error (also {DEBUG_ENV}=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb in VERBS:
         verb.add_parser(sub)
     return parser
+
+
+def debug_on(args: argparse.Namespace) -> bool:
+    """``--debug`` given, or ``ER_DEBUG`` set to anything but "" or "0"."""
+    return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,17 +74,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    debug = debug_on(args)
     try:
-        return int(args.func(args))
+        with signals_as_exceptions():
+            return int(args.func(args))
     except ErError as exc:
         stderr(exc.render())
         return exc.exit_code
     except KeyboardInterrupt:
         stderr("interrupted")
         return 130
+    except Terminated as exc:
+        stderr(f"terminated ({exc})")
+        return exc.exit_code
     except BrokenPipeError:  # output piped into head & co.: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except MemoryError as exc:
+        if debug:
+            raise
+        detail = f": {exc}" if str(exc) else ""
+        stderr(f"er: out of memory (MemoryError{detail}): the job needs more memory than this process may use; "
+               f"{MEMORY_SETTINGS} (lower them); rerun with --debug for the traceback")
+        return 2
+    except WorkerDied as exc:
+        if debug:
+            raise
+        stderr(f"er: {exc}")
+        return 1
+    except Exception as exc:  # last resort: a bug, one line (the traceback with --debug)
+        if debug:
+            raise
+        stderr(f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
+               f"--debug (or {DEBUG_ENV}=1) for the traceback and report it")
+        return 1
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (whitespace runs folded), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,21 +10,32 @@ workers and any block size (tests check both).
 
 ``workers`` in a job (``workers: 2`` or ``auto``) reaches components through
 :attr:`er_framework.components.Context.workers`.
+
+Python work that holds the GIL (normalizers) runs on forked processes
+instead (:func:`map_processes`); those workers die with the process that
+started them, whatever ends it (SIGKILL, SIGTERM, the OOM killer, Ctrl-C).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 
-__all__ = ["available_cores", "map_ordered", "map_row_blocks", "resolve_workers", "row_blocks", "split_sizes"]
+__all__ = [
+    "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes", "map_row_blocks", "resolve_workers",
+    "row_blocks", "split_sizes",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -62,6 +73,114 @@ def map_ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> list[
         return [fn(x) for x in todo]
     with ThreadPoolExecutor(max_workers=min(workers, len(todo)), thread_name_prefix="er-worker") as pool:
         return list(pool.map(fn, todo))
+
+
+#: Linux ``prctl`` option: the signal a process gets when its parent dies
+PR_SET_PDEATHSIG = 1
+#: whether workers ask the kernel for that signal (Linux); elsewhere the watchdog thread alone
+USE_PDEATHSIG = sys.platform.startswith("linux")
+#: seconds between two checks of the parent by a worker's watchdog thread (the portable fallback)
+WATCHDOG_SECONDS = 0.25
+#: signals blocked while workers are forked, so that none reaches a worker before it set its handlers
+_FORK_MASK = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if hasattr(signal, "SIGHUP") else {signal.SIGINT, signal.SIGTERM}
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of :func:`map_processes` ended abruptly (killed by a signal, e.g. the OOM killer)."""
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_SECONDS)
+        if os.getppid() != parent:  # the parent died: this process was re-parented
+            os._exit(1)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this (forked worker) process end when the process ``parent`` ends, on any signal.
+
+    * SIGINT is ignored: Ctrl-C reaches the whole process group of a terminal,
+      and only the parent acts on it (it stops the workers and says
+      "interrupted"), so no worker prints a KeyboardInterrupt traceback;
+      SIGTERM and SIGHUP get their default action (end the process), not a
+      handler inherited from the parent.
+    * Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills this
+      process when its parent dies, even by SIGKILL or the OOM killer. The
+      parent may already be gone by then, so ``getppid()`` is checked after.
+    * Everywhere (macOS has no PDEATHSIG): a daemon thread checks
+      ``getppid()`` every :data:`WATCHDOG_SECONDS` and ends the process
+      (``os._exit``) when it changed.
+
+    Called as the initializer of the workers of :func:`map_processes`, which
+    forks them with :data:`_FORK_MASK` blocked; unblocked here once the
+    handlers are set.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in _FORK_MASK - {signal.SIGINT}:
+        signal.signal(sig, signal.SIG_DFL)
+    if USE_PDEATHSIG:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog alone
+            pass
+    if os.getppid() != parent:  # died before PDEATHSIG was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="er-parent-watchdog", daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_MASK)
+
+
+def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers: int) -> list[R]:
+    """``[fn(*a) for a in args]`` on up to ``workers`` forked processes, results in input order.
+
+    For Python work that holds the GIL. ``fn`` and the arguments are pickled
+    to the workers and the results back. With ``workers <= 1`` or a single
+    task everything runs in this process. The workers die with this process
+    (:func:`die_with_parent`: SIGKILL, the OOM killer, SIGTERM …; Ctrl-C is
+    the parent's alone), and when this call ends by an exception
+    (KeyboardInterrupt, a SIGTERM turned into an exception, an error of
+    ``fn``) the workers still running are killed before it propagates, so
+    nothing is left behind and nothing waits for them. Call it from the
+    thread that lives as long as the call (PDEATHSIG follows the forking
+    thread); the workers are forked here, by the first submit.
+    """
+    todo = list(args)
+    if workers <= 1 or len(todo) <= 1:
+        return [fn(*a) for a in todo]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(todo)), mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+    )
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_MASK)
+        try:  # fork-context pools start every worker at the first submit, in this thread
+            futures = [pool.submit(fn, *a) for a in todo]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        try:
+            results = [f.result() for f in futures]
+        except BrokenProcessPool as exc:
+            raise WorkerDied(
+                f"a worker process ended abruptly ({exc}); when memory runs out the OOM killer ends the largest "
+                "process: use fewer workers (workers: 1 runs this step in the main process) or more memory"
+            ) from exc
+    except BaseException:
+        # the pool's own shutdown would wait for the running tasks: kill them first; then the pool's
+        # thread sees them gone and ends, and the shutdown waits for it (were it still running at
+        # interpreter exit, concurrent.futures' exit hook could write to its closed wakeup pipe)
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return results
 
 
 def split_sizes(sizes: npt.ArrayLike, target: int) -> list[tuple[int, int]]:

@@ -63,3 +63,117 @@ def test_an_error_is_a_message_and_exit_code_2(tmp_path: Path, capsys: pytest.Ca
     assert main(["validate", str(tmp_path / "none.yaml")]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "none.yaml" in captured.err and "Traceback" not in captured.err
+
+
+# ---------------------------------------------------------------- the last-resort handler (issue 18, case 18)
+
+
+def fail_with(exc: BaseException) -> object:
+    def cmd(args: object) -> int:
+        raise exc
+
+    return cmd
+
+
+@pytest.fixture
+def schema_fails(monkeypatch: pytest.MonkeyPatch) -> object:
+    """``er schema`` raising the given exception (its cmd replaced before main builds the parser)."""
+    from er_framework.cli import schema
+
+    monkeypatch.delenv("ER_DEBUG", raising=False)
+
+    def set_exc(exc: BaseException) -> None:
+        monkeypatch.setattr(schema, "cmd_schema", fail_with(exc))
+
+    return set_exc
+
+
+def test_an_unexpected_error_is_one_line_and_exit_1(schema_fails: object, capsys: pytest.CaptureFixture[str]) -> None:
+    schema_fails(RuntimeError("boom\n  on a second line"))  # type: ignore[operator]
+    assert main(["schema"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("er: internal error: RuntimeError: boom on a second line; this is a bug")
+    assert "--debug" in err and "ER_DEBUG=1" in err
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_debug_shows_the_traceback(schema_fails: object, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    schema_fails(RuntimeError("boom"))  # type: ignore[operator]
+    argv = ["--debug", "schema"] if how == "flag" else ["schema"]
+    if how == "env":
+        monkeypatch.setenv("ER_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(argv)
+
+
+def test_er_debug_0_is_off(schema_fails: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema_fails(KeyError("x"))  # type: ignore[operator]
+    monkeypatch.setenv("ER_DEBUG", "0")
+    assert main(["schema"]) == 1
+
+
+def test_out_of_memory_is_a_message_naming_the_settings(schema_fails: object, capsys: pytest.CaptureFixture[str]) -> None:
+    schema_fails(MemoryError())  # type: ignore[operator]
+    assert main(["schema"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("er: out of memory") and "Traceback" not in err and err.count("\n") == 1
+    assert "chunk_records" in err and "token_memory_mb" in err
+
+
+def test_a_dead_worker_is_a_message(schema_fails: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from er_framework.kernels.parallel import WorkerDied
+
+    schema_fails(WorkerDied("a worker process ended abruptly"))  # type: ignore[operator]
+    assert main(["schema"]) == 1
+    assert capsys.readouterr().err == "er: a worker process ended abruptly\n"
+
+
+def test_an_interrupt_keeps_its_code(schema_fails: object, capsys: pytest.CaptureFixture[str]) -> None:
+    schema_fails(KeyboardInterrupt())  # type: ignore[operator]
+    assert main(["schema"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_sigterm_unwinds_as_terminated_and_the_handler_is_restored(capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    from er_framework.cli import schema
+
+    def cmd(args: object) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("not reached: SIGTERM raises Terminated")
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(schema, "cmd_schema", cmd)
+    assert main(["schema"]) == 143
+    assert capsys.readouterr().err == "terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+BUGGY = """
+import sys
+from er_framework.cli import main, schema
+def cmd(args):
+    return {}["missing key"]
+schema.cmd_schema = cmd
+sys.exit(main.main(["schema"]))
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_whole_process_unexpected_error(debug: bool) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ER_DEBUG"}
+    if debug:
+        env["ER_DEBUG"] = "1"
+    res = subprocess.run([sys.executable, "-c", BUGGY], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 1
+    if debug:
+        assert "Traceback (most recent call last)" in res.stderr and "KeyError" in res.stderr
+    else:
+        assert res.stderr == ("er: internal error: KeyError: 'missing key'; this is a bug — rerun with --debug "
+                              "(or ER_DEBUG=1) for the traceback and report it\n")

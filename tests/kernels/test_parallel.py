@@ -1,0 +1,131 @@
+"""er_framework.kernels.parallel: map_processes (forked workers that die with their parent) and friends."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from er_framework.kernels.parallel import map_ordered, map_processes
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc")
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def pid_and_sigint() -> tuple[int, object]:
+    return os.getpid(), signal.getsignal(signal.SIGINT)
+
+
+def boom(x: int) -> int:
+    if x == 2:
+        raise ValueError(f"bad {x}")
+    return x
+
+
+def sleep_long(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_map_ordered_in_input_order() -> None:
+    assert map_ordered(lambda x: x * x, range(20), 4) == [x * x for x in range(20)]
+
+
+@linux_only
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_map_processes_is_the_serial_map(workers: int) -> None:
+    args = [(i, 10 * i) for i in range(7)]
+    assert map_processes(add, args, workers) == [a + b for a, b in args]
+
+
+@linux_only
+def test_workers_are_other_processes_that_ignore_ctrl_c() -> None:
+    got = map_processes(pid_and_sigint, [(), (), ()], 2)
+    assert all(pid != os.getpid() for pid, _ in got)
+    assert all(handler == signal.SIG_IGN for _, handler in got)
+    assert multiprocessing.active_children() == []
+
+
+@linux_only
+def test_an_error_of_fn_is_raised_and_no_worker_is_left() -> None:
+    with pytest.raises(ValueError, match="bad 2"):
+        map_processes(boom, [(i,) for i in range(4)], 2)
+    assert multiprocessing.active_children() == []
+
+
+@linux_only
+def test_an_interrupt_kills_the_running_workers() -> None:
+    """Ctrl-C while the workers run: KeyboardInterrupt here and the workers killed, not awaited
+    (a real SIGINT to the main thread, which waits for the results)."""
+    timer = threading.Timer(1.0, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            map_processes(sleep_long, [(600,), (600,)], 2)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 300  # a hang catcher: awaiting the tasks takes 600 s
+    assert multiprocessing.active_children() == []
+
+
+SCRIPT = """
+import os, sys, time
+from pathlib import Path
+import er_framework.kernels.parallel as parallel
+from er_framework.kernels.parallel import map_processes
+parallel.USE_PDEATHSIG = {pdeathsig}
+
+def work(path):
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(600)
+
+map_processes(work, [({a!r},), ({b!r},)], 2)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["pdeathsig", "watchdog"])
+def test_workers_die_when_their_parent_is_killed(tmp_path: Path, how: str) -> None:
+    """SIGKILL of the parent (nothing of it runs): the kernel's PDEATHSIG, or else the watchdog thread
+    (as on macOS: no prctl is made), ends the workers."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    code = textwrap.dedent(SCRIPT.format(pdeathsig=how == "pdeathsig", a=str(a), b=str(b)))
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (a.exists() and b.exists() and a.read_text() and b.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
+            time.sleep(0.02)
+        workers = [int(a.read_text()), int(b.read_text())]
+        assert all(alive(p) for p in workers)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(p) for p in workers)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
