@@ -607,8 +607,9 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
     return client, client.close
 
 
-#: seconds to connect to a scheduler and register with it (a silent or black-holed address fails after this)
-CONNECT_TIMEOUT_S = 30
+#: seconds to connect to a scheduler and register with it (a silent or black-holed address fails after this);
+#: the environment variable ER_DASK_CONNECT_TIMEOUT overrides it
+CONNECT_TIMEOUT_S = 30.0
 #: what a scheduler's address looks like: [SCHEME://]HOST:PORT (HOST a name, an IPv4 or a [bracketed IPv6])
 ADDRESS_RE = re.compile(r"(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
 
@@ -623,7 +624,17 @@ def address_problem(address: str) -> str | None:
     return None
 
 
-def _probe(address: str) -> str | None:
+def connect_timeout() -> float:
+    """:data:`CONNECT_TIMEOUT_S`, or the seconds in ``ER_DASK_CONNECT_TIMEOUT`` (a positive number)."""
+    text = os.environ.get("ER_DASK_CONNECT_TIMEOUT", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return CONNECT_TIMEOUT_S
+    return value if 0 < value < 86400 else CONNECT_TIMEOUT_S
+
+
+def _probe(address: str, seconds: float) -> str | None:
     """A plain TCP connection to a tcp:// (or tls, ws, wss) address: why it fails (refused, unknown host, silent).
 
     Dask's own connect retries a refused port until its timeout; this says at
@@ -634,11 +645,11 @@ def _probe(address: str) -> str | None:
         return None
     host = m.group(2).strip("[]")
     try:
-        socket.create_connection((host, int(m.group(3))), timeout=CONNECT_TIMEOUT_S).close()
+        socket.create_connection((host, int(m.group(3))), timeout=seconds).close()
     except socket.gaierror as exc:
         return f"unknown host {host!r} ({exc.strerror or exc})"
     except TimeoutError:
-        return f"no answer within {CONNECT_TIMEOUT_S} s"
+        return f"no answer within {seconds:g} s"
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
@@ -693,13 +704,14 @@ def connect(client_class: Any, address: str, config_path: str) -> Any:
         return ErError(Problem(where=config_path, path="executor.address",
                                message=f"could not connect to the Dask scheduler at {address}: {reason}", fix=fix))
 
-    why = address_problem(address) or _probe(address)
+    seconds = connect_timeout()
+    why = address_problem(address) or _probe(address, seconds)
     if why is not None:
         raise refuse(why)
     try:
-        return _within(CONNECT_TIMEOUT_S + 5, lambda: client_class(address, timeout=f"{CONNECT_TIMEOUT_S}s"))
+        return _within(seconds + 5, lambda: client_class(address, timeout=f"{seconds}s"))
     except _Silent:
-        raise refuse(f"a connection was accepted but no Dask handshake came within {CONNECT_TIMEOUT_S} s "
+        raise refuse(f"a connection was accepted but no Dask handshake came within {seconds:g} s "
                      "(is a Dask scheduler listening there?)") from None
     except MemoryError:
         raise refuse("the service there does not speak the Dask protocol (its answer was read as a message "
@@ -707,7 +719,7 @@ def connect(client_class: Any, address: str, config_path: str) -> Any:
     except (TimeoutError, OSError) as exc:  # refused, unreachable, silent, closed (CommClosedError is an OSError)
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, TimeoutError) or "Timed out" in reason:
-            reason = f"no answer within {CONNECT_TIMEOUT_S} s ({reason})"
+            reason = f"no answer within {seconds:g} s ({reason})"
         raise refuse(reason) from None
     except Exception as exc:  # noqa: BLE001 - any other failure of the handshake: a service that is not Dask
         raise refuse(f"the service there does not speak the Dask protocol ({type(exc).__name__}: {exc})") from None
