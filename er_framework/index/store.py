@@ -993,7 +993,7 @@ def _open(path: Path, conn: sqlite3.Connection, readonly: bool) -> Index:
     except _StoredJobUnreadable as exc:
         raise ErError(exc.problems + [Problem(
             where=str(path), message="the index's stored job (its YAML, kept in the index) cannot be read; nothing was run",
-            fix=rebuild_fix(path) + "; an index from an unknown source may be hostile: do not use it")]) from None
+            fix=rebuild_fix(path, meta.get("config_path")) + "; an index from an unknown source may be hostile: do not use it")]) from None
     except ErError as exc:
         raise ErError(exc.problems + [Problem(
             where=str(path), message="the job stored in the index does not resolve with the installed plugins",

@@ -39,3 +39,21 @@ def test_query_needs_exactly_one_kind_of_item(tmp_path: Path, capsys: pytest.Cap
     assert "give exactly one of --text, --record, --file" in capsys.readouterr().err
     assert main(["index", "remove", str(tmp_path / "any.erx")]) == 2
     assert "no ids given" in capsys.readouterr().err
+
+
+def test_item_files_are_relative_to_the_working_directory(tmp_path: Path, docs: list[dict[str, str]],
+                                                           capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "docs.erx"
+    assert main(["index", "build", str(ROOT / "configs/documents.yaml"), "--index", str(path), "-q"]) == 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "items.jsonl").write_text(json.dumps(docs[0]) + "\n", encoding="utf-8")
+    assert main(["query", "docs.erx", "--file", "items.jsonl", "--top-k", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == docs[0]["id"]
+    for argv in (["query", "docs.erx", "--file", "nope.jsonl"], ["index", "add", "docs.erx", "nope.jsonl"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "no such file: nope.jsonl" in err and f"relative to the current directory ({tmp_path})" in err
+        assert "job file" not in err
+    assert main(["index", "info", "docs.erx", "--check"]) == 0
+    assert "integrity        ok (SQLite quick_check)" in capsys.readouterr().out

@@ -468,3 +468,57 @@ def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(tmp_path: 
     assert {k: v for k, v in dask["tokens"].items() if k in same} == same and set(dask["tokens"]) == set(local["tokens"])
     assert local["tokens"]["tokens_counted"] == ("with repeats" if shipped == "documents.yaml" else "distinct")
     assert dask["tokens"]["chunks"] == dask["executor"]["partitions"] and dask["tokens"]["token_sets_kept"] is False
+
+
+# ------------------------------------------------------------------ connecting to a scheduler (issue 18, case 17)
+
+
+@pytest.mark.parametrize("address, ok", [
+    ("tcp://10.0.0.5:8786", True), ("scheduler:8786", True), ("tls://sched.example.org:8786", True),
+    ("tcp://[::1]:8786", True), ("not a url", False), ("tcp://host", False), ("tcp://host:0", False),
+    ("tcp://host:65536", False), ("http://host:8786", False), ("tcp://ho st:8786", False), ("", False),
+])
+def test_address_problem_knows_the_shape_of_a_scheduler_address(address: str, ok: bool) -> None:
+    from er_framework.executors.dask import address_problem
+
+    assert (address_problem(address) is None) == ok
+
+
+def test_connect_turns_every_failure_into_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from er_framework.executors import dask as ex
+
+    monkeypatch.setattr(ex, "_probe", lambda address, seconds: None)
+
+    def raising(exc: BaseException) -> Any:
+        def make(address: str, timeout: str) -> Any:
+            raise exc
+        return make
+
+    cases = [
+        (MemoryError("Unable to allocate 3.07 EiB"), "does not speak the Dask protocol"),
+        (OSError("Timed out trying to connect to tcp://h:1 after 30 s"), "no answer within 30 s"),
+        (ValueError("unpack"), "does not speak the Dask protocol (ValueError: unpack)"),
+    ]
+    for exc, needle in cases:
+        with pytest.raises(ErError, match="could not connect to the Dask scheduler at tcp://h:1") as err:
+            ex.connect(raising(exc), "tcp://h:1", "job.yaml")
+        assert needle in str(err.value) and "executor.address" in str(err.value)
+    assert ex.connect(lambda address, timeout: ("client", address, timeout), "tcp://h:1", "job.yaml") == (
+        "client", "tcp://h:1", "30.0s")
+
+
+def test_connect_does_not_wait_past_its_timeout_for_a_handshake(monkeypatch: pytest.MonkeyPatch) -> None:
+    from er_framework.executors import dask as ex
+
+    monkeypatch.setattr(ex, "_probe", lambda address, seconds: None)
+    monkeypatch.setenv("ER_DASK_CONNECT_TIMEOUT", "0.2")
+    release = threading.Event()
+
+    def hangs(address: str, timeout: str) -> Any:
+        release.wait(30)  # what distributed's Client does on a server that accepts and stays silent
+
+    try:
+        with pytest.raises(ErError, match="no Dask handshake came within 0.2 s"):
+            ex.connect(hangs, "tcp://h:1", "job.yaml")
+    finally:
+        release.set()
