@@ -57,6 +57,9 @@ Via = tuple[int, str] | None
 
 #: deepest nesting of mappings and lists accepted (a job needs five or six levels)
 MAX_DEPTH = 50
+#: values (scalars, lists, mappings) a job file may hold as written: a job has a few dozen; a 4 MB list of
+#: numbers would be two million, and PyYAML's nodes of them over a gigabyte
+MAX_NODES = 100_000
 #: values an alias may add when it is expanded, over the whole file (its own nodes and text count once)
 MAX_ALIAS_NODES = 10_000
 MAX_ALIAS_CHARS = 1_000_000
@@ -73,13 +76,19 @@ class _TooDeep(Exception):
         self.mark = mark
 
 
+class _TooMany(_TooDeep):
+    pass
+
+
 class _LineLoader(yaml.SafeLoader):
     """SafeLoader whose composer refuses mappings and lists nested deeper than :data:`MAX_DEPTH`
-    (PyYAML's composer recurses once per level: 10,000 ``[`` would overflow the stack)."""
+    (PyYAML's composer recurses once per level: 10,000 ``[`` would overflow the stack) and more than
+    :data:`MAX_NODES` values."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
         #: where each alias is used: (id of its parent node, list index or id of its key node) -> (line, name)
         self.alias_uses: dict[tuple[int, int, bool], tuple[int, str]] = {}
 
@@ -88,9 +97,12 @@ class _LineLoader(yaml.SafeLoader):
             event = self.peek_event()
             self.alias_uses[_child_key(parent, index)] = (event.start_mark.line + 1, str(event.anchor))
         self._depth += 1
+        self._nodes += 1
         try:
             if self._depth > MAX_DEPTH:
                 raise _TooDeep(self.peek_event().start_mark)
+            if self._nodes > MAX_NODES:
+                raise _TooMany(self.peek_event().start_mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -142,7 +154,8 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
       ``!!float``, ``!!bool``, ``!!null``, ``!!timestamp`` (e.g.
       ``!!python/object/apply``, ``!!binary``, ``!!set``, ``!custom``) is a
       problem naming the tag and its line, never silently dropped;
-    * mappings and lists nested at most :data:`MAX_DEPTH` levels;
+    * mappings and lists nested at most :data:`MAX_DEPTH` levels, at most
+      :data:`MAX_NODES` values written;
     * anchors and aliases are kept for small re-use (``defaults: &d {...}``
       then ``<<: *d`` or ``*d``), since that is ordinary YAML a user may
       write, but what aliases add when expanded is capped
@@ -170,6 +183,14 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
                 where=f"{filename}:{line}",
                 message=f"the file holds a character YAML does not allow: {char} (column {column})",
                 fix="a job file is plain text: remove the character (is this the right file?)",
+            )
+        ]
+    except _TooMany as exc:
+        return None, lines, [
+            Problem(
+                where=f"{filename}:{exc.mark.line + 1}" if exc.mark is not None else filename,
+                message=f"more than {MAX_NODES:,} values (a job holds a few dozen): not a job file",
+                fix="give the job's YAML file; data belongs in the sources' files",
             )
         ]
     except _TooDeep as exc:

@@ -15,6 +15,7 @@ from er_framework.components import Context
 from er_framework.config.job import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
+    MAX_NODES,
     JobSpec,
     fail,
     load_yaml,
@@ -216,3 +217,12 @@ def test_an_empty_cluster_section_is_named(tmp_path: Path) -> None:
     assert [(p.where, p.path, p.message) for p in info.value.problems] == [
         (f"{path}:5", "cluster", "it is empty: the job must choose a clusterer here")
     ]
+
+
+@pytest.mark.parametrize("n, ok", [(MAX_NODES - 3, True), (MAX_NODES - 2, False)])
+def test_the_values_written_are_capped(n: int, ok: bool) -> None:
+    # the top mapping, its key and the list are 3 nodes, then n numbers
+    data, _, problems = load_yaml("x: [" + ",".join(["1"] * n) + "]\n", "j.yaml")
+    assert (data is not None) == ok, problems
+    if not ok:
+        assert problems[0].message == f"more than {MAX_NODES:,} values (a job holds a few dozen): not a job file"

@@ -300,6 +300,15 @@ def test_a_device_or_a_huge_file_is_not_read_whole(er: Er, tmp_path: Path) -> No
     ran.assert_clean_error(2, "larger than 4 MB: not a job file")
 
 
+def test_a_wide_file_is_refused_before_it_is_built(er: Er, tmp_path: Path) -> None:
+    """3.8 MB of one list (1.9 million numbers): PyYAML's nodes of it would take 1.7 GB."""
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("x: [" + ",".join(["1"] * 1_900_000) + "]\n" + GOOD)
+    ran = er(["validate", wide], limit_mb=1500, timeout=300)
+    ran.assert_clean_error(2, "wide.yaml:1", "more than 100,000 values (a job holds a few dozen): not a job file")
+    assert ran.peak_mb < 500, ran.peak_mb
+
+
 def test_a_binary_file_is_not_utf8(er: Er, tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
     path.write_bytes(b"name: docs\nseed: \xff\xfe\n")
