@@ -1,8 +1,15 @@
-"""``er synth fingerprints|customers``: test data with known truth."""
+"""``er synth fingerprints|customers``: test data with known truth.
+
+Every size is checked before anything is generated: the data are built in
+memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
+:data:`MAX_CELLS`) that keeps a run within a few GB, and a bad value is a
+message with exit 2, never a traceback or a run that eats the machine.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +17,70 @@ import numpy as np
 
 from er_framework.errors import ErError, Problem
 
-__all__ = ["add_parser", "cmd_synth_customers", "cmd_synth_fingerprints"]
+__all__ = [
+    "MAX_CELLS", "MAX_CUSTOMERS", "MAX_PRINTS", "add_parser", "cmd_synth_customers", "cmd_synth_fingerprints",
+    "count_arg",
+]
+
+#: most records per company: both companies are generated in memory, about 1.1 KB per record
+#: (measured: 318 MB peak for 2 x 200k), so 2 x 5M records take about 11 GB
+MAX_CUSTOMERS = 5_000_000
+#: most prints (fingers x impressions): simulated in memory, about 6.5 KB per print
+#: (measured: 1.3 GB peak for 200k geometric prints), so 1M prints take about 6.5 GB
+MAX_PRINTS = 1_000_000
+#: most cells of a cells-mode grid (COLS x ROWS): 256 x 256; a print's cells are a bit vector
+MAX_CELLS = 1 << 16
+#: most impressions per finger
+MAX_IMPRESSIONS = 1000
+#: seeds numpy accepts
+MAX_SEED = 2**63 - 1
+
+
+def count_arg(text: str) -> int:
+    """A whole number as typed: ``2000``, ``2_000`` or ``2e3`` (a float notation only when whole)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or x != int(x):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(x)
+
+
+def _size_problem(flag: str, value: int, lo: int, hi: int, why: str) -> list[Problem]:
+    if lo <= value <= hi:
+        return []
+    return [Problem(where=flag, message=f"must be from {lo:,} to {hi:,}, got {value:,}", fix=why)]
+
+
+def _seed_problem(cmd: str, seed: int) -> list[Problem]:
+    return _size_problem(f"{cmd} --seed", seed, 0, MAX_SEED, "a seed is a whole number >= 0 (below 2**63)")
+
+
+def _float_problem(flag: str, value: float, lo: float, hi: float, *, lo_open: bool = False) -> list[Problem]:
+    ok = math.isfinite(value) and (lo < value if lo_open else lo <= value) and value <= hi
+    if ok:
+        return []
+    left = "(" if lo_open else "["
+    hi_text = "inf" if math.isinf(hi) else f"{hi:g}"
+    return [Problem(where=flag, message=f"must be a finite number in {left}{lo:g}, {hi_text}], got {value!r}")]
 
 
 def cmd_synth_customers(args: argparse.Namespace) -> int:
     from er_framework.synth.customers import generate_customers, write_customers
 
+    cmd = "er synth customers"
+    problems = _size_problem(
+        f"{cmd} --n", args.n, 1, MAX_CUSTOMERS,
+        f"the records of both companies are generated in memory (about 1.1 KB each: {MAX_CUSTOMERS:,} per "
+        "company take about 11 GB); generate several smaller files with different --seed values instead",
+    ) + _seed_problem(cmd, args.seed) + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
+    if problems:
+        raise ErError(problems)
     try:
         data = generate_customers(args.n, args.overlap, args.seed)
     except ValueError as exc:
@@ -30,16 +95,32 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     """Simulated prints as JSONL minutiae plus a truth CSV (id, finger)."""
     from er_framework.synth.fingerprints import simulate_cells, simulate_minutiae, write_prints_jsonl
 
-    problems = []
-    if args.fingers < 1 or args.impressions < 1:
-        problems.append(Problem(where="--fingers/--impressions", message="must be >= 1"))
+    memory = f"the prints are simulated in memory (about 6.5 KB each: {MAX_PRINTS:,} take about 6.5 GB)"
+    cmd = "er synth fingerprints"
+    problems = _size_problem(f"{cmd} --fingers", args.fingers, 1, MAX_PRINTS, memory)
+    problems += _size_problem(f"{cmd} --impressions", args.impressions, 1, MAX_IMPRESSIONS, "a few impressions per finger")
+    prints = args.fingers * args.impressions
+    if not problems and prints > MAX_PRINTS:
+        problems.append(Problem(
+            where=f"{cmd} --fingers x --impressions", message=f"{prints:,} prints is more than the maximum {MAX_PRINTS:,}",
+            fix=f"{memory}; lower --fingers or --impressions",
+        ))
     try:
         gx, gy = (int(v) for v in args.grid.lower().split("x"))
         if gx < 1 or gy < 1:
             raise ValueError
     except ValueError:
-        problems.append(Problem(where="--grid", message=f"{args.grid!r} is not COLSxROWS", fix="e.g. --grid 20x20"))
+        problems.append(Problem(where=f"{cmd} --grid", message=f"{args.grid!r} is not COLSxROWS", fix="e.g. --grid 20x20"))
         gx = gy = 1
+    if gx * gy > MAX_CELLS:
+        problems.append(Problem(where=f"{cmd} --grid", message=f"{args.grid} has {gx * gy:,} cells, more than {MAX_CELLS:,}",
+                                fix="at most 256x256 cells (each print keeps a bit per cell); e.g. --grid 20x20"))
+    problems += _seed_problem(cmd, args.seed)
+    problems += _float_problem(f"{cmd} --occupancy", args.occupancy, 0.0, 1.0)
+    problems += _float_problem(f"{cmd} --agreement", args.agreement, 0.0, 1.0, lo_open=True)
+    problems += _float_problem(f"{cmd} --width", args.width, 0.0, 1e9, lo_open=True)
+    problems += _float_problem(f"{cmd} --height", args.height, 0.0, 1e9, lo_open=True)
+    problems += _float_problem(f"{cmd} --sigma", args.sigma, 0.0, math.inf)
     if problems:
         raise ErError(problems)
     out = Path(args.out)
@@ -75,8 +156,9 @@ def add_parser(sub: Any) -> None:
         "a second impression keeps each occupied cell with probability q; minutiae at cell centres), "
         "'geometric' draws minutiae with displacement noise, drops and spurious points.",
     )
-    f.add_argument("--fingers", type=int, required=True, help="number of fingers")
-    f.add_argument("--impressions", type=int, default=2, help="impressions per finger (2)")
+    f.add_argument("--fingers", type=count_arg, required=True,
+                   help=f"number of fingers (fingers x impressions at most {MAX_PRINTS:,})")
+    f.add_argument("--impressions", type=count_arg, default=2, help="impressions per finger (2)")
     f.add_argument("--mode", choices=["cells", "geometric"], default="geometric")
     f.add_argument("--grid", default="20x20", help="cells mode: COLSxROWS (20x20)")
     f.add_argument("--occupancy", type=float, default=0.2, help="cells mode: p (0.2)")
@@ -84,7 +166,7 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--width", type=float, default=500.0, help="frame width (500)")
     f.add_argument("--height", type=float, default=500.0, help="frame height (500)")
     f.add_argument("--sigma", type=float, default=3.0, help="geometric mode: displacement noise (3.0)")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for prints.jsonl and truth.csv")
     f.set_defaults(func=cmd_synth_fingerprints)
     f = synth_sub.add_parser(
@@ -94,8 +176,8 @@ def add_parser(sub: Any) -> None:
         "customers (typos, nicknames, swapped names, changed phones, moved addresses, missing fields, other "
         "formatting) and new people. Deterministic for a seed (with the same Faker and nicknames versions).",
     )
-    f.add_argument("--n", type=int, required=True, help="records per company")
+    f.add_argument("--n", type=count_arg, required=True, help=f"records per company (at most {MAX_CUSTOMERS:,})")
     f.add_argument("--overlap", type=float, default=0.5, help="share of B's records copied from A (0.5)")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv and truth.csv")
     f.set_defaults(func=cmd_synth_customers)

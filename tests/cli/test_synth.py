@@ -29,5 +29,48 @@ def test_synth_fingerprints_bad_options_at_once(tmp_path: Path, capsys: pytest.C
     argv = ["synth", "fingerprints", "--fingers", "0", "--grid", "20by20", "--out", str(tmp_path / "o")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "--fingers/--impressions" in err and "'20by20' is not COLSxROWS" in err
+    assert "er synth fingerprints --fingers: must be from 1" in err and "'20by20' is not COLSxROWS" in err
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- absurd sizes (issue 18, case 18)
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    (["customers", "--n", "1e12"], ["--n: must be from 1 to 5,000,000, got 1,000,000,000,000", "in memory"]),
+    (["customers", "--n", "5000001"], ["--n: must be from 1 to 5,000,000", "11 GB"]),
+    (["customers", "--n", "0"], ["--n: must be from 1"]),
+    (["customers", "--n", "10", "--seed", "-1"], ["--seed: must be from 0"]),
+    (["customers", "--n", "10", "--overlap", "nan"], ["--overlap: must be a finite number in [0, 1], got nan"]),
+    (["fingerprints", "--fingers", "1e12"], ["--fingers: must be from 1 to 1,000,000", "6.5 GB"]),
+    (["fingerprints", "--fingers", "600000"], ["1,200,000 prints is more than the maximum 1,000,000"]),
+    (["fingerprints", "--fingers", "10", "--impressions", "1e9"], ["--impressions: must be from 1 to 1,000"]),
+    (["fingerprints", "--fingers", "10", "--mode", "cells", "--grid", "1000x1000"], ["1,000,000 cells, more than 65,536"]),
+    (["fingerprints", "--fingers", "10", "--mode", "cells", "--occupancy", "2", "--agreement", "0", "--seed", "-3"],
+     ["--occupancy: must be a finite number in [0, 1], got 2.0", "--agreement: must be a finite number in (0, 1]",
+      "--seed: must be from 0"]),
+    (["fingerprints", "--fingers", "10", "--width", "inf", "--height", "-1", "--sigma", "-1"],
+     ["--width: must be a finite number", "--height: must be a finite number", "--sigma: must be a finite number"]),
+])
+def test_absurd_sizes_are_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]
+) -> None:
+    assert main(["synth", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    for needle in needles:
+        assert needle in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("text", ["2.5", "1e400", "nan", "ten"])
+def test_a_count_is_a_whole_number(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["synth", "customers", "--n", text, "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert f"expected a whole number, got {text!r}" in capsys.readouterr().err
+
+
+def test_counts_in_float_notation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["synth", "fingerprints", "--fingers", "1e1", "--impressions", "2.0", "--out", str(tmp_path)]) == 0
+    assert "20 prints of 10 fingers" in capsys.readouterr().out
