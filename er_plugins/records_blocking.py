@@ -35,11 +35,22 @@ masked by source before they are gathered.
 Everything is whole-array numpy (one pass per field, key and window offset,
 never a Python loop per record, bucket or pair); pairs are packed into uint64
 (``left << 32 | right``), so a batch holds fewer than 2**32 records.
+
+Bounded memory. Both blockers count the pairs a setting will create before
+making any (exactly for ``field_hash``: the kept buckets' sizes; at most
+``n (window - 1)`` per key for ``sorted_neighbourhood``) and stop with an
+:class:`~er_framework.errors.InputError` giving the estimate and a fix when
+the count exceeds ``max_pairs`` or when the pairs (about
+:data:`BYTES_PER_PAIR` bytes each while blocking) would not fit in the
+memory still available to the process (:func:`available_memory`).
 """
 
 from __future__ import annotations
 
 import operator
+import os
+import resource
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -50,6 +61,7 @@ from pydantic import Field, field_validator, model_validator
 from er_framework import hookimpl
 from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
+from er_framework.errors import InputError, Problem
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, sorted_unique, unpack_pairs
@@ -59,9 +71,15 @@ __all__ = [
     "FieldHash",
     "SortedNeighbourhoodParams",
     "SortedNeighbourhood",
+    "BYTES_PER_PAIR",
+    "DEFAULT_MAX_PAIRS",
+    "MAX_WINDOW",
+    "PairLimit",
+    "available_memory",
     "field_codes",
     "key_codes",
     "sort_strings",
+    "window_pairs",
     "er_register_blockers",
 ]
 
@@ -77,6 +95,18 @@ FIXED_WIDTH_BUDGET = 1 << 29
 VALUE_CHARS = 40
 #: purged buckets listed in the report (largest first)
 TOP_PURGED = 10
+
+#: default ``max_pairs`` of both blockers (as grid_bits): pairs generated, with repeats across keys; about 4 GB
+#: while blocking (the customers job at 2 x 200k records generates 1.2 M)
+DEFAULT_MAX_PAIRS = 50_000_000
+#: memory one generated pair takes while blocking: packed (8 B), concatenated (8 B), sorted and made unique,
+#: unpacked into left and right (16 B), the union with other blockers' pairs … (measured: a peak of 6.1 GB
+#: for 77 M pairs, field_hash on city of 2 x 200k customers)
+BYTES_PER_PAIR = 80
+#: share of the memory still available that the pairs may take
+MEMORY_SHARE = 0.5
+#: largest ``window`` of sorted_neighbourhood (windows are typically 3 to 50)
+MAX_WINDOW = 10_000
 
 _PACK_LIMIT = 1 << 62
 #: how a value's U+0000 and U+0001 are written where numpy sorts strings (order kept: U+0000 < U+0001 < U+0002 ...;
@@ -238,6 +268,72 @@ def _union(packed: list[UInt64Array]) -> Pairs:
 
 
 # ---------------------------------------------------------------------------
+# the pair limit
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, lowered to what an
+    address-space limit (``RLIMIT_AS``) leaves above the current size; ``None`` when neither is known."""
+    known: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    known.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError):
+        pass
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError, AttributeError):  # pragma: no cover
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY:
+        size = 0
+        try:
+            with open("/proc/self/statm", encoding="ascii") as f:
+                size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            pass
+        known.append(max(0, soft - size))
+    return min(known) if known else None
+
+
+def _gb(n_bytes: float) -> str:
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:,.1f} GB"
+    return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else "< 1 MB"
+
+
+@dataclass
+class PairLimit:
+    """Counts the pairs a blocker is about to make and refuses, before they exist, more than ``max_pairs``
+    or more than :data:`MEMORY_SHARE` of :func:`available_memory` (at :data:`BYTES_PER_PAIR` each)."""
+
+    blocker: str
+    max_pairs: int | None
+    total: int = 0
+
+    def add(self, pairs: int, what: str, path: str, fix: str) -> None:
+        """``pairs`` more pairs for ``what`` (e.g. "key 'last_name'"); raise :class:`InputError` over the limit."""
+        self.total += int(pairs)
+        need = self.total * BYTES_PER_PAIR
+        head = f"{self.blocker} {what} would create about {self.total:.2g} candidate pairs (~{_gb(need)})"
+        if self.max_pairs is not None and self.total > self.max_pairs:
+            raise InputError(Problem(
+                where=f"blocker {self.blocker}", path=path,
+                message=f"{head}, more than max_pairs = {self.max_pairs:,}",
+                fix=f"{fix}; or raise max_pairs if the memory allows (~{BYTES_PER_PAIR} bytes per pair)",
+            ))
+        avail = available_memory()
+        if avail is not None and need > MEMORY_SHARE * avail:
+            raise InputError(Problem(
+                where=f"blocker {self.blocker}", path=path,
+                message=f"{head}, more than this process can hold ({_gb(avail)} of memory available)",
+                fix=fix,
+            ))
+
+
+# ---------------------------------------------------------------------------
 # field_hash
 
 
@@ -257,6 +353,12 @@ class FieldHashParams(Params):
         default=500,
         ge=2,
         description="buckets with more records than this are purged (not paired) and reported; null: no cap",
+    )
+    max_pairs: int | None = Field(
+        default=DEFAULT_MAX_PAIRS,
+        ge=1,
+        description="stop with an error, before any pair is made, when the kept buckets of all keys hold more "
+        "pairs than this (~80 bytes each while blocking); null: no limit (the pairs must still fit in memory)",
     )
 
     @field_validator("fields")
@@ -304,10 +406,11 @@ class FieldHash(Blocker):
         cache = dict(zip(used, map_ordered(field_codes, columns, self.context.workers)))
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
+        limit = PairLimit(self.name, p.max_pairs)
         for key in p.fields:
             names = [key] if isinstance(key, str) else list(key)
             codes = key_codes([cache[name] for name in names])
-            out, stats = self._block(records, names, codes, link, p.max_block_size)
+            out, stats = self._block(records, names, codes, link, p.max_block_size, limit)
             packed.extend(out)
             per_key.append({"key": _key_name(key), **stats})
         raw = int(sum(len(x) for x in packed))
@@ -323,7 +426,7 @@ class FieldHash(Blocker):
 
     @staticmethod
     def _block(
-        records: Records, names: list[str], codes: Int64Array, link: bool, cap: int | None
+        records: Records, names: list[str], codes: Int64Array, link: bool, cap: int | None, limit: PairLimit | None = None
     ) -> tuple[list[UInt64Array], dict[str, Any]]:
         rows = np.flatnonzero(codes >= 0).astype(np.int64)
         if link:
@@ -351,6 +454,17 @@ class FieldHash(Blocker):
         if purged.any():
             count = count.copy()
             count[np.repeat(purged, sizes)] = 0
+        if limit is not None:  # the exact count of this key's pairs, before any is made
+            kept = sizes[~purged]
+            largest = int(kept.max()) if len(kept) else 0
+            g = int(np.argmax(np.where(purged, -1, sizes))) if len(sizes) else 0
+            value = " | ".join(str(records.fields[name][int(order[starts[g]])]) for name in names) if len(sizes) else ""
+            now = f"now {cap:,}" if cap is not None else "now null: no cap"
+            limit.add(
+                int(count.sum()), f"key {'+'.join(names)!r}", "max_block_size",
+                f"its largest kept bucket holds {largest:,} records ({value[:VALUE_CHARS]!r}); set max_block_size "
+                f"({now}) to purge large buckets, or make the key more selective (add a field: [{names[0]}, ...])",
+            )
         out = _emit_pairs(order, first, count)
         # report
         top: list[dict[str, Any]] = []
@@ -470,6 +584,17 @@ class FieldHash(Blocker):
         assert isinstance(p, FieldHashParams)
         return p.max_block_size
 
+    def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
+        """The limit of :meth:`candidates` on the pairs of every kept bucket (an executor's lookup path)."""
+        p = self.params
+        assert isinstance(p, FieldHashParams)
+        now = f"now {p.max_block_size:,}" if p.max_block_size is not None else "now null: no cap"
+        PairLimit(self.name, p.max_pairs).add(
+            pairs, "(all keys)", "max_block_size",
+            f"its largest kept bucket holds {largest_bucket:,} records; set max_block_size ({now}) to purge large "
+            "buckets, or make the keys more selective",
+        )
+
 
 # ---------------------------------------------------------------------------
 # sorted_neighbourhood
@@ -490,7 +615,28 @@ class SortedNeighbourhoodParams(Params):
         default_factory=dict,
         description="optional per-field prefix length: the field's first N characters enter the key",
     )
-    window: int = Field(default=10, ge=2, description="each record is paired with the next window - 1 records in sorted order")
+    window: int = Field(
+        default=10, ge=2, description=f"each record is paired with the next window - 1 records in sorted order "
+        f"(at most {MAX_WINDOW:,})",
+    )
+    max_pairs: int | None = Field(
+        default=DEFAULT_MAX_PAIRS,
+        ge=1,
+        description="stop with an error, before any pair is made, when the keys' windows hold more pairs than "
+        "this (records x (window - 1) per key; ~80 bytes each while blocking); null: no limit (the pairs must "
+        "still fit in memory)",
+    )
+
+    @field_validator("window")
+    @classmethod
+    def _sane_window(cls, v: int) -> int:
+        if v > MAX_WINDOW:
+            raise ValueError(
+                f"window {v:,} is above the maximum {MAX_WINDOW:,}: each record is paired with the next window - 1 "
+                f"records, so n records make about n x {v - 1:,} candidate pairs; windows are typically 3 to 50 "
+                "(for more candidates add sort keys: keys: [[...], [...]])"
+            )
+        return v
 
     @field_validator("prefix")
     @classmethod
@@ -547,11 +693,21 @@ class SortedNeighbourhood(Blocker):
         cache: dict[str, tuple[Int64Array, int]] = {}
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
+        keyed: list[Int64Array] = []
         for names in p.sort_keys():
             for name in names:
                 if name not in cache:
                     cache[name] = field_codes(_column(records, name, self.name), p.prefix.get(name))
-            codes = key_codes([cache[name] for name in names])
+            keyed.append(key_codes([cache[name] for name in names]))
+        # the windows' pairs, counted before any is made (in link mode the cross-source ones are fewer)
+        sorted_rows = [int(np.count_nonzero(codes >= 0)) for codes in keyed]
+        limit = PairLimit(self.name, p.max_pairs)
+        limit.add(
+            sum(window_pairs(m, p.window) for m in sorted_rows), f"(window {p.window:,})", "window",
+            f"lower window to {self._fitting_window(sorted_rows, p.max_pairs)} or less, or block with "
+            "field_hash on a selective key instead",
+        )
+        for names, codes in zip(p.sort_keys(), keyed):
             rows = np.flatnonzero(codes >= 0).astype(np.int64)
             order = rows[np.argsort(codes[rows], kind="stable")]
             src = records.source[order]
@@ -586,6 +742,16 @@ class SortedNeighbourhood(Blocker):
         }
         return pairs
 
+    @staticmethod
+    def _fitting_window(sorted_rows: list[int], max_pairs: int | None) -> int:
+        """The largest window whose pairs stay within ``max_pairs`` and half the available memory (at least 2)."""
+        bound = max_pairs if max_pairs is not None else 1 << 62
+        avail = available_memory()
+        if avail is not None:
+            bound = min(bound, int(MEMORY_SHARE * avail) // BYTES_PER_PAIR)
+        total = max(sum(sorted_rows), 1)
+        return max(2, min(MAX_WINDOW, bound // total + 1))
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
 
@@ -608,6 +774,13 @@ class SortedNeighbourhood(Blocker):
         p = self.params
         assert isinstance(p, SortedNeighbourhoodParams)
         return p.window
+
+
+def window_pairs(m: int, window: int) -> int:
+    """Pairs of a window of ``window`` over ``m`` sorted records: each with the next ``window - 1``
+    (``sum(m - d for d in 1 .. window - 1)``, fewer at the end)."""
+    w = min(window, m)
+    return max(0, (w - 1) * m - (w - 1) * w // 2)
 
 
 #: ends every field of a :func:`sort_strings` key: below every character of a key's values

@@ -416,3 +416,103 @@ def test_registered_through_the_hook() -> None:
         reg = build_registry(extra_modules=["er_plugins.records_blocking"])
     assert reg.get("blocker", "field_hash").cls is FieldHash
     assert reg.get("blocker", "sorted_neighbourhood").cls is SortedNeighbourhood
+
+
+# ---------------------------------------------------------------------------
+# pair limits (issue 18, case 20): counted before any pair is made
+
+
+def flat_records(n: int, values: list[str | None], n_sources: int = 1) -> Records:
+    return Records(ids=[str(i) for i in range(n)], source=np.arange(n) % n_sources,
+                   source_names=[f"s{i}" for i in range(n_sources)], fields={"k": values, "j": [str(i) for i in range(n)]})
+
+
+@pytest.fixture
+def no_pairs_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal must come before any pair exists: making one fails the test."""
+    def fail(*args: object) -> None:
+        raise AssertionError("a pair was made before the limit was checked")
+
+    monkeypatch.setattr(rb, "pack_pairs", fail)
+
+
+@pytest.mark.parametrize(("m", "w"), [(0, 2), (1, 5), (5, 2), (5, 5), (5, 9), (100, 7)])
+def test_window_pairs_counts_the_window(m: int, w: int) -> None:
+    assert rb.window_pairs(m, w) == sum(1 for p in range(m) for q in range(p + 1, min(p + w, m)))
+
+
+def test_sorted_neighbourhood_window_is_capped_with_a_reason() -> None:
+    with pytest.raises(ValidationError, match="window 100,000 is above the maximum 10,000: .* n x 99,999 candidate"):
+        SortedNeighbourhood.Params(key=["a"], window=100_000)
+    assert SortedNeighbourhood.Params(key=["a"], window=rb.MAX_WINDOW).window == rb.MAX_WINDOW
+
+
+def test_sorted_neighbourhood_refuses_more_pairs_than_max_pairs(no_pairs_made: None) -> None:
+    recs = flat_records(1000, [f"v{i}" for i in range(1000)])
+    blocker = SortedNeighbourhood(SortedNeighbourhood.Params(keys=[["k"], ["j"]], window=50, max_pairs=90_000))
+    with pytest.raises(rb.InputError) as exc:
+        blocker.candidates(Batch(records=recs))
+    text = exc.value.render()
+    expected = 2 * rb.window_pairs(1000, 50)  # 97,550: two keys
+    assert f"about {expected:.2g} candidate pairs" in text and "max_pairs = 90,000" in text
+    # the window that fits: 2 keys x 1000 records x (w - 1) <= 90,000
+    assert "lower window to 46 or less" in text
+
+
+def test_sorted_neighbourhood_within_the_limit_is_unchanged() -> None:
+    recs = flat_records(300, [f"v{i % 17}" for i in range(300)], 2)
+    a = SortedNeighbourhood(SortedNeighbourhood.Params(key=["k"], window=6)).candidates(Batch(records=recs))
+    b = SortedNeighbourhood(SortedNeighbourhood.Params(key=["k"], window=6, max_pairs=None)).candidates(Batch(records=recs))
+    assert as_set(a) == as_set(b) and len(a) > 0
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_field_hash_refuses_the_exact_count_over_max_pairs(monkeypatch: pytest.MonkeyPatch, link: bool) -> None:
+    n = 400
+    recs = flat_records(n, ["same"] * 300 + [f"v{i}" for i in range(100)], 2 if link else 1)
+    pairs = 150 * 150 if link else 300 * 299 // 2  # the one big bucket
+    blocker = FieldHash(FieldHash.Params(fields=["k"], max_block_size=None, max_pairs=pairs - 1))
+    with monkeypatch.context() as m, pytest.raises(rb.InputError) as exc:
+        m.setattr(rb, "pack_pairs", None)  # no pair may be made before the refusal
+        blocker.candidates(Batch(records=recs, cross_source_only=link))
+    text = exc.value.render()
+    assert f"key 'k' would create about {pairs:.2g} candidate pairs" in text
+    assert "largest kept bucket holds 300 records ('same')" in text and "now null: no cap" in text
+    # exactly at the limit: made
+    blocker = FieldHash(FieldHash.Params(fields=["k"], max_block_size=None, max_pairs=pairs))
+    assert len(blocker.candidates(Batch(records=recs, cross_source_only=link))) == pairs
+
+
+def test_field_hash_counts_the_keys_together_and_not_the_purged_buckets(no_pairs_made: None) -> None:
+    recs = flat_records(100, ["x"] * 100)
+    with pytest.raises(rb.InputError, match="about 5e\\+03 candidate pairs"):
+        FieldHash(FieldHash.Params(fields=["j", "k", ["k", "j"]], max_pairs=4000)).candidates(Batch(records=recs))
+
+
+def test_field_hash_purged_bucket_makes_no_pairs() -> None:
+    recs = flat_records(100, ["x"] * 100)
+    assert len(FieldHash(FieldHash.Params(fields=["k"], max_block_size=50, max_pairs=1)).candidates(Batch(records=recs))) == 0
+
+
+def test_field_hash_lookup_check_is_the_same_limit() -> None:
+    blocker = FieldHash(FieldHash.Params(fields=["k"], max_pairs=10))
+    blocker.check_lookup_pairs(10, 5)
+    with pytest.raises(rb.InputError, match="(?s)would create about 11 candidate pairs.*largest kept bucket holds 6"):
+        blocker.check_lookup_pairs(11, 6)
+
+
+def test_the_pairs_must_fit_in_memory_whatever_max_pairs(monkeypatch: pytest.MonkeyPatch, no_pairs_made: None) -> None:
+    monkeypatch.setattr(rb, "available_memory", lambda: 100 * rb.BYTES_PER_PAIR * 2)  # room for 100 pairs
+    recs = flat_records(50, [f"v{i}" for i in range(50)])
+    with pytest.raises(rb.InputError, match=r"(?s)more than this process can hold .*lower window to 3 or less"):
+        SortedNeighbourhood(SortedNeighbourhood.Params(key=["k"], window=5, max_pairs=None)).candidates(Batch(records=recs))
+
+
+def test_available_memory_follows_an_address_space_limit() -> None:
+    import subprocess
+    import sys
+
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+            "from er_plugins.records_blocking import available_memory; print(available_memory())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert 0 < int(out) < 3 << 30
