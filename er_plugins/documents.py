@@ -197,8 +197,30 @@ class MinHash(SignatureBuilder):
         return {**super().describe(), "seed": self.seed, "prime": PRIME}
 
 
-#: records whose probe signature (diagnostics) is computed per step
+#: records whose probe signature (diagnostics) is computed per step (fewer when their text is long:
+#: :data:`PROBE_CHUNK_CHARS`)
 PROBE_CHUNK = 10000
+#: characters of text whose records' probe signatures are computed per step
+PROBE_CHUNK_CHARS = 1 << 24
+#: the diagnostics probe no record with more tokens than this (its pairs' exact Jaccard is costly)
+PROBE_MAX_RECORD_TOKENS = 100_000
+#: ... and shingles no record whose text has more characters than this (the built-in shinglers make
+#: at most one token per character; the token count above is checked after shingling anyway)
+PROBE_MAX_RECORD_CHARS = 8 * PROBE_MAX_RECORD_TOKENS
+#: tokens the diagnostics compare at most (|A| + |B| summed over the sampled pairs; ~8 bytes each):
+#: beyond, a random subset of the pairs within this budget is measured
+PROBE_MAX_TOKENS = 20_000_000
+#: tokens per batch of the diagnostics' exact Jaccard (each batch's sort takes ~24 bytes per token, per worker)
+PROBE_JACCARD_BATCH = 1 << 20
+
+
+def text_lengths(records: Records) -> npt.NDArray[np.int64]:
+    """Characters of every record's values, all fields together (missing values count 0)."""
+    n = len(records)
+    out = np.zeros(n, dtype=np.int64)
+    for col in records.fields.values():
+        out += np.fromiter((len(v) if v else 0 for v in col), dtype=np.int64, count=n)
+    return out
 
 
 class LshParams(Params):
@@ -367,28 +389,48 @@ class LshBands(Blocker):
         its Jaccard s, such a pair is a candidate of the real banding with
         probability P(s); per bin the measured rate is compared with the mean
         P(s) of its pairs. Needs token sets and MinHash signatures.
+
+        The work is bounded on any input: records whose text exceeds
+        :data:`PROBE_MAX_RECORD_CHARS` characters are never shingled here,
+        records with more than :data:`PROBE_MAX_RECORD_TOKENS` tokens are not
+        probed, and when the sampled pairs hold more than
+        :data:`PROBE_MAX_TOKENS` tokens (|A| + |B| summed) a random subset
+        within that budget is measured. Then ``s_curve.capped`` says so; the
+        per-bin counts are those of the pairs measured, so their intervals
+        stay honest (P(candidate | s) does not depend on the set sizes).
         """
         sig = batch.signatures
         has_tokens = batch.tokens is not None or batch.token_source is not None
         if sig is None or not has_tokens or sig.kind != "minhash" or sig.empty is None:
             return None
         ids = np.flatnonzero(~sig.empty).astype(np.int64)
+        # bounded work on any input: records with very long texts are never shingled here, nor
+        # records with too many tokens probed (both are reported; P(candidate | s) does not depend on
+        # the set sizes, so the measured rates of the other records stay unbiased)
+        chars = text_lengths(batch.records) if len(batch.records) == len(sig) else np.zeros(len(sig), np.int64)
+        long_text = chars[ids] > PROBE_MAX_RECORD_CHARS
+        skipped_chars = int(long_text.sum())
+        ids = ids[~long_text]
         if len(ids) < 2:
             return None
         b, r = self._band_rows(sig.num_perm)
         rng = np.random.default_rng(self.seed + 104729)
         probe_a, probe_b = hash_params(16, self.seed + 7919)
-        # the probe signature, a chunk of records at a time (the corpus may be streamed)
-        probe = band_keys(
-            np.concatenate(
-                [
-                    minhash_signatures(batch.tokens_for(ids[a:b]), probe_a, probe_b)
-                    for a, b in split_sizes(np.ones(len(ids)), PROBE_CHUNK)
-                ]
-            ),
-            8,
-            2,
-        )
+        # the probe signature and the token counts, a chunk of records at a time (the corpus may be streamed)
+        parts: list[npt.NDArray[np.uint32]] = []
+        size_parts: list[npt.NDArray[np.int64]] = []
+        for lo_, hi_ in split_sizes(np.maximum(chars[ids], 1), PROBE_CHUNK_CHARS):
+            for a, b_ in split_sizes(np.ones(hi_ - lo_), PROBE_CHUNK):
+                ts = batch.tokens_for(ids[lo_ + a: lo_ + b_])
+                parts.append(minhash_signatures(ts, probe_a, probe_b))
+                size_parts.append(ts.sizes.astype(np.int64))
+        probe_all = band_keys(np.concatenate(parts), 8, 2)
+        sizes_all = np.concatenate(size_parts)
+        small = sizes_all <= PROBE_MAX_RECORD_TOKENS
+        skipped_tokens = int((~small).sum())
+        ids, probe, sizes = ids[small], probe_all[small], sizes_all[small]
+        if len(ids) < 2:
+            return None
         chosen = rng.choice(len(ids), size=min(sample, len(ids)), replace=False)
         lefts, rights = [], []
         for j in range(probe.shape[1]):  # one step per probe band
@@ -402,14 +444,26 @@ class LshBands(Blocker):
             rights.append(order[starts])
         lefts.append(np.repeat(chosen, 10))
         rights.append(rng.integers(0, len(ids), 10 * len(chosen)))
-        pairs = Pairs(ids[np.concatenate(lefts)], ids[np.concatenate(rights)]).normalized()
-        if len(pairs) == 0:
+        local = Pairs(np.concatenate(lefts), np.concatenate(rights)).normalized()  # positions in ids
+        if len(local) == 0:
             return None
+        # the token budget: a random subset of the pairs whose tokens (|A| + |B|) fit in PROBE_MAX_TOKENS
+        cost = sizes[local.left] + sizes[local.right]
+        sampled = len(local)
+        capped = int(cost.sum()) > PROBE_MAX_TOKENS
+        if capped:
+            shuffled = rng.permutation(len(local))
+            keep = np.sort(shuffled[np.cumsum(cost[shuffled]) <= PROBE_MAX_TOKENS])
+            local = Pairs(local.left[keep], local.right[keep])
+            if len(local) == 0:
+                return None
+        pairs = Pairs(ids[local.left], ids[local.right])  # ids ascending: still normalized
         involved = sorted_unique(np.concatenate([pairs.left, pairs.right]))
         s = jaccard_pairs(
             batch.tokens_for(involved),
             np.searchsorted(involved, pairs.left),
             np.searchsorted(involved, pairs.right),
+            max_tokens_per_batch=PROBE_JACCARD_BATCH,
             workers=self.context.workers,
         )
         real = band_keys(sig.values, b, r)
@@ -422,20 +476,32 @@ class LshBands(Blocker):
         with np.errstate(invalid="ignore", divide="ignore"):
             measured = np.where(n_bin > 0, c_bin / np.maximum(n_bin, 1), np.nan)
             predicted = np.where(n_bin > 0, p_bin / np.maximum(n_bin, 1), np.nan)
-        return {
-            "s_curve": {
-                "bands": b,
-                "rows": r,
-                "threshold": self._report.get("threshold") if hasattr(self, "_report") else None,
-                "records_probed": int(len(chosen)),
-                "pairs_sampled": int(len(pairs)),
-                "bins": [[round(float(edges[i]), 2), round(float(edges[i + 1]), 2)] for i in range(10)],
-                "pairs": n_bin.astype(int).tolist(),
-                "candidates": c_bin.astype(int).tolist(),
-                "measured_rate": [None if np.isnan(x) else round(float(x), 4) for x in measured],
-                "predicted_rate": [None if np.isnan(x) else round(float(x), 4) for x in predicted],
-            }
+        curve: dict[str, Any] = {
+            "bands": b,
+            "rows": r,
+            "threshold": self._report.get("threshold") if hasattr(self, "_report") else None,
+            "records_probed": int(len(chosen)),
+            "pairs_sampled": int(len(pairs)),
+            "bins": [[round(float(edges[i]), 2), round(float(edges[i + 1]), 2)] for i in range(10)],
+            "pairs": n_bin.astype(int).tolist(),
+            "candidates": c_bin.astype(int).tolist(),
+            "measured_rate": [None if np.isnan(x) else round(float(x), 4) for x in measured],
+            "predicted_rate": [None if np.isnan(x) else round(float(x), 4) for x in predicted],
         }
+        if skipped_chars or skipped_tokens or capped:
+            # the counts above are those of the pairs actually measured: their intervals stay honest
+            curve["capped"] = {
+                "records_skipped_long_text": skipped_chars,
+                "max_record_chars": PROBE_MAX_RECORD_CHARS,
+                "records_skipped_many_tokens": skipped_tokens,
+                "max_record_tokens": PROBE_MAX_RECORD_TOKENS,
+                "pairs_before_token_budget": int(sampled),
+                "tokens_compared": int((sizes[local.left] + sizes[local.right]).sum()),
+                "token_budget": PROBE_MAX_TOKENS,
+                "note": "records over the per-record limits are not probed, and beyond the token budget a random "
+                "subset of the sampled pairs is measured; P(candidate | s) does not depend on set sizes",
+            }
+        return {"s_curve": curve}
 
 
 class JaccardParams(Params):

@@ -84,3 +84,30 @@ def test_huge_buckets_without_a_cap_are_refused_with_the_estimate(er: object, da
     ran.assert_clean_error(2, "field_hash key 'city' would create about", "candidate pairs", "largest kept bucket",
                            "set max_block_size (now null: no cap)")
     assert ran.peak_mb < 1500, ran.peak_mb
+
+
+def test_a_huge_record_does_not_blow_up_the_diagnostics(er: object, tmp_path: Path) -> None:
+    """Case 19 (diagnostics part): a 4 MB text among ordinary documents. The diagnostics stage used to
+    shingle and sort the record's tokens for every sampled pair holding it (past 4 GB for 50 MB); now
+    it leaves it out, says so, and stays below the memory of the shingle stage."""
+    import json
+    import random
+    import string
+
+    rng = random.Random(3)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(20000)]
+    with open(tmp_path / "d.jsonl", "w", encoding="utf-8") as f:
+        for i in range(300):
+            f.write(json.dumps({"id": i, "text": " ".join(rng.choices(words, k=rng.randint(50, 200)))}) + "\n")
+        f.write(json.dumps({"id": "huge", "text": " ".join(rng.choices(words, k=700_000))}) + "\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: huge-record\nthreshold: 0.8\nexact_duplicates: false\n"
+        "sources: [{name: d, path: d.jsonl, id: id, fields: [text]}]\n"
+        "shingler: {type: char, k: 5}\nsignature: {type: minhash, num_perm: 128}\nblockers: [{type: lsh_bands}]\n"
+        "verifier: {type: jaccard}\ncluster: {type: connected_components}\noutput: {dir: out}\n", encoding="utf-8")
+    ran = er(["run", tmp_path / "job.yaml", "--quiet"], limit_mb=LIMIT_MB)  # type: ignore[operator]
+    ran.assert_clean_error(0)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    stages = {s["stage"]: s for s in report["stages"]}
+    assert report["diagnostics"]["s_curve"]["capped"]["records_skipped_long_text"] == 1
+    assert stages["diagnostics"]["peak_rss_mb"] <= stages["shingle"]["peak_rss_mb"], stages

@@ -1,0 +1,139 @@
+"""lsh_bands diagnostics (er_plugins.documents.LshBands.diagnostics): bounded work on any input (issue 18, case 19).
+
+The measured S-curve probes sampled pairs with their exact Jaccard. A huge
+record (a 50 MB JSON value) made it shingle and sort that record's tokens for
+every pair it was in (past 4 GB). Now records over the per-record limits are
+never shingled or probed, the pairs' tokens fit a budget, the output says
+so, and without any of that the output is what it was.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+
+import er_plugins.documents as docs
+from er_framework.components import Context
+from er_framework.data import Batch, Records, TokenSets
+from er_plugins.documents import CharShingler, LshBands, MinHash
+
+
+def corpus(n: int, seed: int = 1) -> list[str]:
+    """Families of near-copies (so that every similarity bin has pairs) and singletons."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 8))) for _ in range(3000)]
+    texts: list[str] = []
+    while len(texts) < n:
+        base = rng.choices(words, k=rng.randint(30, 80))
+        for _ in range(rng.randint(1, 4)):
+            copy = [w if rng.random() > rng.choice([0.02, 0.1, 0.3]) else rng.choice(words) for w in base]
+            texts.append(" ".join(copy))
+    return texts[:n]
+
+
+def make_batch(texts: list[str], *, keep_tokens: bool) -> tuple[Batch, list[int]]:
+    """A batch as the pipeline makes it; with ``keep_tokens=False`` the token sets are recomputed on
+    demand (streamed), and the returned list counts every token shingled that way."""
+    records = Records(ids=[str(i) for i in range(len(texts))], source=np.zeros(len(texts), dtype=np.int32),
+                      source_names=["s"], fields={"text": list(texts)})
+    shingler = CharShingler(CharShingler.Params(k=4))
+    tokens = shingler.shingle(records)
+    sig = MinHash(MinHash.Params(num_perm=64), Context(seed=3)).build(tokens)
+    shingled: list[int] = []
+
+    def source(rows: np.ndarray) -> TokenSets:
+        ts = shingler.shingle(records.take(rows))
+        shingled.append(int(ts.sizes.sum()))
+        return ts
+
+    batch = Batch(records=records, tokens=tokens if keep_tokens else None, signatures=sig,
+                  token_source=None if keep_tokens else source)
+    return batch, shingled
+
+
+def blocker() -> LshBands:
+    return LshBands(LshBands.Params(bands=16, rows=4), Context(seed=3, threshold=0.5))
+
+
+@pytest.fixture
+def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Tokens the diagnostics compare (|A| + |B| of every pair given to jaccard_pairs)."""
+    seen: list[int] = []
+    real = docs.jaccard_pairs
+
+    def spy(ts: TokenSets, left: np.ndarray, right: np.ndarray, **kw: object) -> np.ndarray:
+        seen.append(int(ts.sizes[left].sum() + ts.sizes[right].sum()))
+        return real(ts, left, right, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(docs, "jaccard_pairs", spy)
+    return seen
+
+
+def test_ordinary_input_is_not_capped() -> None:
+    texts = corpus(400)
+    kept = blocker().diagnostics(make_batch(texts, keep_tokens=True)[0], 300)
+    streamed = blocker().diagnostics(make_batch(texts, keep_tokens=False)[0], 300)
+    assert kept is not None and "capped" not in kept["s_curve"]
+    assert kept == streamed
+
+
+@pytest.mark.parametrize("keep_tokens", [True, False])
+def test_a_huge_record_is_never_shingled_nor_compared(keep_tokens: bool, compared: list[int]) -> None:
+    texts = corpus(400)
+    rng = random.Random(7)
+    huge = " ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(150_000))  # ~1 MB, ~1M tokens
+    assert len(huge) > docs.PROBE_MAX_RECORD_CHARS
+    batch, shingled = make_batch(texts + [huge], keep_tokens=keep_tokens)
+    huge_tokens = int(CharShingler(CharShingler.Params(k=4)).shingle(batch.records.take([len(texts)])).sizes[0])
+    d = blocker().diagnostics(batch, 300)
+    assert d is not None
+    capped = d["s_curve"]["capped"]
+    assert capped["records_skipped_long_text"] == 1 and capped["max_record_chars"] == docs.PROBE_MAX_RECORD_CHARS
+    # the huge record's ~1M tokens are neither shingled (streamed) nor compared
+    small_total = sum(len(t) for t in texts)  # at most one token per character
+    assert sum(shingled) <= 2 * small_total < huge_tokens  # the probe pass, then the records of the pairs
+    assert sum(compared) == capped["tokens_compared"] <= docs.PROBE_MAX_TOKENS
+    # the other records are measured as without the huge one
+    alone = blocker().diagnostics(make_batch(texts, keep_tokens=True)[0], 300)
+    assert alone is not None
+    for key in ("pairs", "candidates", "measured_rate", "predicted_rate"):
+        assert d["s_curve"][key] == alone["s_curve"][key]
+
+
+def test_a_record_with_too_many_tokens_is_not_probed(monkeypatch: pytest.MonkeyPatch, compared: list[int]) -> None:
+    texts = corpus(300)
+    batch, _ = make_batch(texts, keep_tokens=True)
+    assert batch.tokens is not None
+    biggest = int(np.argmax(batch.tokens.sizes))
+    monkeypatch.setattr(docs, "PROBE_MAX_RECORD_TOKENS", int(batch.tokens.sizes[biggest]) - 1)
+    d = blocker().diagnostics(batch, 200)
+    assert d is not None
+    assert d["s_curve"]["capped"]["records_skipped_many_tokens"] == int(
+        (batch.tokens.sizes > docs.PROBE_MAX_RECORD_TOKENS).sum()) >= 1
+
+
+@pytest.mark.parametrize("keep_tokens", [True, False])
+def test_the_pairs_tokens_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch, compared: list[int],
+                                                 keep_tokens: bool) -> None:
+    texts = corpus(400)
+    full = blocker().diagnostics(make_batch(texts, keep_tokens=keep_tokens)[0], 300)
+    assert full is not None and compared
+    all_tokens = compared[-1]
+    budget = all_tokens // 5
+    monkeypatch.setattr(docs, "PROBE_MAX_TOKENS", budget)
+    compared.clear()
+    batch, shingled = make_batch(texts, keep_tokens=keep_tokens)
+    d = blocker().diagnostics(batch, 300)
+    assert d is not None
+    curve, capped = d["s_curve"], d["s_curve"]["capped"]
+    assert sum(compared) == capped["tokens_compared"] <= budget
+    assert capped["pairs_before_token_budget"] == full["s_curve"]["pairs_sampled"] > curve["pairs_sampled"] > 0
+    # honest counts: the bins hold the pairs measured, the rates are theirs
+    assert sum(curve["pairs"]) == curve["pairs_sampled"]
+    for n, c, m in zip(curve["pairs"], curve["candidates"], curve["measured_rate"]):
+        assert (m is None) == (n == 0) and (n == 0 or m == round(c / n, 4))
+    if not keep_tokens:  # shingled: the probe pass over the corpus, then only the records of kept pairs
+        assert sum(shingled) <= sum(len(t) for t in texts) + budget
