@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections.abc
 import hashlib
 import json
+import re
 import stat
 import types
 import typing
@@ -464,6 +465,20 @@ class LocalClusterSpec(_Strict):
     memory_limit: str | None = Field(default=None, description="per worker, e.g. '4GB' (default: Dask's share of RAM)")
 
 
+#: what a scheduler's address looks like: [SCHEME://]HOST:PORT (HOST a name, an IPv4 or a [bracketed IPv6])
+ADDRESS_RE = re.compile(r"(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def address_problem(address: str) -> str | None:
+    """Why ``address`` cannot be a Dask scheduler's address (``None``: it has the shape of one)."""
+    m = ADDRESS_RE.fullmatch(address)
+    if m is None:
+        return "not an address of the form [tcp://]HOST:PORT"
+    if not 0 < int(m.group(3)) < 65536:
+        return f"the port {m.group(3)} is not a port number (1-65535)"
+    return None
+
+
 class ExecutorSpec(_Strict):
     """Where the job runs: in this process (default), on a Dask cluster, or on an installed executor."""
 
@@ -482,6 +497,14 @@ class ExecutorSpec(_Strict):
         description="dask: 'client' gathers the verified pairs and runs the job's clusterer; 'workers' reduces "
         "them to a spanning forest on the workers first (connected_components only; same clusters)",
     )
+
+    @field_validator("address")
+    @classmethod
+    def _address_shape(cls, v: str | None) -> str | None:
+        why = None if v is None else address_problem(v)
+        if why is not None:
+            raise ValueError(f"{v!r} is {why}, e.g. tcp://10.0.0.5:8786")
+        return v
 
     @field_validator("type")
     @classmethod

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 import sys
 import threading
@@ -71,7 +70,7 @@ import numpy.typing as npt
 from numpy.dtypes import StringDType
 
 from er_framework.components import Blocker, Shingler
-from er_framework.config.job import Job, load_yaml, resolve_job
+from er_framework.config.job import ADDRESS_RE, address_problem, Job, load_yaml, resolve_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
@@ -610,20 +609,6 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
 #: seconds to connect to a scheduler and register with it (a silent or black-holed address fails after this);
 #: the environment variable ER_DASK_CONNECT_TIMEOUT overrides it
 CONNECT_TIMEOUT_S = 30.0
-#: what a scheduler's address looks like: [SCHEME://]HOST:PORT (HOST a name, an IPv4 or a [bracketed IPv6])
-ADDRESS_RE = re.compile(r"(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
-
-
-def address_problem(address: str) -> str | None:
-    """Why ``address`` cannot be a Dask scheduler's address (``None``: it has the shape of one)."""
-    m = ADDRESS_RE.fullmatch(address)
-    if m is None:
-        return "not an address of the form [tcp://]HOST:PORT"
-    if not 0 < int(m.group(3)) < 65536:
-        return f"the port {m.group(3)} is not a port number (1-65535)"
-    return None
-
-
 def connect_timeout() -> float:
     """:data:`CONNECT_TIMEOUT_S`, or the seconds in ``ER_DASK_CONNECT_TIMEOUT`` (a positive number)."""
     text = os.environ.get("ER_DASK_CONNECT_TIMEOUT", "")

@@ -311,10 +311,15 @@ def _dask_job(folder: Path, address: str) -> Path:
     ("tcp://127.0.0.1:99999", ["the port 99999 is not a port number"]),
 ])
 def test_a_malformed_dask_address_is_named(er: Er, tmp_path: Path, address: str, needles: list[str]) -> None:
-    ran = er(["run", _dask_job(tmp_path, address), "--out", tmp_path / "out"], timeout=120)
-    ran.assert_clean_error(2, f"could not connect to the Dask scheduler at {address}", *needles,
-                           "executor.address", "tcp://HOST:8786")
+    job = _dask_job(tmp_path, address)
+    for verb in (["validate", job], ["run", job, "--out", tmp_path / "out"]):  # refused when the job is read
+        ran = er(verb, timeout=120)
+        ran.assert_clean_error(2, "invalid config", *needles, "executor.address", "tcp://10.0.0.5:8786")
     assert not (tmp_path / "out").exists() and not ran.left_behind
+    # and at connect time, for an address that did not come through a job file
+    from er_framework.executors.dask import address_problem
+
+    assert address_problem(address) is not None
 
 
 def test_a_dask_address_of_a_service_that_is_not_dask(er: Er, tmp_path: Path, fake_server: Callable[[bytes | None], str]) -> None:
