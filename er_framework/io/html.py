@@ -875,6 +875,18 @@ _GOOD_BAD = frozenset({"good", "bad"})
 _GOOD_BAD_NEAR = frozenset({"good", "bad", "neargood"})
 
 
+
+def _good_after(paragraphs: Sequence[Any], i: int, max_distance: int) -> bool:
+    """Whether a "good" paragraph follows paragraph ``i`` within ``max_distance`` characters (jusText's walk)."""
+    distance = 0
+    for j in range(i + 1, len(paragraphs)):  # no slice: a walk stops after max_distance characters
+        if distance > max_distance:
+            return False
+        if paragraphs[j].class_type == "good":
+            return True
+        distance += len(paragraphs[j].text)
+    return False
+
 def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_distance: int = 200) -> None:
     """``justext.core.revise_paragraph_classification`` in linear time (same result; tested).
 
@@ -885,16 +897,8 @@ def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_dista
     # good headings (a walk bounded by max_heading_distance characters: as jusText does)
     for i, paragraph in enumerate(paragraphs):
         paragraph.class_type = paragraph.cf_class
-        if not (paragraph.heading and paragraph.class_type == "short"):
-            continue
-        j = i + 1
-        distance = 0
-        while j < len(paragraphs) and distance <= max_heading_distance:
-            if paragraphs[j].class_type == "good":
-                paragraph.class_type = "neargood"
-                break
-            distance += len(paragraphs[j].text)
-            j += 1
+        if paragraph.heading and paragraph.class_type == "short" and _good_after(paragraphs, i, max_heading_distance):
+            paragraph.class_type = "neargood"
 
     # classify short: the neighbours are those of the classes before this step
     classes = [p.class_type for p in paragraphs]
@@ -928,13 +932,6 @@ def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_dista
 
     # more good headings
     for i, paragraph in enumerate(paragraphs):
-        if not (paragraph.heading and paragraph.class_type == "bad" and paragraph.cf_class != "bad"):
-            continue
-        j = i + 1
-        distance = 0
-        while j < len(paragraphs) and distance <= max_heading_distance:
-            if paragraphs[j].class_type == "good":
-                paragraph.class_type = "good"
-                break
-            distance += len(paragraphs[j].text)
-            j += 1
+        if (paragraph.heading and paragraph.class_type == "bad" and paragraph.cf_class != "bad"
+                and _good_after(paragraphs, i, max_heading_distance)):
+            paragraph.class_type = "good"

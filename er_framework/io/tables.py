@@ -1065,30 +1065,22 @@ def read_jsonl_columns(
                 # Fast path: the C scanner on a line without leading whitespace;
                 # anything unusual goes through the full decoder for its message.
                 try:
-                    obj, end = scan(line, 0)
-                    if end != len(line) and not line[end:].isspace():
-                        raise StopIteration
-                except (StopIteration, decode_error):
-                    if not line or line.isspace():
-                        continue  # blank line: no data
                     try:
+                        obj, end = scan(line, 0)
+                        if end != len(line) and not line[end:].isspace():
+                            raise StopIteration
+                    except (StopIteration, decode_error):
+                        if not line or line.isspace():
+                            continue  # blank line: no data
                         obj = decode(line)
-                    except decode_error as e:
-                        nonblank += 1
-                        bad_json.add(
-                            f"{file}:{number}",
-                            f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
-                            f"{_snippet(line.strip())}",
-                        )
-                        continue
-                    except RecursionError:
-                        nonblank += 1
-                        bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
-                        continue
-                    except _DuplicateKey as e:
-                        nonblank += 1
-                        duplicated.add(f"{file}:{number}", _duplicate_message(number, e, line))
-                        continue
+                except decode_error as e:
+                    nonblank += 1
+                    bad_json.add(
+                        f"{file}:{number}",
+                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
+                        f"{_snippet(line.strip())}",
+                    )
+                    continue
                 except RecursionError:
                     nonblank += 1
                     bad_json.add(f"{file}:{number}", f"line {number} is nested too deeply to parse")
