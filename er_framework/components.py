@@ -258,6 +258,12 @@ class Blocker(Component):
         """The window of :meth:`window_keys`: a record is paired with the next ``window_size() - 1`` records."""
         raise NotImplementedError
 
+    def check_window_pairs(self, rows_per_pass: list[int]) -> None:
+        """Raise the error :meth:`candidates` raises when its window passes sort ``rows_per_pass`` records
+        (one count per pass of :meth:`window_keys`; e.g. a limit on the pairs). An executor sorting
+        through :meth:`window_keys` calls it on the counts of all partitions before it makes any pair.
+        Default: no limit."""
+
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Optional: evidence of how the blocker behaves (for the report), e.g. the
         measured candidate rate by exact-similarity bin against its theory.

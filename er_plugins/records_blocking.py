@@ -700,13 +700,7 @@ class SortedNeighbourhood(Blocker):
                     cache[name] = field_codes(_column(records, name, self.name), p.prefix.get(name))
             keyed.append(key_codes([cache[name] for name in names]))
         # the windows' pairs, counted before any is made (in link mode the cross-source ones are fewer)
-        sorted_rows = [int(np.count_nonzero(codes >= 0)) for codes in keyed]
-        limit = PairLimit(self.name, p.max_pairs)
-        limit.add(
-            sum(window_pairs(m, p.window) for m in sorted_rows), f"(window {p.window:,})", "window",
-            f"lower window to {self._fitting_window(sorted_rows, p.max_pairs)} or less, or block with "
-            "field_hash on a selective key instead",
-        )
+        self.check_window_pairs([int(np.count_nonzero(codes >= 0)) for codes in keyed])
         for names, codes in zip(p.sort_keys(), keyed):
             rows = np.flatnonzero(codes >= 0).astype(np.int64)
             order = rows[np.argsort(codes[rows], kind="stable")]
@@ -741,6 +735,16 @@ class SortedNeighbourhood(Blocker):
             "candidates": len(pairs),
         }
         return pairs
+
+    def check_window_pairs(self, rows_per_pass: list[int]) -> None:
+        """At most ``max_pairs`` (and half the available memory) of window pairs over the passes' sorted records."""
+        p = self.params
+        assert isinstance(p, SortedNeighbourhoodParams)
+        PairLimit(self.name, p.max_pairs).add(
+            sum(window_pairs(m, p.window) for m in rows_per_pass), f"(window {p.window:,})", "window",
+            f"lower window to {self._fitting_window(rows_per_pass, p.max_pairs)} or less, or block with "
+            "field_hash on a selective key instead",
+        )
 
     @staticmethod
     def _fitting_window(sorted_rows: list[int], max_pairs: int | None) -> int:

@@ -1024,6 +1024,11 @@ def _pick_attr(obj: Any, name: str, i: int) -> Any:
     return getattr(obj, name)[i]
 
 
+def _run_length(blocked: Blocked, k: int) -> int:
+    """Records of a partition sorted by window pass ``k``."""
+    return len(blocked.runs[k][1]) if k < len(blocked.runs) else 0
+
+
 def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(obj[i] for i in idx)
 
@@ -1073,6 +1078,13 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
     range's window pairs, with the last ``window - 1`` records of the ranges before it carried in.
     Returns one task per range and pass, giving pairs split by pair hash as :func:`task_buckets` does."""
     passes = _window_passes(engine, job)
+    # the pairs each blocker's passes will make, checked on every partition's count before any pair is made
+    counts = client.gather([client.submit(_run_length, f, k, pure=False) for k in range(len(passes)) for f in block_futs])
+    per_blocker: dict[int, list[int]] = {}
+    for k, (blocker_no, _) in enumerate(passes):
+        per_blocker.setdefault(blocker_no, []).append(sum(counts[k * len(block_futs):(k + 1) * len(block_futs)]))
+    for blocker_no, rows in per_blocker.items():
+        engine.blockers[blocker_no].check_window_pairs(rows)
     out = []
     for k, (blocker_no, window) in enumerate(passes):
         samples = [client.submit(_pick_attr, f, "samples", k, pure=False) for f in block_futs]

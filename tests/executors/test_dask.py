@@ -326,6 +326,28 @@ def test_bad_prints_and_too_many_pairs_are_the_local_errors_on_dask(tmp_path: Pa
     assert not (tmp_path / "o").exists()
 
 
+def test_record_blockers_refuse_too_many_pairs_on_dask_with_the_local_message(tmp_path: Path,
+                                                                             cluster: LocalCluster) -> None:
+    """sorted_neighbourhood (counted from every partition's sorted records; the local message) and field_hash
+    (from every bucket's size) stop the job before any pair is made."""
+    executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
+    for k, blocker in enumerate([
+        {"type": "sorted_neighbourhood", "keys": [["last_name"], ["zip"]], "window": 40, "max_pairs": 30_000},
+        {"type": "field_hash", "fields": ["last_name", "city"], "max_block_size": None, "max_pairs": 20_000},
+    ]):
+        messages = []
+        for ex in (None, executor):
+            with pytest.raises(ErError) as info:
+                job = _shipped("customers.yaml", tmp_path, ex, f"lim-{k}-{ex is None}", blockers=[blocker])
+                run_job(parse_job(job), tmp_path / "o")
+            messages.append(info.value.render())
+        for text in messages:
+            assert f"more than max_pairs = {blocker['max_pairs']:,}" in text, messages
+        if blocker["type"] == "sorted_neighbourhood":  # field_hash on Dask counts all keys at once (and both orders)
+            assert messages[1] == messages[0]
+    assert not (tmp_path / "o").exists()
+
+
 def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: Path, docs: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler
