@@ -633,6 +633,16 @@ def _blocking(report: dict[str, Any]) -> str:
                     f"similarity (bins of width 0.1; error bars: 95% Wilson interval). "
                     f"{_fmt(mine.get('pairs_sampled'))} pairs sampled around {_fmt(mine.get('records_probed'))} "
                     f"records, independently of the banding's hash functions."))
+                capped = mine.get("capped")
+                if isinstance(capped, dict):
+                    parts.append(_note(
+                        f"The probe was bounded: {_fmt(capped.get('records_skipped_long_text'))} records longer than "
+                        f"{_fmt(capped.get('max_record_chars'))} characters and "
+                        f"{_fmt(capped.get('records_skipped_many_tokens'))} with more than "
+                        f"{_fmt(capped.get('max_record_tokens'))} tokens were not probed; "
+                        f"{_fmt(capped.get('tokens_compared'))} tokens compared (budget "
+                        f"{_fmt(capped.get('token_budget'))}, {_fmt(capped.get('pairs_before_token_budget'))} pairs "
+                        "sampled before it). The counts and intervals are those of the pairs measured."))
                 rows_t = []
                 for (a, b), n, k, m, p in zip(mine["bins"], mine["pairs"], mine["candidates"],
                                               mine["measured_rate"], mine["predicted_rate"]):

@@ -93,6 +93,22 @@ def test_without_diagnostics_only_theoretical_curve(shipped: dict[str, Path], tm
     assert_self_contained(page)
 
 
+def test_a_bounded_probe_is_said_on_the_page(shipped: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "capped"
+    out.mkdir()
+    for f in ("pairs.csv", "clusters.csv"):
+        (out / f).write_bytes((shipped["documents"] / f).read_bytes())
+    report = json.loads((shipped["documents"] / "report.json").read_text())
+    assert "The probe was bounded" not in write_report(shipped["documents"]).read_text(encoding="utf-8")
+    report["diagnostics"]["s_curve"]["capped"] = {
+        "records_skipped_long_text": 2, "max_record_chars": 800_000, "records_skipped_many_tokens": 0,
+        "max_record_tokens": 100_000, "pairs_before_token_budget": 9000, "tokens_compared": 19_000_000,
+        "token_budget": 20_000_000, "note": "…"}
+    (out / "report.json").write_text(json.dumps(report))
+    page = write_report(out).read_text(encoding="utf-8")
+    assert "The probe was bounded: 2 records longer than 800,000 characters" in page
+
+
 def small_job(tmp: Path, rows: list[dict], fmt: str = "csv") -> Path:
     (tmp / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = tmp / "job.yaml"
