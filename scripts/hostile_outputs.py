@@ -176,6 +176,9 @@ def kills(n_kills: int, n: int, work: Path, seed: int) -> dict[str, object]:
 
 
 def main() -> int:
+    # started in the background (`&`, nohup) SIGINT is ignored, and so in every er started here: restore it,
+    # or the SIGINT half of the kills would test nothing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--concurrent", type=int, default=100)
     ap.add_argument("--kills", type=int, default=50)

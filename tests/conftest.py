@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Iterator
 
 import pytest
 from distributed import LocalCluster
+
+# A test run started in the background (bash `cmd &`, nohup, some CI runners) has SIGINT (and SIGHUP)
+# ignored, and an ignored signal stays ignored in every process it starts: the tests that press Ctrl-C
+# or hang up, in this process or in an `er` they start, need the defaults back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 @pytest.fixture(scope="session")
 def dask_cluster() -> Iterator[LocalCluster]:

@@ -47,7 +47,8 @@ def signals_as_exceptions() -> Iterator[None]:
         yield
         return
     sigs = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    old = {sig: signal.signal(sig, _raise_terminated) for sig in sigs}
+    # a signal ignored by whoever started er (nohup: SIGHUP) stays ignored
+    old = {sig: signal.signal(sig, _raise_terminated) for sig in sigs if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:
