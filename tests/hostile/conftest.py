@@ -2,8 +2,8 @@
 
 :func:`run_er` runs ``python -m er_framework.cli.main ARGS`` in a subprocess,
 in its own process group, and returns its exit code, stdout, stderr and peak
-RSS (``ru_maxrss`` of the child, read with ``os.wait4`` - the process's own
-peak, not a wall-clock figure). A case that must stay under a memory bound
+RSS (``ru_maxrss`` of er, read with ``os.wait4`` by a small launcher - the
+process's own peak, not a wall-clock figure; see :data:`LAUNCHER`). A case that must stay under a memory bound
 also gets an address-space limit (``limit_mb``) so that a regression fails
 the test instead of swapping the machine.
 """
@@ -11,9 +11,9 @@ the test instead of swapping the machine.
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -24,6 +24,28 @@ from typing import Any, Sequence
 import pytest
 
 TRACEBACK = "Traceback (most recent call last)"
+
+#: runs ``python ARGS`` as its child and writes the child's peak RSS (KB, from wait4) to a file. A process
+#: forked from the test process would count the test process's pages as its own peak (ru_maxrss keeps the
+#: high-water mark from before exec, and pytest grows to hundreds of MB over a session); this launcher is
+#: small when it forks, so the figure is er's own. The address-space limit is set in the child only.
+LAUNCHER = """
+import os, resource, signal, sys
+out, limit = sys.argv[1], int(sys.argv[2])
+pid = os.fork()
+if pid == 0:
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit << 20, limit << 20))
+    os.execv(sys.executable, [sys.executable, *sys.argv[3:]])
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to the group is the child's to act on
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(str(usage.ru_maxrss))
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.WEXITSTATUS(status))
+"""
 
 
 @dataclass
@@ -52,15 +74,16 @@ def run_er(
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     full_env.pop("ER_DEBUG", None)
 
-    def limits() -> None:  # in the child, before exec
+    def new_group() -> None:  # in the launcher, before exec
         os.setpgrp()
-        if limit_mb is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
 
+    fd, rusage_file = tempfile.mkstemp(prefix="er-rusage-")
+    os.close(fd)
+    launcher = [sys.executable, "-c", LAUNCHER, rusage_file, str(limit_mb or 0), "-m", "er_framework.cli.main"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "er_framework.cli.main", *map(str, args)], cwd=cwd, env=full_env,
+        [*launcher, *map(str, args)], cwd=cwd, env=full_env,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limits,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=new_group,
     )
     chunks: dict[str, bytes] = {}
 
@@ -83,10 +106,15 @@ def run_er(
     timer = threading.Timer(timeout, kill)
     timer.start()
     try:
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
+        proc.wait()
     finally:
         timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        peak_kb = int(Path(rusage_file).read_text() or 0)
+    except ValueError:
+        peak_kb = 0
+    finally:
+        os.unlink(rusage_file)
     for t in readers:
         t.join()
     out, err = chunks.get("out", b""), chunks.get("err", b"")
@@ -95,8 +123,7 @@ def run_er(
         os.killpg(proc.pid, signal.SIGKILL)
     if timed_out:
         pytest.fail(f"er {' '.join(map(str, args))} did not finish in {timeout} s: {err.decode(errors='replace')[-2000:]}")
-    return Ran(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-               usage.ru_maxrss / 1024, left)
+    return Ran(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), peak_kb / 1024, left)
 
 
 def group_alive(pgid: int, grace: float = 3.0) -> bool:
