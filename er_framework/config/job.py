@@ -446,6 +446,40 @@ class ExactSpec(_Strict):
     )
 
 
+class PruneSpec(_Strict):
+    """Corpus-frequency pruning of shingles: tokens in too many (or too few) records are dropped from every set."""
+
+    max_df: int | float | None = Field(
+        default=None,
+        description="drop shingles present in more records than this: a share of the records (0 < x <= 1, "
+        "e.g. 0.05) or a count (a whole number >= 1, e.g. 50); boilerplate, disclaimers and navigation",
+    )
+    min_df: int | float | None = Field(
+        default=None,
+        description="drop shingles present in fewer records than this: a share (0 < x < 1) or a count (>= 1)",
+    )
+
+    @field_validator("max_df")
+    @classmethod
+    def _max_df(cls, v: int | float | None) -> int | float | None:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1) or (isinstance(v, float) and not 0 < v <= 1):
+            raise ValueError(f"max_df must be a share 0 < x <= 1 (e.g. 0.05) or a whole number of records >= 1, got {v!r}")
+        return v
+
+    @field_validator("min_df")
+    @classmethod
+    def _min_df(cls, v: int | float | None) -> int | float | None:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1) or (isinstance(v, float) and not 0 < v < 1):
+            raise ValueError(f"min_df must be a share 0 < x < 1 or a whole number of records >= 1, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _something(self) -> PruneSpec:
+        if self.max_df is None and self.min_df is None:
+            raise ValueError("prune_shingles needs max_df or min_df (or remove the section)")
+        return self
+
+
 class OutputSpec(_Strict):
     dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
     format: Literal["csv", "parquet"] = "csv"
@@ -533,6 +567,11 @@ class JobSpec(_Strict):
     sources: list[SourceSpec] = Field(min_length=1)
     exact_duplicates: ExactSpec | bool = True
     shingler: dict[str, Any] | None = None
+    prune_shingles: PruneSpec | None = Field(
+        default=None,
+        description="corpus-frequency pruning: {max_df: share or count, min_df: share or count}; shingles in "
+        "more than max_df (fewer than min_df) records are dropped before signing and verification",
+    )
     signature: dict[str, Any] | None = None
     blocker: dict[str, Any] | None = None
     blockers: list[dict[str, Any]] | None = None
@@ -672,6 +711,8 @@ class Job:
             "verifier": comp(self.verifier),
             "cluster": comp(self.clusterer),
         }
+        if self.spec.prune_shingles is not None:  # (absent when off: the hash of other jobs is unchanged)
+            out["prune_shingles"] = self.spec.prune_shingles.model_dump()
         if self.normalizers:  # (absent when empty: the hash of a job without normalizers is unchanged)
             out["normalize"] = {f: [comp(s) for s in chain] for f, chain in self.normalizers.items()}
         return out
@@ -1538,4 +1579,8 @@ def _rule_problems(
                 fix=f"add shingler: {{type: NAME}}; installed: {choices_text(registry.names('shingler'))}",
             )
         )
+    if data.get("prune_shingles") is not None and data.get("shingler") is None:
+        problems.append(_at(filename, lines, ("prune_shingles",),
+                            message="prune_shingles drops shingles, but the job has no 'shingler' section",
+                            fix="remove prune_shingles, or add shingler: {type: NAME} (and a signature and verifier that read tokens)"))
     return problems

@@ -9,11 +9,12 @@ import numpy.typing as npt
 
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
 from er_framework.config.job import ComponentSpec, Job
-from er_framework.data import Batch, Pairs, Records
+from er_framework.data import Batch, Pairs, Records, TokenSets
 from er_framework.errors import ErError, PluginError, Problem
+from er_framework.kernels.df import drop_tokens
 from er_framework.kernels.hashing import mix64
 
-__all__ = ["BLOCKER_SALT", "Engine", "signed_keys"]
+__all__ = ["BLOCKER_SALT", "Engine", "PrunedShingler", "signed_keys"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -33,6 +34,45 @@ def _make(spec: ComponentSpec, family: type[_C], job: Job) -> _C:
     if not isinstance(comp, family):
         raise PluginError(Problem(where=spec.yaml_path, message=f"{spec.cls.name!r} did not build a {family.__name__}"))
     return comp
+
+
+class PrunedShingler(Shingler):
+    """The job's shingler with the corpus-frequency pruning of ``prune_shingles:`` applied.
+
+    Every token set it gives (and every multiset) lacks the ``dropped``
+    tokens, so signatures, blockers reading tokens, verification (also of
+    re-shingled records) and the diagnostics see the same pruned sets,
+    wherever they run. It keeps the wrapped shingler's name, parameters,
+    capabilities and report.
+    """
+
+    def __init__(self, inner: Shingler, dropped: npt.NDArray[np.uint64]) -> None:
+        super().__init__(inner.params, inner.context)
+        self.inner = inner
+        self.dropped = dropped
+        self.name = inner.name  # type: ignore[misc]  # the instance answers with the wrapped class's name
+        self.streamable = inner.streamable  # type: ignore[misc]
+        self.partitionable = inner.partitionable  # type: ignore[misc]
+
+    def shingle(self, records: Records) -> TokenSets:
+        return drop_tokens(self.inner.shingle(records), self.dropped)[0]
+
+    def shingle_multiset(self, records: Records) -> TokenSets:
+        return drop_tokens(self.inner.shingle_multiset(records), self.dropped)[0]
+
+    def shingle_counted(self, records: Records, multiset: bool) -> tuple[TokenSets, Int64Array]:
+        """The pruned token sets (or multisets) and how many tokens each record lost."""
+        raw = self.inner.shingle_multiset(records) if multiset else self.inner.shingle(records)
+        return drop_tokens(raw, self.dropped)
+
+    def partition_report(self) -> dict[str, Any]:
+        return self.inner.partition_report()
+
+    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
+        self.inner.merge_reports(reports)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
 
 
 class Engine:
@@ -64,7 +104,17 @@ class Engine:
         self.builder: SignatureBuilder | None = None
         if job.signature is not None and self.shingler is not None:
             self.builder = _make(job.signature, SignatureBuilder, job)
+        #: the shingler as the plugin built it (``shingler`` becomes a :class:`PrunedShingler` once the
+        #: job's ``prune_shingles:`` has counted the corpus: :meth:`apply_pruning`)
+        self.base_shingler = self.shingler
         self.threshold = self.verifier.threshold
+
+    def apply_pruning(self, dropped: npt.NDArray[np.uint64]) -> None:
+        """Shingle without the tokens ``dropped`` (sorted, distinct) from now on: every later stage sees pruned sets."""
+        if self.base_shingler is None:
+            return
+        self.shingler = PrunedShingler(self.base_shingler, np.asarray(dropped, dtype=np.uint64)) if len(dropped) else \
+            self.base_shingler
 
     # ------------------------------------------------------------- capabilities
 

@@ -1,6 +1,6 @@
 """One function per stage of a job. No maths here: kernels and components do the work.
 
-    read -> normalize -> exact duplicates -> shingle + sign -> block
+    read -> normalize -> exact duplicates -> [prune] -> shingle + sign -> block
          -> diagnostics -> verify -> cluster -> write
 
 Every executor and the index call these functions (the local executor all
@@ -26,13 +26,14 @@ import numpy.typing as npt
 
 from er_framework.config.job import Job
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
-from er_framework.engine.engine import Engine
+from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.tables import merge_files, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, hash_strings, pairs_in_groups
+from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.parallel import map_processes, split_sizes
@@ -43,7 +44,7 @@ __all__ = [
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
-    "read", "score_streamed", "shingle_and_sign", "subtract_pairs", "verify", "write",
+    "prune_shingles", "pruned_by_frequency", "pruned_share", "read", "score_streamed", "shingle_and_sign", "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -239,9 +240,103 @@ class Shingled:
     signatures: Signatures | None
     chunks: int
     report: dict[str, Any] = field(default_factory=dict)
+    #: tokens each record lost to ``prune_shingles:`` when they were pruned while shingling (else None)
+    lost: Int64Array | None = None
 
 
-def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog) -> Shingled:
+def shingle_frequencies(engine: Engine, records: Records, keep_mb: float = 0.0) -> tuple[DocFreq, TokenSets | None]:
+    """Pass 1 of ``prune_shingles:``: the document frequency of every shingle of ``records``, a chunk at a time.
+
+    Returns the counts and, when every token set fits in ``keep_mb`` (the
+    job's ``token_memory_mb``), the sets themselves (so that pass 2 prunes
+    them instead of shingling again); ``None`` beyond that. The Dask
+    executor calls it per partition and merges the counts
+    (:meth:`DocFreq.merge`).
+    """
+    shingler = engine.base_shingler
+    assert shingler is not None
+    freq = DocFreq()
+    n = len(records)
+    chunk = engine.job.spec.chunk_records if shingler.streamable else max(n, 1)
+    cap = int(keep_mb * 2**20) // 8
+    parts: list[TokenSets] | None = []
+    used = 0
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        ts = shingler.shingle(records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
+        freq.add(ts)
+        if parts is not None and used + len(ts.tokens) <= cap:
+            parts.append(ts)
+            used += len(ts.tokens)
+        else:
+            parts = None
+    if parts is None:
+        return freq, None
+    return freq, TokenSets.concat(parts) if len(parts) != 1 else parts[0]
+
+
+def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64], dict[str, Any]]:
+    """The shingles ``prune_shingles:`` drops, from the corpus's counts, and the report's numbers on them."""
+    spec = job.spec.prune_shingles
+    assert spec is not None
+    tokens, df = freq.table()
+    most, least = df_limits(freq.records, spec.max_df, spec.min_df)
+    dropped = pruned_tokens(tokens, df, most, least)
+    above = int((df > most).sum()) if most is not None else 0
+    top = np.sort(df)[::-1][:10]
+    report = {
+        "max_df": spec.max_df, "min_df": spec.min_df,
+        "records_counted": int(freq.records),
+        "max_records": most,  # a shingle in more records than this is dropped (None: no upper limit)
+        "min_records": least,  # … in fewer records than this
+        "vocabulary": int(len(tokens)),
+        "shingles_pruned": int(len(dropped)),
+        "above_max_df": above,
+        "below_min_df": int(len(dropped)) - above,
+        "most_frequent_df": [int(x) for x in top],  # records holding each of the 10 most frequent shingles
+    }
+    return dropped, report
+
+
+def pruned_share(before: Int64Array, lost: Int64Array) -> dict[str, Any]:
+    """How much of each record's shingles the pruning took: the overall share, quantiles per record, records emptied."""
+    before = np.asarray(before, dtype=np.int64)
+    lost = np.asarray(lost, dtype=np.int64)
+    share = np.divide(lost, before, out=np.zeros(len(before)), where=before > 0)
+    q = np.quantile(share, [0.5, 0.9, 0.99]) if len(share) else np.zeros(3)
+    return {
+        "token_share_pruned": round(float(lost.sum() / before.sum()), 4) if before.sum() else 0.0,
+        "record_share_pruned": {"median": round(float(q[0]), 4), "p90": round(float(q[1]), 4),
+                                "p99": round(float(q[2]), 4), "max": round(float(share.max()), 4) if len(share) else 0.0},
+        "records_pruned": int((lost > 0).sum()),
+        "records_emptied": int(((before > 0) & (lost == before)).sum()),
+    }
+
+
+def prune_shingles(engine: Engine, records: Records, log: StageLog) -> TokenSets | None:
+    """The ``prune`` stage (when the job sets ``prune_shingles:``): count, choose, and make the engine prune.
+
+    Returns the pruned token sets of ``records`` when pass 1 could keep
+    them (then :func:`shingle_and_sign` signs these instead of shingling
+    again), else ``None``. The stage's log entry gets the report's numbers;
+    :func:`shingle_and_sign` adds how much of each record was pruned.
+    """
+    job = engine.job
+    if job.spec.prune_shingles is None or engine.base_shingler is None:
+        return None
+    with log.stage("prune") as info:
+        freq, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
+        dropped, report = pruned_by_frequency(job, freq)
+        engine.apply_pruning(dropped)
+        info.update(report)
+        if kept is None:
+            return None
+        pruned, lost = drop_tokens(kept, dropped)
+        info.update(pruned_share(kept.sizes, lost))
+        return pruned
+
+
+def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog, pruned: TokenSets | None = None) -> Shingled:
     """Token sets and signatures of ``records`` (the active ones), a chunk of records at a time; fills ``batch``.
 
     Components see whole chunks (never one record); token sets and
@@ -252,7 +347,8 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     and recomputed for the records a later stage asks for through
     ``batch.token_source``; with a builder that takes minima
     (``multiset_ok``) the shingler's multisets are signed and nothing is kept
-    (``"none"``).
+    (``"none"``). ``pruned``: the token sets the ``prune`` stage kept
+    (already pruned): they are signed and kept, not shingled again.
     """
     job, shingler, builder = engine.job, engine.shingler, engine.builder
     if shingler is None:
@@ -260,9 +356,9 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
             with log.stage(name):
                 pass
         return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
-    keep = engine.token_keep()
+    keep = "all" if pruned is not None else engine.token_keep()
     chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
-    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log)
+    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned)
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
     shingled.report = {
@@ -276,6 +372,10 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
         "chunks": shingled.chunks,
     }
     log.stages[-2 if builder is not None else -1].update(shingled.report)
+    if shingled.lost is not None:  # pruned while shingling: how much of each record went
+        prune_info = next(st for st in log.stages if st.get("stage") == "prune")
+        prune_info.update(pruned_share(sizes + shingled.lost, shingled.lost))
+        prune_info["share_counted"] = shingled.report["tokens_counted"]
     if shingled.tokens is None:
         batch.token_source = lambda rows: shingler.shingle(records.take(rows))
     if builder is not None:
@@ -288,7 +388,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
 
 def _shingle_chunks(
     records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
-    log: StageLog,
+    log: StageLog, pruned: TokenSets | None = None,
 ) -> Shingled:
     """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``)."""
     names = ["shingle"] + (["signatures"] if builder is not None else [])
@@ -302,12 +402,19 @@ def _shingle_chunks(
     token_parts: list[TokenSets] = []
     sig_parts: list[Signatures] = []
     sizes: list[Int64Array] = []
+    lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep in ("all", "budget")
     with log.interleaved(names) as timer:
         for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
             part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
             with timer("shingle"):
-                tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
+                if pruned is not None:
+                    tokens = pruned.slice(a, b)
+                elif lost is not None:
+                    tokens, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                    lost.append(lost_part)
+                else:
+                    tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
             sizes.append(tokens.sizes)
             if builder is not None:
                 with timer("signatures"):
@@ -325,7 +432,9 @@ def _shingle_chunks(
             pass
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     token_sets: TokenSets | None = None
-    if keep == "all":
+    if pruned is not None:
+        token_sets = pruned
+    elif keep == "all":
         token_sets = token_parts[0] if len(token_parts) == 1 else TokenSets.concat(token_parts)
     elif kept and buffer is not None:
         indptr = np.zeros(len(all_sizes) + 1, dtype=np.int64)
@@ -334,7 +443,8 @@ def _shingle_chunks(
     signatures = None
     if builder is not None:
         signatures = sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)
-    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1)
+    lost_all = None if lost is None else (np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64))
+    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all)
 
 
 # ------------------------------------------------------------------ block
