@@ -53,17 +53,20 @@ class PrunedShingler(Shingler):
         self.name = inner.name  # type: ignore[misc]  # the instance answers with the wrapped class's name
         self.streamable = inner.streamable  # type: ignore[misc]
         self.partitionable = inner.partitionable  # type: ignore[misc]
+        #: the distinct tokens each record of the last call lost (read under the caller's lock)
+        self.last_lost: Int64Array = np.zeros(0, dtype=np.int64)
 
     def shingle(self, records: Records) -> TokenSets:
-        return drop_tokens(self.inner.shingle(records), self.dropped)[0]
+        return self.shingle_counted(records, multiset=False)[0]
 
     def shingle_multiset(self, records: Records) -> TokenSets:
-        return drop_tokens(self.inner.shingle_multiset(records), self.dropped)[0]
+        return self.shingle_counted(records, multiset=True)[0]
 
     def shingle_counted(self, records: Records, multiset: bool) -> tuple[TokenSets, Int64Array]:
         """The pruned token sets (or multisets) and how many tokens each record lost."""
         raw = self.inner.shingle_multiset(records) if multiset else self.inner.shingle(records)
-        return drop_tokens(raw, self.dropped)
+        tokens, self.last_lost = drop_tokens(raw, self.dropped)
+        return tokens, self.last_lost
 
     def partition_report(self) -> dict[str, Any]:
         return self.inner.partition_report()
@@ -163,6 +166,12 @@ class Engine:
                 f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
                 f"so {what}; use a pairwise verifier (jaccard, field_score)"
                 + (", fellegi_sunter, or executor: local" if partition else "")
+            )
+        if not partition and self.job.spec.prune_shingles is not None:
+            problems.append(
+                "prune_shingles drops shingles by how many records of the whole corpus hold them; an index takes "
+                "items one at a time and cannot keep those counts; remove prune_shingles from the job of the index "
+                "(er run and the dask executor prune)"
             )
         if self.shingler is not None and not self.shingler.streamable and not self.shingler.partitionable:
             # partitionable: a record's token set depends on that record alone, so one item or one

@@ -44,7 +44,8 @@ __all__ = [
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
-    "prune_shingles", "pruned_by_frequency", "pruned_share", "read", "score_streamed", "shingle_and_sign", "shingle_frequencies", "subtract_pairs", "verify", "write",
+    "Pruning", "prune_shingles", "pruned_by_frequency", "pruned_share", "read", "score_streamed", "shingle_and_sign",
+    "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -244,14 +245,16 @@ class Shingled:
     lost: Int64Array | None = None
 
 
-def shingle_frequencies(engine: Engine, records: Records, keep_mb: float = 0.0) -> tuple[DocFreq, TokenSets | None]:
+def shingle_frequencies(
+    engine: Engine, records: Records, keep_mb: float = 0.0
+) -> tuple[DocFreq, Int64Array, TokenSets | None]:
     """Pass 1 of ``prune_shingles:``: the document frequency of every shingle of ``records``, a chunk at a time.
 
-    Returns the counts and, when every token set fits in ``keep_mb`` (the
-    job's ``token_memory_mb``), the sets themselves (so that pass 2 prunes
-    them instead of shingling again); ``None`` beyond that. The Dask
-    executor calls it per partition and merges the counts
-    (:meth:`DocFreq.merge`).
+    Returns the counts, each record's number of distinct shingles and, when
+    every token set fits in ``keep_mb`` (the job's ``token_memory_mb``), the
+    sets themselves (so that pass 2 prunes them instead of shingling again;
+    ``None`` beyond that). The Dask executor calls it per partition and
+    merges the counts (:meth:`DocFreq.merge`).
     """
     shingler = engine.base_shingler
     assert shingler is not None
@@ -260,19 +263,22 @@ def shingle_frequencies(engine: Engine, records: Records, keep_mb: float = 0.0) 
     chunk = engine.job.spec.chunk_records if shingler.streamable else max(n, 1)
     cap = int(keep_mb * 2**20) // 8
     parts: list[TokenSets] | None = []
+    sizes: list[Int64Array] = []
     used = 0
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
         ts = shingler.shingle(records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
         freq.add(ts)
+        sizes.append(ts.sizes)
         if parts is not None and used + len(ts.tokens) <= cap:
             parts.append(ts)
             used += len(ts.tokens)
         else:
             parts = None
+    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     if parts is None:
-        return freq, None
-    return freq, TokenSets.concat(parts) if len(parts) != 1 else parts[0]
+        return freq, all_sizes, None
+    return freq, all_sizes, TokenSets.concat(parts) if len(parts) != 1 else parts[0]
 
 
 def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64], dict[str, Any]]:
@@ -313,30 +319,35 @@ def pruned_share(before: Int64Array, lost: Int64Array) -> dict[str, Any]:
     }
 
 
-def prune_shingles(engine: Engine, records: Records, log: StageLog) -> TokenSets | None:
+@dataclass
+class Pruning:
+    """What the ``prune`` stage leaves for the shingle stage."""
+
+    sizes: Int64Array  # distinct shingles of every record before pruning
+    tokens: TokenSets | None  # the pruned token sets, when pass 1 could keep them (else shingled again)
+    info: dict[str, Any]  # the stage's log entry (the shingle stage adds how much of each record went)
+
+
+def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning | None:
     """The ``prune`` stage (when the job sets ``prune_shingles:``): count, choose, and make the engine prune.
 
-    Returns the pruned token sets of ``records`` when pass 1 could keep
-    them (then :func:`shingle_and_sign` signs these instead of shingling
-    again), else ``None``. The stage's log entry gets the report's numbers;
-    :func:`shingle_and_sign` adds how much of each record was pruned.
+    After it, the engine's shingler gives pruned sets (:meth:`Engine.apply_pruning`).
+    The token sets of pass 1 are kept when they fit ``token_memory_mb``;
+    :func:`shingle_and_sign` then signs those instead of shingling again.
     """
     job = engine.job
     if job.spec.prune_shingles is None or engine.base_shingler is None:
         return None
     with log.stage("prune") as info:
-        freq, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
+        freq, sizes, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
         dropped, report = pruned_by_frequency(job, freq)
         engine.apply_pruning(dropped)
         info.update(report)
-        if kept is None:
-            return None
-        pruned, lost = drop_tokens(kept, dropped)
-        info.update(pruned_share(kept.sizes, lost))
-        return pruned
+        pruned = None if kept is None else drop_tokens(kept, dropped)[0]
+    return Pruning(sizes, pruned, info)
 
 
-def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog, pruned: TokenSets | None = None) -> Shingled:
+def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog, pruning: Pruning | None = None) -> Shingled:
     """Token sets and signatures of ``records`` (the active ones), a chunk of records at a time; fills ``batch``.
 
     Components see whole chunks (never one record); token sets and
@@ -347,8 +358,8 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     and recomputed for the records a later stage asks for through
     ``batch.token_source``; with a builder that takes minima
     (``multiset_ok``) the shingler's multisets are signed and nothing is kept
-    (``"none"``). ``pruned``: the token sets the ``prune`` stage kept
-    (already pruned): they are signed and kept, not shingled again.
+    (``"none"``). ``pruning``: what the ``prune`` stage found; the token
+    sets it kept (pruned) are signed and kept, not shingled again.
     """
     job, shingler, builder = engine.job, engine.shingler, engine.builder
     if shingler is None:
@@ -356,6 +367,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
             with log.stage(name):
                 pass
         return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
+    pruned = pruning.tokens if pruning is not None else None
     keep = "all" if pruned is not None else engine.token_keep()
     chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
     shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned)
@@ -372,10 +384,10 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
         "chunks": shingled.chunks,
     }
     log.stages[-2 if builder is not None else -1].update(shingled.report)
-    if shingled.lost is not None:  # pruned while shingling: how much of each record went
-        prune_info = next(st for st in log.stages if st.get("stage") == "prune")
-        prune_info.update(pruned_share(sizes + shingled.lost, shingled.lost))
-        prune_info["share_counted"] = shingled.report["tokens_counted"]
+    if pruning is not None:  # how much of each record went (distinct shingles)
+        lost = shingled.lost if shingled.lost is not None else (
+            pruning.sizes - sizes if pruned is not None else np.zeros(len(sizes), dtype=np.int64))  # nothing dropped
+        pruning.info.update(pruned_share(pruning.sizes, lost))
     if shingled.tokens is None:
         batch.token_source = lambda rows: shingler.shingle(records.take(rows))
     if builder is not None:
@@ -402,6 +414,7 @@ def _shingle_chunks(
     token_parts: list[TokenSets] = []
     sig_parts: list[Signatures] = []
     sizes: list[Int64Array] = []
+    # pruned while shingling: the distinct tokens each record lost, for the report
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep in ("all", "budget")
     with log.interleaved(names) as timer:

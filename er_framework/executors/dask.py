@@ -73,13 +73,14 @@ from er_framework.components import Blocker, Shingler
 from er_framework.config.job import ADDRESS_RE, address_problem, Job, load_yaml, resolve_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
-from er_framework.engine.engine import Engine
+from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
 from er_framework.io.outputs import OutputDir
 from er_framework.errors import ErError, InputError, PluginError, Problem
 from er_framework.io.tables import partition_ranges, read_source
+from er_framework.kernels.df import DocFreq
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.kernels.groups import pack_pairs, pairs_in_groups, unpack_pairs
 from er_framework.kernels.hashing import mix64
@@ -149,6 +150,14 @@ def _engine(ref: JobRef) -> Engine:
     return got
 
 
+def _pruned_engine(ref: JobRef, dropped: npt.NDArray[np.uint64] | None) -> Engine:
+    """The job's engine on this worker, shingling without the tokens the client's ``prune`` stage dropped."""
+    eng = _engine(ref)
+    if dropped is not None:
+        eng.apply_pruning(dropped)
+    return eng
+
+
 def _read(ref: JobRef, part: Part) -> Records:
     """The partition's records, read and normalized by the engine's stages (as the local executor does)."""
     eng = _engine(ref)
@@ -171,6 +180,17 @@ def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64
     return recs.ids, keys, nonempty
 
 
+def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array
+                     ) -> tuple[npt.NDArray[np.uint64], Int64Array, int, Int64Array]:
+    """``prune_shingles:`` pass 1 on a partition's active records: its shingles' document frequencies
+    ``(tokens, df, records)`` and each record's distinct shingles (:func:`stages.shingle_frequencies`)."""
+    eng = _engine(ref)
+    recs = _read(ref, part).take(active_local)
+    freq, sizes, _ = stages.shingle_frequencies(eng, recs)
+    tokens, df = freq.table()
+    return tokens, df, freq.records, sizes
+
+
 @dataclass
 class Blocked:
     """What blocking one input partition gives (a task result; the client picks its pieces)."""
@@ -189,6 +209,8 @@ class Blocked:
     blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: the partition's token counts, as the local executor counts them: ``(records, empty sets, tokens)``
     tokens: tuple[int, int, int] = (0, 0, 0)
+    #: with ``prune_shingles:``, the distinct shingles each active record lost
+    lost: Int64Array | None = None
 
 
 #: sort keys per partition and window pass sent to choose the range boundaries
@@ -196,10 +218,12 @@ SAMPLE_KEYS = 64
 _SHINGLE_LOCK = threading.Lock()
 
 
-def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int) -> Blocked:
+def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int,
+               dropped: npt.NDArray[np.uint64] | None = None) -> Blocked:
     """Blocking of a partition's active records: bucket ids split into ``n_parts`` shuffle parts, and
-    each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys."""
-    eng = _engine(ref)
+    each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys.
+    ``dropped``: the shingles ``prune_shingles:`` removes (from the client's ``prune`` stage)."""
+    eng = _pruned_engine(ref, dropped)
     sh = eng.shingler
     # the shingler keeps its last call's report: one call at a time per worker process
     lock = _SHINGLE_LOCK if sh is not None and type(sh).partition_report is not Shingler.partition_report else nullcontext()
@@ -208,6 +232,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         with lock:
             batch, sizes = eng.signed_batch(recs)
             report = sh.partition_report() if sh is not None else {}
+            lost = sh.last_lost if isinstance(sh, PrunedShingler) else None
         rows, keys, which = eng.keys(recs, batch)
         group = _lookup_groups(eng, batch, which)
         windows = eng.window_keys(batch)
@@ -231,7 +256,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         pick = np.unique(np.linspace(0, len(g) - 1, min(SAMPLE_KEYS, len(g))).astype(np.int64))
         samples.append((k[pick], g[pick]))
     tokens = (int(len(sizes)), int(np.count_nonzero(sizes == 0)), int(sizes.sum()))
-    return Blocked(pieces, runs, samples, report, [], blocker_reports, tokens)
+    return Blocked(pieces, runs, samples, report, [], blocker_reports, tokens, lost)
 
 
 def _lookup_groups(eng: Engine, batch: Batch, which: Int64Array) -> Int64Array:
@@ -488,14 +513,15 @@ def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -
     return [recs.take(w - offset) for w in wanted]
 
 
-def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array]
+def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array],
+                dropped: npt.NDArray[np.uint64] | None = None,
                 ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
     """Scores of one part's candidate pairs: the pairs at or above the threshold, the candidate count,
     and (link modes, for the report's link answer) every candidate's score in ``packed`` order."""
     slow = os.environ.get(SLOW_ENV)
     if slow:
         time.sleep(float(slow))
-    eng = _engine(ref)
+    eng = _pruned_engine(ref, dropped)
     recs, left, right, li, ri = _join(packed, served, needed)
     scores = eng.score(recs, Pairs(li, ri))
     keep = scores >= eng.threshold
@@ -517,11 +543,11 @@ def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array],
     return recs, left, right, order[np.searchsorted(g_sorted, left)], order[np.searchsorted(g_sorted, right)]
 
 
-def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array]
-               ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array],
+               dropped: npt.NDArray[np.uint64] | None = None) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
     """A fitted verifier's code of every pair of one part (packed pairs, or ``(left, right)`` in their
     orientation), and the part's distinct codes with their counts (summed over the parts by the client)."""
-    eng = _engine(ref)
+    eng = _pruned_engine(ref, dropped)
     recs, left, _, li, ri = _join(pairs, served, needed)
     codes = eng.codes(recs, Pairs(li, ri)) if len(left) else np.zeros(0, np.int64)
     uniq, counts = np.unique(codes, return_counts=True)
@@ -725,6 +751,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
     try:
         run = DaskRun(job, engine, ref, client, plan_parts(job, job.spec.executor.partition_mb))
         scanned = run.scan(log)
+        run.prune(scanned, log)
         with log.stage("block") as info:
             blocked = run.block(scanned, info)
         with log.stage("verify") as info:
@@ -817,6 +844,9 @@ class DaskRun:
     ref: JobRef
     client: Any
     parts: list[Part]
+    #: ``prune_shingles:``: a future of the dropped shingles (sent to every task that shingles), and the stage's numbers
+    dropped: Any = None
+    pruning: stages.Pruning | None = None
 
     @property
     def n_parts(self) -> int:
@@ -845,15 +875,39 @@ class DaskRun:
             info.update(exact.stats)
         return Scanned(ids, source, offsets, exact, n_workers)
 
+    def prune(self, scanned: Scanned, log: StageLog) -> None:
+        """``prune_shingles:``: the partitions' shingle counts merged on the client, the dropped shingles
+        chosen there as locally (:func:`stages.pruned_by_frequency`), then sent with every task that shingles."""
+        job, engine = self.job, self.engine
+        if job.spec.prune_shingles is None or engine.base_shingler is None:
+            return
+        with log.stage("prune") as info:
+            futs = [self.submit(task_frequencies, self.ref, p, self._active_of(scanned, i)) for i, p in enumerate(self.parts)]
+            got = self.client.gather(futs)
+            freq = DocFreq.merge([(g[0], g[1], g[2]) for g in got])
+            dropped, report = stages.pruned_by_frequency(job, freq)
+            engine.apply_pruning(dropped)
+            info.update(report)
+        # a task, not scattered data: the scheduler can compute it again if its worker dies
+        self.dropped = self.submit(_same, dropped, retries=0)
+        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info)
+
+    def _active_of(self, scanned: Scanned, i: int) -> Int64Array:
+        """The active records of partition ``i``, numbered within it."""
+        a, b = scanned.offsets[i], scanned.offsets[i + 1]
+        active = scanned.exact.active
+        local: Int64Array = active[(active >= a) & (active < b)] - a
+        return local
+
     def block(self, scanned: Scanned, info: dict[str, Any]) -> BlockedFutures:
         """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
-        engine, offsets, active = self.engine, scanned.offsets, scanned.exact.active
-        block_futs = []
-        for i, p in enumerate(self.parts):
-            a, b = offsets[i], offsets[i + 1]
-            act = active[(active >= a) & (active < b)] - a
-            block_futs.append(self.submit(task_block, self.ref, p, int(a), act, self.n_parts))
-        reports, blocker_parts, token_counts = _partition_problems(self.job, self.client, block_futs)
+        engine, offsets = self.engine, scanned.offsets
+        block_futs = [self.submit(task_block, self.ref, p, int(offsets[i]), self._active_of(scanned, i), self.n_parts,
+                                  self.dropped) for i, p in enumerate(self.parts)]
+        reports, blocker_parts, token_counts, lost = _partition_problems(self.job, self.client, block_futs)
+        if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
+            self.pruning.info.update(stages.pruned_share(
+                self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
         if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
             engine.shingler.merge_reports(reports)
         sorted_futs = []
@@ -908,7 +962,8 @@ class DaskRun:
         if fitted:
             ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
         else:
-            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j)) for j in range(n_parts)]
+            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.dropped)
+                        for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if self.job.spec.executor.cluster_on == "workers" else None
         verified = self.client.gather(ver_futs)
         per_blocker = (np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
@@ -947,9 +1002,10 @@ class DaskRun:
                        serve_futs: list[Any], sample: Pairs, sample_need: list[Int64Array],
                        info: dict[str, Any]) -> list[Any]:
         """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
-        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j)) for j in range(self.n_parts)]
+        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.dropped)
+                     for j in range(self.n_parts)]
         served = [self.submit(_pick, s, self.n_parts, retries=0) for s in serve_futs]
-        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need)
+        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need, self.dropped)
         counted = self.client.gather([self.submit(_pick_many, f, (1, 2), retries=0) for f in code_futs])
         s_counted = self.client.gather(self.submit(_pick_many, sample_fut, (1, 2), retries=0))
         pat_codes, pat_counts = _sum_counts(counted)
@@ -1033,20 +1089,21 @@ def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(obj[i] for i in idx)
 
 
-def _report_and_problems(blocked: Blocked
-                          ) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]], tuple[int, int, int]]:
-    return blocked.report, blocked.problems, blocked.blocker_reports, blocked.tokens
+def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]],
+                                                     tuple[int, int, int], Int64Array | None]:
+    return blocked.report, blocked.problems, blocked.blocker_reports, blocked.tokens, blocked.lost
 
 
 def _partition_problems(job: Job, client: Any, block_futs: list[Any]
-                        ) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]]]:
-    """The shingler's and the blockers' per-partition reports and token counts; every partition's input
-    problems raised together."""
+                        ) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]],
+                                   list[Int64Array]]:
+    """The shingler's and the blockers' per-partition reports, token counts and (pruning) the shingles each
+    record lost; every partition's input problems raised together."""
     got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
-    problems = [pr for _, probs, _, _ in got for pr in probs]
+    problems = [pr for g in got for pr in g[1]]
     if problems:
         raise InputError(problems)
-    return [g[0] for g in got], [g[2] for g in got], [g[3] for g in got]
+    return [g[0] for g in got], [g[2] for g in got], [g[3] for g in got], [g[4] for g in got if g[4] is not None]
 
 
 def tokens_report(engine: Engine, counts: list[tuple[int, int, int]]) -> dict[str, Any]:

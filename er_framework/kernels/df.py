@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.groups import sorted_unique
 
 __all__ = ["DocFreq", "df_limits", "drop_tokens", "drop_tokens_reference", "pruned_tokens"]
 
@@ -125,7 +126,7 @@ def pruned_tokens(tokens: UInt64Array, df: Int64Array, most: int | None, least: 
 
 
 def drop_tokens(token_sets: TokenSets, dropped: UInt64Array) -> tuple[TokenSets, Int64Array]:
-    """``token_sets`` without the tokens of ``dropped`` (sorted, distinct), and how many each row lost.
+    """``token_sets`` without the tokens of ``dropped`` (sorted, distinct), and how many distinct tokens each row lost.
 
     Rows may be sets or multisets (any order, repeats): each kept token keeps
     its place and its repeats, so a set stays a sorted set.
@@ -140,8 +141,11 @@ def drop_tokens(token_sets: TokenSets, dropped: UInt64Array) -> tuple[TokenSets,
     pos[pos == len(d)] = len(d) - 1
     hit = d[pos] == t
     row = np.repeat(np.arange(n, dtype=np.int64), token_sets.sizes)
-    lost = np.bincount(row[hit], minlength=n).astype(np.int64)
-    sizes = token_sets.sizes - lost
+    hit_rows = row[hit]
+    sizes = token_sets.sizes - np.bincount(hit_rows, minlength=n).astype(np.int64)
+    # distinct tokens lost per row (a multiset row may hold a dropped token more than once)
+    pair = sorted_unique(hit_rows * np.int64(len(d)) + pos[hit].astype(np.int64))
+    lost = np.bincount(pair // np.int64(len(d)), minlength=n).astype(np.int64)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=indptr[1:])
     return TokenSets(indptr, tokens[~hit]), lost
@@ -155,8 +159,8 @@ def drop_tokens_reference(token_sets: TokenSets, dropped: UInt64Array) -> tuple[
         row = [int(x) for x in token_sets.row(i)]
         kept = [x for x in row if x not in gone]
         rows.append(kept)
-        lost.append(len(row) - len(kept))
+        lost.append(len(set(row) & gone))
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rows], out=indptr[1:])
-    flat = np.asarray([x for r in rows for x in r], dtype=token_sets.tokens.dtype)
+    flat: UInt64Array = np.asarray([x for r in rows for x in r], dtype=np.uint64)
     return TokenSets(indptr, flat), np.asarray(lost, dtype=np.int64)
