@@ -40,8 +40,8 @@ def run_local(
     active = exact.active
     sub = records.take(active) if len(active) != n else records
     batch = Batch(records=sub, active=active, cross_source_only=engine.link, seed=job.context.seed)
-    pruned = stages.prune_shingles(engine, sub, log)
-    shingled = stages.shingle_and_sign(engine, sub, batch, log, pruned)
+    pruning = stages.prune_shingles(engine, sub, log)
+    shingled = stages.shingle_and_sign(engine, sub, batch, log, pruning)
     with log.stage("block") as info:
         candidates, blocker_reports = stages.block(engine, batch, exact)
         info["candidate_pairs"] = int(len(candidates))
