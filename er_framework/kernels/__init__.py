@@ -15,6 +15,13 @@ from er_framework.kernels.banding import (
     false_positive_area,
     threshold_estimate,
 )
+from er_framework.kernels.chains import (
+    ChainFlag,
+    chain_flags,
+    chain_flags_reference,
+    max_spanning_forest,
+    max_spanning_forest_reference,
+)
 from er_framework.kernels.fss import fss_reference, fss_signatures
 from er_framework.kernels.groups import (
     group_sorted,
@@ -99,4 +106,10 @@ __all__ = [
     "pack_pairs",
     "unpack_pairs",
     "unique_pairs",
+    # chains (clusters that look like a chain)
+    "ChainFlag",
+    "chain_flags",
+    "chain_flags_reference",
+    "max_spanning_forest",
+    "max_spanning_forest_reference",
 ]
