@@ -480,6 +480,33 @@ class PruneSpec(_Strict):
         return self
 
 
+class AutoThresholdSpec(_Strict):
+    """``threshold: auto``: the threshold is chosen from the candidates' scores (a density valley between two groups)."""
+
+    low: float = Field(
+        default=0.2, gt=0.0, lt=1.0,
+        description="the lowest threshold it may choose; the blockers are designed for it (lsh_bands: recall at low)",
+    )
+    high: float = Field(default=0.95, gt=0.0, le=1.0, description="the highest threshold it may choose")
+    method: Literal["valley", "mixture"] = Field(
+        default="valley",
+        description="valley: the lowest density between the two groups of scores; mixture: where a two-component "
+        "mixture's posterior crosses 0.5 (benchmarks/README.md compares them)",
+    )
+    fallback: float | None = Field(
+        default=None, gt=0.0, le=1.0,
+        description="the threshold when the scores show no two groups (default: low)",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AutoThresholdSpec:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        if self.fallback is not None and not self.low <= self.fallback <= self.high:
+            raise ValueError(f"fallback ({self.fallback}) must lie between low ({self.low}) and high ({self.high})")
+        return self
+
+
 class OutputSpec(_Strict):
     dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
     format: Literal["csv", "parquet"] = "csv"
@@ -563,7 +590,11 @@ class JobSpec(_Strict):
     name: str | None = None
     mode: Literal["dedup", "link", "link_and_dedup"] = "dedup"
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    threshold: float | Literal["auto"] | None = Field(
+        default=None, description="pairs scoring at least this are kept (0 < t <= 1), or 'auto': chosen from the "
+        "candidates' scores (auto_threshold:)")
+    auto_threshold: AutoThresholdSpec | None = Field(
+        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, valley, low)")
     sources: list[SourceSpec] = Field(min_length=1)
     exact_duplicates: ExactSpec | bool = True
     shingler: dict[str, Any] | None = None
@@ -611,6 +642,25 @@ class JobSpec(_Strict):
         default_factory=ExecutorSpec,
         description="local (default) or dask: {type: dask, address: tcp://host:8786} or {type: dask, local_cluster: {n_workers: 2}}",
     )
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold(cls, v: float | str | None) -> float | str | None:
+        if isinstance(v, float) and not 0.0 < v <= 1.0:
+            raise ValueError(f"threshold must be above 0 and at most 1 (or 'auto')")
+        return v
+
+    @model_validator(mode="after")
+    def _auto_only_with_auto(self) -> JobSpec:
+        if self.auto_threshold is not None and self.threshold != "auto":
+            raise ValueError("auto_threshold is read only with threshold: auto")
+        return self
+
+    def design_threshold(self) -> float | None:
+        """The threshold the components are built for: the number given, or with ``auto`` the lowest it may choose."""
+        if self.threshold == "auto":
+            return (self.auto_threshold or AutoThresholdSpec()).low
+        return self.threshold if not isinstance(self.threshold, str) else None
 
     @field_validator("workers", mode="before")
     @classmethod
@@ -703,6 +753,8 @@ class Job:
             "mode": self.spec.mode,
             "seed": self.spec.seed,
             "threshold": self.spec.threshold,
+            **({"auto_threshold": (self.spec.auto_threshold or AutoThresholdSpec()).model_dump()}
+               if self.spec.threshold == "auto" else {}),
             "sources": [s.model_dump() for s in self.spec.sources],
             "exact_duplicates": self.exact.model_dump(),
             "shingler": comp(self.shingler),
@@ -967,12 +1019,17 @@ def resolve_job(
         # still resolve the sections we can, so every problem is reported at once
         _resolve_normalizers(data.get("normalize"), None, lines, filename, registry, problems)
         settings = {k: data.get(k, JobSpec.model_fields[k].default) for k in _SETTINGS} if settings_ok else {}
+        if settings.get("threshold") == "auto":  # the components are built for the lowest threshold auto may choose
+            settings["threshold"] = AutoThresholdSpec.model_fields["low"].default
+            if isinstance(data.get("auto_threshold"), dict) and isinstance(data["auto_threshold"].get("low"), float):
+                settings["threshold"] = data["auto_threshold"]["low"]
         _resolve_components(data, lines, filename, registry, problems, Context(**settings), checks=settings_ok)
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files)
     problems += _shape_problems(spec, lines, filename)
     declared = [f for s in spec.sources for f in s.fields]
-    context = Context(seed=spec.seed, threshold=spec.threshold, mode=spec.mode, workers=resolve_workers(spec.workers))
+    context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode,
+                      workers=resolve_workers(spec.workers))
     normalizers = _resolve_normalizers(spec.normalize, declared, lines, filename, registry, problems)
     comps = _resolve_components(data, lines, filename, registry, problems, context, checks=settings_ok)
     resolved = [c for fam in comps.values() for c in (fam if isinstance(fam, list) else [fam]) if c is not None]
@@ -1045,6 +1102,13 @@ def type_problems(
     mappings, lists and nested models are walked.
     """
     arms = _arms(ann)
+    # a Literal of words beside numbers (threshold: float | 'auto'): the words are accepted as written,
+    # anything else must be one of the numbers
+    words = [v for a in arms if typing.get_origin(a) is typing.Literal for v in typing.get_args(a) if isinstance(v, str)]
+    if words and len(words) == sum(len(typing.get_args(a)) for a in arms if typing.get_origin(a) is typing.Literal):
+        if isinstance(value, str) and value in words:
+            return []
+        arms = [a for a in arms if typing.get_origin(a) is not typing.Literal]
     if value is None or isinstance(value, (bool, int, float, str)):
         if not arms or not all(a in _SCALAR_ANNOTATIONS for a in arms) or value is None:
             return []
@@ -1058,11 +1122,12 @@ def type_problems(
             return []
         shown = json.dumps(value)
         hint = f"write {value} without quotes" if isinstance(value, str) and _looks_numeric(value) else ""
+        expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
         return [
             _at(
                 filename, lines, path,
-                message=f"{shown} is {_kind(value)}; expected {_expected(arms)}",
-                fix=hint or f"write {_expected(arms)} here",
+                message=f"{shown} is {_kind(value)}; expected {expected}",
+                fix=hint or f"write {expected} here",
             )
         ]
     out: list[Problem] = []
@@ -1105,7 +1170,9 @@ def _looks_numeric(text: str) -> bool:
 def _without(found: list[Problem], already: list[Problem]) -> list[Problem]:
     """``found`` without the problems at a place ``already`` names (one message per bad value)."""
     places = {(p.where, p.path) for p in already}
-    return [p for p in found if (p.where, p.path) not in places]
+    # pydantic names each arm of a union that refused the value (``threshold.float``): the same place
+    return [p for p in found if (p.where, p.path) not in places
+            and not any(p.where == w and (p.path or "").startswith(f"{q}.") for w, q in places if q)]
 
 
 #: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)

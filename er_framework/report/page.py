@@ -306,6 +306,39 @@ def plot_scores(scores: np.ndarray, threshold: float | None) -> str | None:
         return _png(fig)
 
 
+def plot_threshold(fit: dict[str, Any]) -> str | None:
+    """``threshold: auto``: every candidate's score (histogram), the fitted density, the range and the chosen threshold."""
+    edges = np.asarray(fit.get("hist_edges") or [], dtype=np.float64)
+    counts = np.asarray(fit.get("hist_counts") or [], dtype=np.float64)
+    fig = _figure(height=3.9)
+    if fig is None or len(edges) < 2 or len(counts) != len(edges) - 1:
+        return None
+    with _rc():
+        ax = fig.add_subplot()
+        ax.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color="#9ecae1", edgecolor="white",
+               linewidth=0.3, label=f"candidate pairs by score ({int(fit.get('n_scores') or 0):,})")
+        x = np.asarray(fit.get("curve_x") or [], dtype=np.float64)
+        for key, colour, label in (("curve_y", "#1f77b4", "fitted density" if fit.get("method") != "mixture"
+                                    else "mixture"), ("curve_low", "#7f7f7f", "non-matches"),
+                                   ("curve_high", "#2ca02c", "matches")):
+            y = np.asarray([np.nan if v is None else v for v in fit.get(key) or []], dtype=np.float64)
+            if len(y) == len(x) and len(x):
+                ax.plot(x, y, color=colour, lw=1.4, label=label)
+        low, high = fit.get("low"), fit.get("high")
+        if low is not None and high is not None:
+            ax.axvspan(float(low), float(high), color="#fdd0a2", alpha=0.25, lw=0, label=f"allowed range {low:g}–{high:g}")
+        t = fit.get("threshold")
+        if t is not None:
+            ax.axvline(float(t), color="#d62728", ls="--", lw=1.4, label=f"chosen threshold {float(t):.3f} ({fit.get('method')})")
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("score of the candidate pair (verifier)")
+        ax.set_ylabel("pairs (symmetric log scale)")
+        ax.set_title("threshold: auto — every candidate's score and the chosen threshold")
+        fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+        return _png(fig)
+
+
 def plot_cluster_sizes(sizes: np.ndarray) -> str | None:
     """Number of clusters of each size, counts on a log scale."""
     fig = _figure()
@@ -733,6 +766,63 @@ def _scores(report: dict[str, Any], scores: np.ndarray | None, pairs_file: Path 
     return "".join(parts)
 
 
+def _threshold(report: dict[str, Any]) -> str:
+    """``threshold: auto``: how the threshold was chosen, with the evidence."""
+    section = report.get("threshold") or {}
+    fit = section.get("auto") or {}
+    parts = [_img(plot_threshold(fit), "candidate scores and the chosen threshold")]
+    verdict = "chosen from the scores" if fit.get("ok") else "fallback: no two groups of scores showed"
+    parts.append(_note(f"Threshold {_fmt(section.get('value'))} ({verdict}): {fit.get('reason', '')} "
+                       "A fixed number (threshold: 0.4) replaces the choice; auto_threshold: {low, high, method, "
+                       "fallback} bounds it."))
+    evidence = fit.get("evidence") or {}
+    parts.append(_kv_table([("method asked", fit.get("requested")), ("method used", fit.get("method")),
+                            ("candidate scores", fit.get("n_scores")), ("range", f"{fit.get('low')} – {fit.get('high')}")]
+                           + [(k, v) for k, v in evidence.items() if not isinstance(v, (list, dict))]))
+    return "".join(parts)
+
+
+def _pruning(report: dict[str, Any]) -> str:
+    """``prune_shingles:``: which shingles were dropped for being in too many (or too few) records, and how much of each record."""
+    st: dict[str, Any] = next((s for s in report.get("stages") or [] if s.get("stage") == "prune"), {})
+    share = st.get("record_share_pruned") or {}
+    text = (f"{_fmt(st.get('shingles_pruned'))} of {_fmt(st.get('vocabulary'))} distinct shingles were dropped from every "
+            f"record's set before signing and verification: {_fmt(st.get('above_max_df'))} held by more than "
+            f"{_fmt(st.get('max_records'))} of the {_fmt(st.get('records_counted'))} records (max_df {_fmt(st.get('max_df'))}), "
+            f"{_fmt(st.get('below_min_df'))} by fewer than {_fmt(st.get('min_records'))} (min_df {_fmt(st.get('min_df'))}). "
+            f"They were {_fmt(st.get('token_share_pruned'))} of all the records' shingles; per record the share pruned "
+            f"has median {_fmt(share.get('median'))}, 90th percentile {_fmt(share.get('p90'))} and maximum "
+            f"{_fmt(share.get('max'))}; {_fmt(st.get('records_emptied'))} records were left without shingles.")
+    rows = [("records holding each of the 10 most frequent shingles", st.get("most_frequent_df")),
+            ("records that lost shingles", st.get("records_pruned"))]
+    return _note(text) + _kv_table(rows)
+
+
+def _chains(report: dict[str, Any]) -> str:
+    """Clusters whose pairs look like a chain of two entities: a low-score bridge between dense parts."""
+    ch = report.get("chains") or {}
+    listed = ch.get("listed") or []
+    text = (f"{_fmt(ch.get('flagged'))} of the {_fmt(ch.get('checked'))} clusters checked (of {_fmt(ch.get('clusters'))}; "
+            f"{_fmt(ch.get('too_small'))} too small to split, {_fmt(ch.get('skipped_too_large'))} too large to check) "
+            "can be cut into two dense parts joined by few, weaker pairs: two entities chained together, "
+            "often by text they share (boilerplate). A non-chaining clusterer (louvain, label_propagation), "
+            "cluster.split, prune_shingles or a higher threshold separates them.")
+    if not listed:
+        return _note(text)
+    rows = []
+    for f in listed:
+        a, b = f.get("sides") or (None, None)
+        da, db = f.get("side_density") or (None, None)
+        ma, mb = f.get("side_median_score") or (None, None)
+        bridge = f.get("bridge") or []
+        shown = " ~ ".join(f"{s}:{i}" for s, i in bridge)
+        rows.append([f.get("cluster"), f.get("size"), f"{a} + {b}", f.get("cut_edges"), f.get("cut_max_score"),
+                     f"{_fmt(da)} / {_fmt(db)}", f"{_fmt(ma)} / {_fmt(mb)}", shown])
+    return _note(text) + _table(["cluster", "records", "parts", "pairs across", "strongest across", "density of parts",
+                                 "median score of parts", "strongest pair across"], rows,
+                                [True, True, False, True, True, False, False, False])
+
+
 @dataclass
 class ClusterView:
     """What the cluster sections show: every cluster's size, the ``top`` largest
@@ -964,8 +1054,13 @@ def render_report(
     sections = [
         ("summary", "Summary", _summary(report)),
         ("blocking", "Blocking", _blocking(report)),
+        *([("threshold", "Threshold chosen from the data", _threshold(report))]
+          if (report.get("threshold") or {}).get("auto") else []),
         ("scores", "Verified pair scores", _scores(report, scores, pairs_file)),
+        *([("pruning", "Shingles pruned by frequency", _pruning(report))]
+          if any(s.get("stage") == "prune" for s in report.get("stages") or []) else []),
         ("cluster-sizes", "Cluster sizes", size_body),
+        *([("chains", "Clusters that look chained", _chains(report))] if report.get("chains") else []),
         ("largest-clusters", "Largest clusters", examples_body),
         ("stages", "Stages", _stages(report)),
         ("components", "Components", _components(report)),
