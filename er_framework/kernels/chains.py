@@ -354,6 +354,27 @@ def _judge_cluster(
     return best, len(pick)
 
 
+def _cut_possible(k: Int64Array, m: Int64Array, min_side: int, max_cut_density: float) -> BoolArray:
+    """Per cluster (``k`` records, ``m`` pairs): can any cut with sides >= ``min_side`` be sparse enough?
+
+    A cut into ``a + b = k`` has ``m <= C(a, 2) + C(b, 2) + max_cut_density * a * b``
+    pairs at most; that bound is convex in ``a`` for ``max_cut_density <= 1``
+    (largest at ``a = min_side``) and concave beyond (largest at ``a = k / 2``).
+    Clusters with more pairs (near-cliques: most clusters of a dedup job)
+    are judged without building their tree.
+    """
+    kf = k.astype(np.float64)
+
+    def most(a: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        b = kf - a
+        out: npt.NDArray[np.float64] = a * (a - 1) / 2 + b * (b - 1) / 2 + max_cut_density * a * b
+        return out
+
+    bound = np.maximum(most(np.full(len(kf), float(min_side))), np.maximum(most(np.floor(kf / 2)), most(np.ceil(kf / 2))))
+    ok: BoolArray = (k >= 2 * min_side) & (m <= bound * (1 + 1e-12) + 1e-9)
+    return ok
+
+
 def _flag(label: int, k: int, cut: _Cut) -> ChainFlag:
     a, b = len(cut.side0), len(cut.side1)
     return ChainFlag(
@@ -398,8 +419,9 @@ def chain_flags(
     the criterion. Returns the flags, most severe first (largest gap, then
     larger cluster, then label), and counts: ``clusters`` (all labels),
     ``checked``, ``too_small`` (< ``min_size``), ``skipped_too_large`` (>
-    ``max_cluster``), ``disconnected``, ``flagged``, ``cuts_scored`` (cuts
-    whose medians were computed). The result does not depend on the order
+    ``max_cluster``), ``disconnected``, ``flagged``, ``too_dense`` (checked
+    clusters with too many pairs for any cut to be sparse: judged from their
+    pair count alone), ``cuts_scored`` (cuts whose medians were computed). The result does not depend on the order
     of the pairs or on the label values.
     """
     lab, lo, hi, sc = _check(labels, left, right, score, min_side)
@@ -413,6 +435,7 @@ def chain_flags(
         "skipped_too_large": int((counts > max_cluster).sum()),
         "disconnected": 0,
         "flagged": 0,
+        "too_dense": 0,
         "cuts_scored": 0,
     }
     flags: list[ChainFlag] = []
@@ -432,12 +455,16 @@ def chain_flags(
     e_count = np.bincount(e_cl, minlength=len(uniq))[cl_ids]
     t_count = np.bincount(e_cl[tree], minlength=len(uniq))[cl_ids]
     e_start = np.concatenate([[0], np.cumsum(e_count)])
+    possible = _cut_possible(counts[cl_ids], e_count, min_side, max_cut_density)
     for i, c in enumerate(cl_ids.tolist()):
         k = int(counts[c])
         if int(t_count[i]) != k - 1:
             stats["disconnected"] += 1
             continue
         stats["checked"] += 1
+        if not possible[i]:
+            stats["too_dense"] += 1
+            continue
         e = e_order[e_start[i] : e_start[i + 1]]
         found, scored = _judge_cluster(
             rec[rec_start[i] : rec_start[i + 1]], a[e], b[e], s[e], tree[e],
@@ -489,7 +516,8 @@ def chain_flags_reference(
     Clusters over ``max_records`` records raise ``ValueError`` (2^k cuts).
     Same result as :func:`chain_flags` when the scores inside each cluster are
     distinct (with ties :func:`chain_flags` tries the cuts of one spanning
-    tree only, so it flags a subset); ``cuts_scored`` is not counted.
+    tree only, so it flags a subset); ``too_dense`` and ``cuts_scored`` are
+    not counted.
     """
     lab, lo, hi, sc = _check(labels, left, right, score, min_side)
     best_pair: dict[tuple[int, int], float] = {}
@@ -501,7 +529,7 @@ def chain_flags_reference(
     for r, c in enumerate(lab.tolist()):
         members.setdefault(c, []).append(r)
     stats: dict[str, Any] = {"clusters": len(members), "checked": 0, "too_small": 0, "skipped_too_large": 0,
-                             "disconnected": 0, "flagged": 0, "cuts_scored": 0}
+                             "disconnected": 0, "flagged": 0, "too_dense": 0, "cuts_scored": 0}
     flags: list[ChainFlag] = []
     for c, recs in members.items():
         k = len(recs)

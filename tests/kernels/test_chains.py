@@ -49,7 +49,7 @@ def test_two_cliques_one_weak_edge() -> None:
     edges = two_cliques(rng, 5, 6, [(3, 7, 0.5)])
     flags, stats = run(edges, 11)
     assert stats == {"clusters": 1, "checked": 1, "too_small": 0, "skipped_too_large": 0, "disconnected": 0,
-                     "flagged": 1, "cuts_scored": stats["cuts_scored"]}
+                     "flagged": 1, "too_dense": 0, "cuts_scored": stats["cuts_scored"]}
     (f,) = flags
     assert (f.cluster, f.size, f.sides, f.cut_edges, f.bridge) == (0, 11, (5, 6), 1, (3, 7))
     assert f.cut_max_score == 0.5
@@ -90,7 +90,7 @@ def test_clique_with_random_scores_not_flagged() -> None:
     for seed in range(20):
         rng = np.random.default_rng(seed)
         flags, stats = run(clique(range(9), rng, 0.3, 1.0), 9)
-        assert flags == [] and stats["checked"] == 1
+        assert flags == [] and stats["checked"] == 1 and stats["too_dense"] == 1  # judged by its pair count
 
 
 def test_uniform_path_not_flagged() -> None:
@@ -239,7 +239,8 @@ def test_fast_matches_brute_force_distinct_scores(params: dict[str, Any]) -> Non
         fast, fs = run(edges, len(labels), labels, **params)
         ref, rs = chain_flags_reference(labels, *arrays(edges), **params)
         same_flags(fast, ref)
-        fs.pop("cuts_scored"), rs.pop("cuts_scored")
+        for key in ("cuts_scored", "too_dense"):
+            fs.pop(key), rs.pop(key)
         assert fs == rs
         flagged += len(fast)
     assert flagged >= 5  # the loop exercises flagged clusters, not only clean ones
