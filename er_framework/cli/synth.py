@@ -1,8 +1,8 @@
-"""``er synth fingerprints|customers``: test data with known truth.
+"""``er synth fingerprints|customers|news``: test data with known truth.
 
 Every size is checked before anything is generated: the data are built in
 memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
-:data:`MAX_CELLS`) that keeps a run within a few GB, and a bad value is a
+:data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`) that keeps a run within a few GB, and a bad value is a
 message with exit 2, never a traceback or a run that eats the machine.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 from er_framework.errors import ErError, Problem
 
 __all__ = [
-    "MAX_CELLS", "MAX_CUSTOMERS", "MAX_PRINTS", "add_parser", "cmd_synth_customers", "cmd_synth_fingerprints",
-    "count_arg",
+    "MAX_CELLS", "MAX_CUSTOMERS", "MAX_NEWS_PAGES", "MAX_PRINTS", "add_parser", "cmd_synth_customers",
+    "cmd_synth_fingerprints", "cmd_synth_news", "count_arg",
 ]
 
 #: most records per company: both companies are generated in memory, about 1.1 KB per record
@@ -32,6 +32,8 @@ MAX_PRINTS = 1_000_000
 MAX_CELLS = 1 << 16
 #: most impressions per finger
 MAX_IMPRESSIONS = 1000
+#: most news pages: generated in memory, about 20 KB of HTML each (plus the truth), so 50,000 take about 1.5 GB
+MAX_NEWS_PAGES = 50_000
 #: seeds numpy accepts
 MAX_SEED = 2**63 - 1
 
@@ -146,6 +148,52 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth_news(args: argparse.Namespace) -> int:
+    """News pages of the template families with truth: OUT/pages/<site>/<story>.html, truth.csv, shared.csv."""
+    from er_framework.synth.news_corpus import make_corpus, resolve_families, write_corpus
+
+    cmd = "er synth news"
+    problems = _size_problem(
+        f"{cmd} --pages", args.pages, 1, MAX_NEWS_PAGES,
+        f"the pages are generated in memory (about 20 KB each: {MAX_NEWS_PAGES:,} take about 1.5 GB); "
+        "generate several corpora with different --seed values instead",
+    ) + _seed_problem(cmd, args.seed) + _float_problem(f"{cmd} --chrome-scale", args.chrome_scale, 0.0, 4.0, lo_open=True)
+    try:
+        resolve_families(args.families)
+    except ValueError as exc:
+        problems.append(Problem(where=f"{cmd} --families", message=str(exc), fix="e.g. --families heldout"))
+    out = Path(args.out)
+    pages_dir = out / "pages"
+    if out.exists() and not out.is_dir():
+        problems.append(Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder",
+                                fix="name a folder (it is created when missing)"))
+    elif pages_dir.exists() and any(pages_dir.iterdir()) and not args.force:
+        problems.append(Problem(
+            where=f"{cmd} --out", message=f"{str(pages_dir)!r} already holds pages (of an earlier corpus?)",
+            fix="choose an empty or new folder, or add --force to replace its .html pages, truth.csv and shared.csv",
+        ))
+    if problems:
+        raise ErError(problems)
+    try:
+        corpus = make_corpus(args.pages, args.families, args.seed, chrome_scale=args.chrome_scale)
+    except ValueError as exc:
+        raise ErError(f"{cmd}: {exc}") from None
+    if pages_dir.exists():  # --force: only the pages an earlier run wrote (.html files), then empty folders
+        for f in sorted(pages_dir.rglob("*.htm*"), reverse=True):
+            if f.is_file() and f.suffix.lower() in (".html", ".htm"):
+                f.unlink()
+        for d in sorted((d for d in pages_dir.rglob("*") if d.is_dir()), reverse=True):
+            if not any(d.iterdir()):
+                d.rmdir()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = write_corpus(corpus, out)
+    n_sites = len({p.site for p in corpus.pages})
+    print(f"wrote {len(corpus.pages):,} pages of {len(corpus.stories):,} stories on {n_sites} sites "
+          f"(families: {', '.join(corpus.families)}) to {paths['pages']} (truth: {paths['truth']}, "
+          f"shared text: {paths['shared']})")
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("synth", help="generate test data with known truth", description="Generate test data with ground truth.")
     synth_sub = p.add_subparsers(dest="domain", metavar="DOMAIN", required=True)
@@ -181,3 +229,21 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv and truth.csv")
     f.set_defaults(func=cmd_synth_customers)
+    f = synth_sub.add_parser(
+        "news",
+        help="news pages of template families (pages/<site>/<story>.html, truth.csv, shared.csv)",
+        description="News pages with known truth: wire stories published on 1-6 sites, cut and edited copies, "
+        "disclaimers and background sentences shared between different stories, and site chrome of eight "
+        "template families (four for tuning, four held out; see er_framework.synth.news_corpus). "
+        "Deterministic for a seed and a Python version.",
+    )
+    f.add_argument("--pages", type=count_arg, required=True, help=f"number of pages (at most {MAX_NEWS_PAGES:,})")
+    f.add_argument("--families", default="tune",
+                   help="tune, heldout, all, or comma-separated family names (tune)")
+    f.add_argument("--chrome-scale", type=float, default=1.0,
+                   help="multiplies the length of the families' chrome text (1.0; at most 4)")
+    f.add_argument("--seed", type=count_arg, default=0)
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for pages/, truth.csv and shared.csv")
+    f.add_argument("--force", action="store_true",
+                   help="replace the .html pages of an earlier corpus in DIR/pages (other files are left alone)")
+    f.set_defaults(func=cmd_synth_news)

@@ -267,11 +267,13 @@ def story_sentences() -> tuple[str, ...]:
         for doc in _file_texts(path):
             add(_prose_sentences(doc))
     try:
-        from pydoc_data.topics import topics
+        from pydoc_data import topics as pydoc_topics
+
+        help_texts: dict[str, str] = dict(pydoc_topics.topics)
     except ImportError:  # pragma: no cover - a Python without pydoc_data
-        topics = {}
-    for key in sorted(topics):
-        paras = [p.strip("\n") for p in re.split(r"\n\s*\n", topics[key])]
+        help_texts = {}
+    for key in sorted(help_texts):
+        paras = [p.strip("\n") for p in re.split(r"\n\s*\n", help_texts[key])]
         add(_prose_sentences("\n\n".join(p for p in (_dedent(x) for x in paras) if p)))
     return tuple(out)
 
@@ -617,7 +619,8 @@ def make_corpus(
             if i in used_by and used_by[i] != slug:
                 recycled.add((used_by[i], slug))
             used_by[i] = slug
-        bg_from, bg_units = None, ()
+        bg_from: str | None = None
+        bg_units: tuple[str, ...] = ()
         if stories and rng.random() < background_rate:
             src = stories[rng.randrange(len(stories))]
             own = [u for u in src.units if u[0] not in src.background_units]
