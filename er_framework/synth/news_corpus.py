@@ -360,18 +360,19 @@ def family_text(family: str, n_disclaimers: int = 20, chrome_scale: float = 1.0)
 
 
 def resolve_families(families: str | Sequence[str]) -> tuple[Family, ...]:
-    """``"tune"``, ``"heldout"``, ``"all"``, a comma-separated string or a list of family names.
+    """``"tune"``, ``"heldout"``, ``"all"``, family names, or a comma-separated string or list of them.
 
     Raises ``ValueError`` naming the unknown family.
     """
-    if isinstance(families, str):
-        if families in ("tune", "heldout"):
-            return tuple(f for f in FAMILIES if f.split == families)
-        if families == "all":
-            return FAMILIES
-        names = [x.strip() for x in families.split(",") if x.strip()]
-    else:
-        names = list(families)
+    raw = [x.strip() for x in families.split(",")] if isinstance(families, str) else list(families)
+    names: list[str] = []
+    for x in raw:
+        if x == "all":
+            names += [f.name for f in FAMILIES]
+        elif x in ("tune", "heldout"):
+            names += [f.name for f in FAMILIES if f.split == x]
+        elif x:
+            names.append(x)
     unknown = [x for x in names if x not in _BY_NAME]
     if unknown or not names:
         raise ValueError(

@@ -74,3 +74,61 @@ def test_a_count_is_a_whole_number(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_counts_in_float_notation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["synth", "fingerprints", "--fingers", "1e1", "--impressions", "2.0", "--out", str(tmp_path)]) == 0
     assert "20 prints of 10 fingers" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- er synth news (issue 17)
+
+
+def test_synth_news_folder_is_read_by_a_news_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    out = tmp_path / "corpus"
+    assert main(["synth", "news", "--pages", "40", "--families", "heldout", "--seed", "5", "--out", str(out)]) == 0
+    assert "wrote 40 pages of" in capsys.readouterr().out
+    with open(out / "truth.csv", newline="", encoding="utf-8") as f:
+        truth = list(csv.DictReader(f))
+    assert sorted(r["id"] for r in truth) == sorted(
+        p.relative_to(out / "pages").as_posix()[:-5] for p in (out / "pages").rglob("*.html"))
+    assert {r["family"] for r in truth} <= {"magazine", "wiremirror", "localblog", "aggregator"}
+    # the shipped news job with only the folder changed
+    job = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "news.yaml").read_text(encoding="utf-8"))
+    job["sources"][0]["path"] = "corpus/pages"
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job), encoding="utf-8")
+    assert main(["run", str(tmp_path / "job.yaml"), "--out", str(tmp_path / "out")]) == 0
+    with open(tmp_path / "out" / "clusters.csv", newline="", encoding="utf-8") as f:
+        clustered = {r["id"] for r in csv.DictReader(f)}
+    assert clustered == {r["id"] for r in truth}
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "out"), "--truth", str(out / "truth.csv")]) == 0
+    assert "B-cubed" in capsys.readouterr().out
+
+
+def test_synth_news_refuses_an_earlier_corpus_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c"
+    assert main(["synth", "news", "--pages", "30", "--seed", "1", "--out", str(out)]) == 0
+    (out / "pages" / "notes.txt").write_text("mine", encoding="utf-8")
+    first = sorted(p.name for p in (out / "pages").rglob("*.html"))
+    assert main(["synth", "news", "--pages", "30", "--seed", "2", "--out", str(out)]) == 2
+    assert "already holds pages" in capsys.readouterr().err
+    assert sorted(p.name for p in (out / "pages").rglob("*.html")) == first
+    assert main(["synth", "news", "--pages", "30", "--seed", "2", "--out", str(out), "--force"]) == 0
+    with open(out / "truth.csv", newline="", encoding="utf-8") as f:
+        ids = sorted(r["id"] for r in csv.DictReader(f))
+    assert sorted(p.relative_to(out / "pages").as_posix()[:-5] for p in (out / "pages").rglob("*.html")) == ids
+    assert (out / "pages" / "notes.txt").read_text(encoding="utf-8") == "mine"  # not ours: left alone
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    (["--pages", "1e9"], ["--pages: must be from 1 to 50,000", "1.5 GB"]),
+    (["--pages", "10", "--families", "tune,bogus"], ["unknown template family 'bogus'"]),
+    (["--pages", "10", "--chrome-scale", "0", "--seed", "-1"], ["--chrome-scale: must be a finite number in (0, 4]",
+                                                                "--seed: must be from 0"]),
+])
+def test_synth_news_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                needles: list[str]) -> None:
+    assert main(["synth", "news", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+    assert not (tmp_path / "o").exists()
