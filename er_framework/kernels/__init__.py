@@ -46,6 +46,7 @@ from er_framework.kernels.hashing import (
 )
 from er_framework.kernels.jaccard import jaccard_pairs, jaccard_reference
 from er_framework.kernels.oph import oph_reference, oph_signatures
+from er_framework.kernels.threshold import ThresholdFit, choose_threshold
 from er_framework.kernels.minhash import (
     EMPTY,
     PRIME,

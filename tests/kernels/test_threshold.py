@@ -1,0 +1,178 @@
+"""choose_threshold against the Bayes-optimal split of known mixtures (brute force on a grid)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from er_framework.kernels import ThresholdFit, choose_threshold
+from er_framework.kernels.threshold import MIN_SCORES, score_histogram
+
+GRID = np.linspace(1e-5, 1 - 1e-5, 200_001)
+
+
+def beta_pdf(x: np.ndarray, a: float, b: float) -> np.ndarray:
+    lb = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - lb)
+
+
+def expected_errors(t: float, lo: tuple[float, float, int], hi: tuple[float, float, int]) -> float:
+    """Expected misclassified scores at threshold t: low-group mass above t plus high-group mass below t."""
+    dx = GRID[1] - GRID[0]
+    return float((lo[2] * beta_pdf(GRID, lo[0], lo[1])[GRID >= t]).sum() * dx
+                 + (hi[2] * beta_pdf(GRID, hi[0], hi[1])[GRID < t]).sum() * dx)
+
+
+def bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int], low: float) -> float:
+    """The naive reference: the grid point in [low, 0.99) of the fewest expected errors, by brute force
+    (cumulative sums of both weighted densities over the whole grid)."""
+    dx = GRID[1] - GRID[0]
+    above_lo = lo[2] * (1.0 - np.cumsum(beta_pdf(GRID, lo[0], lo[1])) * dx)  # low-group mass above each point
+    below_hi = hi[2] * np.cumsum(beta_pdf(GRID, hi[0], hi[1])) * dx  # high-group mass below each point
+    errs = above_lo + below_hi
+    ok = (GRID >= max(low, 0.01)) & (GRID < 0.99)
+    return float(GRID[ok][int(np.argmin(errs[ok]))])
+
+
+def sample(lo: tuple[float, float, int], hi: tuple[float, float, int], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.beta(lo[0], lo[1], lo[2]), rng.beta(hi[0], hi[1], hi[2])])
+
+
+# (low group, high group, floor low, tolerance on the threshold, on the excess errors as a share of the smaller group)
+MIXTURES = [
+    ((2, 12, 10_000), (12, 3, 500), 0.05, 0.05, 0.01),   # 20:1, well separated
+    ((2, 12, 10_000), (12, 3, 100), 0.05, 0.05, 0.01),   # 100:1
+    ((2, 12, 10_000), (12, 3, 1000), 0.05, 0.05, 0.01),  # 10:1
+    ((2, 12, 5_000), (12, 3, 5000), 0.05, 0.05, 0.01),   # 1:1
+    ((3, 20, 20_000), (20, 3, 300), 0.05, 0.05, 0.01),   # well separated, wide gap
+    ((2, 8, 10_000), (8, 3, 1000), 0.05, 0.06, 0.04),    # overlapping (Bayes error 19% of the smaller group)
+    # floor inside the low group's tail: the truncated tail, fitted by a logit-normal, pulls the split low
+    ((2, 12, 10_000), (12, 3, 500), 0.3, 0.12, 0.10),
+]
+
+
+@pytest.mark.parametrize("lo,hi,low,tol,excess", MIXTURES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixture_near_bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int], low: float, tol: float,
+                                  excess: float, seed: int) -> None:
+    best = bayes_split(lo, hi, low)
+    fit = choose_threshold(sample(lo, hi, seed), low=low, method="mixture")
+    assert fit.ok and fit.method == "mixture", fit.reason
+    assert abs(fit.threshold - best) <= tol, (fit.threshold, best)
+    # and in what matters: few more expected errors than at the optimum
+    assert expected_errors(fit.threshold, lo, hi) - expected_errors(best, lo, hi) <= excess * min(lo[2], hi[2]) + 1
+
+
+@pytest.mark.parametrize("lo,hi", [((2, 12, 10_000), (12, 3, 500)), ((2, 12, 5_000), (12, 3, 5000)),
+                                   ((3, 20, 20_000), (20, 3, 300)), ((2, 12, 10_000), (12, 3, 1000))])
+def test_valley_near_bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int]) -> None:
+    best = bayes_split(lo, hi, 0.05)
+    for seed in (0, 1):
+        fit = choose_threshold(sample(lo, hi, seed), low=0.05, method="valley")
+        assert fit.ok and fit.method == "valley", fit.reason
+        assert abs(fit.threshold - best) <= 0.06, (fit.threshold, best)
+        assert "density valley at" in fit.reason
+
+
+@pytest.mark.parametrize("method", ["valley", "mixture"])
+@pytest.mark.parametrize("dist", ["beta", "uniform", "normal"])
+def test_one_group_falls_back(method: str, dist: str) -> None:
+    rng = np.random.default_rng(3)
+    s = {"beta": rng.beta(2, 12, 20_000), "uniform": rng.uniform(0.2, 0.9, 5000),
+         "normal": np.clip(rng.normal(0.6, 0.08, 5000), 0, 1)}[dist]
+    fit = choose_threshold(s, low=0.1, method=method)
+    assert not fit.ok and fit.method == "fallback" and fit.threshold == 0.1, fit.reason
+    fit = choose_threshold(s, low=0.1, method=method, fallback=0.7)
+    assert not fit.ok and fit.threshold == 0.7 and "given fallback" in fit.reason
+
+
+def test_split_outside_range_falls_back() -> None:
+    s = sample((2, 12, 10_000), (12, 3, 500), 0)  # split near 0.55
+    fit = choose_threshold(s, low=0.05, high=0.3, method="mixture")
+    assert not fit.ok and fit.threshold == 0.05 and "outside" in fit.reason
+
+
+@pytest.mark.parametrize("method", ["valley", "mixture"])
+def test_empty_tiny_constant(method: str) -> None:
+    for s in (np.zeros(0), np.full(MIN_SCORES - 1, 0.5), np.full(10_000, 0.42), np.ones(5000), np.full(3000, 0.95)):
+        fit = choose_threshold(s, low=0.3, high=0.9, method=method)
+        assert not fit.ok and fit.threshold == 0.3, fit.reason
+        assert fit.n_scores == len(s) and int(fit.hist_counts.sum()) == len(s)
+        json.dumps(fit.to_json())
+
+
+def test_spike_at_one_is_not_the_high_group() -> None:
+    lo, hi = (2, 12, 10_000), (12, 3, 500)
+    s = np.concatenate([sample(lo, hi, 0), np.ones(20_000)])  # exact copies, 40x the near-duplicates
+    best = bayes_split(lo, hi, 0.05)
+    for method in ("mixture", "valley"):
+        fit = choose_threshold(s, low=0.05, method=method)
+        assert fit.ok and abs(fit.threshold - best) <= 0.05, (method, fit.threshold, fit.reason)
+        assert fit.evidence["exact_ones"] == 20_000
+    # copies and one group below them: no second group to separate (the group may be the near-copies)
+    fit = choose_threshold(np.concatenate([np.random.default_rng(1).beta(2, 12, 5000), np.ones(3000)]), low=0.05)
+    assert not fit.ok
+
+
+def test_invalid_input() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        choose_threshold(np.array([0.1, np.nan, 0.5] * 30), low=0.1)
+    for bad in (-0.1, 1.5, np.inf):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
+            choose_threshold(np.array([0.1, bad]), low=0.1)
+    with pytest.raises(ValueError):
+        choose_threshold(np.zeros(3), low=0.5, high=0.4)
+    with pytest.raises(ValueError):
+        choose_threshold(np.zeros(3), low=0.2, fallback=0.1)
+    with pytest.raises(ValueError):
+        choose_threshold(np.zeros(3), low=0.2, method="otsu")
+
+
+def test_deterministic_and_order_free() -> None:
+    s = sample((2, 12, 10_000), (12, 3, 800), 5)
+    perm = np.random.default_rng(9).permutation(len(s))
+    for method in ("valley", "mixture"):
+        a = choose_threshold(s, low=0.1, method=method)
+        b = choose_threshold(s, low=0.1, method=method)
+        c = choose_threshold(s[perm], low=0.1, method=method)
+        assert a.to_json() == b.to_json() == c.to_json()
+
+
+def test_histogram_matches_numpy() -> None:
+    s = np.concatenate([np.random.default_rng(2).random(5000), [0.0, 1.0, 1.0, 0.9995, 0.5]])
+    every, fitted, ones = score_histogram(s, bins=100, low=0.3)
+    ref, _ = np.histogram(s[s < 1.0], bins=100, range=(0.0, 1.0))
+    assert every.tolist() == ref.tolist() and ones == 2
+    ref_fit, _ = np.histogram(s[(s >= 0.3) & (s < 1.0)], bins=100, range=(0.0, 1.0))
+    assert fitted.tolist() == ref_fit.tolist()
+
+
+def test_plot_fields() -> None:
+    fit = choose_threshold(sample((2, 12, 10_000), (12, 3, 500), 0), low=0.2)
+    assert isinstance(fit, ThresholdFit) and fit.method == "mixture"
+    assert len(fit.hist_edges) == len(fit.hist_counts) + 1 and fit.hist_edges[0] == 0 and fit.hist_edges[-1] == 1
+    assert len(fit.curve_x) == len(fit.curve_y) == len(fit.curve_low) == len(fit.curve_high) > 0
+    # the curve is on the histogram's scale: its sum over [low, 1] is about the scores fitted
+    step = fit.curve_x[1] - fit.curve_x[0]
+    assert abs(fit.curve_y.sum() * step / 0.01 - fit.evidence["fitted"]) < 0.05 * fit.evidence["fitted"]
+    assert str(round(fit.threshold, 2))[:3] in fit.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), max_size=300), st.floats(0.0, 0.9), st.floats(0.05, 1.0),
+       st.sampled_from(["valley", "mixture"]), st.integers(0, 3))
+def test_threshold_in_range_and_json(values: list[float], low: float, width: float, method: str, extra: int) -> None:
+    high = min(low + width, 1.0)
+    rng = np.random.default_rng(extra)
+    s = np.concatenate([np.array(values, dtype=np.float64), rng.beta(2, 9, 60 * extra), rng.beta(9, 2, 20 * extra)])
+    fit = choose_threshold(s, low=low, high=high, method=method)
+    assert low <= fit.threshold <= high
+    assert fit.n_scores == len(s)
+    doc = fit.to_json()
+    assert json.loads(json.dumps(doc, allow_nan=False)) == doc
