@@ -113,4 +113,7 @@ __all__ = [
     "chain_flags_reference",
     "max_spanning_forest",
     "max_spanning_forest_reference",
+    # threshold from the score distribution
+    "ThresholdFit",
+    "choose_threshold",
 ]
