@@ -46,6 +46,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -295,6 +296,9 @@ def main() -> None:
     try:
         for split, seed in corpora:
             folder = scratch / f"{split}-{seed}"
+            for old in ("pages", "out", "grid"):  # of an earlier run with this --scratch
+                if (folder / old).is_dir():
+                    shutil.rmtree(folder / old)
             folder.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
             corpus = make_corpus(args.pages, split, seed, chrome_scale=args.chrome_scale)
@@ -325,6 +329,8 @@ def main() -> None:
             print(f"{split}-{seed}: {entry['pages']} pages, {entry['stories']} stories, untuned B-cubed F1 "
                   f"{u.get('bcubed_f1')}, {ran['seconds']} s" + (f" (exit {ran['exit']})" if ran["exit"] else ""),
                   file=sys.stderr, flush=True)
+            if ran["exit"]:
+                print(ran["stderr_tail"], file=sys.stderr, flush=True)
     finally:
         if tmp:
             tmp.cleanup()
@@ -343,7 +349,7 @@ def main() -> None:
                 f"{u.get('bcubed_f1', float('nan')):>7.4f}{u.get('pairwise_f1') or 0:>8.4f}{u.get('clusters', 0):>9}"
                 f"{u.get('largest', 0):>8}{e['run']['seconds']:>7.1f}{e['run']['peak_mb']:>8.0f}")
         if args.grid:
-            best = e["oracle"].get("best")
+            best = e["oracle"].get("best") if e.get("oracle") else None
             line += (f" | {best['threshold']:.2f}, {best['cluster']:<28}{best['bcubed_f1']:>7.4f}" if best
                      else " | error")
         print(line)
