@@ -33,7 +33,7 @@ different stories on one site; on two sites of one family; all other pairs
 
 Run from the repository root::
 
-    python benchmarks/bench_news_heldout.py                      # ~6 min on 2 cores
+    python benchmarks/bench_news_heldout.py                      # ~45 s on 2 cores (--grid --jaccard: ~3 min)
     python benchmarks/bench_news_heldout.py --grid --jaccard --out benchmarks/results/news-heldout-before.json
     python benchmarks/bench_news_heldout.py --set threshold=0.35 --set cluster.type=louvain
 
