@@ -458,6 +458,11 @@ class PruneSpec(_Strict):
         default=None,
         description="drop shingles present in fewer records than this: a share (0 < x < 1) or a count (>= 1)",
     )
+    max_df_floor: int = Field(
+        default=10, ge=1,
+        description="max_df as a share never drops a shingle held by this many records or fewer (on a small "
+        "corpus 5% of the records is one or two: every shared shingle would go)",
+    )
 
     @field_validator("max_df")
     @classmethod
@@ -488,10 +493,10 @@ class AutoThresholdSpec(_Strict):
         description="the lowest threshold it may choose; the blockers are designed for it (lsh_bands: recall at low)",
     )
     high: float = Field(default=0.95, gt=0.0, le=1.0, description="the highest threshold it may choose")
-    method: Literal["valley", "mixture"] = Field(
-        default="valley",
-        description="valley: the lowest density between the two groups of scores; mixture: where a two-component "
-        "mixture's posterior crosses 0.5 (benchmarks/README.md compares them)",
+    method: Literal["mixture", "valley"] = Field(
+        default="mixture",
+        description="mixture: where a two-component mixture (Gaussians on logit(score)) makes the high group the "
+        "likelier; valley: the lowest smoothed density between the two groups (benchmarks/README.md compares them)",
     )
     fallback: float | None = Field(
         default=None, gt=0.0, le=1.0,
@@ -594,7 +599,7 @@ class JobSpec(_Strict):
         default=None, description="pairs scoring at least this are kept (0 < t <= 1), or 'auto': chosen from the "
         "candidates' scores (auto_threshold:)")
     auto_threshold: AutoThresholdSpec | None = Field(
-        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, valley, low)")
+        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, mixture, low)")
     sources: list[SourceSpec] = Field(min_length=1)
     exact_duplicates: ExactSpec | bool = True
     shingler: dict[str, Any] | None = None
@@ -1014,7 +1019,7 @@ def resolve_job(
     # the job-level settings components read in their own checks: when one of them is itself at fault
     # (reported already), those checks are skipped, or they would report a fault that is not there
     # ("no threshold" for a threshold written wrong)
-    settings_ok = not any(p.path in _SETTINGS for p in problems)
+    settings_ok = not any((p.path or "").split(".")[0].split("[")[0] in _SETTINGS for p in problems)
     if spec is None:
         # still resolve the sections we can, so every problem is reported at once
         _resolve_normalizers(data.get("normalize"), None, lines, filename, registry, problems)
@@ -1086,7 +1091,8 @@ def _expected(arms: list[Any]) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number"}.get(type(value), type(value).__name__)
+    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
 
 
 def type_problems(
@@ -1109,6 +1115,10 @@ def type_problems(
         if isinstance(value, str) and value in words:
             return []
         arms = [a for a in arms if typing.get_origin(a) is not typing.Literal]
+    if words and isinstance(value, (list, dict)) and arms and all(a in _SCALAR_ANNOTATIONS for a in arms):
+        expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
+        return [_at(filename, lines, path, message=f"{json.dumps(value, default=str)[:60]} is {_kind(value)}; "
+                    f"expected {expected}", fix=f"write {expected} here")]
     if value is None or isinstance(value, (bool, int, float, str)):
         if not arms or not all(a in _SCALAR_ANNOTATIONS for a in arms) or value is None:
             return []

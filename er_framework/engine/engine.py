@@ -8,11 +8,12 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
-from er_framework.config.job import ComponentSpec, Job
+from er_framework.config.job import AutoThresholdSpec, ComponentSpec, Job
 from er_framework.data import Batch, Pairs, Records, TokenSets
 from er_framework.errors import ErError, PluginError, Problem
 from er_framework.kernels.df import drop_tokens
 from er_framework.kernels.hashing import mix64
+from er_framework.kernels.threshold import ThresholdFit, choose_threshold
 
 __all__ = ["BLOCKER_SALT", "Engine", "PrunedShingler", "signed_keys"]
 
@@ -110,7 +111,26 @@ class Engine:
         #: the shingler as the plugin built it (``shingler`` becomes a :class:`PrunedShingler` once the
         #: job's ``prune_shingles:`` has counted the corpus: :meth:`apply_pruning`)
         self.base_shingler = self.shingler
-        self.threshold = self.verifier.threshold
+        #: ``threshold: auto`` (and no verifier.threshold of its own, which wins): chosen by :meth:`choose_threshold`
+        self.auto = job.spec.threshold == "auto" and getattr(self.verifier.params, "threshold", None) is None
+        self.threshold_fit: ThresholdFit | None = None
+        self.threshold = self.verifier.threshold  # with auto: the lowest it may choose, until chosen
+
+    def choose_threshold(self, scores: npt.NDArray[np.float64]) -> float:
+        """``threshold: auto``: the threshold chosen from every candidate's score; later stages keep pairs at or above it."""
+        spec = self.job.spec.auto_threshold or AutoThresholdSpec()
+        finite = scores[np.isfinite(scores)]
+        self.threshold_fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high,
+                                              method=spec.method, fallback=spec.fallback)
+        self.threshold = float(self.threshold_fit.threshold)
+        return self.threshold
+
+    def threshold_report(self) -> dict[str, Any]:
+        """The report's ``threshold`` section: the value pairs were kept at, and how it was chosen."""
+        out: dict[str, Any] = {"value": self.threshold, "chosen": "auto" if self.auto else "fixed"}
+        if self.threshold_fit is not None:
+            out["auto"] = self.threshold_fit.to_json()
+        return out
 
     def apply_pruning(self, dropped: npt.NDArray[np.uint64]) -> None:
         """Shingle without the tokens ``dropped`` (sorted, distinct) from now on: every later stage sees pruned sets."""
@@ -166,6 +186,12 @@ class Engine:
                 f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
                 f"so {what}; use a pairwise verifier (jaccard, field_score)"
                 + (", fellegi_sunter, or executor: local" if partition else "")
+            )
+        if not partition and self.auto:
+            problems.append(
+                "threshold: auto is chosen from the scores of a whole run's candidates; an index scores new pairs "
+                "one at a time against a fixed number: set threshold to a number (e.g. the one er run chose, "
+                "report.json threshold.value)"
             )
         if not partition and self.job.spec.prune_shingles is not None:
             problems.append(

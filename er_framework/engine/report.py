@@ -22,9 +22,10 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.result import Result
 from er_framework.engine.stages import Exact, cluster_stats, write
+from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
-__all__ = ["RunFacts", "build_report", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
+__all__ = ["RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -107,6 +108,25 @@ def link_answer(
     }
 
 
+#: flagged clusters listed in report.json (the count says how many there were)
+CHAINS_LISTED = 20
+
+
+def chained_clusters(records: Records, pairs: Pairs, labels: Int64Array) -> dict[str, Any]:
+    """The report's ``chains`` section: clusters whose written pairs look like a chain of two entities
+    (a low-score bridge between dense parts, :func:`er_framework.kernels.chains.chain_flags`), the most
+    severe first, each with the two records of its strongest pair across the cut."""
+    score = pairs.score if pairs.score is not None else np.ones(len(pairs))
+    flags, stats = chain_flags(labels, pairs.left, pairs.right, score)
+    names, ids, src = records.source_names, records.ids, records.source
+    listed = []
+    for f in flags[:CHAINS_LISTED]:
+        item = f.to_json()
+        item["bridge"] = [[names[int(src[r])], str(ids[r])] for r in f.bridge]
+        listed.append(item)
+    return {**stats, "listed": listed}
+
+
 @dataclass
 class RunFacts:
     """What a run found, in the form every executor can give it (the report's input)."""
@@ -159,8 +179,10 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> di
         "verified_pairs": int(len(facts.verified)),
         "pairs_written": int(len(facts.pairs)),
         "verifier": described["verifier"],
+        "threshold": engine.threshold_report(),
         "clusterer": described["clusterer"],
         "clusters": cluster_stats(facts.labels),
+        "chains": chained_clusters(records, facts.pairs, facts.labels),
         "link": link,
         "diagnostics": facts.diagnostics,
         "stages": log.stages,

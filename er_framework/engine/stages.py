@@ -286,12 +286,12 @@ def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64]
     spec = job.spec.prune_shingles
     assert spec is not None
     tokens, df = freq.table()
-    most, least = df_limits(freq.records, spec.max_df, spec.min_df)
+    most, least = df_limits(freq.records, spec.max_df, spec.min_df, spec.max_df_floor)
     dropped = pruned_tokens(tokens, df, most, least)
     above = int((df > most).sum()) if most is not None else 0
     top = np.sort(df)[::-1][:10]
     report = {
-        "max_df": spec.max_df, "min_df": spec.min_df,
+        "max_df": spec.max_df, "min_df": spec.min_df, "max_df_floor": spec.max_df_floor,
         "records_counted": int(freq.records),
         "max_records": most,  # a shingle in more records than this is dropped (None: no upper limit)
         "min_records": least,  # … in fewer records than this
@@ -558,6 +558,11 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
         )
     else:
         scores = engine.checked_scores(engine.verifier.score(batch, local_cand), len(local_cand))
+    if engine.auto:  # threshold: auto, chosen from every candidate's score
+        engine.choose_threshold(scores)
+        assert engine.threshold_fit is not None
+        info["threshold_chosen"] = {k: v for k, v in engine.threshold_fit.to_json().items()
+                                    if k in ("method", "ok", "reason", "n_scores")}
     keep = scores >= engine.threshold
     verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
     info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})

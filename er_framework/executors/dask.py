@@ -525,7 +525,7 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     recs, left, right, li, ri = _join(packed, served, needed)
     scores = eng.score(recs, Pairs(li, ri))
     keep = scores >= eng.threshold
-    all_scores = scores if eng.mode != "dedup" else np.zeros(0)
+    all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
@@ -565,7 +565,7 @@ def task_score_codes(ref: JobRef, packed: npt.NDArray[np.uint64], coded: tuple[I
     left, right = unpack_pairs(packed)
     scores = np.asarray(table, dtype=np.float64)[np.searchsorted(table_codes, coded[0])] if len(packed) else np.zeros(0)
     keep = scores >= eng.threshold
-    all_scores = scores if eng.mode != "dedup" else np.zeros(0)
+    all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
@@ -786,6 +786,11 @@ def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition",
                           scope="partition")
+    if job.spec.executor.cluster_on == "workers" and engine.auto:
+        raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
+                              message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
+                              "client has chosen the threshold of threshold: auto",
+                              fix="use cluster_on: client, or a fixed threshold"))
     if job.spec.executor.cluster_on == "workers" and (
         job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
     ):
@@ -984,6 +989,13 @@ class DaskRun:
             n_candidates=n_cand, per_blocker=per_blocker, candidates=candidates, candidate_scores=cand_scores,
             forest=forest,
         )
+        if engine.auto:  # threshold: auto, chosen on the client from every candidate's score, as locally
+            engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
+            assert engine.threshold_fit is not None
+            info["threshold_chosen"] = {k: v for k, v in engine.threshold_fit.to_json().items()
+                                        if k in ("method", "ok", "reason", "n_scores")}
+            keep = found.scores >= engine.threshold  # the workers kept the pairs at or above the lowest it may choose
+            found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
         info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
                      "rejected_pairs": n_cand - int(len(found.left))})
         self._merge_blocker_reports(blocked, scanned, per_blocker)

@@ -102,15 +102,19 @@ class DocFreq:
         return out
 
 
-def df_limits(records: int, max_df: float | int | None, min_df: float | int | None) -> tuple[int | None, int]:
+def df_limits(records: int, max_df: float | int | None, min_df: float | int | None,
+              max_df_floor: int = 1) -> tuple[int | None, int]:
     """``(most, least)``: a token is kept when ``least <= df <= most`` (``most`` None: no upper limit).
 
     A float is a share of ``records`` (``max_df=0.05``: in at most 5% of the
-    records, rounded down but never below 1), an int a count of records.
+    records, rounded down), an int a count of records. A share never limits
+    below ``max_df_floor`` records: on a small corpus, 5% of 40 records would
+    prune every shingle two records share.
     """
     most: int | None = None
     if max_df is not None:
-        most = int(max_df) if isinstance(max_df, int) else max(1, int(np.floor(float(max_df) * records + 1e-9)))
+        most = int(max_df) if isinstance(max_df, int) else \
+            max(1, int(max_df_floor), int(np.floor(float(max_df) * records + 1e-9)))
     least = 1
     if min_df is not None:
         least = int(min_df) if isinstance(min_df, int) else max(1, int(np.ceil(float(min_df) * records - 1e-9)))

@@ -105,7 +105,7 @@ def test_out_of_range_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_threshold_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8", "threshold: 1.5"),
-                 "job.yaml:3", "threshold", "less than or equal to 1", "(got 1.5)")
+                 "job.yaml:3", "threshold", "at most 1", "(got 1.5)")
 
 
 def test_bands_times_rows_exceeds_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

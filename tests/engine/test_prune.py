@@ -40,7 +40,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], l
     return path, ids, texts
 
 
-def _job(tmp: Path, data: Path, extra: str = "", prune: str = "prune_shingles: {max_df: 0.2}") -> Path:
+def _job(tmp: Path, data: Path, extra: str = "", prune: str = "prune_shingles: {max_df: 0.2, max_df_floor: 1}") -> Path:
     cfg = tmp / f"job_{abs(hash((extra, prune)))}.yaml"
     cfg.write_text(textwrap.dedent(f"""
         seed: 5

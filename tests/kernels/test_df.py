@@ -65,6 +65,9 @@ def test_df_limits_share_and_count() -> None:
     assert df_limits(100, None, 2) == (None, 2)
     assert df_limits(100, None, 0.015) == (None, 2)  # 1.5 records: at least 2
     assert df_limits(100, 1.0, None) == (100, 1)  # every record: nothing is above
+    assert df_limits(40, 0.05, None, max_df_floor=10) == (10, 1)  # a share never limits below the floor
+    assert df_limits(1000, 0.05, None, max_df_floor=10) == (50, 1)
+    assert df_limits(40, 3, None, max_df_floor=10) == (3, 1)  # a count is taken as given
 
 
 def test_pruned_tokens_by_both_limits() -> None:
