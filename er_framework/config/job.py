@@ -652,7 +652,7 @@ class JobSpec(_Strict):
     @classmethod
     def _threshold(cls, v: float | str | None) -> float | str | None:
         if isinstance(v, float) and not 0.0 < v <= 1.0:
-            raise ValueError(f"threshold must be above 0 and at most 1 (or 'auto')")
+            raise ValueError("threshold must be above 0 and at most 1 (or 'auto')")
         return v
 
     @model_validator(mode="after")
