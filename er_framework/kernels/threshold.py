@@ -78,8 +78,21 @@ DIP_DEPTH = 0.8
 #: … with at least this contrast (a model of two groups is no evidence of two groups: a skewed or flat
 #: single group is fitted by two Gaussians too)
 DIP_CONTRAST = 1.5
+#: mixture: adjacent components are separate groups only where the fitted density has a local minimum between
+#: their medians at most this deep (lowest / smaller highest on either side) and the data dip there too
+MODEL_DIP_DEPTH = 0.97
 #: mixture: Ashman's D of the two components must be at least this (2: two clearly separated groups)
 MIN_SEPARATION = 2.0
+#: mixture: K = 1 … this many logit-normal components are fitted, K chosen by BIC
+MAX_COMPONENTS = 5
+#: mixture: a component's standard deviation is at least this on the score scale (10 fine bins): a component
+#: cannot shrink onto a few equal scores
+MIN_SD = 0.005
+#: mixture: EM iterations of every start; the best start per K then runs up to :data:`EM_ITERS`
+EM_SHORT = 30
+EM_ITERS = 500
+#: mixture: EM stops when the log-likelihood gains less than this share of itself in an iteration
+EM_TOL = 1e-8
 #: the bandwidths the valley scan tries: Silverman's (at least 2 grid bins), times 1.25 per step, up to this
 MAX_BANDWIDTH = 0.12
 #: half-width of the window whose share of the scores the reason quotes
@@ -354,107 +367,230 @@ def _logit(x: FloatArray) -> FloatArray:
     return np.log(x) - np.log1p(-x)
 
 
-def _normal(y: FloatArray, mu: float, sd: float) -> FloatArray:
-    return np.exp(-0.5 * ((y - mu) / sd) ** 2) / (sd * math.sqrt(2.0 * math.pi))
+def _expit(y: FloatArray) -> FloatArray:
+    return 1.0 / (1.0 + np.exp(-y))
 
 
-def _em(y: FloatArray, c: FloatArray, split: float, sd_min: float, iters: int = 500) -> dict[str, Any] | None:
-    """Binned EM of two Gaussians on points ``y`` with counts ``c``, started from the hard split at ``split``."""
+def _sd_floor(mu: FloatArray) -> FloatArray:
+    """The smallest standard deviation (logit scale) of a component centred at ``mu``: :data:`MIN_SD` on the score scale."""
+    p = _expit(mu)
+    return MIN_SD / np.maximum(p * (1.0 - p), 1e-12)
+
+
+@dataclass
+class _Mixture:
+    """K Gaussians on logit(score), ordered by mean."""
+
+    w: FloatArray
+    mu: FloatArray
+    sd: FloatArray
+    loglik: float
+    iterations: int
+
+    @property
+    def k(self) -> int:
+        return len(self.w)
+
+    def log_parts(self, y: FloatArray) -> FloatArray:
+        """log of each weighted component density (logit scale) at ``y``: shape (K, len(y))."""
+        z = (y[None, :] - self.mu[:, None]) / self.sd[:, None]
+        return (np.log(np.maximum(self.w, 1e-300)) - np.log(self.sd) - 0.5 * math.log(2.0 * math.pi))[:, None] - 0.5 * z * z
+
+
+def _em_k(y: FloatArray, c: FloatArray, w: FloatArray, mu: FloatArray, sd: FloatArray, iters: int) -> _Mixture | None:
+    """Binned EM of ``len(w)`` Gaussians on points ``y`` with counts ``c``, from (w, mu, sd); None when a component empties."""
     n = float(c.sum())
-    r = (y > split).astype(np.float64)  # responsibility of the high component
     loglik_prev = -math.inf
-    params: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
     loglik = -math.inf
     it = 0
     for step in range(1, iters + 1):
         it = step
-        w_hi = float((c * r).sum())
-        w_lo = n - w_hi
-        if w_hi < 1.0 or w_lo < 1.0:
+        m = _Mixture(w, mu, sd, 0.0, 0)
+        logp = m.log_parts(y)
+        top = logp.max(axis=0)
+        p = np.exp(logp - top)
+        tot = p.sum(axis=0)
+        loglik = float((c * (np.log(tot) + top)).sum())
+        r = p * (c / tot)[None, :]
+        nk = r.sum(axis=1)
+        if (nk < 1.0).any():
             return None
-        mu_lo = float((c * (1 - r) * y).sum() / w_lo)
-        mu_hi = float((c * r * y).sum() / w_hi)
-        sd_lo = max(math.sqrt(float((c * (1 - r) * (y - mu_lo) ** 2).sum() / w_lo)), sd_min)
-        sd_hi = max(math.sqrt(float((c * r * (y - mu_hi) ** 2).sum() / w_hi)), sd_min)
-        params = (w_hi / n, mu_lo, sd_lo, mu_hi, sd_hi)
-        p_lo = (1 - params[0]) * _normal(y, mu_lo, sd_lo)
-        p_hi = params[0] * _normal(y, mu_hi, sd_hi)
-        tot = np.maximum(p_lo + p_hi, 1e-300)
-        loglik = float((c * np.log(tot)).sum())
-        r = p_hi / tot
-        if loglik - loglik_prev < 1e-9 * abs(loglik) + 1e-12:
+        w = nk / n
+        mu = (r @ y) / nk
+        var = (r @ (y * y)) / nk - mu * mu
+        sd = np.maximum(np.sqrt(np.maximum(var, 0.0)), _sd_floor(mu))
+        if loglik - loglik_prev < EM_TOL * abs(loglik) + 1e-12:
             break
         loglik_prev = loglik
-    w, mu_lo, sd_lo, mu_hi, sd_hi = params
-    if mu_lo > mu_hi:  # keep "high" the component of the higher scores
-        w, mu_lo, sd_lo, mu_hi, sd_hi = 1 - w, mu_hi, sd_hi, mu_lo, sd_lo
-    return {"w_high": w, "mu_low": mu_lo, "sd_low": sd_lo, "mu_high": mu_hi, "sd_high": sd_hi,
-            "loglik": loglik, "iterations": it}
+    o = np.argsort(mu, kind="stable")
+    return _Mixture(w[o], mu[o], sd[o], loglik, it)
 
 
-def _otsu(y: FloatArray, c: FloatArray) -> float:
-    """Otsu's split of weighted points: the cut between ``y[i]`` and ``y[i+1]`` maximising the between-class variance."""
-    n = c.sum()
-    w0 = np.cumsum(c)[:-1]
-    m0 = np.cumsum(c * y)[:-1]
-    w1 = n - w0
-    total = float((c * y).sum())
-    ok = (w0 > 0) & (w1 > 0)
-    between = np.zeros(len(w0))
-    between[ok] = (m0[ok] * n - w0[ok] * total) ** 2 / (w0[ok] * w1[ok])
-    i = int(np.argmax(between))
-    return float(0.5 * (y[i] + y[i + 1]))
+def _from_cuts(y: FloatArray, c: FloatArray, cuts: list[float]) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+    """Weights, means and standard deviations of the hard split of the points at ``cuts`` (None: an empty part)."""
+    k = len(cuts) + 1
+    seg = np.searchsorted(np.sort(np.asarray(cuts, dtype=np.float64)), y)
+    nk = np.bincount(seg, c, k)
+    if (nk < 1.0).any():
+        return None
+    mu = np.bincount(seg, c * y, k) / nk
+    var = np.bincount(seg, c * y * y, k) / nk - mu * mu
+    return nk / nk.sum(), mu, np.maximum(np.sqrt(np.maximum(var, 0.0)), _sd_floor(mu))
 
 
-def _fit_mixture(fine: Int64Array, valley_at: float | None) -> dict[str, Any] | None:
+def _gap_cuts(fine: Int64Array, low: float, y_of: FloatArray) -> list[float]:
+    """Candidate cuts (logit scale) at the gaps of the histogram: the middles of the longest empty stretches
+    between fitted scores, then the deepest density valleys at Silverman's bandwidth and twice it."""
+    nz = np.flatnonzero(fine)
+    cuts: list[float] = []
+    if len(nz) > 1:
+        gaps = np.diff(nz)
+        for j in np.argsort(-gaps, kind="stable")[:4]:
+            if gaps[j] > 4:
+                cuts.append(float(y_of[(nz[j] + nz[j + 1]) // 2]))
+    n = int(fine.sum())
+    h = silverman_bandwidth(fine)
+    for hh in (h, 2.0 * h):
+        for v in _valleys(smoothed(fine, hh, _start(low)), n, hh, 0, GRID_BINS - 1)[:4]:
+            cuts.append(float(y_of[v["index"]]))
+    out: list[float] = []
+    for x in cuts:  # distinct, in order of preference
+        if all(abs(x - o) > 1e-9 for o in out):
+            out.append(x)
+    return out
+
+
+def _fit_mixtures(fine: Int64Array, low: float) -> dict[int, _Mixture]:
+    """The best binned-EM fit of K = 1 … :data:`MAX_COMPONENTS` Gaussians on logit(score), for every K that fits.
+
+    Each K starts from several deterministic hard splits: equal-count quantiles, quantiles weighted towards
+    the top (a small top group), the gaps of the histogram, and each component of the best K - 1 fit split
+    at its mean. Every start runs :data:`EM_SHORT` iterations; the best (likelihood) runs to convergence.
+    """
     centres = (np.arange(GRID_BINS) + 0.5) / GRID_BINS
+    y_of = _logit(centres)
     nz = fine > 0
-    y = _logit(centres[nz])
+    y = y_of[nz]
     c = fine[nz].astype(np.float64)
-    if len(y) < 2:
+    n = float(c.sum())
+    cum = np.cumsum(c) / n
+
+    def q(p: float) -> float:
+        return float(y[min(int(np.searchsorted(cum, p)), len(y) - 1)])
+
+    gap = _gap_cuts(fine, low, y_of)
+    fits: dict[int, _Mixture] = {}
+    mean = float((c * y).sum() / n)
+    sd1 = math.sqrt(max(float((c * (y - mean) ** 2).sum() / n), 0.0))
+    one = _em_k(y, c, np.ones(1), np.array([mean]), np.maximum(np.array([sd1]), _sd_floor(np.array([mean]))), 1)
+    if one is None:
+        return fits
+    fits[1] = one
+    for k in range(2, MAX_COMPONENTS + 1):
+        if len(y) < 2 * k:
+            break
+        starts: list[list[float]] = [[q(j / k) for j in range(1, k)], [q(1 - 0.5 ** j) for j in range(1, k)],
+                                     sorted(q(1 - 0.1 ** j) for j in range(1, k))]
+        if len(gap) >= k - 1:
+            starts.append(sorted(gap[: k - 1]))
+        if k - 1 in fits:
+            prev = fits[k - 1].mu
+            mids = list((prev[1:] + prev[:-1]) / 2.0)
+            starts += [sorted(mids + [float(m)]) for m in prev]
+        best: _Mixture | None = None
+        for cuts in starts:
+            init = _from_cuts(y, c, cuts)
+            if init is None:
+                continue
+            fit = _em_k(y, c, *init, iters=EM_SHORT)
+            if fit is not None and (best is None or fit.loglik > best.loglik + 1e-9 * abs(best.loglik)):
+                best = fit
+        if best is None:
+            continue
+        full = _em_k(y, c, best.w, best.mu, best.sd, iters=EM_ITERS)
+        if full is not None:
+            fits[k] = full
+    return fits
+
+
+def _bic(fit: _Mixture, n: float) -> float:
+    return -2.0 * fit.loglik + (3 * fit.k - 1) * math.log(n)
+
+
+def _scaled_parts(fit: _Mixture, x: FloatArray) -> FloatArray:
+    """Each weighted component density at scores ``x`` in (0, 1), on the score scale (Jacobian included): (K, len(x))."""
+    return np.exp(fit.log_parts(_logit(x))) / (x * (1.0 - x))[None, :]
+
+
+def _model_dip(f: FloatArray, a: float, b: float) -> float:
+    """How deep the model density ``f`` (at the fine bin centres) dips between scores ``a`` < ``b``: its lowest
+    value there over the smaller of the highest values on either side of it (1: no dip)."""
+    i, j = int(a * GRID_BINS), int(b * GRID_BINS)
+    seg = f[i:j + 1]
+    if len(seg) < 3:
+        return 1.0
+    m = int(np.argmin(seg))
+    peak = min(float(seg[: m + 1].max()), float(seg[m:].max()))
+    return float(seg[m] / peak) if peak > 0 else 1.0
+
+
+def _top_group(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) -> dict[str, Any]:
+    """The top group: the highest component, merged downward with the next while no dip separates them, in
+    the model's density (depth <= :data:`MODEL_DIP_DEPTH` between the two medians) and in the data's
+    (:func:`_dip_between`). ``first`` is the index of its lowest component; ``dip`` the data's dip below it."""
+    grid_x = (np.arange(GRID_BINS) + 0.5) / GRID_BINS
+    f = _scaled_parts(fit, grid_x).sum(axis=0)
+    med = _expit(fit.mu)
+    first = fit.k - 1
+    while first > 0:
+        a, b = float(med[first - 1]), float(med[first])
+        depth = _model_dip(f, a, b)
+        dip = _dip_between(fine, low, a, b, bandwidth) if depth <= MODEL_DIP_DEPTH else None
+        if dip is not None:
+            return {"first": first, "dip": dip, "model_depth": depth}
+        first -= 1
+    return {"first": 0, "dip": None, "model_depth": 1.0}
+
+
+def _group_moments(fit: _Mixture, idx: slice) -> tuple[float, float, float]:
+    """Weight, mean and standard deviation (logit scale) of the components ``idx`` taken as one group."""
+    w, mu, sd = fit.w[idx], fit.mu[idx], fit.sd[idx]
+    tw = float(w.sum())
+    m = float((w * mu).sum() / tw)
+    var = float((w * (sd ** 2 + (mu - m) ** 2)).sum() / tw)
+    return tw, m, math.sqrt(var)
+
+
+def _group_crossing(fit: _Mixture, first: int, low: float) -> float | None:
+    """The lower boundary of the top group (components ``first`` …): the highest score below the median of
+    its lowest component where it turns from less to more likely than every component below it together
+    (None: it never does above ``low``)."""
+    y_lo = float(_logit(np.array([max(low, 0.5 / GRID_BINS)]))[0])
+    y_hi = float(fit.mu[first])
+    if not y_hi > y_lo:
         return None
-    sd_min = 0.5 * float(np.min(np.diff(_logit(centres))))  # about half a bin on the logit scale
-    cum = np.cumsum(c) / c.sum()
-    starts = [_otsu(y, c)] + [float(y[min(int(np.searchsorted(cum, q)), len(y) - 2)]) for q in (0.5, 0.8, 0.95, 0.99)]
-    if valley_at is not None:
-        starts.append(float(_logit(np.array([valley_at]))[0]))
-    best: dict[str, Any] | None = None
-    for s in starts:
-        fit = _em(y, c, s, sd_min)
-        if fit is not None and (best is None or fit["loglik"] > best["loglik"] + 1e-9 * abs(best["loglik"])):
-            best = dict(fit, start=s)
-    if best is None:
-        return None
-    # one Gaussian, for the likelihood-ratio evidence
-    n = c.sum()
-    mu = float((c * y).sum() / n)
-    sd = max(math.sqrt(float((c * (y - mu) ** 2).sum() / n)), sd_min)
-    best["loglik_one"] = float((c * np.log(np.maximum(_normal(y, mu, sd), 1e-300))).sum())
-    best["separation"] = abs(best["mu_high"] - best["mu_low"]) * math.sqrt(2.0 / (best["sd_low"] ** 2 + best["sd_high"] ** 2))
-    return best
-
-
-def _mixture_parts(fit: dict[str, Any], x: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """The two weighted component densities at scores ``x`` in (0, 1) (on the score scale: Jacobian included)."""
-    y = _logit(x)
-    jac = 1.0 / (x * (1.0 - x))
-    lo = (1 - fit["w_high"]) * _normal(y, fit["mu_low"], fit["sd_low"]) * jac
-    hi = fit["w_high"] * _normal(y, fit["mu_high"], fit["sd_high"]) * jac
-    return lo, hi
-
-
-def _posterior_crossing(fit: dict[str, Any]) -> float | None:
-    """The score between the two component medians where the high component's posterior reaches 0.5."""
-    y = np.linspace(fit["mu_low"], fit["mu_high"], 4001)
-    lo = np.log(1 - fit["w_high"]) - np.log(fit["sd_low"]) - 0.5 * ((y - fit["mu_low"]) / fit["sd_low"]) ** 2
-    hi = np.log(fit["w_high"]) - np.log(fit["sd_high"]) - 0.5 * ((y - fit["mu_high"]) / fit["sd_high"]) ** 2
-    d = hi - lo  # log odds of "high"
+    y = np.linspace(y_lo, y_hi, 4001)
+    lp = fit.log_parts(y)
+    hi = np.logaddexp.reduce(lp[first:], axis=0)
+    lo = np.logaddexp.reduce(lp[:first], axis=0)
+    d = hi - lo  # log odds of "top group"
     up = np.flatnonzero((d[:-1] < 0) & (d[1:] >= 0))
     if len(up) == 0:
         return None
-    i = int(up[0])
+    i = int(up[-1])
     t = y[i] + (y[i + 1] - y[i]) * (-d[i]) / (d[i + 1] - d[i])
     return float(1.0 / (1.0 + math.exp(-t)))
+
+
+def _group_median(fit: _Mixture, first: int) -> float:
+    """The median score of the top group (the components ``first`` … as one distribution), by bisection."""
+    w = fit.w[first:] / fit.w[first:].sum()
+    lo, hi = float(fit.mu[first:].min()), float(fit.mu[first:].max())
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        cdf = float((w * 0.5 * (1.0 + np.vectorize(math.erf)((mid - fit.mu[first:]) / (fit.sd[first:] * math.sqrt(2.0))))).sum())
+        lo, hi = (mid, hi) if cdf < 0.5 else (lo, mid)
+    return float(1.0 / (1.0 + math.exp(-0.5 * (lo + hi))))
 
 
 # --------------------------------------------------------------------------- entry point
@@ -519,9 +655,9 @@ def choose_threshold(
     if np.count_nonzero(fine) == 1:
         return fall(f"all {n_cont} scores in [{_fmt(low)}, 1) are equal ({_fmt(float(grid_x[np.flatnonzero(fine)[0]]))}): one group only")
 
-    valley = _fit_valley(fine, low, high, bandwidth)
-    evidence["silverman_bandwidth"] = valley["silverman"]
     if method == "valley":
+        valley = _fit_valley(fine, low, high, bandwidth)
+        evidence["silverman_bandwidth"] = valley["silverman"]
         v = valley["found"]
         if v is None:
             f0 = smoothed(fine, valley["silverman"], _start(low))
@@ -550,48 +686,70 @@ def choose_threshold(
                             (f * n_cont * bin_w)[::CURVE_STEP], evidence,
                             requested=method, low=low, high=high)
 
-    vf = valley["found"]
-    fit = _fit_mixture(fine, float(grid_x[vf["index"]]) if vf is not None else None)
-    if fit is None:
-        return fall("the mixture fit found no second group")
-    lo_c, hi_c = _mixture_parts(fit, grid_x)
+    evidence["silverman_bandwidth"] = silverman_bandwidth(fine)
+    fits = _fit_mixtures(fine, low)
+    if not fits:
+        return fall("the mixture could not be fitted to the scores")
+    bics = {k: _bic(f, n_cont) for k, f in fits.items()}
+    k = min(bics, key=lambda j: (bics[j], j))
+    fit = fits[k]
+    parts = _scaled_parts(fit, grid_x)
     scale = n_cont * bin_w
-    ev = {"w_high": fit["w_high"], "w_low": 1 - fit["w_high"],
-          "median_low": 1 / (1 + math.exp(-fit["mu_low"])), "median_high": 1 / (1 + math.exp(-fit["mu_high"])),
-          "logit_mu": [fit["mu_low"], fit["mu_high"]], "logit_sd": [fit["sd_low"], fit["sd_high"]],
-          "separation_D": fit["separation"], "loglik_two": fit["loglik"], "loglik_one": fit["loglik_one"],
-          "em_iterations": fit["iterations"]}
-    evidence.update(ev)
-    small = min(fit["w_high"], 1 - fit["w_high"]) * n_cont
-    t_cross = _posterior_crossing(fit)
-    groups = (f"{1 - fit['w_high']:.1%} of the scores around {_fmt(ev['median_low'])} and {fit['w_high']:.1%} "
-              f"around {_fmt(ev['median_high'])}")
+    med = _expit(fit.mu)
+    evidence.update({
+        "components": [{"weight": float(w), "median": float(m), "logit_mu": float(u), "logit_sd": float(s)}
+                       for w, m, u, s in zip(fit.w, med, fit.mu, fit.sd)],
+        "k_components": k, "bic": [[j, bics[j]] for j in sorted(bics)], "loglik": fit.loglik,
+        "loglik_one": fits[1].loglik if 1 in fits else None, "loglik_two": fits[2].loglik if 2 in fits else None,
+        "em_iterations": fit.iterations,
+    })
 
-    def mix_fall(why: str) -> ThresholdFit:
-        r = fall(why, (lo_c + hi_c) * scale)
-        r.curve_low, r.curve_high = (lo_c * scale)[::CURVE_STEP], (hi_c * scale)[::CURVE_STEP]
+    def mix_fall(why: str, first: int) -> ThresholdFit:
+        r = fall(why, parts.sum(axis=0) * scale)
+        r.curve_low = (parts[:first].sum(axis=0) * scale)[::CURVE_STEP]
+        r.curve_high = (parts[first:].sum(axis=0) * scale)[::CURVE_STEP] if first > 0 else np.zeros(0)
         return r
 
-    if fit["separation"] < MIN_SEPARATION:
-        return mix_fall(f"the two fitted groups ({groups}) overlap (separation D {fit['separation']:.2f} < {MIN_SEPARATION:g}): "
-                        "no clear second group")
-    dip = _dip_between(fine, low, ev["median_low"], ev["median_high"], bandwidth)
-    evidence["dip_between_medians"] = dip
-    if dip is None:
-        return mix_fall(f"the fitted groups ({groups}) have no dip in the density between them: one group only")
+    if k == 1:
+        return mix_fall(f"one logit-normal group around {_fmt(float(med[0]))} describes the scores best (BIC over 1 to "
+                        f"{max(fits)} components): no second group", 0)
+    top = _top_group(fit, fine, low, bandwidth)
+    first = top["first"]
+    comps = ", ".join(f"{w:.1%} around {_fmt(float(m))}" for w, m in zip(fit.w[::-1], med[::-1]))
+    if first == 0:
+        return mix_fall(f"the {k} fitted components ({comps}) have no dip in the density between them: one group only", 0)
+    nxt = first - 1
+    w_top, m_top, s_top = _group_moments(fit, slice(first, None))
+    sep = abs(m_top - float(fit.mu[nxt])) * math.sqrt(2.0 / (s_top ** 2 + float(fit.sd[nxt]) ** 2))
+    top_median = _group_median(fit, first)
+    evidence.update({
+        "top_components": k - first, "w_high": w_top, "w_low": 1.0 - w_top, "median_high": top_median,
+        "median_low": float(med[nxt]), "logit_mu": [float(fit.mu[nxt]), m_top], "logit_sd": [float(fit.sd[nxt]), s_top],
+        "separation_D": sep, "dip_between_medians": top["dip"], "model_dip_depth": top["model_depth"],
+    })
+    below = f"; {1.0 - w_top - float(fit.w[nxt]):.1%} in {nxt} lower component{'s' if nxt > 1 else ''}" if nxt else ""
+    groups = (f"a top group of {w_top:.1%} of the scores around {_fmt(top_median)}"
+              f"{f' ({k - first} components)' if k - first > 1 else ''} and the next, {float(fit.w[nxt]):.1%} around "
+              f"{_fmt(float(med[nxt]))}{below}")
+    small = min(w_top, 1.0 - w_top) * n_cont
+    t_cross = _group_crossing(fit, first, low)
+    if sep < MIN_SEPARATION:
+        return mix_fall(f"{groups}: they overlap (separation D {sep:.2f} < {MIN_SEPARATION:g}): no clear top group", first)
     if small < MIN_GROUP:
-        return mix_fall(f"the smaller fitted group holds about {small:.0f} scores, fewer than {MIN_GROUP}")
+        return mix_fall(f"{groups}: the smaller side holds about {small:.0f} scores, fewer than {MIN_GROUP}", first)
     if t_cross is None:
-        return mix_fall(f"the high group never becomes the more likely one between the groups ({groups})")
+        return mix_fall(f"{groups}: the top group never becomes the more likely one above {_fmt(low)}", first)
     if not (low <= t_cross <= high):
         evidence["crossing_outside"] = t_cross
-        return mix_fall(f"the two groups ({groups}) split at {_fmt(t_cross)}, outside [{_fmt(low)}, {_fmt(high)}]")
+        return mix_fall(f"{groups}: they split at {_fmt(t_cross)}, outside [{_fmt(low)}, {_fmt(high)}]", first)
     share = _share_near(every, ones, t_cross)
     evidence.update({"posterior_high_at_threshold": 0.5, "share_within_002": share,
                      "share_below": float(every[: int(t_cross * GRID_BINS)].sum()) / n_all})
-    reason = (f"two-group mixture: {groups} (logit-normal, separation D {fit['separation']:.1f}); the high group is the "
-              f"more likely from {_fmt(t_cross)}; {share:.1%} of the scores within ±{NEAR:g}")
+    reason = (f"mixture of {k} logit-normal components (chosen by BIC): {groups} (separation D {sep:.1f}, density dip at "
+              f"{_fmt(top['dip']['at'])}); the top group is the more likely from {_fmt(t_cross)}; {share:.1%} of the "
+              f"scores within ±{NEAR:g}")
     res = ThresholdFit(t_cross, "mixture", True, reason, n_all, edges, counts, grid_x[::CURVE_STEP],
-                       ((lo_c + hi_c) * scale)[::CURVE_STEP], evidence, requested=method, low=low, high=high)
-    res.curve_low, res.curve_high = (lo_c * scale)[::CURVE_STEP], (hi_c * scale)[::CURVE_STEP]
+                       (parts.sum(axis=0) * scale)[::CURVE_STEP], evidence, requested=method, low=low, high=high)
+    res.curve_low = (parts[:first].sum(axis=0) * scale)[::CURVE_STEP]
+    res.curve_high = (parts[first:].sum(axis=0) * scale)[::CURVE_STEP]
     return res
