@@ -16,13 +16,25 @@ from the score distribution alone, in one of two ways:
     largest contrast over all bandwidths wins; it must be deeper than
     :data:`MAX_DEPTH` and show a contrast of at least :data:`MIN_CONTRAST`.
 ``mixture``
-    Two Gaussians fitted to ``logit(score)`` by EM on the fine histogram
-    (binned EM: a few thousand bins whatever the number of scores), started
-    from several splits (Otsu's, quantiles, the density valley), the best
-    likelihood kept. The threshold is where the posterior probability of the
-    high component reaches 0.5. It must describe two groups: Ashman's
-    separation ``D = |mu1 - mu2| sqrt(2 / (s1^2 + s2^2))`` at least :data:`MIN_SEPARATION`
-    and at least :data:`MIN_GROUP` scores in the smaller group.
+    The matches are the highest-scoring group of scores, and there may be more
+    than two groups (e.g. a tail at the floor, a large middle group of
+    documents sharing boilerplate, and a small top group of near-duplicates).
+    K = 1 … :data:`MAX_COMPONENTS` Gaussians are fitted to ``logit(score)`` by
+    EM on the fine histogram (binned EM: a few thousand bins whatever the
+    number of scores), each K from several deterministic starts (equal-count
+    and top-weighted quantile splits, the gaps and density valleys of the
+    histogram, each component of the best K - 1 fit split in two), and K is
+    chosen by BIC. The *top group* is the highest component, merged downward
+    with the next one while no dip separates them (the fitted density has no
+    local minimum between their medians at most :data:`MODEL_DIP_DEPTH` deep,
+    or the data's density shows no dip there, :func:`_dip_between`): edited
+    near-copies around 0.8 and copies around 0.95 stay one group. The threshold
+    is where the top group becomes more likely than all the components below it
+    together (posterior 0.5). It must describe a top group apart from the rest:
+    Ashman's separation ``D = |mu1 - mu2| sqrt(2 / (s1^2 + s2^2))`` between the
+    top group (its components' moments) and the next component at least
+    :data:`MIN_SEPARATION`, at least :data:`MIN_GROUP` scores in the top group
+    and :data:`MIN_REST` below it, and the split inside [low, high].
 
 Only the scores in [low, 1] are fitted: LSH lets through candidates below
 ``low`` by chance, in numbers set by the blocker rather than the data (on a
@@ -66,9 +78,12 @@ GRID_BINS = 2000
 #: bins of the histogram given for the report's plot (width 0.01)
 HIST_BINS = 100
 #: below this many scores (exact 1.0s not counted) no fit is tried
-MIN_SCORES = 50
-#: the smaller group must hold at least this many scores (valley: in the ±h window around its peak)
+MIN_SCORES = 30
+#: the smaller group must hold at least this many scores (valley: in the ±h window around its peak);
+#: mixture: the top group must
 MIN_GROUP = 16
+#: mixture: the scores below the top group must be at least this many
+MIN_REST = 8
 #: a valley's density over the smaller neighbouring peak must be at most this
 MAX_DEPTH = 0.5
 #: (peak count - valley count) / sqrt(peak count + valley count) in windows of ±h must be at least this
@@ -108,8 +123,9 @@ class ThresholdFit:
     """A threshold chosen from the candidate scores, with what the report shows about it.
 
     ``curve_y`` is on the scale of ``hist_counts`` (expected scores per histogram bin),
-    so both can be drawn on one axis; for ``mixture`` ``curve_low`` and ``curve_high``
-    are the two weighted components on the same scale (empty otherwise).
+    so both can be drawn on one axis; for ``mixture`` ``curve_low`` (every component below
+    the top group) and ``curve_high`` (the top group) are on the same scale and add up to
+    ``curve_y`` (``curve_high`` is empty when one component fits best; both empty for ``valley``).
     """
 
     threshold: float
@@ -731,12 +747,14 @@ def choose_threshold(
     groups = (f"a top group of {w_top:.1%} of the scores around {_fmt(top_median)}"
               f"{f' ({k - first} components)' if k - first > 1 else ''} and the next, {float(fit.w[nxt]):.1%} around "
               f"{_fmt(float(med[nxt]))}{below}")
-    small = min(w_top, 1.0 - w_top) * n_cont
+    n_top, n_rest = w_top * n_cont, (1.0 - w_top) * n_cont
     t_cross = _group_crossing(fit, first, low)
     if sep < MIN_SEPARATION:
         return mix_fall(f"{groups}: they overlap (separation D {sep:.2f} < {MIN_SEPARATION:g}): no clear top group", first)
-    if small < MIN_GROUP:
-        return mix_fall(f"{groups}: the smaller side holds about {small:.0f} scores, fewer than {MIN_GROUP}", first)
+    if n_top < MIN_GROUP:
+        return mix_fall(f"{groups}: the top group holds about {n_top:.0f} scores, fewer than {MIN_GROUP}", first)
+    if n_rest < MIN_REST:
+        return mix_fall(f"{groups}: about {n_rest:.0f} scores lie below the top group, fewer than {MIN_REST}", first)
     if t_cross is None:
         return mix_fall(f"{groups}: the top group never becomes the more likely one above {_fmt(low)}", first)
     if not (low <= t_cross <= high):

@@ -257,3 +257,14 @@ def test_three_groups_one_fit_of_two_would_miss() -> None:
     assert fit.ok and 0.55 <= fit.threshold <= 0.72, fit.reason
     assert fit.evidence["k_components"] >= 3
     assert "top group" in fit.reason and "BIC" in fit.reason
+
+
+def test_few_scores_in_two_clear_groups() -> None:
+    """45 scores: 15 non-matches at 0.15-0.21 and 30 matches at 0.40-0.65 (the shipped news pages with shared
+    chrome pruned) are two groups; 12 matches are too few for a top group."""
+    rng = np.random.default_rng(4)
+    rest, top = rng.uniform(0.15, 0.21, 15), rng.uniform(0.40, 0.65, 30)
+    fit = choose_threshold(np.concatenate([rest, top]), low=0.15)
+    assert fit.ok and 0.21 < fit.threshold < 0.40, fit.reason
+    fit = choose_threshold(np.concatenate([rng.uniform(0.15, 0.21, 40), top[:12]]), low=0.15)
+    assert not fit.ok and fit.threshold == 0.15, fit.reason
