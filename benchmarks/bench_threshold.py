@@ -1,7 +1,7 @@
 """Thresholds chosen from the data: the ``valley`` and ``mixture`` methods of
 :func:`er_framework.kernels.threshold.choose_threshold` against the best fixed threshold.
 
-Run from the repository root (~1 min on 2 cores)::
+Run from the repository root (~2 min on 2 cores)::
 
     python benchmarks/bench_threshold.py
     python benchmarks/bench_threshold.py --datasets documents,news --out /tmp/t.json
@@ -31,7 +31,15 @@ truth. **Oracle**: the best B-cubed F1 over the fixed thresholds 0.05, 0.06, …
   (chains, look-alike siblings, bridging records), char 5-shingles, MinHash 128,
   LSH target recall 0.95, low 0.3 (the job of ``benchmarks/bench_clustering.py``);
 * ``chained-s1`` — the same generator, seed 1, 1000 entities (held out: never
-  looked at while the kernel was written).
+  looked at while the kernel was written);
+* ``boilerplate`` — the corpus of ``tests/engine/test_auto_threshold.py``
+  (fixture ``corpus``): ``planted_documents(90, copies_per_family=(1, 3),
+  words=(20, 40), edit_rates=(0.0, 0.06), n_singletons=150, seed=8)`` with one
+  of three long boilerplate paragraphs appended to 70% of the texts
+  (``random.Random(2)``); that test's job (char 5-shingles, MinHash 128, LSH
+  bands, Jaccard), low 0.15. Its candidate scores form three groups in
+  [low, 1): a tail near the floor, a big middle group (documents sharing a
+  paragraph) and ~60 near-duplicate pairs at 0.7-1.0.
 
 Not a test: nothing here asserts anything.
 """
@@ -104,6 +112,46 @@ output: {{dir: out, format: csv}}
     return path
 
 
+#: the paragraphs of tests/engine/test_auto_threshold.py (copied: a benchmark does not import tests)
+BOILERPLATE = [
+    "Subscribers may share this article with colleagues under the terms of the newsroom licence, provided that "
+    "the source is credited and the text is not altered, sold or used to train any automated system whatsoever.",
+    "The views expressed here are those of the authors and do not represent the editorial board, the owners of "
+    "the publication or any advertiser; corrections can be sent to the desk at any time of the day or night.",
+    "Readers who found this coverage useful can support our reporting with a subscription, a donation or by "
+    "telling a friend about the newsletter that arrives in their inbox every weekday morning before breakfast.",
+]
+BOILERPLATE_FAMILY: dict[str, Any] = {}
+
+
+def boilerplate_job(folder: Path) -> Path:
+    """The corpus and the job of tests/engine/test_auto_threshold.py (its threshold replaced by ``run_low``)."""
+    import random
+
+    from er_framework.synth.documents import planted_documents
+
+    d = planted_documents(90, copies_per_family=(1, 3), words=(20, 40), edit_rates=(0.0, 0.06), n_singletons=150, seed=8)
+    rng = random.Random(2)
+    texts = [t + " " + rng.choice(BOILERPLATE) if rng.random() < 0.7 else t for t in d.texts]
+    data = folder / "boilerplate.jsonl"
+    data.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8")
+    BOILERPLATE_FAMILY.clear()
+    BOILERPLATE_FAMILY.update({f"d{i}": int(f) for i, f in enumerate(d.family)})
+    path = folder / "boilerplate.yaml"
+    path.write_text(f"""
+seed: 5
+threshold: 0.5
+sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
+shingler: {{type: char, k: 5}}
+signature: {{type: minhash, num_perm: 128}}
+blockers: [{{type: lsh_bands}}]
+verifier: {{type: jaccard}}
+cluster: {{type: connected_components}}
+diagnostics: 0
+""", encoding="utf-8")
+    return path
+
+
 def labels_of(ids: list[str], of: dict[str, Any]) -> np.ndarray:
     codes: dict[Any, int] = {}
     return np.array([codes.setdefault(of.get(r, ("singleton", r)), len(codes)) for r in ids], dtype=np.int64)
@@ -118,6 +166,11 @@ def corpus(name: str, low: float, tmp: Path) -> dict[str, Any]:
         ids, cand, pairs, report = run_low(text_job(tmp, name, d.ids, d.texts, k=5), low)
         truth = labels_of(ids, dict(zip(d.ids, d.entity)))
         settings = f"chained_records({entities}, seed={seed}); char k=5, minhash 128, lsh recall 0.95 at low {low}"
+    elif name == "boilerplate":
+        ids, cand, pairs, report = run_low(boilerplate_job(tmp), low)
+        truth = labels_of(ids, BOILERPLATE_FAMILY)
+        settings = ("planted_documents(90, copies (1, 3), words (20, 40), edits (0, 0.06), 150 singletons, seed 8) + "
+                    f"boilerplate paragraphs on 70% (tests/engine/test_auto_threshold.py); char k=5, minhash 128, lsh at low {low}")
     elif name == "documents":
         ids, cand, pairs, report = run_low(ROOT / "configs" / "documents.yaml", low)
         with open(ROOT / "configs" / "data" / "docs_truth.csv", encoding="utf-8") as f:
@@ -231,12 +284,27 @@ def speed(n: int) -> dict[str, Any]:
     return {"scores": n, "seconds": out}
 
 
-DEFAULT_LOWS = {"documents": 0.5, "news": 0.15, "chained": 0.3, "chained-s1": 0.3}
+def _git_state() -> dict[str, Any]:
+    """The commit measured, and which tracked files under configs/ and er_framework/ differed from it (a shared
+    working tree: the shipped configs may be changing)."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+        except OSError:
+            return ""
+
+    return {"head": git("rev-parse", "--short", "HEAD"),
+            "modified": git("status", "--porcelain", "--untracked-files=no", "configs", "er_framework").splitlines()}
+
+
+DEFAULT_LOWS = {"documents": 0.5, "news": 0.15, "chained": 0.3, "chained-s1": 0.3, "boilerplate": 0.15}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--datasets", default="documents,news,chained,chained-s1")
+    ap.add_argument("--datasets", default="documents,news,chained,chained-s1,boilerplate")
     ap.add_argument("--low", action="append", default=[], help="NAME=LOW (repeatable), e.g. news=0.2")
     ap.add_argument("--speed", type=int, default=10_000_000, help="scores for the timing (0: skip)")
     ap.add_argument("--out", default="benchmarks/results/threshold-methods.json")
@@ -249,6 +317,7 @@ def main() -> None:
         "command": "python benchmarks/bench_threshold.py " + " ".join(sys.argv[1:]),
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
                     "platform": platform.platform()},
+        "git": _git_state(),
         "quality": "connected components of the pairs >= t (plus exact duplicates); er_framework.evaluate.metrics.bcubed",
         "oracle_grid": [float(GRID[0]), float(GRID[-1]), 0.01],
         "datasets": {},
