@@ -240,12 +240,14 @@ class Engine:
         the shingler's multisets are signed (the builder takes minima:
         ``multiset_ok``) and tokens are counted with repeats; ``"budget"``:
         the sets are built, signed, and kept while they fit in
-        ``token_memory_mb``.
+        ``token_memory_mb`` (always with ``prune_shingles:``).
         """
         sh, builder = self.shingler, self.builder
         if sh is None or builder is None or not sh.streamable or any("tokens" in b.needs for b in self.blockers):
             return "all"
-        return "none" if builder.multiset_ok else "budget"
+        # prune_shingles: the counting pass built the sets (kept while they fit), so sets are counted
+        # everywhere (distinct shingles, the same report on every executor)
+        return "none" if builder.multiset_ok and self.job.spec.prune_shingles is None else "budget"
 
     def signed_batch(self, records: Records) -> tuple[Batch, Int64Array]:
         """A batch of ``records`` with what the blockers read, and each record's token count as the
