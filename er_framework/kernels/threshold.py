@@ -25,14 +25,25 @@ from the score distribution alone, in one of two ways:
     and top-weighted quantile splits, the gaps and density valleys of the
     histogram, each component of the best K - 1 fit split in two), and K is
     chosen by BIC. The *top group* is the highest component, merged downward
-    with the next one while no dip separates them (the fitted density has no
-    local minimum between their medians at most :data:`MODEL_DIP_DEPTH` deep,
-    or the data's density shows no dip there, :func:`_dip_between`): edited
-    near-copies around 0.8 and copies around 0.95 stay one group. The threshold
-    is where the top group becomes more likely than all the components below it
-    together (posterior 0.5). It must describe a top group apart from the rest:
+    with the adjacent one while no clear dip separates them, and the split is
+    at the *clearest gap* between the groups left (:func:`_split`): at every
+    boundary between adjacent components the data's density (the bandwidth
+    scan of ``valley``, extended below Silverman's rule) has its lowest point
+    between the two medians; its sides reach to the neighbouring boundaries'
+    dips (a truncated tail decreasing from ``low`` is a side with its peak at
+    ``low``); its depth is its density over the smaller side's peak, and it is
+    significant when at most :data:`DIP_DEPTH` deep with a Poisson contrast of
+    :data:`DIP_CONTRAST` x (1 + depth), and the fitted density dips there to
+    at most :data:`MODEL_DIP_DEPTH`. Boundaries that fail are merged away, the
+    weakest first; of those left, the deepest (the highest within
+    :data:`GAP_TIE` of it) is the split. So a broad group of matches with a
+    bump of copies stays one group above a tail of non-matches at the floor,
+    and edited near-copies around 0.8 and copies around 0.95 stay one group.
+    The threshold is where the components above the gap become more likely
+    than all those below it together (posterior 0.5), the crossing nearest the
+    dip inside the gap (:data:`GAP_LEVEL`), else the dip itself. It must describe groups apart from each other:
     Ashman's separation ``D = |mu1 - mu2| sqrt(2 / (s1^2 + s2^2))`` between the
-    top group (its components' moments) and the next component at least
+    group above (its components' moments) and the next component below at least
     :data:`MIN_SEPARATION`, at least :data:`MIN_GROUP` scores in the top group
     and :data:`MIN_REST` below it, and the split inside [low, high].
 
@@ -90,12 +101,21 @@ MAX_DEPTH = 0.5
 MIN_CONTRAST = 4.0
 #: mixture: the density must dip between the two component medians, at least this deep (valley / smaller peak) …
 DIP_DEPTH = 0.8
-#: … with at least this contrast (a model of two groups is no evidence of two groups: a skewed or flat
-#: single group is fitted by two Gaussians too)
-DIP_CONTRAST = 1.5
+#: … with a contrast of at least this times (1 + depth): an empty gap beside a small group needs 1.8, a dip
+#: to 70% (noise on hundreds of scores, seen at a small bandwidth) about 3 (a model of two groups is no evidence
+#: of two groups: a skewed or flat single group is fitted by two Gaussians too)
+DIP_CONTRAST = 1.8
+#: mixture: of the gaps left, those whose depth is within this of the deepest tie; the highest of them is the split
+GAP_TIE = 0.1
+#: mixture: the gaps are looked for also at this many bandwidths below Silverman's (each 1.25 times smaller)
+GAP_FINER = 6
+#: mixture: the gap is the stretch around the dip where the density stays below this share of the way from the
+#: dip up to the smaller side's peak; the posterior crossing is taken only inside it
+GAP_LEVEL = 0.75
 #: mixture: adjacent components are separate groups only where the fitted density has a local minimum between
-#: their medians at most this deep (lowest / smaller highest on either side) and the data dip there too
-MODEL_DIP_DEPTH = 0.97
+#: their medians at most this deep (lowest / smaller highest on either side) and the data dip there too (was
+#: 0.97: a 3% dip of the model on a broad group of matches split it)
+MODEL_DIP_DEPTH = 0.9
 #: mixture: Ashman's D of the two components must be at least this (2: two clearly separated groups)
 MIN_SEPARATION = 2.0
 #: mixture: K = 1 … this many logit-normal components are fitted, K chosen by BIC
@@ -363,22 +383,6 @@ def _fit_valley(fine: Int64Array, low: float, high: float, bandwidth: str | floa
     return {"found": best, "anywhere": best_any, "silverman": silverman_bandwidth(fine)}
 
 
-def _dip_between(fine: Int64Array, low: float, a: float, b: float, bandwidth: str | float) -> dict[str, float] | None:
-    """The clearest dip of the density strictly between scores ``a`` and ``b`` (None: none as deep as
-    :data:`DIP_DEPTH` with a contrast of :data:`DIP_CONTRAST`)."""
-    n = int(fine.sum())
-    i_lo, i_hi = _index_range(max(a, low), min(b, 1.0))
-    best: dict[str, float] | None = None
-    for h in _bandwidths(fine, bandwidth):
-        for v in _valleys(smoothed(fine, h, _start(low)), n, h, i_lo + 1, i_hi - 1):
-            if v["depth"] <= DIP_DEPTH and v["contrast"] >= DIP_CONTRAST and (best is None or v["contrast"] > best["contrast"]):
-                best = {"at": float((v["index"] + 0.5) / GRID_BINS), "depth": v["depth"], "contrast": v["contrast"], "bandwidth": h}
-    return best
-
-
-# --------------------------------------------------------------------------- mixture
-
-
 def _logit(x: FloatArray) -> FloatArray:
     return np.log(x) - np.log1p(-x)
 
@@ -550,22 +554,118 @@ def _model_dip(f: FloatArray, a: float, b: float) -> float:
     return float(seg[m] / peak) if peak > 0 else 1.0
 
 
-def _top_group(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) -> dict[str, Any]:
-    """The top group: the highest component, merged downward with the next while no dip separates them, in
-    the model's density (depth <= :data:`MODEL_DIP_DEPTH` between the two medians) and in the data's
-    (:func:`_dip_between`). ``first`` is the index of its lowest component; ``dip`` the data's dip below it."""
+def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tuple[float, FloatArray]],
+                    active: list[int]) -> dict[int, dict[str, Any]]:
+    """The data's dip at each active boundary ``c`` (between components ``c - 1`` and ``c``), on each smoothed
+    density of ``dens`` (bandwidth, density at the fine bin centres): the lowest point strictly between the
+    two components' medians, lower than both; its *sides* reach to the neighbouring active boundaries' dips
+    (or to ``low`` and 1), so a truncated tail decreasing from ``low`` is the left side of the first gap.
+    ``depth`` is the dip's density over the smaller of the highest densities on either side and ``contrast``
+    how many Poisson standard errors the smaller side's count (in a window of +-h) exceeds the dip's. Per
+    boundary the bandwidth of the largest contrast among those at most :data:`DIP_DEPTH` deep is kept (else
+    the deepest dip seen, marked not ``significant``)."""
+    n = float(fine.sum())
+    med_idx = np.clip((_expit(fit.mu) * GRID_BINS).astype(np.int64), 0, GRID_BINS - 1)
+    start = _start(low)
+    out: dict[int, dict[str, Any]] = {}
+    for h, f in dens:
+        dips: dict[int, int] = {}
+        for c in active:
+            a, b = max(int(med_idx[c - 1]), start), int(med_idx[c])
+            if b - a < 2:
+                continue
+            m = a + 1 + int(np.argmin(f[a + 1:b]))
+            if f[m] < f[a] and f[m] < f[b]:
+                dips[c] = m
+        order = sorted(dips)
+        for j, c in enumerate(order):
+            m = dips[c]
+            lo_edge = dips[order[j - 1]] if j > 0 else start
+            hi_edge = dips[order[j + 1]] if j + 1 < len(order) else GRID_BINS - 1
+            pl = lo_edge + int(np.argmax(f[lo_edge:m + 1]))
+            pr = m + int(np.argmax(f[m:hi_edge + 1]))
+            peak = min(float(f[pl]), float(f[pr]))
+            if not peak > 0:
+                continue
+            window = n * 2.0 * h
+            cp, cv = peak * window, float(f[m]) * window
+            depth = float(f[m]) / peak
+            contrast = (cp - cv) / math.sqrt(cp + cv)
+            significant = depth <= DIP_DEPTH and contrast >= DIP_CONTRAST * (1.0 + depth)
+            v: dict[str, Any] = {"index": m, "at": float((m + 0.5) / GRID_BINS), "depth": depth, "contrast": contrast,
+                                 "bandwidth": h, "peaks": [pl, pr], "model_depth": 1.0, "significant": significant}
+            rank = (significant, contrast if significant else -depth)
+            if c not in out or rank > out[c]["rank"]:
+                out[c] = dict(v, rank=rank)
+    return out
+
+
+def _split(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) -> dict[str, Any]:
+    """The clearest gap between the groups of components. Adjacent components are merged while the data show
+    no significant dip between them (:func:`_boundary_stats`) or the model's density does not dip there
+    (:data:`MODEL_DIP_DEPTH`), the weakest boundary first; of the boundaries left, the one of the deepest dip
+    (the highest one among those within :data:`GAP_TIE` of it) is the split. ``first`` is the index of the
+    lowest component above it (0: no split), ``dip`` its stats, ``gaps`` every boundary tried."""
     grid_x = (np.arange(GRID_BINS) + 0.5) / GRID_BINS
-    f = _scaled_parts(fit, grid_x).sum(axis=0)
+    model = _scaled_parts(fit, grid_x).sum(axis=0)
     med = _expit(fit.mu)
-    first = fit.k - 1
-    while first > 0:
-        a, b = float(med[first - 1]), float(med[first])
-        depth = _model_dip(f, a, b)
-        dip = _dip_between(fine, low, a, b, bandwidth) if depth <= MODEL_DIP_DEPTH else None
-        if dip is not None:
-            return {"first": first, "dip": dip, "model_depth": depth}
-        first -= 1
-    return {"first": 0, "dip": None, "model_depth": 1.0}
+    start = _start(low)
+    hs = _bandwidths(fine, bandwidth)
+    if bandwidth == "scan":  # few scores make Silverman's rule wide: an empty gap between small groups shows only below it
+        hs = [max(hs[0] / 1.25 ** j, 2.0 / GRID_BINS) for j in range(GAP_FINER, 0, -1)] + hs
+    dens = [(h, smoothed(fine, h, start)) for h in sorted(set(hs))]
+    active = list(range(1, fit.k))
+    model_depth = {c: _model_dip(model, float(med[c - 1]), float(med[c])) for c in active}
+    tried: dict[int, dict[str, Any]] = {}
+    while active:
+        stats = _boundary_stats(fit, fine, low, dens, active)
+        weak = []
+        for c in active:
+            v = stats.get(c)
+            if v is not None:
+                v["model_depth"] = model_depth[c]
+                tried[c] = v
+            if v is None or not v["significant"] or model_depth[c] > MODEL_DIP_DEPTH:
+                weak.append(((2, 0.0) if v is None else (1, -v["contrast"]) if not v["significant"] else (0, -v["contrast"]), c))
+        if not weak:
+            best = min(stats[c]["depth"] for c in active)
+            c = max(c for c in active if stats[c]["depth"] <= best + GAP_TIE)
+            gaps = [dict(tried[j], boundary=j, kept=j in active) for j in sorted(tried)]
+            return {"first": c, "dip": stats[c], "gaps": gaps, "active": active}
+        active.remove(max(weak)[1])
+    gaps = [dict(tried[j], boundary=j, kept=False) for j in sorted(tried)]
+    return {"first": 0, "dip": None, "gaps": gaps, "active": []}
+
+
+def _gap_crossing(fit: _Mixture, first: int, dip: dict[str, Any], dens_f: FloatArray, low: float,
+                  high: float) -> tuple[float, bool]:
+    """The threshold at the gap ``dip`` below component ``first``: where the components above it turn from less
+    to more likely than those below (posterior 0.5), the crossing nearest the dip inside the gap (the stretch
+    around the dip where the density ``dens_f`` stays below :data:`GAP_LEVEL` of the way from the dip to the
+    smaller side's peak);
+    else the middle of the dip's floor. Returns (threshold, whether it is the crossing)."""
+    m = int(dip["index"])
+    pl, pr = dip["peaks"]
+    level = float(dens_f[m]) + GAP_LEVEL * (min(float(dens_f[pl]), float(dens_f[pr])) - float(dens_f[m]))
+    a = m
+    while a - 1 > pl and dens_f[a - 1] <= level:
+        a -= 1
+    b = m
+    while b + 1 < pr and dens_f[b + 1] <= level:
+        b += 1
+    x_lo, x_hi = max(a / GRID_BINS, low, 0.5 / GRID_BINS), min((b + 1) / GRID_BINS, high, 1.0 - 0.5 / GRID_BINS)
+    if x_hi > x_lo:
+        y = np.linspace(float(_logit(np.array([x_lo]))[0]), float(_logit(np.array([x_hi]))[0]), 4001)
+        lp = fit.log_parts(y)
+        d = np.logaddexp.reduce(lp[first:], axis=0) - np.logaddexp.reduce(lp[:first], axis=0)
+        up = np.flatnonzero((d[:-1] < 0) & (d[1:] >= 0))
+        if len(up):
+            ts = [y[i] + (y[i + 1] - y[i]) * (-d[i]) / (d[i + 1] - d[i]) for i in up]
+            xs = [1.0 / (1.0 + math.exp(-t)) for t in ts]
+            at = float(dip["at"])
+            return float(min(xs, key=lambda x: (abs(x - at), x))), True
+    i = _floor_middle(dens_f, m, max(pl, 0), pr)
+    return float(min(max((i + 0.5) / GRID_BINS, low), high)), False
 
 
 def _group_moments(fit: _Mixture, idx: slice) -> tuple[float, float, float]:
@@ -575,27 +675,6 @@ def _group_moments(fit: _Mixture, idx: slice) -> tuple[float, float, float]:
     m = float((w * mu).sum() / tw)
     var = float((w * (sd ** 2 + (mu - m) ** 2)).sum() / tw)
     return tw, m, math.sqrt(var)
-
-
-def _group_crossing(fit: _Mixture, first: int, low: float) -> float | None:
-    """The lower boundary of the top group (components ``first`` …): the highest score below the median of
-    its lowest component where it turns from less to more likely than every component below it together
-    (None: it never does above ``low``)."""
-    y_lo = float(_logit(np.array([max(low, 0.5 / GRID_BINS)]))[0])
-    y_hi = float(fit.mu[first])
-    if not y_hi > y_lo:
-        return None
-    y = np.linspace(y_lo, y_hi, 4001)
-    lp = fit.log_parts(y)
-    hi = np.logaddexp.reduce(lp[first:], axis=0)
-    lo = np.logaddexp.reduce(lp[:first], axis=0)
-    d = hi - lo  # log odds of "top group"
-    up = np.flatnonzero((d[:-1] < 0) & (d[1:] >= 0))
-    if len(up) == 0:
-        return None
-    i = int(up[-1])
-    t = y[i] + (y[i + 1] - y[i]) * (-d[i]) / (d[i + 1] - d[i])
-    return float(1.0 / (1.0 + math.exp(-t)))
 
 
 def _group_median(fit: _Mixture, first: int) -> float:
@@ -729,11 +808,15 @@ def choose_threshold(
     if k == 1:
         return mix_fall(f"one logit-normal group around {_fmt(float(med[0]))} describes the scores best (BIC over 1 to "
                         f"{max(fits)} components): no second group", 0)
-    top = _top_group(fit, fine, low, bandwidth)
-    first = top["first"]
+    split = _split(fit, fine, low, bandwidth)
+    first = split["first"]
+    evidence["gaps"] = [{"at": g["at"], "between_components": [g["boundary"] - 1, g["boundary"]], "depth": g["depth"],
+                         "contrast": g["contrast"], "bandwidth": g["bandwidth"], "model_depth": g["model_depth"],
+                         "significant": g["significant"], "kept": g["kept"]} for g in split["gaps"]]
     comps = ", ".join(f"{w:.1%} around {_fmt(float(m))}" for w, m in zip(fit.w[::-1], med[::-1]))
     if first == 0:
-        return mix_fall(f"the {k} fitted components ({comps}) have no dip in the density between them: one group only", 0)
+        return mix_fall(f"the {k} fitted components ({comps}) have no clear dip in the density between them: one group only", 0)
+    dip = split["dip"]
     nxt = first - 1
     w_top, m_top, s_top = _group_moments(fit, slice(first, None))
     sep = abs(m_top - float(fit.mu[nxt])) * math.sqrt(2.0 / (s_top ** 2 + float(fit.sd[nxt]) ** 2))
@@ -741,30 +824,34 @@ def choose_threshold(
     evidence.update({
         "top_components": k - first, "w_high": w_top, "w_low": 1.0 - w_top, "median_high": top_median,
         "median_low": float(med[nxt]), "logit_mu": [float(fit.mu[nxt]), m_top], "logit_sd": [float(fit.sd[nxt]), s_top],
-        "separation_D": sep, "dip_between_medians": top["dip"], "model_dip_depth": top["model_depth"],
+        "separation_D": sep, "dip_between_medians": {x: dip[x] for x in ("at", "depth", "contrast", "bandwidth")},
+        "model_dip_depth": dip["model_depth"],
     })
     below = f"; {1.0 - w_top - float(fit.w[nxt]):.1%} in {nxt} lower component{'s' if nxt > 1 else ''}" if nxt else ""
     groups = (f"a top group of {w_top:.1%} of the scores around {_fmt(top_median)}"
               f"{f' ({k - first} components)' if k - first > 1 else ''} and the next, {float(fit.w[nxt]):.1%} around "
               f"{_fmt(float(med[nxt]))}{below}")
     n_top, n_rest = w_top * n_cont, (1.0 - w_top) * n_cont
-    t_cross = _group_crossing(fit, first, low)
+    dens_f = smoothed(fine, float(dip["bandwidth"]), _start(low))
+    t_cross, crossing = _gap_crossing(fit, first, dip, dens_f, low, high)
     if sep < MIN_SEPARATION:
         return mix_fall(f"{groups}: they overlap (separation D {sep:.2f} < {MIN_SEPARATION:g}): no clear top group", first)
     if n_top < MIN_GROUP:
         return mix_fall(f"{groups}: the top group holds about {n_top:.0f} scores, fewer than {MIN_GROUP}", first)
     if n_rest < MIN_REST:
         return mix_fall(f"{groups}: about {n_rest:.0f} scores lie below the top group, fewer than {MIN_REST}", first)
-    if t_cross is None:
-        return mix_fall(f"{groups}: the top group never becomes the more likely one above {_fmt(low)}", first)
-    if not (low <= t_cross <= high):
-        evidence["crossing_outside"] = t_cross
-        return mix_fall(f"{groups}: they split at {_fmt(t_cross)}, outside [{_fmt(low)}, {_fmt(high)}]", first)
+    if not (low <= float(dip["at"]) <= high):
+        evidence["crossing_outside"] = float(dip["at"])
+        return mix_fall(f"{groups}: they split at {_fmt(float(dip['at']))}, outside [{_fmt(low)}, {_fmt(high)}]", first)
     share = _share_near(every, ones, t_cross)
-    evidence.update({"posterior_high_at_threshold": 0.5, "share_within_002": share,
+    evidence.update({"posterior_high_at_threshold": 0.5 if crossing else None, "share_within_002": share,
                      "share_below": float(every[: int(t_cross * GRID_BINS)].sum()) / n_all})
+    how = (f"the top group is the more likely from {_fmt(t_cross)}" if crossing else
+           f"the threshold at the dip, {_fmt(t_cross)} (the groups' posterior crossing lies outside the gap)")
+    others = sum(1 for g in split["gaps"] if g["kept"]) - 1
+    more = f", the clearest of {others + 1} gaps" if others > 0 else ""
     reason = (f"mixture of {k} logit-normal components (chosen by BIC): {groups} (separation D {sep:.1f}, density dip at "
-              f"{_fmt(top['dip']['at'])}); the top group is the more likely from {_fmt(t_cross)}; {share:.1%} of the "
+              f"{_fmt(float(dip['at']))}, {dip['depth']:.0%} of the smaller side{more}); {how}; {share:.1%} of the "
               f"scores within ±{NEAR:g}")
     res = ThresholdFit(t_cross, "mixture", True, reason, n_all, edges, counts, grid_x[::CURVE_STEP],
                        (parts.sum(axis=0) * scale)[::CURVE_STEP], evidence, requested=method, low=low, high=high)
