@@ -607,7 +607,8 @@ def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tupl
 def _split(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) -> dict[str, Any]:
     """The clearest gap between the groups of components. Adjacent components are merged while the data show
     no significant dip between them (:func:`_boundary_stats`) or the model's density does not dip there
-    (:data:`MODEL_DIP_DEPTH`; a data dip of contrast :data:`STRONG_CONTRAST` stands alone), the weakest boundary first; of the boundaries left, the one of the deepest dip
+    (:data:`MODEL_DIP_DEPTH`; a data dip of contrast :data:`STRONG_CONTRAST` stands alone), the weakest
+    boundary first; of the boundaries left, the one of the deepest dip
     (the highest one among those within :data:`GAP_TIE` of it) is the split. ``first`` is the index of the
     lowest component above it (0: no split), ``dip`` its stats, ``gaps`` every boundary tried."""
     grid_x = (np.arange(GRID_BINS) + 0.5) / GRID_BINS
