@@ -67,7 +67,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import bench_clustering as bc  # noqa: E402
 from er_framework.data import Pairs  # noqa: E402
 from er_framework.evaluate.metrics import bcubed, contingency  # noqa: E402
 from er_framework.kernels.graph import canonical_labels, connected_component_labels  # noqa: E402
@@ -95,27 +97,9 @@ def run_low(config: Path, low: float) -> tuple[list[str], Pairs, Pairs, dict[str
 
 
 def text_job(folder: Path, name: str, ids: list[str], texts: list[str], k: int) -> Path:
-    with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as f:
-        for i, t in zip(ids, texts):
-            f.write(json.dumps({"id": i, "text": t}) + "\n")
-    path = folder / f"{name}.yaml"
-    path.write_text(f"""
-name: {name}
-mode: dedup
-seed: 42
-threshold: 0.5
-sources:
-  - {{name: {name}, path: {name}.jsonl, id: id, fields: [text]}}
-exact_duplicates: {{enabled: true, normalize: true}}
-shingler: {{type: char, k: {k}}}
-signature: {{type: minhash, num_perm: 128}}
-blockers:
-  - {{type: lsh_bands, target_recall: 0.95}}
-verifier: {{type: jaccard}}
-cluster: {{type: connected_components}}
-output: {{dir: out, format: csv}}
-""", encoding="utf-8")
-    return path
+    """bench_clustering's text job (char k-shingles, MinHash 128, LSH, exact Jaccard, connected components);
+    its threshold is replaced by each corpus's floor when it runs."""
+    return bc.write_text_job(folder, name, ids, texts, k=k, threshold=0.5)
 
 
 #: the paragraphs of tests/engine/test_auto_threshold.py (copied: a benchmark does not import tests)
