@@ -66,7 +66,7 @@ class PrunedShingler(Shingler):
     def shingle_counted(self, records: Records, multiset: bool) -> tuple[TokenSets, Int64Array]:
         """The pruned token sets (or multisets) and how many tokens each record lost."""
         raw = self.inner.shingle_multiset(records) if multiset else self.inner.shingle(records)
-        tokens, self.last_lost = drop_tokens(raw, self.dropped)
+        tokens, self.last_lost = drop_tokens(raw, self.dropped, sets=not multiset, workers=self.context.workers)
         return tokens, self.last_lost
 
     def partition_report(self) -> dict[str, Any]:

@@ -343,7 +343,7 @@ def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning |
         dropped, report = pruned_by_frequency(job, freq)
         engine.apply_pruning(dropped)
         info.update(report)
-        pruned = None if kept is None else drop_tokens(kept, dropped)[0]
+        pruned = None if kept is None else drop_tokens(kept, dropped, sets=True, workers=job.context.workers)[0]
     return Pruning(sizes, pruned, info)
 
 

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.groups import sorted_unique
+from er_framework.kernels.parallel import BLOCK_TOKENS, map_ordered, row_blocks
 
 __all__ = ["DocFreq", "df_limits", "drop_tokens", "drop_tokens_reference", "pruned_tokens"]
 
@@ -129,30 +130,47 @@ def pruned_tokens(tokens: UInt64Array, df: Int64Array, most: int | None, least: 
     return np.asarray(tokens[drop], dtype=np.uint64)
 
 
-def drop_tokens(token_sets: TokenSets, dropped: UInt64Array) -> tuple[TokenSets, Int64Array]:
+def drop_tokens(
+    token_sets: TokenSets, dropped: UInt64Array, *, sets: bool = False, workers: int = 1,
+    block_tokens: int = BLOCK_TOKENS,
+) -> tuple[TokenSets, Int64Array]:
     """``token_sets`` without the tokens of ``dropped`` (sorted, distinct), and how many distinct tokens each row lost.
 
     Rows may be sets or multisets (any order, repeats): each kept token keeps
-    its place and its repeats, so a set stays a sorted set.
+    its place and its repeats, so a set stays a sorted set. ``sets``: the
+    rows are known to be sets (a row's lost tokens are then counted without
+    sorting them). Rows are processed in blocks of about a million tokens on
+    ``workers`` threads (bounded temporaries); the result does not depend on
+    either.
     """
-    tokens = token_sets.tokens
     n = len(token_sets)
-    if len(dropped) == 0 or len(tokens) == 0:
+    if len(dropped) == 0 or len(token_sets.tokens) == 0:
         return token_sets, np.zeros(n, dtype=np.int64)
     d = np.asarray(dropped, dtype=np.uint64)
-    t = np.asarray(tokens, dtype=np.uint64)
-    pos = np.searchsorted(d, t)
-    pos[pos == len(d)] = len(d) - 1
-    hit = d[pos] == t
-    row = np.repeat(np.arange(n, dtype=np.int64), token_sets.sizes)
-    hit_rows = row[hit]
-    sizes = token_sets.sizes - np.bincount(hit_rows, minlength=n).astype(np.int64)
-    # distinct tokens lost per row (a multiset row may hold a dropped token more than once)
-    pair = sorted_unique(hit_rows * np.int64(len(d)) + pos[hit].astype(np.int64))
-    lost = np.bincount(pair // np.int64(len(d)), minlength=n).astype(np.int64)
+    blocks = row_blocks(token_sets, block_tokens)
+
+    def one(bounds: tuple[int, int]) -> tuple[Int64Array, npt.NDArray[np.uint64] | npt.NDArray[np.uint32], Int64Array]:
+        part = token_sets.slice(*bounds)
+        t = np.asarray(part.tokens, dtype=np.uint64)
+        m = len(part)
+        pos = np.searchsorted(d, t)
+        np.minimum(pos, len(d) - 1, out=pos)
+        hit = d[pos] == t
+        row = np.repeat(np.arange(m, dtype=np.int64), part.sizes)
+        hit_rows = row[hit]
+        removed = np.bincount(hit_rows, minlength=m).astype(np.int64)
+        if sets:
+            lost = removed
+        else:  # distinct tokens lost per row (a multiset row may hold a dropped token more than once)
+            pair = sorted_unique(hit_rows * np.int64(len(d)) + pos[hit].astype(np.int64))
+            lost = np.bincount(pair // np.int64(len(d)), minlength=m).astype(np.int64)
+        return part.sizes - removed, part.tokens[~hit], lost
+
+    parts = map_ordered(one, blocks, workers)
+    sizes = np.concatenate([p[0] for p in parts])
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    return TokenSets(indptr, tokens[~hit]), lost
+    return TokenSets(indptr, np.concatenate([p[1] for p in parts])), np.concatenate([p[2] for p in parts])
 
 
 def drop_tokens_reference(token_sets: TokenSets, dropped: UInt64Array) -> tuple[TokenSets, Int64Array]:

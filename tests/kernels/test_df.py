@@ -51,11 +51,12 @@ def test_drop_tokens_matches_the_reference_on_sets_and_multisets(rows: list[list
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in rows], out=indptr[1:])
     multisets = TokenSets(indptr, np.asarray([t for r in rows for t in r], dtype=np.uint64))
-    for ts in (sets, multisets):
-        got, lost = drop_tokens(ts, dropped)
+    for ts, is_set in ((sets, True), (multisets, False)):
         want, want_lost = drop_tokens_reference(ts, dropped)
-        assert got.equals(want)
-        assert lost.tolist() == want_lost.tolist()  # distinct tokens lost, also for a multiset's repeats
+        for kwargs in ({}, {"sets": is_set}, {"workers": 2, "block_tokens": 7}, {"block_tokens": 1, "sets": is_set}):
+            got, lost = drop_tokens(ts, dropped, **kwargs)  # type: ignore[arg-type]
+            assert got.equals(want), kwargs
+            assert lost.tolist() == want_lost.tolist(), kwargs  # distinct tokens lost, also for a multiset's repeats
 
 
 def test_df_limits_share_and_count() -> None:
