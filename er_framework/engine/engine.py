@@ -116,14 +116,16 @@ class Engine:
         self.threshold_fit: ThresholdFit | None = None
         self.threshold = self.verifier.threshold  # with auto: the lowest it may choose, until chosen
 
-    def choose_threshold(self, scores: npt.NDArray[np.float64]) -> float:
-        """``threshold: auto``: the threshold chosen from every candidate's score; later stages keep pairs at or above it."""
+    def choose_threshold(self, scores: npt.NDArray[np.float64]) -> dict[str, Any]:
+        """``threshold: auto``: the threshold chosen from every candidate's score (later stages keep pairs at or
+        above it); returns what the verify stage's log says of the choice."""
         spec = self.job.spec.auto_threshold or AutoThresholdSpec()
         finite = scores[np.isfinite(scores)]
-        self.threshold_fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high,
-                                              method=spec.method, fallback=spec.fallback)
-        self.threshold = float(self.threshold_fit.threshold)
-        return self.threshold
+        fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high, method=spec.method,
+                               fallback=spec.fallback)
+        self.threshold_fit = fit
+        self.threshold = float(fit.threshold)
+        return {"method": fit.method, "ok": bool(fit.ok), "reason": fit.reason, "n_scores": int(fit.n_scores)}
 
     def threshold_report(self) -> dict[str, Any]:
         """The report's ``threshold`` section: the value pairs were kept at, and how it was chosen."""

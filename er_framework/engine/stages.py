@@ -559,10 +559,7 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
     else:
         scores = engine.checked_scores(engine.verifier.score(batch, local_cand), len(local_cand))
     if engine.auto:  # threshold: auto, chosen from every candidate's score
-        engine.choose_threshold(scores)
-        assert engine.threshold_fit is not None
-        info["threshold_chosen"] = {k: v for k, v in engine.threshold_fit.to_json().items()
-                                    if k in ("method", "ok", "reason", "n_scores")}
+        info["threshold_chosen"] = engine.choose_threshold(scores)
     keep = scores >= engine.threshold
     verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
     info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})

@@ -990,10 +990,8 @@ class DaskRun:
             forest=forest,
         )
         if engine.auto:  # threshold: auto, chosen on the client from every candidate's score, as locally
-            engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
-            assert engine.threshold_fit is not None
-            info["threshold_chosen"] = {k: v for k, v in engine.threshold_fit.to_json().items()
-                                        if k in ("method", "ok", "reason", "n_scores")}
+            info["threshold_chosen"] = engine.choose_threshold(
+                np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
             keep = found.scores >= engine.threshold  # the workers kept the pairs at or above the lowest it may choose
             found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
         info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
