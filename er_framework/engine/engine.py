@@ -138,8 +138,11 @@ class Engine:
         """Shingle without the tokens ``dropped`` (sorted, distinct) from now on: every later stage sees pruned sets."""
         if self.base_shingler is None:
             return
-        self.shingler = PrunedShingler(self.base_shingler, np.asarray(dropped, dtype=np.uint64)) if len(dropped) else \
-            self.base_shingler
+        dropped = np.asarray(dropped, dtype=np.uint64)
+        current = self.shingler
+        if isinstance(current, PrunedShingler) and np.array_equal(current.dropped, dropped):
+            return  # already so (a Dask worker's engine gets the list with every task): keep the one instance
+        self.shingler = PrunedShingler(self.base_shingler, dropped) if len(dropped) else self.base_shingler
 
     # ------------------------------------------------------------- capabilities
 

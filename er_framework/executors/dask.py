@@ -151,11 +151,16 @@ def _engine(ref: JobRef) -> Engine:
 
 
 def _pruned_engine(ref: JobRef, dropped: npt.NDArray[np.uint64] | None) -> Engine:
-    """The job's engine on this worker, shingling without the tokens the client's ``prune`` stage dropped."""
+    """The job's engine on this worker, shingling without the tokens the client's ``prune`` stage dropped
+    (set once per worker process, under a lock: the tasks of its threads share one shingler)."""
     eng = _engine(ref)
     if dropped is not None:
-        eng.apply_pruning(dropped)
+        with _PRUNE_LOCK:
+            eng.apply_pruning(dropped)
     return eng
+
+
+_PRUNE_LOCK = threading.Lock()
 
 
 def _read(ref: JobRef, part: Part) -> Records:
