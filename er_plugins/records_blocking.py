@@ -48,8 +48,6 @@ memory still available to the process (:func:`available_memory`).
 from __future__ import annotations
 
 import operator
-import os
-import resource
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -62,6 +60,7 @@ from er_framework import hookimpl
 from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
+from er_framework.memory import available_memory, size_text
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, sorted_unique, unpack_pairs
@@ -271,39 +270,6 @@ def _union(packed: list[UInt64Array]) -> Pairs:
 # the pair limit
 
 
-def available_memory() -> int | None:
-    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, lowered to what an
-    address-space limit (``RLIMIT_AS``) leaves above the current size; ``None`` when neither is known."""
-    known: list[int] = []
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    known.append(int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError):
-        pass
-    try:
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (OSError, ValueError, AttributeError):  # pragma: no cover
-        soft = resource.RLIM_INFINITY
-    if soft != resource.RLIM_INFINITY:
-        size = 0
-        try:
-            with open("/proc/self/statm", encoding="ascii") as f:
-                size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError):
-            pass
-        known.append(max(0, soft - size))
-    return min(known) if known else None
-
-
-def _gb(n_bytes: float) -> str:
-    if n_bytes >= 2**30:
-        return f"{n_bytes / 2**30:,.1f} GB"
-    return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else "< 1 MB"
-
-
 @dataclass
 class PairLimit:
     """Counts the pairs a blocker is about to make and refuses, before they exist, more than ``max_pairs``
@@ -317,7 +283,7 @@ class PairLimit:
         """``pairs`` more pairs for ``what`` (e.g. "key 'last_name'"); raise :class:`InputError` over the limit."""
         self.total += int(pairs)
         need = self.total * BYTES_PER_PAIR
-        head = f"{self.blocker} {what} would create about {self.total:.2g} candidate pairs (~{_gb(need)})"
+        head = f"{self.blocker} {what} would create about {self.total:.2g} candidate pairs (~{size_text(need)})"
         if self.max_pairs is not None and self.total > self.max_pairs:
             raise InputError(Problem(
                 where=f"blocker {self.blocker}", path=path,
@@ -328,7 +294,7 @@ class PairLimit:
         if avail is not None and need > MEMORY_SHARE * avail:
             raise InputError(Problem(
                 where=f"blocker {self.blocker}", path=path,
-                message=f"{head}, more than this process can hold ({_gb(avail)} of memory available)",
+                message=f"{head}, more than this process can hold ({size_text(avail)} of memory available)",
                 fix=fix,
             ))
 

@@ -37,6 +37,7 @@ from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_toke
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.parallel import map_processes, split_sizes
+from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
 
@@ -44,7 +45,8 @@ __all__ = [
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
-    "Pruning", "prune_shingles", "pruned_by_frequency", "pruned_share", "read", "score_streamed", "shingle_and_sign",
+    "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
+    "read", "score_streamed", "shingle_and_sign",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -245,6 +247,26 @@ class Shingled:
     lost: Int64Array | None = None
 
 
+#: the counts of ``prune_shingles:`` may take this share of the memory still available (a merge doubles them briefly)
+PRUNE_MEMORY_SHARE = 0.4
+
+
+def check_frequency_memory(freq: DocFreq, records: int | None = None) -> None:
+    """Refuse, with a clear error, shingle counts that the memory still available could not merge."""
+    avail = available_memory()
+    if avail is None or freq.nbytes <= PRUNE_MEMORY_SHARE * avail:
+        return
+    of = f" of {records:,} records" if records is not None else ""
+    raise InputError(Problem(
+        where="prune_shingles", path="prune_shingles",
+        message=f"counting the shingles{of} needs a table of {freq.entries:,} distinct shingles so far "
+        f"({size_text(freq.nbytes)}, and a merge needs as much again): more than this process can hold "
+        f"({size_text(avail)} of memory available)",
+        fix="remove prune_shingles, or use a shingler with fewer distinct shingles (word or stopword shingles, "
+        "a smaller k), or run on a machine with more memory",
+    ))
+
+
 def shingle_frequencies(
     engine: Engine, records: Records, keep_mb: float = 0.0
 ) -> tuple[DocFreq, Int64Array, TokenSets | None]:
@@ -269,6 +291,7 @@ def shingle_frequencies(
         b = min(n, a + chunk)
         ts = shingler.shingle(records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
         freq.add(ts)
+        check_frequency_memory(freq, n)
         sizes.append(ts.sizes)
         if parts is not None and used + len(ts.tokens) <= cap:
             parts.append(ts)

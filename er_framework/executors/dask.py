@@ -894,7 +894,10 @@ class DaskRun:
         with log.stage("prune") as info:
             futs = [self.submit(task_frequencies, self.ref, p, self._active_of(scanned, i)) for i, p in enumerate(self.parts)]
             got = self.client.gather(futs)
-            freq = DocFreq.merge([(g[0], g[1], g[2]) for g in got])
+            freq = DocFreq()
+            for g in got:  # the partitions' tables merged here, within the memory this process has
+                freq.add_table(g[0], g[1], g[2])
+                stages.check_frequency_memory(freq)
             dropped, report = stages.pruned_by_frequency(job, freq)
             engine.apply_pruning(dropped)
             info.update(report)

@@ -86,6 +86,16 @@ class DocFreq:
             (t2, c2), (t1, c1) = self._runs.pop(), self._runs.pop()
             self._runs.append(_sum_sorted_runs(np.concatenate([t1, t2]), np.concatenate([c1, c2])))
 
+    @property
+    def entries(self) -> int:
+        """Table entries held (the distinct tokens, before the last runs are merged: at least as many)."""
+        return sum(len(t) for t, _ in self._runs)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the counts take now (a merge needs about as much again for a moment)."""
+        return sum(t.nbytes + c.nbytes for t, c in self._runs)
+
     def table(self) -> tuple[UInt64Array, Int64Array]:
         while len(self._runs) >= 2:
             (t2, c2), (t1, c1) = self._runs.pop(), self._runs.pop()
