@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
 
 __all__ = [
     "Params",
@@ -297,8 +297,47 @@ class Verifier(Component):
             return float(self.context.threshold)
         raise ValueError(f"verifier {self.name!r} has no threshold")
 
+    #: true when :meth:`comparisons` breaks a pair's score into its terms (``er explain``,
+    #: ``output: {comparisons: true}``, the waterfalls of report.html)
+    explainable: ClassVar[bool] = False
+    #: true when the verifier learns from labelled pairs: the engine sets :attr:`labelled`
+    #: before :meth:`score` when the job has ``training: {labels: FILE}``
+    trainable: ClassVar[bool] = False
+    #: the job's labelled pairs (indices into the batch given to :meth:`score`), or None
+    labelled: LabelledPairs | None = None
+
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         raise NotImplementedError
+
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """The terms of every pair's score, as named columns (one value per pair), in display order.
+
+        Called after :meth:`score` (or :meth:`restore`) on the same job; only when
+        :attr:`explainable`. Column names follow one convention, so that a table,
+        a waterfall and a test can read any verifier's terms:
+
+        * ``level_<field>`` – int64 comparison level of a field (0 = closest; -1 = missing);
+          its name is ``describe()["per_field"][field]["levels"][level]``
+        * ``similarity_<field>`` – float64 similarity 0..100 of a field (NaN = missing)
+        * ``weight_<field>`` – float64 additive term of a field in bits (log2 Bayes factor)
+        * ``points_<field>`` – float64 additive term of a field in the score's own unit
+        * ``prior_weight`` – float64 intercept in bits (log2 of the prior odds)
+        * ``match_weight`` – float64 ``prior_weight`` + every ``weight_*``;
+          ``score = 2**match_weight / (1 + 2**match_weight)``
+        * ``shared``, ``left_only``, ``right_only`` – int64 token counts (set verifiers:
+          ``score = shared / (shared + left_only + right_only)``)
+        * ``score`` – float64, equal to :meth:`score` of the pair (last column)
+
+        The additive terms (``weight_*`` with ``prior_weight``, or ``points_*``) sum to the
+        score (``match_weight`` for weights) up to rounding: a test of every explainable
+        built-in checks it.
+        """
+        raise NotImplementedError
+
+    def restore(self, described: dict[str, Any]) -> None:
+        """Take back the fitted state that :meth:`describe` reported (report.json's ``verifier``
+        section) so that :meth:`comparisons` works without fitting again (``er explain``,
+        ``er review`` on a finished run). Default: nothing to take back."""
 
     # A verifier fitted on all candidate pairs (``pairwise = False``) may offer the
     # three methods below; an executor then scores partition by partition: the
@@ -333,6 +372,10 @@ class Clusterer(Component):
     """
 
     family = "clusterer"
+    #: true when the clusterer's answer is a selection of the pairs (``one_to_one``: each record
+    #: in at most one pair): the job's pairs table then lists the pairs inside a cluster (the
+    #: final links) and the verified pairs before clustering go to ``verified_pairs``
+    selects_pairs: ClassVar[bool] = False
 
     def cluster(self, n: int, pairs: Pairs) -> npt.NDArray[np.int64]:
         raise NotImplementedError

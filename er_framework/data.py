@@ -7,6 +7,7 @@ plugin written by someone else plugs in without guessing:
 * :class:`TokenSets` – one set of 64-bit tokens per record, as CSR arrays
 * :class:`Signatures` – an ``(n_records, K)`` matrix, or packed bits
 * :class:`Pairs`     – candidate or verified pairs of record indices, ``left < right``
+* :class:`LabelledPairs` – pairs a person labelled match / non-match (training data of a verifier)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 
-__all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch"]
+__all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch", "LabelledPairs"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -234,6 +235,31 @@ class Pairs:
         d_left = np.diff(self.left)
         d_right = np.diff(self.right)
         return bool(np.all((d_left > 0) | ((d_left == 0) & (d_right > 0))))
+
+
+@dataclass
+class LabelledPairs:
+    """Pairs of a batch's rows that a person labelled (``training: {labels: FILE}`` of a job).
+
+    ``pairs`` index the batch's rows (as a verifier's pairs do), ``match`` is
+    true for a match and false for a non-match, one per pair. ``lam`` says
+    where a trainable verifier takes the share of matches among the
+    candidates from: ``"em"`` (fitted on the candidates with m and u held at
+    the labels' estimate; right when the labelled pairs were chosen near the
+    threshold, as ``er review`` chooses them) or ``"labels"`` (the labelled
+    pairs' own share; right when they are a random sample of the candidates).
+    """
+
+    pairs: Pairs
+    match: npt.NDArray[np.bool_]
+    lam: str = "em"
+
+    def __post_init__(self) -> None:
+        self.match = np.asarray(self.match, dtype=bool)
+        if self.match.shape != (len(self.pairs),):
+            raise ValueError("match must have one value per pair")
+        if self.lam not in ("em", "labels"):
+            raise ValueError(f"lam must be 'em' or 'labels', got {self.lam!r}")
 
 
 @dataclass

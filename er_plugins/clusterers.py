@@ -484,6 +484,8 @@ class OneToOne(Clusterer):
 
     name = "one_to_one"
     summary = "greedy one-to-one matching by descending score (link mode: at most one partner per record)"
+    # its answer is the matched pairs: pairs.csv lists them, verified_pairs.csv the pairs before matching
+    selects_pairs = True
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         partner = greedy_matching(n, pairs)
