@@ -2,7 +2,12 @@
 
 shingling -> MinHash signatures -> LSH banding -> verification -> clustering
 (Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3).
+
+``er_framework.run(job, sources=...)`` runs a job from Python (:mod:`er_framework.api`);
+the component base classes and batch types here are what a plugin is written against.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from er_framework.components import (
     Blocker,
@@ -15,14 +20,21 @@ from er_framework.components import (
     SignatureBuilder,
     Verifier,
 )
-from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
 from er_framework.errors import ConfigError, ErError, InputError, PluginError, Problem
 from er_framework.hookspecs import hookimpl, hookspec
+
+if TYPE_CHECKING:
+    from er_framework.api import Result, run, validate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Batch",
+    "LabelledPairs",
+    "Result",
+    "run",
+    "validate",
     "Blocker",
     "Clusterer",
     "ConfigError",
@@ -44,3 +56,16 @@ __all__ = [
     "hookimpl",
     "hookspec",
 ]
+
+
+#: the public API's names, loaded on first use: ``import er_framework`` stays light for plugin
+#: authors and the ``er`` command's start-up, and the contract layer does not load the executors
+_API = frozenset({"Result", "run", "validate"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from er_framework import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'er_framework' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,7 @@ from er_framework import hookimpl
 from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.groups import sorted_unique
+from er_framework.kernels.jaccard import intersection_sizes
 from er_framework.kernels.parallel import map_ordered, map_row_blocks, split_sizes
 from er_framework.kernels import (
     EMPTY,
@@ -49,6 +50,25 @@ class TextParams(Params):
     nfkc: bool = Field(default=True, description="Unicode NFKC normalization")
     fold_whitespace: bool = Field(default=True, description="collapse whitespace runs to one space, strip ends")
     remove_punctuation: bool = Field(default=False, description="replace punctuation by a space")
+    preset: Literal["raw"] | None = Field(
+        default=None,
+        description="raw: the text exactly as written (lowercase, nfkc, fold_whitespace and remove_punctuation off), "
+        "so that Jaccard scores the raw text",
+    )
+
+    @model_validator(mode="after")
+    def _preset(self) -> "TextParams":
+        if self.preset == "raw":
+            on = [k for k in RAW_OFF if k in self.model_fields_set and getattr(self, k)]
+            if on:
+                raise ValueError(f"preset: raw scores the text as written; it cannot be combined with {', '.join(f'{k}: true' for k in on)}")
+            for k in RAW_OFF:
+                object.__setattr__(self, k, False)
+        return self
+
+
+#: the text options ``preset: raw`` turns off
+RAW_OFF = ("lowercase", "nfkc", "fold_whitespace", "remove_punctuation")
 
 
 def prepare(texts: list[str], p: TextParams) -> list[str]:
@@ -518,10 +538,25 @@ class JaccardVerifier(Verifier):
     Params = JaccardParams
     needs = frozenset({"tokens"})
 
+    explainable = True
+
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         if batch.tokens is None:
             raise ValueError("jaccard needs token sets")
         return jaccard_pairs(batch.tokens, pairs.left, pairs.right, workers=self.context.workers)
+
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """Shared and differing tokens of every pair: Jaccard = shared / (shared + left_only + right_only)."""
+        rows = np.unique(np.concatenate([pairs.left, pairs.right]))
+        ts = batch.tokens_for(rows)  # the streamed corpus recomputes the sets of these rows only
+        a, b = np.searchsorted(rows, pairs.left), np.searchsorted(rows, pairs.right)
+        shared = intersection_sizes(ts, a, b, workers=self.context.workers)
+        left_only = ts.sizes[a] - shared
+        right_only = ts.sizes[b] - shared
+        union = (shared + left_only + right_only).astype(np.float64)
+        score = np.divide(shared, union, out=np.zeros(len(shared)), where=union > 0)
+        return {"shared": shared, "left_only": left_only.astype(np.int64), "right_only": right_only.astype(np.int64),
+                "score": score}
 
 
 @hookimpl

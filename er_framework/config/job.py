@@ -23,6 +23,7 @@ import re
 import stat
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -414,7 +415,10 @@ class SourceSpec(_Strict):
     """One input source."""
 
     name: str = Field(min_length=1, description="unique source name")
-    path: str = Field(min_length=1, description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file)")
+    path: str | None = Field(
+        default=None, min_length=1,
+        description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file), a glob, or a folder of "
+        ".html pages; omit it only when the source is given as a DataFrame (er_framework.run(job, sources={name: df}))")
     id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
     fields: list[str] = Field(min_length=1, description="columns the job reads")
     layout: Literal["wide", "long"] = Field(
@@ -518,6 +522,34 @@ class OutputSpec(_Strict):
     candidates: bool = Field(
         default=False,
         description="also write candidates.csv: every candidate pair with its score (for er evaluate's pair completeness)",
+    )
+    comparisons: bool = Field(
+        default=False,
+        description="also write comparisons.csv: every candidate pair's score broken into its terms (per field the "
+        "comparison level and its weight for fellegi_sunter, per field similarity and points for field_score, "
+        "shared and differing shingles for jaccard)",
+    )
+    exact_pairs: Literal["all", "star"] = Field(
+        default="all",
+        description="all: pairs.csv lists every pair of a group of exact copies and pairs a near-duplicate with every "
+        "copy; star: each group as a star around its first record (for groups too large to list; the report counts "
+        "the pairs either way)",
+    )
+
+
+class TrainingSpec(_Strict):
+    """Labelled pairs a trainable verifier (fellegi_sunter) learns from."""
+
+    labels: str = Field(
+        min_length=1,
+        description="CSV of labelled pairs (relative to the YAML file): left_source,left_id,right_source,right_id,match "
+        "with match 1/0, yes/no, true/false or match/non-match; rows with an empty match are skipped (er review writes one)",
+    )
+    prior: Literal["em", "labels"] = Field(
+        default="em",
+        description="the share of matches among the candidates: em (fitted on the candidates with m and u held at the "
+        "labels' estimate; for pairs chosen near the threshold, as er review does) or labels (the labelled pairs' own "
+        "share; for a random sample of the candidates)",
     )
 
 
@@ -642,6 +674,8 @@ class JobSpec(_Strict):
         default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
     )
     output: OutputSpec = Field(default_factory=OutputSpec)
+    training: TrainingSpec | None = Field(
+        default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs")
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
     executor: ExecutorSpec = Field(
         default_factory=ExecutorSpec,
@@ -714,6 +748,9 @@ class Job:
     raw: dict[str, Any] = field(default_factory=dict)
     #: per field of ``normalize:``, its chain of normalizers
     normalizers: dict[str, list[ComponentSpec]] = field(default_factory=dict)
+    #: sources given in memory (``er_framework.run(job, sources={name: DataFrame})``), by source name:
+    #: read from these objects instead of a file
+    frames: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exact(self) -> ExactSpec:
@@ -729,11 +766,24 @@ class Job:
         return chains
 
     def source_path(self, i: int) -> Path:
-        return (self.base_dir / self.spec.sources[i].path).resolve()
+        path = self.spec.sources[i].path
+        if path is None:
+            raise ValueError(f"source {self.spec.sources[i].name!r} is given in memory, not as a file")
+        return (self.base_dir / path).resolve()
 
     def source_paths(self, i: int) -> list[Path]:
-        """The files of source ``i``: its path, or the files its glob pattern matches, sorted by name."""
-        return expand_source_path(self.base_dir, self.spec.sources[i].path)
+        """The files of source ``i``: its path, or the files its glob pattern matches, sorted by name
+        (none for a source given in memory: :attr:`frames`)."""
+        path = self.spec.sources[i].path
+        if path is None or self.spec.sources[i].name in self.frames:
+            return []
+        return expand_source_path(self.base_dir, path)
+
+    def training_path(self) -> Path | None:
+        """The labels file of ``training:`` (relative to the job file's folder), or None."""
+        if self.spec.training is None:
+            return None
+        return (self.base_dir / self.spec.training.labels).resolve()
 
     def output_dir(self, override: str | Path | None = None) -> Path | None:
         if override is not None:
@@ -1005,8 +1055,11 @@ def resolve_job(
     *,
     check_files: bool = True,
     config_path: Path | None = None,
+    frames: Collection[str] = (),
 ) -> Job:
     """Passes 2 and 3 over parsed YAML: the job schema, then components, normalizers and fields resolved.
+
+    ``frames`` names the sources whose data is given in memory (no file needed).
 
     Raises :class:`ConfigError` with every problem found (those of ``problems`` first).
     """
@@ -1030,7 +1083,7 @@ def resolve_job(
                 settings["threshold"] = data["auto_threshold"]["low"]
         _resolve_components(data, lines, filename, registry, problems, Context(**settings), checks=settings_ok)
         fail(problems)
-    problems += _source_problems(spec, lines, filename, base_dir, check_files)
+    problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
     declared = [f for s in spec.sources for f in s.fields]
     context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode,
@@ -1046,6 +1099,11 @@ def resolve_job(
     assert comps["verifier"] is not None and comps["clusterer"] is not None
     if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
         spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
+    shingler = comps["shingler"]
+    if (shingler is not None and getattr(shingler.params, "preset", None) == "raw"
+            and "normalize" not in spec.exact_duplicates.model_fields_set):
+        # the raw text is scored as written: copies are exact only as written too
+        spec.exact_duplicates.normalize = False
     return Job(
         spec=spec,
         config_path=config_path or Path(filename),
@@ -1251,10 +1309,22 @@ def _job_registry(data: dict[str, Any], registry: Registry | None, problems: lis
 
 
 def _source_problems(
-    spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool
+    spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool,
+    frames: Collection[str] = (),
 ) -> list[Problem]:
-    """Source names unique, HTML options valid, data files present."""
+    """Source names unique, HTML options valid, data files present (or the source given in ``frames``),
+    the training labels present."""
     problems: list[Problem] = []
+    unknown = sorted(set(frames) - {s.name for s in spec.sources})
+    if unknown:
+        problems.append(Problem(
+            where=filename, path="sources", message=f"data given for {unknown}, which the job has no source named",
+            fix=f"the job's sources are {[s.name for s in spec.sources]}: name the DataFrames after them"))
+    if check_files and spec.training is not None and not (base_dir / spec.training.labels).resolve().is_file():
+        problems.append(_at(
+            filename, lines, ("training", "labels"),
+            message=f"labels file {spec.training.labels!r} does not exist (looked at {(base_dir / spec.training.labels).resolve()})",
+            fix="paths are relative to the YAML file's folder; er review OUT writes a labels file to edit"))
     names = [s.name for s in spec.sources]
     for i, s in enumerate(spec.sources):
         if names.index(s.name) != i:
@@ -1274,6 +1344,13 @@ def _source_problems(
                 check_boilerplate_options(s.html.boilerplate, s.html.language)
             except ValueError as exc:
                 problems.append(_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
+        if s.path is None or s.name in frames:
+            if s.name not in frames:
+                problems.append(_at(
+                    filename, lines, ("sources", i), message=f"source {s.name!r} has no path",
+                    fix="add path: data/FILE.csv (a .csv, .tsv, .jsonl or .parquet file, relative to the YAML file), "
+                    f"or from Python give the data: er_framework.run(job, sources={{{s.name!r}: dataframe}})"))
+            continue
         if check_files and is_glob(s.path) and not expand_source_path(base_dir, s.path):
             problems.append(
                 _at(
@@ -1660,4 +1737,18 @@ def _rule_problems(
         problems.append(_at(filename, lines, ("prune_shingles",),
                             message="prune_shingles drops shingles, but the job has no 'shingler' section",
                             fix="remove prune_shingles, or add shingler: {type: NAME} (and a signature and verifier that read tokens)"))
+    verifier = comps.get("verifier")
+    if verifier is not None:
+        vname = verifier.cls.name
+        if isinstance(data.get("training"), dict) and not verifier.cls.trainable:
+            learners = [n for n in registry.names("verifier") if registry.components["verifier"][n].cls.trainable]
+            problems.append(_at(filename, lines, ("training",),
+                                message=f"verifier {vname!r} does not learn from labelled pairs",
+                                fix=f"remove training:, or use a verifier that does: {choices_text(learners)}"))
+        out = data.get("output")
+        if isinstance(out, dict) and out.get("comparisons") is True and not verifier.cls.explainable:
+            able = [n for n in registry.names("verifier") if registry.components["verifier"][n].cls.explainable]
+            problems.append(_at(filename, lines, ("output", "comparisons"),
+                                message=f"verifier {vname!r} cannot break its scores into terms",
+                                fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}"))
     return problems

@@ -341,6 +341,45 @@ class Engine:
                 fix="pair_codes returns one int64 code per pair, in the pairs' order"))
         return out
 
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """The verifier's terms of every pair's score (:meth:`Verifier.comparisons`), checked: one value per
+        pair in every column, ``score`` last. Empty when the verifier cannot explain its scores."""
+        if not self.verifier.explainable:
+            return {}
+        cols = self.verifier.comparisons(batch, pairs)
+        bad = [name for name, col in cols.items() if np.shape(col) != (len(pairs),)]
+        if bad or list(cols)[-1:] != ["score"]:
+            raise PluginError(Problem(
+                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned comparisons "
+                f"{'with columns ' + str(bad) + ' not of one value per pair' if bad else 'without score as the last column'}",
+                fix="Verifier.comparisons returns named columns of one value per pair, score last"))
+        return {name: np.asarray(col) for name, col in cols.items()}
+
+    def score_definition(self) -> dict[str, Any]:
+        """What a pair's score is, in words, and the text or fields it is computed on (report.json ``score``)."""
+        v = self.verifier
+        out: dict[str, Any] = {"verifier": v.name, "meaning": v.summary}
+        sh = self.base_shingler
+        if sh is not None and "tokens" in v.needs:
+            p = sh.params
+            steps = [label for flag, label in (("nfkc", "NFKC"), ("lowercase", "case-folded"),
+                                               ("remove_punctuation", "punctuation removed"),
+                                               ("fold_whitespace", "whitespace runs folded to one space"))
+                     if getattr(p, flag, False)]
+            opts = {k: val for k, val in p.model_dump().items()
+                    if k not in ("fields", "lowercase", "nfkc", "fold_whitespace", "remove_punctuation", "preset")}
+            text = "the text as written" if not steps and hasattr(p, "lowercase") else (
+                "the text " + ", ".join(steps) if steps else "the records")
+            out["tokens"] = f"{sh.name} shingles {opts} of {text}"
+            if self.job.spec.prune_shingles is not None:
+                out["tokens"] += "; shingles dropped by prune_shingles are in neither set"
+        elif self.job.normalizers:
+            out["fields"] = "the fields after normalize: " + ", ".join(sorted(self.job.normalizers))
+        if self.collapse:
+            how = "NFKC, case-folded, whitespace-folded text" if self.job.exact.normalize else "text as written"
+            out["exact_copies"] = f"records with the same {how} are exact copies: score 1.0"
+        return out
+
     def checked_scores(self, scores: Any, n_pairs: int) -> npt.NDArray[np.float64]:
         """A verifier's answer as float64, or a plugin error when it is not one score per pair."""
         out = np.asarray(scores, dtype=np.float64)

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +21,12 @@ from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.result import Result
-from er_framework.engine.stages import Exact, cluster_stats, write
+from er_framework.engine.explain import BORDERLINE, row_of_terms
+from er_framework.engine.stages import Exact, answer, cluster_stats, output_tables, pairs_table, write
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
-__all__ = ["RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
+__all__ = ["SCORE_BINS", "borderline", "review_section", "scores_section", "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -127,6 +128,63 @@ def chained_clusters(records: Records, pairs: Pairs, labels: Int64Array) -> dict
     return {**stats, "listed": listed}
 
 
+#: bins of the report's histogram of every candidate's score
+SCORE_BINS = 50
+
+
+def scores_section(scores: npt.NDArray[np.float64], threshold: float, score: dict[str, Any]) -> dict[str, Any]:
+    """The report's ``scores``: every candidate's score, below and above the threshold, as a histogram."""
+    finite = scores[np.isfinite(scores)]
+    lo = min(float(finite.min()), threshold) if len(finite) else 0.0
+    hi = max(float(finite.max()), threshold) if len(finite) else 1.0
+    if hi <= lo:
+        hi = lo + 1e-9
+    counts, edges = np.histogram(finite, bins=SCORE_BINS, range=(lo, hi)) if len(finite) else (np.zeros(0), np.zeros(0))
+    return {
+        "threshold": threshold,
+        "candidates": int(len(scores)),
+        "above": int((finite >= threshold).sum()),
+        "below": int((finite < threshold).sum()),
+        "nan": int(len(scores) - len(finite)),
+        "histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+        "score": "; ".join(str(v) for k, v in score.items() if k != "verifier"),
+    }
+
+
+def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE) -> tuple[Int64Array, Int64Array]:
+    """Positions of the ``k`` scores nearest the threshold at or above it, and the ``k`` nearest below it
+    (nearest first; ties by position)."""
+    idx = np.arange(len(scores), dtype=np.int64)
+    ok = np.isfinite(scores)
+    up = idx[ok & (scores >= threshold)]
+    down = idx[ok & (scores < threshold)]
+    up = up[np.lexsort((up, scores[up]))][:k]
+    down = down[np.lexsort((down, -scores[down]))][:k]
+    return up, down
+
+
+def review_section(
+    records: Records, candidates: Pairs | None, scores: npt.NDArray[np.float64], threshold: float,
+    explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
+) -> dict[str, Any]:
+    """The report's ``review``: the candidate pairs nearest the threshold on both sides, with their score's terms
+    (``terms``: one row of the verifier's comparisons; None when the executor cannot compute them)."""
+    out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
+    if candidates is None or len(candidates) == 0:
+        return out
+    up, down = borderline(scores, threshold)
+    chosen = np.concatenate([up, down])
+    terms = explain(Pairs(candidates.left[chosen], candidates.right[chosen])) if explain is not None else {}
+    names, ids, src = records.source_names, records.ids, records.source
+    for j, pos in enumerate(chosen):
+        a, b = int(candidates.left[pos]), int(candidates.right[pos])
+        entry = {"left": {"source": names[int(src[a])], "id": str(ids[a])},
+                 "right": {"source": names[int(src[b])], "id": str(ids[b])},
+                 "score": float(scores[pos]), "terms": row_of_terms(terms, j) if terms else None}
+        out["above" if j < len(up) else "below"].append(entry)
+    return out
+
+
 @dataclass
 class RunFacts:
     """What a run found, in the form every executor can give it (the report's input)."""
@@ -145,6 +203,9 @@ class RunFacts:
     tokens: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     executor: dict[str, Any] = field(default_factory=dict)
+    #: the verifier's comparisons of given pairs (global indices), where the executor holds the records
+    explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None = None
+    training: dict[str, Any] = field(default_factory=dict)
 
 
 def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> dict[str, Any]:
@@ -179,7 +240,11 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> di
         "verified_pairs": int(len(facts.verified)),
         "pairs_written": int(len(facts.pairs)),
         "verifier": described["verifier"],
+        "score": engine.score_definition(),
         "threshold": engine.threshold_report(),
+        "scores": scores_section(facts.scores, engine.threshold, engine.score_definition()),
+        "review": review_section(records, facts.candidates, facts.scores, engine.threshold, facts.explain),
+        **({"training": facts.training} if facts.training else {}),
         "clusterer": described["clusterer"],
         "clusters": cluster_stats(facts.labels),
         "chains": chained_clusters(records, facts.pairs, facts.labels),
@@ -202,13 +267,25 @@ def finish_run(
 ) -> Result:
     """Build the report, write the outputs (when ``out_path``) and return the result: every executor ends here."""
     report = build_report(job, engine, facts, log)
+    found = answer(job, facts.exact, facts.verified, facts.labels, engine.clusterer.selects_pairs)
+    report["pairs"] = found.stats
+    report["pairs_written"] = found.stats["pairs_listed"]
+    candidates = None if facts.candidates is None else Pairs(facts.candidates.left, facts.candidates.right, facts.scores)
+    comparisons = None
+    if job.spec.output.comparisons and candidates is not None and facts.explain is not None:
+        comparisons = {**pairs_table(facts.records, Pairs(candidates.left, candidates.right)),
+                       **facts.explain(Pairs(candidates.left, candidates.right))}
+        comparisons.pop("score", None)
+        comparisons["score"] = candidates.score
+    tables = output_tables(facts.records, found, facts.labels,
+                           candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons)
     result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,
-                    candidates=None if facts.candidates is None else
-                    Pairs(facts.candidates.left, facts.candidates.right, facts.scores))
+                    candidates=candidates, answer=found, tables=tables, explain_terms=facts.explain, exact=facts.exact,
+                    as_read=as_read)
     if out_path is not None:
         with log.stage("write"):
             finish_report(report, log, t_start)
             result.outputs = write(job, out_path, facts.records, facts.pairs, facts.labels, report,
-                           candidates=result.candidates, as_read=as_read)
+                                   tables=tables, as_read=as_read)
     finish_report(report, log, t_start)
     return result

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from er_framework.data import Pairs, Records
+from er_framework.engine.stages import Answer, Exact
 
 __all__ = ["Result"]
 
@@ -25,6 +26,17 @@ class Result:
     outputs: dict[str, Path] = field(default_factory=dict)
     #: every candidate pair of the blockers (global indices) with its verifier score
     candidates: Pairs | None = None
+    #: the pairs the job reports (pairs.csv): exact copies expanded, the final links of a pair-selecting clusterer
+    answer: Answer | None = None
+    #: the output tables by name (``pairs``, ``clusters``, ``verified_pairs``, ``candidates``, ``comparisons``),
+    #: as columns: what was written, or would have been
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the verifier's comparisons of given pairs (global indices), where the run held the records
+    explain_terms: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None = None
+    #: the exact-duplicate stage's groups (which records are copies of one text)
+    exact: Exact | None = None
+    #: the records with their fields as read (report.html's examples), where the run held them
+    as_read: Records | None = None
 
     def summary(self) -> str:
         r = self.report

@@ -19,29 +19,32 @@ import sys
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from er_framework.config.job import Job
-from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
 from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
-from er_framework.io.tables import merge_files, read_source_with_stats, write_outputs
+from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, hash_strings, pairs_in_groups
 from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
-from er_framework.kernels.groups import sorted_unique
+from er_framework.kernels.groups import cross_group_pairs, sorted_unique
 from er_framework.kernels.parallel import map_processes, split_sizes
 from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
 
 __all__ = [
+    "explainer", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
+    "ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
@@ -73,6 +76,19 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
     for i, src in enumerate(job.spec.sources):
         files: list[Records] = []
         st: dict[str, Any] = {}
+        if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
+            try:
+                opts = src.read_options()
+                recs = records_from_frame(job.frames[src.name], id_column=opts["id_column"], fields=opts["fields"],
+                                          name=src.name, where=f"sources[{i}] {src.name!r} (given in memory)",
+                                          layout=opts["layout"], max_record_mb=opts["max_record_mb"])
+            except ErError as exc:
+                problems.extend(exc.problems)
+                continue
+            st = {"given_in_memory": True, **html_to_text(job, i, recs)}
+            stats[src.name] = st
+            parts.append(recs)
+            continue
         for path in job.source_paths(i):
             try:
                 recs, st_file = read_source_with_stats(path, where=f"{job.config_path}: sources[{i}]",
@@ -589,6 +605,22 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
     return Verified(scores, verified, with_exact(verified, exact.pairs), info)
 
 
+def explainer(engine: Engine, batch: Batch, exact: Exact, n: int) -> Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None:
+    """The verifier's comparisons of any pairs of the job's records (global indices; a collapsed copy is
+    compared as its representative), or None when the verifier cannot explain its scores."""
+    if not engine.verifier.explainable:
+        return None
+    group_of, starts, _sizes, members = exact_groups(exact, n)
+    row_of = np.full(n, -1, dtype=np.int64)
+    row_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
+    row = row_of[members[starts][group_of]]
+
+    def explain(pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        return engine.comparisons(batch, Pairs(row[pairs.left], row[pairs.right]))
+
+    return explain
+
+
 def with_exact(verified: Pairs, exact_pairs: Pairs) -> Pairs:
     """The verified pairs and the exact-duplicate pairs (score 1.0), normalized."""
     exact_score = exact_pairs.score if exact_pairs.score is not None else np.ones(len(exact_pairs))
@@ -598,6 +630,85 @@ def with_exact(verified: Pairs, exact_pairs: Pairs) -> Pairs:
         np.concatenate([exact_pairs.right, verified.right]),
         np.concatenate([exact_score, verified_score]),
     ).normalized()
+
+
+# ------------------------------------------------------------------ training labels
+
+#: what a labels file may write for a match and for a non-match (case-insensitive)
+MATCH_WORDS = frozenset({"1", "yes", "y", "true", "t", "match", "same"})
+NON_MATCH_WORDS = frozenset({"0", "no", "n", "false", "f", "non-match", "nonmatch", "no-match", "different"})
+LABEL_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "match")
+
+
+def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt.NDArray[np.bool_], dict[str, Any]]:
+    """The labelled pairs of ``training: {labels: FILE}`` as global record indices: ``(left, right, match, stats)``.
+
+    Rows with an empty ``match`` are skipped (a file ``er review`` wrote and
+    nobody finished); ids no source holds, unreadable labels and a pair of a
+    record with itself are problems naming their line, all reported at once.
+    """
+    path = job.training_path()
+    assert path is not None
+    index = {(records.source_names[int(s)], str(i)): k for k, (s, i) in enumerate(zip(records.source, records.ids))}
+    left: list[int] = []
+    right: list[int] = []
+    match: list[bool] = []
+    problems: list[Problem] = []
+    skipped = 0
+    for where, (ls, lid, rs, rid, label) in read_output_table(path, LABEL_COLUMNS):
+        word = str(label or "").strip().lower()
+        if not word:
+            skipped += 1
+            continue
+        if word not in MATCH_WORDS and word not in NON_MATCH_WORDS:
+            problems.append(Problem(where=where, path="match", message=f"match {label!r} is neither a match nor a non-match",
+                                    fix="write 1 (yes, true, match) or 0 (no, false, non-match), or leave it empty to skip the row"))
+            continue
+        a, b = index.get((str(ls), str(lid))), index.get((str(rs), str(rid)))
+        for side, key, found in (("left", (ls, lid), a), ("right", (rs, rid), b)):
+            if found is None:
+                problems.append(Problem(where=where, path=f"{side}_id",
+                                        message=f"no record {key[1]!r} in source {key[0]!r}",
+                                        fix=f"sources: {', '.join(records.source_names)}; ids as in the job's data"))
+        if a is None or b is None:
+            continue
+        if a == b:
+            problems.append(Problem(where=where, message=f"a record paired with itself ({ls} {lid})", fix="remove the row"))
+            continue
+        left.append(a)
+        right.append(b)
+        match.append(word in MATCH_WORDS)
+        if len(problems) > 20:
+            break
+    if problems:
+        raise InputError(problems[:20])
+    m = np.asarray(match, dtype=bool)
+    if not m.any() or m.all():
+        raise InputError(Problem(where=str(path), path="match",
+                                 message=f"the labels hold {int(m.sum())} matches and {int((~m).sum())} non-matches "
+                                 f"({skipped} rows without a label): training needs both",
+                                 fix="label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)"))
+    stats = {"file": str(path), "matches": int(m.sum()), "non_matches": int((~m).sum()), "unlabelled_rows": skipped,
+             "prior": job.spec.training.prior if job.spec.training is not None else None}
+    return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), m, stats
+
+
+def training_labels(job: Job, records: Records, exact: Exact) -> tuple[LabelledPairs | None, dict[str, Any]]:
+    """``training:``'s labelled pairs as rows of the verifier's batch (the active records; a collapsed copy
+    stands for its representative), or None without ``training:``; and the report's ``training`` stats."""
+    if job.spec.training is None:
+        return None, {}
+    left, right, match, stats = read_labels(job, records)
+    n = len(records)
+    group_of, starts, _sizes, members = exact_groups(exact, n)
+    rep = members[starts][group_of]  # each record's representative (itself when it has no copies)
+    row_of = np.full(n, -1, dtype=np.int64)
+    row_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
+    a, b = row_of[rep[left]], row_of[rep[right]]
+    same = a == b
+    stats["pairs_of_exact_copies"] = int(same.sum())  # both sides one text: not evidence of anything
+    keep = ~same
+    return LabelledPairs(Pairs(a[keep], b[keep]), match[keep], job.spec.training.prior), stats
 
 
 # ------------------------------------------------------------------ cluster
@@ -622,35 +733,132 @@ def cluster_stats(labels: Int64Array) -> dict[str, int]:
     }
 
 
+# ------------------------------------------------------------------ answer: the pairs a job reports
+
+
+#: bytes of memory one listed pair costs until it is written (indices, score, the table's id columns)
+ANSWER_PAIR_BYTES = 64
+#: the listed pairs may take this share of the memory still available
+ANSWER_MEMORY_SHARE = 0.4
+
+
+@dataclass
+class Answer:
+    """The pairs a job reports (``pairs.csv``, ``Result.pairs``), global indices, normalized, scored."""
+
+    pairs: Pairs
+    #: with a clusterer that selects pairs (``one_to_one``): every verified pair before it (``verified_pairs.csv``)
+    verified: Pairs | None
+    stats: dict[str, Any]
+
+
+def exact_groups(exact: Exact, n: int) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array]:
+    """The groups of exact copies that the exact-duplicate stage collapsed, every record in one group
+    (a record without copies alone): ``(group_of, starts, sizes, members)``; group ``g`` is
+    ``members[starts[g] : starts[g] + sizes[g]]`` in record order, its representative first."""
+    rep_of = np.arange(n, dtype=np.int64)
+    if exact.stats.get("records_collapsed", 0):
+        # collapsed copies are linked as a star to their representative, the group's smallest index
+        rep_of[exact.pairs.right] = exact.pairs.left
+    members, starts, sizes = group_sorted(rep_of)
+    group_of = np.empty(n, dtype=np.int64)
+    group_of[rep_of[members[starts]]] = np.arange(len(starts), dtype=np.int64)
+    return group_of[rep_of], starts, sizes, members
+
+
+def answer(job: Job, exact: Exact, verified: Pairs, labels: Int64Array, selects_pairs: bool) -> Answer:
+    """The pairs the job reports: every pair at or above the threshold after the job's last step.
+
+    Exact copies collapsed onto a representative (dedup modes) are listed
+    with every pair among them (score 1.0), and each verified pair of a
+    representative with every copy on either side (the copies' text is the
+    representative's, so is their score): a group of k copies gives
+    k (k - 1) / 2 pairs, a near-duplicate of it k more. ``output:
+    {exact_pairs: star}`` lists each group as a star around its
+    representative and pairs near-duplicates with the representative only
+    (groups too large to list); the report counts the pairs either way. A
+    clusterer that selects pairs (``one_to_one``) reports the pairs inside
+    its clusters, the final links; the verified pairs before it go to
+    ``verified``.
+    """
+    n = len(labels)
+    group_of, starts, sizes, members = exact_groups(exact, n)
+    vs = verified.score if verified.score is not None else np.ones(len(verified))
+    within = sizes * (sizes - 1) // 2
+    implied = int(within.sum()) + int((sizes[group_of[verified.left]] * sizes[group_of[verified.right]]).sum())
+    mode = job.spec.output.exact_pairs
+    stats: dict[str, Any] = {"exact_pairs": mode, "pairs_with_every_copy": implied}
+    if mode == "star" or not exact.stats.get("records_collapsed", 0):
+        listed = with_exact(verified, exact.pairs)
+    else:
+        avail = available_memory()
+        if avail is not None and implied * ANSWER_PAIR_BYTES > ANSWER_MEMORY_SHARE * avail:
+            raise InputError(Problem(
+                where=str(job.config_path), path="output.exact_pairs",
+                message=f"listing every pair of the exact copies gives {implied:,} pairs "
+                f"(~{size_text(implied * ANSWER_PAIR_BYTES)}): more than this process can hold "
+                f"({size_text(avail)} of memory available)",
+                fix="set output: {exact_pairs: star} to list each group of copies as a star around its first record "
+                "(the report still counts every pair)",
+            ))
+        left, right = pairs_in_groups(members, starts, sizes)
+        x, y, p = cross_group_pairs(group_of[verified.left], group_of[verified.right], starts, sizes, members)
+        listed = Pairs(np.concatenate([left, x]), np.concatenate([right, y]),
+                       np.concatenate([np.ones(len(left)), vs[p]])).normalized()
+    kept = listed
+    if selects_pairs:
+        kept = listed.select(labels[listed.left] == labels[listed.right])
+        stats["verified_pairs_listed"] = int(len(listed))
+    stats["pairs_listed"] = int(len(kept))
+    stats["pairs_across_clusters"] = int((labels[kept.left] != labels[kept.right]).sum())
+    return Answer(kept, listed if selects_pairs else None, stats)
+
+
 # ------------------------------------------------------------------ write
 
 
-def output_tables(records: Records, pairs: Pairs, labels: Int64Array) -> dict[str, dict[str, Any]]:
-    """The ``pairs`` and ``clusters`` tables with ids and source names."""
+def pairs_table(records: Records, pairs: Pairs) -> dict[str, Any]:
+    """A pairs table: ``left_source, left_id, right_source, right_id, score``."""
     ids = np.asarray(records.ids, dtype=object)
     names = np.asarray(records.source_names, dtype=object)
     src = records.source
     return {
-        "pairs": {
-            "left_source": names[src[pairs.left]],
-            "left_id": ids[pairs.left],
-            "right_source": names[src[pairs.right]],
-            "right_id": ids[pairs.right],
-            "score": pairs.score if pairs.score is not None else np.ones(len(pairs)),
-        },
+        "left_source": names[src[pairs.left]],
+        "left_id": ids[pairs.left],
+        "right_source": names[src[pairs.right]],
+        "right_id": ids[pairs.right],
+        "score": pairs.score if pairs.score is not None else np.ones(len(pairs)),
+    }
+
+
+def output_tables(
+    records: Records, found: Answer, labels: Int64Array, *, candidates: Pairs | None = None,
+    comparisons: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The tables of a run, by name: ``pairs`` and ``clusters`` (ids and source names), ``verified_pairs``
+    with a pair-selecting clusterer, ``candidates`` and ``comparisons`` when given."""
+    tables = {
+        "pairs": pairs_table(records, found.pairs),
         "clusters": {
-            "source": names[src],
-            "id": ids,
+            "source": np.asarray(records.source_names, dtype=object)[records.source],
+            "id": np.asarray(records.ids, dtype=object),
             "cluster_id": labels,
         },
     }
+    if found.verified is not None:
+        tables["verified_pairs"] = pairs_table(records, found.verified)
+    if candidates is not None:
+        tables["candidates"] = pairs_table(records, candidates)
+    if comparisons is not None:
+        tables["comparisons"] = comparisons
+    return tables
 
 
 def write(
     job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
-    *, candidates: Pairs | None = None, as_read: Records | None = None,
+    *, tables: dict[str, dict[str, Any]], as_read: Records | None = None, html: bool = True,
 ) -> dict[str, Path]:
-    """pairs, clusters (and candidates) tables, report.json and report.html, committed as one set.
+    """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set.
 
     Everything is written into a stage beside the outputs and swapped in
     under the folder's lock (:mod:`er_framework.io.outputs`); outputs of an
@@ -662,13 +870,12 @@ def write(
     it again.
     """
     fmt = job.spec.output.format
-    tables = output_tables(records, pairs, labels)
-    if job.spec.output.candidates and candidates is not None:
-        tables["candidates"] = output_tables(records, candidates, labels)["pairs"]
-    names = [f"{t}.{fmt}" for t in tables] + ["report.json", "report.html"]
+    names = [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["report.html"] if html else [])
     report["outputs"] = names
     with OutputStage(out_path) as stage:
         write_outputs(stage.path, tables, {"report": report}, fmt=fmt)
+        if not html:
+            return {name.rsplit(".", 1)[0]: path for name, path in stage.commit(names, replace_all=True).items()}
         try:  # the visual report is derived from the outputs; a failure must not lose them
             run = RunData(as_read, pairs, labels) if as_read is not None else None
             stage.write_text("report.html", render_report(stage.path, config_path=job.config_path, run=run,

@@ -791,6 +791,17 @@ def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition",
                           scope="partition")
+    for what, path, why, fix in (
+        (job.frames, "sources", "sources given as DataFrames live in this process, where the workers cannot read them",
+         "write the DataFrames to Parquet files and name them as the sources' path, or use executor: {type: local}"),
+        (job.spec.training, "training", "the workers fit the verifier from pattern counts, without the labelled pairs",
+         "remove training: or use executor: {type: local}"),
+        (job.spec.output.comparisons, "output.comparisons", "the client does not hold the records' fields to break "
+         "the scores into terms", "remove comparisons: true or use executor: {type: local}"),
+    ):
+        if what:
+            raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}",
+                                  fix=fix))
     if job.spec.executor.cluster_on == "workers" and engine.auto:
         raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
                               message="cluster_on: workers reduces the verified pairs to a spanning forest before the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from er_framework.config.job import Job
 from er_framework.data import Batch
@@ -50,6 +50,11 @@ def run_local(
         with log.stage("diagnostics") as info:
             diagnostics = stages.diagnostics(engine, batch, job.spec.diagnostics)
             info["entries"] = sorted(diagnostics)
+    training: dict[str, Any] = {}
+    if job.spec.training is not None:
+        with log.stage("training") as info:
+            engine.verifier.labelled, training = stages.training_labels(job, records, exact)
+            info.update(training)
     with log.stage("verify") as info:
         ver = stages.verify(engine, batch, candidates, exact, shingled, n)
         info.update(ver.info)
@@ -61,5 +66,6 @@ def run_local(
         records=records, exact=exact, candidates=candidates, candidate_count=len(candidates), scores=ver.scores, verified=ver.verified,
         pairs=ver.pairs, labels=labels, blockers=blocker_reports, source_stats=source_stats,
         normalize_stats=normalize_stats, tokens=shingled.report, diagnostics=diagnostics,
+        explain=stages.explainer(engine, batch, exact, n), training=training,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, as_read)

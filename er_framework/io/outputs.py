@@ -57,6 +57,7 @@ __all__ = [
     "JOURNAL",
     "OUTPUT_NAMES",
     "STAGE_PREFIX",
+    "OUTPUT_TABLES",
     "OutputDir",
     "OutputStage",
     "check_output_dir",
@@ -65,9 +66,11 @@ __all__ = [
     "recover",
 ]
 
+#: the tables a run may write (pairs and clusters always; the others when the job asks or its clusterer selects pairs)
+OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons")
 #: every name er writes into an output folder (tables in either format, the reports, er evaluate's metrics)
 OUTPUT_NAMES = frozenset(
-    f"{t}.{ext}" for t in ("pairs", "clusters", "candidates") for ext in ("csv", "parquet")
+    f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")
 ) | {"report.json", "report.html", "evaluation.json"}
 JOURNAL = ".er-commit.json"
 STAGE_PREFIX = ".er-tmp-"
@@ -158,7 +161,7 @@ def check_output_dir(
             raise InputError(Problem(
                 where=where, message=f"the output folder {folder} is not empty and {why}",
                 fix="choose a new or empty folder, or pass --force to write beside them (er then replaces only "
-                "files of its own output names: pairs.*, clusters.*, candidates.*, report.json, report.html)"))
+                "files of its own output names: " + ", ".join(f"{t}.*" for t in OUTPUT_TABLES) + ", report.json, report.html)"))
     _check_writable(folder, where)
     return folder
 

@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "cross_group_pairs",
+    "cross_group_pairs_reference",
     "group_sorted",
     "pack_pairs",
     "pairs_in_groups",
@@ -166,6 +168,57 @@ def pairs_in_groups_reference(
                 left.append(min(grp[i], grp[j]))
                 right.append(max(grp[i], grp[j]))
     return left, right
+
+
+def cross_group_pairs(
+    left: Int64Array, right: Int64Array, starts: Int64Array, sizes: Int64Array, members: Int64Array
+) -> tuple[Int64Array, Int64Array, Int64Array]:
+    """Every pair of members across the groups of each given pair of groups.
+
+    Group ``g`` is ``members[starts[g] : starts[g] + sizes[g]]``; the pair of
+    groups ``(left[p], right[p])`` yields the ``sizes[left[p]] * sizes[right[p]]``
+    pairs ``(x, y)``, x of the left group and y of the right one, x-major in
+    member order. Returns ``(x, y, p)``: int64 arrays, ``p`` the index of the
+    group pair each came from (to carry its score). Not normalized.
+
+    Vectorized: element ``o`` of pair ``p``'s block is ``x = o // |right|``,
+    ``y = o % |right|`` within the two groups.
+    """
+    lg = np.asarray(left, dtype=np.int64)
+    rg = np.asarray(right, dtype=np.int64)
+    st = np.asarray(starts, dtype=np.int64)
+    sz = np.asarray(sizes, dtype=np.int64)
+    mem = np.asarray(members, dtype=np.int64)
+    if lg.shape != rg.shape or lg.ndim != 1:
+        raise ValueError("left and right must be 1-D arrays of one length")
+    la, rb = sz[lg], sz[rg]
+    block = la * rb
+    total = int(block.sum())
+    p = np.repeat(np.arange(len(lg), dtype=np.int64), block)
+    first = np.cumsum(block) - block
+    o = np.arange(total, dtype=np.int64) - first[p]
+    width = rb[p]
+    x = mem[st[lg[p]] + o // width]
+    y = mem[st[rg[p]] + o % width]
+    return x, y, p
+
+
+def cross_group_pairs_reference(
+    left: Int64Array, right: Int64Array, starts: Int64Array, sizes: Int64Array, members: Int64Array
+) -> tuple[list[int], list[int], list[int]]:
+    """Naive loops of :func:`cross_group_pairs` (test oracle)."""
+    xs: list[int] = []
+    ys: list[int] = []
+    ps: list[int] = []
+    for p, (a, b) in enumerate(zip([int(v) for v in left], [int(v) for v in right])):
+        ga = [int(v) for v in members[int(starts[a]): int(starts[a]) + int(sizes[a])]]
+        gb = [int(v) for v in members[int(starts[b]): int(starts[b]) + int(sizes[b])]]
+        for x in ga:
+            for y in gb:
+                xs.append(x)
+                ys.append(y)
+                ps.append(p)
+    return xs, ys, ps
 
 
 def pack_pairs(left: npt.ArrayLike, right: npt.ArrayLike) -> UInt64Array:

@@ -20,7 +20,7 @@ from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.parallel import map_ordered, split_sizes
 from er_framework.kernels.groups import sort_segments
 
-__all__ = ["jaccard_pairs", "jaccard_reference"]
+__all__ = ["intersection_sizes", "jaccard_pairs", "jaccard_reference"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -41,14 +41,14 @@ def _copy_rows(
     dst[np.repeat(dst_start - first, sizes) + ar] = src[np.repeat(src_start - first, sizes) + ar]
 
 
-def jaccard_pairs(
+def intersection_sizes(
     token_sets: TokenSets,
     left: Int64Array,
     right: Int64Array,
     max_tokens_per_batch: int = 1 << 22,
     workers: int = 1,
-) -> npt.NDArray[np.float64]:
-    """Exact Jaccard similarity ``|A ∩ B| / |A ∪ B|`` of every pair of rows.
+) -> Int64Array:
+    """``|A ∩ B|`` of every pair of rows (int64).
 
     Rows must be sorted and unique (the :class:`TokenSets` invariant). Pairs
     are processed in batches of about ``max_tokens_per_batch`` gathered tokens
@@ -58,7 +58,7 @@ def jaccard_pairs(
     In a batch, the tokens of both sides of pair ``j`` are laid out as one
     segment ``A_j ‖ B_j`` and every segment is sorted (a segmented sort, i.e.
     a sort by ``(pair, token)``); as each side is unique, the number of
-    adjacent equal entries in a segment is ``|A ∩ B|``. Two empty sets give 0.0.
+    adjacent equal entries in a segment is ``|A ∩ B|``.
     """
     lo = np.asarray(left, dtype=np.int64)
     hi = np.asarray(right, dtype=np.int64)
@@ -67,7 +67,7 @@ def jaccard_pairs(
     if max_tokens_per_batch < 1:
         raise ValueError(f"max_tokens_per_batch must be >= 1, got {max_tokens_per_batch}")
     n_pairs = len(lo)
-    out = np.zeros(n_pairs, dtype=np.float64)
+    out = np.zeros(n_pairs, dtype=np.int64)
     if n_pairs == 0:
         return out
     sizes = token_sets.sizes
@@ -92,18 +92,32 @@ def jaccard_pairs(
             eq[1:] = both[1:] == both[:-1]
         nonempty = seg > 0
         eq[seg_start[nonempty]] = False
-        inter = np.zeros(m, dtype=np.float64)
+        inter = np.zeros(m, dtype=np.int64)
         if nonempty.any():
             inter[nonempty] = np.add.reduceat(eq, seg_start[nonempty], dtype=np.int64)
-        union = seg.astype(np.float64) - inter
-        res = np.zeros(m, dtype=np.float64)
-        nz = union > 0
-        res[nz] = inter[nz] / union[nz]
-        out[start:stop] = res
+        out[start:stop] = inter
 
     # batches of whole pairs, each written to its own slice of ``out``: the
     # result does not depend on the batch size or the number of workers
     map_ordered(batch, split_sizes(np.maximum(sa + sb, 1), max_tokens_per_batch), workers)
+    return out
+
+
+def jaccard_pairs(
+    token_sets: TokenSets,
+    left: Int64Array,
+    right: Int64Array,
+    max_tokens_per_batch: int = 1 << 22,
+    workers: int = 1,
+) -> npt.NDArray[np.float64]:
+    """Exact Jaccard similarity ``|A ∩ B| / |A ∪ B|`` of every pair of rows, from
+    :func:`intersection_sizes` (same arguments); two empty sets give 0.0."""
+    inter = intersection_sizes(token_sets, left, right, max_tokens_per_batch, workers).astype(np.float64)
+    sizes = token_sets.sizes
+    union = (sizes[np.asarray(left, dtype=np.int64)] + sizes[np.asarray(right, dtype=np.int64)]).astype(np.float64) - inter
+    out = np.zeros(len(inter), dtype=np.float64)
+    nz = union > 0
+    out[nz] = inter[nz] / union[nz]
     return out
 
 

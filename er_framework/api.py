@@ -1,0 +1,249 @@
+"""The Python API: run a job from a notebook, DataFrames in and out.
+
+.. code-block:: python
+
+    import er_framework as er
+
+    result = er.run("configs/customers.yaml")                     # a job file, YAML text or a dict
+    result = er.run(job_dict, sources={"A": df_a, "B": df_b})     # pandas / polars DataFrames, Arrow tables
+    result.pairs          # the pairs pairs.csv holds, in the kind of the input (pandas in, pandas out)
+    result.clusters       # every record once, with its cluster id
+    result.explain("rec-1070-org", "rec-1070-dup-0")              # why that pair scored what it scored
+    result.write("out/")  # pairs.csv, clusters.csv, report.json, report.html, as `er run` writes them
+
+The job runs on the executor it names, through the same stages as ``er run``
+(:func:`er_framework.executors.run_job`); the tables of the result are the
+tables ``er run`` writes, built by the same function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from er_framework.config.job import Job, load_yaml, parse_job, read_job_text, resolve_job
+from er_framework.data import Pairs
+from er_framework.engine.explain import Explanation, explanation, row_of_terms
+from er_framework.engine.result import Result as RunResult
+from er_framework.engine.stages import exact_groups, pairs_table, require_out_dir, write
+from er_framework.errors import ConfigError, InputError, Problem
+from er_framework.executors import run_job
+from er_framework.io.frames import arrow_table, as_kind, frame_kind
+from er_framework.io.outputs import OutputDir
+
+__all__ = ["Result", "run", "validate", "load_job"]
+
+def _is_path(job: str | Path) -> bool:
+    if isinstance(job, Path):
+        return True
+    text = job.strip()
+    return "\n" not in text and (text.endswith((".yaml", ".yml")) or Path(text).is_file())
+
+
+def load_job(job: str | Path | Mapping[str, Any], sources: Mapping[str, Any] | None = None) -> Job:
+    """A validated job from a path, YAML text or a dict; ``sources`` names the sources given in memory.
+
+    Raises :class:`ConfigError` listing every problem. Relative paths in YAML text or a dict are
+    relative to the current folder; in a file, to the file's folder.
+    """
+    frames = dict(sources or {})
+    if isinstance(job, (str, Path)) and _is_path(job):
+        if frames:
+            path = Path(job)
+            text = read_job_text(path)
+            data, lines, problems = load_yaml(text, str(path))
+            if data is None:
+                raise ConfigError(problems)
+            parsed = resolve_job(data, lines, str(path), path.resolve().parent, problems, config_path=path,
+                                 frames=list(frames))
+        else:
+            parsed = parse_job(job)
+    elif isinstance(job, str):
+        data, lines, problems = load_yaml(job, "<job text>")
+        if data is None:
+            raise ConfigError(problems)
+        parsed = resolve_job(data, lines, "<job text>", Path.cwd(), problems, config_path=Path.cwd() / "<job text>",
+                             frames=list(frames))
+    elif isinstance(job, Mapping):
+        parsed = resolve_job(dict(job), {}, "<job dict>", Path.cwd(), config_path=Path.cwd() / "<job dict>",
+                             frames=list(frames))
+    else:
+        raise ConfigError([Problem(where="job", message=f"a job is a path, YAML text or a dict, not {type(job).__name__}",
+                                   fix="er_framework.run('job.yaml'), er_framework.run(yaml_text) or er_framework.run({...})")])
+    parsed.frames = frames
+    return parsed
+
+
+def validate(job: str | Path | Mapping[str, Any], sources: Mapping[str, Any] | None = None) -> list[Problem]:
+    """Every problem of a job (as ``er validate`` finds them, data files checked), or ``[]`` when it is valid.
+
+    ``sources`` names the sources that will be given as DataFrames (their ``path`` may be left out).
+    """
+    try:
+        load_job(job, sources)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
+def run(
+    job: str | Path | Mapping[str, Any],
+    sources: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    report: bool = True,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> "Result":
+    """Run a job and return its :class:`Result`.
+
+    ``job`` is a job file's path, YAML text or a dict (the YAML's structure). ``sources`` maps a source
+    name to its data: a pandas or polars DataFrame, a pyarrow Table (or anything with
+    ``__arrow_c_stream__``); such a source needs no ``path``. ``out``: write the outputs there as
+    ``er run --out`` does (``report``: draw report.html too; report.json is always written), with
+    ``force`` as ``--force``; ``None`` (default) writes nothing — :meth:`Result.write` can later.
+    Bad input raises :class:`~er_framework.errors.ConfigError` or
+    :class:`~er_framework.errors.InputError` (both :class:`~er_framework.errors.ErError`), whose
+    ``problems`` say what is wrong, where, and how to fix it.
+    """
+    parsed = load_job(job, sources)
+    target: OutputDir | None = OutputDir(Path(out), force=force) if out is not None else None
+    inner = run_job(parsed, target, progress=progress, write=False)
+    result = Result(parsed, inner, _kind_of(sources))
+    if out is not None:
+        result.write(out, force=force, report=report)
+    return result
+
+
+def _kind_of(sources: Mapping[str, Any] | None) -> str:
+    kinds = {frame_kind(v) for v in (sources or {}).values()}
+    return kinds.pop() if len(kinds) == 1 else "arrow"
+
+
+@dataclass
+class Result:
+    """What a run found: its tables (as written by ``er run``), its report, and explanations of its pairs.
+
+    The tables come as pyarrow Tables, or as pandas / polars DataFrames when the sources were given
+    as such (``kind``); :meth:`table` gives any table in any kind.
+    """
+
+    job: Job
+    run: RunResult
+    kind: str = "arrow"
+    outputs: dict[str, Path] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- tables
+
+    def table(self, name: str, kind: str | None = None) -> Any:
+        """The output table ``name`` (``pairs``, ``clusters``, ``verified_pairs``, ``candidates``,
+        ``comparisons``) as ``kind`` (``arrow``, ``pandas``, ``polars``; default: the kind of the input)."""
+        tables = self.run.tables
+        if name == "candidates" and name not in tables and self.run.candidates is not None:
+            cols = pairs_table(self.run.records, self.run.candidates)
+        elif name == "comparisons" and name not in tables:
+            cols = self._comparisons()
+        elif name not in tables:
+            raise KeyError(f"no table {name!r}; this run has {sorted(tables)}")
+        else:
+            cols = tables[name]
+        return as_kind(arrow_table(cols), kind or self.kind)
+
+    @property
+    def pairs(self) -> Any:
+        """Every pair at or above the threshold after the job's last step (pairs.csv):
+        ``left_source, left_id, right_source, right_id, score``."""
+        return self.table("pairs")
+
+    @property
+    def clusters(self) -> Any:
+        """Every input record exactly once: ``source, id, cluster_id`` (clusters.csv)."""
+        return self.table("clusters")
+
+    @property
+    def verified_pairs(self) -> Any:
+        """With a clusterer that selects pairs (``one_to_one``): the verified pairs before it (else the pairs)."""
+        return self.table("verified_pairs" if "verified_pairs" in self.run.tables else "pairs")
+
+    @property
+    def candidates(self) -> Any:
+        """Every candidate pair of the blockers with its score (candidates.csv)."""
+        return self.table("candidates")
+
+    @property
+    def comparisons(self) -> Any:
+        """Every candidate pair's score broken into its terms (comparisons.csv; see ``output: {comparisons: true}``)."""
+        return self.table("comparisons")
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """report.json, as a dict."""
+        return self.run.report
+
+    def summary(self) -> str:
+        """The summary ``er run`` prints."""
+        return self.run.summary()
+
+    def _comparisons(self) -> dict[str, Any]:
+        cand = self.run.candidates
+        if self.run.explain_terms is None or cand is None:
+            raise KeyError(f"this run cannot break its scores into terms (verifier {self.job.verifier.cls.name!r}, "
+                           f"executor {self.job.spec.executor.type!r})")
+        cols = dict(pairs_table(self.run.records, Pairs(cand.left, cand.right)))
+        terms = self.run.explain_terms(Pairs(cand.left, cand.right))
+        terms.pop("score", None)
+        cols.update(terms)
+        cols["score"] = cand.score
+        return cols
+
+    # ---------------------------------------------------------------- writing
+
+    def write(self, out: str | Path, *, force: bool = False, report: bool = True) -> dict[str, Path]:
+        """Write the outputs to the folder ``out`` as ``er run --out`` does (one transaction; ``force`` as
+        ``--force``; ``report``: draw report.html). Returns the written paths by table name."""
+        out_path = require_out_dir(self.job, OutputDir(Path(out), force=force), True)
+        assert out_path is not None
+        r = self.run
+        self.outputs = write(self.job, out_path, r.records, r.pairs, r.labels, r.report, tables=r.tables,
+                             as_read=r.as_read, html=report)
+        return self.outputs
+
+    # ---------------------------------------------------------------- explanations
+
+    def _index(self, record_id: str, source: str | None) -> int:
+        recs = self.run.records
+        names = recs.source_names
+        if source is not None and source not in names:
+            raise InputError(Problem(where="explain", message=f"no source {source!r}", fix=f"sources: {', '.join(names)}"))
+        hits = [i for i, x in enumerate(recs.ids) if x == str(record_id)
+                and (source is None or names[int(recs.source[i])] == source)]
+        if not hits:
+            raise InputError(Problem(where="explain", message=f"no record {record_id!r}"
+                                     + (f" in source {source!r}" if source else ""), fix="give an id of the job's records"))
+        if len(hits) > 1:
+            raise InputError(Problem(where="explain", message=f"id {record_id!r} is in several sources",
+                                     fix="name the source: explain(left, right, left_source=..., right_source=...)"))
+        return hits[0]
+
+    def explain(self, left: str, right: str, *, left_source: str | None = None,
+                right_source: str | None = None) -> Explanation:
+        """Why the pair (``left``, ``right``) scored what it scored: its terms (per field: the values as
+        compared, the comparison level and its weight; for document jobs the shared and differing
+        shingles), their total and the score against the threshold. ``print()`` shows the waterfall."""
+        a, b = self._index(left, left_source), self._index(right, right_source)
+        r = self.run
+        threshold = float(r.report.get("threshold", {}).get("value", 0.0))
+        described = {**r.report.get("verifier", {})}
+        described.setdefault("name", self.job.verifier.cls.name)
+        if r.exact is not None:
+            group_of = exact_groups(r.exact, len(r.records))[0]
+            if group_of[a] == group_of[b] and r.exact.stats.get("records_collapsed", 0):
+                return explanation(r.records, a, b, {}, described, threshold, exact_copies=True)
+        if r.explain_terms is None:
+            raise InputError(Problem(where="explain", message=f"verifier {self.job.verifier.cls.name!r} cannot break "
+                                     "its scores into terms", fix="use a verifier that can (er plugins lists them)"))
+        terms = r.explain_terms(Pairs(np.array([a]), np.array([b])))
+        return explanation(r.records, a, b, row_of_terms(terms, 0), described, threshold)
