@@ -63,6 +63,7 @@ from scipy.special import expit
 
 from er_framework import hookimpl
 from er_framework.components import Context, FieldRef, Params, Verifier
+from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.parallel import map_ordered
 
@@ -316,9 +317,10 @@ class FieldScore(Verifier):
     summary = "weighted sum of field similarities (rapidfuzz), 100 per field; threshold on the total (e.g. out of 300)"
     Params = FieldScoreParams
     needs = frozenset({"fields"})
+    explainable = True
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsBase, context: Context) -> list[str]:
         assert isinstance(params, FieldScoreParams)
         scale = params.scale
         t = params.threshold
@@ -357,6 +359,48 @@ class FieldScore(Verifier):
                 s[a:b] = col.scores(pairs.left[a:b], pairs.right[a:b], self.context.workers)
             out[r.label] = s
         return out
+
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """Per pair and field: ``similarity_<f>`` (0..100, NaN = missing) and ``points_<f>``, the field's share
+        of the total in the total's unit; ``score`` = the total of :meth:`score` (the points sum to it).
+
+        A kept field (present, or missing in ``zero`` / ``penalize`` mode) scores
+        ``c_f = w_f * s_f`` (``w_f * missing_score`` or 0 when missing), and the total is
+        ``sum c_f * W / W_kept`` (:class:`FieldScore`): so ``points_f = c_f * W / W_kept``; a missing
+        ``neutral`` field gets 0 points (its weight is spread over the kept fields by the rescaling),
+        and every field 0 when none is kept."""
+        p = self.params
+        assert isinstance(p, FieldScoreParams)
+        sims = self.field_scores(batch, pairs)
+        n = len(pairs)
+        total_w = sum(r.weight for r in p.fields)
+        contrib: list[npt.NDArray[np.float64]] = []
+        kept_w = np.zeros(n)
+        num = np.zeros(n)
+        for r in p.fields:
+            s = sims[r.label]
+            miss = np.isnan(s)
+            if r.missing == "neutral":
+                c = np.where(miss, 0.0, s * r.weight)
+                kept_w += np.where(miss, 0.0, r.weight)
+            else:
+                fill = r.missing_score if r.missing == "penalize" else 0.0
+                c = np.where(miss, fill, s) * r.weight
+                kept_w += r.weight
+            num += c
+            contrib.append(c)
+        none_kept = kept_w == 0
+        scale = np.where(none_kept, 0.0, total_w / np.where(none_kept, 1.0, kept_w))
+        out: dict[str, npt.NDArray[Any]] = {}
+        for r, c in zip(p.fields, contrib):
+            out[f"similarity_{r.label}"] = sims[r.label]
+            out[f"points_{r.label}"] = c * scale
+        # the same expression as score(), so the column equals it exactly
+        out["score"] = np.where(none_kept, 0.0, num * total_w / np.where(none_kept, 1.0, kept_w))
+        return out
+
+    def restore(self, described: dict[str, Any]) -> None:
+        """Nothing to take back: the total depends on the pair's two records and the parameters alone."""
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         p = self.params
@@ -519,6 +563,133 @@ def _class_logs(
     return out
 
 
+def isotonic_decreasing(values: npt.ArrayLike, weights: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Weighted least-squares non-increasing fit of ``values`` (pool adjacent violators).
+
+    Returns ``x`` minimizing ``sum w_k (x_k - y_k)**2`` subject to
+    ``x_0 >= x_1 >= ...``: adjacent entries that violate the order are pooled
+    into blocks whose value is their weighted mean ``sum w y / sum w``
+    (Robertson, Wright & Dykstra 1988, *Order Restricted Statistical
+    Inference*, ch. 1). The same ``x`` maximizes, under the order, every
+    likelihood of the form ``sum w_k [y_k theta(x_k) - psi(x_k)]`` with
+    ``theta' = psi'/x`` (the binomial ``y log x + (1 - y) log(1 - x)`` and
+    the Poisson ``y log x - x`` among them; ibid., generalized isotonic
+    regression), which is what :func:`monotone_m_step` uses. An entry of weight 0 takes the value of the
+    nearest positive-weight entry before it (after it when there is none);
+    all weights 0: ``values`` unchanged.
+    """
+    y = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    pos = np.flatnonzero(w > 0)
+    if len(pos) == 0:
+        return y.copy()
+    # blocks as a stack of (weighted sum, weight, entries); a loop over at most a few levels
+    sums: list[float] = []
+    wts: list[float] = []
+    sizes: list[int] = []
+    for k in pos.tolist():
+        sums.append(float(w[k] * y[k]))
+        wts.append(float(w[k]))
+        sizes.append(1)
+        # pool while the last block's mean exceeds the one before it (a rise breaks "non-increasing")
+        while len(sums) > 1 and sums[-1] / wts[-1] > sums[-2] / wts[-2]:
+            s_, w_, n_ = sums.pop(), wts.pop(), sizes.pop()
+            sums[-1] += s_
+            wts[-1] += w_
+            sizes[-1] += n_
+    fitted = np.repeat([s_ / w_ for s_, w_ in zip(sums, wts)], sizes)
+    out = np.empty(len(y))
+    # zero-weight entries: the value of the positive-weight entry before them (after, at the start)
+    idx = np.searchsorted(pos, np.arange(len(y)), side="right") - 1
+    out[:] = fitted[np.maximum(idx, 0)]
+    return out
+
+
+def isotonic_decreasing_reference(values: npt.ArrayLike, weights: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Naive twin of :func:`isotonic_decreasing` (positive weights): the min-max formula
+    ``x_k = min over i <= k of max over j >= k of mean_w(y[i..j])`` (the max-min formulas of
+    isotonic regression, Robertson, Wright & Dykstra 1988, ch. 1)."""
+    y = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    n = len(y)
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = min(
+            max(float((w[i : j + 1] * y[i : j + 1]).sum() / w[i : j + 1].sum()) for j in range(k, n))
+            for i in range(k + 1)
+        )
+    return out
+
+
+def monotone_m_step(
+    a: npt.ArrayLike, b: npt.ArrayLike, u_fixed: npt.ArrayLike | None = None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Constrained M-step of one field: m, u maximizing the expected complete-data log-likelihood
+    with the match weight ``log(m_k / u_k)`` non-increasing in the level k (0 = closest).
+
+    ``a_k`` / ``b_k`` are the expected matches / non-matches at level k (EM's
+    ``sum c_p g_p`` and ``sum c_p (1 - g_p)`` over the patterns with level k, plus
+    the smoothing pseudo-pairs; or counts of labelled pairs). The problem::
+
+        maximize  sum_k a_k log m_k + b_k log u_k
+        s.t.      sum_k m_k = sum_k u_k = 1,   m_0/u_0 >= m_1/u_1 >= ... >= m_{K-1}/u_{K-1}
+
+    *m and u both free.* Write the field's own share of matches
+    ``lam_f`` (free: it enters neither the objective's m, u terms nor the
+    constraint, so adding ``A log lam_f + B log(1 - lam_f)`` changes no
+    maximizer) and reparametrize ``(lam_f, m, u)`` as the level shares
+    ``q_k = lam_f m_k + (1 - lam_f) u_k`` and the match share within a level
+    ``p_k = lam_f m_k / q_k``. The objective becomes
+    ``sum_k n_k log q_k + sum_k [a_k log p_k + b_k log(1 - p_k)]`` with
+    ``n_k = a_k + b_k``, and for a fixed ``lam_f`` the ratio m_k/u_k is an
+    increasing function of ``p_k``, so the constraint is ``p`` non-increasing.
+    The q and p terms separate: ``q_k = n_k / N``, and ``p`` is the binomial
+    maximum likelihood under an order, i.e. the isotonic regression of
+    ``a_k / n_k`` with weights ``n_k`` (pool adjacent violators,
+    :func:`isotonic_decreasing`). Back::
+
+        m_k = n_k p_k / A,   u_k = n_k (1 - p_k) / B     (A = sum a, B = sum b)
+
+    Within a pooled block S of levels this is ``m_k = (a_S / A)(n_k / n_S)``,
+    ``u_k = (b_S / B)(n_k / n_S)``: one weight ``log((a_S / A) / (b_S / B))``
+    for the whole block; without a violation, the unconstrained ``a_k / A``,
+    ``b_k / B``.
+
+    *u fixed* (``u_fixed``, ``fix_u``): with ``m_k = u_k r_k`` the problem is
+    maximize ``sum a_k log r_k`` s.t. ``sum u_k r_k = 1``, r non-increasing.
+    With the multiplier A the Lagrangian is
+    ``A sum_k u_k [y_k log r_k - r_k]``, ``y_k = a_k / (A u_k)``: a Poisson
+    likelihood with weights u_k, maximized under the order by the isotonic
+    regression of ``y`` with weights ``u`` (pooling keeps ``sum u_k r_k =
+    sum u_k y_k = 1``, so the multiplier is right); within a block
+    ``r_S = a_S / (A u_S)``.
+
+    Floors: ``p`` is clipped to [EPS, 1 - EPS] (``r`` to at least EPS) before
+    m and u are formed, so every probability is positive and the order of
+    the weights is kept exactly (a floor on m or u themselves could break it).
+    """
+    av = np.asarray(a, dtype=np.float64)
+    if u_fixed is not None:
+        u = np.asarray(u_fixed, dtype=np.float64)
+        A = float(av.sum())
+        if A <= 0:
+            return u.copy(), u.copy()
+        r = np.maximum(isotonic_decreasing(av / (A * u), u), EPS)
+        m = u * r
+        return m / m.sum(), u.copy()
+    bv = np.asarray(b, dtype=np.float64)
+    n = av + bv
+    N = float(n.sum())
+    if N <= 0 or float(av.sum()) <= 0 or float(bv.sum()) <= 0:
+        raise ValueError("monotone_m_step needs positive totals in both classes")
+    share = np.divide(av, n, out=np.zeros_like(n), where=n > 0)
+    p = np.clip(isotonic_decreasing(share, n), EPS, 1.0 - EPS)
+    q = np.maximum(n, EPS * N)  # a level no pair shows keeps a tiny share in both classes
+    m = q * p
+    u = q * (1.0 - p)
+    return m / m.sum(), u / u.sum()
+
+
 def fit_em(
     patterns: npt.NDArray[np.int64],
     counts: npt.NDArray[np.float64],
@@ -528,6 +699,8 @@ def fit_em(
     u0: Sequence[npt.ArrayLike],
     *,
     fix_u: bool = False,
+    fix_m: bool = False,
+    monotone: bool = False,
     max_iter: int = 500,
     tol: float = 1e-7,
     guard: bool = True,
@@ -543,19 +716,33 @@ def fit_em(
     E-step: posterior g_p = lam * prod m / (lam * prod m + (1 - lam) * prod u).
     M-step: lam = sum c_p g_p / sum c_p; m_f[k] = sum over patterns with level
     k of c_p g_p / sum over patterns with f present of c_p g_p; u likewise with
-    1 - g_p (unless ``fix_u``). ``smoothing`` (alpha) adds alpha expected pairs
+    1 - g_p (unless ``fix_u``; m unless ``fix_m``: with both, EM fits lam
+    alone). ``smoothing`` (alpha) adds alpha expected pairs
     to every level of every field in both classes before normalizing (the MAP
     estimate under a Dirichlet(1 + alpha) prior): a level that no pair of a
     class shows gets a small probability instead of 0, so its weight stays
     moderate. Every m, u is then floored at :data:`EPS` and renormalized, lam
-    clipped to [EPS, 1 - EPS]. Stops when no parameter moved
+    clipped to [EPS, 1 - EPS].
+
+    ``monotone``: the M-step maximizes the same expected log-likelihood under
+    the constraint that every field's match weight log(m_k / u_k) is
+    non-increasing from level 0 (the closest) to the last level
+    (:func:`monotone_m_step`: pool adjacent violators on the level's match
+    share; with ``fix_u`` on m_k / u_k). The E-step is unchanged, so this is
+    EM on the constrained parameter space and the likelihood still never
+    decreases; the floors are applied inside :func:`monotone_m_step` so that
+    they keep the order.
+
+    Stops when no parameter moved
     by more than ``tol`` (``converged``) or after ``max_iter`` iterations;
     ``loglik`` holds the log-likelihood (natural log) before every iteration
     and after the last one.
 
-    Label-switching guard (``guard``, not with ``fix_u``): the match class must
+    Label-switching guard (``guard``, not with ``fix_u`` or ``fix_m``): the match class must
     have m > u at level 0 (the closest agreement) for most fields; when more
-    fields say otherwise, the classes are exchanged (``swapped``).
+    fields say otherwise, the classes are exchanged (``swapped``). Under
+    ``monotone`` m_0 >= u_0 holds for every field (a non-increasing ratio
+    starting below 1 would make m sum to less than u), so it never fires.
     """
     pat = np.asarray(patterns, dtype=np.int64)
     cnt = np.asarray(counts, dtype=np.float64)
@@ -592,21 +779,26 @@ def fit_em(
         delta = abs(lam_new - lam)
         m_new, u_new = [], []
         for f in range(F):
-            for w, old, new in ((wm, m, m_new), (wu, u, u_new)):
-                if new is u_new and fix_u:
-                    new.append(old[f])
-                    continue
-                acc = np.bincount(lv[f], weights=w[present[f]], minlength=n_levels[f]) + smoothing
-                est = _floor_normalize(acc / acc.sum()) if acc.sum() > 0 else old[f]
-                delta = max(delta, float(np.abs(est - old[f]).max()))
-                new.append(est)
+            am = np.bincount(lv[f], weights=wm[present[f]], minlength=n_levels[f]) + smoothing
+            au = np.bincount(lv[f], weights=wu[present[f]], minlength=n_levels[f]) + smoothing
+            if fix_m:
+                mf = m[f]
+                uf = u[f] if fix_u else (_floor_normalize(au / au.sum()) if au.sum() > 0 else u[f])
+            elif monotone and am.sum() > 0 and (fix_u or au.sum() > 0):
+                mf, uf = monotone_m_step(am, au, u[f] if fix_u else None)
+            else:
+                mf = _floor_normalize(am / am.sum()) if am.sum() > 0 else m[f]
+                uf = u[f] if fix_u else (_floor_normalize(au / au.sum()) if au.sum() > 0 else u[f])
+            delta = max(delta, float(np.abs(mf - m[f]).max()), float(np.abs(uf - u[f]).max()))
+            m_new.append(mf)
+            u_new.append(uf)
         lam, m, u = lam_new, m_new, u_new
         if delta < tol:
             converged = True
             break
     trace.append(estep()[2])
     fit = EMFit(lam=lam, m=m, u=u, iterations=it, converged=converged, loglik=trace)
-    if guard and not fix_u:
+    if guard and not fix_u and not fix_m:
         votes = sum(1 if mf[0] > uf[0] else -1 if mf[0] < uf[0] else 0 for mf, uf in zip(m, u))
         if votes < 0:
             fit = EMFit(lam=1 - lam, m=u, u=m, iterations=it, converged=converged, loglik=trace, swapped=True)
@@ -704,6 +896,11 @@ class FellegiSunterParams(Params):
         default=False,
         description="hold u at the random-pair estimate (EM fits lambda and m only); default: it only initialises u",
     )
+    monotone: bool = Field(
+        default=True,
+        description="every field's match weight log2(m/u) non-increasing from the closest level to the last "
+        "(EM's M-step is the maximum likelihood under that order: pool adjacent violators); false: unconstrained EM",
+    )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
 
     @model_validator(mode="after")
@@ -765,6 +962,11 @@ class FellegiSunter(Verifier):
 
     # m/u weights are trained by EM on all candidate pairs of the run
     pairwise = False
+    explainable = True
+    trainable = True
+    #: :meth:`pair_codes` of ``labelled.pairs`` (set by :meth:`score`; an executor calling
+    #: :meth:`fit_counts` itself sets it from the codes of the labelled pairs)
+    labelled_codes: npt.NDArray[np.int64] | None = None
     name = "fellegi_sunter"
     summary = "unsupervised Fellegi-Sunter: EM over comparison-pattern counts, score = match probability"
     Params = FellegiSunterParams
@@ -801,14 +1003,16 @@ class FellegiSunter(Verifier):
         rows = _rows_of(len(batch.records), *index_arrays)
         return [_Column(batch.records, _columns(f.field), f.comparison, rows, f.last_digits) for f in p.fields]
 
-    def _codes(self, cols: list[_Column], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Pattern code of every pair (mixed radix over the fields' states), a chunk at a time."""
+    def _codes(
+        self, cols: list[_Column], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.signedinteger[Any]]:
+        """Pattern code of every pair (mixed radix over the fields' states; int32 when they fit), a chunk at a time."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
         radix = _radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
-        out = np.empty(len(left), dtype=np.int32 if space < 2**31 else np.int64)
+        out: npt.NDArray[np.signedinteger[Any]] = np.empty(len(left), dtype=np.int32 if space < 2**31 else np.int64)
         for a, b in _chunks(len(left)):
             c = np.zeros(b - a, dtype=np.int64)
             for f, (fld, col) in enumerate(zip(p.fields, cols)):
@@ -822,7 +1026,8 @@ class FellegiSunter(Verifier):
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         cols = self._columns_for(batch, pairs.left, pairs.right)
-        return _decode(self._codes(cols, pairs.left, pairs.right).astype(np.int64), [len(f.thresholds) + 1 for f in p.fields])
+        codes = np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
+        return _decode(codes, [len(f.thresholds) + 1 for f in p.fields])
 
     def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
@@ -855,6 +1060,9 @@ class FellegiSunter(Verifier):
         sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
         s_uniq, s_counts = _count_codes(self.pair_codes(batch, sample), space) if len(sample) else (
             np.zeros(0, np.int64), np.zeros(0))
+        lab = self.labelled
+        if lab is not None:
+            self.labelled_codes = self.pair_codes(batch, lab.pairs) if len(lab.pairs) else np.zeros(0, np.int64)
         table = self.fit_counts(uniq, counts, s_uniq, s_counts)
         # pair -> its pattern's probability through the (sorted) distinct codes
         return table[np.searchsorted(uniq, codes)]
@@ -869,7 +1077,9 @@ class FellegiSunter(Verifier):
         sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
     ) -> npt.NDArray[np.float64]:
         """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
-        the random pairs' level frequencies; the match probability of each pattern. Keeps the report."""
+        the random pairs' level frequencies; or, with :attr:`labelled` (and :attr:`labelled_codes`, the
+        labelled pairs' :meth:`pair_codes`), m and u from the labels (:meth:`train`). The match
+        probability of each pattern. Keeps the report."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n = int(counts.sum())
@@ -893,22 +1103,33 @@ class FellegiSunter(Verifier):
                 # counts are whole numbers: the weighted sums are exact, whatever their order
                 acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
                 u_random.append(acc / acc.sum())
-        m0 = [_floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
-        u0 = u_random if u_random is not None else [
-            _floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels
-        ]
-        if p.prior is not None:
-            lam0 = float(p.prior)
+        training: dict[str, Any] | None = None
+        if self.labelled is not None:
+            fit, lam0, training = self.train(patterns, counts)
         else:
-            g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
-            lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
-        fit = fit_em(
-            patterns, counts, n_levels, lam0, m0, u0, fix_u=p.fix_u, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
-        )
+            m0 = [_floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+            u0 = u_random if u_random is not None else [
+                _floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels
+            ]
+            if p.prior is not None:
+                lam0 = float(p.prior)
+            else:
+                g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
+                lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+            fit = fit_em(
+                patterns, counts, n_levels, lam0, m0, u0, fix_u=p.fix_u, monotone=p.monotone,
+                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
         table = fit.probability(patterns)
 
         weights = fit.weights()
         t = p.threshold if p.threshold is not None else self.context.threshold
+        if training is not None:
+            u_mode = "from labelled non-matches"
+        elif p.fix_u:
+            u_mode = "fixed from random pairs"
+        else:
+            u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
         self._report = {
             "pairs_scored": n,
             "patterns": int(len(uniq)),
@@ -918,9 +1139,10 @@ class FellegiSunter(Verifier):
             "iterations": fit.iterations,
             "converged": fit.converged,
             "label_swapped": fit.swapped,
-            "u_mode": "fixed from random pairs" if p.fix_u else (
-                "EM, initialised from random pairs" if u_random is not None else "EM"
-            ),
+            "estimation": self.estimation(training),
+            "weights_monotone": bool(p.monotone),
+            "u_mode": u_mode,
+            "training": training,
             "random_pairs": n_random,
             "loglik": [round(x, 6) for x in fit.loglik],
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
@@ -941,6 +1163,152 @@ class FellegiSunter(Verifier):
         }
         self.fit = fit
         return table
+
+    def estimation(self, training: dict[str, Any] | None) -> str:
+        """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        order = ("weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
+                 if p.monotone else "weights unconstrained (may rise from a closer level to a looser one)")
+        if training is not None:
+            lam = ("lambda = the labels' share of matches" if training["lambda"] == "labels"
+                   else "lambda by EM on the candidates with m and u held")
+            return f"m and u from {training['matches']} labelled matches and {training['non_matches']} " \
+                   f"labelled non-matches; {lam}; {order}"
+        u = "u fixed from random pairs" if p.fix_u else "u by EM"
+        return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
+
+    def train(
+        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
+    ) -> tuple[EMFit, float, dict[str, Any]]:
+        """m and u from the labelled pairs, lambda from the labels or by EM on the candidates' ``patterns``.
+
+        Per field, ``a_k`` / ``b_k`` = labelled matches / non-matches at level
+        k plus ``smoothing`` (pairs where the field is missing are skipped);
+        m = a / sum a and u = b / sum b, or with ``monotone`` the constrained
+        estimate of :func:`monotone_m_step` on the same counts (its maximum
+        likelihood under the order). ``lam = "labels"``: lambda = matches /
+        labelled pairs (right for a random sample of the candidates);
+        ``"em"``: :func:`fit_em` with m and u held (fix_m, fix_u), which fits
+        lambda alone on the candidates (right for pairs chosen near the
+        threshold, whose share of matches says nothing of the candidates').
+        Raises ValueError when the labels hold no match or no non-match.
+        """
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        lab = self.labelled
+        assert lab is not None
+        codes = getattr(self, "labelled_codes", None)
+        if codes is None or len(codes) != len(lab.pairs):
+            raise ValueError(
+                "fellegi_sunter: labelled pairs were set without their codes (labelled_codes = pair_codes of "
+                "labelled.pairs, set by score())"
+            )
+        y = np.asarray(lab.match, dtype=bool)
+        n_pos, n_neg = int(y.sum()), int((~y).sum())
+        if n_pos == 0 or n_neg == 0:
+            raise ValueError(
+                f"training labels hold {n_pos} match(es) and {n_neg} non-match(es): fellegi_sunter estimates m from "
+                "labelled matches and u from labelled non-matches, so it needs at least one of each; label more pairs "
+                "(er review writes pairs on both sides of the threshold)"
+            )
+        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        lpat = _decode(np.asarray(codes, dtype=np.int64), n_levels)
+        m: list[npt.NDArray[np.float64]] = []
+        u: list[npt.NDArray[np.float64]] = []
+        per_field: dict[str, dict[str, list[int]]] = {}
+        for f, fld in enumerate(p.fields):
+            lv = lpat[:, f]
+            ok = lv >= 0
+            cm = np.bincount(lv[ok & y], minlength=n_levels[f]).astype(np.float64)
+            cu = np.bincount(lv[ok & ~y], minlength=n_levels[f]).astype(np.float64)
+            per_field[fld.label] = {"matches": cm.astype(int).tolist(), "non_matches": cu.astype(int).tolist()}
+            a, b = cm + p.smoothing, cu + p.smoothing
+            if a.sum() <= 0 or b.sum() <= 0:
+                # no labelled pair shows this field in one class (and no smoothing): it weighs 0
+                mf = uf = np.full(n_levels[f], 1.0 / n_levels[f])
+            elif p.monotone:
+                mf, uf = monotone_m_step(a, b)
+            else:
+                mf, uf = _floor_normalize(a / a.sum()), _floor_normalize(b / b.sum())
+            m.append(mf)
+            u.append(uf)
+        lam_labels = float(np.clip(n_pos / (n_pos + n_neg), EPS, 1 - EPS))
+        if lab.lam == "labels":
+            fit = EMFit(lam=lam_labels, m=m, u=u, converged=True)
+            lam0 = lam_labels
+        else:
+            lam0 = float(p.prior) if p.prior is not None else lam_labels
+            fit = fit_em(
+                patterns, counts, n_levels, lam0, m, u, fix_m=True, fix_u=True,
+                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
+        training = {
+            "labelled_pairs": n_pos + n_neg,
+            "matches": n_pos,
+            "non_matches": n_neg,
+            "lambda": lab.lam,
+            "level_counts": per_field,
+        }
+        return fit, lam0, training
+
+    # -- explanations ------------------------------------------------------------
+
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
+        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
+        their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
+
+        Uses the fitted model (:attr:`fit`, from :meth:`score` or :meth:`restore`)."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        fit = self.fit
+        if fit is None:
+            raise ValueError("fellegi_sunter has no fitted model: call score() or restore() first")
+        levels = self.comparison_levels(batch, pairs) if len(pairs) else np.zeros((0, len(p.fields)), np.int64)
+        prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
+        out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
+        total = np.full(len(pairs), prior)
+        for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
+            lv = levels[:, f]
+            ok = lv >= 0
+            wf = np.where(ok, w[np.where(ok, lv, 0)], 0.0)
+            out[f"level_{fld.label}"] = lv.astype(np.int64)
+            out[f"weight_{fld.label}"] = wf
+            total = total + wf
+        out["match_weight"] = total
+        out["score"] = fit.probability(levels)
+        return out
+
+    def restore(self, described: dict[str, Any]) -> None:
+        """Rebuild :attr:`fit` (lambda, m and u per field) from :meth:`describe`'s output (report.json's
+        ``verifier`` section), so that :meth:`comparisons` works without fitting again. A report of a run
+        that scored no pair restores nothing. Raises ValueError when the report's fields or levels are not
+        this verifier's."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        if "lambda" not in described:
+            self.fit = None
+            return
+        per_field = described.get("per_field") or {}
+        labels = [f.label for f in p.fields]
+        if list(per_field) != labels:
+            raise ValueError(f"the report's fields {list(per_field)} are not this verifier's {labels}")
+        m, u = [], []
+        for fld in p.fields:
+            rep = per_field[fld.label]
+            k = len(fld.thresholds) + 1
+            mf = np.asarray(rep["m"], dtype=np.float64)
+            uf = np.asarray(rep["u"], dtype=np.float64)
+            if mf.shape != (k,) or uf.shape != (k,):
+                raise ValueError(f"field {fld.label!r}: the report has {len(mf)} levels, this verifier {k}")
+            m.append(mf)
+            u.append(uf)
+        self.fit = EMFit(
+            lam=float(described["lambda"]), m=m, u=u, iterations=int(described.get("iterations", 0)),
+            converged=bool(described.get("converged", False)), swapped=bool(described.get("label_swapped", False)),
+        )
+        self._report = {k: v for k, v in described.items() if k not in self.params.model_dump(mode="json") and k != "type"}
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
