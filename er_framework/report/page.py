@@ -21,7 +21,6 @@ stages with seconds and peak memory, and the blocker and component details.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import math
@@ -41,6 +40,17 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import publish, recover
 from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
+from er_framework.report.review import (
+    REVIEW_CSS,
+    Values,
+    candidate_scores,
+    match_weights,
+    review_pairs,
+    review_records,
+    waterfalls,
+)
+from er_framework.report.review import esc as _e
+from er_framework.report.review import fmt_value as _fmt
 
 __all__ = ["render_report", "write_report"]
 
@@ -57,32 +67,6 @@ _DATE_KEYS = ("finished_at", "started_at", "finished", "started", "date", "run_a
 # --------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------
-
-
-def _e(value: Any) -> str:
-    """HTML-escaped text of ``value`` (quotes included)."""
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _fmt(value: Any, limit: int = 300) -> str:
-    """A report value as short plain text (not escaped)."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value == int(value) and abs(value) < 1e15:
-            return f"{int(value):,}" if abs(value) >= 1000 else f"{value:g}"
-        return f"{value:.6g}"
-    if isinstance(value, (list, tuple, dict)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 #: Numbers shown without thousands separators (identifiers, not counts).
@@ -460,21 +444,22 @@ def _points(value: str | None) -> np.ndarray | None:
     return pts if pts.ndim == 2 and len(pts) and np.isfinite(pts).all() else None
 
 
-Found = dict[tuple[str, str], dict[str, str]]
 Points = dict[tuple[str, str], np.ndarray]
+#: The values of some records as read, their field names, and a problem reading them (or None).
+Fetched = tuple[Values, list[str], str | None]
 
 
 def _example_records(
     report: dict[str, Any], out: Path, config_path: str | Path | None, wanted: set[tuple[str, str]]
-) -> tuple[Found, list[str], Points, str | None]:
-    """Snippets ``(source, id) -> {column: text}`` of the wanted records, the column names,
-    point sets of records whose field is a list of [x, y] (minutiae), and a problem (or None)."""
+) -> Fetched:
+    """The values ``(source, id) -> {column: text or None}`` of the wanted records (HTML columns as their
+    page title and visible text), re-read from the job's sources; the column names, and a problem (or None)."""
     if not wanted:
-        return {}, [], {}, None
+        return {}, [], None
     path, tried = _resolve_config(report, out, config_path)
     if path is None:
         where = ", ".join(str(p) for p in tried) or "(report.json names no config)"
-        return {}, [], {}, (f"the job file was not found (looked at {where}), so the example records cannot be "
+        return {}, [], (f"the job file was not found (looked at {where}), so the example records cannot be "
                         "shown; run er report from the folder the job was run in, or pass the job file "
                         "(er report DIR --config JOB.yaml)")
     try:
@@ -483,8 +468,7 @@ def _example_records(
         if report.get("config_hash") and job.config_hash() != report.get("config_hash"):
             note = (f"the config hash of {path} now differs from report.json's: the job file (or the "
                     "framework) changed since the run; the records below are read with the current job file")
-        found: Found = {}
-        points: Points = {}
+        found: Values = {}
         field_names: list[str] = []
         for i, src in enumerate(job.spec.sources):
             ids_wanted = {rid for s, rid in wanted if s == src.name}
@@ -506,20 +490,16 @@ def _example_records(
                     columns.append((f"{col} (visible text)", texts))
                 else:
                     columns.append((col, values))
-                    for j, value in zip(rows, values):
-                        pts = _points(value)
-                        if pts is not None and (src.name, recs.ids[j]) not in points:
-                            points[(src.name, recs.ids[j])] = pts
                 for label, vals in columns:
                     if label not in field_names:
                         field_names.append(label)
                     for j, value in zip(rows, vals):
-                        found.setdefault((src.name, recs.ids[j]), {})[label] = _snippet(value)
-        return found, field_names, points, note
+                        found.setdefault((src.name, recs.ids[j]), {})[label] = value
+        return found, field_names, note
     except ErError as exc:
-        return {}, [], {}, f"the sources could not be read again, so no example records are shown: {exc}"
+        return {}, [], f"the sources could not be read again, so no example records are shown: {exc}"
     except Exception as exc:  # noqa: BLE001 - the report must not fail because a source moved or broke
-        return {}, [], {}, (f"the sources could not be read again, so no example records are shown: "
+        return {}, [], (f"the sources could not be read again, so no example records are shown: "
                             f"{type(exc).__name__}: {exc}")
 
 
@@ -759,11 +739,33 @@ def _scores(report: dict[str, Any], scores: np.ndarray | None, pairs_file: Path 
     if exact:
         text += f" It includes the {_fmt(exact)} exact-duplicate pairs, written with score 1.0."
     parts.append(_note(text))
-    if len(scores):
-        q = np.quantile(scores, [0.0, 0.25, 0.5, 0.75, 1.0])
-        parts.append(_kv_table([("pairs", len(scores)), ("min / median / max",
-                                 f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"), ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")]))
+    parts.append(_quartiles(scores))
     return "".join(parts)
+
+
+def _quartiles(scores: np.ndarray | None) -> str:
+    """The written pairs' count and score quartiles (empty without pairs)."""
+    if scores is None or not len(scores):
+        return ""
+    q = np.quantile(scores, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return _kv_table([("pairs", len(scores)), ("min / median / max", f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"),
+                      ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")])
+
+
+def _all_scores(section: dict[str, Any], scores: np.ndarray | None) -> str:
+    """Every candidate's score (report.json ``scores``), then the written pairs' quartiles."""
+    body = candidate_scores(section)
+    if scores is not None and len(scores):
+        body += "<h3>The pairs written</h3>" + _quartiles(scores)
+    return body
+
+
+def _guarded(title: str, draw: Callable[[], str | None]) -> str | None:
+    """A section's body, or a note when report.json's data for it is malformed (the page is still drawn)."""
+    try:
+        return draw()
+    except Exception as exc:  # noqa: BLE001 - one odd section must not cost the whole page
+        return _note(f"{title}: this section could not be drawn from report.json ({type(exc).__name__}: {exc}).")
 
 
 def _threshold(report: dict[str, Any]) -> str:
@@ -826,24 +828,18 @@ def _chains(report: dict[str, Any]) -> str:
 @dataclass
 class ClusterView:
     """What the cluster sections show: every cluster's size, the ``top`` largest
-    multi-record clusters with their members, the written pair scores inside
-    each of them, and how to fetch example records."""
+    multi-record clusters with their members, and the written pair scores inside
+    each of them."""
 
     sizes: np.ndarray
     largest: list[tuple[str, list[tuple[str, str]]]]
     inside: dict[str, list[float]]
-    examples: Callable[[set[tuple[str, str]]], tuple[Found, list[str], Points, str | None]]
 
 
 def _view_from_files(
-    report: dict[str, Any],
-    out: Path,
-    config_path: str | Path | None,
-    members: dict[str, list[tuple[str, str]]],
-    pairs: list[tuple[str, str, str, str, float]] | None,
-    top: int,
+    members: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str, str, str, float]] | None, top: int,
 ) -> ClusterView:
-    """The view of a finished run's output files (``er report``); examples re-read from the sources."""
+    """The view of a finished run's output files (``er report``)."""
     sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
 
     def key(item: tuple[str, list[tuple[str, str]]]) -> tuple[int, int, str]:
@@ -857,7 +853,7 @@ def _view_from_files(
         a, b = cluster_of.get((ls, li)), cluster_of.get((rs, ri))
         if a is not None and a == b:
             inside[a].append(score)
-    return ClusterView(sizes, largest, inside, lambda wanted: _example_records(report, out, config_path, wanted))
+    return ClusterView(sizes, largest, inside)
 
 
 @dataclass
@@ -881,39 +877,42 @@ def _view_from_run(run: RunData, top: int) -> ClusterView:
     recs = run.records
     names = recs.source_names
     largest = []
-    rows_of: dict[tuple[str, str], int] = {}
     for c in chosen:
         rows = np.flatnonzero(labels == c)
-        members = [(names[recs.source[i]], recs.ids[i]) for i in rows]
-        rows_of.update(zip(members, rows.tolist()))
-        largest.append((str(c), members))
+        largest.append((str(c), [(names[recs.source[i]], recs.ids[i]) for i in rows]))
     inside: dict[str, list[float]] = defaultdict(list)
     if chosen and len(run.pairs):
         lab_l, lab_r = labels[run.pairs.left], labels[run.pairs.right]
         score = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
         for c in chosen:
             inside[str(c)] = score[(lab_l == c) & (lab_r == c)].tolist()
-
-    def examples(wanted: set[tuple[str, str]]) -> tuple[Found, list[str], Points, str | None]:
-        found: Found = {}
-        points: Points = {}
-        fields = list(recs.fields)
-        for rec in wanted:
-            i = rows_of.get(rec)
-            if i is None:
-                continue
-            found[rec] = {f: _snippet(recs.fields[f][i]) for f in fields}
-            for f in fields:
-                pts = _points(recs.fields[f][i])
-                if pts is not None:
-                    points[rec] = pts
-                    break
-        return found, fields, points, None
-
-    return ClusterView(sizes, largest, inside, examples)
+    return ClusterView(sizes, largest, inside)
 
 
-def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: int) -> tuple[str, str]:
+def _values_from_run(run: RunData, wanted: set[tuple[str, str]]) -> Fetched:
+    """The values of the wanted records from the records as read (one pass over the ids)."""
+    recs = run.records
+    fields = list(recs.fields)
+    if not wanted:
+        return {}, fields, None
+    ids_wanted = {rid for _, rid in wanted}
+    names = recs.source_names
+    found: Values = {}
+    for i, rid in enumerate(recs.ids):
+        if rid in ids_wanted:
+            rec = (names[recs.source[i]], rid)
+            if rec in wanted:
+                found[rec] = {f: recs.fields[f][i] for f in fields}
+    return found, fields, None
+
+
+def _cluster_examples(view: ClusterView | None, max_examples: int) -> set[tuple[str, str]]:
+    if view is None:
+        return set()
+    return {rec for _, m in view.largest for rec in m[:max_examples]}
+
+
+def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: int, fetched: Fetched) -> tuple[str, str]:
     """(cluster-size section body, largest-clusters section body)."""
     if view is None:
         msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
@@ -928,8 +927,15 @@ def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: in
     if not largest:
         return "".join(dist), _note("Every cluster is a singleton: no matches to show.")
     shown_members = {cid: m[:max_examples] for cid, m in largest}
-    wanted = {rec for m in shown_members.values() for rec in m}
-    records, fields, points, problem = view.examples(wanted)
+    values, fields, problem = fetched
+    points: Points = {}
+    for m in shown_members.values():
+        for rec in m:
+            for f in fields:
+                pts = _points((values.get(rec) or {}).get(f))
+                if pts is not None:
+                    points[rec] = pts
+                    break
     parts = []
     if problem:
         parts.append(f'<p class="note warn">{_e(problem)}</p>')
@@ -945,12 +951,12 @@ def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: in
         head = ["source", "id"] + (fields or ["record"])
         rows: list[list[Any]] = []
         for rec in shown_members[cid]:
-            values = records.get(rec)
-            if values is None:
-                why = "(not shown)" if problem and not records else "(not found in the source any more)"
+            found = values.get(rec)
+            if found is None:
+                why = "(not shown)" if problem and not values else "(not found in the source any more)"
                 cells: list[Any] = [("html", f'<span class="note">{why}</span>')] + [""] * (len(head) - 3)
             else:
-                cells = [("html", f'<span class="rec">{_e(values.get(f, ""))}</span>') for f in fields]
+                cells = [("html", f'<span class="rec">{_e(_snippet(found.get(f)))}</span>') for f in fields]
             rows.append([rec[0], ("html", _id_markup(rec[1])), *cells])
         table = _table(head, rows)
         cluster_points = [(rec[1], points[rec]) for rec in shown_members[cid] if rec in points]
@@ -998,8 +1004,10 @@ def _components(report: dict[str, Any]) -> str:
         comp = report.get(key)
         if not comp:
             continue
-        parts.append(f"<div><h3>{_e(title)}: {_e(comp.get('type', '?'))}</h3>"
-                     + _kv_table((k, v) for k, v in comp.items() if k != "type") + "</div>")
+        shown = {k: v for k, v in comp.items() if k != "type"}
+        if key == "verifier" and isinstance(shown.get("per_field"), dict) and match_weights(report) is not None:
+            shown["per_field"] = "m, u and weights: see Match weights per field"
+        parts.append(f"<div><h3>{_e(title)}: {_e(comp.get('type', '?'))}</h3>" + _kv_table(shown.items()) + "</div>")
     sources = report.get("sources") or {}
     for name, stats in sources.items():
         if stats:
@@ -1049,14 +1057,28 @@ def render_report(
 
     name = report.get("job") or out.name
     if run is None and members is not None:
-        view = _view_from_files(report, out, config_path, members, pairs, TOP_CLUSTERS)
-    size_body, examples_body = _clusters(report, view, max_examples)
+        view = _view_from_files(members, pairs, TOP_CLUSTERS)
+    wanted = _cluster_examples(view, max_examples) | review_records(report)
+    fetched = (_values_from_run(run, wanted) if run is not None
+               else _example_records(report, out, config_path, wanted))
+    size_body, examples_body = _clusters(report, view, max_examples, fetched)
+    all_scores = report.get("scores")
+    has_review = isinstance(report.get("review"), dict)
+    weights = _guarded("Match weights per field", lambda: match_weights(report))
+    falls = _guarded("Waterfalls", lambda: waterfalls(report, fetched[0], fetched[1])) if has_review else None
     sections = [
         ("summary", "Summary", _summary(report)),
         ("blocking", "Blocking", _blocking(report)),
         *([("threshold", "Threshold chosen from the data", _threshold(report))]
           if (report.get("threshold") or {}).get("auto") else []),
-        ("scores", "Verified pair scores", _scores(report, scores, pairs_file)),
+        (("scores", "Every candidate's score", _guarded("Every candidate's score",
+                                                         lambda: _all_scores(all_scores, scores)) or "")
+         if isinstance(all_scores, dict) else ("scores", "Verified pair scores", _scores(report, scores, pairs_file))),
+        *([("review", "Pairs nearest the threshold",
+            _guarded("Pairs nearest the threshold", lambda: review_pairs(report, *fetched)) or "")]
+          if has_review else []),
+        *([("weights", "Match weights per field", weights)] if weights is not None else []),
+        *([("waterfalls", "Waterfalls", falls)] if falls is not None else []),
         *([("pruning", "Shingles pruned by frequency", _pruning(report))]
           if any(s.get("stage") == "prune" for s in report.get("stages") or []) else []),
         ("cluster-sizes", "Cluster sizes", size_body),
@@ -1073,7 +1095,7 @@ def render_report(
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(f'er report: {name}')}</title><style>{_CSS}</style></head><body><main>"
+        f"<title>{_e(f'er report: {name}')}</title><style>{_CSS}{REVIEW_CSS}</style></head><body><main>"
         f"<h1>Entity-resolution report: {_e(name)}</h1>"
         f'<section id="job">{_header(report, out if shown_dir is None else Path(shown_dir))}</section>'
         f"<nav>{nav}</nav>{warn}{body}"

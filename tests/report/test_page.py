@@ -65,7 +65,7 @@ def test_report_of_shipped_jobs(shipped: dict[str, Path], name: str) -> None:
 def test_lsh_report_shows_measured_s_curve(shipped: dict[str, Path]) -> None:
     page = write_report(shipped["documents"]).read_text(encoding="utf-8")
     assert "95% Wilson interval" in page and "measured rate per similarity bin" in page
-    assert "starts at the verifier&#x27;s threshold" in page
+    assert "Every candidate&#x27;s score" in page and "Verified pair scores" not in page  # below the threshold too
     assert re.search(r"cluster \d+: 3 records", page)  # the largest clusters, with their records
     assert "Execute file with arguments" in page
 
@@ -202,7 +202,8 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     from er_framework.engine.stages import read as read_records
 
     records, _ = read_records(job)
-    from_memory = render_report(tmp_path, run=RunData(records, res.pairs, res.labels))
+    written = res.answer.pairs if res.answer is not None else res.pairs  # the pairs of pairs.csv
+    from_memory = render_report(tmp_path, run=RunData(records, written, res.labels))
     assert np.array_equal(as_read.labels, res.labels)
 
     def headings(text: str) -> list[str]:

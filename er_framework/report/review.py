@@ -1,0 +1,781 @@
+"""The threshold review on report.html: every candidate's score, the pairs nearest the threshold,
+and for Fellegi–Sunter the match weights per field and a waterfall per borderline pair.
+
+Drawn from report.json's ``scores`` and ``review`` sections (and ``verifier.per_field``) with the
+records' values as read, as inline SVG and HTML/CSS: no matplotlib (a figure costs ~0.1 s), no
+script, nothing loaded from elsewhere. Every text taken from the data or the report is escaped,
+inside SVG too (ids and field values can hold markup).
+
+``report["scores"]``: ``threshold``, ``candidates``, ``above``, ``below``, ``nan``,
+``histogram: {edges, counts}`` (every candidate's score) and ``score`` (what the score is).
+``report["review"]``: ``threshold``, ``above`` and ``below``: up to 10 entries each, nearest the
+threshold first, ``{left: {source, id}, right: {source, id}, score, terms}``; ``terms`` is the
+pair's row of :meth:`er_framework.components.Verifier.comparisons` (or null).
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "REVIEW_CSS",
+    "Values",
+    "candidate_scores",
+    "diff_markup",
+    "esc",
+    "fmt_value",
+    "match_weights",
+    "nice_ticks",
+    "review_pairs",
+    "review_records",
+    "waterfall_svg",
+    "waterfalls",
+]
+
+#: A record's key ``(source, id)`` -> its values by field (as read; None = missing).
+Values = dict[tuple[str, str], dict[str, str | None]]
+
+#: Waterfalls drawn openly per side of the threshold (the others of the review are in a fold).
+WATERFALLS_SHOWN = 3
+#: Characters of a value shown (each side) before the rest is cut, in a review pair's table.
+VALUE_CHARS = 2_000
+#: Texts up to this many characters are compared character by character; longer ones word by word.
+CHAR_DIFF_MAX = 40
+#: Shared words kept on each side of a differing passage; longer shared runs are elided with a count.
+CONTEXT_WORDS = 8
+#: Words of a text compared at most (difflib is quadratic in the worst case).
+MAX_DIFF_WORDS = 20_000
+
+REVIEW_CSS = """
+svg.chart{display:block;max-width:100%;height:auto;margin:6px 0;font:11px system-ui,sans-serif}
+svg.chart text{fill:#333}
+.rv{border:1px solid #e2e4e8;border-radius:6px;padding:6px 10px;margin:8px 0;background:#fcfcfd}
+.rv h4{margin:2px 0 4px;font-size:13.5px;font-weight:600}
+.rv table{width:100%;table-layout:fixed}.rv td{overflow-wrap:anywhere}
+.rv col.f{width:13%}.rv col.t{width:9%}.rv col.w{width:8%}
+mark.l{background:#fcd9d2;padding:0 1px}mark.r{background:#cfe8cf;padding:0 1px}
+.elide{color:#777;font-style:italic;font-size:12px}.miss{color:#999;font-style:italic}
+.same{color:#555}.pos{color:#1a7f1a}.neg{color:#b3261e}
+tr.tot td{border-top:2px solid #ccd;font-weight:600}
+.wtrack{position:relative;display:inline-block;width:140px;height:10px;background:#f1f2f4;vertical-align:middle}
+.wtrack span{position:absolute;top:0;height:10px}.wtrack i{position:absolute;left:50%;top:-2px;height:14px;
+border-left:1px solid #666}
+.wp{background:#4c9a4c}.wn{background:#d0584e}
+.mbar{display:inline-block;height:9px;background:#6a9fd4;vertical-align:middle;margin-right:4px}
+.ubar{display:inline-block;height:9px;background:#b8a3d6;vertical-align:middle;margin-right:4px}
+.wgrid td{white-space:nowrap}.wgrid{display:grid;grid-template-columns:repeat(auto-fill,minmax(470px,1fr));gap:0 24px}
+"""
+
+
+# --------------------------------------------------------------------------
+# text
+# --------------------------------------------------------------------------
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of ``value`` (quotes included; None -> empty)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def fmt_value(value: Any, limit: int = 300) -> str:
+    """A report value as short plain text (not escaped): counts with thousands separators,
+    floats to 6 significant digits, lists and dicts as JSON, cut at ``limit`` characters."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value == int(value) and abs(value) < 1e15:
+            return f"{int(value):,}" if abs(value) >= 1000 else f"{value:g}"
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _num(value: Any) -> float | None:
+    """``value`` as a finite float, else None (JSON may hold null, strings, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    x = float(value)
+    return x if math.isfinite(x) else None
+
+
+def _score_text(value: Any) -> str:
+    x = _num(value)
+    if x is None:
+        return "—" if value is None else str(value)
+    return f"{x:.4f}" if abs(x) < 10 else f"{x:,.2f}"
+
+
+def _bits(value: Any) -> str:
+    x = _num(value)
+    return "—" if x is None else f"{x:+.2f}"
+
+
+def _logit2(p: float) -> float | None:
+    return math.log2(p / (1 - p)) if 0 < p < 1 else None
+
+
+def _sigmoid2(w: float) -> float:
+    return 1.0 / (1.0 + 2.0 ** (-w)) if w > -1000 else 0.0
+
+
+# --------------------------------------------------------------------------
+# SVG helpers
+# --------------------------------------------------------------------------
+
+
+def nice_ticks(low: float, high: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values covering [low, high] (steps of 1, 2 or 5 times a power of ten)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low] if math.isfinite(low) else []
+    raw = (high - low) / max(1, n)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(low / step - 1e-9) * step
+    ticks = []
+    k = 0
+    while first + k * step <= high + step * 1e-9:
+        ticks.append(round(first + k * step, 12))
+        k += 1
+    return ticks
+
+
+def _tick_label(x: float) -> str:
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+# --------------------------------------------------------------------------
+# 1. every candidate's score
+# --------------------------------------------------------------------------
+
+
+def candidate_scores(section: dict[str, Any]) -> str:
+    """The body of "Every candidate's score": the histogram of every candidate pair's score (inline SVG,
+    the bins at or above the threshold darker, the threshold marked) and the counts in words."""
+    t = _num(section.get("threshold"))
+    hist = section.get("histogram") or {}
+    edges = [_num(x) for x in _list(hist.get("edges"))]
+    counts = [_num(x) for x in _list(hist.get("counts"))]
+    parts = []
+    total = section.get("candidates")
+    above, below, nan = section.get("above"), section.get("below"), section.get("nan")
+    words = f"{fmt_value(total)} candidate pairs scored: {fmt_value(above)} at or above the threshold {fmt_value(t)}"
+    n_total, n_above = _num(total), _num(above)
+    if n_total and n_above is not None:
+        words += f" ({100.0 * n_above / n_total:.1f}%)"
+    words += f", {fmt_value(below)} below it"
+    if nan:
+        words += f", {fmt_value(nan)} without a score (NaN)"
+    words += "."
+    parts.append(f"<p>{esc(words)}</p>")
+    ok = (len(edges) >= 2 and len(counts) == len(edges) - 1 and all(e is not None for e in edges)
+          and all(c is not None and c >= 0 for c in counts))
+    if ok:
+        parts.append(_histogram_svg([float(e) for e in edges], [float(c) for c in counts], t))  # type: ignore[arg-type]
+    else:
+        parts.append('<p class="note">report.json holds no usable histogram of the scores.</p>')
+    note = ("Every candidate pair the blocking produced, scored by the verifier, below the threshold as well as "
+            "above it: the pairs in the light bars were dropped, those in the dark bars kept. Bins that hold the "
+            "threshold are drawn in a middle shade. Hover a bar for its count.")
+    if section.get("score"):
+        note += f" The score: {section['score']}."
+    parts.append(f'<p class="note">{esc(note)}</p>')
+    return "".join(parts)
+
+
+def _histogram_svg(edges: list[float], counts: list[float], t: float | None) -> str:
+    width, height = 760, 270
+    left, right, top, bottom = 62, 16, 22, 44
+    pw, ph = width - left - right, height - top - bottom
+    lo, hi = edges[0], edges[-1]
+    if t is not None and math.isfinite(t):
+        lo, hi = min(lo, t), max(hi, t)
+    if hi <= lo:
+        hi = lo + 1.0
+    positive = [c for c in counts if c > 0]
+    cmax = max(counts) if counts else 0.0
+    log = bool(positive) and cmax / min(positive) > 50
+
+    def fy(c: float) -> float:
+        if cmax <= 0:
+            return 0.0
+        v = math.log10(1 + c) / math.log10(1 + cmax) if log else c / cmax
+        return ph * v
+
+    def fx(x: float) -> float:
+        return left + pw * (x - lo) / (hi - lo)
+
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-label="histogram of every candidate score">']
+    # y grid and labels
+    if log and cmax > 0:
+        yt = [0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(cmax))) + 1)]
+    else:
+        yt = [y for y in nice_ticks(0.0, cmax or 1.0, 4) if y == int(y)]
+    for y in yt:
+        yy = top + ph - fy(y)
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#e5e5e5"/>'
+                   f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{esc(_tick_label(y))}</text>')
+    for a, b, c in zip(edges, edges[1:], counts):
+        if t is None or b <= t:
+            colour = "#b9d3ea" if t is not None else "#6a9fd4"
+        elif a >= t:
+            colour = "#2f6fad"
+        else:
+            colour = "#7aa6d1"
+        x0, x1 = fx(a), fx(b)
+        h = fy(c)
+        tip = f"{a:.4g} – {b:.4g}: {int(c):,} pairs"
+        out.append(f'<rect x="{x0 + 0.3:.2f}" y="{top + ph - h:.2f}" width="{max(0.6, x1 - x0 - 0.6):.2f}" '
+                   f'height="{h:.2f}" fill="{colour}"><title>{esc(tip)}</title></rect>')
+    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" stroke="#555"/>')
+    for x in nice_ticks(lo, hi, 8):
+        xx = fx(x)
+        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#555"/>'
+                   f'<text x="{xx:.1f}" y="{top + ph + 16}" text-anchor="middle">{esc(_tick_label(x))}</text>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">score of the candidate pair</text>')
+    ylab = "pairs (log scale)" if log else "pairs"
+    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle">{esc(ylab)}</text>')
+    if t is not None:
+        xt = fx(t)
+        anchor = "end" if xt > left + pw * 0.8 else "start"
+        dx = -4 if anchor == "end" else 4
+        out.append(f'<line class="threshold" x1="{xt:.1f}" x2="{xt:.1f}" y1="{top - 6}" y2="{top + ph}" '
+                   f'stroke="#d62728" stroke-width="1.6" stroke-dasharray="5 3"/>'
+                   f'<text x="{xt + dx:.1f}" y="{top + 4}" text-anchor="{anchor}" fill="#d62728" '
+                   f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------
+# differing passages
+# --------------------------------------------------------------------------
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _elide(words: Sequence[str], first: bool, last: bool, context: int) -> str:
+    """A run of shared words, shortened to ``context`` words at each end that touches a difference."""
+    keep_head = 0 if first else context
+    keep_tail = 0 if last else context
+    if len(words) <= keep_head + keep_tail + 3:
+        return esc(" ".join(words))
+    head, tail = words[:keep_head], words[len(words) - keep_tail:] if keep_tail else []
+    hidden = len(words) - len(head) - len(tail)
+    mid = f'<span class="elide">[… {hidden:,} shared words …]</span>'
+    return " ".join(x for x in (esc(" ".join(head)), mid, esc(" ".join(tail))) if x)
+
+
+def diff_markup(a: str | None, b: str | None, *, limit: int = VALUE_CHARS) -> tuple[str, str]:
+    """Two values as HTML, side by side: what is only on one side is marked (``<mark class="l">`` on the
+    left, ``<mark class="r">`` on the right), compared ignoring case and spacing; short values character by
+    character, longer ones word by word with long shared runs elided (a count of the words left out). Each
+    side is cut after about ``limit`` characters of shown text, saying how many differing passages were not
+    shown. A missing side is ``(missing)``; equal values are shown once per side, plain."""
+    if a is None or b is None:
+        miss = '<span class="miss">(missing)</span>'
+        return (miss if a is None else _plain(a, limit)), (miss if b is None else _plain(b, limit))
+    if " ".join(a.split()).casefold() == " ".join(b.split()).casefold():
+        same = _plain(a, limit)
+        return f'<span class="same">{same}</span>', f'<span class="same">{_plain(b, limit)}</span>'
+    if max(len(a), len(b)) <= CHAR_DIFF_MAX:
+        return _char_diff(a, b)
+    return _word_diff(a, b, limit)
+
+
+def _plain(value: str, limit: int) -> str:
+    text = " ".join(value.split())
+    if not text:
+        return '<span class="miss">(empty)</span>'
+    if len(text) > limit:
+        return f'{esc(text[:limit])}<span class="elide">… ({len(text):,} characters)</span>'
+    return esc(text)
+
+
+#: Short values sharing less than this share of their characters are marked whole (no scattered letters).
+CHAR_DIFF_MIN_RATIO = 0.5
+
+
+def _char_diff(a: str, b: str) -> tuple[str, str]:
+    sm = difflib.SequenceMatcher(None, a.casefold(), b.casefold(), autojunk=False)
+    if sm.ratio() < CHAR_DIFF_MIN_RATIO:
+        return f'<mark class="l">{esc(a)}</mark>', f'<mark class="r">{esc(b)}</mark>'
+    left, right = [], []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            left.append(esc(a[i1:i2]))
+            right.append(esc(b[j1:j2]))
+            continue
+        if i2 > i1:
+            left.append(f'<mark class="l">{esc(a[i1:i2])}</mark>')
+        if j2 > j1:
+            right.append(f'<mark class="r">{esc(b[j1:j2])}</mark>')
+    return "".join(left), "".join(right)
+
+
+def _word_diff(a: str, b: str, limit: int) -> tuple[str, str]:
+    wa, wb = _WORD.findall(a), _WORD.findall(b)
+    cut_a, cut_b = max(0, len(wa) - MAX_DIFF_WORDS), max(0, len(wb) - MAX_DIFF_WORDS)
+    wa, wb = wa[:MAX_DIFF_WORDS], wb[:MAX_DIFF_WORDS]
+    sm = difflib.SequenceMatcher(None, [w.casefold() for w in wa], [w.casefold() for w in wb])
+    ops = sm.get_opcodes()
+    left: list[str] = []
+    right: list[str] = []
+    shown_l = shown_r = 0
+    untold = 0
+    for k, (op, i1, i2, j1, j2) in enumerate(ops):
+        if shown_l > limit or shown_r > limit:
+            untold += op != "equal"
+            continue
+        if op == "equal":
+            first, last = k == 0, k == len(ops) - 1
+            ml = _elide(wa[i1:i2], first, last, CONTEXT_WORDS)
+            mr = _elide(wb[j1:j2], first, last, CONTEXT_WORDS)
+            left.append(ml)
+            right.append(mr)
+            shown_l += min(len(ml), 20 * CONTEXT_WORDS)
+            shown_r += min(len(mr), 20 * CONTEXT_WORDS)
+            continue
+        if i2 > i1:
+            text = " ".join(wa[i1:i2])
+            left.append(f'<mark class="l">{_cut(text, limit)}</mark>')
+            shown_l += min(len(text), limit)
+        if j2 > j1:
+            text = " ".join(wb[j1:j2])
+            right.append(f'<mark class="r">{_cut(text, limit)}</mark>')
+            shown_r += min(len(text), limit)
+    tail = ""
+    if untold:
+        tail = f' <span class="elide">[… {untold:,} more differing passages not shown]</span>'
+    for side, cut in ((left, cut_a), (right, cut_b)):
+        if cut:
+            side.append(f'<span class="elide">[… {cut:,} more words not compared]</span>')
+    return " ".join(x for x in left if x) + tail, " ".join(x for x in right if x) + tail
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return esc(text)
+    return f'{esc(text[:limit])}<span class="elide">… ({len(text) - limit:,} more characters)</span>'
+
+
+# --------------------------------------------------------------------------
+# 2. the pairs nearest the threshold
+# --------------------------------------------------------------------------
+
+
+def _entries(review: dict[str, Any], side: str) -> list[dict[str, Any]]:
+    out = []
+    for e in review.get(side) or []:
+        if isinstance(e, dict) and isinstance(e.get("left"), dict) and isinstance(e.get("right"), dict):
+            out.append(e)
+    return out
+
+
+def _key(side: dict[str, Any]) -> tuple[str, str]:
+    return str(side.get("source", "")), str(side.get("id", ""))
+
+
+def review_records(report: dict[str, Any]) -> set[tuple[str, str]]:
+    """The ``(source, id)`` of every record of report.json's review pairs (whose values the page shows)."""
+    review = report.get("review") or {}
+    if not isinstance(review, dict):
+        return set()
+    return {_key(e[s]) for side in ("above", "below") for e in _entries(review, side) for s in ("left", "right")}
+
+
+def _labels(terms: dict[str, Any]) -> list[str]:
+    """The field labels of a pair's terms, in display order."""
+    seen: list[str] = []
+    for k in terms:
+        for prefix in ("level_", "weight_", "similarity_", "points_"):
+            if k.startswith(prefix) and k[len(prefix):] not in seen:
+                seen.append(k[len(prefix):])
+    return seen
+
+
+def _per_field(report: dict[str, Any]) -> dict[str, Any]:
+    pf = (report.get("verifier") or {}).get("per_field")
+    return pf if isinstance(pf, dict) else {}
+
+
+def _columns_of(label: str, per_field: dict[str, Any], fields: Sequence[str]) -> list[str]:
+    cols = (per_field.get(label) or {}).get("columns") if isinstance(per_field.get(label), dict) else None
+    if isinstance(cols, list) and cols:
+        return [str(c) for c in cols]
+    return [label] if label in fields else []
+
+
+def _level_name(report_pf: dict[str, Any], label: str, level: Any) -> str:
+    lv = _num(level)
+    if lv is None:
+        return "—"
+    if lv < 0:
+        return "missing"
+    names = (report_pf.get(label) or {}).get("levels") if isinstance(report_pf.get(label), dict) else None
+    if isinstance(names, list) and 0 <= int(lv) < len(names):
+        return str(names[int(lv)])
+    return f"level {int(lv)}"
+
+
+def _cells(cols: Sequence[str], lv: dict[str, str | None] | None, rv: dict[str, str | None] | None) -> tuple[str, str]:
+    """Left and right cells of one or more columns, with the differences marked."""
+    left, right = [], []
+    for c in cols:
+        a = lv.get(c) if lv is not None else None
+        b = rv.get(c) if rv is not None else None
+        ma, mb = diff_markup(a, b)
+        if len(cols) > 1:
+            ma, mb = f'<span class="note">{esc(c)}:</span> {ma}', f'<span class="note">{esc(c)}:</span> {mb}'
+        left.append(ma)
+        right.append(mb)
+    return "<br>".join(left), "<br>".join(right)
+
+
+def _rec_head(side: dict[str, Any]) -> str:
+    return f'{esc(side.get("source", ""))}: <code>{esc(side.get("id", ""))}</code>'
+
+
+def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: float | None,
+               values: Values, fields: Sequence[str]) -> str:
+    lk, rk = _key(e["left"]), _key(e["right"])
+    lv, rv = values.get(lk), values.get(rk)
+    score = _num(e.get("score"))
+    delta = f" ({score - threshold:+.4f} from the threshold)" if score is not None and threshold is not None else ""
+    raw_terms = e.get("terms")
+    terms: dict[str, Any] = raw_terms if isinstance(raw_terms, dict) else {}
+    pf = _per_field(report)
+    head = f'<h4>{rank}. score {esc(_score_text(e.get("score")))}{esc(delta)}</h4>'
+    rows: list[str] = []
+    kind = "none"
+    labels = _labels(terms)
+    if terms:
+        if any(f"level_{x}" in terms or f"weight_{x}" in terms for x in labels):
+            kind = "fs"
+        elif any(f"points_{x}" in terms or f"similarity_{x}" in terms for x in labels):
+            kind = "points"
+        elif "shared" in terms:
+            kind = "set"
+    used: set[str] = set()
+    extra = ""
+    if kind == "fs":
+        hcols = '<col class="f"><col><col><col class="t"><col class="w">'
+        thead = (f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
+                 '<th>level</th><th class="num">weight (bits)</th></tr>')
+        lam = _num((report.get("verifier") or {}).get("lambda"))
+        prior_label = f"prior (λ = {lam:.4g})" if lam is not None else "prior"
+        rows.append(f'<tr><td>{esc(prior_label)}</td><td></td><td></td><td></td>'
+                    f'<td class="num">{esc(_bits(terms.get("prior_weight")))}</td></tr>')
+        for label in labels:
+            cols = _columns_of(label, pf, fields)
+            used.update(cols)
+            lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
+            w = _num(terms.get(f"weight_{label}"))
+            cls = "pos" if w is not None and w > 0 else "neg" if w is not None and w < 0 else ""
+            rows.append(f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
+                        f"<td>{esc(_level_name(pf, label, terms.get(f'level_{label}')))}</td>"
+                        f'<td class="num {cls}">{esc(_bits(w))}</td></tr>')
+        mw = _num(terms.get("match_weight"))
+        prob = f" → probability {_sigmoid2(mw):.4f}" if mw is not None else ""
+        rows.append(f'<tr class="tot"><td>total</td><td colspan="3">match weight{esc(prob)}</td>'
+                    f'<td class="num">{esc(_bits(mw))}</td></tr>')
+    elif kind == "points":
+        hcols = '<col class="f"><col><col><col class="t"><col class="w">'
+        thead = (f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
+                 '<th class="num">similarity</th><th class="num">points</th></tr>')
+        for label in labels:
+            cols = _columns_of(label, pf, fields)
+            used.update(cols)
+            lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
+            sim = _num(terms.get(f"similarity_{label}"))
+            rows.append(f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
+                        f'<td class="num">{esc("missing" if sim is None else f"{sim:.1f}")}</td>'
+                        f'<td class="num">{esc(_score_text(terms.get(f"points_{label}")))}</td></tr>')
+        rows.append(f'<tr class="tot"><td>total</td><td colspan="3">score</td>'
+                    f'<td class="num">{esc(_score_text(terms.get("score", e.get("score"))))}</td></tr>')
+    else:
+        hcols = '<col class="f"><col><col>'
+        thead = f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th></tr>"
+        if kind == "set":
+            extra = _set_line(terms)
+    for f in fields:
+        if f in used:
+            continue
+        lc, rc = _cells([f], lv, rv)
+        pad = "<td></td><td></td>" if kind in ("fs", "points") else ""
+        rows.append(f"<tr><td>{esc(f)}</td><td>{lc}</td><td>{rc}</td>{pad}</tr>")
+    missing = [k for k, v in ((lk, lv), (rk, rv)) if v is None]
+    if missing and fields:
+        extra += ('<p class="note warn">not found among the records read: '
+                  + esc(", ".join(f"{s}: {i}" for s, i in missing)) + "</p>")
+    table = f"<table><colgroup>{hcols}</colgroup><thead>{thead}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return f'<div class="rv">{head}{extra}{table}</div>'
+
+
+def _set_line(terms: dict[str, Any]) -> str:
+    s, lo, ro = _num(terms.get("shared")), _num(terms.get("left_only")), _num(terms.get("right_only"))
+    if s is None or lo is None or ro is None:
+        return ""
+    union = s + lo + ro
+    frac = f" → {int(s):,} / {int(union):,} = {s / union:.4f}" if union > 0 else ""
+    return (f'<p>{esc(f"tokens (shingles) shared {int(s):,} · only on the left {int(lo):,} · only on the right {int(ro):,}")}'
+            f"{esc(frac)}</p>")
+
+
+def review_pairs(report: dict[str, Any], values: Values, fields: Sequence[str], problem: str | None = None) -> str:
+    """The body of "Pairs nearest the threshold": report.json's review pairs just above and just below the
+    threshold, each with both records' fields side by side (differences marked) and the verifier's terms
+    (level and weight per field, points per field, or shared and own tokens)."""
+    review = report.get("review") or {}
+    t = _num(review.get("threshold"))
+    parts = []
+    if problem:
+        parts.append(f'<p class="note warn">{esc(problem)}</p>')
+    parts.append('<p class="note">' + esc(
+        "The candidate pairs scored nearest the threshold, on both sides: where a reviewer decides whether the "
+        "threshold is right. Marked: text only on one side (left red, right green), compared ignoring case and "
+        "spacing; short values character by character, longer ones word by word, long shared passages elided "
+        "with their length in words.") + "</p>")
+    for side, title in (("above", "Just above the threshold (kept)"), ("below", "Just below the threshold (dropped)")):
+        entries = _entries(review, side)
+        parts.append(f"<h3>{esc(title)}: {len(entries)} pair{'' if len(entries) == 1 else 's'}</h3>")
+        if not entries:
+            parts.append(f'<p class="note">{esc("No candidate pair scored " + side + " the threshold.")}</p>')
+        for k, e in enumerate(entries):
+            parts.append(_pair_card(report, e, k + 1, t, values, fields))
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------
+# 3. Fellegi–Sunter: match weights per field, waterfalls
+# --------------------------------------------------------------------------
+
+
+def _is_fs(report: dict[str, Any]) -> bool:
+    pf = _per_field(report)
+    return bool(pf) and all(isinstance(v, dict) and "weight_log2" in v for v in pf.values())
+
+
+def _list(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, list) else []
+
+
+def _prob(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{v:.3g}"
+
+
+def _wbar(w: float | None, scale: float) -> str:
+    """A weight as a bar from the middle of a track: right and green when positive, left and red when negative."""
+    if w is None or scale <= 0:
+        return '<span class="wtrack"><i></i></span>'
+    frac = min(1.0, abs(w) / scale) * 50
+    cls, left = ("wp", 50.0) if w >= 0 else ("wn", 50.0 - frac)
+    return f'<span class="wtrack"><span class="{cls}" style="left:{left:.1f}%;width:{frac:.1f}%"></span><i></i></span>'
+
+
+def match_weights(report: dict[str, Any]) -> str | None:
+    """The body of "Match weights per field" for a Fellegi–Sunter verifier (None for other verifiers):
+    per field, m and u of every level and its weight log2(m/u) in bits as bars on one scale, weights that
+    grow away from the closest level flagged."""
+    if not _is_fs(report):
+        return None
+    v = report.get("verifier") or {}
+    pf = _per_field(report)
+    scale = max((abs(w) for f in pf.values() for w in (_num(x) for x in _list(f.get("weight_log2")))
+                 if w is not None), default=1.0)
+    lam = _num(v.get("lambda"))
+    intro = []
+    if lam is not None:
+        pw = _logit2(lam)
+        intro.append(f"λ, the share of candidate pairs that match, is {lam:.4g}: prior weight "
+                     f"log2(λ / (1 − λ)) = {_bits(pw)} bits.")
+    if v.get("u_mode"):
+        intro.append(f"u: {v['u_mode']}.")
+    intro.append("A pair's match weight is the prior plus one weight per field, the weight of the level the pair's "
+                 "values reach (log2 m/u: m = P(level | match), u = P(level | non-match)); its score is "
+                 "2^w / (1 + 2^w). A missing value weighs 0.")
+    cards = []
+    flagged = []
+    for label, f in pf.items():
+        levels, m, u, w = _list(f.get("levels")), _list(f.get("m")), _list(f.get("u")), _list(f.get("weight_log2"))
+        ur = _list(f.get("u_random_pairs"))
+        n = max(len(levels), len(w))
+        ws = [_num(w[i]) if i < len(w) else None for i in range(n)]
+        nums = [x for x in ws if x is not None]
+        if any(b > a + 1e-9 for a, b in zip(nums, nums[1:])):
+            flagged.append(str(label))
+        rows = []
+        for i in range(n):
+            mi = _num(m[i]) if i < len(m) else None
+            ui = _num(u[i]) if i < len(u) else None
+            rand = f'<td class="num">{esc(_prob(ur[i] if i < len(ur) else None))}</td>' if ur else ""
+            rows.append(
+                f"<tr><td>{esc(levels[i] if i < len(levels) else f'level {i}')}</td>"
+                f'<td><span class="mbar" style="width:{60 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
+                f'<td><span class="ubar" style="width:{60 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>{rand}'
+                f'<td>{_wbar(ws[i], scale)}</td><td class="num {"pos" if (ws[i] or 0) > 0 else "neg"}">'
+                f"{esc(_bits(ws[i]))}</td></tr>")
+        cols = f.get("columns")
+        sub = ", ".join(str(c) for c in cols) if isinstance(cols, list) else ""
+        what = " · ".join(x for x in (str(f.get("comparison") or ""), f"columns {sub}" if sub and sub != label else "")
+                          if x)
+        miss = f.get("missing_pairs")
+        urh = '<th class="num" title="u measured on random pairs">u random</th>' if ur else ""
+        head = ("<tr><th>level</th><th>m</th><th>u</th>" + urh
+                + '<th>weight</th><th class="num">bits</th></tr>')
+        cards.append(
+            f"<div><h3>{esc(label)}</h3>"
+            + (f'<p class="note">{esc(what)}</p>' if what else "")
+            + f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+            + (f'<p class="note">{esc(f"{fmt_value(miss)} candidate pairs with the value missing (weight 0)")}</p>'
+               if miss else "")
+            + "</div>")
+    out = f'<p class="note">{esc(" ".join(intro))}</p>'
+    if flagged:
+        out += ('<p class="note warn">' + esc(
+            f"Not monotone: in {', '.join(flagged)}, a farther level weighs more than a closer one "
+            "(EM re-estimated u from the candidates); u fixed from random pairs (fix_u) or labelled "
+            "training gives weights that fall with the similarity.") + "</p>")
+    out += (f'<p class="note">{esc(f"Bars on one scale: ±{scale:.2f} bits at the ends.")}</p>'
+            f'<div class="wgrid">{"".join(cards)}</div>')
+    return out
+
+
+def waterfall_svg(terms: dict[str, Any], report: dict[str, Any], left: dict[str, str | None] | None = None,
+                  right: dict[str, str | None] | None = None, fields: Sequence[str] = ()) -> str:
+    """One pair's waterfall (inline SVG): the prior, then each field's weight (its level named) stacked
+    from the running total, then the total match weight and its probability; the threshold's weight
+    (log2 t / (1 − t)) dashed. Hovering a step shows both values."""
+    pf = _per_field(report)
+    labels = [x for x in _labels(terms) if f"weight_{x}" in terms]
+    steps: list[tuple[str, str, float, str]] = []
+    prior = _num(terms.get("prior_weight")) or 0.0
+    steps.append(("prior", "", prior, "prior weight log2(λ / (1 − λ))"))
+    for label in labels:
+        w = _num(terms.get(f"weight_{label}")) or 0.0
+        level = _level_name(pf, label, terms.get(f"level_{label}"))
+        cols = _columns_of(label, pf, fields)
+        vals = []
+        for c in cols:
+            vals.append(f"{c}: {_short((left or {}).get(c))} | {_short((right or {}).get(c))}")
+        steps.append((label, level, w, "; ".join(vals)))
+    total = _num(terms.get("match_weight"))
+    if total is None:
+        total = sum(s[2] for s in steps)
+    cums = [0.0]
+    for s in steps:
+        cums.append(cums[-1] + s[2])
+    t = _num((report.get("review") or {}).get("threshold"))
+    tw = _logit2(t) if t is not None else None
+    xs = cums + [total] + ([tw] if tw is not None else [])
+    lo, hi = min(xs + [0.0]), max(xs + [0.0])
+    pad = 0.05 * (hi - lo or 1.0)
+    lo, hi = lo - pad, hi + pad
+    row, width = 21, 760
+    lx, px0, px1 = 8, 250, 670
+    top = 18
+    height = top + row * (len(steps) + 1) + 30
+
+    def fx(x: float) -> float:
+        return px0 + (px1 - px0) * (x - lo) / (hi - lo)
+
+    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           'aria-label="waterfall of the match weight">']
+    for x in nice_ticks(lo, hi, 8):
+        xx = fx(x)
+        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#eee"/>'
+                   f'<text x="{xx:.1f}" y="{height - 12}" text-anchor="middle">{esc(_tick_label(x))}</text>')
+    out.append(f'<text x="{(px0 + px1) / 2}" y="{top - 6}" text-anchor="middle">match weight (bits)</text>')
+    z = fx(0.0)
+    out.append(f'<line x1="{z:.1f}" x2="{z:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#888"/>')
+    for k, (label, level, w, tip) in enumerate(steps):
+        y = top + k * row
+        a, b = fx(cums[k]), fx(cums[k + 1])
+        colour = "#4c9a4c" if w > 0 else "#d0584e" if w < 0 else "#999"
+        if k == 0:
+            colour = "#8c8c8c"
+        name = f"{label}: {level}" if level else label
+        out.append(f'<g><title>{esc(f"{name}: {w:+.2f} bits" + (f" — {tip}" if tip else ""))}</title>'
+                   f'<text x="{lx}" y="{y + 14}">{esc(_clip(name, 38))}</text>'
+                   f'<rect x="{min(a, b):.1f}" y="{y + 4}" width="{max(1.0, abs(b - a)):.1f}" height="{row - 8}" '
+                   f'fill="{colour}"/>'
+                   f'<text x="{px1 + 8}" y="{y + 14}">{esc(f"{w:+.2f}")}</text></g>')
+        if k + 1 < len(steps):
+            out.append(f'<line x1="{b:.1f}" x2="{b:.1f}" y1="{y + row - 4}" y2="{y + row + 4}" stroke="#666"/>')
+    y = top + len(steps) * row
+    p = _sigmoid2(total)
+    out.append(f'<g><title>{esc(f"total {total:+.2f} bits, probability {p:.4f}")}</title>'
+               f'<text x="{lx}" y="{y + 14}" font-weight="600">total → probability {esc(f"{p:.4f}")}</text>'
+               f'<rect x="{min(z, fx(total)):.1f}" y="{y + 3}" width="{max(1.0, abs(fx(total) - z)):.1f}" '
+               f'height="{row - 6}" fill="#2f6fad"/>'
+               f'<text x="{px1 + 8}" y="{y + 14}" font-weight="600">{esc(f"{total:+.2f}")}</text></g>')
+    if tw is not None:
+        xt = fx(tw)
+        out.append(f'<line x1="{xt:.1f}" x2="{xt:.1f}" y1="{top - 2}" y2="{y + row}" stroke="#d62728" '
+                   f'stroke-dasharray="4 3" stroke-width="1.4"><title>{esc(f"threshold {t:g} = {tw:+.2f} bits")}'
+                   "</title></line>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _short(value: str | None, n: int = 40) -> str:
+    if value is None:
+        return "(missing)"
+    return _clip(" ".join(value.split()), n)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def waterfalls(report: dict[str, Any], values: Values, fields: Sequence[str],
+               shown: int = WATERFALLS_SHOWN) -> str | None:
+    """The body of "Waterfalls": for a Fellegi–Sunter job, the waterfall of the ``shown`` review pairs nearest
+    the threshold on each side, the other review pairs' in a fold; None when no review pair has weights."""
+    review = report.get("review") or {}
+    t = _num(review.get("threshold"))
+    tw = _logit2(t) if t is not None else None
+    open_parts: list[str] = []
+    folded: list[str] = []
+    for side, word in (("above", "above"), ("below", "below")):
+        for k, e in enumerate(_entries(review, side)):
+            terms = e.get("terms")
+            if not isinstance(terms, dict) or "match_weight" not in terms and "prior_weight" not in terms:
+                continue
+            lk, rk = _key(e["left"]), _key(e["right"])
+            head = (f'<h4>{esc(word)} #{k + 1}: {_rec_head(e["left"])} ~ {_rec_head(e["right"])}, '
+                    f'score {esc(_score_text(e.get("score")))}</h4>')
+            block = f'<div class="rv">{head}{waterfall_svg(terms, report, values.get(lk), values.get(rk), fields)}</div>'
+            (open_parts if k < shown else folded).append(block)
+    if not open_parts and not folded:
+        return None
+    note = ("Each bar adds one field's weight (green for, red against a match) to the running total, starting "
+            "from the prior; the blue bar is the total match weight w, the probability 2^w / (1 + 2^w)")
+    if tw is not None:
+        note += f"; the dashed red line is the threshold {t:g} in bits ({tw:+.2f})"
+    note += ". Hover a bar for the two values compared."
+    out = f'<p class="note">{esc(note)}</p>' + "".join(open_parts)
+    if folded:
+        out += (f"<details><summary>the other {len(folded)} review pairs' waterfalls</summary>"
+                + "".join(folded) + "</details>")
+    return out
+
