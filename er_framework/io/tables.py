@@ -69,6 +69,7 @@ import tempfile
 import zlib
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -97,6 +98,8 @@ __all__ = [
     "MAX_ROW_PROBLEMS",
     "SUPPORTED_EXTENSIONS",
     "Locator",
+    "TableWords",
+    "arrow_columns_to_read",
     "as_texts",
     "check_ids",
     "decode_utf8",
@@ -109,9 +112,11 @@ __all__ = [
     "read_jsonl_columns",
     "read_output_table",
     "read_pairs_csv",
+    "read_arrow_columns",
     "read_parquet_columns",
     "read_source",
     "read_source_with_stats",
+    "records_from_columns",
     "split_lines",
     "write_outputs",
 ]
@@ -675,6 +680,7 @@ def _missing_columns(
     id_column: str,
     hint: str,
     extra_fix: str = "",
+    container: str = "the file",
 ) -> list[Problem]:
     problems = []
     for col in missing:
@@ -686,7 +692,7 @@ def _missing_columns(
                 message=f"{role} {col!r} not found{hint}; "
                 f"columns present: {choices_text(present)}",
                 fix=f"{did_you_mean(col, present)}use one of the columns present, or add the "
-                f"column to the file{extra_fix}",
+                f"column to {container}{extra_fix}",
             )
         )
     return problems
@@ -856,14 +862,21 @@ def _csv_header_problems(
                 break
     missing = [c for c in wanted if c not in positions]
     problems = _missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
+    return problems + _repeated_columns(positions, wanted, f"{file}:{header_line}", " in the header")
+
+
+def _repeated_columns(positions: dict[str, list[int]], wanted: Sequence[str], where: str, detail: str) -> list[Problem]:
+    """A problem for every ``wanted`` column named more than once (``positions``: the 0-based
+    positions of each name)."""
+    problems = []
     for c in wanted:
         if len(positions.get(c, ())) > 1:
             cols = _and_list([str(p + 1) for p in positions[c]])
             problems.append(
                 Problem(
-                    where=f"{file}:{header_line}",
+                    where=where,
                     path=f"column {c!r}",
-                    message=f"column {c!r} appears more than once in the header (columns {cols})",
+                    message=f"column {c!r} appears more than once{detail} (columns {cols})",
                     fix="rename the columns so that every name is unique",
                 )
             )
@@ -1148,24 +1161,18 @@ def read_parquet_columns(
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a Parquet file (Python objects from pyarrow).
 
-    A row whose text and binary values (of the ``wanted`` columns) add up to more than
-    ``max_record_bytes`` raises InputError; so does a file without rows when ``whole``.
-    String values that are not valid UTF-8 are a problem naming the column and the row.
+    Only the ``wanted`` columns are read; the rest is :func:`read_arrow_columns`: a row whose
+    text and binary values add up to more than ``max_record_bytes`` raises InputError, a file
+    without rows is a problem when ``whole``, and so is a string value that is not valid UTF-8.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    problems: list[Problem] = []
     try:
         with _open_data_file(path, file, hint) as f:
-            schema = pq.read_schema(f)
-            present = list(schema.names)
-            missing = [c for c in wanted if c not in present]
-            problems += _missing_columns(missing, present, file, id_column, hint)
-            read = [c for c in wanted if c in present]
+            present = list(pq.read_schema(f).names)
             f.seek(0)
-            table = pq.read_table(f, columns=read)
+            table = pq.read_table(f, columns=arrow_columns_to_read(present, wanted))
     except (pa.ArrowException, OSError) as e:
         raise InputError(
             Problem(
@@ -1175,19 +1182,63 @@ def read_parquet_columns(
                 "(e.g. pyarrow.parquet.read_table or parquet-tools can open it)",
             )
         ) from None
+    return read_arrow_columns(table, present, file, wanted, id_column, hint,
+                              max_record_bytes=max_record_bytes, whole=whole)
+
+
+@dataclass(frozen=True)
+class TableWords:
+    """How the messages of :func:`read_arrow_columns` name the table read: a Parquet file (the
+    default) or a table given as an object (a DataFrame)."""
+
+    #: the table, as the subject of "… has no rows"
+    table: str = "the Parquet file"
+    #: where a missing column is to be added
+    container: str = "the file"
+    #: how to give a table that holds records
+    fill: str = "point the path to the file that holds the data"
+
+
+def arrow_columns_to_read(present: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The ``wanted`` columns that a table whose columns are ``present`` names exactly once
+    (the others are problems of :func:`read_arrow_columns`)."""
+    return [c for c in wanted if present.count(c) == 1]
+
+
+def read_arrow_columns(
+    table: Any, present: Sequence[str], file: str, wanted: list[str], id_column: str, hint: str,
+    *, max_record_bytes: int | None = None, whole: bool = True, words: TableWords = TableWords(),
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
+    """Raw value columns (Python objects) of an Arrow table: the reader of Parquet files and of
+    tables given as objects.
+
+    ``present``: the names of every column of the source (a name may repeat); ``table`` holds
+    at least the columns :func:`arrow_columns_to_read` names. Problems: ``wanted`` columns
+    missing (with a suggestion) or present more than once, a table without rows when
+    ``whole``, binary values that are not UTF-8 text, string values that are not valid UTF-8
+    (naming the row). Dictionary columns are read as their values, string and binary views as
+    plain strings and binaries. A row whose text and binary values add up to more than
+    ``max_record_bytes`` raises InputError. Rows are numbered from 1.
+    """
+    import pyarrow as pa
+
+    missing = [c for c in wanted if c not in present]
+    problems = _missing_columns(missing, present, file, id_column, hint, container=words.container)
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(present):
+        positions.setdefault(name, []).append(i)
+    problems += _repeated_columns(positions, wanted, file, hint)
+    read = arrow_columns_to_read(present, wanted)
     if whole and table.num_rows == 0 and not problems:
-        problems.append(Problem(where=file, message=f"the Parquet file has no rows{hint}: a source without any record",
-                                fix="point the path to the file that holds the data"))
+        problems.append(Problem(where=file, message=f"{words.table} has no rows{hint}: a source without any record",
+                                fix=words.fill))
     arrow: dict[str, Any] = {}
     for c in read:
-        col = table.column(c)
+        col = _plain_column(table.column(c))
         t = col.type
-        if pa.types.is_dictionary(t):
-            col = col.cast(t.value_type)
-            t = col.type
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             try:
-                col = pc.cast(col, pa.large_string())
+                col = col.cast(pa.large_string())
             except pa.ArrowInvalid:
                 problems.append(
                     Problem(
@@ -1200,7 +1251,7 @@ def read_parquet_columns(
                 continue
         arrow[c] = col
     if max_record_bytes is not None:
-        _parquet_sizes(arrow, file, hint, max_record_bytes)
+        _arrow_row_sizes(arrow, file, hint, max_record_bytes)
     columns: dict[str, list[Any]] = {}
     for c, col in arrow.items():
         try:
@@ -1218,7 +1269,24 @@ def read_parquet_columns(
     return columns, Locator(file, None, "row"), problems
 
 
-def _parquet_sizes(arrow: dict[str, Any], file: str, hint: str, limit: int) -> None:
+def _plain_column(col: Any) -> Any:
+    """An Arrow column with dictionaries decoded and string/binary views made plain (large)
+    strings/binaries: the types the size check and the UTF-8 check know."""
+    import pyarrow as pa
+
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+        t = col.type
+    view = str(t)  # pa.types.is_string_view needs pyarrow >= 16
+    if view == "string_view":
+        col = col.cast(pa.large_string())
+    elif view == "binary_view":
+        col = col.cast(pa.large_binary())
+    return col
+
+
+def _arrow_row_sizes(arrow: dict[str, Any], file: str, hint: str, limit: int) -> None:
     """InputError if a row's text/binary values add up to more than ``limit`` bytes."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1428,11 +1496,34 @@ def read_source(
         return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
                        fields={f: [] for f in fields})
     columns, loc, problems = read
+    return records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name,
+                                fmt=fmt, layout=layout)
 
+
+def records_from_columns(
+    columns: dict[str, list[Any]],
+    loc: Locator,
+    problems: list[Problem],
+    *,
+    file: str,
+    id_column: str,
+    fields: Sequence[str],
+    name: str,
+    fmt: str,
+    layout: str = "wide",
+) -> Records:
+    """The :class:`Records` of one source from the raw columns a reader returned (with its
+    locator and its problems): the last step of every reader.
+
+    The ids are checked (:func:`check_ids`; unique unless ``layout="long"``) and InputError
+    raised with every problem; the ``fields`` become text (``fmt`` ``"csv"``/``"tsv"``: an
+    empty cell is ``None``; any other format: :func:`as_texts`); ``layout="long"`` groups the
+    rows sharing an id into one record (see :func:`read_source`).
+    """
     ids: list[str] = []
     if id_column in columns:
         ids, ok, id_problems = check_ids(columns[id_column], loc, file, id_column, unique=(layout != "long"))
-        problems += id_problems
+        problems = problems + id_problems
     if problems:
         raise InputError(problems)
 
