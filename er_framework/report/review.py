@@ -63,13 +63,13 @@ mark.l{background:#fcd9d2;padding:0 1px}mark.r{background:#cfe8cf;padding:0 1px}
 .elide{color:#777;font-style:italic;font-size:12px}.miss{color:#999;font-style:italic}
 .same{color:#555}.pos{color:#1a7f1a}.neg{color:#b3261e}
 tr.tot td{border-top:2px solid #ccd;font-weight:600}
-.wtrack{position:relative;display:inline-block;width:140px;height:10px;background:#f1f2f4;vertical-align:middle}
+.wtrack{position:relative;display:inline-block;width:110px;height:10px;background:#f1f2f4;vertical-align:middle}
 .wtrack span{position:absolute;top:0;height:10px}.wtrack i{position:absolute;left:50%;top:-2px;height:14px;
 border-left:1px solid #666}
 .wp{background:#4c9a4c}.wn{background:#d0584e}
 .mbar{display:inline-block;height:9px;background:#6a9fd4;vertical-align:middle;margin-right:4px}
 .ubar{display:inline-block;height:9px;background:#b8a3d6;vertical-align:middle;margin-right:4px}
-.wgrid td{white-space:nowrap}.wgrid{display:grid;grid-template-columns:repeat(auto-fill,minmax(470px,1fr));gap:0 24px}
+.wgrid td{white-space:nowrap}.wgrid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:0 24px}
 """
 
 
@@ -612,7 +612,7 @@ def match_weights(report: dict[str, Any]) -> str | None:
         intro.append(f"u: {v['u_mode']}.")
     intro.append("A pair's match weight is the prior plus one weight per field, the weight of the level the pair's "
                  "values reach (log2 m/u: m = P(level | match), u = P(level | non-match)); its score is "
-                 "2^w / (1 + 2^w). A missing value weighs 0.")
+                 "2^w / (1 + 2^w). A missing value weighs 0. Hover a u for its value on random pairs.")
     cards = []
     flagged = []
     for label, f in pf.items():
@@ -627,11 +627,11 @@ def match_weights(report: dict[str, Any]) -> str | None:
         for i in range(n):
             mi = _num(m[i]) if i < len(m) else None
             ui = _num(u[i]) if i < len(u) else None
-            rand = f'<td class="num">{esc(_prob(ur[i] if i < len(ur) else None))}</td>' if ur else ""
+            rand = f' title="{esc("u on random pairs: " + _prob(ur[i]))}"' if i < len(ur) else ""
             rows.append(
                 f"<tr><td>{esc(levels[i] if i < len(levels) else f'level {i}')}</td>"
-                f'<td><span class="mbar" style="width:{60 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
-                f'<td><span class="ubar" style="width:{60 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>{rand}'
+                f'<td><span class="mbar" style="width:{40 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
+                f'<td{rand}><span class="ubar" style="width:{40 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>'
                 f'<td>{_wbar(ws[i], scale)}</td><td class="num {"pos" if (ws[i] or 0) > 0 else "neg"}">'
                 f"{esc(_bits(ws[i]))}</td></tr>")
         cols = f.get("columns")
@@ -639,9 +639,8 @@ def match_weights(report: dict[str, Any]) -> str | None:
         what = " · ".join(x for x in (str(f.get("comparison") or ""), f"columns {sub}" if sub and sub != label else "")
                           if x)
         miss = f.get("missing_pairs")
-        urh = '<th class="num" title="u measured on random pairs">u random</th>' if ur else ""
-        head = ("<tr><th>level</th><th>m</th><th>u</th>" + urh
-                + '<th>weight</th><th class="num">bits</th></tr>')
+        head = '<tr><th>level</th><th>m</th><th>u</th><th>weight</th><th class="num">bits</th></tr>'
+
         cards.append(
             f"<div><h3>{esc(label)}</h3>"
             + (f'<p class="note">{esc(what)}</p>' if what else "")
@@ -653,8 +652,8 @@ def match_weights(report: dict[str, Any]) -> str | None:
     if flagged:
         out += ('<p class="note warn">' + esc(
             f"Not monotone: in {', '.join(flagged)}, a farther level weighs more than a closer one "
-            "(EM re-estimated u from the candidates); u fixed from random pairs (fix_u) or labelled "
-            "training gives weights that fall with the similarity.") + "</p>")
+            "(EM re-estimated m and u freely); monotone: true, u fixed from random pairs (fix_u) or "
+            "training from labelled pairs gives weights that fall with the similarity.") + "</p>")
     out += (f'<p class="note">{esc(f"Bars on one scale: ±{scale:.2f} bits at the ends.")}</p>'
             f'<div class="wgrid">{"".join(cards)}</div>')
     return out
