@@ -33,7 +33,10 @@ Input rules (the same for every format):
 Formats are chosen by extension: ``.csv``, ``.tsv`` (the csv module's
 ``excel-tab`` dialect: tab separated, double quotes honoured), ``.jsonl`` /
 ``.ndjson``, the gzip-compressed ``.csv.gz``, ``.tsv.gz``, ``.jsonl.gz``,
-``.ndjson.gz``, and ``.parquet``.
+``.ndjson.gz``, and ``.parquet``. A table given as an object (a pandas or
+polars DataFrame, an Arrow table) is read by :mod:`er_framework.io.frames`
+through the Parquet reader's code (:func:`read_arrow_columns`), with the
+same rules and messages.
 
 Hostile files (issue 18): data files are read in a stream, 1 MB at a time
 (gzip decompressed as it is read), so memory holds the records kept, not the
