@@ -78,6 +78,9 @@ __all__ = [
     "FellegiSunter",
     "EMFit",
     "fit_em",
+    "isotonic_decreasing",
+    "isotonic_decreasing_reference",
+    "monotone_m_step",
     "pattern_counts",
     "level_of",
 ]
@@ -700,7 +703,9 @@ def fit_em(
     *,
     fix_u: bool = False,
     fix_m: bool = False,
+    fix_lam: bool = False,
     monotone: bool = False,
+    known: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None,
     max_iter: int = 500,
     tol: float = 1e-7,
     guard: bool = True,
@@ -716,8 +721,8 @@ def fit_em(
     E-step: posterior g_p = lam * prod m / (lam * prod m + (1 - lam) * prod u).
     M-step: lam = sum c_p g_p / sum c_p; m_f[k] = sum over patterns with level
     k of c_p g_p / sum over patterns with f present of c_p g_p; u likewise with
-    1 - g_p (unless ``fix_u``; m unless ``fix_m``: with both, EM fits lam
-    alone). ``smoothing`` (alpha) adds alpha expected pairs
+    1 - g_p (unless ``fix_u``; m unless ``fix_m``; lam unless ``fix_lam``: with
+    ``fix_m`` and ``fix_u`` EM fits lam alone). ``smoothing`` (alpha) adds alpha expected pairs
     to every level of every field in both classes before normalizing (the MAP
     estimate under a Dirichlet(1 + alpha) prior): a level that no pair of a
     class shows gets a small probability instead of 0, so its weight stays
@@ -733,12 +738,20 @@ def fit_em(
     decreases; the floors are applied inside :func:`monotone_m_step` so that
     they keep the order.
 
+    ``known`` = ``(patterns (L, F), matches (L,), non_matches (L,))``: pairs of
+    known class (labelled pairs), ``matches[l]`` / ``non_matches[l]`` of them
+    showing pattern l. They add the complete-data term
+    ``sum_l matches_l log prod m + non_matches_l log prod u`` to the
+    likelihood: their counts enter the M-step of m and u as pairs whose
+    posterior is held at 1 / 0. They say nothing of lam (they were chosen, not
+    sampled), so lam stays the candidates' share. ``loglik`` includes the term.
+
     Stops when no parameter moved
     by more than ``tol`` (``converged``) or after ``max_iter`` iterations;
     ``loglik`` holds the log-likelihood (natural log) before every iteration
     and after the last one.
 
-    Label-switching guard (``guard``, not with ``fix_u`` or ``fix_m``): the match class must
+    Label-switching guard (``guard``, not with ``fix_u``, ``fix_m`` or ``known``): the match class must
     have m > u at level 0 (the closest agreement) for most fields; when more
     fields say otherwise, the classes are exchanged (``swapped``). Under
     ``monotone`` m_0 >= u_0 holds for every field (a non-increasing ratio
@@ -760,6 +773,19 @@ def fit_em(
             raise ValueError(f"field {f}: m0/u0 need {n_levels[f]} levels")
     present = [pat[:, f] >= 0 for f in range(F)]
     lv = [pat[present[f], f] for f in range(F)]
+    # pairs of known class: their level counts per field, the same every iteration
+    km: list[npt.NDArray[np.float64]] = [np.zeros(K) for K in n_levels]
+    ku: list[npt.NDArray[np.float64]] = [np.zeros(K) for K in n_levels]
+    kpat = np.zeros((0, F), dtype=np.int64)
+    kpos = kneg = np.zeros(0)
+    if known is not None:
+        kpat = np.asarray(known[0], dtype=np.int64).reshape(-1, F)
+        kpos = np.asarray(known[1], dtype=np.float64)
+        kneg = np.asarray(known[2], dtype=np.float64)
+        for f in range(F):
+            ok = kpat[:, f] >= 0
+            km[f] = np.bincount(kpat[ok, f], weights=kpos[ok], minlength=n_levels[f]).astype(np.float64)
+            ku[f] = np.bincount(kpat[ok, f], weights=kneg[ok], minlength=n_levels[f]).astype(np.float64)
     trace: list[float] = []
     converged = False
     it = 0
@@ -768,19 +794,22 @@ def fit_em(
         a = math.log(lam) + _class_logs(pat, m)
         b = math.log1p(-lam) + _class_logs(pat, u)
         tot = np.logaddexp(a, b)
-        return np.exp(a - tot), np.exp(b - tot), float(cnt @ tot)
+        ll = float(cnt @ tot)
+        if len(kpat):
+            ll += float(kpos @ _class_logs(kpat, m) + kneg @ _class_logs(kpat, u))
+        return np.exp(a - tot), np.exp(b - tot), ll
 
     for _ in range(max_iter):
         it += 1
         g, h, ll = estep()
         trace.append(ll)
         wm, wu = cnt * g, cnt * h
-        lam_new = float(np.clip(wm.sum() / N, EPS, 1 - EPS))
+        lam_new = lam if fix_lam else float(np.clip(wm.sum() / N, EPS, 1 - EPS))
         delta = abs(lam_new - lam)
         m_new, u_new = [], []
         for f in range(F):
-            am = np.bincount(lv[f], weights=wm[present[f]], minlength=n_levels[f]) + smoothing
-            au = np.bincount(lv[f], weights=wu[present[f]], minlength=n_levels[f]) + smoothing
+            am = np.bincount(lv[f], weights=wm[present[f]], minlength=n_levels[f]) + km[f] + smoothing
+            au = np.bincount(lv[f], weights=wu[present[f]], minlength=n_levels[f]) + ku[f] + smoothing
             if fix_m:
                 mf = m[f]
                 uf = u[f] if fix_u else (_floor_normalize(au / au.sum()) if au.sum() > 0 else u[f])
@@ -798,7 +827,7 @@ def fit_em(
             break
     trace.append(estep()[2])
     fit = EMFit(lam=lam, m=m, u=u, iterations=it, converged=converged, loglik=trace)
-    if guard and not fix_u and not fix_m:
+    if guard and not fix_u and not fix_m and known is None:
         votes = sum(1 if mf[0] > uf[0] else -1 if mf[0] < uf[0] else 0 for mf, uf in zip(m, u))
         if votes < 0:
             fit = EMFit(lam=1 - lam, m=u, u=m, iterations=it, converged=converged, loglik=trace, swapped=True)
@@ -900,6 +929,12 @@ class FellegiSunterParams(Params):
         default=True,
         description="every field's match weight log2(m/u) non-increasing from the closest level to the last "
         "(EM's M-step is the maximum likelihood under that order: pool adjacent violators); false: unconstrained EM",
+    )
+    labels_fit: Literal["em", "labels"] = Field(
+        default="em",
+        description="with the job's training labels: em - EM on the candidates started from the labels' m and u, "
+        "every labelled pair held at its label (semi-supervised); labels - m and u from the labelled pairs alone "
+        "(their level frequencies), only lambda fitted. fix_u and prior are not used with labels",
     )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
 
@@ -1140,7 +1175,7 @@ class FellegiSunter(Verifier):
             "converged": fit.converged,
             "label_swapped": fit.swapped,
             "estimation": self.estimation(training),
-            "weights_monotone": bool(p.monotone),
+            "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
             "u_mode": u_mode,
             "training": training,
             "random_pairs": n_random,
@@ -1169,40 +1204,52 @@ class FellegiSunter(Verifier):
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         order = ("weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
-                 if p.monotone else "weights unconstrained (may rise from a closer level to a looser one)")
+                 if p.monotone else "weights unconstrained (a looser level may weigh more than a closer one)")
         if training is not None:
             lam = ("lambda = the labels' share of matches" if training["lambda"] == "labels"
-                   else "lambda by EM on the candidates with m and u held")
-            return f"m and u from {training['matches']} labelled matches and {training['non_matches']} " \
-                   f"labelled non-matches; {lam}; {order}"
+                   else "lambda by EM on the candidates")
+            labels = f"{training['matches']} labelled matches and {training['non_matches']} labelled non-matches"
+            if training["fit"] == "labels":
+                how = f"m and u from {labels} (held)"
+            else:
+                how = f"m and u by EM on the candidates, started from {labels}, each labelled pair held at its label"
+            return f"trained: {how}; {lam}; {order}"
         u = "u fixed from random pairs" if p.fix_u else "u by EM"
         return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
 
     def train(
         self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
     ) -> tuple[EMFit, float, dict[str, Any]]:
-        """m and u from the labelled pairs, lambda from the labels or by EM on the candidates' ``patterns``.
+        """The fit from the labelled pairs (:attr:`labelled`, :attr:`labelled_codes`) and the candidates' ``patterns``.
 
         Per field, ``a_k`` / ``b_k`` = labelled matches / non-matches at level
         k plus ``smoothing`` (pairs where the field is missing are skipped);
-        m = a / sum a and u = b / sum b, or with ``monotone`` the constrained
-        estimate of :func:`monotone_m_step` on the same counts (its maximum
-        likelihood under the order). ``lam = "labels"``: lambda = matches /
-        labelled pairs (right for a random sample of the candidates);
-        ``"em"``: :func:`fit_em` with m and u held (fix_m, fix_u), which fits
-        lambda alone on the candidates (right for pairs chosen near the
-        threshold, whose share of matches says nothing of the candidates').
-        Raises ValueError when the labels hold no match or no non-match.
+        the labels' estimate is m = a / sum a and u = b / sum b, or with
+        ``monotone`` the constrained estimate of :func:`monotone_m_step` on the
+        same counts (their maximum likelihood under the order).
+
+        ``labels_fit: labels`` holds m and u there. ``labels_fit: em`` (default)
+        starts :func:`fit_em` from them and fits m, u (and lambda) on the
+        candidates, every labelled pair entering the M-step with its class
+        known (``known``): semi-supervised, the labels and every candidate's
+        comparison pattern in one likelihood.
+
+        Lambda (``labelled.lam``): ``"labels"`` holds it at the labels' share of
+        matches (right for a random sample of the candidates); ``"em"`` fits it
+        on the candidates (with m and u held, under ``labels_fit: labels``),
+        right for pairs chosen near the threshold, whose share of matches says
+        nothing of the candidates'. Raises ValueError when the labels hold no
+        match or no non-match.
         """
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         lab = self.labelled
         assert lab is not None
-        codes = getattr(self, "labelled_codes", None)
+        codes = self.labelled_codes
         if codes is None or len(codes) != len(lab.pairs):
             raise ValueError(
                 "fellegi_sunter: labelled pairs were set without their codes (labelled_codes = pair_codes of "
-                "labelled.pairs, set by score())"
+                "labelled.pairs; score() sets them, an executor calling fit_counts itself must)"
             )
         y = np.asarray(lab.match, dtype=bool)
         n_pos, n_neg = int(y.sum()), int((~y).sum())
@@ -1225,7 +1272,7 @@ class FellegiSunter(Verifier):
             per_field[fld.label] = {"matches": cm.astype(int).tolist(), "non_matches": cu.astype(int).tolist()}
             a, b = cm + p.smoothing, cu + p.smoothing
             if a.sum() <= 0 or b.sum() <= 0:
-                # no labelled pair shows this field in one class (and no smoothing): it weighs 0
+                # no labelled pair shows this field in one class (and no smoothing): it starts at weight 0
                 mf = uf = np.full(n_levels[f], 1.0 / n_levels[f])
             elif p.monotone:
                 mf, uf = monotone_m_step(a, b)
@@ -1235,19 +1282,31 @@ class FellegiSunter(Verifier):
             u.append(uf)
         lam_labels = float(np.clip(n_pos / (n_pos + n_neg), EPS, 1 - EPS))
         if lab.lam == "labels":
-            fit = EMFit(lam=lam_labels, m=m, u=u, converged=True)
             lam0 = lam_labels
+            fit = EMFit(lam=lam_labels, m=m, u=u, converged=True)
         else:
-            lam0 = float(p.prior) if p.prior is not None else lam_labels
+            lam0 = lam_labels
             fit = fit_em(
                 patterns, counts, n_levels, lam0, m, u, fix_m=True, fix_u=True,
                 max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
+        if p.labels_fit == "em":
+            # the labelled pairs by distinct pattern: how many matches and non-matches show each
+            lcodes = np.asarray(codes, dtype=np.int64)
+            uniq, inv = np.unique(lcodes, return_inverse=True)
+            inv = inv.reshape(-1)
+            pos = np.bincount(inv, weights=y.astype(np.float64), minlength=len(uniq)).astype(np.float64)
+            neg = np.bincount(inv, weights=(~y).astype(np.float64), minlength=len(uniq)).astype(np.float64)
+            fit = fit_em(
+                patterns, counts, n_levels, fit.lam, fit.m, fit.u, monotone=p.monotone, fix_lam=lab.lam == "labels",
+                known=(_decode(uniq, n_levels), pos, neg), max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
             )
         training = {
             "labelled_pairs": n_pos + n_neg,
             "matches": n_pos,
             "non_matches": n_neg,
             "lambda": lab.lam,
+            "fit": p.labels_fit,
             "level_counts": per_field,
         }
         return fit, lam0, training

@@ -13,20 +13,28 @@ Run with ``-s`` to see the measured numbers.
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
 import math
 import re
 import unicodedata
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from rapidfuzz import fuzz
 from rapidfuzz.distance import JaroWinkler, Levenshtein
 
 import er_plugins.records_scoring as rs
 from er_framework.components import Context
-from er_framework.data import Batch, Pairs, Records
+from er_framework.config import parse_job
+from er_framework.data import Batch, LabelledPairs, Pairs, Records
+from er_framework.executors.local import run_local
 from er_framework.synth.customers import generate_customers
 from er_framework.testing import check_verifier
 from er_plugins.records_scoring import (
@@ -36,7 +44,10 @@ from er_plugins.records_scoring import (
     FieldScore,
     FieldScoreParams,
     fit_em,
+    isotonic_decreasing,
+    isotonic_decreasing_reference,
     level_of,
+    monotone_m_step,
     pattern_counts,
 )
 
@@ -662,3 +673,471 @@ def test_end_to_end_seed_blocking(customers):
     assert f_prf[2] >= 0.95
     assert s_prf[2] >= 0.95
     assert x_prf[2] < s_prf[2]
+
+
+# ---------------------------------------------------------------------------
+# monotone weights: the constrained M-step (issue 16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(-100, 100, allow_nan=False), st.floats(0.01, 100, allow_nan=False)), min_size=1, max_size=8
+    )
+)
+def test_isotonic_decreasing_equals_min_max_reference(yw):
+    y = np.array([a for a, _ in yw])
+    w = np.array([b for _, b in yw])
+    x = isotonic_decreasing(y, w)
+    np.testing.assert_allclose(x, isotonic_decreasing_reference(y, w), rtol=1e-9, atol=1e-9)
+    assert np.all(np.diff(x) <= 1e-9)
+    assert float(w @ x) == pytest.approx(float(w @ y), rel=1e-9, abs=1e-9)  # pooling keeps the weighted total
+
+
+def test_isotonic_decreasing_zero_weights_and_order():
+    np.testing.assert_allclose(isotonic_decreasing([3.0, 1.0, 2.0], [1.0, 1.0, 1.0]), [3.0, 1.5, 1.5])
+    np.testing.assert_allclose(isotonic_decreasing([1.0, 2.0], [1.0, 3.0]), [1.75, 1.75])
+    np.testing.assert_allclose(isotonic_decreasing([4.0, 2.0, 1.0], [1.0, 1.0, 1.0]), [4.0, 2.0, 1.0])  # already in order
+    # a zero-weight entry takes its neighbour's value (the one before it; after it at the start)
+    np.testing.assert_allclose(isotonic_decreasing([9.0, 5.0, 0.0, 3.0], [0.0, 1.0, 0.0, 1.0]), [5.0, 5.0, 5.0, 3.0])
+
+
+def _objective(a, b, m, u):
+    return float(a @ np.log(m) + b @ np.log(u))
+
+
+def _block_partitions(K):
+    """Every partition of 0..K-1 into runs of consecutive levels."""
+    for cuts in itertools.product([False, True], repeat=K - 1):
+        blocks, start = [], 0
+        for k, cut in enumerate(cuts, start=1):
+            if cut:
+                blocks.append(list(range(start, k)))
+                start = k
+        blocks.append(list(range(start, K)))
+        yield blocks
+
+
+def _brute_force_m_step(a, b, u_fixed=None):
+    """Naive constrained maximum: every partition into blocks of equal ratio, each block's maximum, the best
+    one whose block ratios are non-increasing (the constrained optimum has this form)."""
+    best, arg = -np.inf, None
+    A, B, n = a.sum(), b.sum(), a + b
+    for blocks in _block_partitions(len(a)):
+        m, u = np.empty(len(a)), np.empty(len(a))
+        for blk in blocks:
+            if u_fixed is None:
+                m[blk] = a[blk].sum() / A * n[blk] / n[blk].sum()
+                u[blk] = b[blk].sum() / B * n[blk] / n[blk].sum()
+            else:
+                u[blk] = u_fixed[blk]
+                m[blk] = u_fixed[blk] * a[blk].sum() / (A * u_fixed[blk].sum())
+        w = np.log(m / u)
+        if np.all(np.diff(w) <= 1e-12):
+            v = _objective(a, b, m, u) if u_fixed is None else float(a @ np.log(m))
+            if v > best:
+                best, arg = v, (m, u)
+    return arg
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_monotone_m_step_is_the_constrained_maximum(seed):
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(2, 6))
+    a = rng.gamma(0.7, 20.0, K) + 0.01
+    b = rng.gamma(0.7, 200.0, K) + 0.01
+    m, u = monotone_m_step(a, b)
+    assert m.sum() == pytest.approx(1.0) and u.sum() == pytest.approx(1.0)
+    assert np.all(np.diff(np.log(m / u)) <= 1e-12)
+    rm, ru = _brute_force_m_step(a, b)
+    np.testing.assert_allclose(m, rm, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(u, ru, rtol=1e-9, atol=1e-12)
+    # u held: m alone
+    uf = rng.dirichlet(np.ones(K))
+    m2, u2 = monotone_m_step(a, b, uf)
+    np.testing.assert_array_equal(u2, uf)
+    assert np.all(np.diff(np.log(m2 / uf)) <= 1e-12)
+    np.testing.assert_allclose(m2, _brute_force_m_step(a, b, uf)[0], rtol=1e-9, atol=1e-12)
+
+
+def test_monotone_m_step_matches_a_numerical_optimizer():
+    """scipy's SLSQP on the constrained problem (log-parameters, the order as inequalities) finds no better point."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    a = np.array([40.0, 25.0, 6.0, 30.0])  # level 1 would weigh more than level 0 unconstrained
+    b = np.array([30.0, 5.0, 60.0, 900.0])
+    K = len(a)
+
+    def unpack(x):  # log m, log u from free parameters (softmax)
+        return x[:K] - logsumexp(x[:K]), x[K:] - logsumexp(x[K:])
+
+    def neg(x):
+        lm, lu = unpack(x)
+        return -float(a @ lm + b @ lu)
+
+    # log(m_k/u_k) - log(m_k+1/u_k+1) >= 0: linear in x (the normalizers cancel)
+    cons = [{"type": "ineq", "fun": (lambda x, k=k: x[k] - x[K + k] - x[k + 1] + x[K + k + 1])} for k in range(K - 1)]
+    best = None
+    for start in range(5):
+        x0 = np.random.default_rng(start).normal(size=2 * K)
+        r = minimize(neg, x0, constraints=cons, method="SLSQP", options={"maxiter": 2000, "ftol": 1e-14})
+        if best is None or r.fun < best.fun:
+            best = r
+    assert best is not None
+    bm, bu = (np.exp(v) for v in unpack(best.x))
+    m, u = monotone_m_step(a, b)
+    w_free = np.log((a / a.sum()) / (b / b.sum()))
+    assert w_free[1] > w_free[0]  # the unconstrained estimate breaks the order here
+    assert _objective(a, b, m, u) >= -best.fun - 1e-6
+    np.testing.assert_allclose(m, bm, atol=1e-4)
+    np.testing.assert_allclose(u, bu, atol=1e-4)
+
+
+def test_fit_em_monotone_is_em_under_the_order():
+    # a model whose second level weighs more than the first: unconstrained EM finds that, monotone EM does not
+    true_m = [np.array([0.50, 0.40, 0.10]), np.array([0.80, 0.15, 0.05]), np.array([0.70, 0.20, 0.10])]
+    true_u = [np.array([0.20, 0.02, 0.78]), np.array([0.02, 0.08, 0.90]), np.array([0.10, 0.20, 0.70])]
+    rng = np.random.default_rng(3)
+    n = 50_000
+    z = rng.random(n) < 0.1
+    levels = np.stack([np.where(z, rng.choice(3, n, p=true_m[f]), rng.choice(3, n, p=true_u[f])) for f in range(3)], 1)
+    patterns, counts, _ = pattern_counts(levels, [3, 3, 3])
+    m0, u0 = _default_init([3, 3, 3])
+    free = fit_em(patterns, counts, [3, 3, 3], 0.2, m0, u0, max_iter=3000, tol=1e-10, smoothing=1.0)
+    mono = fit_em(patterns, counts, [3, 3, 3], 0.2, m0, u0, max_iter=3000, tol=1e-10, smoothing=1.0, monotone=True)
+    assert free.weights()[0][1] > free.weights()[0][0]
+    for w in mono.weights():
+        assert np.all(np.diff(w) <= 1e-12)
+    assert mono.weights()[0][0] == pytest.approx(mono.weights()[0][1], abs=1e-9)  # pooled
+    assert all(y >= x - 1e-6 for x, y in zip(mono.loglik, mono.loglik[1:]))  # still never lowers the likelihood
+    assert mono.loglik[-1] <= free.loglik[-1] + 1e-6  # a constrained maximum
+    # where the data already respect the order, the constraint changes nothing
+    levels, _ = _simulate(50_000, 11)
+    patterns, counts, _ = pattern_counts(levels, [3, 3, 3])
+    a = fit_em(patterns, counts, [3, 3, 3], 0.3, m0, u0, max_iter=3000, tol=1e-12)
+    b = fit_em(patterns, counts, [3, 3, 3], 0.3, m0, u0, max_iter=3000, tol=1e-12, monotone=True)
+    assert abs(a.lam - b.lam) < 1e-8
+    for f in range(3):
+        np.testing.assert_allclose(a.m[f], b.m[f], atol=1e-8)
+        np.testing.assert_allclose(a.u[f], b.u[f], atol=1e-8)
+
+
+def test_fit_em_known_pairs_and_fixed_parameters():
+    levels, z = _simulate(20_000, 5)
+    patterns, counts, _ = pattern_counts(levels, [3, 3, 3])
+    m0, u0 = _default_init([3, 3, 3])
+    # m and u held: EM fits lambda alone
+    held = fit_em(patterns, counts, [3, 3, 3], 0.5, TRUE_M, TRUE_U, fix_m=True, fix_u=True, max_iter=2000, tol=1e-12)
+    for f in range(3):
+        np.testing.assert_allclose(held.m[f], TRUE_M[f], rtol=1e-12)
+        np.testing.assert_allclose(held.u[f], TRUE_U[f], rtol=1e-12)
+    assert abs(held.lam - TRUE_LAM) < 0.01
+    fixed = fit_em(patterns, counts, [3, 3, 3], 0.3, m0, u0, fix_lam=True, max_iter=5)
+    assert fixed.lam == 0.3
+    # pairs of known class: with every pair known, EM is counting (the complete-data maximum, in one step)
+    kp, kc, inv = pattern_counts(levels, [3, 3, 3])
+    pos = np.bincount(inv, weights=z.astype(float), minlength=len(kp))
+    neg = np.bincount(inv, weights=(~z).astype(float), minlength=len(kp))
+    tiny = np.array([1e-300])  # the candidates weigh nothing
+    known = fit_em(kp[:1], tiny, [3, 3, 3], 0.5, m0, u0, known=(kp, pos, neg), max_iter=3, tol=0.0)
+    for f in range(3):
+        ok = levels[:, f] >= 0
+        np.testing.assert_allclose(known.m[f], np.bincount(levels[ok & z, f], minlength=3) / (ok & z).sum(), atol=1e-9)
+        np.testing.assert_allclose(known.u[f], np.bincount(levels[ok & ~z, f], minlength=3) / (ok & ~z).sum(), atol=1e-9)
+    assert all(y >= x - 1e-6 for x, y in zip(known.loglik[1:], known.loglik[2:]))
+
+
+# ---------------------------------------------------------------------------
+# the shipped jobs: Febrl3, Febrl4 and the customers (read from configs/data, run by the engine)
+
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _read_truth_pairs(path: Path) -> set[tuple[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    if rows and len(rows[0]) == 2 and path.name == "febrl3_truth.csv":  # id,entity: every pair of an entity
+        by: dict[str, list[str]] = {}
+        for i, e in rows:
+            by.setdefault(e, []).append(i)
+        return {(a, b) for ids in by.values() for a, b in itertools.combinations(sorted(ids), 2)}
+    return {(a, b) for a, b in rows}
+
+
+SHIPPED = {
+    "febrl3": ("febrl3.yaml", "data/febrl/febrl3_truth.csv"),
+    "febrl4": ("febrl4.yaml", "data/febrl/febrl4_truth.csv"),
+    "customers": ("customers.yaml", "data/customers/truth.csv"),
+}
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, dict[str, Any]]:
+    """Every shipped record job run once by the engine (no output written): its result and truth."""
+    out = {}
+    for name, (cfg, truth) in SHIPPED.items():
+        job = parse_job(CONFIGS / cfg)
+        out[name] = {"job": job, "result": run_local(job, write=False), "truth": _read_truth_pairs(CONFIGS / truth)}
+    return out
+
+
+def _candidates_and_labels(d: dict[str, Any]) -> tuple[Batch, Pairs, np.ndarray]:
+    r = d["result"]
+    ids = r.records.ids
+    c = r.candidates
+    y = np.array([(ids[i], ids[j]) in d["truth"] or (ids[j], ids[i]) in d["truth"]
+                  for i, j in zip(c.left.tolist(), c.right.tolist())])
+    return Batch(r.records, cross_source_only=d["job"].spec.mode == "link"), Pairs(c.left, c.right), y
+
+
+def _fs(d: dict[str, Any], **changes: Any) -> FellegiSunter:
+    """A fresh verifier of the shipped job's parameters (with ``changes``) and context, as the engine makes it."""
+    job = d["job"]
+    params = job.verifier.params
+    assert isinstance(params, FellegiSunterParams)
+    return FellegiSunter(FellegiSunterParams(**{**params.model_dump(), **changes}), job.context)
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_shipped_jobs_default_weights_are_monotone(shipped, name):
+    d = shipped[name]
+    rep = d["result"].report["verifier"]
+    assert rep["monotone"] is True and rep["weights_monotone"] is True
+    assert "monotone in the level" in rep["estimation"]
+    for field, f in rep["per_field"].items():
+        w = f["weight_log2"]
+        assert all(b <= a + 1e-9 for a, b in zip(w, w[1:])), (name, field, w)
+        assert w[0] > 0 > w[-1], (name, field, w)
+    # the same candidates with the EM of before (monotone: false): same pairs at the threshold or fewer right
+    batch, pairs, y = _candidates_and_labels(d)
+    new = _fs(d).score(batch, pairs) >= 0.9
+    old_v = _fs(d, monotone=False)
+    old = old_v.score(batch, pairs) >= 0.9
+    assert "unconstrained" in old_v.describe()["estimation"]
+    tp_new, tp_old = int((new & y).sum()), int((old & y).sum())
+    print(f"\n{name}: {len(pairs)} candidates; true pairs kept at 0.9: monotone {tp_new} of {int(new.sum())}, "
+          f"unconstrained {tp_old} of {int(old.sum())}; unconstrained monotone: {old_v.describe()['weights_monotone']}")
+    assert tp_new >= tp_old and int((new & ~y).sum()) <= int((old & ~y).sum())
+    if name == "febrl4":  # the issue's example: before, given_name >= 92 outweighed an exact given_name
+        w = old_v.describe()["per_field"]["given_name"]["weight_log2"]
+        assert w[1] > w[0] and not old_v.describe()["weights_monotone"]
+
+
+# ---------------------------------------------------------------------------
+# training from labelled pairs
+
+
+def _labelled(pairs: Pairs, y: np.ndarray, idx: np.ndarray, lam: str = "em") -> LabelledPairs:
+    return LabelledPairs(Pairs(pairs.left[idx], pairs.right[idx]), y[idx], lam)
+
+
+def test_training_labels_alone_counts_levels(shipped):
+    d = shipped["febrl4"]
+    batch, pairs, y = _candidates_and_labels(d)
+    idx = np.random.default_rng(1).choice(len(pairs), 200, replace=False)
+    v = _fs(d, labels_fit="labels", monotone=False, smoothing=0.5)
+    v.labelled = _labelled(pairs, y, idx, "labels")
+    v.score(batch, pairs)
+    rep = v.describe()
+    assert rep["training"]["matches"] == int(y[idx].sum()) and rep["training"]["non_matches"] == 200 - int(y[idx].sum())
+    assert rep["lambda"] == pytest.approx(y[idx].mean())
+    assert rep["estimation"].startswith("trained: m and u from") and rep["u_mode"] == "from labelled non-matches"
+    lv = v.comparison_levels(batch, Pairs(pairs.left[idx], pairs.right[idx]))
+    for f, fld in enumerate(v.params.fields):
+        ok = lv[:, f] >= 0
+        K = len(fld.thresholds) + 1
+        a = np.bincount(lv[ok & y[idx], f], minlength=K) + 0.5
+        b = np.bincount(lv[ok & ~y[idx], f], minlength=K) + 0.5
+        np.testing.assert_allclose(rep["per_field"][fld.label]["m"], a / a.sum(), rtol=1e-12)
+        np.testing.assert_allclose(rep["per_field"][fld.label]["u"], b / b.sum(), rtol=1e-12)
+        assert rep["training"]["level_counts"][fld.label]["matches"] == (a - 0.5).astype(int).tolist()
+    # lambda by EM on the candidates, m and u held at the labels' estimate
+    v2 = _fs(d, labels_fit="labels", monotone=False, smoothing=0.5)
+    v2.labelled = _labelled(pairs, y, idx, "em")
+    v2.score(batch, pairs)
+    r2 = v2.describe()
+    assert r2["per_field"] == rep["per_field"]
+    assert abs(r2["lambda"] - y.mean()) < 0.01 and abs(rep["lambda"] - y.mean()) > 0.01
+
+
+@pytest.mark.parametrize("how", ["random", "borderline"])
+def test_training_from_200_labels_on_febrl4(shipped, how):
+    """200 labelled candidates (random, or nearest the threshold as er review picks them): the default
+    (semi-supervised EM) keeps at least the unsupervised true pairs; m and u from the labels alone are reported."""
+    d = shipped["febrl4"]
+    batch, pairs, y = _candidates_and_labels(d)
+    s = d["result"].candidates.score
+    if how == "random":
+        idx = np.random.default_rng(2).choice(len(pairs), 200, replace=False)
+    else:
+        above, below = np.flatnonzero(s >= 0.9), np.flatnonzero(s < 0.9)
+        idx = np.r_[above[np.argsort(s[above], kind="stable")][:100], below[np.argsort(-s[below], kind="stable")][:100]]
+    n_true = len(d["truth"])
+    unsup = _prf(s >= 0.9, y, n_true)[2]
+    got = {}
+    for fit in ("em", "labels"):
+        v = _fs(d, labels_fit=fit)
+        v.labelled = _labelled(pairs, y, idx)
+        got[fit] = _prf(v.score(batch, pairs) >= 0.9, y, n_true)[2]
+        assert v.describe()["weights_monotone"]
+    print(f"\nfebrl4, 200 {how} labels ({int(y[idx].sum())} matches): pairwise F1 at 0.9 unsupervised {unsup:.5f}, "
+          f"semi-supervised {got['em']:.5f}, m/u from the labels alone {got['labels']:.5f}")
+    assert got["em"] >= unsup
+
+
+def test_training_needs_both_classes_and_codes(shipped):
+    d = shipped["febrl4"]
+    batch, pairs, y = _candidates_and_labels(d)
+    for cls in (True, False):
+        v = _fs(d)
+        idx = np.flatnonzero(y == cls)[:20]
+        v.labelled = _labelled(pairs, y, idx)
+        with pytest.raises(ValueError, match="at least one of each"):
+            v.score(batch, pairs)
+    # an executor calling fit_counts itself must hand over the labelled pairs' codes
+    v = _fs(d)
+    v.labelled = _labelled(pairs, y, np.arange(50))
+    codes = v.pair_codes(batch, pairs)
+    uniq, cnt = np.unique(codes, return_counts=True)
+    with pytest.raises(ValueError, match="labelled_codes"):
+        v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0))
+    v.labelled_codes = v.pair_codes(batch, v.labelled.pairs)
+    table = v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0))
+    v2 = _fs(d)
+    v2.labelled = v.labelled
+    np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.score(batch, pairs))
+
+
+def test_training_through_a_job(tmp_path, shipped):
+    """training: {labels: FILE} of a job reaches the verifier (the engine maps the ids to batch rows)."""
+    d = shipped["febrl4"]
+    r = d["result"]
+    ids, names, src = r.records.ids, r.records.source_names, r.records.source
+    c = r.candidates
+    _, pairs, y = _candidates_and_labels(d)
+    idx = np.random.default_rng(4).choice(len(pairs), 200, replace=False)
+    with open(tmp_path / "labels.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["left_source", "left_id", "right_source", "right_id", "match"])
+        for k in idx.tolist():
+            i, j = int(c.left[k]), int(c.right[k])
+            w.writerow([names[src[i]], ids[i], names[src[j]], ids[j], "yes" if y[k] else "no"])
+    text = (CONFIGS / "febrl4.yaml").read_text().replace("path: data/", f"path: {CONFIGS}/data/")
+    (tmp_path / "job.yaml").write_text(text + "\ntraining:\n  labels: labels.csv\n  prior: labels\n")
+    res = run_local(parse_job(tmp_path / "job.yaml"), write=False)
+    rep = res.report["verifier"]
+    assert rep["training"]["matches"] == int(y[idx].sum()) and rep["training"]["lambda"] == "labels"
+    assert rep["estimation"].startswith("trained: m and u by EM")
+    assert rep["weights_monotone"]
+
+
+# ---------------------------------------------------------------------------
+# explanations: comparisons and restore
+
+
+def _febrl4_sample(d: dict[str, Any], k: int = 3000) -> tuple[Batch, Pairs, Pairs]:
+    batch, pairs, _ = _candidates_and_labels(d)
+    idx = np.sort(np.random.default_rng(0).choice(len(pairs), k, replace=False))
+    return batch, pairs, Pairs(pairs.left[idx], pairs.right[idx])
+
+
+def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
+    d = shipped["febrl4"]
+    batch, pairs, some = _febrl4_sample(d)
+    v = _fs(d)
+    scores = v.score(batch, pairs)
+    cmp = v.comparisons(batch, some)
+    labels = [f.label for f in v.params.fields]
+    expected = ["prior_weight"] + [x for lab in labels for x in (f"level_{lab}", f"weight_{lab}")] + ["match_weight", "score"]
+    assert list(cmp) == expected
+    assert all(len(col) == len(some) for col in cmp.values())
+    total = cmp["prior_weight"] + sum(cmp[f"weight_{lab}"] for lab in labels)
+    np.testing.assert_allclose(cmp["match_weight"], total, rtol=0, atol=1e-9)
+    mw = cmp["match_weight"]
+    np.testing.assert_allclose(2.0**mw / (1 + 2.0**mw), cmp["score"], rtol=0, atol=1e-9)
+    # the score column is score()'s value of the pair
+    pos = np.searchsorted(pairs.left * len(batch.records) + pairs.right, some.left * len(batch.records) + some.right)
+    np.testing.assert_array_equal(cmp["score"], scores[pos])
+    rep = v.describe()
+    for lab in labels:
+        lv = cmp[f"level_{lab}"]
+        assert lv.dtype == np.int64 and lv.min() >= -1
+        w = np.asarray(rep["per_field"][lab]["weight_log2"])
+        ok = lv >= 0
+        np.testing.assert_allclose(cmp[f"weight_{lab}"][ok], w[lv[ok]], atol=1e-6)  # the report rounds to 1e-6
+        assert np.all(cmp[f"weight_{lab}"][~ok] == 0.0)
+    assert (cmp["level_address_2"] == -1).any()  # some pairs miss a field: weight 0 there
+    assert v.comparisons(batch, Pairs.empty())["score"].shape == (0,)
+
+
+def test_fellegi_sunter_restore_from_the_report(shipped):
+    d = shipped["febrl4"]
+    batch, pairs, some = _febrl4_sample(d)
+    v = _fs(d)
+    v.score(batch, pairs)
+    described = json.loads(json.dumps(d["result"].report["verifier"]))  # report.json's verifier section
+    v_run = _fs(d)
+    v_run.score(batch, pairs)
+    assert json.loads(json.dumps(v_run.describe())) == described
+    fresh = _fs(d)
+    with pytest.raises(ValueError, match="no fitted model"):
+        fresh.comparisons(batch, some)
+    fresh.restore(described)
+    a, b = v.comparisons(batch, some), fresh.comparisons(batch, some)
+    assert list(a) == list(b)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert fresh.describe()["lambda"] == described["lambda"]
+    # a report of other fields is refused
+    other = json.loads(json.dumps(described))
+    other["per_field"].pop("state")
+    with pytest.raises(ValueError, match="not this verifier's"):
+        _fs(d).restore(other)
+    # a run that scored nothing restores no model
+    empty = _fs(d)
+    empty.restore({"type": "fellegi_sunter", "pairs_scored": 0})
+    assert empty.fit is None
+
+
+@pytest.mark.parametrize("missing", ["neutral", "zero", "penalize"])
+def test_field_score_comparisons_sum_to_the_score(small, missing):
+    batch, pairs = small
+    rules = [
+        {"field": ["f1", "f2"], "name": "names", "scorer": "token_sort_ratio", "weight": 2.0, "missing": missing},
+        {"field": "f2", "scorer": "ratio", "missing": missing, **({"missing_score": -30.0} if missing == "penalize" else {})},
+        {"field": "phone", "scorer": "digits", "weight": 0.5},
+    ]
+    v = FieldScore(FieldScoreParams(fields=rules, threshold=150), Context())
+    s = v.score(batch, pairs)
+    cmp = v.comparisons(batch, pairs)
+    labels = ["names", "f2", "phone"]
+    assert list(cmp) == [x for lab in labels for x in (f"similarity_{lab}", f"points_{lab}")] + ["score"]
+    np.testing.assert_array_equal(cmp["score"], s)
+    np.testing.assert_allclose(sum(cmp[f"points_{lab}"] for lab in labels), s, rtol=0, atol=1e-9)
+    sims = v.field_scores(batch, pairs)
+    for lab in labels:
+        np.testing.assert_array_equal(cmp[f"similarity_{lab}"], sims[lab])
+    if missing == "neutral":
+        assert np.all(cmp["points_names"][np.isnan(sims["names"])] == 0.0)
+    assert np.isnan(sims["names"]).any()
+    fresh = FieldScore(FieldScoreParams(fields=rules, threshold=150), Context())
+    fresh.restore(v.describe())
+    b = fresh.comparisons(batch, pairs)
+    for k in cmp:
+        np.testing.assert_array_equal(cmp[k], b[k])
+
+
+def test_field_score_comparisons_on_febrl4(shipped):
+    d = shipped["febrl4"]
+    batch, _, some = _febrl4_sample(d)
+    rules = [{"field": "given_name", "scorer": "jaro_winkler"}, {"field": "surname", "scorer": "jaro_winkler"},
+             {"field": "address_2", "scorer": "ratio", "weight": 0.5}, {"field": "soc_sec_id", "scorer": "exact"}]
+    v = FieldScore(FieldScoreParams(fields=rules, threshold=300), Context())
+    s = v.score(batch, some)
+    cmp = v.comparisons(batch, some)
+    np.testing.assert_array_equal(cmp["score"], s)
+    pts = sum(cmp[f"points_{r['field']}"] for r in rules)
+    np.testing.assert_allclose(pts, s, rtol=0, atol=1e-9)
+    assert FieldScore.explainable and FellegiSunter.explainable and FellegiSunter.trainable
