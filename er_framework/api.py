@@ -26,7 +26,7 @@ import numpy as np
 
 from er_framework.config.job import Job, load_yaml, parse_job, read_job_text, resolve_job
 from er_framework.data import Pairs
-from er_framework.engine.explain import Explanation, explanation, row_of_terms
+from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
 from er_framework.engine.result import Result as RunResult
 from er_framework.engine.stages import exact_groups, pairs_table, require_out_dir, write
 from er_framework.errors import ConfigError, InputError, Problem
@@ -193,9 +193,8 @@ class Result:
             raise KeyError(f"this run cannot break its scores into terms (verifier {self.job.verifier.cls.name!r}, "
                            f"executor {self.job.spec.executor.type!r})")
         cols = dict(pairs_table(self.run.records, Pairs(cand.left, cand.right)))
-        terms = self.run.explain_terms(Pairs(cand.left, cand.right))
-        terms.pop("score", None)
-        cols.update(terms)
+        cols.pop("score")
+        cols.update(self.run.explain_terms(Pairs(cand.left, cand.right)))
         cols["score"] = cand.score
         return cols
 
@@ -207,33 +206,20 @@ class Result:
         out_path = require_out_dir(self.job, OutputDir(Path(out), force=force), True)
         assert out_path is not None
         r = self.run
-        self.outputs = write(self.job, out_path, r.records, r.pairs, r.labels, r.report, tables=r.tables,
+        pairs = r.answer.pairs if r.answer is not None else r.pairs
+        self.outputs = write(self.job, out_path, r.records, pairs, r.labels, r.report, tables=r.tables,
                              as_read=r.as_read, html=report)
         return self.outputs
 
     # ---------------------------------------------------------------- explanations
-
-    def _index(self, record_id: str, source: str | None) -> int:
-        recs = self.run.records
-        names = recs.source_names
-        if source is not None and source not in names:
-            raise InputError(Problem(where="explain", message=f"no source {source!r}", fix=f"sources: {', '.join(names)}"))
-        hits = [i for i, x in enumerate(recs.ids) if x == str(record_id)
-                and (source is None or names[int(recs.source[i])] == source)]
-        if not hits:
-            raise InputError(Problem(where="explain", message=f"no record {record_id!r}"
-                                     + (f" in source {source!r}" if source else ""), fix="give an id of the job's records"))
-        if len(hits) > 1:
-            raise InputError(Problem(where="explain", message=f"id {record_id!r} is in several sources",
-                                     fix="name the source: explain(left, right, left_source=..., right_source=...)"))
-        return hits[0]
 
     def explain(self, left: str, right: str, *, left_source: str | None = None,
                 right_source: str | None = None) -> Explanation:
         """Why the pair (``left``, ``right``) scored what it scored: its terms (per field: the values as
         compared, the comparison level and its weight; for document jobs the shared and differing
         shingles), their total and the score against the threshold. ``print()`` shows the waterfall."""
-        a, b = self._index(left, left_source), self._index(right, right_source)
+        a = find_record(self.run.records, left, left_source, "explain: left")
+        b = find_record(self.run.records, right, right_source, "explain: right")
         r = self.run
         threshold = float(r.report.get("threshold", {}).get("value", 0.0))
         described = {**r.report.get("verifier", {})}

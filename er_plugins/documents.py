@@ -61,7 +61,8 @@ class TextParams(Params):
         if self.preset == "raw":
             on = [k for k in RAW_OFF if k in self.model_fields_set and getattr(self, k)]
             if on:
-                raise ValueError(f"preset: raw scores the text as written; it cannot be combined with {', '.join(f'{k}: true' for k in on)}")
+                given = ", ".join(f"{k}: true" for k in on)
+                raise ValueError(f"preset: raw scores the text as written; it cannot be combined with {given}")
             for k in RAW_OFF:
                 object.__setattr__(self, k, False)
         return self

@@ -63,7 +63,8 @@ FUNCTION_LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     "the executors; the one import that points up the layers (LAYER_EXCEPTIONS)",
 }
 
-#: Imports allowed to point up the layers, ``(importer, imported)``: each also function-local and listed above.
+#: Imports allowed to point up the layers, ``(importer, imported)``: function-local (listed above) or for
+#: the type checker only.
 LAYER_EXCEPTIONS = frozenset({("er_framework", "er_framework.api")})
 
 PACKAGES = ("er_framework", PLUGINS_PACKAGE)
@@ -224,7 +225,8 @@ def layer_offences(sources: list[Source], modules: set[str]) -> list[str]:
             mine, theirs = layer_of(imp.importer), layer_of(imp.target)
             if mine is None or theirs is None:
                 continue  # reported by test_every_module_has_a_layer
-            if theirs[0] > mine[0] and not (imp.function_local and (imp.importer, imp.target) in LAYER_EXCEPTIONS):
+            if theirs[0] > mine[0] and not ((imp.function_local or imp.type_checking)
+                                            and (imp.importer, imp.target) in LAYER_EXCEPTIONS):
                 offences.append(f"{head} (layer {theirs[0]} {theirs[1]} above layer {mine[0]} {mine[1]})")
             elif theirs[0] == mine[0] and theirs[1] != mine[1]:
                 offences.append(f"{head} (layer {theirs[0]}: {theirs[1]} is another package of the "

@@ -105,3 +105,25 @@ def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Callable[[st
         return run(job, update)
     finally:
         close()
+
+
+def job_of_run(out_dir: str, config: str | None) -> tuple[dict[str, Any], Any]:
+    """report.json of the run in ``out_dir`` and its job (``config``, else the job file report.json names),
+    parsed; an input error when either cannot be found (``er explain``, ``er review``)."""
+    from pathlib import Path
+
+    from er_framework.config.job import parse_job
+    from er_framework.errors import InputError, Problem
+    from er_framework.io.outputs import find_job_file, read_report
+
+    report = read_report(out_dir)
+    path, tried = find_job_file(report, Path(out_dir), config)
+    if path is None:
+        raise InputError(Problem(where=str(out_dir), message="the job file of this run was not found (looked at "
+                                 + (", ".join(str(p) for p in tried) or "nothing: report.json names none") + ")",
+                                 fix="pass it: --config JOB.yaml"))
+    job = parse_job(path)
+    if report.get("config_hash") and job.config_hash() != report["config_hash"]:
+        stderr(f"note: {path} changed since the run (its config hash differs from report.json's); "
+               "the records are read with the current job file")
+    return report, job

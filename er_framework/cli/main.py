@@ -7,6 +7,8 @@
     er tune fingerprints --occupancy ...    grid-bit blocking analysis, suggest (c, M)
     er synth fingerprints --fingers N ...   simulated prints with truth
     er evaluate OUT_DIR --truth FILE        metrics against ground truth
+    er explain OUT --left ID --right ID     why a pair scored what it scored (the waterfall)
+    er review OUT [--labels FILE]           the pairs nearest the threshold; a labels file to edit
     er report OUT_DIR                       (re)write OUT_DIR/report.html
     er schema                               JSON Schema of the job file
     er index build CONFIG --index PATH      run a job and persist it as an index
@@ -29,7 +31,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from er_framework.cli import evaluate, index, plugins, report, run, schema, synth, tune, validate
+from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, tune, validate
 from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
 from er_framework.errors import ErError
 from er_framework.kernels.parallel import WorkerDied
@@ -45,7 +47,7 @@ MEMORY_SETTINGS = (
 
 #: The verbs in the order ``er --help`` lists them: one module each, with its ``cmd_*`` and its
 #: ``add_parser(sub)`` (:mod:`er_framework.cli.index` adds ``index`` and ``query``).
-VERBS = (run, validate, plugins, tune, synth, evaluate, report, index, schema)
+VERBS = (run, validate, plugins, tune, synth, evaluate, explain, review, report, index, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

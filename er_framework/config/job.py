@@ -1740,14 +1740,16 @@ def _rule_problems(
     verifier = comps.get("verifier")
     if verifier is not None:
         vname = verifier.cls.name
-        if isinstance(data.get("training"), dict) and not verifier.cls.trainable:
-            learners = [n for n in registry.names("verifier") if registry.components["verifier"][n].cls.trainable]
+        if isinstance(data.get("training"), dict) and not getattr(verifier.cls, "trainable", False):
+            learners = [n for n in registry.names("verifier")
+                        if getattr(registry.components["verifier"][n].cls, "trainable", False)]
             problems.append(_at(filename, lines, ("training",),
                                 message=f"verifier {vname!r} does not learn from labelled pairs",
                                 fix=f"remove training:, or use a verifier that does: {choices_text(learners)}"))
         out = data.get("output")
-        if isinstance(out, dict) and out.get("comparisons") is True and not verifier.cls.explainable:
-            able = [n for n in registry.names("verifier") if registry.components["verifier"][n].cls.explainable]
+        if isinstance(out, dict) and out.get("comparisons") is True and not getattr(verifier.cls, "explainable", False):
+            able = [n for n in registry.names("verifier")
+                    if getattr(registry.components["verifier"][n].cls, "explainable", False)]
             problems.append(_at(filename, lines, ("output", "comparisons"),
                                 message=f"verifier {vname!r} cannot break its scores into terms",
                                 fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}"))

@@ -20,9 +20,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.data import Records
+from er_framework.config.job import Job
+from er_framework.data import Pairs, Records
+from er_framework.engine import stages
+from er_framework.engine.engine import Engine
+from er_framework.errors import InputError, Problem
 
-__all__ = ["Explanation", "FieldTerm", "explanation", "row_of_terms", "BORDERLINE"]
+__all__ = ["BORDERLINE", "Explanation", "FieldTerm", "explain_run", "explanation", "find_record", "row_of_terms"]
 
 #: pairs listed on each side of the threshold by the review (report.json ``review``, ``er review``)
 BORDERLINE = 10
@@ -106,7 +110,10 @@ class Explanation:
         elif self.kind == "sets":
             t = self.tokens
             union = t["shared"] + t["left_only"] + t["right_only"]
-            share = (lambda x: f"{x / union:.1%}") if union else (lambda x: "-")
+
+            def share(x: int) -> str:
+                return f"{x / union:.1%}" if union else "-"
+
             lines.append(f"  shingles shared     {t['shared']:>9,}  ({share(t['shared'])} of the union)")
             lines.append(f"  only on the left    {t['left_only']:>9,}  ({share(t['left_only'])})")
             lines.append(f"  only on the right   {t['right_only']:>9,}  ({share(t['right_only'])})")
@@ -198,3 +205,58 @@ def _joined(records: Records, columns: list[str], row: int) -> str | None:
     parts = [records.fields[c][row] for c in columns if c in records.fields]
     present = [str(p) for p in parts if p is not None and str(p) != ""]
     return " ".join(present) if present else None
+
+
+# ------------------------------------------------------------------ a finished run's pair
+
+
+def find_record(records: Records, record_id: str, source: str | None, where: str) -> int:
+    """The index of the record ``record_id`` (of ``source`` when given); an input error naming what is
+    missing or ambiguous."""
+    names = records.source_names
+    if source is not None and source not in names:
+        raise InputError(Problem(where=where, message=f"no source {source!r}", fix=f"sources: {', '.join(names)}"))
+    hits = [i for i, x in enumerate(records.ids) if x == str(record_id)
+            and (source is None or names[int(records.source[i])] == source)]
+    if not hits:
+        raise InputError(Problem(where=where, message=f"no record {record_id!r}" + (f" in source {source!r}" if source else ""),
+                                 fix="give the id of a record of the job (as in pairs.csv)"))
+    if len(hits) > 1:
+        raise InputError(Problem(where=where, message=f"the id {record_id!r} is in several sources "
+                                 f"({', '.join(sorted({names[int(records.source[i])] for i in hits}))})",
+                                 fix="name the source of each side (--left-source / --right-source)"))
+    return hits[0]
+
+
+def explain_run(
+    job: Job, report: dict[str, Any], left: tuple[str | None, str], right: tuple[str | None, str],
+) -> tuple[Explanation, list[str]]:
+    """The explanation of one pair of a finished run (``er explain``): the records read and normalized
+    again through the job, the verifier's fitted state taken back from report.json (no refit), the
+    pair compared. Returns it with notes on what may differ from the run (``(source, id)`` per side;
+    a source of None: any)."""
+    notes: list[str] = []
+    records, _stats = stages.read(job)
+    records, _norm = stages.normalize(job, records, job.context.workers)
+    a = find_record(records, left[1], left[0], "--left")
+    b = find_record(records, right[1], right[0], "--right")
+    engine = Engine(job)
+    described = dict(report.get("verifier") or {})
+    described.setdefault("name", engine.verifier.name)
+    threshold = float((report.get("threshold") or {}).get("value", engine.threshold))
+    if engine.collapse:
+        keys, nonempty = stages.exact_keys(records.take(np.array([a, b], dtype=np.int64)), job.exact.normalize)
+        if nonempty.all() and keys[0] == keys[1]:
+            return explanation(records, a, b, {}, described, threshold, exact_copies=True), notes
+    if not engine.verifier.explainable:
+        raise InputError(Problem(where=str(job.config_path), path="verifier",
+                                 message=f"verifier {engine.verifier.name!r} cannot break its scores into terms",
+                                 fix="er plugins lists the verifiers; jaccard, field_score and fellegi_sunter can"))
+    engine.verifier.restore(described)
+    if job.spec.prune_shingles is not None:
+        notes.append("the job prunes shingles by corpus frequency (prune_shingles); the run's list of dropped "
+                     "shingles is not kept, so these counts include them and may differ from the run's score")
+    pair = records.take(np.array([a, b], dtype=np.int64))
+    batch = engine.batch(pair, tokens="tokens" in engine.verifier.needs, signatures=False)
+    terms = engine.comparisons(batch, Pairs(np.array([0]), np.array([1])))
+    return explanation(pair, 0, 1, row_of_terms(terms, 0), described, threshold), notes

@@ -26,7 +26,8 @@ from er_framework.engine.stages import Exact, answer, cluster_stats, output_tabl
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
-__all__ = ["SCORE_BINS", "borderline", "review_section", "scores_section", "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
+__all__ = ["SCORE_BINS", "borderline", "review_section", "scores_section",
+           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -223,6 +224,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> di
     return {
         "job": job.spec.name,
         "config": str(job.config_path),
+        "config_resolved": str(Path(job.config_path).resolve()),
         "config_hash": job.config_hash(),
         "mode": mode,
         "seed": job.context.seed,
@@ -273,10 +275,10 @@ def finish_run(
     candidates = None if facts.candidates is None else Pairs(facts.candidates.left, facts.candidates.right, facts.scores)
     comparisons = None
     if job.spec.output.comparisons and candidates is not None and facts.explain is not None:
-        comparisons = {**pairs_table(facts.records, Pairs(candidates.left, candidates.right)),
-                       **facts.explain(Pairs(candidates.left, candidates.right))}
-        comparisons.pop("score", None)
-        comparisons["score"] = candidates.score
+        comparisons = pairs_table(facts.records, Pairs(candidates.left, candidates.right))
+        comparisons.pop("score")
+        comparisons.update(facts.explain(Pairs(candidates.left, candidates.right)))
+        comparisons["score"] = candidates.score  # the verifier's score of the run (its terms' total)
     tables = output_tables(facts.records, found, facts.labels,
                            candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons)
     result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,
@@ -285,7 +287,7 @@ def finish_run(
     if out_path is not None:
         with log.stage("write"):
             finish_report(report, log, t_start)
-            result.outputs = write(job, out_path, facts.records, facts.pairs, facts.labels, report,
+            result.outputs = write(job, out_path, facts.records, found.pairs, facts.labels, report,
                                    tables=tables, as_read=as_read)
     finish_report(report, log, t_start)
     return result

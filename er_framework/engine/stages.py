@@ -858,7 +858,8 @@ def write(
     job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
     *, tables: dict[str, dict[str, Any]], as_read: Records | None = None, html: bool = True,
 ) -> dict[str, Path]:
-    """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set.
+    """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set
+    (``pairs``: the pairs of the pairs table, which report.html's cluster examples show).
 
     Everything is written into a stage beside the outputs and swapped in
     under the folder's lock (:mod:`er_framework.io.outputs`); outputs of an

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from er_framework.errors import InputError, Problem
 
@@ -58,6 +58,8 @@ __all__ = [
     "OUTPUT_NAMES",
     "STAGE_PREFIX",
     "OUTPUT_TABLES",
+    "find_job_file",
+    "read_report",
     "OutputDir",
     "OutputStage",
     "check_output_dir",
@@ -448,3 +450,42 @@ def publish(out: str | Path, texts: dict[str, str]) -> dict[str, Path]:
         for name, text in texts.items():
             stage.write_text(name, text)
         return stage.commit(list(texts), replace_all=False)
+
+
+# ------------------------------------------------------------------ a finished run's folder
+
+
+def read_report(out_dir: str | Path) -> dict[str, Any]:
+    """report.json of the run written to ``out_dir``; an input error saying what is missing."""
+    path = Path(out_dir) / "report.json"
+    if not path.is_file():
+        raise InputError(Problem(where=str(out_dir), message="no report.json here: not the output folder of an er run",
+                                 fix="give the folder er run wrote (its --out or output.dir)"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}",
+                                 fix="run the job again to write it")) from None
+    if not isinstance(data, dict):
+        raise InputError(Problem(where=str(path), message="report.json is not an er report", fix="run the job again"))
+    return data
+
+
+def find_job_file(report: dict[str, Any], out: Path, config_path: str | Path | None) -> tuple[Path | None, list[Path]]:
+    """The job file of a run: ``config_path`` if given, else report.json's ``config`` (as recorded: from
+    the current folder, then below the output folder and its parent). Returns it (None when not found) and
+    the places tried."""
+    if config_path is not None:
+        p = Path(config_path)
+        return (p.resolve() if p.is_file() else None), [p]
+    recorded = report.get("config")
+    if not recorded:
+        return None, []
+    p = Path(str(recorded))
+    tried = [p] if p.is_absolute() else [Path.cwd() / p, out / p, out.parent / p]
+    if report.get("config_resolved"):
+        tried.append(Path(str(report["config_resolved"])))
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate.resolve(), tried
+    return None, tried

@@ -12,7 +12,8 @@ from er_framework.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-VERBS = ["run", "validate", "plugins", "tune", "synth", "evaluate", "report", "index", "query", "schema"]
+VERBS = ["run", "validate", "plugins", "tune", "synth", "evaluate", "explain", "review", "report", "index", "query",
+         "schema"]
 
 
 #: Arguments that parse for each verb, and the module whose cmd_* runs it (one module per verb).
@@ -25,6 +26,8 @@ PARSED = [
     (["synth", "fingerprints", "--fingers", "2", "--out", "o"], "synth", "cmd_synth_fingerprints"),
     (["synth", "customers", "--n", "2", "--out", "o"], "synth", "cmd_synth_customers"),
     (["evaluate", "o", "--truth", "t.csv"], "evaluate", "cmd_evaluate"),
+    (["explain", "o", "--left", "a", "--right", "b"], "explain", "cmd_explain"),
+    (["review", "o"], "review", "cmd_review"),
     (["report", "o"], "report", "cmd_report"),
     (["index", "build", "job.yaml", "--index", "i"], "index", "cmd_index_build"),
     (["index", "add", "i", "new.csv"], "index", "cmd_index_add"),

@@ -89,7 +89,9 @@ def test_shipped_documents_job(tmp_path: Path) -> None:
     assert {s["stage"] for s in report["stages"]} >= {"read", "shingle", "signatures", "block", "verify", "cluster"}
     assert all("seconds" in s and "peak_rss_mb" in s for s in report["stages"])
     assert report["versions"]["components"]["signature:fss"]["distribution"] == "er-framework"
-    assert res.report["verified_pairs"] + report["exact_duplicates"]["pairs"] == len(pairs)
+    # pairs.csv: every verified pair and exact pair, near-duplicates of a copied text paired with every copy
+    assert report["pairs"]["pairs_listed"] == report["pairs_written"] == len(pairs)
+    assert len(pairs) >= res.report["verified_pairs"] + report["exact_duplicates"]["pairs"]
 
 
 def test_same_seed_same_outputs_byte_for_byte(tmp_path: Path) -> None:
@@ -123,7 +125,9 @@ def test_exact_duplicates_are_linked_and_skip_lsh(tmp_path: Path) -> None:
     assert rep["exact_duplicates"]["records_collapsed"] == 2
     assert rep["candidate_pairs"] == 0  # the copies never reach LSH
     pairs = read_csv(tmp_path / "o" / "pairs.csv")
-    assert {(p["left_id"], p["right_id"], p["score"]) for p in pairs} == {("1", "2", "1.0"), ("1", "3", "1.0")}
+    # every pair of the group of copies (output.exact_pairs: all)
+    assert {(p["left_id"], p["right_id"], p["score"]) for p in pairs} == {("1", "2", "1.0"), ("1", "3", "1.0"),
+                                                                           ("2", "3", "1.0")}
     clusters = {r["id"]: r["cluster_id"] for r in read_csv(tmp_path / "o" / "clusters.csv")}
     assert clusters["1"] == clusters["2"] == clusters["3"]
     # empty texts are not duplicates of each other, and are not lost

@@ -1,0 +1,47 @@
+"""``er explain OUT --left ID --right ID``: why a pair of a finished run scored what it scored."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from er_framework.cli.common import job_of_run, stderr
+
+__all__ = ["add_parser", "cmd_explain"]
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Print the waterfall of one pair (or its JSON with ``--json``)."""
+    from er_framework.engine.explain import explain_run
+
+    report, job = job_of_run(args.out_dir, args.config)
+    found, notes = explain_run(job, report, (args.left_source or args.source, args.left),
+                               (args.right_source or args.source, args.right))
+    if args.json:
+        print(json.dumps(found.to_json(), indent=2))
+    else:
+        print(found)
+    for note in notes:
+        stderr(f"note: {note}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="why a pair of a finished run scored what it scored",
+        description="Print the waterfall of one pair of a run: for Fellegi-Sunter the prior, each field's values "
+        "on both sides, comparison level and weight in bits, the total and the match probability; for field_score "
+        "each field's similarity and points; for jaccard the shared and differing shingles. The records are read "
+        "again through the job; the fitted weights come from report.json.",
+    )
+    p.add_argument("out_dir", help="a folder written by er run")
+    p.add_argument("--left", required=True, help="id of one record")
+    p.add_argument("--right", required=True, help="id of the other record")
+    p.add_argument("--source", help="source of both records (when an id is in several sources)")
+    p.add_argument("--left-source", help="source of the left record")
+    p.add_argument("--right-source", help="source of the right record")
+    p.add_argument("--config", help="the job file, when it moved since the run")
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.set_defaults(func=cmd_explain)

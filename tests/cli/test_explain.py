@@ -1,0 +1,67 @@
+"""``er explain OUT --left ID --right ID``: the waterfall of one pair of a finished run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from er_framework.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def febrl4(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("explain") / "febrl4"
+    assert main(["run", str(ROOT / "configs" / "febrl4.yaml"), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def pair_scores(out: Path) -> dict[tuple[str, str], float]:
+    with (out / "pairs.csv").open(encoding="utf-8") as fh:
+        return {(r["left_id"], r["right_id"]): float(r["score"]) for r in csv.DictReader(fh)}
+
+
+def test_weights_sum_to_the_pairs_score(febrl4: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scores = pair_scores(febrl4)
+    # a pair of pairs.csv whose score is not saturated, so that the sum is really checked
+    (left, right), score = min(scores.items(), key=lambda kv: kv[1])
+    assert main(["explain", str(febrl4), "--left", left, "--right", right, "--json"]) == 0
+    ex = json.loads(capsys.readouterr().out)
+    total = ex["prior_weight"] + sum(f["weight"] for f in ex["fields"])
+    assert total == pytest.approx(ex["match_weight"], abs=1e-9)
+    assert 1 / (1 + 2 ** -total) == pytest.approx(score, rel=1e-9)
+    assert ex["score"] == pytest.approx(score, rel=1e-9)
+    assert len(ex["fields"]) == 10 and all(f["level"] for f in ex["fields"])
+
+
+def test_the_printed_waterfall(febrl4: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(febrl4), "--left", "rec-1070-org", "--right", "rec-1070-dup-0"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].startswith("A rec-1070-org  vs  B rec-1070-dup-0")
+    assert re.search(r"prior\s+[-+]\d+\.\d\d bits", text)
+    assert re.search(r"soc_sec_id\s+5304218\s+5304218\s+=100\s+\+\d+\.\d\d bits", text)
+    assert "-> probability" in text and "threshold 0.9" in text
+
+
+def test_a_document_pair_shows_shared_and_differing_shingles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "docs"
+    assert main(["run", str(ROOT / "configs" / "documents.yaml"), "--out", str(out), "--quiet"]) == 0
+    with (out / "pairs.csv").open(encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh) if float(r["score"]) < 1.0)
+    assert main(["explain", str(out), "--left", row["left_id"], "--right", row["right_id"]]) == 0
+    text = capsys.readouterr().out
+    m = re.search(r"Jaccard = shared / union = ([\d,]+) / ([\d,]+) = ([\d.]+)", text)
+    assert m and float(m.group(3)) == pytest.approx(float(row["score"]), abs=1e-6)
+    assert int(m.group(1).replace(",", "")) / int(m.group(2).replace(",", "")) == pytest.approx(float(row["score"]))
+
+
+def test_unknown_ids_and_folders_are_clear_errors(febrl4: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(febrl4), "--left", "nobody", "--right", "rec-1070-dup-0"]) == 2
+    assert "no record 'nobody'" in capsys.readouterr().err
+    assert main(["explain", str(tmp_path), "--left", "a", "--right", "b"]) == 2
+    assert "no report.json" in capsys.readouterr().err

@@ -1,0 +1,68 @@
+"""``er review OUT``: the borderline pairs side by side and a labels file that training reads."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from er_framework.cli.main import main
+from er_framework.cli.review import differing_passages, merge_labels
+from er_framework.config import parse_job
+from er_framework.executors import run_job
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "customers"
+    assert main(["run", str(ROOT / "configs" / "customers.yaml"), "--out", str(out), "--quiet"]) == 0
+    labels = tmp_path / "labels.csv"
+    assert main(["review", str(out), "--labels", str(labels)]) == 0
+    text = capsys.readouterr().out
+    assert "#1  above" in text and "#11  below" in text and "bits" in text
+    got = rows(labels)
+    assert len(got) == 20 and {r["side"] for r in got} == {"above", "below"}
+    assert all(r["match"] == "" for r in got)
+    scores = [float(r["score"]) for r in got]
+    assert all(s >= 0.9 for s in scores[:10]) and all(s < 0.9 for s in scores[10:])
+    # label them from the truth and train: the job runs with the labels and says so
+    truth = {(r["a_id"], r["b_id"]) for r in rows(ROOT / "configs" / "data" / "customers" / "truth.csv")}
+    for r in got:
+        r["match"] = "1" if (r["left_id"], r["right_id"]) in truth else "0"
+    assert {r["match"] for r in got} == {"0", "1"}
+    with labels.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(got[0]))
+        w.writeheader()
+        w.writerows(got)
+    # a second review keeps the labels already written
+    assert main(["review", str(out), "--labels", str(labels)]) == 0
+    assert [r["match"] for r in rows(labels)] == [r["match"] for r in got]
+    job = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
+    job = job.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + f"\ntraining: {{labels: {labels}}}\n"
+    (tmp_path / "trained.yaml").write_text(job, encoding="utf-8")
+    res = run_job(parse_job(tmp_path / "trained.yaml"), write=False)
+    assert res.report["training"]["matches"] + res.report["training"]["non_matches"] == 20
+    assert res.report["verifier"]["training"]
+
+
+def test_differing_passages() -> None:
+    a = "the cat sat on the mat and looked at the dog"
+    b = "the cat sat on a mat and looked at the big dog"
+    assert differing_passages(a, b) == [("the", "a"), ("", "big")]
+    assert differing_passages(a, a) == []
+
+
+def test_merge_labels_adds_only_new_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "l.csv"
+    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below",
+           "match": ""}
+    assert merge_labels(path, [row]) == (1, 1)
+    swapped = {**row, "left_source": "B", "left_id": "2", "right_source": "A", "right_id": "1"}
+    assert merge_labels(path, [row, swapped, {**row, "right_id": "3"}]) == (1, 2)
