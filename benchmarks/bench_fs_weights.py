@@ -12,8 +12,9 @@ Two measurements (issue 16, item 4):
 
    on Febrl3 (``configs/febrl3.yaml``, dedup), Febrl4 (``configs/febrl4.yaml``,
    link), the shipped 2,000 customers (``configs/customers.yaml``) and
-   ``er synth customers --n N --overlap 0.5 --seed 1`` for each ``--customers N``
-   (``configs/customers.yaml`` with the source paths pointed at them). Per run:
+   ``er synth customers --n N --overlap 0.5 --seed S`` for each ``--customers N``
+   and ``--customer-seeds S`` (``configs/customers.yaml`` with the source
+   paths pointed at them). Per run:
    pair F1 after clustering (``er evaluate --json``: ``pairwise.cluster_pairs``),
    precision, recall, B-cubed F1, and whether every field's weights
    log2(m/u) are non-increasing from the closest level to the last
@@ -35,7 +36,7 @@ Two measurements (issue 16, item 4):
 
 Run from the repository root::
 
-    python benchmarks/bench_fs_weights.py --out benchmarks/results/fs-weights.json   # ~2 min on 2 cores
+    python benchmarks/bench_fs_weights.py   # ~4 min on 2 cores; writes benchmarks/results/fs-weights.json
 
 Not a test: nothing here asserts anything.
 """
@@ -84,7 +85,7 @@ def load_job(name: str) -> dict[str, Any]:
     return dict(job)
 
 
-def datasets(scratch: Path, customers: list[int]) -> list[dict[str, Any]]:
+def datasets(scratch: Path, customers: list[int], seeds: list[int]) -> list[dict[str, Any]]:
     """``name, job, truth options`` of every data set (generated customers written into ``scratch``)."""
     out = [
         {"name": "febrl3", "job": load_job("febrl3.yaml"),
@@ -94,14 +95,16 @@ def datasets(scratch: Path, customers: list[int]) -> list[dict[str, Any]]:
          "truth": [str(ROOT / "configs/data/customers/truth.csv")]},
     ]
     for n in customers:
-        d = scratch / f"customers-{n}"
-        r = er("synth", "customers", "--n", str(n), "--overlap", "0.5", "--seed", "1", "--out", str(d))
-        if r.returncode != 0:
-            raise SystemExit(f"er synth customers failed: {r.stderr}")
-        job = load_job("customers.yaml")
-        job["sources"][0]["path"] = str(d / "a.csv")
-        job["sources"][1]["path"] = str(d / "b.csv")
-        out.append({"name": f"customers-{n // 1000}k", "job": job, "truth": [str(d / "truth.csv")]})
+        for seed in seeds:
+            d = scratch / f"customers-{n}-{seed}"
+            r = er("synth", "customers", "--n", str(n), "--overlap", "0.5", "--seed", str(seed), "--out", str(d))
+            if r.returncode != 0:
+                raise SystemExit(f"er synth customers failed: {r.stderr}")
+            job = load_job("customers.yaml")
+            job["sources"][0]["path"] = str(d / "a.csv")
+            job["sources"][1]["path"] = str(d / "b.csv")
+            name = f"customers-{n // 1000}k" + (f"-seed{seed}" if seed != 1 else "")
+            out.append({"name": name, "job": job, "truth": [str(d / "truth.csv")]})
     return out
 
 
@@ -221,7 +224,10 @@ def training_runs(febrl4: dict[str, Any], scratch: Path, k: int, seeds: list[int
     rows, scores = read_candidates(Path(default["out"]))
     truth = read_truth_pairs(FEBRL / "febrl4_truth.csv")
     threshold = float(base["verifier"]["threshold"])
-    out: dict[str, Any] = {"unsupervised": default, "labelled_pairs": k, "runs": []}
+    in_candidates = sum(1 for _, li, _, ri in rows if (li, ri) in truth or (ri, li) in truth)
+    out: dict[str, Any] = {"unsupervised": default, "labelled_pairs": k, "runs": [],
+                           "true_pairs_among_candidates": in_candidates, "true_pairs": len(truth),
+                           "best_possible_f1": round(2 * in_candidates / (in_candidates + len(truth)), 6)}
     plans = [("random", s, prior, fit) for s in seeds for prior in ("labels", "em") for fit in ("em", "labels")]
     plans += [("borderline", 0, "em", fit) for fit in ("em", "labels")]
     for how, seed, prior, fit in plans:
@@ -244,10 +250,41 @@ def training_runs(febrl4: dict[str, Any], scratch: Path, k: int, seeds: list[int
 # ----------------------------------------------------------------------------- main
 
 
+def tables(result: dict[str, Any]) -> list[str]:
+    """The results as markdown tables (benchmarks/README.md)."""
+    lines = ["| data | candidates | " + " | ".join(f"`{v}` F1 (monotone?)" for v in VARIANTS) + " |",
+             "|---|---:|" + "---:|" * len(VARIANTS)]
+    for name, per in result["estimation"].items():
+        cells = []
+        for v in VARIANTS:
+            r = per[v]
+            cells.append("error" if "error" in r else f"{r['f1']:.5f} ({'yes' if r['weights_monotone'] else 'no'})")
+        cand = next((r["candidates"] for r in per.values() if "candidates" in r), "")
+        lines.append(f"| {name} | {cand:,} | " + " | ".join(cells) + " |")
+    tr = result.get("training")
+    if tr and "runs" in tr:
+        lines += ["", f"Febrl4 unsupervised (default): F1 {tr['unsupervised'].get('f1')}; the blocking's candidates hold "
+                  f"{tr['true_pairs_among_candidates']:,} of the {tr['true_pairs']:,} true pairs (best possible F1 "
+                  f"{tr['best_possible_f1']})", "",
+                  "| labelled pairs | matches among them | prior | `labels_fit: em` F1 | `labels_fit: labels` F1 |",
+                  "|---|---:|---|---:|---:|"]
+        rows: dict[tuple[str, int, str], dict[str, Any]] = {}
+        for r in tr["runs"]:
+            rows.setdefault((r["labels"], r["seed"], r["prior"]), {})[r["labels_fit"]] = r
+        for (how, seed, prior), fits in rows.items():
+            any_r = next(iter(fits.values()))
+            what = f"{tr['labelled_pairs']} random (seed {seed})" if how == "random" else f"{tr['labelled_pairs']} borderline"
+            cells = [f"{fits[f]['f1']:.5f}" if f in fits and "f1" in fits[f] else "-" for f in ("em", "labels")]
+            lines.append(f"| {what} | {any_r['label_matches']} | {prior} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/fs-weights.json"))
-    ap.add_argument("--customers", default="20000", help="sizes of generated customer sets, comma-separated")
+    ap.add_argument("--customers", default="20000,100000", help="sizes of generated customer sets, comma-separated")
+    ap.add_argument("--customer-seeds", default="1,2,3", help="er synth customers seeds (1 is named customers-Nk)")
     ap.add_argument("--labels", type=int, default=200, help="labelled pairs for the training runs")
     ap.add_argument("--label-seeds", default="1,2,3,4,5", help="seeds of the random labelled pairs")
     ap.add_argument("--no-training", action="store_true")
@@ -264,7 +301,7 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="bench_fs_weights_") as tmp:
         scratch = Path(tmp)
-        sets = datasets(scratch, sizes)
+        sets = datasets(scratch, sizes, [int(x) for x in a.customer_seeds.split(",") if x.strip()])
         for d in sets:
             result["estimation"][d["name"]] = {}
             for name, settings in VARIANTS.items():
@@ -281,6 +318,8 @@ def main() -> None:
                 r.pop("out", None)
         for r in [result.get("training", {}).get("unsupervised", {}), *result.get("training", {}).get("runs", [])]:
             r.pop("out", None)
+    result["tables_markdown"] = tables(result)
+    print("\n".join(result["tables_markdown"]))
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {a.out}")
 
