@@ -13,8 +13,12 @@ already normalized by the engine; a missing value is ``None``):
     Unsupervised probabilistic record linkage (Fellegi & Sunter 1969): the
     per-field similarities are cut into agreement levels, a two-class latent
     model (match / non-match, fields independent given the class) is fitted
-    by EM on the candidate pairs, and each pair is scored with its posterior
+    by EM on the candidate pairs (weights monotone in the level by default;
+    or trained from labelled pairs), and each pair is scored with its posterior
     match probability in [0, 1] (ordinary verifier threshold semantics).
+
+Both explain a score (``comparisons``: per-field levels and weights in bits,
+or similarities and points).
 
 Both compare strings with :func:`rapidfuzz.process.cpdist` on whole arrays of
 pairs (a chunk of up to :data:`CHUNK_PAIRS` pairs at a time, its distinct
@@ -989,10 +993,32 @@ class FellegiSunter(Verifier):
     of 20,000 generated customers per company this took F1 from 0.942 to
     0.996 (tests/test_records_scoring.py).
 
+    Monotone weights (``monotone: true``, default): a closer level never
+    weighs less than a looser one. Each M-step is the maximum likelihood
+    under the order log(m_0/u_0) >= log(m_1/u_1) >= ... (:func:`monotone_m_step`:
+    the share of matches per level, a_k / (a_k + b_k), made non-increasing by
+    pool adjacent violators with weights a_k + b_k; a pooled run of levels
+    gets one weight). Unconstrained EM on blocked candidates can invert the
+    order (Febrl4: given_name exact +0.98 bits, >= 92 +1.55) because the
+    blocks make exact agreement common among non-matches; on Febrl3, Febrl4
+    and generated customers the constraint kept F1 (benchmarks/README.md,
+    bench_fs_weights.py). ``monotone: false`` is the EM of before.
+
+    Training (``trainable``): with :attr:`labelled` set (the job's
+    ``training: {labels: FILE}``), :meth:`train` estimates m and u from the
+    labelled pairs' levels and, by default (``labels_fit: em``), continues
+    with EM on the candidates, every labelled pair held at its label; lambda
+    from the labels' share or by EM (``labelled.lam``).
+
+    Explanations (``explainable``): :meth:`comparisons` gives every pair's
+    level and weight (bits) per field, the prior weight, their sum and the
+    probability; :meth:`restore` rebuilds the fit from report.json.
+
     Score = match probability lam * prod m / (lam * prod m + (1 - lam) * prod u)
     over the fields present; the match weight log2(m / u) of each field and
-    level is in the report. After EM the classes are exchanged when most
-    fields have m < u at level 0 (label switching).
+    level is in the report, with ``estimation`` (how m, u and lambda were
+    estimated) and ``weights_monotone``. After unconstrained EM the classes
+    are exchanged when most fields have m < u at level 0 (label switching).
     """
 
     # m/u weights are trained by EM on all candidate pairs of the run
@@ -1003,7 +1029,8 @@ class FellegiSunter(Verifier):
     #: :meth:`fit_counts` itself sets it from the codes of the labelled pairs)
     labelled_codes: npt.NDArray[np.int64] | None = None
     name = "fellegi_sunter"
-    summary = "unsupervised Fellegi-Sunter: EM over comparison-pattern counts, score = match probability"
+    summary = ("Fellegi-Sunter: EM over comparison-pattern counts (weights monotone in the level; or trained from "
+               "labelled pairs), score = match probability")
     Params = FellegiSunterParams
     needs = frozenset({"fields"})
 
