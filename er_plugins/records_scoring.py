@@ -1187,7 +1187,8 @@ class FellegiSunter(Verifier):
         weights = fit.weights()
         t = p.threshold if p.threshold is not None else self.context.threshold
         if training is not None:
-            u_mode = "from labelled non-matches"
+            u_mode = "from labelled non-matches" if training["fit"] == "labels" else (
+                "EM, started from labelled non-matches, labelled pairs held")
         elif p.fix_u:
             u_mode = "fixed from random pairs"
         else:
