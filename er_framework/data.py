@@ -244,10 +244,11 @@ class LabelledPairs:
     ``pairs`` index the batch's rows (as a verifier's pairs do), ``match`` is
     true for a match and false for a non-match, one per pair. ``lam`` says
     where a trainable verifier takes the share of matches among the
-    candidates from: ``"em"`` (fitted on the candidates with m and u held at
-    the labels' estimate; right when the labelled pairs were chosen near the
-    threshold, as ``er review`` chooses them) or ``"labels"`` (the labelled
-    pairs' own share; right when they are a random sample of the candidates).
+    candidates from: ``"em"`` (fitted by EM on the candidates; right when the
+    labelled pairs were chosen near the threshold, as ``er review`` chooses
+    them) or ``"labels"`` (the labelled pairs' own share; right when they are
+    a random sample of the candidates). How m and u use the labels is the
+    verifier's own choice (``fellegi_sunter``: ``labels_fit``).
     """
 
     pairs: Pairs

@@ -547,9 +547,9 @@ class TrainingSpec(_Strict):
     )
     prior: Literal["em", "labels"] = Field(
         default="em",
-        description="the share of matches among the candidates: em (fitted on the candidates with m and u held at the "
-        "labels' estimate; for pairs chosen near the threshold, as er review does) or labels (the labelled pairs' own "
-        "share; for a random sample of the candidates)",
+        description="the share of matches among the candidates: em (fitted by EM on the candidates; for pairs chosen "
+        "near the threshold, as er review does) or labels (the labelled pairs' own share; for a random sample of the "
+        "candidates)",
     )
 
 

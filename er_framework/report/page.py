@@ -596,7 +596,10 @@ def _summary(report: dict[str, Any]) -> str:
         rows.append(("records with no tokens", tokens.get("empty_token_sets")))
     rows.append(("candidate pairs (blocking, exact duplicates excluded)", report.get("candidate_pairs")))
     rows.append(("verified pairs (score ≥ threshold)", report.get("verified_pairs")))
-    rows.append(("pairs written (verified + exact duplicates)", report.get("pairs_written")))
+    rows.append(("pairs in pairs.csv (after the last step; exact copies with every copy)", report.get("pairs_written")))
+    if isinstance(report.get("pairs"), dict) and "verified_pairs_listed" in report["pairs"]:
+        rows.append(("verified pairs before the clusterer selected pairs (verified_pairs.csv)",
+                     report["pairs"]["verified_pairs_listed"]))
     rows.append(("records in clusters of 2 or more", clusters.get("records_in_multi_record_clusters")))
     return body + _kv_table(rows) + _link_answer(report)
 
