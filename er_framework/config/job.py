@@ -1347,8 +1347,9 @@ def _source_problems(
         if s.path is None or s.name in frames:
             if s.name not in frames:
                 problems.append(_at(
-                    filename, lines, ("sources", i), message=f"source {s.name!r} has no path",
-                    fix="add path: data/FILE.csv (a .csv, .tsv, .jsonl or .parquet file, relative to the YAML file), "
+                    filename, lines, ("sources", i, "path"),
+                    message=f"required key 'path' is missing: source {s.name!r} has no path",
+                    fix="add path: FILE (a .csv, .tsv, .jsonl or .parquet file, relative to the YAML file), "
                     f"or from Python give the data: er_framework.run(job, sources={{{s.name!r}: dataframe}})"))
             continue
         if check_files and is_glob(s.path) and not expand_source_path(base_dir, s.path):
