@@ -38,7 +38,7 @@ from er_framework.config.job import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
-from er_framework.io.outputs import publish, recover
+from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
 from er_framework.report.review import (
     REVIEW_CSS,
@@ -397,22 +397,6 @@ def plot_points(records: list[tuple[str, np.ndarray]], shingler: dict[str, Any])
 # --------------------------------------------------------------------------
 
 
-def _resolve_config(report: dict[str, Any], out: Path, config_path: str | Path | None) -> tuple[Path | None, list[Path]]:
-    """The job file: ``config_path`` if given, else report.json's ``config`` (as recorded, then below ``out``)."""
-    if config_path is not None:
-        p = Path(config_path)
-        return (p.resolve() if p.is_file() else None), [p]
-    recorded = report.get("config")
-    if not recorded:
-        return None, []
-    p = Path(str(recorded))
-    tried = [p] if p.is_absolute() else [Path.cwd() / p, out / p, out.parent / p]
-    for candidate in tried:
-        if candidate.is_file():
-            return candidate.resolve(), tried
-    return None, tried
-
-
 def _html_title(page: str | None) -> str | None:
     """The ``<title>`` (else the first ``<h1>``) of an HTML page, or None."""
     if not page:
@@ -456,7 +440,7 @@ def _example_records(
     page title and visible text), re-read from the job's sources; the column names, and a problem (or None)."""
     if not wanted:
         return {}, [], None
-    path, tried = _resolve_config(report, out, config_path)
+    path, tried = find_job_file(report, out, config_path)
     if path is None:
         where = ", ".join(str(p) for p in tried) or "(report.json names no config)"
         return {}, [], (f"the job file was not found (looked at {where}), so the example records cannot be "
