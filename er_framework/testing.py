@@ -61,6 +61,7 @@ from er_framework.kernels.graph import canonical_labels
 from er_framework.normalize import is_missing, normalize_column
 
 __all__ = [
+    "check_comparisons",
     "check_blocker",
     "check_clusterer",
     "check_lookup_keys",
@@ -722,6 +723,48 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
         "partition by partition scores through the codes"
     )
     return scores
+
+
+def check_comparisons(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+    """An explainable verifier's ``comparisons`` (the terms behind ``er explain``, comparisons.csv and the
+    report's waterfalls) after ``score``: one value per pair in every column, ``score`` last and equal to
+    ``score()``; the terms add up (``prior_weight`` + every ``weight_*`` = ``match_weight``, whose
+    2**w / (1 + 2**w) is the score; or the ``points_*`` sum to the score; or ``shared / (shared +
+    left_only + right_only)`` is the score); ``restore(describe())`` on a new instance gives the same
+    terms without scoring. Returns the columns."""
+    verifier = _instance(verifier, Verifier)
+    who = f"verifier {verifier.name!r}"
+    assert verifier.explainable, f"{who}: explainable is False (set it with comparisons())"
+    scores = _scores(verifier, batch, pairs, who)
+    cols = verifier.comparisons(batch, pairs)
+    names = list(cols)
+    assert names and names[-1] == "score", f"{who}: comparisons must end with the column 'score', got {names}"
+    for name, col in cols.items():
+        assert np.shape(col) == (len(pairs),), f"{who}: comparisons column {name!r} has shape {np.shape(col)}"
+    assert _close(np.asarray(cols["score"], dtype=np.float64), scores), f"{who}: comparisons' score differs from score()"
+    weights = [n for n in names if n.startswith("weight_")]
+    points = [n for n in names if n.startswith("points_")]
+    if "prior_weight" in cols:
+        total = np.asarray(cols["prior_weight"], dtype=np.float64) + sum(
+            (np.asarray(cols[n], dtype=np.float64) for n in weights), np.zeros(len(pairs)))
+        assert np.allclose(total, np.asarray(cols["match_weight"], dtype=np.float64), atol=1e-9), (
+            f"{who}: prior_weight + the weight_* columns differ from match_weight")
+        assert np.allclose(1.0 / (1.0 + np.exp2(-total)), scores, atol=1e-9), (
+            f"{who}: 2**match_weight / (1 + 2**match_weight) differs from the score")
+    elif points:
+        total = sum((np.nan_to_num(np.asarray(cols[n], dtype=np.float64)) for n in points), np.zeros(len(pairs)))
+        assert np.allclose(total, scores, atol=1e-9), f"{who}: the points_* columns do not sum to the score"
+    elif "shared" in cols:
+        union = (np.asarray(cols["shared"]) + np.asarray(cols["left_only"]) + np.asarray(cols["right_only"])).astype(float)
+        jac = np.divide(np.asarray(cols["shared"], dtype=float), union, out=np.zeros(len(pairs)), where=union > 0)
+        assert np.allclose(jac, scores, atol=1e-12), f"{who}: shared / (shared + left_only + right_only) is not the score"
+    fresh = type(verifier)(verifier.params, verifier.context)
+    fresh.restore(verifier.describe())
+    again = fresh.comparisons(batch, pairs)
+    assert list(again) == names and all(
+        np.allclose(np.asarray(again[n], dtype=float), np.asarray(cols[n], dtype=float), equal_nan=True) for n in names
+    ), f"{who}: restore(describe()) on a new instance gives other comparisons (restore the fitted state)"
+    return cols
 
 
 # ---------------------------------------------------------------- clusterers

@@ -946,3 +946,45 @@ def test_a_broken_readme_example_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     exec(compile(readme_blocks(TEST_MARKER)[0], str(README), "exec"), namespace)  # noqa: S102
     with pytest.raises(AssertionError, match="same source in link mode"):
         namespace["test_prefix"]()
+
+
+# ---------------------------------------------------------------- explanations
+
+
+def test_check_comparisons_on_every_explainable_builtin() -> None:
+    """jaccard, field_score and fellegi_sunter pass; a verifier whose terms do not add up is caught."""
+    from er_framework.testing import check_comparisons
+    from er_plugins.documents import CharParams, CharShingler, JaccardParams, JaccardVerifier
+    from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, FieldScore, FieldScoreParams
+
+    ctx = Context(seed=1, threshold=0.5)
+    recs = sample_records()
+    ts = CharShingler(CharParams(k=3), ctx).shingle(recs)
+    n = len(recs)
+    pairs = Pairs(np.array([i for i in range(n) for j in range(i + 1, n)]),
+                  np.array([j for i in range(n) for j in range(i + 1, n)]))
+    cols = check_comparisons(JaccardVerifier(JaccardParams(), ctx), Batch(records=recs, tokens=ts), pairs)
+    assert list(cols) == ["shared", "left_only", "right_only", "score"]
+    people = Records.from_columns(
+        [str(i) for i in range(8)],
+        {"name": ["ann smith", "anne smith", "bob jones", "rob jones", "carl li", "karl li", "dee wu", None],
+         "city": ["york", "york", "leeds", "leeds", None, "hull", "bath", "bath"]},
+    )
+    pp = Pairs(np.array([0, 0, 2, 4, 6, 1, 3]), np.array([1, 2, 3, 5, 7, 7, 6]))
+    fields = [{"field": "name", "comparison": "jaro_winkler"}, {"field": "city", "comparison": "exact"}]
+    rules = [{"field": "name", "scorer": "jaro_winkler"}, {"field": "city", "scorer": "exact", "missing": "penalize"}]
+    check_comparisons(FieldScore(FieldScoreParams(fields=rules, threshold=50), ctx), Batch(records=people), pp)
+    fs = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=0), ctx)
+    cols = check_comparisons(fs, Batch(records=people), pp)
+    assert [c for c in cols if c.startswith("level_")] == ["level_name", "level_city"]
+
+    class Broken(JaccardVerifier):
+        name = "broken"
+
+        def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, Any]:
+            cols = super().comparisons(batch, pairs)
+            cols["shared"] = cols["shared"] + 1
+            return cols
+
+    with pytest.raises(AssertionError, match="is not the score"):
+        check_comparisons(Broken(JaccardParams(), ctx), Batch(records=recs, tokens=ts), pairs)
