@@ -28,7 +28,7 @@ from er_framework.config.job import Job, load_yaml, parse_job, read_job_text, re
 from er_framework.data import Pairs
 from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
 from er_framework.engine.result import Result as RunResult
-from er_framework.engine.stages import exact_groups, pairs_table, require_out_dir, write
+from er_framework.engine.stages import comparisons_table, exact_groups, pairs_table, require_out_dir, write
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.executors import run_job
 from er_framework.io.frames import arrow_table, as_kind, frame_kind
@@ -192,11 +192,7 @@ class Result:
         if self.run.explain_terms is None or cand is None:
             raise KeyError(f"this run cannot break its scores into terms (verifier {self.job.verifier.cls.name!r}, "
                            f"executor {self.job.spec.executor.type!r})")
-        cols = dict(pairs_table(self.run.records, Pairs(cand.left, cand.right)))
-        cols.pop("score")
-        cols.update(self.run.explain_terms(Pairs(cand.left, cand.right)))
-        cols["score"] = cand.score
-        return cols
+        return comparisons_table(self.run.records, cand, self.run.explain_terms)
 
     # ---------------------------------------------------------------- writing
 

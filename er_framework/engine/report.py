@@ -22,7 +22,7 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.result import Result
 from er_framework.engine.explain import BORDERLINE, row_of_terms
-from er_framework.engine.stages import Exact, answer, cluster_stats, output_tables, pairs_table, write
+from er_framework.engine.stages import Answer, Exact, answer, cluster_stats, comparisons_table, output_tables, write
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
@@ -209,8 +209,9 @@ class RunFacts:
     training: dict[str, Any] = field(default_factory=dict)
 
 
-def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> dict[str, Any]:
-    """``report.json``: the same sections whichever executor ran the job (timings aside)."""
+def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found: Answer) -> dict[str, Any]:
+    """``report.json``: the same sections whichever executor ran the job (timings aside); ``found`` is the
+    answer (:func:`er_framework.engine.stages.answer`), the pairs the run lists."""
     records = facts.records
     n = len(records)
     mode = job.spec.mode
@@ -240,7 +241,8 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog) -> di
         "blockers": facts.blockers,
         "candidate_pairs": int(facts.candidate_count),
         "verified_pairs": int(len(facts.verified)),
-        "pairs_written": int(len(facts.pairs)),
+        "pairs_written": found.stats["pairs_listed"],
+        "pairs": found.stats,
         "verifier": described["verifier"],
         "score": engine.score_definition(),
         "threshold": engine.threshold_report(),
@@ -268,17 +270,12 @@ def finish_run(
     as_read: Records | None,
 ) -> Result:
     """Build the report, write the outputs (when ``out_path``) and return the result: every executor ends here."""
-    report = build_report(job, engine, facts, log)
     found = answer(job, facts.exact, facts.verified, facts.labels, engine.clusterer.selects_pairs)
-    report["pairs"] = found.stats
-    report["pairs_written"] = found.stats["pairs_listed"]
+    report = build_report(job, engine, facts, log, found)
     candidates = None if facts.candidates is None else Pairs(facts.candidates.left, facts.candidates.right, facts.scores)
     comparisons = None
     if job.spec.output.comparisons and candidates is not None and facts.explain is not None:
-        comparisons = pairs_table(facts.records, Pairs(candidates.left, candidates.right))
-        comparisons.pop("score")
-        comparisons.update(facts.explain(Pairs(candidates.left, candidates.right)))
-        comparisons["score"] = candidates.score  # the verifier's score of the run (its terms' total)
+        comparisons = comparisons_table(facts.records, candidates, facts.explain)
     tables = output_tables(facts.records, found, facts.labels,
                            candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons)
     result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,

@@ -44,7 +44,7 @@ from er_framework.report.page import RunData, render_report
 
 __all__ = [
     "explainer", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
-    "ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "exact_groups", "pairs_table",
+    "ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
@@ -829,6 +829,18 @@ def pairs_table(records: Records, pairs: Pairs) -> dict[str, Any]:
         "right_id": ids[pairs.right],
         "score": pairs.score if pairs.score is not None else np.ones(len(pairs)),
     }
+
+
+def comparisons_table(
+    records: Records, scored: Pairs, explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]]
+) -> dict[str, Any]:
+    """The ``comparisons`` table: the ids of each scored pair, the verifier's terms of its score
+    (:meth:`Engine.comparisons` through :func:`explainer`) and the score the run gave it, last."""
+    table = pairs_table(records, scored)
+    score = table.pop("score")
+    table.update(explain(Pairs(scored.left, scored.right)))
+    table["score"] = score
+    return table
 
 
 def output_tables(

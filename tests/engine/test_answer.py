@@ -165,3 +165,25 @@ diagnostics: 0
     assert res.report["exact_duplicates"]["records_collapsed"] == 0  # not copies as written
     assert len(res.pairs) == 1 and res.pairs.score[0] == pytest.approx(expect)
     assert "as written" in res.report["score"]["tokens"]
+
+
+def test_comparisons_csv_breaks_every_candidates_score_into_its_terms(tmp_path: Path) -> None:
+    text = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
+    text = text.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/").replace(
+        "  candidates: false", "  candidates: true\n  comparisons: true")
+    (tmp_path / "job.yaml").write_text(text, encoding="utf-8")
+    res = run_job(parse_job(tmp_path / "job.yaml"), tmp_path / "out")
+    with (tmp_path / "out" / "comparisons.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    with (tmp_path / "out" / "candidates.csv").open(encoding="utf-8") as fh:
+        cands = list(csv.DictReader(fh))
+    assert len(rows) == len(cands) == res.report["candidate_pairs"]
+    cols = list(rows[0])
+    assert cols[:4] == ["left_source", "left_id", "right_source", "right_id"] and cols[-1] == "score"
+    assert cols[4] == "prior_weight" and "level_location" in cols and "weight_dob" in cols and "match_weight" in cols
+    weights = [c for c in cols if c.startswith("weight_")]
+    for row, cand in zip(rows, cands):
+        assert (row["left_id"], row["right_id"]) == (cand["left_id"], cand["right_id"])
+        total = float(row["prior_weight"]) + sum(float(row[c]) for c in weights)
+        assert total == pytest.approx(float(row["match_weight"]), abs=1e-6)
+        assert float(row["score"]) == pytest.approx(float(cand["score"]), abs=1e-12)
