@@ -33,7 +33,7 @@ import numpy.typing as npt
 from er_framework.kernels.csr import TokenSets
 
 __all__ = [
-    "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes", "map_row_blocks", "resolve_workers",
+    "POLL_SECONDS", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes", "map_row_blocks", "resolve_workers",
     "row_blocks", "split_sizes",
 ]
 
@@ -133,6 +133,10 @@ def die_with_parent(parent: int) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_MASK)
 
 
+#: longest single wait of :func:`map_processes` for its workers (a signal is handled between two waits)
+POLL_SECONDS = 0.25
+
+
 def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers: int) -> list[R]:
     """``[fn(*a) for a in args]`` on up to ``workers`` forked processes, results in input order.
 
@@ -151,7 +155,7 @@ def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers
     if workers <= 1 or len(todo) <= 1:
         return [fn(*a) for a in todo]
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("fork")
@@ -165,6 +169,11 @@ def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         try:
+            # waits of at most POLL_SECONDS: Ctrl-C is handled between them even when a native library
+            # in this process (polars' thread pool, seen) has left the signal restarting a long wait
+            pending = set(futures)
+            while pending:
+                pending = wait(pending, timeout=POLL_SECONDS)[1]
             results = [f.result() for f in futures]
         except BrokenProcessPool as exc:
             raise WorkerDied(

@@ -17,6 +17,8 @@ import pytest
 
 from er_framework.kernels.parallel import map_ordered, map_processes
 
+ROOT = Path(__file__).resolve().parents[2]
+
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc")
 
 
@@ -68,6 +70,24 @@ def test_workers_are_other_processes_that_ignore_ctrl_c(no_new_children: None) -
 def test_an_error_of_fn_is_raised_and_no_worker_is_left(no_new_children: None) -> None:
     with pytest.raises(ValueError, match="bad 2"):
         map_processes(boom, [(i,) for i in range(4)], 2)
+
+
+@linux_only
+def test_an_interrupt_is_handled_after_polars_ran(no_new_children: None) -> None:
+    """polars' native thread pool leaves SIGINT restarting a long lock wait (seen with polars 1.x-2.x): an
+    unbounded wait would hear Ctrl-C only when the workers end. map_processes waits in short steps."""
+    pl = pytest.importorskip("polars")
+    pl.DataFrame({"a": ["x", "y"]}).to_arrow()
+    pl.read_csv(ROOT / "configs" / "data" / "febrl" / "febrl4_a.csv", infer_schema=False).to_arrow()
+    timer = threading.Timer(1.0, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            map_processes(sleep_long, [(30,), (30,)], 2)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 20  # not after the tasks' 30 s
 
 
 @linux_only
