@@ -1185,7 +1185,7 @@ def format_table(metrics: dict[str, Any]) -> str:
         "",
         f"{'pairwise':<32}{'predicted':>12}{'true':>12}{'TP':>12}{'precision':>11}{'recall':>9}{'F1':>9}",
     ]
-    for key, label in (("verified_pairs", "  verified pairs (pairs.csv)"),
+    for key, label in (("verified_pairs", "  pairs listed (pairs.csv)"),
                        ("cluster_pairs", "  cluster pairs (clusters.csv)")):
         m = metrics["pairwise"][key]
         lines.append(
