@@ -40,7 +40,8 @@ def _is_path(job: str | Path) -> bool:
     if isinstance(job, Path):
         return True
     text = job.strip()
-    return "\n" not in text and (text.endswith((".yaml", ".yml")) or Path(text).is_file())
+    # one line without a "key: value" is a path too (a missing file is then named as such)
+    return "\n" not in text and (text.endswith((".yaml", ".yml")) or Path(text).is_file() or ":" not in text)
 
 
 def load_job(job: str | Path | Mapping[str, Any], sources: Mapping[str, Any] | None = None) -> Job:

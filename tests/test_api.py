@@ -124,6 +124,8 @@ def test_yaml_text_and_out(tmp_path: Path) -> None:
 
 def test_validate_returns_the_problems() -> None:
     assert er.validate(ROOT / "configs" / "customers.yaml") == []
+    # a one-line string without "key: value" is a path: a missing file is named as such
+    assert "no such file" in str(er.validate("jobs/missing_job")[0])
     problems = er.validate({"sources": [{"name": "d", "fields": ["text"]}], "verifier": {"type": "jacard"}})
     text = "\n".join(str(p) for p in problems)
     assert "has no path" in text and "jacard" in text

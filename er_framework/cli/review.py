@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from er_framework.cli.common import job_of_run
+from er_framework.errors import InputError, Problem
 
 __all__ = ["LABELS_HEADER", "add_parser", "cmd_review", "differing_passages", "merge_labels"]
 
@@ -51,8 +52,12 @@ def merge_labels(path: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
     Returns (rows added, rows in the file)."""
     kept: list[dict[str, str]] = []
     if path.is_file():
-        with path.open(encoding="utf-8", newline="") as fh:
-            kept = [dict(r) for r in csv.DictReader(fh)]
+        try:
+            with path.open(encoding="utf-8", newline="") as fh:
+                kept = [dict(r) for r in csv.DictReader(fh)]
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise InputError(Problem(where=str(path), message=f"cannot read the labels file to extend it: {exc}",
+                                     fix="give another --labels file, or fix this one (a CSV er review wrote)")) from None
     seen = {(r.get("left_source"), r.get("left_id"), r.get("right_source"), r.get("right_id")) for r in kept}
     added = 0
     for r in rows:
@@ -68,8 +73,12 @@ def merge_labels(path: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
     writer = csv.DictWriter(buf, fieldnames=header, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(kept)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".labels-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".labels-", dir=path.parent)
+    except OSError as exc:
+        raise InputError(Problem(where=str(path), message=f"cannot write the labels file: {exc.strerror or exc}",
+                                 fix="give a --labels path in a folder you can write")) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(buf.getvalue())
@@ -94,8 +103,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         return 0
     wanted = {(e[side]["source"], e[side]["id"]) for _, e in entries for side in ("left", "right")}
     records, _ = stages.read(job)
-    index = {(records.source_names[int(s)], str(i)): k for k, (s, i) in enumerate(zip(records.source, records.ids))
-             if (records.source_names[int(s)], str(i)) in wanted}
+    index = stages.record_rows(records, wanted)
     threshold = float(review.get("threshold", 0.0))
     described = dict(report.get("verifier") or {})
     rows: list[dict[str, Any]] = []

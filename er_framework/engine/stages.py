@@ -43,7 +43,7 @@ from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
 
 __all__ = [
-    "explainer", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
+    "explainer", "record_rows", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
     "ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
@@ -640,6 +640,16 @@ NON_MATCH_WORDS = frozenset({"0", "no", "n", "false", "f", "non-match", "nonmatc
 LABEL_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "match")
 
 
+def record_rows(records: Records, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The index of each wanted record, by ``(source name, id)`` (records not found are absent)."""
+    ids = np.asarray(records.ids, dtype=object)
+    names = np.asarray(records.source_names, dtype=object)
+    keys = set(map(str, (i for _, i in wanted)))
+    hit = np.flatnonzero(np.isin(ids, list(keys))) if keys else np.zeros(0, dtype=np.int64)
+    found = {(str(names[records.source[k]]), str(ids[k])): int(k) for k in hit}
+    return {key: found[key] for key in wanted if key in found}
+
+
 def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt.NDArray[np.bool_], dict[str, Any]]:
     """The labelled pairs of ``training: {labels: FILE}`` as global record indices: ``(left, right, match, stats)``.
 
@@ -649,13 +659,14 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
     """
     path = job.training_path()
     assert path is not None
-    index = {(records.source_names[int(s)], str(i)): k for k, (s, i) in enumerate(zip(records.source, records.ids))}
+    rows = list(read_output_table(path, LABEL_COLUMNS))
+    index = record_rows(records, {(str(r[0]), str(r[1])) for _, r in rows} | {(str(r[2]), str(r[3])) for _, r in rows})
     left: list[int] = []
     right: list[int] = []
     match: list[bool] = []
     problems: list[Problem] = []
     skipped = 0
-    for where, (ls, lid, rs, rid, label) in read_output_table(path, LABEL_COLUMNS):
+    for where, (ls, lid, rs, rid, label) in rows:
         word = str(label or "").strip().lower()
         if not word:
             skipped += 1

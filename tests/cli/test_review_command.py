@@ -66,3 +66,15 @@ def test_merge_labels_adds_only_new_pairs(tmp_path: Path) -> None:
     assert merge_labels(path, [row]) == (1, 1)
     swapped = {**row, "left_source": "B", "left_id": "2", "right_source": "A", "right_id": "1"}
     assert merge_labels(path, [row, swapped, {**row, "right_id": "3"}]) == (1, 2)
+
+
+def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "docs"
+    assert main(["run", str(ROOT / "configs" / "documents.yaml"), "--out", str(out), "--quiet"]) == 0
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert main(["review", str(out), "--labels", str(tmp_path / "file" / "labels.csv")]) == 2
+    assert "cannot write the labels file" in capsys.readouterr().err
+    (tmp_path / "bad.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
+    assert main(["review", str(out), "--labels", str(tmp_path / "bad.csv")]) == 2
+    assert "cannot read the labels file" in capsys.readouterr().err
