@@ -218,21 +218,80 @@ class MinHash(SignatureBuilder):
         return {**super().describe(), "seed": self.seed, "prime": PRIME}
 
 
-#: records whose probe signature (diagnostics) is computed per step (fewer when their text is long:
-#: :data:`PROBE_CHUNK_CHARS`)
+#: bands of 2 rows of the diagnostics' probe banding (fewer when the signature has fewer spare values)
+PROBE_BANDS = 8
+#: the probe uses the signature's spare columns when they give at least this many bands of 2 rows
+PROBE_MIN_BANDS = 4
+#: records whose probe signature is computed per step when there are no spare columns (fewer when their
+#: text is long: :data:`PROBE_CHUNK_CHARS`)
 PROBE_CHUNK = 10000
 #: characters of text whose records' probe signatures are computed per step
 PROBE_CHUNK_CHARS = 1 << 24
+#: without spare columns, the probe shingles a random pool of records of at most this many characters
+PROBE_POOL_CHARS = 1 << 24
 #: the diagnostics probe no record with more tokens than this (its pairs' exact Jaccard is costly)
 PROBE_MAX_RECORD_TOKENS = 100_000
 #: ... and shingles no record whose text has more characters than this (the built-in shinglers make
 #: at most one token per character; the token count above is checked after shingling anyway)
 PROBE_MAX_RECORD_CHARS = 8 * PROBE_MAX_RECORD_TOKENS
-#: tokens the diagnostics compare at most (|A| + |B| summed over the sampled pairs; ~8 bytes each):
-#: beyond, a random subset of the pairs within this budget is measured
+#: the tokens the diagnostics compare (|A| + |B| summed over the measured pairs; ~8 bytes each) are at most
+#: this share of the corpus's characters (the job shingles every character once), within the two bounds below
+PROBE_TOKEN_SHARE = 0.05
+PROBE_MIN_TOKENS = 4_000_000
 PROBE_MAX_TOKENS = 20_000_000
 #: tokens per batch of the diagnostics' exact Jaccard (each batch's sort takes ~24 bytes per token, per worker)
 PROBE_JACCARD_BATCH = 1 << 20
+#: partners of a probed record per probe band, at most
+PROBE_PARTNERS = 50
+#: uniformly random partners of every probed record
+PROBE_RANDOM_PARTNERS = 10
+
+
+def probe_partners(
+    probe: npt.NDArray[np.uint64], chosen: npt.NDArray[np.int64], rng: np.random.Generator
+) -> tuple[Pairs, npt.NDArray[np.int64]]:
+    """The diagnostics' sampled pairs (positions in ``probe``'s rows) and how many probe bands each shares.
+
+    Every ``chosen`` row is paired with up to :data:`PROBE_PARTNERS` rows of
+    its bucket in each probe band (``probe[:, j]``) and with
+    :data:`PROBE_RANDOM_PARTNERS` uniformly random rows; the pairs are
+    normalized (``left < right``, no duplicates, no self-pairs).
+    """
+    lefts, rights = [], []
+    for j in range(probe.shape[1]):  # one step per probe band
+        order = np.argsort(probe[:, j], kind="stable")
+        keys = probe[order, j]
+        lo = np.searchsorted(keys, probe[chosen, j], side="left")
+        hi = np.minimum(np.searchsorted(keys, probe[chosen, j], side="right"), lo + PROBE_PARTNERS)
+        counts = hi - lo
+        starts = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+        lefts.append(np.repeat(chosen, counts))
+        rights.append(order[starts])
+    lefts.append(np.repeat(chosen, PROBE_RANDOM_PARTNERS))
+    rights.append(rng.integers(0, len(probe), PROBE_RANDOM_PARTNERS * len(chosen)))
+    local = Pairs(np.concatenate(lefts), np.concatenate(rights)).normalized()
+    shared = (probe[local.left] == probe[local.right]).sum(axis=1).astype(np.int64)
+    return local, shared
+
+
+def round_robin_within(
+    strata: npt.NDArray[np.int64], cost: npt.NDArray[np.int64], budget: int, rng: np.random.Generator
+) -> npt.NDArray[np.int64]:
+    """Indices (ascending) of a subset of the items whose summed ``cost`` is at most ``budget``.
+
+    The items are visited round-robin over the strata (a random order within
+    each stratum: first the first item of every stratum, then the second, ...)
+    and kept while the running total fits.
+    """
+    n = len(strata)
+    shuffled = rng.permutation(n)
+    order = shuffled[np.argsort(strata[shuffled], kind="stable")]  # by stratum, random within
+    st = strata[order]
+    first = np.searchsorted(st, st, side="left")
+    rank = np.arange(n) - first  # rank within its stratum
+    visit = order[np.lexsort((st, rank))]
+    fits = np.cumsum(cost[visit]) <= budget
+    return np.sort(visit[fits])
 
 
 def text_lengths(records: Records) -> npt.NDArray[np.int64]:
@@ -403,31 +462,40 @@ class LshBands(Blocker):
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Measured candidate rate by exact-Jaccard bin, against 1 - (1 - s^r)^b.
 
-        Pairs are chosen independently of the blocker's hash functions: for
-        ``sample`` random records, their partners in an independent probe
-        banding (16 extra MinHash values with another seed, 8 bands of 2 rows,
-        at most 50 partners per band) plus 10 uniformly random partners. Given
-        its Jaccard s, such a pair is a candidate of the real banding with
-        probability P(s); per bin the measured rate is compared with the mean
-        P(s) of its pairs. Needs token sets and MinHash signatures.
+        Pairs are chosen independently of the bands' hash values: for
+        ``sample`` random records, their partners in a *probe* banding (at most
+        8 bands of 2 rows, at most 50 partners per band) plus 10 uniformly
+        random partners. Given its Jaccard s, such a pair is a candidate of the
+        real banding with probability P(s); per bin the measured rate is
+        compared with the mean P(s) of its pairs.
 
-        The work is bounded on any input: records whose text exceeds
+        The probe costs nothing when the signature has values the bands do not
+        use (``b * r < K``, e.g. 13 x 7 = 91 of 128): its bands are those
+        spare columns, whose hash functions are not the bands' (``probe:
+        "spare columns"``). Otherwise 16 extra MinHash values with another seed
+        are computed from the token sets of a pool of records (all of them up
+        to :data:`PROBE_POOL_CHARS` characters of text, else a random subset
+        within it; ``probe: "extra minhash"``).
+
+        Only the exact Jaccard of the chosen pairs needs token sets, and its
+        work is a small share of the job's: the pairs' tokens (|A| + |B|) fit
+        a budget of :data:`PROBE_TOKEN_SHARE` of the corpus's characters
+        (within :data:`PROBE_MIN_TOKENS` .. :data:`PROBE_MAX_TOKENS`). Beyond
+        it a subset is measured, drawn round-robin over the strata of "probe
+        bands shared" (0 for the random partners, up to 8), so that every
+        similarity range keeps pairs; the stratum depends only on the probe's
+        values, not on the bands', so the measured rate per bin stays
+        unbiased, and the per-bin counts are those of the pairs measured
+        (their intervals are honest). Records whose text exceeds
         :data:`PROBE_MAX_RECORD_CHARS` characters are never shingled here,
         records with more than :data:`PROBE_MAX_RECORD_TOKENS` tokens are not
-        probed, and when the sampled pairs hold more than
-        :data:`PROBE_MAX_TOKENS` tokens (|A| + |B| summed) a random subset
-        within that budget is measured. Then ``s_curve.capped`` says so; the
-        per-bin counts are those of the pairs measured, so their intervals
-        stay honest (P(candidate | s) does not depend on the set sizes).
+        probed; ``s_curve.capped`` reports every such limit that applied.
         """
         sig = batch.signatures
         has_tokens = batch.tokens is not None or batch.token_source is not None
         if sig is None or not has_tokens or sig.kind != "minhash" or sig.empty is None:
             return None
         ids = np.flatnonzero(~sig.empty).astype(np.int64)
-        # bounded work on any input: records with very long texts are never shingled here, nor
-        # records with too many tokens probed (both are reported; P(candidate | s) does not depend on
-        # the set sizes, so the measured rates of the other records stay unbiased)
         chars = text_lengths(batch.records) if len(batch.records) == len(sig) else np.zeros(len(sig), np.int64)
         long_text = chars[ids] > PROBE_MAX_RECORD_CHARS
         skipped_chars = int(long_text.sum())
@@ -436,59 +504,61 @@ class LshBands(Blocker):
             return None
         b, r = self._band_rows(sig.num_perm)
         rng = np.random.default_rng(self.seed + 104729)
-        probe_a, probe_b = hash_params(16, self.seed + 7919)
-        # the probe signature and the token counts, a chunk of records at a time (the corpus may be streamed)
-        parts: list[npt.NDArray[np.uint32]] = []
-        size_parts: list[npt.NDArray[np.int64]] = []
-        for lo_, hi_ in split_sizes(np.maximum(chars[ids], 1), PROBE_CHUNK_CHARS):
-            for a, b_ in split_sizes(np.ones(hi_ - lo_), PROBE_CHUNK):
-                ts = batch.tokens_for(ids[lo_ + a: lo_ + b_])
-                parts.append(minhash_signatures(ts, probe_a, probe_b))
-                size_parts.append(ts.sizes.astype(np.int64))
-        probe_all = band_keys(np.concatenate(parts), 8, 2)
-        sizes_all = np.concatenate(size_parts)
-        small = sizes_all <= PROBE_MAX_RECORD_TOKENS
-        skipped_tokens = int((~small).sum())
-        ids, probe, sizes = ids[small], probe_all[small], sizes_all[small]
-        if len(ids) < 2:
-            return None
+        budget = int(min(PROBE_MAX_TOKENS, max(PROBE_MIN_TOKENS, PROBE_TOKEN_SHARE * float(chars[ids].sum()))))
+        spare = sig.num_perm - b * r
+        skipped_tokens = 0
+        sizes: npt.NDArray[np.int64] | None = None  # token counts, when the probe had to shingle
+        pool_skipped = 0
+        if spare >= 2 * PROBE_MIN_BANDS:
+            nb = min(PROBE_BANDS, spare // 2)
+            probe = band_keys(sig.values[:, b * r: b * r + 2 * nb][ids], nb, 2)
+            probe_kind = f"spare columns {b * r}..{b * r + 2 * nb - 1}"
+        else:
+            if int(chars[ids].sum()) > PROBE_POOL_CHARS:  # a random pool within the characters' budget
+                shuffled = rng.permutation(len(ids))
+                keep = np.sort(shuffled[np.cumsum(np.maximum(chars[ids][shuffled], 1)) <= PROBE_POOL_CHARS])
+                pool_skipped = len(ids) - len(keep)
+                ids = ids[keep]
+                if len(ids) < 2:
+                    return None
+            probe, sizes = self._probe_signatures(batch, ids, chars)
+            small = sizes <= PROBE_MAX_RECORD_TOKENS
+            skipped_tokens = int((~small).sum())
+            ids, probe, sizes = ids[small], probe[small], sizes[small]
+            if len(ids) < 2:
+                return None
+            probe_kind = "extra minhash"
         chosen = rng.choice(len(ids), size=min(sample, len(ids)), replace=False)
-        lefts, rights = [], []
-        for j in range(probe.shape[1]):  # one step per probe band
-            order = np.argsort(probe[:, j], kind="stable")
-            keys = probe[order, j]
-            lo = np.searchsorted(keys, probe[chosen, j], side="left")
-            hi = np.minimum(np.searchsorted(keys, probe[chosen, j], side="right"), lo + 50)
-            counts = hi - lo
-            starts = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-            lefts.append(np.repeat(chosen, counts))
-            rights.append(order[starts])
-        lefts.append(np.repeat(chosen, 10))
-        rights.append(rng.integers(0, len(ids), 10 * len(chosen)))
-        local = Pairs(np.concatenate(lefts), np.concatenate(rights)).normalized()  # positions in ids
+        local, shared = probe_partners(probe, chosen, rng)
         if len(local) == 0:
             return None
-        # the token budget: a random subset of the pairs whose tokens (|A| + |B|) fit in PROBE_MAX_TOKENS
-        cost = sizes[local.left] + sizes[local.right]
+        # the budget: every pair when they fit, else a subset drawn round-robin over the strata
+        cost = (sizes if sizes is not None else np.maximum(chars[ids], 1))
+        pair_cost = cost[local.left] + cost[local.right]
         sampled = len(local)
-        capped = int(cost.sum()) > PROBE_MAX_TOKENS
+        capped = int(pair_cost.sum()) > budget
         if capped:
-            shuffled = rng.permutation(len(local))
-            keep = np.sort(shuffled[np.cumsum(cost[shuffled]) <= PROBE_MAX_TOKENS])
+            keep = round_robin_within(shared, pair_cost, budget, rng)
             local = Pairs(local.left[keep], local.right[keep])
             if len(local) == 0:
                 return None
         pairs = Pairs(ids[local.left], ids[local.right])  # ids ascending: still normalized
         involved = sorted_unique(np.concatenate([pairs.left, pairs.right]))
-        s = jaccard_pairs(
-            batch.tokens_for(involved),
-            np.searchsorted(involved, pairs.left),
-            np.searchsorted(involved, pairs.right),
-            max_tokens_per_batch=PROBE_JACCARD_BATCH,
-            workers=self.context.workers,
-        )
-        real = band_keys(sig.values, b, r)
-        is_cand = np.any(real[pairs.left] == real[pairs.right], axis=1)
+        ts = batch.tokens_for(involved)
+        if sizes is None:  # the token limit, checked now that the records of the pairs are shingled
+            big = ts.sizes > PROBE_MAX_RECORD_TOKENS
+            if big.any():
+                skipped_tokens = int(big.sum())
+                bad = involved[big]
+                ok = ~(np.isin(pairs.left, bad) | np.isin(pairs.right, bad))
+                pairs = Pairs(pairs.left[ok], pairs.right[ok])
+                if len(pairs) == 0:
+                    return None
+        a, b_ = np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right)
+        tokens_compared = int(ts.sizes[a].sum() + ts.sizes[b_].sum())
+        s = jaccard_pairs(ts, a, b_, max_tokens_per_batch=PROBE_JACCARD_BATCH, workers=self.context.workers)
+        real = band_keys(sig.values[involved], b, r)
+        is_cand = np.any(real[a] == real[b_], axis=1)
         edges = np.linspace(0.0, 1.0, 11)
         which = np.minimum(np.searchsorted(edges, s, side="right") - 1, 9)
         n_bin = np.bincount(which, minlength=10)
@@ -501,28 +571,48 @@ class LshBands(Blocker):
             "bands": b,
             "rows": r,
             "threshold": self._report.get("threshold") if hasattr(self, "_report") else None,
+            "probe": probe_kind,
             "records_probed": int(len(chosen)),
             "pairs_sampled": int(len(pairs)),
+            "tokens_compared": tokens_compared,
             "bins": [[round(float(edges[i]), 2), round(float(edges[i + 1]), 2)] for i in range(10)],
             "pairs": n_bin.astype(int).tolist(),
             "candidates": c_bin.astype(int).tolist(),
             "measured_rate": [None if np.isnan(x) else round(float(x), 4) for x in measured],
             "predicted_rate": [None if np.isnan(x) else round(float(x), 4) for x in predicted],
         }
-        if skipped_chars or skipped_tokens or capped:
+        if skipped_chars or skipped_tokens or capped or pool_skipped:
             # the counts above are those of the pairs actually measured: their intervals stay honest
             curve["capped"] = {
                 "records_skipped_long_text": skipped_chars,
                 "max_record_chars": PROBE_MAX_RECORD_CHARS,
                 "records_skipped_many_tokens": skipped_tokens,
                 "max_record_tokens": PROBE_MAX_RECORD_TOKENS,
+                "records_outside_probe_pool": pool_skipped,
+                "probe_pool_chars": PROBE_POOL_CHARS,
                 "pairs_before_token_budget": int(sampled),
-                "tokens_compared": int((sizes[local.left] + sizes[local.right]).sum()),
-                "token_budget": PROBE_MAX_TOKENS,
-                "note": "records over the per-record limits are not probed, and beyond the token budget a random "
-                "subset of the sampled pairs is measured; P(candidate | s) does not depend on set sizes",
+                "tokens_compared": tokens_compared,
+                "token_budget": budget,
+                "note": "records over the per-record limits are not probed, beyond the token budget a subset of "
+                "the sampled pairs is measured (round-robin over the number of probe bands they share), and "
+                "without spare signature columns the probe searches a random pool of records; "
+                "P(candidate | s) does not depend on set sizes or on the probe's values",
             }
         return {"s_curve": curve}
+
+    def _probe_signatures(
+        self, batch: Batch, ids: npt.NDArray[np.int64], chars: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+        """Probe band keys (8 bands of 2 rows of MinHash with another seed) and token counts of ``ids``."""
+        probe_a, probe_b = hash_params(2 * PROBE_BANDS, self.seed + 7919)
+        parts: list[npt.NDArray[np.uint32]] = []
+        size_parts: list[npt.NDArray[np.int64]] = []
+        for lo_, hi_ in split_sizes(np.maximum(chars[ids], 1), PROBE_CHUNK_CHARS):
+            for a, b_ in split_sizes(np.ones(hi_ - lo_), PROBE_CHUNK):
+                ts = batch.tokens_for(ids[lo_ + a: lo_ + b_])
+                parts.append(minhash_signatures(ts, probe_a, probe_b))
+                size_parts.append(ts.sizes.astype(np.int64))
+        return band_keys(np.concatenate(parts), PROBE_BANDS, 2), np.concatenate(size_parts)
 
 
 class JaccardParams(Params):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import string
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import er_plugins.documents as docs
 from er_framework.components import Context
 from er_framework.data import Batch, Records, TokenSets
 from er_plugins.documents import CharShingler, LshBands, MinHash
+from er_plugins.oph import FastSimilaritySketch
 
 
 def corpus(n: int, seed: int = 1) -> list[str]:
@@ -137,3 +139,92 @@ def test_the_pairs_tokens_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch
         assert (m is None) == (n == 0) and (n == 0 or m == round(c / n, 4))
     if not keep_tokens:  # shingled: the probe pass over the corpus, then only the records of kept pairs
         assert sum(shingled) <= sum(len(t) for t in texts) + budget
+
+
+# ---------------------------------------------------------------- the probe on spare signature columns (issue 15)
+
+
+def spare_batch(texts: list[str], builder: Any = MinHash) -> tuple[Batch, list[int]]:
+    """A streamed batch whose signature has more values than the 16 x 4 banding uses."""
+    records = Records(ids=[str(i) for i in range(len(texts))], source=np.zeros(len(texts), dtype=np.int32),
+                      source_names=["s"], fields={"text": list(texts)})
+    shingler = CharShingler(CharShingler.Params(k=4))
+    sig = builder(builder.Params(num_perm=128), Context(seed=3)).build(shingler.shingle(records))
+    shingled: list[int] = []
+
+    def source(rows: np.ndarray) -> TokenSets:
+        ts = shingler.shingle(records.take(rows))
+        shingled.append(int(ts.sizes.sum()))
+        return ts
+
+    return Batch(records=records, signatures=sig, token_source=source), shingled
+
+
+def test_spare_columns_probe_shingles_only_the_records_of_measured_pairs() -> None:
+    batch, shingled = spare_batch(corpus(600))
+    d = blocker().diagnostics(batch, 400)
+    assert d is not None
+    curve = d["s_curve"]
+    assert curve["probe"] == "spare columns 64..79"
+    # no probe pass over the corpus: only the records of the measured pairs are shingled, once
+    assert 0 < sum(shingled) <= curve["tokens_compared"]
+    assert sum(curve["pairs"]) == curve["pairs_sampled"] > 0
+
+
+@pytest.mark.parametrize("builder", [MinHash, FastSimilaritySketch])
+def test_spare_columns_probe_follows_the_s_curve(builder: Any) -> None:
+    """With the probe on spare columns the measured rate per bin still matches 1 - (1 - s^r)^b
+    (for FSS too, whose columns are bins of one hash rather than independent hash functions)."""
+    batch, _ = spare_batch(corpus(3000, seed=4), builder)
+    d = blocker().diagnostics(batch, 1500)
+    assert d is not None
+    curve = d["s_curve"]
+    checked = 0
+    for n, c, pred in zip(curve["pairs"], curve["candidates"], curve["predicted_rate"]):
+        if n >= 40 and pred is not None:
+            se = (pred * (1 - pred) / n) ** 0.5
+            assert abs(c / n - pred) <= 4 * se + 0.02, (n, c, pred)
+            checked += 1
+    assert checked >= 3
+
+
+def test_the_budget_is_a_share_of_the_corpus(monkeypatch: pytest.MonkeyPatch, compared: list[int]) -> None:
+    texts = corpus(600)
+    monkeypatch.setattr(docs, "PROBE_MIN_TOKENS", 1000)
+    batch, shingled = spare_batch(texts)
+    d = blocker().diagnostics(batch, 400)
+    assert d is not None
+    curve, capped = d["s_curve"], d["s_curve"]["capped"]
+    budget = int(docs.PROBE_TOKEN_SHARE * sum(len(t) for t in texts))
+    assert capped["token_budget"] == budget
+    assert sum(compared) == curve["tokens_compared"] <= budget and sum(shingled) <= budget
+    assert capped["pairs_before_token_budget"] > curve["pairs_sampled"] > 0
+
+
+def round_robin_reference(strata: np.ndarray, cost: np.ndarray, budget: int, seed: int) -> list[int]:
+    """Loop version of round_robin_within (the same random order within each stratum)."""
+    shuffled = np.random.default_rng(seed).permutation(len(strata)).tolist()
+    queues = {int(s): [i for i in shuffled if strata[i] == s] for s in sorted(set(strata.tolist()))}
+    taken, total, depth = [], 0, 0
+    while any(depth < len(q) for q in queues.values()):
+        for s in sorted(queues):
+            q = queues[s]
+            if depth < len(q):
+                if total + int(cost[q[depth]]) > budget:
+                    return sorted(taken)
+                total += int(cost[q[depth]])
+                taken.append(q[depth])
+        depth += 1
+    return sorted(taken)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_round_robin_within_matches_a_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    strata = rng.integers(0, 5, n).astype(np.int64)
+    cost = rng.integers(1, 20, n).astype(np.int64)
+    budget = int(rng.integers(0, 400))
+    got = docs.round_robin_within(strata, cost, budget, np.random.default_rng(seed + 100))
+    assert got.tolist() == round_robin_reference(strata, cost, budget, seed + 100)
+    assert int(cost[got].sum()) <= budget
