@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from er_framework.kernels.parallel import resolve_workers
-
 __all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "workers_arg"]
 
 
@@ -96,6 +94,7 @@ def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Callable[[st
     """Parse ``args.config`` (``args.workers`` overrides the YAML) and call ``run(job, progress)``
     with the stage progress bar shown unless ``args.quiet``."""
     from er_framework.config.job import parse_job
+    from er_framework.kernels.parallel import resolve_workers
 
     job = parse_job(args.config)
     if args.workers is not None:

@@ -7,11 +7,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from er_framework.cli.common import run_with_progress, workers_arg
-from er_framework.data import Records
 from er_framework.errors import ErError, Problem
+
+if TYPE_CHECKING:
+    from er_framework.data import Records
 
 
 def _source(index: Any, name: str | None, flag: str = "--source") -> tuple[int, Any]:
@@ -61,6 +63,8 @@ def _record_arg(index: Any, text: str, source: str | None) -> Records:
     if unknown:
         raise ErError(Problem(where="--record", message=f"unknown field(s): {', '.join(unknown)}",
                               fix=f"fields of source {spec.name!r}: {', '.join(spec.fields)}"))
+    from er_framework.data import Records
+
     rec_id = str(obj.get(spec.id, "query"))
     fields: dict[str, Sequence[str | None]] = {
         f: [None if obj.get(f) is None else str(obj.get(f))] for f in spec.fields
@@ -73,6 +77,8 @@ def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
     if len(spec.fields) != 1:
         raise ErError(Problem(where="--text", message=f"source {spec.name!r} has {len(spec.fields)} fields ({', '.join(spec.fields)})",
                               fix="give the item as --record JSON"))
+    from er_framework.data import Records
+
     return Records.from_columns([f"q{i}" for i in range(len(texts))], {spec.fields[0]: texts}, spec.name)
 
 

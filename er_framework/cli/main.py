@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, tune, validate
 from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
 from er_framework.errors import ErError
-from er_framework.kernels.parallel import WorkerDied
 
 #: environment variable that turns ``--debug`` on (any value but "", "0")
 DEBUG_ENV = "ER_DEBUG"
@@ -99,17 +98,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr(f"er: out of memory (MemoryError{detail}): the job needs more memory than this process may use; "
                f"{MEMORY_SETTINGS} (lower them); rerun with --debug for the traceback")
         return 2
-    except WorkerDied as exc:
+    except Exception as exc:
         if debug:
             raise
-        stderr(f"er: {exc}")
-        return 1
-    except Exception as exc:  # last resort: a bug, one line (the traceback with --debug)
-        if debug:
-            raise
+        if worker_died(exc):
+            stderr(f"er: {exc}")
+            return 1
+        # last resort: a bug, one line (the traceback with --debug)
         stderr(f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
                f"--debug (or {DEBUG_ENV}=1) for the traceback and report it")
         return 1
+
+
+def worker_died(exc: BaseException) -> bool:
+    """``exc`` is :class:`er_framework.kernels.parallel.WorkerDied` (a worker process was killed).
+
+    Only a command that loaded the worker pool can raise it: when that module is not loaded, the
+    answer is no without importing it (``er --help`` and ``er validate`` stay light).
+    """
+    parallel = sys.modules.get("er_framework.kernels.parallel")
+    return parallel is not None and isinstance(exc, parallel.WorkerDied)
 
 
 def one_line(text: str, limit: int = 300) -> str:

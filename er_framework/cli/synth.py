@@ -13,8 +13,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from er_framework.errors import ErError, Problem
 
 __all__ = [
@@ -128,6 +126,8 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.mode == "cells":
+        import numpy as np
+
         from er_framework.kernels.bits import unpack_bits
 
         bits, finger = simulate_cells(args.fingers, args.impressions, gx * gy, args.occupancy, args.agreement, seed=args.seed)

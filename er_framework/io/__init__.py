@@ -1,8 +1,12 @@
 """Reading sources (CSV, TSV, JSONL, Parquet, folders of HTML pages, DataFrames and Arrow tables) and
 writing outputs atomically."""
 
-from er_framework.io.frames import arrow_table, as_kind, frame_kind, frame_to_arrow, records_from_frame
-from er_framework.io.tables import read_source, read_source_with_stats, write_outputs
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from er_framework.io.frames import arrow_table, as_kind, frame_kind, frame_to_arrow, records_from_frame
+    from er_framework.io.tables import read_source, read_source_with_stats, write_outputs
 
 __all__ = [
     "arrow_table",
@@ -14,3 +18,23 @@ __all__ = [
     "records_from_frame",
     "write_outputs",
 ]
+
+#: the submodule of each name above, imported on first use: a module of the package (``er_framework.io.html``
+#: for ``er validate``) is imported without the readers and writers
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(("arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"), "frames"),
+    **dict.fromkeys(("read_source", "read_source_with_stats", "write_outputs"), "tables"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,59 +5,63 @@ Everything here is whole-batch and vectorized; every fast function has a naive
 Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.
 """
 
-from er_framework.kernels.banding import (
-    band_keys,
-    bucket_candidates,
-    bucket_ids,
-    bucket_candidates_reference,
-    candidate_probability,
-    choose_bands,
-    false_positive_area,
-    threshold_estimate,
-)
-from er_framework.kernels.chains import (
-    ChainFlag,
-    chain_flags,
-    chain_flags_reference,
-    max_spanning_forest,
-    max_spanning_forest_reference,
-)
-from er_framework.kernels.fss import fss_reference, fss_signatures
-from er_framework.kernels.groups import (
-    group_sorted,
-    pack_pairs,
-    pairs_in_groups,
-    unique_pairs,
-    unpack_pairs,
-)
-from er_framework.kernels.hashing import (
-    char_shingles,
-    char_shingles_reference,
-    codepoints,
-    hash_string_reference,
-    hash_strings,
-    mix64,
-    mix64_reference,
-    stopword_shingles,
-    stopword_shingles_reference,
-    word_ngrams,
-    word_ngrams_reference,
-    word_tokens,
-)
-from er_framework.kernels.jaccard import jaccard_pairs, jaccard_reference
-from er_framework.kernels.oph import oph_reference, oph_signatures
-from er_framework.kernels.threshold import ThresholdFit, choose_threshold
-from er_framework.kernels.minhash import (
-    EMPTY,
-    PRIME,
-    estimate_jaccard,
-    estimate_jaccard_pairs,
-    hash_params,
-    is_permutation,
-    minhash_reference,
-    minhash_rowwise_reference,
-    minhash_signatures,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from er_framework.kernels.banding import (
+        band_keys,
+        bucket_candidates,
+        bucket_ids,
+        bucket_candidates_reference,
+        candidate_probability,
+        choose_bands,
+        false_positive_area,
+        threshold_estimate,
+    )
+    from er_framework.kernels.chains import (
+        ChainFlag,
+        chain_flags,
+        chain_flags_reference,
+        max_spanning_forest,
+        max_spanning_forest_reference,
+    )
+    from er_framework.kernels.fss import fss_reference, fss_signatures
+    from er_framework.kernels.groups import (
+        group_sorted,
+        pack_pairs,
+        pairs_in_groups,
+        unique_pairs,
+        unpack_pairs,
+    )
+    from er_framework.kernels.hashing import (
+        char_shingles,
+        char_shingles_reference,
+        codepoints,
+        hash_string_reference,
+        hash_strings,
+        mix64,
+        mix64_reference,
+        stopword_shingles,
+        stopword_shingles_reference,
+        word_ngrams,
+        word_ngrams_reference,
+        word_tokens,
+    )
+    from er_framework.kernels.jaccard import jaccard_pairs, jaccard_reference
+    from er_framework.kernels.oph import oph_reference, oph_signatures
+    from er_framework.kernels.threshold import ThresholdFit, choose_threshold
+    from er_framework.kernels.minhash import (
+        EMPTY,
+        PRIME,
+        estimate_jaccard,
+        estimate_jaccard_pairs,
+        hash_params,
+        is_permutation,
+        minhash_reference,
+        minhash_rowwise_reference,
+        minhash_signatures,
+    )
 
 __all__ = [
     # hashing
@@ -117,3 +121,42 @@ __all__ = [
     "ThresholdFit",
     "choose_threshold",
 ]
+
+#: the submodule of each public name: a submodule is imported when one of its names is first used
+#: (``er --help`` and ``er validate`` do not load the numpy kernels they do not need)
+_WHERE: dict[str, str] = {
+    **dict.fromkeys((
+        "band_keys", "bucket_candidates", "bucket_ids", "bucket_candidates_reference", "candidate_probability",
+        "choose_bands", "false_positive_area", "threshold_estimate"
+    ), "banding"),
+    **dict.fromkeys((
+        "ChainFlag", "chain_flags", "chain_flags_reference", "max_spanning_forest", "max_spanning_forest_reference"
+    ), "chains"),
+    **dict.fromkeys(("fss_reference", "fss_signatures"), "fss"),
+    **dict.fromkeys(("group_sorted", "pack_pairs", "pairs_in_groups", "unique_pairs", "unpack_pairs"), "groups"),
+    **dict.fromkeys((
+        "char_shingles", "char_shingles_reference", "codepoints", "hash_string_reference", "hash_strings", "mix64",
+        "mix64_reference", "stopword_shingles", "stopword_shingles_reference", "word_ngrams",
+        "word_ngrams_reference", "word_tokens"
+    ), "hashing"),
+    **dict.fromkeys(("jaccard_pairs", "jaccard_reference"), "jaccard"),
+    **dict.fromkeys(("oph_reference", "oph_signatures"), "oph"),
+    **dict.fromkeys(("ThresholdFit", "choose_threshold"), "threshold"),
+    **dict.fromkeys((
+        "EMPTY", "PRIME", "estimate_jaccard", "estimate_jaccard_pairs", "hash_params", "is_permutation",
+        "minhash_reference", "minhash_rowwise_reference", "minhash_signatures"
+    ), "minhash"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
