@@ -4,11 +4,15 @@
 
 The page is built from the outputs of ``er run`` (``report.json``, the pairs
 and clusters tables, CSV or Parquet) and, for example records, from the job's
-sources, re-read through the job file named in ``report.json``. It is one
-file: plots are PNG images (matplotlib, Agg, no pyplot state) embedded as
-``data:`` URIs, the style sheet is inline, there is no script and no
-reference to anything outside the file, so it opens from disk without a
-server. Every text taken from the data or the report is HTML-escaped.
+sources, re-read through the job file named in ``report.json``; ``er run``
+draws it from the run's results in memory (:class:`RunData`). It is one
+file: the charts are inline SVG written directly (:mod:`er_framework.report.charts`,
+no plotting library), each drawn from aggregates (a histogram from its
+counts, cluster sizes from the count per size), so the page's size and the
+time to draw it do not grow with the records or pairs; the style sheet is
+inline, there is no script and no reference to anything outside the file, so
+it opens from disk without a server. Every text taken from the data or the
+report is HTML-escaped.
 
 What it shows: the job (name, mode, config, seed, config hash, versions, run
 date), summary counts, the LSH S-curve of the chosen (b, r) with the measured
@@ -20,14 +24,13 @@ stages with seconds and peak memory, and the blocker and component details.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +43,10 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.tables import merge_files, read_clusters_csv, read_pairs_csv, read_source
+from er_framework.report.charts import PALETTE, Chart, Scale, Shape, log_ticks, nice_ticks
 from er_framework.report.review import (
     REVIEW_CSS,
+    histogram_svg,
     Values,
     candidate_scores,
     match_weights,
@@ -58,8 +63,6 @@ __all__ = ["render_report", "write_report"]
 SNIPPET_CHARS = 200
 #: largest multi-record clusters shown with example records
 TOP_CLUSTERS = 5
-#: Resolution of the embedded plots (pixels per inch); the figures are ~7 x 3.6 in.
-DPI = 90
 #: Keys of report.json that may hold the date of the run (first found wins).
 _DATE_KEYS = ("finished_at", "started_at", "finished", "started", "date", "run_at", "timestamp")
 
@@ -99,12 +102,6 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], num: Sequence[boo
 
 def _note(text: str) -> str:
     return f'<p class="note">{_e(text)}</p>'
-
-
-def _img(uri: str | None, alt: str) -> str:
-    if uri is None:
-        return _note(f"{alt}: no plot (matplotlib is not installed; pip install matplotlib)")
-    return f'<img src="{uri}" alt="{_e(alt)}">'
 
 
 def _snippet(value: str | None, limit: int = SNIPPET_CHARS) -> str:
@@ -185,211 +182,200 @@ def _run_date(report: dict[str, Any], out: Path) -> str:
 
 
 # --------------------------------------------------------------------------
-# plots
+# plots (inline SVG, er_framework.report.charts; each drawn from aggregates)
 # --------------------------------------------------------------------------
 
-
-def _figure(width: float = 7.5, height: float = 3.6) -> Any:
-    """A matplotlib Figure (no pyplot, no global backend), or None without matplotlib."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:  # pragma: no cover - matplotlib is a dependency
-        return None
-    return Figure(figsize=(width, height), layout="constrained")
+#: points of the theoretical S-curve drawn (a smooth curve: more would not show)
+S_CURVE_POINTS = 201
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+def plot_s_curve(bands: int, rows: int, threshold: float | None, diag: dict[str, Any] | None) -> str:
+    """The S-curve of (b, r), the threshold, and measured rates with 95% intervals (inline SVG)."""
+    chart = Chart(Scale(0.0, 1.0), Scale(-0.03, 1.05), height=330, label="LSH S-curve")
+    chart.title("LSH banding: probability of becoming a candidate pair")
+    ticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    chart.y_axis(ticks, "P(candidate pair)")
+    chart.x_axis(ticks, "similarity s (exact Jaccard)")
+    s = np.linspace(0.0, 1.0, S_CURVE_POINTS)
+    chart.line(s.tolist(), s_curve(s, bands, rows).tolist(), PALETTE[0], width=2.0)
+    formula = f"1 − (1 − s{str(rows).translate(_SUPERSCRIPT)}){str(bands).translate(_SUPERSCRIPT)}"
+    chart.legend(f"{formula}  (b = {bands}, r = {rows})", PALETTE[0])
+    if threshold is not None:
+        p_t = float(s_curve(np.array([threshold]), bands, rows)[0])
+        chart.vline(threshold, PALETTE[3], width=1.2)
+        chart.markers([threshold], [p_t], PALETTE[3], size=3.5, tips=[f"threshold {threshold:g}: P = {p_t:.3f}"])
+        chart.legend(f"threshold {threshold:g}: P(candidate) = {p_t:.3f}", PALETTE[3], dash="5 3")
+    if diag:
+        xs, ys, lo, hi, pred, tips = [], [], [], [], [], []
+        for (a, b), n, k, m, p in zip(diag["bins"], diag["pairs"], diag["candidates"],
+                                      diag["measured_rate"], diag["predicted_rate"]):
+            if not n or m is None:
+                continue
+            low, high = wilson_interval(int(k), int(n))
+            xs.append((a + b) / 2)
+            ys.append(m)
+            lo.append(min(m, low))
+            hi.append(max(m, high))
+            pred.append(p)
+            tips.append(f"similarity {a:.1f}–{b:.1f}: {int(k):,} of {int(n):,} sampled pairs became candidates "
+                        f"({m:.3f}, 95% interval {low:.3f}–{high:.3f}); predicted {_fmt(p)}")
+        if xs:
+            chart.errorbars(xs, lo, hi, PALETTE[2])
+            chart.markers(xs, ys, PALETTE[2], size=3.5, tips=tips)
+            known = [(x, p) for x, p in zip(xs, pred) if p is not None]
+            chart.markers([x for x, _ in known], [p for _, p in known], "#555555", "x", size=3.5)
+            chart.legend("measured candidate rate per bin (95% interval)", PALETTE[2], "errorbar")
+            chart.legend("predicted for the sampled pairs (mean P(s) per bin)", "#555555", "marker", shape="x")
+    return chart.svg()
 
 
-def _rc() -> Any:
-    import matplotlib
-
-    return matplotlib.rc_context(
-        {
-            "font.size": 9,
-            "axes.titlesize": 10,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "svg.hashsalt": "er",
-        }
-    )
-
-
-def plot_s_curve(bands: int, rows: int, threshold: float | None, diag: dict[str, Any] | None) -> str | None:
-    """The S-curve of (b, r), the threshold, and measured rates with 95% intervals."""
-    fig = _figure(height=4.2)
-    if fig is None:
-        return None
-    with _rc():
-        ax = fig.add_subplot()
-        s = np.linspace(0.0, 1.0, 401)
-        ax.plot(s, s_curve(s, bands, rows), color="#1f77b4", lw=2,
-                label=rf"$1 - (1 - s^{{{rows}}})^{{{bands}}}$  (b = {bands}, r = {rows})")
-        if threshold is not None:
-            p_t = float(s_curve(np.array([threshold]), bands, rows)[0])
-            ax.axvline(threshold, color="#d62728", ls="--", lw=1.2,
-                       label=f"threshold {threshold:g}: P(candidate) = {p_t:.3f}")
-            ax.plot([threshold], [p_t], "o", color="#d62728", ms=5)
-        if diag:
-            xs, ys, lo, hi, pred = [], [], [], [], []
-            for (a, b), n, k, m, p in zip(diag["bins"], diag["pairs"], diag["candidates"],
-                                          diag["measured_rate"], diag["predicted_rate"]):
-                if not n or m is None:
-                    continue
-                low, high = wilson_interval(int(k), int(n))
-                xs.append((a + b) / 2)
-                ys.append(m)
-                lo.append(max(0.0, m - low))
-                hi.append(max(0.0, high - m))
-                pred.append(p)
-            if xs:
-                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color="#2ca02c", ms=5, capsize=3, lw=1.2,
-                            label="measured candidate rate per bin (95% interval)")
-                ax.plot(xs, pred, "x", color="#555555", ms=6,
-                        label="predicted for the sampled pairs (mean P(s) per bin)")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(-0.03, 1.05)
-        ax.set_xlabel("similarity s (exact Jaccard)")
-        ax.set_ylabel("P(candidate pair)")
-        ax.set_title("LSH banding: probability of becoming a candidate pair")
-        fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-        return _png(fig)
+def score_bins(scores: np.ndarray, threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """The histogram of the written pair scores: bins of ~0.025 from a 0.05 step at or below the lowest
+    score (and the threshold) up to 1 (or the highest score above 1), 5 to 40 of them: ``(edges, counts)``."""
+    low = float(scores.min()) if len(scores) else 0.0
+    if threshold is not None:
+        low = min(low, float(threshold))
+    low = max(0.0, math.floor(low * 20) / 20)  # start on a 0.05 step
+    high = 1.0 if len(scores) == 0 or float(scores.max()) <= 1.0 else float(scores.max())
+    if high <= low:
+        high = low + 1.0
+    bins = max(5, min(40, round((high - low) / 0.025)))
+    counts, edges = np.histogram(scores, bins=bins, range=(low, high))
+    return edges, counts
 
 
-def plot_scores(scores: np.ndarray, threshold: float | None) -> str | None:
-    """Histogram of the written pair scores with the threshold."""
-    fig = _figure()
-    if fig is None:
-        return None
-    with _rc():
-        ax = fig.add_subplot()
-        low = float(scores.min()) if len(scores) else 0.0
-        if threshold is not None:
-            low = min(low, float(threshold))
-        low = max(0.0, math.floor(low * 20) / 20)  # start on a 0.05 step
-        high = 1.0 if len(scores) == 0 or float(scores.max()) <= 1.0 else float(scores.max())
-        bins = max(5, min(40, round((high - low) / 0.025))) if high > low else 10
-        ax.hist(scores, bins=bins, range=(low, high) if high > low else None, color="#1f77b4",
-                edgecolor="white", linewidth=0.5)
-        if threshold is not None:
-            ax.axvline(threshold, color="#d62728", ls="--", lw=1.2, label=f"threshold {threshold:g}")
-            ax.legend(loc="upper left", fontsize=8)
-        from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.set_xlabel("score of the pair (verifier)")
-        ax.set_ylabel("pairs")
-        ax.set_title(f"Scores of the {len(scores):,} written pairs")
-        ax.margins(x=0.02)
-        return _png(fig)
+def plot_scores(scores: np.ndarray, threshold: float | None) -> str:
+    """Histogram of the written pair scores with the threshold (inline SVG, from the bins' counts)."""
+    edges, counts = score_bins(scores, threshold)
+    return (f'<h3>Scores of the {len(scores):,} written pairs</h3>'
+            + histogram_svg(edges.tolist(), counts.astype(np.float64).tolist(), threshold,
+                            x_label="score of the pair (verifier)", label="score histogram"))
 
 
 def plot_threshold(fit: dict[str, Any]) -> str | None:
-    """``threshold: auto``: every candidate's score (histogram), the fitted density, the range and the chosen threshold."""
+    """``threshold: auto``: every candidate's score (histogram), the fitted density, the range and the chosen
+    threshold (inline SVG; None without a usable histogram)."""
     edges = np.asarray(fit.get("hist_edges") or [], dtype=np.float64)
     counts = np.asarray(fit.get("hist_counts") or [], dtype=np.float64)
-    fig = _figure(height=3.9)
-    if fig is None or len(edges) < 2 or len(counts) != len(edges) - 1:
+    if len(edges) < 2 or len(counts) != len(edges) - 1:
         return None
-    with _rc():
-        ax = fig.add_subplot()
-        ax.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color="#9ecae1", edgecolor="white",
-               linewidth=0.3, label=f"candidate pairs by score ({int(fit.get('n_scores') or 0):,})")
-        x = np.asarray(fit.get("curve_x") or [], dtype=np.float64)
-        for key, colour, label in (("curve_y", "#1f77b4", "fitted density" if fit.get("method") != "mixture"
-                                    else "mixture"), ("curve_low", "#7f7f7f", "non-matches"),
-                                   ("curve_high", "#2ca02c", "matches")):
-            y = np.asarray([np.nan if v is None else v for v in fit.get(key) or []], dtype=np.float64)
-            if len(y) == len(x) and len(x):
-                ax.plot(x, y, color=colour, lw=1.4, label=label)
-        low, high = fit.get("low"), fit.get("high")
-        if low is not None and high is not None:
-            ax.axvspan(float(low), float(high), color="#fdd0a2", alpha=0.25, lw=0, label=f"allowed range {low:g}–{high:g}")
-        t = fit.get("threshold")
-        if t is not None:
-            ax.axvline(float(t), color="#d62728", ls="--", lw=1.4, label=f"chosen threshold {float(t):.3f} ({fit.get('method')})")
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("score of the candidate pair (verifier)")
-        ax.set_ylabel("pairs (symmetric log scale)")
-        ax.set_title("threshold: auto — every candidate's score and the chosen threshold")
-        fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
-        return _png(fig)
+    x = np.asarray(fit.get("curve_x") or [], dtype=np.float64)
+    curves = []
+    for key, colour, label in (("curve_y", PALETTE[0], "fitted density" if fit.get("method") != "mixture"
+                                else "mixture"), ("curve_low", PALETTE[7], "non-matches"),
+                               ("curve_high", PALETTE[2], "matches")):
+        y = np.asarray([np.nan if v is None else v for v in fit.get(key) or []], dtype=np.float64)
+        if len(y) == len(x) and np.isfinite(y).any():
+            curves.append((y, colour, label))
+    top = max([float(counts.max()) if len(counts) else 1.0]
+              + [float(np.nanmax(y)) for y, _, _ in curves if np.isfinite(y).any()] + [1.0])
+    chart = Chart(Scale(0.0, 1.0), Scale(0.0, top * 1.15, "symlog"), height=330,
+                  label="candidate scores and the chosen threshold")
+    chart.title("threshold: auto — every candidate's score and the chosen threshold")
+    chart.y_axis([0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(top * 1.15))) + 1)],
+                 "pairs (symmetric log scale)")
+    low, high = fit.get("low"), fit.get("high")
+    if low is not None and high is not None:
+        chart.vspan(float(low), float(high), "#fdd0a2", 0.45)
+    tips = [f"{a:.4g} – {b:.4g}: {int(c):,} pairs" for a, b, c in zip(edges[:-1], edges[1:], counts)]
+    chart.bars(edges[:-1].tolist(), edges[1:].tolist(), counts.tolist(), "#9ecae1", tips, gap=0.3, base=0.0)
+    chart.legend(f"candidate pairs by score ({int(fit.get('n_scores') or 0):,})", "#9ecae1", "patch")
+    for y, colour, label in curves:
+        chart.line(x.tolist(), y.tolist(), colour, width=1.4)
+        chart.legend(label, colour)
+    if low is not None and high is not None:
+        chart.legend(f"allowed range {low:g}–{high:g}", "#fdd0a2", "patch", opacity=0.6)
+    t = fit.get("threshold")
+    if t is not None:
+        chart.vline(float(t), PALETTE[3])
+        chart.legend(f"chosen threshold {float(t):.3f} ({fit.get('method')})", PALETTE[3], dash="5 3")
+    chart.x_axis(nice_ticks(0.0, 1.0, 10), "score of the candidate pair (verifier)", grid=False)
+    return chart.svg()
 
 
-def plot_cluster_sizes(sizes: np.ndarray) -> str | None:
-    """Number of clusters of each size, counts on a log scale."""
-    fig = _figure()
-    if fig is None:
-        return None
-    with _rc():
-        ax = fig.add_subplot()
-        counts = Counter(int(x) for x in sizes)
-        distinct = sorted(counts)
-        if len(distinct) <= 30:
-            xs = np.arange(len(distinct))
-            ys = [counts[v] for v in distinct]
-            bars = ax.bar(xs, ys, color="#1f77b4", width=0.6)
-            ax.set_xticks(xs, [str(v) for v in distinct])
-            pad = max(0.8, (4 - len(distinct)) / 2)  # a lone bar is not stretched over the whole plot
-            ax.set_xlim(-pad, len(distinct) - 1 + pad)
-            ax.bar_label(bars, labels=[f"{y:,}" for y in ys], fontsize=8, padding=2)
-            ax.set_xlabel("cluster size (records)")
-            ax.grid(axis="x", visible=False)
-        else:  # many sizes: logarithmic size bins
-            top = max(distinct)
-            edges = np.unique(np.round(np.logspace(0, math.log10(top + 1), 30)).astype(int))
-            edges = np.append(edges, top + 1) if edges[-1] <= top else edges
-            ax.hist(sizes, bins=edges, color="#1f77b4", edgecolor="white", linewidth=0.5)
-            ax.set_xscale("log")
-            ax.set_xlabel("cluster size (records, log scale)")
-        from matplotlib.ticker import FuncFormatter, NullFormatter
-
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        ymax = max(counts.values()) if counts else 1
-        ax.set_ylim(0.7, ymax * 3)
-        ax.set_ylabel("clusters (log scale)")
-        ax.set_title(f"Cluster sizes ({len(sizes):,} clusters)")
-        return _png(fig)
+def size_counts(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct cluster sizes and how many clusters have each (one pass: a bincount of the sizes)."""
+    per_size = np.bincount(sizes) if len(sizes) else np.zeros(0, dtype=np.int64)
+    distinct = np.flatnonzero(per_size)
+    return distinct, per_size[distinct]
 
 
-def plot_points(records: list[tuple[str, np.ndarray]], shingler: dict[str, Any]) -> str | None:
-    """The [x, y] points (minutiae) of a cluster's records overlaid, on the shingler's grid if known."""
-    fig = _figure(3.3, 3.3)
-    if fig is None:
-        return None
-    with _rc():
-        ax = fig.add_subplot()
-        markers = ["o", "x", "s", "+", "^", "v", "D", "1"]
-        for i, (rid, pts) in enumerate(records):
-            marker, colour = markers[i % len(markers)], f"C{i % 10}"
-            style = ({"facecolors": "none", "edgecolors": colour} if marker in "osD^v"
-                     else {"color": colour})
-            ax.scatter(pts[:, 0], pts[:, 1], s=14, marker=marker, linewidths=0.9, label=_fmt(rid, 24), **style)
-        width, height = shingler.get("width"), shingler.get("height")
-        if shingler.get("normalized"):
-            width, height = 1.0, 1.0
-        if isinstance(width, (int, float)) and isinstance(height, (int, float)):
-            ax.set_xlim(0, width)
-            ax.set_ylim(0, height)
-            gx, gy = shingler.get("grid_x"), shingler.get("grid_y")
-            if isinstance(gx, int) and isinstance(gy, int) and 0 < gx <= 100 and 0 < gy <= 100:
-                ax.set_xticks(np.linspace(0, width, gx + 1), minor=True)
-                ax.set_yticks(np.linspace(0, height, gy + 1), minor=True)
-                ax.grid(which="minor", alpha=0.25, lw=0.5)
-                ax.grid(which="major", visible=False)
-        ax.set_aspect("equal", adjustable="box")
-        ax.tick_params(labelsize=7)
-        fig.legend(loc="outside lower center", fontsize=7, ncol=min(3, len(records)), frameon=False)
-        return _png(fig)
+#: at most this many distinct cluster sizes get a bar each; more are put in logarithmic size bins
+SIZE_BARS = 30
+
+
+def plot_cluster_sizes(sizes: np.ndarray) -> str:
+    """Number of clusters of each size, counts on a log scale (inline SVG, from the counts per size)."""
+    distinct, counts = size_counts(sizes)
+    ymax = int(counts.max()) if len(counts) else 1
+    title = f"Cluster sizes ({len(sizes):,} clusters)"
+    if len(distinct) <= SIZE_BARS:
+        pad = max(0.8, (4 - len(distinct)) / 2)  # a lone bar is not stretched over the whole plot
+        chart = Chart(Scale(-pad, len(distinct) - 1 + pad), Scale(0.7, ymax * 3, "log"), label="cluster sizes")
+        chart.title(title)
+        chart.y_axis(log_ticks(1, ymax * 3), "clusters (log scale)")
+        xs = np.arange(len(distinct), dtype=np.float64)
+        tips = [f"{int(c):,} clusters of {int(v):,} records" for v, c in zip(distinct, counts)]
+        chart.bars((xs - 0.3).tolist(), (xs + 0.3).tolist(), counts.tolist(), PALETTE[0], tips, gap=0.0)
+        for x, c in zip(xs.tolist(), counts.tolist()):
+            chart.text(x, c, f"{int(c):,}", dy=-4)
+        chart.x_axis(xs.tolist(), "cluster size (records)", grid=False, names=[f"{int(v):,}" for v in distinct])
+        return chart.svg()
+    top = int(distinct[-1])
+    edges = np.unique(np.round(np.logspace(0, math.log10(top + 1), 30)).astype(np.int64))
+    edges = np.append(edges, top + 1) if edges[-1] <= top else edges
+    per_size = np.zeros(top + 2, dtype=np.int64)
+    per_size[distinct] = counts
+    below = np.concatenate([[0], np.cumsum(per_size)])  # below[v]: clusters smaller than v
+    binned = below[edges[1:]] - below[edges[:-1]]
+    chart = Chart(Scale(float(edges[0]), float(edges[-1]), "log"), Scale(0.7, int(binned.max()) * 3, "log"),
+                  label="cluster sizes")
+    chart.title(title)
+    chart.y_axis(log_ticks(1, int(binned.max()) * 3), "clusters (log scale)")
+    tips = [f"{int(c):,} clusters of {int(a):,}–{int(b) - 1:,} records" for a, b, c in zip(edges[:-1], edges[1:], binned)]
+    chart.bars(edges[:-1].tolist(), edges[1:].tolist(), binned.tolist(), PALETTE[0], tips, gap=0.6)
+    chart.x_axis(log_ticks(float(edges[0]), float(edges[-1])), "cluster size (records, log scale)", grid=False)
+    return chart.svg()
+
+
+#: marker shapes of the records of a points plot, in turn
+_SHAPES: tuple[Shape, ...] = ("o", "x", "s", "+", "^", "v", "D")
+
+
+def plot_points(records: list[tuple[str, np.ndarray]], shingler: dict[str, Any]) -> str:
+    """The [x, y] points (minutiae) of a cluster's records overlaid, on the shingler's grid if known
+    (inline SVG; one marker per point of the few records shown)."""
+    width, height = shingler.get("width"), shingler.get("height")
+    if shingler.get("normalized"):
+        width, height = 1.0, 1.0
+    known = isinstance(width, (int, float)) and isinstance(height, (int, float)) and width > 0 and height > 0
+    if known:
+        x0, x1, y0, y1 = 0.0, float(width), 0.0, float(height)  # type: ignore[arg-type]
+    else:
+        every = np.concatenate([pts for _, pts in records])
+        x0, y0 = float(every[:, 0].min()), float(every[:, 1].min())
+        x1, y1 = max(float(every[:, 0].max()), x0 + 1e-9), max(float(every[:, 1].max()), y0 + 1e-9)
+    side = 300  # the plot area is square, the axes to the same scale
+    span = max(x1 - x0, y1 - y0)
+    chart = Chart(Scale(x0, x0 + span), Scale(y0, y0 + span), width=side + 50, height=side + 44, left=44, right=6,
+                  top=8, bottom=36, label="points of the records")
+    chart.y_axis(nice_ticks(y0, y0 + span, 4), "")
+    gx, gy = shingler.get("grid_x"), shingler.get("grid_y")
+    if known and isinstance(gx, int) and isinstance(gy, int) and 0 < gx <= 100 and 0 < gy <= 100:
+        grid = "".join(f'<line x1="{chart.px(v):.1f}" x2="{chart.px(v):.1f}" y1="{chart.py(y1):.1f}" '
+                       f'y2="{chart.py(y0):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
+                       for v in np.linspace(x0, x1, gx + 1).tolist())
+        grid += "".join(f'<line x1="{chart.px(x0):.1f}" x2="{chart.px(x1):.1f}" y1="{chart.py(v):.1f}" '
+                        f'y2="{chart.py(v):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
+                        for v in np.linspace(y0, y1, gy + 1).tolist())
+        chart.raw(grid)
+    for i, (rid, pts) in enumerate(records):
+        shape, colour = _SHAPES[i % len(_SHAPES)], PALETTE[i % len(PALETTE)]
+        chart.markers(pts[:, 0].tolist(), pts[:, 1].tolist(), colour, shape, size=3.0, filled=False)
+        chart.legend(_fmt(rid, 24), colour, "marker", shape=shape, filled=False)
+    chart.x_axis(nice_ticks(x0, x0 + span, 4), "", grid=False)
+    return chart.svg()
 
 
 # --------------------------------------------------------------------------
@@ -507,7 +493,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;padding-left:10
 td.rec{max-width:640px;overflow-wrap:anywhere}
 code.id{overflow-wrap:normal;white-space:nowrap}code.longid{overflow-wrap:normal;word-break:normal}
 td:has(code.longid){min-width:200px;max-width:280px}
-.pair{display:flex;gap:16px;align-items:flex-start}.pair table{flex:1}.pair img{width:300px;flex:none;margin:0}
+.pair{display:flex;gap:16px;align-items:flex-start}.pair table{flex:1}.pair .pts{width:330px;flex:none}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:0 24px}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:10px;margin:4px 0 8px}
 .card{border:1px solid #e2e4e8;border-radius:6px;padding:8px 12px;background:#fafbfc}
@@ -626,7 +612,7 @@ def _blocking(report: dict[str, Any]) -> str:
         if kind == "lsh_bands" or (isinstance(bands, int) and isinstance(rows, int)):
             mine = diag if diag and diag.get("bands") == bands and diag.get("rows") == rows else None
             threshold = blk.get("threshold")
-            parts.append(_img(plot_s_curve(int(bands), int(rows), threshold, mine), "LSH S-curve"))
+            parts.append(plot_s_curve(int(bands), int(rows), threshold, mine))
             if mine:
                 parts.append(_note(
                     f"Green points: share of sampled pairs that the banding made candidates, by exact "
@@ -718,7 +704,7 @@ def _scores(report: dict[str, Any], scores: np.ndarray | None, pairs_file: Path 
     if len(scores) == 0:
         parts.append(_note(f"{pairs_file.name if pairs_file else 'the pairs table'} is empty: no pair reached the threshold."))
     else:
-        parts.append(_img(plot_scores(scores, threshold), "score histogram"))
+        parts.append(plot_scores(scores, threshold))
     exact = (report.get("exact_duplicates") or {}).get("pairs") or 0
     text = (f"Only verified pairs are written, so the histogram starts at the verifier's threshold "
             f"({_fmt(threshold)}): the {_fmt(verify.get('rejected_pairs'))} candidate pairs scored below it "
@@ -759,7 +745,7 @@ def _threshold(report: dict[str, Any]) -> str:
     """``threshold: auto``: how the threshold was chosen, with the evidence."""
     section = report.get("threshold") or {}
     fit = section.get("auto") or {}
-    parts = [_img(plot_threshold(fit), "candidate scores and the chosen threshold")]
+    parts = [plot_threshold(fit) or _note("report.json holds no usable histogram of the candidate scores.")]
     verdict = "chosen from the scores" if fit.get("ok") else "fallback: no two groups of scores showed"
     parts.append(_note(f"Threshold {_fmt(section.get('value'))} ({verdict}): {fit.get('reason', '')} "
                        "A fixed number (threshold: 0.4) replaces the choice; auto_threshold: {low, high, method, "
@@ -855,12 +841,28 @@ class RunData:
     labels: npt.NDArray[np.int64]
 
 
+def largest_clusters(sizes: npt.NDArray[np.int64], top: int) -> list[int]:
+    """The ids of the ``top`` largest clusters of more than one record, largest first, ties by smaller id:
+    what sorting every cluster by (−size, id) would give, in linear time (only the few chosen are sorted)."""
+    n = len(sizes)
+    if top <= 0 or n == 0:
+        return []
+    if n > top:
+        kth = np.partition(sizes, n - top)[n - top]  # the top-th largest size
+        above = np.flatnonzero(sizes > kth)
+        ties = np.flatnonzero(sizes == kth)[: top - len(above)]
+        pool = np.concatenate([above, ties])
+    else:
+        pool = np.arange(n)
+    order = pool[np.lexsort((pool, -sizes[pool]))]
+    return [int(c) for c in order[:top] if sizes[c] > 1]
+
+
 def _view_from_run(run: RunData, top: int) -> ClusterView:
     """The same view from memory: numpy over the labels, no per-record Python objects."""
     labels = run.labels
     sizes = np.bincount(labels) if len(labels) else np.zeros(0, dtype=np.int64)
-    order = np.lexsort((np.arange(len(sizes)), -sizes))
-    chosen = [int(c) for c in order[:top] if sizes[c] > 1]
+    chosen = largest_clusters(sizes, top)
     recs = run.records
     names = recs.source_names
     largest = []
@@ -876,8 +878,9 @@ def _view_from_run(run: RunData, top: int) -> ClusterView:
     return ClusterView(sizes, largest, inside)
 
 
-def _values_from_run(run: RunData, wanted: set[tuple[str, str]]) -> Fetched:
-    """The values of the wanted records from the records as read (one pass over the ids)."""
+def values_from_run(run: RunData, wanted: set[tuple[str, str]]) -> Fetched:
+    """The values of the wanted records from the records as read: one pass over the ids in C
+    (``map`` of the wanted ids' set membership, ``compress``), then only the rows found."""
     recs = run.records
     fields = list(recs.fields)
     if not wanted:
@@ -885,11 +888,10 @@ def _values_from_run(run: RunData, wanted: set[tuple[str, str]]) -> Fetched:
     ids_wanted = {rid for _, rid in wanted}
     names = recs.source_names
     found: Values = {}
-    for i, rid in enumerate(recs.ids):
-        if rid in ids_wanted:
-            rec = (names[recs.source[i]], rid)
-            if rec in wanted:
-                found[rec] = {f: recs.fields[f][i] for f in fields}
+    for i in compress(range(len(recs.ids)), map(ids_wanted.__contains__, recs.ids)):
+        rec = (names[recs.source[i]], recs.ids[i])
+        if rec in wanted:
+            found[rec] = {f: recs.fields[f][i] for f in fields}
     return found, fields, None
 
 
@@ -905,7 +907,7 @@ def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: in
         msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
         return msg, msg
     sizes = view.sizes
-    dist = [_img(plot_cluster_sizes(sizes), "cluster sizes")] if len(sizes) else [_note("No records.")]
+    dist = [plot_cluster_sizes(sizes)] if len(sizes) else [_note("No records.")]
     dist.append(_note(
         f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
         f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
@@ -948,8 +950,8 @@ def _clusters(report: dict[str, Any], view: ClusterView | None, max_examples: in
         table = _table(head, rows)
         cluster_points = [(rec[1], points[rec]) for rec in shown_members[cid] if rec in points]
         if cluster_points:
-            uri = plot_points(cluster_points, report.get("shingler") or {})
-            table = f'<div class="pair">{table}{_img(uri, "points of the records")}</div>'
+            plot = plot_points(cluster_points, report.get("shingler") or {})
+            table = f'<div class="pair">{table}<div class="pts">{plot}</div></div>'
         parts.append(table)
         if len(m) > len(shown_members[cid]):
             parts.append(_note(f"… and {len(m) - len(shown_members[cid]):,} more records."))
@@ -1046,7 +1048,7 @@ def render_report(
     if run is None and members is not None:
         view = _view_from_files(members, pairs, TOP_CLUSTERS)
     wanted = _cluster_examples(view, max_examples) | review_records(report)
-    fetched = (_values_from_run(run, wanted) if run is not None
+    fetched = (values_from_run(run, wanted) if run is not None
                else _example_records(report, out, config_path, wanted))
     size_body, examples_body = _clusters(report, view, max_examples, fetched)
     all_scores = report.get("scores")

@@ -2,8 +2,8 @@
 and for Fellegi–Sunter the match weights per field and a waterfall per borderline pair.
 
 Drawn from report.json's ``scores`` and ``review`` sections (and ``verifier.per_field``) with the
-records' values as read, as inline SVG and HTML/CSS: no matplotlib (a figure costs ~0.1 s), no
-script, nothing loaded from elsewhere. Every text taken from the data or the report is escaped,
+records' values as read, as inline SVG (:mod:`er_framework.report.charts`) and HTML/CSS: no plotting
+library, no script, nothing loaded from elsewhere. Every text taken from the data or the report is escaped,
 inside SVG too (ids and field values can hold markup).
 
 ``report["scores"]``: ``threshold``, ``candidates``, ``above``, ``below``, ``nan``,
@@ -16,12 +16,13 @@ pair's row of :meth:`er_framework.components.Verifier.comparisons` (or null).
 from __future__ import annotations
 
 import difflib
-import html
 import json
 import math
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from er_framework.report.charts import CHART_CSS, Chart, Scale, esc, nice_ticks, tick_label
 
 __all__ = [
     "REVIEW_CSS",
@@ -30,6 +31,7 @@ __all__ = [
     "diff_markup",
     "esc",
     "fmt_value",
+    "histogram_svg",
     "match_weights",
     "nice_ticks",
     "review_pairs",
@@ -52,9 +54,8 @@ CONTEXT_WORDS = 8
 #: Words of a text compared at most (difflib is quadratic in the worst case).
 MAX_DIFF_WORDS = 20_000
 
-REVIEW_CSS = """
-svg.chart{display:block;max-width:100%;height:auto;margin:6px 0;font:11px system-ui,sans-serif}
-svg.chart text{fill:#333}
+#: the style of the review sections and of the charts (:data:`er_framework.report.charts.CHART_CSS`)
+REVIEW_CSS = CHART_CSS + """
 .rv{border:1px solid #e2e4e8;border-radius:6px;padding:6px 10px;margin:8px 0;background:#fcfcfd}
 .rv h4{margin:2px 0 4px;font-size:13.5px;font-weight:600}
 .rv table{width:100%;table-layout:fixed}.rv td{overflow-wrap:anywhere}
@@ -76,11 +77,6 @@ border-left:1px solid #666}
 # --------------------------------------------------------------------------
 # text
 # --------------------------------------------------------------------------
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text of ``value`` (quotes included; None -> empty)."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def fmt_value(value: Any, limit: int = 300) -> str:
@@ -134,33 +130,6 @@ def _sigmoid2(w: float) -> float:
 
 
 # --------------------------------------------------------------------------
-# SVG helpers
-# --------------------------------------------------------------------------
-
-
-def nice_ticks(low: float, high: float, n: int = 5) -> list[float]:
-    """About ``n`` round tick values covering [low, high] (steps of 1, 2 or 5 times a power of ten)."""
-    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
-        return [low] if math.isfinite(low) else []
-    raw = (high - low) / max(1, n)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.ceil(low / step - 1e-9) * step
-    ticks = []
-    k = 0
-    while first + k * step <= high + step * 1e-9:
-        ticks.append(round(first + k * step, 12))
-        k += 1
-    return ticks
-
-
-def _tick_label(x: float) -> str:
-    if x == int(x) and abs(x) < 1e15:
-        return f"{int(x):,}"
-    return f"{x:g}"
-
-
-# --------------------------------------------------------------------------
 # 1. every candidate's score
 # --------------------------------------------------------------------------
 
@@ -187,7 +156,7 @@ def candidate_scores(section: dict[str, Any]) -> str:
     ok = (len(edges) >= 2 and len(counts) == len(edges) - 1 and all(e is not None for e in edges)
           and all(c is not None and c >= 0 for c in counts))
     if ok:
-        parts.append(_histogram_svg([float(e) for e in edges], [float(c) for c in counts], t))  # type: ignore[arg-type]
+        parts.append(histogram_svg([float(e) for e in edges], [float(c) for c in counts], t))  # type: ignore[arg-type]
     else:
         parts.append('<p class="note">report.json holds no usable histogram of the scores.</p>')
     note = ("Every candidate pair the blocking produced, scored by the verifier, below the threshold as well as "
@@ -199,69 +168,47 @@ def candidate_scores(section: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _histogram_svg(edges: list[float], counts: list[float], t: float | None) -> str:
-    width, height = 760, 270
-    left, right, top, bottom = 62, 16, 22, 44
-    pw, ph = width - left - right, height - top - bottom
-    lo, hi = edges[0], edges[-1]
+def histogram_svg(edges: Sequence[float], counts: Sequence[float], t: float | None, *,
+                  x_label: str = "score of the candidate pair", label: str = "histogram of every candidate score",
+                  unit: str = "pairs") -> str:
+    """A histogram drawn from its bins (``edges``, one more than ``counts``) as inline SVG: one bar per bin,
+    the bins at or above the threshold ``t`` darker (those holding it in a middle shade, all one colour
+    without a threshold), the threshold dashed; counts on a log scale when they span more than 50×.
+    Hovering a bar shows its bin and count."""
+    lo, hi = float(edges[0]), float(edges[-1])
     if t is not None and math.isfinite(t):
         lo, hi = min(lo, t), max(hi, t)
     if hi <= lo:
         hi = lo + 1.0
     positive = [c for c in counts if c > 0]
-    cmax = max(counts) if counts else 0.0
+    cmax = max(counts) if len(counts) else 0.0
     log = bool(positive) and cmax / min(positive) > 50
-
-    def fy(c: float) -> float:
-        if cmax <= 0:
-            return 0.0
-        v = math.log10(1 + c) / math.log10(1 + cmax) if log else c / cmax
-        return ph * v
-
-    def fx(x: float) -> float:
-        return left + pw * (x - lo) / (hi - lo)
-
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           f'aria-label="histogram of every candidate score">']
-    # y grid and labels
+    chart = Chart(Scale(lo, hi), Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear"),
+                  height=270, top=22, label=label)
     if log and cmax > 0:
         yt = [0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(cmax))) + 1)]
     else:
         yt = [y for y in nice_ticks(0.0, cmax or 1.0, 4) if y == int(y)]
-    for y in yt:
-        yy = top + ph - fy(y)
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#e5e5e5"/>'
-                   f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{esc(_tick_label(y))}</text>')
-    for a, b, c in zip(edges, edges[1:], counts):
+    chart.y_axis(yt, f"{unit} (log scale)" if log else unit)
+    colours = []
+    for a, b in zip(edges, edges[1:]):
         if t is None or b <= t:
-            colour = "#b9d3ea" if t is not None else "#6a9fd4"
+            colours.append("#b9d3ea" if t is not None else "#6a9fd4")
         elif a >= t:
-            colour = "#2f6fad"
+            colours.append("#2f6fad")
         else:
-            colour = "#7aa6d1"
-        x0, x1 = fx(a), fx(b)
-        h = fy(c)
-        tip = f"{a:.4g} – {b:.4g}: {int(c):,} pairs"
-        out.append(f'<rect x="{x0 + 0.3:.2f}" y="{top + ph - h:.2f}" width="{max(0.6, x1 - x0 - 0.6):.2f}" '
-                   f'height="{h:.2f}" fill="{colour}"><title>{esc(tip)}</title></rect>')
-    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" stroke="#555"/>')
-    for x in nice_ticks(lo, hi, 8):
-        xx = fx(x)
-        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#555"/>'
-                   f'<text x="{xx:.1f}" y="{top + ph + 16}" text-anchor="middle">{esc(_tick_label(x))}</text>')
-    out.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">score of the candidate pair</text>')
-    ylab = "pairs (log scale)" if log else "pairs"
-    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle">{esc(ylab)}</text>')
+            colours.append("#7aa6d1")
+    tips = [f"{a:.4g} – {b:.4g}: {int(c):,} {unit}" for a, b, c in zip(edges, edges[1:], counts)]
+    chart.bars(edges[:-1], edges[1:], [c if cmax > 0 else 0.0 for c in counts], colours, tips, base=0.0)
+    chart.x_axis(nice_ticks(lo, hi, 8), x_label, grid=False)
     if t is not None:
-        xt = fx(t)
-        anchor = "end" if xt > left + pw * 0.8 else "start"
+        chart.vline(t, "#d62728", width=1.6, cls="threshold")
+        xt = chart.px(t)
+        anchor = "end" if xt > chart.left + chart.pw * 0.8 else "start"
         dx = -4 if anchor == "end" else 4
-        out.append(f'<line class="threshold" x1="{xt:.1f}" x2="{xt:.1f}" y1="{top - 6}" y2="{top + ph}" '
-                   f'stroke="#d62728" stroke-width="1.6" stroke-dasharray="5 3"/>'
-                   f'<text x="{xt + dx:.1f}" y="{top + 4}" text-anchor="{anchor}" fill="#d62728" '
-                   f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>')
-    out.append("</svg>")
-    return "".join(out)
+        chart.raw(f'<text x="{xt + dx:.1f}" y="{chart.top + 4}" text-anchor="{anchor}" fill="#d62728" '
+                  f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>')
+    return chart.svg()
 
 
 # --------------------------------------------------------------------------
@@ -702,7 +649,7 @@ def waterfall_svg(terms: dict[str, Any], report: dict[str, Any], left: dict[str,
     for x in nice_ticks(lo, hi, 8):
         xx = fx(x)
         out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#eee"/>'
-                   f'<text x="{xx:.1f}" y="{height - 12}" text-anchor="middle">{esc(_tick_label(x))}</text>')
+                   f'<text x="{xx:.1f}" y="{height - 12}" text-anchor="middle">{esc(tick_label(x))}</text>')
     out.append(f'<text x="{(px0 + px1) / 2}" y="{top - 6}" text-anchor="middle">match weight (bits)</text>')
     z = fx(0.0)
     out.append(f'<line x1="{z:.1f}" x2="{z:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#888"/>')

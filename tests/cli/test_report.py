@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from er_framework.cli.main import main
 from er_framework.cli.report import cmd_report
 from er_framework.config.job import parse_job

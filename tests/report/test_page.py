@@ -10,8 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from er_framework.config.job import parse_job
 from er_framework.errors import InputError
 from er_framework.executors import run_job
@@ -27,10 +25,9 @@ def run(config: Path, out: Path) -> Path:
 
 
 def assert_self_contained(page: str) -> None:
-    """Images are data URIs; nothing is loaded from elsewhere; no script at all."""
-    images = re.findall(r'<img [^>]*src="([^"]*)"', page)
-    assert images, "no images"
-    assert all(src.startswith("data:image/png;base64,") for src in images)
+    """The charts are inline SVG (no image files, no data URIs); nothing is loaded from elsewhere; no script."""
+    assert '<svg class="chart"' in page, "no charts"
+    assert "<img" not in page and "data:image" not in page
     for attr in re.findall(r'(?:src|href|action|data)\s*=\s*"([^"]*)"', page):
         assert attr.startswith(("data:", "#")), attr
     lowered = page.lower()
@@ -215,3 +212,20 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     assert cells(from_files) == cells(from_memory)
     quartiles = re.compile(r"min / median / max</th><td[^>]*>([^<]*)<")
     assert quartiles.findall(from_files) == quartiles.findall(from_memory)
+
+
+@pytest.mark.parametrize("config", ["customers.yaml", "documents.yaml", "fingerprints.yaml"])
+def test_er_run_draws_the_page_without_matplotlib(tmp_path: Path, config: str) -> None:
+    """The charts are SVG written directly: a whole `er run` (report.html included) never imports matplotlib."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom er_framework.cli.main import main\n"
+            f"assert main(['run', {str(ROOT / 'configs' / config)!r}, '--out', {str(tmp_path)!r}, '-q']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count('<svg class="chart"') >= 2
+    assert_self_contained(page)
