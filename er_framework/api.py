@@ -94,7 +94,7 @@ def run(
     job: str | Path | Mapping[str, Any],
     sources: Mapping[str, Any] | None = None,
     out: str | Path | None = None,
-    report: bool = True,
+    report: bool | None = None,
     *,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
@@ -104,7 +104,8 @@ def run(
     ``job`` is a job file's path, YAML text or a dict (the YAML's structure). ``sources`` maps a source
     name to its data: a pandas or polars DataFrame, a pyarrow Table (or anything with
     ``__arrow_c_stream__``); such a source needs no ``path``. ``out``: write the outputs there as
-    ``er run --out`` does (``report``: draw report.html too; report.json is always written), with
+    ``er run --out`` does (``report``: draw report.html too, default ``output.report`` of the job, true
+    unless it says false; report.json is always written), with
     ``force`` as ``--force``; ``None`` (default) writes nothing — :meth:`Result.write` can later.
     Bad input raises :class:`~er_framework.errors.ConfigError` or
     :class:`~er_framework.errors.InputError` (both :class:`~er_framework.errors.ErError`), whose
@@ -197,15 +198,17 @@ class Result:
 
     # ---------------------------------------------------------------- writing
 
-    def write(self, out: str | Path, *, force: bool = False, report: bool = True) -> dict[str, Path]:
+    def write(self, out: str | Path, *, force: bool = False, report: bool | None = None) -> dict[str, Path]:
         """Write the outputs to the folder ``out`` as ``er run --out`` does (one transaction; ``force`` as
-        ``--force``; ``report``: draw report.html). Returns the written paths by table name."""
+        ``--force``; ``report``: draw report.html, default ``output.report`` of the job, as ``er run
+        --report / --no-report``; report.json is always written). Returns the written paths by table name."""
+        html = self.job.spec.output.report if report is None else report
         out_path = require_out_dir(self.job, OutputDir(Path(out), force=force), True)
         assert out_path is not None
         r = self.run
         pairs = r.answer.pairs if r.answer is not None else r.pairs
         self.outputs = write(self.job, out_path, r.records, pairs, r.labels, r.report, tables=r.tables,
-                             as_read=r.as_read, html=report)
+                             as_read=r.as_read, html=html)
         return self.outputs
 
     # ---------------------------------------------------------------- explanations

@@ -122,6 +122,26 @@ def test_yaml_text_and_out(tmp_path: Path) -> None:
     assert comp.num_rows == result.report["candidate_pairs"]
 
 
+def test_output_report_false_is_the_default_of_run_and_write(tmp_path: Path) -> None:
+    """``output: {report: false}`` skips report.html in er_framework.run and Result.write as in er run;
+    the ``report`` argument overrides it either way; report.json is always written."""
+    import yaml
+
+    job = yaml.safe_load((ROOT / "configs" / "documents.yaml").read_text(encoding="utf-8"))
+    job["sources"][0]["path"] = str(ROOT / "configs" / "data" / "docs.jsonl")
+    job["output"] = {"report": False}
+    result = er.run(job, out=tmp_path / "a")
+    assert (tmp_path / "a" / "report.json").is_file() and not (tmp_path / "a" / "report.html").exists()
+    assert "report_html" not in result.outputs
+    assert "report_html" in result.write(tmp_path / "b", report=True) and (tmp_path / "b" / "report.html").is_file()
+    assert "report_html" not in result.write(tmp_path / "c") and not (tmp_path / "c" / "report.html").exists()
+    job["output"] = {"report": True}
+    er.run(job, out=tmp_path / "d", report=False)
+    assert (tmp_path / "d" / "report.json").is_file() and not (tmp_path / "d" / "report.html").exists()
+    er.run(job, out=tmp_path / "e")
+    assert (tmp_path / "e" / "report.html").is_file()
+
+
 def test_validate_returns_the_problems() -> None:
     assert er.validate(ROOT / "configs" / "customers.yaml") == []
     # a one-line string without "key: value" is a path: a missing file is named as such

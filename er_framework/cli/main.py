@@ -1,6 +1,7 @@
 """The ``er`` command.
 
     er run CONFIG [--out DIR] [--quiet]     run a job, write pairs/clusters/report
+               [--no-report]            (report.json only, no report.html)
     er validate CONFIG                      check a job without reading data
     er plugins [--json]                     installed plugins and components
     er tune --threshold T --num-perm K      choose LSH bands/rows, print the S-curve

@@ -1,4 +1,5 @@
-"""``er run CONFIG [--out DIR] [--quiet] [--workers N|auto]``: run a job, write pairs, clusters and the report."""
+"""``er run CONFIG [--out DIR] [--quiet] [--workers N|auto] [--no-report]``: run a job, write pairs, clusters and
+the report (report.json; report.html unless ``--no-report`` or ``output: {report: false}``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ __all__ = ["add_parser", "cmd_run"]
 def cmd_run(args: argparse.Namespace) -> int:
     from er_framework.executors import run_job
 
-    result = run_with_progress(args, lambda job, update: run_job(job, args.out, progress=update, force=args.force))
+    def run(job: Any, update: Any) -> Any:
+        if args.report is not None:  # --report / --no-report over output.report of the YAML
+            job.spec.output.report = args.report
+        return run_job(job, args.out, progress=update, force=args.force)
+
+    result = run_with_progress(args, run)
     if not args.quiet:
         print(result.summary())
     return 0
@@ -26,6 +32,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="write into an output folder that holds an input or files er did not write (inputs are never "
                    "overwritten; only er's own output names are replaced)")
+    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
+                   help="write report.html (--no-report: skip it; report.json is written either way; "
+                   "overrides output.report of the YAML, default true)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--workers", type=workers_arg, metavar="N|auto",
                    help="threads for shingling, signatures and verification (overrides workers: of the YAML; "

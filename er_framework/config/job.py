@@ -535,6 +535,12 @@ class OutputSpec(_Strict):
         "copy; star: each group as a star around its first record (for groups too large to list; the report counts "
         "the pairs either way)",
     )
+    report: bool = Field(
+        default=True,
+        description="write report.html, the visual report of the run (false: skip it; report.json, which er evaluate, "
+        "er explain and er review read, is written either way; er report OUT_DIR draws the page later); "
+        "er run --report / --no-report overrides",
+    )
 
 
 class TrainingSpec(_Strict):

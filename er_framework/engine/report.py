@@ -269,7 +269,8 @@ def finish_run(
     job: Job, engine: Engine, facts: RunFacts, log: StageLog, t_start: float, out_path: Path | None,
     as_read: Records | None,
 ) -> Result:
-    """Build the report, write the outputs (when ``out_path``) and return the result: every executor ends here."""
+    """Build the report, write the outputs (when ``out_path``; report.html unless ``output: {report: false}``)
+    and return the result: every executor ends here."""
     found = answer(job, facts.exact, facts.verified, facts.labels, engine.clusterer.selects_pairs)
     report = build_report(job, engine, facts, log, found)
     candidates = None if facts.candidates is None else Pairs(facts.candidates.left, facts.candidates.right, facts.scores)
@@ -285,6 +286,6 @@ def finish_run(
         with log.stage("write"):
             finish_report(report, log, t_start)
             result.outputs = write(job, out_path, facts.records, found.pairs, facts.labels, report,
-                                   tables=tables, as_read=as_read)
+                                   tables=tables, as_read=as_read, html=job.spec.output.report)
     finish_report(report, log, t_start)
     return result
