@@ -92,10 +92,10 @@ def read_truth(path: Path) -> set[tuple[str, str]]:
         return {(a, b) for a, b in r}
 
 
-def write_pairs(path: Path, pairs: list[tuple[str, str]] | Any) -> None:
+def write_pairs(path: Path, pairs: list[tuple[str, str]] | Any, header: tuple[str, str] | list[str] = ("a_id", "b_id")) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["a_id", "b_id"])
+        w.writerow(list(header))
         w.writerows(pairs)
 
 
@@ -191,7 +191,7 @@ def worker_er(a: argparse.Namespace) -> dict[str, Any]:
 # --- Splink ------------------------------------------------------------------
 
 
-def _splink_settings(dataset: str) -> dict[str, Any]:
+def splink_settings(dataset: str) -> dict[str, Any]:
     """Blocking rules, comparisons and training rules (Splink's Febrl4 example; its synthetic-people
     examples for the customer columns). Returns plain objects; imported lazily."""
     import splink.comparison_library as cl
@@ -262,36 +262,42 @@ def _splink_settings(dataset: str) -> dict[str, Any]:
     }
 
 
-def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
+def splink_predict(paths: dict[str, Path], dataset: str, seed: int, u_pairs: float,
+                   clock: Clock) -> tuple[Any, Any, Any, list[tuple[str, str]], dict[str, Any]]:
+    """Splink (DuckDB) set up as its Febrl4 example does, on one CSV (``dedupe_only``) or two (``link_only``).
+
+    ``paths`` maps the dataset display names to CSV files (``{"A": a, "B": b}`` links, one entry
+    dedupes); ``dataset`` is ``febrl4`` (Febrl columns, id ``rec_id``) or anything else (customer
+    columns, id ``id``). Marks ``load``, ``lambda``, ``u``, ``em``, ``predict`` and ``fetch`` on
+    ``clock``. Returns ``(con, linker, pred, pairs, cfg)``; a link's pairs are (first source id,
+    second source id), a dedupe's (id_l, id_r).
+    """
     import logging
 
     import duckdb
     from splink import DuckDBAPI, Linker, SettingsCreator
 
     logging.getLogger("splink").setLevel(logging.WARNING)
-    scratch = Path(a.scratch)
-    rss_import = _rss_mb()
-    clock = Clock()
-    cfg = _splink_settings(a.dataset)
+    cfg = splink_settings(dataset)
     con = duckdb.connect()
-    for name in ("a", "b"):
-        con.execute(f"create table src_{name} as " + cfg["clean_sql"].format(path=scratch / f"{name}.csv"))
     db_api = DuckDBAPI(connection=con)
-    dfs = [db_api.register("src_a", dataset_display_name="A"), db_api.register("src_b", dataset_display_name="B")]
-    uid = "rec_id" if a.dataset == "febrl4" else "id"
+    dfs = []
+    for k, (name, path) in enumerate(paths.items()):
+        con.execute(f"create table src_{k} as " + cfg["clean_sql"].format(path=path))
+        dfs.append(db_api.register(f"src_{k}", dataset_display_name=name))
+    uid = "rec_id" if dataset == "febrl4" else "id"
     settings = SettingsCreator(
         unique_id_column_name=uid,
-        link_type="link_only",
+        link_type="link_only" if len(paths) > 1 else "dedupe_only",
         blocking_rules_to_generate_predictions=cfg["blocking"],
         comparisons=cfg["comparisons"],
         retain_intermediate_calculation_columns=False,
     )
-    linker = Linker(dfs, settings)
+    linker = Linker(dfs if len(dfs) > 1 else dfs[0], settings)
     clock.mark("load")
     linker.training.estimate_probability_two_random_records_match(cfg["deterministic"], recall=cfg["recall"])
     clock.mark("lambda")
-    u_pairs = 1e6 if a.worker == "splink-u1e6" else a.splink_u_pairs
-    linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=a.seed)
+    linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=seed)
     clock.mark("u")
     for rule in cfg["em_rules"]:
         linker.training.estimate_parameters_using_expectation_maximisation(rule, estimate_without_term_frequencies=True)
@@ -299,9 +305,27 @@ def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
     pred = linker.inference.predict(threshold_match_probability=THRESHOLD)
     clock.mark("predict")
     rel = pred.as_duckdbpyrelation()
-    rows = rel.select(f"source_dataset_l, {uid}_l, source_dataset_r, {uid}_r, match_probability").fetchall()
-    pairs = [(ul, ur) if sl == "A" else (ur, ul) for sl, ul, sr, ur, _ in rows]
+    if len(paths) > 1:
+        first = next(iter(paths))
+        rows = rel.select(f"source_dataset_l, {uid}_l, source_dataset_r, {uid}_r").fetchall()
+        pairs = [(ul, ur) if sl == first else (ur, ul) for sl, ul, sr, ur in rows]
+    else:
+        pairs = [(ul, ur) for ul, ur in rel.select(f"{uid}_l, {uid}_r").fetchall()]
     clock.mark("fetch")
+    return con, linker, pred, pairs, cfg
+
+
+def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
+    import duckdb  # noqa: F401  (imported before the clock starts)
+    import splink  # noqa: F401
+
+    scratch = Path(a.scratch)
+    rss_import = _rss_mb()
+    clock = Clock()
+    uid = "rec_id" if a.dataset == "febrl4" else "id"
+    u_pairs = 1e6 if a.worker == "splink-u1e6" else a.splink_u_pairs
+    con, linker, pred, pairs, cfg = splink_predict({"A": scratch / "a.csv", "B": scratch / "b.csv"}, a.dataset,
+                                                   a.seed, u_pairs, clock)
     res = _finish(a, clock, {"rss_after_import_mb": rss_import})
     write_pairs(Path(a.pairs), pairs)
     try:  # untimed: the trained model (m, u, lambda), for diagnosis
@@ -383,24 +407,24 @@ def _splink_blocked_true(con: Any, brel: Any, cols: list[str], uid: str) -> int 
 # --- recordlinkage -------------------------------------------------------------
 
 
-def worker_recordlinkage(a: argparse.Namespace) -> dict[str, Any]:
+def recordlinkage_link(a_csv: Path, b_csv: Path, dataset: str,
+                       clock: Clock) -> tuple[list[tuple[str, str]], Any, Any, Any, str]:
+    """recordlinkage as its Febrl4 example does (``febrl4``) or with the er job's keys (customers): read both
+    CSVs, clean, index, compare, ``ECMClassifier``. Marks ``load`` (``clean``), ``index``, ``compare`` and
+    ``classify`` on ``clock``. Returns ``(pairs, candidates, features, ecm, setup)``."""
     import pandas as pd
     import recordlinkage as rl
     from recordlinkage.compare import Exact, String
     from recordlinkage.index import Block, SortedNeighbourhood
     from recordlinkage.preprocessing import clean
 
-    scratch = Path(a.scratch)
-    rss_import = _rss_mb()
-    clock = Clock()
-    dfa = pd.read_csv(scratch / "a.csv", dtype=str, keep_default_na=False, na_values=[""]).set_index(
-        "rec_id" if a.dataset == "febrl4" else "id")
-    dfb = pd.read_csv(scratch / "b.csv", dtype=str, keep_default_na=False, na_values=[""]).set_index(
-        "rec_id" if a.dataset == "febrl4" else "id")
+    uid = "rec_id" if dataset == "febrl4" else "id"
+    dfa = pd.read_csv(a_csv, dtype=str, keep_default_na=False, na_values=[""]).set_index(uid)
+    dfb = pd.read_csv(b_csv, dtype=str, keep_default_na=False, na_values=[""]).set_index(uid)
     clock.mark("load")
     indexer = rl.Index()
     comparer = rl.Compare(n_jobs=1)
-    if a.dataset == "febrl4":
+    if dataset == "febrl4":
         # recordlinkage's own Febrl4 example (examples/linking_deterministic.py): blocks and features
         for col in ("given_name", "surname", "soc_sec_id"):
             indexer.add(Block(col))
@@ -442,6 +466,17 @@ def worker_recordlinkage(a: argparse.Namespace) -> dict[str, Any]:
     links = ecm.fit_predict(features)
     clock.mark("classify")
     pairs = list(zip(links.get_level_values(0), links.get_level_values(1)))
+    return pairs, candidates, features, ecm, setup
+
+
+def worker_recordlinkage(a: argparse.Namespace) -> dict[str, Any]:
+    import pandas  # noqa: F401  (imported before the clock starts, as before the refactoring)
+    import recordlinkage  # noqa: F401
+
+    scratch = Path(a.scratch)
+    rss_import = _rss_mb()
+    clock = Clock()
+    pairs, candidates, features, ecm, setup = recordlinkage_link(scratch / "a.csv", scratch / "b.csv", a.dataset, clock)
     res = _finish(a, clock, {"rss_after_import_mb": rss_import})
     write_pairs(Path(a.pairs), pairs)
     truth = read_truth(scratch / "truth.csv")
