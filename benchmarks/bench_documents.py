@@ -384,11 +384,13 @@ def make_documents(n_docs: int, seed: int, words: tuple[int, int] = (450, 750)) 
     return d.texts[:n_docs], d.family[:n_docs]
 
 
-def exact_jaccard(texts: list[str], left: Any, right: Any) -> Any:
+def exact_jaccard(texts: list[str], left: Any, right: Any, workers: int = 1) -> Any:
     """Exact Jaccard (er kernels: char_shingles + jaccard_pairs) of pairs of documents.
 
     Only the documents in the pairs are shingled, a slice at a time: the
     whole corpus at once would need ~80 bytes per character (31 GB at 100k).
+    ``texts[i]`` is the text of document ``i`` (a list, or a dict of the documents in the pairs);
+    ``workers`` threads shingle the slices.
     """
     import numpy as np
 
@@ -399,7 +401,8 @@ def exact_jaccard(texts: list[str], left: Any, right: Any) -> Any:
     if len(lo) == 0:
         return np.zeros(0)
     ids = np.unique(np.concatenate([lo, hi]))
-    tokens = shingle_in_chunks([normalize(texts[i]) for i in ids], lambda t: char_shingles(t, K_SHINGLE))
+    tokens = shingle_in_chunks([normalize(texts[i]) for i in ids.tolist()], lambda t: char_shingles(t, K_SHINGLE),
+                               workers=workers)
     return jaccard_pairs(tokens, np.searchsorted(ids, lo), np.searchsorted(ids, hi))
 
 

@@ -295,8 +295,9 @@ def documents_scenario(a: argparse.Namespace, scratch: Path, name: str, contende
             work / f"{c}.pairs.npy"))
     jobs.append(floor_job([data]))
     title = (f"{name}: {meta.get('documents', '?'):,} documents of {meta.get('chars_mean', 0):,.0f} characters (mean), "
-             f"{meta.get('within_family_pairs', 0):,} within-family pairs; {job['config']}, threshold {threshold}, "
-             f"contenders with MinHash({num_perm}) and (b, r) = ({bands}, {rows}) = choose_bands({threshold}, {num_perm}, {target})"
+             f"{meta.get('within_family_pairs', 0):,} within-family pairs; {job['config']}, threshold {threshold}"
+             + (f"; contenders with MinHash({num_perm}) and (b, r) = ({bands}, {rows}) = choose_bands({threshold}, "
+                f"{num_perm}, {target})" if contenders else "")
              + ("; LEAN contenders (shingle sets rebuilt for candidate documents only)" if lean and contenders else ""))
     info = {"data": meta, "job": {k: v for k, v in job.items() if k != "shipped"}, "threshold": threshold,
             "bands": bands, "rows": rows, "num_perm": num_perm, "lean": lean, "kind": "documents",

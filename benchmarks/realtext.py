@@ -11,9 +11,10 @@ corpus needs no download:
 * any folder or file given with ``--sources`` (``.py``: docstrings; other
   files: the text).
 
-Each text is split into sentences; a sentence is kept when it has 30-400
-characters, at least 5 words, at least 75% letters and spaces and no ``>>>``
-(doctest lines) or URL. Duplicates are dropped keeping the first occurrence, so
+Each text is split into paragraphs (blank lines), doctest lines (``>>>``,
+``...``) are removed, and each paragraph is split into sentences; a sentence
+is kept when it has 30-400 characters, at least 5 words, at least 75% letters
+and spaces and no ``>>>`` or URL. Duplicates are dropped keeping the first occurrence, so
 the pool keeps the order of its sources and consecutive sentences form real
 paragraphs.
 
@@ -122,7 +123,12 @@ def good_sentence(s: str) -> bool:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s for s in SENTENCE_END.split(" ".join(text.split())) if good_sentence(s)]
+    """Sentences of each paragraph (blank-line separated), doctest lines (``>>>``, ``...``) removed first."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        lines = [line for line in para.splitlines() if not line.lstrip().startswith((">>>", "... "))]
+        out.extend(s for s in SENTENCE_END.split(" ".join(" ".join(lines).split())) if good_sentence(s))
+    return out
 
 
 def harvest_sentences(sources: Iterable[Path] | None = None) -> list[str]:
@@ -150,10 +156,13 @@ class Corpus:
 
 
 def make_corpus(n_docs: int, seed: int, sentences: list[str], chars: tuple[int, int] = DEFAULT_CHARS,
-                family_share: float = 0.4, copies: tuple[int, int] = (1, 3), max_edit: float = 0.05) -> Corpus:
-    """``n_docs`` documents of real sentences (see the module docstring); deterministic in ``seed``."""
-    if len(sentences) < MIN_POOL:
-        raise ValueError(f"only {len(sentences)} sentences harvested (need {MIN_POOL}): pass --sources with more text")
+                family_share: float = 0.4, copies: tuple[int, int] = (1, 3), max_edit: float = 0.05,
+                min_pool: int = MIN_POOL) -> Corpus:
+    """``n_docs`` documents of real sentences (see the module docstring); deterministic in ``seed``.
+
+    ``ValueError`` when the pool has fewer than ``min_pool`` sentences."""
+    if len(sentences) < max(1, min_pool):
+        raise ValueError(f"only {len(sentences)} sentences harvested (need {min_pool}): pass --sources with more text")
     if not 1 <= chars[0] <= chars[1]:
         raise ValueError(f"chars must be 1 <= min <= max, got {chars}")
     rng = random.Random(seed)

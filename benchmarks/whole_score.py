@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,7 @@ def exact_jaccard_of(jsonl: Path, pairs: set[tuple[int, int]], max_docs: int = 2
         sel = np.flatnonzero(pair_batch == batch)
         if not len(sel):
             continue
-        jac = exact_jaccard(texts, lo[sel], hi[sel])
+        jac = exact_jaccard(texts, lo[sel], hi[sel], workers=os.cpu_count() or 1)
         for x, y, j in zip(lo[sel].tolist(), hi[sel].tolist(), jac.tolist()):
             out[(x, y)] = j
     return out
