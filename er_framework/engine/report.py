@@ -169,7 +169,8 @@ def review_section(
     explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
 ) -> dict[str, Any]:
     """The report's ``review``: the candidate pairs nearest the threshold on both sides, with their score's terms
-    (``terms``: one row of the verifier's comparisons; None when the executor cannot compute them)."""
+    (``terms``: one row of the verifier's comparisons; None when the executor cannot compute them) and each
+    record's ``row``, its position in the run's input (report.html finds its values there without a search)."""
     out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
     if candidates is None or len(candidates) == 0:
         return out
@@ -179,8 +180,8 @@ def review_section(
     names, ids, src = records.source_names, records.ids, records.source
     for j, pos in enumerate(chosen):
         a, b = int(candidates.left[pos]), int(candidates.right[pos])
-        entry = {"left": {"source": names[int(src[a])], "id": str(ids[a])},
-                 "right": {"source": names[int(src[b])], "id": str(ids[b])},
+        entry = {"left": {"source": names[int(src[a])], "id": str(ids[a]), "row": a},
+                 "right": {"source": names[int(src[b])], "id": str(ids[b]), "row": b},
                  "score": float(scores[pos]), "terms": row_of_terms(terms, j) if terms else None}
         out["above" if j < len(up) else "below"].append(entry)
     return out

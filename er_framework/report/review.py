@@ -9,7 +9,8 @@ inside SVG too (ids and field values can hold markup).
 ``report["scores"]``: ``threshold``, ``candidates``, ``above``, ``below``, ``nan``,
 ``histogram: {edges, counts}`` (every candidate's score) and ``score`` (what the score is).
 ``report["review"]``: ``threshold``, ``above`` and ``below``: up to 10 entries each, nearest the
-threshold first, ``{left: {source, id}, right: {source, id}, score, terms}``; ``terms`` is the
+threshold first, ``{left: {source, id, row}, right: {source, id, row}, score, terms}`` (``row``: the
+record's position in the run's input); ``terms`` is the
 pair's row of :meth:`er_framework.components.Verifier.comparisons` (or null).
 """
 
@@ -36,6 +37,7 @@ __all__ = [
     "nice_ticks",
     "review_pairs",
     "review_records",
+    "review_rows",
     "waterfall_svg",
     "waterfalls",
 ]
@@ -347,6 +349,23 @@ def review_records(report: dict[str, Any]) -> set[tuple[str, str]]:
     if not isinstance(review, dict):
         return set()
     return {_key(e[s]) for side in ("above", "below") for e in _entries(review, side) for s in ("left", "right")}
+
+
+def review_rows(report: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Where the review pairs' records were in the run's input (``row`` of each side: the record's position,
+    sources in order, records in file order), by ``(source, id)``: hints to find their values without
+    searching every id (whoever uses one checks the record there has that source and id)."""
+    review = report.get("review") or {}
+    if not isinstance(review, dict):
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    for side in ("above", "below"):
+        for e in _entries(review, side):
+            for s in ("left", "right"):
+                row = e[s].get("row")
+                if isinstance(row, int) and not isinstance(row, bool) and row >= 0:
+                    out[_key(e[s])] = row
+    return out
 
 
 def _labels(terms: dict[str, Any]) -> list[str]:

@@ -195,3 +195,44 @@ def test_run_data_values_are_those_of_the_wanted_records() -> None:
     values, fields, problem = values_from_run(run, wanted)
     assert fields == ["name"] and problem is None
     assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}}
+
+
+class CountingList(list):  # type: ignore[type-arg]
+    """A list that counts the passes over it (a search of every id is one)."""
+
+    passes = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountingList.passes += 1
+        return super().__iter__()
+
+
+def test_hinted_rows_are_checked_and_spare_the_search() -> None:
+    ids = CountingList(["1", "2", "1", "3"])
+    recs = Records(ids=ids, source=np.array([0, 0, 1, 1]), source_names=["A", "B"],
+                   fields={"name": ["ann", "bob", None, "cy"]})
+    run = RunData(recs, Pairs(np.array([0]), np.array([2]), np.array([0.9])), np.array([0, 1, 0, 3]))
+    wanted = {("B", "1"), ("A", "2")}
+    CountingList.passes = 0
+    values, _, _ = values_from_run(run, wanted, {("B", "1"): 2, ("A", "2"): 1})
+    assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}} and CountingList.passes == 0
+    # a wrong hint (another record there, or out of range) is not trusted: the record is searched for
+    values, _, _ = values_from_run(run, wanted, {("B", "1"): 0, ("A", "2"): 99})
+    assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}} and CountingList.passes == 1
+
+
+def test_the_review_rows_of_a_run_point_at_its_records() -> None:
+    from pathlib import Path
+
+    from er_framework.config.job import parse_job
+    from er_framework.executors import run_job
+    from er_framework.report.review import review_rows
+
+    res = run_job(parse_job(Path(__file__).resolve().parents[2] / "configs" / "customers.yaml"), write=False)
+    rows = review_rows(res.report)
+    assert len(rows) >= 10
+    names = res.records.source_names
+    for (source, rid), row in rows.items():
+        assert (names[res.records.source[row]], res.records.ids[row]) == (source, rid)
+    assert review_rows({"review": {"above": [{"left": {"source": "A", "id": "1", "row": True},
+                                              "right": {"source": "B", "id": "2", "row": -1}}]}}) == {}
