@@ -384,7 +384,7 @@ def make_documents(n_docs: int, seed: int, words: tuple[int, int] = (450, 750)) 
     return d.texts[:n_docs], d.family[:n_docs]
 
 
-def exact_jaccard(texts: list[str], left: Any, right: Any, workers: int = 1) -> Any:
+def exact_jaccard(texts: list[str] | dict[int, str], left: Any, right: Any, workers: int = 1) -> Any:
     """Exact Jaccard (er kernels: char_shingles + jaccard_pairs) of pairs of documents.
 
     Only the documents in the pairs are shingled, a slice at a time: the

@@ -113,6 +113,11 @@ def run_side_by_side(jobs: list[Job], work: Path, repeat: int, timeout: float, p
                     ": " + " | ".join(tail) if tail else "")
                 print(f" FAILED ({job.error})", flush=True)
                 continue
+            if job.out_dir is not None and (job.out_dir / "report.json").exists():
+                # keep each run's report.json: the stage breakdown shown is that of the best run
+                kept = work / f"{job.name.replace(' ', '_')}.report.{rnd + 1}.json"
+                shutil.copyfile(job.out_dir / "report.json", kept)
+                run["report_json"] = str(kept)
             print(f" {run['wall_s']:.2f} s, {run['peak_rss_mb']:.0f} MB", flush=True)
     for job in jobs:
         ok = [r for r in job.measured.get("runs", []) if r["exit_code"] == 0 and not r["timed_out"]]
@@ -431,12 +436,13 @@ def score_records(s: Scenario) -> None:
 
 
 def er_stage_detail(s: Scenario) -> dict[str, Any] | None:
-    """er's report.json (of the last run): stages, and the share of the wall outside them and in diagnostics."""
+    """er's report.json of its best run: stages, and the share of the wall outside them and in diagnostics."""
     job = next((j for j in s.jobs if j.role == "er"), None)
-    if job is None or job.error or job.out_dir is None or not (job.out_dir / "report.json").exists():
+    best = job.measured.get("best") if job is not None and not job.error else None
+    if best is None or not best.get("report_json"):
         return None
-    rep = json.loads((job.out_dir / "report.json").read_text())
-    wall = job.measured["runs"][-1]["wall_s"]
+    rep = json.loads(Path(best["report_json"]).read_text())
+    wall = best["wall_s"]
     stages = [{"stage": st["stage"], "seconds": float(st.get("seconds", 0.0)), "peak_rss_mb": st.get("peak_rss_mb")}
               for st in rep.get("stages", [])]
     total = float(rep.get("seconds_total") or sum(x["seconds"] for x in stages))
@@ -446,7 +452,7 @@ def er_stage_detail(s: Scenario) -> dict[str, Any] | None:
            "peak_rss_mb_report": rep.get("peak_rss_mb"), "candidate_pairs": rep.get("candidate_pairs"),
            "verified_pairs": rep.get("verified_pairs"), "outputs": rep.get("outputs")}
     s.details.append(
-        "er stages (report.json of the last run; seconds, peak MB): "
+        "er stages (report.json of the best run; seconds, peak MB): "
         + ", ".join(f"{x['stage']} {x['seconds']:.2f}" + (f" ({x['peak_rss_mb']:.0f})" if x["peak_rss_mb"] else "")
                     for x in stages)
         + f"; sum {total:.2f} s of a {wall:.2f} s wall: {wall - total:.2f} s outside the stages (interpreter start-up, "
@@ -501,7 +507,8 @@ def markdown_rows(s: Scenario, rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["error"]:
-            out.append(f"| {s.name} | {r['job']} | failed: {r['error'][:80]} | | | | |")
+            why = r["error"][:80].replace("|", "/")
+            out.append(f"| {s.name} | {r['job']} | failed: {why} | | | | |")
             continue
         quality = " · ".join(f"{h} {r[k]:.4f}" for k, h in s.quality if r[k] is not None) or "-"
         out.append(f"| {s.name} | {r['job']} | {'**' if r['role'] == 'er' else ''}{r['wall_s']:.2f}"
@@ -524,13 +531,14 @@ def run_startup(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     cmds = [("python -c pass", [sys.executable, "-c", "pass"]), ("er --help", [*er, "--help"]),
             ("er validate configs/documents.yaml", [*er, "validate", str(CONFIGS / "documents.yaml")]),
             ("er validate configs/customers.yaml", [*er, "validate", str(CONFIGS / "customers.yaml")])]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, cmd in cmds:
         out = work / f"{len(rows)}.json"
         proc = subprocess.run([sys.executable, str(MEASURE), "--out", str(out), "--repeat", str(STARTUP_REPEAT),
                                "--poll", "0.005", "--stderr", str(work / f"{len(rows)}.err"), "--", *cmd],
                               capture_output=True, text=True, check=False)
-        res = json.loads(out.read_text()) if proc.returncode == 0 and out.exists() else {"ok": False, "runs": []}
+        res: dict[str, Any] = (json.loads(out.read_text()) if proc.returncode == 0 and out.exists()
+                               else {"ok": False, "runs": []})
         walls = [r["wall_s"] for r in res["runs"]]
         rows.append({"command": label, "cmd": cmd, "ok": res["ok"], "walls": walls,
                      "best_s": min(walls) if res["ok"] else None,

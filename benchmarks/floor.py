@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     files = [str(f) for f in a.files]
     import multiprocessing as mp
 
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    ctx: Any = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     children = []
     for w in range(1, a.workers):
         recv, send = ctx.Pipe(duplex=False)

@@ -26,7 +26,7 @@ sentence overshoots). With probability ``family_share`` (0.4) a document is
 the base of a family and gets 1-3 copies, each with a word-edit rate drawn
 uniformly from 0 to ``max_edit`` (0.05): ``round(rate * words)`` edits, each a
 substitution (40%) by a word of the pool's vocabulary, a deletion (30%) or an
-insertion (30%). Copies with no edit are exact duplicates (about 3% of
+insertion (30%). Copies with no edit are exact duplicates (about 1.5% of
 copies). Documents are then shuffled: members of a family are not adjacent.
 
 **Determinism.** ``random.Random(seed)`` drives everything (default seed 15,
