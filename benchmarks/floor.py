@@ -12,7 +12,7 @@ What it does, exactly:
 2. The first range is processed by this process, the others by processes
    forked from it (``multiprocessing``, fork context where the platform has it;
    numpy is imported before the fork and counts in the wall time).
-3. Each process reads its range in blocks of ``--block-mb`` (4 MB) with
+3. Each process reads its range in blocks of ``--block-mb`` (1 MB) with
    ``readinto``, decodes every block with an incremental UTF-8 decoder to a
    ``str``, and turns it into an array of code points
    (``numpy.frombuffer(text.encode("utf-32-le"), uint32)``).
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("files", nargs="+", type=Path)
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: every core)")
     p.add_argument("--k", type=int, default=5, help="code points per hashed window (default 5)")
-    p.add_argument("--block-mb", type=float, default=4.0, help="bytes read and hashed at a time (default 4 MB)")
+    p.add_argument("--block-mb", type=float, default=1.0, help="bytes read and hashed at a time (default 1 MB)")
     a = p.parse_args(argv)
     missing = [str(f) for f in a.files if not f.is_file()]
     if missing:
