@@ -26,7 +26,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("run", help="run a YAML job", description="Run a YAML job and write pairs, clusters and report.json.")
+    p = sub.add_parser("run", help="run a YAML job", description="Run a YAML job and write pairs, clusters, report.json and report.html "
+                       "(--no-report or output: {report: false} skips report.html).")
     p.add_argument("config", help="the job's YAML file")
     p.add_argument("--out", metavar="DIR", help="output folder (overrides output.dir of the YAML)")
     p.add_argument("--force", action="store_true",
