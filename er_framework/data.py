@@ -108,19 +108,29 @@ class Records:
             fields={k: [v[i] for i in idx] for k, v in self.fields.items()},
         )
 
-    def text(self, columns: Sequence[str] | None = None, sep: str = " ") -> list[str]:
+    def text(self, columns: Sequence[str] | None = None, sep: str = " ", rows: slice | None = None) -> list[str]:
         """One string per record: the given columns (default: all) joined by ``sep``.
 
-        Missing values contribute nothing.
+        Missing values contribute nothing. ``rows``: only the records of that
+        slice (a chunk of the corpus; nothing else is joined).
         """
         cols = list(columns) if columns is not None else list(self.fields)
+        sl = rows if rows is not None else slice(None)
         if len(cols) == 1:
-            return [v if v is not None else "" for v in self.fields[cols[0]]]
-        out: list[str] = []
-        values = [self.fields[c] for c in cols]
-        for i in range(len(self)):
-            out.append(sep.join(x for x in (v[i] for v in values) if x))  # not None, not ""
-        return out
+            return [v if v is not None else "" for v in self.fields[cols[0]][sl]]
+        if not cols:
+            return [""] * len(range(*sl.indices(len(self))))
+        values = [self.fields[c][sl] for c in cols]
+        return [sep.join(x for x in row if x) for row in zip(*values)]  # not None, not ""
+
+    def text_sizes(self, columns: Sequence[str] | None = None) -> Int64Array:
+        """Characters of each record's fields (default: all) summed, without joining them: an estimate of
+        :meth:`text`'s lengths (separators not counted) for cutting a corpus into chunks."""
+        cols = list(columns) if columns is not None else list(self.fields)
+        sizes = np.zeros(len(self), dtype=np.int64)
+        for c in cols:
+            sizes += np.fromiter((len(v) if v else 0 for v in self.fields[c]), dtype=np.int64, count=len(self))
+        return sizes
 
 
 @dataclass

@@ -16,7 +16,6 @@ to global indices.
 from __future__ import annotations
 
 import sys
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -33,23 +32,25 @@ from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
-from er_framework.kernels import group_sorted, hash_strings, pairs_in_groups
+from er_framework.kernels import group_sorted, pairs_in_groups
+from er_framework.kernels.digests import normalize_text, normalized_digests, text_digests
 from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
-from er_framework.kernels.parallel import map_processes, split_sizes
+from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
 from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
 
 __all__ = [
     "explainer", "record_rows", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
-    "ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
+    "ANSWER_MEMORY_SHARE", "EXACT_CHUNK_CHARS", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
-    "read", "score_streamed", "shingle_and_sign",
+    "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
+    "VERIFY_BLOCK_MB",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -57,6 +58,12 @@ Int64Array = npt.NDArray[np.int64]
 
 #: smallest token budget of a verification block, MB
 VERIFY_MIN_MB = 64
+#: largest token budget of a verification block, MB, whatever ``token_memory_mb`` allows: the blocks'
+#: memory is reused block after block, while one block of every candidate record's set is memory new to
+#: the process (page faults, huge-page compaction). 20,000 documents of ~4,100 characters, 2 cores: blocks
+#: of 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
+#: (3% of the records are shingled twice at 256 MB)
+VERIFY_BLOCK_MB = 256
 #: below this many values (all normalized fields together) normalizers run in this process
 PARALLEL_NORMALIZE_MIN_VALUES = 200_000
 
@@ -159,23 +166,40 @@ def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, di
 # ------------------------------------------------------------------ exact duplicates
 
 
-def normalize_text(text: str) -> str:
-    """NFKC, case-folded, whitespace runs folded to one space, stripped."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+#: characters of text normalized and digested per step of the exact-duplicate stage: the stage's
+#: memory is a few bytes per character of one step (~0.1-0.3 GB), not of the corpus
+EXACT_CHUNK_CHARS = 1 << 24
 
 
-def exact_keys(records: Records, normalize: bool) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
-    """``(keys, nonempty)``: the stable 64-bit hash of each record's (normalized) text.
+def exact_keys(
+    records: Records, normalize: bool, *, workers: int = 1, chunk_chars: int = EXACT_CHUNK_CHARS
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """``(keys, nonempty)``: the stable 64-bit digest of each record's (normalized) text.
 
-    Records with equal keys are exact duplicates; an empty text is nobody's
-    duplicate (``nonempty`` false).
+    The key is BLAKE2b-64 of the UTF-8 bytes of :func:`normalize_text` of the
+    text (``normalize``) or of the text as read
+    (:mod:`er_framework.kernels.digests`). Records with equal keys are exact
+    duplicates; an empty text is nobody's duplicate (``nonempty`` false).
+    The corpus goes through in chunks of about ``chunk_chars`` characters
+    (texts joined, normalized, digested and dropped one chunk at a time), on
+    ``workers`` threads (the kernels release the GIL in their array work and
+    while hashing); the keys do not depend on either.
     """
-    texts = records.text()
-    if normalize:
-        texts = [normalize_text(t) for t in texts]
-    keys = hash_strings(texts)
-    nonempty = np.fromiter((len(t) > 0 for t in texts), dtype=bool, count=len(texts))
-    return keys, nonempty
+    n = len(records)
+    ranges = split_sizes(records.text_sizes() + 1, max(1, chunk_chars)) if n else []
+
+    def chunk(ab: tuple[int, int]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        texts = records.text(rows=slice(*ab))
+        if normalize:
+            return normalized_digests(texts)
+        return text_digests(texts), np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) > 0
+
+    parts = map_ordered(chunk, ranges, workers)
+    if not parts:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([k for k, _ in parts]), np.concatenate([e for _, e in parts])
 
 
 @dataclass
@@ -230,7 +254,7 @@ def exact_duplicates(job: Job, records: Records) -> Exact:
     """The exact-duplicate stage (or its no-op when the job turns it off)."""
     if not job.exact.enabled:
         return exact_from_keys(job, None, None, records.source)
-    keys, nonempty = exact_keys(records, job.exact.normalize)
+    keys, nonempty = exact_keys(records, job.exact.normalize, workers=job.context.workers)
     return exact_from_keys(job, keys, nonempty, records.source)
 
 
@@ -386,19 +410,40 @@ def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning |
     return Pruning(sizes, pruned, info)
 
 
+#: the token sets kept after signing may take at most this share of the memory available when shingling
+#: starts (``token_memory_mb`` is the other limit)
+TOKEN_MEMORY_SHARE = 0.4
+#: token sets are kept only when the corpus's, extrapolated from the first chunk's tokens per character,
+#: fill at most this share of the budget (the first chunk may not be typical; a wrong guess is caught when
+#: the budget runs out)
+KEEP_FORECAST_SHARE = 0.8
+
+
+def token_budget(token_memory_mb: float) -> int:
+    """Tokens (8 bytes each) that the shingle stage may keep: ``token_memory_mb``, and at most
+    :data:`TOKEN_MEMORY_SHARE` of the memory available now."""
+    cap = int(token_memory_mb * 2**20)
+    avail = available_memory()
+    if avail is not None:
+        cap = min(cap, int(TOKEN_MEMORY_SHARE * avail))
+    return max(cap, 0) // 8
+
+
 def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageLog, pruning: Pruning | None = None) -> Shingled:
     """Token sets and signatures of ``records`` (the active ones), a chunk of records at a time; fills ``batch``.
 
     Components see whole chunks (never one record); token sets and
     signatures are per record, so the result does not depend on the chunk
     size. Token sets are kept when a blocker reads them (or the shingler
-    must see every record at once); otherwise while they fit in
-    ``token_memory_mb`` (``"budget"``), and beyond that dropped after signing
-    and recomputed for the records a later stage asks for through
-    ``batch.token_source``; with a builder that takes minima
-    (``multiset_ok``) the shingler's multisets are signed and nothing is kept
-    (``"none"``). ``pruning``: what the ``prune`` stage found; the token
-    sets it kept (pruned) are signed and kept, not shingled again.
+    must see every record at once); otherwise while they fit the budget
+    (:func:`token_budget`: ``token_memory_mb``, at most a share of the
+    memory available), and beyond that dropped after signing and recomputed
+    for the records a later stage asks for through ``batch.token_source``.
+    With a builder that takes minima (``multiset_ok``, ``"none"``) the
+    shingler's multisets are signed and counted (with repeats) and nothing
+    is kept (see :func:`_shingle_chunks` for why). ``pruning``: what the
+    ``prune`` stage found; the token sets it kept (pruned) are signed and
+    kept, not shingled again.
     """
     job, shingler, builder = engine.job, engine.shingler, engine.builder
     if shingler is None:
@@ -441,13 +486,33 @@ def _shingle_chunks(
     records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
     log: StageLog, pruned: TokenSets | None = None,
 ) -> Shingled:
-    """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``)."""
+    """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``).
+
+    Kept token sets fill one buffer of at most :func:`token_budget` tokens;
+    whether the corpus's sets fit is forecast from the first chunk's tokens
+    per character, so a corpus far over the budget never fills a buffer it
+    then drops (one that outgrows the forecast drops it when the budget runs
+    out, and verification shingles the candidates' records again,
+    :func:`score_streamed`).
+
+    Why nothing is kept with multisets (``none``), measured on 20,000
+    documents of ~4,100 characters (13,479 of them in candidate pairs; the
+    2-core machine of issue 15): keeping the multisets (640 MB) so that
+    verification sorts only the candidates' rows into sets made the shingle
+    stage 1.4 s slower (the memory is new to the process: page faults and
+    the kernel's huge-page compaction) and verification no faster (the
+    candidates' sets, 440 MB, are new memory too); building every record's
+    set here sorts records that no pair needs and holds them all.
+    Shingling the candidates' records again in blocks of
+    :data:`VERIFY_BLOCK_MB` (the blocks' memory is reused) verified in
+    1.2 s, 0.9 s less than the kept multisets, at a lower peak.
+    """
     names = ["shingle"] + (["signatures"] if builder is not None else [])
     n = len(records)
     bounds = list(range(0, n, chunk_records)) + [n] if n else [0, 0]
     # kept token sets are appended to one buffer: np.empty reserves address
     # space only, pages become resident as they are written (no 2x concat)
-    cap = int(token_memory_mb * 2**20) // 8 if keep == "budget" else 0
+    cap = token_budget(token_memory_mb) if keep == "budget" else 0
     buffer: npt.NDArray[Any] | None = np.empty(cap, dtype=np.uint64) if cap else None
     used = 0
     token_parts: list[TokenSets] = []
@@ -455,7 +520,7 @@ def _shingle_chunks(
     sizes: list[Int64Array] = []
     # pruned while shingling: the distinct tokens each record lost, for the report
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
-    kept = keep in ("all", "budget")
+    kept = keep == "all" or buffer is not None
     with log.interleaved(names) as timer:
         for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
             part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
@@ -468,6 +533,11 @@ def _shingle_chunks(
                 else:
                     tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
             sizes.append(tokens.sizes)
+            if buffer is not None and a == 0 and b < n:  # forecast the corpus's sets from this chunk's
+                chars = records.text_sizes()
+                per_char = len(tokens.tokens) / max(int(chars[a:b].sum()), 1)
+                if per_char * int(chars.sum()) > KEEP_FORECAST_SHARE * cap:
+                    kept, buffer = False, None
             if builder is not None:
                 with timer("signatures"):
                     sig_parts.append(builder.build(tokens))
@@ -553,11 +623,13 @@ def score_streamed(
     A pair costs the token counts of its two records (``sizes``, an upper
     bound of the set sizes); blocks hold about ``token_memory_mb`` of tokens
     (at least one pair; at least :data:`VERIFY_MIN_MB`, so that a zero budget,
-    which keeps no token sets after signing, still verifies in large blocks).
-    Each pair is scored exactly once, with the same
-    token sets as without blocks, so the scores do not depend on the budget.
+    which keeps no token sets after signing, still verifies in large blocks;
+    at most :data:`VERIFY_BLOCK_MB`). Pairs come sorted by their left record,
+    so a block's records are mostly its own. Each pair is scored exactly
+    once, with the same token sets as without blocks, so the scores do not
+    depend on the budget.
     """
-    budget = int(max(token_memory_mb, VERIFY_MIN_MB) * 2**20) // 8
+    budget = int(min(max(token_memory_mb, VERIFY_MIN_MB), max(VERIFY_BLOCK_MB, VERIFY_MIN_MB)) * 2**20) // 8
     cost = sizes[pairs.left] + sizes[pairs.right] + 2
     scores = np.empty(len(pairs), dtype=np.float64)
     shingled = 0

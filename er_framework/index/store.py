@@ -77,8 +77,9 @@ from er_framework.executors.local import run_local
 
 Int64Array = npt.NDArray[np.int64]
 
-#: on-disk layout version; an index of another version is refused with a message
-FORMAT_VERSION = 1
+#: on-disk layout version; an index of another version is refused with a message (2: the exact-text hash is
+#: BLAKE2b-64 of the normalized text's UTF-8 bytes, :mod:`er_framework.kernels.digests`; 1 hashed code points)
+FORMAT_VERSION = 2
 #: SQLite's limit on host parameters is 32766; stay well below
 _CHUNK = 900
 #: ``add`` and ``remove`` run SQLite's quick_check before writing into an index up to this size (it reads

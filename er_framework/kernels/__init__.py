@@ -26,6 +26,13 @@ if TYPE_CHECKING:
         max_spanning_forest,
         max_spanning_forest_reference,
     )
+    from er_framework.kernels.digests import (
+        normalize_text,
+        normalized_digests,
+        normalized_digests_reference,
+        text_digest_reference,
+        text_digests,
+    )
     from er_framework.kernels.fss import fss_reference, fss_signatures
     from er_framework.kernels.groups import (
         group_sorted,
@@ -77,6 +84,12 @@ __all__ = [
     "word_tokens",
     "stopword_shingles",
     "stopword_shingles_reference",
+    # whole-text digests (exact duplicates)
+    "text_digests",
+    "text_digest_reference",
+    "normalize_text",
+    "normalized_digests",
+    "normalized_digests_reference",
     # minhash
     "PRIME",
     "EMPTY",
@@ -132,6 +145,9 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys((
         "ChainFlag", "chain_flags", "chain_flags_reference", "max_spanning_forest", "max_spanning_forest_reference"
     ), "chains"),
+    **dict.fromkeys((
+        "normalize_text", "normalized_digests", "normalized_digests_reference", "text_digest_reference", "text_digests"
+    ), "digests"),
     **dict.fromkeys(("fss_reference", "fss_signatures"), "fss"),
     **dict.fromkeys(("group_sorted", "pack_pairs", "pairs_in_groups", "unique_pairs", "unpack_pairs"), "groups"),
     **dict.fromkeys((

@@ -178,3 +178,55 @@ def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Pa
     assert verify["verify_blocks"] > 20
     assert small == pairs and small_labels == labels
     assert small_rep["candidate_pairs"] == rep["candidate_pairs"]
+
+
+def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A builder that needs sets (``budget``): kept when they fit; not kept at all when the first chunk's
+    tokens per character forecast more than the budget; dropped part-way when the corpus outgrows the
+    forecast. The pairs, clusters and diagnostics are the same every time."""
+    import er_framework.engine.stages as pipeline
+    from er_framework.registry import default_registry
+
+    monkeypatch.setattr(default_registry().get("signature", "minhash").cls, "multiset_ok", False)
+    extra = "workers: 2\nchunk_records: 100\n"
+    pairs, labels, rep = _run(tmp_path, corpus, "minhash", extra)
+    stages = {s["stage"]: s for s in rep["stages"]}
+    assert stages["shingle"]["token_sets_kept"] is True and "records_reshingled" not in stages["verify"]
+    total, chunks = stages["shingle"]["total_tokens"], stages["shingle"]["chunks"]
+    assert chunks >= 4
+    budgets: list[int] = []
+    real_budget = pipeline.token_budget
+
+    def budget(mb: float) -> int:
+        budgets.append(real_budget(mb))
+        return total // 2  # tokens: two chunks or so fit, the whole corpus does not
+
+    monkeypatch.setattr(pipeline, "token_budget", budget)
+    for share, why in [(pipeline.KEEP_FORECAST_SHARE, "forecast"), (10.0**9, "part-way")]:
+        monkeypatch.setattr(pipeline, "KEEP_FORECAST_SHARE", share)
+        got_pairs, got_labels, got = _run(tmp_path, corpus, "minhash", extra)
+        assert got_pairs == pairs and got_labels == labels, why
+        assert got["diagnostics"] == rep["diagnostics"] and got["candidate_pairs"] == rep["candidate_pairs"], why
+        stages = {s["stage"]: s for s in got["stages"]}
+        assert stages["shingle"]["token_sets_kept"] is False and stages["verify"]["records_reshingled"] > 0, why
+    # the real budget: token_memory_mb (2048 MB) and at most a share of the memory available
+    assert budgets and all(0 < b <= 2048 * 2**20 // 8 for b in budgets)
+
+
+def test_verification_blocks_are_capped_whatever_the_budget(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB even under a large token_memory_mb."""
+    import er_framework.engine.stages as pipeline
+
+    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\n")
+    one = {s["stage"]: s for s in rep["stages"]}["verify"]
+    assert one["verify_blocks"] == 1
+    monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.001)
+    monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", 0.01)
+    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
+    verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
+    assert verify["verify_blocks"] > 20 and verify["records_reshingled"] > one["records_reshingled"]
+    assert small == pairs and small_labels == labels

@@ -398,6 +398,29 @@ def test_build_refuses_to_overwrite_and_errors_are_clear(tmp_path: Path, texts: 
     assert "other component parameters" in capsys.readouterr().err
 
 
+def test_an_index_of_format_1_is_refused_with_how_to_rebuild(tmp_path: Path, texts: list[str],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Format 1 stored exact-text hashes of code points; format 2 stores BLAKE2b-64 of the UTF-8 bytes
+    (kernels.digests): an old index's hashes would never match a new record's, so it is refused."""
+    from er_framework.index.store import FORMAT_VERSION
+    from er_framework.kernels import normalize_text, text_digest_reference
+
+    path, rows = _small_index(tmp_path, texts, 30)
+    assert FORMAT_VERSION == 2
+    conn = sqlite3.connect(str(path))
+    stored = dict(conn.execute("SELECT id, exact FROM records").fetchall())
+    # the stored hash is the digest of the normalized text, as a signed 64-bit integer (SQLite's INTEGER)
+    want = {i: text_digest_reference(normalize_text(t)) for i, t in rows}
+    assert stored == {i: (h - 2**64 if h >= 2**63 else h) for i, h in want.items()}
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+    conn.commit()
+    conn.close()
+    for argv in (["index", "info", str(path)], ["query", str(path), "--text", "x"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "format version 1" in err and "reads version 2" in err and "rebuild it with: er index build" in err
+
+
 def test_jobs_that_cannot_be_indexed_say_why(tmp_path: Path) -> None:
     (tmp_path / "c.csv").write_text("id,name,zip\n1,ann,1\n2,bob,2\n")
     cfg = tmp_path / "c.yaml"
