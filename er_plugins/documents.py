@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from er_framework import hookimpl
 from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.kernels.digests import folded_texts
 from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.jaccard import intersection_sizes
 from er_framework.kernels.parallel import map_ordered, map_row_blocks, split_sizes
@@ -73,7 +74,29 @@ RAW_OFF = ("lowercase", "nfkc", "fold_whitespace", "remove_punctuation")
 
 
 def prepare(texts: list[str], p: TextParams) -> list[str]:
-    """The configured preprocessing of raw texts: NFKC, case folding, punctuation, whitespace."""
+    """The configured preprocessing of raw texts: NFKC, case folding, punctuation, whitespace.
+
+    Equal to :func:`prepare_reference`; the whitespace is folded on arrays of
+    code points (:func:`~er_framework.kernels.digests.folded_texts`), and the
+    usual settings (NFKC, case folding, whitespace, no punctuation removal) are
+    exactly the exact-duplicate key's normalization, done by the same kernel.
+    """
+    if p.nfkc and p.lowercase and p.fold_whitespace and not p.remove_punctuation:
+        return folded_texts(texts, normalize=True)
+    out = []
+    for t in texts:
+        if p.nfkc:
+            t = unicodedata.normalize("NFKC", t)
+        if p.lowercase:
+            t = t.casefold()
+        if p.remove_punctuation:
+            t = _PUNCT.sub(" ", t)
+        out.append(t)
+    return folded_texts(out) if p.fold_whitespace else out
+
+
+def prepare_reference(texts: list[str], p: TextParams) -> list[str]:
+    """Per-text :func:`prepare` (test oracle)."""
     out = []
     for t in texts:
         if p.nfkc:
