@@ -83,32 +83,24 @@ def prepare(texts: list[str], p: TextParams) -> list[str]:
     """
     if p.nfkc and p.lowercase and p.fold_whitespace and not p.remove_punctuation:
         return folded_texts(texts, normalize=True)
-    out = []
-    for t in texts:
-        if p.nfkc:
-            t = unicodedata.normalize("NFKC", t)
-        if p.lowercase:
-            t = t.casefold()
-        if p.remove_punctuation:
-            t = _PUNCT.sub(" ", t)
-        out.append(t)
+    out = [_case_and_marks(t, p) for t in texts]
     return folded_texts(out) if p.fold_whitespace else out
 
 
+def _case_and_marks(t: str, p: TextParams) -> str:
+    """NFKC, case folding and punctuation of one text, as configured (not the whitespace)."""
+    if p.nfkc:
+        t = unicodedata.normalize("NFKC", t)
+    if p.lowercase:
+        t = t.casefold()
+    if p.remove_punctuation:
+        t = _PUNCT.sub(" ", t)
+    return t
+
+
 def prepare_reference(texts: list[str], p: TextParams) -> list[str]:
-    """Per-text :func:`prepare` (test oracle)."""
-    out = []
-    for t in texts:
-        if p.nfkc:
-            t = unicodedata.normalize("NFKC", t)
-        if p.lowercase:
-            t = t.casefold()
-        if p.remove_punctuation:
-            t = _PUNCT.sub(" ", t)
-        if p.fold_whitespace:
-            t = " ".join(t.split())
-        out.append(t)
-    return out
+    """Per-text :func:`prepare` (test oracle): the whitespace folded by ``str.split``."""
+    return [" ".join(t.split()) if p.fold_whitespace else t for t in (_case_and_marks(t, p) for t in texts)]
 
 
 def shingle_texts(
