@@ -1,8 +1,9 @@
 """Reading sources (CSV, TSV, JSONL, Parquet, folders of HTML pages, DataFrames and Arrow tables) and
 writing outputs atomically."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from er_framework.kernels.lazy import lazy_names
 
 if TYPE_CHECKING:
     from er_framework.io.frames import arrow_table, as_kind, frame_kind, frame_to_arrow, records_from_frame
@@ -27,14 +28,4 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, __all__)

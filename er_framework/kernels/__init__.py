@@ -5,8 +5,9 @@ Everything here is whole-batch and vectorized; every fast function has a naive
 Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from er_framework.kernels.lazy import lazy_names
 
 if TYPE_CHECKING:
     from er_framework.kernels.banding import (
@@ -165,14 +166,4 @@ _WHERE: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, __all__)
