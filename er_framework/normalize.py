@@ -75,6 +75,8 @@ import math
 import re
 import string
 from collections import Counter
+from itertools import compress, repeat
+from operator import is_, is_not
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
@@ -92,6 +94,8 @@ __all__ = [
     "is_missing",
     "normalize_column",
     "normalize_column_with_stats",
+    "normalize_column_with_stats_reference",
+    "batch_first",
     "resolve_steps",
     "step_list",
 ]
@@ -134,6 +138,13 @@ _NOT_PLACEHOLDER_START = frozenset(
 )
 
 
+#: ASCII letters and digits in no key (so never in a placeholder): a value holding one as its second
+#: character needs no regex (``"123 Main St"``, ``"555-1234"``)
+_NOT_IN_PLACEHOLDER = frozenset(
+    c for c in string.ascii_letters + string.digits if c.lower() not in set("".join(PLACEHOLDER_KEYS))
+)
+
+
 def _is_placeholder(s: str) -> bool:
     """Blank, or a placeholder: its letters and digits, casefolded, are a key of PLACEHOLDER_KEYS."""
     if s.isspace():
@@ -171,13 +182,15 @@ def _guard_chain(fs: Sequence[PerValue], names: Sequence[str] = ()) -> Callable[
     ph = _PLACEHOLDER
     limit = _PLACEHOLDER_MAX
     safe_start = _NOT_PLACEHOLDER_START
+    safe_inner = _NOT_IN_PLACEHOLDER
 
     def guarded(s: Any) -> Value:
         if s.__class__ is not str:
             if s is None or (isinstance(s, float) and math.isnan(s)):
                 return None
             s = str(s)
-        if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and ph(s) is not None))):
+        if not s or (s[0] not in safe_start and (s.isspace() or (
+                len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
             return None
         for f, name in steps:
             out = f(s)
@@ -186,7 +199,8 @@ def _guard_chain(fs: Sequence[PerValue], names: Sequence[str] = ()) -> Callable[
                     return None
                 out = _bad_output(name, out, s)
             s = out
-            if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and ph(s) is not None))):
+            if not s or (s[0] not in safe_start and (s.isspace() or (
+                    len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
                 return None
         return s
 
@@ -358,7 +372,7 @@ def _chain(steps: Any, registry: Registry | None = None) -> Callable[[list[Any]]
     """
     parts: list[tuple[list[PerValue], list[str]] | Normalizer] = []
     for n in _normalizers(steps, registry):
-        f = n.per_value()
+        f = None if batch_first(n) else n.per_value()
         if f is None:
             parts.append(n)
         elif parts and isinstance(parts[-1], tuple):
@@ -373,22 +387,71 @@ def _chain(steps: Any, registry: Registry | None = None) -> Callable[[list[Any]]
         only = stages[0]
         assert not isinstance(only, Normalizer)
         return lambda keys: list(map(only, keys))
+    # the empty guard before a batch step: whole lists (the same function as _CLEAN per value)
+    empty_first = isinstance(parts[0], tuple) and not parts[0][0]
 
-    def run(keys: list[Any]) -> list[Value]:
+    def run(keys: list[Any]) -> list[Value]:  # keys: distinct values
         cur: list[Any] = keys
-        for stage in stages:
-            cur = _run_batch(stage, cur) if isinstance(stage, Normalizer) else list(map(stage, cur))
+        for i, stage in enumerate(stages):
+            if isinstance(stage, Normalizer):
+                # right after the input guard the strings are the distinct keys themselves
+                cur = _run_batch(stage, cur, distinct=i == 1 and empty_first)
+            elif i == 0 and empty_first:
+                cur = _clean_inputs(cur)
+            else:
+                cur = list(map(stage, cur))
         return cur
 
     return run
 
 
+def batch_first(n: Normalizer) -> bool:
+    """Whether chains run ``n`` as a batch step (:meth:`~Normalizer.normalize` on the distinct strings reaching
+    it) although it offers a per-value function: a normalizer says so with the class attribute
+    ``batch_first = True`` when its ``normalize()`` is a whole-batch fast path giving exactly the results of
+    its ``per_value()`` (the built-in ``address``, ``email``, ``phone``, ``text``, ``digits``). Between two
+    steps the same guard runs either way, so the chain's result is the same."""
+    return bool(getattr(n, "batch_first", False))
+
+
 _CLEAN = _guard_chain([])
+_NONE_TYPE = type(None)
 
 
-def _run_batch(n: Normalizer, values: list[Value]) -> list[Value]:
-    """A batch step over the distinct non-missing strings of ``values``; its results guarded."""
-    todo = list(dict.fromkeys(v for v in values if v is not None))
+def _clean_strings(values: list[str | None]) -> list[Value]:
+    """``_CLEAN`` of every value of a list of ``str`` and ``None``, in one comprehension (no call per value)."""
+    ph = _PLACEHOLDER
+    limit = _PLACEHOLDER_MAX
+    safe_start = _NOT_PLACEHOLDER_START
+    safe_inner = _NOT_IN_PLACEHOLDER
+    return [
+        None if not s or (s[0] not in safe_start and (s.isspace() or (
+            len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))) else s
+        for s in values
+    ]
+
+
+def _clean_inputs(values: list[Any]) -> list[Value]:
+    """``_CLEAN`` of every value: whole-list when every value is a ``str`` or ``None``, else value by value."""
+    if set(map(type, values)) <= {str, _NONE_TYPE}:
+        return _clean_strings(values)
+    return list(map(_CLEAN, values))
+
+
+def _run_batch(n: Normalizer, values: list[Value], distinct: bool = False) -> list[Value]:
+    """A batch step over the distinct non-missing strings of ``values``; its results guarded.
+
+    ``values`` are a guard's results: non-empty strings and ``None``;
+    ``distinct``: no string is there twice (the results are then placed by
+    position, without a table).
+    """
+    present: list[bool] | None = None
+    todo: list[str]
+    if distinct:
+        present = list(map(is_not, values, repeat(None)))
+        todo = list(compress(values, present)) if not all(present) else list(values)  # type: ignore[arg-type]
+    else:
+        todo = list(dict.fromkeys(filter(None, values)))
     out = n.normalize(todo) if todo else []
     if not isinstance(out, list) or len(out) != len(todo):
         got = f"{len(out)} values" if isinstance(out, Sequence) else type(out).__name__
@@ -399,12 +462,28 @@ def _run_batch(n: Normalizer, values: list[Value]) -> list[Value]:
                 fix=f"fix the normalizer's plugin, or block the plugin ({ENV_BLOCK})",
             )
         )
-    table: dict[str, Value] = {}
-    for v, r in zip(todo, out):
-        if r is not None and r.__class__ is not str:
-            r = _bad_output(n.name, r, v)
-        table[v] = _CLEAN(r)
-    return [None if v is None else table[v] for v in values]
+    if not set(map(type, out)) <= {str, _NONE_TYPE}:
+        out = [r if r is None or r.__class__ is str else _bad_output(n.name, r, v) for v, r in zip(todo, out)]
+    cleaned = _clean_strings(out)
+    if present is not None:
+        if len(todo) == len(values):
+            return cleaned
+        import numpy as np  # not at the top: validating a job imports this module, without numpy
+
+        placed = np.full(len(values), None, dtype=object)
+        placed[np.asarray(present, dtype=bool)] = _object_array(cleaned)
+        return list(placed.tolist())
+    table: dict[str, Value] = dict(zip(todo, cleaned))
+    return list(map(table.get, values))  # type: ignore[arg-type]  # None -> None: None is no key
+
+
+def _object_array(items: list[Any]) -> Any:
+    """A 1-D numpy object array of ``items`` (never an array of characters)."""
+    import numpy as np
+
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return arr
 
 
 def normalize_column(values: Iterable[Any], steps: Any, registry: Registry | None = None) -> list[Value]:
@@ -434,13 +513,103 @@ def normalize_column_with_stats(
     (the first five distinct such values, in input order), ``missing_after``
     (= the three counts added) and ``distinct_before`` / ``distinct_after``
     (distinct non-missing values).
+
+    Only the distinct values that came out missing are looked at one by one
+    (a value with a key was neither missing nor a placeholder: the chain's
+    guard gives those ``None``); the column itself is passed over by C-level
+    maps. :func:`normalize_column_with_stats_reference` is the plain twin.
     """
     if not isinstance(values, list):
         values = list(values)
     run = _chain(steps, registry)
+    coded = _factorized(values)
+    if coded is not None:  # strings and None: Arrow's hash table, the column mapped back by position
+        keys, codes, counts_of = coded
+        results = run(keys)
+        out = _taken(results, codes)
+        lost = list(compress(keys, map(is_, results, repeat(None))))
+        lost_at = list(compress(range(len(results)), map(is_, results, repeat(None)))) if lost else []
+        counts = Counter(dict(zip(lost, counts_of(lost_at))))
+    else:
+        table: dict[Any, Value] = dict.fromkeys(values)
+        keys = list(table)
+        results = run(keys)
+        table.update(zip(keys, results))
+        out = list(map(table.__getitem__, values))
+        lost = list(compress(keys, map(is_, results, repeat(None))))  # distinct values without a key
+        counts = Counter(filter(set(lost).__contains__, values)) if lost else Counter()
+    missing_before = placeholders = unparseable = unparseable_distinct = 0
+    examples: list[Any] = []
+    for k in lost:
+        c = counts[k]
+        if k is None or (isinstance(k, float) and math.isnan(k)) or (isinstance(k, str) and (not k or k.isspace())):
+            missing_before += c
+        elif is_missing(k):
+            placeholders += c
+        else:
+            unparseable += c
+            unparseable_distinct += 1
+            if len(examples) < 5:
+                examples.append(k)
+    after = set(results)
+    after.discard(None)
+    stats = {
+        "values": len(values),
+        "missing_before": missing_before,
+        "placeholders": placeholders,
+        "unparseable": unparseable,
+        "unparseable_examples": examples,
+        "missing_after": missing_before + placeholders + unparseable,
+        "distinct_before": len(keys) - len(lost) + unparseable_distinct,
+        "distinct_after": len(after),
+    }
+    return out, stats
+
+
+#: columns shorter than this are factorized with a dict (Arrow's conversion does not pay)
+FACTORIZE_MIN = 10_000
+
+
+def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]], list[int]]] | None:
+    """``(keys, codes, counts_of)`` of a column of strings and ``None``: its distinct values in order of
+    first appearance (``None`` among them if present), each value's position in ``keys`` (int64 array),
+    and a function giving the number of values of some keys (by position); ``None`` for a short column
+    or one holding anything else (or a string Arrow cannot hold, such as a lone surrogate)."""
+    if len(values) < FACTORIZE_MIN or not set(map(type, values)) <= {str, _NONE_TYPE}:
+        return None
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(values, type=pa.string(), from_pandas=False)
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        return None
+    enc = pc.dictionary_encode(arr, null_encoding="encode")  # None is a key too, where it first appears
+    keys = enc.dictionary.to_pylist()
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def counts_of(at: list[int]) -> list[int]:
+        return np.bincount(codes, minlength=len(keys))[at].tolist() if at else []
+
+    return keys, codes, counts_of
+
+
+def _taken(results: list[Value], codes: Any) -> list[Value]:
+    """``[results[c] for c in codes]`` by one numpy take."""
+    return list(_object_array(results)[codes].tolist())
+
+
+def normalize_column_with_stats_reference(
+    values: Iterable[Any], steps: Any, registry: Registry | None = None
+) -> tuple[list[Value], dict[str, Any]]:
+    """Plain twin of :func:`normalize_column_with_stats` (every distinct value counted and classified in
+    Python; the chain's steps run per value): the tests' oracle."""
+    if not isinstance(values, list):
+        values = list(values)
+    fs = [_reference_step(n) for n in _normalizers(steps, registry)]
     counts = Counter(values)
-    keys = list(counts)
-    table: dict[Any, Value] = dict(zip(keys, run(keys)))
+    table: dict[Any, Value] = {k: _reference_chain(fs, k) for k in counts}
     missing_before = placeholders = unparseable = present = 0
     examples: list[Any] = []
     for k, c in counts.items():
@@ -467,3 +636,26 @@ def normalize_column_with_stats(
         "distinct_after": len({r for r in table.values() if r is not None}),
     }
     return out, stats
+
+
+def _reference_step(n: Normalizer) -> tuple[str, Callable[[str], Any]]:
+    """A step of the reference chain: its per-value function, else its batch on one value."""
+    f = n.per_value()
+    return n.name, f if f is not None else (lambda s: n.normalize([s])[0])
+
+
+def _reference_chain(fs: Sequence[tuple[str, Callable[[str], Any]]], value: Any) -> Value:
+    """One value through the steps ``fs``, missing in or out of any step -> ``None`` (the rules of the guard)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    s = value if isinstance(value, str) else str(value)
+    if is_missing(s):
+        return None
+    for name, f in fs:
+        r = f(s)
+        if r is None:
+            return None
+        s = _bad_output(name, r, s) if r.__class__ is not str else r
+        if is_missing(s):
+            return None
+    return s

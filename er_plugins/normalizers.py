@@ -68,13 +68,18 @@ and 1.9M (140k, five mixed formats).
 
 from __future__ import annotations
 
+import operator
 import re
 import string
 import unicodedata
 from collections.abc import Callable, Mapping
 from datetime import date as _date
 from functools import cache, lru_cache
-from typing import Any, Literal
+from itertools import compress, repeat
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from pydantic import Field, field_validator
 
@@ -347,7 +352,21 @@ def _make_phone(
     drop_placeholders: bool = True,
     foreign_country_code: str = "keep",
 ) -> PerValue:
-    """Phone numbers -> national significant number, digits only.
+    """The phone normalizer of one value (see :func:`_phone_functions`)."""
+    return _phone_functions(default_region, min_digits, drop_placeholders, foreign_country_code)[0]
+
+
+def _phone_functions(
+    default_region: str | None = "US",
+    min_digits: int = 7,
+    drop_placeholders: bool = True,
+    foreign_country_code: str = "keep",
+) -> tuple[PerValue, Callable[[str, bool], Value]]:
+    """``(phone, from_digits)``: the normalizer of one value, and the same from the value's digits and whether
+    it starts with ``+`` (what the rest of the rules look at, once extensions, ``(0)`` and a spreadsheet's
+    ``.0`` are gone): ``phone(s) == from_digits(digits of s, s starts with +)`` for such values.
+
+    Phone numbers -> national significant number, digits only.
 
     * Extensions (``x12``, ``ext. 12``, ``#12``) are dropped, Unicode digits
       read, ``+44 (0)20`` read as ``+44 20``, a spreadsheet's ``5551234567.0``
@@ -416,7 +435,10 @@ def _make_phone(
         plus = s.lstrip("\"'([ ").startswith("+")
         if plus and "(0)" in s:
             s = s.replace("(0)", "")
-        d = _NON_DIGITS.sub("", s)
+        return decide(_NON_DIGITS.sub("", s), plus)
+
+    def decide(d: str, plus: bool) -> tuple[Value, bool]:
+        """:func:`once` from the digits ``d`` and whether the number starts with ``+``."""
         if not d:
             return None, True
         plain = False
@@ -441,8 +463,7 @@ def _make_phone(
             return None, True
         return out, plain
 
-    def phone(s: str) -> Value:
-        out, plain = once(s)
+    def settle(out: Value, plain: bool) -> Value:
         # A number read as international or with a prefix removed must not change when
         # normalized again: iterate to a fixed point. Digits kept as they were took the
         # branches a second pass would take, so they are one already.
@@ -455,7 +476,76 @@ def _make_phone(
             out = nxt
         return out
 
-    return phone
+    def phone(s: str) -> Value:
+        return settle(*once(s))
+
+    def from_digits(d: str, plus: bool) -> Value:
+        return settle(*decide(d, plus))
+
+    return phone, from_digits
+
+
+def _phones_from_digits(
+    digits: list[str], plus: list[bool], from_digits: Callable[[str, bool], Value], region: str | None,
+    min_digits: int, drop_placeholders: bool,
+) -> list[Value]:
+    """``list(map(from_digits, digits, plus))`` for the phone functions of ``region`` (:func:`_phone_functions`),
+    the two common cases found by whole-list tests and settled without a call:
+
+    * a national number (no ``+``; starts with none of ``00``, the country code, the trunk prefix; no
+      match of the international prefix): :func:`decide` keeps its digits as they are (``plain``), so the
+      key is the digits, or missing when too short or one repeated digit;
+    * ``+`` and the region's country code (found first: no shorter country code is a prefix of it) followed
+      by such a national number: the country code is removed, and the rest, normalized again, stays.
+
+    Any other value goes through ``from_digits``.
+    """
+    n = len(digits)
+    if region is None or n == 0:
+        return list(map(from_digits, digits, plus))
+    cc, idd, trunk, _ = _phone_region(region.upper())
+    ccs = _country_codes()
+    blocked = ("00", cc) + ((trunk,) if trunk else ())
+
+    def national(ds: list[str]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """(is a plain national number, whose key is missing: too short or one repeated digit)."""
+        m = len(ds)
+        ok = ~np.fromiter(map(str.startswith, ds, repeat(blocked)), dtype=bool, count=m)
+        if idd is not None:
+            ok &= np.asarray(np.fromiter(map(idd.match, ds), dtype=object, count=m) == None)  # noqa: E711
+        short = np.fromiter(map(len, ds), dtype=np.int64, count=m) < min_digits
+        gone = short
+        if drop_placeholders:  # d == d[-1] * len(d): stripping its last digit leaves nothing
+            lasts = map(operator.itemgetter(-1), ds)
+            gone = short | np.fromiter(map(operator.not_, map(str.strip, ds, lasts)), dtype=bool, count=m)
+        return ok, gone
+
+    has_plus = np.asarray(plus, dtype=bool)
+    nonempty = np.fromiter(map(bool, digits), dtype=bool, count=n)
+    out = _objects(digits)
+    done = np.zeros(n, dtype=bool)
+    local = np.flatnonzero(~has_plus & nonempty)
+    if len(local):
+        ds = list(map(digits.__getitem__, local.tolist()))
+        ok, gone = national(ds)
+        done[local[ok]] = True
+        out[local[ok & gone]] = None
+    if not any(cc[:k] in ccs for k in range(1, len(cc))):
+        lead = np.flatnonzero(has_plus & nonempty)
+        if len(lead):
+            ds = list(map(digits.__getitem__, lead.tolist()))
+            lead = lead[np.fromiter(map(str.startswith, ds, repeat(cc)), dtype=bool, count=len(ds))]
+            rests = [digits[i][len(cc):] for i in lead.tolist()]
+            ok, gone = national(rests)
+            ok &= np.fromiter(map(bool, rests), dtype=bool, count=len(rests))
+            keep = lead[ok]
+            done[keep] = True
+            out[keep] = np.asarray(rests + [None], dtype=object)[:-1][ok]
+            out[lead[ok & gone]] = None
+    rest = np.flatnonzero(~done).tolist()
+    if rest:
+        out[rest] = np.asarray([from_digits(digits[i], plus[i]) for i in rest] + [None], dtype=object)[:-1]
+    return list(out.tolist())
 
 
 # ---------------------------------------------------------------------------
@@ -704,15 +794,185 @@ def _make_strip() -> PerValue:
 
 
 # ---------------------------------------------------------------------------
+# batches: the same functions over a whole list of distinct values
+#
+# The values of a batch that are ASCII and hold no NUL are joined by NUL into one text and go
+# through each step (translate, lower, a regex, a token map) in one C-level pass; the text is split
+# at the NULs again. The others (and values that a function treats specially, found by a pattern)
+# go through the per-value function. Tests compare every batch with its per-value function.
+
+#: batches shorter than this are normalized value by value (the joined passes do not pay)
+BATCH_MIN = 64
+_SEP = "\x00"
+_ASCII_TEXT_KEEP_SEP = {**_ASCII_TEXT, 0: _SEP}
+#: deletes every ASCII character but the digits and NUL (str.translate: far faster than a regex)
+_NON_DIGITS_KEEP_SEP = str.maketrans("", "", "".join(chr(i) for i in range(1, 128) if not chr(i).isdigit()))
+
+
+def _split_fast(
+    values: list[str], slow_pattern: re.Pattern[str] | None = None
+) -> tuple[list[str], str, npt.NDArray[np.bool_] | None]:
+    """``(fast, joined, slow)``: the values that are ASCII, hold no NUL and no match of ``slow_pattern`` (a
+    pattern that never matches a NUL), those joined by NUL, and which values are not fast (``None``: all are)."""
+    n = len(values)
+    big = _SEP.join(values)
+    slow: npt.NDArray[np.bool_] | None = None
+    if not big.isascii():
+        slow = ~np.fromiter(map(str.isascii, values), dtype=bool, count=n)
+    if big.count(_SEP) != n - 1:  # rare: a value holds a NUL; the pattern is searched value by value
+        slow = np.fromiter(map(str.__contains__, values, repeat(_SEP)), dtype=bool, count=n) | (
+            False if slow is None else slow)
+        if slow_pattern is not None:
+            slow |= np.fromiter((m is not None for m in map(slow_pattern.search, values)), dtype=bool, count=n)
+    elif slow_pattern is not None:
+        hits = [m.start() for m in slow_pattern.finditer(big)]
+        if hits:
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=n) + 1
+            starts = np.cumsum(lengths) - lengths
+            at = np.searchsorted(starts, np.asarray(hits, dtype=np.int64), side="right") - 1
+            if slow is None:
+                slow = np.zeros(n, dtype=bool)
+            slow[at] = True
+    if slow is None or not slow.any():
+        return values, big, None
+    fast = list(compress(values, map(operator.not_, slow.tolist())))
+    return fast, _SEP.join(fast), slow
+
+
+def _by_parts(
+    values: list[str], fast: Callable[[list[str], str], list[Value]], one: PerValue,
+    slow_pattern: re.Pattern[str] | None = None,
+) -> list[Value]:
+    """``fast(values, joined)`` for the fast values of :func:`_split_fast`, ``one`` for each other value; in order."""
+    if len(values) < BATCH_MIN:
+        return list(map(one, values))
+    quick, big, slow = _split_fast(values, slow_pattern)
+    out = fast(quick, big) if quick else []
+    if slow is None:
+        return out
+    merged = np.empty(len(values), dtype=object)
+    merged[~slow] = _objects(out)
+    merged[slow] = _objects([one(v) for v in compress(values, slow.tolist())])
+    return list(merged.tolist())
+
+
+def _objects(items: list[Any]) -> npt.NDArray[np.object_]:
+    """A 1-D object array of the items (never an array of strings or a 2-D array)."""
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return arr
+
+
+def _ascii_texts(big: str) -> list[str]:
+    """:func:`_text` of the NUL-joined ASCII values of ``big`` (none holding a NUL)."""
+    t = big.translate(_ASCII_TEXT_KEEP_SEP).lower()  # punctuation and control characters -> space
+    while "  " in t:  # runs of spaces -> one space (only spaces are whitespace now)
+        t = t.replace("  ", " ")
+    t = t.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ")
+    return t.split(_SEP)
+
+
+def _texts(values: list[str]) -> list[Value]:
+    """``[_text(v) for v in values]``."""
+    return _by_parts(values, lambda _, big: list(_ascii_texts(big)), _text)
+
+
+#: tokens that :func:`_address` reads with their neighbour ("p o", "post office", "north east"), or "pob"
+_ADDRESS_NEIGHBOURS = tuple(sorted(_ADDRESS_SPECIAL - {"#"}))
+
+
+def _ascii_addresses(values: list[str], big: str) -> list[Value]:
+    """:func:`_address` of ASCII values without ``#``: texts joined by `` NUL ``, split into tokens, each token
+    mapped (``ADDRESS_TOKENS``) and joined again; values with a token of :data:`_ADDRESS_NEIGHBOURS` one by one."""
+    texts = _ascii_texts(big)
+    joined = f" {_SEP} ".join(texts)
+    tokens = joined.split(" ")
+    out: list[Value] = list(" ".join(map(ADDRESS_TOKENS.get, tokens, tokens)).split(f" {_SEP} "))
+    padded = f" {joined} "
+    hits: list[int] = []
+    for tok in _ADDRESS_NEIGHBOURS:
+        needle = f" {tok} "
+        i = padded.find(needle)
+        while i >= 0:
+            hits.append(i)
+            i = padded.find(needle, i + 1)
+    if hits:
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 3
+        starts = np.cumsum(lengths) - lengths
+        for k in np.unique(np.searchsorted(starts, np.asarray(hits, dtype=np.int64), side="right") - 1).tolist():
+            out[k] = _address(values[k])
+    return out
+
+
+def _addresses(values: list[str]) -> list[Value]:
+    """``[_address(v) for v in values]``."""
+    return _by_parts(values, _ascii_addresses, _address, re.compile("#"))
+
+
+#: emails holding whitespace or a colon ("mailto:") take the per-value path
+_EMAIL_SLOW = re.compile(r"[\s:]")
+
+
+def _emails(values: list[str], one: PerValue, gmail_dots: bool) -> list[Value]:
+    """``[one(v) for v in values]`` for the ``email`` function ``one``: ASCII values without whitespace or
+    ``:`` lowercased in one pass; one that is ``local@domain`` (one ``@``, both parts non-empty, no final
+    dot) is its own key, any other goes through ``one``."""
+    if gmail_dots:
+        return list(map(one, values))
+
+    def fast(_: list[str], big: str) -> list[Value]:
+        low = big.lower().split(_SEP)  # casefold() of ASCII text
+        return [e if e.count("@") == 1 and e[0] != "@" and e[-1] != "@" and e[-1] != "." else one(e) for e in low]
+
+    return _by_parts(values, fast, one, _EMAIL_SLOW)
+
+
+#: phones with a possible extension ("x12", "ext 12", "#12", "t"), a "(0)" or a spreadsheet's ".0":
+#: the per-value path
+_PHONE_SLOW = re.compile(r"[xX#tT]|\(0\)|\.0")
+#: a value that starts with "+" (after whitespace and quotes, brackets, spaces), at a NUL of the joined text
+_PHONE_PLUS = re.compile(_SEP + r"[ \t\n\x0b\x0c\r\x1c-\x1f]*[\"'(\[ ]*\+")
+
+
+def _phones(values: list[str], one: PerValue, batch: Callable[[list[str], list[bool]], list[Value]]) -> list[Value]:
+    """``[one(v) for v in values]`` for the ``phone`` function ``one`` and ``batch`` (:func:`_phones_from_digits`
+    of the same parameters): the digits of the fast values in one regex pass, the leading ``+`` found by one
+    search of the joined text."""
+
+    def fast(quick: list[str], big: str) -> list[Value]:
+        digits = big.translate(_NON_DIGITS_KEEP_SEP).split(_SEP)
+        plus = [False] * len(quick)
+        marks = [m.start() for m in _PHONE_PLUS.finditer(_SEP + big)]
+        if marks:
+            lengths = np.fromiter(map(len, quick), dtype=np.int64, count=len(quick)) + 1
+            starts = np.cumsum(lengths) - lengths
+            for k in np.searchsorted(starts, np.asarray(marks, dtype=np.int64), side="right").tolist():
+                plus[k - 1] = True
+        return batch(digits, plus)
+
+    return _by_parts(values, fast, one, _PHONE_SLOW)
+
+
+def _digit_strings(values: list[str], one: PerValue) -> list[Value]:
+    """``[one(v) for v in values]`` for the ``digits`` function ``one``: ASCII values in one regex pass."""
+    return _by_parts(values, lambda _, big: list(big.translate(_NON_DIGITS_KEEP_SEP).split(_SEP)), one)
+
+
+# ---------------------------------------------------------------------------
 # the components
 
 
 class Text(Normalizer):
     name = "text"
     summary = "NFKC, casefold, accents stripped, apostrophes removed, punctuation -> space, whitespace collapsed"
+    #: chains run normalize() (the whole batch in a few passes; per_value() is its reference)
+    batch_first: ClassVar[bool] = True
 
     def per_value(self) -> PerValue:
         return _make_text()
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        return _texts(values)
 
 
 class NameParams(Params):
@@ -787,23 +1047,42 @@ class Phone(Normalizer):
     Params = PhoneParams
     requires = ("phonenumbers",)
 
-    def per_value(self) -> PerValue:
+    batch_first: ClassVar[bool] = True
+
+    def _functions(self) -> tuple[PerValue, Callable[[str, bool], Value]]:
         p = self.params
         assert isinstance(p, PhoneParams)
-        return _make_phone(
+        return _phone_functions(
             default_region=p.default_region,
             min_digits=p.min_digits,
             drop_placeholders=p.drop_placeholders,
             foreign_country_code=p.foreign_country_code,
         )
 
+    def per_value(self) -> PerValue:
+        return self._functions()[0]
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        p = self.params
+        assert isinstance(p, PhoneParams)
+        one, from_digits = self._functions()
+
+        def batch(digits: list[str], plus: list[bool]) -> list[Value]:
+            return _phones_from_digits(digits, plus, from_digits, p.default_region, p.min_digits, p.drop_placeholders)
+
+        return _phones(values, one, batch)
+
 
 class Address(Normalizer):
     name = "address"
     summary = "text, then USPS Pub. 28 street suffix, unit and directional abbreviations (street -> st)"
+    batch_first: ClassVar[bool] = True
 
     def per_value(self) -> PerValue:
         return _make_address()
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        return _addresses(values)
 
 
 class EmailParams(Params):
@@ -817,10 +1096,17 @@ class Email(Normalizer):
     summary = "stripped, casefolded; exactly one @ with non-empty parts, else missing"
     Params = EmailParams
 
+    batch_first: ClassVar[bool] = True
+
     def per_value(self) -> PerValue:
         p = self.params
         assert isinstance(p, EmailParams)
         return _make_email(gmail_dots=p.gmail_dots)
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        p = self.params
+        assert isinstance(p, EmailParams)
+        return _emails(values, self.per_value(), p.gmail_dots)
 
 
 class DateParams(Params):
@@ -848,9 +1134,13 @@ class Date(Normalizer):
 class Digits(Normalizer):
     name = "digits"
     summary = "digits only"
+    batch_first: ClassVar[bool] = True
 
     def per_value(self) -> PerValue:
         return _make_digits()
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        return _digit_strings(values, _make_digits())
 
 
 class Lower(Normalizer):

@@ -53,6 +53,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.dtypes import StringDType
 from pydantic import Field, field_validator, model_validator
 
@@ -76,6 +78,7 @@ __all__ = [
     "PairLimit",
     "available_memory",
     "field_codes",
+    "field_codes_numpy",
     "key_codes",
     "sort_strings",
     "window_pairs",
@@ -131,9 +134,47 @@ def field_codes(values: Sequence[str | None], prefix: int | None = None) -> tupl
     ``codes[i]`` is the rank of ``values[i]`` (cut to its first ``prefix``
     characters when given) among the column's distinct present values in
     code-point order, or -1 when the value is missing (``None`` or ``""``).
-    Equal strings get equal codes and different strings different codes:
-    the grouping is by sorting the strings, not by hashing them.
+    Equal strings get equal codes and different strings different codes
+    (no hash collision can merge two values).
+
+    A column of strings and ``None`` is factorized by Arrow (its hash table
+    compares the bytes: exact) and only the distinct values are sorted (UTF-8
+    byte order is code-point order); their ranks are then the codes. Any
+    other column (or one Arrow cannot hold, such as a lone surrogate) takes
+    :func:`field_codes_numpy`, the same codes by sorting the whole column.
     """
+    coded = _field_codes_arrow(values, prefix)
+    return coded if coded is not None else field_codes_numpy(values, prefix)
+
+
+def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tuple[Int64Array, int] | None:
+    n = len(values)
+    if n == 0 or not set(map(type, values)) <= {str, type(None)}:
+        return None
+    try:
+        arr = pa.array(values, type=pa.string())
+    except (pa.ArrowException, UnicodeError):
+        return None
+    if prefix is not None:
+        arr = pc.utf8_slice_codeunits(arr, 0, int(prefix))
+    enc = pc.dictionary_encode(arr)
+    dictionary = enc.dictionary
+    k = len(dictionary)
+    if k == 0:
+        return np.full(n, -1, dtype=np.int64), 0
+    order = pc.array_sort_indices(dictionary).to_numpy()  # ascending, in UTF-8 byte (= code-point) order
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k, dtype=np.int64)
+    first = dictionary[int(order[0])].as_py()
+    if first == "":  # the empty string is missing, and the smallest value: the others move down by one
+        rank -= 1
+        k -= 1
+    codes = np.append(rank, np.int64(-1))[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+    return codes.astype(np.int64, copy=False), k
+
+
+def field_codes_numpy(values: Sequence[str | None], prefix: int | None = None) -> tuple[Int64Array, int]:
+    """:func:`field_codes` by sorting the whole column with numpy (``StringDType``); any column of values."""
     n = len(values)
     codes = np.full(n, -1, dtype=np.int64)
     if n == 0:

@@ -70,6 +70,13 @@ from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.parallel import map_ordered
+from er_framework.kernels.records_bounds import (
+    BOUNDED_SCORERS,
+    BagSignatures,
+    bag_overlap,
+    bag_signatures,
+    similarity_upper_bound,
+)
 
 __all__ = [
     "CHUNK_PAIRS",
@@ -91,6 +98,9 @@ __all__ = [
 
 #: pairs compared per chunk (bounds the temporaries: about 100 bytes per pair and field)
 CHUNK_PAIRS = 1 << 20
+#: a pair is left uncompared only when its similarity bound is this far below the lowest level
+#: (0..100 scale; far above the rounding error of the bound and of rapidfuzz's scores)
+BOUND_MARGIN = 1e-6
 
 Scorer = Literal[
     "ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "jaro_winkler", "levenshtein", "exact", "digits"
@@ -126,7 +136,10 @@ class _Column:
 
     Only the records in ``rows`` are prepared (joined, reduced to digits,
     factorized - in Arrow, no Python step per record); others keep code -1 and
-    must not be compared.
+    must not be compared. ``bounds``: also keep the values' character
+    signatures (:func:`~er_framework.kernels.records_bounds.bag_signatures`)
+    for :meth:`levels` to skip pairs that cannot reach a level (scorers of
+    :data:`~er_framework.kernels.records_bounds.BOUNDED_SCORERS` only).
     """
 
     def __init__(
@@ -136,6 +149,7 @@ class _Column:
         scorer: str,
         rows: npt.NDArray[np.int64],
         last_digits: int | None = None,
+        bounds: bool = False,
     ) -> None:
         missing_cols = [c for c in columns if c not in records.fields]
         if missing_cols:
@@ -143,12 +157,16 @@ class _Column:
                 f"field(s) {missing_cols} not in the records; available: {sorted(records.fields)}"
             )
         self.scorer = scorer
-        take = None if len(rows) == len(records) else pa.array(rows, type=pa.int64())
+        whole = len(rows) == len(records)
         parts = []
         for c in columns:
-            a = pa.array(records.fields[c], type=pa.string())
-            if take is not None:
-                a = a.take(take)
+            col = records.fields[c]
+            if whole:
+                a = pa.array(col, type=pa.string())
+            elif len(rows) * 8 < len(records):  # a few rows: taken in Python, the column is not converted
+                a = pa.array(list(map(col.__getitem__, rows.tolist())), type=pa.string())
+            else:
+                a = pa.array(col, type=pa.string()).take(pa.array(rows, type=pa.int64()))
             parts.append(_blank_to_null(a))
         v = parts[0]
         for part in parts[1:]:
@@ -161,17 +179,23 @@ class _Column:
                 v = pc.utf8_slice_codeunits(v, start=-last_digits)
             v = _blank_to_null(v)
         enc = pc.dictionary_encode(v)
-        codes = np.full(len(records), -1, dtype=np.int64)
-        codes[rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = np.full(len(records), -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
+        codes[rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
         self.codes = codes
         self.values = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        # few distinct values (names, dates): a chunk's pairs repeat value combinations, compared once each
+        self.dedup = len(self.values) * 4 <= max(len(rows), 1)
+        self.bounds: BagSignatures | None = None
+        if bounds and scorer in BOUNDED_SCORERS and len(self.values):
+            self.bounds = bag_signatures(*_utf8_buffers(enc.dictionary))
 
     def scores(self, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], workers: int) -> npt.NDArray[np.float64]:
         """Similarity 0..100 of every pair (one chunk); NaN where the field is missing.
 
-        Only distinct (left value, right value) combinations are compared; equal
-        values score 100 without a call. With ``workers > 1`` the combinations
-        are cut into ``workers`` slices compared on threads (same result).
+        Equal values score 100 without a call; with few distinct values only
+        distinct (left value, right value) combinations are compared. With
+        ``workers > 1`` the comparisons are cut into ``workers`` slices
+        compared on threads (same result).
         """
         cl, cr = self.codes[left], self.codes[right]
         out = np.full(len(cl), np.nan)
@@ -179,30 +203,79 @@ class _Column:
         equal = present & (cl == cr)
         out[equal] = 100.0
         todo = present & ~equal
-        fn, mult = SCORERS[self.scorer]
-        if fn is None:
+        if SCORERS[self.scorer][0] is None:
             out[todo] = 0.0
             return out
         if not todo.any():
             return out
-        nv = np.int64(max(len(self.values), 1))
-        keys, inverse = np.unique(cl[todo] * nv + cr[todo], return_inverse=True)
-        a = self.values[keys // nv]
-        b = self.values[keys % nv]
+        out[todo] = self.compare(cl[todo], cr[todo], workers)
+        return out
+
+    def levels(
+        self, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], thresholds: Sequence[float], workers: int
+    ) -> npt.NDArray[np.int64]:
+        """``level_of(self.scores(left, right, workers), thresholds)``, the same levels with less work: a pair
+        whose similarity bound (:attr:`bounds`) is below the lowest threshold is at the last level without
+        being compared."""
+        cl, cr = self.codes[left], self.codes[right]
+        out = np.full(len(cl), -1, dtype=np.int64)
+        present = (cl >= 0) & (cr >= 0)
+        equal = present & (cl == cr)
+        out[equal] = level_of(np.array([100.0]), thresholds)[0]
+        todo = np.flatnonzero(present & ~equal)
+        if len(todo) == 0:
+            return out
+        if SCORERS[self.scorer][0] is None:
+            out[todo] = level_of(np.array([0.0]), thresholds)[0]
+            return out
+        a, b = cl[todo], cr[todo]
+        bs = self.bounds
+        if bs is not None:
+            ub = similarity_upper_bound(self.scorer, bag_overlap(bs.sig, a, b), bs.lengths[a], bs.lengths[b])
+            far = ub < min(thresholds) - BOUND_MARGIN
+            if bs.exact_only.any():
+                far &= ~(bs.exact_only[a] | bs.exact_only[b])
+            out[todo[far]] = len(thresholds)
+            near = ~far
+            todo, a, b = todo[near], a[near], b[near]
+            if len(todo) == 0:
+                return out
+        out[todo] = level_of(self.compare(a, b, workers), thresholds)
+        return out
+
+    def compare(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], workers: int) -> npt.NDArray[np.float64]:
+        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
+        fn, mult = SCORERS[self.scorer]
+        assert fn is not None
+        inverse = None
+        if self.dedup:
+            nv = np.int64(max(len(self.values), 1))
+            keys, inverse = np.unique(a * nv + b, return_inverse=True)
+            a, b = keys // nv, keys % nv
+        va, vb = self.values[a], self.values[b]
 
         def compare(ab: tuple[int, int]) -> npt.NDArray[np.float64]:
             lo, hi = ab
             return np.asarray(
-                process.cpdist(a[lo:hi].tolist(), b[lo:hi].tolist(), scorer=fn, score_multiplier=mult, dtype=np.float64),
+                process.cpdist(va[lo:hi].tolist(), vb[lo:hi].tolist(), scorer=fn, score_multiplier=mult, dtype=np.float64),
                 dtype=np.float64,
             )
 
-        k = len(keys)
+        k = len(va)
         w = max(1, min(int(workers), k // 10000 + 1))
         bounds = np.linspace(0, k, w + 1).astype(np.int64)
         s = np.concatenate(map_ordered(compare, list(zip(bounds[:-1].tolist(), bounds[1:].tolist())), w))
-        out[todo] = s[inverse.reshape(-1)]
-        return out
+        return s if inverse is None else s[inverse.reshape(-1)]
+
+
+def _utf8_buffers(strings: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The UTF-8 bytes and the offsets of an Arrow string array (no copy of the bytes)."""
+    if not pa.types.is_large_string(strings.type):
+        strings = strings.cast(pa.large_string())
+    _, off_buf, data_buf = strings.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[strings.offset : strings.offset + len(strings) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    return data, offsets
 
 
 def _blank_to_null(a: pa.Array) -> pa.Array:
@@ -1060,27 +1133,47 @@ class FellegiSunter(Verifier):
     fit: EMFit | None = None
 
     def _columns_for(self, batch: Batch, *index_arrays: npt.NDArray[np.int64]) -> list[_Column]:
+        """The compared fields over the records of ``index_arrays`` (with the signatures of :meth:`_Column.levels`)."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         rows = _rows_of(len(batch.records), *index_arrays)
-        return [_Column(batch.records, _columns(f.field), f.comparison, rows, f.last_digits) for f in p.fields]
+
+        def build(f: FSField) -> _Column:
+            return _Column(batch.records, _columns(f.field), f.comparison, rows, f.last_digits, bounds=True)
+
+        # one field per thread (Arrow's kernels and numpy release the GIL)
+        return map_ordered(build, p.fields, self.context.workers)
 
     def _codes(
         self, cols: list[_Column], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.signedinteger[Any]]:
-        """Pattern code of every pair (mixed radix over the fields' states; int32 when they fit), a chunk at a time."""
+        """Pattern code of every pair (mixed radix over the fields' states; int32 when they fit).
+
+        Chunks of pairs run on ``context.workers`` threads (numpy and rapidfuzz
+        release the GIL), each chunk all fields; a pair's code depends on the
+        pair alone, so the result is the same for any chunking.
+        """
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
         radix = _radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
         out: npt.NDArray[np.signedinteger[Any]] = np.empty(len(left), dtype=np.int32 if space < 2**31 else np.int64)
-        for a, b in _chunks(len(left)):
+        workers = max(1, int(self.context.workers))
+        chunks = _chunks(len(left))
+        if 1 < len(left) and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
+            size = -(-len(left) // workers)
+            chunks = [(a, min(a + size, len(left))) for a in range(0, len(left), size)]
+        inner = 1 if len(chunks) > 1 else workers
+
+        def chunk(ab: tuple[int, int]) -> None:
+            a, b = ab
             c = np.zeros(b - a, dtype=np.int64)
             for f, (fld, col) in enumerate(zip(p.fields, cols)):
-                lvl = level_of(col.scores(left[a:b], right[a:b], self.context.workers), fld.thresholds)
-                c += (lvl + 1) * radix[f]
+                c += (col.levels(left[a:b], right[a:b], fld.thresholds, inner) + 1) * radix[f]
             out[a:b] = c
+
+        map_ordered(chunk, chunks, workers)
         return out
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
@@ -1113,15 +1206,19 @@ class FellegiSunter(Verifier):
         """
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        codes = self.pair_codes(batch, pairs)
         if len(pairs) == 0:
             self._report: dict[str, Any] = {"pairs_scored": 0}
             return np.zeros(0)
+        sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
+        # the fields prepared once for the candidates and the random pairs
+        cols = self._columns_for(batch, pairs.left, pairs.right, sample.left, sample.right)
+        codes = np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
         space = self._space()
         uniq, counts = _count_codes(codes, space)
-        sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
-        s_uniq, s_counts = _count_codes(self.pair_codes(batch, sample), space) if len(sample) else (
-            np.zeros(0, np.int64), np.zeros(0))
+        s_uniq, s_counts = (
+            _count_codes(np.asarray(self._codes(cols, sample.left, sample.right), dtype=np.int64), space)
+            if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
+        )
         lab = self.labelled
         if lab is not None:
             self.labelled_codes = self.pair_codes(batch, lab.pairs) if len(lab.pairs) else np.zeros(0, np.int64)
