@@ -516,7 +516,7 @@ def _phones_from_digits(
         short = np.fromiter(map(len, ds), dtype=np.int64, count=m) < min_digits
         gone = short
         if drop_placeholders:  # d == d[-1] * len(d): stripping its last digit leaves nothing
-            lasts = map(operator.itemgetter(-1), ds)
+            lasts = map(operator.getitem, ds, repeat(slice(-1, None)))  # "" for "" (never kept: no digits)
             gone = short | np.fromiter(map(operator.not_, map(str.strip, ds, lasts)), dtype=bool, count=m)
         return ok, gone
 

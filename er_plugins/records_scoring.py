@@ -79,6 +79,7 @@ from er_framework.kernels.records_bounds import (
 )
 
 __all__ = [
+    "BOUND_MARGIN",
     "CHUNK_PAIRS",
     "SCORERS",
     "FieldRule",
@@ -87,12 +88,16 @@ __all__ = [
     "FSField",
     "FellegiSunterParams",
     "FellegiSunter",
+    "FieldColumn",
     "EMFit",
     "fit_em",
     "isotonic_decreasing",
     "isotonic_decreasing_reference",
     "monotone_m_step",
     "pattern_counts",
+    "pattern_radix",
+    "field_columns",
+    "rows_of",
     "level_of",
 ]
 
@@ -119,19 +124,19 @@ SCORERS: dict[str, tuple[Callable[..., float] | None, float]] = {
 }
 
 
-def _columns(f: str | list[str]) -> list[str]:
+def field_columns(f: str | list[str]) -> list[str]:
     return [f] if isinstance(f, str) else list(f)
 
 
 def _label(f: str | list[str], name: str | None) -> str:
-    return name if name is not None else "+".join(_columns(f))
+    return name if name is not None else "+".join(field_columns(f))
 
 
 # ---------------------------------------------------------------------------
 # one compared field over the records taking part
 
 
-class _Column:
+class FieldColumn:
     """A field's values factorized: ``codes[i]`` is record ``i``'s value id (-1: missing).
 
     Only the records in ``rows`` are prepared (joined, reduced to digits,
@@ -284,7 +289,7 @@ def _blank_to_null(a: pa.Array) -> pa.Array:
     return pc.if_else(blank, pa.scalar(None, type=pa.string()), a)
 
 
-def _rows_of(n: int, *index_arrays: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def rows_of(n: int, *index_arrays: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Sorted distinct record indices appearing in the arrays (O(n + pairs), no sort)."""
     mask = np.zeros(n, dtype=bool)
     for a in index_arrays:
@@ -430,10 +435,10 @@ class FieldScore(Verifier):
         """Per-field similarity 0..100 of every pair (NaN: missing), keyed by field label."""
         p = self.params
         assert isinstance(p, FieldScoreParams)
-        rows = _rows_of(len(batch.records), pairs.left, pairs.right)
+        rows = rows_of(len(batch.records), pairs.left, pairs.right)
         out: dict[str, npt.NDArray[np.float64]] = {}
         for r in p.fields:
-            col = _Column(batch.records, _columns(r.field), r.scorer, rows, r.last_digits)
+            col = FieldColumn(batch.records, field_columns(r.field), r.scorer, rows, r.last_digits)
             s = np.empty(len(pairs))
             for a, b in _chunks(len(pairs)):
                 s[a:b] = col.scores(pairs.left[a:b], pairs.right[a:b], self.context.workers)
@@ -486,8 +491,8 @@ class FieldScore(Verifier):
         p = self.params
         assert isinstance(p, FieldScoreParams)
         n = len(pairs)
-        rows = _rows_of(len(batch.records), pairs.left, pairs.right)
-        cols = [_Column(batch.records, _columns(r.field), r.scorer, rows, r.last_digits) for r in p.fields]
+        rows = rows_of(len(batch.records), pairs.left, pairs.right)
+        cols = [FieldColumn(batch.records, field_columns(r.field), r.scorer, rows, r.last_digits) for r in p.fields]
         total_w = sum(r.weight for r in p.fields)
         total = np.empty(n)
         sums = np.zeros(len(p.fields))
@@ -522,7 +527,7 @@ class FieldScore(Verifier):
             "pairs_with_every_field_missing": all_missing,
             "per_field": {
                 r.label: {
-                    "columns": _columns(r.field),
+                    "columns": field_columns(r.field),
                     "scorer": r.scorer,
                     "weight": r.weight,
                     "missing_mode": r.missing,
@@ -551,7 +556,7 @@ def level_of(scores: npt.NDArray[np.float64], levels: Sequence[float]) -> npt.ND
     return np.where(np.isnan(scores), -1, lvl).astype(np.int64)
 
 
-def _radix(n_levels: Sequence[int]) -> npt.NDArray[np.int64]:
+def pattern_radix(n_levels: Sequence[int]) -> npt.NDArray[np.int64]:
     """Mixed-radix place values: field f's state (level + 1, 0 = missing) times radix[f]."""
     r = np.ones(len(n_levels), dtype=np.int64)
     for f in range(1, len(n_levels)):
@@ -560,11 +565,11 @@ def _radix(n_levels: Sequence[int]) -> npt.NDArray[np.int64]:
 
 
 def _encode(levels: npt.NDArray[np.int64], n_levels: Sequence[int]) -> npt.NDArray[np.int64]:
-    return ((np.asarray(levels, dtype=np.int64) + 1) * _radix(n_levels)).sum(axis=1)
+    return ((np.asarray(levels, dtype=np.int64) + 1) * pattern_radix(n_levels)).sum(axis=1)
 
 
 def _decode(codes: npt.NDArray[np.int64], n_levels: Sequence[int]) -> npt.NDArray[np.int64]:
-    radix = _radix(n_levels)
+    radix = pattern_radix(n_levels)
     base = np.asarray(n_levels, dtype=np.int64) + 1
     return (codes[:, None] // radix[None, :]) % base[None, :] - 1
 
@@ -1132,20 +1137,20 @@ class FellegiSunter(Verifier):
     #: the model fitted by the last :meth:`score` call
     fit: EMFit | None = None
 
-    def _columns_for(self, batch: Batch, *index_arrays: npt.NDArray[np.int64]) -> list[_Column]:
-        """The compared fields over the records of ``index_arrays`` (with the signatures of :meth:`_Column.levels`)."""
+    def _columns_for(self, batch: Batch, *index_arrays: npt.NDArray[np.int64]) -> list[FieldColumn]:
+        """The compared fields over the records of ``index_arrays`` (with the signatures of :meth:`FieldColumn.levels`)."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        rows = _rows_of(len(batch.records), *index_arrays)
+        rows = rows_of(len(batch.records), *index_arrays)
 
-        def build(f: FSField) -> _Column:
-            return _Column(batch.records, _columns(f.field), f.comparison, rows, f.last_digits, bounds=True)
+        def build(f: FSField) -> FieldColumn:
+            return FieldColumn(batch.records, field_columns(f.field), f.comparison, rows, f.last_digits, bounds=True)
 
         # one field per thread (Arrow's kernels and numpy release the GIL)
         return map_ordered(build, p.fields, self.context.workers)
 
     def _codes(
-        self, cols: list[_Column], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]
+        self, cols: list[FieldColumn], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.signedinteger[Any]]:
         """Pattern code of every pair (mixed radix over the fields' states; int32 when they fit).
 
@@ -1156,7 +1161,7 @@ class FellegiSunter(Verifier):
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
-        radix = _radix(n_levels)
+        radix = pattern_radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
         out: npt.NDArray[np.signedinteger[Any]] = np.empty(len(left), dtype=np.int32 if space < 2**31 else np.int64)
         workers = max(1, int(self.context.workers))
@@ -1308,7 +1313,7 @@ class FellegiSunter(Verifier):
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
             "per_field": {
                 fld.label: {
-                    "columns": _columns(fld.field),
+                    "columns": field_columns(fld.field),
                     "comparison": fld.comparison,
                     "levels": fld.level_names(),
                     "m": [float(x) for x in fit.m[f]],

@@ -73,7 +73,7 @@ import zlib
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -751,6 +751,7 @@ def _guarded_lines(pieces: Iterable[tuple[str, int]], guard: _RowGuard | None) -
 def read_csv_columns(
     text: str | Iterable[tuple[str, int]], file: str, delimiter: str, wanted: list[str], id_column: str, hint: str,
     *, max_record_bytes: int | None = None, whole: bool = True, ids: _RecordIds | None = None,
+    split_whole: bool = True,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw string columns of a CSV/TSV text (empty cells still ``""``).
 
@@ -758,10 +759,19 @@ def read_csv_columns(
     :func:`_text_chunks` yields them; read one at a time). A record (row) larger than
     ``max_record_bytes`` raises InputError. ``whole``: the text is a whole file, so a header
     without any row is a problem (not for one partition of a file).
+
+    The header is read by ``csv.reader``. The pieces after it are split whole
+    (:func:`_simple_piece`: lines, then cells, by C-level string methods) while
+    they hold no quote, carriage return or NUL and every line has the header's
+    number of cells: then ``csv.reader`` would read each line as its cells. From
+    the first piece where that does not hold, ``csv.reader`` reads the rest (and
+    reports its problems); the results are the same either way (``split_whole=False``:
+    ``csv.reader`` reads everything, the tests' reference).
     """
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     guard = _RowGuard(max_record_bytes) if max_record_bytes is not None else None
-    reader = csv.reader(_guarded_lines(_pieces(text), guard), delimiter=delimiter, strict=True)
+    source = _Pieces(_pieces(text))
+    reader = csv.reader(_guarded_lines(source, guard), delimiter=delimiter, strict=True)
     too_big = _TooBigRow(file, hint, guard, ids)
     with too_big.caught():
         header, header_line, problems = _csv_header(reader, file, delimiter, wanted, id_column, hint)
@@ -774,10 +784,38 @@ def read_csv_columns(
         ids.position = positions[id_column][0]
     problems += _csv_header_problems(header, header_line, positions, file, delimiter, wanted, id_column, hint)
     keep = [positions[c][0] for c in wanted if c in positions]
-    with too_big.caught():
-        rows, lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard)
+    cells: list[list[Any]] = [[] for _ in keep]
+    lines: list[int] = []
+    row_problems: list[Problem] = []
+    first = source.last[0] if source.last is not None else ""
+    if split_whole and source.count == 1 and _plain(first, delimiter):  # the header ended in the first piece
+        done = header_line  # lines read so far
+        rest = first.split("\n", done)[done] if first.count("\n") >= done else ""
+        with _gc_paused():
+            for piece in chain([rest], (p for p, _ in source)):
+                got = _simple_piece(piece, delimiter, len(header), keep, max_record_bytes) if _plain(
+                    piece, delimiter) else None
+                if got is None:  # csv.reader from this piece on
+                    if guard is not None:
+                        guard.lines = done
+                    reader = csv.reader(_guarded_lines(chain([(piece, 0)], source), guard), delimiter=delimiter,
+                                        strict=True)
+                    with too_big.caught():
+                        rows, row_lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard, done)
+                    _add_rows(cells, rows, len(keep))
+                    lines.extend(row_lines)
+                    break
+                got_cells, got_lines, n_lines = got
+                for k, col in enumerate(got_cells):
+                    cells[k].extend(col)
+                lines.extend([done + x for x in got_lines] if done else got_lines)
+                done += n_lines
+    else:
+        with too_big.caught():
+            rows, lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard)
+        _add_rows(cells, rows, len(keep))
     problems += row_problems
-    if whole and not rows and not problems:
+    if whole and not lines and not problems:
         problems.append(
             Problem(
                 where=file,
@@ -787,11 +825,81 @@ def read_csv_columns(
         )
 
     columns: dict[str, list[Any]] = {}
+    taken: set[int] = set()
     for c in wanted:
         if c in positions:
             j = keep.index(positions[c][0])
-            columns[c] = list(rows) if len(keep) == 1 else [r[j] for r in rows]
+            columns[c] = cells[j] if j not in taken else list(cells[j])  # a column wanted twice: two lists
+            taken.add(j)
     return columns, Locator(file, lines, "row"), problems
+
+
+class _Pieces:
+    """An iterator over the pieces of a text that remembers the last one handed out and how many."""
+
+    def __init__(self, pieces: Iterable[tuple[str, int]]) -> None:
+        self._it = iter(pieces)
+        self.last: tuple[str, int] | None = None
+        self.count = 0
+
+    def __iter__(self) -> "_Pieces":
+        return self
+
+    def __next__(self) -> tuple[str, int]:
+        self.last = next(self._it)
+        self.count += 1
+        return self.last
+
+
+def _plain(text: str, delimiter: str) -> bool:
+    """Whether ``text`` holds no quote, carriage return or NUL: ``csv.reader`` reads each of its lines as
+    the line split at the delimiter (a blank line as no row)."""
+    return '"' not in text and "\r" not in text and "\x00" not in text and delimiter not in '"\r\n\x00'
+
+
+def _simple_piece(
+    text: str, delimiter: str, ncols: int, keep: list[int], limit: int | None
+) -> tuple[list[list[str]], list[int], int] | None:
+    """A :func:`_plain` piece split whole: ``(cells at each position of keep, the 1-based line of each row in the
+    piece, the piece's lines)``; ``None`` when a line has another number of cells than ``ncols`` or more
+    than ``limit`` bytes (``csv.reader`` then reads the piece, and reports it)."""
+    if not text:
+        return [[] for _ in keep], [], 0
+    rows = text.split("\n")
+    if text.endswith("\n"):
+        rows.pop()
+    n = len(rows)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    filled = lengths > 0  # a blank line is no row
+    seps = np.fromiter(map(str.count, rows, repeat(delimiter)), dtype=np.int64, count=n)
+    if bool(np.any(seps[filled] != ncols - 1)):
+        return None
+    if limit is not None:
+        sizes = lengths + 1  # the line end counts (not after the last line when the text does not end on one)
+        if not text.endswith("\n"):
+            sizes[-1] -= 1
+        if not text.isascii():
+            for i in np.flatnonzero(sizes * 4 > limit).tolist():
+                sizes[i] = len(rows[i].encode("utf-8", "surrogatepass")) + (sizes[i] - lengths[i])
+        if bool(np.any(sizes > limit)):
+            return None
+    at = np.flatnonzero(filled)
+    if len(at) == 0:
+        return [[] for _ in keep], [], n
+    if len(at) != n:
+        rows = list(compress(rows, filled.tolist()))
+    flat = rows if ncols == 1 else delimiter.join(rows).split(delimiter)
+    return [flat[j::ncols] for j in keep], (at + 1).tolist(), n
+
+
+def _add_rows(cells: list[list[Any]], rows: list[Any], kept: int) -> None:
+    """The rows of :func:`_csv_rows` (a tuple of the kept cells, or the cell itself when one is kept) added
+    to the kept columns ``cells``."""
+    if kept == 1:
+        cells[0].extend(rows)
+    elif kept:
+        for k, col in enumerate(zip(*rows) if rows else [()] * kept):
+            cells[k].extend(col)
 
 
 class _TooBigRow:
@@ -887,14 +995,16 @@ def _repeated_columns(positions: dict[str, list[int]], wanted: Sequence[str], wh
 
 
 def _csv_rows(
-    reader: Any, file: str, delimiter: str, header: list[str], keep: list[int], guard: _RowGuard | None
+    reader: Any, file: str, delimiter: str, header: list[str], keep: list[int], guard: _RowGuard | None,
+    line_offset: int = 0,
 ) -> tuple[list[Any], list[int], list[Problem]]:
     """The data rows after the header (each with the line it starts on) and the row problems:
     rows that cannot be parsed, rows with too many and with too few cells; blank lines skipped.
 
     Only the cells at the positions ``keep`` are kept: a tuple of them per row (the cell itself
     when ``keep`` has one position), so memory holds the data the job reads, not every column.
-    ``guard`` (the record size) is reset after every row."""
+    ``guard`` (the record size) is reset after every row. ``line_offset``: lines of the file
+    before the reader's first line (the reader starts after rows read without it)."""
     pick: Any = itemgetter(*keep) if keep else (lambda row: ())
     sep_name = "tab" if delimiter == "\t" else repr(delimiter)
     ncols = len(header)
@@ -916,7 +1026,7 @@ def _csv_rows(
     )
     if guard is not None:
         guard.size = 0
-    prev = reader.line_num
+    prev = reader.line_num + line_offset
     append_row = rows.append
     append_line = lines.append
     with _gc_paused():
@@ -933,9 +1043,9 @@ def _csv_rows(
                 if "unexpected end of data" in msg:
                     msg = "a quoted value is never closed (the quote runs to the end of the file)"
                 broken.add(f"{file}:{start}", f"row starting at line {start} cannot be parsed: {msg}")
-                prev = reader.line_num
+                prev = reader.line_num + line_offset
                 continue
-            prev = reader.line_num
+            prev = reader.line_num + line_offset
             if guard is not None:
                 guard.size = 0
             n = len(row)

@@ -120,12 +120,12 @@ def bag_signatures(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.integer]
     bounds = np.unique(np.concatenate([cuts, [0, n]]))
     for v0, v1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         seg = data[off[v0] : off[v1]]
-        if len(seg) == 0:
+        filled = np.flatnonzero(lengths[v0:v1] > 0) + v0  # empty values hold no byte (and stay exact_only)
+        if len(filled) == 0:
             continue
-        # an empty value's start may be the chunk's end: clipped (its sum is wrong, and unused: exact_only)
-        starts = np.minimum(off[v0:v1] - off[v0], len(seg) - 1)
-        sig[v0:v1] = np.add.reduceat(lut[seg], starts, axis=0)
-        non_ascii[v0:v1] = np.maximum.reduceat(seg, starts) >= 128
+        starts = off[filled] - off[v0]  # strictly increasing: each sum runs to the next filled value's start
+        sig[filled] = np.add.reduceat(lut[seg], starts, axis=0)
+        non_ascii[filled] = np.maximum.reduceat(seg, starts) >= 128
     exact_only = non_ascii | (lengths > MAX_SIG_LENGTH) | (lengths == 0)
     sig[exact_only] = 0
     return BagSignatures(sig.view(np.uint8).reshape(n, SIG_BUCKETS), lengths.astype(np.int64), exact_only)
