@@ -72,7 +72,7 @@ import operator
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date as _date
 from functools import cache, lru_cache
 from itertools import compress, repeat
@@ -516,8 +516,9 @@ def _phones_from_digits(
         short = np.fromiter(map(len, ds), dtype=np.int64, count=m) < min_digits
         gone = short
         if drop_placeholders:  # d == d[-1] * len(d): stripping its last digit leaves nothing
-            lasts = map(operator.getitem, ds, repeat(slice(-1, None)))  # "" for "" (never kept: no digits)
-            gone = short | np.fromiter(map(operator.not_, map(str.strip, ds, lasts)), dtype=bool, count=m)
+            lasts: Iterable[str] = map(operator.getitem, ds, repeat(slice(-1, None)))  # "" for "" (no digits: never kept)
+            stripped: Iterable[str] = map(str.strip, ds, lasts)
+            gone = short | np.fromiter(map(operator.not_, stripped), dtype=np.bool_, count=m)
         return ok, gone
 
     has_plus = np.asarray(plus, dtype=bool)

@@ -187,12 +187,21 @@ class FieldColumn:
         codes = np.full(len(records), -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
         codes[rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
         self.codes = codes
-        self.values = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        #: the distinct values (Arrow); as Python strings only where compared (:attr:`values`, :meth:`compare`)
+        self.dictionary: pa.Array = enc.dictionary
+        self._values: npt.NDArray[np.object_] | None = None
         # few distinct values (names, dates): a chunk's pairs repeat value combinations, compared once each
-        self.dedup = len(self.values) * 4 <= max(len(rows), 1)
+        self.dedup = len(self.dictionary) * 4 <= max(len(rows), 1)
         self.bounds: BagSignatures | None = None
-        if bounds and scorer in BOUNDED_SCORERS and len(self.values):
+        if bounds and scorer in BOUNDED_SCORERS and len(self.dictionary):
             self.bounds = bag_signatures(*_utf8_buffers(enc.dictionary))
+
+    @property
+    def values(self) -> npt.NDArray[np.object_]:
+        """The distinct values as Python strings (made on first use)."""
+        if self._values is None:
+            self._values = np.asarray(self.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        return self._values
 
     def scores(self, left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], workers: int) -> npt.NDArray[np.float64]:
         """Similarity 0..100 of every pair (one chunk); NaN where the field is missing.
@@ -248,21 +257,26 @@ class FieldColumn:
         out[todo] = level_of(self.compare(a, b, workers), thresholds)
         return out
 
-    def compare(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], workers: int) -> npt.NDArray[np.float64]:
+    def compare(
+        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int
+    ) -> npt.NDArray[np.float64]:
         """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
         fn, mult = SCORERS[self.scorer]
         assert fn is not None
         inverse = None
         if self.dedup:
-            nv = np.int64(max(len(self.values), 1))
+            nv = np.int64(max(len(self.dictionary), 1))
             keys, inverse = np.unique(a * nv + b, return_inverse=True)
             a, b = keys // nv, keys % nv
-        va, vb = self.values[a], self.values[b]
+            va, vb = self.values[a].tolist(), self.values[b].tolist()
+        else:  # many distinct values: only those of these pairs become Python strings
+            va = self.dictionary.take(pa.array(a)).to_pylist()
+            vb = self.dictionary.take(pa.array(b)).to_pylist()
 
         def compare(ab: tuple[int, int]) -> npt.NDArray[np.float64]:
             lo, hi = ab
             return np.asarray(
-                process.cpdist(va[lo:hi].tolist(), vb[lo:hi].tolist(), scorer=fn, score_multiplier=mult, dtype=np.float64),
+                process.cpdist(va[lo:hi], vb[lo:hi], scorer=fn, score_multiplier=mult, dtype=np.float64),
                 dtype=np.float64,
             )
 
@@ -533,7 +547,7 @@ class FieldScore(Verifier):
                     "missing_mode": r.missing,
                     "mean_score": round(float(sums[j] / present_n[j]), 4) if present_n[j] else None,
                     "missing_pairs": int(missing_n[j]),
-                    "distinct_values": int(len(cols[j].values)),
+                    "distinct_values": int(len(cols[j].dictionary)),
                 }
                 for j, r in enumerate(p.fields)
             },

@@ -124,7 +124,7 @@ def bag_signatures(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.integer]
         if len(filled) == 0:
             continue
         starts = off[filled] - off[v0]  # strictly increasing: each sum runs to the next filled value's start
-        sig[filled] = np.add.reduceat(lut[seg], starts, axis=0)
+        sig[filled] = np.add.reduceat(np.take(lut, seg, axis=0), starts, axis=0)
         non_ascii[filled] = np.maximum.reduceat(seg, starts) >= 128
     exact_only = non_ascii | (lengths > MAX_SIG_LENGTH) | (lengths == 0)
     sig[exact_only] = 0
@@ -143,7 +143,7 @@ def bag_overlap(sig: npt.NDArray[np.uint8], a: npt.NDArray[np.integer], b: npt.N
     x = np.minimum(sig[a], sig[b])
     words = x.view(np.uint64)  # (m, 4)
     sums = (words * _BYTE_SUM) >> _TOP_BYTE
-    return sums.sum(axis=1, dtype=np.int64)
+    return np.asarray(sums.sum(axis=1, dtype=np.int64), dtype=np.int64)
 
 
 def similarity_upper_bound(
