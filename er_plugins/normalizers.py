@@ -52,6 +52,17 @@ runs as one function per distinct value.
 Speed
 -----
 
+``text``, ``address``, ``email``, ``phone`` and ``digits`` normalize a whole
+batch of distinct values at once (``batch_first``): the ASCII values are
+joined by NUL and each step is one C-level pass over the joined text
+(``str.translate``, ``lower``, a token map, a regex search for the values
+that need the per-value rules); values that are not ASCII, and those a
+pattern marks (an address with ``#`` or ``p o``/``north east``, a phone
+with an extension or ``(0)``, an email with whitespace or ``:``), go through
+the per-value function, which stays the reference (tests compare both). On
+the 2 x 1M generated customers: address 1.47M distinct values 2.3 s -> 1.7 s,
+phone 1.62M 2.9 s -> 1.2 s, email 1.34M 0.6 s -> 0.4 s (noisy 2-core machine).
+
 Text that is pure ASCII takes a ``str.translate`` fast path; the Unicode
 path (NFKC, casefold, NFKD, accent stripping) runs only for non-ASCII
 values. Phones use the metadata of `phonenumbers` (country codes, trunk and

@@ -16,9 +16,11 @@ given (the engine normalizes them before blocking); a missing value is
 ``None``, and the empty string is treated as missing too (there is never a
 ``""`` bucket).
 
-Exactness. Values are grouped by *sorting the strings themselves* (no hash):
-every field column is turned into dense, order-preserving integer codes (the
-rank of the value among the column's distinct values, in code-point order),
+Exactness. Values are grouped exactly, never by a hash alone: every field
+column is factorized by Arrow's hash table (which compares the strings
+themselves) and its distinct values are sorted, so that each value gets a
+dense, order-preserving integer code (the rank of the value among the
+column's distinct values, in code-point order),
 and a key of several fields is the lexicographic tuple of its fields' codes,
 packed into one int64 (re-ranked when the packing would overflow). So a
 bucket is exactly one distinct value (tuple), with no collisions, and the
@@ -65,7 +67,8 @@ from er_framework.errors import InputError, Problem
 from er_framework.memory import available_memory, size_text
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
-from er_framework.kernels.groups import pack_pairs, sorted_unique, unpack_pairs
+from er_framework.kernels.groups import pack_pairs, unpack_pairs
+from er_framework.kernels.records_memory import release_free_memory
 
 __all__ = [
     "FieldHashParams",
@@ -88,8 +91,8 @@ __all__ = [
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 
-#: pairs generated per step when enumerating a key's buckets (bounds temporary memory)
-PAIR_CHUNK = 1 << 23
+#: pairs generated per step when enumerating a key's buckets (bounds temporary memory: ~60 bytes per pair)
+PAIR_CHUNK = 1 << 21
 #: largest fixed-width (``U``) copy of a column, in bytes, used for the sort;
 #: above it the variable-width StringDType array is sorted instead (same order)
 FIXED_WIDTH_BUDGET = 1 << 29
@@ -170,6 +173,8 @@ def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tupl
         rank -= 1
         k -= 1
     codes = np.append(rank, np.int64(-1))[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+    del arr, enc, dictionary
+    release_free_memory()  # the allocators keep freed memory (the strings, the hash table)
     return codes.astype(np.int64, copy=False), k
 
 
@@ -299,11 +304,19 @@ def _emit_pairs(members: Int64Array, first: Int64Array, count: Int64Array, chunk
 
 
 def _union(packed: list[UInt64Array]) -> Pairs:
-    """Normalized pairs from packed keys of several keys/offsets (sorted, unique)."""
+    """Normalized pairs from packed keys of several keys/offsets (sorted, unique); empties ``packed``
+    (the parts are freed as soon as they are joined: memory for the keys about twice, not four times)."""
     if not packed:
         return Pairs.empty()
-    keys = packed[0] if len(packed) == 1 else np.concatenate(packed)
-    left, right = unpack_pairs(sorted_unique(keys))
+    keys = np.concatenate(packed) if len(packed) > 1 else packed[0].copy()
+    packed.clear()
+    keys.sort()  # in place
+    if len(keys) > 1:
+        keep = np.empty(len(keys), dtype=bool)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        keys = keys[keep]
+    left, right = unpack_pairs(keys)
     return Pairs(left, right)
 
 
@@ -411,6 +424,7 @@ class FieldHash(Blocker):
         used = list(dict.fromkeys(name for key in p.fields for name in ([key] if isinstance(key, str) else key)))
         columns = [_column(records, name, self.name) for name in used]
         cache = dict(zip(used, map_ordered(field_codes, columns, self.context.workers)))
+        release_free_memory()  # what the threads' conversions freed while another was still running
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
         limit = PairLimit(self.name, p.max_pairs)
@@ -422,6 +436,7 @@ class FieldHash(Blocker):
             per_key.append({"key": _key_name(key), **stats})
         raw = int(sum(len(x) for x in packed))
         pairs = _union(packed)
+        release_free_memory()  # the sorting and enumerating temporaries, before the next stage's
         self._report: dict[str, Any] = {
             "records": n,
             "mode": "link" if link else "dedup",
@@ -733,6 +748,7 @@ class SortedNeighbourhood(Blocker):
             )
         raw = int(sum(len(x) for x in packed))
         pairs = _union(packed)
+        release_free_memory()  # the sorting and enumerating temporaries, before the next stage's
         self._report: dict[str, Any] = {
             "records": len(records),
             "mode": "link" if link else "dedup",

@@ -21,12 +21,18 @@ Both explain a score (``comparisons``: per-field levels and weights in bits,
 or similarities and points).
 
 Both compare strings with :func:`rapidfuzz.process.cpdist` on whole arrays of
-pairs (a chunk of up to :data:`CHUNK_PAIRS` pairs at a time, its distinct
-value combinations split over ``context.workers`` threads). The values of
+pairs (a chunk of up to :data:`CHUNK_PAIRS` pairs at a time). The values of
 the records taking part are joined, reduced to digits and factorized with
 Arrow compute kernels, never one Python step per pair (nor per record);
-within a chunk only distinct ``(left value, right value)`` combinations are
-scored, and equal values score 100 without a call.
+equal values score 100 without a call, and for fields with few distinct
+values (names, dates) only distinct ``(left value, right value)``
+combinations are scored. ``fellegi_sunter`` needs only each pair's level:
+a pair whose bag-of-characters bound
+(:mod:`er_framework.kernels.records_bounds`) is below the field's lowest
+level is at the last level without a call (on 2 x 1M generated customers
+about 95% of the location and 80% of the email comparisons), and its chunks
+of pairs run on ``context.workers`` threads, one field per thread while the
+fields are prepared.
 
 Comparisons (``scorer`` / ``comparison``), all on 0..100:
 
@@ -70,6 +76,7 @@ from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.parallel import map_ordered
+from er_framework.kernels.records_memory import release_free_memory
 from er_framework.kernels.records_bounds import (
     BOUNDED_SCORERS,
     BagSignatures,
@@ -178,12 +185,16 @@ class FieldColumn:
             # "a b" when both present, else the one present (binary_join's "skip" mode is not
             # used: pyarrow 26 drops the rows where every input is null)
             v = pc.coalesce(pc.binary_join_element_wise(v, part, " "), v, part)
+            pa.default_memory_pool().release_unused()
+        del parts
         if scorer == "digits":
             v = pc.replace_substring_regex(v, r"[^0-9]+", "")
             if last_digits is not None:
                 v = pc.utf8_slice_codeunits(v, start=-last_digits)
             v = _blank_to_null(v)
         enc = pc.dictionary_encode(v)
+        del v
+        pa.default_memory_pool().release_unused()  # the hash table's memory, kept by the pool once freed
         codes = np.full(len(records), -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
         codes[rows] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
         self.codes = codes
@@ -298,8 +309,13 @@ def _utf8_buffers(strings: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray
 
 
 def _blank_to_null(a: pa.Array) -> pa.Array:
-    """Empty and whitespace-only strings -> null (missing)."""
-    blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(a), ""), False)
+    """Empty and whitespace-only strings -> null (missing); ``a`` itself when it holds none (no copy).
+
+    ``utf8_is_space`` (non-empty, only whitespace) or empty is exactly "trimmed of whitespace, empty"
+    (``utf8_trim_whitespace``, the same Unicode whitespace), without a trimmed copy of the strings."""
+    blank = pc.fill_null(pc.or_(pc.utf8_is_space(a), pc.equal(pc.binary_length(a), 0)), False)
+    if not pc.any(blank).as_py():
+        return a
     return pc.if_else(blank, pa.scalar(None, type=pa.string()), a)
 
 
@@ -588,7 +604,7 @@ def _decode(codes: npt.NDArray[np.int64], n_levels: Sequence[int]) -> npt.NDArra
     return (codes[:, None] // radix[None, :]) % base[None, :] - 1
 
 
-def _count_codes(codes: npt.NDArray[np.int64], space: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+def _count_codes(codes: npt.NDArray[np.signedinteger[Any]], space: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Distinct codes (sorted) and their counts; a bincount when the code space is small."""
     if space <= 1 << 22:
         c = np.bincount(codes, minlength=space)
@@ -1151,34 +1167,45 @@ class FellegiSunter(Verifier):
     #: the model fitted by the last :meth:`score` call
     fit: EMFit | None = None
 
-    def _columns_for(self, batch: Batch, *index_arrays: npt.NDArray[np.int64]) -> list[FieldColumn]:
-        """The compared fields over the records of ``index_arrays`` (with the signatures of :meth:`FieldColumn.levels`)."""
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
-        rows = rows_of(len(batch.records), *index_arrays)
+    def _pattern_codes(
+        self, batch: Batch, pair_sets: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+    ) -> list[npt.NDArray[np.signedinteger[Any]]]:
+        """Pattern code of every pair of each ``(left, right)`` of ``pair_sets`` (mixed radix over the fields'
+        states; int32 when they fit).
 
-        def build(f: FSField) -> FieldColumn:
-            return FieldColumn(batch.records, field_columns(f.field), f.comparison, rows, f.last_digits, bounds=True)
-
-        # one field per thread (Arrow's kernels and numpy release the GIL)
-        return map_ordered(build, p.fields, self.context.workers)
-
-    def _codes(
-        self, cols: list[FieldColumn], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.signedinteger[Any]]:
-        """Pattern code of every pair (mixed radix over the fields' states; int32 when they fit).
-
-        Chunks of pairs run on ``context.workers`` threads (numpy and rapidfuzz
-        release the GIL), each chunk all fields; a pair's code depends on the
-        pair alone, so the result is the same for any chunking.
+        Field by field: a field's :class:`FieldColumn` (with the signatures of
+        :meth:`FieldColumn.levels`) is prepared over the records of all the
+        pairs, its levels added to every set's codes, and dropped before the
+        next field, so one field's values are in memory at a time. Chunks of
+        pairs run on ``context.workers`` threads (numpy and rapidfuzz release
+        the GIL); a pair's code depends on the pair alone, so the result is the
+        same for any chunking and any number of threads.
         """
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
         radix = pattern_radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
-        out: npt.NDArray[np.signedinteger[Any]] = np.empty(len(left), dtype=np.int32 if space < 2**31 else np.int64)
+        dtype = np.int32 if space < 2**31 else np.int64
+        outs: list[npt.NDArray[np.signedinteger[Any]]] = [np.zeros(len(left), dtype=dtype) for left, _ in pair_sets]
+        rows = rows_of(len(batch.records), *[x for pair in pair_sets for x in pair])
         workers = max(1, int(self.context.workers))
+        for f, fld in enumerate(p.fields):
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits,
+                              bounds=True)
+            release_free_memory()  # the preparation's temporaries (the allocators keep freed memory)
+            for (left, right), out in zip(pair_sets, outs):
+                self._add_levels(col, fld.thresholds, int(radix[f]), left, right, out, workers)
+            del col
+            release_free_memory()  # the field's values and the temporaries of its comparisons
+        return outs
+
+    @staticmethod
+    def _add_levels(
+        col: FieldColumn, thresholds: Sequence[float], place: int, left: npt.NDArray[np.int64],
+        right: npt.NDArray[np.int64], out: npt.NDArray[np.signedinteger[Any]], workers: int,
+    ) -> None:
+        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field, a chunk per thread step."""
         chunks = _chunks(len(left))
         if 1 < len(left) and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
             size = -(-len(left) // workers)
@@ -1187,26 +1214,19 @@ class FellegiSunter(Verifier):
 
         def chunk(ab: tuple[int, int]) -> None:
             a, b = ab
-            c = np.zeros(b - a, dtype=np.int64)
-            for f, (fld, col) in enumerate(zip(p.fields, cols)):
-                c += (col.levels(left[a:b], right[a:b], fld.thresholds, inner) + 1) * radix[f]
-            out[a:b] = c
+            out[a:b] += ((col.levels(left[a:b], right[a:b], thresholds, inner) + 1) * place).astype(out.dtype)
 
         map_ordered(chunk, chunks, workers)
-        return out
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        cols = self._columns_for(batch, pairs.left, pairs.right)
-        codes = np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
-        return _decode(codes, [len(f.thresholds) + 1 for f in p.fields])
+        return _decode(self.pair_codes(batch, pairs), [len(f.thresholds) + 1 for f in p.fields])
 
     def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
-        cols = self._columns_for(batch, pairs.left, pairs.right)
-        return np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
+        return np.asarray(self._pattern_codes(batch, [(pairs.left, pairs.right)])[0], dtype=np.int64)
 
     def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
         """``u_from_random_pairs`` random pairs (:meth:`_random_pairs`, seeded): their level frequencies estimate u."""
@@ -1229,21 +1249,22 @@ class FellegiSunter(Verifier):
             self._report: dict[str, Any] = {"pairs_scored": 0}
             return np.zeros(0)
         sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
-        # the fields prepared once for the candidates and the random pairs
-        cols = self._columns_for(batch, pairs.left, pairs.right, sample.left, sample.right)
-        codes = np.asarray(self._codes(cols, pairs.left, pairs.right), dtype=np.int64)
+        # the fields prepared once for the candidates and the random pairs; int32 codes when the space fits
+        codes, s_codes = self._pattern_codes(batch, [(pairs.left, pairs.right), (sample.left, sample.right)])
         space = self._space()
         uniq, counts = _count_codes(codes, space)
-        s_uniq, s_counts = (
-            _count_codes(np.asarray(self._codes(cols, sample.left, sample.right), dtype=np.int64), space)
-            if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
-        )
+        s_uniq, s_counts = _count_codes(s_codes, space) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
         lab = self.labelled
         if lab is not None:
             self.labelled_codes = self.pair_codes(batch, lab.pairs) if len(lab.pairs) else np.zeros(0, np.int64)
         table = self.fit_counts(uniq, counts, s_uniq, s_counts)
-        # pair -> its pattern's probability through the (sorted) distinct codes
-        return table[np.searchsorted(uniq, codes)]
+        # pair -> its pattern's probability: a table over the code space when it is small, else through the
+        # (sorted) distinct codes
+        if space <= 1 << 22:
+            by_code = np.zeros(space, dtype=np.float64)
+            by_code[uniq] = table
+            return np.asarray(by_code[codes], dtype=np.float64)
+        return np.asarray(table[np.searchsorted(uniq, codes)], dtype=np.float64)
 
     def _space(self) -> int:
         p = self.params

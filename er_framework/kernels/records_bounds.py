@@ -61,7 +61,7 @@ MAX_SIG_LENGTH = 255
 #: scorers with an upper bound from the bag overlap (names as in er_plugins.records_scoring.SCORERS)
 BOUNDED_SCORERS = frozenset({"ratio", "levenshtein", "jaro_winkler"})
 #: bytes of values whose signatures are counted in one step (bounds the temporaries: 32 bytes per byte)
-CHUNK_BYTES = 1 << 22
+CHUNK_BYTES = 1 << 20
 
 _BYTE_SUM = np.uint64(0x0101010101010101)
 _TOP_BYTE = np.uint64(56)
@@ -107,7 +107,10 @@ def bag_signatures(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.integer]
     if n <= 0:
         return BagSignatures(np.zeros((0, SIG_BUCKETS), np.uint8), np.zeros(0, np.int64), np.zeros(0, bool))
     lengths = np.diff(off)
-    table = char_buckets(np.bincount(data[off[0] : off[-1]], minlength=256))
+    counts = np.zeros(256, dtype=np.int64)
+    for a in range(int(off[0]), int(off[-1]), CHUNK_BYTES):  # bincount makes an int64 copy: a chunk at a time
+        counts += np.bincount(data[a : min(a + CHUNK_BYTES, int(off[-1]))], minlength=256)
+    table = char_buckets(counts)
     words = SIG_BUCKETS // 8
     lut = np.zeros((256, words), dtype=np.uint64)
     for ch in range(128):
