@@ -62,24 +62,24 @@ pairs without scores weigh 1.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-import networkx as nx
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from er_framework.components import Clusterer, Params
 from er_framework.data import Pairs
 from er_framework.kernels.graph import connected_component_labels
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 Int64Array = npt.NDArray[np.int64]
 Float64Array = npt.NDArray[np.float64]
 
 #: ``detect(graph, seed)`` -> communities (iterables of node ids)
-Detect = Callable[[nx.Graph, int], Iterable[Iterable[int]]]
+Detect = Callable[["nx.Graph", int], Iterable[Iterable[int]]]
 
 
 def canonical_pairs(pairs: Pairs) -> tuple[Int64Array, Int64Array, Float64Array]:
@@ -155,6 +155,7 @@ class _Piece:
         self.nodes, self.left, self.right, self.weight = nodes, left, right, weight
 
     def graph(self, clip: bool = False) -> nx.Graph:
+        import networkx as nx
         g = nx.Graph()
         g.add_nodes_from(self.nodes.tolist())
         w = np.maximum(self.weight, 0.0) if clip else self.weight
@@ -163,6 +164,8 @@ class _Piece:
 
     def pieces(self, keep: npt.NDArray[np.bool_]) -> list["_Piece"]:
         """The connected pieces left after keeping only the edges in ``keep``."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
         k = len(self.nodes)
         li = np.searchsorted(self.nodes, self.left[keep])
         ri = np.searchsorted(self.nodes, self.right[keep])
@@ -189,6 +192,9 @@ def _weak_bridges(piece: _Piece, g: nx.Graph, spec: SplitParams) -> npt.NDArray[
     sides hold at least ``min_side`` records; the side sizes are counted on
     the forest of blocks that the weak bridges join, stopping at ``min_side``.
     """
+    import networkx as nx
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
     assert spec.bridge_max_score is not None
     m = len(piece.left)
     weak = {(min(u, v), max(u, v)) for u, v in nx.bridges(g) if g[u][v]["weight"] <= spec.bridge_max_score}
@@ -237,6 +243,7 @@ def _weak_bridges(piece: _Piece, g: nx.Graph, spec: SplitParams) -> npt.NDArray[
 
 def split_piece(piece: _Piece, spec: SplitParams) -> list[_Piece]:
     """Apply the splitting pass to one connected piece; returns connected pieces."""
+    import networkx as nx
     if len(piece.nodes) < 3:
         return [piece]
     todo = [piece]
@@ -287,6 +294,8 @@ def _communities_per_component(
     sort by component, in ascending order. With ``detect=None`` the pieces of
     the splitting pass are the clusters.
     """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
     left, right, weight = canonical_pairs(pairs)
     if len(left) == 0:
         return np.arange(n, dtype=np.int64)
@@ -370,6 +379,7 @@ class LabelPropagation(Clusterer):
     Params = LabelPropagationParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        import networkx as nx
         p = self.params
         assert isinstance(p, LabelPropagationParams)
         return _communities_per_component(
@@ -395,6 +405,7 @@ class Louvain(Clusterer):
     Params = LouvainParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        import networkx as nx
         p = self.params
         assert isinstance(p, LouvainParams)
         return _communities_per_component(
@@ -425,6 +436,7 @@ class GreedyModularity(Clusterer):
     Params = GreedyModularityParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        import networkx as nx
         p = self.params
         assert isinstance(p, GreedyModularityParams)
         return _communities_per_component(

@@ -21,16 +21,16 @@ from er_framework import hookimpl
 from er_framework.components import Context, Params, Shingler
 from er_framework.data import Records, TokenSets
 from er_framework.errors import choices_text, did_you_mean
+from er_framework.io.html import boilerplate_languages
 from er_framework.kernels import stopword_shingles
 from er_plugins.documents import WordPatternParams, shingle_texts
 
 
 @lru_cache(maxsize=None)
 def available_languages() -> tuple[str, ...]:
-    """Languages with a jusText stop list (lower-case names: 'english', 'spanish', …)."""
-    import justext
-
-    return tuple(sorted(lang.lower() for lang in justext.get_stoplists()))
+    """Languages with a jusText stop list (lower-case names: 'english', 'spanish', …), listed without
+    importing justext (``er validate`` of a news job stays light)."""
+    return tuple(sorted(lang.lower() for lang in boilerplate_languages()))
 
 
 @lru_cache(maxsize=None)

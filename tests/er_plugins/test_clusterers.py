@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from er_plugins import clusterers as cl
 from er_framework.kernels.graph import canonical_labels
 from er_plugins.clusterers import (
     BUILTIN_CLUSTERERS,
@@ -135,7 +134,9 @@ def test_small_components_never_touch_networkx(monkeypatch: pytest.MonkeyPatch) 
     def boom(*a, **k):
         raise AssertionError("networkx used for a component of <= 2 records")
 
-    monkeypatch.setattr(cl.nx, "Graph", boom)
+    import networkx  # the clusterers import it where they use it: the module itself is patched
+
+    monkeypatch.setattr(networkx, "Graph", boom)
     pairs = pairs_of([(0, 1, 0.9), (2, 3, 0.8), (5, 9, 1.0)])
     for name, params in VARIANTS:
         labels = canonical_labels(make(name, params).cluster(10, pairs))
