@@ -594,6 +594,8 @@ def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]]
     enc = pc.dictionary_encode(arr, null_encoding="encode")  # None is a key too, where it first appears
     keys = enc.dictionary.to_pylist()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    del arr, enc
+    pa.default_memory_pool().release_unused()  # the pool keeps what the strings and the hash table freed
 
     def counts_of(at: list[int]) -> list[int]:
         return np.bincount(codes, minlength=len(keys))[at].tolist() if at else []

@@ -815,6 +815,8 @@ def _make_strip() -> PerValue:
 
 #: batches shorter than this are normalized value by value (the joined passes do not pay)
 BATCH_MIN = 64
+#: values joined into one text at a time (bounds the memory: the text, its copies and its tokens)
+BATCH_SLICE = 1 << 16
 _SEP = "\x00"
 _ASCII_TEXT_KEEP_SEP = {**_ASCII_TEXT, 0: _SEP}
 #: deletes every ASCII character but the digits and NUL (str.translate: far faster than a regex)
@@ -855,15 +857,24 @@ def _by_parts(
     values: list[str], fast: Callable[[list[str], str], list[Value]], one: PerValue,
     slow_pattern: re.Pattern[str] | None = None,
 ) -> list[Value]:
-    """``fast(values, joined)`` for the fast values of :func:`_split_fast`, ``one`` for each other value; in order."""
+    """``fast(values, joined)`` for the fast values of :func:`_split_fast`, ``one`` for each other value; in order.
+
+    A batch longer than :data:`BATCH_SLICE` is taken a slice at a time (each value's result is its own, so
+    the same): the joined text and its tokens are then those of a slice, not of the whole column.
+    """
     if len(values) < BATCH_MIN:
         return list(map(one, values))
-    quick, big, slow = _split_fast(values, slow_pattern)
-    out = fast(quick, big) if quick else []
-    if slow is None:
+    if len(values) > BATCH_SLICE:
+        out: list[Value] = []
+        for a in range(0, len(values), BATCH_SLICE):
+            out.extend(_by_parts(values[a : a + BATCH_SLICE], fast, one, slow_pattern))
         return out
+    quick, big, slow = _split_fast(values, slow_pattern)
+    done = fast(quick, big) if quick else []
+    if slow is None:
+        return done
     merged = np.empty(len(values), dtype=object)
-    merged[~slow] = _objects(out)
+    merged[~slow] = _objects(done)
     merged[slow] = _objects([one(v) for v in compress(values, slow.tolist())])
     return list(merged.tolist())
 

@@ -183,3 +183,14 @@ def test_phone_in_every_region() -> None:
     for region in phone_regions():
         n = Phone(Phone.Params(default_region=region), Context())
         _check(n, values)
+
+
+def test_long_batches_are_taken_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import er_plugins.normalizers as normalizers
+
+    values = _hostile(9) + _column("address") + _phones(9)
+    whole = {cls: cls(cls.Params(), Context()).normalize(values) for cls in (Address, Phone, Email, Text)}
+    monkeypatch.setattr(normalizers, "BATCH_SLICE", 97)  # slices of 97 values (BATCH_MIN <= 97)
+    for cls, want in whole.items():
+        n = cls(cls.Params(), Context())
+        assert n.normalize(values) == want == [n.per_value()(v) for v in values]
