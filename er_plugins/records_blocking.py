@@ -55,8 +55,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.dtypes import StringDType
 from pydantic import Field, field_validator, model_validator
 
@@ -154,6 +152,9 @@ def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tupl
     n = len(values)
     if n == 0 or not set(map(type, values)) <= {str, type(None)}:
         return None
+    import pyarrow as pa  # here, not at the top: er validate and start-up stay light
+    import pyarrow.compute as pc
+
     try:
         arr = pa.array(values, type=pa.string())
     except (pa.ArrowException, UnicodeError):

@@ -60,16 +60,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import Field, model_validator
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import JaroWinkler, Levenshtein
-from scipy.special import expit
 
 from er_framework import hookimpl
 from er_framework.components import Context, FieldRef, Params, Verifier
@@ -84,6 +81,9 @@ from er_framework.kernels.records_bounds import (
     bag_signatures,
     similarity_upper_bound,
 )
+
+if TYPE_CHECKING:  # pyarrow (~35 ms) and scipy.special (~20 ms) are imported where they are used (start-up)
+    import pyarrow as pa
 
 __all__ = [
     "BOUND_MARGIN",
@@ -163,6 +163,9 @@ class FieldColumn:
         last_digits: int | None = None,
         bounds: bool = False,
     ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         missing_cols = [c for c in columns if c not in records.fields]
         if missing_cols:
             raise ValueError(
@@ -272,6 +275,8 @@ class FieldColumn:
         self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int
     ) -> npt.NDArray[np.float64]:
         """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
+        import pyarrow as pa
+
         fn, mult = SCORERS[self.scorer]
         assert fn is not None
         inverse = None
@@ -300,6 +305,8 @@ class FieldColumn:
 
 def _utf8_buffers(strings: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """The UTF-8 bytes and the offsets of an Arrow string array (no copy of the bytes)."""
+    import pyarrow as pa
+
     if not pa.types.is_large_string(strings.type):
         strings = strings.cast(pa.large_string())
     _, off_buf, data_buf = strings.buffers()
@@ -313,6 +320,9 @@ def _blank_to_null(a: pa.Array) -> pa.Array:
 
     ``utf8_is_space`` (non-empty, only whitespace) or empty is exactly "trimmed of whitespace, empty"
     (``utf8_trim_whitespace``, the same Unicode whitespace), without a trimmed copy of the strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     blank = pc.fill_null(pc.or_(pc.utf8_is_space(a), pc.equal(pc.binary_length(a), 0)), False)
     if not pc.any(blank).as_py():
         return a
@@ -664,6 +674,8 @@ class EMFit:
 
     def probability(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """lam * prod m / (lam * prod m + (1 - lam) * prod u) per pattern."""
+        from scipy.special import expit
+
         return np.asarray(expit(self.logit(patterns)), dtype=np.float64)
 
 

@@ -33,9 +33,8 @@ NEVER_OURS = ("er_framework.engine", "er_framework.executors", "er_framework.rep
 NOT_FOR_THE_PARSER = ("numpy", "pydantic", "yaml", "pluggy", "scipy", "networkx", "pyarrow", "rapidfuzz",
                       "er_framework.components", "er_framework.data", "er_framework.config", "er_framework.kernels",
                       "er_framework.registry")
-#: heavy imports that only er_plugins' modules make during validation today: clusterers imports networkx
-#: and scipy.sparse at its top, records_scoring pyarrow and scipy.special, news.available_languages
-#: justext (with lxml) to list its stop lists
+#: heavy imports the built-in plugins make only where they are used (clusterers: networkx and scipy.sparse,
+#: records_scoring: pyarrow and scipy.special, news: justext and lxml for its stop lists, listed without them)
 PLUGIN_HEAVY = ("networkx", "scipy", "pyarrow", "justext", "lxml")
 
 
@@ -105,9 +104,6 @@ def test_validate_loads_no_engine_report_or_dataframes(config: Path) -> None:
     assert found(modules, tuple(n for n in NEVER if n not in PLUGIN_HEAVY) + NEVER_OURS) == []
 
 
-@pytest.mark.xfail(strict=True, reason="er_plugins.clusterers, records_scoring and news import networkx, scipy, "
-                   "pyarrow and justext when loaded or checked (issue 15: to be imported in the functions that use "
-                   "them); remove this mark when they are not")
 def test_validate_loads_no_plugin_heavy_modules() -> None:
     for config in ("configs/customers.yaml", "configs/news.yaml"):
         modules = loaded_after(run_main("validate", config))
