@@ -217,6 +217,28 @@ class Pairs:
         score = self.score[keep] if self.score is not None else None
         if len(lo) == 0:
             return Pairs(lo, hi, score)
+        if score is None and lo.dtype.kind in "iu" and int(lo.min()) >= 0 and int(hi.max()) < 2**32:
+            # each pair packed into one uint64 key (lo in the high half): one sort of 8-byte keys, much
+            # faster and smaller than lexsort's two keys and permutation (the block stage's union of tens of
+            # millions of pairs); same order, same result (tests compare with normalized_reference)
+            key = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+            del lo, hi
+            key.sort()
+            first = np.ones(len(key), dtype=bool)
+            first[1:] = key[1:] != key[:-1]
+            key = key[first]
+            return Pairs((key >> np.uint64(32)).astype(np.int64), (key & np.uint64(0xFFFFFFFF)).astype(np.int64))
+        return Pairs.normalized_reference(Pairs(lo, hi, score))
+
+    def normalized_reference(self) -> "Pairs":
+        """:meth:`normalized` by ``np.lexsort`` (test oracle of the packed-key path; the path with scores)."""
+        lo = np.minimum(self.left, self.right)
+        hi = np.maximum(self.left, self.right)
+        keep = lo != hi
+        lo, hi = lo[keep], hi[keep]
+        score = self.score[keep] if self.score is not None else None
+        if len(lo) == 0:
+            return Pairs(lo, hi, score)
         order = np.lexsort((hi, lo))
         lo, hi = lo[order], hi[order]
         first = np.ones(len(lo), dtype=bool)
