@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Clock, code_fingerprint, machine_info, parse_contenders
+from common import Clock, code_fingerprint, machine_info, min_max, parse_contenders
 from common import cpu_s as _cpu_s
 from common import rss_mb as _rss_mb
 
@@ -758,13 +758,7 @@ def orchestrate(a: argparse.Namespace) -> int:
 
 
 def _word_range(text: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MIN,MAX (e.g. 450,750), got {text!r}") from None
-    if not 1 <= lo <= hi:
-        raise argparse.ArgumentTypeError(f"need 1 <= MIN <= MAX, got {text!r}")
-    return lo, hi
+    return min_max(text, "450,750")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -124,3 +124,16 @@ def parse_contenders(text: str, known: Any, choices: Any) -> list[str] | None:
         print(f"unknown contender(s) {unknown}; choose from {choices}", file=sys.stderr)
         return None
     return contenders
+
+
+def min_max(text: str, example: str) -> tuple[int, int]:
+    """An argparse type: ``"MIN,MAX"`` with ``1 <= MIN <= MAX`` (``example`` shown in the message)."""
+    import argparse
+
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX (e.g. {example}), got {text!r}") from None
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"need 1 <= MIN <= MAX, got {text!r}")
+    return lo, hi
