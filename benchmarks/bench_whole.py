@@ -27,6 +27,7 @@ Run from the repository root (see benchmarks/README.md, "Whole processes")::
 from __future__ import annotations
 
 import argparse
+import compileall
 import copy
 import json
 import os
@@ -123,6 +124,24 @@ def run_side_by_side(jobs: list[Job], work: Path, repeat: int, timeout: float, p
         ok = [r for r in job.measured.get("runs", []) if r["exit_code"] == 0 and not r["timed_out"]]
         if ok and not job.error:
             job.measured["best"] = min(ok, key=lambda r: r["wall_s"])
+
+
+def prepare_bytecode(compiled: bool) -> str:
+    """Give every measured process the project's bytecode as a user has it, and say which.
+
+    ``pip install`` compiles the installed modules to ``.pyc`` files, and an editable install writes them
+    on its first run; an environment with ``PYTHONDONTWRITEBYTECODE`` set (this sandbox's is) never has
+    them, so every ``er`` start would recompile ~100 modules (~0.2 s). By default the project's packages
+    are compiled here once, and the variable is removed from the environment the processes inherit; the
+    contenders' packages were compiled by pip when they were installed."""
+    if not compiled:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        return "bytecode: none (recompiled at every start)"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    root = HERE.parent
+    for pkg in ("er_framework", "er_plugins"):
+        compileall.compile_dir(str(root / pkg), quiet=1)
+    return "bytecode: compiled (as after pip install)"
 
 
 def warm_cache(files: list[Path]) -> None:
@@ -575,7 +594,8 @@ def common_doc(a: argparse.Namespace, name: str, load_start: tuple[float, ...]) 
     return {"benchmark": "whole", "scenario": name, "command": " ".join([Path(sys.executable).name, *sys.argv]),
             "when": time.strftime("%Y-%m-%d %H:%M:%S"), "repeat": a.repeat,
             "machine": machine_info(DISTS), "code": {k: v for k, v in code_fingerprint().items() if k != "files"},
-            "load_average_start": load_start, "load_average_end": os.getloadavg()}
+            "load_average_start": load_start, "load_average_end": os.getloadavg(),
+            "bytecode": getattr(a, "bytecode", None)}
 
 
 def orchestrate(a: argparse.Namespace) -> int:
@@ -591,7 +611,8 @@ def orchestrate(a: argparse.Namespace) -> int:
         print("--repeat must be >= 1", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="er_bench_whole_", dir=a.scratch_dir))
-    print(f"scratch {scratch}; er = {' '.join(er_command())}; best of {a.repeat} run(s) per process; "
+    a.bytecode = prepare_bytecode(not a.no_bytecode)
+    print(f"scratch {scratch}; er = {' '.join(er_command())}; best of {a.repeat} run(s) per process; {a.bytecode}; "
           f"load average {os.getloadavg()[0]:.2f} (nproc {os.cpu_count()})", flush=True)
     md = list(MD_HEAD)
     startup_md = None
@@ -678,6 +699,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-dir", default=str(HERE / "results"), help="where whole-<scenario>.json go")
     p.add_argument("--scratch-dir", default=None, help="parent of the scratch folder (default: system temp)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (jobs, outputs, pairs, logs)")
+    p.add_argument("--no-bytecode", action="store_true",
+                   help="run every process without .pyc files of the project (PYTHONDONTWRITEBYTECODE=1 and none "
+                        "compiled): every start recompiles er_framework and er_plugins (default: compile them first, "
+                        "as `pip install` does)")
     p.add_argument("--make-documents", type=Path, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.make_documents is not None:
