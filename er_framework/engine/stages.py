@@ -36,6 +36,7 @@ from er_framework.kernels import group_sorted, pairs_in_groups
 from er_framework.kernels.digests import normalize_text, normalized_digests, text_digests
 from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
+from er_framework.kernels.hashing import unique_rows
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
 from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
 from er_framework.memory import available_memory, size_text
@@ -457,7 +458,9 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     pruned = pruning.tokens if pruning is not None else None
     keep = "all" if pruned is not None else engine.token_keep()
     chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
-    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned)
+    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned,
+                               step_chars=SHINGLE_STEP_CHARS if shingler.streamable else None,
+                               workers=job.context.workers)
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
     shingled.report = {
@@ -485,45 +488,68 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     return shingled
 
 
+def step_bounds(records: Records, chunk_records: int, step_chars: int | None) -> list[int]:
+    """Where the shingle stage's steps start (and, last, ``len(records)``): at most ``chunk_records``
+    records and, with ``step_chars``, about that many characters of text per step (a longer record
+    is a step of its own)."""
+    n = len(records)
+    if n == 0:
+        return [0, 0]
+    cuts = set(range(0, n, chunk_records))
+    if step_chars is not None:
+        cuts.update(a for a, _ in split_sizes(records.text_sizes() + 1, step_chars))
+    return sorted(cuts) + [n]
+
+
+#: characters of text shingled and signed per step of the shingle stage (besides ``chunk_records``): a
+#: step's tokens (8 bytes per character) and the kernels' temporaries stay small enough for the
+#: allocator to reuse their memory step after step. Steps of a whole ``chunk_records`` (10,000 documents
+#: of ~4,000 characters, 320 MB of tokens) were memory new to the process every time: page faults and
+#: huge-page compaction made the stage vary from 0.5 s to 1.5 s on 20,000 such documents
+SHINGLE_STEP_CHARS = 1 << 22
+
+
 def _shingle_chunks(
     records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
-    log: StageLog, pruned: TokenSets | None = None,
+    log: StageLog, pruned: TokenSets | None = None, *, step_chars: int | None = None, workers: int = 1,
 ) -> Shingled:
     """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``).
 
     Kept token sets fill one buffer of at most :func:`token_budget` tokens;
-    whether the corpus's sets fit is forecast from the first chunk's tokens
+    whether the corpus's sets fit is forecast from the first step's tokens
     per character, so a corpus far over the budget never fills a buffer it
     then drops (one that outgrows the forecast drops it when the budget runs
     out, and verification shingles the candidates' records again,
-    :func:`score_streamed`).
+    :func:`score_streamed`). Steps hold at most ``chunk_records`` records
+    and, with ``step_chars``, about that many characters (:func:`step_bounds`).
 
-    Why nothing is kept with multisets (``none``), measured on 20,000
-    documents of ~4,100 characters (13,479 of them in candidate pairs; the
-    2-core machine of issue 15): keeping the multisets (640 MB) so that
-    verification sorts only the candidates' rows into sets made the shingle
-    stage 1.4 s slower (the memory is new to the process: page faults and
-    the kernel's huge-page compaction) and verification no faster (the
-    candidates' sets, 440 MB, are new memory too); building every record's
-    set here sorts records that no pair needs and holds them all.
-    Shingling the candidates' records again in blocks of
-    :data:`VERIFY_BLOCK_MB` (the blocks' memory is reused) verified in
-    1.2 s, 0.9 s less than the kept multisets, at a lower peak.
+    With multisets (``none``) the shingler's multisets are signed and their
+    tokens counted with repeats (the report's counts, as on Dask). While the
+    sets fit the budget, each step's multisets are also turned into sets
+    (:func:`~er_framework.kernels.hashing.unique_rows`, the shingler's sets
+    by the contract of :meth:`Shingler.shingle_multiset`), which are signed
+    instead (fewer tokens, the same minima) and kept, so that verification
+    and the diagnostics do not shingle again. Measured on 20,000 documents
+    of ~4,000 characters (2 cores): the sort costs ~0.2 s here, re-shingling
+    the candidates' records in verification cost 0.9 s. Beyond the budget
+    nothing is sorted (the 1,000,000-document corpus is streamed).
     """
     names = ["shingle"] + (["signatures"] if builder is not None else [])
     n = len(records)
-    bounds = list(range(0, n, chunk_records)) + [n] if n else [0, 0]
+    bounds = step_bounds(records, chunk_records, step_chars)
     # kept token sets are appended to one buffer: np.empty reserves address
     # space only, pages become resident as they are written (no 2x concat)
-    cap = token_budget(token_memory_mb) if keep == "budget" else 0
+    cap = token_budget(token_memory_mb) if keep in ("budget", "none") else 0
     buffer: npt.NDArray[Any] | None = np.empty(cap, dtype=np.uint64) if cap else None
     used = 0
     token_parts: list[TokenSets] = []
     sig_parts: list[Signatures] = []
-    sizes: list[Int64Array] = []
+    sizes: list[Int64Array] = []  # as counted (with repeats for multisets)
+    set_sizes: list[Int64Array] = []  # of the kept sets
     # pruned while shingling: the distinct tokens each record lost, for the report
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep == "all" or buffer is not None
+    chars = records.text_sizes() if buffer is not None and len(bounds) > 2 else None
     with log.interleaved(names) as timer:
         for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
             part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
@@ -535,9 +561,10 @@ def _shingle_chunks(
                     lost.append(lost_part)
                 else:
                     tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
-            sizes.append(tokens.sizes)
-            if buffer is not None and a == 0 and b < n:  # forecast the corpus's sets from this chunk's
-                chars = records.text_sizes()
+                sizes.append(tokens.sizes)
+                if keep == "none" and kept and buffer is not None:
+                    tokens = unique_rows(tokens, workers, in_place=True)  # the sets, kept below
+            if buffer is not None and chars is not None and a == 0:  # forecast the corpus's sets from this step's
                 per_char = len(tokens.tokens) / max(int(chars[a:b].sum()), 1)
                 if per_char * int(chars.sum()) > KEEP_FORECAST_SHARE * cap:
                     kept, buffer = False, None
@@ -549,6 +576,7 @@ def _shingle_chunks(
             elif kept and buffer is not None and used + len(tokens.tokens) <= cap and tokens.tokens.dtype == np.uint64:
                 buffer[used : used + len(tokens.tokens)] = tokens.tokens
                 used += len(tokens.tokens)
+                set_sizes.append(tokens.sizes)
             elif kept:
                 kept, buffer = False, None  # over budget: stream from here on
             del tokens
@@ -563,7 +591,7 @@ def _shingle_chunks(
         token_sets = token_parts[0] if len(token_parts) == 1 else TokenSets.concat(token_parts)
     elif kept and buffer is not None:
         indptr = np.zeros(len(all_sizes) + 1, dtype=np.int64)
-        np.cumsum(all_sizes, out=indptr[1:])
+        np.cumsum(np.concatenate(set_sizes) if set_sizes else all_sizes, out=indptr[1:])
         token_sets = TokenSets(indptr, buffer[:used])
     signatures = None
     if builder is not None:

@@ -45,6 +45,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.groups import sort_segments
+from er_framework.kernels.parallel import map_ordered, row_blocks
 
 __all__ = [
     "B2",
@@ -61,6 +62,7 @@ __all__ = [
     "mix64",
     "mix64_reference",
     "sort_rows",
+    "unique_rows",
     "word_ngrams",
     "word_ngrams_reference",
 ]
@@ -195,8 +197,9 @@ def hash_string_reference(s: str) -> int:
 ROW_LOOP_MIN = 32
 
 
-def sort_rows(tokens: npt.NDArray[Any], counts: Int64Array) -> npt.NDArray[Any]:
-    """Every row (``counts[i]`` consecutive values) sorted ascending: a new array.
+def sort_rows(tokens: npt.NDArray[Any], counts: Int64Array, in_place: bool = False) -> npt.NDArray[Any]:
+    """Every row (``counts[i]`` consecutive values) sorted ascending: a new array (``in_place``: ``tokens``
+    itself, sorted where it is, when it is a writable contiguous array).
 
     Long rows (:data:`ROW_LOOP_MIN` tokens or more) are sorted in place one
     slice at a time (numpy's SIMD sort; a document has thousands of
@@ -205,7 +208,8 @@ def sort_rows(tokens: npt.NDArray[Any], counts: Int64Array) -> npt.NDArray[Any]:
     each row on its own (the tests compare with that).
     """
     counts = np.asarray(counts, dtype=np.int64)
-    out = np.array(tokens, copy=True)
+    own = in_place and tokens.flags.writeable and tokens.flags.c_contiguous
+    out = tokens if own else np.array(tokens, copy=True)
     long = counts >= ROW_LOOP_MIN
     if not long.any():
         return sort_segments(out, counts)
@@ -221,12 +225,13 @@ def sort_rows(tokens: npt.NDArray[Any], counts: Int64Array) -> npt.NDArray[Any]:
     return out
 
 
-def _csr_unique_rows(tokens: UInt64Array, counts: Int64Array) -> TokenSets:
+def _csr_unique_rows(tokens: npt.NDArray[Any], counts: Int64Array, in_place: bool = False) -> TokenSets:
     """Sort every row (``counts[i]`` consecutive tokens), drop duplicates within it, build CSR
-    (:func:`sort_rows`; much faster than ``np.lexsort((tokens, rows))``)."""
+    (:func:`sort_rows`; much faster than ``np.lexsort((tokens, rows))``). ``in_place``: ``tokens`` may be
+    sorted where it is (an array the caller no longer needs in its order)."""
     n = len(counts)
     counts = np.asarray(counts, dtype=np.int64)
-    t = sort_rows(tokens, counts)
+    t = sort_rows(tokens, counts, in_place=in_place)
     indptr = np.zeros(n + 1, dtype=np.int64)
     if len(t) == 0:
         return TokenSets(indptr, np.zeros(0, dtype=np.uint64))
@@ -239,7 +244,30 @@ def _csr_unique_rows(tokens: UInt64Array, counts: Int64Array) -> TokenSets:
     sizes = np.zeros(n, dtype=np.int64)
     sizes[nonempty] = np.add.reduceat(keep, starts, dtype=np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    return TokenSets(indptr, np.ascontiguousarray(t[keep], dtype=np.uint64))
+    # np.compress, not t[keep]: the same values, ~4x faster than boolean indexing (numpy 2.4, measured)
+    return TokenSets(indptr, np.ascontiguousarray(np.compress(keep, t), dtype=np.uint64))
+
+
+def unique_rows(
+    multiset: TokenSets, workers: int = 1, block_tokens: int = 1 << 20, in_place: bool = False
+) -> TokenSets:
+    """The set of every row of ``multiset`` (its distinct tokens, sorted ascending): a new :class:`TokenSets`.
+
+    For a shingler's :meth:`shingle_multiset` rows this is its :meth:`shingle` (the contract: the
+    multiset's distinct tokens are the set). Blocks of whole rows of about ``block_tokens`` tokens are
+    sorted and deduplicated on ``workers`` threads (numpy's sort releases the GIL) and their results
+    joined in row order, so the result does not depend on either (tests compare with ``np.unique`` per row).
+    ``in_place``: the rows of ``multiset`` are sorted where they are (it stays the same multiset; no copy).
+    """
+    blocks = row_blocks(multiset, block_tokens)
+    if len(blocks) <= 1:
+        return _csr_unique_rows(multiset.tokens, multiset.sizes, in_place=in_place)
+
+    def one(ab: tuple[int, int]) -> TokenSets:
+        part = multiset.slice(*ab)
+        return _csr_unique_rows(part.tokens, part.sizes, in_place=in_place)
+
+    return TokenSets.concat(map_ordered(one, blocks, workers))
 
 
 def _window_valid(lengths: Int64Array, k: int, w: int) -> npt.NDArray[np.bool_]:
@@ -299,18 +327,18 @@ def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int, 
     counts = np.where(has_windows, lengths - k + 1, short.astype(np.int64)).astype(np.int64)
     h, _, valid = _window_hashes(values, lengths, k, base, with_segments=False)
     if not short.any():  # every token is a window (the usual case): no slot mask
-        tokens = h[valid]
+        tokens = np.compress(valid, h)  # h[valid], ~4x faster
     else:
         tokens = np.empty(int(counts.sum()), dtype=np.uint64)
         from_windows = np.repeat(has_windows, counts)  # token slots filled by windows
-        tokens[from_windows] = h[valid]  # valid windows come in row order
+        tokens[from_windows] = np.compress(valid, h)  # valid windows come in row order
         pos_mask = np.repeat(short, lengths)
         tokens[~from_windows] = _hash_segments(values[pos_mask], lengths[short], base)
     if not unique:
         indptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         return TokenSets(indptr, tokens)
-    return _csr_unique_rows(tokens, counts)
+    return _csr_unique_rows(tokens, counts, in_place=True)  # tokens is this function's own array
 
 
 def char_shingles(texts: Sequence[str], k: int, unique: bool = True) -> TokenSets:

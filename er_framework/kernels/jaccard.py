@@ -42,7 +42,7 @@ def _copy_rows(
 
 
 #: pairs with at least this many tokens on both sides together are intersected one pair per step (the two
-#: sorted rows copied into one buffer and sorted by numpy's SIMD sort: ~4 ns/token and ~3 us/pair); smaller
+#: sorted rows copied into one buffer and merged by numpy's stable sort: ~1.2 ns/token and ~3 us/pair); smaller
 #: pairs go through the vectorized segmented sort (their Python step costs more than their tokens; the two
 #: break even at ~80-100 tokens a pair, measured)
 PAIR_LOOP_MIN = 96
@@ -79,7 +79,9 @@ def _intersections_looped(
 ) -> Int64Array:
     """``|A ∩ B|`` of every pair, one pair per step: ``A ‖ B`` in a buffer, sorted in place, adjacent equal
     entries counted (each side is unique, so each is one common token). For large rows: linear memory,
-    no index arrays, and numpy's sort releases the GIL (threads run in parallel)."""
+    no index arrays, and numpy's sort releases the GIL (threads run in parallel). The sort is the stable
+    one (timsort): ``A ‖ B`` is two sorted runs, which it merges in linear time (2 x 2,800 tokens:
+    6.6 us against 19 us for the default quicksort, measured)."""
     m = len(lo)
     inter = np.zeros(m, dtype=np.int64)
     if m == 0:
@@ -91,7 +93,7 @@ def _intersections_looped(
         both = buf[: k + s - r]
         both[:k] = tokens[p:q]
         both[k:] = tokens[r:s]
-        both.sort()
+        both.sort(kind="stable")  # two sorted runs: one linear merge
         inter[j] = np.count_nonzero(both[1:] == both[:-1])
     return inter
 

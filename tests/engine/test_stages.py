@@ -55,13 +55,18 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
     assert len(base_pairs) > 50  # the planted families are found
     n = len(base_labels)
     stages = {s["stage"]: s for s in base_rep["stages"]}
-    # the builder takes multisets: signed without building the sets, none kept
-    assert stages["shingle"]["tokens_counted"] == "with repeats" and stages["shingle"]["token_sets_kept"] is False
-    assert 0 < stages["verify"]["records_reshingled"] < n
+    # the builder takes multisets: counted with repeats; the sets (sorted from the multisets) fit the
+    # budget and are kept, so verification does not shingle again
+    assert stages["shingle"]["tokens_counted"] == "with repeats" and stages["shingle"]["token_sets_kept"] is True
+    assert "records_reshingled" not in stages["verify"]
     variants = [
         ("workers: 2\n", True),
         ("workers: 2\nchunk_records: 37\n", True),
         ("workers: 1\nchunk_records: 1\n", True),
+        # multisets signed, nothing kept (a zero budget): verification shingles the candidates again
+        ("workers: 2\nchunk_records: 50\ntoken_memory_mb: 0\n", True),
+        # ... and the budget exhausted part-way
+        ("workers: 2\nchunk_records: 100\ntoken_memory_mb: 0.2\n", True),
         # a builder that needs sets: kept within the budget ...
         ("workers: 2\n", False),
         # ... streamed, the token sets recomputed for verification ...
@@ -78,8 +83,13 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
         assert rep["candidate_pairs"] == base_rep["candidate_pairs"], extra
         stages = {s["stage"]: s for s in rep["stages"]}
         assert stages["shingle"]["tokens_counted"] == ("with repeats" if multiset else "distinct")
-        if not multiset and "token_memory_mb" not in extra:
+        if "token_memory_mb" not in extra:
             assert stages["shingle"]["token_sets_kept"] is True and "records_reshingled" not in stages["verify"]
+        else:
+            assert stages["shingle"]["token_sets_kept"] is False and 0 < stages["verify"]["records_reshingled"] < n
+        if multiset:  # the same counts (with repeats) whether the sets were kept or not
+            assert stages["shingle"]["total_tokens"] == {s["stage"]: s for s in base_rep["stages"]}["shingle"][
+                "total_tokens"], extra
     assert stages["shingle"]["token_sets_kept"] is False and stages["shingle"]["chunks"] == -(-n // 100)
     assert 0 < stages["verify"]["records_reshingled"] < n
 
@@ -170,8 +180,11 @@ def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Pa
     """Streamed verification in blocks of pairs (bounded token sets) equals one block."""
     import er_framework.engine.stages as pipeline
 
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\n")
+    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\ntoken_memory_mb: 0\n")
     assert {s["stage"]: s for s in rep["stages"]}["verify"]["verify_blocks"] == 1
+    kept, kept_labels, kept_rep = _run(tmp_path, corpus, "fss", "workers: 1\n")  # the sets kept: not streamed
+    assert "verify_blocks" not in {s["stage"]: s for s in kept_rep["stages"]}["verify"]
+    assert kept == pairs and kept_labels == labels
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.01)  # ~1,300 tokens per block: many blocks
     small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
     verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
@@ -221,12 +234,49 @@ def test_verification_blocks_are_capped_whatever_the_budget(
     """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB even under a large token_memory_mb."""
     import er_framework.engine.stages as pipeline
 
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\n")
+    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
     one = {s["stage"]: s for s in rep["stages"]}["verify"]
     assert one["verify_blocks"] == 1
+    monkeypatch.setattr(pipeline, "token_budget", lambda mb: 0)  # nothing kept, whatever token_memory_mb says
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.001)
     monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", 0.01)
     small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
     verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
     assert verify["verify_blocks"] > 20 and verify["records_reshingled"] > one["records_reshingled"]
     assert small == pairs and small_labels == labels
+
+
+def test_shingle_steps_by_characters_do_not_change_the_results(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shingle stage's steps of about SHINGLE_STEP_CHARS characters (besides chunk_records): more
+    steps, the same pairs, clusters, diagnostics and counts, with the sets kept or streamed."""
+    import er_framework.engine.stages as pipeline
+
+    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\n")
+    one = {s["stage"]: s for s in rep["stages"]}["shingle"]
+    assert one["chunks"] == 1
+    monkeypatch.setattr(pipeline, "SHINGLE_STEP_CHARS", 5000)
+    for extra in ("workers: 2\n", "workers: 1\ntoken_memory_mb: 0\n"):
+        got_pairs, got_labels, got = _run(tmp_path, corpus, "fss", extra)
+        shingle = {s["stage"]: s for s in got["stages"]}["shingle"]
+        assert shingle["chunks"] > 20
+        assert shingle["total_tokens"] == one["total_tokens"]
+        assert shingle["token_sets_kept"] is ("token_memory_mb" not in extra)
+        assert got_pairs == pairs and got_labels == labels
+        assert got["diagnostics"] == rep["diagnostics"] and got["candidate_pairs"] == rep["candidate_pairs"]
+
+
+def test_step_bounds() -> None:
+    from er_framework.data import Records
+    from er_framework.engine.stages import step_bounds
+
+    texts = ["a" * n for n in (5, 5, 30, 1, 1, 1, 1, 8)]
+    recs = Records(ids=[str(i) for i in range(8)], source=np.zeros(8, dtype=np.int64), source_names=["s"],
+                   fields={"text": texts})
+    assert step_bounds(recs, 100, None) == [0, 8]
+    assert step_bounds(recs, 3, None) == [0, 3, 6, 8]
+    assert step_bounds(recs, 100, 12) == [0, 2, 3, 6, 8]  # the 30-character record is a step of its own
+    assert step_bounds(recs, 4, 12) == [0, 2, 3, 4, 6, 8]
+    empty = Records(ids=[], source=np.zeros(0, dtype=np.int64), source_names=["s"], fields={"text": []})
+    assert step_bounds(empty, 10, 12) == [0, 0]

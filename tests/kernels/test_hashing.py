@@ -182,3 +182,39 @@ def test_identical_across_processes() -> None:
             check=True,
         ).stdout
         assert out.strip() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 12), max_size=80), max_size=40),
+    st.integers(1, 200),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_unique_rows_is_np_unique_per_row(rows: list[list[int]], block: int, workers: int, in_place: bool) -> None:
+    """unique_rows (blocks on threads, np.compress) against np.unique of every row on its own; with
+    in_place the input stays the same multiset (its rows sorted where they are)."""
+    from er_framework.kernels.hashing import unique_rows
+
+    sizes = np.array([len(r) for r in rows], dtype=np.int64)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    values = np.array([x * 0x9E3779B97F4A7C15 % 2**64 for r in rows for x in r], dtype=np.uint64)
+    multi = TokenSets(indptr, values.copy())
+    got = unique_rows(multi, workers=workers, block_tokens=block, in_place=in_place)
+    assert got.equals(TokenSets.from_sets([np.unique(np.array(r, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+                                           for r in rows]))
+    for i in range(len(rows)):  # the input is the same multiset either way
+        assert sorted(multi.row(i).tolist()) == sorted(values[indptr[i]: indptr[i + 1]].tolist())
+    if not in_place:
+        assert np.array_equal(multi.tokens, values)
+
+
+def test_char_multisets_and_sets_agree_with_short_texts() -> None:
+    """The window tokens (np.compress of the valid windows) with texts shorter than k among them."""
+    texts = ["abcabcab", "ab", "", "x", "hello world hello", "abcab", "a b"]
+    sets, multi = char_shingles(texts, 3), char_shingles(texts, 3, unique=False)
+    ref = char_shingles_reference(texts, 3)
+    assert [sets.row(i).tolist() for i in range(len(texts))] == ref
+    assert [sorted(set(multi.row(i).tolist())) for i in range(len(texts))] == ref
+    assert multi.sizes.tolist() == [6, 1, 0, 1, 15, 3, 1]
