@@ -91,6 +91,7 @@ from pydantic import ValidationError
 
 from er_framework.components import Context, Normalizer, Params
 from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
+from er_framework.kernels.arrow import string_array, to_numpy
 from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
@@ -588,12 +589,12 @@ def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]]
     import pyarrow.compute as pc
 
     try:
-        arr = pa.array(values, type=pa.string(), from_pandas=False)
+        arr = string_array(values, large=None)
     except (pa.ArrowException, TypeError, ValueError, UnicodeError):
         return None
     enc = pc.dictionary_encode(arr, null_encoding="encode")  # None is a key too, where it first appears
     keys = enc.dictionary.to_pylist()
-    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = to_numpy(enc.indices).astype(np.int64)
     del arr, enc
     pa.default_memory_pool().release_unused()  # the pool keeps what the strings and the hash table freed
 

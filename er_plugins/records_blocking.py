@@ -63,6 +63,7 @@ from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
 from er_framework.memory import available_memory, size_text
+from er_framework.kernels.arrow import string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, unpack_pairs
@@ -156,8 +157,8 @@ def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tupl
     import pyarrow.compute as pc
 
     try:
-        arr = pa.array(values, type=pa.string())
-    except (pa.ArrowException, UnicodeError):
+        arr = string_array(values, large=None)  # list -> Arrow without pyarrow's pandas-importing conversion
+    except (pa.ArrowException, TypeError, UnicodeError):
         return None
     if prefix is not None:
         arr = pc.utf8_slice_codeunits(arr, 0, int(prefix))
@@ -166,14 +167,14 @@ def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tupl
     k = len(dictionary)
     if k == 0:
         return np.full(n, -1, dtype=np.int64), 0
-    order = pc.array_sort_indices(dictionary).to_numpy()  # ascending, in UTF-8 byte (= code-point) order
+    order = to_numpy(pc.array_sort_indices(dictionary))  # ascending, in UTF-8 byte (= code-point) order
     rank = np.empty(k, dtype=np.int64)
     rank[order] = np.arange(k, dtype=np.int64)
     first = dictionary[int(order[0])].as_py()
     if first == "":  # the empty string is missing, and the smallest value: the others move down by one
         rank -= 1
         k -= 1
-    codes = np.append(rank, np.int64(-1))[pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)]
+    codes = np.append(rank, np.int64(-1))[to_numpy(enc.indices, null=-1)]
     del arr, enc, dictionary
     release_free_memory()  # the allocators keep freed memory (the strings, the hash table)
     return codes.astype(np.int64, copy=False), k

@@ -1141,3 +1141,24 @@ def test_field_score_comparisons_on_febrl4(shipped):
     pts = sum(cmp[f"points_{r['field']}"] for r in rules)
     np.testing.assert_allclose(pts, s, rtol=0, atol=1e-9)
     assert FieldScore.explainable and FellegiSunter.explainable and FellegiSunter.trainable
+
+
+def test_sigmoid_is_scipy_expit_bit_for_bit():
+    """records_scoring.sigmoid (no scipy import at start-up) equals scipy.special.expit exactly, at every
+    magnitude, at the overflow edge, at the infinities and at NaN, for arrays of any shape."""
+    expit = pytest.importorskip("scipy.special").expit
+    rng = np.random.default_rng(11)
+    z = np.concatenate([
+        rng.normal(0, 3, 2000), rng.normal(0, 40, 2000), np.linspace(-760, 760, 3001),
+        [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.78, -709.78, 709.79, -709.79, 745.2, -745.2, 1e308, -1e308,
+         np.inf, -np.inf],
+    ])
+    got = rs.sigmoid(z)
+    want = expit(z)
+    assert got.dtype == np.float64 and got.shape == z.shape
+    assert np.array_equal(got, want)  # bitwise: the written scores do not move
+    assert np.isnan(rs.sigmoid(np.array([np.nan, 1.0]))[0])
+    grid = z[:3000].reshape(30, 100)
+    assert np.array_equal(rs.sigmoid(grid), expit(grid))
+    assert rs.sigmoid(np.zeros(0)).shape == (0,)
+    assert np.all((got >= 0) & (got <= 1))

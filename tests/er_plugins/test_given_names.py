@@ -1,0 +1,57 @@
+"""The shipped given-name frequencies (er_plugins/given_names.py, written by scripts/make_given_names.py)
+are Faker's en_US tables as the ``nickname`` normalizer reads them, and its table is the one Faker gives."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import er_plugins.normalizers as nz
+from er_plugins.given_names import GIVEN_NAME_FREQUENCIES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_frequencies_are_fakers() -> None:
+    pytest.importorskip("faker")
+    assert nz.faker_name_frequencies() == GIVEN_NAME_FREQUENCIES
+    assert len(GIVEN_NAME_FREQUENCIES) > 500
+    assert all(k == k.lower() and isinstance(v, float) and v > 0 for k, v in GIVEN_NAME_FREQUENCIES.items())
+
+
+def test_the_script_writes_the_shipped_module() -> None:
+    pytest.importorskip("faker")
+    spec = importlib.util.spec_from_file_location("make_given_names", ROOT / "scripts" / "make_given_names.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from importlib.metadata import version
+
+    text = mod.module_text(nz.faker_name_frequencies(), version("faker"))
+    assert text == (ROOT / "er_plugins" / "given_names.py").read_text(encoding="utf-8")
+
+
+def test_nickname_table_is_the_same_with_fakers_frequencies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nickname table from the shipped frequencies equals the one made with Faker imported."""
+    pytest.importorskip("faker")
+    pytest.importorskip("nicknames")
+    shipped = dict(nz.nickname_table())
+    nz.nickname_table.cache_clear()
+    monkeypatch.setattr(nz, "_name_frequencies", nz.faker_name_frequencies)
+    try:
+        assert nz.nickname_table() == shipped
+    finally:
+        nz.nickname_table.cache_clear()
+    assert shipped["bob"] == "robert" and shipped["bill"] == "william"
+
+
+def test_normalizers_do_not_import_faker() -> None:
+    import subprocess
+
+    code = ("import sys\nfrom er_plugins.normalizers import canonical_first_name\n"
+            "assert canonical_first_name('bob') == 'robert'\nprint('faker' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
