@@ -74,6 +74,7 @@ from er_framework.io.tables import (
 )
 from er_framework.io.outputs import OutputStage, recover
 from er_framework.kernels.graph import connected_component_labels
+from er_framework.kernels.arrow import string_array, to_numpy
 
 __all__ = [
     "CLUSTER_COLUMNS",
@@ -451,11 +452,14 @@ def _load_clusters(table: _Table, id_column: str | None, cluster_column: str | N
 def _as_arrow(values: Any) -> pa.Array:
     """Values (list, numpy array, arrow array/chunked array) as one large_string array."""
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], type=pa.large_string())
+        values = values.combine_chunks() if values.num_chunks else string_array([], large=True)
     if isinstance(values, np.ndarray):
         values = values.tolist()
     if not isinstance(values, pa.Array):
-        values = pa.array(values, type=pa.large_string(), from_pandas=False)
+        try:  # built from buffers: pa.array's conversion would import pandas
+            values = string_array(values, large=True)
+        except (TypeError, UnicodeEncodeError):  # not strings: pa.array's own error (or conversion)
+            values = pa.array(values, type=pa.large_string(), from_pandas=False)
     if values.type != pa.large_string():
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
@@ -474,7 +478,7 @@ def _factorize(parts: Sequence[Any]) -> tuple[list[Int64Array], list[str | None]
         return [np.zeros(0, dtype=np.int64) for _ in parts], []
     combined = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
     enc = pc.dictionary_encode(combined)
-    codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    codes = np.asarray(to_numpy(enc.indices, null=-1), dtype=np.int64)
     values = enc.dictionary.to_pylist()
     out = []
     start = 0

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from er_framework.kernels.arrow import numeric_array, string_array
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, record_limit
@@ -323,7 +324,11 @@ def _output_array(name: str, values: Sequence[Any] | np.ndarray) -> Any:
         if values.ndim != 1:
             raise ValueError(f"column {name!r} must be 1-D, got shape {values.shape}")
         if values.dtype.kind in "biuf":
-            return pa.array(values)
+            return numeric_array(values)
+    try:  # strings built from their buffers: pa.array's conversion would import pandas
+        return string_array(values.tolist() if isinstance(values, np.ndarray) else list(values), large=None)
+    except (TypeError, UnicodeEncodeError):
+        pass
     try:
         return pa.array(values, type=pa.string())
     except (pa.ArrowTypeError, pa.ArrowInvalid):

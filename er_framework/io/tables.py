@@ -81,6 +81,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from er_framework.kernels.arrow import array_of
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.io.formats import (
@@ -1926,7 +1927,7 @@ def _serialize_outputs(
 
         for name, columns in tables.items():
             try:
-                arrow_tables[name] = pa.table({c: pa.array(v) for c, v in columns.items()})
+                arrow_tables[name] = pa.Table.from_arrays([array_of(v) for v in columns.values()], names=list(columns))
             except (pa.ArrowException, TypeError, ValueError) as e:
                 raise ValueError(f"table {name!r} cannot be converted to Parquet: {e}") from e
     json_text: dict[str, str] = {}

@@ -15,6 +15,8 @@ strings) and read fixed-width arrays back through their buffers, so a run of
   array of that type (no copy for numbers).
 * :func:`scalar` - an Arrow scalar of a ``str``, ``int``, ``float``, ``bool``
   or ``None`` (of a given type), for compute functions' arguments.
+* :func:`array_of` - ``pa.array(values)`` (the type inferred) by the two above for a numeric numpy
+  array or a sequence of strings and ``None``, by ``pa.array`` for anything else.
 * :func:`to_numpy` - a fixed-width Arrow array (or chunked array) as numpy,
   nulls replaced by a given value.
 
@@ -34,7 +36,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["numeric_array", "scalar", "string_array", "to_numpy"]
+__all__ = ["array_of", "numeric_array", "scalar", "string_array", "to_numpy"]
 
 #: largest byte count a ``string`` array's int32 offsets can address
 _INT32_BYTES = (1 << 31) - 1
@@ -167,3 +169,24 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, null: Any = None) -> npt.NDArray[A
         out = out.copy()
         out[valid == 0] = null
     return out
+
+
+def array_of(values: Sequence[Any] | npt.NDArray[Any]) -> pa.Array | pa.ChunkedArray:
+    """``pa.array(values)``, the type inferred: a numpy array of numbers or booleans by :func:`numeric_array`,
+    a sequence (or object array) of ``str`` and ``None`` holding at least one ``str`` by :func:`string_array`
+    (a ``string`` array; ``large_string`` past 2 GiB), anything else (an all-``None`` column: the ``null``
+    type; Python numbers, mixed values) by ``pa.array`` itself."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ndarray):
+        if values.ndim == 1 and values.dtype.kind in "biuf":
+            return numeric_array(values)
+        if values.dtype != object:
+            return pa.array(values)
+        values = values.tolist()
+    if not isinstance(values, list):
+        values = list(values)
+    kinds = set(map(type, values))
+    if str in kinds and kinds <= {str, type(None)}:
+        return string_array(values, large=None)
+    return pa.array(values)

@@ -145,3 +145,20 @@ def test_no_pandas_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_array_of_equals_pa_array() -> None:
+    from er_framework.kernels.arrow import array_of
+
+    cases: list[object] = [
+        np.arange(5, dtype=np.int64), np.array([0.5, 1.5]), np.array([True, False]), np.array(["x", None], dtype=object),
+        ["a", None, "é"], [None, None], [], [1, 2, 3], [1.5, None], ("t", "u"),
+        np.array(["fixed", "width"]),
+    ]
+    for values in cases:
+        got = array_of(values)  # type: ignore[arg-type]
+        want = pa.array(values)
+        assert got.type == want.type and got.equals(want), values
+    with pytest.raises(pa.ArrowTypeError):
+        array_of(["a", 1])  # pa.array's own error for mixed values
+
