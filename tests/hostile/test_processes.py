@@ -1,6 +1,13 @@
 """Issue 18, cases 18 and 21: worker processes die with ``er``, on every signal; no worker traceback.
 
-``er run`` spreads the normalize stage over 2 forked workers. Each test
+``er run`` can spread the normalize stage over 2 forked workers (a job with
+``workers: 2`` whose normalized fields hold at least
+``er_framework.engine.stages.PARALLEL_NORMALIZE_MIN_VALUES`` values). The
+default threshold is chosen by measurement (memory first: forked workers
+count the parent's pages again in the process tree), so these tests do not
+depend on it: :data:`ER_WITH_WORKERS` runs the ``er`` command in a fresh
+interpreter that first sets the threshold to 1 value, and the 2 x 100k job
+then always has its workers. Each test
 starts a whole ``er run`` in its own process group, waits until the workers
 exist (read from ``/proc``: the members of the group), signals it during
 normalize and then checks that
@@ -29,6 +36,16 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 N = 100_000
 TRACEBACK = "Traceback (most recent call last)"
+
+#: ``python -c ER_WITH_WORKERS run JOB ...``: the ``er`` command (as ``python -m er_framework.cli.main``) with
+#: the normalize stage on forked workers whatever the job's size (the engine's threshold set to one value)
+ER_WITH_WORKERS = (
+    "import sys\n"
+    "import er_framework.engine.stages as stages\n"
+    "stages.PARALLEL_NORMALIZE_MIN_VALUES = 1\n"
+    "from er_framework.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +91,7 @@ def start_and_signal(job: Path, out: Path, sig: int, *, group: bool) -> tuple[in
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ER_DEBUG", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "er_framework.cli.main", "run", str(job), "--out", str(out), "--quiet"],
+        [sys.executable, "-c", ER_WITH_WORKERS, "run", str(job), "--out", str(out), "--quiet"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
     )
     try:
@@ -95,6 +112,17 @@ def start_and_signal(job: Path, out: Path, sig: int, *, group: bool) -> tuple[in
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+def test_the_threshold_that_the_command_sets_exists() -> None:
+    """ER_WITH_WORKERS sets an attribute the engine reads (a renamed constant would leave these tests without
+    workers: they would then fail waiting for them, but say why here)."""
+    import inspect
+
+    import er_framework.engine.stages as stages
+
+    assert isinstance(stages.PARALLEL_NORMALIZE_MIN_VALUES, int)
+    assert "PARALLEL_NORMALIZE_MIN_VALUES" in inspect.getsource(stages.normalize_fields)
 
 
 def test_sigkill_of_er_kills_its_workers(job: Path, tmp_path: Path) -> None:
