@@ -286,35 +286,37 @@ def _communities_per_component(
     detect: Detect | None,
     seed: int,
     split: SplitParams | None = None,
+    settled: Callable[[Float64Array, npt.NDArray[np.bool_]], npt.NDArray[np.bool_]] | None = None,
 ) -> Int64Array:
     """Split (optional) and run ``detect(graph, seed)`` on each connected component.
 
     Components with one or two records are left as they are without building
     a graph. Each component's nodes and edges are numpy slices of one global
     sort by component, in ascending order. With ``detect=None`` the pieces of
-    the splitting pass are the clusters.
+    the splitting pass are the clusters. ``settled(weights, adjacency)``
+    (without ``split``): for the components of 3 to :data:`SETTLED_MAX_NODES`
+    nodes, given as dense ``(m, k, k)`` weight and adjacency matrices (rows
+    and columns in node order), which of them ``detect`` is known to leave
+    whole; those are not handed to ``detect`` (see :func:`lpa_single_community`).
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
     left, right, weight = canonical_pairs(pairs)
     if len(left) == 0:
         return np.arange(n, dtype=np.int64)
-    graph = coo_matrix((np.ones(len(left), dtype=np.int8), (left, right)), shape=(n, n))
-    n_comp, comp = connected_components(graph, directed=False)
-    comp = comp.astype(np.int64, copy=False)
-    node_count = np.bincount(comp, minlength=n_comp)
-    smallest = np.full(n_comp, n, dtype=np.int64)
-    np.minimum.at(smallest, comp, np.arange(n, dtype=np.int64))
-    out = smallest[comp]
+    root = connected_component_labels(n, left, right)  # a component's id: its smallest node
+    out = root.copy()
+    node_count = np.bincount(root, minlength=n)
     big = np.flatnonzero(node_count >= 3)
     if len(big) == 0 or (detect is None and split is None):
         return out
-    node_order = np.argsort(comp, kind="stable")
+    node_order = np.argsort(root, kind="stable")
     node_start = np.concatenate([[0], np.cumsum(node_count)])
-    edge_comp = comp[left]
+    edge_comp = root[left]
     edge_order = np.argsort(edge_comp, kind="stable")
-    edge_start = np.concatenate([[0], np.cumsum(np.bincount(edge_comp, minlength=n_comp))])
-    del edge_comp, graph
+    edge_start = np.concatenate([[0], np.cumsum(np.bincount(edge_comp, minlength=n))])
+    if settled is not None and split is None:
+        done = _settled_components(settled, node_count, node_order, node_start, root, left, right, weight)
+        big = big[~done[big]]
+    del edge_comp
     for c in big.tolist():
         nodes = node_order[node_start[c] : node_start[c + 1]]
         e = edge_order[edge_start[c] : edge_start[c + 1]]
@@ -328,6 +330,87 @@ def _communities_per_component(
                 members = np.fromiter(community, dtype=np.int64)
                 out[members] = members.min()
     return out
+
+
+#: components of up to this many nodes are offered to a clusterer's ``settled`` test (5 nodes: 51
+#: partitions to rule out; 6 would be 202)
+SETTLED_MAX_NODES = 5
+
+
+def _settled_components(
+    settled: Callable[[Float64Array, npt.NDArray[np.bool_]], npt.NDArray[np.bool_]],
+    node_count: Int64Array, node_order: Int64Array, node_start: Int64Array, root: Int64Array,
+    left: Int64Array, right: Int64Array, weight: Float64Array,
+) -> npt.NDArray[np.bool_]:
+    """Per component id (its smallest node), whether ``settled`` says the clusterer leaves it whole
+    (components of 3 to :data:`SETTLED_MAX_NODES` nodes; false for every other)."""
+    n = len(root)
+    done = np.zeros(n, dtype=bool)
+    rank = np.empty(n, dtype=np.int64)  # a node's position within its component (node order)
+    rank[node_order] = np.arange(n, dtype=np.int64) - node_start[root[node_order]]
+    edge_size = node_count[root[left]]
+    for k in range(3, SETTLED_MAX_NODES + 1):  # one step per component size
+        comps = np.flatnonzero(node_count == k)
+        if len(comps) == 0:
+            continue
+        which = np.full(n, -1, dtype=np.int64)
+        which[comps] = np.arange(len(comps), dtype=np.int64)
+        e = np.flatnonzero(edge_size == k)
+        c, i, j = which[root[left[e]]], rank[left[e]], rank[right[e]]
+        w = np.zeros((len(comps), k, k), dtype=np.float64)
+        adj = np.zeros((len(comps), k, k), dtype=bool)
+        w[c, i, j] = w[c, j, i] = weight[e]
+        adj[c, i, j] = adj[c, j, i] = True
+        done[comps] = settled(w, adj)
+    return done
+
+
+def set_partitions(k: int) -> list[tuple[int, ...]]:
+    """Every partition of ``k`` items as a tuple of block labels, blocks numbered in order of first
+    item (restricted growth strings: ``(0, 0, 1)`` is ``{0, 1}, {2}``); Bell(k) of them."""
+    out: list[tuple[int, ...]] = [()]
+    for _ in range(k):
+        out = [p + (b,) for p in out for b in range(max(p, default=-1) + 2)]
+    return out
+
+
+#: label weights closer than this (relative) count as a tie in :func:`lpa_single_community`
+LPA_TIE = 1e-9
+
+
+def lpa_single_community(weights: Float64Array, adjacency: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """For small connected graphs (``(m, k, k)`` symmetric weights and adjacency), whether asynchronous
+    label propagation can only end with the whole graph as one community.
+
+    networkx's ``asyn_lpa_communities`` stops only after a pass over every node
+    in which no label changed, i.e. in a *fixed point*: every node's label
+    is among the labels of largest total edge weight among its neighbours.
+    Its result is one of those fixed points (which one may depend on the
+    seeded visiting order). One community is always a fixed point; a graph
+    is settled when no other partition of its nodes is one: for every other
+    partition some node's own label is missing among its neighbours' or
+    weighs less than another label's (by more than :data:`LPA_TIE`, so
+    that a sum's rounding never decides; near-ties are left to networkx).
+    Every connected graph of 3 nodes is settled; a 4-clique with scores in
+    (0.5, 1] too (a 2 + 2 split needs a node's partner to outweigh its two
+    other neighbours). The tests compare with networkx on random graphs.
+    """
+    m, k, _ = weights.shape
+    maybe_other_fixed_point = np.zeros(m, dtype=bool)
+    nodes = np.arange(k)
+    for labels in set_partitions(k)[1:]:  # every partition but the single block (its labels are all 0)
+        lab = np.asarray(labels, dtype=np.int64)
+        onehot = np.zeros((k, int(lab.max()) + 1), dtype=np.float64)
+        onehot[nodes, lab] = 1.0
+        per_label = weights @ onehot  # (m, k, C): each node's total weight per label among its neighbours
+        present = (adjacency.astype(np.float64) @ onehot) > 0
+        best = np.where(present, per_label, -np.inf).max(axis=2)
+        own = per_label[:, nodes, lab]
+        own_present = present[:, nodes, lab]
+        tol = LPA_TIE * np.maximum(1.0, np.abs(best))
+        moved = ~own_present | (own < best - tol)  # this node would change its label
+        maybe_other_fixed_point |= ~moved.any(axis=1)
+    return ~maybe_other_fixed_point
 
 
 # ---------------------------------------------------------------- clusterers
@@ -371,6 +454,12 @@ class LabelPropagationParams(ComponentParams):
     seed: int | None = Field(default=None, ge=0, description="random seed (default: the job seed)")
 
 
+def _asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
+    """networkx's weighted asynchronous label propagation (networkx imported only when a component needs it)."""
+    import networkx as nx
+    return nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
+
+
 class LabelPropagation(Clusterer):
     """Asynchronous label propagation (networkx), weighted by score, seeded, per component."""
 
@@ -379,16 +468,9 @@ class LabelPropagation(Clusterer):
     Params = LabelPropagationParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
-        import networkx as nx
         p = self.params
         assert isinstance(p, LabelPropagationParams)
-        return _communities_per_component(
-            n,
-            pairs,
-            lambda g, seed: nx.community.asyn_lpa_communities(g, weight="weight", seed=seed),
-            self.seed,
-            p.split,
-        )
+        return _communities_per_component(n, pairs, _asyn_lpa, self.seed, p.split, settled=lpa_single_community)
 
 
 class LouvainParams(ComponentParams):

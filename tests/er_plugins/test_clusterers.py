@@ -323,3 +323,106 @@ def test_chained_records_merge_entities_under_connected_components() -> None:
         return sum(len(g) for g in groups(labels) if len({int(entity[i]) for i in g}) > 1)
 
     assert impure(lv) < impure(cc)
+
+
+# ---------------------------------------------------------------- label propagation: settled components
+
+
+def _small_components(seed: int, n: int = 400) -> Pairs:
+    """Many components of 2 to 6 nodes: cliques, paths, stars and random graphs, with scores in
+    (0.8, 1], in [0, 1], rounded to 0.1 (ties) or all 1.0."""
+    rng = np.random.default_rng(seed)
+    edges: list[tuple[int, int, float]] = []
+    start = 0
+    kind = seed % 4
+    while start < n - 6:
+        k = int(rng.integers(2, 7))
+        nodes = list(range(start, start + k))
+        shape = rng.integers(0, 4)
+        if shape == 0:
+            es = list(itertools.combinations(nodes, 2))
+        elif shape == 1:
+            es = list(zip(nodes, nodes[1:]))
+        elif shape == 2:
+            es = [(nodes[0], x) for x in nodes[1:]]
+        else:
+            es = list(zip(nodes, nodes[1:])) + [e for e in itertools.combinations(nodes, 2) if rng.random() < 0.5]
+        for a, b in es:
+            s = [rng.uniform(0.8, 1.0), rng.uniform(0.0, 1.0), round(float(rng.uniform(0, 1)), 1), 1.0][kind]
+            edges.append((a, b, float(s)))
+        start += k
+    return pairs_of(edges).normalized()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_label_propagation_skips_only_components_networkx_leaves_whole(seed: int) -> None:
+    """The fast path (components whose only fixed point is one community are not handed to networkx)
+    against networkx on every component, and the settled test against the fixed points of every
+    partition found by brute force (the naive reference)."""
+    from er_plugins import clusterers as cl
+
+    pairs = _small_components(seed)
+    n = int(pairs.right.max()) + 1
+    fast = cl._communities_per_component(n, pairs, cl._asyn_lpa, 7, None, settled=cl.lpa_single_community)
+    slow = cl._communities_per_component(n, pairs, cl._asyn_lpa, 7, None)
+    assert np.array_equal(fast, slow)
+    # the settled test, one component at a time, against a brute-force search for another fixed point
+    g = nx.Graph()
+    g.add_weighted_edges_from(zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()))
+    seen = {True: 0, False: 0}
+    for comp in nx.connected_components(g):
+        nodes = sorted(comp)
+        k = len(nodes)
+        if not 3 <= k <= cl.SETTLED_MAX_NODES:
+            continue
+        w = np.zeros((1, k, k))
+        adj = np.zeros((1, k, k), dtype=bool)
+        for a, b, d in g.subgraph(nodes).edges(data="weight"):
+            i, j = nodes.index(a), nodes.index(b)
+            w[0, i, j] = w[0, j, i] = d
+            adj[0, i, j] = adj[0, j, i] = True
+        other_fixed_point = False
+        for labels in cl.set_partitions(k)[1:]:
+            stable = True
+            for i in range(k):
+                freq: dict[int, float] = {}
+                for j in range(k):
+                    if adj[0, i, j]:
+                        freq[labels[j]] = freq.get(labels[j], 0.0) + w[0, i, j]
+                best = max(freq.values())
+                if labels[i] not in freq or freq[labels[i]] < best - 1e-6:
+                    stable = False
+            other_fixed_point |= stable
+        got = bool(cl.lpa_single_community(w, adj)[0])
+        if not other_fixed_point:
+            assert got, (nodes, w)  # near-ties aside (none with these weights), every settled one is found
+        else:
+            assert not got, (nodes, w)
+        seen[got] += 1
+    assert seen[True] > 0 and (seed % 4 == 3 or seen[False] > 0)
+
+
+def test_set_partitions_are_the_bell_numbers() -> None:
+    from er_plugins.clusterers import set_partitions
+
+    assert [len(set_partitions(k)) for k in range(1, 7)] == [1, 2, 5, 15, 52, 203]
+    assert set_partitions(3) == [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1), (0, 1, 2)]
+
+
+def test_label_propagation_of_small_cliques_does_not_import_networkx() -> None:
+    """Components of 3 nodes and 4-cliques of high scores are one community without networkx."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from er_framework.data import Pairs\n"
+        "from er_framework.components import Context\n"
+        "from er_plugins.clusterers import LabelPropagation\n"
+        "p = Pairs(np.array([0, 0, 1, 4, 4, 4, 5, 5, 6]), np.array([1, 2, 2, 5, 6, 7, 6, 7, 7]),"
+        " np.array([0.9, 0.85, 1.0, 0.9, 0.95, 0.81, 0.99, 0.9, 0.88]))\n"
+        "lab = LabelPropagation(LabelPropagation.Params(), Context(seed=1)).cluster(9, p)\n"
+        "assert lab.tolist() == [0, 0, 0, 3, 4, 4, 4, 4, 8], lab\n"
+        "assert 'networkx' not in sys.modules and 'scipy.sparse' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
