@@ -141,7 +141,7 @@ def _fold_whitespace(cps: npt.NDArray[np.unsignedinteger], lengths: Int64Array, 
     other = np.flatnonzero(ws & ~drop & (cps != 32))  # kept whitespace that is not U+0020: becomes one
     del ws
     if len(dropped):
-        out = cps[~drop]
+        out = np.compress(~drop, cps)  # cps[~drop], ~4x faster
         other -= np.searchsorted(dropped, other)
     else:
         out = cps.copy() if len(other) else cps  # unchanged: the (read-only) input itself
