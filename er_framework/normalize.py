@@ -87,11 +87,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
+import numpy as np
 from pydantic import ValidationError
 
 from er_framework.components import Context, Normalizer, Params
 from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
-from er_framework.kernels.arrow import string_array, to_numpy
+from er_framework.kernels.arrow import coded_strings, string_array, to_numpy
 from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
@@ -475,8 +476,6 @@ def _run_batch(n: Normalizer, values: list[Value], distinct: bool = False) -> li
     if present is not None:
         if len(todo) == len(values):
             return cleaned
-        import numpy as np  # not at the top: validating a job imports this module, without numpy
-
         placed = np.full(len(values), None, dtype=object)
         placed[np.asarray(present, dtype=bool)] = _object_array(cleaned)
         return list(placed.tolist())
@@ -486,8 +485,6 @@ def _run_batch(n: Normalizer, values: list[Value], distinct: bool = False) -> li
 
 def _object_array(items: list[Any]) -> Any:
     """A 1-D numpy object array of ``items`` (never an array of characters)."""
-    import numpy as np
-
     arr = np.empty(len(items), dtype=object)
     arr[:] = items
     return arr
@@ -533,7 +530,8 @@ def normalize_column_with_stats(
     if coded is not None:  # strings and None: Arrow's hash table, the column mapped back by position
         keys, codes, counts_of = coded
         results = run(keys)
-        out = _taken(results, codes)
+        # the column remembers its distinct results and codes: its Arrow form is then made from those
+        out: list[Value] = coded_strings(results, codes.astype(np.int32 if len(keys) < 2**31 else np.int64, copy=False))
         lost = list(compress(keys, map(is_, results, repeat(None))))
         lost_at = list(compress(range(len(results)), map(is_, results, repeat(None)))) if lost else []
         counts = Counter(dict(zip(lost, counts_of(lost_at))))
@@ -582,13 +580,12 @@ def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]]
     first appearance (``None`` among them if present), each value's position in ``keys`` (int64 array),
     and a function giving the number of values of some keys (by position); ``None`` for a short column
     or one holding anything else (or a string Arrow cannot hold, such as a lone surrogate)."""
-    if len(values) < FACTORIZE_MIN or not set(map(type, values)) <= {str, _NONE_TYPE}:
+    if len(values) < FACTORIZE_MIN:
         return None
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:
+    try:  # TypeError for a value that is neither str nor None (a str subclass is read as its text)
         arr = string_array(values, large=None)
     except (pa.ArrowException, TypeError, ValueError, UnicodeError):
         return None
@@ -602,11 +599,6 @@ def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]]
         return np.bincount(codes, minlength=len(keys))[at].tolist() if at else []
 
     return keys, codes, counts_of
-
-
-def _taken(results: list[Value], codes: Any) -> list[Value]:
-    """``[results[c] for c in codes]`` by one numpy take."""
-    return list(_object_array(results)[codes].tolist())
 
 
 def normalize_column_with_stats_reference(

@@ -63,7 +63,7 @@ from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
 from er_framework.memory import available_memory, size_text
-from er_framework.kernels.arrow import string_array, to_numpy
+from er_framework.kernels.arrow import coded_parts, string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, unpack_pairs
@@ -151,13 +151,16 @@ def field_codes(values: Sequence[str | None], prefix: int | None = None) -> tupl
 
 def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tuple[Int64Array, int] | None:
     n = len(values)
-    if n == 0 or not set(map(type, values)) <= {str, type(None)}:
+    if n == 0:
         return None
     import pyarrow as pa  # here, not at the top: er validate and start-up stay light
     import pyarrow.compute as pc
 
-    try:
-        arr = string_array(values, large=None)  # list -> Arrow without pyarrow's pandas-importing conversion
+    parts = coded_parts(values)  # a normalized column: the distinct values are ranked, then gathered by code
+    if parts is not None and np.count_nonzero(np.bincount(parts[1], minlength=len(parts[0]))) != len(parts[0]):
+        parts = None  # a distinct value no row has would count as one: the dense codes need every one used
+    try:  # list -> Arrow without pyarrow's pandas-importing conversion; TypeError for a value not str/None
+        arr = string_array(values if parts is None else parts[0], large=None)
     except (pa.ArrowException, TypeError, UnicodeError):
         return None
     if prefix is not None:
@@ -175,6 +178,8 @@ def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tupl
         rank -= 1
         k -= 1
     codes = np.append(rank, np.int64(-1))[to_numpy(enc.indices, null=-1)]
+    if parts is not None:
+        codes = codes[parts[1]]
     del arr, enc, dictionary
     release_free_memory()  # the allocators keep freed memory (the strings, the hash table)
     return codes.astype(np.int64, copy=False), k

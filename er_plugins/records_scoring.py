@@ -72,7 +72,7 @@ from er_framework import hookimpl
 from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs, Records
-from er_framework.kernels.arrow import numeric_array, scalar, string_array, to_numpy
+from er_framework.kernels.arrow import coded_parts, numeric_array, scalar, string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
 from er_framework.kernels.records_bounds import (
@@ -179,8 +179,11 @@ class FieldColumn:
         for c in columns:
             col = records.fields[c]
             # (string_array: pa.array's conversion would import pandas)
+            coded = coded_parts(col)  # a normalized column: its distinct values gathered by code
             if whole:
                 a = string_array(col, large=None)
+            elif coded is not None:
+                a = string_array(coded[0], large=None).take(numeric_array(coded[1][rows]))
             elif len(rows) * 8 < len(records):  # a few rows: taken in Python, the column is not converted
                 a = string_array(list(map(col.__getitem__, rows.tolist())), large=None)
             else:

@@ -25,7 +25,7 @@ strings) and read fixed-width arrays back through their buffers, so a run of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
 from operator import is_not
 from typing import TYPE_CHECKING, Any
@@ -36,10 +36,103 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["array_of", "numeric_array", "scalar", "string_array", "to_numpy"]
+__all__ = ["CodedStrings", "array_of", "coded_parts", "coded_strings", "numeric_array", "scalar", "string_array", "to_numpy"]
 
 #: largest byte count a ``string`` array's int32 offsets can address
 _INT32_BYTES = (1 << 31) - 1
+
+
+class CodedStrings(list):  # type: ignore[type-arg]
+    """A list of ``str`` / ``None`` that remembers how it was made: ``self[i] == distinct[codes[i]]``.
+
+    :func:`er_framework.normalize.normalize_column_with_stats` returns its
+    columns so (it has the distinct results and each value's code anyway);
+    :func:`string_array` of such a list then converts only the distinct
+    values and gathers them by the codes in Arrow (no pass over millions of
+    Python strings), and :func:`coded_parts` hands the two parts to kernels
+    that factorize a column (their work is then per distinct value).
+
+    It is an ordinary list in every other way. Any change to it (item
+    assignment, ``append``, ``sort``, ...) forgets the parts; a copy
+    (``list(x)``, a slice, ``copy.copy``, pickling) is a plain list.
+    """
+
+    __slots__ = ("coded",)
+
+    def __init__(self, values: Iterable[Any] = (), distinct: list[Any] | None = None,
+                 codes: npt.NDArray[np.integer[Any]] | None = None) -> None:
+        super().__init__(values)
+        self.coded: tuple[list[Any], npt.NDArray[np.integer[Any]]] | None = (
+            (distinct, codes) if distinct is not None and codes is not None else None)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled as its parts when it has them (a worker's result)
+        if self.coded is not None:
+            return (coded_strings, self.coded)
+        return (list, (list(self),))
+
+    def _forget(self) -> None:
+        self.coded = None
+
+    def __setitem__(self, *args: Any) -> None:
+        self._forget()
+        super().__setitem__(*args)
+
+    def __delitem__(self, *args: Any) -> None:
+        self._forget()
+        super().__delitem__(*args)
+
+    def __iadd__(self, other: Iterable[Any]) -> CodedStrings:  # type: ignore[misc]
+        self._forget()
+        return super().__iadd__(other)
+
+    def __imul__(self, k: Any) -> CodedStrings:  # type: ignore[misc]
+        self._forget()
+        return super().__imul__(k)
+
+    def append(self, x: Any) -> None:
+        self._forget()
+        super().append(x)
+
+    def extend(self, xs: Iterable[Any]) -> None:
+        self._forget()
+        super().extend(xs)
+
+    def insert(self, i: Any, x: Any) -> None:
+        self._forget()
+        super().insert(i, x)
+
+    def pop(self, *args: Any) -> Any:
+        self._forget()
+        return super().pop(*args)
+
+    def remove(self, x: Any) -> None:
+        self._forget()
+        super().remove(x)
+
+    def clear(self) -> None:
+        self._forget()
+        super().clear()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self._forget()
+        super().sort(*args, **kwargs)
+
+    def reverse(self) -> None:
+        self._forget()
+        super().reverse()
+
+
+def coded_strings(distinct: list[Any], codes: npt.NDArray[np.integer[Any]]) -> CodedStrings:
+    """The :class:`CodedStrings` list ``[distinct[c] for c in codes]`` (one numpy gather)."""
+    table = np.empty(len(distinct), dtype=object)
+    table[:] = distinct
+    return CodedStrings(table[codes].tolist(), distinct, codes)
+
+
+def coded_parts(values: Sequence[Any]) -> tuple[list[Any], npt.NDArray[np.integer[Any]]] | None:
+    """``(distinct, codes)`` of a :class:`CodedStrings` list that still has them (``values[i] ==
+    distinct[codes[i]]``; ``distinct`` holds ``str`` and ``None``, possibly repeated), else ``None``."""
+    return values.coded if isinstance(values, CodedStrings) and values.__class__ is CodedStrings else None
 
 
 def string_array(values: Sequence[str | None], large: bool | None = False) -> pa.Array:
@@ -53,41 +146,73 @@ def string_array(values: Sequence[str | None], large: bool | None = False) -> pa
     has no UTF-8 form (a lone surrogate) ``UnicodeEncodeError``, as
     ``pa.array`` fails for both.
 
-    How: the present strings are joined and encoded once; their byte lengths
-    are their lengths in characters when the text is ASCII (else the
-    non-ASCII ones are encoded one by one); the offsets are the lengths'
-    running sum and nulls are a packed validity bitmap.
+    How: the present strings are joined with NUL between them and encoded
+    once; the separators' byte positions are the values' offsets (when no
+    value holds a NUL itself: else the values' lengths are counted one by
+    one), and nulls are a packed validity bitmap. Every pass over millions
+    of Python strings costs a cache miss per string, so there are as few as
+    possible: one (the join) without ``None``, three with. A
+    :class:`CodedStrings` list is converted by its distinct values, gathered
+    by its codes.
     """
     import pyarrow as pa
 
+    parts = coded_parts(values)
+    if parts is not None:
+        distinct, codes = parts
+        try:
+            return string_array(distinct, large).take(numeric_array(codes))
+        except pa.ArrowException:  # the gathered values pass 2 GiB: large offsets
+            if large is not None:
+                raise
+            return string_array(distinct, True).take(numeric_array(codes))
     if not isinstance(values, list):
         values = list(values)
     n = len(values)
-    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
-    n_present = int(np.count_nonzero(present))
-    strings: list[Any] = values if n_present == n else list(compress(values, present))
-    text = "".join(strings)  # TypeError for anything but str
-    data = text.encode("utf-8")  # UnicodeEncodeError for a lone surrogate
-    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n_present)
-    if len(data) != len(text):  # some strings are not ASCII: their byte lengths differ from their lengths
-        wide = np.flatnonzero(~np.fromiter(map(str.isascii, strings), dtype=bool, count=n_present))
-        lengths[wide] = np.fromiter((len(strings[i].encode("utf-8")) for i in wide.tolist()), dtype=np.int64,
-                                    count=len(wide))
+    present: npt.NDArray[np.bool_] | None = None
+    strings: list[Any] = values
+    try:
+        text = "\x00".join(strings)  # one pass when there is no None
+    except TypeError:
+        present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
+        strings = list(compress(values, present))
+        text = "\x00".join(strings)  # TypeError for anything but str
+    m = len(strings)
+    raw = text.encode("utf-8")  # UnicodeEncodeError for a lone surrogate
+    del text
+    lengths: npt.NDArray[np.int64]
+    seps = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 0) if m > 1 else np.zeros(0, dtype=np.int64)
+    if len(seps) == max(m - 1, 0):  # the separators are the only NULs: their positions give the lengths
+        edges = np.empty(m + 1, dtype=np.int64)
+        edges[0] = -1
+        edges[1:m] = seps
+        edges[m] = len(raw)
+        lengths = np.diff(edges) - 1 if m else np.zeros(0, dtype=np.int64)
+        data = raw.replace(b"\x00", b"") if m > 1 else raw
+    else:  # some value holds a NUL: lengths counted per value (in bytes where not ASCII)
+        del raw
+        plain = "".join(strings)
+        data = plain.encode("utf-8")
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=m)
+        if len(data) != len(plain):
+            wide = np.flatnonzero(~np.fromiter(map(str.isascii, strings), dtype=bool, count=m))
+            lengths[wide] = np.fromiter((len(strings[i].encode("utf-8")) for i in wide.tolist()), dtype=np.int64,
+                                        count=len(wide))
     if large is None:
         large = len(data) > _INT32_BYTES
     elif not large and len(data) > _INT32_BYTES:
         raise OverflowError(f"{len(data):,} bytes of strings do not fit a string array (2 GiB): use large=True")
     offsets = np.zeros(n + 1, dtype=np.int64 if large else np.int32)
-    if n_present == n:
+    if present is None:
         np.cumsum(lengths, out=offsets[1:])
     else:
         full = np.zeros(n, dtype=np.int64)
         full[present] = lengths
         np.cumsum(full, out=offsets[1:])
-    validity = None if n_present == n else pa.py_buffer(np.packbits(present, bitorder="little"))
+    validity = None if present is None else pa.py_buffer(np.packbits(present, bitorder="little"))
     kind = pa.large_string() if large else pa.string()
     return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 null_count=n - n_present)
+                                 null_count=n - m)
 
 
 def numeric_array(values: npt.ArrayLike) -> pa.Array:

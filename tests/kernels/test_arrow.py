@@ -162,3 +162,46 @@ def test_array_of_equals_pa_array() -> None:
     with pytest.raises(pa.ArrowTypeError):
         array_of(["a", 1])  # pa.array's own error for mixed values
 
+
+
+def test_coded_strings_is_its_list_and_converts_by_its_parts() -> None:
+    import copy
+    import pickle
+
+    from er_framework.kernels.arrow import CodedStrings, coded_parts, coded_strings
+
+    rng = np.random.default_rng(8)
+    distinct = ["b", None, "é", "a", "b", "", "日本"]  # repeated and empty values, None
+    codes = rng.integers(0, len(distinct), 500).astype(np.int32)
+    plain = [distinct[c] for c in codes.tolist()]
+    col = coded_strings(distinct, codes)
+    assert isinstance(col, CodedStrings) and col == plain and len(col) == len(plain)
+    assert coded_parts(col) is not None and coded_parts(plain) is None
+    for large in (False, True, None):
+        want = pa.array(plain, type=pa.large_string() if large else pa.string())
+        assert string_array(col, large).equals(want)
+    assert col[10:20] == plain[10:20] and type(col[10:20]) is list
+    back = pickle.loads(pickle.dumps(col))
+    assert isinstance(back, CodedStrings) and back == plain and coded_parts(back) is not None
+    assert copy.copy(col) == plain and copy.deepcopy(col) == plain
+    mutations = [
+        lambda c: c.__setitem__(0, "zz"), lambda c: c.__delitem__(0), lambda c: c.append("zz"),
+        lambda c: c.extend(["zz"]), lambda c: c.insert(0, "zz"), lambda c: c.pop(), lambda c: c.remove(c[0]),
+        lambda c: c.clear(), lambda c: c.sort(key=str), lambda c: c.reverse(), lambda c: c.__iadd__(["zz"]),
+        lambda c: c.__imul__(2),
+    ]
+    for change in mutations:
+        c = coded_strings(distinct, codes)
+        expect = list(c)
+        change(c)
+        change(expect)
+        assert coded_parts(c) is None and c == expect  # the parts are forgotten: converted as the list it is now
+        assert string_array(c).equals(pa.array(expect, type=pa.string()))
+        assert type(pickle.loads(pickle.dumps(c))) is list
+    assert CodedStrings(["x"]).coded is None and string_array(CodedStrings(["x", None])).to_pylist() == ["x", None]
+
+
+def test_string_array_with_nul_characters() -> None:
+    """A value holding NUL (the separator of the joined text) takes the per-value path, same result."""
+    for values in (["a\x00b", "c"], ["\x00", None, ""], ["x", "\x00\x00é", None, "y"], ["\x00"]):
+        assert string_array(values).equals(pa.array(values, type=pa.string())), values
