@@ -171,8 +171,11 @@ def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, di
 
 
 #: characters of text normalized and digested per step of the exact-duplicate stage: the stage's
-#: memory is a few bytes per character of one step (~0.1-0.3 GB), not of the corpus
-EXACT_CHUNK_CHARS = 1 << 24
+#: memory is a few bytes per character of one step (~5-20 MB), not of the corpus. Steps of 1M characters
+#: keep the temporaries small enough for the allocator to reuse them (20,000 documents of ~4,000
+#: characters, in-process: 0.17-0.18 s wall, 0.24-0.26 s CPU, against 0.32-0.66 s with steps of 16M
+#: characters, whose temporaries were memory new to the process at every step)
+EXACT_CHUNK_CHARS = 1 << 20
 
 
 def exact_keys(
