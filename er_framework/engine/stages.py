@@ -16,7 +16,9 @@ to global indices.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +35,7 @@ from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, pairs_in_groups
+from er_framework.kernels.allocator import keep_freed_memory
 from er_framework.kernels.digests import normalize_text, normalized_digests, text_digests
 from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
@@ -453,6 +456,8 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     kept, not shingled again.
     """
     job, shingler, builder = engine.job, engine.shingler, engine.builder
+    if shingler is not None:
+        keep_freed_memory()  # the steps' temporaries reuse the memory of the last ones (kernels.allocator)
     if shingler is None:
         for name in ["shingle", "signatures"]:  # logged as skipped
             with log.stage(name):
@@ -512,6 +517,29 @@ def step_bounds(records: Records, chunk_records: int, step_chars: int | None) ->
 SHINGLE_STEP_CHARS = 1 << 22
 
 
+#: characters per slice of a fused shingle-and-sign step (each slice is shingled, made a set and signed by
+#: one worker: no barrier between the three, and the slices' memory stays in the allocator's reuse)
+FUSED_SLICE_CHARS = 1 << 19
+
+
+def _shingle_and_sign_slice(
+    records: Records, shingler: Any, builder: Any, multiset: bool, sets: bool, rows: tuple[int, int]
+) -> tuple[Int64Array, TokenSets, Signatures | None, float, float]:
+    """One slice of records ``rows`` (a range): ``(token counts, tokens, signatures, seconds shingling,
+    seconds signing)``. ``multiset``: the shingler's multisets are counted (with repeats) and, with
+    ``sets``, made sets (:func:`~er_framework.kernels.hashing.unique_rows`) before signing; the
+    signatures are the same either way (the builder takes minima)."""
+    t0 = time.perf_counter()
+    part = records.take(np.arange(rows[0], rows[1], dtype=np.int64))
+    tokens = shingler.shingle_multiset(part) if multiset else shingler.shingle(part)
+    counted = tokens.sizes
+    if multiset and sets:
+        tokens = unique_rows(tokens, 1, in_place=True)
+    t1 = time.perf_counter()
+    sig = builder.build(tokens) if builder is not None else None
+    return counted, tokens, sig, t1 - t0, time.perf_counter() - t1
+
+
 def _shingle_chunks(
     records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
     log: StageLog, pruned: TokenSets | None = None, *, step_chars: int | None = None, workers: int = 1,
@@ -553,36 +581,68 @@ def _shingle_chunks(
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep == "all" or buffer is not None
     chars = records.text_sizes() if buffer is not None and len(bounds) > 2 else None
+    fused = pruned is None and lost is None and step_chars is not None
+    text_chars = (chars if chars is not None else records.text_sizes()) if fused else None
+    spent = [0.0, 0.0]  # the fused slices' time shingling and signing, summed over the threads
     with log.interleaved(names) as timer:
         for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
-            part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
-            with timer("shingle"):
-                if pruned is not None:
-                    tokens = pruned.slice(a, b)
-                elif lost is not None:
-                    tokens, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
-                    lost.append(lost_part)
-                else:
-                    tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
-                sizes.append(tokens.sizes)
-                if keep == "none" and kept and buffer is not None:
-                    tokens = unique_rows(tokens, workers, in_place=True)  # the sets, kept below
+            pieces: list[tuple[Int64Array, TokenSets, Signatures | None]] = []
+            if fused:  # slices shingled, made sets and signed on the workers, in record order
+                want_sets = keep == "none" and kept and buffer is not None
+                assert text_chars is not None
+                slices = [(a + x, a + y) for x, y in split_sizes(text_chars[a:b] + 1, FUSED_SLICE_CHARS)]
+                with timer("shingle"):
+                    done = map_ordered(partial(_shingle_and_sign_slice, records, shingler, builder, keep == "none",
+                                               want_sets), slices, workers)
+                for counted, tokens, sig, t_shingle, t_sign in done:
+                    pieces.append((counted, tokens, sig))
+                    spent[0] += t_shingle
+                    spent[1] += t_sign
+                del done
+            else:
+                part = records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64))
+                with timer("shingle"):
+                    if pruned is not None:
+                        tokens = pruned.slice(a, b)
+                    elif lost is not None:
+                        tokens, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                        lost.append(lost_part)
+                    else:
+                        tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
+                    counted = tokens.sizes
+                    if keep == "none" and kept and buffer is not None:
+                        tokens = unique_rows(tokens, workers, in_place=True)  # the sets, kept below
+                sig = None
+                if builder is not None:
+                    with timer("signatures"):
+                        sig = builder.build(tokens)
+                pieces.append((counted, tokens, sig))
+                del tokens
             if buffer is not None and chars is not None and a == 0:  # forecast the corpus's sets from this step's
-                per_char = len(tokens.tokens) / max(int(chars[a:b].sum()), 1)
+                per_char = sum(len(t.tokens) for _, t, _ in pieces) / max(int(chars[a:b].sum()), 1)
                 if per_char * int(chars.sum()) > KEEP_FORECAST_SHARE * cap:
                     kept, buffer = False, None
-            if builder is not None:
-                with timer("signatures"):
-                    sig_parts.append(builder.build(tokens))
-            if keep == "all":
-                token_parts.append(tokens)
-            elif kept and buffer is not None and used + len(tokens.tokens) <= cap and tokens.tokens.dtype == np.uint64:
-                buffer[used : used + len(tokens.tokens)] = tokens.tokens
-                used += len(tokens.tokens)
-                set_sizes.append(tokens.sizes)
-            elif kept:
-                kept, buffer = False, None  # over budget: stream from here on
-            del tokens
+            with timer("shingle"):  # keeping the sets: their memory is new to the process
+                for counted, tokens, sig in pieces:
+                    sizes.append(counted)
+                    if sig is not None:
+                        sig_parts.append(sig)
+                    if keep == "all":
+                        token_parts.append(tokens)
+                    elif (kept and buffer is not None and used + len(tokens.tokens) <= cap
+                          and tokens.tokens.dtype == np.uint64):
+                        buffer[used : used + len(tokens.tokens)] = tokens.tokens
+                        used += len(tokens.tokens)
+                        set_sizes.append(tokens.sizes)
+                    elif kept:
+                        kept, buffer = False, None  # over budget: stream from here on
+            del pieces
+    if fused and builder is not None and sum(spent) > 0:
+        # the fused slices' wall time is shared between the two stages by the time the workers spent on each
+        shingle_info, sign_info = log.stages[-2], log.stages[-1]
+        total = float(shingle_info["seconds"]) + float(sign_info["seconds"])
+        sign_info["seconds"] = round(total * spent[1] / sum(spent), 4)
+        shingle_info["seconds"] = round(total - sign_info["seconds"], 4)
     if builder is None:
         with log.stage("signatures"):
             pass
