@@ -280,7 +280,7 @@ def split_piece(piece: _Piece, spec: SplitParams) -> list[_Piece]:
 # ---------------------------------------------------------------- per component
 
 
-def _communities_per_component(
+def communities_per_component(
     n: int,
     pairs: Pairs,
     detect: Detect | None,
@@ -447,14 +447,14 @@ class ConnectedComponents(Clusterer):
         split = getattr(p, "split", None)
         if split is None:
             return connected_component_labels(n, pairs.left, pairs.right)
-        return _communities_per_component(n, pairs, None, self.seed, split)
+        return communities_per_component(n, pairs, None, self.seed, split)
 
 
 class LabelPropagationParams(ComponentParams):
     seed: int | None = Field(default=None, ge=0, description="random seed (default: the job seed)")
 
 
-def _asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
+def asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
     """networkx's weighted asynchronous label propagation (networkx imported only when a component needs it)."""
     import networkx as nx
     return nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
@@ -470,7 +470,7 @@ class LabelPropagation(Clusterer):
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         p = self.params
         assert isinstance(p, LabelPropagationParams)
-        return _communities_per_component(n, pairs, _asyn_lpa, self.seed, p.split, settled=lpa_single_community)
+        return communities_per_component(n, pairs, asyn_lpa, self.seed, p.split, settled=lpa_single_community)
 
 
 class LouvainParams(ComponentParams):
@@ -490,7 +490,7 @@ class Louvain(Clusterer):
         import networkx as nx
         p = self.params
         assert isinstance(p, LouvainParams)
-        return _communities_per_component(
+        return communities_per_component(
             n,
             pairs,
             lambda g, seed: nx.community.louvain_communities(
@@ -521,7 +521,7 @@ class GreedyModularity(Clusterer):
         import networkx as nx
         p = self.params
         assert isinstance(p, GreedyModularityParams)
-        return _communities_per_component(
+        return communities_per_component(
             n,
             pairs,
             lambda g, seed: nx.community.greedy_modularity_communities(g, weight="weight", resolution=p.resolution),

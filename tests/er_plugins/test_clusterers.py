@@ -363,8 +363,8 @@ def test_label_propagation_skips_only_components_networkx_leaves_whole(seed: int
 
     pairs = _small_components(seed)
     n = int(pairs.right.max()) + 1
-    fast = cl._communities_per_component(n, pairs, cl._asyn_lpa, 7, None, settled=cl.lpa_single_community)
-    slow = cl._communities_per_component(n, pairs, cl._asyn_lpa, 7, None)
+    fast = cl.communities_per_component(n, pairs, cl.asyn_lpa, 7, None, settled=cl.lpa_single_community)
+    slow = cl.communities_per_component(n, pairs, cl.asyn_lpa, 7, None)
     assert np.array_equal(fast, slow)
     # the settled test, one component at a time, against a brute-force search for another fixed point
     g = nx.Graph()
