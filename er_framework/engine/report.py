@@ -26,8 +26,9 @@ from er_framework.engine.stages import Answer, Exact, answer, cluster_stats, com
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
-__all__ = ["SCORE_BINS", "borderline", "review_section", "scores_section",
-           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "versions"]
+__all__ = ["SCORE_BINS", "borderline", "borderline_reference", "review_section", "scores_section",
+           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer",
+           "link_answer_reference", "versions"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -70,10 +71,74 @@ def link_answer(
     one cross-source pair at or above each threshold (the chosen one and a
     few around it); ``score_histogram`` is the distribution of the
     cross-source candidate scores.
+
+    How: a cluster's sources are marked in a (cluster, source) table; only
+    the cross-source pairs scoring at least the grid's lowest threshold are
+    looked at for ``by_threshold`` (each record's best such score, counted
+    per threshold). :func:`link_answer_reference` is the plain twin.
     """
     src = source
     n_src = len(names)
     # clusters holding records of more than one source
+    if len(labels):
+        present = np.zeros((int(labels.max()) + 1, max(n_src, 1)), dtype=bool)
+        present[labels, src] = True
+        mixed = present.sum(axis=1)[labels] > 1
+    else:
+        mixed = np.zeros(0, dtype=bool)
+    matched = {names[i]: int(np.count_nonzero(mixed & (src == i))) for i in range(n_src)}
+
+    cross = src[candidates.left] != src[candidates.right]
+    every = bool(cross.all())  # (link mode's blockers pair across sources only: no copies then)
+    sc = scores if every else scores[cross]
+    ok = np.isfinite(sc)
+    finite = sc if ok.all() else sc[ok]
+    hi = float(finite.max()) if len(finite) else threshold
+    grid = _threshold_grid(threshold, hi)
+    by_threshold = []
+    if grid:
+        # the pairs that count for some threshold of the grid, and each record's best score among them
+        keep = np.flatnonzero(sc >= grid[0])
+        if not every:
+            keep = np.flatnonzero(cross)[keep]
+        ks = scores[keep]
+        ends = np.concatenate([candidates.left[keep], candidates.right[keep]])
+        best = np.full(len(src), -np.inf)
+        np.maximum.at(best, ends, np.concatenate([ks, ks]))
+        for t in grid:
+            row: dict[str, Any] = {"threshold": t, "pairs": int(np.count_nonzero(ks >= t))}
+            reached = best >= t
+            for i in range(n_src):
+                row[names[i]] = int(np.count_nonzero(reached & (src == i)))
+            by_threshold.append(row)
+    lo = float(finite.min()) if len(finite) else 0.0
+    if len(finite):
+        counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold)))
+    else:
+        counts, edges = np.zeros(0), np.zeros(0)
+    return {
+        "sources": names,
+        "threshold": threshold,
+        "matched": matched,
+        "by_threshold": by_threshold,
+        "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+    }
+
+
+def _threshold_grid(threshold: float, hi: float) -> list[float]:
+    """The thresholds of ``by_threshold``: the chosen one and a few around it, up to the best score."""
+    grid = sorted({round(threshold * f, 6) for f in (0.8, 0.9, 1.0, 1.05, 1.1)} | {round(threshold, 6)})
+    return [t for t in grid if t <= max(hi, threshold)]
+
+
+def link_answer_reference(
+    source: npt.NDArray[Any], names: list[str], candidates: Pairs, scores: npt.NDArray[np.float64],
+    labels: Int64Array, threshold: float,
+) -> dict[str, Any]:
+    """Plain twin of :func:`link_answer` (clusters' sources by a sort, every threshold's records by a
+    distinct count of the pairs above it): the tests' oracle."""
+    src = source
+    n_src = len(names)
     order = np.lexsort((src, labels))
     lab, s_sorted = labels[order], src[order]
     first = np.ones(len(lab), dtype=bool)
@@ -81,15 +146,12 @@ def link_answer(
     sources_per_cluster = np.bincount(lab[first], minlength=int(labels.max()) + 1 if len(labels) else 0)
     mixed = sources_per_cluster[labels] > 1 if len(labels) else np.zeros(0, dtype=bool)
     matched = {names[i]: int((mixed & (src == i)).sum()) for i in range(n_src)}
-
     cross = src[candidates.left] != src[candidates.right]
     left, right, sc = candidates.left[cross], candidates.right[cross], scores[cross]
     finite = sc[np.isfinite(sc)]
     hi = float(finite.max()) if len(finite) else threshold
-    grid = sorted({round(threshold * f, 6) for f in (0.8, 0.9, 1.0, 1.05, 1.1)} | {round(threshold, 6)})
-    grid = [t for t in grid if t <= max(hi, threshold)]
     by_threshold = []
-    for t in grid:
+    for t in _threshold_grid(threshold, hi):
         keep = sc >= t
         lk, rk = left[keep], right[keep]
         row: dict[str, Any] = {"threshold": t, "pairs": int(keep.sum())}
@@ -154,7 +216,31 @@ def scores_section(scores: npt.NDArray[np.float64], threshold: float, score: dic
 
 def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE) -> tuple[Int64Array, Int64Array]:
     """Positions of the ``k`` scores nearest the threshold at or above it, and the ``k`` nearest below it
-    (nearest first; ties by position)."""
+    (nearest first; ties by position).
+
+    Only the scores at least as near as the ``k``-th nearest (found by a partition, not a sort of
+    millions of candidates) are sorted; :func:`borderline_reference` sorts them all."""
+    ok = np.isfinite(scores)
+    up = np.flatnonzero(ok & (scores >= threshold))
+    down = np.flatnonzero(ok & (scores < threshold))
+    return _nearest(up, scores[up], k), _nearest(down, -scores[down], k)
+
+
+def _nearest(idx: Int64Array, key: npt.NDArray[np.float64], k: int) -> Int64Array:
+    """The ``k`` positions ``idx`` of the smallest ``key``, smallest first, ties by position."""
+    if k <= 0:
+        return idx[:0].astype(np.int64)
+    if len(idx) > k:
+        cut = np.partition(key, k - 1)[k - 1]  # the k-th smallest key: every one of the k is at most it
+        near = key <= cut
+        idx, key = idx[near], key[near]
+    return idx[np.lexsort((idx, key))][:k].astype(np.int64)
+
+
+def borderline_reference(
+    scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE
+) -> tuple[Int64Array, Int64Array]:
+    """Plain twin of :func:`borderline` (every score sorted): the tests' oracle."""
     idx = np.arange(len(scores), dtype=np.int64)
     ok = np.isfinite(scores)
     up = idx[ok & (scores >= threshold)]

@@ -1832,9 +1832,53 @@ def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray]) 
         writer = csv.writer(f, lineterminator="\r\n")
         if names:
             writer.writerow(names)
-            writer.writerows(zip(*(_csv_column(columns[c]) for c in names)))
+            cells = [_csv_column(columns[c]) for c in names]
+            texts = csv_texts(cells)
+            if texts is None:
+                writer.writerows(zip(*cells))
+            else:  # no cell needs quoting: the rows are the cells joined (what csv.writer writes)
+                del cells
+                for lo in range(0, len(texts[0]), CSV_ROWS_PER_WRITE):
+                    part = [t[lo:lo + CSV_ROWS_PER_WRITE] for t in texts]
+                    f.write("\r\n".join(map(",".join, zip(*part))))
+                    f.write("\r\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+#: rows joined and written per step by :func:`_write_csv` (the text of one step is held in memory)
+CSV_ROWS_PER_WRITE = 1 << 18
+#: characters that make ``csv.writer`` (QUOTE_MINIMAL, ``,`` and ``"``, CRLF) quote a cell
+_CSV_SPECIAL = (",", '"', "\r", "\n", "\x00")
+
+
+def csv_texts(cells: list[list[Any]]) -> list[list[str]] | None:
+    """The text ``csv.writer`` (comma, QUOTE_MINIMAL, CRLF) writes for every cell of these columns, when no
+    cell of them needs quoting; ``None`` when one does (or holds another type than str, int, float, bool
+    or None), and the caller lets ``csv.writer`` write the rows.
+
+    ``str`` cells are themselves, ``None`` is empty, ``float`` its ``repr``, ``int`` and ``bool`` their
+    ``str``. A cell needs quoting when it holds a comma, a quote, CR or LF, and a row of one column whose
+    cell is empty is written ``""``: such columns take ``None`` (and so does a NUL character). One pass over each column converts it
+    and one search of its joined text finds the special characters."""
+    out: list[list[str]] = []
+    for col in cells:
+        kinds = set(map(type, col))
+        if kinds <= {str, type(None)}:
+            texts: list[str] = col if type(None) not in kinds else [c or "" for c in col]
+        elif kinds <= {int, bool}:
+            texts = list(map(str, col))
+        elif kinds == {float}:
+            texts = list(map(float.__repr__, col))
+        else:
+            return None
+        joined = "".join(texts)
+        if any(c in joined for c in _CSV_SPECIAL):
+            return None
+        out.append(texts)
+    if len(out) == 1 and any(not t for t in out[0]):
+        return None  # csv.writer writes a row of one empty cell as "" (else it would be an empty line)
+    return out
 
 
 def _fsync_file(target: Path) -> None:
