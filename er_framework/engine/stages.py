@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -728,13 +728,56 @@ def score_streamed(
     scores = np.empty(len(pairs), dtype=np.float64)
     shingled = 0
     blocks = split_sizes(cost, budget)
+    chars = batch.records.text_sizes() if batch.token_source is not None else None
+    buffer: npt.NDArray[np.uint64] | None = None  # one buffer for every block's sets: its memory is reused
     for a, b in blocks:  # one step per block of pairs
         left, right = pairs.left[a:b], pairs.right[a:b]
         involved = sorted_unique(np.concatenate([left, right]))
         shingled += len(involved)
         local = Pairs(np.searchsorted(involved, left), np.searchsorted(involved, right))
-        scores[a:b] = engine.checked_scores(engine.verifier.score(batch.subset(involved), local), len(local))
+        if chars is None:
+            block = batch.subset(involved)
+        else:
+            need = int(sizes[involved].sum())
+            if buffer is None or len(buffer) < need:
+                buffer = np.empty(max(need, budget if buffer is None else 0), dtype=np.uint64)
+            block = streamed_subset(batch, involved, chars, buffer, engine.job.context.workers)
+        scores[a:b] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+        del block
     return scores, shingled, len(blocks)
+
+
+def streamed_subset(
+    batch: Batch, rows: Int64Array, chars: Int64Array, buffer: npt.NDArray[np.uint64], workers: int
+) -> Batch:
+    """``batch.subset(rows)`` of a streamed batch, its token sets recomputed (``batch.token_source``)
+    slice by slice (:data:`FUSED_SLICE_CHARS` characters) on ``workers`` threads and laid out in
+    ``buffer`` (at least the rows' token counts long; reused block after block, so that its memory is
+    not new to the process every time; the sets are those of ``batch.tokens_for(rows)``)."""
+    source = batch.token_source
+    assert source is not None
+    slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    used = 0
+    parts = map_ordered(lambda xy: source(rows[xy[0]: xy[1]]), slices, workers)
+    for (x, y), part in zip(slices, parts):
+        m = len(part.tokens)
+        if used + m > len(buffer) or part.tokens.dtype != np.uint64:  # not the counts' bound: no buffer
+            return subset_joined(batch, rows, parts)
+        buffer[used: used + m] = part.tokens
+        indptr[x + 1: y + 1] = used + part.indptr[1:]
+        used += m
+    del parts
+    sub = replace(batch, tokens=None, token_source=None).subset(rows)
+    sub.tokens = TokenSets(indptr, buffer[:used])
+    return sub
+
+
+def subset_joined(batch: Batch, rows: Int64Array, parts: list[TokenSets]) -> Batch:
+    """``batch.subset(rows)`` with the rows' token sets ``parts`` (slices in row order) joined."""
+    sub = replace(batch, tokens=None, token_source=None).subset(rows)
+    sub.tokens = TokenSets.concat(parts)
+    return sub
 
 
 @dataclass

@@ -280,3 +280,35 @@ def test_step_bounds() -> None:
     assert step_bounds(recs, 4, 12) == [0, 2, 3, 4, 6, 8]
     empty = Records(ids=[], source=np.zeros(0, dtype=np.int64), source_names=["s"], fields={"text": []})
     assert step_bounds(empty, 10, 12) == [0, 0]
+
+
+def test_streamed_subset_equals_the_subset_whatever_the_buffer(tmp_path: Path, corpus: Path) -> None:
+    """The streamed verification's block (token sets recomputed slice by slice into a reused buffer)
+    equals Batch.subset; a buffer too short for them falls back to joining the slices."""
+    import er_framework.engine.stages as pipeline
+    from er_framework.data import Batch
+    from er_framework.engine.engine import Engine
+    from er_framework.engine.log import StageLog
+
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"sources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\nshingler: {{type: char, k: 4}}\n"
+                   "signature: {type: fss, num_perm: 32}\nblockers: [{type: lsh_bands}]\n"
+                   "verifier: {type: jaccard}\nthreshold: 0.5\ntoken_memory_mb: 0\n")
+    job = parse_job(cfg)
+    engine = Engine(job)
+    records, _ = pipeline.read(job)
+    batch = Batch(records=records)
+    pipeline.shingle_and_sign(engine, records, batch, StageLog())
+    assert batch.tokens is None and batch.token_source is not None
+    rows = np.array([0, 3, 4, 50, 51, 52, 200, 399], dtype=np.int64)
+    want = batch.subset(rows)
+    chars = records.text_sizes()
+    for buffer_len, slice_chars in ((10**6, 1 << 19), (10**6, 100), (5, 100)):
+        pipeline.FUSED_SLICE_CHARS, old = slice_chars, pipeline.FUSED_SLICE_CHARS
+        try:
+            got = pipeline.streamed_subset(batch, rows, chars, np.zeros(buffer_len, dtype=np.uint64), 2)
+        finally:
+            pipeline.FUSED_SLICE_CHARS = old
+        assert got.tokens is not None and want.tokens is not None and got.tokens.equals(want.tokens)
+        assert got.records.ids == want.records.ids and got.signatures is not None and want.signatures is not None
+        assert np.array_equal(got.signatures.values, want.signatures.values)
