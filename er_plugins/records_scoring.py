@@ -175,8 +175,8 @@ class FieldColumn:
             )
         self.scorer = scorer
         whole = len(rows) == len(records)
-        parts = []
-        for c in columns:
+
+        def part_of(c: str) -> pa.Array:
             col = records.fields[c]
             # (string_array: pa.array's conversion would import pandas)
             coded = coded_parts(col)  # a normalized column: its distinct values gathered by code
@@ -188,16 +188,20 @@ class FieldColumn:
                 a = string_array(list(map(col.__getitem__, rows.tolist())), large=None)
             else:
                 a = string_array(col, large=None).take(numeric_array(rows.astype(np.int64, copy=False)))
-            parts.append(_blank_to_null(a))
-        if len({p.type for p in parts}) > 1:  # over 2 GiB of text in one column: all of them large_string
-            parts = [p.cast(pa.large_string()) for p in parts]
-        v = parts[0]
-        for part in parts[1:]:
+            return _blank_to_null(a)
+
+        # the columns one at a time, each joined as soon as it is made (one column's text in memory besides)
+        v = part_of(columns[0])
+        for c in columns[1:]:
+            part = part_of(c)
+            if part.type != v.type:  # over 2 GiB of text in one column: both large_string
+                v, part = v.cast(pa.large_string()), part.cast(pa.large_string())
             # "a b" when both present, else the one present (binary_join's "skip" mode is not
             # used: pyarrow 26 drops the rows where every input is null)
-            v = pc.coalesce(pc.binary_join_element_wise(v, part, scalar(" ", v.type)), v, part)
+            joined = pc.binary_join_element_wise(v, part, scalar(" ", v.type))
+            v = pc.coalesce(joined, v, part)
+            del joined, part
             pa.default_memory_pool().release_unused()
-        del parts
         if scorer == "digits":
             v = pc.replace_substring_regex(v, r"[^0-9]+", "")
             if last_digits is not None:

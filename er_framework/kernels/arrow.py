@@ -189,6 +189,7 @@ def string_array(values: Sequence[str | None], large: bool | None = False) -> pa
         edges[m] = len(raw)
         lengths = np.diff(edges) - 1 if m else np.zeros(0, dtype=np.int64)
         data = raw.replace(b"\x00", b"") if m > 1 else raw
+        del raw
     else:  # some value holds a NUL: lengths counted per value (in bytes where not ASCII)
         del raw
         plain = "".join(strings)
