@@ -285,7 +285,11 @@ def probe_partners(
     lefts.append(np.repeat(chosen, PROBE_RANDOM_PARTNERS))
     rights.append(rng.integers(0, len(probe), PROBE_RANDOM_PARTNERS * len(chosen)))
     local = Pairs(np.concatenate(lefts), np.concatenate(rights)).normalized()
-    shared = (probe[local.left] == probe[local.right]).sum(axis=1).astype(np.int64)
+    # one probe band at a time: small temporaries (a gather of every pair's two rows, 2 x 8 x 8 bytes a
+    # pair, was memory new to the process: 0.13 s for the 423k pairs of 20,000 documents, now ~0.02 s)
+    shared = np.zeros(len(local), dtype=np.int64)
+    for column in np.ascontiguousarray(probe.T):  # one step per probe band
+        shared += column[local.left] == column[local.right]
     return local, shared
 
 
@@ -304,7 +308,9 @@ def round_robin_within(
     st = strata[order]
     first = np.searchsorted(st, st, side="left")
     rank = np.arange(n) - first  # rank within its stratum
-    visit = order[np.lexsort((st, rank))]
+    # by rank, then stratum (np.lexsort((st, rank))): one stable argsort of a combined key, ~2x faster
+    span = int(st.max()) - int(st.min()) + 1 if n else 1
+    visit = order[np.argsort(rank * span + (st - (st.min() if n else 0)), kind="stable")]
     fits = np.cumsum(cost[visit]) <= budget
     return np.sort(visit[fits])
 
@@ -555,9 +561,10 @@ class LshBands(Blocker):
                 return None
         pairs = Pairs(ids[local.left], ids[local.right])  # ids ascending: still normalized
         involved = sorted_unique(np.concatenate([pairs.left, pairs.right]))
-        ts = batch.tokens_for(involved)
+        kept = batch.tokens  # kept sets are read where they are (no gathered copy of the pairs' records)
+        ts = kept if kept is not None else batch.tokens_for(involved)
         if sizes is None:  # the token limit, checked now that the records of the pairs are shingled
-            big = ts.sizes > PROBE_MAX_RECORD_TOKENS
+            big = (kept.sizes[involved] if kept is not None else ts.sizes) > PROBE_MAX_RECORD_TOKENS
             if big.any():
                 skipped_tokens = int(big.sum())
                 bad = involved[big]
@@ -566,8 +573,10 @@ class LshBands(Blocker):
                 if len(pairs) == 0:
                     return None
         a, b_ = np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right)
-        tokens_compared = int(ts.sizes[a].sum() + ts.sizes[b_].sum())
-        s = jaccard_pairs(ts, a, b_, max_tokens_per_batch=PROBE_JACCARD_BATCH, workers=self.context.workers)
+        ta, tb = (pairs.left, pairs.right) if kept is not None else (a, b_)  # rows of ts
+        ts_sizes = ts.sizes
+        tokens_compared = int(ts_sizes[ta].sum() + ts_sizes[tb].sum())
+        s = jaccard_pairs(ts, ta, tb, max_tokens_per_batch=PROBE_JACCARD_BATCH, workers=self.context.workers)
         real = band_keys(sig.values[involved], b, r)
         is_cand = np.any(real[a] == real[b_], axis=1)
         edges = np.linspace(0.0, 1.0, 11)

@@ -228,3 +228,38 @@ def test_round_robin_within_matches_a_loop(seed: int) -> None:
     got = docs.round_robin_within(strata, cost, budget, np.random.default_rng(seed + 100))
     assert got.tolist() == round_robin_reference(strata, cost, budget, seed + 100)
     assert int(cost[got].sum()) <= budget
+
+
+def _round_robin_reference(strata, cost, budget, rng):
+    """round_robin_within as first written (np.lexsort by rank, then stratum): the fast path's reference."""
+    n = len(strata)
+    shuffled = rng.permutation(n)
+    order = shuffled[np.argsort(strata[shuffled], kind="stable")]
+    st = strata[order]
+    rank = np.arange(n) - np.searchsorted(st, st, side="left")
+    visit = order[np.lexsort((st, rank))]
+    return np.sort(visit[np.cumsum(cost[visit]) <= budget])
+
+
+def test_round_robin_within_equals_the_lexsort_reference() -> None:
+    from er_plugins.documents import round_robin_within
+
+    for seed in range(200):
+        r = np.random.default_rng(seed)
+        n = int(r.integers(0, 300))
+        strata = r.integers(-3, 9, n).astype(np.int64)
+        cost = r.integers(1, 50, n).astype(np.int64)
+        budget = int(r.integers(0, 3000))
+        got = round_robin_within(strata, cost, budget, np.random.default_rng(seed + 1))
+        assert np.array_equal(got, _round_robin_reference(strata, cost, budget, np.random.default_rng(seed + 1)))
+
+
+def test_probe_partners_counts_the_shared_probe_bands() -> None:
+    """The shared count (one probe band at a time) against comparing whole rows."""
+    from er_plugins.documents import probe_partners
+
+    r = np.random.default_rng(4)
+    probe = r.integers(0, 5, (300, 8)).astype(np.uint64)
+    local, shared = probe_partners(probe, r.choice(300, 40, replace=False), np.random.default_rng(1))
+    assert len(local) > 100
+    assert np.array_equal(shared, (probe[local.left] == probe[local.right]).sum(axis=1))
