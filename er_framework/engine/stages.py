@@ -63,9 +63,10 @@ Int64Array = npt.NDArray[np.int64]
 #: smallest token budget of a verification block, MB
 VERIFY_MIN_MB = 64
 #: largest token budget of a verification block, MB, whatever ``token_memory_mb`` allows: the blocks'
-#: memory is reused block after block, while one block of every candidate record's set is memory new to
-#: the process (page faults, huge-page compaction). 20,000 documents of ~4,100 characters, 2 cores: blocks
-#: of 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
+#: memory is reused block after block (one buffer, :func:`streamed_subset`), while one block of every
+#: candidate record's set is memory new to the process (page faults, huge-page compaction). 20,000
+#: documents of ~4,100 characters, 2 cores, before the sets were kept in the shingle stage: blocks of
+#: 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
 #: (3% of the records are shingled twice at 256 MB)
 VERIFY_BLOCK_MB = 256
 #: below this many values (all normalized fields together) normalizers run in this process. (Issue 15
@@ -450,10 +451,15 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     memory available), and beyond that dropped after signing and recomputed
     for the records a later stage asks for through ``batch.token_source``.
     With a builder that takes minima (``multiset_ok``, ``"none"``) the
-    shingler's multisets are signed and counted (with repeats) and nothing
-    is kept (see :func:`_shingle_chunks` for why). ``pruning``: what the
-    ``prune`` stage found; the token sets it kept (pruned) are signed and
-    kept, not shingled again.
+    shingler's multisets are counted (with repeats); while the corpus's
+    sets fit the budget they are sorted from the multisets, signed and kept,
+    beyond it the multisets are signed and nothing is kept (see
+    :func:`_shingle_chunks`). Streamable shinglers go through steps of
+    about :data:`SHINGLE_STEP_CHARS` characters, each cut into slices that
+    one worker shingles, makes sets of and signs
+    (:func:`_shingle_and_sign_slice`). ``pruning``: what the ``prune``
+    stage found; the token sets it kept (pruned) are signed and kept, not
+    shingled again.
     """
     job, shingler, builder = engine.job, engine.shingler, engine.builder
     if shingler is not None:
