@@ -42,7 +42,7 @@ def _copy_rows(
 
 
 #: pairs with at least this many tokens on both sides together are intersected one pair per step (the two
-#: sorted rows copied into one buffer and merged by numpy's stable sort: ~1.2 ns/token and ~3 us/pair); smaller
+#: sorted rows copied into one buffer and merged by numpy's stable sort: ~1-4 ns/token and ~3 us/pair); smaller
 #: pairs go through the vectorized segmented sort (their Python step costs more than their tokens; the two
 #: break even at ~80-100 tokens a pair, measured)
 PAIR_LOOP_MIN = 96
@@ -80,8 +80,10 @@ def _intersections_looped(
     """``|A ∩ B|`` of every pair, one pair per step: ``A ‖ B`` in a buffer, sorted in place, adjacent equal
     entries counted (each side is unique, so each is one common token). For large rows: linear memory,
     no index arrays, and numpy's sort releases the GIL (threads run in parallel). The sort is the stable
-    one (timsort): ``A ‖ B`` is two sorted runs, which it merges in linear time (2 x 2,800 tokens:
-    6.6 us against 19 us for the default quicksort, measured)."""
+    one (timsort): ``A ‖ B`` is two sorted runs, which it merges in linear time. Measured per pair of
+    ~2,600-token sets of real text: 5.5 us against 16 us for the default quicksort when the sets are
+    near-duplicates (most candidates of a tuned banding), 22 us against 18 us for unrelated sets (the
+    merge's branches are then unpredictable)."""
     m = len(lo)
     inter = np.zeros(m, dtype=np.int64)
     if m == 0:
