@@ -182,10 +182,12 @@ class FieldColumn:
             coded = coded_parts(col)  # a normalized column: its distinct values gathered by code
             if whole:
                 a = string_array(col, large=None)
+            elif len(rows) * 8 < len(records) and (coded is None or len(rows) * 8 < len(coded[0])):
+                # a few rows (fewer than an eighth of the records, and of the distinct values of a normalized
+                # column): taken in Python, the column is not converted
+                a = string_array(list(map(col.__getitem__, rows.tolist())), large=None)
             elif coded is not None:
                 a = string_array(coded[0], large=None).take(numeric_array(coded[1][rows]))
-            elif len(rows) * 8 < len(records):  # a few rows: taken in Python, the column is not converted
-                a = string_array(list(map(col.__getitem__, rows.tolist())), large=None)
             else:
                 a = string_array(col, large=None).take(numeric_array(rows.astype(np.int64, copy=False)))
             return _blank_to_null(a)

@@ -52,7 +52,8 @@ def test_field_column_of_coded_and_plain_columns_agree(scorer: str) -> None:
         return Records(ids=[str(i) for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"],
                        fields=fields)
 
-    for rows in (np.arange(n, dtype=np.int64), np.arange(0, n, 3, dtype=np.int64), np.arange(0, n, 50, dtype=np.int64)):
+    for rows in (np.arange(n, dtype=np.int64), np.arange(0, n, 3, dtype=np.int64), np.arange(0, n, 50, dtype=np.int64),
+                 np.array([5, 17, 1999], dtype=np.int64)):  # every path: whole, by code, and a few rows in Python
         got = FieldColumn(records(coded), ["a", "b"], scorer, rows)
         want = FieldColumn(records(plain), ["a", "b"], scorer, rows)
         np.testing.assert_array_equal(got.codes, want.codes)
