@@ -8,6 +8,7 @@ third-party plugin.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from typing import Any, Callable, Literal
@@ -639,6 +640,36 @@ class JaccardParams(Params):
     threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description="keep pairs with Jaccard >= threshold (default: the job threshold)"
     )
+    skip_unlikely: float | None = Field(
+        default=None, gt=0.0, le=1e-6,
+        description="reject without token sets the candidates whose MinHash-like signatures agree on so few "
+        "positions that a pair at the threshold would agree that little with probability below this "
+        "(Chernoff bound; e.g. 1e-12); they are scored by the signatures' estimate. null: every candidate "
+        "is compared exactly",
+    )
+
+
+def agreement_cutoff(num_perm: int, threshold: float, p: float) -> int:
+    """The largest number of agreeing signature positions ``m`` (``m < num_perm * threshold``) with
+    ``exp(-K D(m / K || t)) <= p``, ``D`` the Kullback-Leibler divergence of Bernoulli laws: the Chernoff
+    bound of P[X <= m] for X, the agreements of a pair of Jaccard ``t`` (or more) over K positions, when the
+    positions agree independently with probability ``J`` (classic MinHash) or are negatively associated
+    (one-permutation bins); -1 when no ``m`` qualifies (then nothing is skipped)."""
+    k, t = int(num_perm), float(threshold)
+    if not 0.0 < t <= 1.0 or k < 1:
+        return -1
+    best = -1
+    for m in range(k + 1):  # one step per agreement count
+        a = m / k
+        if a >= t:
+            break
+        if t == 1.0:  # equal sets agree everywhere: any disagreement rules J = 1 out
+            div = math.inf
+        else:
+            div = (a * math.log(a / t) if a > 0 else 0.0) + (1 - a) * math.log((1 - a) / (1 - t))
+        if math.exp(-k * div) <= p:
+            best = m
+    return best
 
 
 class JaccardVerifier(Verifier):
@@ -655,6 +686,36 @@ class JaccardVerifier(Verifier):
         if batch.tokens is None:
             raise ValueError("jaccard needs token sets")
         return jaccard_pairs(batch.tokens, pairs.left, pairs.right, workers=self.context.workers)
+
+    def decided_by_signatures(
+        self, batch: Batch, pairs: Pairs
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
+        """With ``skip_unlikely``: the pairs rejected from their signatures alone and every pair's estimate
+        (the share of agreeing positions), or None (option off, no MinHash-like signatures).
+
+        A pair is rejected when its signatures agree on at most :func:`agreement_cutoff` positions: a
+        pair of Jaccard at or above the threshold does so with probability at most ``skip_unlikely``
+        (divided by P(candidate | threshold) >= the blocker's target recall, as only candidates are
+        asked). The verify stage then never computes their token sets (with a streamed corpus, the
+        records of those pairs only are not shingled again) and scores them by the estimate, which is
+        below the threshold.
+        """
+        p = self.params
+        assert isinstance(p, JaccardParams)
+        sig = batch.signatures
+        if p.skip_unlikely is None or sig is None or sig.kind != "minhash" or len(pairs) == 0:
+            return None
+        values = sig.values
+        k = values.shape[1]
+        cutoff = agreement_cutoff(k, self.threshold, p.skip_unlikely)
+        if cutoff < 0:
+            return None
+        agree = np.zeros(len(pairs), dtype=np.int64)
+        for a, b in split_sizes(np.ones(len(pairs)), 1 << 16):  # a slice of pairs at a time: small gathers
+            agree[a:b] = (values[pairs.left[a:b]] == values[pairs.right[a:b]]).sum(axis=1)
+        empty = sig.empty if sig.empty is not None else np.zeros(len(values), dtype=bool)
+        skip = (agree <= cutoff) & ~empty[pairs.left] & ~empty[pairs.right]
+        return skip, agree / k
 
     def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
         """Shared and differing tokens of every pair: Jaccard = shared / (shared + left_only + right_only)."""

@@ -802,16 +802,30 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
     local_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
     local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
     info: dict[str, Any] = {}
+    # a verifier may reject some pairs from the signatures alone (jaccard's skip_unlikely); not with
+    # threshold: auto, which chooses from every candidate's own score
+    decide = getattr(engine.verifier, "decided_by_signatures", None)
+    decided = decide(batch, local_cand) if callable(decide) and not engine.auto else None
+    todo = local_cand
+    if decided is not None:
+        skip, estimate = decided
+        todo = local_cand.select(~skip)
+        info["decided_by_signatures"] = int(skip.sum())
     if batch.tokens is None and batch.token_source is not None and "tokens" in engine.verifier.needs:
         # streamed corpus: the token sets of the records in candidate pairs
         # only, a block of pairs at a time so that the sets in memory stay
         # within token_memory_mb (pairs are sorted by left record, so a
         # record's pairs mostly fall into one block)
-        scores, info["records_reshingled"], info["verify_blocks"] = score_streamed(
-            engine, batch, local_cand, shingled.sizes, engine.job.spec.token_memory_mb
+        scored, info["records_reshingled"], info["verify_blocks"] = score_streamed(
+            engine, batch, todo, shingled.sizes, engine.job.spec.token_memory_mb
         )
     else:
-        scores = engine.checked_scores(engine.verifier.score(batch, local_cand), len(local_cand))
+        scored = engine.checked_scores(engine.verifier.score(batch, todo), len(todo))
+    if decided is None:
+        scores = scored
+    else:
+        scores = np.asarray(estimate, dtype=np.float64).copy()
+        scores[~skip] = scored
     if engine.auto:  # threshold: auto, chosen from every candidate's score
         info["threshold_chosen"] = engine.choose_threshold(scores)
     keep = scores >= engine.threshold
