@@ -24,6 +24,7 @@ from er_framework.kernels.groups import pairs_in_groups, unique_pairs
 from er_framework.kernels.hashing import B, mix64
 
 __all__ = [
+    "BAND_KEY_ROWS",
     "band_keys",
     "bucket_ids",
     "bucket_candidates",
@@ -162,16 +163,24 @@ def band_keys(signatures: npt.NDArray[np.unsignedinteger], bands: int, rows: int
             f"bands * rows = {bands * rows} exceeds the signature length {sig.shape[1]}"
         )
     n = sig.shape[0]
-    v = sig[:, : bands * rows].reshape(n, bands, rows)
-    h = np.zeros((n, bands), dtype=np.uint64)
+    out = np.empty((n, bands), dtype=np.uint64)
     bb = np.uint64(B)
-    with np.errstate(over="ignore"):
-        for i in range(rows):
-            h *= bb
-            h += v[:, :, i].astype(np.uint64)
-            h = mix64(h)
-    return h
+    for a in range(0, n, BAND_KEY_ROWS):  # one step per block of records: the temporaries stay small
+        b = min(n, a + BAND_KEY_ROWS)
+        v = sig[a:b, : bands * rows].reshape(b - a, bands, rows)
+        h = np.zeros((b - a, bands), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for i in range(rows):
+                h *= bb
+                h += v[:, :, i].astype(np.uint64)
+                h = mix64(h)
+        out[a:b] = h
+    return out
 
+
+#: records whose band keys are computed per step (the step's temporaries: ~40 bytes per record and band;
+#: the whole 1,000,000-document signature matrix at once made ~0.5 GB of them)
+BAND_KEY_ROWS = 1 << 16
 
 #: odd 64-bit constant separating the key spaces of bands (and blockers)
 _SALT = np.uint64(0x9E3779B97F4A7C15)
@@ -233,26 +242,35 @@ def bucket_candidates(
     if k.ndim != 2 or k.shape[0] != len(idv):
         raise ValueError(f"keys must be (n, bands) with n = len(ids) = {len(idv)}, got {k.shape}")
     n, nb = k.shape
-    # Group by (band, key): band is the major key (one row per band of the
-    # transposed matrix), key the minor one; an argsort along axis 1 is the
-    # same grouping as np.lexsort((key, band)) and ~15x faster.
-    kt = np.ascontiguousarray(k.T)  # (bands, n)
-    order = np.argsort(kt, axis=1)
-    sk = np.take_along_axis(kt, order, axis=1)
-    members = idv[order].ravel()
-    new = np.ones((nb, n), dtype=bool)
-    if n > 1:
-        new[:, 1:] = sk[:, 1:] != sk[:, :-1]
-    starts = np.flatnonzero(new.ravel()).astype(np.int64)
-    sizes = np.diff(np.append(starts, np.int64(n * nb))).astype(np.int64)
-    oversized = np.zeros(len(sizes), dtype=bool)
-    if max_bucket_size is not None:
-        oversized = sizes > max_bucket_size
-    use = (sizes >= 2) & ~oversized
-    left, right = pairs_in_groups(members, starts[use], sizes[use])
-    raw = len(left)
-    keep = left != right
-    left, right = unique_pairs(left[keep], right[keep])
+    # Group by (band, key), one band at a time (band-major, as np.lexsort((key, band)) would order
+    # them): a band's sort and groups are temporaries of ~40 bytes per record, not of every band at once
+    # (the 1,000,000-document job's block stage held ~0.7 GB of them)
+    lefts: list[Int64Array] = []
+    rights: list[Int64Array] = []
+    all_sizes: list[Int64Array] = []
+    raw = 0
+    for j in range(nb):  # one step per band
+        order = np.argsort(k[:, j])
+        sk = k[order, j]
+        members = idv[order]
+        new = np.ones(n, dtype=bool)
+        if n > 1:
+            np.not_equal(sk[1:], sk[:-1], out=new[1:])
+        starts = np.flatnonzero(new).astype(np.int64)
+        sizes = np.diff(np.append(starts, np.int64(n))).astype(np.int64)
+        all_sizes.append(sizes)
+        use = sizes >= 2
+        if max_bucket_size is not None:
+            use &= sizes <= max_bucket_size
+        left, right = pairs_in_groups(members, starts[use], sizes[use])
+        raw += len(left)
+        keep = left != right
+        lefts.append(left[keep])
+        rights.append(right[keep])
+    sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, dtype=np.int64)
+    oversized = sizes > max_bucket_size if max_bucket_size is not None else np.zeros(len(sizes), dtype=bool)
+    left, right = unique_pairs(np.concatenate(lefts) if lefts else np.zeros(0, dtype=np.int64),
+                               np.concatenate(rights) if rights else np.zeros(0, dtype=np.int64))
     return left, right, _bucket_stats(sizes, oversized, raw)
 
 

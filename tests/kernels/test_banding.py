@@ -233,3 +233,15 @@ def test_s_curve_statistics() -> None:
         p = candidate_probability(s, bands, rows)
         se = math.sqrt(p * (1 - p) / per_s)
         assert abs(hits.mean() - p) <= 4 * se + 1e-12, (s, hits.mean(), p)
+
+
+def test_band_keys_are_the_same_in_any_blocks_of_records(monkeypatch) -> None:
+    """band_keys computes BAND_KEY_ROWS records per step: the same keys as one step."""
+    from er_framework.kernels import banding
+
+    rng = np.random.default_rng(9)
+    sig = rng.integers(0, 2**32, (1000, 40), dtype=np.uint64).astype(np.uint32)
+    whole = banding.band_keys(sig, 8, 5)
+    for step in (1, 7, 999, 1000, 5000):
+        monkeypatch.setattr(banding, "BAND_KEY_ROWS", step)
+        assert np.array_equal(banding.band_keys(sig, 8, 5), whole)
