@@ -35,7 +35,7 @@ from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, pairs_in_groups
-from er_framework.kernels.allocator import keep_freed_memory
+from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory
 from er_framework.kernels.digests import normalize_text, normalized_digests, text_digests
 from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_tokens
 from er_framework.kernels.graph import canonical_labels
@@ -475,6 +475,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned,
                                step_chars=SHINGLE_STEP_CHARS if shingler.streamable else None,
                                workers=job.context.workers)
+    hand_back_freed_memory()  # the steps' reused temporaries: the later stages do not start from this peak
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
     shingled.report = {
@@ -750,6 +751,8 @@ def score_streamed(
             block = streamed_subset(batch, involved, chars, buffer, engine.job.context.workers)
         scores[a:b] = engine.checked_scores(engine.verifier.score(block, local), len(local))
         del block
+    del buffer
+    hand_back_freed_memory()
     return scores, shingled, len(blocks)
 
 

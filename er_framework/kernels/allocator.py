@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["HEAP_KEEP_BYTES", "HEAP_MAX_BLOCK_BYTES", "keep_freed_memory"]
+__all__ = ["HEAP_KEEP_BYTES", "HEAP_MAX_BLOCK_BYTES", "hand_back_freed_memory", "keep_freed_memory"]
 
 #: glibc's mallopt parameters
 M_TRIM_THRESHOLD = -1
@@ -53,3 +53,18 @@ def keep_freed_memory() -> bool:
         return False
     _applied = ok
     return ok
+
+
+def hand_back_freed_memory() -> bool:
+    """Return the heap's free memory to the system now (glibc ``malloc_trim(0)``), e.g. when the steps
+    that reused it are over, so that the stages after them do not start from their peak; False where
+    there is no glibc."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        return False
+    return True

@@ -43,3 +43,22 @@ def test_keep_freed_memory_elsewhere_is_a_no_op(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(allocator, "_applied", False)
     monkeypatch.setattr(allocator.sys, "platform", "darwin")
     assert allocator.keep_freed_memory() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_hand_back_freed_memory_returns_what_the_heap_kept() -> None:
+    """With the heap keeping freed blocks, a freed 32 MB array stays resident until hand_back_freed_memory."""
+    code = (
+        "import os, numpy as np\n"
+        "from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory\n"
+        "def rss():\n"
+        "    return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') >> 20\n"
+        "assert keep_freed_memory()\n"
+        "a = np.ones(4 << 20)\n"
+        "del a\n"
+        "kept = rss()\n"
+        "assert hand_back_freed_memory()\n"
+        "print(kept - rss())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert int(out) >= 16
