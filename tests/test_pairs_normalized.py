@@ -33,3 +33,18 @@ def test_union_of_large_sets() -> None:
     assert np.array_equal(got.left, want.left) and np.array_equal(got.right, want.right)
     truth = {(min(a, b), max(a, b)) for p in parts for a, b in zip(p.left.tolist(), p.right.tolist()) if a != b}
     assert len(got) == len(truth)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(INDEX, INDEX), max_size=15), max_size=4))
+def test_union_equals_the_lexsort_reference(parts_rows: list[list[tuple[int, int]]]) -> None:
+    # the packed union (every part in [0, 2**32)) and the concatenating path (a part outside it)
+    parts = [Pairs(np.array([a for a, _ in rows], dtype=np.int64), np.array([b for _, b in rows], dtype=np.int64))
+             for rows in parts_rows]
+    got = Pairs.union(parts)
+    if not parts:
+        assert len(got) == 0
+        return
+    want = Pairs(np.concatenate([p.left for p in parts]), np.concatenate([p.right for p in parts])).normalized_reference()
+    assert got.left.tolist() == want.left.tolist() and got.right.tolist() == want.right.tolist()
+    assert got.left.dtype == np.int64 and got.right.dtype == np.int64 and got.score is None
