@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
+from er_framework.kernels.groups import sort_unique, unpack_pairs
 
 __all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch", "LabelledPairs"]
 
@@ -185,13 +186,7 @@ def _packable(left: npt.NDArray[Any], right: npt.NDArray[Any]) -> bool:
 
 def _unique_pairs(key: npt.NDArray[np.uint64]) -> "Pairs":
     """Pairs of packed keys (``lo << 32 | hi``, no self-pairs), sorted and without duplicates; ``key`` is sorted in place."""
-    key.sort()
-    if len(key) > 1:
-        first = np.empty(len(key), dtype=bool)
-        first[0] = True
-        np.not_equal(key[1:], key[:-1], out=first[1:])
-        key = key[first]
-    return Pairs((key >> np.uint64(32)).astype(np.int64), (key & np.uint64(0xFFFFFFFF)).astype(np.int64))
+    return Pairs(*unpack_pairs(sort_unique(key)))
 
 
 @dataclass

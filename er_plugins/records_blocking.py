@@ -66,7 +66,7 @@ from er_framework.memory import available_memory, size_text
 from er_framework.kernels.arrow import coded_parts, string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
-from er_framework.kernels.groups import pack_pairs, unpack_pairs
+from er_framework.kernels.groups import pack_pairs, sort_unique, unpack_pairs
 from er_framework.kernels.records_memory import release_free_memory
 
 __all__ = [
@@ -317,14 +317,7 @@ def _union(packed: list[UInt64Array]) -> Pairs:
         return Pairs.empty()
     keys = np.concatenate(packed) if len(packed) > 1 else packed[0].copy()
     packed.clear()
-    keys.sort()  # in place
-    if len(keys) > 1:
-        keep = np.empty(len(keys), dtype=bool)
-        keep[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-        keys = keys[keep]
-    left, right = unpack_pairs(keys)
-    return Pairs(left, right)
+    return Pairs(*unpack_pairs(sort_unique(keys)))
 
 
 # ---------------------------------------------------------------------------
