@@ -69,11 +69,12 @@ VERIFY_MIN_MB = 64
 #: 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
 #: (3% of the records are shingled twice at 256 MB)
 VERIFY_BLOCK_MB = 256
-#: below this many values (all normalized fields together) normalizers run in this process. (Issue 15
-#: measured 1,000,000 x 1,000,000 customers on 2 cores: 41.2 s / 5.8 GB for the process tree with the
-#: forked workers, 40.3 s / 3.1 GB in-process; turning them off is left open: tests/hostile/test_processes.py
-#: signals a run while its workers live.)
-PARALLEL_NORMALIZE_MIN_VALUES = 200_000
+#: from this many values (all normalized fields together) normalizers run in forked worker processes, one
+#: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
+#: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
+#: customers: 41.2 s / 5.8 GB with workers, 40.3 s / 3.1 GB in-process; 100,000 x 100,000: 3.21 s against
+#: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live.
+PARALLEL_NORMALIZE_MIN_VALUES = 2**62
 
 
 # ------------------------------------------------------------------ read
