@@ -184,11 +184,6 @@ def _packable(left: npt.NDArray[Any], right: npt.NDArray[Any]) -> bool:
             and int(max(left.max(), right.max())) < 2**32)
 
 
-def _unique_pairs(key: npt.NDArray[np.uint64]) -> "Pairs":
-    """Pairs of packed keys (``lo << 32 | hi``, no self-pairs), sorted and without duplicates; ``key`` is sorted in place."""
-    return Pairs(*unpack_pairs(sort_unique(key)))
-
-
 @dataclass
 class Pairs:
     """Pairs of record indices (into the job's :class:`Records`).
@@ -237,7 +232,7 @@ class Pairs:
             # millions of pairs); same order, same result (tests compare with normalized_reference)
             key = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
             del lo, hi
-            return _unique_pairs(key)
+            return Pairs(*unpack_pairs(sort_unique(key)))
         return Pairs.normalized_reference(Pairs(lo, hi, score))
 
     def normalized_reference(self) -> "Pairs":
@@ -273,14 +268,31 @@ class Pairs:
         key = np.empty(sum(len(p) for p in parts), dtype=np.uint64)
         at = 0
         for p in parts:
-            m = len(p)
-            part = key[at:at + m]
-            np.minimum(p.left, p.right, out=part, casting="unsafe")
-            part <<= np.uint64(32)
-            part |= np.maximum(p.left, p.right).astype(np.uint64)
-            at += m
-        key = key[(key >> np.uint64(32)) != (key & np.uint64(0xFFFFFFFF))]  # self-pairs
-        return _unique_pairs(key)
+            p.packed(out=key[at:at + len(p)])
+            at += len(p)
+        return cls.from_packed(key)
+
+    def packed(self, out: npt.NDArray[np.uint64] | None = None) -> npt.NDArray[np.uint64] | None:
+        """Each pair as one uint64 key ``min << 32 | max`` (8 bytes a pair; :meth:`from_packed` turns keys
+        back into normalized pairs), written into ``out`` when given; ``None`` when an index lies outside
+        [0, 2**32). Self-pairs are kept (:meth:`from_packed` drops them)."""
+        if not _packable(self.left, self.right):
+            return None
+        key = np.empty(len(self), dtype=np.uint64) if out is None else out
+        np.minimum(self.left, self.right, out=key, casting="unsafe")
+        key <<= np.uint64(32)
+        key |= np.maximum(self.left, self.right).astype(np.uint64)
+        return key
+
+    @classmethod
+    def from_packed(cls, key: npt.NDArray[np.uint64]) -> "Pairs":
+        """Normalized pairs of packed keys (:meth:`packed`): self-pairs dropped, sorted, unique.
+        ``key`` is given up (sorted in place)."""
+        key = sort_unique(key)
+        self_pair = (key >> np.uint64(32)) == (key & np.uint64(0xFFFFFFFF))
+        if self_pair.any():
+            key = key[~self_pair]
+        return cls(*unpack_pairs(key))
 
     def select(self, mask: npt.NDArray[np.bool_]) -> "Pairs":
         return Pairs(self.left[mask], self.right[mask], None if self.score is None else self.score[mask])

@@ -691,16 +691,30 @@ def block(engine: Engine, batch: Batch, exact: Exact) -> tuple[Pairs, list[dict[
     (:meth:`Engine.checked_candidates`): a broken answer is a plugin error.
     """
     found: list[Pairs] = []
+    # with several blockers, each one's candidates wait for the union packed (8 bytes a pair, not 16)
+    keys: list[npt.NDArray[np.uint64]] = []
     reports: list[dict[str, Any]] = []
     for blocker in engine.blockers:
         cand = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
-        found.append(cand)
         rep = blocker.describe()
         rep["candidate_pairs"] = int(len(cand))
         reports.append(rep)
+        key = cand.packed() if len(engine.blockers) > 1 else None
+        if key is None:
+            found.append(cand)
+        else:
+            keys.append(key)
+        del cand
+    if keys:
+        found.append(Pairs.from_packed(np.concatenate(keys) if len(keys) > 1 else keys[0]))
+        keys.clear()
     local = found[0] if len(found) == 1 else Pairs.union(found)
+    del found
     active = exact.active
-    candidates = Pairs(active[local.left], active[local.right])  # increasing map: still normalized
+    if len(active) and int(active[-1]) == len(active) - 1:  # increasing and unique: the identity, no copy
+        candidates = local
+    else:
+        candidates = Pairs(active[local.left], active[local.right])  # increasing map: still normalized
     return subtract_pairs(candidates, exact.pairs), reports
 
 
