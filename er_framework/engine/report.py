@@ -88,7 +88,10 @@ def link_answer(
         mixed = np.zeros(0, dtype=bool)
     matched = {names[i]: int(np.count_nonzero(mixed & (src == i))) for i in range(n_src)}
 
-    cross = src[candidates.left] != src[candidates.right]
+    cross = np.empty(len(candidates), dtype=bool)
+    for a in range(0, len(candidates), 1 << 22):  # in steps: no gathered source column of every pair
+        b = a + (1 << 22)
+        np.not_equal(src[candidates.left[a:b]], src[candidates.right[a:b]], out=cross[a:b])
     every = bool(cross.all())  # (link mode's blockers pair across sources only: no copies then)
     sc = scores if every else scores[cross]
     ok = np.isfinite(sc)
@@ -172,6 +175,10 @@ def link_answer_reference(
     }
 
 
+#: scores looked at per step by :func:`borderline` (its memory: a few arrays of this length)
+BORDERLINE_STEP = 1 << 22
+
+
 #: flagged clusters listed in report.json (the count says how many there were)
 CHAINS_LISTED = 20
 
@@ -220,21 +227,41 @@ def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDE
 
     Only the scores at least as near as the ``k``-th nearest (found by a partition, not a sort of
     millions of candidates) are sorted; :func:`borderline_reference` sorts them all."""
-    ok = np.isfinite(scores)
-    up = np.flatnonzero(ok & (scores >= threshold))
-    down = np.flatnonzero(ok & (scores < threshold))
-    return _nearest(up, scores[up], k), _nearest(down, -scores[down], k)
+    ups: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
+    downs: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
+    for a in range(0, len(scores), BORDERLINE_STEP):  # in steps: no index array of millions of candidates
+        s = scores[a:a + BORDERLINE_STEP]
+        ok = np.isfinite(s)
+        for side, mask, sign in ((ups, ok & (s >= threshold), 1.0), (downs, ok & (s < threshold), -1.0)):
+            idx = np.flatnonzero(mask)
+            key = sign * s[idx]
+            idx += a
+            near = _nearest(idx, key, k, keep_ties=True)  # a step's k nearest and their ties: a superset
+            side.append((near[0], near[1]))
+
+    def pick(side: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> Int64Array:
+        if not side:
+            return np.zeros(0, dtype=np.int64)
+        return _nearest(np.concatenate([i for i, _ in side]), np.concatenate([v for _, v in side]), k)[0]
+
+    return pick(ups), pick(downs)
 
 
-def _nearest(idx: Int64Array, key: npt.NDArray[np.float64], k: int) -> Int64Array:
-    """The ``k`` positions ``idx`` of the smallest ``key``, smallest first, ties by position."""
+def _nearest(
+    idx: Int64Array, key: npt.NDArray[np.float64], k: int, keep_ties: bool = False
+) -> tuple[Int64Array, npt.NDArray[np.float64]]:
+    """The ``k`` positions ``idx`` of the smallest ``key`` and their keys, smallest first, ties by position
+    (``keep_ties``: also every other position whose key equals the ``k``-th, in no order)."""
     if k <= 0:
-        return idx[:0].astype(np.int64)
+        return idx[:0].astype(np.int64), key[:0]
     if len(idx) > k:
         cut = np.partition(key, k - 1)[k - 1]  # the k-th smallest key: every one of the k is at most it
         near = key <= cut
         idx, key = idx[near], key[near]
-    return idx[np.lexsort((idx, key))][:k].astype(np.int64)
+    if keep_ties:
+        return idx.astype(np.int64), key
+    order = np.lexsort((idx, key))[:k]
+    return idx[order].astype(np.int64), key[order]
 
 
 def borderline_reference(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from er_framework.data import Pairs
+import er_framework.engine.report as report_module
 from er_framework.engine.report import borderline, borderline_reference, link_answer, link_answer_reference
 
 
@@ -47,7 +48,9 @@ def test_link_answer_without_candidates_or_records() -> None:
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("k", [0, 1, 3, 10, 5000])
-def test_borderline_equals_reference(seed: int, k: int) -> None:
+@pytest.mark.parametrize("step", [1 << 22, 7, 256])  # one step, and many (ties across steps)
+def test_borderline_equals_reference(seed: int, k: int, step: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_module, "BORDERLINE_STEP", step)
     rng = np.random.default_rng(seed)
     scores = np.round(rng.random(3000), 2 if seed % 2 else 4)
     scores[rng.random(3000) < 0.03] = np.nan
