@@ -182,7 +182,7 @@ class FieldColumn:
             coded = coded_parts(col)  # a normalized column: its distinct values gathered by code
             if whole:
                 a = string_array(col, large=None)
-            elif len(rows) * 8 < len(records) and (coded is None or len(rows) * 8 < len(coded[0])):
+            elif few(coded):
                 # a few rows (fewer than an eighth of the records, and of the distinct values of a normalized
                 # column): taken in Python, the column is not converted
                 a = string_array(list(map(col.__getitem__, rows.tolist())), large=None)
@@ -191,6 +191,18 @@ class FieldColumn:
             else:
                 a = string_array(col, large=None).take(numeric_array(rows.astype(np.int64, copy=False)))
             return _blank_to_null(a)
+
+        def few(coded: tuple[list[Any], npt.NDArray[np.integer[Any]]] | None) -> bool:
+            return not whole and len(rows) * 8 < len(records) and (coded is None or len(rows) * 8 < len(coded[0]))
+
+        single = coded_parts(records.fields[columns[0]]) if len(columns) == 1 else None
+        if single is not None and not few(single):
+            # one normalized column: its distinct values are prepared and encoded, and each row takes its
+            # value's code (no column of every row's text, no hash table over millions of rows)
+            self._encode(_blank_to_null(string_array(single[0], large=None)), scorer, last_digits)
+            distinct_codes = to_numpy(self._enc.indices, null=-1).astype(np.int32)
+            self._finish(len(records), rows, distinct_codes[single[1][rows]], scorer, bounds)
+            return
 
         # the columns one at a time, each joined as soon as it is made (one column's text in memory besides)
         v = part_of(columns[0])
@@ -204,16 +216,32 @@ class FieldColumn:
             v = pc.coalesce(joined, v, part)
             del joined, part
             pa.default_memory_pool().release_unused()
+        self._encode(v, scorer, last_digits)
+        del v
+        self._finish(len(records), rows, to_numpy(self._enc.indices, null=-1), scorer, bounds)
+
+    def _encode(self, v: pa.Array, scorer: str, last_digits: int | None) -> None:
+        """``self._enc``: the dictionary encoding of the prepared values ``v`` (digits kept for ``digits``)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if scorer == "digits":
             v = pc.replace_substring_regex(v, r"[^0-9]+", "")
             if last_digits is not None:
                 v = pc.utf8_slice_codeunits(v, start=-last_digits)
             v = _blank_to_null(v)
-        enc = pc.dictionary_encode(v)
+        self._enc = pc.dictionary_encode(v)
         del v
         pa.default_memory_pool().release_unused()  # the hash table's memory, kept by the pool once freed
-        codes = np.full(len(records), -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
-        codes[rows] = to_numpy(enc.indices, null=-1)
+
+    def _finish(
+        self, n: int, rows: npt.NDArray[np.int64], row_codes: npt.NDArray[np.integer[Any]], scorer: str, bounds: bool
+    ) -> None:
+        """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the dictionary and the bounds."""
+        enc = self._enc
+        del self._enc
+        codes = np.full(n, -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
+        codes[rows] = row_codes
         self.codes = codes
         #: the distinct values (Arrow); as Python strings only where compared (:attr:`values`, :meth:`compare`)
         self.dictionary: pa.Array = enc.dictionary
