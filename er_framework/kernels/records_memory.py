@@ -13,7 +13,7 @@ result and costs a few milliseconds.
 
 from __future__ import annotations
 
-import sys
+from er_framework.kernels.allocator import hand_back_freed_memory
 
 __all__ = ["release_free_memory"]
 
@@ -26,10 +26,4 @@ def release_free_memory() -> None:
         pa.default_memory_pool().release_unused()
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         pass
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc (musl, ...): nothing to trim
-            pass
+    hand_back_freed_memory()  # glibc's heap (malloc_trim)
