@@ -676,7 +676,8 @@ class JobSpec(_Strict):
         description="token sets kept in memory up to this size after signing (for verification), and at most "
         "40% of the memory available when shingling starts; a larger corpus is streamed and the token sets of "
         "candidate records are recomputed, in blocks of 64-256 MB (0: always stream; builders that sign "
-        "multisets, such as minhash, oph and fss, always stream unless a blocker reads the sets)",
+        "multisets, such as minhash, oph and fss, keep the sets made from each step's multisets within the "
+        "same budget)",
     )
     diagnostics: int = Field(
         default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
