@@ -114,6 +114,14 @@ def link_answer(
             for i in range(n_src):
                 row[names[i]] = int(np.count_nonzero(reached & (src == i)))
             by_threshold.append(row)
+    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi)
+
+
+def _link_answer_of(
+    names: list[str], threshold: float, matched: dict[str, int], by_threshold: list[dict[str, Any]],
+    finite: npt.NDArray[np.float64], hi: float,
+) -> dict[str, Any]:
+    """The link answer's dict, with the histogram of the cross-source scores ``finite`` (at most ``hi``)."""
     lo = float(finite.min()) if len(finite) else 0.0
     if len(finite):
         counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold)))
@@ -161,18 +169,7 @@ def link_answer_reference(
         for i in range(n_src):
             row[names[i]] = int(len(sorted_unique(np.concatenate([lk[src[lk] == i], rk[src[rk] == i]]))))
         by_threshold.append(row)
-    lo = float(finite.min()) if len(finite) else 0.0
-    if len(finite):
-        counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold)))
-    else:
-        counts, edges = np.zeros(0), np.zeros(0)
-    return {
-        "sources": names,
-        "threshold": threshold,
-        "matched": matched,
-        "by_threshold": by_threshold,
-        "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
-    }
+    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi)
 
 
 #: scores looked at per step by :func:`borderline` (its memory: a few arrays of this length)
