@@ -4,6 +4,7 @@ are Faker's en_US tables as the ``nickname`` normalizer reads them, and its tabl
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -28,10 +29,12 @@ def test_the_script_writes_the_shipped_module() -> None:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    from importlib.metadata import version
-
-    text = mod.module_text(nz.faker_name_frequencies(), version("faker"))
-    assert text == (ROOT / "er_plugins" / "given_names.py").read_text(encoding="utf-8")
+    shipped = (ROOT / "er_plugins" / "given_names.py").read_text(encoding="utf-8")
+    # the Faker release named in the shipped docstring (an environment may have another one whose
+    # tables are the same: test_shipped_frequencies_are_fakers compares the tables themselves)
+    m = re.search(r"from Faker (\S+)'s en_US tables", shipped)
+    assert m is not None
+    assert mod.module_text(nz.faker_name_frequencies(), m.group(1)) == shipped
 
 
 def test_nickname_table_is_the_same_with_fakers_frequencies(monkeypatch: pytest.MonkeyPatch) -> None:
