@@ -199,9 +199,9 @@ class FieldColumn:
         if single is not None and not few(single):
             # one normalized column: its distinct values are prepared and encoded, and each row takes its
             # value's code (no column of every row's text, no hash table over millions of rows)
-            self._encode(_blank_to_null(string_array(single[0], large=None)), scorer, last_digits)
-            distinct_codes = to_numpy(self._enc.indices, null=-1).astype(np.int32)
-            self._finish(len(records), rows, distinct_codes[single[1][rows]], scorer, bounds)
+            enc = _dictionary_encoded(_blank_to_null(string_array(single[0], large=None)), scorer, last_digits)
+            distinct_codes = to_numpy(enc.indices, null=-1).astype(np.int32)
+            self._finish(enc, len(records), rows, distinct_codes[single[1][rows]], scorer, bounds)
             return
 
         # the columns one at a time, each joined as soon as it is made (one column's text in memory besides)
@@ -216,30 +216,15 @@ class FieldColumn:
             v = pc.coalesce(joined, v, part)
             del joined, part
             pa.default_memory_pool().release_unused()
-        self._encode(v, scorer, last_digits)
+        enc = _dictionary_encoded(v, scorer, last_digits)
         del v
-        self._finish(len(records), rows, to_numpy(self._enc.indices, null=-1), scorer, bounds)
-
-    def _encode(self, v: pa.Array, scorer: str, last_digits: int | None) -> None:
-        """``self._enc``: the dictionary encoding of the prepared values ``v`` (digits kept for ``digits``)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        if scorer == "digits":
-            v = pc.replace_substring_regex(v, r"[^0-9]+", "")
-            if last_digits is not None:
-                v = pc.utf8_slice_codeunits(v, start=-last_digits)
-            v = _blank_to_null(v)
-        self._enc = pc.dictionary_encode(v)
-        del v
-        pa.default_memory_pool().release_unused()  # the hash table's memory, kept by the pool once freed
+        self._finish(enc, len(records), rows, to_numpy(enc.indices, null=-1), scorer, bounds)
 
     def _finish(
-        self, n: int, rows: npt.NDArray[np.int64], row_codes: npt.NDArray[np.integer[Any]], scorer: str, bounds: bool
+        self, enc: pa.DictionaryArray, n: int, rows: npt.NDArray[np.int64], row_codes: npt.NDArray[np.integer[Any]],
+        scorer: str, bounds: bool,
     ) -> None:
-        """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the dictionary and the bounds."""
-        enc = self._enc
-        del self._enc
+        """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the dictionary ``enc``'s, and the bounds."""
         codes = np.full(n, -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
         codes[rows] = row_codes
         self.codes = codes
@@ -356,6 +341,22 @@ def _utf8_buffers(strings: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray
     offsets = np.frombuffer(off_buf, dtype=np.int64)[strings.offset : strings.offset + len(strings) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     return data, offsets
+
+
+def _dictionary_encoded(v: pa.Array, scorer: str, last_digits: int | None) -> pa.DictionaryArray:
+    """The dictionary encoding of a field's prepared values ``v`` (only their digits for ``digits``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if scorer == "digits":
+        v = pc.replace_substring_regex(v, r"[^0-9]+", "")
+        if last_digits is not None:
+            v = pc.utf8_slice_codeunits(v, start=-last_digits)
+        v = _blank_to_null(v)
+    enc = pc.dictionary_encode(v)
+    del v
+    pa.default_memory_pool().release_unused()  # the hash table's memory, kept by the pool once freed
+    return enc
 
 
 def _blank_to_null(a: pa.Array) -> pa.Array:
