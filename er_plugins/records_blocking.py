@@ -9,7 +9,8 @@ Components:
 * ``sorted_neighbourhood`` – sort the records by a key (fields, optionally
   cut to a prefix) and pair every record with the next ``window - 1``
   records in that order (Hernández & Stolfo); several keys = multi-pass,
-  candidates unioned.
+  candidates unioned; a key ``{any_order: [fields]}`` takes the record's values
+  of its fields in sorted order (swapped first and last names sort together).
 
 Both read the record fields (``needs = {"fields"}``): values are compared as
 given (the engine normalizes them before blocking); a missing value is
@@ -50,6 +51,7 @@ memory still available to the process (:func:`available_memory`).
 from __future__ import annotations
 
 import operator
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -73,6 +75,10 @@ __all__ = [
     "FieldHashParams",
     "FieldHash",
     "SortedNeighbourhoodParams",
+    "AnyOrderKey",
+    "SortKey",
+    "any_order_codes",
+    "any_order_values",
     "SortedNeighbourhood",
     "BYTES_PER_PAIR",
     "DEFAULT_MAX_PAIRS",
@@ -622,20 +628,55 @@ class FieldHash(Blocker):
 # sorted_neighbourhood
 
 
-class SortedNeighbourhoodParams(Params):
-    key: list[FieldRef] | None = Field(
-        default=None,
-        min_length=1,
-        description="sort key: fields in order (compared field by field); set this or 'keys'",
+class AnyOrderKey(Params):
+    """A sort key whose fields are taken in any order: each record's values of them are sorted first."""
+
+    any_order: list[FieldRef] = Field(
+        min_length=2,
+        description="fields whose values form the key in sorted order, whichever field holds which value "
+        "(e.g. [given_name, surname]: 'smith john' and 'john smith' get one key; swapped names sort together)",
     )
-    keys: list[list[FieldRef]] | None = Field(
+
+    @field_validator("any_order")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if any(not f for f in v):
+            raise ValueError("field names must not be empty")
+        if len(set(v)) != len(v):
+            raise ValueError(f"key {v!r} names a field twice")
+        return v
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One pass of :class:`SortedNeighbourhood`: its fields, compared in this order or (``any_order``)
+    as the sorted tuple of the record's values of them."""
+
+    fields: tuple[str, ...]
+    any_order: bool = False
+
+    @property
+    def label(self) -> str:
+        joined = "+".join(self.fields)
+        return f"any_order({joined})" if self.any_order else joined
+
+
+class SortedNeighbourhoodParams(Params):
+    key: list[FieldRef] | AnyOrderKey | None = Field(
+        default=None,
+        description="sort key: fields in order (compared field by field), or {any_order: [fields]} (the record's "
+        "values of the fields sorted first, so their order does not matter); set this or 'keys'",
+    )
+    keys: list[list[FieldRef] | AnyOrderKey] | None = Field(
         default=None,
         min_length=1,
-        description="several sort keys (multi-pass): each sorted and windowed on its own, candidates unioned",
+        description="several sort keys (multi-pass), each a list of fields or {any_order: [fields]}: each sorted "
+        "and windowed on its own, candidates unioned",
     )
     prefix: dict[FieldRef, int] = Field(
         default_factory=dict,
-        description="optional per-field prefix length: the field's first N characters enter the key",
+        description="optional per-field prefix length: the field's first N characters enter the key (in an "
+        "any_order key each value is cut to its field's prefix before the values are sorted)",
     )
     window: int = Field(
         default=10, ge=2, description=f"each record is paired with the next window - 1 records in sorted order "
@@ -672,20 +713,20 @@ class SortedNeighbourhoodParams(Params):
     def _one_of(self) -> "SortedNeighbourhoodParams":
         if (self.key is None) == (self.keys is None):
             raise ValueError("set exactly one of 'key' (one sort key) and 'keys' (several)")
-        keys = [self.key] if self.key is not None else list(self.keys or [])
-        for k in keys:
-            if not k:
+        for k in self.sort_keys():
+            if not k.fields:
                 raise ValueError("a sort key needs at least one field")
-            if any(not f for f in k):
+            if any(not f for f in k.fields):
                 raise ValueError("field names must not be empty")
-        used = {f for k in keys for f in k}
+        used = {f for k in self.sort_keys() for f in k.fields}
         unknown = sorted(set(self.prefix) - used)
         if unknown:
             raise ValueError(f"prefix names fields that are in no key: {unknown}")
         return self
 
-    def sort_keys(self) -> list[list[str]]:
-        return [list(self.key)] if self.key is not None else [list(k) for k in self.keys or []]
+    def sort_keys(self) -> list[SortKey]:
+        given = [self.key] if self.key is not None else list(self.keys or [])
+        return [SortKey(tuple(k.any_order), True) if isinstance(k, AnyOrderKey) else SortKey(tuple(k)) for k in given]
 
 
 class SortedNeighbourhood(Blocker):
@@ -699,7 +740,11 @@ class SortedNeighbourhood(Blocker):
     is paired with the next ``window - 1`` records of the sorted order; in
     link mode only the cross-source ones among those (the window slides over
     the merged order of both sources). ``keys`` runs several passes, one per
-    key, and unions their candidates.
+    key, and unions their candidates. A key ``{any_order: [given_name,
+    surname]}`` sorts by the record's values of those fields in sorted order
+    (its smallest value first), so a record whose given name and surname are
+    swapped gets the same key (Christen 2012, ch. 4: swapped name fields are
+    among the commonest errors).
     """
 
     name = "sorted_neighbourhood"
@@ -716,14 +761,18 @@ class SortedNeighbourhood(Blocker):
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
         keyed: list[Int64Array] = []
-        for names in p.sort_keys():
-            for name in names:
+        for sk in p.sort_keys():
+            if sk.any_order:
+                cols = [_column(records, name, self.name) for name in sk.fields]
+                keyed.append(key_codes(any_order_codes(cols, [p.prefix.get(name) for name in sk.fields])))
+                continue
+            for name in sk.fields:
                 if name not in cache:
                     cache[name] = field_codes(_column(records, name, self.name), p.prefix.get(name))
-            keyed.append(key_codes([cache[name] for name in names]))
+            keyed.append(key_codes([cache[name] for name in sk.fields]))
         # the windows' pairs, counted before any is made (in link mode the cross-source ones are fewer)
         self.check_window_pairs([int(np.count_nonzero(codes >= 0)) for codes in keyed])
-        for names, codes in zip(p.sort_keys(), keyed):
+        for sk, codes in zip(p.sort_keys(), keyed):
             rows = np.flatnonzero(codes >= 0).astype(np.int64)
             order = rows[np.argsort(codes[rows], kind="stable")]
             src = records.source[order]
@@ -738,8 +787,8 @@ class SortedNeighbourhood(Blocker):
                     packed.append(pack_pairs(np.minimum(a, b), np.maximum(a, b)))
             per_key.append(
                 {
-                    "key": "+".join(names),
-                    "fields": list(names),
+                    "key": sk.label,
+                    "fields": list(sk.fields),
                     "records_sorted": int(len(order)),
                     "records_missing": int(len(codes) - len(order)),
                     "distinct_keys": int(len(_runs(codes[order])[0])),
@@ -792,9 +841,12 @@ class SortedNeighbourhood(Blocker):
         p = self.params
         assert isinstance(p, SortedNeighbourhoodParams)
         out: list[tuple[Int64Array, npt.NDArray[Any]]] = []
-        for names in p.sort_keys():
-            cols = [_column(batch.records, name, self.name) for name in names]
-            out.append(sort_strings(cols, [p.prefix.get(name) for name in names]))
+        for sk in p.sort_keys():
+            cols = [_column(batch.records, name, self.name) for name in sk.fields]
+            prefixes = [p.prefix.get(name) for name in sk.fields]
+            if sk.any_order:
+                cols, prefixes = any_order_values(cols, prefixes), [None] * len(cols)
+            out.append(sort_strings(cols, prefixes))
         return out
 
     def window_size(self) -> int:
@@ -808,6 +860,37 @@ def window_pairs(m: int, window: int) -> int:
     (``sum(m - d for d in 1 .. window - 1)``, fewer at the end)."""
     w = min(window, m)
     return max(0, (w - 1) * m - (w - 1) * w // 2)
+
+
+def _cut(col: Sequence[str | None], prefix: int | None) -> Sequence[str | None]:
+    return col if prefix is None else [v[:prefix] if v else v for v in col]
+
+
+def any_order_codes(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int | None]) -> list[tuple[Int64Array, int]]:
+    """The parts (:func:`key_codes`) of an any-order key: each record's values of ``columns`` (each cut to its
+    prefix), smallest first; every part -1 where any value is missing (``None`` or ``""``).
+
+    Whole-array: the values of all the columns get codes in one shared code-point order
+    (:func:`field_codes` of their concatenation), and each record's codes are sorted. The same key as
+    :func:`any_order_values` (the record's values sorted in Python), which :meth:`SortedNeighbourhood.window_keys`
+    uses.
+    """
+    n = len(columns[0]) if columns else 0
+    joined = list(chain.from_iterable(_cut(col, prefix) for col, prefix in zip(columns, prefixes)))
+    codes, size = field_codes(joined)
+    table = codes.reshape(len(columns), n)
+    missing = (table < 0).any(axis=0)
+    table = np.sort(table, axis=0)
+    table[:, missing] = -1
+    return [(table[j].copy(), size) for j in range(len(columns))]
+
+
+def any_order_values(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int | None]) -> list[list[str | None]]:
+    """Each record's values of ``columns`` (each cut to its prefix) in sorted order, as columns: column ``j``
+    holds every record's ``j``-th smallest value; ``None`` in every column where any value is missing."""
+    rows = [tuple(sorted(t)) if all(t) else (None,) * len(columns)
+            for t in zip(*(_cut(col, prefix) for col, prefix in zip(columns, prefixes)))]
+    return [list(col) for col in zip(*rows)] if rows else [[] for _ in columns]
 
 
 #: ends every field of a :func:`sort_strings` key: below every character of a key's values

@@ -70,16 +70,19 @@ def ref_field_hash(records: Records, fields: list[Any], cap: int | None, link: b
     return pairs, stats
 
 
-def ref_snm(records: Records, keys: list[list[str]], window: int, link: bool, prefix: dict[str, int] | None = None) -> set[tuple[int, int]]:
+def ref_snm(records: Records, keys: list[Any], window: int, link: bool, prefix: dict[str, int] | None = None) -> set[tuple[int, int]]:
+    """A key is a list of fields (their values in that order) or ``{"any_order": fields}`` (the values sorted)."""
     prefix = prefix or {}
     src = records.source.tolist()
     pairs: set[tuple[int, int]] = set()
-    for names in keys:
+    for key in keys:
+        names = key["any_order"] if isinstance(key, dict) else key
         entries = []
         for i in range(len(records)):
             v = _value(records, names, i)
             if v is not None:
-                entries.append((tuple(x[: prefix[f]] if f in prefix else x for f, x in zip(names, v)), i))
+                cut = tuple(x[: prefix[f]] if f in prefix else x for f, x in zip(names, v))
+                entries.append((tuple(sorted(cut)) if isinstance(key, dict) else cut, i))
         entries.sort()  # by key tuple, ties by record index
         order = [i for _, i in entries]
         for p in range(len(order)):
@@ -328,10 +331,11 @@ def test_large_chunked_enumeration_matches(monkeypatch: pytest.MonkeyPatch) -> N
 def test_sorted_neighbourhood_matches_reference(seed: int) -> None:
     rng = random.Random(seed)
     records = random_records(rng, rng.randint(0, 40), rng.choice([1, 2, 3]))
-    keys = rng.choice([[["x"]], [["x", "y"]], [["y", "x"], ["z"]], [["z", "x", "y"]]])
+    keys = rng.choice([[["x"]], [["x", "y"]], [["y", "x"], ["z"]], [["z", "x", "y"]], [{"any_order": ["x", "y"]}],
+                       [["z"], {"any_order": ["z", "y", "x"]}], [{"any_order": ["y", "z"]}, ["y", "z"]]])
     window = rng.choice([2, 3, 4, 7])
     prefix = rng.choice([{}, {"x": 1}, {"x": 2, "y": 1}])
-    prefix = {f: k for f, k in prefix.items() if any(f in key for key in keys)}
+    prefix = {f: k for f, k in prefix.items() if any(f in (key["any_order"] if isinstance(key, dict) else key) for key in keys)}
     params: dict[str, Any] = {"key": keys[0]} if len(keys) == 1 and rng.random() < 0.5 else {"keys": keys}
     for link in (False, True):
         blocker = SortedNeighbourhood(SortedNeighbourhood.Params(window=window, prefix=prefix, **params))
@@ -339,7 +343,40 @@ def test_sorted_neighbourhood_matches_reference(seed: int) -> None:
         assert as_set(pairs) == ref_snm(records, keys, window, link, prefix)
         report = blocker.describe()
         assert report["candidates"] == len(pairs)
-        assert [s["key"] for s in report["per_key"]] == ["+".join(k) for k in keys]
+        assert [s["key"] for s in report["per_key"]] == [
+            f"any_order({'+'.join(k['any_order'])})" if isinstance(k, dict) else "+".join(k) for k in keys
+        ]
+
+
+def test_any_order_key_sorts_swapped_values_together() -> None:
+    # records 0 and 2 hold one name pair in either order; 3 misses a value; "" is missing too
+    recs = Records.from_columns(list("abcdefg"), {
+        "given": ["john", "ann", "smith", "joe", "", "zoe", "kate"],
+        "surname": ["smith", "lee", "john", None, "x", "adams", "ray"],
+    })
+    blocker = SortedNeighbourhood(SortedNeighbourhood.Params(key={"any_order": ["given", "surname"]}, window=2))
+    # keys: (john, smith) 0, (ann, lee) 1, (john, smith) 2, (adams, zoe) 5, (kate, ray) 6 -> order 5 1 0 2 6
+    assert as_set(blocker.candidates(Batch(records=recs))) == {(1, 5), (0, 1), (0, 2), (2, 6)}
+    stats = blocker.describe()["per_key"][0]
+    assert (stats["key"], stats["records_sorted"], stats["records_missing"], stats["distinct_keys"]) == (
+        "any_order(given+surname)", 5, 2, 4)
+    # in the given order: ann(1) john(0) kate(6) smith(2) zoe(5): 0 and 2 are not neighbours
+    ordered = SortedNeighbourhood(SortedNeighbourhood.Params(key=["given", "surname"], window=2))
+    assert (0, 2) not in as_set(ordered.candidates(Batch(records=recs)))
+
+
+def test_any_order_codes_are_the_sorted_values_order() -> None:
+    rng = random.Random(5)
+    pool = ["a", "ab", "b", "é", "a\x00", "\x00", "zz", "", None]
+    cols = [[rng.choice(pool) for _ in range(300)] for _ in range(3)]
+    key = key_codes(rb.any_order_codes(cols, [None, 1, None]))
+    values = rb.any_order_values(cols, [None, 1, None])
+    tuples = list(zip(*values))
+    for i in range(300):
+        assert (key[i] < 0) == (tuples[i][0] is None)
+        for j in range(0, 300, 7):
+            if key[i] >= 0 and key[j] >= 0:
+                assert (key[i] < key[j]) == (tuples[i] < tuples[j]) and (key[i] == key[j]) == (tuples[i] == tuples[j])
 
 
 def test_sorted_neighbourhood_window_and_report() -> None:
@@ -388,7 +425,14 @@ def test_sorted_neighbourhood_params() -> None:
         P(key=[])
     with pytest.raises(ValidationError):
         P(key=["a"], unknown=1)
-    assert P(keys=[["a"], ["b", "c"]]).sort_keys() == [["a"], ["b", "c"]]
+    assert P(keys=[["a"], ["b", "c"]]).sort_keys() == [rb.SortKey(("a",)), rb.SortKey(("b", "c"))]
+    assert P(keys=[{"any_order": ["b", "c"]}]).sort_keys() == [rb.SortKey(("b", "c"), any_order=True)]
+    with pytest.raises(ValidationError, match="twice"):
+        P(key={"any_order": ["a", "a"]})
+    with pytest.raises(ValidationError):
+        P(key={"any_order": ["a"]})  # one field has one order
+    with pytest.raises(ValidationError):
+        P(key={"any_order": ["a", "b"], "other": 1})
     assert P(key=["a", "b"]).window == 10
 
 

@@ -176,6 +176,8 @@ def _windows_naive(blocker, batch: Batch) -> set[tuple[int, int]]:
     ({"key": ["last", "first"], "window": 5}, True),
     ({"keys": [["last"], ["zip", "first"]], "prefix": {"first": 1, "zip": 2}, "window": 4}, False),
     ({"keys": [["first", "last", "zip"]], "window": 2}, True),
+    ({"keys": [{"any_order": ["first", "last"]}, ["zip"]], "prefix": {"first": 2}, "window": 3}, False),
+    ({"key": {"any_order": ["zip", "first", "last"]}, "window": 4}, True),
 ])
 def test_sorted_neighbourhood_window_keys_give_the_candidates(params: dict, link: bool) -> None:
     from er_plugins.records_blocking import (
