@@ -19,9 +19,10 @@ Elsewhere (macOS, Windows, musl) it does nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 
-__all__ = ["HEAP_KEEP_BYTES", "HEAP_MAX_BLOCK_BYTES", "hand_back_freed_memory", "keep_freed_memory"]
+__all__ = ["HEAP_KEEP_BYTES", "HEAP_MAX_BLOCK_BYTES", "hand_back_freed_memory", "keep_freed_memory", "resident_bytes"]
 
 #: glibc's mallopt parameters
 M_TRIM_THRESHOLD = -1
@@ -32,6 +33,31 @@ HEAP_MAX_BLOCK_BYTES = 64 << 20
 HEAP_KEEP_BYTES = 256 << 20
 
 _applied = False
+#: glibc, loaded once (None: not loaded yet; False: not glibc)
+_libc: object = None
+
+
+def _glibc() -> object:
+    global _libc
+    if _libc is None:
+        _libc = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _libc = ctypes.CDLL("libc.so.6")
+            except OSError:  # not glibc
+                pass
+    return _libc
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux ``/proc/self/statm``); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def keep_freed_memory() -> bool:
@@ -41,15 +67,13 @@ def keep_freed_memory() -> bool:
     global _applied
     if _applied:
         return True
-    if not sys.platform.startswith("linux"):
+    libc = _glibc()
+    if not libc:
         return False
     try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        ok = bool(libc.mallopt(M_MMAP_THRESHOLD, HEAP_MAX_BLOCK_BYTES)) and bool(
-            libc.mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES))
-    except (OSError, AttributeError):  # not glibc (musl, ...): the defaults stay
+        ok = bool(libc.mallopt(M_MMAP_THRESHOLD, HEAP_MAX_BLOCK_BYTES)) and bool(  # type: ignore[attr-defined]
+            libc.mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES))  # type: ignore[attr-defined]
+    except AttributeError:  # not glibc (musl, ...): the defaults stay
         return False
     _applied = ok
     return ok
@@ -59,12 +83,11 @@ def hand_back_freed_memory() -> bool:
     """Return the heap's free memory to the system now (glibc ``malloc_trim(0)``), e.g. when the steps
     that reused it are over, so that the stages after them do not start from their peak; False where
     there is no glibc."""
-    if not sys.platform.startswith("linux"):
+    libc = _glibc()
+    if not libc:
         return False
     try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
+        libc.malloc_trim(0)  # type: ignore[attr-defined]
+    except AttributeError:  # not glibc
         return False
     return True

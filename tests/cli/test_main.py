@@ -180,3 +180,15 @@ def test_whole_process_unexpected_error(debug: bool) -> None:
     else:
         assert res.stderr == ("er: internal error: KeyError: 'missing key'; this is a bug — rerun with --debug "
                               "(or ER_DEBUG=1) for the traceback and report it\n")
+
+
+def test_one_blas_thread_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert main([]) == 2
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert main([]) == 2
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+    capsys.readouterr()

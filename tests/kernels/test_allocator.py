@@ -41,8 +41,38 @@ def test_keep_freed_memory_elsewhere_is_a_no_op(monkeypatch: pytest.MonkeyPatch)
     from er_framework.kernels import allocator
 
     monkeypatch.setattr(allocator, "_applied", False)
+    monkeypatch.setattr(allocator, "_libc", None)
     monkeypatch.setattr(allocator.sys, "platform", "darwin")
     assert allocator.keep_freed_memory() is False
+    assert allocator.hand_back_freed_memory() is False
+
+
+def test_release_free_memory_waits_for_a_large_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small process hands nothing back (each malloc_trim walks the heap); from the threshold on, both
+    Arrow's pool and the heap are handed back; where the size cannot be read, always."""
+    from er_framework.kernels import records_memory
+
+    calls: list[str] = []
+    monkeypatch.setattr(records_memory, "hand_back_freed_memory", lambda: calls.append("heap") or True)
+    for rss, expected in [(records_memory.RELEASE_MIN_RESIDENT_BYTES - 1, []),
+                          (records_memory.RELEASE_MIN_RESIDENT_BYTES, ["heap"]), (None, ["heap"])]:
+        calls.clear()
+        monkeypatch.setattr(records_memory, "resident_bytes", lambda rss=rss: rss)
+        records_memory.release_free_memory()
+        assert calls == expected, rss
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/statm")
+def test_resident_bytes_follows_an_allocation() -> None:
+    import numpy as np
+
+    from er_framework.kernels.allocator import resident_bytes
+
+    before = resident_bytes()
+    a = np.ones(64 << 17)  # 64 MB, written
+    after = resident_bytes()
+    assert before is not None and after is not None and after - before > 48 << 20
+    del a
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
