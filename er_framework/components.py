@@ -45,7 +45,7 @@ __all__ = [
 class Params(BaseModel):
     """Base of every component's parameter model: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 #: :class:`Params` under a name that the ``Params`` attribute of :class:`Component` does not shadow
