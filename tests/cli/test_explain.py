@@ -45,7 +45,7 @@ def test_the_printed_waterfall(febrl4: Path, capsys: pytest.CaptureFixture[str])
     assert text.splitlines()[0].startswith("A rec-1070-org  vs  B rec-1070-dup-0")
     assert re.search(r"prior\s+[-+]\d+\.\d\d bits", text)
     assert re.search(r"soc_sec_id\s+5304218\s+5304218\s+=100\s+\+\d+\.\d\d bits", text)
-    assert "-> probability" in text and "threshold 0.9" in text
+    assert "-> probability" in text and "threshold 0.5" in text
 
 
 def test_a_document_pair_shows_shared_and_differing_shingles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
