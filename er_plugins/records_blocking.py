@@ -58,7 +58,7 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 from numpy.dtypes import StringDType
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from er_framework import hookimpl
 from er_framework.components import Blocker, FieldRef, Params
@@ -689,6 +689,21 @@ class SortedNeighbourhoodParams(Params):
         "this (records x (window - 1) per key; ~80 bytes each while blocking); null: no limit (the pairs must "
         "still fit in memory)",
     )
+
+    @field_validator("key", "keys", mode="before")
+    @classmethod
+    def _any_order_keys(cls, v: Any) -> Any:
+        """A mapping is an any-order key: checked here, so a wrong one gets its own message and not also
+        "expected a list" from the other arm of the union."""
+        def one(k: Any) -> Any:
+            if not isinstance(k, dict):
+                return k
+            try:
+                return AnyOrderKey.model_validate(k)
+            except ValidationError as exc:
+                detail = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'key'}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"an any-order key is {{any_order: [two or more fields]}} ({detail})") from None
+        return [one(k) for k in v] if isinstance(v, list) else one(v)
 
     @field_validator("window")
     @classmethod

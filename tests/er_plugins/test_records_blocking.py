@@ -429,8 +429,12 @@ def test_sorted_neighbourhood_params() -> None:
     assert P(keys=[{"any_order": ["b", "c"]}]).sort_keys() == [rb.SortKey(("b", "c"), any_order=True)]
     with pytest.raises(ValidationError, match="twice"):
         P(key={"any_order": ["a", "a"]})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"any-order key is \{any_order: \[two or more fields\]\}") as err:
         P(key={"any_order": ["a"]})  # one field has one order
+    assert err.value.error_count() == 1  # one message, not also "expected a list" from the union's other arm
+    with pytest.raises(ValidationError, match="any_ordr") as err:
+        P(keys=[["a"], {"any_ordr": ["a", "b"]}])
+    assert err.value.error_count() == 1
     with pytest.raises(ValidationError):
         P(key={"any_order": ["a", "b"], "other": 1})
     assert P(key=["a", "b"]).window == 10
