@@ -3,8 +3,9 @@
 Components:
 
 * ``field_hash`` – standard blocking: one bucket per distinct value of a key
-  (a field, or several fields taken together); records sharing the value of
-  any key are candidates. Oversized buckets (a placeholder phone, a very
+  (a field, or several fields taken together, in order or ``{any_order:
+  [fields]}`` as a set of values); records sharing the value of any key are
+  candidates. Oversized buckets (a placeholder phone, a very
   common name) are purged and reported.
 * ``sorted_neighbourhood`` – sort the records by a key (fields, optionally
   cut to a prefix) and pair every record with the next ``window - 1``
@@ -76,7 +77,9 @@ __all__ = [
     "FieldHash",
     "SortedNeighbourhoodParams",
     "AnyOrderKey",
-    "SortKey",
+    "KeySpec",
+    "key_spec",
+    "key_values",
     "any_order_codes",
     "any_order_values",
     "SortedNeighbourhood",
@@ -360,19 +363,81 @@ class PairLimit:
 
 
 # ---------------------------------------------------------------------------
+# keys
+
+
+class AnyOrderKey(Params):
+    """A key whose fields are taken in any order: each record's values of them are sorted first."""
+
+    any_order: list[FieldRef] = Field(
+        min_length=2,
+        description="fields whose values form the key in sorted order, whichever field holds which value "
+        "(e.g. [given_name, surname]: 'smith john' and 'john smith' get one key)",
+    )
+
+    @field_validator("any_order")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if any(not f for f in v):
+            raise ValueError("field names must not be empty")
+        if len(set(v)) != len(v):
+            raise ValueError(f"key {v!r} names a field twice")
+        return v
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One blocking key: its fields, taken in this order or (``any_order``) as the sorted tuple of the
+    record's values of them."""
+
+    fields: tuple[str, ...]
+    any_order: bool = False
+
+    @property
+    def label(self) -> str:
+        joined = "+".join(self.fields)
+        return f"any_order({joined})" if self.any_order else joined
+
+
+def key_spec(key: "str | list[str] | AnyOrderKey") -> KeySpec:
+    """A key as configured (a field, a list of fields, or ``{any_order: [fields]}``) as a :class:`KeySpec`."""
+    if isinstance(key, AnyOrderKey):
+        return KeySpec(tuple(key.any_order), True)
+    return KeySpec((key,) if isinstance(key, str) else tuple(key))
+
+
+def any_order_checked(v: Any) -> Any:
+    """Validate every mapping of ``v`` (a key or a list of keys) as an :class:`AnyOrderKey` first, so that a
+    wrong one gets its own message and not also "expected a list" from the other arms of the union."""
+    def one(k: Any) -> Any:
+        if not isinstance(k, dict):
+            return k
+        try:
+            return AnyOrderKey.model_validate(k)
+        except ValidationError as exc:
+            detail = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'key'}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f"an any-order key is {{any_order: [two or more fields]}} ({detail})") from None
+    return [one(k) for k in v] if isinstance(v, list) else one(v)
+
+
+def key_values(records: Records, spec: KeySpec, row: int) -> list[str]:
+    """The values of one record's key in the key's order (sorted for an any-order key); a report shows
+    them joined by `` | ``."""
+    vals = [str(records.fields[name][row]) for name in spec.fields]
+    return sorted(vals) if spec.any_order else vals
+
+
+# ---------------------------------------------------------------------------
 # field_hash
 
 
-def _key_name(key: str | list[str]) -> str:
-    return key if isinstance(key, str) else "+".join(key)
-
-
 class FieldHashParams(Params):
-    fields: list[FieldRef | list[FieldRef]] = Field(
+    fields: list[FieldRef | list[FieldRef] | AnyOrderKey] = Field(
         min_length=1,
         description=(
-            "blocking keys: a field, or a list of fields whose values together form one key "
-            "(e.g. [last_name, zip]); records sharing any key's value are candidates"
+            "blocking keys: a field, a list of fields whose values together form one key (e.g. [last_name, zip]), "
+            "or {any_order: [fields]} (their values as a set: swapped names share a bucket); records sharing "
+            "any key's value are candidates"
         ),
     )
     max_block_size: int | None = Field(
@@ -387,11 +452,16 @@ class FieldHashParams(Params):
         "pairs than this (~80 bytes each while blocking); null: no limit (the pairs must still fit in memory)",
     )
 
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _any_order_keys(cls, v: Any) -> Any:
+        return any_order_checked(v)
+
     @field_validator("fields")
     @classmethod
-    def _keys_named(cls, v: list[str | list[str]]) -> list[str | list[str]]:
+    def _keys_named(cls, v: list[Any]) -> list[Any]:
         for key in v:
-            names = [key] if isinstance(key, str) else key
+            names = list(key_spec(key).fields)
             if not names:
                 raise ValueError("a key of several fields needs at least one field")
             if any(not name for name in names):
@@ -400,12 +470,17 @@ class FieldHashParams(Params):
                 raise ValueError(f"key {names!r} names a field twice")
         return v
 
+    def keys(self) -> list[KeySpec]:
+        return [key_spec(k) for k in self.fields]
+
 
 class FieldHash(Blocker):
     """Standard blocking on exact key values (one bucket per distinct value).
 
-    Each entry of ``fields`` is one key ("hash function"): a field, or a list
-    of fields combined into one value. A record whose value of any field of
+    Each entry of ``fields`` is one key ("hash function"): a field, a list
+    of fields combined into one value, or ``{any_order: [fields]}``: the
+    fields' values as a sorted tuple (a record with given name and surname
+    swapped shares the bucket). A record whose value of any field of
     a key is missing is not bucketed for that key. Pairs of a bucket of size
     ``m`` are all ``m (m-1)/2`` pairs (dedup) or its cross-source pairs (link
     mode, generated across sources only); buckets larger than
@@ -427,19 +502,22 @@ class FieldHash(Blocker):
         n = len(records)
         link = bool(batch.cross_source_only)
         # codes of every field used, one thread per field (the string sorts release the GIL)
-        used = list(dict.fromkeys(name for key in p.fields for name in ([key] if isinstance(key, str) else key)))
+        used = list(dict.fromkeys(name for key in p.keys() if not key.any_order for name in key.fields))
         columns = [_column(records, name, self.name) for name in used]
         cache = dict(zip(used, map_ordered(field_codes, columns, self.context.workers)))
         release_free_memory()  # what the threads' conversions freed while another was still running
         packed: list[UInt64Array] = []
         per_key: list[dict[str, Any]] = []
         limit = PairLimit(self.name, p.max_pairs)
-        for key in p.fields:
-            names = [key] if isinstance(key, str) else list(key)
-            codes = key_codes([cache[name] for name in names])
-            out, stats = self._block(records, names, codes, link, p.max_block_size, limit)
+        for key in p.keys():
+            if key.any_order:
+                cols = [_column(records, name, self.name) for name in key.fields]
+                codes = key_codes(any_order_codes(cols, [None] * len(cols)))
+            else:
+                codes = key_codes([cache[name] for name in key.fields])
+            out, stats = self._block(records, key, codes, link, p.max_block_size, limit)
             packed.extend(out)
-            per_key.append({"key": _key_name(key), **stats})
+            per_key.append({"key": key.label, **stats})
         raw = int(sum(len(x) for x in packed))
         pairs = _union(packed)
         release_free_memory()  # the sorting and enumerating temporaries, before the next stage's
@@ -454,8 +532,9 @@ class FieldHash(Blocker):
 
     @staticmethod
     def _block(
-        records: Records, names: list[str], codes: Int64Array, link: bool, cap: int | None, limit: PairLimit | None = None
+        records: Records, key: KeySpec, codes: Int64Array, link: bool, cap: int | None, limit: PairLimit | None = None
     ) -> tuple[list[UInt64Array], dict[str, Any]]:
+        names = list(key.fields)
         rows = np.flatnonzero(codes >= 0).astype(np.int64)
         if link:
             rows = _source_order(rows, records.source)
@@ -486,10 +565,10 @@ class FieldHash(Blocker):
             kept = sizes[~purged]
             largest = int(kept.max()) if len(kept) else 0
             g = int(np.argmax(np.where(purged, -1, sizes))) if len(sizes) else 0
-            value = " | ".join(str(records.fields[name][int(order[starts[g]])]) for name in names) if len(sizes) else ""
+            value = " | ".join(key_values(records, key, int(order[starts[g]]))) if len(sizes) else ""
             now = f"now {cap:,}" if cap is not None else "now null: no cap"
             limit.add(
-                int(count.sum()), f"key {'+'.join(names)!r}", "max_block_size",
+                int(count.sum()), f"key {key.label!r}", "max_block_size",
                 f"its largest kept bucket holds {largest:,} records ({value[:VALUE_CHARS]!r}); set max_block_size "
                 f"({now}) to purge large buckets, or make the key more selective (add a field: [{names[0]}, ...])",
             )
@@ -501,8 +580,7 @@ class FieldHash(Blocker):
             # largest first; ties in key order (the values' lexicographic order)
             pick = purged_idx[np.argsort(-sizes[purged_idx], kind="stable")[:TOP_PURGED]]
             for g in pick.tolist():
-                rep = int(order[starts[g]])
-                value = " | ".join(str(records.fields[name][rep]) for name in names)
+                value = " | ".join(key_values(records, key, int(order[starts[g]])))
                 top.append({"value": value[:VALUE_CHARS], "size": int(sizes[g])})
         stats = {
             "fields": list(names),
@@ -524,18 +602,17 @@ class FieldHash(Blocker):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **getattr(self, "_report", {})}
 
-    def _keyed(self, records: Records) -> list[tuple[list[str], list[list[str | None]], list[int]]]:
-        """Per key: its fields, their columns and the rows whose key fields are all present."""
+    def _keyed(self, records: Records) -> list[tuple[KeySpec, list[list[str | None]], list[int]]]:
+        """Per key: the key, its fields' columns and the rows whose key fields are all present."""
         p = self.params
         assert isinstance(p, FieldHashParams)
         cached = getattr(self, "_keyed_of", None)
         if cached is not None and cached[0] is records:  # lookup_keys, lookup_groups, partition_report: one batch
             return cached[1]
         out = []
-        for key in p.fields:
-            names = [key] if isinstance(key, str) else list(key)
-            cols = [_column(records, name, self.name) for name in names]
-            out.append((names, cols, [i for i in range(len(records)) if all(col[i] for col in cols)]))
+        for key in p.keys():
+            cols = [_column(records, name, self.name) for name in key.fields]
+            out.append((key, cols, [i for i in range(len(records)) if all(col[i] for col in cols)]))
         self._keyed_of = (records, out)
         return out
 
@@ -548,8 +625,9 @@ class FieldHash(Blocker):
         """
         rows_out: list[Int64Array] = []
         keys_out: list[npt.NDArray[np.uint64]] = []
-        for j, (_, cols, rows) in enumerate(self._keyed(batch.records)):
-            text = [f"{j}\x1e" + "\x1f".join(str(col[i]) for col in cols) for i in rows]
+        for j, (key, cols, rows) in enumerate(self._keyed(batch.records)):
+            arrange = sorted if key.any_order else list
+            text = [f"{j}\x1e" + "\x1f".join(arrange(str(col[i]) for col in cols)) for i in rows]
             rows_out.append(np.asarray(rows, dtype=np.int64))
             keys_out.append(mix64(hash_strings(text)) if text else np.zeros(0, dtype=np.uint64))
         return np.concatenate(rows_out), np.concatenate(keys_out)
@@ -575,16 +653,15 @@ class FieldHash(Blocker):
         link = any(bool(r["link"]) for r in reports) if reports else self.context.mode == "link"
         groups: dict[int, dict[str, int]] = buckets.get("groups", {})
         per_key: list[dict[str, Any]] = []
-        for j, key in enumerate(p.fields):
-            names = [key] if isinstance(key, str) else list(key)
+        for j, key in enumerate(p.keys()):
             keyed = sum(int(r["keyed"][j]) for r in reports)
             g = groups.get(j, {})
-            purged = [(-int(o["size"]), [str(o["record"].fields[name][0]) for name in names])
+            purged = [(-int(o["size"]), key_values(o["record"], key, 0))
                       for o in buckets.get("oversized", []) if int(o["group"]) == j]
             purged.sort()
             per_key.append({
-                "key": _key_name(key),
-                "fields": list(names),
+                "key": key.label,
+                "fields": list(key.fields),
                 "records_keyed": keyed,
                 "records_missing": n - keyed,
                 "distinct_values": int(g.get("distinct", 0)),
@@ -628,39 +705,6 @@ class FieldHash(Blocker):
 # sorted_neighbourhood
 
 
-class AnyOrderKey(Params):
-    """A sort key whose fields are taken in any order: each record's values of them are sorted first."""
-
-    any_order: list[FieldRef] = Field(
-        min_length=2,
-        description="fields whose values form the key in sorted order, whichever field holds which value "
-        "(e.g. [given_name, surname]: 'smith john' and 'john smith' get one key; swapped names sort together)",
-    )
-
-    @field_validator("any_order")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if any(not f for f in v):
-            raise ValueError("field names must not be empty")
-        if len(set(v)) != len(v):
-            raise ValueError(f"key {v!r} names a field twice")
-        return v
-
-
-@dataclass(frozen=True)
-class SortKey:
-    """One pass of :class:`SortedNeighbourhood`: its fields, compared in this order or (``any_order``)
-    as the sorted tuple of the record's values of them."""
-
-    fields: tuple[str, ...]
-    any_order: bool = False
-
-    @property
-    def label(self) -> str:
-        joined = "+".join(self.fields)
-        return f"any_order({joined})" if self.any_order else joined
-
-
 class SortedNeighbourhoodParams(Params):
     key: list[FieldRef] | AnyOrderKey | None = Field(
         default=None,
@@ -693,17 +737,7 @@ class SortedNeighbourhoodParams(Params):
     @field_validator("key", "keys", mode="before")
     @classmethod
     def _any_order_keys(cls, v: Any) -> Any:
-        """A mapping is an any-order key: checked here, so a wrong one gets its own message and not also
-        "expected a list" from the other arm of the union."""
-        def one(k: Any) -> Any:
-            if not isinstance(k, dict):
-                return k
-            try:
-                return AnyOrderKey.model_validate(k)
-            except ValidationError as exc:
-                detail = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'key'}: {e['msg']}" for e in exc.errors())
-                raise ValueError(f"an any-order key is {{any_order: [two or more fields]}} ({detail})") from None
-        return [one(k) for k in v] if isinstance(v, list) else one(v)
+        return any_order_checked(v)
 
     @field_validator("window")
     @classmethod
@@ -739,9 +773,8 @@ class SortedNeighbourhoodParams(Params):
             raise ValueError(f"prefix names fields that are in no key: {unknown}")
         return self
 
-    def sort_keys(self) -> list[SortKey]:
-        given = [self.key] if self.key is not None else list(self.keys or [])
-        return [SortKey(tuple(k.any_order), True) if isinstance(k, AnyOrderKey) else SortKey(tuple(k)) for k in given]
+    def sort_keys(self) -> list[KeySpec]:
+        return [key_spec(k) for k in ([self.key] if self.key is not None else list(self.keys or []))]
 
 
 class SortedNeighbourhood(Blocker):

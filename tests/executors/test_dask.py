@@ -450,7 +450,8 @@ def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, clus
     """field_hash's report (per key: records keyed and missing, distinct values, buckets, pairs, the purged
     buckets with the largest ten and their values, ties included) merged from the partitions and every
     bucket equals the local one, in link mode (cross-source pairs only) and in a dedup report."""
-    blockers = [{"type": "field_hash", "fields": ["city", "zip", ["last_name", "city"], "dob"], "max_block_size": 4}]
+    blockers = [{"type": "field_hash", "fields": ["city", "zip", ["last_name", "city"], "dob", {"any_order": ["first_name", "last_name"]}],
+                 "max_block_size": 4}]
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
     changes: dict[str, Any] = {"blockers": blockers, "mode": mode, "verifier": {"type": "field_score", "threshold": 150}}
     local, dask = _run_both(tmp_path, _shipped("customers.yaml", tmp_path, None, "local", **changes),
