@@ -33,7 +33,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
-from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
+from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_files
 from er_framework.kernels import group_sorted, pairs_in_groups
 from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory
 from er_framework.kernels.digests import normalize_text, normalized_digests, text_digests
@@ -1144,7 +1144,7 @@ def write(
     names = [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["report.html"] if html else [])
     report["outputs"] = names
     with OutputStage(out_path) as stage:
-        write_outputs(stage.path, tables, {"report": report}, fmt=fmt)
+        write_files(stage.path, tables, {"report": report}, fmt=fmt)
         if not html:
             return {name.rsplit(".", 1)[0]: path for name, path in stage.commit(names, replace_all=True).items()}
         try:  # the visual report is derived from the outputs; a failure must not lose them

@@ -70,7 +70,7 @@ from er_framework.io.tables import (
     read_jsonl_columns,
     read_output_table,
     read_parquet_columns,
-    write_outputs,
+    write_files,
 )
 from er_framework.io.outputs import OutputStage, recover
 from er_framework.kernels.graph import connected_component_labels
@@ -1214,5 +1214,5 @@ def format_table(metrics: dict[str, Any]) -> str:
 def write_metrics(out_dir: str | Path, metrics: dict[str, Any]) -> Path:
     """Write ``out_dir/evaluation.json`` (swapped in under the output folder's lock); returns its path."""
     with OutputStage(out_dir) as stage:
-        write_outputs(stage.path, {}, {"evaluation": metrics})
+        write_files(stage.path, {}, {"evaluation": metrics})
         return stage.commit(["evaluation.json"], replace_all=False)["evaluation.json"]

@@ -14,8 +14,9 @@ So:
    outputs, where the whole set is written (and report.html drawn from it).
    While the run lives it holds a lock on ``.er-tmp-*/.alive``: a stage
    whose lock is free belongs to a dead run and is removed by the next one.
-3. :meth:`OutputStage.commit` takes the folder's exclusive lock (``flock``
-   on the folder itself, so no lock file is left), writes a journal (``OUT/.er-commit.json``: the stage,
+3. :meth:`OutputStage.commit` fsyncs the staged files (together, on threads:
+   they are written unsynced) and the stage, takes the folder's exclusive
+   lock (``flock`` on the folder itself, so no lock file is left), writes a journal (``OUT/.er-commit.json``: the stage,
    the files it brings and the stale outputs it removes), removes the stale
    outputs (``candidates.csv`` of an earlier run that wrote none, CSV beside
    new Parquet, …), moves every staged file into place and deletes the
@@ -54,6 +55,8 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "fsync_dir",
+    "sync_files",
     "JOURNAL",
     "OUTPUT_NAMES",
     "STAGE_PREFIX",
@@ -232,7 +235,27 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _fsync_dir(path: Path) -> None:
+def sync_files(paths: Sequence[Path]) -> None:
+    """fsync every file, on threads: the file system commits concurrent flushes together (measured here,
+    5 files of 200 kB: 6-13 ms one after the other, 3.5-6 ms at once)."""
+    def one(path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    if len(paths) <= 1:
+        for path in paths:
+            one(path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(paths)), thread_name_prefix="er-fsync") as pool:
+        list(pool.map(one, paths))
+
+
+def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:  # pragma: no cover - e.g. Windows
@@ -256,7 +279,7 @@ def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) 
             if (out / name).is_dir():
                 raise IsADirectoryError(21, "Is a directory", str(out / name))
             os.replace(src, out / name)
-    _fsync_dir(out)
+    fsync_dir(out)
 
 
 def _test_pause(point: str) -> None:
@@ -278,11 +301,11 @@ def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str])
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, journal)
-    _fsync_dir(out)
+    fsync_dir(out)
     _test_pause("in_commit")
     _apply(out, stage, files, remove)
     os.unlink(journal)
-    _fsync_dir(out)
+    fsync_dir(out)
 
 
 def _roll_forward(out: Path) -> None:
@@ -304,7 +327,7 @@ def _roll_forward(out: Path) -> None:
         return
     _apply(out, stage, files, remove)
     os.unlink(journal)
-    _fsync_dir(out)
+    fsync_dir(out)
 
 
 def _clear_stale_stages(out: Path) -> None:
@@ -398,11 +421,9 @@ class OutputStage:
         return self
 
     def write_text(self, name: str, text: str) -> None:
-        """Write ``name`` into the stage (UTF-8, fsynced)."""
+        """Write ``name`` into the stage (UTF-8; fsynced by :meth:`commit`, with the other files)."""
         with open(self.path / name, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
 
     def commit(self, files: Sequence[str], *, replace_all: bool) -> dict[str, Path]:
         """Move ``files`` from the stage into the folder as one unit; with ``replace_all``, every other
@@ -413,7 +434,8 @@ class OutputStage:
         stale: list[str] = []
         _test_pause("before_commit")
         try:
-            _fsync_dir(self.path)
+            sync_files([self.path / name for name in files])
+            fsync_dir(self.path)
             in_the_way = [n for n in files if (self.out / n).is_dir()]
             if in_the_way:
                 raise IsADirectoryError(21, "a folder is in the way of an output file", str(self.out / in_the_way[0]))

@@ -82,6 +82,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from er_framework.kernels.arrow import array_of
+from er_framework.io.outputs import fsync_dir, sync_files
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.io.formats import (
@@ -124,6 +125,7 @@ __all__ = [
     "records_from_columns",
     "split_lines",
     "write_outputs",
+    "write_files",
 ]
 
 _JSONL_CHUNK = 65536
@@ -1828,21 +1830,7 @@ def _csv_column(col: Sequence[Any] | np.ndarray) -> list[Any]:
     return list(col)
 
 
-def _fsync_dir(path: Path) -> None:
-    """Flush a directory entry to disk (best effort; not possible everywhere)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
+def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray], sync: bool = True) -> None:
     names = list(columns)
     with open(target, "w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f, lineterminator="\r\n")
@@ -1859,7 +1847,8 @@ def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray]) 
                     f.write("\r\n".join(map(",".join, zip(*part))))
                     f.write("\r\n")
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
 
 
 #: rows joined and written per step by :func:`_write_csv` (the text of one step is held in memory)
@@ -1895,14 +1884,6 @@ def csv_texts(cells: list[list[Any]]) -> list[list[str]] | None:
     if len(out) == 1 and any(not t for t in out[0]):
         return None  # csv.writer writes a row of one empty cell as "" (else it would be an empty line)
     return out
-
-
-def _fsync_file(target: Path) -> None:
-    fd = os.open(target, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_outputs(
@@ -2009,30 +1990,52 @@ def _serialize_outputs(
     return plan, arrow_tables, json_text
 
 
+def write_files(
+    directory: str | Path,
+    tables: dict[str, dict[str, Sequence[Any] | np.ndarray]],
+    json_files: dict[str, dict[str, Any]],
+    fmt: str = "csv",
+) -> dict[str, Path]:
+    """The files of :func:`write_outputs` written straight into ``directory``, not fsynced: for a folder
+    that is itself committed as one unit, which makes them durable then (an
+    :class:`~er_framework.io.outputs.OutputStage`). Validated and serialized in memory first, as there
+    (``ValueError`` before anything is written). Returns ``name -> path``."""
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"unknown output format {fmt!r}: expected 'csv' or 'parquet'")
+    folder = Path(directory)
+    plan, arrow_tables, json_text = _serialize_outputs(tables, json_files, fmt)
+    _write_files(folder, tables, arrow_tables, json_text, fmt, sync=False)
+    return {name: folder / filename for name, filename in plan}
+
+
 def _write_files(
     tmp: Path,
     tables: dict[str, dict[str, Sequence[Any] | np.ndarray]],
     arrow_tables: dict[str, Any],
     json_text: dict[str, str],
     fmt: str,
+    sync: bool = True,
 ) -> None:
-    """Step 2 of :func:`write_outputs`: write and fsync every file into the temporary directory."""
+    """Step 2 of :func:`write_outputs`: write (and with ``sync`` fsync) every file into the temporary directory."""
     for name, columns in tables.items():
         target = tmp / f"{name}.{fmt}"
         if fmt == "csv":
-            _write_csv(target, columns)
+            _write_csv(target, columns, sync)
         else:
             import pyarrow.parquet as pq
 
             pq.write_table(arrow_tables[name], target)
-            _fsync_file(target)
+            if sync:
+                sync_files([target])
     for name, text in json_text.items():
         target = tmp / f"{name}.json"
         with open(target, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
-    _fsync_dir(tmp)
+            if sync:
+                os.fsync(f.fileno())
+    if sync:
+        fsync_dir(tmp)
 
 
 def _move_into_place(
@@ -2054,7 +2057,7 @@ def _move_into_place(
             backups.append((final, backup))
         os.replace(tmp / filename, final)
         moved.append(final)
-    _fsync_dir(out)
+    fsync_dir(out)
 
 
 def _rollback(moved: list[Path], backups: list[tuple[Path, Path]]) -> None:

@@ -124,3 +124,41 @@ def test_recover_rolls_an_interrupted_commit_forward(tmp_path: Path) -> None:
     assert not (out / "candidates.csv").exists() and not (out / JOURNAL).exists()
     recover(out)  # idempotent
     assert (out / "pairs.csv").read_text() == "new\n"
+
+
+def test_commit_fsyncs_every_committed_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files are written into the stage unsynced (write_text, write_files) and fsynced together by commit,
+    before the journal: each committed file exactly once, nothing else of the stage."""
+    from er_framework.io import outputs
+    from er_framework.io.tables import write_files
+
+    synced: list[list[str]] = []
+    real = outputs.sync_files
+    monkeypatch.setattr(outputs, "sync_files", lambda paths: (synced.append(sorted(p.name for p in paths)), real(paths)))
+    out = tmp_path / "out"
+    with OutputStage(out) as stage:
+        written = write_files(stage.path, {"pairs": {"a": [1, 2]}}, {"report": {"v": 1}})
+        assert sorted(p.name for p in written.values()) == ["pairs.csv", "report.json"]
+        stage.write_text("report.html", "<html></html>")
+        stage.commit(["pairs.csv", "report.json", "report.html"], replace_all=True)
+    assert synced == [["pairs.csv", "report.html", "report.json"]]
+    assert (out / "pairs.csv").read_bytes() == b"a\r\n1\r\n2\r\n" and json.loads((out / "report.json").read_text()) == {"v": 1}
+
+
+def test_write_files_refuses_before_writing(tmp_path: Path) -> None:
+    from er_framework.io.tables import write_files
+
+    with pytest.raises(ValueError, match="different lengths"):
+        write_files(tmp_path, {"pairs": {"a": [1], "b": [1, 2]}}, {"report": {"v": 1}})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sync_files_on_threads_reports_a_missing_file(tmp_path: Path) -> None:
+    from er_framework.io.outputs import sync_files
+
+    paths = [tmp_path / f"f{i}" for i in range(5)]
+    for p in paths:
+        p.write_text("x")
+    sync_files(paths)
+    with pytest.raises(FileNotFoundError):
+        sync_files([*paths, tmp_path / "missing"])

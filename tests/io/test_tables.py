@@ -514,7 +514,7 @@ def test_failure_while_writing_temp_files_leaves_nothing(
     write_outputs(tmp_path, {"t": {"a": [1]}}, {"r": {"v": 1}})
     before = listing(tmp_path)
 
-    def boom(target: Path, columns: Any) -> None:
+    def boom(target: Path, columns: Any, *rest: Any) -> None:
         Path(target).write_text("partial")
         raise OSError(28, "No space left on device", str(target))
 
