@@ -50,7 +50,7 @@ __all__ = [
     "explainer", "record_rows", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
     "ANSWER_MEMORY_SHARE", "EXACT_CHUNK_CHARS", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
-    "job_inputs", "require_out_dir", "with_exact",
+    "job_inputs", "require_out_dir", "with_exact", "FILE_BACKED_MIN_BYTES", "file_backed",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
@@ -75,6 +75,10 @@ VERIFY_BLOCK_MB = 256
 #: customers: 41.2 s / 5.8 GB with workers, 40.3 s / 3.1 GB in-process; 100,000 x 100,000: 3.21 s against
 #: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live.
 PARALLEL_NORMALIZE_MIN_VALUES = 2**62
+#: an uncompressed JSON Lines source of at least this many bytes is read file-backed: its text fields stay in
+#: the file and the stages read them a slice at a time (:mod:`er_framework.io.filetext`); smaller files are
+#: held in memory. 1,000,000 documents of ~3,800 characters (3.8 GB): the texts alone would be ~3.8 GB
+FILE_BACKED_MIN_BYTES = 1 << 28
 
 
 # ------------------------------------------------------------------ read
@@ -108,7 +112,7 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
         for path in job.source_paths(i):
             try:
                 recs, st_file = read_source_with_stats(path, where=f"{job.config_path}: sources[{i}]",
-                                                       **src.read_options())
+                                                       file_backed=file_backed(job, i, path), **src.read_options())
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue
@@ -125,6 +129,18 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
     if problems:
         raise InputError(problems)
     return Records.concat(parts), stats
+
+
+def file_backed(job: Job, source: int, path: Path) -> bool:
+    """Whether ``path`` of source ``source`` is read file-backed: a JSON Lines file of at least
+    :data:`FILE_BACKED_MIN_BYTES` whose texts are not replaced (no ``html:``); the reader reads other
+    files in memory whatever this says."""
+    if job.spec.sources[source].html is not None or not str(path).endswith(".jsonl"):
+        return False
+    try:
+        return path.stat().st_size >= FILE_BACKED_MIN_BYTES
+    except OSError:
+        return False  # the reader reports it
 
 
 def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
