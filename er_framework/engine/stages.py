@@ -42,6 +42,7 @@ from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.hashing import unique_rows
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
 from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
+from er_framework.kernels.windows import verify_windows
 from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
@@ -54,7 +55,7 @@ __all__ = [
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB",
+    "VERIFY_BLOCK_MB", "score_windowed", "rows_sets",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -787,6 +788,94 @@ def score_streamed(
     return scores, shingled, len(blocks)
 
 
+def rows_sets(source: Callable[[Int64Array], TokenSets], rows: Int64Array, xy: tuple[int, int]) -> TokenSets:
+    """The token sets of ``rows[x:y]`` from ``source`` (a batch's ``token_source``)."""
+    return source(rows[xy[0]: xy[1]])
+
+
+def score_windowed(
+    engine: Engine, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
+) -> tuple[npt.NDArray[np.float64], int, int, int]:
+    """:func:`score_streamed` with each candidate record's set computed once, mostly: ``(scores, records
+    shingled, blocks, far pairs)``.
+
+    The pairs' records are read in the order of
+    :func:`~er_framework.kernels.windows.verify_windows` (reverse Cuthill-McKee
+    of the candidate graph), in chunks of half the block budget of
+    :func:`score_streamed`; a pair is verified when the later of its two
+    records' chunks is read, with the chunk before it still in memory (one
+    buffer: the chunk read last moves to its front). Pairs whose records lie
+    further apart (far pairs) are verified the same way in a window order of
+    their own graph (sparser: on 1,000,000 documents, 1.03 M pairs, 144 k far
+    pairs in the first round, 47 k in the second, none in the third; 753 k
+    records shingled against 1.39 M in record order), or by
+    :func:`score_streamed` when no pair was near. Each pair is
+    scored once, with the same token sets, so the scores are those of
+    :func:`score_streamed` (tests compare them).
+    """
+    source = batch.token_source
+    assert source is not None
+    budget = int(min(max(token_memory_mb, VERIFY_MIN_MB), max(VERIFY_BLOCK_MB, VERIFY_MIN_MB)) * 2**20) // 8
+    cost = np.asarray(sizes, dtype=np.int64) + 1
+    plan = verify_windows(len(batch), pairs.left, pairs.right, cost, max(budget // 2, 1))
+    scores = np.empty(len(pairs), dtype=np.float64)
+    near = np.flatnonzero(~plan.far)
+    near = near[np.argsort(plan.pair_chunk[near], kind="stable")]
+    bounds = np.searchsorted(plan.pair_chunk[near], np.arange(plan.chunks + 1, dtype=np.int64))
+    chunk_cost = np.add.reduceat(cost[plan.order], plan.starts[:-1]) if plan.chunks else np.zeros(0, dtype=np.int64)
+    pair_cost = chunk_cost[1:] + chunk_cost[:-1] if plan.chunks > 1 else chunk_cost
+    buffer = np.empty(int(pair_cost.max()) if len(pair_cost) else 0, dtype=np.uint64)
+    chars = batch.records.text_sizes()
+    workers = engine.job.context.workers
+    bare = replace(batch, tokens=None, token_source=None)
+    kept_rows = np.zeros(0, dtype=np.int64)  # the chunk before: its rows, token counts, tokens at buffer[:kept]
+    kept_sizes = np.zeros(0, dtype=np.int64)
+    kept = 0
+    for c in range(plan.chunks):  # one step per chunk of records in window order
+        rows = plan.order[plan.starts[c]: plan.starts[c + 1]]
+        slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
+        parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
+        need = kept + sum(len(p.tokens) for p in parts)
+        if need > len(buffer):  # a shingler whose sets outgrow the counts (not the contract's): grow
+            grown = np.empty(need, dtype=np.uint64)
+            grown[:kept] = buffer[:kept]
+            buffer = grown
+        used = kept
+        part_sizes = []
+        for part in parts:
+            buffer[used: used + len(part.tokens)] = part.tokens
+            used += len(part.tokens)
+            part_sizes.append(part.sizes)
+        del parts
+        row_sizes = np.concatenate([kept_sizes, *part_sizes])
+        block_rows = np.concatenate([kept_rows, rows])
+        ps = near[bounds[c]: bounds[c + 1]]
+        if len(ps):
+            base = plan.starts[c - 1] if c > 0 else plan.starts[c]
+            local = Pairs(plan.position[pairs.left[ps]] - base, plan.position[pairs.right[ps]] - base)
+            block = bare.subset(block_rows)
+            indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
+            np.cumsum(row_sizes, out=indptr[1:])
+            block.tokens = TokenSets(indptr, buffer[:used])
+            scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+            del block
+        mine = used - kept  # this chunk's tokens move to the front: the chunk before of the next step
+        buffer[:mine] = buffer[kept:used].copy() if kept < mine else buffer[kept:used]
+        kept, kept_rows, kept_sizes = mine, rows, row_sizes[len(kept_sizes):]
+    del buffer
+    shingled, blocks = len(plan.order), plan.chunks
+    far = np.flatnonzero(plan.far)
+    if len(far):
+        far_pairs = Pairs(pairs.left[far], pairs.right[far])
+        if len(far) < len(pairs):  # a window order of the far pairs' own (sparser) graph
+            scores[far], more, more_blocks, _ = score_windowed(engine, batch, far_pairs, sizes, token_memory_mb)
+        else:  # no pair was near: in record order
+            scores[far], more, more_blocks = score_streamed(engine, batch, far_pairs, sizes, token_memory_mb)
+        shingled, blocks = shingled + more, blocks + more_blocks
+    hand_back_freed_memory()
+    return scores, shingled, blocks, int(len(far))
+
+
 def streamed_subset(
     batch: Batch, rows: Int64Array, chars: Int64Array, buffer: npt.NDArray[np.uint64], workers: int
 ) -> Batch:
@@ -850,7 +939,7 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
         # only, a block of pairs at a time so that the sets in memory stay
         # within token_memory_mb (pairs are sorted by left record, so a
         # record's pairs mostly fall into one block)
-        scored, info["records_reshingled"], info["verify_blocks"] = score_streamed(
+        scored, info["records_reshingled"], info["verify_blocks"], info["verify_far_pairs"] = score_windowed(
             engine, batch, todo, shingled.sizes, engine.job.spec.token_memory_mb
         )
     else:
