@@ -55,7 +55,7 @@ __all__ = [
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB", "score_windowed", "rows_sets",
+    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -70,6 +70,11 @@ VERIFY_MIN_MB = 64
 #: 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
 #: (3% of the records are shingled twice at 256 MB)
 VERIFY_BLOCK_MB = 256
+#: largest token budget of a windowed verification (:func:`score_windowed`), MB: its two chunks of half
+#: this share one buffer, reused chunk after chunk, and larger chunks leave fewer pairs whose records lie
+#: in chunks further apart (1,000,000 documents, 1.03 M candidate pairs of 575,660 records: 753 k records
+#: shingled with 256 MB, 663 k with 512 MB, 576 k with 1024 MB)
+VERIFY_WINDOW_MB = 1024
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
@@ -801,8 +806,8 @@ def score_windowed(
 
     The pairs' records are read in the order of
     :func:`~er_framework.kernels.windows.verify_windows` (reverse Cuthill-McKee
-    of the candidate graph), in chunks of half the block budget of
-    :func:`score_streamed`; a pair is verified when the later of its two
+    of the candidate graph), in chunks of half the budget (``token_memory_mb``,
+    at least :data:`VERIFY_MIN_MB`, at most :data:`VERIFY_WINDOW_MB`); a pair is verified when the later of its two
     records' chunks is read, with the chunk before it still in memory (one
     buffer: the chunk read last moves to its front). Pairs whose records lie
     further apart (far pairs) are verified the same way in a window order of
@@ -815,7 +820,8 @@ def score_windowed(
     """
     source = batch.token_source
     assert source is not None
-    budget = int(min(max(token_memory_mb, VERIFY_MIN_MB), max(VERIFY_BLOCK_MB, VERIFY_MIN_MB)) * 2**20) // 8
+    keep_freed_memory()  # the chunks' temporaries reuse the memory of the last ones (kernels.allocator)
+    budget = int(min(max(token_memory_mb, VERIFY_MIN_MB), max(VERIFY_WINDOW_MB, VERIFY_MIN_MB)) * 2**20) // 8
     cost = np.asarray(sizes, dtype=np.int64) + 1
     plan = verify_windows(len(batch), pairs.left, pairs.right, cost, max(budget // 2, 1))
     scores = np.empty(len(pairs), dtype=np.float64)

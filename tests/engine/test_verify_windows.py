@@ -75,6 +75,7 @@ def test_windowed_scores_equal_the_reference(streamed: tuple[Engine, Batch], blo
     pairs = Pairs(a, b).normalized()
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", block_mb)
     monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", block_mb)
+    monkeypatch.setattr(pipeline, "VERIFY_WINDOW_MB", block_mb)
     sizes = np.asarray(batch.tokens_for(np.arange(n)).sizes, dtype=np.int64)
     got, shingled, blocks, far = pipeline.score_windowed(engine, batch, pairs, sizes, 0.0)
     want = jaccard_reference(batch.tokens_for(np.arange(n)), pairs.left, pairs.right)
