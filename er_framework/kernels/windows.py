@@ -70,6 +70,11 @@ class Windows:
     def far(self) -> npt.NDArray[np.bool_]:
         return self.pair_chunk < 0
 
+    def chunk_of(self, positions: Int64Array) -> Int64Array:
+        """The chunk of each position in :attr:`order`."""
+        found: Int64Array = np.searchsorted(self.starts, positions, side="right").astype(np.int64) - 1
+        return found
+
 
 def verify_windows(n: int, left: Int64Array, right: Int64Array, cost: Int64Array, budget: int) -> Windows:
     """Chunks of the :func:`window_order` of the pairs' records, each of at most ``budget`` in ``cost``

@@ -87,3 +87,6 @@ def test_windowed_scores_equal_the_reference(streamed: tuple[Engine, Batch], blo
         assert far == 0 and blocks == 1
     if block_mb == 2e-5:
         assert far > 0 and blocks > 100
+    # token counts below the set sizes (a shingler outside the contract): the buffer grows, same scores
+    small, _, _, _ = pipeline.score_windowed(engine, batch, pairs, sizes // 3, 0.0)
+    assert np.array_equal(small, got)
