@@ -33,6 +33,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
+from er_framework.io.parallel_read import read_jsonl_parallel
 from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_outputs
 from er_framework.kernels import group_sorted, pairs_in_groups
 from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory
@@ -117,8 +118,15 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
             continue
         for path in job.source_paths(i):
             try:
-                recs, st_file = read_source_with_stats(path, where=f"{job.config_path}: sources[{i}]",
-                                                       file_backed=file_backed(job, i, path), **src.read_options())
+                where = f"{job.config_path}: sources[{i}]"
+                backed = file_backed(job, i, path)
+                # a clean large JSON Lines file: read on the job's workers, one byte range each
+                whole = read_jsonl_parallel(path, job.context.workers, where=where, **src.read_options()) if backed else None
+                st_file: dict[str, Any] = {}
+                if whole is not None:
+                    recs = whole
+                else:
+                    recs, st_file = read_source_with_stats(path, where=where, file_backed=backed, **src.read_options())
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue

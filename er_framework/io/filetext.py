@@ -171,6 +171,16 @@ class FileTexts(Sequence[str | None]):
     def __len__(self) -> int:
         return int(len(self.kind))
 
+    @classmethod
+    def concat(cls, parts: Sequence["FileTexts"]) -> "FileTexts":
+        """One column of several columns of one field of one file (e.g. its byte ranges), in order."""
+        first = parts[0]
+        if any((p.path, p.stamp, p.key) != (first.path, first.stamp, first.key) for p in parts):
+            raise ValueError("FileTexts.concat: the columns are not of one field of one file as it was")
+        return cls(first.path, first.stamp, np.concatenate([p.kind for p in parts]),
+                   np.concatenate([p.at for p in parts]), np.concatenate([p.size for p in parts]),
+                   np.concatenate([p.chars for p in parts]), first.key, first.convert)
+
     def __repr__(self) -> str:
         return f"FileTexts({self.path!r}, {self.key!r}, {len(self)} values)"
 

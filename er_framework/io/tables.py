@@ -1599,7 +1599,7 @@ def read_source(
     follow_symlinks:
         Page folders only (see :func:`er_framework.io.html.read_html_dir`).
     file_backed:
-        An uncompressed JSON Lines file read whole (no ``byte_range``) with ``layout="wide"``: the
+        An uncompressed JSON Lines file (or a ``byte_range`` of one) with ``layout="wide"``: the
         ``fields`` (not the id column) stay in the file; they are
         :class:`~er_framework.io.filetext.FileTexts` columns that read their values again on demand
         (the texts of a large corpus are never all in memory). Every line is parsed as usual, so the
@@ -1641,7 +1641,7 @@ def read_source(
     else:
         byte_range = None
     spans = None
-    if file_backed and fmt == "jsonl" and not compressed and byte_range is None and layout == "wide":
+    if file_backed and fmt == "jsonl" and not compressed and layout == "wide":
         spans = SpanCollector(p, [f for f in fields if f != id_column], as_texts)
     read = _read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range,
                              record_limit(max_record_mb), spans)
@@ -1723,6 +1723,8 @@ def _read_raw_columns(
             pos = f.tell()
             if pos >= end:
                 return None
+            if spans is not None and pos > 0:
+                spans.start = pos  # the range's first line (a byte order mark is only at 0)
             body = _text_chunks(f, file, False, hint, limit, stop=end, offset=pos,
                                 first_line=2 if head else 1, ids=ids)
             if head:

@@ -23,6 +23,7 @@ from er_framework.errors import InputError
 from er_framework.executors import run_job
 from er_framework.io import filetext
 from er_framework.io.filetext import FileTexts
+from er_framework.io.parallel_read import read_jsonl_parallel
 from er_framework.io.tables import read_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +158,7 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
     job_path = tmp_path / "configs" / "documents.yaml"
     # token_memory_mb 0: nothing kept after signing, so verification reads the candidates' texts again
     job_path.write_text(job_path.read_text() + "token_memory_mb: 0\n")
+    job_path.write_text(job_path.read_text() + "workers: 2\n")  # the file-backed read on two processes
     outs = []
     for limit in (2**62, 0):
         monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", limit)
@@ -167,3 +169,27 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
         outs.append({name: (out / name).read_bytes() for name in ("pairs.csv", "clusters.csv")})
     assert outs[0] == outs[1]
     assert os.path.getsize(tmp_path / "out0" / "pairs.csv") > 100
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_the_parallel_read_equals_the_one_pass_read(tmp_path: Path, workers: int) -> None:
+    lines = [json.dumps({"id": f"r{i}", "text": f"text {i} " * (i % 7) + "\u00e9" * (i % 3)}, ensure_ascii=bool(i % 2))
+             for i in range(200)] + LINES
+    path = write(tmp_path / "d.jsonl", lines, bom=True, crlf=workers == 3)
+    one = read_source(path, id_column="id", fields=["text"], name="s", file_backed=True)
+    many = read_jsonl_parallel(path, workers, id_column="id", fields=["text"], name="s")
+    assert many is not None
+    assert many.ids == one.ids and isinstance(many.fields["text"], FileTexts)
+    assert list(many.fields["text"]) == list(one.fields["text"])
+    assert np.array_equal(many.text_sizes(), one.text_sizes())
+
+
+@pytest.mark.parametrize("bad", [
+    '{"id": "x", "text": "bad',  # bad JSON near the end: that range fails
+    '{"id": "r1", "text": "the id of line 2"}',  # an id repeated across ranges
+])
+def test_the_parallel_read_leaves_problems_to_the_one_pass_read(tmp_path: Path, bad: str) -> None:
+    lines = [json.dumps({"id": f"r{i}", "text": f"text {i}"}) for i in range(100)] + [bad]
+    path = write(tmp_path / "d.jsonl", lines)
+    assert read_jsonl_parallel(path, 2, id_column="id", fields=["text"], name="s") is None
+    assert read_jsonl_parallel(path, 1, id_column="id", fields=["text"], name="s") is None  # one worker: not used
