@@ -4,6 +4,7 @@ blocks of score_streamed and as the exact Jaccard of the reference, whatever the
 from __future__ import annotations
 
 import json
+import textwrap
 
 import numpy as np
 import pytest
@@ -46,16 +47,21 @@ def streamed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, Batch]:
     tmp = tmp_path_factory.mktemp("windows")
     path = tmp / "docs.jsonl"
     path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
-    cfg = tmp / "s.yaml"
-    cfg.write_text(f"sources: [{{name: d, path: {path}, id: id, fields: [text]}}]\nshingler: {{type: char, k: 4}}\n"
-                   "signature: {type: fss, num_perm: 32}\nblockers: [{type: lsh_bands}]\n"
-                   "verifier: {type: jaccard}\nthreshold: 0.5\ntoken_memory_mb: 0\n")
-    job = parse_job(cfg)
-    engine = Engine(job)
-    records, _ = pipeline.read(job)
-    batch = Batch(records=records)
-    pipeline.shingle_and_sign(engine, records, batch, StageLog())
-    assert batch.tokens is None and batch.token_source is not None
+    job_file = tmp / "windows.yaml"
+    job_file.write_text(textwrap.dedent(f"""
+        threshold: 0.5
+        token_memory_mb: 0            # nothing kept after signing: verification shingles again
+        sources: [{{name: d, path: {path}, id: id, fields: [text]}}]
+        shingler: {{type: char, k: 4}}
+        signature: {{type: fss, num_perm: 32}}
+        blockers: [{{type: lsh_bands}}]
+        verifier: {{type: jaccard}}
+    """))
+    engine = Engine(parse_job(job_file))
+    recs, _ = pipeline.read(engine.job)
+    batch = Batch(records=recs)
+    pipeline.shingle_and_sign(engine, recs, batch, StageLog())
+    assert batch.token_source is not None and batch.tokens is None
     return engine, batch
 
 
