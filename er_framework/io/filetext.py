@@ -192,7 +192,7 @@ class FileTexts(Sequence[str | None]):
 
     def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
         if isinstance(i, slice):
-            return self.read(np.arange(len(self), dtype=np.int64)[i])
+            return self.read(np.arange(*i.indices(len(self)), dtype=np.int64))
         n = len(self)
         j = int(i)
         if not -n <= j < n:

@@ -75,6 +75,7 @@ def test_file_backed_texts_equal_the_in_memory_ones(tmp_path: Path, bom: bool, c
     assert [col[i] for i in range(len(col))] == want
     assert col[-1] == want[-1]
     assert col[3:11:2] == want[3:11:2]
+    assert col[::-3] == want[::-3] and col[-4:] == want[-4:] and col[5:2] == []
     assert fb.text() == mem.text()
     assert fb.text(rows=slice(2, 9)) == mem.text(rows=slice(2, 9))
     assert np.array_equal(fb.text_sizes(), mem.text_sizes())
