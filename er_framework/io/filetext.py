@@ -53,6 +53,14 @@ READ_RUN_BYTES = 1 << 23
 _JSON_SPACE = " \t\r\n"
 
 
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes at ``offset`` of ``fd`` (``os.pread``; seek and read where there is none: Windows)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
 def _utf8_bytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
@@ -225,7 +233,7 @@ class FileTexts(Sequence[str | None]):
         want = np.flatnonzero(kind != NONE)
         if len(want) == 0:
             return out
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # one descriptor per call: threads
         try:
             st = os.fstat(fd)
             if (int(st.st_size), int(st.st_mtime_ns)) != self.stamp:
@@ -236,7 +244,7 @@ class FileTexts(Sequence[str | None]):
             for a, b in self._runs(at[want], size[want]):
                 lo = int(at[want[a]])
                 hi = int(at[want[b - 1]] + size[want[b - 1]])
-                buf = os.pread(fd, hi - lo, lo)
+                buf = _pread(fd, hi - lo, lo)
                 if len(buf) != hi - lo:
                     raise InputError(Problem(where=self.path, message="the file is shorter than when the job read it",
                                              fix="do not write to a source while a job reads it; run the job again"))

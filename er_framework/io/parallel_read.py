@@ -43,7 +43,7 @@ def read_jsonl_parallel(path: str | Path, workers: int, **options: Any) -> Recor
     """:func:`~er_framework.io.tables.read_source` of a JSON Lines file with ``file_backed=True``, on
     ``workers`` processes; None when the file is not read this way (not split, a problem anywhere)."""
     p = Path(path)
-    if workers <= 1 or not p.is_file():
+    if workers <= 1 or not p.is_file() or not hasattr(os, "fork"):  # forked workers only
         return None
     size = p.stat().st_size
     ranges = partition_ranges(p, max(1, -(-size // workers)))

@@ -194,3 +194,11 @@ def test_the_parallel_read_leaves_problems_to_the_one_pass_read(tmp_path: Path, 
     path = write(tmp_path / "d.jsonl", lines)
     assert read_jsonl_parallel(path, 2, id_column="id", fields=["text"], name="s") is None
     assert read_jsonl_parallel(path, 1, id_column="id", fields=["text"], name="s") is None  # one worker: not used
+
+
+def test_reads_without_pread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where os has no pread (Windows), a seek and a read give the same values."""
+    path = write(tmp_path / "d.jsonl", LINES)
+    mem, fb = read_both(path)
+    monkeypatch.delattr(os, "pread")
+    assert list(fb.fields["text"]) == list(mem.fields["text"])
