@@ -147,9 +147,14 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
 
 def file_backed(job: Job, source: int, path: Path) -> bool:
     """Whether ``path`` of source ``source`` is read file-backed: a JSON Lines file of at least
-    :data:`FILE_BACKED_MIN_BYTES` whose texts are not replaced (no ``html:``); the reader reads other
-    files in memory whatever this says."""
-    if job.spec.sources[source].html is not None or not str(path).endswith(".jsonl"):
+    :data:`FILE_BACKED_MIN_BYTES` of a job whose shingler reads its texts a slice at a time, whose texts
+    are not replaced (no ``html:``) and not normalized (no ``normalize:`` step on its fields: a
+    normalizer makes a new column of every value anyway, and field blockers and scorers go over whole
+    columns again and again); the reader reads other files in memory whatever this says."""
+    spec = job.spec.sources[source]
+    if job.shingler is None or spec.html is not None or not str(path).endswith(".jsonl"):
+        return False
+    if any(f in job.normalizers for f in spec.fields):
         return False
     try:
         return path.stat().st_size >= FILE_BACKED_MIN_BYTES

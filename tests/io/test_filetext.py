@@ -202,3 +202,18 @@ def test_reads_without_pread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     mem, fb = read_both(path)
     monkeypatch.delattr(os, "pread")
     assert list(fb.fields["text"]) == list(mem.fields["text"])
+
+
+def test_which_sources_are_file_backed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large JSON Lines source of a shingling job; not when its texts are normalized first."""
+    monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", 0)
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    job_path = tmp_path / "configs" / "documents.yaml"
+    job = parse_job(job_path)
+    assert stages.file_backed(job, 0, job.source_paths(0)[0])
+    job_path.write_text(job_path.read_text() + "normalize: {text: text}\n")
+    job = parse_job(job_path)
+    assert not stages.file_backed(job, 0, job.source_paths(0)[0])
+    monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", 2**62)
+    assert not stages.file_backed(parse_job(ROOT / "configs" / "documents.yaml"), 0,
+                                  parse_job(ROOT / "configs" / "documents.yaml").source_paths(0)[0])
