@@ -33,12 +33,20 @@ class Records:
     ``ids[i]`` is the record's id (a string) within source ``source[i]``;
     ``source_names[source[i]]`` names that source. ``fields[name][i]`` is the
     value of column ``name`` (a ``str`` or ``None`` when missing).
+
+    A column is a list, or a sequence that reads its values on demand (a large
+    JSON Lines source is read *file-backed*:
+    :class:`~er_framework.io.filetext.FileTexts`, whose texts stay in the
+    file). Such a column has ``take(rows)`` (the column of those rows, nothing
+    read) and ``text_sizes()`` (characters of each value); ``col[i]``,
+    ``col[a:b]`` and iteration read from the file. Records work on both
+    alike; read a slice at a time (``text(rows=…)``) rather than every value.
     """
 
     ids: list[str]
     source: npt.NDArray[np.int32]
     source_names: list[str]
-    fields: dict[str, list[str | None]]
+    fields: dict[str, Sequence[str | None]]
 
     def __post_init__(self) -> None:
         self.source = np.asarray(self.source, dtype=np.int32)
@@ -78,6 +86,10 @@ class Records:
             for k in p.fields:
                 if k not in keys:
                     keys.append(k)
+        if len(parts) == 1 and any(not isinstance(c, list) for c in parts[0].fields.values()):
+            p = parts[0]  # a file-backed column stays as it is (extending a list would read every value)
+            return cls(ids=list(p.ids), source=p.source.copy(), source_names=list(p.source_names),
+                       fields={k: (v if not isinstance(v, list) else list(v)) for k, v in p.fields.items()})
         fields: dict[str, list[str | None]] = {k: [] for k in keys}
         for p in parts:
             offset = len(names)
@@ -87,7 +99,7 @@ class Records:
             for k in keys:
                 fields[k].extend(p.fields.get(k, [None] * len(p)))
         source = np.concatenate(src) if src else np.zeros(0, dtype=np.int32)
-        return cls(ids=ids, source=source, source_names=names, fields=fields)
+        return cls(ids=ids, source=source, source_names=names, fields={k: v for k, v in fields.items()})
 
     @classmethod
     def stack(cls, parts: Sequence["Records"]) -> "Records":
@@ -106,7 +118,7 @@ class Records:
             ids=[self.ids[i] for i in idx],
             source=self.source[idx],
             source_names=list(self.source_names),
-            fields={k: [v[i] for i in idx] for k, v in self.fields.items()},
+            fields={k: _take_column(v, idx) for k, v in self.fields.items()},
         )
 
     def text(self, columns: Sequence[str] | None = None, sep: str = " ", rows: slice | None = None) -> list[str]:
@@ -130,8 +142,22 @@ class Records:
         cols = list(columns) if columns is not None else list(self.fields)
         sizes = np.zeros(len(self), dtype=np.int64)
         for c in cols:
-            sizes += np.fromiter((len(v) if v else 0 for v in self.fields[c]), dtype=np.int64, count=len(self))
+            col = self.fields[c]
+            known = getattr(col, "text_sizes", None) if not isinstance(col, list) else None
+            if callable(known):  # a file-backed column knows its sizes without reading
+                sizes += np.asarray(known(), dtype=np.int64)
+            else:
+                sizes += np.fromiter((len(v) if v else 0 for v in col), dtype=np.int64, count=len(self))
         return sizes
+
+
+def _take_column(col: Sequence[str | None], idx: Int64Array) -> Sequence[str | None]:
+    """The values of ``idx`` of a column: a list, or a file-backed column's ``take`` (nothing read)."""
+    take = getattr(col, "take", None) if not isinstance(col, list) else None
+    if callable(take):
+        out: Sequence[str | None] = take(idx)
+        return out
+    return [col[i] for i in idx]
 
 
 @dataclass

@@ -17,7 +17,14 @@ __all__ = ["Result"]
 
 @dataclass
 class Result:
-    """Everything a run produced (in memory), plus where it was written."""
+    """Everything a run produced (in memory), plus where it was written.
+
+    ``records`` holds every record's fields; the text columns of a large JSON
+    Lines source (read file-backed, :data:`er_framework.engine.stages.FILE_BACKED_MIN_BYTES`)
+    are :class:`~er_framework.io.filetext.FileTexts`: sequences that read their
+    values from the source file when asked (``col[i]``, ``col[a:b]``,
+    iteration), so the file must stay as it was while they are used.
+    """
 
     records: Records
     pairs: Pairs  # verified + exact-duplicate pairs, global indices, scored, normalized

@@ -33,6 +33,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
+from er_framework.io.parallel_read import read_jsonl_parallel
 from er_framework.io.tables import merge_files, read_output_table, read_source_with_stats, write_files
 from er_framework.kernels import group_sorted, pairs_in_groups
 from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory
@@ -42,6 +43,7 @@ from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.hashing import unique_rows
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
 from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
+from er_framework.kernels.windows import verify_windows
 from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_with_stats
 from er_framework.report.page import RunData, render_report
@@ -50,11 +52,11 @@ __all__ = [
     "explainer", "record_rows", "LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "training_labels",
     "ANSWER_MEMORY_SHARE", "EXACT_CHUNK_CHARS", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
-    "job_inputs", "require_out_dir", "with_exact",
+    "job_inputs", "require_out_dir", "with_exact", "FILE_BACKED_MIN_BYTES", "file_backed",
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB",
+    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -69,12 +71,21 @@ VERIFY_MIN_MB = 64
 #: 64-256 MB verified in 1.15-1.25 s at a peak of 410-475 MB, one block of 2 GB in 1.2-1.35 s at 906 MB
 #: (3% of the records are shingled twice at 256 MB)
 VERIFY_BLOCK_MB = 256
+#: largest token budget of a windowed verification (:func:`score_windowed`), MB: its two chunks of half
+#: this share one buffer, reused chunk after chunk, and larger chunks leave fewer pairs whose records lie
+#: in chunks further apart (1,000,000 documents, 1.03 M candidate pairs of 575,660 records: 753 k records
+#: shingled with 256 MB, 663 k with 512 MB, 576 k with 1024 MB)
+VERIFY_WINDOW_MB = 1024
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
 #: customers: 41.2 s / 5.8 GB with workers, 40.3 s / 3.1 GB in-process; 100,000 x 100,000: 3.21 s against
 #: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live.
 PARALLEL_NORMALIZE_MIN_VALUES = 2**62
+#: an uncompressed JSON Lines source of at least this many bytes is read file-backed: its text fields stay in
+#: the file and the stages read them a slice at a time (:mod:`er_framework.io.filetext`); smaller files are
+#: held in memory. 1,000,000 documents of ~3,800 characters (3.8 GB): the texts alone would be ~3.8 GB
+FILE_BACKED_MIN_BYTES = 1 << 28
 
 
 # ------------------------------------------------------------------ read
@@ -107,8 +118,15 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
             continue
         for path in job.source_paths(i):
             try:
-                recs, st_file = read_source_with_stats(path, where=f"{job.config_path}: sources[{i}]",
-                                                       **src.read_options())
+                where = f"{job.config_path}: sources[{i}]"
+                backed = file_backed(job, i, path)
+                # a clean large JSON Lines file: read on the job's workers, one byte range each
+                whole = read_jsonl_parallel(path, job.context.workers, where=where, **src.read_options()) if backed else None
+                st_file: dict[str, Any] = {}
+                if whole is not None:
+                    recs = whole
+                else:
+                    recs, st_file = read_source_with_stats(path, where=where, file_backed=backed, **src.read_options())
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue
@@ -125,6 +143,23 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
     if problems:
         raise InputError(problems)
     return Records.concat(parts), stats
+
+
+def file_backed(job: Job, source: int, path: Path) -> bool:
+    """Whether ``path`` of source ``source`` is read file-backed: a JSON Lines file of at least
+    :data:`FILE_BACKED_MIN_BYTES` of a job whose shingler reads its texts a slice at a time, whose texts
+    are not replaced (no ``html:``) and not normalized (no ``normalize:`` step on its fields: a
+    normalizer makes a new column of every value anyway, and field blockers and scorers go over whole
+    columns again and again); the reader reads other files in memory whatever this says."""
+    spec = job.spec.sources[source]
+    if job.shingler is None or spec.html is not None or not str(path).endswith(".jsonl"):
+        return False
+    if any(f in job.normalizers for f in spec.fields):
+        return False
+    try:
+        return path.stat().st_size >= FILE_BACKED_MIN_BYTES
+    except OSError:
+        return False  # the reader reports it
 
 
 def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
@@ -771,6 +806,107 @@ def score_streamed(
     return scores, shingled, len(blocks)
 
 
+def rows_sets(source: Callable[[Int64Array], TokenSets], rows: Int64Array, xy: tuple[int, int]) -> TokenSets:
+    """The token sets of ``rows[x:y]`` from ``source`` (a batch's ``token_source``)."""
+    return source(rows[xy[0]: xy[1]])
+
+
+def score_windowed(
+    engine: Engine, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
+) -> tuple[npt.NDArray[np.float64], int, int, int]:
+    """:func:`score_streamed` with each candidate record's set computed once, mostly: ``(scores, records
+    shingled, blocks, far pairs)``.
+
+    The pairs' records are read in the order of
+    :func:`~er_framework.kernels.windows.verify_windows` (reverse Cuthill-McKee
+    of the candidate graph), in chunks of half the budget (``token_memory_mb``,
+    at least :data:`VERIFY_MIN_MB`, at most :data:`VERIFY_WINDOW_MB`); a pair is verified when the later of its two
+    records' chunks is read, with the chunk before it still in memory (one
+    buffer of two halves: even chunks end at its middle, odd ones start there,
+    so a chunk and the one before are side by side, nothing copied between
+    steps). Pairs whose records lie
+    further apart (far pairs) are verified the same way in a window order of
+    their own graph (sparser: on 1,000,000 documents, 1.03 M pairs, 144 k far
+    pairs in the first round, 47 k in the second, none in the third; 753 k
+    records shingled against 1.39 M in record order), or by
+    :func:`score_streamed` when no pair was near. Each pair is
+    scored once, with the same token sets, so the scores are those of
+    :func:`score_streamed` (tests compare them).
+    """
+    source = batch.token_source
+    assert source is not None
+    keep_freed_memory()  # the chunks' temporaries reuse the memory of the last ones (kernels.allocator)
+    budget = int(min(max(token_memory_mb, VERIFY_MIN_MB), max(VERIFY_WINDOW_MB, VERIFY_MIN_MB)) * 2**20) // 8
+    cost = np.asarray(sizes, dtype=np.int64) + 1
+    plan = verify_windows(len(batch), pairs.left, pairs.right, cost, max(budget // 2, 1))
+    scores = np.empty(len(pairs), dtype=np.float64)
+    near = np.flatnonzero(~plan.far)
+    near = near[np.argsort(plan.pair_chunk[near], kind="stable")]
+    bounds = np.searchsorted(plan.pair_chunk[near], np.arange(plan.chunks + 1, dtype=np.int64))
+    chunk_cost = np.add.reduceat(cost[plan.order], plan.starts[:-1]) if plan.chunks else np.zeros(0, dtype=np.int64)
+    # one buffer of two halves: an even chunk's sets end at the middle, an odd chunk's start there, so that
+    # a chunk and the one before lie side by side around the middle with no copy between steps
+    half = int(chunk_cost.max()) if len(chunk_cost) else 0
+    buffer = np.empty(2 * half, dtype=np.uint64)
+    chars = batch.records.text_sizes()
+    workers = engine.job.context.workers
+    bare = replace(batch, tokens=None, token_source=None)
+    before: tuple[int, Int64Array, Int64Array] | None = None  # the chunk before: (number, rows, set sizes)
+    for c in range(plan.chunks):  # one step per chunk of records in window order
+        rows = plan.order[plan.starts[c]: plan.starts[c + 1]]
+        slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
+        parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
+        mine = sum(len(p.tokens) for p in parts)
+        if mine > half:  # a shingler whose sets outgrow the counts (not the contract's): a larger buffer
+            grown = np.empty(2 * mine, dtype=np.uint64)
+            if before is not None:  # the chunk before keeps its side of the middle
+                m = int(before[2].sum())
+                if before[0] % 2 == 0:
+                    grown[mine - m: mine] = buffer[half - m: half]
+                else:
+                    grown[mine: mine + m] = buffer[half: half + m]
+            buffer, half = grown, mine
+        at = half - mine if c % 2 == 0 else half
+        for part in parts:
+            buffer[at: at + len(part.tokens)] = part.tokens
+            at += len(part.tokens)
+        set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+        del parts
+        ps = near[bounds[c]: bounds[c + 1]]
+        if len(ps):
+            chunks = [(c, rows, set_sizes)] if before is None else (
+                [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
+            first = chunks[0]
+            lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
+            block_rows = np.concatenate([x[1] for x in chunks])
+            indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
+            np.cumsum(np.concatenate([x[2] for x in chunks]), out=indptr[1:])
+            # a record's row in the block: its place in its chunk, after the rows of the chunk before it
+            offset = np.zeros(plan.chunks + 1, dtype=np.int64)
+            if len(chunks) == 2:
+                offset[chunks[1][0]] = len(first[1])
+            pl, pr = plan.position[pairs.left[ps]], plan.position[pairs.right[ps]]
+            chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
+            local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
+            block = bare.subset(block_rows)
+            block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
+            scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+            del block
+        before = (c, rows, set_sizes)
+    del buffer
+    shingled, blocks = len(plan.order), plan.chunks
+    far = np.flatnonzero(plan.far)
+    if len(far):
+        far_pairs = Pairs(pairs.left[far], pairs.right[far])
+        if len(far) < len(pairs):  # a window order of the far pairs' own (sparser) graph
+            scores[far], more, more_blocks, _ = score_windowed(engine, batch, far_pairs, sizes, token_memory_mb)
+        else:  # no pair was near: in record order
+            scores[far], more, more_blocks = score_streamed(engine, batch, far_pairs, sizes, token_memory_mb)
+        shingled, blocks = shingled + more, blocks + more_blocks
+    hand_back_freed_memory()
+    return scores, shingled, blocks, int(len(far))
+
+
 def streamed_subset(
     batch: Batch, rows: Int64Array, chars: Int64Array, buffer: npt.NDArray[np.uint64], workers: int
 ) -> Batch:
@@ -834,7 +970,7 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
         # only, a block of pairs at a time so that the sets in memory stay
         # within token_memory_mb (pairs are sorted by left record, so a
         # record's pairs mostly fall into one block)
-        scored, info["records_reshingled"], info["verify_blocks"] = score_streamed(
+        scored, info["records_reshingled"], info["verify_blocks"], info["verify_far_pairs"] = score_windowed(
             engine, batch, todo, shingled.sizes, engine.job.spec.token_memory_mb
         )
     else:

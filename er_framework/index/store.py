@@ -329,7 +329,7 @@ class Index:
         if unknown:
             raise _problem(self.path, f"unknown field(s) {', '.join(unknown)}", f"the index's fields: {', '.join(self.fields)}")
         n = len(records)
-        fields = {f: list(records.fields.get(f, [None] * n)) for f in self.fields}
+        fields: dict[str, Sequence[str | None]] = {f: list(records.fields.get(f, [None] * n)) for f in self.fields}
         return Records(list(records.ids), np.full(n, s, dtype=np.int32), list(self.sources), fields)
 
     # ---------------------------------------------------------------- query

@@ -320,7 +320,7 @@ def read_html_dir(
         ids=read.ids,
         source=np.zeros(n, dtype=np.int32),
         source_names=[name],
-        fields=columns,
+        fields={k: v for k, v in columns.items()},
     )
     return records, read.stats(others)
 

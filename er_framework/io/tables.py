@@ -97,6 +97,7 @@ from er_framework.io.formats import (
     record_limit,
 )
 from er_framework.io.html import read_html_dir
+from er_framework.io.filetext import SpanCollector
 
 __all__ = [
     "DEFAULT_MAX_RECORD_MB",
@@ -1138,8 +1139,13 @@ def _has_lone_surrogate(obj: Any) -> bool:
 def read_jsonl_columns(
     text: str | Iterable[tuple[str, int]], file: str, wanted: list[str], id_column: str, hint: str,
     *, max_record_bytes: int | None = None, whole: bool = True, ids: _RecordIds | None = None,
+    spans: SpanCollector | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a JSON Lines text (absent keys are ``None``).
+
+    ``spans``: the pieces come through :meth:`SpanCollector.pieces` of this collector, which records
+    where each record's values of its fields lie in the file and drops them (their columns hold
+    ``None``; :func:`read_source` with ``file_backed``).
 
     ``text``: the whole text, or pieces ``(text, first line)`` ending on line ends (as
     :func:`_text_chunks` yields them; read one at a time). A line larger than
@@ -1186,7 +1192,12 @@ def read_jsonl_columns(
         for piece, first in _pieces(text):
             if piece.isspace():
                 continue  # blank lines only: no data
+            at = spans.offset if spans is not None else 0  # byte offset of the next line (file-backed)
+            ascii_piece = spans.ascii if spans is not None else True
             for number, line in enumerate(split_lines(piece), first):
+                line_at = at
+                if spans is not None:
+                    at += (len(line) if ascii_piece else _utf8_len(line)) + 1
                 if quarter >= 0 and len(line) > quarter and limit is not None:
                     size = _utf8_len(line)
                     if size > limit:
@@ -1238,6 +1249,8 @@ def read_jsonl_columns(
                     continue
                 chunk.append(obj)
                 lines.append(number)
+                if spans is not None:
+                    spans.add(obj, line, line_at, ascii_piece)
                 if len(chunk) >= _JSONL_CHUNK:
                     flush()
     flush()
@@ -1541,6 +1554,7 @@ def read_source(
     byte_range: tuple[int, int] | None = None,
     max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
     follow_symlinks: bool = False,
+    file_backed: bool = False,
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
 
@@ -1586,6 +1600,12 @@ def read_source(
         ``max_record_mb``, and memory holds the records kept, not the file.
     follow_symlinks:
         Page folders only (see :func:`er_framework.io.html.read_html_dir`).
+    file_backed:
+        An uncompressed JSON Lines file (or a ``byte_range`` of one) with ``layout="wide"``: the
+        ``fields`` (not the id column) stay in the file; they are
+        :class:`~er_framework.io.filetext.FileTexts` columns that read their values again on demand
+        (the texts of a large corpus are never all in memory). Every line is parsed as usual, so the
+        same problems are found and reported. Ignored for any other file.
 
     Only regular files are read: a path that is a FIFO, a device or a socket
     is refused (InputError) before it is opened.
@@ -1622,14 +1642,21 @@ def read_source(
         file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
     else:
         byte_range = None
+    spans = None
+    if file_backed and fmt == "jsonl" and not compressed and layout == "wide":
+        spans = SpanCollector(p, [f for f in fields if f != id_column], as_texts)
     read = _read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range,
-                             record_limit(max_record_mb))
+                             record_limit(max_record_mb), spans)
     if read is None or not read[0] and not read[2]:  # no line starts in this byte range
         return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
                        fields={f: [] for f in fields})
     columns, loc, problems = read
-    return records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name,
+    recs = records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name,
                                 fmt=fmt, layout=layout)
+    if spans is not None:
+        for f in spans.fields:
+            recs.fields[f] = spans.column(f)
+    return recs
 
 
 def records_from_columns(
@@ -1667,7 +1694,7 @@ def records_from_columns(
         ids=ids,
         source=np.zeros(n, dtype=np.int32),
         source_names=[name],
-        fields=out,
+        fields={k: v for k, v in out.items()},
     )
 
 
@@ -1681,6 +1708,7 @@ def _read_raw_columns(
     hint: str,
     byte_range: tuple[int, int] | None,
     limit: int | None = None,
+    spans: SpanCollector | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]] | None:
     """The raw columns of a data file of format ``fmt`` (of the lines starting in ``byte_range``
     of an uncompressed text file); ``None`` when no line starts in that range. Text files are
@@ -1697,6 +1725,8 @@ def _read_raw_columns(
             pos = f.tell()
             if pos >= end:
                 return None
+            if spans is not None and pos > 0:
+                spans.start = pos  # the range's first line (a byte order mark is only at 0)
             body = _text_chunks(f, file, False, hint, limit, stop=end, offset=pos,
                                 first_line=2 if head else 1, ids=ids)
             if head:
@@ -1709,8 +1739,10 @@ def _read_raw_columns(
             pieces = _text_chunks(f, file, compressed, hint, limit, ids=ids)
         whole = byte_range is None
         if fmt == "jsonl":
+            if spans is not None:
+                pieces = spans.pieces(pieces)
             return read_jsonl_columns(pieces, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole,
-                                      ids=ids)
+                                      ids=ids, spans=spans)
         delimiter = "\t" if fmt == "tsv" else ","
         return read_csv_columns(pieces, file, delimiter, wanted, id_column, hint, max_record_bytes=limit,
                                 whole=whole, ids=ids)
@@ -1774,6 +1806,7 @@ def read_source_with_stats(
     layout: str = "wide",
     max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
     follow_symlinks: bool = False,
+    file_backed: bool = False,
 ) -> tuple[Records, dict[str, Any]]:
     """:func:`read_source`, plus the reader's stats for ``report.json``.
 
@@ -1787,7 +1820,7 @@ def read_source_with_stats(
         return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where,
                              max_record_mb=max_record_mb, follow_symlinks=follow_symlinks)
     return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout,
-                       max_record_mb=max_record_mb), {}
+                       max_record_mb=max_record_mb, file_backed=file_backed), {}
 
 
 # --------------------------------------------------------------------------

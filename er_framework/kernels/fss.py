@@ -99,7 +99,7 @@ import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.parallel import row_blocks
-from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_reference
+from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_inplace, mix64_reference
 from er_framework.kernels.minhash import EMPTY
 from er_framework.kernels.oph import check_num_perm
 
@@ -155,7 +155,7 @@ def _bins(h: UInt64Array, k: int) -> Int64Array:
 
 def _values(h: UInt64Array, b: np.uint64 | UInt64Array) -> UInt32Array:
     """``((mix64(h XOR b) & 0xFFFFFFFF) * 0xFFFFFFFF) >> 32`` as uint32."""
-    m = mix64(h ^ b)
+    m = mix64_inplace(h ^ b)  # a fresh array: mixed where it is
     m &= np.uint64(MASK32)
     m *= np.uint64(MASK32)  # < 2**64: exact
     m >>= SHIFT32
@@ -189,7 +189,7 @@ def _fss_block(
     base = np.repeat(np.arange(m, dtype=np.int64) * kk, sizes)  # row * K per token
     # round 0: every bin is empty, every token counts (OPH without densification)
     a, b = fss_salts(seed, 0)
-    h = mix64(toks ^ np.uint64(a))
+    h = mix64_inplace(toks ^ np.uint64(a))
     idx = _bins(h, k)
     idx += base
     np.minimum.at(flat, idx, _values(h, np.uint64(b)))
@@ -206,7 +206,7 @@ def _fss_block(
     # phase 1, rounds 1 .. K-1: only open rows, only bins empty before the round
     for r in range(1, k):  # one step per round, over all open rows at once
         a, b = fss_salts(seed, r)
-        h = mix64(toks ^ np.uint64(a))
+        h = mix64_inplace(toks ^ np.uint64(a))
         idx = _bins(h, k)
         idx += base
         hit = np.flatnonzero(np.take(flat, idx) == EMPTY)  # evaluated before any write of the round
@@ -239,7 +239,7 @@ def _fss_block(
     total = int(counts.sum())
     gather = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(total, dtype=np.int64)
     a2, b2 = _salt_arrays(seed, j + kk)
-    h = mix64(tokens[gather].astype(np.uint64) ^ np.repeat(a2, counts))
+    h = mix64_inplace(tokens[gather].astype(np.uint64) ^ np.repeat(a2, counts))
     np.minimum.at(flat, np.repeat(empty_pos, counts), _values(h, np.repeat(b2, counts)))
     np.maximum.at(rounds, rows, j + np.int64(k + 1))
 

@@ -60,6 +60,7 @@ __all__ = [
     "hash_string_reference",
     "hash_strings",
     "mix64",
+    "mix64_inplace",
     "mix64_reference",
     "sort_rows",
     "unique_rows",
@@ -102,6 +103,25 @@ def mix64(x: npt.ArrayLike) -> UInt64Array:
         h ^= h >> _S27
         h *= _M2
         h ^= h >> _S31
+    return h
+
+
+def mix64_inplace(h: UInt64Array) -> UInt64Array:
+    """:func:`mix64` of ``h``, written into ``h`` and returned: no copy, one temporary (for a caller's own
+    fresh uint64 array: the window hashes, a token array XOR a seed). Anything else (another dtype, a
+    read-only array) gets :func:`mix64`'s copy. Equal to :func:`mix64` (the tests compare them)."""
+    if not isinstance(h, np.ndarray) or h.dtype != np.uint64 or not h.flags.writeable:
+        return mix64(h)
+    t = np.empty_like(h)
+    with np.errstate(over="ignore"):
+        np.right_shift(h, _S30, out=t)
+        h ^= t
+        h *= _M1
+        np.right_shift(h, _S27, out=t)
+        h ^= t
+        h *= _M2
+        np.right_shift(h, _S31, out=t)
+        h ^= t
     return h
 
 
@@ -311,7 +331,7 @@ def _window_hashes(
             h += values[j : j + w]
         h += np.uint64(k)
     seg = np.repeat(np.arange(n, dtype=np.int64), lengths)[:w] if with_segments else None
-    return mix64(h), seg, _window_valid(lengths, k, w)
+    return mix64_inplace(h), seg, _window_valid(lengths, k, w)
 
 
 def _window_tokens(values: UInt64Array, lengths: Int64Array, k: int, base: int, unique: bool = True) -> TokenSets:

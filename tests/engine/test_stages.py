@@ -231,7 +231,8 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
 def test_verification_blocks_are_capped_whatever_the_budget(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB even under a large token_memory_mb."""
+    """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB (windows of at most VERIFY_WINDOW_MB)
+    even under a large token_memory_mb."""
     import er_framework.engine.stages as pipeline
 
     pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
@@ -240,6 +241,7 @@ def test_verification_blocks_are_capped_whatever_the_budget(
     monkeypatch.setattr(pipeline, "token_budget", lambda mb: 0)  # nothing kept, whatever token_memory_mb says
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.001)
     monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", 0.01)
+    monkeypatch.setattr(pipeline, "VERIFY_WINDOW_MB", 0.01)
     small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
     verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
     assert verify["verify_blocks"] > 20 and verify["records_reshingled"] > one["records_reshingled"]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from er_framework.data import TokenSets
+from er_framework.kernels.hashing import mix64_inplace
 from er_framework.kernels import (
     char_shingles,
     char_shingles_reference,
@@ -66,6 +67,20 @@ def test_mix64_matches_reference_and_known_values() -> None:
 def test_mix64_property(xs: list[int]) -> None:
     got = mix64(np.array(xs, dtype=np.uint64))
     assert [int(v) for v in got] == [mix64_reference(x) for x in xs]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, (1 << 64) - 1), max_size=20))
+def test_mix64_inplace_equals_mix64(xs: list[int]) -> None:
+    x = np.array(xs, dtype=np.uint64)
+    want = [mix64_reference(v) for v in xs]
+    h = x.copy()
+    got = mix64_inplace(h)
+    assert got is h and [int(v) for v in got] == want  # mixed where it is
+    ro = x.copy()
+    ro.flags.writeable = False
+    assert [int(v) for v in mix64_inplace(ro)] == want and [int(v) for v in ro] == xs  # read-only: a copy
+    assert [int(v) for v in mix64_inplace(x.astype(np.int64) if xs and max(xs) < 2**63 else x)] == want
 
 
 def test_codepoints_astral_and_offsets() -> None:
