@@ -1,0 +1,150 @@
+"""Columns as read held compactly (er_framework.engine.columns, ArrowValues, normalize_column_keeping_input).
+
+* :class:`ArrowValues` reads as the list it was made from (items, negative
+  indices, slices, iteration, equality, errors);
+* :func:`compact_read` keeps every value and id, converts only what Arrow
+  holds exactly, and leaves the rest as lists;
+* normalizing an Arrow column equals normalizing its list and the reference;
+* a whole run with the columns compacted writes the same outputs and the same
+  report.html examples as a run that keeps the lists, and its ``as_read`` holds
+  the values as read.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import er_framework.engine.columns as columns
+import er_framework.executors.local as local
+import er_framework.normalize as normalize
+from er_framework.config.job import parse_job
+from er_framework.data import Records
+from er_framework.engine import stages
+from er_framework.engine.columns import compact_read
+from er_framework.executors import run_job
+from er_framework.kernels.arrow import ArrowValues, string_array
+from er_framework.normalize import (
+    FACTORIZE_MIN,
+    normalize_column_keeping_input,
+    normalize_column_with_stats,
+    normalize_column_with_stats_reference,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+VALUES = ["Main St", None, "", "é ß 日本", "a\x00b", "Main St", " ", None, "x" * 300]
+
+
+def test_arrow_values_read_as_the_list() -> None:
+    for arr in (string_array(VALUES), string_array(VALUES, large=True)):
+        import pyarrow.compute as pc
+
+        for view in (ArrowValues(arr), ArrowValues(pc.dictionary_encode(arr, null_encoding="encode"))):
+            assert len(view) == len(VALUES)
+            assert [view[i] for i in range(len(VALUES))] == VALUES
+            assert [view[-i] for i in range(1, len(VALUES) + 1)] == [VALUES[-i] for i in range(1, len(VALUES) + 1)]
+            assert view[np.int64(3)] == VALUES[3]
+            assert view[2:7] == VALUES[2:7] and view[::-2] == VALUES[::-2] and view[5:2] == []
+            assert list(view) == VALUES and view == VALUES and view == tuple(VALUES) and view == ArrowValues(arr)
+            assert view != VALUES[:-1] and view != "Main St"
+            with pytest.raises(IndexError):
+                view[len(VALUES)]
+            with pytest.raises(IndexError):
+                view[-len(VALUES) - 1]
+            with pytest.raises(TypeError):
+                view["1"]
+            with pytest.raises(TypeError):
+                hash(view)
+
+
+def _records(n: int, fields: dict[str, list[object]]) -> Records:
+    return Records(ids=[f"r{i}" for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"],
+                   fields=fields)  # type: ignore[arg-type]
+
+
+def test_compact_read_keeps_every_value_and_id() -> None:
+    n = FACTORIZE_MIN + 7
+    names = [VALUES[i % len(VALUES)] for i in range(n)]
+    numbers: list[object] = [i if i % 3 else str(i) for i in range(n)]  # not only strings: stays a list
+    surrogate = ["\udc80x" if i == 5 else "y" for i in range(n)]  # Arrow cannot hold it: stays a list
+    kept = ["k"] * n  # not named: stays the same list
+    recs = _records(n, {"name": list(names), "number": numbers, "bad": surrogate, "kept": kept})
+    ids = list(recs.ids)
+    assert compact_read(recs, ["name", "number", "bad", "missing"]) is recs
+    assert isinstance(recs.fields["name"], ArrowValues) and list(recs.fields["name"]) == names
+    assert recs.fields["number"] is numbers and recs.fields["bad"] is surrogate and recs.fields["kept"] is kept
+    assert recs.ids == ids  # not made again: lists are left
+
+
+def test_compact_read_makes_the_ids_again_when_every_column_is_converted() -> None:
+    n = FACTORIZE_MIN + 1
+    names = [f"name {i % 17}" for i in range(n)]
+    recs = _records(n, {"name": list(names)})
+    ids = recs.ids
+    compact_read(recs, ["name"])
+    assert recs.ids == ids and recs.ids is not ids and all(type(i) is str for i in recs.ids)
+    assert list(recs.fields["name"]) == names
+
+
+def test_compact_read_leaves_short_inputs_alone() -> None:
+    recs = _records(3, {"name": ["a", None, "b"]})
+    before = recs.fields["name"]
+    compact_read(recs, ["name"])
+    assert recs.fields["name"] is before
+
+
+@pytest.mark.parametrize("field, steps", [("first_name", ["name", "nickname"]), ("address", "address"),
+                                          ("phone", "phone"), ("dob", "date"), ("email", ["email", "text"])])
+@pytest.mark.parametrize("size", [500, FACTORIZE_MIN + 500])
+def test_normalizing_an_arrow_column_equals_its_list(field: str, steps: object, size: int) -> None:
+    from er_framework.synth.customers import generate_customers
+
+    data = generate_customers(size // 2 + 1, 0.5, 3)
+    values: list[str | None] = [None if i % 11 == 0 else v for i, v in enumerate(data.a[field] + data.b[field])]
+    values += ["N/A", "", " "]
+    view = ArrowValues(string_array(values))
+    got, stats, given = normalize_column_keeping_input(view, steps)
+    want, want_stats = normalize_column_with_stats_reference(values, steps)
+    assert (got, stats) == (want, want_stats) == normalize_column_with_stats(values, steps)
+    assert list(given) == values
+    got_list, stats_list, given_list = normalize_column_keeping_input(values, steps)
+    assert (got_list, stats_list) == (want, want_stats) and list(given_list) == values
+
+
+def _section(html: str, sid: str) -> str:
+    m = re.search(f'<section id="{sid}".*?</section>', html, re.S)
+    assert m is not None
+    return m.group(0)
+
+
+def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    job_dir = tmp_path / "job"
+    shutil.copytree(ROOT / "configs", job_dir)
+    job_file = job_dir / "customers.yaml"
+    # 4,000 records: a low threshold makes every column take the Arrow path
+    monkeypatch.setattr(normalize, "FACTORIZE_MIN", 100)
+    monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
+    compacted = run_job(parse_job(job_file), tmp_path / "compact")
+    assert all(isinstance(compacted.as_read.fields[f], ArrowValues) for f in compacted.report["normalize"])
+    with monkeypatch.context() as m:
+        m.setattr(local, "compact_read", lambda records, fields: records)
+        m.setattr(normalize, "FACTORIZE_MIN", 10**9)  # and normalizing by dicts: the columns stay lists
+        lists = run_job(parse_job(job_file), tmp_path / "lists")
+    assert not any(isinstance(c, ArrowValues) for c in lists.as_read.fields.values())
+    read, _ = stages.read(parse_job(job_file))
+    assert compacted.as_read is not None and lists.as_read is not None
+    assert compacted.as_read.ids == read.ids == lists.as_read.ids
+    for f, col in read.fields.items():
+        assert list(compacted.as_read.fields[f]) == col == list(lists.as_read.fields[f])
+    for name in ("pairs.csv", "clusters.csv", "verified_pairs.csv"):
+        assert (tmp_path / "compact" / name).read_bytes() == (tmp_path / "lists" / name).read_bytes()
+    html = [(tmp_path / d / "report.html").read_text() for d in ("compact", "lists")]
+    for sid in ("largest-clusters", "review", "waterfalls"):
+        assert _section(html[0], sid) == _section(html[1], sid)
+    assert "(not found in the source any more)" not in html[0]
