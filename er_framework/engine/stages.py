@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from er_framework.config.job import Job
 from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
+from er_framework.engine.columns import normalize_fields_shared
 from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
@@ -42,7 +43,7 @@ from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_toke
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.hashing import unique_rows
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
-from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
+from er_framework.kernels.parallel import ForkedWorker, map_ordered, map_processes, split_sizes
 from er_framework.memory import available_memory, size_text
 from er_framework.normalize import normalize_column_keeping_input
 from er_framework.report.page import RunData, render_report
@@ -147,7 +148,7 @@ def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
 
 
 def normalize_fields(
-    records: Records, spec: dict[str, Any], workers: int
+    records: Records, spec: dict[str, Any], workers: int, worker: ForkedWorker | None = None,
 ) -> dict[str, tuple[list[str | None], dict[str, Any], Sequence[Any]]]:
     """Every field of ``spec`` through its normalizers: ``{field: (values, stats, given)}`` (``given``: the
     values as read in a compact form, :func:`~er_framework.normalize.normalize_column_keeping_input`).
@@ -155,11 +156,15 @@ def normalize_fields(
     Normalizers are Python per distinct value (they hold the GIL), so on large
     inputs the fields are spread over ``workers`` forked processes, one task
     per field (:func:`map_processes`: they die with this process); each
-    field's result is the same function's, wherever it ran.
+    field's result is the same function's, wherever it ran. ``worker``: a
+    process forked before the read (:func:`~er_framework.engine.columns.normalize_worker`)
+    shares the fields with this one (:func:`~er_framework.engine.columns.normalize_fields_shared`).
     """
     fields = [f for f in spec if f in records.fields]
     total = sum(len(records.fields[f]) for f in fields)
     if workers <= 1 or len(fields) <= 1 or total < PARALLEL_NORMALIZE_MIN_VALUES:
+        if worker is not None and len(fields) > 1:
+            return normalize_fields_shared(records, spec, worker)
         return {f: normalize_column_keeping_input(records.fields[f], spec[f]) for f in fields}
     # forked workers that die with this process (any signal) and are killed on an exception here
     results = map_processes(normalize_column_keeping_input, [(records.fields[f], spec[f]) for f in fields], workers)
@@ -172,15 +177,17 @@ def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, di
     return normalized, stats
 
 
-def normalize_keeping_input(job: Job, records: Records, workers: int = 1) -> tuple[Records, dict[str, Any], Records]:
+def normalize_keeping_input(
+    job: Job, records: Records, workers: int = 1, worker: ForkedWorker | None = None,
+) -> tuple[Records, dict[str, Any], Records]:
     """:func:`normalize` and the records as given, their normalized fields held compactly
     (:class:`~er_framework.kernels.arrow.ArrowValues`, about their UTF-8 bytes): what a run keeps for
     report.html's example records once it has let go of ``records`` (the columns as read, a Python string
-    per value: at 2 x 1,000,000 customers ~1.3 GB of the process's peak)."""
+    per value: at 2 x 1,000,000 customers ~1.3 GB of the process's peak); ``worker`` as :func:`normalize_fields`."""
     fields = dict(records.fields)
     given: dict[str, Any] = dict(records.fields)  # read-only sequences: lists, or ArrowValues
     stats: dict[str, Any] = {}
-    for name, (values, st, kept) in normalize_fields(records, job.normalizer_chains(), workers).items():
+    for name, (values, st, kept) in normalize_fields(records, job.normalizer_chains(), workers, worker).items():
         fields[name], stats[name], given[name] = values, st, kept
     return (Records(records.ids, records.source, records.source_names, fields), stats,
             Records(records.ids, records.source, records.source_names, given))

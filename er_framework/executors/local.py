@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
 from er_framework.config.job import Job
 from er_framework.data import Batch
 from er_framework.engine import stages
-from er_framework.engine.columns import compact_read
+from er_framework.engine.columns import compact_read, normalize_worker
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
@@ -28,15 +29,16 @@ def run_local(
     engine = Engine(job)
     log = StageLog(progress=progress)
 
-    with log.stage("read") as info:
-        read, source_stats = stages.read(job)
-        n = info["records"] = len(read)
-        compact_read(read, job.normalizer_chains())  # the normalized columns as Arrow arrays: ~their bytes
-    with log.stage("normalize") as info:
-        # the columns as read are kept compact (report.html's examples)
-        records, normalize_stats, as_read = stages.normalize_keeping_input(job, read, job.context.workers)
-        del read
-        info["fields"] = sorted(normalize_stats)
+    with normalize_worker(job) or nullcontext() as worker:  # forked before the read: it holds none of the data
+        with log.stage("read") as info:
+            read, source_stats = stages.read(job)
+            n = info["records"] = len(read)
+            compact_read(read, job.normalizer_chains())  # the normalized columns as Arrow arrays: ~their bytes
+        with log.stage("normalize") as info:
+            # the columns as read are kept compact (report.html's examples)
+            records, normalize_stats, as_read = stages.normalize_keeping_input(job, read, job.context.workers, worker)
+            del read
+            info["fields"] = sorted(normalize_stats)
     with log.stage("exact_duplicates") as info:
         exact = stages.exact_duplicates(job, records)
         info.update(exact.stats)

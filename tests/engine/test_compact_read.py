@@ -22,12 +22,15 @@ import pytest
 import er_framework.engine.columns as columns
 import er_framework.executors.local as local
 import er_framework.normalize as normalize
+from er_framework.components import Context, Normalizer
 from er_framework.config.job import parse_job
 from er_framework.data import Records
 from er_framework.engine import stages
 from er_framework.engine.columns import compact_read
+from er_framework.errors import PluginError
 from er_framework.executors import run_job
 from er_framework.kernels.arrow import ArrowValues, string_array
+from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import (
     FACTORIZE_MIN,
     normalize_column_keeping_input,
@@ -148,3 +151,105 @@ def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_pa
     for sid in ("largest-clusters", "review", "waterfalls"):
         assert _section(html[0], sid) == _section(html[1], sid)
     assert "(not found in the source any more)" not in html[0]
+
+
+# --------------------------------------------------------------------------- two processes
+
+
+class Failing(Normalizer):
+    name = "failing"
+    summary = "returns one value too few (a plugin error)"
+
+    def normalize(self, values: list[str]) -> list[str | None]:
+        return list(values[1:])
+
+
+def _customer_records(n: int) -> Records:
+    from er_framework.synth.customers import generate_customers
+
+    data = generate_customers(n, 0.5, 5)
+    fields = {f: [None if i % 13 == 0 else v for i, v in enumerate(data.a[f] + data.b[f])] for f in data.a if f != "id"}
+    m = len(next(iter(fields.values())))
+    recs = Records(ids=[f"r{i}" for i in range(m)], source=np.zeros(m, dtype=np.int32), source_names=["s"],
+                   fields=fields)  # type: ignore[arg-type]
+    return compact_read(recs, list(fields))
+
+
+SPEC = {"first_name": ["name", "nickname"], "last_name": "name", "address": "address", "city": "text",
+        "zip": "digits", "phone": "phone", "email": "email", "dob": "date"}
+
+
+def test_two_processes_normalize_as_one() -> None:
+    recs = _customer_records(FACTORIZE_MIN // 2 + 100)
+    assert all(isinstance(recs.fields[f], ArrowValues) for f in SPEC)
+    serial = stages.normalize_fields(recs, SPEC, 1)
+    with ForkedWorker() as worker:
+        shared = columns.normalize_fields_shared(recs, SPEC, worker)
+    assert list(shared) == list(serial) == list(SPEC)
+    for f in SPEC:
+        (got, stats, given), (want, want_stats, want_given) = shared[f], serial[f]
+        assert got == want and stats == want_stats and list(given) == list(want_given) == list(recs.fields[f])
+        assert (got, stats) == normalize_column_with_stats_reference(list(recs.fields[f]), SPEC[f])
+
+
+def test_a_packed_result_is_the_column() -> None:
+    values = [None if i % 7 == 0 else f"{i % 300} Main Street" for i in range(FACTORIZE_MIN + 3)]
+    packed = columns.normalize_packed(values, "address")
+    assert isinstance(packed[0], tuple)  # distinct results as an Arrow array, and the codes
+    assert columns.unpacked(packed)[:2] == normalize_column_with_stats(values, "address")
+    short = columns.normalize_packed(values[:50], "address")
+    assert isinstance(short[0], list) and columns.unpacked(short)[:2] == normalize_column_with_stats(values[:50], "address")
+
+
+def test_an_error_in_the_worker_is_raised_here_and_the_worker_ends() -> None:
+    recs = _customer_records(300)
+    spec = {"first_name": "name", "last_name": [Failing(Failing.Params(), Context())], "city": "text"}
+    with pytest.raises(PluginError, match="returned"):
+        with ForkedWorker() as worker:
+            columns.normalize_fields_shared(recs, spec, worker)
+    assert not worker.pool._processes  # killed and reaped on the way out
+
+
+def test_the_largest_fields_go_first() -> None:
+    repeated = ["Springfield"] * 5000
+    distinct = [f"{i} Main St" for i in range(5000)]
+    assert columns.normalize_cost(distinct) > columns.normalize_cost(repeated) > columns.normalize_cost(repeated[:10])
+    assert columns.normalize_cost([]) == 0.0
+
+
+def test_a_worker_only_for_large_jobs_on_several_cores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_dir = tmp_path / "job"
+    shutil.copytree(ROOT / "configs", job_dir)
+    job_file = job_dir / "customers.yaml"
+    job_file.write_text(job_file.read_text() + "\nworkers: 2\n")
+    assert columns.normalize_worker(parse_job(job_file)) is None  # 4,000 records: below the size
+    monkeypatch.setattr(columns, "NORMALIZE_WORKER_MIN_BYTES", 0)
+    worker = columns.normalize_worker(parse_job(job_file))
+    assert worker is not None
+    worker.close()
+    job_file.write_text(job_file.read_text().replace("\nworkers: 2\n", "\nworkers: 1\n"))
+    assert columns.normalize_worker(parse_job(job_file)) is None
+
+
+def test_a_run_with_a_worker_writes_what_a_run_without_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_dir = tmp_path / "job"
+    shutil.copytree(ROOT / "configs", job_dir)
+    job_file = job_dir / "customers.yaml"
+    job_file.write_text(job_file.read_text() + "\nworkers: 2\n")
+    monkeypatch.setattr(normalize, "FACTORIZE_MIN", 100)
+    monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
+    alone = run_job(parse_job(job_file), tmp_path / "alone")
+    shared: list[bool] = []
+    original = columns.normalize_fields_shared
+
+    def counted(*args: object) -> object:
+        shared.append(True)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(columns, "NORMALIZE_WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(stages, "normalize_fields_shared", counted)
+    both = run_job(parse_job(job_file), tmp_path / "both")
+    assert shared == [True]
+    assert both.report["normalize"] == alone.report["normalize"]
+    for name in ("pairs.csv", "clusters.csv", "verified_pairs.csv"):
+        assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "both" / name).read_bytes()
