@@ -16,11 +16,11 @@ arrays directly (it made the same arrays from the lists before), and the run
 keeps the arrays' dictionary form as the values as read.
 
 Normalizers are Python that holds the GIL. On 2 cores the fields are
-normalized on two processes (:func:`normalize_worker`,
-:func:`normalize_fields_shared`): a worker forked before the read (so that it
-shares none of the data's pages) gets whole fields as Arrow arrays, one at a
-time, while this process takes fields from the other end of the list; every
-field's result is the same function's, wherever it ran.
+normalized on two processes (:func:`normalize_fields_shared`; the worker:
+:mod:`er_framework.engine.shared`): a worker forked before the read (so that
+it shares none of the data's pages) gets whole fields as Arrow arrays, one at
+a time, largest first, as this process does; every field's result is the
+same function's, wherever it ran.
 """
 
 from __future__ import annotations
@@ -30,18 +30,16 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from er_framework.config.job import Job
+import numpy as np
+
 from er_framework.data import Records
 from er_framework.kernels.arrow import ArrowValues, coded_parts, coded_strings, string_array
 from er_framework.kernels.parallel import POLL_SECONDS, ForkedWorker
-from er_framework.normalize import FACTORIZE_MIN, normalize_column, normalize_column_keeping_input
+from er_framework.normalize import FACTORIZE_MIN, normalize_column_keeping_input
 
-__all__ = ["COST_SAMPLE", "NORMALIZE_WORKER_MIN_BYTES", "compact_read", "normalize_cost", "normalize_fields_shared",
-           "normalize_packed", "normalize_worker", "unpacked"]
+__all__ = ["COST_SAMPLE", "compact_read", "concat_compact", "normalize_cost", "normalize_fields_shared",
+           "normalize_packed", "unpacked"]
 
-#: bytes of source files from which a job with ``workers`` >= 2 and at least two normalized fields normalizes
-#: on a second process (:func:`normalize_worker`); smaller jobs normalize in well under a second
-NORMALIZE_WORKER_MIN_BYTES = 8 << 20
 
 
 def compact_read(records: Records, fields: Iterable[str]) -> Records:
@@ -77,32 +75,6 @@ def compact_read(records: Records, fields: Iterable[str]) -> Records:
         records.ids = []
         records.ids = ids.to_pylist()
     return records
-
-
-def normalize_worker(job: Job) -> ForkedWorker | None:
-    """A worker process for :func:`normalize_fields_shared`, forked now (call it before reading), or ``None``:
-    one worker, when the job has ``workers`` >= 2, at least two normalized fields and at least
-    :data:`NORMALIZE_WORKER_MIN_BYTES` of source files. While the sources are read it builds the
-    normalizers' tables (the nicknames' table: ~0.9 s)."""
-    chains = job.normalizer_chains()
-    if job.context.workers < 2 or len(chains) < 2 or job.frames:
-        return None
-    size = 0
-    for i in range(len(job.spec.sources)):
-        try:
-            size += sum(p.stat().st_size for p in job.source_paths(i))
-        except (OSError, ValueError):  # the read reports it
-            return None
-    if size < NORMALIZE_WORKER_MIN_BYTES:
-        return None
-    worker = ForkedWorker()
-    worker.submit(_warm, list(chains.values()))
-    return worker
-
-
-def _warm(chains: list[Any]) -> None:
-    for steps in chains:
-        normalize_column([], steps)
 
 
 def normalize_fields_shared(
@@ -189,3 +161,35 @@ def normalize_cost(values: Sequence[Any]) -> float:
     sample = values[::step]
     share = len(set(sample)) / max(1, len(sample))
     return n * (1.0 + 6.0 * share)
+
+
+def concat_compact(parts: Sequence[Records]) -> Records:
+    """:meth:`Records.concat` of records whose fields may be :class:`ArrowValues`: a field that is one in
+    every part stays one (the arrays concatenated), any other becomes a list (missing in a part: ``None``)."""
+    import pyarrow as pa
+
+    names: list[str] = []
+    ids: list[str] = []
+    sources = []
+    keys: list[str] = []
+    for p in parts:
+        keys += [k for k in p.fields if k not in keys]
+    for p in parts:
+        sources.append(p.source + len(names))
+        names.extend(p.source_names)
+        ids.extend(p.ids)
+    fields: dict[str, Any] = {}
+    for k in keys:
+        cols = [p.fields.get(k) for p in parts]
+        if all(isinstance(c, ArrowValues) for c in cols):
+            arrays = [c.array for c in cols]  # type: ignore[union-attr]
+            if len({a.type for a in arrays}) > 1:
+                arrays = [a.cast(pa.large_string()) for a in arrays]
+            fields[k] = ArrowValues(pa.concat_arrays(arrays))
+        else:
+            merged: list[Any] = []
+            for p, c in zip(parts, cols):
+                merged.extend(c if c is not None else [None] * len(p))
+            fields[k] = merged
+    source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int32)
+    return Records(ids=ids, source=source, source_names=names, fields=fields)

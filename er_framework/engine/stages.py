@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -56,7 +56,7 @@ __all__ = [
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_keeping_input",
     "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
-    "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
+    "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "read_sources", "score_streamed", "shingle_and_sign", "token_budget",
     "VERIFY_BLOCK_MB",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
@@ -89,10 +89,20 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
     HTML columns (``html:`` of a source) are replaced by their visible text.
     Returns the records and per-source reading statistics for the report.
     """
+    parts, stats, problems = read_sources(job, range(len(job.spec.sources)))
+    if problems:
+        raise InputError(problems)
+    return Records.concat(parts), stats
+
+
+def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[str, Any], list[Problem]]:
+    """The sources ``indices`` of ``job`` as :func:`read` reads them: ``(records of each source read without a
+    problem, reading statistics by source name, the problems)``."""
     parts: list[Records] = []
     problems: list[Problem] = []
     stats: dict[str, Any] = {}
-    for i, src in enumerate(job.spec.sources):
+    for i in indices:
+        src = job.spec.sources[i]
         files: list[Records] = []
         st: dict[str, Any] = {}
         if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
@@ -125,9 +135,7 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
             st["files"] = len(files)
         stats[src.name] = st
         parts.append(recs)
-    if problems:
-        raise InputError(problems)
-    return Records.concat(parts), stats
+    return parts, stats, problems
 
 
 def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:

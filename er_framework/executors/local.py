@@ -10,7 +10,7 @@ from typing import Any, Callable
 from er_framework.config.job import Job
 from er_framework.data import Batch
 from er_framework.engine import stages
-from er_framework.engine.columns import compact_read, normalize_worker
+from er_framework.engine.shared import read_shared, start_worker
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
@@ -29,11 +29,11 @@ def run_local(
     engine = Engine(job)
     log = StageLog(progress=progress)
 
-    with normalize_worker(job) or nullcontext() as worker:  # forked before the read: it holds none of the data
+    with start_worker(job) or nullcontext() as worker:  # forked before the read: it holds none of the data
         with log.stage("read") as info:
-            read, source_stats = stages.read(job)
+            # the normalized columns as Arrow arrays (~their bytes); the last source read by the worker
+            read, source_stats = read_shared(job, worker)
             n = info["records"] = len(read)
-            compact_read(read, job.normalizer_chains())  # the normalized columns as Arrow arrays: ~their bytes
         with log.stage("normalize") as info:
             # the columns as read are kept compact (report.html's examples)
             records, normalize_stats, as_read = stages.normalize_keeping_input(job, read, job.context.workers, worker)

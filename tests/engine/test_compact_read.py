@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 
 import er_framework.engine.columns as columns
-import er_framework.executors.local as local
+import er_framework.engine.shared as shared
 import er_framework.normalize as normalize
 from er_framework.components import Context, Normalizer
 from er_framework.config.job import parse_job
 from er_framework.data import Records
 from er_framework.engine import stages
 from er_framework.engine.columns import compact_read
-from er_framework.errors import PluginError
+from er_framework.errors import InputError, PluginError
 from er_framework.executors import run_job
 from er_framework.kernels.arrow import ArrowValues, string_array
 from er_framework.kernels.parallel import ForkedWorker
@@ -136,7 +136,7 @@ def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_pa
     compacted = run_job(parse_job(job_file), tmp_path / "compact")
     assert all(isinstance(compacted.as_read.fields[f], ArrowValues) for f in compacted.report["normalize"])
     with monkeypatch.context() as m:
-        m.setattr(local, "compact_read", lambda records, fields: records)
+        m.setattr(shared, "compact_read", lambda records, fields: records)
         m.setattr(normalize, "FACTORIZE_MIN", 10**9)  # and normalizing by dicts: the columns stay lists
         lists = run_job(parse_job(job_file), tmp_path / "lists")
     assert not any(isinstance(c, ArrowValues) for c in lists.as_read.fields.values())
@@ -222,13 +222,13 @@ def test_a_worker_only_for_large_jobs_on_several_cores(tmp_path: Path, monkeypat
     shutil.copytree(ROOT / "configs", job_dir)
     job_file = job_dir / "customers.yaml"
     job_file.write_text(job_file.read_text() + "\nworkers: 2\n")
-    assert columns.normalize_worker(parse_job(job_file)) is None  # 4,000 records: below the size
-    monkeypatch.setattr(columns, "NORMALIZE_WORKER_MIN_BYTES", 0)
-    worker = columns.normalize_worker(parse_job(job_file))
-    assert worker is not None
+    assert shared.start_worker(parse_job(job_file)) is None  # 4,000 records: below the size
+    monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
+    worker = shared.start_worker(parse_job(job_file))
+    assert worker is not None and shared.forked_job is None
     worker.close()
     job_file.write_text(job_file.read_text().replace("\nworkers: 2\n", "\nworkers: 1\n"))
-    assert columns.normalize_worker(parse_job(job_file)) is None
+    assert shared.start_worker(parse_job(job_file)) is None
 
 
 def test_a_run_with_a_worker_writes_what_a_run_without_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -239,17 +239,76 @@ def test_a_run_with_a_worker_writes_what_a_run_without_writes(tmp_path: Path, mo
     monkeypatch.setattr(normalize, "FACTORIZE_MIN", 100)
     monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
     alone = run_job(parse_job(job_file), tmp_path / "alone")
-    shared: list[bool] = []
+    calls: list[bool] = []
     original = columns.normalize_fields_shared
 
     def counted(*args: object) -> object:
-        shared.append(True)
+        calls.append(True)
         return original(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(columns, "NORMALIZE_WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
     monkeypatch.setattr(stages, "normalize_fields_shared", counted)
     both = run_job(parse_job(job_file), tmp_path / "both")
-    assert shared == [True]
+    assert calls == [True]
     assert both.report["normalize"] == alone.report["normalize"]
     for name in ("pairs.csv", "clusters.csv", "verified_pairs.csv"):
         assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "both" / name).read_bytes()
+
+
+def _two_sources(tmp_path: Path, extra: str = "") -> Path:
+    job_dir = tmp_path / "job"
+    shutil.copytree(ROOT / "configs", job_dir)
+    job_file = job_dir / "customers.yaml"
+    job_file.write_text(job_file.read_text() + "\nworkers: 2\n" + extra)
+    return job_file
+
+
+def test_reading_on_two_processes_reads_what_one_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = parse_job(_two_sources(tmp_path))
+    monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
+    monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
+    want, want_stats = stages.read(job)
+    with shared.start_worker(job) as worker:  # type: ignore[union-attr]
+        got, stats = shared.read_shared(job, worker)
+    alone, alone_stats = shared.read_shared(job, None)
+    assert list(stats) == list(want_stats) == list(alone_stats) == ["A", "B"] and stats == want_stats == alone_stats
+    for recs in (got, alone):
+        assert recs.ids == want.ids and recs.source_names == want.source_names
+        assert np.array_equal(recs.source, want.source)
+        assert list(recs.fields) == list(want.fields)
+        for f in want.fields:
+            assert isinstance(recs.fields[f], ArrowValues) and list(recs.fields[f]) == want.fields[f]
+
+
+def test_problems_of_both_processes_are_reported_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_file = _two_sources(tmp_path)
+    for name in ("a.csv", "b.csv"):  # a row of too many cells in each source
+        path = job_file.parent / "data" / "customers" / name
+        path.write_text(path.read_text() + "X1,a,b,c,d,e,f,g,h,i,j\n")
+    job = parse_job(job_file)
+    with pytest.raises(InputError) as want:
+        stages.read(job)
+    monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
+    with pytest.raises(InputError) as got:
+        with shared.start_worker(job) as worker:  # type: ignore[union-attr]
+            shared.read_shared(job, worker)
+    assert [str(p) for p in got.value.problems] == [str(p) for p in want.value.problems]
+    assert len(got.value.problems) == 2
+
+
+def test_concat_compact_is_records_concat() -> None:
+    a = _records(3, {"x": ["a", None, "b"], "y": ["1", "2", "3"]})
+    b = Records(ids=["q", "r"], source=np.zeros(2, dtype=np.int32), source_names=["t"],
+                fields={"x": ArrowValues(string_array(["c", None])), "z": ["z1", "z2"]})  # type: ignore[dict-item]
+    a.fields["x"] = ArrowValues(string_array(["a", None, "b"]))  # type: ignore[assignment]
+    got = columns.concat_compact([a, b])
+    want = Records.concat([_records(3, {"x": ["a", None, "b"], "y": ["1", "2", "3"]}),
+                           Records(ids=["q", "r"], source=np.zeros(2, dtype=np.int32), source_names=["t"],
+                                   fields={"x": ["c", None], "z": ["z1", "z2"]})])
+    assert got.ids == want.ids and got.source_names == want.source_names and np.array_equal(got.source, want.source)
+    assert isinstance(got.fields["x"], ArrowValues)
+    assert {k: list(v) for k, v in got.fields.items()} == want.fields
+    large = ArrowValues(string_array(["d"], large=True))
+    mixed = columns.concat_compact([b, Records(ids=["s"], source=np.zeros(1, dtype=np.int32), source_names=["u"],
+                                               fields={"x": large, "z": ["z3"]})])  # type: ignore[dict-item]
+    assert list(mixed.fields["x"]) == ["c", None, "d"]
