@@ -100,7 +100,8 @@ def normalize_fields_shared(
     def feed() -> None:
         try:
             while (name := take()) is not None:
-                done[name] = ForkedWorker.result(worker.submit(normalize_packed, records.fields[name], spec[name]))
+                values = records.fields[name]
+                done[name] = unpacked(ForkedWorker.result(worker.submit(normalize_packed, values, spec[name])), values)
         except BaseException as exc:  # noqa: BLE001 - raised again by the main thread
             failed.append(exc)
 
@@ -117,34 +118,39 @@ def normalize_fields_shared(
         feeder.join(POLL_SECONDS)
     if failed:
         raise failed[0]
-    # the worker's columns made again here, after this process's own work (the feeder thread would take the GIL)
-    return {f: unpacked(done[f]) for f in fields}
+    return {f: done[f] for f in fields}
 
 
-def normalize_packed(values: Sequence[Any], steps: Any) -> tuple[Any, dict[str, Any], Sequence[Any]]:
+def normalize_packed(values: Sequence[Any], steps: Any) -> tuple[Any, dict[str, Any], Sequence[Any] | None]:
     """:func:`~er_framework.normalize.normalize_column_keeping_input` with the normalized column as
     ``(distinct results as an Arrow string array, codes)`` where it has those parts: what a worker returns
     (pickled as a few buffers, where a list of strings is a Python object per value to pickle and to load
-    again, with the GIL of the process that loads it). :func:`unpacked` makes the column again."""
+    again, with the GIL of the process that loads it), and ``given`` as ``None`` when ``values`` are an
+    :class:`ArrowValues` (the sender has them). :func:`unpacked` makes the result again."""
     import pyarrow as pa
 
     out, stats, given = normalize_column_keeping_input(values, steps)
+    kept = None if isinstance(values, ArrowValues) else given
     parts = coded_parts(out)
     if parts is not None:
         try:
-            return (string_array(parts[0], large=None), parts[1]), stats, given
+            return (string_array(parts[0], large=None), parts[1]), stats, kept
         except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
             pass
-    return out, stats, given
+    return out, stats, kept
 
 
-def unpacked(result: tuple[Any, dict[str, Any], Sequence[Any]]) -> tuple[list[str | None], dict[str, Any], Sequence[Any]]:
-    """The result of :func:`normalize_packed` as :func:`~er_framework.normalize.normalize_column_keeping_input`'s."""
+def unpacked(
+    result: tuple[Any, dict[str, Any], Sequence[Any] | None], values: Sequence[Any]
+) -> tuple[list[str | None], dict[str, Any], Sequence[Any]]:
+    """The result of :func:`normalize_packed` of ``values`` as
+    :func:`~er_framework.normalize.normalize_column_keeping_input`'s (the same values and stats; ``given``
+    the values sent where the worker did not send them back)."""
     out, stats, given = result
     if isinstance(out, tuple):
         distinct, codes = out
         out = coded_strings(distinct.to_pylist(), codes)
-    return out, stats, given
+    return out, stats, given if given is not None else values
 
 
 #: values sampled per column by :func:`normalize_cost`

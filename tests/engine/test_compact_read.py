@@ -194,11 +194,17 @@ def test_two_processes_normalize_as_one() -> None:
 
 def test_a_packed_result_is_the_column() -> None:
     values = [None if i % 7 == 0 else f"{i % 300} Main Street" for i in range(FACTORIZE_MIN + 3)]
+    want = normalize_column_with_stats(values, "address")
     packed = columns.normalize_packed(values, "address")
     assert isinstance(packed[0], tuple)  # distinct results as an Arrow array, and the codes
-    assert columns.unpacked(packed)[:2] == normalize_column_with_stats(values, "address")
+    assert columns.unpacked(packed, values)[:2] == want and list(columns.unpacked(packed, values)[2]) == values
+    view = ArrowValues(string_array(values))
+    packed = columns.normalize_packed(view, "address")
+    assert packed[2] is None  # the sender has the values
+    assert columns.unpacked(packed, view)[:2] == want and columns.unpacked(packed, view)[2] is view
     short = columns.normalize_packed(values[:50], "address")
-    assert isinstance(short[0], list) and columns.unpacked(short)[:2] == normalize_column_with_stats(values[:50], "address")
+    assert isinstance(short[0], list)
+    assert columns.unpacked(short, values[:50])[:2] == normalize_column_with_stats(values[:50], "address")
 
 
 def test_an_error_in_the_worker_is_raised_here_and_the_worker_ends() -> None:
