@@ -30,32 +30,38 @@ from er_framework.kernels.arrow import string_array
 from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import normalize_column
 
-__all__ = ["WORKER_MIN_BYTES", "read_shared", "start_worker"]
+__all__ = ["WORKER_MIN_BYTES", "is_large", "read_shared", "start_worker"]
 
 #: bytes of source files from which a job with ``workers`` >= 2 has a worker (:func:`start_worker`); smaller
 #: jobs read and normalize in about a second
-WORKER_MIN_BYTES = 8 << 20
+WORKER_MIN_BYTES = 64 << 20
 
 #: the job of the worker forked last (set in the parent just before the fork and cleared after it: the
 #: worker keeps its copy)
 forked_job: Job | None = None
 
 
-def start_worker(job: Job) -> ForkedWorker | None:
-    """A worker process for ``job``, forked now (call it before reading), or ``None``: one worker, when
-    the job has ``workers`` >= 2, at least two normalized fields or two sources, no source given in memory,
-    and at least :data:`WORKER_MIN_BYTES` of source files."""
-    global forked_job
-    chains = job.normalizer_chains()
-    if job.context.workers < 2 or (len(chains) < 2 and len(job.spec.sources) < 2) or job.frames:
-        return None
+def is_large(job: Job) -> bool:
+    """Whether ``job`` reads at least :data:`WORKER_MIN_BYTES` of source files (none given in memory): a job
+    whose columns as read are worth holding as Arrow arrays (a smaller one spends more time letting its
+    lists go than it saves) and that may have a worker."""
+    if job.frames:
+        return False
     size = 0
     for i in range(len(job.spec.sources)):
         try:
             size += sum(p.stat().st_size for p in job.source_paths(i))
         except (OSError, ValueError):  # the read reports it
-            return None
-    if size < WORKER_MIN_BYTES:
+            return False
+    return size >= WORKER_MIN_BYTES
+
+
+def start_worker(job: Job) -> ForkedWorker | None:
+    """A worker process for ``job``, forked now (call it before reading), or ``None``: one worker, when
+    the job has ``workers`` >= 2, at least two normalized fields or two sources, and :func:`is_large`."""
+    global forked_job
+    chains = job.normalizer_chains()
+    if job.context.workers < 2 or (len(chains) < 2 and len(job.spec.sources) < 2) or not is_large(job):
         return None
     forked_job = job
     try:
@@ -64,16 +70,17 @@ def start_worker(job: Job) -> ForkedWorker | None:
         forked_job = None
 
 
-def read_shared(job: Job, worker: ForkedWorker | None) -> tuple[Records, dict[str, Any]]:
-    """:func:`~er_framework.engine.stages.read` and :func:`~er_framework.engine.columns.compact_read` of the
-    normalized fields: the same records (their normalized fields as Arrow arrays where they convert), the
-    same statistics, the same problems (all sources', in source order). With a worker (and two sources or
-    more) the last source is read by the worker; then the worker builds the normalizers' tables."""
+def read_shared(job: Job, worker: ForkedWorker | None, compact: bool = True) -> tuple[Records, dict[str, Any]]:
+    """:func:`~er_framework.engine.stages.read` and (``compact``) :func:`~er_framework.engine.columns.compact_read`
+    of the normalized fields: the same records (their normalized fields as Arrow arrays where they convert),
+    the same statistics, the same problems (all sources', in source order). With a worker (and two sources
+    or more) the last source is read by the worker, compacted; then the worker builds the normalizers'
+    tables."""
     fields = list(job.normalizer_chains())
     n = len(job.spec.sources)
     if worker is None or n < 2:
         records, stats = stages.read(job)
-        return compact_read(records, fields), stats
+        return (compact_read(records, fields) if compact else records), stats
     theirs = worker.submit(read_in_worker, [n - 1], fields)
     worker.submit(warm_in_worker)
     parts, stats, problems = stages.read_sources(job, range(n - 1))

@@ -133,11 +133,11 @@ def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_pa
     # 4,000 records: a low threshold makes every column take the Arrow path
     monkeypatch.setattr(normalize, "FACTORIZE_MIN", 100)
     monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
+    monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)  # a large job: compacted
     compacted = run_job(parse_job(job_file), tmp_path / "compact")
     assert all(isinstance(compacted.as_read.fields[f], ArrowValues) for f in compacted.report["normalize"])
     with monkeypatch.context() as m:
-        m.setattr(shared, "compact_read", lambda records, fields: records)
-        m.setattr(normalize, "FACTORIZE_MIN", 10**9)  # and normalizing by dicts: the columns stay lists
+        m.setattr(shared, "WORKER_MIN_BYTES", 1 << 62)  # a small job: the lists as read are kept
         lists = run_job(parse_job(job_file), tmp_path / "lists")
     assert not any(isinstance(c, ArrowValues) for c in lists.as_read.fields.values())
     read, _ = stages.read(parse_job(job_file))
