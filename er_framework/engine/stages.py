@@ -76,7 +76,9 @@ VERIFY_BLOCK_MB = 256
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
 #: customers: 41.2 s / 5.8 GB with workers, 40.3 s / 3.1 GB in-process; 100,000 x 100,000: 3.21 s against
-#: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live.
+#: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live. Large jobs
+#: of ``er run`` share the fields with one worker forked before the read instead (``worker`` of
+#: :func:`normalize_fields`; :mod:`er_framework.engine.shared`), which holds none of the data's pages.
 PARALLEL_NORMALIZE_MIN_VALUES = 2**62
 
 
