@@ -79,6 +79,8 @@ def read_shared(job: Job, worker: ForkedWorker | None, compact: bool = True) -> 
     fields = list(job.normalizer_chains())
     n = len(job.spec.sources)
     if worker is None or n < 2:
+        if worker is not None:
+            worker.submit(warm_in_worker)  # while this process reads
         records, stats = stages.read(job)
         return (compact_read(records, fields) if compact else records), stats
     theirs = worker.submit(read_in_worker, [n - 1], fields)
