@@ -58,10 +58,15 @@ def is_large(job: Job) -> bool:
 
 def start_worker(job: Job) -> ForkedWorker | None:
     """A worker process for ``job``, forked now (call it before reading), or ``None``: one worker, when
-    the job has ``workers`` >= 2, at least two normalized fields or two sources, and :func:`is_large`."""
+    the job has ``workers`` >= 2, at least two normalized fields or two sources, and :func:`is_large`, on a
+    system that forks (not Windows)."""
+    import multiprocessing
+
     global forked_job
     chains = job.normalizer_chains()
     if job.context.workers < 2 or (len(chains) < 2 and len(job.spec.sources) < 2) or not is_large(job):
+        return None
+    if "fork" not in multiprocessing.get_all_start_methods():  # Windows: one process
         return None
     forked_job = job
     try:

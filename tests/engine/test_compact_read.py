@@ -233,6 +233,11 @@ def test_a_worker_only_for_large_jobs_on_several_cores(tmp_path: Path, monkeypat
     worker = shared.start_worker(parse_job(job_file))
     assert worker is not None and shared.forked_job is None
     worker.close()
+    import multiprocessing
+
+    with monkeypatch.context() as m:  # a system without fork (Windows): no worker
+        m.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+        assert shared.start_worker(parse_job(job_file)) is None
     job_file.write_text(job_file.read_text().replace("\nworkers: 2\n", "\nworkers: 1\n"))
     assert shared.start_worker(parse_job(job_file)) is None
 
