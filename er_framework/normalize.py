@@ -92,7 +92,7 @@ from pydantic import ValidationError
 
 from er_framework.components import Context, Normalizer, Params
 from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
-from er_framework.kernels.arrow import coded_strings, string_array, to_numpy
+from er_framework.kernels.arrow import ArrowValues, coded_strings, string_array, to_numpy
 from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
@@ -101,6 +101,7 @@ __all__ = [
     "check_steps",
     "is_missing",
     "normalize_column",
+    "normalize_column_keeping_input",
     "normalize_column_with_stats",
     "normalize_column_with_stats_reference",
     "batch_first",
@@ -508,7 +509,18 @@ def normalize_column(values: Iterable[Any], steps: Any, registry: Registry | Non
 def normalize_column_with_stats(
     values: Iterable[Any], steps: Any, registry: Registry | None = None
 ) -> tuple[list[Value], dict[str, Any]]:
-    """:func:`normalize_column` and counts for the report.
+    """:func:`normalize_column` and counts for the report (see :func:`normalize_column_keeping_input`)."""
+    out, stats, _ = normalize_column_keeping_input(values, steps, registry)
+    return out, stats
+
+
+def normalize_column_keeping_input(
+    values: Iterable[Any], steps: Any, registry: Registry | None = None
+) -> tuple[list[Value], dict[str, Any], Sequence[Any]]:
+    """``(out, stats, given)``: :func:`normalize_column` and counts for the report, and the values given in a
+    compact form: an :class:`~er_framework.kernels.arrow.ArrowValues` of the Arrow dictionary array the
+    factorization made (the same values, held in about their UTF-8 bytes) where there was one, else the
+    values given themselves. A run keeps ``given`` (report.html's example records) and drops the list.
 
     ``stats``: ``values`` (count), ``missing_before`` (``None``, NaN, blank),
     ``placeholders`` (non-blank values meaning missing, such as "N/A"),
@@ -523,12 +535,20 @@ def normalize_column_with_stats(
     guard gives those ``None``); the column itself is passed over by C-level
     maps. :func:`normalize_column_with_stats_reference` is the plain twin.
     """
-    if not isinstance(values, list):
-        values = list(values)
+    given: Sequence[Any]
+    if isinstance(values, ArrowValues):  # a column kept as an Arrow array since it was read
+        given, values = values, (values if len(values) >= FACTORIZE_MIN else list(values))
+    else:
+        if not isinstance(values, list):
+            values = list(values)
+        given = values
     run = _chain(steps, registry)
     coded = _factorized(values)
+    if coded is None and not isinstance(values, list):
+        values = list(values)
     if coded is not None:  # strings and None: Arrow's hash table, the column mapped back by position
-        keys, codes, counts_of = coded
+        keys, codes, counts_of, encoded = coded
+        given = ArrowValues(encoded)
         results = run(keys)
         # the column remembers its distinct results and codes: its Arrow form is then made from those
         out: list[Value] = coded_strings(results, codes.astype(np.int32 if len(keys) < 2**31 else np.int64, copy=False))
@@ -568,37 +588,42 @@ def normalize_column_with_stats(
         "distinct_before": len(keys) - len(lost) + unparseable_distinct,
         "distinct_after": len(after),
     }
-    return out, stats
+    return out, stats, given
 
 
 #: columns shorter than this are factorized with a dict (Arrow's conversion does not pay)
 FACTORIZE_MIN = 10_000
 
 
-def _factorized(values: list[Any]) -> tuple[list[Any], Any, Callable[[list[int]], list[int]]] | None:
-    """``(keys, codes, counts_of)`` of a column of strings and ``None``: its distinct values in order of
-    first appearance (``None`` among them if present), each value's position in ``keys`` (int64 array),
-    and a function giving the number of values of some keys (by position); ``None`` for a short column
-    or one holding anything else (or a string Arrow cannot hold, such as a lone surrogate)."""
+def _factorized(values: list[Any] | ArrowValues) -> tuple[list[Any], Any, Callable[[list[int]], list[int]], Any] | None:
+    """``(keys, codes, counts_of, encoded)`` of a column of strings and ``None`` (or of its Arrow string
+    array): its distinct values in order of first appearance (``None`` among them if present), each value's
+    position in ``keys`` (int64 array), a function giving the number of values of some keys (by position),
+    and the column as an Arrow dictionary array; ``None`` for a short column or one holding anything else
+    (or a string Arrow cannot hold, such as a lone surrogate)."""
     if len(values) < FACTORIZE_MIN:
         return None
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    try:  # TypeError for a value that is neither str nor None (a str subclass is read as its text)
-        arr = string_array(values, large=None)
-    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
-        return None
+    if isinstance(values, ArrowValues) and (pa.types.is_string(values.array.type)
+                                            or pa.types.is_large_string(values.array.type)):
+        arr = values.array
+    else:
+        try:  # TypeError for a value that is neither str nor None (a str subclass is read as its text)
+            arr = string_array(values, large=None)
+        except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+            return None
     enc = pc.dictionary_encode(arr, null_encoding="encode")  # None is a key too, where it first appears
     keys = enc.dictionary.to_pylist()
     codes = to_numpy(enc.indices).astype(np.int64)
-    del arr, enc
+    del arr
     pa.default_memory_pool().release_unused()  # the pool keeps what the strings and the hash table freed
 
     def counts_of(at: list[int]) -> list[int]:
         return np.bincount(codes, minlength=len(keys))[at].tolist() if at else []
 
-    return keys, codes, counts_of
+    return keys, codes, counts_of, enc
 
 
 def normalize_column_with_stats_reference(

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy.typing as npt
 
 from er_framework.config.job import Job
 from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
+from er_framework.engine.columns import normalize_fields_shared
 from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
@@ -42,10 +44,10 @@ from er_framework.kernels.df import DocFreq, df_limits, drop_tokens, pruned_toke
 from er_framework.kernels.graph import canonical_labels
 from er_framework.kernels.hashing import unique_rows
 from er_framework.kernels.groups import cross_group_pairs, sorted_unique
-from er_framework.kernels.parallel import map_ordered, map_processes, split_sizes
+from er_framework.kernels.parallel import ForkedWorker, map_ordered, map_processes, split_sizes
 from er_framework.kernels.windows import verify_windows
 from er_framework.memory import available_memory, size_text
-from er_framework.normalize import normalize_column_with_stats
+from er_framework.normalize import normalize_column_keeping_input
 from er_framework.report.page import RunData, render_report
 
 __all__ = [
@@ -53,9 +55,10 @@ __all__ = [
     "ANSWER_MEMORY_SHARE", "EXACT_CHUNK_CHARS", "ANSWER_PAIR_BYTES", "Answer", "answer", "comparisons_table", "exact_groups", "pairs_table",
     "Exact", "Shingled", "Verified", "block", "cluster", "cluster_stats", "diagnostics", "exact_duplicates", "html_to_text",
     "job_inputs", "require_out_dir", "with_exact", "FILE_BACKED_MIN_BYTES", "file_backed",
-    "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
+    "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_keeping_input",
+    "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
-    "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
+    "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "read_sources", "score_streamed", "shingle_and_sign", "token_budget",
     "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
@@ -80,7 +83,9 @@ VERIFY_WINDOW_MB = 1024
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
 #: customers: 41.2 s / 5.8 GB with workers, 40.3 s / 3.1 GB in-process; 100,000 x 100,000: 3.21 s against
-#: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live.
+#: 2.98 s). tests/hostile/test_processes.py sets it to 1 to signal a run while its workers live. Large jobs
+#: of ``er run`` share the fields with one worker forked before the read instead (``worker`` of
+#: :func:`normalize_fields`; :mod:`er_framework.engine.shared`), which holds none of the data's pages.
 PARALLEL_NORMALIZE_MIN_VALUES = 2**62
 #: an uncompressed JSON Lines source of at least this many bytes is read file-backed: its text fields stay in
 #: the file and the stages read them a slice at a time (:mod:`er_framework.io.filetext`); smaller files are
@@ -97,10 +102,20 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
     HTML columns (``html:`` of a source) are replaced by their visible text.
     Returns the records and per-source reading statistics for the report.
     """
+    parts, stats, problems = read_sources(job, range(len(job.spec.sources)))
+    if problems:
+        raise InputError(problems)
+    return Records.concat(parts), stats
+
+
+def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[str, Any], list[Problem]]:
+    """The sources ``indices`` of ``job`` as :func:`read` reads them: ``(records of each source read without a
+    problem, reading statistics by source name, the problems)``."""
     parts: list[Records] = []
     problems: list[Problem] = []
     stats: dict[str, Any] = {}
-    for i, src in enumerate(job.spec.sources):
+    for i in indices:
+        src = job.spec.sources[i]
         files: list[Records] = []
         st: dict[str, Any] = {}
         if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
@@ -140,9 +155,7 @@ def read(job: Job) -> tuple[Records, dict[str, Any]]:
             st["files"] = len(files)
         stats[src.name] = st
         parts.append(recs)
-    if problems:
-        raise InputError(problems)
-    return Records.concat(parts), stats
+    return parts, stats, problems
 
 
 def file_backed(job: Job, source: int, path: Path) -> bool:
@@ -180,31 +193,49 @@ def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
 
 
 def normalize_fields(
-    records: Records, spec: dict[str, Any], workers: int
-) -> dict[str, tuple[list[str | None], dict[str, Any]]]:
-    """Every field of ``spec`` through its normalizers: ``{field: (values, stats)}``.
+    records: Records, spec: dict[str, Any], workers: int, worker: ForkedWorker | None = None,
+) -> dict[str, tuple[list[str | None], dict[str, Any], Sequence[Any]]]:
+    """Every field of ``spec`` through its normalizers: ``{field: (values, stats, given)}`` (``given``: the
+    values as read in a compact form, :func:`~er_framework.normalize.normalize_column_keeping_input`).
 
     Normalizers are Python per distinct value (they hold the GIL), so on large
     inputs the fields are spread over ``workers`` forked processes, one task
     per field (:func:`map_processes`: they die with this process); each
-    field's result is the same function's, wherever it ran.
+    field's result is the same function's, wherever it ran. ``worker``: a
+    process forked before the read (:func:`~er_framework.engine.columns.normalize_worker`)
+    shares the fields with this one (:func:`~er_framework.engine.columns.normalize_fields_shared`).
     """
     fields = [f for f in spec if f in records.fields]
     total = sum(len(records.fields[f]) for f in fields)
     if workers <= 1 or len(fields) <= 1 or total < PARALLEL_NORMALIZE_MIN_VALUES:
-        return {f: normalize_column_with_stats(records.fields[f], spec[f]) for f in fields}
+        if worker is not None and len(fields) > 1:
+            return normalize_fields_shared(records, spec, worker)
+        return {f: normalize_column_keeping_input(records.fields[f], spec[f]) for f in fields}
     # forked workers that die with this process (any signal) and are killed on an exception here
-    results = map_processes(normalize_column_with_stats, [(records.fields[f], spec[f]) for f in fields], workers)
+    results = map_processes(normalize_column_keeping_input, [(records.fields[f], spec[f]) for f in fields], workers)
     return dict(zip(fields, results))
 
 
 def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, dict[str, Any]]:
     """The job's ``normalize:`` steps applied to ``records``: a new :class:`Records` and per-field stats."""
+    normalized, stats, _ = normalize_keeping_input(job, records, workers)
+    return normalized, stats
+
+
+def normalize_keeping_input(
+    job: Job, records: Records, workers: int = 1, worker: ForkedWorker | None = None,
+) -> tuple[Records, dict[str, Any], Records]:
+    """:func:`normalize` and the records as given, their normalized fields held compactly
+    (:class:`~er_framework.kernels.arrow.ArrowValues`, about their UTF-8 bytes): what a run keeps for
+    report.html's example records once it has let go of ``records`` (the columns as read, a Python string
+    per value: at 2 x 1,000,000 customers ~1.3 GB of the process's peak); ``worker`` as :func:`normalize_fields`."""
     fields = dict(records.fields)
+    given: dict[str, Any] = dict(records.fields)  # read-only sequences: lists, or ArrowValues
     stats: dict[str, Any] = {}
-    for name, (values, st) in normalize_fields(records, job.normalizer_chains(), workers).items():
-        fields[name], stats[name] = values, st
-    return Records(records.ids, records.source, records.source_names, fields), stats
+    for name, (values, st, kept) in normalize_fields(records, job.normalizer_chains(), workers, worker).items():
+        fields[name], stats[name], given[name] = values, st, kept
+    return (Records(records.ids, records.source, records.source_names, fields), stats,
+            Records(records.ids, records.source, records.source_names, given))
 
 
 # ------------------------------------------------------------------ exact duplicates

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
 from er_framework.config.job import Job
 from er_framework.data import Batch
 from er_framework.engine import stages
+from er_framework.engine.shared import is_large, read_shared, start_worker
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.report import RunFacts, finish_run
@@ -27,12 +29,17 @@ def run_local(
     engine = Engine(job)
     log = StageLog(progress=progress)
 
-    with log.stage("read") as info:
-        as_read, source_stats = stages.read(job)
-        n = info["records"] = len(as_read)
-    with log.stage("normalize") as info:
-        records, normalize_stats = stages.normalize(job, as_read, job.context.workers)
-        info["fields"] = sorted(normalize_stats)
+    large = is_large(job)
+    with start_worker(job) or nullcontext() as worker:  # forked before the read: it holds none of the data
+        with log.stage("read") as info:
+            # a large job: the normalized columns as Arrow arrays (~their bytes); the last source read by the worker
+            read, source_stats = read_shared(job, worker, compact=large)
+            n = info["records"] = len(read)
+        with log.stage("normalize") as info:
+            records, normalize_stats, kept = stages.normalize_keeping_input(job, read, job.context.workers, worker)
+            as_read = kept if large else read  # the columns as read (report.html's examples): compact when large
+            del read, kept
+            info["fields"] = sorted(normalize_stats)
     with log.stage("exact_duplicates") as info:
         exact = stages.exact_duplicates(job, records)
         info.update(exact.stats)

@@ -19,14 +19,17 @@ strings) and read fixed-width arrays back through their buffers, so a run of
   array or a sequence of strings and ``None``, by ``pa.array`` for anything else.
 * :func:`to_numpy` - a fixed-width Arrow array (or chunked array) as numpy,
   nulls replaced by a given value.
+* :class:`ArrowValues` - an Arrow array of strings read as a Python sequence of
+  ``str`` / ``None`` (a column kept compact: ~the UTF-8 bytes, not a Python object per value).
 
 ``tests/kernels/test_arrow.py`` compares each with pyarrow's own conversion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, repeat
+import operator
 from operator import is_not
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +39,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["CodedStrings", "array_of", "coded_parts", "coded_strings", "numeric_array", "scalar", "string_array", "to_numpy"]
+__all__ = ["ArrowValues", "CodedStrings", "array_of", "coded_parts", "coded_strings", "numeric_array", "scalar", "string_array", "to_numpy"]
 
 #: largest byte count a ``string`` array's int32 offsets can address
 _INT32_BYTES = (1 << 31) - 1
@@ -120,6 +123,46 @@ class CodedStrings(list):  # type: ignore[type-arg]
     def reverse(self) -> None:
         self._forget()
         super().reverse()
+
+
+class ArrowValues(Sequence[Any]):
+    """A read-only sequence of the values of an Arrow array (a ``string`` array or a dictionary array of
+    strings): ``values[i]`` is ``arr[i].as_py()`` (``str``, or ``None`` for a null), a slice a list.
+
+    What a run keeps of its columns as read once they are normalized (report.html's example records):
+    the Arrow form that normalizing made anyway holds a column in about its UTF-8 bytes, where a list
+    holds a Python string per value (~60 bytes each and more).
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: pa.Array) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.array[i].to_pylist()
+        n = len(self.array)
+        k = operator.index(i)  # TypeError for anything but an integer, as a list says
+        if not -n <= k < n:
+            raise IndexError("ArrowValues index out of range")
+        return self.array[k].as_py()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.array.to_pylist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ArrowValues):
+            return list(self) == list(other)
+        return isinstance(other, (list, tuple)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-like equality by value: unhashable as a list is
+
+    def __repr__(self) -> str:
+        return f"ArrowValues({len(self)} values)"
 
 
 def coded_strings(distinct: list[Any], codes: npt.NDArray[np.integer[Any]]) -> CodedStrings:

@@ -33,8 +33,8 @@ import numpy.typing as npt
 from er_framework.kernels.csr import TokenSets
 
 __all__ = [
-    "POLL_SECONDS", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes", "map_row_blocks", "resolve_workers",
-    "row_blocks", "split_sizes",
+    "POLL_SECONDS", "ForkedWorker", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes",
+    "map_row_blocks", "resolve_workers", "row_blocks", "split_sizes",
 ]
 
 T = TypeVar("T")
@@ -190,6 +190,70 @@ def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers
         raise
     pool.shutdown(wait=True)
     return results
+
+
+class ForkedWorker:
+    """One worker process forked *now*, to be handed tasks later (:meth:`submit`): for Python work that holds
+    the GIL, started before the process holds its data.
+
+    A process forked late shares every page of its parent, and the process
+    tree's resident memory counts those pages twice; forked at the start of a
+    run it shares only the interpreter and its modules, and holds what its
+    tasks give it (their arguments, pickled to it, and their work). It dies
+    with this process as the workers of :func:`map_processes` do
+    (:func:`die_with_parent`), and :meth:`close` ends it (``kill=True``: at
+    once, the way out of an exception). Use it as a context manager (killed
+    when the block ends by an exception, else ended after its tasks).
+    """
+
+    def __init__(self) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork")
+        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent,
+                                        initargs=(os.getpid(),))
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_MASK)
+        try:  # a fork-context pool starts its worker at the first submit, in this thread
+            self.pool.submit(os.getpid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Any:
+        """``fn(*args)`` in the worker: a :class:`concurrent.futures.Future` (see :meth:`result`)."""
+        return self.pool.submit(fn, *args)
+
+    @staticmethod
+    def result(future: Any) -> Any:
+        """The result of a task (its exception raised here), waited for in steps of :data:`POLL_SECONDS` (a
+        signal is handled between two); :class:`WorkerDied` when the worker ended abruptly."""
+        from concurrent.futures import wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            while not wait([future], timeout=POLL_SECONDS)[0]:
+                pass
+            return future.result()
+        except BrokenProcessPool as exc:
+            raise WorkerDied(
+                f"a worker process ended abruptly ({exc}); when memory runs out the OOM killer ends the largest "
+                "process: use fewer workers (workers: 1 runs this step in the main process) or more memory"
+            ) from exc
+
+    def close(self, kill: bool = False) -> None:
+        """End the worker: after its tasks, or at once (``kill``); the pool's threads are joined either way."""
+        if kill:
+            for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+                proc.kill()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> "ForkedWorker":
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        self.close(kill=exc_type is not None)
 
 
 def split_sizes(sizes: npt.ArrayLike, target: int) -> list[tuple[int, int]]:

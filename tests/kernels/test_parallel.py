@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from er_framework.kernels.parallel import map_ordered, map_processes
+from er_framework.kernels.parallel import ForkedWorker, WorkerDied, map_ordered, map_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +91,14 @@ def test_an_interrupt_is_handled_after_polars_ran(no_new_children: None) -> None
 
 
 @linux_only
-def test_an_interrupt_kills_the_running_workers(no_new_children: None) -> None:
+def sleep_in_a_forked_worker(seconds: float) -> None:
+    with ForkedWorker() as worker:
+        ForkedWorker.result(worker.submit(sleep_long, seconds))
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["map_processes", "forked_worker"])
+def test_an_interrupt_kills_the_running_workers(no_new_children: None, how: str) -> None:
     """Ctrl-C while the workers run: KeyboardInterrupt here and the workers killed, not awaited
     (a real SIGINT to the main thread, which waits for the results)."""
     timer = threading.Timer(1.0, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
@@ -99,7 +106,10 @@ def test_an_interrupt_kills_the_running_workers(no_new_children: None) -> None:
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            map_processes(sleep_long, [(600,), (600,)], 2)
+            if how == "map_processes":
+                map_processes(sleep_long, [(600,), (600,)], 2)
+            else:
+                sleep_in_a_forked_worker(600)
     finally:
         timer.cancel()
     assert time.monotonic() - started < 300  # a hang catcher: awaiting the tasks takes 600 s
@@ -109,14 +119,20 @@ SCRIPT = """
 import os, sys, time
 from pathlib import Path
 import er_framework.kernels.parallel as parallel
-from er_framework.kernels.parallel import map_processes
+from er_framework.kernels.parallel import ForkedWorker, map_processes
 parallel.USE_PDEATHSIG = {pdeathsig}
 
 def work(path):
     Path(path).write_text(str(os.getpid()))
     time.sleep(600)
 
-map_processes(work, [({a!r},), ({b!r},)], 2)
+if {forked}:
+    worker = ForkedWorker()
+    other = ForkedWorker()
+    worker.submit(work, {a!r})
+    ForkedWorker.result(other.submit(work, {b!r}))
+else:
+    map_processes(work, [({a!r},), ({b!r},)], 2)
 """
 
 
@@ -129,12 +145,12 @@ def alive(pid: int) -> bool:
 
 
 @linux_only
-@pytest.mark.parametrize("how", ["pdeathsig", "watchdog"])
+@pytest.mark.parametrize("how", ["pdeathsig", "watchdog", "forked_worker"])
 def test_workers_die_when_their_parent_is_killed(tmp_path: Path, how: str) -> None:
     """SIGKILL of the parent (nothing of it runs): the kernel's PDEATHSIG, or else the watchdog thread
-    (as on macOS: no prctl is made), ends the workers."""
+    (as on macOS: no prctl is made), ends the workers (of map_processes, or two ForkedWorkers)."""
     a, b = tmp_path / "a", tmp_path / "b"
-    code = textwrap.dedent(SCRIPT.format(pdeathsig=how == "pdeathsig", a=str(a), b=str(b)))
+    code = textwrap.dedent(SCRIPT.format(pdeathsig=how != "watchdog", a=str(a), b=str(b), forked=how == "forked_worker"))
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -155,3 +171,29 @@ def test_workers_die_when_their_parent_is_killed(tmp_path: Path, how: str) -> No
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+@linux_only
+def test_a_forked_worker_exists_before_any_task_and_ignores_ctrl_c(no_new_children: None) -> None:
+    with ForkedWorker() as worker:
+        assert len(worker.pool._processes) == 1  # forked by the constructor
+        pid, handler = ForkedWorker.result(worker.submit(pid_and_sigint))
+    assert pid != os.getpid() and handler == signal.SIG_IGN
+
+
+@linux_only
+def test_an_error_of_a_forked_workers_task_is_raised_and_the_worker_killed(no_new_children: None) -> None:
+    with pytest.raises(ValueError, match="bad 2"):
+        with ForkedWorker() as worker:
+            ForkedWorker.result(worker.submit(boom, 2))
+
+
+def die() -> None:
+    os._exit(3)
+
+
+@linux_only
+def test_a_forked_worker_that_dies_is_a_worker_died_error(no_new_children: None) -> None:
+    with pytest.raises(WorkerDied, match="ended abruptly"):
+        with ForkedWorker() as worker:
+            ForkedWorker.result(worker.submit(die))
