@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -852,47 +853,55 @@ def score_windowed(
     workers = engine.job.context.workers
     bare = replace(batch, tokens=None, token_source=None)
     before: tuple[int, Int64Array, Int64Array] | None = None  # the chunk before: (number, rows, set sizes)
-    for c in range(plan.chunks):  # one step per chunk of records in window order
-        rows = plan.order[plan.starts[c]: plan.starts[c + 1]]
-        slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
-        parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
-        mine = sum(len(p.tokens) for p in parts)
-        if mine > half:  # a shingler whose sets outgrow the counts (not the contract's): a larger buffer
-            grown = np.empty(2 * mine, dtype=np.uint64)
-            if before is not None:  # the chunk before keeps its side of the middle
-                m = int(before[2].sum())
-                if before[0] % 2 == 0:
-                    grown[mine - m: mine] = buffer[half - m: half]
-                else:
-                    grown[mine: mine + m] = buffer[half: half + m]
-            buffer, half = grown, mine
-        at = half - mine if c % 2 == 0 else half
-        for part in parts:
-            buffer[at: at + len(part.tokens)] = part.tokens
-            at += len(part.tokens)
-        set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        del parts
-        ps = near[bounds[c]: bounds[c + 1]]
-        if len(ps):
-            chunks = [(c, rows, set_sizes)] if before is None else (
-                [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
-            first = chunks[0]
-            lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
-            block_rows = np.concatenate([x[1] for x in chunks])
-            indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
-            np.cumsum(np.concatenate([x[2] for x in chunks]), out=indptr[1:])
-            # a record's row in the block: its place in its chunk, after the rows of the chunk before it
-            offset = np.zeros(plan.chunks + 1, dtype=np.int64)
-            if len(chunks) == 2:
-                offset[chunks[1][0]] = len(first[1])
-            pl, pr = plan.position[pairs.left[ps]], plan.position[pairs.right[ps]]
-            chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
-            local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
-            block = bare.subset(block_rows)
-            block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
-            scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
-            del block
-        before = (c, rows, set_sizes)
+    # the next chunk's texts are asked of the page cache while this one is scored (a file-backed corpus:
+    # read in window order, scattered over the file; Records.prefetch), on a thread of its own
+    chunk_rows = [plan.order[plan.starts[c]: plan.starts[c + 1]] for c in range(plan.chunks)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="er-prefetch") as hints:
+        if plan.chunks:
+            hints.submit(batch.records.prefetch, chunk_rows[0])
+        for c in range(plan.chunks):  # one step per chunk of records in window order
+            rows = chunk_rows[c]
+            if c + 1 < plan.chunks:
+                hints.submit(batch.records.prefetch, chunk_rows[c + 1])
+            slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
+            parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
+            mine = sum(len(p.tokens) for p in parts)
+            if mine > half:  # a shingler whose sets outgrow the counts (not the contract's): a larger buffer
+                grown = np.empty(2 * mine, dtype=np.uint64)
+                if before is not None:  # the chunk before keeps its side of the middle
+                    m = int(before[2].sum())
+                    if before[0] % 2 == 0:
+                        grown[mine - m: mine] = buffer[half - m: half]
+                    else:
+                        grown[mine: mine + m] = buffer[half: half + m]
+                buffer, half = grown, mine
+            at = half - mine if c % 2 == 0 else half
+            for part in parts:
+                buffer[at: at + len(part.tokens)] = part.tokens
+                at += len(part.tokens)
+            set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            del parts
+            ps = near[bounds[c]: bounds[c + 1]]
+            if len(ps):
+                chunks = [(c, rows, set_sizes)] if before is None else (
+                    [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
+                first = chunks[0]
+                lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
+                block_rows = np.concatenate([x[1] for x in chunks])
+                indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
+                np.cumsum(np.concatenate([x[2] for x in chunks]), out=indptr[1:])
+                # a record's row in the block: its place in its chunk, after the rows of the chunk before it
+                offset = np.zeros(plan.chunks + 1, dtype=np.int64)
+                if len(chunks) == 2:
+                    offset[chunks[1][0]] = len(first[1])
+                pl, pr = plan.position[pairs.left[ps]], plan.position[pairs.right[ps]]
+                chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
+                local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
+                block = bare.subset(block_rows)
+                block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
+                scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+                del block
+            before = (c, rows, set_sizes)
     del buffer
     shingled, blocks = len(plan.order), plan.chunks
     far = np.flatnonzero(plan.far)

@@ -260,6 +260,50 @@ class FileTexts(Sequence[str | None]):
             os.close(fd)
         return out
 
+    def prefetch(self, rows: npt.ArrayLike) -> None:
+        """Ask the operating system to bring the values of ``rows`` into its page cache, without waiting
+        (``posix_fadvise(WILLNEED)``, one advice per group of values at most :data:`READ_GAP_BYTES`
+        apart in the file; nothing where the call does not exist). A hint only: nothing is read or
+        checked here, and a failing advice is ignored (:meth:`read` reads and checks as always).
+
+        Verification reads the candidates' texts in an order of its own, scattered over the file; once
+        the file has left the page cache, each value read is a wait for the disk (measured on 200,000
+        documents: 8.0 s against 4.5-5.6 s for a verification whose file was cached). Advising the next
+        chunk's values while the current one is scored overlaps those waits with the work.
+        """
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:  # pragma: no cover - Windows, macOS
+            return
+        idx = np.asarray(rows, dtype=np.int64)
+        want = idx[(self.kind[idx] != NONE) & (self.size[idx] > 0)]  # an advice of length 0 means "to the end"
+        if len(want) == 0:
+            return
+        spans = self._advice_spans(self.at[want], self.size[want])
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            for lo, hi in spans:
+                advise(fd, lo, hi - lo, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _advice_spans(at: npt.NDArray[np.int64], size: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """Byte ranges ``[lo, hi)`` in file order, disjoint, that cover the values at ``at`` (``size``
+        bytes each, any order): values at most :data:`READ_GAP_BYTES` apart share one range."""
+        if len(at) == 0:
+            return []
+        order = np.argsort(at, kind="stable")
+        lo = at[order]
+        end = np.maximum.accumulate(lo + size[order])
+        first = np.concatenate([[0], np.flatnonzero(lo[1:] - end[:-1] > READ_GAP_BYTES) + 1])
+        last = np.concatenate([first[1:], [len(lo)]]) - 1
+        return list(zip(lo[first].tolist(), end[last].tolist()))
+
     @staticmethod
     def _runs(at: npt.NDArray[np.int64], size: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
         """Groups ``[a, b)`` of consecutive values that one read covers: each starts at most
