@@ -241,17 +241,19 @@ class FileTexts(Sequence[str | None]):
                     where=self.path, message="the file changed after the job read it (its texts are read again "
                     "from the file while the job runs)",
                     fix="do not write to a source while a job reads it; run the job again"))
+            # Python lists, not numpy scalars, in the loop over values (it holds the GIL: other threads wait)
+            at_of, size_of, kind_of, rows_of = at.tolist(), size.tolist(), kind.tolist(), want.tolist()
             for a, b in self._runs(at[want], size[want]):
-                lo = int(at[want[a]])
-                hi = int(at[want[b - 1]] + size[want[b - 1]])
+                lo = at_of[rows_of[a]]
+                hi = at_of[rows_of[b - 1]] + size_of[rows_of[b - 1]]
                 buf = _pread(fd, hi - lo, lo)
                 if len(buf) != hi - lo:
                     raise InputError(Problem(where=self.path, message="the file is shorter than when the job read it",
                                              fix="do not write to a source while a job reads it; run the job again"))
-                for r in want[a:b]:
-                    x = int(at[r]) - lo
-                    raw = buf[x: x + int(size[r])]
-                    if kind[r] == PLAIN:
+                for r in rows_of[a:b]:
+                    x = at_of[r] - lo
+                    raw = buf if b - a == 1 else buf[x: x + size_of[r]]  # a run of one value: the whole read
+                    if kind_of[r] == PLAIN:
                         out[r] = raw.decode("utf-8")
                     else:
                         value = json.loads(raw)
@@ -309,11 +311,16 @@ class FileTexts(Sequence[str | None]):
         """Groups ``[a, b)`` of consecutive values that one read covers: each starts at most
         :data:`READ_GAP_BYTES` after the last one ended, and a group spans at most about :data:`READ_RUN_BYTES`."""
         n = len(at)
+        if n == 0:
+            return []
         end = at + size
         gap = at[1:] - end[:-1]
         cut = np.flatnonzero((gap < 0) | (gap > READ_GAP_BYTES)) + 1
+        firsts, stops = np.concatenate([[0], cut]).astype(np.int64), np.concatenate([cut, [n]]).astype(np.int64)
+        if bool((end[stops - 1] - at[firsts] <= READ_RUN_BYTES).all()):  # no run to split (the usual)
+            return list(zip(firsts.tolist(), stops.tolist()))
         runs: list[tuple[int, int]] = []
-        for a, b in zip(np.concatenate([[0], cut]).tolist(), np.concatenate([cut, [n]]).tolist()):
+        for a, b in zip(firsts.tolist(), stops.tolist()):
             s = a
             while s < b:  # split a long run into reads of about READ_RUN_BYTES
                 limit = int(at[s]) + READ_RUN_BYTES
