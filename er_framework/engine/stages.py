@@ -57,7 +57,7 @@ __all__ = [
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets",
+    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets", "place_parts",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -812,6 +812,19 @@ def rows_sets(source: Callable[[Int64Array], TokenSets], rows: Int64Array, xy: t
     return source(rows[xy[0]: xy[1]])
 
 
+def place_parts(buffer: npt.NDArray[np.uint64], at: int, parts: list[TokenSets], workers: int) -> None:
+    """The tokens of ``parts`` one after the other in ``buffer`` from ``at`` on, copied on ``workers``
+    threads (numpy's copy releases the GIL: the copies of a chunk's sets, a few hundred MB, are not left
+    to one core while the other waits)."""
+    sizes = [len(p.tokens) for p in parts]
+    starts = np.cumsum([at] + sizes[:-1]).tolist() if parts else []
+
+    def place(i: int) -> None:
+        buffer[starts[i]: starts[i] + sizes[i]] = parts[i].tokens
+
+    map_ordered(place, range(len(parts)), workers)
+
+
 def score_windowed(
     engine: Engine, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
 ) -> tuple[npt.NDArray[np.float64], int, int, int]:
@@ -875,10 +888,7 @@ def score_windowed(
                     else:
                         grown[mine: mine + m] = buffer[half: half + m]
                 buffer, half = grown, mine
-            at = half - mine if c % 2 == 0 else half
-            for part in parts:
-                buffer[at: at + len(part.tokens)] = part.tokens
-                at += len(part.tokens)
+            place_parts(buffer, half - mine if c % 2 == 0 else half, parts, workers)
             set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
             del parts
             ps = near[bounds[c]: bounds[c + 1]]
