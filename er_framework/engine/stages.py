@@ -57,7 +57,7 @@ __all__ = [
     "exact_from_keys", "exact_groups_from_keys", "exact_keys", "normalize", "normalize_fields", "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets", "place_parts",
+    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets", "place_parts", "PREFETCH_CHUNKS",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -77,6 +77,9 @@ VERIFY_BLOCK_MB = 256
 #: in chunks further apart (1,000,000 documents, 1.03 M candidate pairs of 575,660 records: 753 k records
 #: shingled with 256 MB, 663 k with 512 MB, 576 k with 1024 MB)
 VERIFY_WINDOW_MB = 1024
+#: chunks of a windowed verification whose texts are asked of the page cache ahead of the one being made
+#: (:meth:`~er_framework.data.Records.prefetch`: the operating system reads them while the chunk is scored)
+PREFETCH_CHUNKS = 2
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
@@ -866,16 +869,15 @@ def score_windowed(
     workers = engine.job.context.workers
     bare = replace(batch, tokens=None, token_source=None)
     before: tuple[int, Int64Array, Int64Array] | None = None  # the chunk before: (number, rows, set sizes)
-    # the next chunk's texts are asked of the page cache while this one is scored (a file-backed corpus:
+    # the next chunks' texts are asked of the page cache while this one is scored (a file-backed corpus:
     # read in window order, scattered over the file; Records.prefetch), on a thread of its own
     chunk_rows = [plan.order[plan.starts[c]: plan.starts[c + 1]] for c in range(plan.chunks)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="er-prefetch") as hints:
-        if plan.chunks:
-            hints.submit(batch.records.prefetch, chunk_rows[0])
+        hinted = [hints.submit(batch.records.prefetch, chunk_rows[c]) for c in range(min(PREFETCH_CHUNKS, plan.chunks))]
         for c in range(plan.chunks):  # one step per chunk of records in window order
             rows = chunk_rows[c]
-            if c + 1 < plan.chunks:
-                hints.submit(batch.records.prefetch, chunk_rows[c + 1])
+            if c + PREFETCH_CHUNKS < plan.chunks:
+                hinted.append(hints.submit(batch.records.prefetch, chunk_rows[c + PREFETCH_CHUNKS]))
             slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
             parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
             mine = sum(len(p.tokens) for p in parts)
@@ -912,6 +914,8 @@ def score_windowed(
                 scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
                 del block
             before = (c, rows, set_sizes)
+    for done in hinted:  # a hint that failed other than by the operating system (FileTexts.prefetch) is a bug
+        done.result()
     del buffer
     shingled, blocks = len(plan.order), plan.chunks
     far = np.flatnonzero(plan.far)

@@ -190,12 +190,17 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
     job_path.write_text(job_path.read_text() + "token_memory_mb: 0\n")
     job_path.write_text(job_path.read_text() + "workers: 2\n")  # the file-backed read on two processes
     outs = []
+    hinted: list[int] = []  # the rows the windowed verification asked of the page cache ahead (FileTexts.prefetch)
+    prefetch = FileTexts.prefetch
+    monkeypatch.setattr(FileTexts, "prefetch", lambda self, rows: (hinted.extend(np.asarray(rows).tolist()),
+                                                                  prefetch(self, rows))[1])
     for limit in (2**62, 0):
         monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", limit)
         out = tmp_path / f"out{limit}"
         res = run_job(parse_job(job_path), out)
         col = res.records.fields["text"]
         assert isinstance(col, FileTexts) == (limit == 0)
+        assert bool(hinted) == (limit == 0)
         outs.append({name: (out / name).read_bytes() for name in ("pairs.csv", "clusters.csv")})
     assert outs[0] == outs[1]
     assert os.path.getsize(tmp_path / "out0" / "pairs.csv") > 100
