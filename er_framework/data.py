@@ -136,6 +136,15 @@ class Records:
         values = [self.fields[c][sl] for c in cols]
         return [sep.join(x for x in row if x) for row in zip(*values)]  # not None, not ""
 
+    def prefetch(self, rows: npt.ArrayLike, columns: Sequence[str] | None = None) -> None:
+        """Ask the file-backed columns (default: all) to bring the values of ``rows`` into the operating
+        system's page cache without waiting (``FileTexts.prefetch``); nothing for columns in memory."""
+        for c in (list(columns) if columns is not None else list(self.fields)):
+            col = self.fields[c]
+            hint = getattr(col, "prefetch", None) if not isinstance(col, list) else None
+            if callable(hint):
+                hint(rows)
+
     def text_sizes(self, columns: Sequence[str] | None = None) -> Int64Array:
         """Characters of each record's fields (default: all) summed, without joining them: an estimate of
         :meth:`text`'s lengths (separators not counted) for cutting a corpus into chunks."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -59,7 +60,7 @@ __all__ = [
     "normalize_text", "output_tables",
     "PRUNE_MEMORY_SHARE", "Pruning", "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share",
     "KEEP_FORECAST_SHARE", "TOKEN_MEMORY_SHARE", "read", "read_sources", "score_streamed", "shingle_and_sign", "token_budget",
-    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets",
+    "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "score_windowed", "rows_sets", "place_parts", "PREFETCH_CHUNKS",
     "shingle_frequencies", "subtract_pairs", "verify", "write",
 ]
 
@@ -79,6 +80,9 @@ VERIFY_BLOCK_MB = 256
 #: in chunks further apart (1,000,000 documents, 1.03 M candidate pairs of 575,660 records: 753 k records
 #: shingled with 256 MB, 663 k with 512 MB, 576 k with 1024 MB)
 VERIFY_WINDOW_MB = 1024
+#: chunks of a windowed verification whose texts are asked of the page cache ahead of the one being made
+#: (:meth:`~er_framework.data.Records.prefetch`: the operating system reads them while the chunk is scored)
+PREFETCH_CHUNKS = 2
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
 #: field per task; below it, in this process. Off by default (2**62): on 2 cores the workers gained no time
 #: and their copies of the columns doubled the memory of the process tree (issue 15, 1,000,000 x 1,000,000
@@ -842,6 +846,19 @@ def rows_sets(source: Callable[[Int64Array], TokenSets], rows: Int64Array, xy: t
     return source(rows[xy[0]: xy[1]])
 
 
+def place_parts(buffer: npt.NDArray[np.uint64], at: int, parts: list[TokenSets], workers: int) -> None:
+    """The tokens of ``parts`` one after the other in ``buffer`` from ``at`` on, copied on ``workers``
+    threads (numpy's copy releases the GIL: the copies of a chunk's sets, a few hundred MB, are not left
+    to one core while the other waits)."""
+    sizes = [len(p.tokens) for p in parts]
+    starts = np.cumsum([at] + sizes[:-1]).tolist() if parts else []
+
+    def place(i: int) -> None:
+        buffer[starts[i]: starts[i] + sizes[i]] = parts[i].tokens
+
+    map_ordered(place, range(len(parts)), workers)
+
+
 def score_windowed(
     engine: Engine, batch: Batch, pairs: Pairs, sizes: Int64Array, token_memory_mb: float
 ) -> tuple[npt.NDArray[np.float64], int, int, int]:
@@ -883,47 +900,53 @@ def score_windowed(
     workers = engine.job.context.workers
     bare = replace(batch, tokens=None, token_source=None)
     before: tuple[int, Int64Array, Int64Array] | None = None  # the chunk before: (number, rows, set sizes)
-    for c in range(plan.chunks):  # one step per chunk of records in window order
-        rows = plan.order[plan.starts[c]: plan.starts[c + 1]]
-        slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
-        parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
-        mine = sum(len(p.tokens) for p in parts)
-        if mine > half:  # a shingler whose sets outgrow the counts (not the contract's): a larger buffer
-            grown = np.empty(2 * mine, dtype=np.uint64)
-            if before is not None:  # the chunk before keeps its side of the middle
-                m = int(before[2].sum())
-                if before[0] % 2 == 0:
-                    grown[mine - m: mine] = buffer[half - m: half]
-                else:
-                    grown[mine: mine + m] = buffer[half: half + m]
-            buffer, half = grown, mine
-        at = half - mine if c % 2 == 0 else half
-        for part in parts:
-            buffer[at: at + len(part.tokens)] = part.tokens
-            at += len(part.tokens)
-        set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        del parts
-        ps = near[bounds[c]: bounds[c + 1]]
-        if len(ps):
-            chunks = [(c, rows, set_sizes)] if before is None else (
-                [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
-            first = chunks[0]
-            lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
-            block_rows = np.concatenate([x[1] for x in chunks])
-            indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
-            np.cumsum(np.concatenate([x[2] for x in chunks]), out=indptr[1:])
-            # a record's row in the block: its place in its chunk, after the rows of the chunk before it
-            offset = np.zeros(plan.chunks + 1, dtype=np.int64)
-            if len(chunks) == 2:
-                offset[chunks[1][0]] = len(first[1])
-            pl, pr = plan.position[pairs.left[ps]], plan.position[pairs.right[ps]]
-            chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
-            local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
-            block = bare.subset(block_rows)
-            block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
-            scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
-            del block
-        before = (c, rows, set_sizes)
+    # the next chunks' texts are asked of the page cache while this one is scored (a file-backed corpus:
+    # read in window order, scattered over the file; Records.prefetch), on a thread of its own
+    chunk_rows = [plan.order[plan.starts[c]: plan.starts[c + 1]] for c in range(plan.chunks)]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="er-prefetch") as hints:
+        hinted = [hints.submit(batch.records.prefetch, chunk_rows[c]) for c in range(min(PREFETCH_CHUNKS, plan.chunks))]
+        for c in range(plan.chunks):  # one step per chunk of records in window order
+            rows = chunk_rows[c]
+            if c + PREFETCH_CHUNKS < plan.chunks:
+                hinted.append(hints.submit(batch.records.prefetch, chunk_rows[c + PREFETCH_CHUNKS]))
+            slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
+            parts = map_ordered(partial(rows_sets, source, rows), slices, workers)
+            mine = sum(len(p.tokens) for p in parts)
+            if mine > half:  # a shingler whose sets outgrow the counts (not the contract's): a larger buffer
+                grown = np.empty(2 * mine, dtype=np.uint64)
+                if before is not None:  # the chunk before keeps its side of the middle
+                    m = int(before[2].sum())
+                    if before[0] % 2 == 0:
+                        grown[mine - m: mine] = buffer[half - m: half]
+                    else:
+                        grown[mine: mine + m] = buffer[half: half + m]
+                buffer, half = grown, mine
+            place_parts(buffer, half - mine if c % 2 == 0 else half, parts, workers)
+            set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            del parts
+            ps = near[bounds[c]: bounds[c + 1]]
+            if len(ps):
+                chunks = [(c, rows, set_sizes)] if before is None else (
+                    [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
+                first = chunks[0]
+                lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
+                block_rows = np.concatenate([x[1] for x in chunks])
+                indptr = np.zeros(len(block_rows) + 1, dtype=np.int64)
+                np.cumsum(np.concatenate([x[2] for x in chunks]), out=indptr[1:])
+                # a record's row in the block: its place in its chunk, after the rows of the chunk before it
+                offset = np.zeros(plan.chunks + 1, dtype=np.int64)
+                if len(chunks) == 2:
+                    offset[chunks[1][0]] = len(first[1])
+                pl, pr = plan.position[pairs.left[ps]], plan.position[pairs.right[ps]]
+                chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
+                local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
+                block = bare.subset(block_rows)
+                block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
+                scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+                del block
+            before = (c, rows, set_sizes)
+    for done in hinted:  # a hint that failed other than by the operating system (FileTexts.prefetch) is a bug
+        done.result()
     del buffer
     shingled, blocks = len(plan.order), plan.chunks
     far = np.flatnonzero(plan.far)

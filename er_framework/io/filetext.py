@@ -241,17 +241,19 @@ class FileTexts(Sequence[str | None]):
                     where=self.path, message="the file changed after the job read it (its texts are read again "
                     "from the file while the job runs)",
                     fix="do not write to a source while a job reads it; run the job again"))
+            # Python lists, not numpy scalars, in the loop over values (it holds the GIL: other threads wait)
+            at_of, size_of, kind_of, rows_of = at.tolist(), size.tolist(), kind.tolist(), want.tolist()
             for a, b in self._runs(at[want], size[want]):
-                lo = int(at[want[a]])
-                hi = int(at[want[b - 1]] + size[want[b - 1]])
+                lo = at_of[rows_of[a]]
+                hi = at_of[rows_of[b - 1]] + size_of[rows_of[b - 1]]
                 buf = _pread(fd, hi - lo, lo)
                 if len(buf) != hi - lo:
                     raise InputError(Problem(where=self.path, message="the file is shorter than when the job read it",
                                              fix="do not write to a source while a job reads it; run the job again"))
-                for r in want[a:b]:
-                    x = int(at[r]) - lo
-                    raw = buf[x: x + int(size[r])]
-                    if kind[r] == PLAIN:
+                for r in rows_of[a:b]:
+                    x = at_of[r] - lo
+                    raw = buf if b - a == 1 else buf[x: x + size_of[r]]  # a run of one value: the whole read
+                    if kind_of[r] == PLAIN:
                         out[r] = raw.decode("utf-8")
                     else:
                         value = json.loads(raw)
@@ -260,16 +262,65 @@ class FileTexts(Sequence[str | None]):
             os.close(fd)
         return out
 
+    def prefetch(self, rows: npt.ArrayLike) -> None:
+        """Ask the operating system to bring the values of ``rows`` into its page cache, without waiting
+        (``posix_fadvise(WILLNEED)``, one advice per group of values at most :data:`READ_GAP_BYTES`
+        apart in the file; nothing where the call does not exist). A hint only: nothing is read or
+        checked here, and a failing advice is ignored (:meth:`read` reads and checks as always).
+
+        Verification reads the candidates' texts in an order of its own, scattered over the file; once
+        the file has left the page cache, each value read is a wait for the disk (measured on 200,000
+        documents: 8.0 s against 4.5-5.6 s for a verification whose file was cached). Advising the next
+        chunk's values while the current one is scored overlaps those waits with the work.
+        """
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:  # pragma: no cover - Windows, macOS
+            return
+        idx = np.asarray(rows, dtype=np.int64)
+        want = idx[(self.kind[idx] != NONE) & (self.size[idx] > 0)]  # an advice of length 0 means "to the end"
+        if len(want) == 0:
+            return
+        spans = self._advice_spans(self.at[want], self.size[want])
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            for lo, hi in spans:
+                advise(fd, lo, hi - lo, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _advice_spans(at: npt.NDArray[np.int64], size: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """Byte ranges ``[lo, hi)`` in file order, disjoint, that cover the values at ``at`` (``size``
+        bytes each, any order): values at most :data:`READ_GAP_BYTES` apart share one range."""
+        if len(at) == 0:
+            return []
+        order = np.argsort(at, kind="stable")
+        lo = at[order]
+        end = np.maximum.accumulate(lo + size[order])
+        first = np.concatenate([[0], np.flatnonzero(lo[1:] - end[:-1] > READ_GAP_BYTES) + 1])
+        last = np.concatenate([first[1:], [len(lo)]]) - 1
+        return list(zip(lo[first].tolist(), end[last].tolist()))
+
     @staticmethod
     def _runs(at: npt.NDArray[np.int64], size: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
         """Groups ``[a, b)`` of consecutive values that one read covers: each starts at most
         :data:`READ_GAP_BYTES` after the last one ended, and a group spans at most about :data:`READ_RUN_BYTES`."""
         n = len(at)
+        if n == 0:
+            return []
         end = at + size
         gap = at[1:] - end[:-1]
         cut = np.flatnonzero((gap < 0) | (gap > READ_GAP_BYTES)) + 1
+        firsts, stops = np.concatenate([[0], cut]).astype(np.int64), np.concatenate([cut, [n]]).astype(np.int64)
+        if bool((end[stops - 1] - at[firsts] <= READ_RUN_BYTES).all()):  # no run to split (the usual)
+            return list(zip(firsts.tolist(), stops.tolist()))
         runs: list[tuple[int, int]] = []
-        for a, b in zip(np.concatenate([[0], cut]).tolist(), np.concatenate([cut, [n]]).tolist()):
+        for a, b in zip(firsts.tolist(), stops.tolist()):
             s = a
             while s < b:  # split a long run into reads of about READ_RUN_BYTES
                 limit = int(at[s]) + READ_RUN_BYTES

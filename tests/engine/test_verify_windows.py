@@ -96,3 +96,39 @@ def test_windowed_scores_equal_the_reference(streamed: tuple[Engine, Batch], blo
     # token counts below the set sizes (a shingler outside the contract): the buffer grows, same scores
     small, _, _, _ = pipeline.score_windowed(engine, batch, pairs, sizes // 3, 0.0)
     assert np.array_equal(small, got)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_placed_parts_are_the_concatenation(workers: int) -> None:
+    """place_parts (the chunk's sets copied into the buffer on threads) equals np.concatenate at the offset,
+    and nothing outside its range is written (empty parts and no part at all included)."""
+    from er_framework.kernels.csr import TokenSets
+
+    rng = np.random.default_rng(9)
+    for sizes in ([], [0], [3, 0, 5, 1], [int(x) for x in rng.integers(0, 50, 40)]):
+        parts = [TokenSets(np.array([0, s], dtype=np.int64), rng.integers(0, 2**63, s, dtype=np.int64).astype(np.uint64))
+                 for s in sizes]
+        total = sum(sizes)
+        for at in (0, 7):
+            buffer = np.full(total + 20, 12345, dtype=np.uint64)
+            pipeline.place_parts(buffer, at, parts, workers)
+            want = np.concatenate([p.tokens for p in parts]) if parts else np.zeros(0, dtype=np.uint64)
+            assert np.array_equal(buffer[at: at + total], want)
+            assert (buffer[:at] == 12345).all() and (buffer[at + total:] == 12345).all()
+
+
+def test_windowed_scores_on_two_workers(streamed: tuple[Engine, Batch], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads (the chunks' sets made and placed on both) give the scores of one."""
+    engine, batch = streamed
+    n = len(batch)
+    pairs = Pairs(np.arange(n - 1), np.arange(1, n)).normalized()
+    sizes = np.asarray(batch.tokens_for(np.arange(n)).sizes, dtype=np.int64)
+    monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.004)
+    monkeypatch.setattr(pipeline, "VERIFY_WINDOW_MB", 0.004)
+    one, _, blocks, _ = pipeline.score_windowed(engine, batch, pairs, sizes, 0.0)
+    assert blocks > 1
+    monkeypatch.setattr(engine.job.context, "workers", 2)
+    two, _, _, _ = pipeline.score_windowed(engine, batch, pairs, sizes, 0.0)
+    assert np.array_equal(one, two)
+    assert one.tolist() == pytest.approx(jaccard_reference(batch.tokens_for(np.arange(n)), pairs.left, pairs.right),
+                                         abs=0, rel=0)

@@ -110,6 +110,35 @@ def test_reads_are_grouped_and_split(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert fb.fields["text"].read(order) == [want[i] for i in order]  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("gap", [0, 3, 4096])
+def test_prefetch_advises_ranges_that_cover_every_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         gap: int) -> None:
+    """The advised byte ranges are disjoint, in file order, and cover each asked value's bytes (checked
+    byte by byte against the values' spans); values in memory, missing values and empty ones (an advice of
+    length 0 would be the whole file) are not advised; the
+    texts read afterwards are the same."""
+    monkeypatch.setattr(filetext, "READ_GAP_BYTES", gap)
+    path = write(tmp_path / "d.jsonl", [x.replace('"id": "', f'"id": "{k}') for k in range(3) for x in LINES])
+    mem, fb = read_both(path)
+    col = fb.fields["text"]
+    assert isinstance(col, FileTexts)
+    advised: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, lo, n, how: advised.append((lo, lo + n)), raising=False)
+    rng = np.random.default_rng(5)
+    for rows in [rng.permutation(len(col)), np.asarray([5, 5, 40, 0], dtype=np.int64), np.asarray([5, 6], dtype=np.int64)]:
+        advised.clear()
+        fb.prefetch(rows)
+        mem.prefetch(rows)  # in memory: nothing to advise
+        assert all(a < b for a, b in advised) and all(b1 < a2 for (_, b1), (a2, _) in zip(advised, advised[1:]))
+        covered = {x for a, b in advised for x in range(a, b)}
+        wanted = [int(r) for r in rows if col.kind[r] != filetext.NONE and col.size[r] > 0]
+        assert all(set(range(int(col.at[r]), int(col.at[r] + col.size[r]))) <= covered for r in wanted)
+        assert bool(advised) == bool(wanted)
+        if gap == 0:  # no gap: nothing but the values' own bytes (LINE values: their whole line)
+            assert covered == {x for r in wanted for x in range(int(col.at[r]), int(col.at[r] + col.size[r]))}
+        assert col.read(rows) == [mem.fields["text"][int(r)] for r in rows]
+
+
 def test_other_fields_and_the_id_column_stay_in_memory(tmp_path: Path) -> None:
     path = write(tmp_path / "d.jsonl", ['{"id": "1", "a": "x y", "b": "z"}', '{"id": "2", "a": "p", "b": null}'])
     mem, fb = read_both(path, ["id", "a", "b"])
@@ -161,12 +190,17 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
     job_path.write_text(job_path.read_text() + "token_memory_mb: 0\n")
     job_path.write_text(job_path.read_text() + "workers: 2\n")  # the file-backed read on two processes
     outs = []
+    hinted: list[int] = []  # the rows the windowed verification asked of the page cache ahead (FileTexts.prefetch)
+    prefetch = FileTexts.prefetch
+    monkeypatch.setattr(FileTexts, "prefetch", lambda self, rows: (hinted.extend(np.asarray(rows).tolist()),
+                                                                  prefetch(self, rows))[1])
     for limit in (2**62, 0):
         monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", limit)
         out = tmp_path / f"out{limit}"
         res = run_job(parse_job(job_path), out)
         col = res.records.fields["text"]
         assert isinstance(col, FileTexts) == (limit == 0)
+        assert bool(hinted) == (limit == 0)
         outs.append({name: (out / name).read_bytes() for name in ("pairs.csv", "clusters.csv")})
     assert outs[0] == outs[1]
     assert os.path.getsize(tmp_path / "out0" / "pairs.csv") > 100
