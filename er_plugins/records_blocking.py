@@ -66,7 +66,7 @@ from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
 from er_framework.memory import available_memory, size_text
-from er_framework.kernels.arrow import coded_parts, string_array, to_numpy
+from er_framework.kernels.arrow import ARROW_MIN_VALUES, coded_parts, string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, sort_unique, unpack_pairs
@@ -148,17 +148,19 @@ def field_codes(values: Sequence[str | None], prefix: int | None = None) -> tupl
     Equal strings get equal codes and different strings different codes
     (no hash collision can merge two values).
 
-    A column of strings and ``None`` is factorized by Arrow (its hash table
-    compares the bytes: exact) and only the distinct values are sorted (UTF-8
-    byte order is code-point order); their ranks are then the codes. Any
-    other column (or one Arrow cannot hold, such as a lone surrogate) takes
-    :func:`field_codes_numpy`, the same codes by sorting the whole column.
+    A column of :data:`ARROW_MIN_VALUES` strings and ``None`` or more is
+    factorized by Arrow (its hash table compares the bytes: exact) and only the
+    distinct values are sorted (UTF-8 byte order is code-point order); their
+    ranks are then the codes. A shorter column, any other column or one Arrow
+    cannot hold (such as a lone surrogate) takes :func:`field_codes_numpy`,
+    the same codes by sorting the whole column.
     """
-    coded = _field_codes_arrow(values, prefix)
+    coded = field_codes_arrow(values, prefix) if len(values) >= ARROW_MIN_VALUES else None
     return coded if coded is not None else field_codes_numpy(values, prefix)
 
 
-def _field_codes_arrow(values: Sequence[str | None], prefix: int | None) -> tuple[Int64Array, int] | None:
+def field_codes_arrow(values: Sequence[str | None], prefix: int | None = None) -> tuple[Int64Array, int] | None:
+    """:func:`field_codes` by Arrow's factorization, or ``None`` for a column Arrow cannot hold."""
     n = len(values)
     if n == 0:
         return None

@@ -59,6 +59,7 @@ side's value is.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field as dc_field
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
@@ -72,7 +73,7 @@ from er_framework import hookimpl
 from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs, Records
-from er_framework.kernels.arrow import coded_parts, numeric_array, scalar, string_array, to_numpy
+from er_framework.kernels.arrow import ARROW_MIN_VALUES, coded_parts, numeric_array, scalar, string_array, to_numpy
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
 from er_framework.kernels.records_bounds import (
@@ -149,8 +150,10 @@ class FieldColumn:
     """A field's values factorized: ``codes[i]`` is record ``i``'s value id (-1: missing).
 
     Only the records in ``rows`` are prepared (joined, reduced to digits,
-    factorized - in Arrow, no Python step per record); others keep code -1 and
-    must not be compared. ``bounds``: also keep the values' character
+    factorized - in Arrow, no Python step per record; fewer than
+    :data:`~er_framework.kernels.arrow.ARROW_MIN_VALUES` rows in Python, with
+    the same codes and dictionary); others keep code -1 and must not be
+    compared. ``bounds``: also keep the values' character
     signatures (:func:`~er_framework.kernels.records_bounds.bag_signatures`)
     for :meth:`levels` to skip pairs that cannot reach a level (scorers of
     :data:`~er_framework.kernels.records_bounds.BOUNDED_SCORERS` only).
@@ -165,15 +168,44 @@ class FieldColumn:
         last_digits: int | None = None,
         bounds: bool = False,
     ) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         missing_cols = [c for c in columns if c not in records.fields]
         if missing_cols:
             raise ValueError(
                 f"field(s) {missing_cols} not in the records; available: {sorted(records.fields)}"
             )
         self.scorer = scorer
+        if len(rows) < ARROW_MIN_VALUES:
+            self._prepare_in_python(records, columns, scorer, rows, last_digits, bounds)
+        else:
+            self._prepare_in_arrow(records, columns, scorer, rows, last_digits, bounds)
+
+    def _prepare_in_python(
+        self, records: Records, columns: Sequence[str], scorer: str, rows: npt.NDArray[np.int64],
+        last_digits: int | None, bounds: bool,
+    ) -> None:
+        """:meth:`_prepare_in_arrow`'s codes and dictionary (same values, same order) for a few rows, in Python."""
+        single = coded_parts(records.fields[columns[0]]) if len(columns) == 1 else None
+        if single is not None and not _few(len(rows), len(records), single):
+            distinct = _prepared_values(list(map(_blank_to_none, single[0])), scorer, last_digits)
+            dictionary, distinct_codes = _encoded(distinct)
+            gathered = np.array(distinct_codes, dtype=np.int32)[single[1][rows]]
+            self._finish(dictionary, len(records), rows, gathered, scorer, bounds)
+            return
+        idx = rows.tolist()
+        v = [_blank_to_none(x) for x in map(records.fields[columns[0]].__getitem__, idx)]
+        for c in columns[1:]:
+            part = map(_blank_to_none, map(records.fields[c].__getitem__, idx))
+            v = [a + " " + b if a is not None and b is not None else a if a is not None else b for a, b in zip(v, part)]
+        dictionary, codes = _encoded(_prepared_values(v, scorer, last_digits))
+        self._finish(dictionary, len(records), rows, codes, scorer, bounds)
+
+    def _prepare_in_arrow(
+        self, records: Records, columns: Sequence[str], scorer: str, rows: npt.NDArray[np.int64],
+        last_digits: int | None, bounds: bool,
+    ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         whole = len(rows) == len(records)
 
         def part_of(c: str) -> pa.Array:
@@ -193,7 +225,7 @@ class FieldColumn:
             return _blank_to_null(a)
 
         def few(coded: tuple[list[Any], npt.NDArray[np.integer[Any]]] | None) -> bool:
-            return not whole and len(rows) * 8 < len(records) and (coded is None or len(rows) * 8 < len(coded[0]))
+            return _few(len(rows), len(records), coded)
 
         single = coded_parts(records.fields[columns[0]]) if len(columns) == 1 else None
         if single is not None and not few(single):
@@ -201,7 +233,7 @@ class FieldColumn:
             # value's code (no column of every row's text, no hash table over millions of rows)
             enc = _dictionary_encoded(_blank_to_null(string_array(single[0], large=None)), scorer, last_digits)
             distinct_codes = to_numpy(enc.indices, null=-1).astype(np.int32)
-            self._finish(enc, len(records), rows, distinct_codes[single[1][rows]], scorer, bounds)
+            self._finish(enc.dictionary, len(records), rows, distinct_codes[single[1][rows]], scorer, bounds)
             return
 
         # the columns one at a time, each joined as soon as it is made (one column's text in memory besides)
@@ -218,31 +250,32 @@ class FieldColumn:
             pa.default_memory_pool().release_unused()
         enc = _dictionary_encoded(v, scorer, last_digits)
         del v
-        self._finish(enc, len(records), rows, to_numpy(enc.indices, null=-1), scorer, bounds)
+        self._finish(enc.dictionary, len(records), rows, to_numpy(enc.indices, null=-1), scorer, bounds)
 
     def _finish(
-        self, enc: pa.DictionaryArray, n: int, rows: npt.NDArray[np.int64], row_codes: npt.NDArray[np.integer[Any]],
-        scorer: str, bounds: bool,
+        self, dictionary: pa.Array | list[str], n: int, rows: npt.NDArray[np.int64],
+        row_codes: npt.NDArray[np.integer[Any]] | list[int], scorer: str, bounds: bool,
     ) -> None:
-        """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the dictionary ``enc``'s, and the bounds."""
+        """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the distinct values, and the bounds."""
         codes = np.full(n, -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
         codes[rows] = row_codes
         self.codes = codes
-        #: the distinct values (Arrow); as Python strings only where compared (:attr:`values`, :meth:`compare`)
-        self.dictionary: pa.Array = enc.dictionary
+        #: the distinct values (Arrow, or a list of str when prepared in Python); as Python strings only where
+        #: compared (:attr:`values`, :meth:`compare`)
+        self.dictionary: pa.Array | list[str] = dictionary
         self._values: npt.NDArray[np.object_] | None = None
         # few distinct values (names, dates): a chunk's pairs repeat value combinations, compared once each
-        self.dedup = len(self.dictionary) * 4 <= max(len(rows), 1)
+        self.dedup = len(dictionary) * 4 <= max(len(rows), 1)
         self.bounds: BagSignatures | None = None
-        if bounds and scorer in BOUNDED_SCORERS and len(self.dictionary):
-            self.bounds = bag_signatures(*_utf8_buffers(enc.dictionary))
+        if bounds and scorer in BOUNDED_SCORERS and len(dictionary):
+            self.bounds = bag_signatures(*_utf8_buffers(dictionary))
 
     @property
     def values(self) -> npt.NDArray[np.object_]:
         """The distinct values as Python strings (made on first use)."""
         if self._values is None:
             values = np.empty(len(self.dictionary), dtype=object)
-            values[:] = self.dictionary.to_pylist()
+            values[:] = self.dictionary if isinstance(self.dictionary, list) else self.dictionary.to_pylist()
             self._values = values
         return self._values
 
@@ -313,6 +346,8 @@ class FieldColumn:
             keys, inverse = np.unique(a * nv + b, return_inverse=True)
             a, b = keys // nv, keys % nv
             va, vb = self.values[a].tolist(), self.values[b].tolist()
+        elif isinstance(self.dictionary, list):
+            va, vb = list(map(self.dictionary.__getitem__, a.tolist())), list(map(self.dictionary.__getitem__, b.tolist()))
         else:  # many distinct values: only those of these pairs become Python strings
             va = self.dictionary.take(numeric_array(a)).to_pylist()
             vb = self.dictionary.take(numeric_array(b)).to_pylist()
@@ -331,8 +366,47 @@ class FieldColumn:
         return s if inverse is None else s[inverse.reshape(-1)]
 
 
-def _utf8_buffers(strings: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """The UTF-8 bytes and the offsets of an Arrow string array (no copy of the bytes)."""
+def _few(n_rows: int, n_records: int, coded: tuple[list[Any], npt.NDArray[np.integer[Any]]] | None) -> bool:
+    """Fewer rows than an eighth of the records (and of a normalized column's distinct values): the rows' values
+    are taken one by one, rather than the column's distinct values prepared."""
+    return n_rows < n_records and n_rows * 8 < n_records and (coded is None or n_rows * 8 < len(coded[0]))
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    """:func:`_blank_to_null` of one value: empty or whitespace-only -> ``None`` (``str.isspace`` is Arrow's
+    ``utf8_is_space`` on every code point)."""
+    return None if not value or value.isspace() else value
+
+
+_NOT_DIGITS = re.compile(r"[^0-9]+")
+
+
+def _prepared_values(values: list[str | None], scorer: str, last_digits: int | None) -> list[str | None]:
+    """:func:`_dictionary_encoded`'s preparation in Python: only the digits for ``digits`` (the last
+    ``last_digits``), blank -> ``None``; other scorers' values unchanged."""
+    if scorer != "digits":
+        return values
+    out = [None if v is None else _NOT_DIGITS.sub("", v) for v in values]
+    if last_digits is not None:
+        out = [None if v is None else v[-last_digits:] for v in out]
+    return [v or None for v in out]
+
+
+def _encoded(values: list[str | None]) -> tuple[list[str], list[int]]:
+    """Arrow's ``dictionary_encode`` in Python: the distinct present values in order of first appearance, and each
+    value's index among them (-1 for ``None``)."""
+    index: dict[str, int] = {}
+    codes = [-1 if v is None else index.setdefault(v, len(index)) for v in values]
+    return list(index), codes
+
+
+def _utf8_buffers(strings: pa.Array | list[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The UTF-8 bytes and the offsets of an Arrow string array (no copy of the bytes), or of a list of str."""
+    if isinstance(strings, list):
+        encoded = [v.encode("utf-8") for v in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
     import pyarrow as pa
 
     if not pa.types.is_large_string(strings.type):
@@ -616,7 +690,7 @@ class FieldScore(Verifier):
                     "missing_mode": r.missing,
                     "mean_score": round(float(sums[j] / present_n[j]), 4) if present_n[j] else None,
                     "missing_pairs": int(missing_n[j]),
-                    "distinct_values": int(len(cols[j].dictionary)),
+                    "distinct_values": len(cols[j].dictionary),
                 }
                 for j, r in enumerate(p.fields)
             },

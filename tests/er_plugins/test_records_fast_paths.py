@@ -24,7 +24,7 @@ import er_plugins.records_scoring as rs
 from er_framework.components import Context
 from er_framework.data import Batch, Pairs, Records
 from er_framework.synth.customers import generate_customers
-from er_plugins.records_blocking import field_codes, field_codes_numpy
+from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
 from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, level_of
 
 FIELDS = ["first_name", "last_name", "address", "city", "zip", "phone", "email", "dob"]
@@ -165,15 +165,39 @@ def _column(seed: int, n: int) -> list:
 @pytest.mark.parametrize("prefix", [None, 1, 3])
 def test_field_codes_equal_the_numpy_and_naive_ranks(seed: int, prefix: int | None) -> None:
     values = _column(seed, 500)
-    got = field_codes(values, prefix)
-    assert np.array_equal(got[0], _naive_codes(values, prefix)[0]) and got[1] == _naive_codes(values, prefix)[1]
+    want = _naive_codes(values, prefix)
+    arrow = field_codes_arrow(values, prefix)  # what columns of ARROW_MIN_VALUES values or more take
+    assert arrow is not None
+    assert np.array_equal(arrow[0], want[0]) and arrow[1] == want[1]
     old = field_codes_numpy(values, prefix)
-    assert np.array_equal(got[0], old[0]) and got[1] == old[1]
+    assert np.array_equal(old[0], want[0]) and old[1] == want[1]
+    got = field_codes(values, prefix)
+    assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+
+
+def test_field_codes_take_arrow_from_arrow_min_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short columns are coded by numpy (no pyarrow import); long ones by Arrow."""
+    import er_plugins.records_blocking as rb
+
+    calls: list[int] = []
+
+    def spy(values, prefix=None):
+        calls.append(len(values))
+        return field_codes_arrow(values, prefix)
+
+    monkeypatch.setattr(rb, "field_codes_arrow", spy)
+    values = _column(3, 40)
+    monkeypatch.setattr(rb, "ARROW_MIN_VALUES", 41)
+    assert np.array_equal(rb.field_codes(values)[0], _naive_codes(values, None)[0]) and calls == []
+    monkeypatch.setattr(rb, "ARROW_MIN_VALUES", 40)
+    assert np.array_equal(rb.field_codes(values)[0], _naive_codes(values, None)[0]) and calls == [40]
 
 
 def test_field_codes_of_odd_columns() -> None:
-    assert field_codes([], None)[1] == 0
-    codes, k = field_codes([None, "", None], None)
-    assert k == 0 and codes.tolist() == [-1, -1, -1]
-    codes, k = field_codes(["", "b", "a", "", "b"], None)
-    assert (codes.tolist(), k) == ([-1, 1, 0, -1, 1], 2)
+    for codes_of in (field_codes, field_codes_arrow, field_codes_numpy):
+        got = codes_of([], None)
+        assert got is None or got[1] == 0
+        codes, k = codes_of([None, "", None], None)
+        assert k == 0 and codes.tolist() == [-1, -1, -1]
+        codes, k = codes_of(["", "b", "a", "", "b"], None)
+        assert (codes.tolist(), k) == ([-1, 1, 0, -1, 1], 2)
