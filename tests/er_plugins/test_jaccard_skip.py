@@ -123,3 +123,34 @@ def test_skip_unlikely_decides_only_pairs_whose_exact_jaccard_is_below(tmp_path:
 def test_skip_unlikely_is_not_used_with_an_automatic_threshold(tmp_path: Path, corpus: Path) -> None:
     got = _run(tmp_path, corpus, "workers: 1\n", "{type: jaccard, skip_unlikely: 1.0e-12}", threshold="auto")
     assert "decided_by_signatures" not in {s["stage"]: s for s in got["report"]["stages"]}["verify"]
+
+
+@pytest.mark.parametrize("union", [20, 200, 3000])
+def test_fss_agreements_at_the_threshold_spread_no_more_than_the_binomial(union: int) -> None:
+    """The premise of agreement_cutoff's Chernoff bound for fss (the shipped documents job's signatures):
+    over many pairs of exact Jaccard t, the number of agreeing positions has mean K t and a variance no
+    larger than the binomial's K t (1 - t) (positions independent or negatively associated), for unions
+    small enough that later rounds fill bins (20, 200 tokens) and large enough that round 0 does (3,000);
+    and no pair falls to the cutoff."""
+    from er_framework.kernels.csr import TokenSets
+    from er_framework.kernels.fss import fss_signatures
+
+    k, t, n_pairs = 128, 0.8, 600
+    inter = int(round(t * union))
+    only = (union - inter) // 2  # |A| = |B| = inter + only, J = inter / union
+    assert inter / (inter + 2 * only) == pytest.approx(t, abs=0.03)
+    rng = np.random.default_rng(union)
+    sets = []
+    for _ in range(n_pairs):  # fresh random tokens per pair: the pairs are independent draws
+        tokens = rng.choice(np.iinfo(np.int64).max, size=inter + 2 * only, replace=False).astype(np.uint64)
+        common, a_only, b_only = tokens[:inter], tokens[inter: inter + only], tokens[inter + only:]
+        sets += [np.sort(np.concatenate([common, a_only])), np.sort(np.concatenate([common, b_only]))]
+    indptr = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in sets], out=indptr[1:])
+    sig = fss_signatures(TokenSets(indptr, np.concatenate(sets)), k, seed=7)
+    agree = (sig[0::2] == sig[1::2]).sum(axis=1)
+    j = inter / (inter + 2 * only)
+    binomial_var = k * j * (1 - j)
+    assert abs(agree.mean() - k * j) < 4 * math.sqrt(binomial_var / n_pairs)
+    assert agree.var(ddof=1) <= 1.3 * binomial_var  # the sample variance's standard error is ~6% here
+    assert agree.min() > agreement_cutoff(k, j, 1e-12)
