@@ -115,6 +115,7 @@ __all__ = [
     "Text",
     "canonical_first_name",
     "faker_name_frequencies",
+    "computed_nickname_table",
     "nickname_table",
     "phone_regions",
 ]
@@ -247,9 +248,18 @@ def faker_name_frequencies() -> dict[str, float]:
     return freq
 
 
-@lru_cache(maxsize=1)
 def nickname_table() -> dict[str, str]:
-    """name -> canonical first name (:func:`canonical_first_name`), for every name of the ``nicknames`` package that changes."""
+    """name -> canonical first name (:func:`canonical_first_name`), for every name of the ``nicknames`` package that
+    changes: :func:`computed_nickname_table` as shipped in :mod:`er_plugins.nickname_names` (building it from the
+    package costs ~30 ms of every run that uses ``nickname``; ``scripts/make_given_names.py`` writes the module and
+    a test compares it with the table computed from the installed package). Do not modify the returned dict."""
+    from er_plugins.nickname_names import NICKNAME_TABLE
+
+    return NICKNAME_TABLE
+
+
+def computed_nickname_table() -> dict[str, str]:
+    """:func:`nickname_table` computed from the ``nicknames`` package and the shipped name frequencies."""
     from nicknames import NickNamer
 
     nn = NickNamer()
@@ -1031,8 +1041,7 @@ class NicknameParams(Params):
 class Nickname(Normalizer):
     name = "nickname"
     summary = "first names -> canonical name with the nicknames package (Bob -> robert); use after name"
-    Params = NicknameParams
-    requires = ("nicknames",)
+    Params = NicknameParams  # (its table is shipped, er_plugins.nickname_names: nothing to import at run time)
 
     def per_value(self) -> PerValue:
         p = self.params
