@@ -132,7 +132,7 @@ def unpack_records(packed: tuple[Any, Any, list[str], dict[str, Any]]) -> Record
 
 
 def warm_in_worker() -> None:
-    """In the worker: build the forked job's normalizers and their tables (the nicknames': ~0.9 s)."""
+    """In the worker: build the forked job's normalizers and their tables (phone regions, address words...)."""
     job = forked_job
     assert job is not None, "warm_in_worker runs in a worker of start_worker"
     for steps in job.normalizer_chains().values():
