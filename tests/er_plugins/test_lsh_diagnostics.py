@@ -74,7 +74,14 @@ def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def test_ordinary_input_is_not_capped() -> None:
+@pytest.fixture
+def no_small_corpus_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The token budget's floor is PROBE_MIN_TOKENS, as for a corpus of 2 M characters or more (these test
+    corpora are smaller: their own floor is PROBE_SMALL_FACTOR times their characters)."""
+    monkeypatch.setattr(docs, "PROBE_SMALL_FACTOR", 10**9)
+
+
+def test_ordinary_input_is_not_capped(no_small_corpus_floor: None) -> None:
     texts = corpus(400)
     kept = blocker().diagnostics(make_batch(texts, keep_tokens=True)[0], 300)
     streamed = blocker().diagnostics(make_batch(texts, keep_tokens=False)[0], 300)
@@ -119,7 +126,7 @@ def test_a_record_with_too_many_tokens_is_not_probed(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.parametrize("keep_tokens", [True, False])
 def test_the_pairs_tokens_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch, compared: list[int],
-                                                 keep_tokens: bool) -> None:
+                                                 keep_tokens: bool, no_small_corpus_floor: None) -> None:
     texts = corpus(400)
     full = blocker().diagnostics(make_batch(texts, keep_tokens=keep_tokens)[0], 300)
     assert full is not None and compared
@@ -139,6 +146,31 @@ def test_the_pairs_tokens_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch
         assert (m is None) == (n == 0) and (n == 0 or m == round(c / n, 4))
     if not keep_tokens:  # shingled: the probe pass over the corpus, then only the records of kept pairs
         assert sum(shingled) <= sum(len(t) for t in texts) + budget
+
+
+def test_a_small_corpus_compares_at_most_a_few_times_its_characters(compared: list[int]) -> None:
+    """A small corpus's probe compares at most PROBE_SMALL_FACTOR times its characters (the 4 M-token floor
+    alone cost more than the rest of a small job); every similarity range keeps pairs, most of the cut is the
+    random partners' (Jaccard ~0), and the counts are those of the pairs measured."""
+    texts = corpus(400)
+    chars = sum(len(t) for t in texts)
+    d = blocker().diagnostics(make_batch(texts, keep_tokens=True)[0], 300)
+    assert d is not None
+    curve, capped = d["s_curve"], d["s_curve"]["capped"]
+    assert capped["token_budget"] == docs.PROBE_SMALL_FACTOR * chars < docs.PROBE_MIN_TOKENS
+    assert sum(compared) == capped["tokens_compared"] <= capped["token_budget"]
+    assert capped["pairs_before_token_budget"] > curve["pairs_sampled"] > 0
+    assert sum(curve["pairs"]) == curve["pairs_sampled"]
+    for n, c, m in zip(curve["pairs"], curve["candidates"], curve["measured_rate"]):
+        assert (m is None) == (n == 0) and (n == 0 or m == round(c / n, 4))
+    with pytest.MonkeyPatch.context() as mp:  # the same probe without the floor
+        mp.setattr(docs, "PROBE_SMALL_FACTOR", 10**9)
+        full = blocker().diagnostics(make_batch(texts, keep_tokens=True)[0], 300)
+    assert full is not None and "capped" not in full["s_curve"]
+    # every similarity range the full probe measured keeps pairs; most of the cut is the lowest bin's
+    assert [n > 0 for n in full["s_curve"]["pairs"]] == [n > 0 for n in curve["pairs"]]
+    cut = [a - b for a, b in zip(full["s_curve"]["pairs"], curve["pairs"])]
+    assert min(cut) >= 0 and cut[0] > sum(cut[1:])
 
 
 # ---------------------------------------------------------------- the probe on spare signature columns (issue 15)
