@@ -27,6 +27,7 @@ from er_framework.engine import stages
 from er_framework.engine.columns import compact_read, concat_compact
 from er_framework.errors import InputError
 from er_framework.kernels.arrow import string_array
+from er_framework.kernels import parallel
 from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import normalize_column
 
@@ -60,14 +61,14 @@ def is_large(job: Job) -> bool:
 def start_worker(job: Job) -> ForkedWorker | None:
     """A worker process for ``job``, forked now (call it before reading), or ``None``: one worker, when
     the job has ``workers`` >= 2, at least two normalized fields or two sources, and :func:`is_large`, on a
-    system that forks (not Windows)."""
+    system that forks safely (not Windows, not macOS)."""
     import multiprocessing
 
     global forked_job
     chains = job.normalizer_chains()
     if job.context.workers < 2 or (len(chains) < 2 and len(job.spec.sources) < 2) or not is_large(job):
         return None
-    if "fork" not in multiprocessing.get_all_start_methods():  # Windows: one process
+    if not parallel.FORK_SAFE or "fork" not in multiprocessing.get_all_start_methods():  # Windows, macOS: one process
         return None
     forked_job = job
     try:

@@ -26,6 +26,7 @@ from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.filetext import FileTexts
 from er_framework.io.tables import partition_ranges, read_source
+from er_framework.kernels import parallel
 from er_framework.kernels.parallel import map_processes
 
 __all__ = ["read_jsonl_parallel", "read_range"]
@@ -43,7 +44,7 @@ def read_jsonl_parallel(path: str | Path, workers: int, **options: Any) -> Recor
     """:func:`~er_framework.io.tables.read_source` of a JSON Lines file with ``file_backed=True``, on
     ``workers`` processes; None when the file is not read this way (not split, a problem anywhere)."""
     p = Path(path)
-    if workers <= 1 or not p.is_file() or not hasattr(os, "fork"):  # forked workers only
+    if workers <= 1 or not p.is_file() or not parallel.FORK_SAFE:  # forked workers only
         return None
     size = p.stat().st_size
     ranges = partition_ranges(p, max(1, -(-size // workers)))

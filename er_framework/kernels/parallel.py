@@ -33,7 +33,7 @@ import numpy.typing as npt
 from er_framework.kernels.csr import TokenSets
 
 __all__ = [
-    "POLL_SECONDS", "ForkedWorker", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes",
+    "FORK_SAFE", "POLL_SECONDS", "ForkedWorker", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes",
     "map_row_blocks", "resolve_workers", "row_blocks", "split_sizes",
 ]
 
@@ -81,6 +81,10 @@ PR_SET_PDEATHSIG = 1
 USE_PDEATHSIG = sys.platform.startswith("linux")
 #: seconds between two checks of the parent by a worker's watchdog thread (the portable fallback)
 WATCHDOG_SECONDS = 0.25
+#: whether this system forks worker processes safely: not Windows (no fork) and not macOS (a forked child of
+#: a process that has loaded system frameworks may crash); elsewhere :func:`map_processes` runs its tasks here
+#: and no :class:`ForkedWorker` is started (:func:`er_framework.engine.shared.start_worker`)
+FORK_SAFE = hasattr(os, "fork") and sys.platform != "darwin"
 #: signals blocked while workers are forked, so that none reaches a worker before it set its handlers
 _FORK_MASK = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if hasattr(signal, "SIGHUP") else {signal.SIGINT, signal.SIGTERM}
 
@@ -152,7 +156,7 @@ def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers
     thread); the workers are forked here, by the first submit.
     """
     todo = list(args)
-    if workers <= 1 or len(todo) <= 1:
+    if workers <= 1 or len(todo) <= 1 or not FORK_SAFE:
         return [fn(*a) for a in todo]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, wait

@@ -30,6 +30,7 @@ from er_framework.engine.columns import compact_read
 from er_framework.errors import InputError, PluginError
 from er_framework.executors import run_job
 from er_framework.kernels.arrow import ArrowValues, string_array
+from er_framework.kernels import parallel
 from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import (
     FACTORIZE_MIN,
@@ -237,6 +238,9 @@ def test_a_worker_only_for_large_jobs_on_several_cores(tmp_path: Path, monkeypat
 
     with monkeypatch.context() as m:  # a system without fork (Windows): no worker
         m.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+        assert shared.start_worker(parse_job(job_file)) is None
+    with monkeypatch.context() as m:  # macOS forks, but not safely once system frameworks are loaded: no worker
+        m.setattr(parallel, "FORK_SAFE", False)
         assert shared.start_worker(parse_job(job_file)) is None
     job_file.write_text(job_file.read_text().replace("\nworkers: 2\n", "\nworkers: 1\n"))
     assert shared.start_worker(parse_job(job_file)) is None

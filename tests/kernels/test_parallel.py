@@ -59,6 +59,17 @@ def test_map_processes_is_the_serial_map(workers: int) -> None:
     assert map_processes(add, args, workers) == [a + b for a, b in args]
 
 
+def test_without_a_safe_fork_map_processes_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows (no fork) and macOS (unsafe fork): the tasks run in this process, same results."""
+    import er_framework.kernels.parallel as parallel
+
+    monkeypatch.setattr(parallel, "FORK_SAFE", False)
+    got = map_processes(pid_and_sigint, [(), (), ()], 2)
+    assert all(pid == os.getpid() for pid, _ in got)
+    args = [(i, 10 * i) for i in range(7)]
+    assert map_processes(add, args, 3) == [a + b for a, b in args]
+
+
 @linux_only
 def test_workers_are_other_processes_that_ignore_ctrl_c(no_new_children: None) -> None:
     got = map_processes(pid_and_sigint, [(), (), ()], 2)
