@@ -98,6 +98,7 @@ from er_framework import hookimpl
 from er_framework.components import Normalizer, Params
 from er_framework.errors import choices_text, did_you_mean
 from er_plugins.given_names import GIVEN_NAME_FREQUENCIES
+from er_plugins.nickname_names import NICKNAME_TABLE
 
 __all__ = [
     "ADDRESS_TOKENS",
@@ -253,8 +254,6 @@ def nickname_table() -> dict[str, str]:
     changes: :func:`computed_nickname_table` as shipped in :mod:`er_plugins.nickname_names` (building it from the
     package costs ~30 ms of every run that uses ``nickname``; ``scripts/make_given_names.py`` writes the module and
     a test compares it with the table computed from the installed package). Do not modify the returned dict."""
-    from er_plugins.nickname_names import NICKNAME_TABLE
-
     return NICKNAME_TABLE
 
 

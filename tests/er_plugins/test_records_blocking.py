@@ -374,6 +374,12 @@ def test_any_order_codes_are_the_sorted_values_order() -> None:
     key = key_codes(rb.any_order_codes(cols, [None, 1, None]))
     values = rb.any_order_values(cols, [None, 1, None])
     tuples = list(zip(*values))
+    # the naive definition: each record's values, the second cut to 1 character, sorted in Python
+    naive = [tuple(sorted(t)) if all(t) else (None, None, None)
+             for t in zip(cols[0], [v[:1] if v else v for v in cols[1]], cols[2])]
+    assert tuples == naive
+    assert rb.any_order_values([[], []], [None, None]) == [[], []]
+    assert rb.any_order_values([[None, ""], ["a", None]], [None, None]) == [[None, None], [None, None]]
     for i in range(300):
         assert (key[i] < 0) == (tuples[i][0] is None)
         for j in range(0, 300, 7):

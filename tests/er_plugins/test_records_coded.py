@@ -5,12 +5,13 @@ FieldColumn (the comparison codes and distinct values, on every row and on a sub
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
 
 from er_framework.data import Records
-from er_framework.kernels.arrow import coded_parts, coded_strings
+from er_framework.kernels.arrow import ArrowValues, coded_parts, coded_strings, string_array
 from er_framework.normalize import normalize_column_with_stats
 from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
 from er_plugins.records_scoring import FieldColumn
@@ -77,12 +78,13 @@ def test_field_column_of_coded_and_plain_columns_agree(
     c1[:8] = [len(d1) - 4, len(d1) - 3, len(d1) - 2, len(d1) - 1, 0, 1, 2, 3]
     coded = {"a": coded_strings(d1, c1), "b": coded_strings(d2, c2)}
     plain = {k: list(v) for k, v in coded.items()}
+    as_arrow = {k: ArrowValues(string_array(v)) for k, v in plain.items()}
 
-    def records(fields: dict[str, list[str | None]]) -> Records:
+    def records(fields: dict[str, Any]) -> Records:
         return Records(ids=[str(i) for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"],
                        fields=fields)
 
-    def prepared(fields: dict[str, list[str | None]], rows: np.ndarray, path: str) -> FieldColumn:
+    def prepared(fields: dict[str, Any], rows: np.ndarray, path: str) -> FieldColumn:
         monkeypatch.setattr(rs, "ARROW_MIN_VALUES", 1 << 40 if path == "python" else 0)
         col = FieldColumn(records(fields), columns, scorer, rows, last_digits, bounds=True)
         assert isinstance(col.dictionary, list) == (path == "python")
@@ -92,7 +94,7 @@ def test_field_column_of_coded_and_plain_columns_agree(
                  np.array([0, 1, 2, 3, 5, 17, 1999], dtype=np.int64)):  # every path: whole, by code, a few rows
         distinct, codes = _naive_field_column(plain, columns, scorer, rows, last_digits)
         naive = [distinct[c] if c >= 0 else None for c in codes]
-        for fields in (coded, plain):
+        for fields in (coded, plain, as_arrow):  # normalized, as read, and as a large job's read keeps them
             py, arrow = prepared(fields, rows, "python"), prepared(fields, rows, "arrow")
             np.testing.assert_array_equal(py.codes, arrow.codes)
             assert py.values.tolist() == arrow.values.tolist()
