@@ -9,6 +9,7 @@ import importlib.util
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +17,15 @@ import er_plugins.normalizers as nz
 from er_plugins.given_names import GIVEN_NAME_FREQUENCIES
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script() -> ModuleType:
+    """scripts/make_given_names.py as a module."""
+    spec = importlib.util.spec_from_file_location("make_given_names", ROOT / "scripts" / "make_given_names.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_shipped_frequencies_are_fakers() -> None:
@@ -27,10 +37,7 @@ def test_shipped_frequencies_are_fakers() -> None:
 
 def test_the_script_writes_the_shipped_module() -> None:
     pytest.importorskip("faker")
-    spec = importlib.util.spec_from_file_location("make_given_names", ROOT / "scripts" / "make_given_names.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script()
     shipped = (ROOT / "er_plugins" / "given_names.py").read_text(encoding="utf-8")
     # the Faker release named in the shipped docstring (an environment may have another one whose
     # tables are the same: test_shipped_frequencies_are_fakers compares the tables themselves)
@@ -55,10 +62,7 @@ def test_shipped_nickname_table_is_the_one_computed_from_the_nicknames_package()
 
     assert nz.computed_nickname_table() == NICKNAME_TABLE == nz.nickname_table()
     assert len(NICKNAME_TABLE) > 500 and all(k == k.lower() and v == v.lower() for k, v in NICKNAME_TABLE.items())
-    spec = importlib.util.spec_from_file_location("make_given_names", ROOT / "scripts" / "make_given_names.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script()
     shipped = (ROOT / "er_plugins" / "nickname_names.py").read_text(encoding="utf-8")
     m = re.search(r"from the nicknames (\S+) package", shipped)
     assert m is not None
