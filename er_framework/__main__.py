@@ -1,5 +1,3 @@
-import sys
+from er_framework.cli.main import entry
 
-from er_framework.cli.main import main
-
-sys.exit(main())
+entry()

@@ -192,3 +192,27 @@ def test_one_blas_thread_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch, 
     assert main([]) == 2
     assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
     capsys.readouterr()
+
+
+def test_the_command_ends_without_the_interpreters_teardown(tmp_path: Path) -> None:
+    """`er` is cli.main:entry: main's exit code, stdout and stderr flushed, atexit functions run (temporary
+    folders' finalizers...), then no module teardown nor native destructors (pyarrow's thread pools aborted
+    there now and then: exit -6 after a clean error)."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts["er"] == "er_framework.cli.main:entry"
+    code = ("import atexit, sys, tempfile, pathlib\n"
+            "d = tempfile.TemporaryDirectory(); p = pathlib.Path(d.name); (p / 'x').write_text('x')\n"
+            f"pathlib.Path({str(tmp_path / 'dir')!r}).write_text(str(p))\n"
+            "atexit.register(lambda: print('exit functions ran', flush=True))\n"
+            "sys.stdout.write('unflushed text ')\n"
+            "sys.argv = ['er', 'validate', 'missing.yaml']\n"
+            "from er_framework.cli.main import entry\n"
+            "entry()\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "missing.yaml" in res.stderr
+    assert res.stdout == "unflushed text exit functions ran\n"
+    assert not Path((tmp_path / "dir").read_text()).exists()  # the TemporaryDirectory's finalizer ran
+    ok = subprocess.run([sys.executable, "-m", "er_framework", "--help"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "usage" in ok.stdout
