@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "kernels", ("er_framework.kernels.*",)),
     (1, "base", ("er_framework.errors", "er_framework.memory", "er_framework.data")),
     (2, "contract", ("er_framework", "er_framework.components", "er_framework.hookspecs", "er_framework.registry",
-                     "er_framework.normalize", "er_framework.testing")),
+                     "er_framework.normalize", "er_framework.testing", "er_framework.capabilities")),
     (3, "io", ("er_framework.io.*",)),
     (4, "config", ("er_framework.config.*",)),
     (5, "report", ("er_framework.report.*",)),
