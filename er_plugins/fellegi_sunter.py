@@ -191,7 +191,7 @@ class FellegiSunter(Verifier):
     differ" as a sure sign of a non-match (m = 0) and rejects the movers. On
     candidates of the seed's blocking (one of name, address, phone identical)
     of 20,000 generated customers per company this took F1 from 0.942 to
-    0.996 (tests/test_records_scoring.py).
+    0.996 (tests/er_plugins/test_records_scoring.py).
 
     Monotone weights (``monotone: true``, default): a closer level never
     weighs less than a looser one. Each M-step is the maximum likelihood
