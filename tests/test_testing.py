@@ -955,7 +955,8 @@ def test_check_comparisons_on_every_explainable_builtin() -> None:
     """jaccard, field_score and fellegi_sunter pass; a verifier whose terms do not add up is caught."""
     from er_framework.testing import check_comparisons
     from er_plugins.documents import CharParams, CharShingler, JaccardParams, JaccardVerifier
-    from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, FieldScore, FieldScoreParams
+    from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
+    from er_plugins.field_score import FieldScore, FieldScoreParams
 
     ctx = Context(seed=1, threshold=0.5)
     recs = sample_records()

@@ -58,7 +58,7 @@ __all__ = [
 SIG_BUCKETS = 32
 #: longest value with a signature (its counts fit in a byte, and a pair's overlap in a byte-sum)
 MAX_SIG_LENGTH = 255
-#: scorers with an upper bound from the bag overlap (names as in er_plugins.records_scoring.SCORERS)
+#: scorers with an upper bound from the bag overlap (names as in er_plugins.record_columns.SCORERS)
 BOUNDED_SCORERS = frozenset({"ratio", "levenshtein", "jaro_winkler"})
 #: bytes of values whose signatures are counted in one step (bounds the temporaries: 32 bytes per byte)
 CHUNK_BYTES = 1 << 20

@@ -14,7 +14,7 @@ from er_framework.data import Records
 from er_framework.kernels.arrow import ArrowValues, coded_parts, coded_strings, string_array
 from er_framework.normalize import normalize_column_with_stats
 from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
-from er_plugins.records_scoring import FieldColumn
+from er_plugins.record_columns import FieldColumn
 
 
 def _column(seed: int, n: int) -> tuple[list[str | None], np.ndarray]:
@@ -69,7 +69,7 @@ def test_field_column_of_coded_and_plain_columns_agree(
     """Both preparations (Python below ARROW_MIN_VALUES rows, Arrow from it) give the same codes, distinct values
     (same order) and character bounds, on normalized (coded) and plain columns, for every row subset path; each
     row's value is the naive definition's (blank -> missing, joined by a space, digits only)."""
-    import er_plugins.records_scoring as rs
+    import er_plugins.record_columns as rc
 
     n = 2000
     d1, c1 = _column(4, n)
@@ -85,7 +85,7 @@ def test_field_column_of_coded_and_plain_columns_agree(
                        fields=fields)
 
     def prepared(fields: dict[str, Any], rows: np.ndarray, path: str) -> FieldColumn:
-        monkeypatch.setattr(rs, "ARROW_MIN_VALUES", 1 << 40 if path == "python" else 0)
+        monkeypatch.setattr(rc, "ARROW_MIN_VALUES", 1 << 40 if path == "python" else 0)
         col = FieldColumn(records(fields), columns, scorer, rows, last_digits, bounds=True)
         assert isinstance(col.dictionary, list) == (path == "python")
         return col

@@ -222,7 +222,7 @@ def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities(
         SortedNeighbourhood,
         SortedNeighbourhoodParams,
     )
-    from er_plugins.records_scoring import FellegiSunter, FellegiSunterParams, FSField
+    from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams, FSField
 
     prints, _ = simulate_minutiae(12, 2, 500.0, 500.0, seed=8)
     check_shingler(GridCells(GridParams(width=500, height=500, grid_x=10, grid_y=10, margin=2.0)), _prints_records(prints))

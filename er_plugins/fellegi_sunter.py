@@ -1,0 +1,630 @@
+"""The ``fellegi_sunter`` verifier: unsupervised probabilistic record linkage (Fellegi & Sunter 1969).
+
+The per-field similarities (:class:`er_plugins.record_columns.FieldColumn`) are cut into agreement
+levels, a two-class latent model is fitted by EM on the counts of the candidates' comparison patterns
+(:mod:`er_framework.kernels.em`), and each pair is scored with its posterior match probability.
+Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field syntax are described there).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, model_validator
+
+from er_framework.components import FieldRef, Params, Verifier
+from er_framework.data import Batch, Pairs
+from er_framework.kernels.em import (
+    EPS,
+    EMFit,
+    count_codes,
+    decode,
+    fit_em,
+    floor_normalize,
+    monotone_m_step,
+    pattern_radix,
+)
+from er_framework.kernels.parallel import map_ordered
+from er_framework.kernels.records_memory import release_free_memory
+from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
+
+__all__ = [
+    "FSField",
+    "FellegiSunterParams",
+    "FellegiSunter",
+]
+
+
+# ---------------------------------------------------------------------------
+# fellegi_sunter
+
+
+class FSField(Params):
+    field: FieldRef | list[FieldRef] = Field(description="a column, or several joined by one space (missing parts skipped)")
+    name: str | None = Field(default=None, description="label in the report (default: the columns joined by '+')")
+    comparison: Scorer = Field(default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score)")
+    last_digits: int | None = Field(
+        default=None, ge=1, description="comparison digits only: compare the last N digits (10 drops a +1 country code)"
+    )
+    levels: list[float] | None = Field(
+        default=None,
+        description="strictly decreasing thresholds in (0, 100]: level k = similarity >= levels[k] (first that holds), "
+        "then an 'else' level; missing is separate. Default [100, 90, 75]; exact/digits: [100]",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> "FSField":
+        if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
+            raise ValueError("field must be a column name or a non-empty list of distinct column names")
+        if self.last_digits is not None and self.comparison != "digits":
+            raise ValueError("last_digits is used only with comparison: digits")
+        lv = self.levels
+        if lv is not None:
+            if not lv or any(not (0.0 < x <= 100.0) for x in lv) or any(a <= b for a, b in zip(lv, lv[1:])):
+                raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
+            if self.comparison in ("exact", "digits") and lv != [100.0]:
+                raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
+        return self
+
+    @property
+    def label(self) -> str:
+        return field_label(self.field, self.name)
+
+    @property
+    def thresholds(self) -> list[float]:
+        if self.levels is not None:
+            return list(self.levels)
+        return [100.0] if self.comparison in ("exact", "digits") else [100.0, 90.0, 75.0]
+
+    def level_names(self) -> list[str]:
+        t = self.thresholds
+        names = ["=100" if x >= 100.0 else f">={x:g}" for x in t]
+        return names + [f"<{t[-1]:g}"]
+
+
+DEFAULT_FS_FIELDS: list[dict[str, Any]] = [
+    {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    # one field: a move changes all three together, and as three fields they would break the
+    # model's conditional independence and count a move three times (see FellegiSunter)
+    {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
+    {"field": "phone", "comparison": "digits", "last_digits": 10},
+    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
+    {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
+]
+
+
+class FellegiSunterParams(Params):
+    fields: list[FSField] = Field(
+        default_factory=lambda: [dict(r) for r in DEFAULT_FS_FIELDS],
+        validate_default=True,
+        min_length=1,
+        description="compared fields and their agreement levels; default: the customer fields first_name, last_name, "
+        "location (address + city + zip), phone, email, dob",
+    )
+    threshold: float | None = Field(
+        default=None, gt=0.0, le=1.0, description="keep pairs with match probability >= threshold (default: the job threshold)"
+    )
+    max_iter: int = Field(default=500, ge=1, le=100000, description="EM iterations at most")
+    tol: float = Field(default=1e-7, ge=0.0, description="EM stops when no parameter (lambda, m, u) moves by more than tol")
+    prior: float | None = Field(
+        default=None, gt=0.0, lt=1.0,
+        description="initial lambda = P(match) among the candidates (default: from the initial m and u, see docs)",
+    )
+    smoothing: float = Field(
+        default=1.0, ge=0.0,
+        description="pseudo-pairs added to every level of every field in both classes in EM's M-step "
+        "(a level never seen in a class keeps a moderate weight); 0: maximum likelihood",
+    )
+    u_from_random_pairs: int = Field(
+        default=20000, ge=0,
+        description="random record pairs (cross-source in link mode) whose level frequencies estimate u; 0: none. "
+        "Without fix_u they only initialise EM, which re-estimates u (20,000 and 100,000 gave the same pairs "
+        "on the 100k-customer benchmark); raise it with fix_u",
+    )
+    fix_u: bool = Field(
+        default=False,
+        description="hold u at the random-pair estimate (EM fits lambda and m only); default: it only initialises u",
+    )
+    monotone: bool = Field(
+        default=True,
+        description="every field's match weight log2(m/u) non-increasing from the closest level to the last "
+        "(EM's M-step is the maximum likelihood under that order: pool adjacent violators); false: unconstrained EM",
+    )
+    labels_fit: Literal["em", "labels"] = Field(
+        default="em",
+        description="with the job's training labels: em - EM on the candidates started from the labels' m and u, "
+        "every labelled pair held at its label (semi-supervised); labels - m and u from the labelled pairs alone "
+        "(their level frequencies), only lambda fitted. fix_u and prior are not used with labels",
+    )
+    seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
+
+    @model_validator(mode="after")
+    def _check(self) -> "FellegiSunterParams":
+        labels = [r.label for r in self.fields]
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        if dup:
+            raise ValueError(f"field labels must be unique; repeated: {dup} (set 'name' to tell them apart)")
+        if self.fix_u and self.u_from_random_pairs == 0:
+            raise ValueError("fix_u needs u_from_random_pairs > 0")
+        return self
+
+
+class FellegiSunter(Verifier):
+    """Unsupervised Fellegi-Sunter scoring: EM on the candidates' comparison patterns.
+
+    Each field's similarity (0..100) is cut into levels by ``levels`` (e.g.
+    [100, 90, 70]: exact / >= 90 / >= 70 / else), plus a *missing* level
+    (either side missing) that is in neither m nor u and contributes weight 0.
+    A two-class latent model with fields independent given the class is
+    fitted by EM (:func:`fit_em`) on the counts of distinct patterns of the
+    candidate pairs, so an iteration costs O(patterns), not O(pairs).
+
+    u (level frequencies among non-matches): estimated from
+    ``u_from_random_pairs`` random record pairs (in link mode pairs of
+    different sources), which are almost all non-matches, with 0.5 added to
+    every level count. By default this is only EM's *initial* u and EM
+    re-estimates u on the candidates: the pairs being scored come from a
+    blocker, and their non-matches agree on the blocked fields far more often
+    than random pairs do (a pair blocked on phone shares the phone), so u of
+    random pairs would overrate exactly those agreements. ``fix_u: true`` keeps
+    the random-pair u (the classic "u from random sampling" estimate; right
+    when the candidates are close to random pairs, or no field is blocked on);
+    EM then fits lambda and m only. Without random pairs, u starts at
+    ``8**(k - K + 1)`` (normalized) over the K levels of each field.
+
+    EM's M-step adds ``smoothing`` (default 1) pseudo-pairs to every level
+    of both classes: on the generated customers no true match falls in the
+    location level ">= 70" (a move gives < 70, an abbreviation >= 85), and the
+    maximum-likelihood m = 0 would make that level a -23 bit veto.
+
+    Initial m: ``8**-k`` over the levels (normalized; most mass on level 0).
+    Initial lambda: ``prior``, or else the mean posterior of the candidates
+    under the initial m and u with lambda = 0.5, clipped to [0.001, 0.5].
+
+    Fields should be close to independent given the class. The default fields
+    join address, city and zip into one ``location`` field: a customer who
+    moved differs in all three, and as three fields EM learns "all three
+    differ" as a sure sign of a non-match (m = 0) and rejects the movers. On
+    candidates of the seed's blocking (one of name, address, phone identical)
+    of 20,000 generated customers per company this took F1 from 0.942 to
+    0.996 (tests/er_plugins/test_records_scoring.py).
+
+    Monotone weights (``monotone: true``, default): a closer level never
+    weighs less than a looser one. Each M-step is the maximum likelihood
+    under the order log(m_0/u_0) >= log(m_1/u_1) >= ... (:func:`monotone_m_step`:
+    the share of matches per level, a_k / (a_k + b_k), made non-increasing by
+    pool adjacent violators with weights a_k + b_k; a pooled run of levels
+    gets one weight). Unconstrained EM on blocked candidates can invert the
+    order (Febrl4: given_name exact +0.98 bits, >= 92 +1.55) because the
+    blocks make exact agreement common among non-matches; on Febrl3, Febrl4
+    and generated customers the constraint kept F1 (benchmarks/README.md,
+    bench_fs_weights.py). ``monotone: false`` is the EM of before.
+
+    Training (``trainable``): with :attr:`labelled` set (the job's
+    ``training: {labels: FILE}``), :meth:`train` estimates m and u from the
+    labelled pairs' levels and, by default (``labels_fit: em``), continues
+    with EM on the candidates, every labelled pair held at its label; lambda
+    from the labels' share or by EM (``labelled.lam``).
+
+    Explanations (``explainable``): :meth:`comparisons` gives every pair's
+    level and weight (bits) per field, the prior weight, their sum and the
+    probability; :meth:`restore` rebuilds the fit from report.json.
+
+    Score = match probability lam * prod m / (lam * prod m + (1 - lam) * prod u)
+    over the fields present; the match weight log2(m / u) of each field and
+    level is in the report, with ``estimation`` (how m, u and lambda were
+    estimated) and ``weights_monotone``. After unconstrained EM the classes
+    are exchanged when most fields have m < u at level 0 (label switching).
+    """
+
+    # m/u weights are trained by EM on all candidate pairs of the run
+    pairwise = False
+    explainable = True
+    trainable = True
+    #: :meth:`pair_codes` of ``labelled.pairs`` (set by :meth:`score`; an executor calling
+    #: :meth:`fit_counts` itself sets it from the codes of the labelled pairs)
+    labelled_codes: npt.NDArray[np.int64] | None = None
+    name = "fellegi_sunter"
+    summary = ("Fellegi-Sunter: EM over comparison-pattern counts (weights monotone in the level; or trained from "
+               "labelled pairs), score = match probability")
+    Params = FellegiSunterParams
+    needs = frozenset({"fields"})
+
+    def _random_pairs(
+        self, src: npt.NDArray[np.int32], cross_source_only: bool, k: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``k`` uniform random pairs of distinct records (``src``: each record's source); of different sources in link mode."""
+        n = len(src)
+        rng = np.random.default_rng(self.seed)
+        left = rng.integers(0, n, size=k)
+        if cross_source_only and len(np.unique(src)) > 1:
+            order = np.argsort(src, kind="stable")
+            sizes = np.bincount(src, minlength=int(src.max()) + 1)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            s = src[left]
+            others = n - sizes[s]
+            ok = others > 0
+            left, s, others = left[ok], s[ok], others[ok]
+            r = (rng.random(len(left)) * others).astype(np.int64)
+            r = np.where(r >= starts[s], r + sizes[s], r)  # skip the block of the left record's source
+            right = order[r]
+        else:
+            right = (left + 1 + rng.integers(0, n - 1, size=k)) % n
+        return left.astype(np.int64), right.astype(np.int64)
+
+    #: the model fitted by the last :meth:`score` call
+    fit: EMFit | None = None
+
+    def _pattern_codes(
+        self, batch: Batch, pair_sets: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+    ) -> list[npt.NDArray[np.signedinteger[Any]]]:
+        """Pattern code of every pair of each ``(left, right)`` of ``pair_sets`` (mixed radix over the fields'
+        states; int32 when they fit).
+
+        Field by field: a field's :class:`FieldColumn` (with the signatures of
+        :meth:`FieldColumn.levels`) is prepared over the records of all the
+        pairs, its levels added to every set's codes, and dropped before the
+        next field, so one field's values are in memory at a time. Chunks of
+        pairs run on ``context.workers`` threads (numpy and rapidfuzz release
+        the GIL); a pair's code depends on the pair alone, so the result is the
+        same for any chunking and any number of threads.
+        """
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        radix = pattern_radix(n_levels)
+        space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
+        dtype = np.int32 if space < 2**31 else np.int64
+        outs: list[npt.NDArray[np.signedinteger[Any]]] = [np.zeros(len(left), dtype=dtype) for left, _ in pair_sets]
+        rows = rows_of(len(batch.records), *[x for pair in pair_sets for x in pair])
+        workers = max(1, int(self.context.workers))
+        for f, fld in enumerate(p.fields):
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits,
+                              bounds=True)
+            release_free_memory()  # the preparation's temporaries (the allocators keep freed memory)
+            for (left, right), out in zip(pair_sets, outs):
+                self._add_levels(col, fld.thresholds, int(radix[f]), left, right, out, workers)
+            del col
+            release_free_memory()  # the field's values and the temporaries of its comparisons
+        return outs
+
+    @staticmethod
+    def _add_levels(
+        col: FieldColumn, thresholds: Sequence[float], place: int, left: npt.NDArray[np.int64],
+        right: npt.NDArray[np.int64], out: npt.NDArray[np.signedinteger[Any]], workers: int,
+    ) -> None:
+        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field, a chunk per thread step."""
+        chunks = pair_chunks(len(left))
+        if 1 < len(left) and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
+            size = -(-len(left) // workers)
+            chunks = [(a, min(a + size, len(left))) for a in range(0, len(left), size)]
+        inner = 1 if len(chunks) > 1 else workers
+
+        def chunk(ab: tuple[int, int]) -> None:
+            a, b = ab
+            out[a:b] += ((col.levels(left[a:b], right[a:b], thresholds, inner) + 1) * place).astype(out.dtype)
+
+        map_ordered(chunk, chunks, workers)
+
+    def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
+        """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        return decode(self.pair_codes(batch, pairs), [len(f.thresholds) + 1 for f in p.fields])
+
+    def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
+        """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
+        return np.asarray(self._pattern_codes(batch, [(pairs.left, pairs.right)])[0], dtype=np.int64)
+
+    def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
+        """``u_from_random_pairs`` random pairs (:meth:`_random_pairs`, seeded): their level frequencies estimate u."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        if p.u_from_random_pairs == 0 or len(source) < 2:
+            return Pairs.empty()
+        left, right = self._random_pairs(np.asarray(source), bool(cross_source_only), p.u_from_random_pairs)
+        return Pairs(left, right)
+
+    def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+        """The match probability of every pair: codes, their counts, EM (:meth:`fit_counts`), a lookup by code.
+
+        An executor working partition by partition runs the same steps apart
+        (codes where the records are, counts summed, one fit): same scores.
+        """
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        if len(pairs) == 0:
+            self._report: dict[str, Any] = {"pairs_scored": 0}
+            return np.zeros(0)
+        sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
+        # the fields prepared once for the candidates and the random pairs; int32 codes when the space fits
+        codes, s_codes = self._pattern_codes(batch, [(pairs.left, pairs.right), (sample.left, sample.right)])
+        space = self._space()
+        uniq, counts = count_codes(codes, space)
+        s_uniq, s_counts = count_codes(s_codes, space) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
+        lab = self.labelled
+        if lab is not None:
+            self.labelled_codes = self.pair_codes(batch, lab.pairs) if len(lab.pairs) else np.zeros(0, np.int64)
+        table = self.fit_counts(uniq, counts, s_uniq, s_counts)
+        # pair -> its pattern's probability: a table over the code space when it is small, else through the
+        # (sorted) distinct codes
+        if space <= 1 << 22:
+            by_code = np.zeros(space, dtype=np.float64)
+            by_code[uniq] = table
+            return np.asarray(by_code[codes], dtype=np.float64)
+        return np.asarray(table[np.searchsorted(uniq, codes)], dtype=np.float64)
+
+    def _space(self) -> int:
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in p.fields], dtype=np.float64)))
+
+    def fit_counts(
+        self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
+        sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64]:
+        """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
+        the random pairs' level frequencies; or, with :attr:`labelled` (and :attr:`labelled_codes`, the
+        labelled pairs' :meth:`pair_codes`), m and u from the labels (:meth:`train`). The match
+        probability of each pattern. Keeps the report."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        n = int(counts.sum())
+        if n == 0:
+            self._report = {"pairs_scored": 0}
+            return np.zeros(0)
+        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        F = len(p.fields)
+        uniq = np.asarray(codes, dtype=np.int64)
+        patterns = decode(uniq, n_levels)
+
+        # u from random pairs (with 0.5 added to every level count)
+        u_random: list[npt.NDArray[np.float64]] | None = None
+        n_random = int(np.asarray(sample_counts).sum())
+        if n_random:
+            rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
+            u_random = []
+            for f in range(F):
+                lv = rpat[:, f]
+                ok = lv >= 0
+                # counts are whole numbers: the weighted sums are exact, whatever their order
+                acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
+                u_random.append(acc / acc.sum())
+        training: dict[str, Any] | None = None
+        if self.labelled is not None:
+            fit, lam0, training = self.train(patterns, counts)
+        else:
+            m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+            u0 = u_random if u_random is not None else [
+                floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels
+            ]
+            if p.prior is not None:
+                lam0 = float(p.prior)
+            else:
+                g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
+                lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+            fit = fit_em(
+                patterns, counts, n_levels, lam0, m0, u0, fix_u=p.fix_u, monotone=p.monotone,
+                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
+        table = fit.probability(patterns)
+
+        weights = fit.weights()
+        t = p.threshold if p.threshold is not None else self.context.threshold
+        if training is not None:
+            u_mode = "from labelled non-matches" if training["fit"] == "labels" else (
+                "EM, started from labelled non-matches, labelled pairs held")
+        elif p.fix_u:
+            u_mode = "fixed from random pairs"
+        else:
+            u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
+        self._report = {
+            "pairs_scored": n,
+            "patterns": int(len(uniq)),
+            "lambda": float(fit.lam),
+            "lambda_initial": lam0,
+            "expected_matches": round(float(fit.lam) * n, 1),
+            "iterations": fit.iterations,
+            "converged": fit.converged,
+            "label_swapped": fit.swapped,
+            "estimation": self.estimation(training),
+            "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
+            "u_mode": u_mode,
+            "training": training,
+            "random_pairs": n_random,
+            "loglik": [round(x, 6) for x in fit.loglik],
+            "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
+            "per_field": {
+                fld.label: {
+                    "columns": field_columns(fld.field),
+                    "comparison": fld.comparison,
+                    "levels": fld.level_names(),
+                    "m": [float(x) for x in fit.m[f]],
+                    "u": [float(x) for x in fit.u[f]],
+                    "weight_log2": [round(float(x), 6) for x in weights[f]],
+                    "u_random_pairs": None if u_random is None else [float(x) for x in u_random[f]],
+                    "missing_pairs": int(counts[patterns[:, f] < 0].sum()),
+                    "missing_weight": 0.0,
+                }
+                for f, fld in enumerate(p.fields)
+            },
+        }
+        self.fit = fit
+        return table
+
+    def estimation(self, training: dict[str, Any] | None) -> str:
+        """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        order = ("weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
+                 if p.monotone else "weights unconstrained (a looser level may weigh more than a closer one)")
+        if training is not None:
+            lam = ("lambda = the labels' share of matches" if training["lambda"] == "labels"
+                   else "lambda by EM on the candidates")
+            labels = f"{training['matches']} labelled matches and {training['non_matches']} labelled non-matches"
+            if training["fit"] == "labels":
+                how = f"m and u from {labels} (held)"
+            else:
+                how = f"m and u by EM on the candidates, started from {labels}, each labelled pair held at its label"
+            return f"trained: {how}; {lam}; {order}"
+        u = "u fixed from random pairs" if p.fix_u else "u by EM"
+        return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
+
+    def train(
+        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
+    ) -> tuple[EMFit, float, dict[str, Any]]:
+        """The fit from the labelled pairs (:attr:`labelled`, :attr:`labelled_codes`) and the candidates' ``patterns``.
+
+        Per field, ``a_k`` / ``b_k`` = labelled matches / non-matches at level
+        k plus ``smoothing`` (pairs where the field is missing are skipped);
+        the labels' estimate is m = a / sum a and u = b / sum b, or with
+        ``monotone`` the constrained estimate of :func:`monotone_m_step` on the
+        same counts (their maximum likelihood under the order).
+
+        ``labels_fit: labels`` holds m and u there. ``labels_fit: em`` (default)
+        starts :func:`fit_em` from them and fits m, u (and lambda) on the
+        candidates, every labelled pair entering the M-step with its class
+        known (``known``): semi-supervised, the labels and every candidate's
+        comparison pattern in one likelihood.
+
+        Lambda (``labelled.lam``): ``"labels"`` holds it at the labels' share of
+        matches (right for a random sample of the candidates); ``"em"`` fits it
+        on the candidates (with m and u held, under ``labels_fit: labels``),
+        right for pairs chosen near the threshold, whose share of matches says
+        nothing of the candidates'. Raises ValueError when the labels hold no
+        match or no non-match.
+        """
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        lab = self.labelled
+        assert lab is not None
+        codes = self.labelled_codes
+        if codes is None or len(codes) != len(lab.pairs):
+            raise ValueError(
+                "fellegi_sunter: labelled pairs were set without their codes (labelled_codes = pair_codes of "
+                "labelled.pairs; score() sets them, an executor calling fit_counts itself must)"
+            )
+        y = np.asarray(lab.match, dtype=bool)
+        n_pos, n_neg = int(y.sum()), int((~y).sum())
+        if n_pos == 0 or n_neg == 0:
+            raise ValueError(
+                f"training labels hold {n_pos} match(es) and {n_neg} non-match(es): fellegi_sunter estimates m from "
+                "labelled matches and u from labelled non-matches, so it needs at least one of each; label more pairs "
+                "(er review writes pairs on both sides of the threshold)"
+            )
+        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        lpat = decode(np.asarray(codes, dtype=np.int64), n_levels)
+        m: list[npt.NDArray[np.float64]] = []
+        u: list[npt.NDArray[np.float64]] = []
+        per_field: dict[str, dict[str, list[int]]] = {}
+        for f, fld in enumerate(p.fields):
+            lv = lpat[:, f]
+            ok = lv >= 0
+            cm = np.bincount(lv[ok & y], minlength=n_levels[f]).astype(np.float64)
+            cu = np.bincount(lv[ok & ~y], minlength=n_levels[f]).astype(np.float64)
+            per_field[fld.label] = {"matches": cm.astype(int).tolist(), "non_matches": cu.astype(int).tolist()}
+            a, b = cm + p.smoothing, cu + p.smoothing
+            if a.sum() <= 0 or b.sum() <= 0:
+                # no labelled pair shows this field in one class (and no smoothing): it starts at weight 0
+                mf = uf = np.full(n_levels[f], 1.0 / n_levels[f])
+            elif p.monotone:
+                mf, uf = monotone_m_step(a, b)
+            else:
+                mf, uf = floor_normalize(a / a.sum()), floor_normalize(b / b.sum())
+            m.append(mf)
+            u.append(uf)
+        lam_labels = float(np.clip(n_pos / (n_pos + n_neg), EPS, 1 - EPS))
+        if lab.lam == "labels":
+            lam0 = lam_labels
+            fit = EMFit(lam=lam_labels, m=m, u=u, converged=True)
+        else:
+            lam0 = lam_labels
+            fit = fit_em(
+                patterns, counts, n_levels, lam0, m, u, fix_m=True, fix_u=True,
+                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
+        if p.labels_fit == "em":
+            # the labelled pairs by distinct pattern: how many matches and non-matches show each
+            lcodes = np.asarray(codes, dtype=np.int64)
+            uniq, inv = np.unique(lcodes, return_inverse=True)
+            inv = inv.reshape(-1)
+            pos = np.bincount(inv, weights=y.astype(np.float64), minlength=len(uniq)).astype(np.float64)
+            neg = np.bincount(inv, weights=(~y).astype(np.float64), minlength=len(uniq)).astype(np.float64)
+            fit = fit_em(
+                patterns, counts, n_levels, fit.lam, fit.m, fit.u, monotone=p.monotone, fix_lam=lab.lam == "labels",
+                known=(decode(uniq, n_levels), pos, neg), max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+            )
+        training = {
+            "labelled_pairs": n_pos + n_neg,
+            "matches": n_pos,
+            "non_matches": n_neg,
+            "lambda": lab.lam,
+            "fit": p.labels_fit,
+            "level_counts": per_field,
+        }
+        return fit, lam0, training
+
+    # -- explanations ------------------------------------------------------------
+
+    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
+        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
+        their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
+
+        Uses the fitted model (:attr:`fit`, from :meth:`score` or :meth:`restore`)."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        fit = self.fit
+        if fit is None:
+            raise ValueError("fellegi_sunter has no fitted model: call score() or restore() first")
+        levels = self.comparison_levels(batch, pairs) if len(pairs) else np.zeros((0, len(p.fields)), np.int64)
+        prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
+        out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
+        total = np.full(len(pairs), prior)
+        for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
+            lv = levels[:, f]
+            ok = lv >= 0
+            wf = np.where(ok, w[np.where(ok, lv, 0)], 0.0)
+            out[f"level_{fld.label}"] = lv.astype(np.int64)
+            out[f"weight_{fld.label}"] = wf
+            total = total + wf
+        out["match_weight"] = total
+        out["score"] = fit.probability(levels)
+        return out
+
+    def restore(self, described: dict[str, Any]) -> None:
+        """Rebuild :attr:`fit` (lambda, m and u per field) from :meth:`describe`'s output (report.json's
+        ``verifier`` section), so that :meth:`comparisons` works without fitting again. A report of a run
+        that scored no pair restores nothing. Raises ValueError when the report's fields or levels are not
+        this verifier's."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        if "lambda" not in described:
+            self.fit = None
+            return
+        per_field = described.get("per_field") or {}
+        labels = [f.label for f in p.fields]
+        if list(per_field) != labels:
+            raise ValueError(f"the report's fields {list(per_field)} are not this verifier's {labels}")
+        m, u = [], []
+        for fld in p.fields:
+            rep = per_field[fld.label]
+            k = len(fld.thresholds) + 1
+            mf = np.asarray(rep["m"], dtype=np.float64)
+            uf = np.asarray(rep["u"], dtype=np.float64)
+            if mf.shape != (k,) or uf.shape != (k,):
+                raise ValueError(f"field {fld.label!r}: the report has {len(mf)} levels, this verifier {k}")
+            m.append(mf)
+            u.append(uf)
+        self.fit = EMFit(
+            lam=float(described["lambda"]), m=m, u=u, iterations=int(described.get("iterations", 0)),
+            converged=bool(described.get("converged", False)), swapped=bool(described.get("label_swapped", False)),
+        )
+        self._report = {k: v for k, v in described.items() if k not in self.params.model_dump(mode="json") and k != "type"}
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **getattr(self, "_report", {})}
