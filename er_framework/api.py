@@ -28,7 +28,8 @@ from er_framework.config.job import Job, load_yaml, parse_job, read_job_text, re
 from er_framework.data import Pairs
 from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
 from er_framework.engine.result import Result as RunResult
-from er_framework.engine.stages import comparisons_table, exact_groups, pairs_table, require_out_dir, write
+from er_framework.engine.stages.exact import exact_groups
+from er_framework.engine.stages.writing import comparisons_table, pairs_table, require_out_dir, write
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.executors import run_job
 from er_framework.io.frames import arrow_table, as_kind, frame_kind

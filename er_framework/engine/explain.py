@@ -22,8 +22,9 @@ import numpy.typing as npt
 
 from er_framework.config.job import Job
 from er_framework.data import Pairs, Records
-from er_framework.engine import stages
 from er_framework.engine.engine import Engine
+from er_framework.engine.stages.exact import exact_keys
+from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
 
 __all__ = ["BORDERLINE", "Explanation", "FieldTerm", "explain_run", "explanation", "find_record", "row_of_terms"]
@@ -236,8 +237,8 @@ def explain_run(
     pair compared. Returns it with notes on what may differ from the run (``(source, id)`` per side;
     a source of None: any)."""
     notes: list[str] = []
-    records, _stats = stages.read(job)
-    records, _norm = stages.normalize(job, records, job.context.workers)
+    records, _stats = read(job)
+    records, _norm = normalize(job, records, job.context.workers)
     a = find_record(records, left[1], left[0], "--left")
     b = find_record(records, right[1], right[0], "--right")
     engine = Engine(job)
@@ -245,7 +246,7 @@ def explain_run(
     described.setdefault("name", engine.verifier.name)
     threshold = float((report.get("threshold") or {}).get("value", engine.threshold))
     if engine.collapse:
-        keys, nonempty = stages.exact_keys(records.take(np.array([a, b], dtype=np.int64)), job.exact.normalize)
+        keys, nonempty = exact_keys(records.take(np.array([a, b], dtype=np.int64)), job.exact.normalize)
         if nonempty.all() and keys[0] == keys[1]:
             return explanation(records, a, b, {}, described, threshold, exact_copies=True), notes
     if not engine.verifier.explainable:

@@ -22,7 +22,9 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.result import Result
 from er_framework.engine.explain import BORDERLINE, row_of_terms
-from er_framework.engine.stages import Answer, Exact, answer, cluster_stats, comparisons_table, output_tables, write
+from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
+from er_framework.engine.stages.exact import Exact
+from er_framework.engine.stages.writing import comparisons_table, output_tables, write
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
@@ -322,7 +324,7 @@ class RunFacts:
 
 def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found: Answer) -> dict[str, Any]:
     """``report.json``: the same sections whichever executor ran the job (timings aside); ``found`` is the
-    answer (:func:`er_framework.engine.stages.answer`), the pairs the run lists."""
+    answer (:func:`er_framework.engine.stages.clustering.answer`), the pairs the run lists."""
     records = facts.records
     n = len(records)
     mode = job.spec.mode

@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.data import Pairs, Records
-from er_framework.engine.stages import Answer, Exact
+from er_framework.engine.stages.clustering import Answer
+from er_framework.engine.stages.exact import Exact
 
 __all__ = ["Result"]
 
@@ -20,7 +21,7 @@ class Result:
     """Everything a run produced (in memory), plus where it was written.
 
     ``records`` holds every record's fields; the text columns of a large JSON
-    Lines source (read file-backed, :data:`er_framework.engine.stages.FILE_BACKED_MIN_BYTES`)
+    Lines source (read file-backed, :data:`er_framework.engine.stages.reading.FILE_BACKED_MIN_BYTES`)
     are :class:`~er_framework.io.filetext.FileTexts`: sequences that read their
     values from the source file when asked (``col[i]``, ``col[a:b]``,
     iteration), so the file must stay as it was while they are used.

@@ -8,7 +8,7 @@ pages again in the process tree's memory). It then
   (:func:`read_shared`): each process turns the columns it read into Arrow
   arrays (:func:`~er_framework.engine.columns.compact_read`), and the worker's
   come back as a few buffers; the records, statistics and problems are those
-  of :func:`~er_framework.engine.stages.read`, in the same order;
+  of :func:`~er_framework.engine.stages.reading.read`, in the same order;
 * builds the normalizers' tables, and takes whole fields to normalize
   (:func:`~er_framework.engine.columns.normalize_fields_shared`).
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from er_framework.config.job import Job
 from er_framework.data import Records
-from er_framework.engine import stages
 from er_framework.engine.columns import compact_read, concat_compact
+from er_framework.engine.stages.reading import read, read_sources
 from er_framework.errors import InputError
 from er_framework.kernels.arrow import string_array
 from er_framework.kernels import parallel
@@ -78,7 +78,7 @@ def start_worker(job: Job) -> ForkedWorker | None:
 
 
 def read_shared(job: Job, worker: ForkedWorker | None, compact: bool = True) -> tuple[Records, dict[str, Any]]:
-    """:func:`~er_framework.engine.stages.read` and (``compact``) :func:`~er_framework.engine.columns.compact_read`
+    """:func:`~er_framework.engine.stages.reading.read` and (``compact``) :func:`~er_framework.engine.columns.compact_read`
     of the normalized fields: the same records (their normalized fields as Arrow arrays where they convert),
     the same statistics, the same problems (all sources', in source order). With a worker (and two sources
     or more) the last source is read by the worker, compacted; then the worker builds the normalizers'
@@ -88,11 +88,11 @@ def read_shared(job: Job, worker: ForkedWorker | None, compact: bool = True) -> 
     if worker is None or n < 2:
         if worker is not None:
             worker.submit(warm_in_worker)  # while this process reads
-        records, stats = stages.read(job)
+        records, stats = read(job)
         return (compact_read(records, fields) if compact else records), stats
     theirs = worker.submit(read_in_worker, [n - 1], fields)
     worker.submit(warm_in_worker)
-    parts, stats, problems = stages.read_sources(job, range(n - 1))
+    parts, stats, problems = read_sources(job, range(n - 1))
     for part in parts:
         compact_read(part, fields)
     their_parts, their_stats, their_problems = ForkedWorker.result(theirs)
@@ -106,13 +106,13 @@ def read_shared(job: Job, worker: ForkedWorker | None, compact: bool = True) -> 
 
 
 def read_in_worker(indices: list[int], fields: list[str]) -> tuple[list[Any], dict[str, Any], list[Any]]:
-    """In the worker: :func:`~er_framework.engine.stages.read_sources` of the forked job's sources
+    """In the worker: :func:`~er_framework.engine.stages.reading.read_sources` of the forked job's sources
     ``indices``, each compacted, its ids as an Arrow array where they convert (:func:`unpack_records`)."""
     job = forked_job
     assert job is not None, "read_in_worker runs in a worker of start_worker"
     import pyarrow as pa
 
-    parts, stats, problems = stages.read_sources(job, indices)
+    parts, stats, problems = read_sources(job, indices)
     packed = []
     for part in parts:
         compact_read(part, fields)

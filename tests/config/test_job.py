@@ -348,3 +348,13 @@ def test_field_references_of_the_built_in_components() -> None:
     assert field_references(grid.Params(field="x", y_field="y", normalized=True)) == [(("field",), "x"), (("y_field",), "y")]
     assert field_references(OddParams(columnz=["a"], pick=Inner(src="b", label="c"), weights={"d": 1}, fields=["e"])) == [
         (("columnz", 0), "a"), (("pick", "src"), "b"), (("weights", "d"), "d")]
+
+
+def test_workers_setting_is_validated(tmp_path: Path) -> None:
+    from er_framework.errors import ConfigError
+
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
+    with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
+        parse_job(cfg)
+

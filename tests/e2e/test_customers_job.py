@@ -141,7 +141,7 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
 
 
 def test_normalizers_in_worker_processes_give_the_same_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import er_framework.engine.stages as pipeline
+    import er_framework.engine.stages.reading as pipeline
 
     job = parse_job(ROOT / "configs" / "customers.yaml")
     records, _ = pipeline.read(job)

@@ -25,8 +25,8 @@ import er_framework.normalize as normalize
 from er_framework.components import Context, Normalizer
 from er_framework.config.job import parse_job
 from er_framework.data import Records
-from er_framework.engine import stages
 from er_framework.engine.columns import compact_read
+from er_framework.engine.stages import reading
 from er_framework.errors import InputError, PluginError
 from er_framework.executors import run_job
 from er_framework.kernels.arrow import ArrowValues, string_array
@@ -141,7 +141,7 @@ def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_pa
         m.setattr(shared, "WORKER_MIN_BYTES", 1 << 62)  # a small job: the lists as read are kept
         lists = run_job(parse_job(job_file), tmp_path / "lists")
     assert not any(isinstance(c, ArrowValues) for c in lists.as_read.fields.values())
-    read, _ = stages.read(parse_job(job_file))
+    read, _ = reading.read(parse_job(job_file))
     assert compacted.as_read is not None and lists.as_read is not None
     assert compacted.as_read.ids == read.ids == lists.as_read.ids
     for f, col in read.fields.items():
@@ -183,7 +183,7 @@ SPEC = {"first_name": ["name", "nickname"], "last_name": "name", "address": "add
 def test_two_processes_normalize_as_one() -> None:
     recs = _customer_records(FACTORIZE_MIN // 2 + 100)
     assert all(isinstance(recs.fields[f], ArrowValues) for f in SPEC)
-    serial = stages.normalize_fields(recs, SPEC, 1)
+    serial = reading.normalize_fields(recs, SPEC, 1)
     with ForkedWorker() as worker:
         shared = columns.normalize_fields_shared(recs, SPEC, worker)
     assert list(shared) == list(serial) == list(SPEC)
@@ -262,7 +262,7 @@ def test_a_run_with_a_worker_writes_what_a_run_without_writes(tmp_path: Path, mo
         return original(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
-    monkeypatch.setattr(stages, "normalize_fields_shared", counted)
+    monkeypatch.setattr(reading, "normalize_fields_shared", counted)
     both = run_job(parse_job(job_file), tmp_path / "both")
     assert calls == [True]
     assert both.report["normalize"] == alone.report["normalize"]
@@ -282,7 +282,7 @@ def test_reading_on_two_processes_reads_what_one_reads(tmp_path: Path, monkeypat
     job = parse_job(_two_sources(tmp_path))
     monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
     monkeypatch.setattr(columns, "FACTORIZE_MIN", 100)
-    want, want_stats = stages.read(job)
+    want, want_stats = reading.read(job)
     with shared.start_worker(job) as worker:  # type: ignore[union-attr]
         got, stats = shared.read_shared(job, worker)
     alone, alone_stats = shared.read_shared(job, None)
@@ -302,7 +302,7 @@ def test_problems_of_both_processes_are_reported_together(tmp_path: Path, monkey
         path.write_text(path.read_text() + "X1,a,b,c,d,e,f,g,h,i,j\n")
     job = parse_job(job_file)
     with pytest.raises(InputError) as want:
-        stages.read(job)
+        reading.read(job)
     monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
     with pytest.raises(InputError) as got:
         with shared.start_worker(job) as worker:  # type: ignore[union-attr]

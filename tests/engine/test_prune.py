@@ -183,14 +183,14 @@ def test_counts_beyond_the_memory_are_refused_with_a_clear_error(
 ) -> None:
     """A vocabulary too large for the memory still available stops the prune stage with an input error
     (what, how much, the fix), not a MemoryError or a swapping machine."""
-    from er_framework.engine import stages
+    from er_framework.engine.stages import shingling
 
     data, _, _ = corpus
-    monkeypatch.setattr(stages, "available_memory", lambda: 100_000)  # 100 KB left
+    monkeypatch.setattr(shingling, "available_memory", lambda: 100_000)  # 100 KB left
     with pytest.raises(ErError) as err:
         run_job(parse_job(_job(tmp_path, data)), write=False)
     text = str(err.value)
     assert "counting the shingles of" in text and "more than this process can hold" in text
     assert "remove prune_shingles" in text
-    monkeypatch.setattr(stages, "available_memory", lambda: None)  # unknown: no limit
+    monkeypatch.setattr(shingling, "available_memory", lambda: None)  # unknown: no limit
     assert run_job(parse_job(_job(tmp_path, data)), write=False).report["stages"]

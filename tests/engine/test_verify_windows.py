@@ -1,4 +1,4 @@
-"""Windowed verification (kernels/windows.py, stages.score_windowed): the same scores as the record-order
+"""Windowed verification (kernels/windows.py, engine/stages/verification.py: score_windowed): the same scores as the record-order
 blocks of score_streamed and as the exact Jaccard of the reference, whatever the budget."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ import textwrap
 import numpy as np
 import pytest
 
-import er_framework.engine.stages as pipeline
+import er_framework.engine.stages.verification as pipeline
 from er_framework.config.job import parse_job
 from er_framework.data import Batch, Pairs
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
+from er_framework.engine.stages.reading import read
+from er_framework.engine.stages.shingling import shingle_and_sign
 from er_framework.kernels.jaccard import jaccard_reference
 from er_framework.kernels.windows import verify_windows, window_order
 from er_framework.synth.documents import planted_documents
@@ -58,9 +60,9 @@ def streamed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, Batch]:
         verifier: {{type: jaccard}}
     """))
     engine = Engine(parse_job(job_file))
-    recs, _ = pipeline.read(engine.job)
+    recs, _ = read(engine.job)
     batch = Batch(records=recs)
-    pipeline.shingle_and_sign(engine, recs, batch, StageLog())
+    shingle_and_sign(engine, recs, batch, StageLog())
     assert batch.token_source is not None and batch.tokens is None
     return engine, batch
 

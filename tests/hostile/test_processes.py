@@ -2,7 +2,7 @@
 
 ``er run`` can spread the normalize stage over 2 forked workers (a job with
 ``workers: 2`` whose normalized fields hold at least
-``er_framework.engine.stages.PARALLEL_NORMALIZE_MIN_VALUES`` values). The
+``er_framework.engine.stages.reading.PARALLEL_NORMALIZE_MIN_VALUES`` values). The
 default threshold is chosen by measurement (memory first: forked workers
 count the parent's pages again in the process tree), so these tests do not
 depend on it: :data:`ER_WITH_WORKERS` runs the ``er`` command in a fresh
@@ -41,8 +41,8 @@ TRACEBACK = "Traceback (most recent call last)"
 #: the normalize stage on forked workers whatever the job's size (the engine's threshold set to one value)
 ER_WITH_WORKERS = (
     "import sys\n"
-    "import er_framework.engine.stages as stages\n"
-    "stages.PARALLEL_NORMALIZE_MIN_VALUES = 1\n"
+    "import er_framework.engine.stages.reading as reading\n"
+    "reading.PARALLEL_NORMALIZE_MIN_VALUES = 1\n"
     "from er_framework.cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -119,10 +119,10 @@ def test_the_threshold_that_the_command_sets_exists() -> None:
     workers: they would then fail waiting for them, but say why here)."""
     import inspect
 
-    import er_framework.engine.stages as stages
+    import er_framework.engine.stages.reading as reading
 
-    assert isinstance(stages.PARALLEL_NORMALIZE_MIN_VALUES, int)
-    assert "PARALLEL_NORMALIZE_MIN_VALUES" in inspect.getsource(stages.normalize_fields)
+    assert isinstance(reading.PARALLEL_NORMALIZE_MIN_VALUES, int)
+    assert "PARALLEL_NORMALIZE_MIN_VALUES" in inspect.getsource(reading.normalize_fields)
 
 
 def test_sigkill_of_er_kills_its_workers(job: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from er_framework.config.job import parse_job
 from er_framework.data import Records
-from er_framework.engine import stages
+from er_framework.engine.stages import reading
 from er_framework.errors import InputError
 from er_framework.executors import run_job
 from er_framework.io import filetext
@@ -195,7 +195,7 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
     monkeypatch.setattr(FileTexts, "prefetch", lambda self, rows: (hinted.extend(np.asarray(rows).tolist()),
                                                                   prefetch(self, rows))[1])
     for limit in (2**62, 0):
-        monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", limit)
+        monkeypatch.setattr(reading, "FILE_BACKED_MIN_BYTES", limit)
         out = tmp_path / f"out{limit}"
         res = run_job(parse_job(job_path), out)
         col = res.records.fields["text"]
@@ -240,14 +240,14 @@ def test_reads_without_pread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_which_sources_are_file_backed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A large JSON Lines source of a shingling job; not when its texts are normalized first."""
-    monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", 0)
+    monkeypatch.setattr(reading, "FILE_BACKED_MIN_BYTES", 0)
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     job_path = tmp_path / "configs" / "documents.yaml"
     job = parse_job(job_path)
-    assert stages.file_backed(job, 0, job.source_paths(0)[0])
+    assert reading.file_backed(job, 0, job.source_paths(0)[0])
     job_path.write_text(job_path.read_text() + "normalize: {text: text}\n")
     job = parse_job(job_path)
-    assert not stages.file_backed(job, 0, job.source_paths(0)[0])
-    monkeypatch.setattr(stages, "FILE_BACKED_MIN_BYTES", 2**62)
-    assert not stages.file_backed(parse_job(ROOT / "configs" / "documents.yaml"), 0,
+    assert not reading.file_backed(job, 0, job.source_paths(0)[0])
+    monkeypatch.setattr(reading, "FILE_BACKED_MIN_BYTES", 2**62)
+    assert not reading.file_backed(parse_job(ROOT / "configs" / "documents.yaml"), 0,
                                   parse_job(ROOT / "configs" / "documents.yaml").source_paths(0)[0])

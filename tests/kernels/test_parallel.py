@@ -13,9 +13,16 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from er_framework.kernels.parallel import ForkedWorker, WorkerDied, map_ordered, map_processes
+from er_framework.data import TokenSets
+from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
+from er_framework.kernels.oph import oph_signatures
+from er_framework.kernels.parallel import (
+    ForkedWorker, WorkerDied, map_ordered, map_processes, map_row_blocks, resolve_workers, row_blocks, split_sizes,
+)
+from er_plugins.documents import shingle_in_chunks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,3 +215,57 @@ def test_a_forked_worker_that_dies_is_a_worker_died_error(no_new_children: None)
     with pytest.raises(WorkerDied, match="ended abruptly"):
         with ForkedWorker() as worker:
             ForkedWorker.result(worker.submit(die))
+
+
+def test_split_sizes_and_row_blocks() -> None:
+    assert split_sizes([], 5) == []
+    assert split_sizes([1, 1, 1, 1, 1], 2) == [(0, 2), (2, 4), (4, 5)]
+    assert split_sizes([10, 1, 1], 3) == [(0, 1), (1, 3)]  # an oversized item forms its own range
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = rng.integers(0, 20, rng.integers(1, 40))
+        target = int(rng.integers(1, 60))
+        ranges = split_sizes(sizes, target)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(sizes)
+        assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+    ts = TokenSets.from_sets([[1, 2], [], [3], [4, 5, 6]])
+    assert row_blocks(ts, 2) == [(0, 1), (1, 3), (3, 4)]  # an empty row counts as one token
+    assert ts.slice(1, 3).equals(TokenSets.from_sets([[], [3]]))
+    with pytest.raises(ValueError):
+        split_sizes([1], 0)
+    with pytest.raises(ValueError):
+        resolve_workers(0)
+    assert resolve_workers("auto") >= 1 and resolve_workers(3) == 3
+
+
+def test_map_ordered_keeps_order_and_raises() -> None:
+    assert map_ordered(lambda x: x * x, range(20), 4) == [x * x for x in range(20)]
+
+    def boom(x: int) -> int:
+        if x == 7:
+            raise RuntimeError("seven")
+        return x
+
+    with pytest.raises(RuntimeError, match="seven"):
+        map_ordered(boom, range(10), 2)
+
+
+def test_kernels_identical_for_any_block_size_and_workers() -> None:
+    rng = np.random.default_rng(1)
+    texts = ["".join(rng.choice(list("abcdé xyz"), size=int(n))) for n in rng.integers(0, 300, 400)]
+    ref = char_shingles(texts, 5)
+    for w in (1, 2, 3):
+        for mc in (1, 50, 1000, 10**6):
+            assert shingle_in_chunks(texts, lambda t: char_shingles(t, 5), max_chars=mc, workers=w).equals(ref)
+    a, b = hash_params(32, 4)
+    sig = minhash_signatures(ref, a, b)
+    osig = oph_signatures(ref, 32, 4)
+    left = rng.integers(0, len(texts), 3000)
+    right = rng.integers(0, len(texts), 3000)
+    jac = jaccard_pairs(ref, left, right)
+    for w in (1, 2):
+        for bt in (1, 7, 500, 10**6):
+            assert np.array_equal(map_row_blocks(lambda t: minhash_signatures(t, a, b), ref, w, bt), sig)
+            assert np.array_equal(map_row_blocks(lambda t: oph_signatures(t, 32, 4), ref, w, bt), osig)
+            assert np.array_equal(jaccard_pairs(ref, left, right, max_tokens_per_batch=bt, workers=w), jac)
+

@@ -201,7 +201,7 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     res = run_job(job, tmp_path)
     from_files = render_report(tmp_path)
     as_read = run_job(job, write=False)  # same seed, same result; records as read for the display
-    from er_framework.engine.stages import read as read_records
+    from er_framework.engine.stages.reading import read as read_records
 
     records, _ = read_records(job)
     written = res.answer.pairs if res.answer is not None else res.pairs  # the pairs of pairs.csv

@@ -12,11 +12,12 @@ import pytest
 
 import er_framework as er
 from er_framework.config import parse_job
-from er_framework.engine import stages
+from er_framework.engine.stages import clustering
+from er_framework.engine.stages.exact import Exact
 from er_framework.errors import InputError
 from er_framework.executors import run_job
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 BASE = ("The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill "
         "and the birds sing in the old oak tree behind the garden wall.")
@@ -97,7 +98,7 @@ def test_expansion_against_a_naive_listing(tmp_path: Path) -> None:
             if rng.random() < 0.4:
                 rep_of[i] = rep_of[rng.integers(0, i)]
         dup = rep_of != np.arange(n)
-        exact = stages.Exact(er.Pairs(rep_of[dup], np.flatnonzero(dup)).normalized(), np.flatnonzero(~dup),
+        exact = Exact(er.Pairs(rep_of[dup], np.flatnonzero(dup)).normalized(), np.flatnonzero(~dup),
                              {"records_collapsed": int(dup.sum())})
         exact.pairs.score = np.ones(len(exact.pairs))
         reps = np.flatnonzero(~dup)
@@ -105,7 +106,7 @@ def test_expansion_against_a_naive_listing(tmp_path: Path) -> None:
         verified = er.Pairs(np.array([a for a, _ in cand]), np.array([b for _, b in cand]),
                             rng.random(len(cand))).normalized()
         job = parse_job(write_docs(tmp_path))
-        found = stages.answer(job, exact, verified, np.zeros(n, dtype=np.int64), selects_pairs=False)
+        found = clustering.answer(job, exact, verified, np.zeros(n, dtype=np.int64), selects_pairs=False)
         expect: dict[tuple[int, int], float] = {}
         for a in range(n):
             for b in range(a + 1, n):
@@ -121,7 +122,7 @@ def test_expansion_against_a_naive_listing(tmp_path: Path) -> None:
 
 
 def test_listing_that_would_not_fit_is_refused_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stages, "available_memory", lambda: 1000)
+    monkeypatch.setattr(clustering, "available_memory", lambda: 1000)
     with pytest.raises(InputError, match="exact_pairs: star"):
         run_job(parse_job(write_docs(tmp_path)), tmp_path / "out")
 

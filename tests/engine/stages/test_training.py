@@ -11,7 +11,7 @@ from er_framework.config import parse_job
 from er_framework.errors import ConfigError, ErError, InputError
 from er_framework.executors import run_job
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "configs" / "data" / "customers"
 
 

@@ -1,4 +1,5 @@
-"""Both cores and bounded memory: results do not depend on workers, chunk size or the token budget."""
+"""The shingle stage (engine/stages/shingling.py) on both cores and in bounded memory: the results do not
+depend on workers, chunk size or the token budget."""
 
 from __future__ import annotations
 
@@ -10,13 +11,10 @@ import numpy as np
 import pytest
 
 from er_framework.config.job import parse_job
-from er_framework.data import TokenSets
-from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
+from er_framework.kernels import char_shingles, hash_params, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
-from er_framework.kernels.parallel import map_ordered, map_row_blocks, resolve_workers, row_blocks, split_sizes
 from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents
-from er_plugins.documents import shingle_in_chunks
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +40,7 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
     res = run_job(parse_job(cfg), write=False)
     pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
     return pairs, res.labels.tolist(), res.report
+
 
 
 @pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
@@ -114,84 +113,6 @@ def test_multiset_signatures_equal_set_signatures() -> None:
     assert all(np.array_equal(np.unique(wmulti.row(i)), wsets.row(i)) for i in range(len(texts)))
 
 
-def test_split_sizes_and_row_blocks() -> None:
-    assert split_sizes([], 5) == []
-    assert split_sizes([1, 1, 1, 1, 1], 2) == [(0, 2), (2, 4), (4, 5)]
-    assert split_sizes([10, 1, 1], 3) == [(0, 1), (1, 3)]  # an oversized item forms its own range
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        sizes = rng.integers(0, 20, rng.integers(1, 40))
-        target = int(rng.integers(1, 60))
-        ranges = split_sizes(sizes, target)
-        assert ranges[0][0] == 0 and ranges[-1][1] == len(sizes)
-        assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
-    ts = TokenSets.from_sets([[1, 2], [], [3], [4, 5, 6]])
-    assert row_blocks(ts, 2) == [(0, 1), (1, 3), (3, 4)]  # an empty row counts as one token
-    assert ts.slice(1, 3).equals(TokenSets.from_sets([[], [3]]))
-    with pytest.raises(ValueError):
-        split_sizes([1], 0)
-    with pytest.raises(ValueError):
-        resolve_workers(0)
-    assert resolve_workers("auto") >= 1 and resolve_workers(3) == 3
-
-
-def test_map_ordered_keeps_order_and_raises() -> None:
-    assert map_ordered(lambda x: x * x, range(20), 4) == [x * x for x in range(20)]
-
-    def boom(x: int) -> int:
-        if x == 7:
-            raise RuntimeError("seven")
-        return x
-
-    with pytest.raises(RuntimeError, match="seven"):
-        map_ordered(boom, range(10), 2)
-
-
-def test_kernels_identical_for_any_block_size_and_workers() -> None:
-    rng = np.random.default_rng(1)
-    texts = ["".join(rng.choice(list("abcdé xyz"), size=int(n))) for n in rng.integers(0, 300, 400)]
-    ref = char_shingles(texts, 5)
-    for w in (1, 2, 3):
-        for mc in (1, 50, 1000, 10**6):
-            assert shingle_in_chunks(texts, lambda t: char_shingles(t, 5), max_chars=mc, workers=w).equals(ref)
-    a, b = hash_params(32, 4)
-    sig = minhash_signatures(ref, a, b)
-    osig = oph_signatures(ref, 32, 4)
-    left = rng.integers(0, len(texts), 3000)
-    right = rng.integers(0, len(texts), 3000)
-    jac = jaccard_pairs(ref, left, right)
-    for w in (1, 2):
-        for bt in (1, 7, 500, 10**6):
-            assert np.array_equal(map_row_blocks(lambda t: minhash_signatures(t, a, b), ref, w, bt), sig)
-            assert np.array_equal(map_row_blocks(lambda t: oph_signatures(t, 32, 4), ref, w, bt), osig)
-            assert np.array_equal(jaccard_pairs(ref, left, right, max_tokens_per_batch=bt, workers=w), jac)
-
-
-def test_workers_setting_is_validated(tmp_path: Path) -> None:
-    from er_framework.errors import ConfigError
-
-    cfg = tmp_path / "w.yaml"
-    cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
-    with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
-        parse_job(cfg)
-
-
-def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Streamed verification in blocks of pairs (bounded token sets) equals one block."""
-    import er_framework.engine.stages as pipeline
-
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\ntoken_memory_mb: 0\n")
-    assert {s["stage"]: s for s in rep["stages"]}["verify"]["verify_blocks"] == 1
-    kept, kept_labels, kept_rep = _run(tmp_path, corpus, "fss", "workers: 1\n")  # the sets kept: not streamed
-    assert "verify_blocks" not in {s["stage"]: s for s in kept_rep["stages"]}["verify"]
-    assert kept == pairs and kept_labels == labels
-    monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.01)  # ~1,300 tokens per block: many blocks
-    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
-    verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
-    assert verify["verify_blocks"] > 20
-    assert small == pairs and small_labels == labels
-    assert small_rep["candidate_pairs"] == rep["candidate_pairs"]
-
 
 def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
@@ -199,7 +120,7 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     """A builder that needs sets (``budget``): kept when they fit; not kept at all when the first chunk's
     tokens per character forecast more than the budget; dropped part-way when the corpus outgrows the
     forecast. The pairs, clusters and diagnostics are the same every time."""
-    import er_framework.engine.stages as pipeline
+    import er_framework.engine.stages.shingling as pipeline
     from er_framework.registry import default_registry
 
     monkeypatch.setattr(default_registry().get("signature", "minhash").cls, "multiset_ok", False)
@@ -228,32 +149,13 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     assert budgets and all(0 < b <= 2048 * 2**20 // 8 for b in budgets)
 
 
-def test_verification_blocks_are_capped_whatever_the_budget(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB (windows of at most VERIFY_WINDOW_MB)
-    even under a large token_memory_mb."""
-    import er_framework.engine.stages as pipeline
-
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
-    one = {s["stage"]: s for s in rep["stages"]}["verify"]
-    assert one["verify_blocks"] == 1
-    monkeypatch.setattr(pipeline, "token_budget", lambda mb: 0)  # nothing kept, whatever token_memory_mb says
-    monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.001)
-    monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", 0.01)
-    monkeypatch.setattr(pipeline, "VERIFY_WINDOW_MB", 0.01)
-    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
-    verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
-    assert verify["verify_blocks"] > 20 and verify["records_reshingled"] > one["records_reshingled"]
-    assert small == pairs and small_labels == labels
-
 
 def test_shingle_steps_by_characters_do_not_change_the_results(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shingle stage's steps of about SHINGLE_STEP_CHARS characters (besides chunk_records): more
     steps, the same pairs, clusters, diagnostics and counts, with the sets kept or streamed."""
-    import er_framework.engine.stages as pipeline
+    import er_framework.engine.stages.shingling as pipeline
 
     pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\n")
     one = {s["stage"]: s for s in rep["stages"]}["shingle"]
@@ -271,7 +173,7 @@ def test_shingle_steps_by_characters_do_not_change_the_results(
 
 def test_step_bounds() -> None:
     from er_framework.data import Records
-    from er_framework.engine.stages import step_bounds
+    from er_framework.engine.stages.shingling import step_bounds
 
     texts = ["a" * n for n in (5, 5, 30, 1, 1, 1, 1, 8)]
     recs = Records(ids=[str(i) for i in range(8)], source=np.zeros(8, dtype=np.int64), source_names=["s"],
@@ -283,34 +185,3 @@ def test_step_bounds() -> None:
     empty = Records(ids=[], source=np.zeros(0, dtype=np.int64), source_names=["s"], fields={"text": []})
     assert step_bounds(empty, 10, 12) == [0, 0]
 
-
-def test_streamed_subset_equals_the_subset_whatever_the_buffer(tmp_path: Path, corpus: Path) -> None:
-    """The streamed verification's block (token sets recomputed slice by slice into a reused buffer)
-    equals Batch.subset; a buffer too short for them falls back to joining the slices."""
-    import er_framework.engine.stages as pipeline
-    from er_framework.data import Batch
-    from er_framework.engine.engine import Engine
-    from er_framework.engine.log import StageLog
-
-    cfg = tmp_path / "s.yaml"
-    cfg.write_text(f"sources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\nshingler: {{type: char, k: 4}}\n"
-                   "signature: {type: fss, num_perm: 32}\nblockers: [{type: lsh_bands}]\n"
-                   "verifier: {type: jaccard}\nthreshold: 0.5\ntoken_memory_mb: 0\n")
-    job = parse_job(cfg)
-    engine = Engine(job)
-    records, _ = pipeline.read(job)
-    batch = Batch(records=records)
-    pipeline.shingle_and_sign(engine, records, batch, StageLog())
-    assert batch.tokens is None and batch.token_source is not None
-    rows = np.array([0, 3, 4, 50, 51, 52, 200, 399], dtype=np.int64)
-    want = batch.subset(rows)
-    chars = records.text_sizes()
-    for buffer_len, slice_chars in ((10**6, 1 << 19), (10**6, 100), (5, 100)):
-        pipeline.FUSED_SLICE_CHARS, old = slice_chars, pipeline.FUSED_SLICE_CHARS
-        try:
-            got = pipeline.streamed_subset(batch, rows, chars, np.zeros(buffer_len, dtype=np.uint64), 2)
-        finally:
-            pipeline.FUSED_SLICE_CHARS = old
-        assert got.tokens is not None and want.tokens is not None and got.tokens.equals(want.tokens)
-        assert got.records.ids == want.records.ids and got.signatures is not None and want.signatures is not None
-        assert np.array_equal(got.signatures.values, want.signatures.values)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from er_framework.data import Records
-from er_framework.engine import stages
+from er_framework.engine.stages import exact
 from er_framework.kernels import normalize_text, text_digest_reference
 
 TITLES = ["Hello", None, "", "ＨＥＬＬＯ", "hello", "x", None, "ﬁne", "\ud800", "a  b"]
@@ -38,19 +38,19 @@ def test_keys_are_the_digests_for_any_chunk_size_and_workers(normalize: bool) ->
     texts = recs.text()
     want = [text_digest_reference(normalize_text(t) if normalize else t) for t in texts]
     nonempty = [bool(normalize_text(t)) if normalize else bool(t) for t in texts]
-    for chunk in (1, 50, 700, stages.EXACT_CHUNK_CHARS):
+    for chunk in (1, 50, 700, exact.EXACT_CHUNK_CHARS):
         for workers in (1, 2):
-            keys, ne = stages.exact_keys(recs, normalize, workers=workers, chunk_chars=chunk)
+            keys, ne = exact.exact_keys(recs, normalize, workers=workers, chunk_chars=chunk)
             assert keys.dtype == np.uint64 and keys.tolist() == want, (chunk, workers)
             assert ne.tolist() == nonempty
-    keys, ne = stages.exact_keys(recs.take(np.zeros(0, dtype=np.int64)), normalize)
+    keys, ne = exact.exact_keys(recs.take(np.zeros(0, dtype=np.int64)), normalize)
     assert len(keys) == 0 and len(ne) == 0
 
 
 def test_copies_that_differ_in_case_width_and_spacing_are_one_group() -> None:
     recs = _records()
-    keys, nonempty = stages.exact_keys(recs, True)
-    found = stages.exact_groups_from_keys(keys, nonempty, recs.source, collapse=True)
+    keys, nonempty = exact.exact_keys(recs, True)
+    found = exact.exact_groups_from_keys(keys, nonempty, recs.source, collapse=True)
     pairs = set(zip(found.pairs.left.tolist(), found.pairs.right.tolist()))
     # "Hello World", "ＨＥＬＬＯ\tworld", "hello WORLD" (NFKC, case folding, whitespace); "world" alone
     assert {(0, 3), (0, 4)} <= pairs and not any(1 in p for p in pairs)
