@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 
 __all__ = [
     "Params",
@@ -116,10 +116,15 @@ class Component:
         """What the report should say about this component after the run."""
         return {"type": self.name, **self.params.model_dump(mode="json")}
 
+    def job_default(self, name: str) -> Any:
+        """The component's own parameter ``name`` when it sets one, else the job's setting of that name
+        (:class:`Context`: ``seed``, ``threshold``); the one place of the "own, else the job's" rule."""
+        own = getattr(self.params, name, None)
+        return own if own is not None else getattr(self.context, name, None)
+
     @property
     def seed(self) -> int:
-        own = getattr(self.params, "seed", None)
-        return int(own) if own is not None else int(self.context.seed)
+        return int(self.job_default("seed"))
 
 
 class Shingler(Component):
@@ -272,14 +277,21 @@ class Blocker(Component):
 
 
 class Verifier(Component):
-    """Candidate pairs -> one float score per pair; the engine keeps ``score >= threshold``."""
+    """Candidate pairs -> one float score per pair; the engine keeps ``score >= threshold``.
+
+    Optional abilities are types of :mod:`er_framework.capabilities`: a
+    :class:`~er_framework.capabilities.Learner` fits state from the run's
+    candidates (kept in the job's model), a
+    :class:`~er_framework.capabilities.CodeFitted` learner fits from counts
+    of pair codes (partition by partition), a
+    :class:`~er_framework.capabilities.Trainable` one learns from labelled
+    pairs, an :class:`~er_framework.capabilities.Explainable` one breaks a
+    score into its terms. A verifier without them scores a pair from its two
+    records alone.
+    """
 
     family = "verifier"
     needs: ClassVar[frozenset[str]] = frozenset()
-    #: true when a pair's score depends on its two records alone (not on the
-    #: rest of the batch, e.g. weights trained on all pairs): a persistent
-    #: index can then score new pairs without the whole corpus
-    pairwise: ClassVar[bool] = True
 
     @classmethod
     def check(cls, params: Params, context: Context) -> list[str]:
@@ -290,77 +302,12 @@ class Verifier(Component):
 
     @property
     def threshold(self) -> float:
-        own = getattr(self.params, "threshold", None)
-        if own is not None:
-            return float(own)
-        if self.context.threshold is not None:
-            return float(self.context.threshold)
-        raise ValueError(f"verifier {self.name!r} has no threshold")
-
-    #: true when :meth:`comparisons` breaks a pair's score into its terms (``er explain``,
-    #: ``output: {comparisons: true}``, the waterfalls of report.html)
-    explainable: ClassVar[bool] = False
-    #: true when the verifier learns from labelled pairs: the engine sets :attr:`labelled`
-    #: before :meth:`score` when the job has ``training: {labels: FILE}``
-    trainable: ClassVar[bool] = False
-    #: the job's labelled pairs (indices into the batch given to :meth:`score`), or None
-    labelled: LabelledPairs | None = None
+        t = self.job_default("threshold")
+        if t is None:
+            raise ValueError(f"verifier {self.name!r} has no threshold")
+        return float(t)
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
-        raise NotImplementedError
-
-    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
-        """The terms of every pair's score, as named columns (one value per pair), in display order.
-
-        Called after :meth:`score` (or :meth:`restore`) on the same job; only when
-        :attr:`explainable`. Column names follow one convention, so that a table,
-        a waterfall and a test can read any verifier's terms:
-
-        * ``level_<field>`` – int64 comparison level of a field (0 = closest; -1 = missing);
-          its name is ``describe()["per_field"][field]["levels"][level]``
-        * ``similarity_<field>`` – float64 similarity 0..100 of a field (NaN = missing)
-        * ``weight_<field>`` – float64 additive term of a field in bits (log2 Bayes factor)
-        * ``points_<field>`` – float64 additive term of a field in the score's own unit
-        * ``prior_weight`` – float64 intercept in bits (log2 of the prior odds)
-        * ``match_weight`` – float64 ``prior_weight`` + every ``weight_*``;
-          ``score = 2**match_weight / (1 + 2**match_weight)``
-        * ``shared``, ``left_only``, ``right_only`` – int64 token counts (set verifiers:
-          ``score = shared / (shared + left_only + right_only)``)
-        * ``score`` – float64, equal to :meth:`score` of the pair (last column)
-
-        The additive terms (``weight_*`` with ``prior_weight``, or ``points_*``) sum to the
-        score (``match_weight`` for weights) up to rounding: a test of every explainable
-        built-in checks it.
-        """
-        raise NotImplementedError
-
-    def restore(self, described: dict[str, Any]) -> None:
-        """Take back the fitted state that :meth:`describe` reported (report.json's ``verifier``
-        section) so that :meth:`comparisons` works without fitting again (``er explain``,
-        ``er review`` on a finished run). Default: nothing to take back."""
-
-    # A verifier fitted on all candidate pairs (``pairwise = False``) may offer the
-    # three methods below; an executor then scores partition by partition: the
-    # codes of each part's pairs where its records are, their counts summed,
-    # one fit on the sums, and each pair's score looked up by its code.
-
-    def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64] | None:
-        """A discrete code of every pair (e.g. its comparison pattern) that depends on the pair's two
-        records alone, and on which the fitted score depends alone. ``None`` (default): no codes."""
-        return None
-
-    def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
-        """Pairs of the batch's records besides the candidates whose codes the fit also counts (e.g. random
-        pairs), chosen from the records' sources alone (same seed, same pairs); indices into the batch,
-        in the order :meth:`pair_codes` sees them. Default: none."""
-        return Pairs.empty()
-
-    def fit_counts(
-        self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
-        sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
-    ) -> npt.NDArray[np.float64]:
-        """Fit on the distinct codes of all candidate pairs (sorted) with their counts, and those of the
-        :meth:`sample_pairs`; return the score of each of ``codes`` (and keep the report for :meth:`describe`)."""
         raise NotImplementedError
 
 

@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
+from functools import partial
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import CodeFitted, Explainable, Fitted, Learner
 from er_framework.components import (
     Blocker,
     Clusterer,
@@ -61,6 +64,7 @@ from er_framework.kernels.graph import canonical_labels
 from er_framework.normalize import is_missing, normalize_column
 
 __all__ = [
+    "check_learner",
     "check_comparisons",
     "check_blocker",
     "check_clusterer",
@@ -625,42 +629,49 @@ def _close(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> bool:
 
 def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
     """One finite float score per pair, deterministic, symmetric in (left, right); the empty batch and
-    empty pairs; a batch with inactive records; for a ``pairwise`` verifier, a pair's score does not
-    depend on the other pairs or records. The last call scores no pairs of ``batch``."""
+    empty pairs; a batch with inactive records; a pair's score does not depend on the other pairs or
+    records (for a :class:`~er_framework.capabilities.Learner`: given its fitted state, through
+    ``score_with``; the learner checks of :func:`check_learner` run too). The last call scores no pairs
+    of ``batch``."""
     verifier = _instance(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
     scores = _scores(verifier, batch, pairs, who)
     assert np.array_equal(_scores(verifier, batch, pairs, who), scores), f"{who} is not deterministic"
     swapped = _scores(verifier, batch, Pairs(pairs.right, pairs.left), who)
     assert np.allclose(swapped, scores), f"{who}: score(a, b) != score(b, a)"
+    score: Callable[[Batch, Pairs, str], npt.NDArray[np.float64]] = partial(_scores, verifier)
+    if isinstance(verifier, Learner):
+        state = check_learner(verifier, batch, pairs)
+        learner = verifier
+        score = lambda b, p, w: _checked(learner.score_with(b, p, state), p, w)  # noqa: E731
     m = len(pairs)
-    if verifier.pairwise and m >= 2:
+    if m >= 2:
         half = m // 2
-        first = _scores(verifier, batch, pairs.select(np.arange(m) < half), who)
-        second = _scores(verifier, batch, pairs.select(np.arange(m) >= half), who)
+        first = score(batch, pairs.select(np.arange(m) < half), who)
+        second = score(batch, pairs.select(np.arange(m) >= half), who)
         assert _close(np.concatenate([first, second]), scores), (
-            f"{who}: scoring the pairs in two halves gives other scores; a pairwise verifier's score depends on "
-            "the pair alone (set pairwise = False if it learns from all pairs)"
+            f"{who}: scoring the pairs in two halves gives other scores; a pair's score depends on the pair "
+            "alone (a verifier that learns from all pairs is a Learner: its state is fitted once, then applied)"
         )
         involved = np.unique(np.concatenate([pairs.left, pairs.right]))
         local = Pairs(np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right))
-        assert _close(_scores(verifier, batch.subset(involved), local, who), scores), (
-            f"{who}: scores change when the batch holds only the pairs' records; a pairwise verifier's score "
-            "depends on the two records alone (set pairwise = False otherwise)"
+        assert _close(score(batch.subset(involved), local, who), scores), (
+            f"{who}: scores change when the batch holds only the pairs' records; a pair's score depends on "
+            "its two records alone (and a Learner's fitted state)"
         )
     if len(batch) >= 2:
         kept, sub = _inactive(batch)
         inside = np.isin(pairs.left, kept) & np.isin(pairs.right, kept)
         local = Pairs(np.searchsorted(kept, pairs.left[inside]), np.searchsorted(kept, pairs.right[inside]))
         where = f"{who} (batch of records 1, 2, 4, 5 …, with active)"
-        got = _scores(verifier, sub, local, where)
+        got = score(sub, local, where)
         plain = _call_without_active(who, verifier.score, sub, local)
-        assert _close(np.asarray(plain, dtype=np.float64), got), f"{where}: the scores change with batch.active"
-        if verifier.pairwise:
-            assert _close(got, scores[inside]), (
-                f"{where}: scores differ from the same pairs scored in the whole batch; a pairwise verifier's score "
-                "depends on the two records alone (pairs hold rows of the batch, not batch.active's indices)"
-            )
+        if not isinstance(verifier, Learner):
+            assert _close(np.asarray(plain, dtype=np.float64), got), f"{where}: the scores change with batch.active"
+        assert _close(got, scores[inside]), (
+            f"{where}: scores differ from the same pairs scored in the whole batch; a pair's score depends "
+            "on its two records alone (pairs hold rows of the batch, not batch.active's indices)"
+        )
     empty_batch = _scores(verifier, _empty(batch), Pairs.empty(), who + " (empty batch)")
     assert empty_batch.shape == (0,)
     empty = _scores(verifier, batch, Pairs.empty(), who + " (no pairs)")
@@ -668,8 +679,43 @@ def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pai
     return scores
 
 
+def _checked(raw: Any, pairs: Pairs, who: str) -> npt.NDArray[np.float64]:
+    out = np.asarray(raw, dtype=np.float64)
+    assert out.shape == (len(pairs),), f"{who}: {out.shape} scores for {len(pairs)} pairs (one score per pair)"
+    assert bool(np.all(np.isfinite(out))), f"{who}: scores must be finite"
+    return out
+
+
+def check_learner(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> dict[str, Any]:
+    """A :class:`~er_framework.capabilities.Learner`'s fit is a value: ``fit_score`` gives ``score``'s scores
+    and a JSON-serializable state; ``score_with`` that state (also after a JSON round trip, and on a new
+    instance: nothing is kept on the component) gives the same scores; the instance is unchanged by the
+    calls. Returns the state."""
+    verifier = _instance(verifier, Verifier)
+    who = f"verifier {verifier.name!r}"
+    assert isinstance(verifier, Learner), f"{who} is not a Learner"
+    before = dict(vars(verifier))
+    scores, fitted = verifier.fit_score(batch, pairs, None)
+    scores = _checked(scores, pairs, who + " (fit_score)")
+    assert isinstance(fitted, Fitted), f"{who}: fit_score must return (scores, Fitted)"
+    assert _close(scores, _scores(verifier, batch, pairs, who)), f"{who}: fit_score's scores differ from score()"
+    state: dict[str, Any] = json.loads(json.dumps(fitted.state))
+    assert state == fitted.state, f"{who}: the fitted state does not survive a JSON round trip (a model file)"
+    assert dict(vars(verifier)) == before, (
+        f"{who}: fitting changed the instance's attributes {sorted(set(vars(verifier)) ^ set(before))}; what a "
+        "component learns is returned (Fitted), never kept on it")
+    if len(pairs):
+        fresh = type(verifier)(verifier.params, verifier.context)
+        assert isinstance(fresh, Learner)
+        again = _checked(fresh.score_with(batch, pairs, state), pairs, who + " (score_with)")
+        assert _close(again, scores), (
+            f"{who}: score_with(the fitted state) on a new instance gives other scores than the fit")
+    return state
+
+
 def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
-    """A fitted verifier's ``pair_codes`` / ``sample_pairs`` / ``fit_counts`` give its ``score``.
+    """A :class:`~er_framework.capabilities.CodeFitted` verifier's ``pair_codes`` / ``sample_pairs`` /
+    ``fit_counts`` / ``score_codes`` give its ``score``.
 
     One int64 code per pair, the same when the pairs are coded in two halves or
     in a batch of their records only (a code depends on the pair's two
@@ -677,16 +723,17 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     in range; and ``score(batch, pairs)`` equal to the partitioned path: the
     distinct codes and their counts, the sample pairs' likewise,
     ``fit_counts`` on them, each pair's score looked up by its code (what
-    the Dask executor does). Returns the scores.
+    the Dask executor does); ``score_codes`` with the fitted state gives the
+    same table. Returns the scores.
     """
     verifier = _instance(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
+    assert isinstance(verifier, CodeFitted), f"{who} is not CodeFitted"
+    fitter = verifier
     m = len(pairs)
 
     def codes_of(b: Batch, p: Pairs) -> Int64Array:
-        raw = verifier.pair_codes(b, p)
-        assert raw is not None, f"{who}: pair_codes returned None (a verifier without codes keeps the default)"
-        out = np.asarray(raw)
+        out = np.asarray(fitter.pair_codes(b, p))
         assert out.shape == (len(p),) and out.dtype.kind in "iu", (
             f"{who}: pair_codes must give one integer code per pair, got {out.dtype} {out.shape} for {len(p)} pairs"
         )
@@ -703,8 +750,8 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
             "two records alone"
         )
     source = batch.records.source
-    sample = verifier.sample_pairs(source, batch.cross_source_only)
-    again = verifier.sample_pairs(source, batch.cross_source_only)
+    sample = fitter.sample_pairs(source, batch.cross_source_only)
+    again = fitter.sample_pairs(source, batch.cross_source_only)
     assert _same(sample, again), f"{who}: sample_pairs differ between two calls on the same sources"
     n = len(batch)
     assert len(sample) == 0 or (int(min(sample.left.min(), sample.right.min())) >= 0
@@ -714,29 +761,34 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     scores = _scores(verifier, batch, pairs, who)
     uniq, counts = np.unique(codes, return_counts=True)
     s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
-    table = np.asarray(verifier.fit_counts(uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64),
-                                           s_counts.astype(np.float64)), dtype=np.float64)
+    raw, fitted = fitter.fit_counts(uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64),
+                                    s_counts.astype(np.float64), None)
+    table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
     via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
     assert np.array_equal(via_codes, scores), (
         f"{who}: score() differs from fit_counts on the codes' counts, looked up by code; an executor working "
         "partition by partition scores through the codes"
     )
+    if m:
+        applied = np.asarray(fitter.score_codes(uniq.astype(np.int64), fitted.state), dtype=np.float64)
+        assert np.array_equal(applied, table), f"{who}: score_codes(the fitted state) differs from fit_counts' table"
     return scores
 
 
 def check_comparisons(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
-    """An explainable verifier's ``comparisons`` (the terms behind ``er explain``, comparisons.csv and the
-    report's waterfalls) after ``score``: one value per pair in every column, ``score`` last and equal to
-    ``score()``; the terms add up (``prior_weight`` + every ``weight_*`` = ``match_weight``, whose
-    2**w / (1 + 2**w) is the score; or the ``points_*`` sum to the score; or ``shared / (shared +
-    left_only + right_only)`` is the score); ``restore(describe())`` on a new instance gives the same
-    terms without scoring. Returns the columns."""
+    """An :class:`~er_framework.capabilities.Explainable` verifier's ``comparisons`` (the terms behind ``er
+    explain``, comparisons.csv and the report's waterfalls): one value per pair in every column, ``score``
+    last and equal to ``score()``; the terms add up (``prior_weight`` + every ``weight_*`` = ``match_weight``,
+    whose 2**w / (1 + 2**w) is the score; or the ``points_*`` sum to the score; or ``shared / (shared +
+    left_only + right_only)`` is the score); a new instance given the same state (a Learner's fitted
+    state, else None) gives the same terms. Returns the columns."""
     verifier = _instance(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
-    assert verifier.explainable, f"{who}: explainable is False (set it with comparisons())"
+    assert isinstance(verifier, Explainable), f"{who} is not Explainable (er_framework.capabilities)"
     scores = _scores(verifier, batch, pairs, who)
-    cols = verifier.comparisons(batch, pairs)
+    state = verifier.fit_score(batch, pairs, None)[1].state if isinstance(verifier, Learner) else None
+    cols = verifier.comparisons(batch, pairs, state)
     names = list(cols)
     assert names and names[-1] == "score", f"{who}: comparisons must end with the column 'score', got {names}"
     for name, col in cols.items():
@@ -759,11 +811,11 @@ def check_comparisons(verifier: Verifier | type[Verifier], batch: Batch, pairs: 
         jac = np.divide(np.asarray(cols["shared"], dtype=float), union, out=np.zeros(len(pairs)), where=union > 0)
         assert np.allclose(jac, scores, atol=1e-12), f"{who}: shared / (shared + left_only + right_only) is not the score"
     fresh = type(verifier)(verifier.params, verifier.context)
-    fresh.restore(verifier.describe())
-    again = fresh.comparisons(batch, pairs)
+    assert isinstance(fresh, Explainable)
+    again = fresh.comparisons(batch, pairs, state)
     assert list(again) == names and all(
         np.allclose(np.asarray(again[n], dtype=float), np.asarray(cols[n], dtype=float), equal_nan=True) for n in names
-    ), f"{who}: restore(describe()) on a new instance gives other comparisons (restore the fitted state)"
+    ), f"{who}: a new instance given the same state gives other comparisons (nothing may be kept on the component)"
     return cols
 
 

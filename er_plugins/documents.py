@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
+from er_framework.capabilities import Explainable
 from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.digests import folded_texts
@@ -680,15 +682,13 @@ def agreement_cutoff(num_perm: int, threshold: float, p: float) -> int:
     return best
 
 
-class JaccardVerifier(Verifier):
+class JaccardVerifier(Verifier, Explainable):
     """Exact Jaccard similarity |A ∩ B| / |A ∪ B| of the token sets (MMDS §3.1)."""
 
     name = "jaccard"
     summary = "exact Jaccard similarity of the token sets"
     Params = JaccardParams
     needs = frozenset({"tokens"})
-
-    explainable = True
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         if batch.tokens is None:
@@ -725,7 +725,9 @@ class JaccardVerifier(Verifier):
         skip = (agree <= cutoff) & ~empty[pairs.left] & ~empty[pairs.right]
         return skip, agree / k
 
-    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(
+        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
+    ) -> dict[str, npt.NDArray[Any]]:
         """Shared and differing tokens of every pair: Jaccard = shared / (shared + left_only + right_only)."""
         rows = np.unique(np.concatenate([pairs.left, pairs.right]))
         ts = batch.tokens_for(rows)  # the streamed corpus recomputes the sets of these rows only

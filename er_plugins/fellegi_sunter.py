@@ -9,14 +9,16 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
-from er_framework.data import Batch, Pairs
+from er_framework.data import Batch, LabelledPairs, Pairs
 from er_framework.kernels.em import (
     EPS,
     EMFit,
@@ -153,7 +155,7 @@ class FellegiSunterParams(Params):
         return self
 
 
-class FellegiSunter(Verifier):
+class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
     """Unsupervised Fellegi-Sunter scoring: EM on the candidates' comparison patterns.
 
     Each field's similarity (0..100) is cut into levels by ``levels`` (e.g.
@@ -204,15 +206,16 @@ class FellegiSunter(Verifier):
     and generated customers the constraint kept F1 (benchmarks/README.md,
     bench_fs_weights.py). ``monotone: false`` is the EM of before.
 
-    Training (``trainable``): with :attr:`labelled` set (the job's
+    Training (:class:`~er_framework.capabilities.Trainable`): given labelled pairs (the job's
     ``training: {labels: FILE}``), :meth:`train` estimates m and u from the
     labelled pairs' levels and, by default (``labels_fit: em``), continues
     with EM on the candidates, every labelled pair held at its label; lambda
     from the labels' share or by EM (``labelled.lam``).
 
-    Explanations (``explainable``): :meth:`comparisons` gives every pair's
-    level and weight (bits) per field, the prior weight, their sum and the
-    probability; :meth:`restore` rebuilds the fit from report.json.
+    Explanations (:class:`~er_framework.capabilities.Explainable`): :meth:`comparisons` gives every
+    pair's level and weight (bits) per field, the prior weight, their sum and the probability, from
+    the fitted state (:meth:`state_of`: lambda, m and u per field and level), which is the verifier's
+    part of the job's model: saved with it and applied by :meth:`score_with` without fitting again.
 
     Score = match probability lam * prod m / (lam * prod m + (1 - lam) * prod u)
     over the fields present; the match weight log2(m / u) of each field and
@@ -221,13 +224,6 @@ class FellegiSunter(Verifier):
     are exchanged when most fields have m < u at level 0 (label switching).
     """
 
-    # m/u weights are trained by EM on all candidate pairs of the run
-    pairwise = False
-    explainable = True
-    trainable = True
-    #: :meth:`pair_codes` of ``labelled.pairs`` (set by :meth:`score`; an executor calling
-    #: :meth:`fit_counts` itself sets it from the codes of the labelled pairs)
-    labelled_codes: npt.NDArray[np.int64] | None = None
     name = "fellegi_sunter"
     summary = ("Fellegi-Sunter: EM over comparison-pattern counts (weights monotone in the level; or trained from "
                "labelled pairs), score = match probability")
@@ -256,8 +252,6 @@ class FellegiSunter(Verifier):
             right = (left + 1 + rng.integers(0, n - 1, size=k)) % n
         return left.astype(np.int64), right.astype(np.int64)
 
-    #: the model fitted by the last :meth:`score` call
-    fit: EMFit | None = None
 
     def _pattern_codes(
         self, batch: Batch, pair_sets: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
@@ -330,7 +324,14 @@ class FellegiSunter(Verifier):
         return Pairs(left, right)
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
-        """The match probability of every pair: codes, their counts, EM (:meth:`fit_counts`), a lookup by code.
+        """The match probability of every pair under a fit on these pairs, unlabelled (:meth:`fit_score`)."""
+        return self.fit_score(batch, pairs, None)[0]
+
+    def fit_score(
+        self, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None
+    ) -> tuple[npt.NDArray[np.float64], Fitted]:
+        """The fit on ``pairs`` (codes, their counts, EM or training: :meth:`fit_counts`) and every pair's
+        match probability, looked up by its code.
 
         An executor working partition by partition runs the same steps apart
         (codes where the records are, counts summed, one fit): same scores.
@@ -338,45 +339,149 @@ class FellegiSunter(Verifier):
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         if len(pairs) == 0:
-            self._report: dict[str, Any] = {"pairs_scored": 0}
-            return np.zeros(0)
+            return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
         sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
         # the fields prepared once for the candidates and the random pairs; int32 codes when the space fits
         codes, s_codes = self._pattern_codes(batch, [(pairs.left, pairs.right), (sample.left, sample.right)])
         space = self._space()
         uniq, counts = count_codes(codes, space)
         s_uniq, s_counts = count_codes(s_codes, space) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
-        lab = self.labelled
-        if lab is not None:
-            self.labelled_codes = self.pair_codes(batch, lab.pairs) if len(lab.pairs) else np.zeros(0, np.int64)
-        table = self.fit_counts(uniq, counts, s_uniq, s_counts)
-        # pair -> its pattern's probability: a table over the code space when it is small, else through the
-        # (sorted) distinct codes
+        coded = None
+        if labelled is not None:
+            lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
+            coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
+        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded)
+        return self._lookup(codes, uniq, table, space), fitted
+
+    @staticmethod
+    def _lookup(
+        codes: npt.NDArray[np.signedinteger[Any]], uniq: npt.NDArray[np.int64], table: npt.NDArray[np.float64], space: int
+    ) -> npt.NDArray[np.float64]:
+        """pair -> its pattern's probability: a table over the code space when it is small, else through the
+        (sorted) distinct codes ``uniq``."""
         if space <= 1 << 22:
             by_code = np.zeros(space, dtype=np.float64)
             by_code[uniq] = table
             return np.asarray(by_code[codes], dtype=np.float64)
         return np.asarray(table[np.searchsorted(uniq, codes)], dtype=np.float64)
 
+    def score_with(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any]) -> npt.NDArray[np.float64]:
+        """The match probability of every pair under a fitted ``state`` (a saved model): no EM."""
+        if len(pairs) == 0:
+            return np.zeros(0)
+        fit = self.fit_of(state)
+        codes = self._pattern_codes(batch, [(pairs.left, pairs.right)])[0]
+        space = self._space()
+        uniq, _ = count_codes(codes, space)
+        return self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
+
+    def score_codes(self, codes: npt.NDArray[np.int64], state: Mapping[str, Any]) -> npt.NDArray[np.float64]:
+        """The match probability of each pattern code under a fitted ``state``."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if len(codes) == 0:
+            return np.zeros(0)
+        return np.asarray(self.fit_of(state).probability(decode(codes, self._n_levels())), dtype=np.float64)
+
+    def _n_levels(self) -> list[int]:
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        return [len(f.thresholds) + 1 for f in p.fields]
+
     def _space(self) -> int:
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in p.fields], dtype=np.float64)))
 
+    # -- the fitted state (the model's verifier part) ----------------------------
+
+    def state_of(self, fit: EMFit) -> dict[str, Any]:
+        """The model's state of a fit: lambda, and per field (by label) m and u of every level."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        return {
+            "lambda": float(fit.lam),
+            "fields": {fld.label: {"levels": fld.level_names(), "m": [float(x) for x in fit.m[f]],
+                                   "u": [float(x) for x in fit.u[f]]}
+                       for f, fld in enumerate(p.fields)},
+        }
+
+    def fit_of(self, state: Mapping[str, Any]) -> EMFit:
+        """The fit a state holds (:meth:`state_of`); ValueError naming what does not match this verifier's fields."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        if "lambda" not in state:
+            raise ValueError("fellegi_sunter: the model holds no fit (the run that made it scored no pair)")
+        fields = state.get("fields") or {}
+        labels = [f.label for f in p.fields]
+        if list(fields) != labels:
+            raise ValueError(f"fellegi_sunter: the model's fields {list(fields)} are not this verifier's {labels}")
+        m, u = [], []
+        for fld in p.fields:
+            rep = fields[fld.label]
+            k = len(fld.thresholds) + 1
+            mf = np.asarray(rep["m"], dtype=np.float64)
+            uf = np.asarray(rep["u"], dtype=np.float64)
+            if mf.shape != (k,) or uf.shape != (k,):
+                raise ValueError(f"fellegi_sunter: field {fld.label!r} has {len(mf)} levels in the model, {k} here")
+            if not (np.all(np.isfinite(mf)) and np.all(np.isfinite(uf)) and np.all(mf > 0) and np.all(uf > 0)):
+                raise ValueError(f"fellegi_sunter: field {fld.label!r} has m or u values that are not positive numbers")
+            m.append(mf)
+            u.append(uf)
+        lam = float(state["lambda"])
+        if not 0.0 < lam < 1.0:
+            raise ValueError(f"fellegi_sunter: lambda {lam} of the model is not between 0 and 1")
+        return EMFit(lam=lam, m=m, u=u, converged=True)
+
+    def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """What the report says of a loaded model's fit: lambda and every field's levels, m, u and weights."""
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        fit = self.fit_of(state)
+        weights = fit.weights()
+        return {
+            "lambda": float(fit.lam),
+            "estimation": "applied from a saved model (no fitting in this run)",
+            "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
+            "per_field": self._per_field(fit, None, None, None),
+        }
+
+    def _per_field(
+        self, fit: EMFit, u_random: list[npt.NDArray[np.float64]] | None, counts: npt.NDArray[np.float64] | None,
+        patterns: npt.NDArray[np.int64] | None,
+    ) -> dict[str, Any]:
+        p = self.params
+        assert isinstance(p, FellegiSunterParams)
+        weights = fit.weights()
+        out: dict[str, Any] = {}
+        for f, fld in enumerate(p.fields):
+            entry: dict[str, Any] = {
+                "columns": field_columns(fld.field),
+                "comparison": fld.comparison,
+                "levels": fld.level_names(),
+                "m": [float(x) for x in fit.m[f]],
+                "u": [float(x) for x in fit.u[f]],
+                "weight_log2": [round(float(x), 6) for x in weights[f]],
+                "u_random_pairs": None if u_random is None else [float(x) for x in u_random[f]],
+            }
+            if counts is not None and patterns is not None:
+                entry["missing_pairs"] = int(counts[patterns[:, f] < 0].sum())
+            entry["missing_weight"] = 0.0
+            out[fld.label] = entry
+        return out
+
     def fit_counts(
         self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
         sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
-    ) -> npt.NDArray[np.float64]:
+        labelled: LabelledCodes | None = None,
+    ) -> tuple[npt.NDArray[np.float64], Fitted]:
         """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
-        the random pairs' level frequencies; or, with :attr:`labelled` (and :attr:`labelled_codes`, the
-        labelled pairs' :meth:`pair_codes`), m and u from the labels (:meth:`train`). The match
-        probability of each pattern. Keeps the report."""
+        the random pairs' level frequencies; or, with ``labelled`` (the labelled pairs' :meth:`pair_codes`),
+        m and u from the labels (:meth:`train`). The match probability of each pattern, and the fit."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
         n = int(counts.sum())
         if n == 0:
-            self._report = {"pairs_scored": 0}
-            return np.zeros(0)
+            return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
         F = len(p.fields)
         uniq = np.asarray(codes, dtype=np.int64)
@@ -395,8 +500,8 @@ class FellegiSunter(Verifier):
                 acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
                 u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
-        if self.labelled is not None:
-            fit, lam0, training = self.train(patterns, counts)
+        if labelled is not None:
+            fit, lam0, training = self.train(patterns, counts, labelled)
         else:
             m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
             u0 = u_random if u_random is not None else [
@@ -414,7 +519,7 @@ class FellegiSunter(Verifier):
         table = fit.probability(patterns)
 
         weights = fit.weights()
-        t = p.threshold if p.threshold is not None else self.context.threshold
+        t = self.job_default("threshold")
         if training is not None:
             u_mode = "from labelled non-matches" if training["fit"] == "labels" else (
                 "EM, started from labelled non-matches, labelled pairs held")
@@ -422,7 +527,7 @@ class FellegiSunter(Verifier):
             u_mode = "fixed from random pairs"
         else:
             u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
-        self._report = {
+        report = {
             "pairs_scored": n,
             "patterns": int(len(uniq)),
             "lambda": float(fit.lam),
@@ -438,23 +543,9 @@ class FellegiSunter(Verifier):
             "random_pairs": n_random,
             "loglik": [round(x, 6) for x in fit.loglik],
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
-            "per_field": {
-                fld.label: {
-                    "columns": field_columns(fld.field),
-                    "comparison": fld.comparison,
-                    "levels": fld.level_names(),
-                    "m": [float(x) for x in fit.m[f]],
-                    "u": [float(x) for x in fit.u[f]],
-                    "weight_log2": [round(float(x), 6) for x in weights[f]],
-                    "u_random_pairs": None if u_random is None else [float(x) for x in u_random[f]],
-                    "missing_pairs": int(counts[patterns[:, f] < 0].sum()),
-                    "missing_weight": 0.0,
-                }
-                for f, fld in enumerate(p.fields)
-            },
+            "per_field": self._per_field(fit, u_random, counts, patterns),
         }
-        self.fit = fit
-        return table
+        return table, Fitted(state=self.state_of(fit), report=report)
 
     def estimation(self, training: dict[str, Any] | None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
@@ -475,9 +566,9 @@ class FellegiSunter(Verifier):
         return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
 
     def train(
-        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
+        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], lab: LabelledCodes
     ) -> tuple[EMFit, float, dict[str, Any]]:
-        """The fit from the labelled pairs (:attr:`labelled`, :attr:`labelled_codes`) and the candidates' ``patterns``.
+        """The fit from the labelled pairs (``lab``: their codes and labels) and the candidates' ``patterns``.
 
         Per field, ``a_k`` / ``b_k`` = labelled matches / non-matches at level
         k plus ``smoothing`` (pairs where the field is missing are skipped);
@@ -500,14 +591,9 @@ class FellegiSunter(Verifier):
         """
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        lab = self.labelled
-        assert lab is not None
-        codes = self.labelled_codes
-        if codes is None or len(codes) != len(lab.pairs):
-            raise ValueError(
-                "fellegi_sunter: labelled pairs were set without their codes (labelled_codes = pair_codes of "
-                "labelled.pairs; score() sets them, an executor calling fit_counts itself must)"
-            )
+        codes = lab.codes
+        if len(codes) != len(lab.match):
+            raise ValueError(f"fellegi_sunter: {len(codes)} codes of labelled pairs for {len(lab.match)} labels")
         y = np.asarray(lab.match, dtype=bool)
         n_pos, n_neg = int(y.sum()), int((~y).sum())
         if n_pos == 0 or n_neg == 0:
@@ -570,17 +656,19 @@ class FellegiSunter(Verifier):
 
     # -- explanations ------------------------------------------------------------
 
-    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(
+        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
+    ) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
         -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
 
-        Uses the fitted model (:attr:`fit`, from :meth:`score` or :meth:`restore`)."""
+        Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
         p = self.params
         assert isinstance(p, FellegiSunterParams)
-        fit = self.fit
-        if fit is None:
-            raise ValueError("fellegi_sunter has no fitted model: call score() or restore() first")
+        if state is None:
+            raise ValueError("fellegi_sunter explains scores with a fitted state: pass the model's (fit_score)")
+        fit = self.fit_of(state)
         levels = self.comparison_levels(batch, pairs) if len(pairs) else np.zeros((0, len(p.fields)), np.int64)
         prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
         out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
@@ -596,35 +684,3 @@ class FellegiSunter(Verifier):
         out["score"] = fit.probability(levels)
         return out
 
-    def restore(self, described: dict[str, Any]) -> None:
-        """Rebuild :attr:`fit` (lambda, m and u per field) from :meth:`describe`'s output (report.json's
-        ``verifier`` section), so that :meth:`comparisons` works without fitting again. A report of a run
-        that scored no pair restores nothing. Raises ValueError when the report's fields or levels are not
-        this verifier's."""
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
-        if "lambda" not in described:
-            self.fit = None
-            return
-        per_field = described.get("per_field") or {}
-        labels = [f.label for f in p.fields]
-        if list(per_field) != labels:
-            raise ValueError(f"the report's fields {list(per_field)} are not this verifier's {labels}")
-        m, u = [], []
-        for fld in p.fields:
-            rep = per_field[fld.label]
-            k = len(fld.thresholds) + 1
-            mf = np.asarray(rep["m"], dtype=np.float64)
-            uf = np.asarray(rep["u"], dtype=np.float64)
-            if mf.shape != (k,) or uf.shape != (k,):
-                raise ValueError(f"field {fld.label!r}: the report has {len(mf)} levels, this verifier {k}")
-            m.append(mf)
-            u.append(uf)
-        self.fit = EMFit(
-            lam=float(described["lambda"]), m=m, u=u, iterations=int(described.get("iterations", 0)),
-            converged=bool(described.get("converged", False)), swapped=bool(described.get("label_swapped", False)),
-        )
-        self._report = {k: v for k, v in described.items() if k not in self.params.model_dump(mode="json") and k != "type"}
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}

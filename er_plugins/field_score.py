@@ -6,12 +6,14 @@ the fields are compared by :class:`er_plugins.record_columns.FieldColumn`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from er_framework.capabilities import Explainable
 from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.components import Params as ParamsBase
 from er_framework.data import Batch, Pairs
@@ -93,7 +95,7 @@ class FieldScoreParams(Params):
         return 100.0 * sum(r.weight for r in self.fields)
 
 
-class FieldScore(Verifier):
+class FieldScore(Verifier, Explainable):
     """Weighted sum of per-field similarities, 100 per field (SEEDS §5: a pair scores out of 300).
 
     Field f with weight w_f and similarity s_f in 0..100 contributes
@@ -124,7 +126,6 @@ class FieldScore(Verifier):
     summary = "weighted sum of field similarities (rapidfuzz), 100 per field; threshold on the total (e.g. out of 300)"
     Params = FieldScoreParams
     needs = frozenset({"fields"})
-    explainable = True
 
     @classmethod
     def check(cls, params: ParamsBase, context: Context) -> list[str]:
@@ -167,7 +168,9 @@ class FieldScore(Verifier):
             out[r.label] = s
         return out
 
-    def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(
+        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
+    ) -> dict[str, npt.NDArray[Any]]:
         """Per pair and field: ``similarity_<f>`` (0..100, NaN = missing) and ``points_<f>``, the field's share
         of the total in the total's unit; ``score`` = the total of :meth:`score` (the points sum to it).
 
@@ -205,9 +208,6 @@ class FieldScore(Verifier):
         # the same expression as score(), so the column equals it exactly
         out["score"] = np.where(none_kept, 0.0, num * total_w / np.where(none_kept, 1.0, kept_w))
         return out
-
-    def restore(self, described: dict[str, Any]) -> None:
-        """Nothing to take back: the total depends on the pair's two records and the parameters alone."""
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         p = self.params

@@ -13,11 +13,16 @@ __all__ = ["add_parser", "cmd_explain"]
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print the waterfall of one pair (or its JSON with ``--json``)."""
+    from pathlib import Path
+
     from er_framework.engine.explain import explain_run
+    from er_framework.engine.model import load_model
 
     report, job = job_of_run(args.out_dir, args.config)
+    saved = Path(args.out_dir) / "model.json"
+    model = load_model(saved) if saved.is_file() else None
     found, notes = explain_run(job, report, (args.left_source or args.source, args.left),
-                               (args.right_source or args.source, args.right))
+                               (args.right_source or args.source, args.right), model)
     if args.json:
         print(json.dumps(found.to_json(), indent=2))
     else:
@@ -34,7 +39,7 @@ def add_parser(sub: Any) -> None:
         description="Print the waterfall of one pair of a run: for Fellegi-Sunter the prior, each field's values "
         "on both sides, comparison level and weight in bits, the total and the match probability; for field_score "
         "each field's similarity and points; for jaccard the shared and differing shingles. The records are read "
-        "again through the job; the fitted weights come from report.json.",
+        "again through the job; the fitted weights come from the run's model.json.",
     )
     p.add_argument("out_dir", help="a folder written by er run")
     p.add_argument("--left", required=True, help="id of one record")

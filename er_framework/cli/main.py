@@ -34,7 +34,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, tune, validate
+from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, train, tune, validate
 from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
 from er_framework.errors import ErError
 
@@ -49,7 +49,7 @@ MEMORY_SETTINGS = (
 
 #: The verbs in the order ``er --help`` lists them: one module each, with its ``cmd_*`` and its
 #: ``add_parser(sub)`` (:mod:`er_framework.cli.index` adds ``index`` and ``query``).
-VERBS = (run, validate, plugins, tune, synth, evaluate, explain, review, report, index, schema)
+VERBS = (run, train, validate, plugins, tune, synth, evaluate, explain, review, report, index, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

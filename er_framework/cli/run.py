@@ -14,10 +14,16 @@ __all__ = ["add_parser", "cmd_run"]
 def cmd_run(args: argparse.Namespace) -> int:
     from er_framework.executors import run_job
 
+    from er_framework.engine.model import check_model, load_model
+
+    model = load_model(args.model) if args.model is not None else None
+
     def run(job: Any, update: Any) -> Any:
         if args.report is not None:  # --report / --no-report over output.report of the YAML
             job.spec.output.report = args.report
-        return run_job(job, args.out, progress=update, force=args.force)
+        if model is not None:
+            check_model(model, job)
+        return run_job(job, args.out, progress=update, force=args.force, model=model)
 
     result = run_with_progress(args, run)
     if not args.quiet:
@@ -36,6 +42,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
                    help="write report.html (--no-report: skip it; report.json is written either way; "
                    "overrides output.report of the YAML, default true)")
+    p.add_argument("--model", metavar="FILE",
+                   help="apply a saved model (er train, or OUT/model.json of a run) instead of fitting one")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
     p.add_argument("--workers", type=workers_arg, metavar="N|auto",
                    help="threads for shingling, signatures and verification (overrides workers: of the YAML; "

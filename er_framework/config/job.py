@@ -31,6 +31,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from er_framework.capabilities import Explainable, Trainable, has
 from er_framework.components import (
     FAMILIES,
     FIELD_REF,
@@ -1750,16 +1751,14 @@ def _rule_problems(
     verifier = comps.get("verifier")
     if verifier is not None:
         vname = verifier.cls.name
-        if isinstance(data.get("training"), dict) and not getattr(verifier.cls, "trainable", False):
-            learners = [n for n in registry.names("verifier")
-                        if getattr(registry.components["verifier"][n].cls, "trainable", False)]
+        if isinstance(data.get("training"), dict) and not has(verifier.cls, Trainable):
+            learners = [n for n in registry.names("verifier") if has(registry.components["verifier"][n].cls, Trainable)]
             problems.append(_at(filename, lines, ("training",),
                                 message=f"verifier {vname!r} does not learn from labelled pairs",
                                 fix=f"remove training:, or use a verifier that does: {choices_text(learners)}"))
         out = data.get("output")
-        if isinstance(out, dict) and out.get("comparisons") is True and not getattr(verifier.cls, "explainable", False):
-            able = [n for n in registry.names("verifier")
-                    if getattr(registry.components["verifier"][n].cls, "explainable", False)]
+        if isinstance(out, dict) and out.get("comparisons") is True and not has(verifier.cls, Explainable):
+            able = [n for n in registry.names("verifier") if has(registry.components["verifier"][n].cls, Explainable)]
             problems.append(_at(filename, lines, ("output", "comparisons"),
                                 message=f"verifier {vname!r} cannot break its scores into terms",
                                 fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}"))

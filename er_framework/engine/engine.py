@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import CodeFitted, Explainable, Learner, has
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
 from er_framework.config.job import AutoThresholdSpec, ComponentSpec, Job
 from er_framework.data import Batch, Pairs, Records, TokenSets
 from er_framework.errors import ErError, PluginError, Problem
 from er_framework.kernels.df import drop_tokens
 from er_framework.kernels.hashing import mix64
-from er_framework.kernels.threshold import ThresholdFit, choose_threshold
+from er_framework.kernels.threshold import choose_threshold
+from er_framework.engine.model import Model, ThresholdChoice
 
-__all__ = ["BLOCKER_SALT", "Engine", "PrunedShingler", "signed_keys"]
+__all__ = ["BLOCKER_SALT", "BLOCKING_KEYS", "Engine", "PrunedShingler", "signed_keys"]
 
 Int64Array = npt.NDArray[np.int64]
+
+#: what the model records of each blocker's report: its settings, never counts of a run
+BLOCKING_KEYS = ("type", "bands", "rows", "num_perm", "threshold", "p_candidate_at_threshold", "s_curve_midpoint",
+                 "key", "keys", "window", "bits", "max_bucket_size")
 
 #: mixed into the bucket ids of the second, third … blocker of a job
 BLOCKER_SALT = 0xD6E8FEB86659FD93
@@ -88,7 +95,7 @@ class Engine:
     record is treated the same wherever it is processed.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, model: Model | None = None) -> None:
         self.job = job
         self.mode = job.spec.mode
         self.link = self.mode == "link"
@@ -108,41 +115,82 @@ class Engine:
         self.builder: SignatureBuilder | None = None
         if job.signature is not None and self.shingler is not None:
             self.builder = _make(job.signature, SignatureBuilder, job)
-        #: the shingler as the plugin built it (``shingler`` becomes a :class:`PrunedShingler` once the
-        #: job's ``prune_shingles:`` has counted the corpus: :meth:`apply_pruning`)
+        #: the shingler as the plugin built it (:attr:`shingler` leaves out the shingles the model's
+        #: ``prune_shingles:`` dropped)
         self.base_shingler = self.shingler
         #: ``threshold: auto`` (and no verifier.threshold of its own, which wins): chosen by :meth:`choose_threshold`
         self.auto = job.spec.threshold == "auto" and getattr(self.verifier.params, "threshold", None) is None
-        self.threshold_fit: ThresholdFit | None = None
-        self.threshold = self.verifier.threshold  # with auto: the lowest it may choose, until chosen
+        #: what the job has learned so far (a saved model, or the parts this run fitted): see :meth:`with_model`
+        self.model = model if model is not None else Model.for_job(job)
+        self.shingler = self.pruned_shingler(self.model.pruned)
 
-    def choose_threshold(self, scores: npt.NDArray[np.float64]) -> dict[str, Any]:
-        """``threshold: auto``: the threshold chosen from every candidate's score (later stages keep pairs at or
-        above it); returns what the verify stage's log says of the choice."""
+    def pruned_shingler(self, dropped: npt.NDArray[np.uint64] | None) -> Shingler | None:
+        """The job's shingler without the tokens ``dropped`` (sorted, distinct): every stage then sees pruned sets."""
+        if self.base_shingler is None or dropped is None or not len(dropped):
+            return self.base_shingler
+        return PrunedShingler(self.base_shingler, np.asarray(dropped, dtype=np.uint64))
+
+    def with_model(self, model: Model) -> Engine:
+        """An engine of the same components applying ``model`` (the engine itself never changes)."""
+        other = copy.copy(self)
+        other.model = model
+        other.shingler = self.pruned_shingler(model.pruned)
+        return other
+
+    @property
+    def threshold(self) -> float:
+        """The threshold pairs are kept at: the job's, or with ``threshold: auto`` the model's choice (before
+        the choice: the lowest it may choose)."""
+        chosen = self.model.threshold
+        if self.auto and chosen is not None:
+            return chosen.value
+        return self.verifier.threshold
+
+    def keep(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """Which scores make a pair: ``score >= threshold`` (the one rule, wherever pairs are kept)."""
+        return np.asarray(scores >= self.threshold, dtype=bool)
+
+    def choose_threshold(self, scores: npt.NDArray[np.float64]) -> ThresholdChoice:
+        """``threshold: auto``: the threshold chosen from every candidate's score (a value; later stages keep
+        pairs at or above it once it is in the model)."""
         spec = self.job.spec.auto_threshold or AutoThresholdSpec()
         finite = scores[np.isfinite(scores)]
         fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high, method=spec.method,
                                fallback=spec.fallback)
-        self.threshold_fit = fit
-        self.threshold = float(fit.threshold)
-        return {"method": fit.method, "ok": bool(fit.ok), "reason": fit.reason, "n_scores": int(fit.n_scores)}
+        return ThresholdChoice(value=float(fit.threshold), chosen="auto", auto=fit.to_json())
+
+    def threshold_choice(self) -> ThresholdChoice:
+        """The threshold of this run as the model records it."""
+        chosen = self.model.threshold
+        if self.auto and chosen is not None:
+            return chosen
+        return ThresholdChoice(value=self.verifier.threshold, chosen="auto" if self.auto else "fixed")
 
     def threshold_report(self) -> dict[str, Any]:
         """The report's ``threshold`` section: the value pairs were kept at, and how it was chosen."""
-        out: dict[str, Any] = {"value": self.threshold, "chosen": "auto" if self.auto else "fixed"}
-        if self.threshold_fit is not None:
-            out["auto"] = self.threshold_fit.to_json()
+        choice = self.threshold_choice()
+        out: dict[str, Any] = {"value": choice.value, "chosen": choice.chosen}
+        if choice.auto is not None:
+            out["auto"] = choice.auto
+        if self.model.origin != "fitted" and self.auto:
+            out["from_model"] = self.model.origin
         return out
 
-    def apply_pruning(self, dropped: npt.NDArray[np.uint64]) -> None:
-        """Shingle without the tokens ``dropped`` (sorted, distinct) from now on: every later stage sees pruned sets."""
-        if self.base_shingler is None:
-            return
-        dropped = np.asarray(dropped, dtype=np.uint64)
-        current = self.shingler
-        if isinstance(current, PrunedShingler) and np.array_equal(current.dropped, dropped):
-            return  # already so (a Dask worker's engine gets the list with every task): keep the one instance
-        self.shingler = PrunedShingler(self.base_shingler, dropped) if len(dropped) else self.base_shingler
+    def run_model(self, records: Records, candidates: int, training: dict[str, Any] | None) -> Model:
+        """The model of this run: what it fitted (or the saved model it applied, unchanged), with the threshold
+        used, the blockers' settings (the LSH bands and rows), what it was fitted on and the labels' digest."""
+        if self.model.origin != "fitted":
+            return self.model
+        blocking = [{k: v for k, v in b.describe().items() if k in BLOCKING_KEYS} for b in self.blockers]
+        names = records.source_names
+        counts = np.bincount(np.asarray(records.source, dtype=np.int64), minlength=len(names))
+        fitted_on = {"records": int(len(records)), "per_source": {nm: int(c) for nm, c in zip(names, counts.tolist())},
+                     "candidate_pairs": int(candidates)}
+        trained = None
+        if training and "sha256" in training:
+            trained = {k: training[k] for k in ("file", "sha256", "matches", "non_matches", "prior") if k in training}
+        return self.model.learned(threshold=self.threshold_choice(), blocking=blocking, fitted_on=fitted_on,
+                                  training=trained)
 
     # ------------------------------------------------------------- capabilities
 
@@ -162,8 +210,16 @@ class Engine:
         return type(blocker).window_keys is not Blocker.window_keys
 
     def fits_codes(self) -> bool:
-        """The verifier is fitted on counts of pair codes (:meth:`Verifier.pair_codes`)."""
-        return type(self.verifier).pair_codes is not Verifier.pair_codes
+        """The verifier is fitted on counts of pair codes (:class:`~er_framework.capabilities.CodeFitted`)."""
+        return has(self.verifier, CodeFitted)
+
+    def learns(self) -> bool:
+        """The verifier fits state from the run (:class:`~er_framework.capabilities.Learner`)."""
+        return has(self.verifier, Learner)
+
+    def verifier_state(self) -> dict[str, Any] | None:
+        """The verifier's fitted state in the model, or None (not fitted yet, or nothing to fit)."""
+        return self.model.verifier_state if self.learns() else None
 
     def lookup_refusals(self, scope: str = "item") -> list[str]:
         """Why the job cannot run one new item alone (``scope="item"``: an index) or partition by
@@ -184,25 +240,23 @@ class Engine:
                     "its candidates depend on the whole corpus, e.g. a sort order); "
                     "use lsh_bands, field_hash or grid_bits"
                 )
-        if not self.verifier.pairwise and (not partition or not self.fits_codes()):
-            what = "new pairs cannot be scored alone" if not partition else (
-                "it has no pair_codes to fit on counts summed over the partitions")
+        if self.learns() and self.verifier_state() is None and partition and not self.fits_codes():
             problems.append(
-                f"verifier {self.verifier.name!r} scores a pair with weights trained on all pairs of a run, "
-                f"so {what}; use a pairwise verifier (jaccard, field_score)"
-                + (", fellegi_sunter, or executor: local" if partition else "")
+                f"verifier {self.verifier.name!r} fits its weights on all pairs of a run and has no pair codes "
+                "to fit on counts summed over the partitions; fit a model first (er train JOB --model FILE, "
+                "then --model FILE), use a pairwise verifier (jaccard, field_score), or executor: local"
             )
-        if not partition and self.auto:
+        if not partition and self.auto and self.model.threshold is None:
             problems.append(
                 "threshold: auto is chosen from the scores of a whole run's candidates; an index scores new pairs "
-                "one at a time against a fixed number: set threshold to a number (e.g. the one er run chose, "
-                "report.json threshold.value)"
+                "one at a time against a fixed number: build the index with the model of a run (--model FILE, "
+                "which holds the chosen threshold) or set threshold to a number"
             )
-        if not partition and self.job.spec.prune_shingles is not None:
+        if not partition and self.job.spec.prune_shingles is not None and self.model.pruned is None:
             problems.append(
                 "prune_shingles drops shingles by how many records of the whole corpus hold them; an index takes "
-                "items one at a time and cannot keep those counts; remove prune_shingles from the job of the index "
-                "(er run and the dask executor prune)"
+                "items one at a time: build it with the model of a run (--model FILE, which holds the dropped "
+                "shingles), or remove prune_shingles from the job of the index"
             )
         if self.shingler is not None and not self.shingler.streamable and not self.shingler.partitionable:
             # partitionable: a record's token set depends on that record alone, so one item or one
@@ -323,16 +377,28 @@ class Engine:
         return [b.lookup_cap() for b in self.blockers]
 
     def score(self, records: Records, pairs: Pairs) -> npt.NDArray[np.float64]:
-        """The verifier's scores of ``pairs`` (indices into ``records``), checked."""
+        """The verifier's scores of ``pairs`` (indices into ``records``) with the model's state, checked."""
         if len(pairs) == 0:
             return np.zeros(0, dtype=np.float64)
         batch = self.batch(records, tokens="tokens" in self.verifier.needs, signatures="signatures" in self.verifier.needs)
-        return self.checked_scores(self.verifier.score(batch, pairs), len(pairs))
+        return self.score_batch(batch, pairs)
+
+    def score_batch(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+        """The verifier's scores of ``pairs`` of ``batch``, checked: a learner scores with the model's state
+        (:meth:`~er_framework.capabilities.Learner.score_with`), which must be fitted already."""
+        v = self.verifier
+        if isinstance(v, Learner):
+            state = self.model.verifier_state
+            if state is None:
+                raise ValueError(f"verifier {v.name!r} has no fitted state in the model: fit it first (the verify stage)")
+            return self.checked_scores(v.score_with(batch, pairs, state), len(pairs))
+        return self.checked_scores(v.score(batch, pairs), len(pairs))
 
     def codes(self, records: Records, pairs: Pairs) -> Int64Array:
         """A fitted verifier's codes of ``pairs`` (indices into ``records``), checked (:meth:`Verifier.pair_codes`)."""
         batch = self.batch(records, tokens="tokens" in self.verifier.needs, signatures="signatures" in self.verifier.needs)
-        got = self.verifier.pair_codes(batch, pairs)
+        v = self.verifier
+        got = v.pair_codes(batch, pairs) if isinstance(v, CodeFitted) else None
         out = np.asarray(got if got is not None else np.zeros(0), dtype=np.int64)
         if got is None or out.shape != (len(pairs),):
             raise PluginError(Problem(
@@ -344,9 +410,10 @@ class Engine:
     def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
         """The verifier's terms of every pair's score (:meth:`Verifier.comparisons`), checked: one value per
         pair in every column, ``score`` last. Empty when the verifier cannot explain its scores."""
-        if not self.verifier.explainable:
+        v = self.verifier
+        if not isinstance(v, Explainable):
             return {}
-        cols = self.verifier.comparisons(batch, pairs)
+        cols = v.comparisons(batch, pairs, self.verifier_state())
         bad = [name for name, col in cols.items() if np.shape(col) != (len(pairs),)]
         if bad or list(cols)[-1:] != ["score"]:
             raise PluginError(Problem(
@@ -421,11 +488,17 @@ class Engine:
                 "e.g. batch.allowed(pairs)); er_framework.testing.check_blocker finds this"))
         return pairs
 
-    def describe(self) -> dict[str, Any]:
-        """The components' own reports (what ``report.json`` shows of each)."""
+    def describe(self, fit_report: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The components' own reports (what ``report.json`` shows of each); ``fit_report``: what the verifier's
+        fit in this run said (a learner applying a saved model reports the model's weights instead)."""
+        v = self.verifier
+        fitted: dict[str, Any] = dict(fit_report or {})
+        state = self.verifier_state()
+        if fit_report is None and state is not None and isinstance(v, Learner):
+            fitted = {**v.state_report(state), "model": self.model.origin}
         return {
             "shingler": self.shingler.describe() if self.shingler is not None else None,
             "signature": self.builder.describe() if self.builder is not None else None,
-            "verifier": {**self.verifier.describe(), "threshold": self.threshold},
+            "verifier": {**v.describe(), **fitted, "threshold": self.threshold},
             "clusterer": self.clusterer.describe(),
         }

@@ -21,8 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.config.job import Job
+from er_framework.capabilities import Explainable, has
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
+from er_framework.engine.model import Model
 from er_framework.engine.stages.exact import exact_keys
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
@@ -231,17 +233,18 @@ def find_record(records: Records, record_id: str, source: str | None, where: str
 
 def explain_run(
     job: Job, report: dict[str, Any], left: tuple[str | None, str], right: tuple[str | None, str],
+    model: Model | None = None,
 ) -> tuple[Explanation, list[str]]:
     """The explanation of one pair of a finished run (``er explain``): the records read and normalized
-    again through the job, the verifier's fitted state taken back from report.json (no refit), the
-    pair compared. Returns it with notes on what may differ from the run (``(source, id)`` per side;
-    a source of None: any)."""
+    again through the job, the run's model applied (its model.json: the verifier's fitted state and the
+    pruned shingles; no refit), the pair compared. Returns it with notes on what may differ from the run
+    (``(source, id)`` per side; a source of None: any)."""
     notes: list[str] = []
     records, _stats = read(job)
     records, _norm = normalize(job, records, job.context.workers)
     a = find_record(records, left[1], left[0], "--left")
     b = find_record(records, right[1], right[0], "--right")
-    engine = Engine(job)
+    engine = Engine(job, model)
     described = dict(report.get("verifier") or {})
     described.setdefault("name", engine.verifier.name)
     threshold = float((report.get("threshold") or {}).get("value", engine.threshold))
@@ -249,14 +252,18 @@ def explain_run(
         keys, nonempty = exact_keys(records.take(np.array([a, b], dtype=np.int64)), job.exact.normalize)
         if nonempty.all() and keys[0] == keys[1]:
             return explanation(records, a, b, {}, described, threshold, exact_copies=True), notes
-    if not engine.verifier.explainable:
+    if not has(engine.verifier, Explainable):
         raise InputError(Problem(where=str(job.config_path), path="verifier",
                                  message=f"verifier {engine.verifier.name!r} cannot break its scores into terms",
                                  fix="er plugins lists the verifiers; jaccard, field_score and fellegi_sunter can"))
-    engine.verifier.restore(described)
-    if job.spec.prune_shingles is not None:
-        notes.append("the job prunes shingles by corpus frequency (prune_shingles); the run's list of dropped "
-                     "shingles is not kept, so these counts include them and may differ from the run's score")
+    if engine.learns() and engine.verifier_state() is None:
+        raise InputError(Problem(where=str(report.get("outputs_dir", job.config_path)),
+                                 message=f"verifier {engine.verifier.name!r} explains a score with the run's fitted "
+                                 "model, and the run folder holds no model.json (written by an older er)",
+                                 fix="run the job again (er run writes model.json), then er explain"))
+    if job.spec.prune_shingles is not None and engine.model.pruned is None:
+        notes.append("the job prunes shingles by corpus frequency (prune_shingles) and the run folder holds no "
+                     "model.json with the dropped shingles, so these counts include them and may differ from the run's")
     pair = records.take(np.array([a, b], dtype=np.int64))
     batch = engine.batch(pair, tokens="tokens" in engine.verifier.needs, signatures=False)
     terms = engine.comparisons(batch, Pairs(np.array([0]), np.array([1])))

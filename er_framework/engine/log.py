@@ -12,7 +12,7 @@ from er_framework.memory import peak_rss_mb, reset_peak_rss
 __all__ = ["STAGES", "StageLog"]
 
 #: the stages of a run, in order (the progress bar counts them)
-STAGES = ["read", "normalize", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "verify", "cluster", "write"]
+STAGES = ["read", "normalize", "exact_duplicates", "shingle", "signatures", "block", "diagnostics", "fit", "verify", "cluster", "write"]
 
 
 @dataclass

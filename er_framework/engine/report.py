@@ -29,7 +29,7 @@ from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
 __all__ = ["SCORE_BINS", "borderline", "borderline_reference", "review_section", "scores_section",
-           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer",
+           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "model_section",
            "link_answer_reference", "versions"]
 
 Int64Array = npt.NDArray[np.int64]
@@ -320,6 +320,8 @@ class RunFacts:
     #: the verifier's comparisons of given pairs (global indices), where the executor holds the records
     explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None = None
     training: dict[str, Any] = field(default_factory=dict)
+    #: what the verifier's fit said (None: it fitted nothing in this run, or applied a saved model)
+    fit_report: dict[str, Any] | None = None
 
 
 def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found: Answer) -> dict[str, Any]:
@@ -328,7 +330,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     records = facts.records
     n = len(records)
     mode = job.spec.mode
-    described = engine.describe()
+    described = engine.describe(facts.fit_report)
     per_source = {name: int((records.source == i).sum()) for i, name in enumerate(records.source_names)}
     link = None
     if mode != "dedup":
@@ -357,6 +359,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "pairs_written": found.stats["pairs_listed"],
         "pairs": found.stats,
         "verifier": described["verifier"],
+        "model": model_section(engine),
         "score": engine.score_definition(),
         "threshold": engine.threshold_report(),
         "scores": scores_section(facts.scores, engine.threshold, engine.score_definition()),
@@ -369,6 +372,20 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "diagnostics": facts.diagnostics,
         "stages": log.stages,
         "versions": versions(job),
+    }
+
+
+def model_section(engine: Engine) -> dict[str, Any]:
+    """The report's ``model`` section: where the model of the run came from and what it holds (model.json)."""
+    m = engine.model
+    return {
+        "origin": "fitted by this run" if m.origin == "fitted" else m.origin,
+        "file": "model.json",
+        "job_hash": m.job_hash,
+        "verifier_fitted": m.verifier is not None,
+        "pruned_shingles": None if m.pruned is None else int(len(m.pruned)),
+        "threshold": None if m.threshold is None else m.threshold.to_json(),
+        "trained_on_labels": m.training,
     }
 
 
@@ -394,11 +411,11 @@ def finish_run(
                            candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons)
     result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,
                     candidates=candidates, answer=found, tables=tables, explain_terms=facts.explain, exact=facts.exact,
-                    as_read=as_read)
+                    as_read=as_read, model=engine.model)
     if out_path is not None:
         with log.stage("write"):
             finish_report(report, log, t_start)
             result.outputs = write(job, out_path, facts.records, found.pairs, facts.labels, report,
-                                   tables=tables, as_read=as_read, html=job.spec.output.report)
+                                   tables=tables, as_read=as_read, html=job.spec.output.report, model=engine.model)
     finish_report(report, log, t_start)
     return result

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.data import Pairs, Records
+from er_framework.engine.model import Model
 from er_framework.engine.stages.clustering import Answer
 from er_framework.engine.stages.exact import Exact
 
@@ -45,6 +46,8 @@ class Result:
     exact: Exact | None = None
     #: the records with their fields as read (report.html's examples), where the run held them
     as_read: Records | None = None
+    #: what the job learned (fitted by this run, or the saved model it applied): written as model.json
+    model: Model | None = None
 
     def summary(self) -> str:
         r = self.report

@@ -1,6 +1,6 @@
 """Where a job's stages run. An executor is one module plus one registration.
 
-An executor is a function ``run(job, out_dir, *, progress, write) -> Result``
+An executor is a function ``run(job, out_dir, *, progress, write, model) -> Result``
 that drives the engine's stages (:mod:`er_framework.engine.stages`) and ends
 with :func:`er_framework.engine.report.finish_run` (the one report builder
 and writer). It is registered by name, as ``"module:function"``: the
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from er_framework.config.job import Job
+from er_framework.engine.model import Model
 from er_framework.engine.result import Result
 from er_framework.errors import ConfigError, PluginError, Problem, choices_text
 from er_framework.io.outputs import OutputDir
@@ -32,7 +33,7 @@ class Executor(Protocol):
 
     def __call__(
         self, job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-        write: bool = True,
+        write: bool = True, model: Model | None = None,
     ) -> Result: ...
 
 
@@ -56,16 +57,17 @@ def get_executor(name: str) -> Executor:
 
 def run_job(
     job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-    write: bool = True, force: bool = False,
+    write: bool = True, force: bool = False, model: Model | None = None,
 ) -> Result:
     """Run a validated job on the executor it names (``executor.type``, default ``local``).
 
     The output folder (``out_dir``, else the job's ``output.dir``) is checked before any work
     (:func:`er_framework.engine.stages.require_out_dir`); ``force`` lets a run write into a folder that
-    holds an input or files er did not write (never over an input).
+    holds an input or files er did not write (never over an input). ``model``: a saved model to apply
+    instead of fitting (checked against the job by the caller: :func:`er_framework.engine.model.check_model`).
     """
     if force and write and not isinstance(out_dir, OutputDir):
         target = out_dir if out_dir is not None else job.output_dir(None)
         if target is not None:
             out_dir = OutputDir(target, force=True)
-    return get_executor(job.spec.executor.type)(job, out_dir, progress=progress, write=write)
+    return get_executor(job.spec.executor.type)(job, out_dir, progress=progress, write=write, model=model)

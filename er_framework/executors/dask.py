@@ -69,12 +69,14 @@ import numpy as np
 import numpy.typing as npt
 from numpy.dtypes import StringDType
 
+from er_framework.capabilities import CodeFitted
 from er_framework.components import Blocker, Shingler
 from er_framework.config.job import ADDRESS_RE, address_problem, Job, load_yaml, resolve_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog
+from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
 from er_framework.io.outputs import OutputDir
@@ -150,17 +152,24 @@ def _engine(ref: JobRef) -> Engine:
     return got
 
 
-def _pruned_engine(ref: JobRef, dropped: npt.NDArray[np.uint64] | None) -> Engine:
-    """The job's engine on this worker, shingling without the tokens the client's ``prune`` stage dropped
-    (set once per worker process, under a lock: the tasks of its threads share one shingler)."""
+def _model_engine(ref: JobRef, model: Model | None) -> Engine:
+    """The job's engine on this worker applying ``model`` (the client's: the shingles its ``prune`` stage
+    dropped, a saved model's fitted state): one engine per model object this worker holds (a new value, the
+    job's engine is not changed, so the tasks of its threads need no lock)."""
     eng = _engine(ref)
-    if dropped is not None:
-        with _PRUNE_LOCK:
-            eng.apply_pruning(dropped)
-    return eng
+    if model is None:
+        return eng
+    key = (ref.digest, id(model))
+    got = _MODEL_ENGINES.get(key)
+    if got is None or got[0] is not model:
+        while len(_MODEL_ENGINES) >= 4:  # models of earlier runs on this worker
+            _MODEL_ENGINES.pop(next(iter(_MODEL_ENGINES)))
+        got = _MODEL_ENGINES[key] = (model, eng.with_model(model))
+    return got[1]
 
 
-_PRUNE_LOCK = threading.Lock()
+#: (job digest, id of the model) -> (the model, kept alive so that its id stays its own; its engine)
+_MODEL_ENGINES: dict[tuple[str, int], tuple[Model, Engine]] = {}
 
 
 def _read(ref: JobRef, part: Part) -> Records:
@@ -224,11 +233,11 @@ _SHINGLE_LOCK = threading.Lock()
 
 
 def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int,
-               dropped: npt.NDArray[np.uint64] | None = None) -> Blocked:
+               model: Model | None = None) -> Blocked:
     """Blocking of a partition's active records: bucket ids split into ``n_parts`` shuffle parts, and
     each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys.
-    ``dropped``: the shingles ``prune_shingles:`` removes (from the client's ``prune`` stage)."""
-    eng = _pruned_engine(ref, dropped)
+    ``model``: the client's model (the shingles ``prune_shingles:`` removes, from its ``prune`` stage)."""
+    eng = _model_engine(ref, model)
     sh = eng.shingler
     # the shingler keeps its last call's report: one call at a time per worker process
     lock = _SHINGLE_LOCK if sh is not None and type(sh).partition_report is not Shingler.partition_report else nullcontext()
@@ -519,17 +528,17 @@ def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -
 
 
 def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array],
-                dropped: npt.NDArray[np.uint64] | None = None,
+                model: Model | None = None,
                 ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
     """Scores of one part's candidate pairs: the pairs at or above the threshold, the candidate count,
     and (link modes, for the report's link answer) every candidate's score in ``packed`` order."""
     slow = os.environ.get(SLOW_ENV)
     if slow:
         time.sleep(float(slow))
-    eng = _pruned_engine(ref, dropped)
+    eng = _model_engine(ref, model)
     recs, left, right, li, ri = _join(packed, served, needed)
     scores = eng.score(recs, Pairs(li, ri))
-    keep = scores >= eng.threshold
+    keep = eng.keep(scores)
     all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
@@ -549,10 +558,10 @@ def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array],
 
 
 def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array],
-               dropped: npt.NDArray[np.uint64] | None = None) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+               model: Model | None = None) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
     """A fitted verifier's code of every pair of one part (packed pairs, or ``(left, right)`` in their
     orientation), and the part's distinct codes with their counts (summed over the parts by the client)."""
-    eng = _pruned_engine(ref, dropped)
+    eng = _model_engine(ref, model)
     recs, left, _, li, ri = _join(pairs, served, needed)
     codes = eng.codes(recs, Pairs(li, ri)) if len(left) else np.zeros(0, np.int64)
     uniq, counts = np.unique(codes, return_counts=True)
@@ -569,7 +578,7 @@ def task_score_codes(ref: JobRef, packed: npt.NDArray[np.uint64], coded: tuple[I
     eng = _engine(ref)
     left, right = unpack_pairs(packed)
     scores = np.asarray(table, dtype=np.float64)[np.searchsorted(table_codes, coded[0])] if len(packed) else np.zeros(0)
-    keep = scores >= eng.threshold
+    keep = eng.keep(scores)
     all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
@@ -742,11 +751,12 @@ def connect(client_class: Any, address: str, config_path: str) -> Any:
 
 
 def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-             write: bool = True) -> Result:
-    """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs."""
+             write: bool = True, model: Model | None = None) -> Result:
+    """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs
+    (``model``: a saved model applied instead of fitting, as locally)."""
     t_start = time.perf_counter()
     out_path = stages.require_out_dir(job, out_dir, write)
-    engine = Engine(job)
+    engine = Engine(job, model)
     _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")
     ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
@@ -757,6 +767,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         run = DaskRun(job, engine, ref, client, plan_parts(job, job.spec.executor.partition_mb))
         scanned = run.scan(log)
         run.prune(scanned, log)
+        run.send_model()
         with log.stage("block") as info:
             blocked = run.block(scanned, info)
         with log.stage("verify") as info:
@@ -764,6 +775,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
     finally:
         close()
+    engine = run.engine  # the model as the run left it (pruned shingles, fitted state, chosen threshold)
     with log.stage("cluster") as info:
         ver = Pairs(found.left, found.right, found.scores).normalized()
         pairs = stages.with_exact(ver, scanned.exact.pairs)
@@ -775,6 +787,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
             labels = stages.cluster(engine, len(scanned.ids), pairs)
         info.update(stages.cluster_stats(labels))
     records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
+    engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))
     blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, found.per_blocker)]
     ex = job.spec.executor
     facts = RunFacts(
@@ -783,6 +796,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         tokens=blocked.tokens,
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
                   "cluster_on": ex.cluster_on},
+        fit_report=run.fit_report,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
 
@@ -802,7 +816,7 @@ def _check_job(job: Job, engine: Engine) -> None:
         if what:
             raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}",
                                   fix=fix))
-    if job.spec.executor.cluster_on == "workers" and engine.auto:
+    if job.spec.executor.cluster_on == "workers" and engine.auto and engine.model.threshold is None:
         raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
                               message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
                               "client has chosen the threshold of threshold: auto",
@@ -865,9 +879,12 @@ class DaskRun:
     ref: JobRef
     client: Any
     parts: list[Part]
-    #: ``prune_shingles:``: a future of the dropped shingles (sent to every task that shingles), and the stage's numbers
-    dropped: Any = None
+    #: a future of the model as the tasks need it (the pruned shingles, a saved model's state), sent with every
+    #: task that shingles or scores; and the prune stage's numbers
+    model: Any = None
     pruning: stages.Pruning | None = None
+    #: what the verifier's fit on the client said (None: nothing fitted in this run)
+    fit_report: dict[str, Any] | None = None
 
     @property
     def n_parts(self) -> int:
@@ -900,7 +917,7 @@ class DaskRun:
         """``prune_shingles:``: the partitions' shingle counts merged on the client, the dropped shingles
         chosen there as locally (:func:`stages.pruned_by_frequency`), then sent with every task that shingles."""
         job, engine = self.job, self.engine
-        if job.spec.prune_shingles is None or engine.base_shingler is None:
+        if job.spec.prune_shingles is None or engine.base_shingler is None or engine.model.pruned is not None:
             return
         with log.stage("prune") as info:
             futs = [self.submit(task_frequencies, self.ref, p, self._active_of(scanned, i)) for i, p in enumerate(self.parts)]
@@ -910,11 +927,17 @@ class DaskRun:
                 freq.add_table(g[0], g[1], g[2])
                 stages.check_frequency_memory(freq)
             dropped, report = stages.pruned_by_frequency(job, freq)
-            engine.apply_pruning(dropped)
+            self.engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
             info.update(report)
-        # a task, not scattered data: the scheduler can compute it again if its worker dies
-        self.dropped = self.submit(_same, dropped, retries=0)
-        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info)
+        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info,
+                                      dropped)
+
+    def send_model(self) -> None:
+        """The model as the tasks need it, as a future (a task, not scattered data: the scheduler can compute
+        it again if its worker dies); none when the job learned nothing before verification."""
+        m = self.engine.model
+        if m.pruned is not None or m.verifier is not None:
+            self.model = self.submit(_same, m, retries=0)
 
     def _active_of(self, scanned: Scanned, i: int) -> Int64Array:
         """The active records of partition ``i``, numbered within it."""
@@ -927,7 +950,7 @@ class DaskRun:
         """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
         engine, offsets = self.engine, scanned.offsets
         block_futs = [self.submit(task_block, self.ref, p, int(offsets[i]), self._active_of(scanned, i), self.n_parts,
-                                  self.dropped) for i, p in enumerate(self.parts)]
+                                  self.model) for i, p in enumerate(self.parts)]
         reports, blocker_parts, token_counts, lost = _partition_problems(self.job, self.client, block_futs)
         if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
             self.pruning.info.update(stages.pruned_share(
@@ -968,7 +991,7 @@ class DaskRun:
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
         engine, n_parts = self.engine, self.n_parts
-        fitted = not engine.verifier.pairwise and engine.fits_codes()
+        fitted = engine.learns() and engine.verifier_state() is None
         needs = [self.submit(_pick, f, 1, retries=0) for f in blocked.dedup]
         sample, sample_need = self._sample(scanned) if fitted else (Pairs.empty(), [])
         serve_futs = []
@@ -986,7 +1009,7 @@ class DaskRun:
         if fitted:
             ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
         else:
-            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.dropped)
+            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
                         for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if self.job.spec.executor.cluster_on == "workers" else None
         verified = self.client.gather(ver_futs)
@@ -1008,10 +1031,14 @@ class DaskRun:
             n_candidates=n_cand, per_blocker=per_blocker, candidates=candidates, candidate_scores=cand_scores,
             forest=forest,
         )
-        if engine.auto:  # threshold: auto, chosen on the client from every candidate's score, as locally
-            info["threshold_chosen"] = engine.choose_threshold(
-                np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
-            keep = found.scores >= engine.threshold  # the workers kept the pairs at or above the lowest it may choose
+        engine = self.engine  # with the verifier's fitted state when fitted here
+        if engine.auto and engine.model.threshold is None:  # threshold: auto, chosen on the client, as locally
+            choice = engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
+            engine = self.engine = engine.with_model(engine.model.learned(threshold=choice))
+            auto = choice.auto or {}
+            info["threshold_chosen"] = {"method": auto.get("method"), "ok": bool(auto.get("ok")),
+                                        "reason": auto.get("reason"), "n_scores": int(auto.get("n_scores", 0))}
+            keep = engine.keep(found.scores)  # the workers kept the pairs at or above the lowest it may choose
             found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
         info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
                      "rejected_pairs": n_cand - int(len(found.left))})
@@ -1021,7 +1048,9 @@ class DaskRun:
     def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
         """The verifier's sample pairs (random pairs), drawn as locally over the active records, and who serves them."""
         active, offsets = scanned.exact.active, scanned.offsets
-        local_sample = self.engine.verifier.sample_pairs(scanned.source[active], self.engine.link)
+        verifier = self.engine.verifier
+        assert isinstance(verifier, CodeFitted)
+        local_sample = verifier.sample_pairs(scanned.source[active], self.engine.link)
         sample = Pairs(active[local_sample.left], active[local_sample.right])
         need = np.unique(np.concatenate([sample.left, sample.right]))
         owner = np.searchsorted(offsets, need, side="right") - 1
@@ -1031,15 +1060,20 @@ class DaskRun:
                        serve_futs: list[Any], sample: Pairs, sample_need: list[Int64Array],
                        info: dict[str, Any]) -> list[Any]:
         """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
-        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.dropped)
+        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
                      for j in range(self.n_parts)]
         served = [self.submit(_pick, s, self.n_parts, retries=0) for s in serve_futs]
-        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need, self.dropped)
+        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need, self.model)
         counted = self.client.gather([self.submit(_pick_many, f, (1, 2), retries=0) for f in code_futs])
         s_counted = self.client.gather(self.submit(_pick_many, sample_fut, (1, 2), retries=0))
         pat_codes, pat_counts = _sum_counts(counted)
         s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
-        table = self.engine.verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts)  # on the client, as locally
+        verifier = self.engine.verifier
+        assert isinstance(verifier, CodeFitted)
+        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
+        self.engine = self.engine.with_model(self.engine.model.learned(
+            verifier={"type": verifier.name, "state": fitted.state}))
+        self.fit_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
         return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table)
                 for j in range(self.n_parts)]

@@ -13,6 +13,7 @@ from er_framework.engine import stages
 from er_framework.engine.shared import is_large, read_shared, start_worker
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
+from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
 from er_framework.io.outputs import OutputDir
@@ -21,12 +22,17 @@ __all__ = ["run_local"]
 
 
 def run_local(
-    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None, write: bool = True
+    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
+    write: bool = True, model: Model | None = None,
 ) -> Result:
-    """Run a validated job in this process; write outputs atomically to ``out_dir``."""
+    """Run a validated job in this process; write outputs atomically to ``out_dir``.
+
+    ``model``: a saved model to apply (checked against the job by the caller); without one, what the job
+    learns is fitted here. The result's :attr:`~er_framework.engine.result.Result.model` is the model used.
+    """
     t_start = time.perf_counter()
     out_path = stages.require_out_dir(job, out_dir, write)
-    engine = Engine(job)
+    engine = Engine(job, model)
     log = StageLog(progress=progress)
 
     large = is_large(job)
@@ -47,7 +53,7 @@ def run_local(
     active = exact.active
     sub = records.take(active) if len(active) != n else records
     batch = Batch(records=sub, active=active, cross_source_only=engine.link, seed=job.context.seed)
-    pruning = stages.prune_shingles(engine, sub, log)
+    engine, pruning = stages.prune_shingles(engine, sub, log)
     shingled = stages.shingle_and_sign(engine, sub, batch, log, pruning)
     with log.stage("block") as info:
         candidates, blocker_reports = stages.block(engine, batch, exact)
@@ -58,13 +64,13 @@ def run_local(
             diagnostics = stages.diagnostics(engine, batch, job.spec.diagnostics)
             info["entries"] = sorted(diagnostics)
     training: dict[str, Any] = {}
-    if job.spec.training is not None:
+    labelled = None
+    if job.spec.training is not None and engine.verifier_state() is None:  # a saved model was trained already
         with log.stage("training") as info:
-            engine.verifier.labelled, training = stages.training_labels(job, records, exact)
+            labelled, training = stages.training_labels(job, records, exact)
             info.update(training)
-    with log.stage("verify") as info:
-        ver = stages.verify(engine, batch, candidates, exact, shingled, n)
-        info.update(ver.info)
+    ver = stages.verify(engine, batch, candidates, exact, shingled, n, log, labelled)
+    engine = ver.engine.with_model(ver.engine.run_model(records, len(candidates), training))
     with log.stage("cluster") as info:
         labels = stages.cluster(engine, n, ver.pairs)
         info.update(stages.cluster_stats(labels))
@@ -73,6 +79,6 @@ def run_local(
         records=records, exact=exact, candidates=candidates, candidate_count=len(candidates), scores=ver.scores, verified=ver.verified,
         pairs=ver.pairs, labels=labels, blockers=blocker_reports, source_stats=source_stats,
         normalize_stats=normalize_stats, tokens=shingled.report, diagnostics=diagnostics,
-        explain=stages.explainer(engine, batch, exact, n), training=training,
+        explain=stages.explainer(engine, batch, exact, n), training=training, fit_report=ver.fit_report,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, as_read)

@@ -73,10 +73,10 @@ __all__ = [
 
 #: the tables a run may write (pairs and clusters always; the others when the job asks or its clusterer selects pairs)
 OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons")
-#: every name er writes into an output folder (tables in either format, the reports, er evaluate's metrics)
+#: every name er writes into an output folder (tables in either format, the reports, the model, er evaluate's metrics)
 OUTPUT_NAMES = frozenset(
     f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")
-) | {"report.json", "report.html", "evaluation.json"}
+) | {"report.json", "report.html", "model.json", "evaluation.json"}
 JOURNAL = ".er-commit.json"
 STAGE_PREFIX = ".er-tmp-"
 _ALIVE = ".alive"

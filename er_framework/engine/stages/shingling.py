@@ -146,25 +146,28 @@ class Pruning:
     sizes: Int64Array  # distinct shingles of every record before pruning
     tokens: TokenSets | None  # the pruned token sets, when pass 1 could keep them (else shingled again)
     info: dict[str, Any]  # the stage's log entry (the shingle stage adds how much of each record went)
+    dropped: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # sorted, distinct
 
 
-def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning | None:
-    """The ``prune`` stage (when the job sets ``prune_shingles:``): count, choose, and make the engine prune.
+def prune_shingles(engine: Engine, records: Records, log: StageLog) -> tuple[Engine, Pruning | None]:
+    """The ``prune`` stage (when the job sets ``prune_shingles:`` and the model holds no pruned list yet):
+    count, choose; returns the engine applying the pruning (its model holds the dropped shingles) and
+    what the stage found.
 
-    After it, the engine's shingler gives pruned sets (:meth:`Engine.apply_pruning`).
     The token sets of pass 1 are kept when they fit ``token_memory_mb``;
     :func:`shingle_and_sign` then signs those instead of shingling again.
+    With a saved model the list is the model's: nothing is counted.
     """
     job = engine.job
-    if job.spec.prune_shingles is None or engine.base_shingler is None:
-        return None
+    if job.spec.prune_shingles is None or engine.base_shingler is None or engine.model.pruned is not None:
+        return engine, None
     with log.stage("prune") as info:
         freq, sizes, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
         dropped, report = pruned_by_frequency(job, freq)
-        engine.apply_pruning(dropped)
+        engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
         info.update(report)
         pruned = None if kept is None else drop_tokens(kept, dropped, sets=True, workers=job.context.workers)[0]
-    return Pruning(sizes, pruned, info)
+    return engine, Pruning(sizes, pruned, info, dropped)
 
 
 #: the token sets kept after signing may take at most this share of the memory available when shingling

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from typing import Any
 
 import numpy as np
@@ -48,6 +51,7 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
     right: list[int] = []
     match: list[bool] = []
     problems: list[Problem] = []
+    used: list[tuple[str, str, str, str, bool]] = []
     skipped = 0
     for where, (ls, lid, rs, rid, label) in rows:
         word = str(label or "").strip().lower()
@@ -72,6 +76,7 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
         left.append(a)
         right.append(b)
         match.append(word in MATCH_WORDS)
+        used.append((str(ls), str(lid), str(rs), str(rid), word in MATCH_WORDS))
         if len(problems) > 20:
             break
     if problems:
@@ -82,8 +87,10 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
                                  message=f"the labels hold {int(m.sum())} matches and {int((~m).sum())} non-matches "
                                  f"({skipped} rows without a label): training needs both",
                                  fix="label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)"))
+    # what the labels say, whatever the file's layout: the model records it (its training digest)
+    digest = hashlib.sha256(json.dumps(sorted(used), separators=(",", ":")).encode()).hexdigest()
     stats = {"file": str(path), "matches": int(m.sum()), "non_matches": int((~m).sum()), "unlabelled_rows": skipped,
-             "prior": job.spec.training.prior if job.spec.training is not None else None}
+             "prior": job.spec.training.prior if job.spec.training is not None else None, "sha256": digest}
     return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), m, stats
 
 

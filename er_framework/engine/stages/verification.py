@@ -12,8 +12,10 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.data import Batch, Pairs, TokenSets
+from er_framework.capabilities import Explainable, Learner, Trainable, has
+from er_framework.data import Batch, LabelledPairs, Pairs, TokenSets
 from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
 from er_framework.engine.stages.exact import Exact, exact_groups
 from er_framework.engine.stages.shingling import FUSED_SLICE_CHARS, Shingled
 from er_framework.kernels.allocator import hand_back_freed_memory, keep_freed_memory
@@ -23,7 +25,7 @@ from er_framework.kernels.windows import verify_windows
 
 __all__ = [
     "PREFETCH_CHUNKS", "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "Verified", "explainer", "place_parts", "rows_sets",
-    "score_streamed", "score_windowed", "verify", "with_exact",
+    "score_candidates", "score_streamed", "score_windowed", "fit_verifier", "verify", "with_exact",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -80,7 +82,7 @@ def score_streamed(
             if buffer is None or len(buffer) < need:
                 buffer = np.empty(max(need, budget if buffer is None else 0), dtype=np.uint64)
             block = streamed_subset(batch, involved, chars, buffer, engine.job.context.workers)
-        scores[a:b] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+        scores[a:b] = engine.score_batch(block, local)
         del block
     del buffer
     hand_back_freed_memory()
@@ -188,7 +190,7 @@ def score_windowed(
                 local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
                 block = bare.subset(block_rows)
                 block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
-                scores[ps] = engine.checked_scores(engine.verifier.score(block, local), len(local))
+                scores[ps] = engine.score_batch(block, local)
                 del block
             before = (c, rows, set_sizes)
     for done in hinted:  # a hint that failed other than by the operating system (FileTexts.prefetch) is a bug
@@ -248,18 +250,72 @@ class Verified:
     verified: Pairs  # candidates at or above the threshold, scored
     pairs: Pairs  # verified + exact-duplicate pairs: the graph that is clustered and written
     info: dict[str, Any]
+    #: the engine applying the model as this stage left it: the verifier's fitted state, the chosen threshold
+    engine: Engine
+    #: what the verifier's fit says (iterations, lambda, weights …); None when it fitted nothing here
+    fit_report: dict[str, Any] | None = None
 
 
-def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingled: Shingled, n: int) -> Verified:
-    """Score the candidates with the job's verifier; keep ``score >= threshold``; add the exact pairs."""
+def fit_verifier(
+    engine: Engine, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None
+) -> tuple[Engine, npt.NDArray[np.float64], dict[str, Any]]:
+    """A learner's fit on ``pairs`` (rows of ``batch``; the run's candidates) with the labelled pairs:
+    the engine whose model holds the fitted state, every pair's score, and the fit's report."""
+    v = engine.verifier
+    assert isinstance(v, Learner)
+    scores, fitted = v.fit_score(batch, pairs, labelled if isinstance(v, Trainable) else None)
+    model = engine.model.learned(verifier={"type": v.name, "state": fitted.state})
+    return engine.with_model(model), engine.checked_scores(scores, len(pairs)), dict(fitted.report)
+
+
+def verify(
+    engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingled: Shingled, n: int, log: StageLog,
+    labelled: LabelledPairs | None = None,
+) -> Verified:
+    """Score the candidates with the job's verifier; keep ``score >= threshold``; add the exact pairs.
+
+    A learner without a fitted state in the model is fitted on the candidates first (the ``fit`` stage,
+    with ``labelled`` pairs when it is trainable); with ``threshold: auto`` and no threshold in the model,
+    the threshold is chosen from every candidate's score. Both go into the returned engine's model.
+    """
     local_of = np.full(n, -1, dtype=np.int64)  # verifiers see the batch (active records)
     local_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
     local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
-    info: dict[str, Any] = {}
-    # a verifier may reject some pairs from the signatures alone (jaccard's skip_unlikely); not with
-    # threshold: auto, which chooses from every candidate's own score
+    fit_report: dict[str, Any] | None = None
+    if engine.learns() and engine.verifier_state() is None:
+        with log.stage("fit") as fit_info:
+            engine, fitted_scores, fit_report = fit_verifier(engine, batch, local_cand, labelled)
+            fit_info["pairs"] = int(len(local_cand))
+    with log.stage("verify") as info:
+        if fit_report is not None:
+            scores = fitted_scores
+        else:
+            scores = score_candidates(engine, batch, local_cand, shingled, info)
+        auto_chosen = engine.auto and engine.model.threshold is None
+        if auto_chosen:  # threshold: auto, chosen from every candidate's score
+            choice = engine.choose_threshold(scores)
+            engine = engine.with_model(engine.model.learned(threshold=choice))
+            auto = choice.auto or {}
+            info["threshold_chosen"] = {"method": auto.get("method"), "ok": bool(auto.get("ok")),
+                                        "reason": auto.get("reason"), "n_scores": int(auto.get("n_scores", 0))}
+        keep = engine.keep(scores)
+        verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
+        info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)),
+                     "rejected_pairs": int((~keep).sum())})
+        if fit_report is None and engine.learns():
+            info["model"] = engine.model.origin  # applied, not fitted
+    return Verified(scores, verified, with_exact(verified, exact.pairs), info, engine, fit_report)
+
+
+def score_candidates(
+    engine: Engine, batch: Batch, local_cand: Pairs, shingled: Shingled, info: dict[str, Any]
+) -> npt.NDArray[np.float64]:
+    """Every candidate's score (rows of ``batch``) with the model as it is: a signature screen first when the
+    verifier has one (jaccard's skip_unlikely; not with ``threshold: auto`` still to choose, which needs every
+    candidate's own score), the token sets of a streamed corpus a window at a time."""
     decide = getattr(engine.verifier, "decided_by_signatures", None)
-    decided = decide(batch, local_cand) if callable(decide) and not engine.auto else None
+    choosing = engine.auto and engine.model.threshold is None
+    decided = decide(batch, local_cand) if callable(decide) and not choosing else None
     todo = local_cand
     if decided is not None:
         skip, estimate = decided
@@ -274,24 +330,18 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
             engine, batch, todo, shingled.sizes, engine.job.spec.token_memory_mb
         )
     else:
-        scored = engine.checked_scores(engine.verifier.score(batch, todo), len(todo))
+        scored = engine.score_batch(batch, todo)
     if decided is None:
-        scores = scored
-    else:
-        scores = np.asarray(estimate, dtype=np.float64).copy()
-        scores[~skip] = scored
-    if engine.auto:  # threshold: auto, chosen from every candidate's score
-        info["threshold_chosen"] = engine.choose_threshold(scores)
-    keep = scores >= engine.threshold
-    verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
-    info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})
-    return Verified(scores, verified, with_exact(verified, exact.pairs), info)
+        return scored
+    scores = np.asarray(estimate, dtype=np.float64).copy()
+    scores[~skip] = scored
+    return scores
 
 
 def explainer(engine: Engine, batch: Batch, exact: Exact, n: int) -> Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None:
     """The verifier's comparisons of any pairs of the job's records (global indices; a collapsed copy is
     compared as its representative), or None when the verifier cannot explain its scores."""
-    if not engine.verifier.explainable:
+    if not has(engine.verifier, Explainable):
         return None
     group_of, starts, _sizes, members = exact_groups(exact, n)
     row_of = np.full(n, -1, dtype=np.int64)

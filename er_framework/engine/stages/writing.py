@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from er_framework.config.job import Job
 from er_framework.data import Pairs, Records
+from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.clustering import Answer
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
@@ -74,10 +75,11 @@ def output_tables(
 
 def write(
     job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
-    *, tables: dict[str, dict[str, Any]], as_read: Records | None = None, html: bool = True,
+    *, tables: dict[str, dict[str, Any]], as_read: Records | None = None, html: bool = True, model: Model | None = None,
 ) -> dict[str, Path]:
     """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set
-    (``pairs``: the pairs of the pairs table, which report.html's cluster examples show).
+    (``pairs``: the pairs of the pairs table, which report.html's cluster examples show), and ``model``
+    (what the job learned) as model.json.
 
     Everything is written into a stage beside the outputs and swapped in
     under the folder's lock (:mod:`er_framework.io.outputs`); outputs of an
@@ -89,10 +91,13 @@ def write(
     it again.
     """
     fmt = job.spec.output.format
-    names = [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["report.html"] if html else [])
+    names = [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["model.json"] if model is not None else []) + (
+        ["report.html"] if html else [])
     report["outputs"] = names
     with OutputStage(out_path) as stage:
         write_files(stage.path, tables, {"report": report}, fmt=fmt)
+        if model is not None:
+            stage.write_text("model.json", model_text(model))
         if not html:
             return {name.rsplit(".", 1)[0]: path for name, path in stage.commit(names, replace_all=True).items()}
         try:  # the visual report is derived from the outputs; a failure must not lose them
