@@ -36,7 +36,7 @@ def exact_keys(
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """``(keys, nonempty)``: the stable 64-bit digest of each record's (normalized) text.
 
-    The key is BLAKE2b-64 of the UTF-8 bytes of :func:`normalize_text` of the
+    The key is BLAKE2b-64 of the UTF-8 bytes of :func:`~er_framework.kernels.digests.normalize_text` of the
     text (``normalize``) or of the text as read
     (:mod:`er_framework.kernels.digests`). Records with equal keys are exact
     duplicates; an empty text is nobody's duplicate (``nonempty`` false).

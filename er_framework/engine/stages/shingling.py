@@ -307,7 +307,7 @@ def _shingle_chunks(
     per character, so a corpus far over the budget never fills a buffer it
     then drops (one that outgrows the forecast drops it when the budget runs
     out, and verification shingles the candidates' records again,
-    :func:`score_streamed`). Steps hold at most ``chunk_records`` records
+    :func:`~er_framework.engine.stages.verification.score_streamed`). Steps hold at most ``chunk_records`` records
     and, with ``step_chars``, about that many characters (:func:`step_bounds`).
 
     With multisets (``none``) the shingler's multisets are signed and their

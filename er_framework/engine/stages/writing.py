@@ -42,7 +42,7 @@ def comparisons_table(
     records: Records, scored: Pairs, explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]]
 ) -> dict[str, Any]:
     """The ``comparisons`` table: the ids of each scored pair, the verifier's terms of its score
-    (:meth:`Engine.comparisons` through :func:`explainer`) and the score the run gave it, last."""
+    (:meth:`Engine.comparisons` through :func:`~er_framework.engine.stages.verification.explainer`) and the score the run gave it, last."""
     table = pairs_table(records, scored)
     score = table.pop("score")
     table.update(explain(Pairs(scored.left, scored.right)))
