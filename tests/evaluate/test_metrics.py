@@ -19,7 +19,7 @@ from er_framework.evaluate.metrics import (
     load_truth,
     write_metrics,
 )
-from er_framework.io.tables import write_outputs
+from er_framework.io.output_write import write_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
