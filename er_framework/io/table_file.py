@@ -189,7 +189,8 @@ def _parquet_header(p: Path, file: str, hint: str) -> list[str]:
 
 def _csv_header(pieces: Iterable[tuple[str, int]], delimiter: str, file: str, hint: str) -> list[str]:
     """The first row that is not blank (``[]``: none)."""
-    reader = csv.reader(chain.from_iterable(io.StringIO(piece, newline="") for piece, _ in pieces), delimiter=delimiter)
+    lines = chain.from_iterable(io.StringIO(piece, newline="") for piece, _ in pieces)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)  # as read_csv_columns reads it
     try:
         for row in reader:
             if row:
