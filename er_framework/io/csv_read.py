@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.reading import (
+from er_framework.io.data_file import (
     Capped,
     Locator,
     RecordIds,

@@ -50,9 +50,9 @@ import numpy as np
 from er_framework.kernels.arrow import numeric_array, string_array
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
+from er_framework.io.data_file import as_texts
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, record_limit
 from er_framework.io.parquet_read import TableWords, arrow_columns_to_read, read_arrow_columns
-from er_framework.io.reading import as_texts
 from er_framework.io.source_files import records_from_columns
 
 __all__ = ["ACCEPTED", "KINDS", "arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"]

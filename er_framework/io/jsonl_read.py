@@ -14,8 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.filetext import SpanCollector
-from er_framework.io.reading import (
+from er_framework.io.data_file import (
     Capped,
     Locator,
     RecordIds,
@@ -25,6 +24,7 @@ from er_framework.io.reading import (
     snippet,
     too_big_problem,
 )
+from er_framework.io.filetext import SpanCollector
 
 __all__ = ["read_jsonl_columns", "split_lines"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.reading import Capped, decode_utf8, missing_columns, read_bytes, value_text
+from er_framework.io.data_file import Capped, decode_utf8, missing_columns, read_bytes, value_text
 from er_framework.kernels.arrow import string_array
 
 __all__ = ["large_strings", "read_clusters_csv", "read_output_columns", "read_output_table", "read_pairs_csv"]

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from er_framework.errors import InputError, Problem
+from er_framework.io.data_file import json_default
 from er_framework.io.outputs import fsync_dir, sync_files
-from er_framework.io.reading import json_default
 from er_framework.kernels.arrow import array_of
 
 __all__ = ["CSV_ROWS_PER_WRITE", "csv_texts", "write_files", "write_outputs"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.reading import Locator, missing_columns, open_data_file, repeated_columns, too_big_problem
+from er_framework.io.data_file import Locator, missing_columns, open_data_file, repeated_columns, too_big_problem
 
 __all__ = ["TableWords", "arrow_columns_to_read", "read_arrow_columns", "read_parquet_columns"]
 

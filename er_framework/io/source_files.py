@@ -73,12 +73,7 @@ import numpy as np
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
 from er_framework.io.csv_read import read_csv_columns
-from er_framework.io.filetext import SpanCollector
-from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, MAX_ROW_PROBLEMS, record_limit
-from er_framework.io.html import read_html_dir
-from er_framework.io.jsonl_read import read_jsonl_columns
-from er_framework.io.parquet_read import read_parquet_columns
-from er_framework.io.reading import (
+from er_framework.io.data_file import (
     READ_CHUNK,
     Capped,
     Locator,
@@ -93,6 +88,11 @@ from er_framework.io.reading import (
     too_big_problem,
     utf8_problem,
 )
+from er_framework.io.filetext import SpanCollector
+from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, MAX_ROW_PROBLEMS, record_limit
+from er_framework.io.html import read_html_dir
+from er_framework.io.jsonl_read import read_jsonl_columns
+from er_framework.io.parquet_read import read_parquet_columns
 
 __all__ = [
     "check_ids",

@@ -28,9 +28,9 @@ from typing import Any, BinaryIO
 
 from er_framework.errors import InputError, Problem, did_you_mean
 from er_framework.io.csv_read import MALFORMED_FIX
+from er_framework.io.data_file import Locator, as_texts, detect_format, open_data_file, text_chunks
 from er_framework.io.formats import SUPPORTED_EXTENSIONS
 from er_framework.io.jsonl_read import split_lines
-from er_framework.io.reading import Locator, as_texts, detect_format, open_data_file, text_chunks
 from er_framework.io.source_files import read_raw_columns
 
 __all__ = ["HEADER_OBJECTS", "FileRole", "TableFile", "no_such_path_problem", "open_table"]

@@ -26,7 +26,7 @@ NEVER = ("matplotlib", "dask", "distributed", "pandas", "polars", "splink", "tqd
          "justext")
 #: nor these modules of the framework (the engine, the executors, the readers, the report, the Python API)
 NEVER_OURS = ("er_framework.engine", "er_framework.executors", "er_framework.report", "er_framework.api",
-              "er_framework.index", "er_framework.evaluate", "er_framework.synth", "er_framework.io.reading",
+              "er_framework.index", "er_framework.evaluate", "er_framework.synth", "er_framework.io.data_file",
               "er_framework.io.csv_read", "er_framework.io.jsonl_read", "er_framework.io.parquet_read",
               "er_framework.io.source_files", "er_framework.io.table_file", "er_framework.io.output_write",
               "er_framework.io.output_read", "er_framework.io.frames", "er_framework.io.outputs",

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from er_framework.io.reading import Locator
+from er_framework.io.data_file import Locator
 from er_framework.io.source_files import check_ids, check_ids_reference
 
 

@@ -1,4 +1,4 @@
-"""Tests for er_framework.io.reading: the checks of a path, gzip, UTF-8, regular files only, problems capped
+"""Tests for er_framework.io.data_file: the checks of a path, gzip, UTF-8, regular files only, problems capped
 per kind (through read_source, as a source's file meets them)."""
 
 from __future__ import annotations
