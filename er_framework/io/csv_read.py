@@ -87,7 +87,7 @@ def read_csv_columns(
     """Raw string columns of a CSV/TSV text (empty cells still ``""``).
 
     ``text``: the whole text, or pieces ``(text, first line)`` ending on line ends (as
-    :func:`text_chunks` yields them; read one at a time). A record (row) larger than
+    :func:`~er_framework.io.data_file.text_chunks` yields them; read one at a time). A record (row) larger than
     ``max_record_bytes`` raises InputError. ``whole``: the text is a whole file, so a header
     without any row is a problem (not for one partition of a file).
 

@@ -319,7 +319,7 @@ def open_data_file(path: Path, file: str, hint: str) -> BinaryIO:
 def read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
     """The file's bytes (decompressed); raises InputError on I/O errors and for a path that is
     not a regular file. Reads the whole file: the sources are read in a stream instead
-    (see :func:`read_source`)."""
+    (see :func:`~er_framework.io.source_files.read_source`)."""
     try:
         with open_data_file(path, file, hint) as raw:
             if compressed:

@@ -104,10 +104,10 @@ def read_jsonl_columns(
 
     ``spans``: the pieces come through :meth:`SpanCollector.pieces` of this collector, which records
     where each record's values of its fields lie in the file and drops them (their columns hold
-    ``None``; :func:`read_source` with ``file_backed``).
+    ``None``; :func:`~er_framework.io.source_files.read_source` with ``file_backed``).
 
     ``text``: the whole text, or pieces ``(text, first line)`` ending on line ends (as
-    :func:`text_chunks` yields them; read one at a time). A line larger than
+    :func:`~er_framework.io.data_file.text_chunks` yields them; read one at a time). A line larger than
     ``max_record_bytes`` raises InputError. ``whole``: the text is a whole file, so a file
     without any JSON line is a problem (not one partition of a file). Besides lines that are
     not JSON objects, an object naming a key twice (JSON readers keep one of the values, at

@@ -82,7 +82,7 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
 def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
     """Read a pairs output (``left_source,left_id,right_source,right_id,score``).
 
-    Accepts the CSV written by :func:`write_outputs` (or a ``.parquet``
+    Accepts the CSV written by :func:`~er_framework.io.output_write.write_outputs` (or a ``.parquet``
     table with the same columns). Returns one tuple per row, in file order;
     raises :class:`InputError` on a missing file, missing columns or a score
     that is not a number (every bad score is reported).
@@ -106,7 +106,7 @@ def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
 def read_clusters_csv(path: str | Path) -> list[tuple[str, str, str]]:
     """Read a clusters output (``source,id,cluster_id``) as ``(source, id, cluster_id)`` strings.
 
-    Accepts the CSV written by :func:`write_outputs` (or a ``.parquet``
+    Accepts the CSV written by :func:`~er_framework.io.output_write.write_outputs` (or a ``.parquet``
     table with the same columns); raises :class:`InputError` on a missing
     file or missing columns.
     """

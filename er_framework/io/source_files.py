@@ -456,7 +456,7 @@ def records_from_columns(
 
     The ids are checked (:func:`check_ids`; unique unless ``layout="long"``) and InputError
     raised with every problem; the ``fields`` become text (``fmt`` ``"csv"``/``"tsv"``: an
-    empty cell is ``None``; any other format: :func:`as_texts`); ``layout="long"`` groups the
+    empty cell is ``None``; any other format: :func:`~er_framework.io.data_file.as_texts`); ``layout="long"`` groups the
     rows sharing an id into one record (see :func:`read_source`).
     """
     ids: list[str] = []
@@ -493,7 +493,7 @@ def read_raw_columns(
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]] | None:
     """The raw columns of a data file of format ``fmt`` (of the lines starting in ``byte_range``
     of an uncompressed text file); ``None`` when no line starts in that range. Text files are
-    read in a stream (see :func:`text_chunks`); ``limit``: the largest record, in bytes.
+    read in a stream (see :func:`~er_framework.io.data_file.text_chunks`); ``limit``: the largest record, in bytes.
     ``whole=False``: a file without rows is no problem (a byte range never is one)."""
     if fmt == "parquet":
         return read_parquet_columns(p, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole)
