@@ -757,7 +757,8 @@ def orchestrate(a: argparse.Namespace) -> int:
         if name == "er-framework-nowrite" and r.get("code_changed_during_run"):
             print(f"  note: er-framework sources changed during the run: {r['code_changed_during_run']}")
         if name == "er-framework":
-            from er_framework.evaluate.metrics import evaluate, load_truth
+            from er_framework.evaluate.metrics import evaluate
+            from er_framework.evaluate.truth import load_truth
 
             m = evaluate(r["out_dir"], load_truth(scratch / "truth.csv"))
             r["er_evaluate"] = {"blocking": m["blocking"], "pairwise": m["pairwise"]}

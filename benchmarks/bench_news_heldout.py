@@ -63,7 +63,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import code_fingerprint, machine_info  # noqa: E402
 
-from er_framework.evaluate.metrics import bcubed, evaluate, load_truth  # noqa: E402
+from er_framework.evaluate.metrics import bcubed, evaluate  # noqa: E402
+from er_framework.evaluate.truth import load_truth  # noqa: E402
 from er_framework.synth.news_corpus import HELDOUT_FAMILIES, TUNE_FAMILIES, make_corpus, write_corpus  # noqa: E402
 
 #: runs ``python ARGS`` as its child and prints the child's peak RSS (KB, from wait4) to a file: this launcher

@@ -1,5 +1,5 @@
 """``er evaluate OUT_DIR --truth FILE``: metrics of a run's outputs against ground truth
-(see :mod:`er_framework.evaluate.metrics`)."""
+(see :mod:`er_framework.evaluate.metrics`; the truth file: :mod:`er_framework.evaluate.truth`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     Prints the table (or the JSON with ``--json``) and writes
     ``OUT_DIR/evaluation.json``. Bad input raises :class:`InputError`.
     """
-    from er_framework.evaluate.metrics import evaluate, format_table, load_truth, write_metrics
+    from er_framework.evaluate.metrics import evaluate, format_table, write_metrics
+    from er_framework.evaluate.truth import load_truth
 
     truth = load_truth(
         args.truth,

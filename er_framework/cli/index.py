@@ -38,7 +38,7 @@ def read_items(index: Any, path: str, source: str | None, flag: str = "FILE") ->
     current working directory (not to the job file, whose paths the job's own
     sources follow).
     """
-    from er_framework.io.tables import read_source_with_stats
+    from er_framework.io.source_files import read_source_with_stats
 
     _, spec = _source(index, source)
     p = Path(path).absolute()

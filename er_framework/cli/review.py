@@ -47,17 +47,30 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _read_labels(path: Path) -> list[dict[str, str]]:
+    """The rows of an existing labels file (read as the CSV er review writes, whatever its name), each a dict
+    of every column; InputError naming the file and line of what cannot be read."""
+    from er_framework.io.table_file import FileRole, open_table  # the readers: not loaded by er --help
+
+    # the messages start "cannot read the labels file to extend it", which names the file
+    role = FileRole(what="labels file", path_fix="give another --labels file", dir_fix="give a --labels file",
+                    header_fix=f"write the header {','.join(LABELS_HEADER)}", hint="")
+    try:
+        table = open_table(path, role, fmt="csv", allow_empty=True)
+        columns, _ = table.read(table.header)
+    except InputError as exc:
+        raise InputError([Problem(where=p.where, path=p.path, message=f"cannot read the labels file to extend it: {p.message}",
+                                  fix=f"{p.fix}; or give another --labels file" if p.fix else "give another --labels file")
+                          for p in exc.problems]) from None
+    return [dict(zip(table.header, row)) for row in zip(*(columns[c] for c in table.header))]
+
+
 def merge_labels(path: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
     """Write ``rows`` into the labels file ``path``, keeping the rows (and labels) already there; atomically.
     Returns (rows added, rows in the file)."""
     kept: list[dict[str, str]] = []
     if path.is_file():
-        try:
-            with path.open(encoding="utf-8", newline="") as fh:
-                kept = [dict(r) for r in csv.DictReader(fh)]
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
-            raise InputError(Problem(where=str(path), message=f"cannot read the labels file to extend it: {exc}",
-                                     fix="give another --labels file, or fix this one (a CSV er review wrote)")) from None
+        kept = _read_labels(path)
     seen = {(r.get("left_source"), r.get("left_id"), r.get("right_source"), r.get("right_id")) for r in kept}
     added = 0
     for r in rows:

@@ -1,17 +1,6 @@
 """Evaluation of a run's outputs against ground truth (``er evaluate``).
 
-Truth comes in one of two shapes (CSV/TSV/JSON Lines/Parquet, ``.gz`` too):
-
-* **pairs** – two id columns (``left_id,right_id``, ``id1,id2``, ``id_l,id_r``
-  … or named with ``left=``/``right=``), optionally ``left_source`` /
-  ``right_source``. The true pairs are exactly the pairs listed (unordered,
-  deduplicated). Cluster metrics need a partition, so for them only the pairs
-  are closed transitively (connected components); the output says so.
-* **clusters** – an id column and a cluster/entity column (auto-detected:
-  ``cluster``, ``cluster_id``, ``entity``, ``entity_id``, ``finger``,
-  ``story``, ``rec_id`` …, or named with ``id_column=``/``cluster_column=``),
-  optionally ``source``. The true pairs are all within-cluster pairs; they are
-  counted (sum of m(m-1)/2), never listed.
+The truth is read by :func:`er_framework.evaluate.truth.load_truth` (its shapes: pairs or clusters).
 
 A record is identified by ``(source, id)``. A truth without a source column
 uses the ``source=`` given, else the output's only source; with several
@@ -44,13 +33,11 @@ int64 keys): a million records evaluate in seconds.
 
 from __future__ import annotations
 
-import csv
-import io as _stdio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -58,390 +45,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
-from er_framework.io.tables import (
-    SUPPORTED_EXTENSIONS,
-    Locator,
-    as_texts,
-    check_ids,
-    decode_utf8,
-    detect_format,
-    read_bytes,
-    read_csv_columns,
-    read_jsonl_columns,
-    read_output_table,
-    read_parquet_columns,
-    write_files,
-)
+from er_framework.evaluate.truth import Truth, load_truth
+from er_framework.io.output_read import large_strings, read_output_columns
+from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage, recover
+from er_framework.io.table_file import no_such_path_problem
 from er_framework.kernels.graph import connected_component_labels
-from er_framework.kernels.arrow import string_array, to_numpy
+from er_framework.kernels.arrow import to_numpy
 
 __all__ = [
-    "CLUSTER_COLUMNS",
-    "ID_COLUMNS",
-    "PAIR_COLUMNS",
-    "Truth",
+    "adjusted_rand_index",
+    "bcubed",
+    "contingency",
     "evaluate",
     "format_table",
-    "load_truth",
     "write_metrics",
 ]
 
 Int64Array = npt.NDArray[np.int64]
 
-#: Auto-detected pair-truth columns ``(left id, right id, left source, right source)``, first match wins.
-PAIR_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
-    ("left_id", "right_id", "left_source", "right_source"),
-    ("id1", "id2", "source1", "source2"),
-    ("id_1", "id_2", "source_1", "source_2"),
-    ("id_l", "id_r", "source_l", "source_r"),
-    ("id_left", "id_right", "source_left", "source_right"),
-    ("l_id", "r_id", "l_source", "r_source"),
-    ("ltable_id", "rtable_id", "ltable_source", "rtable_source"),
-    ("idA", "idB", "sourceA", "sourceB"),
-    ("a_id", "b_id", "a_source", "b_source"),  # er synth customers
-    ("left", "right", "left_source", "right_source"),
-)
-
-#: Auto-detected cluster/entity columns of a cluster truth, in order of preference.
-CLUSTER_COLUMNS: tuple[str, ...] = (
-    "cluster_id", "cluster", "clusterid", "entity_id", "entity", "entityid", "true_cluster",
-    "true_id", "truth", "cid", "group_id", "group", "label", "finger", "story", "rec_id",
-)
-
-#: Auto-detected record id columns of a cluster truth, in order of preference.
-ID_COLUMNS: tuple[str, ...] = ("id", "record_id", "recordid", "doc_id", "tid", "rid", "key", "rec_id")
-
-#: Auto-detected source columns of a cluster truth.
-SOURCE_COLUMNS: tuple[str, ...] = ("source", "source_name", "src")
-
 #: How many example records are listed for missing records.
 EXAMPLES = 5
-
-_HINT = " (truth file)"
-
-
-# --------------------------------------------------------------------------
-# truth
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class Truth:
-    """Ground truth as read from a file (ids are not yet matched to an output).
-
-    ``kind == "clusters"``: ``ids``, ``labels`` (``None`` = no cluster given:
-    a singleton) and ``sources`` (``None`` entries = unknown source) per
-    record. ``kind == "pairs"``: ``left_ids``/``right_ids`` and
-    ``left_sources``/``right_sources`` per pair. ``source`` fills unknown
-    sources; ``columns`` names the columns used (role -> column).
-    """
-
-    path: str
-    kind: Literal["pairs", "clusters"]
-    columns: dict[str, str]
-    ids: list[str] = field(default_factory=list)
-    labels: list[str | None] = field(default_factory=list)
-    sources: list[str | None] = field(default_factory=list)
-    left_ids: list[str] = field(default_factory=list)
-    right_ids: list[str] = field(default_factory=list)
-    left_sources: list[str | None] = field(default_factory=list)
-    right_sources: list[str | None] = field(default_factory=list)
-    source: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def rows(self) -> int:
-        return len(self.ids) if self.kind == "clusters" else len(self.left_ids)
-
-    def describe(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "columns": dict(self.columns), "rows": self.rows}
-
-
-@dataclass
-class _Table:
-    """A truth file opened for reading: its format, header and (text formats) its text."""
-
-    path: Path
-    file: str
-    fmt: str
-    header: list[str]
-    text: str | None
-
-    def read(self, wanted: list[str], id_column: str) -> tuple[dict[str, list[Any]], Locator]:
-        if self.fmt == "parquet":
-            columns, loc, problems = read_parquet_columns(self.path, self.file, wanted, id_column, _HINT)
-        elif self.fmt == "jsonl":
-            assert self.text is not None
-            columns, loc, problems = read_jsonl_columns(self.text, self.file, wanted, id_column, _HINT)
-        else:
-            assert self.text is not None
-            delimiter = "\t" if self.fmt == "tsv" else ","
-            columns, loc, problems = read_csv_columns(self.text, self.file, delimiter, wanted, id_column, _HINT)
-        if problems:
-            raise InputError(problems)
-        return columns, loc
-
-    def text_values(self, raw: list[Any]) -> list[str | None]:
-        """A non-id column as text (``None`` = missing)."""
-        if self.fmt in ("csv", "tsv"):
-            return [v or None for v in raw]
-        return as_texts(raw)
-
-
-def _no_such_file(p: Path, what: str, fix: str) -> Problem:
-    absolute = p.absolute()
-    parent = absolute.parent
-    suggestion = ""
-    detail = ""
-    if parent.is_dir():
-        try:
-            suggestion = did_you_mean(p.name, [q.name for q in parent.iterdir()])
-        except OSError:
-            pass
-    else:
-        detail = f" (the directory {str(parent)!r} does not exist either)"
-    return Problem(where=str(p), message=f"no such {what}: {str(absolute)!r}{detail}", fix=f"{suggestion}{fix}")
-
-
-def _open_table(path: str | Path) -> _Table:
-    p = Path(path)
-    file = str(path)
-    detected = detect_format(p)
-    problems: list[Problem] = []
-    if detected is None:
-        suffix = "".join(p.suffixes[-2:]) or "(none)"
-        problems.append(
-            Problem(
-                where=file,
-                message=f"unsupported file type {suffix!r} for a truth file; "
-                f"supported extensions: {', '.join(SUPPORTED_EXTENSIONS)}",
-                fix="convert the truth to CSV, TSV, JSON Lines or Parquet",
-            )
-        )
-    if not p.exists():
-        problems.append(_no_such_file(p, "truth file", "check the path given with --truth"))
-    elif p.is_dir():
-        problems.append(
-            Problem(where=file, message=f"{str(p.absolute())!r} is a directory, expected a truth file",
-                    fix="pass the truth file inside it with --truth")
-        )
-    if problems:
-        raise InputError(problems)
-    assert detected is not None
-    fmt, compressed = detected
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            header = list(pq.read_schema(p).names)
-        except (pa.ArrowException, OSError) as e:
-            raise InputError(
-                Problem(where=file, message=f"cannot read the Parquet file: {e}{_HINT}",
-                        fix="check that the file is a complete, valid Parquet file")
-            ) from None
-        return _Table(p, file, fmt, header, None)
-    text = decode_utf8(read_bytes(p, compressed, file, _HINT), file, compressed, _HINT)
-    header = []
-    if fmt == "jsonl":
-        keys: dict[str, None] = {}
-        seen = 0
-        for line in text.split("\n"):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):
-                continue  # reported when the file is read
-            if isinstance(obj, dict):
-                keys.update(dict.fromkeys(obj))
-            seen += 1
-            if seen >= 1000:
-                break
-        header = list(keys)
-    else:
-        reader = csv.reader(_stdio.StringIO(text, newline=""), delimiter="\t" if fmt == "tsv" else ",")
-        try:
-            for row in reader:
-                if row:
-                    header = row
-                    break
-        except csv.Error:
-            header = []
-    if not header:
-        raise InputError(
-            Problem(where=file, message=f"the truth file is empty (no header row or no JSON object){_HINT}",
-                    fix="write a header such as left_id,right_id (pairs) or id,cluster (clusters)")
-        )
-    return _Table(p, file, fmt, header, text)
-
-
-def _find(header: Sequence[str], name: str) -> str | None:
-    """The header column equal to ``name``, else the one equal ignoring case."""
-    if name in header:
-        return name
-    lower = name.lower()
-    for col in header:
-        if col.lower() == lower:
-            return col
-    return None
-
-
-def _column_problem(table: _Table, col: str, option: str) -> Problem:
-    return Problem(
-        where=table.file,
-        path=f"column {col!r}",
-        message=f"column {col!r} not found in the truth file; columns present: {choices_text(table.header)}",
-        fix=f"{did_you_mean(col, table.header)}pass {option} with one of the columns present",
-    )
-
-
-def load_truth(
-    path: str | Path,
-    *,
-    id_column: str | None = None,
-    cluster_column: str | None = None,
-    left: str | None = None,
-    right: str | None = None,
-    source: str | None = None,
-) -> Truth:
-    """Read a truth file: pairs (two id columns) or clusters (id + cluster column).
-
-    ``left``/``right`` name the id columns of a pairs truth, ``id_column`` /
-    ``cluster_column`` those of a cluster truth; unnamed columns are
-    auto-detected (:data:`PAIR_COLUMNS`, :data:`ID_COLUMNS`,
-    :data:`CLUSTER_COLUMNS`; case-insensitive). Pairs are chosen when pair
-    columns are named or found and no cluster column is named. ``source``
-    is the source name of truth records without a source column/value.
-
-    Raises :class:`InputError` for a missing or unreadable file, unknown
-    columns (with "did you mean"), undetectable columns, empty or bad ids,
-    and ids listed twice in a cluster truth.
-    """
-    table = _open_table(path)
-    header = table.header
-    explicit_pairs = left is not None or right is not None
-    explicit_clusters = id_column is not None or cluster_column is not None
-    if explicit_pairs and explicit_clusters:
-        raise InputError(
-            Problem(where=table.file, message="both pair columns (left/right) and cluster columns "
-                    "(id_column/cluster_column) were given",
-                    fix="name either the two id columns of a pairs truth or the id and cluster columns")
-        )
-
-    pair_cols: tuple[str, str, str | None, str | None] | None = None
-    if explicit_pairs:
-        if left is None or right is None:
-            raise InputError(Problem(where=table.file, message="only one of the two pair id columns was given",
-                                     fix="name both the left and the right id column"))
-        problems = [_column_problem(table, c, opt) for c, opt in ((left, "left="), (right, "right="))
-                    if _find(header, c) is None]
-        if problems:
-            raise InputError(problems)
-        fl, fr = _find(header, left), _find(header, right)
-        assert fl is not None and fr is not None
-        pair_cols = (fl, fr, None, None)
-        for _, _, ls, rs in PAIR_COLUMNS:
-            sl, sr = _find(header, ls), _find(header, rs)
-            if sl and sr:
-                pair_cols = (fl, fr, sl, sr)
-                break
-    elif not explicit_clusters:
-        for li, ri, ls, rs in PAIR_COLUMNS:
-            fl, fr = _find(header, li), _find(header, ri)
-            if fl and fr:
-                sl, sr = _find(header, ls), _find(header, rs)
-                pair_cols = (fl, fr, sl if sl and sr else None, sr if sl and sr else None)
-                break
-
-    if pair_cols is not None:
-        return _load_pairs(table, pair_cols, source)
-    return _load_clusters(table, id_column, cluster_column, source)
-
-
-def _load_pairs(table: _Table, cols: tuple[str, str, str | None, str | None], source: str | None) -> Truth:
-    li, ri, ls, rs = cols
-    wanted = [c for c in (li, ri, ls, rs) if c is not None]
-    columns, loc = table.read(wanted, li)
-    problems: list[Problem] = []
-    left_ids, _, p1 = check_ids(columns[li], loc, table.file, li, unique=False)
-    right_ids, _, p2 = check_ids(columns[ri], loc, table.file, ri, unique=False)
-    problems += p1 + p2
-    if problems:
-        raise InputError(problems)
-    n = len(left_ids)
-    none: list[str | None] = [None] * n
-    left_sources = table.text_values(columns[ls]) if ls else none
-    right_sources = table.text_values(columns[rs]) if rs else list(none)
-    used = {"left_id": li, "right_id": ri}
-    if ls and rs:
-        used.update(left_source=ls, right_source=rs)
-    return Truth(
-        path=table.file, kind="pairs", columns=used, left_ids=left_ids, right_ids=right_ids,
-        left_sources=left_sources, right_sources=right_sources, source=source,
-    )
-
-
-def _load_clusters(table: _Table, id_column: str | None, cluster_column: str | None, source: str | None) -> Truth:
-    header = table.header
-    problems: list[Problem] = []
-    for col, opt in ((id_column, "--id-column"), (cluster_column, "--cluster-column")):
-        if col is not None and _find(header, col) is None:
-            problems.append(_column_problem(table, col, opt))
-    if problems:
-        raise InputError(problems)
-    idc = _find(header, id_column) if id_column else None
-    clc = _find(header, cluster_column) if cluster_column else None
-    if clc is None:
-        for name in CLUSTER_COLUMNS:
-            found = _find(header, name)
-            if found and found != idc and (idc is not None or any(
-                _find(header, i) not in (None, found) for i in ID_COLUMNS
-            )):
-                clc = found
-                break
-    if idc is None:
-        for name in ID_COLUMNS:
-            found = _find(header, name)
-            if found and found != clc:
-                idc = found
-                break
-    if idc is None or clc is None:
-        pair_names = ", ".join(f"{a}/{b}" for a, b, _, _ in PAIR_COLUMNS[:4])
-        missing = "a cluster column" if idc is not None else (
-            "an id column" if clc is not None else "pair id columns or an id and a cluster column")
-        raise InputError(
-            Problem(
-                where=table.file,
-                message=f"cannot tell the truth's columns: found no {missing}; "
-                f"columns present: {choices_text(header)}",
-                fix=f"name them with --id-column and --cluster-column (a cluster truth), or use "
-                f"two id columns named {pair_names} (a pairs truth); auto-detected cluster "
-                f"columns: {', '.join(CLUSTER_COLUMNS)}",
-            )
-        )
-    src = None
-    for name in SOURCE_COLUMNS:
-        found = _find(header, name)
-        if found and found not in (idc, clc):
-            src = found
-            break
-    wanted = [c for c in (idc, clc, src) if c is not None]
-    columns, loc = table.read(wanted, idc)
-    ids, _, p = check_ids(columns[idc], loc, table.file, idc, unique=src is None)
-    if p:
-        raise InputError(p)
-    labels = table.text_values(columns[clc])
-    sources: list[str | None] = table.text_values(columns[src]) if src else [None] * len(ids)
-    used = {"id": idc, "cluster": clc}
-    if src:
-        used["source"] = src
-    notes = []
-    unlabeled = sum(1 for v in labels if v is None)
-    if unlabeled:
-        notes.append(f"{unlabeled:,} truth record(s) have no value in column {clc!r}: each is its own cluster")
-    return Truth(path=table.file, kind="clusters", columns=used, ids=ids, labels=labels,
-                 sources=sources, source=source, notes=notes)
 
 
 # --------------------------------------------------------------------------
@@ -449,30 +73,12 @@ def _load_clusters(table: _Table, id_column: str | None, cluster_column: str | N
 # --------------------------------------------------------------------------
 
 
-def _as_arrow(values: Any) -> pa.Array:
-    """Values (list, numpy array, arrow array/chunked array) as one large_string array."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else string_array([], large=True)
-    if isinstance(values, np.ndarray):
-        values = values.tolist()
-    if not isinstance(values, pa.Array):
-        try:  # built from buffers: pa.array's conversion would import pandas
-            values = string_array(values, large=True)
-        except (TypeError, UnicodeEncodeError):  # not strings: pa.array's own error (or conversion)
-            values = pa.array(values, type=pa.large_string(), from_pandas=False)
-    if values.type != pa.large_string():
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        values = pc.cast(values, pa.large_string())
-    return values
-
-
 def _factorize(parts: Sequence[Any]) -> tuple[list[Int64Array], list[str | None]]:
     """Integer codes of string arrays in one shared code space (``-1`` = missing).
 
     Returns the codes of every part and the distinct values (index = code).
     """
-    arrays = [_as_arrow(p) for p in parts]
+    arrays = [large_strings(p) for p in parts]
     lengths = [len(a) for a in arrays]
     if sum(lengths) == 0:
         return [np.zeros(0, dtype=np.int64) for _ in parts], []
@@ -621,36 +227,6 @@ def _output_file(out: Path, name: str) -> Path | None:
     if not found:
         return None
     return max(found, key=lambda p: p.stat().st_mtime)
-
-
-def _read_columns(path: Path, required: Sequence[str]) -> dict[str, pa.Array]:
-    """String columns of an output table (fast: pyarrow; errors: the io reader's messages)."""
-    try:
-        if path.name.lower().endswith(".parquet"):
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path, columns=list(required))
-        else:
-            import pyarrow.csv as pacsv
-
-            table = pacsv.read_csv(
-                path,
-                parse_options=pacsv.ParseOptions(newlines_in_values=True),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=list(required),
-                    column_types={c: pa.large_string() for c in required},
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
-                ),
-            )
-        return {c: _as_arrow(table.column(c)) for c in required}
-    except (pa.ArrowException, OSError, KeyError, ValueError):
-        # the csv-module reader names the file, line and column of the problem
-        rows = [values for _, values in read_output_table(path, list(required))]
-        return {
-            c: _as_arrow([None if r[k] is None else str(r[k]) for r in rows])
-            for k, c in enumerate(required)
-        }
 
 
 _PAIR_COLS = ("left_source", "left_id", "right_source", "right_id")
@@ -802,7 +378,7 @@ def _read_output_files(out_dir: str | Path) -> _OutputFiles:
     if not out.is_dir():
         what = "is not a folder" if out.exists() else "does not exist"
         raise InputError(
-            _no_such_file(out, "output folder", "pass the folder written by er run (its --out)")
+            no_such_path_problem(out, "output folder", "pass the folder written by er run (its --out)")
             if not out.exists() else
             Problem(where=str(out), message=f"{str(out)!r} {what}", fix="pass the folder written by er run")
         )
@@ -815,10 +391,10 @@ def _read_output_files(out_dir: str | Path) -> _OutputFiles:
                      fix="run the job with this folder as --out first") for m in missing]
         )
     assert clusters_path is not None and pairs_path is not None
-    cl = _read_columns(clusters_path, ("source", "id", "cluster_id"))
-    pr = _read_columns(pairs_path, _PAIR_COLS)
+    cl = read_output_columns(clusters_path, ("source", "id", "cluster_id"))
+    pr = read_output_columns(pairs_path, _PAIR_COLS)
     cand_path = _output_file(out, "candidates")
-    cd = _read_columns(cand_path, _PAIR_COLS) if cand_path is not None else None
+    cd = read_output_columns(cand_path, _PAIR_COLS) if cand_path is not None else None
     report, report_note = _read_report(out)
     return _OutputFiles(out, clusters_path, pairs_path, cand_path, cl, pr, cd, report, report_note)
 

@@ -81,7 +81,7 @@ from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
 from er_framework.io.outputs import OutputDir
 from er_framework.errors import ErError, InputError, PluginError, Problem
-from er_framework.io.tables import partition_ranges, read_source
+from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.kernels.df import DocFreq
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.kernels.groups import pack_pairs, pairs_in_groups, unpack_pairs

@@ -7,7 +7,8 @@ from er_framework.kernels.lazy import lazy_names
 
 if TYPE_CHECKING:
     from er_framework.io.frames import arrow_table, as_kind, frame_kind, frame_to_arrow, records_from_frame
-    from er_framework.io.tables import read_source, read_source_with_stats, write_outputs
+    from er_framework.io.output_write import write_outputs
+    from er_framework.io.source_files import read_source, read_source_with_stats
 
 __all__ = [
     "arrow_table",
@@ -24,7 +25,8 @@ __all__ = [
 #: for ``er validate``) is imported without the readers and writers
 _WHERE: dict[str, str] = {
     **dict.fromkeys(("arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"), "frames"),
-    **dict.fromkeys(("read_source", "read_source_with_stats", "write_outputs"), "tables"),
+    **dict.fromkeys(("read_source", "read_source_with_stats"), "source_files"),
+    "write_outputs": "output_write",
 }
 
 

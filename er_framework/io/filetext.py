@@ -2,7 +2,7 @@
 
 The texts of 1,000,000 documents of ~3,800 characters are ~3.8 GB as Python
 strings: more than the memory a job should take. When a source is read
-*file-backed* (:func:`er_framework.io.tables.read_source` with
+*file-backed* (:func:`er_framework.io.source_files.read_source` with
 ``file_backed=True``), the reader still parses every line (every problem of
 the file is found and reported in this first pass, with line numbers, as
 usual) but keeps, for each record and text field, only where the value lies

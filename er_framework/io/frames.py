@@ -7,9 +7,9 @@ sources={"a": df})``): a pandas DataFrame, a polars DataFrame, a pyarrow
 …). :func:`records_from_frame` reads it into the same
 :class:`~er_framework.data.Records`, with the same problems and messages, as
 writing it to a Parquet file and reading that file with
-:func:`~er_framework.io.tables.read_source` (the two share
-:func:`~er_framework.io.tables.read_arrow_columns` and
-:func:`~er_framework.io.tables.records_from_columns`); messages name the
+:func:`~er_framework.io.source_files.read_source` (the two share
+:func:`~er_framework.io.parquet_read.read_arrow_columns` and
+:func:`~er_framework.io.source_files.records_from_columns`); messages name the
 object by the ``where`` given (e.g. ``sources['a']``) and its rows from 1.
 
 Conversion to Arrow (:func:`frame_to_arrow`):
@@ -22,7 +22,7 @@ Conversion to Arrow (:func:`frame_to_arrow`):
   not copied. ``NaN``, ``None``, ``pd.NA`` and ``NaT`` are missing values. An
   object column mixing value types (``["a", 7]``, which Arrow and Parquet
   cannot store as one column) is read value by value with the JSON Lines rules
-  (``7 -> "7"``, ``True -> "true"``, see :mod:`er_framework.io.tables`).
+  (``7 -> "7"``, ``True -> "true"``, see :mod:`er_framework.io.source_files`).
 * polars: ``DataFrame.to_arrow()`` (numbers are not copied). A ``LazyFrame``
   is refused: it is a query, ``.collect()`` it first.
 * Arrow: a ``Table`` as it is, a ``RecordBatch`` as a table of one batch, a
@@ -50,14 +50,10 @@ import numpy as np
 from er_framework.kernels.arrow import numeric_array, string_array
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
+from er_framework.io.data_file import as_texts
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, record_limit
-from er_framework.io.tables import (
-    TableWords,
-    arrow_columns_to_read,
-    as_texts,
-    read_arrow_columns,
-    records_from_columns,
-)
+from er_framework.io.parquet_read import TableWords, arrow_columns_to_read, read_arrow_columns
+from er_framework.io.source_files import records_from_columns
 
 __all__ = ["ACCEPTED", "KINDS", "arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"]
 
@@ -269,7 +265,7 @@ def records_from_frame(
     """Read a source given as a table object into :class:`Records` of a single source.
 
     The same records, and the same problems, as writing ``frame_to_arrow(obj, where)`` to a
-    Parquet file and reading it with :func:`~er_framework.io.tables.read_source` (same
+    Parquet file and reading it with :func:`~er_framework.io.source_files.read_source` (same
     parameters), with ``where`` in place of the file name: every value becomes text or ``None``
     (numbers ``7 -> "7"``, ``0.5 -> "0.5"``, NaN/None/NA missing, booleans ``"true"``, dates ISO
     8601, lists and structs JSON), ids strings or integers, non-empty and unique (``layout=

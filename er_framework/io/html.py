@@ -5,14 +5,14 @@ Two steps, kept apart so that each can be used (and tested) on its own:
 * :func:`read_html_dir` reads a folder of ``.html`` / ``.htm`` files into
   :class:`~er_framework.data.Records` with the columns ``id`` (the file's
   relative path without its extension) and ``html`` (the decoded page).
-  :func:`er_framework.io.tables.read_source` calls it when a source's ``path`` is a
+  :func:`er_framework.io.source_files.read_source` calls it when a source's ``path`` is a
   folder.
 * :func:`extract_text` turns pages into their visible text (scripts, styles,
   the head and other invisible parts removed; entities decoded; whitespace
   folded), optionally without navigation and other page chrome
   (``boilerplate="drop"``, jusText's stop-word classifier).
 
-Both follow the input rules of :mod:`er_framework.io.tables`: bad input raises
+Both follow the input rules of :mod:`er_framework.io.source_files`: bad input raises
 :class:`~er_framework.errors.InputError` listing every problem at once, and
 nothing is dropped silently: every file becomes a record (or a problem), and
 the oddities that are not errors (pages not in UTF-8, empty files, pages whose
@@ -20,7 +20,7 @@ boilerplate removal fell back to the full text, …) are counted in the stats
 that both functions return for the job's ``report.json``.
 
 ``selectolax`` and ``justext`` are imported when first needed, so importing
-this module (or :mod:`er_framework.io.tables`) costs nothing.
+this module (or :mod:`er_framework.io.source_files`) costs nothing.
 """
 
 from __future__ import annotations

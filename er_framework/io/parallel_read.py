@@ -3,8 +3,8 @@
 The first pass over a JSON Lines file parses every line (Python's JSON
 scanner holds the GIL): on 1,000,000 documents of ~3,800 characters it is the
 longest stage that uses one core. :func:`read_jsonl_parallel` cuts the file
-into ``workers`` byte ranges (:func:`~er_framework.io.tables.partition_ranges`),
-reads each file-backed (:func:`~er_framework.io.tables.read_source`) in a
+into ``workers`` byte ranges (:func:`~er_framework.io.source_files.partition_ranges`),
+reads each file-backed (:func:`~er_framework.io.source_files.read_source`) in a
 forked process (:func:`~er_framework.kernels.parallel.map_processes`) and
 joins the records in file order; what comes back is ids and where the texts
 lie, not the texts. Only a clean file takes this path: when any range has a
@@ -25,7 +25,7 @@ import numpy as np
 from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.filetext import FileTexts
-from er_framework.io.tables import partition_ranges, read_source
+from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.kernels import parallel
 from er_framework.kernels.parallel import map_processes
 
@@ -41,7 +41,7 @@ def read_range(path: str, byte_range: tuple[int, int], options: dict[str, Any]) 
 
 
 def read_jsonl_parallel(path: str | Path, workers: int, **options: Any) -> Records | None:
-    """:func:`~er_framework.io.tables.read_source` of a JSON Lines file with ``file_backed=True``, on
+    """:func:`~er_framework.io.source_files.read_source` of a JSON Lines file with ``file_backed=True``, on
     ``workers`` processes; None when the file is not read this way (not split, a problem anywhere)."""
     p = Path(path)
     if workers <= 1 or not p.is_file() or not parallel.FORK_SAFE:  # forked workers only

@@ -11,7 +11,7 @@ import pytest
 
 from er_framework.cli.evaluate import cmd_evaluate
 from er_framework.cli.main import build_parser, main
-from er_framework.io.tables import write_outputs
+from er_framework.io.output_write import write_outputs
 
 # truth {a,b,c},{d,e},{f}; predicted {a,b},{c,d,e},{f}: ARI 7/22 (tests/evaluate/test_metrics.py)
 TRUTH = {"a": "T1", "b": "T1", "c": "T1", "d": "T2", "e": "T2", "f": "T3"}

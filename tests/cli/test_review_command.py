@@ -10,6 +10,7 @@ import pytest
 from er_framework.cli.main import main
 from er_framework.cli.review import differing_passages, merge_labels
 from er_framework.config import parse_job
+from er_framework.errors import InputError
 from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,3 +79,25 @@ def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path:
     (tmp_path / "bad.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
     assert main(["review", str(out), "--labels", str(tmp_path / "bad.csv")]) == 2
     assert "cannot read the labels file" in capsys.readouterr().err
+
+
+def test_an_existing_labels_file_is_read_with_its_extra_columns_and_its_problems_named(tmp_path: Path) -> None:
+    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below",
+           "match": ""}
+    path = tmp_path / "labels.txt"  # er review writes CSV whatever the name, and reads it back as CSV
+    path.write_text("left_source,left_id,right_source,right_id,score,side,match,note\nA,1,B,3,0.9,above,1,mine\n",
+                    encoding="utf-8")
+    assert merge_labels(path, [row]) == (1, 2)
+    assert rows(path) == [{"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "3", "score": "0.9",
+                           "side": "above", "match": "1", "note": "mine"}, {**row, "note": ""}]
+    empty = tmp_path / "empty.csv"
+    empty.write_text("", encoding="utf-8")
+    assert merge_labels(empty, [row]) == (1, 1)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("left_source,left_id,right_source,right_id,score,side,match\nA,1,B,3,0.9,above,1,extra\n",
+                   encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        merge_labels(bad, [row])
+    [problem] = exc.value.problems
+    assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: row 2")
+    assert "give another --labels file" in problem.fix

@@ -26,9 +26,11 @@ NEVER = ("matplotlib", "dask", "distributed", "pandas", "polars", "splink", "tqd
          "justext")
 #: nor these modules of the framework (the engine, the executors, the readers, the report, the Python API)
 NEVER_OURS = ("er_framework.engine", "er_framework.executors", "er_framework.report", "er_framework.api",
-              "er_framework.index", "er_framework.evaluate", "er_framework.synth", "er_framework.io.tables",
-              "er_framework.io.frames", "er_framework.io.outputs", "er_framework.kernels.threshold",
-              "er_framework.kernels.chains", "er_framework.kernels.df")
+              "er_framework.index", "er_framework.evaluate", "er_framework.synth", "er_framework.io.data_file",
+              "er_framework.io.csv_read", "er_framework.io.jsonl_read", "er_framework.io.parquet_read",
+              "er_framework.io.source_files", "er_framework.io.table_file", "er_framework.io.output_write",
+              "er_framework.io.output_read", "er_framework.io.frames", "er_framework.io.outputs",
+              "er_framework.kernels.threshold", "er_framework.kernels.chains", "er_framework.kernels.df")
 #: what the parser alone does not need either
 NOT_FOR_THE_PARSER = ("numpy", "pydantic", "yaml", "pluggy", "scipy", "networkx", "pyarrow", "rapidfuzz",
                       "er_framework.components", "er_framework.data", "er_framework.config", "er_framework.kernels",

@@ -13,7 +13,8 @@ import pytest
 
 from er_framework.config.job import parse_job
 from er_framework.errors import ConfigError, InputError
-from er_framework.evaluate.metrics import evaluate, load_truth
+from er_framework.evaluate.metrics import evaluate
+from er_framework.evaluate.truth import load_truth
 from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parents[2]

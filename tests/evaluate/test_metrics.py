@@ -1,4 +1,5 @@
-"""Evaluation metrics (er_framework.evaluate.metrics): hand-computed examples, truth shapes, ids, errors, end to end."""
+"""Evaluation metrics (er_framework.evaluate.metrics): hand-computed examples, sources and ids, errors, end to end
+(the truth shapes: test_truth.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from er_framework.evaluate.metrics import (
     bcubed,
     evaluate,
     format_table,
-    load_truth,
     write_metrics,
 )
-from er_framework.io.tables import write_outputs
+from er_framework.evaluate.truth import load_truth
+from er_framework.io.output_write import write_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,66 +182,6 @@ def test_metric_functions_match_direct_definitions() -> None:
     assert adjusted_rand_index(same, same + 3) == 1.0
     assert adjusted_rand_index(np.arange(4), np.arange(4)) == 1.0  # all singletons
     assert bcubed(np.zeros(0, np.int64), np.zeros(0, np.int64)) == (None, None, None)
-
-
-# --------------------------------------------------------------------------
-# truth shapes
-# --------------------------------------------------------------------------
-
-
-def test_pairs_truth_gives_the_same_cluster_metrics(tmp_path: Path) -> None:
-    """Pairs ab, bc, de close to {a,b,c},{d,e},{f}: cluster metrics as for the cluster truth.
-
-    Pairwise metrics use the listed pairs only (3 true pairs, not the 4 of the closure):
-    verified ab, cd, de -> TP ab, de: P 2/3, R 2/3; cluster pairs ab, cd, ce, de -> TP ab, de: P 1/2, R 2/3.
-    """
-    out = write_run(tmp_path / "o", PRED, VERIFIED)
-    by_clusters = evaluate(out, load_truth(cluster_truth(tmp_path)))
-    pairs_file = write_text(tmp_path / "pairs_truth.csv", "left_id,right_id\na,b\nc,b\nd,e\nb,a\n")
-    truth = load_truth(pairs_file)
-    assert truth.kind == "pairs"
-    by_pairs = evaluate(out, truth)
-    for key in ("bcubed_precision", "bcubed_recall", "bcubed_f1", "adjusted_rand_index"):
-        assert by_pairs["clusters"][key] == pytest.approx(by_clusters["clusters"][key])
-    assert by_pairs["truth"]["true_pairs"] == 3
-    vp = by_pairs["pairwise"]["verified_pairs"]
-    assert (vp["true_positives"], vp["precision"], vp["recall"]) == (2, pytest.approx(2 / 3), pytest.approx(2 / 3))
-    cp = by_pairs["pairwise"]["cluster_pairs"]
-    assert (cp["true_positives"], cp["precision"], cp["recall"]) == (2, pytest.approx(0.5), pytest.approx(2 / 3))
-    notes = " ".join(by_pairs["notes"])
-    assert "connected components" in notes and "more than once" in notes
-    # f is in no truth pair: a truth singleton, reported as such
-    assert by_pairs["records"]["output_only"] == {"count": 1, "examples": ["s/f"]}
-
-
-def test_column_detection_and_explicit_columns(tmp_path: Path) -> None:
-    out = write_run(tmp_path / "o", PRED, VERIFIED)
-    rows = "".join(f"{i},{c},x\n" for i, c in TRUTH.items())
-    f = write_text(tmp_path / "t.csv", "record_id,entity_id,site\n" + rows)
-    t = load_truth(f)
-    assert t.columns == {"id": "record_id", "cluster": "entity_id"}
-    f2 = write_text(tmp_path / "t2.csv", "key_,grp,site\n" + rows)
-    t2 = load_truth(f2, id_column="key_", cluster_column="grp")
-    assert evaluate(out, t2)["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
-    f3 = write_text(tmp_path / "t3.csv", "a_col,b_col\na,b\nd,e\n")
-    t3 = load_truth(f3, left="a_col", right="b_col")
-    assert t3.kind == "pairs" and evaluate(out, t3)["truth"]["true_pairs"] == 2
-    # id1/id2 and the fingerprint / news truths
-    assert load_truth(write_text(tmp_path / "t4.csv", "id1,id2\na,b\n")).columns == {"left_id": "id1", "right_id": "id2"}
-    assert load_truth(ROOT / "configs/data/fingerprints/truth.csv").columns == {"id": "id", "cluster": "finger"}
-    assert load_truth(ROOT / "configs/data/news/truth.csv").columns == {"id": "id", "cluster": "story"}
-
-
-def test_jsonl_truth_with_integer_ids_and_parquet_outputs(tmp_path: Path) -> None:
-    ids = {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1, "6": 2}
-    out = write_run(tmp_path / "o", ids, [("1", "2"), ("3", "4"), ("4", "5")], fmt="parquet")
-    truth = tmp_path / "t.jsonl"
-    truth.write_text("".join(json.dumps({"id": int(i), "entity": c}) + "\n"
-                             for i, c in zip(ids, ["x", "x", "x", "y", "y", None])))
-    m = evaluate(out, load_truth(truth))
-    assert m["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
-    assert m["clusters"]["bcubed_f1"] == pytest.approx(7 / 9)
-    assert any("no value in column 'entity'" in n for n in m["notes"])  # record 6: a singleton
 
 
 # --------------------------------------------------------------------------

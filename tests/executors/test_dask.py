@@ -18,7 +18,7 @@ from er_framework.config.job import parse_job
 from er_framework.errors import ErError
 from er_framework.executors import run_job
 from er_framework.executors.dask import SLOW_ENV
-from er_framework.io.tables import partition_ranges, read_source
+from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from er_framework.errors import InputError
 from er_framework.io.html import extract_text
-from er_framework.io.tables import partition_ranges, read_source
+from er_framework.io.source_files import partition_ranges, read_source
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX files (FIFOs, /dev/zero)")
 

@@ -1,4 +1,4 @@
-"""io.tables.check_ids (whole-list passes for all non-blank string ids) gives what check_ids_reference (value by
+"""io.source_files.check_ids (whole-list passes for all non-blank string ids) gives what check_ids_reference (value by
 value) gives: ids, ok flags and problems, on clean, blank, missing, non-string and duplicated ids."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from er_framework.io.tables import Locator, check_ids, check_ids_reference
+from er_framework.io.data_file import Locator
+from er_framework.io.source_files import check_ids, check_ids_reference
 
 
 def cases() -> list[list[object]]:

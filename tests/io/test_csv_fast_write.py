@@ -1,5 +1,5 @@
 """write_outputs' CSV files are byte for byte what csv.writer (comma, QUOTE_MINIMAL, CRLF) writes, whether the
-cells are joined directly (no cell needs quoting: io.tables.csv_texts) or csv.writer writes them (commas,
+cells are joined directly (no cell needs quoting: io.output_write.csv_texts) or csv.writer writes them (commas,
 quotes, CR, LF, NUL, a one-column row with an empty cell, other value types)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import er_framework.io.tables as tables
-from er_framework.io.tables import csv_texts, write_outputs
+import er_framework.io.output_write as output_write
+from er_framework.io.output_write import csv_texts, write_outputs
 
 
 def reference_csv(columns: dict[str, Any]) -> bytes:
@@ -65,7 +65,7 @@ def test_one_column_with_an_empty_cell_and_other_types(tmp_path: Path) -> None:
 
 
 def test_writes_in_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tables, "CSV_ROWS_PER_WRITE", 7)
+    monkeypatch.setattr(output_write, "CSV_ROWS_PER_WRITE", 7)
     cols = {"a": [str(i) for i in range(50)], "b": list(range(50))}
     assert written(tmp_path, cols) == reference_csv(cols)
 

@@ -16,7 +16,7 @@ import random
 import pytest
 
 from er_framework.errors import InputError
-from er_framework.io.tables import read_csv_columns
+from er_framework.io.csv_read import read_csv_columns
 
 HEADER = ["id", "name", "city", "note"]
 

@@ -24,7 +24,7 @@ from er_framework.executors import run_job
 from er_framework.io import filetext
 from er_framework.io.filetext import FileTexts
 from er_framework.io.parallel_read import read_jsonl_parallel
-from er_framework.io.tables import read_source
+from er_framework.io.source_files import read_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.html import decode_html_bytes, extract_text, read_html_dir
-from er_framework.io.tables import read_source, read_source_with_stats
+from er_framework.io.source_files import read_source, read_source_with_stats
 
 # ---------------------------------------------------------------- helpers
 

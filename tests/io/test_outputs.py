@@ -130,7 +130,7 @@ def test_commit_fsyncs_every_committed_file_once(tmp_path: Path, monkeypatch: py
     """Files are written into the stage unsynced (write_text, write_files) and fsynced together by commit,
     before the journal: each committed file exactly once, nothing else of the stage."""
     from er_framework.io import outputs
-    from er_framework.io.tables import write_files
+    from er_framework.io.output_write import write_files
 
     synced: list[list[str]] = []
     real = outputs.sync_files
@@ -146,7 +146,7 @@ def test_commit_fsyncs_every_committed_file_once(tmp_path: Path, monkeypatch: py
 
 
 def test_write_files_refuses_before_writing(tmp_path: Path) -> None:
-    from er_framework.io.tables import write_files
+    from er_framework.io.output_write import write_files
 
     with pytest.raises(ValueError, match="different lengths"):
         write_files(tmp_path, {"pairs": {"a": [1], "b": [1, 2]}}, {"report": {"v": 1}})

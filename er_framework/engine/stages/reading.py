@@ -14,7 +14,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
-from er_framework.io.tables import merge_files, read_source_with_stats
+from er_framework.io.source_files import merge_files, read_source_with_stats
 from er_framework.kernels.parallel import ForkedWorker, map_processes
 from er_framework.normalize import normalize_column_keeping_input
 

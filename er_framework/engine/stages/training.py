@@ -14,7 +14,7 @@ from er_framework.config.job import Job
 from er_framework.data import LabelledPairs, Pairs, Records
 from er_framework.engine.stages.exact import Exact, exact_groups
 from er_framework.errors import InputError, Problem
-from er_framework.io.tables import read_output_table
+from er_framework.io.output_read import read_output_table
 
 __all__ = ["LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "record_rows", "training_labels"]
 

@@ -16,7 +16,7 @@ from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.clustering import Answer
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
-from er_framework.io.tables import write_files
+from er_framework.io.output_write import write_files
 from er_framework.report.page import RunData, render_report
 
 __all__ = ["comparisons_table", "job_inputs", "output_tables", "pairs_table", "require_out_dir", "write"]
