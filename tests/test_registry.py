@@ -235,7 +235,7 @@ def test_duplicate_component_across_packages_names_both_distributions(tmp_path: 
 
 def test_one_family_table_drives_hooks_registry_and_job_keys() -> None:
     from er_framework.components import FAMILIES, Component, Family
-    from er_framework.config.job import JobSpec
+    from er_framework.config.spec import JobSpec
     from er_framework.hookspecs import ErSpecs
 
     hooks = {name for name in dir(ErSpecs) if name.startswith("er_register_")}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from er_framework.components import FAMILIES
-from er_framework.config.job import JobSpec
+from er_framework.config.spec import JobSpec
 from er_framework.registry import Registry, default_registry
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.engine.engine import Engine, PrunedShingler

@@ -18,7 +18,7 @@ import importlib
 from pathlib import Path
 from typing import Callable, Protocol
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.engine.result import Result
 from er_framework.errors import ConfigError, PluginError, Problem, choices_text
 from er_framework.io.outputs import OutputDir

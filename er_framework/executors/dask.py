@@ -70,7 +70,9 @@ import numpy.typing as npt
 from numpy.dtypes import StringDType
 
 from er_framework.components import Blocker, Shingler
-from er_framework.config.job import ADDRESS_RE, address_problem, Job, load_yaml, resolve_job
+from er_framework.config.resolve import Job, resolve_job
+from er_framework.config.spec import ADDRESS_RE, address_problem
+from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, PrunedShingler

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import TokenSets
 from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
 from er_framework.kernels.oph import oph_signatures

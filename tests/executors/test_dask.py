@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError
 from er_framework.executors import run_job
 from er_framework.executors.dask import SLOW_ENV

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from er_framework import registry
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ConfigError, PluginError
 from er_framework.executors import get_executor, run_job
 from er_framework.executors.local import run_local
