@@ -41,6 +41,7 @@ from er_framework.components import (
 from er_framework.config.spec import (
     AutoThresholdSpec,
     ExactSpec,
+    ExecutorSpec,
     JobSpec,
     pydantic_problems,
     type_problems,
@@ -48,11 +49,11 @@ from er_framework.config.spec import (
     without_repeats,
 )
 from er_framework.config.yaml_load import YamlPath, fail, load_yaml, problem_at, read_job_text, render_path, where_of
-from er_framework.errors import ErError, Problem, choices_text, did_you_mean
+from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
 from er_framework.io.html import check_boilerplate_options
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
-from er_framework.registry import Registry, build_registry, default_registry
+from er_framework.registry import BUILTIN_EXECUTORS, Registry, build_registry, default_registry, executor_params_model
 
 # ----------------------------------------------------------------------------
 # pass 3: resolved job
@@ -85,6 +86,9 @@ class Job:
     blockers: list[ComponentSpec]
     verifier: ComponentSpec
     clusterer: ComponentSpec
+    #: the options of ``executor:`` (its keys besides ``type``), validated by the model of the executor
+    #: ``spec.executor.type`` names (:func:`er_framework.registry.executor_params_model`)
+    executor_params: Params
     raw: dict[str, Any] = field(default_factory=dict)
     #: per field of ``normalize:``, its chain of normalizers
     normalizers: dict[str, list[ComponentSpec]] = field(default_factory=dict)
@@ -238,6 +242,7 @@ def resolve_job(
             if isinstance(data.get("auto_threshold"), dict) and isinstance(data["auto_threshold"].get("low"), float):
                 settings["threshold"] = data["auto_threshold"]["low"]
         _resolve_components(data, lines, filename, registry, problems, Context(**settings), checks=settings_ok)
+        _resolve_executor(data, lines, filename, problems)
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
@@ -250,9 +255,10 @@ def resolve_job(
     for chain in normalizers.values():
         resolved += chain
     problems += _field_ref_problems(resolved, declared, lines, filename)
+    executor_params = _resolve_executor(data, lines, filename, problems)
     if problems:
         fail(problems)
-    assert comps["verifier"] is not None and comps["clusterer"] is not None
+    assert comps["verifier"] is not None and comps["clusterer"] is not None and executor_params is not None
     if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
         spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
     shingler = comps["shingler"]
@@ -271,6 +277,7 @@ def resolve_job(
         blockers=comps["blocker"],
         verifier=comps["verifier"],
         clusterer=comps["clusterer"],
+        executor_params=executor_params,
         raw=data,
         normalizers=normalizers,
     )
@@ -736,3 +743,53 @@ def _rule_problems(
                                 message=f"verifier {vname!r} cannot break its scores into terms",
                                 fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}"))
     return problems
+
+
+# ----------------------------------------------------------------------------
+# the executor's options, checked by the executor's own model
+
+
+def _resolve_executor(
+    data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
+) -> Params | None:
+    """The options of ``executor: {type: NAME, ...}``, validated by executor NAME's own model.
+
+    Unknown keys are reported with did-you-mean (and, for a key another
+    built-in executor takes, its name), wrong types and bad values with their
+    YAML path and line. ``None`` when there is a problem; a section that is
+    not a mapping or names no installed executor was reported by the schema
+    pass. An executor whose model cannot be loaded is a :class:`PluginError`.
+    """
+    section = data.get("executor", {})
+    if not isinstance(section, dict):
+        return None
+    name = section.get("type", ExecutorSpec.model_fields["type"].default)
+    if not isinstance(name, str):
+        return None
+    try:
+        model = executor_params_model(name)
+    except ConfigError:
+        return None  # no such executor: reported by the schema pass
+    path: YamlPath = ("executor",)
+    options = {k: v for k, v in section.items() if k != "type"}
+    allowed = ["type", *model.model_fields]
+    unknown = []
+    for key in options:
+        if key in model.model_fields:
+            continue
+        takers = [other for other in BUILTIN_EXECUTORS if other != name and key in executor_params_model(other).model_fields]
+        elsewhere = f"{key!r} is an option of executor {' and '.join(takers)}, not of {name!r}; " if takers else ""
+        unknown.append(problem_at(
+            filename, lines, path + (str(key),), message=f"unknown key {key!r}",
+            fix=elsewhere + did_you_mean(str(key), allowed) + f"allowed keys of executor {name!r}: {choices_text(allowed)}"))
+    known = {k: v for k, v in options.items() if k in model.model_fields}
+    strict = type_problems(known, model, path, filename, lines)
+    problems += unknown + strict
+    try:
+        params = model.model_validate(known)
+    except ValidationError as exc:
+        problems += without_repeats(
+            pydantic_problems(exc, filename, lines, path, known=list(model.model_fields), model=model), strict
+        )
+        return None
+    return None if unknown or strict else params

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections.abc
 import json
-import re
 import types
 import typing
 from typing import Any, Literal
@@ -200,52 +199,17 @@ class PluginsSpec(_Strict):
     block: list[str] = Field(default_factory=list, description="plugin names not to load")
 
 
-class LocalClusterSpec(_Strict):
-    n_workers: int = Field(default=2, ge=1, le=1024, description="worker processes")
-    threads_per_worker: int = Field(default=1, ge=1, le=256, description="threads per worker process")
-    memory_limit: str | None = Field(default=None, description="per worker, e.g. '4GB' (default: Dask's share of RAM)")
-
-
-#: what a scheduler's address looks like: [SCHEME://]HOST:PORT (HOST a name, an IPv4 or a [bracketed IPv6])
-ADDRESS_RE = re.compile(r"(?:(tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
-
-
-def address_problem(address: str) -> str | None:
-    """Why ``address`` cannot be a Dask scheduler's address (``None``: it has the shape of one)."""
-    m = ADDRESS_RE.fullmatch(address)
-    if m is None:
-        return "not an address of the form [tcp://]HOST:PORT"
-    if not 0 < int(m.group(3)) < 65536:
-        return f"the port {m.group(3)} is not a port number (1-65535)"
-    return None
-
-
 class ExecutorSpec(_Strict):
-    """Where the job runs: in this process (default), on a Dask cluster, or on an installed executor."""
+    """Which executor runs the job: in this process (default), on a Dask cluster, or an installed one.
+
+    The section's other keys are the executor's options, checked against the
+    executor's own model when the job is resolved
+    (:func:`er_framework.registry.executor_params_model`; the built-ins' in
+    :mod:`er_framework.config.executor_params`): this pass sees ``type`` only.
+    """
 
     type: str = Field(default="local", description="an executor name: local, dask, or one installed through the "
                       "entry-point group er_framework.executors")
-    address: str | None = Field(default=None, description="dask: the scheduler, e.g. tcp://host:8786")
-    local_cluster: LocalClusterSpec | None = Field(
-        default=None, description="dask: start a LocalCluster of worker processes on this machine instead"
-    )
-    partition_mb: float = Field(
-        default=64.0, gt=0, description="dask: input bytes per partition (uncompressed JSONL/CSV files are split)"
-    )
-
-    cluster_on: Literal["client", "workers"] = Field(
-        default="client",
-        description="dask: 'client' gathers the verified pairs and runs the job's clusterer; 'workers' reduces "
-        "them to a spanning forest on the workers first (connected_components only; same clusters)",
-    )
-
-    @field_validator("address")
-    @classmethod
-    def _address_shape(cls, v: str | None) -> str | None:
-        why = None if v is None else address_problem(v)
-        if why is not None:
-            raise ValueError(f"{v!r} is {why}, e.g. tcp://10.0.0.5:8786")
-        return v
 
     @field_validator("type")
     @classmethod
@@ -254,14 +218,6 @@ class ExecutorSpec(_Strict):
         if v not in names:
             raise ValueError(f"no executor {v!r}; {did_you_mean(v, names)}installed: {choices_text(names)}")
         return v
-
-    @model_validator(mode="after")
-    def _where(self) -> ExecutorSpec:
-        if self.type == "dask" and (self.address is None) == (self.local_cluster is None):
-            raise ValueError("a dask executor needs exactly one of 'address' (a running scheduler) or 'local_cluster'")
-        if self.type == "local" and (self.address is not None or self.local_cluster is not None):
-            raise ValueError("'address' and 'local_cluster' are for type: dask")
-        return self
 
 
 class JobSpec(_Strict):
@@ -618,7 +574,7 @@ def without_repeats(found: list[Problem], already: list[Problem]) -> list[Proble
 
 #: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)
 _NESTED_SECTIONS: dict[str, type[BaseModel]] = {
-    "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec, "executor": ExecutorSpec,
+    "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec,
 }
 
 
@@ -660,6 +616,8 @@ def _known_keys(data: dict[str, Any]) -> dict[str, Any]:
     for key, model in _NESTED_SECTIONS.items():
         if key in clean:
             clean[key] = only(clean[key], model)
+    if "executor" in clean:  # its options are checked against the executor's own model when the job is resolved
+        clean["executor"] = only(clean["executor"], ExecutorSpec)
     if isinstance(clean.get("sources"), list):
         clean["sources"] = [only(s, SourceSpec) for s in clean["sources"]]
         for s in clean["sources"]:

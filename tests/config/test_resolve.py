@@ -5,6 +5,7 @@ those of the YAML text are in test_yaml_load.py, those of the job schema in test
 
 from __future__ import annotations
 
+import textwrap
 import types
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from er_framework import hookimpl
 from er_framework.components import FieldRef, Normalizer, Params, Shingler
+from er_framework.config.executor_params import DaskParams, LocalParams
 from er_framework.config.resolve import field_references, parse_job
 from er_framework.data import TokenSets
 from er_framework.errors import ConfigError
@@ -269,6 +271,75 @@ def test_field_references_of_the_built_in_components() -> None:
     assert field_references(grid.Params(field="x", y_field="y", normalized=True)) == [(("field",), "x"), (("y_field",), "y")]
     assert field_references(OddParams(columnz=["a"], pick=Inner(src="b", label="c"), weights={"d": 1}, fields=["e"])) == [
         (("columnz", 0), "a"), (("pick", "src"), "b"), (("weights", "d"), "d")]
+
+
+
+# ---------------------------------------------------------------------------
+# the executor's options, checked by the executor's own model
+
+
+def _executor_problems(tmp_path: Path, executor: str) -> list[tuple[str, str, str, str]]:
+    """(where, path, message, fix) of each problem of GOOD with ``executor:`` written as given (its first line is line 21)."""
+    with pytest.raises(ConfigError) as exc:
+        parse_job(setup(tmp_path, GOOD + "executor:\n" + textwrap.indent(textwrap.dedent(executor), "  ")))
+    return [(p.where.rsplit("/", 1)[-1], p.path, p.message, p.fix) for p in exc.value.problems]
+
+
+def test_the_executor_options_are_validated_into_the_job(tmp_path: Path) -> None:
+    assert parse_job(setup(tmp_path, GOOD)).executor_params == LocalParams()
+    job = parse_job(setup(tmp_path, GOOD + "executor: {type: dask, address: 'tcp://h:8786', partition_mb: 8}\n"))
+    assert job.spec.executor.type == "dask"
+    assert job.executor_params == DaskParams(address="tcp://h:8786", partition_mb=8.0)
+
+
+def test_an_unknown_option_of_the_local_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
+    assert _executor_problems(tmp_path, "type: local\npartition_mb: 4\n") == [(
+        "job.yaml:23", "executor.partition_mb", "unknown key 'partition_mb'",
+        "'partition_mb' is an option of executor dask, not of 'local'; allowed keys of executor 'local': type")]
+    # without a type the job runs locally: a misspelt 'type' is found
+    assert _executor_problems(tmp_path, "typ: dask\n") == [(
+        "job.yaml:22", "executor.typ", "unknown key 'typ'", "did you mean 'type'? allowed keys of executor 'local': type")]
+
+
+def test_an_unknown_option_of_the_dask_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, """\
+        type: dask
+        local_cluster:
+          n_worker: 2
+        partiton_mb: 4
+    """)
+    assert [(where, path, message) for where, path, message, _ in found] == [
+        ("job.yaml:25", "executor.partiton_mb", "unknown key 'partiton_mb'"),
+        ("job.yaml:24", "executor.local_cluster.n_worker", "unknown key 'n_worker'"),
+    ]
+    assert found[0][3] == ("did you mean 'partition_mb'? allowed keys of executor 'dask': address, cluster_on, local_cluster, "
+                           "partition_mb, type")
+    assert found[1][3].startswith("did you mean 'n_workers'?")
+
+
+def test_bad_values_of_the_dask_executor_are_named_once_each(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, "type: dask\naddress: nope\npartition_mb: '64'\ncluster_on: both\n")
+    assert [(where, path) for where, path, _, _ in found] == [
+        ("job.yaml:24", "executor.partition_mb"), ("job.yaml:23", "executor.address"), ("job.yaml:25", "executor.cluster_on")]
+    assert '"64" is a string; expected a number' in found[0][2] and "not an address of the form" in found[1][2]
+    assert [(path, message) for _, path, message, _ in _executor_problems(tmp_path, "type: dask\npartition_mb: 0\n")] == [
+        ("executor.partition_mb", "Input should be greater than 0 (got 0)")]
+    found = _executor_problems(tmp_path, "type: dask\npartition_mb: 8\n")
+    assert [(where, path) for where, path, _, _ in found] == [("job.yaml:22", "executor")]  # the mapping's first line
+    assert "needs exactly one of 'address' (a running scheduler) or 'local_cluster'" in found[0][2]
+
+
+def test_an_unknown_executor_is_reported_once_with_its_options_unchecked(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, "type: dsak\nlocal_cluster: {n_workers: 2}\n")
+    assert [(where, path) for where, path, _, _ in found] == [("job.yaml:22", "executor.type")]
+    assert "no executor 'dsak'; did you mean 'dask'?" in found[0][2]
+
+
+def test_the_executor_options_are_checked_even_when_the_schema_fails(tmp_path: Path) -> None:
+    text = GOOD.replace("mode: dedup", "mode: dedupe") + "executor: {type: dask, adress: 'tcp://h:1'}\n"
+    with pytest.raises(ConfigError) as exc:
+        parse_job(setup(tmp_path, text))
+    assert [p.path for p in exc.value.problems] == ["mode", "executor.adress", "executor"]
 
 
 # ---------------------------------------------------------------------------
