@@ -105,7 +105,7 @@ def bcubed(truth: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
 
 def run_pairs(config: Path) -> tuple[list[str], Pairs, dict[str, Any]]:
     """Ids (in record order), verified pairs and the run report of a job file."""
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     job = parse_job(config)

@@ -125,7 +125,7 @@ def _finish(a: argparse.Namespace, clock: Clock, out: dict[str, Any]) -> dict[st
 
 
 def worker_er(a: argparse.Namespace) -> dict[str, Any]:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     code_before = code_fingerprint()

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from distributed import Client, LocalCluster, get_task_stream
 
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     scratch = Path(tempfile.mkdtemp(prefix="bench_dask_"))

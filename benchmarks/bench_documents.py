@@ -122,7 +122,7 @@ def dict_banding(sigs: list[list[int]], bands: int, rows: int) -> set[tuple[int,
 def worker_er(a: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     code_before = code_fingerprint()

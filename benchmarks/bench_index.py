@@ -169,7 +169,7 @@ def run_datasketch(a: argparse.Namespace, data: Path, queries: Path, mode: str, 
 
 
 def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.index.store import build_index, open_index, records_from_texts
     from er_framework.executors import run_job
 
@@ -262,7 +262,7 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 
 
 def part_add(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.data import Records
     from er_framework.index.store import build_index
 

@@ -84,7 +84,8 @@ GRID = np.round(np.arange(0.05, 0.951, 0.01), 2)
 
 def run_low(config: Path, low: float) -> tuple[list[str], Pairs, Pairs, dict[str, Any]]:
     """Ids, candidates (scored), the pairs at ``low`` (+ exact duplicates) and the report of ``config`` run at ``low``."""
-    from er_framework.config.job import load_yaml, read_job_text, resolve_job
+    from er_framework.config.resolve import resolve_job
+    from er_framework.config.yaml_load import load_yaml, read_job_text
     from er_framework.executors import run_job
 
     data, lines, problems = load_yaml(read_job_text(config), str(config))

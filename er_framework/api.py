@@ -24,7 +24,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from er_framework.config.job import Job, load_yaml, parse_job, read_job_text, resolve_job
+from er_framework.config.resolve import Job, parse_job, resolve_job
+from er_framework.config.yaml_load import load_yaml, read_job_text
 from er_framework.data import Pairs
 from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
 from er_framework.engine.result import Result as RunResult

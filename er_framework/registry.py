@@ -27,8 +27,8 @@ from typing import Any
 
 import pluggy
 
-from er_framework.components import FAMILIES, FIELD_REF, Component, Family
-from er_framework.errors import PluginError, Problem, choices_text, did_you_mean
+from er_framework.components import FAMILIES, FIELD_REF, Component, Family, Params
+from er_framework.errors import ConfigError, PluginError, Problem, choices_text, did_you_mean
 from er_framework.hookspecs import PROJECT, ErSpecs
 
 ENTRY_POINT_GROUP = "er_framework"
@@ -86,13 +86,25 @@ class Registry:
             ) from None
 
 
-#: the built-in executors: name (the YAML ``executor.type``) -> ``"module:function"``
-BUILTIN_EXECUTORS: dict[str, str] = {
-    "local": "er_framework.executors.local:run_local",
-    "dask": "er_framework.executors.dask:run_dask",
+@dataclass(frozen=True)
+class ExecutorEntry:
+    """A built-in executor's registration: its run function and the model of its options, each as
+    ``"module:name"`` (nothing is imported until a job names the executor)."""
+
+    run: str
+    params: str
+
+
+#: the built-in executors: name (the YAML ``executor.type``) -> where its run function and options model are
+BUILTIN_EXECUTORS: dict[str, ExecutorEntry] = {
+    "local": ExecutorEntry("er_framework.executors.local:run_local", "er_framework.config.executor_params:LocalParams"),
+    "dask": ExecutorEntry("er_framework.executors.dask:run_dask", "er_framework.config.executor_params:DaskParams"),
 }
-#: entry-point group of third-party executors (name -> ``module:function``)
+#: entry-point group of third-party executors (name -> ``module:function``, the run function; its options model
+#: is the function's ``Params`` attribute)
 EXECUTOR_GROUP = "er_framework.executors"
+#: how a third party registers an executor (in messages)
+EXECUTOR_ENTRY_POINT = f'group {EXECUTOR_GROUP}, NAME = "package.module:function"'
 
 
 def executor_table() -> dict[str, str]:
@@ -102,7 +114,7 @@ def executor_table() -> dict[str, str]:
     ``"module:function"`` strings only: nothing is imported until a job runs
     on that executor (:func:`er_framework.executors.get_executor`).
     """
-    table = dict(BUILTIN_EXECUTORS)
+    table = {name: entry.run for name, entry in BUILTIN_EXECUTORS.items()}
     for ep in md.entry_points(group=EXECUTOR_GROUP):
         if ep.name in BUILTIN_EXECUTORS:
             dist, _ = _dist_of(ep)
@@ -111,6 +123,47 @@ def executor_table() -> dict[str, str]:
                                       fix="register it under another name"))
         table[ep.name] = ep.value
     return table
+
+
+def load_executor_object(name: str, target: str) -> Any:
+    """The object ``target`` (``"module:name"``) of executor ``name``, imported now; a :class:`PluginError`
+    naming the executor when it cannot be."""
+    module, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise PluginError(Problem(where=f"executor {name!r} ({target})",
+                                  message=f"cannot be loaded: {type(exc).__name__}: {exc}",
+                                  fix=f"install the package that provides it, or fix its entry point ({EXECUTOR_ENTRY_POINT})")) from None
+
+
+def executor_params_model(name: str) -> type[Params]:
+    """The model of executor ``name``'s options: the keys of ``executor: {type: NAME, ...}`` besides ``type``.
+
+    A built-in's is named in :data:`BUILTIN_EXECUTORS` (a light module: Dask
+    is not imported); an installed executor's is the ``Params`` attribute of
+    the run function its entry point names (``run.Params = MyOptions``), and an
+    executor without one takes no options. The model is a subclass of
+    :class:`~er_framework.components.Params` that forbids unknown keys, or a
+    :class:`PluginError` says what is wrong with it.
+    """
+    entry = BUILTIN_EXECUTORS.get(name)
+    if entry is not None:
+        model = load_executor_object(name, entry.params)
+        target = entry.params
+    else:
+        table = executor_table()
+        if name not in table:
+            raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
+                                      fix=f"{did_you_mean(name, table)}installed executors: {choices_text(table)}"))
+        target = table[name]
+        model = getattr(load_executor_object(name, target), "Params", Params)
+    if not (isinstance(model, type) and issubclass(model, Params)) or model.model_config.get("extra") != "forbid":
+        raise PluginError(Problem(where=f"executor {name!r} ({target})",
+                                  message=f"its options model {model!r} is not a subclass of er_framework.Params "
+                                  "that forbids unknown keys",
+                                  fix="derive it from er_framework.Params (and keep model_config's extra='forbid')"))
+    return model
 
 
 def _env_list(var: str) -> list[str]:

@@ -235,7 +235,7 @@ def test_duplicate_component_across_packages_names_both_distributions(tmp_path: 
 
 def test_one_family_table_drives_hooks_registry_and_job_keys() -> None:
     from er_framework.components import FAMILIES, Component, Family
-    from er_framework.config.job import JobSpec
+    from er_framework.config.spec import JobSpec
     from er_framework.hookspecs import ErSpecs
 
     hooks = {name for name in dir(ErSpecs) if name.startswith("er_register_")}
@@ -354,3 +354,29 @@ def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
     res = run_er(["validate", str(job)], env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "job.yaml:5: normalize.name[1].length: option 'length' of normalizer 'sound_key' must be <= 12, got 30" in res.stderr
+
+
+# ---------------------------------------------------------------------------
+# executors: each with its own options model, looked up lazily
+
+
+def test_each_built_in_executor_names_its_options_model() -> None:
+    from er_framework.config.executor_params import DaskParams, LocalParams
+    from er_framework.errors import ConfigError
+    from er_framework.registry import BUILTIN_EXECUTORS, executor_params_model, executor_table
+
+    assert executor_params_model("local") is LocalParams and executor_params_model("dask") is DaskParams
+    assert executor_table()["dask"] == BUILTIN_EXECUTORS["dask"].run == "er_framework.executors.dask:run_dask"
+    with pytest.raises(ConfigError, match="(?s)no executor 'dsak'.*did you mean 'dask'"):
+        executor_params_model("dsak")
+
+
+def test_the_dask_options_model_is_found_without_importing_dask_or_the_executors() -> None:
+    code = ("import sys\nfrom er_framework.registry import executor_params_model\n"
+            "assert executor_params_model('dask').__name__ == 'DaskParams'\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')"
+            " or m.startswith(('er_framework.executors', 'er_framework.engine'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

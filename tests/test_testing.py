@@ -31,7 +31,7 @@ from er_framework import (
     Verifier,
 )
 from er_framework.components import Context
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.executors import run_job
 from er_framework.kernels.graph import canonical_labels

@@ -93,7 +93,7 @@ def workers_arg(text: str) -> int | str:
 def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Callable[[str], None] | None], Any]) -> Any:
     """Parse ``args.config`` (``args.workers`` overrides the YAML) and call ``run(job, progress)``
     with the stage progress bar shown unless ``args.quiet``."""
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.kernels.parallel import resolve_workers
 
     job = parse_job(args.config)
@@ -111,7 +111,7 @@ def job_of_run(out_dir: str, config: str | None) -> tuple[dict[str, Any], Any]:
     parsed; an input error when either cannot be found (``er explain``, ``er review``)."""
     from pathlib import Path
 
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.errors import InputError, Problem
     from er_framework.io.outputs import find_job_file, read_report
 

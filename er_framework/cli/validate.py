@@ -9,7 +9,7 @@ __all__ = ["add_parser", "cmd_validate"]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
 
     job = parse_job(args.config)
     print(f"{args.config}: valid ({job.spec.mode}, {len(job.spec.sources)} source(s), "

@@ -1,5 +1,5 @@
-"""YAML job files: parsed, validated and resolved into a :class:`~er_framework.config.job.Job`."""
+"""YAML job files: parsed, validated and resolved into a :class:`~er_framework.config.resolve.Job`."""
 
-from er_framework.config.job import Job, parse_job
+from er_framework.config.resolve import Job, parse_job
 
 __all__ = ["Job", "parse_job"]

@@ -3,16 +3,18 @@
 ``er schema > er-job.schema.json`` and point the editor's YAML language server
 at it (``# yaml-language-server: $schema=er-job.schema.json``) for completion
 of keys, component names and their parameters. The component sections come
-from the family table (:data:`~er_framework.components.FAMILIES`).
+from the family table (:data:`~er_framework.components.FAMILIES`), the
+``executor`` section from each installed executor's options model
+(:func:`~er_framework.registry.executor_params_model`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from er_framework.components import FAMILIES
-from er_framework.config.job import JobSpec
-from er_framework.registry import Registry, default_registry
+from er_framework.components import FAMILIES, Params
+from er_framework.config.spec import ExecutorSpec, JobSpec
+from er_framework.registry import Registry, default_registry, executor_params_model, executor_table
 
 
 def _component_schema(registry: Registry, family: str) -> dict[str, Any]:
@@ -47,6 +49,28 @@ def _per_field_schema(registry: Registry, family: str, description: str) -> dict
     }
 
 
+def _executor_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``executor: {type: NAME, ...options}``: each installed executor's type and its own options, as ``anyOf``.
+
+    The options' nested models join the document's ``$defs`` (where their ``$ref`` point).
+    """
+    default = ExecutorSpec.model_fields["type"].default
+    options = []
+    for name in sorted(executor_table()):
+        model = executor_params_model(name)
+        sub = model.model_json_schema()
+        schema.setdefault("$defs", {}).update(sub.get("$defs", {}))
+        doc = model.__dict__.get("__doc__") if model is not Params else None
+        options.append({
+            "type": "object",
+            "title": f"executor {name}",
+            "properties": {"type": {"const": name, "description": (doc or "").strip()}, **sub.get("properties", {})},
+            "required": ([] if name == default else ["type"]) + sub.get("required", []),
+            "additionalProperties": False,
+        })
+    return {"anyOf": options}
+
+
 def job_json_schema(registry: Registry | None = None) -> dict[str, Any]:
     """The job file's JSON Schema (draft 2020-12)."""
     registry = registry or default_registry()
@@ -54,6 +78,8 @@ def job_json_schema(registry: Registry | None = None) -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "er-framework job"
     props = schema["properties"]
+    props["executor"] = {"description": props["executor"].get("description", ""), **_executor_schema(schema)}
+    schema["$defs"].pop(ExecutorSpec.__name__, None)
     for fam in FAMILIES.values():
         if fam.per_field:
             props[fam.section] = _per_field_schema(registry, fam.name, props.get(fam.section, {}).get("description", ""))

@@ -10,7 +10,8 @@ import numpy.typing as npt
 
 from er_framework.capabilities import CodeFitted, Explainable, Learner, has
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
-from er_framework.config.job import AutoThresholdSpec, ComponentSpec, Job
+from er_framework.config.resolve import ComponentSpec, Job
+from er_framework.config.spec import AutoThresholdSpec
 from er_framework.data import Batch, Pairs, Records, TokenSets
 from er_framework.errors import ErError, PluginError, Problem
 from er_framework.kernels.df import drop_tokens

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
 from er_framework.capabilities import Explainable, has
+from er_framework.config.resolve import Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model

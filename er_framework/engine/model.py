@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import ComponentSpec, Job
+from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.io.safe_write import write_text_file
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import ComponentSpec, Job
+from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog

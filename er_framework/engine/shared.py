@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Records
 from er_framework.engine.columns import compact_read, concat_compact
 from er_framework.engine.stages.reading import read, read_sources

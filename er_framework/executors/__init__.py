@@ -8,22 +8,24 @@ built-ins in :data:`er_framework.registry.BUILTIN_EXECUTORS`, a third party's
 through the entry-point group ``er_framework.executors``
 (:func:`er_framework.registry.executor_table`), so that a heavy dependency
 (Dask) is imported only when a job asks for it. The engine imports no
-executor; the job's ``executor: {type: NAME}`` picks one (checked when the
-job is validated).
+executor; the job's ``executor: {type: NAME, ...options}`` picks one (checked
+when the job is validated). Each executor validates its own options with a
+:class:`~er_framework.components.Params` model registered next to its run
+function (:func:`er_framework.registry.executor_params_model`); the run
+function finds them, validated, in ``job.executor_params``.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Callable, Protocol
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.engine.model import Model
 from er_framework.engine.result import Result
-from er_framework.errors import ConfigError, PluginError, Problem, choices_text
+from er_framework.errors import ConfigError, Problem, choices_text
 from er_framework.io.outputs import OutputDir
-from er_framework.registry import executor_table
+from er_framework.registry import executor_table, load_executor_object
 
 __all__ = ["Executor", "get_executor", "run_job"]
 
@@ -44,14 +46,7 @@ def get_executor(name: str) -> Executor:
     if target is None:
         raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
                                   fix=f"installed executors: {choices_text(table)}"))
-    module, _, func = target.partition(":")
-    try:
-        run: Executor = getattr(importlib.import_module(module), func)
-    except (ImportError, AttributeError) as exc:
-        raise PluginError(Problem(where=f"executor {name!r} ({target})",
-                                  message=f"cannot be loaded: {type(exc).__name__}: {exc}",
-                                  fix="install the package that provides it, or fix its entry point "
-                                  "(group er_framework.executors, NAME = \"package.module:function\")")) from None
+    run: Executor = load_executor_object(name, target)
     return run
 
 

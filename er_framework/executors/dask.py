@@ -71,7 +71,9 @@ from numpy.dtypes import StringDType
 
 from er_framework.capabilities import CodeFitted
 from er_framework.components import Blocker, Shingler
-from er_framework.config.job import ADDRESS_RE, address_problem, Job, load_yaml, resolve_job
+from er_framework.config.resolve import Job, resolve_job
+from er_framework.config.executor_params import ADDRESS_RE, DaskParams, address_problem
+from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, PrunedShingler
@@ -623,6 +625,15 @@ def plan_parts(job: Job, partition_mb: float) -> list[Part]:
     return parts
 
 
+def _options(job: Job) -> DaskParams:
+    """The job's ``executor:`` options, validated by :class:`DaskParams` when the job was read."""
+    if not isinstance(job.executor_params, DaskParams):
+        raise ErError(Problem(where=str(job.config_path), path="executor.type",
+                              message=f"the dask executor was given a job for executor {job.spec.executor.type!r}",
+                              fix="write executor: {type: dask, address: tcp://HOST:8786} (or local_cluster: {n_workers: 2})"))
+    return job.executor_params
+
+
 def _client(job: Job) -> tuple[Any, Callable[[], None]]:
     try:
         from dask.distributed import Client, LocalCluster
@@ -630,7 +641,7 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
         raise ErError(Problem(where=str(job.config_path), path="executor",
                               message="executor type dask needs Dask: it is not installed",
                               fix='pip install "er-framework[dask]"')) from None
-    ex = job.spec.executor
+    ex = _options(job)
     if ex.local_cluster is not None:
         lc = ex.local_cluster
         cluster = LocalCluster(n_workers=lc.n_workers, threads_per_worker=lc.threads_per_worker, processes=True,
@@ -764,7 +775,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
     log = StageLog(progress=progress)
     client, close = _client(job)
     try:
-        run = DaskRun(job, engine, ref, client, plan_parts(job, job.spec.executor.partition_mb))
+        run = DaskRun(job, engine, ref, client, plan_parts(job, _options(job).partition_mb))
         scanned = run.scan(log)
         run.prune(scanned, log)
         run.send_model()
@@ -789,7 +800,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
     records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
     engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))
     blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, found.per_blocker)]
-    ex = job.spec.executor
+    ex = _options(job)
     facts = RunFacts(
         records=records, exact=scanned.exact, candidates=found.candidates, candidate_count=found.n_candidates,
         scores=found.candidate_scores, verified=ver, pairs=pairs, labels=labels, blockers=blocker_reports,
@@ -816,12 +827,12 @@ def _check_job(job: Job, engine: Engine) -> None:
         if what:
             raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}",
                                   fix=fix))
-    if job.spec.executor.cluster_on == "workers" and engine.auto and engine.model.threshold is None:
+    if _options(job).cluster_on == "workers" and engine.auto and engine.model.threshold is None:
         raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
                               message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
                               "client has chosen the threshold of threshold: auto",
                               fix="use cluster_on: client, or a fixed threshold"))
-    if job.spec.executor.cluster_on == "workers" and (
+    if _options(job).cluster_on == "workers" and (
         job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
     ):
         raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
@@ -1011,7 +1022,7 @@ class DaskRun:
         else:
             ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
                         for j in range(n_parts)]
-        forest = self._forest(ver_futs, info) if self.job.spec.executor.cluster_on == "workers" else None
+        forest = self._forest(ver_futs, info) if _options(self.job).cluster_on == "workers" else None
         verified = self.client.gather(ver_futs)
         per_blocker = (np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
                        if blocked.dedup else np.zeros(len(engine.blockers), np.int64))

@@ -7,7 +7,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Batch
 from er_framework.engine import stages
 from er_framework.engine.shared import is_large, read_shared, start_worker

@@ -67,7 +67,8 @@ from typing import Any, Callable, Iterator, ParamSpec, Sequence, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job, load_yaml, resolve_job
+from er_framework.config.resolve import Job, resolve_job
+from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, signed_keys

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text

@@ -9,7 +9,7 @@ import pytest
 
 from er_framework.cli.main import main
 from er_framework.cli.report import cmd_report
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,3 +16,10 @@ def test_schema_lists_components(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"char", "word"} <= names
     blocker = schema["properties"]["blockers"]["items"]["anyOf"][0]
     assert blocker["additionalProperties"] is False
+
+
+def test_schema_describes_the_executors_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    executor = json.loads(capsys.readouterr().out)["properties"]["executor"]
+    dask = next(o for o in executor["anyOf"] if o["properties"]["type"]["const"] == "dask")
+    assert dask["properties"]["partition_mb"]["exclusiveMinimum"] == 0

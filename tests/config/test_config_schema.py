@@ -1,4 +1,5 @@
-"""The job file's JSON Schema: one section per family of the family table, normalizers per field."""
+"""The job file's JSON Schema: one section per family of the family table, normalizers per field, executors
+with their own options."""
 
 from __future__ import annotations
 
@@ -27,3 +28,16 @@ def test_normalize_is_per_field_names_or_steps_with_options() -> None:
     assert set(names["enum"]) == set(reg.names("normalizer"))
     phone = next(o for o in options["anyOf"] if o["properties"]["type"]["const"] == "phone")
     assert {"default_region", "min_digits"} <= set(phone["properties"]) and phone["additionalProperties"] is False
+
+
+def test_the_executor_section_lists_each_executor_with_its_own_options() -> None:
+    schema = job_json_schema(build_registry(autoload=False))
+    options = {o["properties"]["type"]["const"]: o for o in schema["properties"]["executor"]["anyOf"]}
+    assert set(options) >= {"local", "dask"}
+    assert set(options["local"]["properties"]) == {"type"} and options["local"]["required"] == []  # the default
+    dask = options["dask"]
+    assert {"address", "local_cluster", "partition_mb", "cluster_on"} <= set(dask["properties"])
+    assert dask["required"] == ["type"] and dask["additionalProperties"] is False
+    ref = next(a["$ref"] for a in dask["properties"]["local_cluster"]["anyOf"] if "$ref" in a)
+    assert ref.removeprefix("#/$defs/") in schema["$defs"]  # the nested model is in the document's $defs
+    assert "ExecutorSpec" not in schema["$defs"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ConfigError, InputError
 from er_framework.evaluate.metrics import evaluate
 from er_framework.evaluate.truth import load_truth

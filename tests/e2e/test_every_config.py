@@ -15,7 +15,7 @@ import pytest
 import yaml
 from distributed import LocalCluster
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.engine import Engine
 from er_framework.errors import ErError
 from er_framework.executors import run_job

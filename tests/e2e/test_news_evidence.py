@@ -216,7 +216,7 @@ def test_sample_generator_matches_the_shipped_truth() -> None:
 
 
 def _html_source_supported() -> str | None:
-    from er_framework.config.job import SourceSpec
+    from er_framework.config.spec import SourceSpec
 
     if "html" not in SourceSpec.model_fields:
         return "the source option `html:` is not in er_framework/config.py yet"
@@ -231,7 +231,7 @@ def test_news_job_clusters_the_shipped_pages_by_story(tmp_path: Path) -> None:
     reason = _html_source_supported()
     if reason:
         pytest.skip(reason)
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     run_job(parse_job(ROOT / "configs" / "news.yaml"), tmp_path)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.kernels import char_shingles, jaccard_pairs
 from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents

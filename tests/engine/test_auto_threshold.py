@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from distributed import LocalCluster
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ConfigError, ErError
 from er_framework.evaluate.metrics import bcubed
 from er_framework.executors import run_job

@@ -23,7 +23,7 @@ import er_framework.engine.columns as columns
 import er_framework.engine.shared as shared
 import er_framework.normalize as normalize
 from er_framework.components import Context, Normalizer
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.engine.columns import compact_read
 from er_framework.engine.stages import reading

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from er_framework.cli.main import main
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.errors import PluginError

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from distributed import LocalCluster
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.errors import ConfigError, ErError
 from er_framework.executors import run_job

@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.executors import run_job
 from er_framework.synth.documents import chained_records
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import er_framework.engine.stages.verification as pipeline
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog

@@ -18,7 +18,7 @@ from er_plugins.fingerprints import (
 )
 
 from er_framework.components import Context
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import ConfigError, InputError
 from er_framework.kernels.bits import (

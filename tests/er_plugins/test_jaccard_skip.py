@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents
 from er_plugins.documents import agreement_cutoff

@@ -325,7 +325,7 @@ def test_write_metrics(tmp_path: Path) -> None:
 
 
 def test_documents_job_against_planted_truth(tmp_path: Path) -> None:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
 
     out = tmp_path / "docs"

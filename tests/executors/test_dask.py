@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError
 from er_framework.executors import run_job
 from er_framework.executors.dask import SLOW_ENV
@@ -182,6 +182,17 @@ def test_executor_typos_are_reported_once_with_a_suggestion(tmp_path: Path, docs
         parse_job(_docs_job(tmp_path, docs, "{type: dask, adress: 'tcp://x:8786'}"))
     text = exc.value.render()
     assert text.count("unknown key 'adress'") == 1 and "did you mean 'address'" in text
+
+
+def test_the_dask_executor_reads_its_options_from_the_job(tmp_path: Path, docs: Path) -> None:
+    from er_framework.config.executor_params import DaskParams
+    from er_framework.executors.dask import run_dask
+
+    job = parse_job(_docs_job(tmp_path, docs, "{type: dask, local_cluster: {n_workers: 1}, partition_mb: 2, cluster_on: workers}"))
+    assert job.executor_params == DaskParams(local_cluster={"n_workers": 1}, partition_mb=2, cluster_on="workers")
+    with pytest.raises(ErError, match="the dask executor was given a job for executor 'local'") as exc:
+        run_dask(parse_job(_docs_job(tmp_path, docs, "")), tmp_path / "out")
+    assert exc.value.problems[0].path == "executor.type" and not (tmp_path / "out").exists()
 
 
 def test_a_source_of_many_files_reads_like_one_file_local_and_on_dask(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
@@ -494,17 +505,6 @@ def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(tmp_path: 
 
 
 # ------------------------------------------------------------------ connecting to a scheduler (issue 18, case 17)
-
-
-@pytest.mark.parametrize("address, ok", [
-    ("tcp://10.0.0.5:8786", True), ("scheduler:8786", True), ("tls://sched.example.org:8786", True),
-    ("tcp://[::1]:8786", True), ("not a url", False), ("tcp://host", False), ("tcp://host:0", False),
-    ("tcp://host:65536", False), ("http://host:8786", False), ("tcp://ho st:8786", False), ("", False),
-])
-def test_address_problem_knows_the_shape_of_a_scheduler_address(address: str, ok: bool) -> None:
-    from er_framework.executors.dask import address_problem
-
-    assert (address_problem(address) is None) == ok
 
 
 def test_connect_turns_every_failure_into_one_message(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from er_framework import registry
-from er_framework.config.job import parse_job
+from er_framework import Params, registry
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ConfigError, PluginError
 from er_framework.executors import get_executor, run_job
 from er_framework.executors.local import run_local
@@ -91,3 +91,83 @@ def test_an_executor_that_cannot_be_loaded_is_a_plugin_error(tmp_path: Path, mon
     with pytest.raises(PluginError, match="executor 'typo'.*cannot be loaded: AttributeError"):
         run_job(parse_job(_job(tmp_path, "{type: typo}")), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+QUEUED = textwrap.dedent("""
+    from pydantic import Field
+
+    from er_framework import Params
+    from er_framework.executors.local import run_local
+
+    SEEN = []
+
+
+    class QueueParams(Params):
+        \"\"\"Sends the job to a queue.\"\"\"
+
+        queue: str = Field(description="the queue the job is sent to")
+        retries: int = Field(default=0, ge=0, le=5, description="times a failed job is sent again")
+
+
+    def run(job, out_dir=None, *, progress=None, write=True):
+        SEEN.append(job.executor_params)
+        return run_local(job, out_dir, progress=progress, write=write)
+
+
+    run.Params = QueueParams
+""")
+
+
+def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, name: str = "queued") -> None:
+    """``module`` written from ``source`` and installed as the executor ``name`` (its function ``run``)."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _with_entry_points(monkeypatch, md.EntryPoint(name, f"{module}:run", registry.EXECUTOR_GROUP))
+
+
+def test_an_installed_executor_validates_its_own_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(tmp_path, monkeypatch, "queued_executor", QUEUED)
+    model = registry.executor_params_model("queued")  # imports the executor's module
+    module = sys.modules["queued_executor"]
+    assert model is module.QueueParams
+    job = parse_job(_job(tmp_path, "{type: queued, queue: fast, retries: 2}"))
+    assert job.executor_params == module.QueueParams(queue="fast", retries=2)
+    run_job(job, tmp_path / "out")
+    assert module.SEEN == [module.QueueParams(queue="fast", retries=2)]
+    # unknown keys with did-you-mean, bad values and missing keys: each with its YAML path and line
+    cfg = _job(tmp_path, "{type: queued}")
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("{type: queued}", "\n  type: queued\n  retrys: 2"), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        parse_job(cfg)
+    assert [(p.where.rsplit("/", 1)[-1], p.path, p.message) for p in info.value.problems] == [
+        ("job.yaml:10", "executor.retrys", "unknown key 'retrys'"), ("job.yaml:9", "executor.queue", "required key 'queue' is missing")]
+    assert info.value.problems[0].fix.startswith("did you mean 'retries'? allowed keys of executor 'queued': queue, retries, type")
+    with pytest.raises(ConfigError) as info:
+        parse_job(_job(tmp_path, "{type: queued, queue: fast, retries: 9}"))
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("executor.retries", "Input should be less than or equal to 5 (got 9)")]
+    # and the JSON schema of job files describes them
+    from er_framework.config.schema import job_json_schema
+
+    options = {o["title"]: o for o in job_json_schema()["properties"]["executor"]["anyOf"]}
+    assert set(options) >= {"executor local", "executor dask", "executor queued"}
+    assert options["executor queued"]["required"] == ["type", "queue"]
+    assert options["executor queued"]["properties"]["type"] == {"const": "queued", "description": "Sends the job to a queue."}
+
+
+def test_an_installed_executor_without_a_params_model_takes_no_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(tmp_path, monkeypatch, "plain_executor", "from er_framework.executors.local import run_local as run\n")
+    assert parse_job(_job(tmp_path, "{type: queued}")).executor_params == Params()
+    with pytest.raises(ConfigError, match=r"executor.queue: unknown key 'queue'"):
+        parse_job(_job(tmp_path, "{type: queued, queue: fast}"))
+
+
+@pytest.mark.parametrize("model", ["dict", "pydantic.BaseModel", "type('Open', (Params,), {'model_config': {'extra': 'allow'}})"])
+def test_an_options_model_must_be_params_that_forbid_unknown_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  model: str) -> None:
+    module = f"bad_model_{abs(hash(model))}"
+    _install(tmp_path, monkeypatch, module, "import pydantic\nfrom er_framework import Params\n"
+             f"from er_framework.executors.local import run_local\n\ndef run(*a, **k):\n    return run_local(*a, **k)\n\n"
+             f"run.Params = {model}\n")
+    with pytest.raises(PluginError, match="is not a subclass of er_framework.Params that forbids unknown keys"):
+        parse_job(_job(tmp_path, "{type: queued}"))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from er_framework.cli.main import main
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Records
 from er_framework.errors import ErError
 from er_framework.index.store import PAUSE_ENV, build_index, open_index, records_from_texts

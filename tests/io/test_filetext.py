@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.engine.stages import reading
 from er_framework.errors import InputError

@@ -224,7 +224,7 @@ def test_hinted_rows_are_checked_and_spare_the_search() -> None:
 def test_the_review_rows_of_a_run_point_at_its_records() -> None:
     from pathlib import Path
 
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
     from er_framework.report.review import review_rows
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.errors import InputError
 from er_framework.executors import run_job
 from er_framework.report.page import wilson_interval, write_report
@@ -192,7 +192,7 @@ def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str
     """er run draws report.html from memory; er report reads the files back: same clusters, scores and records."""
     import re
 
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
     from er_framework.report.page import RunData, render_report
 

@@ -414,7 +414,7 @@ def small_job(tmp: Path) -> Path:
 
 
 def test_review_through_a_run_from_memory_and_from_files(tmp_path: Path) -> None:
-    from er_framework.config.job import parse_job
+    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
     from er_framework.report.page import write_report
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Pairs, Records
 from er_framework.kernels import group_sorted, pairs_in_groups
 from er_framework.kernels.digests import normalized_digests, text_digests

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Records
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.errors import ErError, InputError, Problem

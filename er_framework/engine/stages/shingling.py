@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Batch, Records, Signatures, TokenSets
 from er_framework.engine.engine import Engine, PrunedShingler
 from er_framework.engine.log import StageLog

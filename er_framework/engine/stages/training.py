@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import LabelledPairs, Pairs, Records
 from er_framework.engine.stages.exact import Exact, exact_groups
 from er_framework.errors import InputError, Problem

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.job import Job
+from er_framework.config.resolve import Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.clustering import Answer

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from er_framework.config.job import parse_job
+from er_framework.config.resolve import parse_job
 from er_framework.kernels import char_shingles, hash_params, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
 from er_framework.executors import run_job

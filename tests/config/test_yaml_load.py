@@ -12,17 +12,10 @@ from pathlib import Path
 import pytest
 
 from er_framework.components import Context
-from er_framework.config.job import (
-    MAX_ALIAS_NODES,
-    MAX_DEPTH,
-    MAX_NODES,
-    JobSpec,
-    fail,
-    load_yaml,
-    parse_job,
-    type_problems,
-)
+from er_framework.config.resolve import parse_job
+from er_framework.config.yaml_load import MAX_ALIAS_NODES, MAX_DEPTH, MAX_NODES, fail, load_yaml
 from er_framework.errors import ConfigError, Problem
+from job_files import GOOD, expect_error, run_cli
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 
@@ -145,48 +138,11 @@ def test_complex_keys_are_problems_without_building_them() -> None:
     ]
 
 
-def test_type_problems_refuse_bools_and_strings_for_numbers_only() -> None:
-    lines: dict = {}
-    assert [p.path for p in type_problems({"threshold": True, "seed": "1", "chunk_records": 5.0}, JobSpec, (), "j", lines)] == [
-        "threshold", "seed",
-    ]
-    assert type_problems({"threshold": 1, "workers": "auto", "name": "x", "mode": "link"}, JobSpec, (), "j", lines) == []
-    found = type_problems({"exact_duplicates": {"enabled": 0}, "sources": [{"max_record_mb": "2"}]}, JobSpec, (), "j", lines)
-    assert [(p.path, p.message) for p in found] == [
-        ("exact_duplicates.enabled", "0 is a whole number; expected true or false"),
-        ("sources[0].max_record_mb", '"2" is a string; expected a number'),
-    ]
-
-
 def test_a_config_error_always_has_a_problem() -> None:
     with pytest.raises(AssertionError):
         fail([])
     with pytest.raises(ConfigError, match="1 problem found"):
         fail([Problem(where="j.yaml", message="x")])
-
-
-def test_missing_verifier_is_one_named_problem(tmp_path: Path) -> None:
-    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
-    path = tmp_path / "j.yaml"
-    path.write_text("sources: [{name: d, path: d.jsonl, fields: [t]}]\nblockers: [{type: field_hash, fields: [t]}]\n")
-    with pytest.raises(ConfigError) as info:
-        parse_job(path)
-    assert [(p.path, p.message) for p in info.value.problems] == [
-        ("verifier", "required — the job has none: every job chooses a verifier")
-    ]
-    assert "verifier: {type: jaccard}" in info.value.problems[0].fix
-
-
-def test_a_schema_error_keeps_the_threshold_for_component_checks(tmp_path: Path) -> None:
-    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
-    path = tmp_path / "j.yaml"
-    path.write_text(
-        "threshold: 0.8\nmode: dedupp\nsources: [{name: d, path: d.jsonl, fields: [t]}]\n"
-        "shingler: {type: char}\nsignature: {type: minhash}\nblockers: [{type: lsh_bands}]\nverifier: {type: jaccard}\n"
-    )
-    with pytest.raises(ConfigError) as info:
-        parse_job(path)
-    assert [p.path for p in info.value.problems] == ["mode"]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.name for c in CONFIGS])
@@ -205,20 +161,6 @@ def test_a_null_document_is_named(text: str) -> None:
     assert problems[0].message in ("the file holds no job: its only value is null", "the file is empty")
 
 
-def test_an_empty_cluster_section_is_named(tmp_path: Path) -> None:
-    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
-    path = tmp_path / "j.yaml"
-    path.write_text(
-        "sources: [{name: d, path: d.jsonl, fields: [t]}]\nshingler: {type: char}\n"
-        "blockers: [{type: field_hash, fields: [t]}]\nverifier: {type: jaccard, threshold: 0.5}\ncluster:\n"
-    )
-    with pytest.raises(ConfigError) as info:
-        parse_job(path)
-    assert [(p.where, p.path, p.message) for p in info.value.problems] == [
-        (f"{path}:5", "cluster", "it is empty: the job must choose a clusterer here")
-    ]
-
-
 @pytest.mark.parametrize("n, ok", [(MAX_NODES - 3, True), (MAX_NODES - 2, False)])
 def test_the_values_written_are_capped(n: int, ok: bool) -> None:
     # the top mapping, its key and the list are 3 nodes, then n numbers
@@ -226,3 +168,22 @@ def test_the_values_written_are_capped(n: int, ok: bool) -> None:
     assert (data is not None) == ok, problems
     if not ok:
         assert problems[0].message == f"more than {MAX_NODES:,} values (a job holds a few dozen): not a job file"
+
+
+# ---------------------------------------------------------------------------
+# through the er command
+
+
+def test_duplicate_yaml_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  k: 7"),
+                 "job.yaml:12", "duplicate key 'k' (first defined on line 11)")
+
+
+def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expect_error(tmp_path, capsys, GOOD.replace("fields: [text]", "fields: [text"), "not valid YAML", "job.yaml:")
+
+
+def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["validate", str(tmp_path / "none.yaml")], capsys)
+    assert code == 2 and "none.yaml" in err and "no such file" in err
+

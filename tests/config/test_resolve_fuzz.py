@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from er_framework.config.job import Job, load_yaml, parse_job
+from er_framework.config.resolve import Job, parse_job
+from er_framework.config.yaml_load import load_yaml
 from er_framework.errors import ConfigError, InputError
 from er_framework.registry import Registry, default_registry
 

@@ -1,8 +1,10 @@
-"""Every bad-config and bad-input case: the message, the location, the fix, exit code 2, no output."""
+"""Every bad-config and bad-input case: the message, the location, the fix, exit code 2, no output.
+
+Problems found when the job is resolved (pass 3: components, their options and rules, fields, sources);
+those of the YAML text are in test_yaml_load.py, those of the job schema in test_spec.py."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 import types
 from pathlib import Path
@@ -11,65 +13,14 @@ import pytest
 from pydantic import BaseModel, Field
 
 from er_framework import hookimpl
-from er_framework.cli.main import main
 from er_framework.components import FieldRef, Normalizer, Params, Shingler
-from er_framework.config.job import field_references, parse_job
+from er_framework.config.executor_params import DaskParams, LocalParams
+from er_framework.config.resolve import field_references, parse_job
 from er_framework.data import TokenSets
 from er_framework.errors import ConfigError
 from er_framework.executors import run_job
 from er_framework.registry import build_registry
-
-GOOD = """\
-mode: dedup
-seed: 1
-threshold: 0.8
-sources:
-  - name: docs
-    path: docs.jsonl
-    id: id
-    fields: [text]
-shingler:
-  type: char
-  k: 5
-signature:
-  type: minhash
-  num_perm: 128
-blockers:
-  - type: lsh_bands
-verifier:
-  type: jaccard
-cluster:
-  type: connected_components
-"""
-
-
-def setup(tmp_path: Path, yaml_text: str, rows: list[dict] | None = None) -> Path:
-    rows = rows if rows is not None else [{"id": f"r{i}", "text": f"document number {i} with some text"} for i in range(5)]
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    job = tmp_path / "job.yaml"
-    job.write_text(textwrap.dedent(yaml_text))
-    return job
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def expect_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], yaml_text: str, *needles: str, rows: list[dict] | None = None, command: str = "run"
-) -> str:
-    job = setup(tmp_path, yaml_text, rows)
-    out = tmp_path / "out"
-    args = [command, str(job)] + (["--out", str(out), "--quiet"] if command == "run" else [])
-    code, _, err = run_cli(args, capsys)
-    assert code == 2, err
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in err, f"{needle!r} not in:\n{err}"
-    assert not out.exists() or not any(out.iterdir()), "a failed run must leave no outputs"
-    return err
+from job_files import GOOD, expect_error, run_cli, setup
 
 
 def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,11 +31,6 @@ def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, err = run_cli(["run", str(job), "--out", str(tmp_path / "o")], capsys)
     assert code == 0, err
     assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json", "report.html"}
-
-
-def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8", "treshold: 0.8\nthreshold: 0.8"),
-                 "job.yaml:3", "unknown key 'treshold'", "did you mean 'threshold'?")
 
 
 def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,11 +49,6 @@ def test_out_of_range_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
                  "job.yaml:14", "signature.num_perm", "greater than or equal to 1", "(got 0)")
 
 
-def test_threshold_out_of_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8", "threshold: 1.5"),
-                 "job.yaml:3", "threshold", "at most 1", "(got 1.5)")
-
-
 def test_bands_times_rows_exceeds_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20\n    rows: 10"),
                  "blockers[0]", "bands * rows = 20 * 10 = 200 exceeds num_perm = 128", "raise signature.num_perm")
@@ -123,23 +64,9 @@ def test_threshold_unreachable_with_num_perm(tmp_path: Path, capsys: pytest.Capt
                  "blockers[0]", "num_perm")
 
 
-def test_duplicate_yaml_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  k: 7"),
-                 "job.yaml:12", "duplicate key 'k' (first defined on line 11)")
-
-
-def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("fields: [text]", "fields: [text"), "not valid YAML", "job.yaml:")
-
-
 def test_missing_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("path: docs.jsonl", "path: nope.jsonl"),
                  "job.yaml:6", "sources[0].path", "data file 'nope.jsonl' does not exist", "relative to the YAML file")
-
-
-def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(["validate", str(tmp_path / "none.yaml")], capsys)
-    assert code == 2 and "none.yaml" in err and "no such file" in err
 
 
 def test_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,10 +81,6 @@ def test_duplicate_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_mode_link_needs_two_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"),
                  "mode 'link' needs exactly two sources, got 1")
-
-
-def test_unknown_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: dedupe"), "job.yaml:1", "mode", "'dedup'")
 
 
 def test_verifier_without_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -357,4 +280,113 @@ def test_workers_setting_is_validated(tmp_path: Path) -> None:
     cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
     with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
         parse_job(cfg)
+
+# ---------------------------------------------------------------------------
+# the executor's options, checked by the executor's own model
+
+
+def _executor_problems(tmp_path: Path, executor: str) -> list[tuple[str, str, str, str]]:
+    """(where, path, message, fix) of each problem of GOOD with ``executor:`` written as given (its first line is line 21)."""
+    with pytest.raises(ConfigError) as exc:
+        parse_job(setup(tmp_path, GOOD + "executor:\n" + textwrap.indent(textwrap.dedent(executor), "  ")))
+    return [(p.where.rsplit("/", 1)[-1], p.path, p.message, p.fix) for p in exc.value.problems]
+
+
+def test_the_executor_options_are_validated_into_the_job(tmp_path: Path) -> None:
+    assert parse_job(setup(tmp_path, GOOD)).executor_params == LocalParams()
+    job = parse_job(setup(tmp_path, GOOD + "executor: {type: dask, address: 'tcp://h:8786', partition_mb: 8}\n"))
+    assert job.spec.executor.type == "dask"
+    assert job.executor_params == DaskParams(address="tcp://h:8786", partition_mb=8.0)
+
+
+def test_an_unknown_option_of_the_local_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
+    assert _executor_problems(tmp_path, "type: local\npartition_mb: 4\n") == [(
+        "job.yaml:23", "executor.partition_mb", "unknown key 'partition_mb'",
+        "'partition_mb' is an option of executor dask, not of 'local'; allowed keys of executor 'local': type")]
+    # without a type the job runs locally: a misspelt 'type' is found
+    assert _executor_problems(tmp_path, "typ: dask\n") == [(
+        "job.yaml:22", "executor.typ", "unknown key 'typ'", "did you mean 'type'? allowed keys of executor 'local': type")]
+
+
+def test_an_unknown_option_of_the_dask_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, """\
+        type: dask
+        local_cluster:
+          n_worker: 2
+        partiton_mb: 4
+    """)
+    assert [(where, path, message) for where, path, message, _ in found] == [
+        ("job.yaml:25", "executor.partiton_mb", "unknown key 'partiton_mb'"),
+        ("job.yaml:24", "executor.local_cluster.n_worker", "unknown key 'n_worker'"),
+    ]
+    assert found[0][3] == ("did you mean 'partition_mb'? allowed keys of executor 'dask': address, cluster_on, local_cluster, "
+                           "partition_mb, type")
+    assert found[1][3].startswith("did you mean 'n_workers'?")
+
+
+def test_bad_values_of_the_dask_executor_are_named_once_each(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, "type: dask\naddress: nope\npartition_mb: '64'\ncluster_on: both\n")
+    assert [(where, path) for where, path, _, _ in found] == [
+        ("job.yaml:24", "executor.partition_mb"), ("job.yaml:23", "executor.address"), ("job.yaml:25", "executor.cluster_on")]
+    assert '"64" is a string; expected a number' in found[0][2] and "not an address of the form" in found[1][2]
+    assert [(path, message) for _, path, message, _ in _executor_problems(tmp_path, "type: dask\npartition_mb: 0\n")] == [
+        ("executor.partition_mb", "Input should be greater than 0 (got 0)")]
+    found = _executor_problems(tmp_path, "type: dask\npartition_mb: 8\n")
+    assert [(where, path) for where, path, _, _ in found] == [("job.yaml:22", "executor")]  # the mapping's first line
+    assert "needs exactly one of 'address' (a running scheduler) or 'local_cluster'" in found[0][2]
+
+
+def test_an_unknown_executor_is_reported_once_with_its_options_unchecked(tmp_path: Path) -> None:
+    found = _executor_problems(tmp_path, "type: dsak\nlocal_cluster: {n_workers: 2}\n")
+    assert [(where, path) for where, path, _, _ in found] == [("job.yaml:22", "executor.type")]
+    assert "no executor 'dsak'; did you mean 'dask'?" in found[0][2]
+
+
+def test_the_executor_options_are_checked_even_when_the_schema_fails(tmp_path: Path) -> None:
+    text = GOOD.replace("mode: dedup", "mode: dedupe") + "executor: {type: dask, adress: 'tcp://h:1'}\n"
+    with pytest.raises(ConfigError) as exc:
+        parse_job(setup(tmp_path, text))
+    assert [p.path for p in exc.value.problems] == ["mode", "executor.adress", "executor"]
+
+
+# ---------------------------------------------------------------------------
+# from the job loader's tests: problems found when the job is resolved
+
+
+def test_missing_verifier_is_one_named_problem(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
+    path = tmp_path / "j.yaml"
+    path.write_text("sources: [{name: d, path: d.jsonl, fields: [t]}]\nblockers: [{type: field_hash, fields: [t]}]\n")
+    with pytest.raises(ConfigError) as info:
+        parse_job(path)
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("verifier", "required — the job has none: every job chooses a verifier")
+    ]
+    assert "verifier: {type: jaccard}" in info.value.problems[0].fix
+
+
+def test_a_schema_error_keeps_the_threshold_for_component_checks(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
+    path = tmp_path / "j.yaml"
+    path.write_text(
+        "threshold: 0.8\nmode: dedupp\nsources: [{name: d, path: d.jsonl, fields: [t]}]\n"
+        "shingler: {type: char}\nsignature: {type: minhash}\nblockers: [{type: lsh_bands}]\nverifier: {type: jaccard}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_job(path)
+    assert [p.path for p in info.value.problems] == ["mode"]
+
+
+def test_an_empty_cluster_section_is_named(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"id": 1, "t": "x"}\n')
+    path = tmp_path / "j.yaml"
+    path.write_text(
+        "sources: [{name: d, path: d.jsonl, fields: [t]}]\nshingler: {type: char}\n"
+        "blockers: [{type: field_hash, fields: [t]}]\nverifier: {type: jaccard, threshold: 0.5}\ncluster:\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_job(path)
+    assert [(p.where, p.path, p.message) for p in info.value.problems] == [
+        (f"{path}:5", "cluster", "it is empty: the job must choose a clusterer here")
+    ]
 

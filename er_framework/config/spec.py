@@ -1,0 +1,626 @@
+"""Pass 2 of reading a job: the job schema (pydantic models) and the data checked against it.
+
+The models of the job file (:class:`JobSpec`, :class:`SourceSpec`,
+:class:`OutputSpec`, …), numbers and booleans checked as written
+(:func:`type_problems`), pydantic's errors turned into problems with file,
+line, YAML path and fix (:func:`pydantic_problems`), and the pass itself
+(:func:`validate_spec`): unknown keys with did-you-mean, wrong types,
+out-of-range values.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import types
+import typing
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from er_framework.components import FAMILIES
+from er_framework.config.yaml_load import YamlPath, problem_at, render_path, where_of
+from er_framework.errors import Problem, choices_text, did_you_mean
+from er_framework.registry import executor_table
+
+# ----------------------------------------------------------------------------
+# pass 2: the job schema
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HtmlSpec(_Strict):
+    """Columns that hold HTML: replaced by their visible text before shingling."""
+
+    fields: list[str] | None = Field(
+        default=None, description="columns holding HTML (default: all the source's fields)"
+    )
+    boilerplate: Literal["keep", "drop"] = Field(
+        default="keep", description="drop: remove navigation, footers and other chrome (jusText)"
+    )
+    language: str = Field(default="English", description="jusText stop list used to spot boilerplate")
+    follow_symlinks: bool = Field(
+        default=False,
+        description="read pages that are symbolic links (default: skipped and counted; only regular files are read)",
+    )
+
+
+class SourceSpec(_Strict):
+    """One input source."""
+
+    name: str = Field(min_length=1, description="unique source name")
+    path: str | None = Field(
+        default=None, min_length=1,
+        description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file), a glob, or a folder of "
+        ".html pages; omit it only when the source is given as a DataFrame (er_framework.run(job, sources={name: df}))")
+    id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
+    fields: list[str] = Field(min_length=1, description="columns the job reads")
+    layout: Literal["wide", "long"] = Field(
+        default="wide",
+        description="long: rows sharing an id form one record, each field a JSON list of its values (e.g. minutiae rows id,x,y)",
+    )
+    html: HtmlSpec | None = Field(
+        default=None, description="extract visible text from HTML columns (a folder of .html files has the column 'html')"
+    )
+    max_record_mb: float = Field(
+        default=16.0, gt=0,
+        description="largest record accepted, in MB as written in the file (a JSONL line, a CSV row, a page file): "
+        "a bigger one is refused, naming it",
+    )
+
+    def read_options(self) -> dict[str, Any]:
+        """The readers' keyword arguments for this source (``io.tables.read_source`` and friends)."""
+        return {"id_column": self.id, "fields": self.fields, "name": self.name, "layout": self.layout,
+                "max_record_mb": self.max_record_mb,
+                "follow_symlinks": self.html.follow_symlinks if self.html is not None else False}
+
+
+class ExactSpec(_Strict):
+    """Exact-duplicate stage: one stable hash of the normalized content."""
+
+    enabled: bool = True
+    normalize: bool = Field(
+        default=True, description="NFKC, lower-case and fold whitespace before hashing"
+    )
+
+
+class PruneSpec(_Strict):
+    """Corpus-frequency pruning of shingles: tokens in too many (or too few) records are dropped from every set."""
+
+    max_df: int | float | None = Field(
+        default=None,
+        description="drop shingles present in more records than this: a share of the records (0 < x <= 1, "
+        "e.g. 0.05) or a count (a whole number >= 1, e.g. 50); boilerplate, disclaimers and navigation",
+    )
+    min_df: int | float | None = Field(
+        default=None,
+        description="drop shingles present in fewer records than this: a share (0 < x < 1) or a count (>= 1)",
+    )
+    max_df_floor: int = Field(
+        default=10, ge=1,
+        description="max_df as a share never drops a shingle held by this many records or fewer (on a small "
+        "corpus 5% of the records is one or two: every shared shingle would go)",
+    )
+
+    @field_validator("max_df")
+    @classmethod
+    def _max_df(cls, v: int | float | None) -> int | float | None:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1) or (isinstance(v, float) and not 0 < v <= 1):
+            raise ValueError(f"max_df must be a share 0 < x <= 1 (e.g. 0.05) or a whole number of records >= 1, got {v!r}")
+        return v
+
+    @field_validator("min_df")
+    @classmethod
+    def _min_df(cls, v: int | float | None) -> int | float | None:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1) or (isinstance(v, float) and not 0 < v < 1):
+            raise ValueError(f"min_df must be a share 0 < x < 1 or a whole number of records >= 1, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _something(self) -> PruneSpec:
+        if self.max_df is None and self.min_df is None:
+            raise ValueError("prune_shingles needs max_df or min_df (or remove the section)")
+        return self
+
+
+class AutoThresholdSpec(_Strict):
+    """``threshold: auto``: the threshold is chosen from the candidates' scores (a density valley between two groups)."""
+
+    low: float = Field(
+        default=0.2, gt=0.0, lt=1.0,
+        description="the lowest threshold it may choose; the blockers are designed for it (lsh_bands: recall at low)",
+    )
+    high: float = Field(default=0.95, gt=0.0, le=1.0, description="the highest threshold it may choose")
+    method: Literal["mixture", "valley"] = Field(
+        default="mixture",
+        description="mixture: where a two-component mixture (Gaussians on logit(score)) makes the high group the "
+        "likelier; valley: the lowest smoothed density between the two groups (benchmarks/README.md compares them)",
+    )
+    fallback: float | None = Field(
+        default=None, gt=0.0, le=1.0,
+        description="the threshold when the scores show no two groups (default: low)",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AutoThresholdSpec:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        if self.fallback is not None and not self.low <= self.fallback <= self.high:
+            raise ValueError(f"fallback ({self.fallback}) must lie between low ({self.low}) and high ({self.high})")
+        return self
+
+
+class OutputSpec(_Strict):
+    dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
+    format: Literal["csv", "parquet"] = "csv"
+    candidates: bool = Field(
+        default=False,
+        description="also write candidates.csv: every candidate pair with its score (for er evaluate's pair completeness)",
+    )
+    comparisons: bool = Field(
+        default=False,
+        description="also write comparisons.csv: every candidate pair's score broken into its terms (per field the "
+        "comparison level and its weight for fellegi_sunter, per field similarity and points for field_score, "
+        "shared and differing shingles for jaccard)",
+    )
+    exact_pairs: Literal["all", "star"] = Field(
+        default="all",
+        description="all: pairs.csv lists every pair of a group of exact copies and pairs a near-duplicate with every "
+        "copy; star: each group as a star around its first record (for groups too large to list; the report counts "
+        "the pairs either way)",
+    )
+    report: bool = Field(
+        default=True,
+        description="write report.html, the visual report of the run (false: skip it; report.json, which er evaluate, "
+        "er explain and er review read, is written either way; er report OUT_DIR draws the page later); "
+        "er run --report / --no-report overrides",
+    )
+
+
+class TrainingSpec(_Strict):
+    """Labelled pairs a trainable verifier (fellegi_sunter) learns from."""
+
+    labels: str = Field(
+        min_length=1,
+        description="CSV of labelled pairs (relative to the YAML file): left_source,left_id,right_source,right_id,match "
+        "with match 1/0, yes/no, true/false or match/non-match; rows with an empty match are skipped (er review writes one)",
+    )
+    prior: Literal["em", "labels"] = Field(
+        default="em",
+        description="the share of matches among the candidates: em (fitted by EM on the candidates; for pairs chosen "
+        "near the threshold, as er review does) or labels (the labelled pairs' own share; for a random sample of the "
+        "candidates)",
+    )
+
+
+class PluginsSpec(_Strict):
+    block: list[str] = Field(default_factory=list, description="plugin names not to load")
+
+
+class ExecutorSpec(_Strict):
+    """Which executor runs the job: in this process (default), on a Dask cluster, or an installed one.
+
+    The section's other keys are the executor's options, checked against the
+    executor's own model when the job is resolved
+    (:func:`er_framework.registry.executor_params_model`; the built-ins' in
+    :mod:`er_framework.config.executor_params`): this pass sees ``type`` only.
+    """
+
+    type: str = Field(default="local", description="an executor name: local, dask, or one installed through the "
+                      "entry-point group er_framework.executors")
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        names = executor_table()
+        if v not in names:
+            raise ValueError(f"no executor {v!r}; {did_you_mean(v, names)}installed: {choices_text(names)}")
+        return v
+
+
+class JobSpec(_Strict):
+    """The YAML job, before components are resolved."""
+
+    name: str | None = None
+    mode: Literal["dedup", "link", "link_and_dedup"] = "dedup"
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    threshold: float | Literal["auto"] | None = Field(
+        default=None, description="pairs scoring at least this are kept (0 < t <= 1), or 'auto': chosen from the "
+        "candidates' scores (auto_threshold:)")
+    auto_threshold: AutoThresholdSpec | None = Field(
+        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, mixture, low)")
+    sources: list[SourceSpec] = Field(min_length=1)
+    exact_duplicates: ExactSpec | bool = True
+    shingler: dict[str, Any] | None = None
+    prune_shingles: PruneSpec | None = Field(
+        default=None,
+        description="corpus-frequency pruning: {max_df: share or count, min_df: share or count}; shingles in "
+        "more than max_df (fewer than min_df) records are dropped before signing and verification",
+    )
+    signature: dict[str, Any] | None = None
+    blocker: dict[str, Any] | None = None
+    blockers: list[dict[str, Any]] | None = None
+    verifier: dict[str, Any]
+    cluster: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "label_propagation"},
+        description="clusterer (default label_propagation: best B-cubed F1 against connected components in benchmarks/README.md)",
+    )
+    workers: int | str = Field(
+        default="auto",
+        description="threads for shingling, signatures and verification ('auto': the available cores); "
+        "results are identical for any value",
+    )
+    normalize: dict[str, Any] = Field(
+        default_factory=dict,
+        description="per field, a normalizer or a chain of them applied to every source before any other stage, "
+        "e.g. {first_name: [name, nickname], phone: phone}; missing values stay missing (er plugins lists them)",
+    )
+    chunk_records: int = Field(
+        default=10000,
+        ge=1,
+        description="records shingled and signed per step (bounds the memory of those stages); results are "
+        "identical for any value",
+    )
+    token_memory_mb: float = Field(
+        default=2048,
+        ge=0,
+        description="token sets kept in memory up to this size after signing (for verification), and at most "
+        "40% of the memory available when shingling starts; a larger corpus is streamed and the token sets of "
+        "candidate records are recomputed, in blocks of 64-256 MB (0: always stream; builders that sign "
+        "multisets, such as minhash, oph and fss, keep the sets made from each step's multisets within the "
+        "same budget)",
+    )
+    diagnostics: int = Field(
+        default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
+    )
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    training: TrainingSpec | None = Field(
+        default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs")
+    plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+    executor: ExecutorSpec = Field(
+        default_factory=ExecutorSpec,
+        description="local (default) or dask: {type: dask, address: tcp://host:8786} or {type: dask, local_cluster: {n_workers: 2}}",
+    )
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold(cls, v: float | str | None) -> float | str | None:
+        if isinstance(v, float) and not 0.0 < v <= 1.0:
+            raise ValueError("threshold must be above 0 and at most 1 (or 'auto')")
+        return v
+
+    @model_validator(mode="after")
+    def _auto_only_with_auto(self) -> JobSpec:
+        if self.auto_threshold is not None and self.threshold != "auto":
+            raise ValueError("auto_threshold is read only with threshold: auto")
+        return self
+
+    def design_threshold(self) -> float | None:
+        """The threshold the components are built for: the number given, or with ``auto`` the lowest it may choose."""
+        if self.threshold == "auto":
+            return (self.auto_threshold or AutoThresholdSpec()).low
+        return self.threshold if not isinstance(self.threshold, str) else None
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, v: Any) -> int | str:
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1024):
+            return v
+        raise ValueError("workers must be a whole number from 1 to 1024 or 'auto'")
+
+    @field_validator("exact_duplicates")
+    @classmethod
+    def _exact(cls, v: ExactSpec | bool) -> ExactSpec | bool:
+        return ExactSpec(enabled=v) if isinstance(v, bool) else v
+
+
+# ----------------------------------------------------------------------------
+# numbers and booleans as written: pydantic's lax mode would take `true` for 1.0 and '64' for 64
+
+
+_SCALAR_ANNOTATIONS = (int, float, bool, type(None))
+
+
+def _arms(ann: Any) -> list[Any]:
+    """The alternatives of an annotation (``Annotated`` unwrapped, unions flattened)."""
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _arms(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [a for arm in typing.get_args(ann) for a in _arms(arm)]
+    return [ann]
+
+
+def _expected(arms: list[Any]) -> str:
+    words = []
+    if float in arms:
+        words.append("a number")
+    elif int in arms:
+        words.append("a whole number")
+    if bool in arms:
+        words.append("true or false")
+    return " or ".join(words) or "null"
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def type_problems(
+    value: Any, ann: Any, path: YamlPath, filename: str, lines: dict[YamlPath, int]
+) -> list[Problem]:
+    """Values of the wrong YAML type where the model wants a number or a boolean.
+
+    pydantic (lax mode) would take ``threshold: true`` for 1.0, ``num_perm:
+    '64'`` for 64 and ``enabled: 1`` for true; in a job file those are
+    mistakes. Only annotations made of ``int``, ``float``, ``bool`` and
+    ``None`` are checked (a union with ``str``, a ``Literal`` or any other type
+    keeps its own validation); an ``int`` is a number for a ``float`` field;
+    mappings, lists and nested models are walked.
+    """
+    arms = _arms(ann)
+    # a Literal of words beside numbers (threshold: float | 'auto'): the words are accepted as written,
+    # anything else must be one of the numbers
+    words = [v for a in arms if typing.get_origin(a) is typing.Literal for v in typing.get_args(a) if isinstance(v, str)]
+    if words and len(words) == sum(len(typing.get_args(a)) for a in arms if typing.get_origin(a) is typing.Literal):
+        if isinstance(value, str) and value in words:
+            return []
+        arms = [a for a in arms if typing.get_origin(a) is not typing.Literal]
+    if words and isinstance(value, (list, dict)) and arms and all(a in _SCALAR_ANNOTATIONS for a in arms):
+        expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
+        return [problem_at(filename, lines, path, message=f"{json.dumps(value, default=str)[:60]} is {_kind(value)}; "
+                    f"expected {expected}", fix=f"write {expected} here")]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if not arms or not all(a in _SCALAR_ANNOTATIONS for a in arms) or value is None:
+            return []
+        numeric = int in arms or float in arms
+        wrong = (
+            isinstance(value, str)
+            or (isinstance(value, bool) and bool not in arms)
+            or (not isinstance(value, bool) and not numeric)
+        )
+        if not wrong:
+            return []
+        shown = json.dumps(value)
+        hint = f"write {value} without quotes" if isinstance(value, str) and _looks_numeric(value) else ""
+        expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
+        return [
+            problem_at(
+                filename, lines, path,
+                message=f"{shown} is {_kind(value)}; expected {expected}",
+                fix=hint or f"write {expected} here",
+            )
+        ]
+    out: list[Problem] = []
+    models = [a for a in arms if isinstance(a, type) and issubclass(a, BaseModel)]
+    if isinstance(value, dict):
+        if len(models) == 1:
+            fields = models[0].model_fields
+            for k, v in value.items():
+                if isinstance(k, str) and k in fields:
+                    out += type_problems(v, fields[k].annotation, path + (k,), filename, lines)
+            return out
+        maps = [a for a in arms if typing.get_origin(a) in (dict, typing.Mapping, collections.abc.Mapping)]
+        if len(maps) == 1 and len(typing.get_args(maps[0])) == 2:
+            inner = typing.get_args(maps[0])[1]
+            for k, v in value.items():
+                out += type_problems(v, inner, path + (str(k),), filename, lines)
+        return out
+    if isinstance(value, list):
+        seqs = [a for a in arms if typing.get_origin(a) in (list, tuple, set, frozenset, collections.abc.Sequence)]
+        if len(seqs) != 1:
+            return out
+        args = typing.get_args(seqs[0])
+        if typing.get_origin(seqs[0]) is tuple and args and args[-1] is not Ellipsis:
+            items = list(args)[: len(value)]
+        else:
+            items = [args[0] if args else Any] * len(value)
+        for i, (v, a) in enumerate(zip(value, items)):
+            out += type_problems(v, a, path + (i,), filename, lines)
+    return out
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+
+# ----------------------------------------------------------------------------
+# pass 2 itself: unknown keys with did-you-mean, pydantic's errors as problems
+
+
+#: job keys naming components (checked, with better messages, when resolved)
+_COMPONENT_SECTIONS = tuple(key for fam in FAMILIES.values() if not fam.per_field for key in fam.sections)
+
+
+def pydantic_problems(
+    exc: ValidationError,
+    filename: str,
+    lines: dict[YamlPath, int],
+    prefix: YamlPath,
+    known: list[str] | None = None,
+    subject: str = "",
+    model: type[BaseModel] | None = None,
+) -> list[Problem]:
+    """Map pydantic errors to problems with file:line, YAML path, value and fix.
+
+    ``known`` lists the allowed keys (for unknown-key messages); ``subject``
+    names the component ("blocker 'lsh_bands'") in messages.
+    """
+    out = []
+    for err in exc.errors():
+        raw_loc = tuple(err["loc"])
+        if not prefix and raw_loc and raw_loc[0] in _COMPONENT_SECTIONS:
+            continue  # component sections are checked (with better messages) when resolved
+        if "bool" in raw_loc and isinstance(err.get("input"), dict):
+            continue  # a mapping given for a `bool | mapping` key: only the mapping's errors matter
+        # pydantic adds union member names ('ExactSpec', 'bool') to locations; drop them
+        loc = tuple(x for x in raw_loc if not (isinstance(x, str) and x in ("ExactSpec", "bool")))
+        path = prefix + loc
+        etype = err["type"]
+        key = str(path[-1]) if path else ""
+        if etype == "extra_forbidden":
+            allowed = (_nested_keys(model, loc[:-1]) if model is not None and len(loc) > 1 else None) or known or []
+            out.append(
+                problem_at(
+                    filename, lines, path,
+                    message=f"{subject + ' has no parameter' if subject else 'unknown key'} {key!r}",
+                    fix=did_you_mean(key, allowed) + f"allowed: {choices_text(allowed)}",
+                )
+            )
+        elif etype == "missing":
+            out.append(
+                Problem(
+                    where=where_of(filename, lines, path[:-1]) if len(path) > 1 else filename,
+                    path=render_path(path),
+                    message=f"{subject + ' needs' if subject else 'required key'} {key!r}"
+                    + ("" if subject else " is missing"),
+                    fix=(_MISSING_FIX.get(key, "") if not prefix else "") or f"add {key}: … here",
+                )
+            )
+        else:
+            value = err.get("input")
+            shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
+            out.append(
+                problem_at(
+                    filename, lines, path,
+                    message=f"{err['msg'].removeprefix('Value error, ')} (got {shown})",
+                    fix=_fix_for(err),
+                )
+            )
+    return out
+
+
+#: how to add a required key of the job schema that is missing
+_MISSING_FIX = {
+    "sources": "add e.g. 'sources: [{name: docs, path: docs.jsonl, fields: [text]}]' (a CSV, TSV, JSONL or "
+    "Parquet file, relative to the YAML file, and the columns the job reads)",
+    "name": "add name: NAME (unique among the sources)",
+    "path": "add path: FILE (.csv, .tsv, .jsonl, .parquet; relative to the YAML file)",
+    "fields": "add fields: [COLUMN, …] (the columns the job reads)",
+}
+
+
+def _nested_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """Field names of the pydantic model found at ``loc`` inside ``model`` (for nested sections)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        ann = fields[part].annotation
+        candidates = [a for a in typing.get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)]
+        current = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else (candidates[0] if candidates else None)
+        if current is None:
+            return None
+    return list(current.model_fields)
+
+
+def _fix_for(err: Any) -> str:
+    ctx = err.get("ctx") or {}
+    etype = err["type"]
+    if "expected" in ctx:
+        return f"use one of: {ctx['expected']}"
+    if etype in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
+        return f"use a value {bounds}"
+    if etype.endswith(("_type", "_parsing")):
+        return f"expected a {etype.split('_')[0]}"
+    if etype == "too_short":
+        return "add at least one entry"
+    return ""
+
+
+def _model_keys(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def _extra_key_problems(
+    data: dict[str, Any], model: type[BaseModel], path: YamlPath, filename: str, lines: dict[YamlPath, int],
+    ignore: tuple[str, ...] = (),
+) -> list[Problem]:
+    known = _model_keys(model)
+    out = []
+    for key in data:
+        if key in known or key in ignore:
+            continue
+        fix = did_you_mean(str(key), known) + f"allowed keys: {choices_text(known + list(ignore))}"
+        out.append(
+            problem_at(
+                filename, lines, path + (str(key),),
+                message=f"unknown key {key!r}",
+                fix=fix,
+            )
+        )
+    return out
+
+
+def without_repeats(found: list[Problem], already: list[Problem]) -> list[Problem]:
+    """``found`` without the problems at a place ``already`` names (one message per bad value)."""
+    places = {(p.where, p.path) for p in already}
+    # pydantic names each arm of a union that refused the value (``threshold.float``): the same place
+    return [p for p in found if (p.where, p.path) not in places
+            and not any(p.where == w and (p.path or "").startswith(f"{q}.") for w, q in places if q)]
+
+
+#: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)
+_NESTED_SECTIONS: dict[str, type[BaseModel]] = {
+    "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec,
+}
+
+
+def validate_spec(
+    data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
+) -> JobSpec | None:
+    """Pass 2: unknown keys (reported by us, with the allowed list), then the rest of the schema by pydantic."""
+    problems += _unknown_keys(data, lines, filename)
+    known = _known_keys(data)
+    strict = type_problems(known, JobSpec, (), filename, lines)
+    problems += strict
+    try:
+        return JobSpec.model_validate(known)
+    except ValidationError as exc:
+        problems += without_repeats(pydantic_problems(exc, filename, lines, ()), strict)
+        return None
+
+
+def _unknown_keys(data: dict[str, Any], lines: dict[YamlPath, int], filename: str) -> list[Problem]:
+    """Unknown keys of the job, of its nested sections and of each source, with did-you-mean."""
+    problems = _extra_key_problems(data, JobSpec, (), filename, lines)
+    for key, model in _NESTED_SECTIONS.items():
+        if isinstance(data.get(key), dict):
+            problems += _extra_key_problems(data[key], model, (key,), filename, lines)
+    for i, s in enumerate(data["sources"] if isinstance(data.get("sources"), list) else []):
+        if isinstance(s, dict):
+            problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
+            if isinstance(s.get("html"), dict):
+                problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
+    return problems
+
+
+def _known_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the unknown keys (reported already), for the schema's other checks."""
+    def only(section: Any, model: type[BaseModel]) -> Any:
+        return {k: v for k, v in section.items() if k in model.model_fields} if isinstance(section, dict) else section
+
+    clean = only(data, JobSpec)
+    for key, model in _NESTED_SECTIONS.items():
+        if key in clean:
+            clean[key] = only(clean[key], model)
+    if "executor" in clean:  # its options are checked against the executor's own model when the job is resolved
+        clean["executor"] = only(clean["executor"], ExecutorSpec)
+    if isinstance(clean.get("sources"), list):
+        clean["sources"] = [only(s, SourceSpec) for s in clean["sources"]]
+        for s in clean["sources"]:
+            if isinstance(s, dict) and "html" in s:
+                s["html"] = only(s["html"], HtmlSpec)
+    return clean
