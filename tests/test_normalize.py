@@ -24,7 +24,7 @@ from er_framework.normalize import (
     resolve_steps,
 )
 from er_framework.registry import build_registry
-from er_plugins.normalizers import NAME_TITLES, canonical_first_name, nickname_table
+from er_plugins.normalize_names import NAME_TITLES, canonical_first_name, nickname_table
 
 BUILTINS = build_registry(autoload=False).components["normalizer"]
 
