@@ -30,14 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from er_framework.kernels.bits import (
-    candidate_probabilities,
-    candidate_probabilities_exact,
-    cell_sets,
-    grid_bit_candidates,
-    row_popcount,
-    shares_bucket,
-)
+from er_framework.kernels.bits import row_popcount
+from er_framework.kernels.bits_candidates import cell_sets, grid_bit_candidates, shares_bucket
+from er_framework.kernels.bits_probabilities import candidate_probabilities, candidate_probabilities_exact
 from er_framework.memory import peak_rss_mb as peak_mb
 from er_framework.memory import reset_peak_rss as reset_peak
 from er_framework.synth.fingerprints import simulate_cells

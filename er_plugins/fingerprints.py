@@ -10,7 +10,8 @@ Components:
   ``c`` bits of a set share its bucket; sharing any bucket -> candidate;
 * verifier ``cell_overlap`` — Jaccard, agreement (Dice) or overlap of the cell sets.
 
-The kernels are in :mod:`er_framework.kernels.bits`.
+The kernels are in :mod:`er_framework.kernels.bits`, :mod:`~er_framework.kernels.bits_candidates` and
+:mod:`~er_framework.kernels.bits_probabilities`.
 """
 
 from __future__ import annotations
@@ -34,19 +35,9 @@ from er_framework.components import (
 )
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.errors import ConfigError, InputError, Problem
-from er_framework.kernels.bits import (
-    TooManyPairs,
-    bool_from_bits,
-    candidate_probabilities,
-    candidate_probabilities_exact,
-    cell_overlap,
-    cell_sets,
-    grid_bit_candidates,
-    grid_cells,
-    n_words,
-    pack_bits,
-    row_popcount,
-)
+from er_framework.kernels.bits import bool_from_bits, grid_cells, n_words, pack_bits, row_popcount
+from er_framework.kernels.bits_candidates import TooManyPairs, cell_overlap, cell_sets, grid_bit_candidates
+from er_framework.kernels.bits_probabilities import candidate_probabilities, candidate_probabilities_exact
 from er_framework.kernels.hashing import mix64
 
 __all__ = [
@@ -437,7 +428,7 @@ class GridBits(Blocker):
     With occupancy p and agreement q: P(candidate | same finger) = 1 - (1 - (p q)**c)**M,
     P(candidate | different) = 1 - (1 - p**(2c))**M (set hits taken as
     independent; the report adds the finite-grid values, see
-    :func:`~er_framework.kernels.bits.candidate_probabilities_exact`).
+    :func:`~er_framework.kernels.bits_probabilities.candidate_probabilities_exact`).
     """
 
     name = "grid_bits"

@@ -1,16 +1,16 @@
 """Write er_plugins/given_names.py and er_plugins/nickname_names.py, the tables of the ``nickname`` normalizer.
 
 The ``nickname`` normalizer ranks the names of the ``nicknames`` package by how
-common they are as US given names (:func:`er_plugins.normalizers.canonical_first_name`).
+common they are as US given names (:func:`er_plugins.normalize_names.canonical_first_name`).
 Those weights are Faker's en_US ``first_names_male`` / ``first_names_female``
 tables; importing Faker costs ~0.1 s of every run, so the table it gives
-(:func:`er_plugins.normalizers.faker_name_frequencies`: lowercase name -> its
+(:func:`er_plugins.normalize_names.faker_name_frequencies`: lowercase name -> its
 largest weight) is written once into a small module and committed. Run it
 again after upgrading Faker (tests/er_plugins/test_given_names.py compares
 the module with Faker's table whenever Faker is installed).
 
 The nickname table itself (name -> canonical first name,
-:func:`er_plugins.normalizers.computed_nickname_table`, from the ``nicknames``
+:func:`er_plugins.normalize_names.computed_nickname_table`, from the ``nicknames``
 package and those frequencies) costs ~30 ms to build at every run, so it is
 written to ``er_plugins/nickname_names.py`` the same way (run the script again
 after upgrading ``nicknames``; the same test file compares it)::
@@ -25,8 +25,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import er_plugins.normalizers as nz
-from er_plugins.normalizers import faker_name_frequencies
+import er_plugins.normalize_names as nz
+from er_plugins.normalize_names import faker_name_frequencies
 
 OUT = Path(__file__).resolve().parents[1] / "er_plugins" / "given_names.py"
 NICKNAMES_OUT = Path(__file__).resolve().parents[1] / "er_plugins" / "nickname_names.py"
@@ -52,15 +52,15 @@ def table_module_text(about: str, used_by: str, name: str, value_type: str, tabl
 def module_text(freq: dict[str, float], faker_version: str) -> str:
     """The given-name module's source: one ``"name": weight,`` line per name."""
     about = f"US given-name frequencies (lowercase name -> weight) from Faker {faker_version}'s en_US tables."
-    used_by = "(er_plugins.normalizers.canonical_first_name) to tell the more formal of two names"
+    used_by = "(er_plugins.normalize_names.canonical_first_name) to tell the more formal of two names"
     return table_module_text(about, used_by, "GIVEN_NAME_FREQUENCIES", "float", freq)
 
 
 def nickname_module_text(table: dict[str, str], nicknames_version: str) -> str:
     """The nickname module's source: one ``"name": "canonical",`` line per name."""
     about = (f"Name -> canonical first name, from the nicknames {nicknames_version} package and the shipped given-name\n"
-             "frequencies (er_plugins.normalizers.computed_nickname_table).")
-    return table_module_text(about, "(er_plugins.normalizers.nickname_table)", "NICKNAME_TABLE", "str", table)
+             "frequencies (er_plugins.normalize_names.computed_nickname_table).")
+    return table_module_text(about, "(er_plugins.normalize_names.nickname_table)", "NICKNAME_TABLE", "str", table)
 
 
 def main() -> int:

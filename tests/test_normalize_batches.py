@@ -31,7 +31,10 @@ from er_framework.normalize import (
 )
 from er_framework.synth.customers import generate_customers
 from er_framework.testing import check_normalizer
-from er_plugins.normalizers import BATCH_MIN, Address, Digits, Email, Phone, Text
+from er_plugins.normalize_addresses import Address
+from er_plugins.normalize_emails import Email
+from er_plugins.normalize_phones import Phone
+from er_plugins.normalize_text import BATCH_MIN, Digits, Text
 
 DATA = generate_customers(3000, 0.5, 11)
 
@@ -177,7 +180,7 @@ def test_nan_and_none_are_missing_before() -> None:
 
 
 def test_phone_in_every_region() -> None:
-    from er_plugins.normalizers import phone_regions
+    from er_plugins.normalize_phones import phone_regions
 
     values = _phones(8, 600)
     for region in phone_regions():
@@ -186,11 +189,11 @@ def test_phone_in_every_region() -> None:
 
 
 def test_long_batches_are_taken_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    import er_plugins.normalizers as normalizers
+    import er_plugins.normalize_text as normalize_text
 
     values = _hostile(9) + _column("address") + _phones(9)
     whole = {cls: cls(cls.Params(), Context()).normalize(values) for cls in (Address, Phone, Email, Text)}
-    monkeypatch.setattr(normalizers, "BATCH_SLICE", 97)  # slices of 97 values (BATCH_MIN <= 97)
+    monkeypatch.setattr(normalize_text, "BATCH_SLICE", 97)  # slices of 97 values (BATCH_MIN <= 97)
     for cls, want in whole.items():
         n = cls(cls.Params(), Context())
         assert n.normalize(values) == want == [n.per_value()(v) for v in values]

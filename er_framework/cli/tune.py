@@ -58,7 +58,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_tune_fingerprints(args: argparse.Namespace) -> int:
     """SEEDS §6 analysis: P(candidate | same / different finger) and a (c, M) suggestion."""
-    from er_framework.kernels.bits import candidate_probabilities, suggest_sets
+    from er_framework.kernels.bits_probabilities import candidate_probabilities, suggest_sets
 
     problems = []
     for flag, value in (("--occupancy", args.occupancy), ("--agreement", args.agreement)):

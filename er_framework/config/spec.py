@@ -71,7 +71,7 @@ class SourceSpec(_Strict):
     )
 
     def read_options(self) -> dict[str, Any]:
-        """The readers' keyword arguments for this source (``io.tables.read_source`` and friends)."""
+        """The readers' keyword arguments for this source (``io.source_files.read_source`` and friends)."""
         return {"id_column": self.id, "fields": self.fields, "name": self.name, "layout": self.layout,
                 "max_record_mb": self.max_record_mb,
                 "follow_symlinks": self.html.follow_symlinks if self.html is not None else False}

@@ -47,7 +47,7 @@ In the latent model the per-set probabilities are exactly the seed's, but the
 candidate probability over ``M`` sets is *not* ``1 - (1 - (p q)**c)**M``: the
 ``M`` set hits of a pair are not independent (a pair sharing more cells than
 average hits many sets). With ``N = 400`` it is 0.967 instead of 0.985 (see
-:func:`er_framework.kernels.bits.candidate_probabilities_exact`). The fixed
+:func:`er_framework.kernels.bits_probabilities.candidate_probabilities_exact`). The fixed
 model removes the spread of the shared-cell count for same-finger pairs and
 gives 0.982 and 0.059, within 0.01 of the seed's 0.985 and 0.063.
 """

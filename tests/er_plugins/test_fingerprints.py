@@ -21,16 +21,9 @@ from er_framework.components import Context
 from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import ConfigError, InputError
-from er_framework.kernels.bits import (
-    candidate_probabilities,
-    candidate_probabilities_exact,
-    cell_overlap,
-    cell_sets,
-    grid_bit_candidates,
-    row_popcount,
-    shares_bucket,
-    unpack_bits,
-)
+from er_framework.kernels.bits import row_popcount, unpack_bits
+from er_framework.kernels.bits_candidates import cell_overlap, cell_sets, grid_bit_candidates, shares_bucket
+from er_framework.kernels.bits_probabilities import candidate_probabilities, candidate_probabilities_exact
 from er_framework.executors import run_job
 from er_framework.registry import build_registry
 from er_framework.synth.fingerprints import (

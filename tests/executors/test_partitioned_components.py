@@ -12,12 +12,8 @@ import pytest
 from er_framework.components import Context
 from er_framework.data import Batch, Records, Signatures
 from er_framework.errors import ErError
-from er_framework.kernels.bits import (
-    bits_from_bool,
-    bool_from_bits,
-    cell_sets,
-    unpack_bits,
-)
+from er_framework.kernels.bits import bits_from_bool, bool_from_bits, unpack_bits
+from er_framework.kernels.bits_candidates import cell_sets
 from er_framework.synth.fingerprints import simulate_cells, simulate_minutiae
 from er_plugins.fingerprints import (
     GridBits,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from pathlib import Path
 
@@ -11,34 +10,12 @@ import numpy as np
 import pytest
 
 from er_framework.config.resolve import parse_job
+from er_framework.data import Pairs, Records
 from er_framework.errors import InputError
-from er_framework.executors import run_job
-from er_framework.report.page import wilson_interval, write_report
+from er_framework.report.page import RunData, largest_clusters, values_from_run, write_report
+from report_pages import ROOT, assert_self_contained, run
 
-ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
-
-
-def run(config: Path, out: Path) -> Path:
-    run_job(parse_job(config), out, write=True)
-    return out
-
-
-def assert_self_contained(page: str) -> None:
-    """The charts are inline SVG (no image files, no data URIs); nothing is loaded from elsewhere; no script."""
-    assert '<svg class="chart"' in page, "no charts"
-    assert "<img" not in page and "data:image" not in page
-    for attr in re.findall(r'(?:src|href|action|data)\s*=\s*"([^"]*)"', page):
-        assert attr.startswith(("data:", "#")), attr
-    lowered = page.lower()
-    for bad in ("<script", "<link", "<iframe", "@import", "url(", "http://", "https://"):
-        assert bad not in lowered, bad
-
-
-@pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("shipped")
-    return {name: run(ROOT / "configs" / f"{name}.yaml", base / name) for name in ("documents", "news", "fingerprints")}
 
 
 @pytest.mark.parametrize("name", ["documents", "news", "fingerprints"])
@@ -57,59 +34,6 @@ def test_report_of_shipped_jobs(shipped: dict[str, Path], name: str) -> None:
     assert "could not be read" not in page and "was not found" not in page
     assert path.stat().st_size < 400_000
     assert not [p for p in out.iterdir() if p.name.startswith(".report-")]  # temp file replaced
-
-
-def test_lsh_report_shows_measured_s_curve(shipped: dict[str, Path]) -> None:
-    page = write_report(shipped["documents"]).read_text(encoding="utf-8")
-    assert "95% Wilson interval" in page and "measured rate per similarity bin" in page
-    assert "Every candidate&#x27;s score" in page and "Verified pair scores" not in page  # below the threshold too
-    assert re.search(r"cluster \d+: 3 records", page)  # the largest clusters, with their records
-    assert "Execute file with arguments" in page
-
-
-def test_news_report_shows_titles_and_grid_bits_text(shipped: dict[str, Path]) -> None:
-    news = write_report(shipped["news"]).read_text(encoding="utf-8")
-    assert "page title" in news and "visible text" in news
-    prints = write_report(shipped["fingerprints"]).read_text(encoding="utf-8")
-    assert "Grid-bit blocking" in prints and "S-curve does not apply" in prints
-    assert "points of the records" in prints  # minutiae drawn
-    assert "Only the theoretical curve" not in prints
-
-
-def test_without_diagnostics_only_theoretical_curve(shipped: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "old"
-    out.mkdir()
-    for f in ("pairs.csv", "clusters.csv"):
-        (out / f).write_bytes((shipped["news"] / f).read_bytes())
-    report = json.loads((shipped["news"] / "report.json").read_text())
-    report.pop("diagnostics", None)
-    (out / "report.json").write_text(json.dumps(report))
-    page = write_report(out).read_text(encoding="utf-8")
-    assert "Only the theoretical curve is shown" in page
-    assert "measured rate per similarity bin" not in page
-    assert_self_contained(page)
-
-
-def test_a_bounded_probe_is_said_on_the_page(shipped: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "capped"
-    out.mkdir()
-    for f in ("pairs.csv", "clusters.csv"):
-        (out / f).write_bytes((shipped["documents"] / f).read_bytes())
-    report = json.loads((shipped["documents"] / "report.json").read_text())
-    # the shipped job's probe is bounded by its token budget (a small corpus: PROBE_SMALL_FACTOR), and says so
-    shipped_page = write_report(shipped["documents"]).read_text(encoding="utf-8")
-    assert report["diagnostics"]["s_curve"]["capped"]["token_budget"] > 0
-    assert "The probe was bounded" in shipped_page
-    report["diagnostics"]["s_curve"].pop("capped")
-    (out / "report.json").write_text(json.dumps(report))
-    assert "The probe was bounded" not in write_report(out).read_text(encoding="utf-8")
-    report["diagnostics"]["s_curve"]["capped"] = {
-        "records_skipped_long_text": 2, "max_record_chars": 800_000, "records_skipped_many_tokens": 0,
-        "max_record_tokens": 100_000, "pairs_before_token_budget": 9000, "tokens_compared": 19_000_000,
-        "token_budget": 20_000_000, "note": "…"}
-    (out / "report.json").write_text(json.dumps(report))
-    page = write_report(out).read_text(encoding="utf-8")
-    assert "The probe was bounded: 2 records longer than 800,000 characters" in page
 
 
 def small_job(tmp: Path, rows: list[dict], fmt: str = "csv") -> Path:
@@ -179,20 +103,11 @@ def test_missing_report_json_is_a_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / "report.html").exists()
 
 
-def test_wilson_interval() -> None:
-    lo, hi = wilson_interval(0, 10)
-    assert lo == 0.0 and 0.25 < hi < 0.35
-    lo, hi = wilson_interval(10, 10)
-    assert 0.65 < lo < 0.75 and hi == 1.0
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-
-
 @pytest.mark.parametrize("config", ["documents.yaml", "customers.yaml", "fingerprints.yaml"])
 def test_report_from_memory_equals_report_from_files(tmp_path: Path, config: str) -> None:
     """er run draws report.html from memory; er report reads the files back: same clusters, scores and records."""
     import re
 
-    from er_framework.config.resolve import parse_job
     from er_framework.executors import run_job
     from er_framework.report.page import RunData, render_report
 
@@ -235,3 +150,65 @@ def test_er_run_draws_the_page_without_matplotlib(tmp_path: Path, config: str) -
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count('<svg class="chart"') >= 2
     assert_self_contained(page)
+
+
+# -------------------------------------------------------------------------- the largest clusters, in linear time
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_largest_clusters_equal_a_full_sort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 6, int(rng.integers(0, 60))).astype(np.int64)
+    top = int(rng.integers(0, 9))
+    order = np.lexsort((np.arange(len(sizes)), -sizes))
+    assert largest_clusters(sizes, top) == [int(c) for c in order[:top] if sizes[c] > 1]
+
+
+def test_run_data_values_are_those_of_the_wanted_records() -> None:
+    recs = Records(ids=["1", "2", "1", "3"], source=np.array([0, 0, 1, 1]), source_names=["A", "B"],
+                   fields={"name": ["ann", "bob", None, "cy"]})
+    run = RunData(recs, Pairs(np.array([0]), np.array([2]), np.array([0.9])), np.array([0, 1, 0, 3]))
+    wanted = {("B", "1"), ("A", "2"), ("A", "9")}  # an id of the other source, one of none
+    values, fields, problem = values_from_run(run, wanted)
+    assert fields == ["name"] and problem is None
+    assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}}
+
+
+class CountingList(list):  # type: ignore[type-arg]
+    """A list that counts the passes over it (a search of every id is one)."""
+
+    passes = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountingList.passes += 1
+        return super().__iter__()
+
+
+def test_hinted_rows_are_checked_and_spare_the_search() -> None:
+    ids = CountingList(["1", "2", "1", "3"])
+    recs = Records(ids=ids, source=np.array([0, 0, 1, 1]), source_names=["A", "B"],
+                   fields={"name": ["ann", "bob", None, "cy"]})
+    run = RunData(recs, Pairs(np.array([0]), np.array([2]), np.array([0.9])), np.array([0, 1, 0, 3]))
+    wanted = {("B", "1"), ("A", "2")}
+    CountingList.passes = 0
+    values, _, _ = values_from_run(run, wanted, {("B", "1"): 2, ("A", "2"): 1})
+    assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}} and CountingList.passes == 0
+    # a wrong hint (another record there, or out of range) is not trusted: the record is searched for
+    values, _, _ = values_from_run(run, wanted, {("B", "1"): 0, ("A", "2"): 99})
+    assert values == {("B", "1"): {"name": None}, ("A", "2"): {"name": "bob"}} and CountingList.passes == 1
+
+
+def test_the_review_rows_of_a_run_point_at_its_records() -> None:
+    from pathlib import Path
+
+    from er_framework.executors import run_job
+    from er_framework.report.review import review_rows
+
+    res = run_job(parse_job(Path(__file__).resolve().parents[2] / "configs" / "customers.yaml"), write=False)
+    rows = review_rows(res.report)
+    assert len(rows) >= 10
+    names = res.records.source_names
+    for (source, rid), row in rows.items():
+        assert (names[res.records.source[row]], res.records.ids[row]) == (source, rid)
+    assert review_rows({"review": {"above": [{"left": {"source": "A", "id": "1", "row": True},
+                                              "right": {"source": "B", "id": "2", "row": -1}}]}}) == {}
