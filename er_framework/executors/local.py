@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from er_framework.config.resolve import Job
-from er_framework.data import Batch
 from er_framework.engine import stages
 from er_framework.engine.shared import is_large, read_shared, start_worker
 from er_framework.engine.engine import Engine
@@ -46,39 +45,12 @@ def run_local(
             as_read = kept if large else read  # the columns as read (report.html's examples): compact when large
             del read, kept
             info["fields"] = sorted(normalize_stats)
-    with log.stage("exact_duplicates") as info:
-        exact = stages.exact_duplicates(job, records)
-        info.update(exact.stats)
-
-    active = exact.active
-    sub = records.take(active) if len(active) != n else records
-    batch = Batch(records=sub, active=active, cross_source_only=engine.link, seed=job.context.seed)
-    engine, pruning = stages.prune_shingles(engine, sub, log)
-    shingled = stages.shingle_and_sign(engine, sub, batch, log, pruning)
-    with log.stage("block") as info:
-        candidates, blocker_reports = stages.block(engine, batch, exact)
-        info["candidate_pairs"] = int(len(candidates))
-    diagnostics = {}
-    if job.spec.diagnostics > 0:
-        with log.stage("diagnostics") as info:
-            diagnostics = stages.diagnostics(engine, batch, job.spec.diagnostics)
-            info["entries"] = sorted(diagnostics)
-    training: dict[str, Any] = {}
-    labelled = None
-    if job.spec.training is not None and engine.verifier_state() is None:  # a saved model was trained already
-        with log.stage("training") as info:
-            labelled, training = stages.training_labels(job, records, exact)
-            info.update(training)
-    ver = stages.verify(engine, batch, candidates, exact, shingled, n, log, labelled)
-    engine = ver.engine.with_model(ver.engine.run_model(records, len(candidates), training))
-    with log.stage("cluster") as info:
-        labels = stages.cluster(engine, n, ver.pairs)
-        info.update(stages.cluster_stats(labels))
-
+    m = stages.match_records(engine, records, log)
+    ver = m.verified
     facts = RunFacts(
-        records=records, exact=exact, candidates=candidates, candidate_count=len(candidates), scores=ver.scores, verified=ver.verified,
-        pairs=ver.pairs, labels=labels, blockers=blocker_reports, source_stats=source_stats,
-        normalize_stats=normalize_stats, tokens=shingled.report, diagnostics=diagnostics,
-        explain=stages.explainer(engine, batch, exact, n), training=training, fit_report=ver.fit_report,
+        records=records, exact=m.exact, candidates=m.candidates, candidate_count=len(m.candidates), scores=ver.scores,
+        verified=ver.verified, pairs=ver.pairs, labels=m.labels, blockers=m.blocker_reports, source_stats=source_stats,
+        normalize_stats=normalize_stats, tokens=m.shingled.report, diagnostics=m.diagnostics,
+        explain=stages.explainer(m.engine, m.batch, m.exact, n), training=m.training, fit_report=ver.fit_report,
     )
-    return finish_run(job, engine, facts, log, t_start, out_path if write else None, as_read)
+    return finish_run(job, m.engine, facts, log, t_start, out_path if write else None, as_read)

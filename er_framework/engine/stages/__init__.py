@@ -21,6 +21,7 @@ The stages live in the modules of this package, each with its constants:
 * :mod:`~er_framework.engine.stages.verification`: verify (and the verifier's comparisons of any pairs);
 * :mod:`~er_framework.engine.stages.training`: the training labels of ``training: {labels: FILE}``;
 * :mod:`~er_framework.engine.stages.clustering`: cluster, and the answer (the pairs a job reports);
+* :mod:`~er_framework.engine.stages.matching`: the stages from exact duplicates to clustering, in order;
 * :mod:`~er_framework.engine.stages.writing`: the run's tables and reports written, the output folder checked.
 
 This module is the stage table the executors, the index and the ``er``
@@ -33,6 +34,7 @@ changes a constant (a test's monkeypatch): the module that reads it.
 from er_framework.engine.stages.blocking import block, diagnostics
 from er_framework.engine.stages.clustering import Answer, answer, cluster, cluster_stats
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_from_keys, exact_groups, exact_keys
+from er_framework.engine.stages.matching import Matched, match_records
 from er_framework.engine.stages.reading import html_to_text, normalize, normalize_keeping_input, read, read_sources
 from er_framework.engine.stages.shingling import (
     Pruning, Shingled, check_frequency_memory, prune_shingles, pruned_by_frequency, pruned_share, shingle_and_sign,
@@ -43,9 +45,9 @@ from er_framework.engine.stages.verification import Verified, explainer, verify,
 from er_framework.engine.stages.writing import output_tables, require_out_dir, write
 
 __all__ = [
-    "Answer", "Exact", "Pruning", "Shingled", "Verified", "answer", "block", "check_frequency_memory", "cluster",
+    "Answer", "Exact", "Matched", "Pruning", "Shingled", "Verified", "answer", "block", "check_frequency_memory", "cluster",
     "cluster_stats", "diagnostics", "exact_duplicates", "exact_from_keys", "exact_groups", "exact_keys", "explainer",
-    "html_to_text", "normalize", "normalize_keeping_input", "output_tables", "prune_shingles", "pruned_by_frequency",
+    "html_to_text", "match_records", "normalize", "normalize_keeping_input", "output_tables", "prune_shingles", "pruned_by_frequency",
     "pruned_share", "read", "read_sources", "record_rows", "require_out_dir", "shingle_and_sign", "shingle_frequencies",
     "training_labels", "verify", "with_exact", "write",
 ]
