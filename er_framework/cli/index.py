@@ -83,16 +83,40 @@ def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
+    from er_framework.engine.model import load_model
     from er_framework.index.store import build_index
 
+    model = load_model(args.model) if args.model else None
     # build_index checks the --index path (folder, permissions, an existing file) before the job runs
-    index, rep = run_with_progress(args, lambda job, update: build_index(job, args.index, force=args.force, progress=update))
+    index, rep = run_with_progress(
+        args, lambda job, update: build_index(job, args.index, force=args.force, progress=update, model=model))
     info = index.info()
     index.close()
     if not args.quiet:
         print(f"index {args.index}: {info['records']:,} records, {info['clusters']:,} clusters, {info['pairs']:,} pairs, "
               f"{info['bucket_entries']:,} bucket entries, {info['bytes_on_disk'] / 2**20:.1f} MB "
-              f"(run {rep['run_seconds']:.2f} s, total {rep['seconds']:.2f} s)")
+              f"(run {rep['run_seconds']:.2f} s, total {rep['seconds']:.2f} s); model: {rep['model']}")
+        for note in rep.get("notes", []):
+            print(f"note: {note}")
+    return 0
+
+
+def cmd_index_refit(args: argparse.Namespace) -> int:
+    from er_framework.index.store import open_index
+
+    with open_index(args.index) as index:
+        stats = index.refit()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        m = stats["model"]
+        lam = "" if m["lambda_after"] is None else (
+            f"; lambda {m['lambda_before']:.4g} -> {m['lambda_after']:.4g}" if m["lambda_before"] is not None
+            else f"; lambda {m['lambda_after']:.4g}")
+        print(f"refitted {args.index}: {stats['records']:,} records, {stats['pairs']:,} pairs; "
+              f"{stats['clusters_changed']:,} of {stats['clusters_after']:,} clusters changed "
+              f"({stats['clusters_before']:,} before), {stats['records_moved']:,} records moved{lam} "
+              f"({stats['seconds']:.2f} s)")
     return 0
 
 
@@ -194,7 +218,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    """``er index build|add|remove|info`` and ``er query``."""
+    """``er index build|add|remove|refit|info`` and ``er query``."""
     p = sub.add_parser("index", help="a persistent index: build, add, remove, info",
                        description="A saved index that answers queries and grows without recomputing everything; "
                        "cluster ids stay stable (see README: Persistent index).")
@@ -203,6 +227,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("config", help="the job's YAML file")
     b.add_argument("--index", required=True, metavar="PATH", help="the index file to write")
     b.add_argument("--force", action="store_true", help="replace an existing index")
+    b.add_argument("--model", metavar="FILE", help="apply a saved model (er train) instead of fitting one")
     b.add_argument("--quiet", "-q", action="store_true")
     b.add_argument("--workers", type=workers_arg, metavar="N|auto", help="threads for the run (overrides the YAML)")
     b.set_defaults(func=cmd_index_build)
@@ -220,6 +245,10 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--source", help="the source of the ids (needed when the index has several)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_index_remove)
+    f = isub.add_parser("refit", help="fit the job's model again on every record; re-score and re-cluster")
+    f.add_argument("index", metavar="PATH")
+    f.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    f.set_defaults(func=cmd_index_refit)
     i = isub.add_parser("info", help="counts, the job, the history of writes")
     i.add_argument("index", metavar="PATH")
     i.add_argument("--json", action="store_true")

@@ -228,6 +228,7 @@ class Engine:
         component, the reason and an alternative."""
         problems: list[str] = []
         partition = scope == "partition"
+        keyed = [b for b in self.blockers if self.has_keys(b)]
         for b in self.blockers:
             if partition and not self.has_keys(b) and not self.has_windows(b):
                 problems.append(
@@ -235,11 +236,11 @@ class Engine:
                     "bucket ids, nor window_keys, a sort key: its candidates depend on the whole corpus in "
                     "another way); use lsh_bands, field_hash, grid_bits or sorted_neighbourhood, or executor: local"
                 )
-            elif not partition and not self.has_keys(b):
+            elif not partition and not keyed:
                 problems.append(
                     f"blocker {b.name!r} cannot look up a single item (it has no lookup_keys: "
-                    "its candidates depend on the whole corpus, e.g. a sort order); "
-                    "use lsh_bands, field_hash or grid_bits"
+                    "its candidates depend on the whole corpus, e.g. a sort order), and the job has no blocker "
+                    "that can; add one of lsh_bands, field_hash or grid_bits"
                 )
         if self.learns() and self.verifier_state() is None and partition and not self.fits_codes():
             problems.append(
@@ -268,6 +269,13 @@ class Engine:
                 + ("one partition at a time; use executor: local" if partition else "one item at a time")
             )
         return problems
+
+    def unserved_blockers(self) -> list[str]:
+        """The job's blockers an index cannot serve one item at a time (no lookup_keys: their candidates
+        depend on the whole corpus), each with its reason; the other blockers serve the index's lookups."""
+        return [f"blocker {b.name!r} is not used for new items: its candidates depend on the whole corpus "
+                "(a sort order); the records it paired when the index was built stay paired"
+                for b in self.blockers if not self.has_keys(b)]
 
     def require_lookup(self, where: str, purpose: str, scope: str = "item") -> None:
         """Raise an error naming each component that cannot serve ``purpose`` item by item (or partition by partition)."""

@@ -72,6 +72,8 @@ from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, signed_keys
+from er_framework.engine.log import StageLog
+from er_framework.engine.model import Model, check_model, model_text
 from er_framework.engine.report import er_version, versions
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.executors.local import run_local
@@ -227,7 +229,9 @@ class Index:
         self.readonly = readonly
         self.job = job
         self.meta = meta
-        self.engine = Engine(job)
+        #: the model the index applies (the one it was built or last refitted with: meta ``model_json``)
+        model = Model.from_json(json.loads(meta["model_json"]), f"{self.path} (its model)") if meta.get("model_json") else None
+        self.engine = Engine(job, model)
         self.engine.require_lookup(str(self.path), "an index")
         self.sources: list[str] = meta["sources"]
         self.fields: list[str] = meta["fields"]
@@ -393,11 +397,13 @@ class Index:
         both = Records.stack([recs, stored])
         pairs = Pairs(np.asarray(qi, dtype=np.int64), np.asarray(oj, dtype=np.int64) + n)
         scores = self.engine.score(both, pairs)
-        for i, j, s in zip(qi, oj, scores.tolist()):
+        for k, (i, j) in enumerate(zip(qi, oj)):
+            if i in exact_hits and olds[j] in exact_hits[i]:
+                scores[k] = 1.0
+        kept = self.engine.keep(scores)
+        for i, j, s, ok in zip(qi, oj, scores.tolist(), kept.tolist()):
             r = olds[j]
-            if i in exact_hits and r in exact_hits[i]:
-                s = 1.0
-            if s >= self.engine.threshold:
+            if ok:
                 out[i].append(Match(recs.ids[i], 0, self.sources[int(stored.source[j])], stored.ids[j], float(s), clusters[r]))
         for i in range(n):
             ranked = sorted(out[i], key=lambda m: (-m.score, m.source, m.id))
@@ -489,7 +495,7 @@ class Index:
             left = np.asarray([where[a] for a, _ in cand], dtype=np.int64)
             right = np.asarray([where[b] for _, b in cand], dtype=np.int64)
             scores = self.engine.score(both, Pairs(left, right))
-            keep = scores >= self.engine.threshold
+            keep = self.engine.keep(scores)
             for (a, b), s, k in zip(cand, scores.tolist(), keep.tolist()):
                 if k:
                     verified_l.append(a)
@@ -669,6 +675,55 @@ class Index:
             _pause()
         return stats
 
+    @_guarded
+    def refit(self, *, command: str = "refit") -> dict[str, Any]:
+        """Fit what the job learns again on every record of the index (the verifier's weights, pruned shingles,
+        the auto threshold), then score, block and cluster every record with the new model in one transaction.
+
+        The stages are the local run's (:func:`er_framework.engine.stages.match_records`) on the stored,
+        normalized records; the pairs and bucket ids are replaced, and the clusters get ids as after an
+        ``add`` (a cluster keeps the id most of its records held). Returns how many clusters and records
+        changed; the model is stored in the index.
+        """
+        t0 = time.perf_counter()
+        with self._write():
+            if self.check_is_cheap():
+                self._require_intact()
+            rids = [r for (r,) in self.conn.execute("SELECT rid FROM records ORDER BY rid")]
+            recs, before = self._records(rids)
+            seq = self._event(command)
+            matched = stages.match_records(Engine(self.job), recs, StageLog())
+            engine = matched.engine
+            rid_of = np.asarray(rids, dtype=np.int64)
+            p = matched.verified.pairs
+            self.conn.execute("DELETE FROM pairs")
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO pairs(a, b, score) VALUES (?, ?, ?)",
+                zip(rid_of[p.left].tolist(), rid_of[p.right].tolist(),
+                    (p.score if p.score is not None else np.ones(len(p))).tolist()))
+            self.conn.execute("DELETE FROM buckets")  # bucket ids change with the pruned shingles
+            chunk = max(self.job.spec.chunk_records, 1)
+            for a in range(0, len(rids), chunk):
+                part = recs.take(np.arange(a, min(len(rids), a + chunk), dtype=np.int64))
+                rows, keys, _ = engine.keys(part)
+                self.conn.executemany("INSERT OR IGNORE INTO buckets(key, rid) VALUES (?, ?)",
+                                      zip(keys.tolist(), rid_of[rows + a].tolist()))
+            old_model = self.engine.model
+            self.engine = engine
+            self._meta_set("model_json", model_text(engine.model))
+            stats: dict[str, Any] = {"records": len(rids), "pairs": int(len(p)),
+                                     "candidate_pairs": int(len(matched.candidates))}
+            stats.update(self._recluster(set(rids), seq))
+            after = {rid: c for rid, c in self.conn.execute("SELECT rid, cluster FROM records")}
+            stats.update(cluster_changes(before, after))
+            stats["model"] = {"lambda_before": (old_model.verifier_state or {}).get("lambda"),
+                              "lambda_after": (engine.model.verifier_state or {}).get("lambda"),
+                              "threshold": engine.threshold}
+            stats["seconds"] = round(time.perf_counter() - t0, 4)
+            self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
+            _pause()
+        return stats
+
     def _joined(self, rids: list[int]) -> int:
         """New records whose cluster holds an older record."""
         lo = rids[0] if rids else 0
@@ -804,6 +859,10 @@ class Index:
                 "verifier": self.engine.verifier.name,
                 "clusterer": self.engine.clusterer.name,
                 "threshold": self.engine.threshold,
+                "model": {"job_hash": self.engine.model.job_hash, "fitted_on": self.engine.model.fitted_on,
+                          "verifier_fitted": self.engine.model.verifier is not None,
+                          "threshold": None if self.engine.model.threshold is None else self.engine.model.threshold.value},
+                "blockers_not_used_for_new_items": self.engine.unserved_blockers(),
                 "bytes_on_disk": sum(p.stat().st_size for p in _files(self.path) if p.exists()),
                 "events": events,
             }
@@ -1047,14 +1106,20 @@ def build_index(
     *,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    model: Model | None = None,
 ) -> tuple[Index, dict[str, Any]]:
-    """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed)."""
+    """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed), with the model the run
+    fitted (or ``model``, a saved one, applied without fitting): queries and additions score with it."""
     path = Path(path)
     check_target(path, force=force)  # before the job runs
-    engine = Engine(job)
+    if model is not None:
+        check_model(model, job)
+    engine = Engine(job, model)
     engine.require_lookup(str(job.config_path), "an index")  # refuse an unindexable job before any work
     t0 = time.perf_counter()
-    result = run_local(job, write=False, progress=progress)
+    result = run_local(job, write=False, progress=progress, model=model)
+    assert result.model is not None  # every run returns the model it used
+    engine = engine.with_model(result.model)
     records = result.records  # normalized in place by the run
     n = len(records)
     fields = list(records.fields)
@@ -1112,11 +1177,14 @@ def build_index(
             "next_cluster_id": str(int(result.labels.max()) + 1 if n else 0),
             "next_rid": str(n),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "model_json": model_text(result.model),
         }
         conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
         summary = {
             "records": n, "pairs": len(p), "clusters": result.report["clusters"]["count"],
             "run_seconds": result.report["seconds_total"],
+            "model": "fitted by the build" if model is None else model.origin,
+            "notes": engine.unserved_blockers(),
         }
         conn.execute("INSERT INTO events(at, command, summary) VALUES (?, 'build', ?)", (meta["built_at"], json.dumps(summary)))
         conn.execute("COMMIT")
@@ -1132,6 +1200,21 @@ def build_index(
         raise
     summary["seconds"] = round(time.perf_counter() - t0, 4)
     return open_index(path), {"run": result.report, **summary}
+
+
+def cluster_changes(before: dict[int, int], after: dict[int, int]) -> dict[str, int]:
+    """How two clusterings of the same records differ: ``clusters_changed`` (clusters of ``after`` whose set of
+    records no cluster of ``before`` had), ``clusters_before`` / ``clusters_after`` and ``records_moved`` (records
+    whose cluster id changed)."""
+    def groups(labels: dict[int, int]) -> set[frozenset[int]]:
+        by: dict[int, set[int]] = {}
+        for rid, c in labels.items():
+            by.setdefault(c, set()).add(rid)
+        return {frozenset(g) for g in by.values()}
+
+    old, new = groups(before), groups(after)
+    return {"clusters_before": len(old), "clusters_after": len(new), "clusters_changed": len(new - old),
+            "records_moved": sum(1 for rid, c in after.items() if before.get(rid) != c)}
 
 
 def records_from_texts(texts: Sequence[str], field: str, ids: Sequence[str] | None = None) -> Records:
