@@ -59,7 +59,7 @@ def _links(result: object) -> dict[str, tuple[str, float]]:
     """B id -> (A id, score) of the run's pairs table."""
     t = result.tables["pairs"]  # type: ignore[attr-defined]
     out = {}
-    for ls, li, rs, ri, s in zip(t["left_source"], t["left_id"], t["right_source"], t["right_id"], t["score"]):
+    for ls, li, _rs, ri, s in zip(t["left_source"], t["left_id"], t["right_source"], t["right_id"], t["score"]):
         a, b = (li, ri) if ls == "A" else (ri, li)
         out[b] = (a, float(s))
     return out
