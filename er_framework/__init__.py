@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from er_framework.errors import ConfigError, ErError, InputError, PluginError, Problem
 
 if TYPE_CHECKING:
-    from er_framework.api import Result, run, validate
+    from er_framework.api import Model, Result, fit, run, validate
     from er_framework.components import (
         Blocker,
         Clusterer,
@@ -33,7 +33,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Batch",
     "LabelledPairs",
+    "Model",
     "Result",
+    "fit",
     "run",
     "validate",
     "Blocker",
@@ -61,7 +63,7 @@ __all__ = [
 
 #: the public API's names, loaded on first use: ``import er_framework`` stays light for plugin
 #: authors and the ``er`` command's start-up, and the contract layer does not load the executors
-_API = frozenset({"Result", "run", "validate"})
+_API = frozenset({"Model", "Result", "fit", "run", "validate"})
 
 #: the contract's names (numpy, pydantic, pluggy behind them), imported on first use by the same
 #: rule: ``er --help`` and ``import er_framework.cli.main`` load none of them

@@ -28,6 +28,7 @@ from er_framework.config.resolve import Job, parse_job, resolve_job
 from er_framework.config.yaml_load import load_yaml, read_job_text
 from er_framework.data import Pairs
 from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
+from er_framework.engine.model import Model, check_model
 from er_framework.engine.result import Result as RunResult
 from er_framework.engine.stages.exact import exact_groups
 from er_framework.engine.stages.writing import comparisons_table, pairs_table, require_out_dir, write
@@ -36,7 +37,7 @@ from er_framework.executors import run_job
 from er_framework.io.frames import arrow_table, as_kind, frame_kind
 from er_framework.io.outputs import OutputDir
 
-__all__ = ["Result", "run", "validate", "load_job"]
+__all__ = ["Model", "Result", "fit", "run", "validate", "load_job"]
 
 def _is_path(job: str | Path) -> bool:
     if isinstance(job, Path):
@@ -100,8 +101,13 @@ def run(
     *,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    model: Model | str | Path | None = None,
 ) -> "Result":
     """Run a job and return its :class:`Result`.
+
+    ``model``: a :class:`~er_framework.engine.model.Model` (or the path of a saved one) to apply instead of
+    fitting what the job learns (refused with what changed when it was fitted for another job);
+    :attr:`Result.model` is the model the run used.
 
     ``job`` is a job file's path, YAML text or a dict (the YAML's structure). ``sources`` maps a source
     name to its data: a pandas or polars DataFrame, a pyarrow Table (or anything with
@@ -114,12 +120,30 @@ def run(
     ``problems`` say what is wrong, where, and how to fix it.
     """
     parsed = load_job(job, sources)
+    given = Model.load(model) if isinstance(model, (str, Path)) else model
+    if given is not None:
+        check_model(given, parsed)
     target: OutputDir | None = OutputDir(Path(out), force=force) if out is not None else None
-    inner = run_job(parsed, target, progress=progress, write=False)
+    inner = run_job(parsed, target, progress=progress, write=False, model=given)
     result = Result(parsed, inner, _kind_of(sources))
     if out is not None:
         result.write(out, force=force, report=report)
     return result
+
+
+def fit(
+    job: str | Path | Mapping[str, Any],
+    sources: Mapping[str, Any] | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> Model:
+    """Fit what a job learns (``er train``) and return it as a :class:`~er_framework.engine.model.Model`:
+    ``model.save(path)`` writes it, ``Model.load(path)`` reads it back, ``run(job, model=model)`` applies it.
+    ``job`` and ``sources`` as for :func:`run`."""
+    parsed = load_job(job, sources)
+    model = run_job(parsed, None, progress=progress, write=False).model
+    assert model is not None  # every executor returns the model it used
+    return model
 
 
 def _kind_of(sources: Mapping[str, Any] | None) -> str:
@@ -187,6 +211,12 @@ class Result:
         """report.json, as a dict."""
         return self.run.report
 
+    @property
+    def model(self) -> Model:
+        """What the job learned (fitted by this run, or the model it was given): model.json."""
+        assert self.run.model is not None  # every executor returns the model it used
+        return self.run.model
+
     def summary(self) -> str:
         """The summary ``er run`` prints."""
         return self.run.summary()
@@ -210,7 +240,7 @@ class Result:
         r = self.run
         pairs = r.answer.pairs if r.answer is not None else r.pairs
         self.outputs = write(self.job, out_path, r.records, pairs, r.labels, r.report, tables=r.tables,
-                             as_read=r.as_read, html=html)
+                             as_read=r.as_read, html=html, model=r.model)
         return self.outputs
 
     # ---------------------------------------------------------------- explanations
