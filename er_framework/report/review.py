@@ -570,6 +570,10 @@ def match_weights(report: dict[str, Any]) -> str | None:
                  if w is not None), default=1.0)
     lam = _num(v.get("lambda"))
     intro = []
+    origin = (report.get("model") or {}).get("origin")
+    if origin:
+        intro.append("These weights were fitted by this run (saved in model.json)." if origin == "fitted by this run"
+                     else f"These weights come from the saved model {origin}, applied without fitting.")
     if lam is not None:
         pw = _logit2(lam)
         intro.append(f"λ, the share of candidate pairs that match, is {lam:.4g}: prior weight "
