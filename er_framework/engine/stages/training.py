@@ -14,7 +14,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import LabelledPairs, Pairs, Records
 from er_framework.engine.stages.exact import Exact, exact_groups
 from er_framework.errors import InputError, Problem
-from er_framework.io.output_read import read_output_table
+from er_framework.io.table_file import FileRole, open_table
 
 __all__ = ["LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "record_rows", "training_labels"]
 
@@ -23,6 +23,10 @@ Int64Array = npt.NDArray[np.int64]
 #: what a labels file may write for a match and for a non-match (case-insensitive)
 MATCH_WORDS = frozenset({"1", "yes", "y", "true", "t", "match", "same"})
 NON_MATCH_WORDS = frozenset({"0", "no", "n", "false", "f", "non-match", "nonmatch", "no-match", "different"})
+#: the labels file of ``training: {labels: FILE}``, as messages name it
+LABELS_FILE = FileRole(what="labels file", path_fix="check training.labels of the job (relative to the job file)",
+                       dir_fix="point training.labels to the labels CSV (er review writes one)",
+                       header_fix="write the header left_source,left_id,right_source,right_id,match")
 LABEL_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "match")
 
 
@@ -45,7 +49,11 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
     """
     path = job.training_path()
     assert path is not None
-    rows = list(read_output_table(path, LABEL_COLUMNS))
+    # the one reader of a user's table (er review writes CSV whatever the name; a Parquet file is read as one)
+    table = open_table(path, LABELS_FILE, fmt=None if path.name.lower().endswith(".parquet") else "csv")
+    cols, loc = table.read(LABEL_COLUMNS)
+    texts = [[t or "" for t in table.texts(cols[c])] for c in LABEL_COLUMNS]
+    rows = [(loc.where(i), [col[i] for col in texts]) for i in range(len(texts[0]))]
     index = record_rows(records, {(str(r[0]), str(r[1])) for _, r in rows} | {(str(r[2]), str(r[3])) for _, r in rows})
     left: list[int] = []
     right: list[int] = []
