@@ -170,7 +170,7 @@ def run_datasketch(a: argparse.Namespace, data: Path, queries: Path, mode: str, 
 
 def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     from er_framework.config.resolve import parse_job
-    from er_framework.index.store import build_index, open_index, records_from_texts
+    from er_framework.index.build import build_index, open_index, records_from_texts
     from er_framework.executors import run_job
 
     n, nq = a.docs, a.queries
@@ -264,7 +264,7 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 def part_add(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     from er_framework.config.resolve import parse_job
     from er_framework.data import Records
-    from er_framework.index.store import build_index
+    from er_framework.index.build import build_index
 
     n = a.docs
     m = max(1, int(round(n * a.add_fraction)))

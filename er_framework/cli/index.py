@@ -1,4 +1,4 @@
-"""``er index build|add|remove|info`` and ``er query`` (see :mod:`er_framework.index.store`)."""
+"""``er index build|add|remove|info`` and ``er query`` (see :mod:`er_framework.index.store` and :mod:`er_framework.index.build`)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     from er_framework.engine.model import load_model
-    from er_framework.index.store import build_index
+    from er_framework.index.build import build_index
 
     model = load_model(args.model) if args.model else None
     # build_index checks the --index path (folder, permissions, an existing file) before the job runs
@@ -102,7 +102,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 
 def cmd_index_refit(args: argparse.Namespace) -> int:
-    from er_framework.index.store import open_index
+    from er_framework.index.build import open_index
 
     with open_index(args.index) as index:
         stats = index.refit()
@@ -121,7 +121,7 @@ def cmd_index_refit(args: argparse.Namespace) -> int:
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
-    from er_framework.index.store import open_index
+    from er_framework.index.build import open_index
 
     with open_index(args.index) as index:
         items = read_items(index, args.file, args.source)  # before anything is written
@@ -131,7 +131,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
 
 
 def cmd_index_remove(args: argparse.Namespace) -> int:
-    from er_framework.index.store import open_index
+    from er_framework.index.build import open_index
 
     ids = list(args.ids)
     if args.file:
@@ -162,12 +162,12 @@ def _describe_write(verb: str, s: dict[str, Any]) -> str:
 
 
 def cmd_index_info(args: argparse.Namespace) -> int:
-    from er_framework.index.store import open_index
+    from er_framework.index.build import open_index
 
     with open_index(args.index, readonly=True) as index:
         integrity = index.check() if args.check or index.check_is_cheap() else None
         if integrity is not None and integrity != "ok":
-            from er_framework.index.store import damaged
+            from er_framework.index.sqlite import damaged
 
             raise damaged(args.index, f"quick_check: {integrity}", index.meta.get("config_path"))
         info = index.info()
@@ -195,7 +195,7 @@ def cmd_index_info(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from er_framework.index.store import open_index
+    from er_framework.index.build import open_index
 
     given = [x for x in (args.text, args.record, args.file) if x]
     if len(given) != 1:

@@ -19,7 +19,7 @@ from er_framework.config.resolve import parse_job
 from er_framework.engine import Engine
 from er_framework.errors import ErError
 from er_framework.executors import run_job
-from er_framework.index.store import build_index
+from er_framework.index.build import build_index
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))

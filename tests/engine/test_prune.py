@@ -16,7 +16,7 @@ from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.errors import ConfigError, ErError
 from er_framework.executors import run_job
-from er_framework.index.store import build_index
+from er_framework.index.build import build_index
 from er_framework.synth.documents import planted_documents
 from er_plugins.documents import CharShingler
 

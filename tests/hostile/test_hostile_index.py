@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from er_framework.index.store import PAUSE_ENV
+from er_framework.index.sqlite import PAUSE_ENV
 
 Er = Callable[..., Any]
 

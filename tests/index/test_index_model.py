@@ -23,7 +23,7 @@ from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
 from er_framework.executors import run_job
-from er_framework.index.store import build_index, cluster_changes, open_index
+from er_framework.index.build import build_index, open_index
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
@@ -156,13 +156,6 @@ def test_refit_fits_again_and_says_what_changed(febrl4: dict[str, object], tmp_p
         assert stats["model"]["lambda_before"] == stats["model"]["lambda_after"]
     # through the command line, with the counts printed
     assert main(["index", "refit", str(febrl4["index"]), "--json"]) == 0
-
-
-def test_cluster_changes_counts_sets_not_ids() -> None:
-    before = {1: 10, 2: 10, 3: 11, 4: 12}
-    after = {1: 20, 2: 20, 3: 21, 4: 21}  # {1,2} kept (new id), {3}, {4} merged
-    got = cluster_changes(before, after)
-    assert got == {"clusters_before": 3, "clusters_after": 2, "clusters_changed": 1, "records_moved": 4}
 
 
 def test_customers_job_builds_an_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
