@@ -27,6 +27,10 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import (
+    Diagnostic, Partitionable, SignatureScreen, WholeCorpus, ability, has, multisets, shingle_with_report,
+)
+from er_framework.capabilities import block as block_reported
 from er_framework.config.job import Job
 from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
 from er_framework.engine.columns import normalize_fields_shared
@@ -367,6 +371,10 @@ class Shingled:
     report: dict[str, Any] = field(default_factory=dict)
     #: tokens each record lost to ``prune_shingles:`` when they were pruned while shingling (else None)
     lost: Int64Array | None = None
+    #: a :class:`~er_framework.capabilities.Partitionable` shingler's report of the run (its ``merge_reports``)
+    shingler_report: dict[str, Any] | None = None
+    #: the shingler's reports of the calls made while shingling (see :func:`_shingle_chunks`)
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: the counts of ``prune_shingles:`` may take this share of the memory still available (a merge doubles them briefly)
@@ -391,27 +399,32 @@ def check_frequency_memory(freq: DocFreq, records: int | None = None) -> None:
 
 def shingle_frequencies(
     engine: Engine, records: Records, keep_mb: float = 0.0
-) -> tuple[DocFreq, Int64Array, TokenSets | None]:
+) -> tuple[DocFreq, Int64Array, TokenSets | None, list[dict[str, Any]]]:
     """Pass 1 of ``prune_shingles:``: the document frequency of every shingle of ``records``, a chunk at a time.
 
     Returns the counts, each record's number of distinct shingles and, when
     every token set fits in ``keep_mb`` (the job's ``token_memory_mb``), the
     sets themselves (so that pass 2 prunes them instead of shingling again;
-    ``None`` beyond that). The Dask executor calls it per partition and
+    ``None`` beyond that), and the shingler's reports of its calls (empty
+    unless it is partitionable). The Dask executor calls it per partition and
     merges the counts (:meth:`DocFreq.merge`).
     """
     shingler = engine.base_shingler
     assert shingler is not None
     freq = DocFreq()
     n = len(records)
-    chunk = engine.job.spec.chunk_records if shingler.streamable else max(n, 1)
+    chunk = engine.job.spec.chunk_records if not has(shingler, WholeCorpus) else max(n, 1)
     cap = int(keep_mb * 2**20) // 8
     parts: list[TokenSets] | None = []
     sizes: list[Int64Array] = []
+    reports: list[dict[str, Any]] = []
     used = 0
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
-        ts = shingler.shingle(records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
+        got = shingle_with_report(shingler, records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
+        ts = got.tokens
+        if has(shingler, Partitionable):
+            reports.append(got.report)
         freq.add(ts)
         check_frequency_memory(freq, n)
         sizes.append(ts.sizes)
@@ -422,8 +435,8 @@ def shingle_frequencies(
             parts = None
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     if parts is None:
-        return freq, all_sizes, None
-    return freq, all_sizes, TokenSets.concat(parts) if len(parts) != 1 else parts[0]
+        return freq, all_sizes, None, reports
+    return freq, all_sizes, TokenSets.concat(parts) if len(parts) != 1 else parts[0], reports
 
 
 def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64], dict[str, Any]]:
@@ -471,6 +484,8 @@ class Pruning:
     sizes: Int64Array  # distinct shingles of every record before pruning
     tokens: TokenSets | None  # the pruned token sets, when pass 1 could keep them (else shingled again)
     info: dict[str, Any]  # the stage's log entry (the shingle stage adds how much of each record went)
+    #: the shingler's reports of pass 1's calls (:func:`shingle_frequencies`), for kept token sets
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning | None:
@@ -484,12 +499,12 @@ def prune_shingles(engine: Engine, records: Records, log: StageLog) -> Pruning |
     if job.spec.prune_shingles is None or engine.base_shingler is None:
         return None
     with log.stage("prune") as info:
-        freq, sizes, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
+        freq, sizes, kept, reports = shingle_frequencies(engine, records, job.spec.token_memory_mb)
         dropped, report = pruned_by_frequency(job, freq)
         engine.apply_pruning(dropped)
         info.update(report)
         pruned = None if kept is None else drop_tokens(kept, dropped, sets=True, workers=job.context.workers)[0]
-    return Pruning(sizes, pruned, info)
+    return Pruning(sizes, pruned, info, reports)
 
 
 #: the token sets kept after signing may take at most this share of the memory available when shingling
@@ -521,7 +536,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     (:func:`token_budget`: ``token_memory_mb``, at most a share of the
     memory available), and beyond that dropped after signing and recomputed
     for the records a later stage asks for through ``batch.token_source``.
-    With a builder that takes minima (``multiset_ok``, ``"none"``) the
+    With a builder that takes minima (``MultisetSigning``, ``"none"``) the
     shingler's multisets are counted (with repeats); while the corpus's
     sets fit the budget they are sorted from the multisets, signed and kept,
     beyond it the multisets are signed and nothing is kept (see
@@ -542,10 +557,15 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
         return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
     pruned = pruning.tokens if pruning is not None else None
     keep = "all" if pruned is not None else engine.token_keep()
-    chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
+    streamed = not has(shingler, WholeCorpus)
+    chunk = job.spec.chunk_records if streamed else max(len(records), 1)
     shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned,
-                               step_chars=SHINGLE_STEP_CHARS if shingler.streamable else None,
+                               step_chars=SHINGLE_STEP_CHARS if streamed else None,
                                workers=job.context.workers)
+    partitionable = ability(shingler, Partitionable)
+    if partitionable is not None:  # the report of the calls that shingled the records (pass 1's, when it kept them)
+        shingled.shingler_report = partitionable.merge_reports(
+            pruning.reports if pruned is not None and pruning is not None else shingled.reports)
     hand_back_freed_memory()  # the steps' reused temporaries: the later stages do not start from this peak
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
@@ -609,7 +629,7 @@ def _shingle_and_sign_slice(
     signatures are the same either way (the builder takes minima)."""
     t0 = time.perf_counter()
     part = records.take(np.arange(rows[0], rows[1], dtype=np.int64))
-    tokens = shingler.shingle_multiset(part) if multiset else shingler.shingle(part)
+    tokens = multisets(shingler, part) if multiset else shingler.shingle(part)
     counted = tokens.sizes
     if multiset and sets:
         tokens = unique_rows(tokens, 1, in_place=True)
@@ -636,7 +656,7 @@ def _shingle_chunks(
     tokens counted with repeats (the report's counts, as on Dask). While the
     sets fit the budget, each step's multisets are also turned into sets
     (:func:`~er_framework.kernels.hashing.unique_rows`, the shingler's sets
-    by the contract of :meth:`Shingler.shingle_multiset`), which are signed
+    by the contract of :meth:`~er_framework.capabilities.Multiset.shingle_multiset`), which are signed
     instead (fewer tokens, the same minima) and kept, so that verification
     and the diagnostics do not shingle again. Measured on 20,000 documents
     of ~4,000 characters (2 cores): the sort costs ~0.2 s here, re-shingling
@@ -655,6 +675,7 @@ def _shingle_chunks(
     sig_parts: list[Signatures] = []
     sizes: list[Int64Array] = []  # as counted (with repeats for multisets)
     set_sizes: list[Int64Array] = []  # of the kept sets
+    reports: list[dict[str, Any]] = []  # a partitionable shingler's, one per call
     # pruned while shingling: the distinct tokens each record lost, for the report
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep == "all" or buffer is not None
@@ -683,10 +704,14 @@ def _shingle_chunks(
                     if pruned is not None:
                         tokens = pruned.slice(a, b)
                     elif lost is not None:
-                        tokens, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                        got, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                        tokens = got.tokens
                         lost.append(lost_part)
+                        reports.append(got.report)
                     else:
-                        tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
+                        got = shingle_with_report(shingler, part, multiset=keep == "none")
+                        tokens = got.tokens
+                        reports.append(got.report)
                     counted = tokens.sizes
                     if keep == "none" and kept and buffer is not None:
                         tokens = unique_rows(tokens, workers, in_place=True)  # the sets, kept below
@@ -738,7 +763,8 @@ def _shingle_chunks(
     if builder is not None:
         signatures = sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)
     lost_all = None if lost is None else (np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64))
-    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all)
+    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all,
+                    reports=reports)
 
 
 # ------------------------------------------------------------------ block
@@ -765,8 +791,10 @@ def block(engine: Engine, batch: Batch, exact: Exact) -> tuple[Pairs, list[dict[
     keys: list[npt.NDArray[np.uint64]] = []
     reports: list[dict[str, Any]] = []
     for blocker in engine.blockers:
-        cand = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
-        rep = blocker.describe()
+        blocked = block_reported(blocker, batch)  # the pairs with the call's report
+        cand = engine.checked_candidates(blocker, blocked.pairs, batch)
+        rep = {**blocker.describe(), **blocked.report}
+        del blocked
         rep["candidate_pairs"] = int(len(cand))
         reports.append(rep)
         key = cand.packed() if len(engine.blockers) > 1 else None
@@ -792,7 +820,8 @@ def diagnostics(engine: Engine, batch: Batch, sample: int) -> dict[str, Any]:
     """The blockers' evidence for the report (the measured S-curve …), ``sample`` records probed."""
     out: dict[str, Any] = {}
     for blocker in engine.blockers:
-        d = blocker.diagnostics(batch, sample)
+        diagnostic = ability(blocker, Diagnostic)
+        d = diagnostic.diagnostics(batch, sample) if diagnostic is not None else None
         if d is not None:
             out.update(d)
     return out
@@ -1012,8 +1041,8 @@ def verify(engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingl
     info: dict[str, Any] = {}
     # a verifier may reject some pairs from the signatures alone (jaccard's skip_unlikely); not with
     # threshold: auto, which chooses from every candidate's own score
-    decide = getattr(engine.verifier, "decided_by_signatures", None)
-    decided = decide(batch, local_cand) if callable(decide) and not engine.auto else None
+    screen = ability(engine.verifier, SignatureScreen)
+    decided = screen.decided_by_signatures(batch, local_cand) if screen is not None and not engine.auto else None
     todo = local_cand
     if decided is not None:
         skip, estimate = decided

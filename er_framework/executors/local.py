@@ -72,7 +72,8 @@ def run_local(
     facts = RunFacts(
         records=records, exact=exact, candidates=candidates, candidate_count=len(candidates), scores=ver.scores, verified=ver.verified,
         pairs=ver.pairs, labels=labels, blockers=blocker_reports, source_stats=source_stats,
-        normalize_stats=normalize_stats, tokens=shingled.report, diagnostics=diagnostics,
+        normalize_stats=normalize_stats, tokens=shingled.report, shingler=shingled.shingler_report,
+        diagnostics=diagnostics,
         explain=stages.explainer(engine, batch, exact, n), training=training,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, as_read)
