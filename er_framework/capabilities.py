@@ -13,20 +13,40 @@ returns it as :class:`Fitted` with its scores, the engine keeps it in the
 job's :class:`~er_framework.engine.model.Model`, and every later call that
 needs it receives it as an argument. A component keeps no state between
 calls.
+
+What one call finds is a value as well: a :class:`Reporting` blocker's
+:meth:`~Reporting.block` returns its pairs with its report (:class:`Blocked`),
+a :class:`Partitionable` shingler's :meth:`~Partitionable.shingle_reported`
+its token sets with its report (:class:`Tokenized`), and the reports of
+partitions merge into a new value (``merge_reports``), so ``describe()``
+says what the parameters say and never "the last call".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.data import Batch, LabelledPairs, Pairs
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, TokenSets
 
 __all__ = [
+    "Tokenized",
+    "WholeCorpus",
+    "Partitionable",
+    "Multiset",
+    "MultisetSigning",
+    "Blocked",
+    "Reporting",
+    "Keyed",
+    "GroupedKeys",
+    "LimitedKeys",
+    "Windowed",
+    "Diagnostic",
+    "SignatureScreen",
     "Fitted",
     "LabelledCodes",
     "Learner",
@@ -36,10 +56,238 @@ __all__ = [
     "CAPABILITIES",
     "capabilities_of",
     "has",
+    "ability",
+    "block",
+    "multisets",
+    "shingle_with_report",
 ]
 
 Float64Array = npt.NDArray[np.float64]
 Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+
+
+# ---------------------------------------------------------------- shinglers
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """What one call of a :class:`Partitionable` shingler gives: the token sets of its records and what the
+    call contributes to the run's report (:meth:`Partitionable.merge_reports` combines such reports)."""
+
+    tokens: TokenSets
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class WholeCorpus:
+    """Shingler ability: it needs every record in one call (corpus statistics, every bad record reported at once).
+
+    The engine then calls ``shingle`` once with every record and keeps the
+    token sets in memory. Without this ability a shingler is streamed: the
+    engine calls ``shingle`` on consecutive chunks of the records and again
+    on subsets (the records of candidate pairs, for verification), so a
+    record's token set must depend on that record alone. A whole-corpus
+    shingler cannot shingle one item (``er index``) or one partition (the
+    Dask executor) unless it is :class:`Partitionable`.
+    """
+
+
+class Partitionable(WholeCorpus):
+    """Shingler ability: one call sees every record, yet a record's token set depends on that record alone.
+
+    The one call serves the error messages (every bad record at once) and the
+    report; an executor may shingle partition by partition (and ``er index``
+    one item) and combine the partitions' reports with :meth:`merge_reports`.
+    :meth:`shingle_reported` is the shingler's work; the family's ``shingle``
+    is its token sets (list this ability before ``Shingler`` among the bases).
+    """
+
+    def shingle_reported(self, records: Records) -> Tokenized:
+        """The token sets of ``records`` and what this call contributes to the report, in a form
+        :meth:`merge_reports` combines (e.g. counts to sum)."""
+        raise NotImplementedError
+
+    def merge_reports(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
+        """The shingler's report of a run (added to ``describe()`` in report.json) from the reports of the
+        calls that shingled its records: what one call over every record would report."""
+        raise NotImplementedError
+
+    def shingle(self, records: Records) -> TokenSets:
+        """The token sets of :meth:`shingle_reported` (the ``Shingler`` family's method)."""
+        return self.shingle_reported(records).tokens
+
+
+class Multiset:
+    """Shingler ability: every record's tokens in any order, repeats allowed (rows need not be sets).
+
+    Its distinct tokens per row must equal ``shingle``'s set. The engine signs
+    these when the signature builder has :class:`MultisetSigning` (a minimum
+    over tokens ignores order and repeats) and no later stage needs every
+    set: it skips the per-row sort. Without it the engine signs the sets.
+    """
+
+    def shingle_multiset(self, records: Records) -> TokenSets:
+        """Every record's tokens, unsorted, with repeats."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- signature builders
+
+
+class MultisetSigning:
+    """Signature builder ability: a row's signature depends only on its *distinct* tokens (order and repeats
+    ignored, e.g. a minimum per hash function), so the engine may pass :meth:`Multiset.shingle_multiset` rows."""
+
+
+# ---------------------------------------------------------------- blockers
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """What one call of a :class:`Reporting` blocker gives: its candidate pairs and its report."""
+
+    pairs: Pairs
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class Reporting:
+    """Blocker ability: the candidates of a call come with its report (buckets, keys, what was skipped).
+
+    :meth:`block` is the blocker's work; the family's ``candidates`` is its
+    pairs (list this ability before ``Blocker`` among the bases). The
+    blocker's section of report.json is ``describe()`` updated with the
+    report, and ``candidate_pairs``. A blocker keeps nothing between calls:
+    the report is the value :meth:`block` returns.
+    """
+
+    def block(self, batch: Batch) -> Blocked:
+        """The candidate pairs of ``batch`` (as ``candidates``) and this call's report."""
+        raise NotImplementedError
+
+    def candidates(self, batch: Batch) -> Pairs:
+        """The pairs of :meth:`block` (the ``Blocker`` family's method)."""
+        return self.block(batch).pairs
+
+
+class Keyed:
+    """Blocker ability: bucket keys, so one new item is looked up without the others (``er index``, Dask).
+
+    Two records are candidates of ``candidates`` exactly when they share a key
+    of :meth:`lookup_keys` (before the size cap of :meth:`lookup_cap`, and up
+    to 64-bit hash collisions). A :class:`Reporting` blocker also gives the
+    report of a run blocked through its keys: :meth:`partition_report` of each
+    partition, combined by :meth:`merge_reports` with the buckets' statistics.
+    """
+
+    def lookup_keys(self, batch: Batch) -> tuple[Int64Array, UInt64Array]:
+        """Bucket keys for a persistent index (``er index``): ``(rows, keys)``.
+
+        Record ``rows[i]`` belongs to the bucket ``keys[i]`` (64-bit); two
+        records are candidates exactly when they share a key (before the size
+        cap of :meth:`lookup_cap`), so one new item can be looked up without
+        the others. Keys of different bands or key fields must differ (mix the
+        band into the key).
+        """
+        raise NotImplementedError
+
+    def lookup_cap(self) -> int | None:
+        """Buckets with more members than this are skipped, as ``candidates`` skips them. Default: no cap."""
+        return None
+
+    def partition_report(self, batch: Batch) -> dict[str, Any]:
+        """What ``batch`` (one partition of a run blocked through :meth:`lookup_keys`) contributes to the
+        report, in a form :meth:`merge_reports` combines (e.g. counts). Default: nothing."""
+        return {}
+
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> dict[str, Any]:
+        """The report of a run blocked through :meth:`lookup_keys`, as :meth:`Reporting.block` gives it, from
+        the partitions' :meth:`partition_report` and the statistics of every bucket: ``buckets`` (with 2 or
+        more members), ``largest_bucket``, ``oversized_buckets`` (over :meth:`lookup_cap`) and the
+        ``pairs_skipped`` there, ``raw_pairs`` of the kept ones (with repeats), ``distinct_pairs`` (the
+        blocker's candidate pairs). With :class:`GroupedKeys`, also ``groups``: per group number a dict of
+        ``distinct`` (buckets), ``buckets`` (2 or more members), ``largest_bucket``, ``pairs`` (of the kept
+        buckets, cross-source only in link mode), ``oversized_buckets``, ``oversized_records``,
+        ``oversized_pairs``; and ``oversized``: every oversized bucket of these groups as a dict of
+        ``group``, ``size`` and ``record`` (a one-row :class:`Records`: the member first in the records'
+        order). Default: nothing to report."""
+        return {}
+
+
+class GroupedKeys(Keyed):
+    """Keyed ability: every lookup key belongs to a group (e.g. which of several key fields made it), and
+    :meth:`Keyed.merge_reports` receives the buckets' statistics per group."""
+
+    def lookup_groups(self, batch: Batch) -> Int64Array:
+        """The group of every entry of :meth:`Keyed.lookup_keys`, in its order."""
+        raise NotImplementedError
+
+
+class LimitedKeys(Keyed):
+    """Keyed ability: a limit on the pairs of the buckets (``candidates`` raises beyond it, before any pair
+    is made); an executor blocking through the keys checks it on the sizes of every bucket first."""
+
+    def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
+        """Raise the error ``candidates`` raises on buckets holding ``pairs`` pairs (counted with repeats,
+        buckets over :meth:`Keyed.lookup_cap` left out) whose largest has ``largest_bucket`` members."""
+        raise NotImplementedError
+
+
+class Windowed:
+    """Blocker ability: it pairs records within a window of a sort order, and gives the sort keys.
+
+    An executor sorts the records of many partitions together by these keys
+    (sampled boundaries, sorted ranges, ``window_size() - 1`` records carried
+    into the next range) and pairs them within windows.
+    """
+
+    def window_keys(self, batch: Batch) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
+        """Sort keys: one ``(rows, keys)`` per pass.
+
+        Record ``rows[i]`` sorts by ``keys[i]`` (a numpy ``StringDType``
+        array, compared in code-point order; a record missing from a pass is
+        left out of its ``rows``). ``candidates`` must equal: per pass, the
+        rows sorted by ``(key, row)``, each paired with the next
+        ``window_size() - 1`` rows of that order (in link mode only the pairs
+        of different sources), the passes unioned. A key depends on its
+        record alone.
+        """
+        raise NotImplementedError
+
+    def window_size(self) -> int:
+        """The window of :meth:`window_keys`: a record is paired with the next ``window_size() - 1`` records."""
+        raise NotImplementedError
+
+    def check_window_pairs(self, rows_per_pass: list[int]) -> None:
+        """Raise the error ``candidates`` raises when its window passes sort ``rows_per_pass`` records
+        (one count per pass of :meth:`window_keys`; e.g. a limit on the pairs). An executor sorting
+        through :meth:`window_keys` calls it on the counts of all partitions before it makes any pair.
+        Default: no limit."""
+
+
+class Diagnostic:
+    """Blocker ability: evidence of how the blocker behaves, for the report (``diagnostics:`` of a job)."""
+
+    def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
+        """E.g. the measured candidate rate by exact-similarity bin against its theory. ``sample`` bounds the
+        work (records probed). ``None``: nothing to show."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- verifiers
+
+
+class SignatureScreen:
+    """Verifier ability: some candidates are decided from their signatures alone, before any token set.
+
+    The verify stage asks :meth:`decided_by_signatures` first; the pairs it
+    rejects are scored by the estimate (below the threshold) and their
+    records are not shingled again for them.
+    """
+
+    def decided_by_signatures(self, batch: Batch, pairs: Pairs) -> tuple[npt.NDArray[np.bool_], Float64Array] | None:
+        """The pairs rejected from the signatures alone and every pair's estimate, or ``None`` (nothing
+        decided here: the option is off, or the signatures do not fit)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -163,6 +411,17 @@ class Trainable(Learner):
 
 #: every ability, by the name ``er plugins`` shows
 CAPABILITIES: dict[str, type] = {
+    "whole_corpus": WholeCorpus,
+    "partitionable": Partitionable,
+    "multiset": Multiset,
+    "multiset_signing": MultisetSigning,
+    "reporting": Reporting,
+    "keyed": Keyed,
+    "grouped_keys": GroupedKeys,
+    "limited_keys": LimitedKeys,
+    "windowed": Windowed,
+    "diagnostic": Diagnostic,
+    "signature_screen": SignatureScreen,
     "learner": Learner,
     "code_fitted": CodeFitted,
     "explainable": Explainable,
@@ -176,6 +435,45 @@ def has(component: object, capability: type) -> bool:
     return issubclass(cls, capability)
 
 
+_A = TypeVar("_A")
+
+
+def ability(component: object, capability: type[_A]) -> _A | None:
+    """The instance ``component`` as its ability ``capability`` (to call the ability's methods), or ``None``
+    when it does not declare it: :func:`has` for the type checker."""
+    return component if has(component, capability) and isinstance(component, capability) else None
+
+
 def capabilities_of(component: object) -> list[str]:
     """The names of the abilities ``component`` (an instance or a class) declares, in :data:`CAPABILITIES` order."""
     return [name for name, cap in CAPABILITIES.items() if has(component, cap)]
+
+
+# ---------------------------------------------------------------- calls that depend on an ability
+
+
+def multisets(shingler: Any, records: Records) -> TokenSets:
+    """A shingler's :meth:`Multiset.shingle_multiset` rows, or its sets (a set is a multiset) without the ability."""
+    if has(shingler, Multiset):
+        tokens: TokenSets = shingler.shingle_multiset(records)
+        return tokens
+    sets: TokenSets = shingler.shingle(records)
+    return sets
+
+
+def shingle_with_report(shingler: Any, records: Records, multiset: bool = False) -> Tokenized:
+    """A shingler's token sets (``multiset``: its :func:`multisets`) with the call's report: that of
+    :meth:`Partitionable.shingle_reported`, empty for other shinglers."""
+    if has(shingler, Partitionable) and not (multiset and has(shingler, Multiset)):  # a set is a multiset
+        got: Tokenized = shingler.shingle_reported(records)
+        return got
+    return Tokenized(multisets(shingler, records) if multiset else shingler.shingle(records))
+
+
+def block(blocker: Any, batch: Batch) -> Blocked:
+    """A blocker's candidates of ``batch`` with the call's report: :meth:`Reporting.block`, or
+    ``candidates`` and an empty report."""
+    if has(blocker, Reporting):
+        got: Blocked = blocker.block(batch)
+        return got
+    return Blocked(blocker.candidates(batch))

@@ -130,58 +130,32 @@ class Component:
 class Shingler(Component):
     """Records -> one token set per record (CSR, sorted unique uint64 tokens).
 
-    ``streamable`` (default true) lets the engine call :meth:`shingle` on
-    consecutive chunks of the records and again on subsets (the records of
-    candidate pairs, for verification): a record's token set must depend on
-    that record alone. Set it to false for a shingler that needs all records
-    at once (corpus statistics, a report over every record); it then gets
-    one call with every record and its token sets are kept in memory.
+    The engine calls :meth:`shingle` on consecutive chunks of the records and
+    again on subsets (the records of candidate pairs, for verification): a
+    record's token set must depend on that record alone. A shingler that
+    needs every record at once (corpus statistics, a report over every
+    record) declares :class:`~er_framework.capabilities.WholeCorpus` (or
+    :class:`~er_framework.capabilities.Partitionable`); its multisets are
+    :class:`~er_framework.capabilities.Multiset` (see
+    :mod:`er_framework.capabilities`).
     """
 
     family = "shingler"
-    streamable: ClassVar[bool] = True
-    #: with ``streamable = False``: true when a record's token set still depends
-    #: on that record alone (the one call only serves the error messages and the
-    #: report), so an executor may shingle partition by partition and combine
-    #: the partitions' :meth:`partition_report` with :meth:`merge_reports`
-    partitionable: ClassVar[bool] = False
 
     def shingle(self, records: Records) -> TokenSets:
         raise NotImplementedError
-
-    def partition_report(self) -> dict[str, Any]:
-        """What the last :meth:`shingle` call contributes to the run's report, in a form
-        :meth:`merge_reports` combines (e.g. counts to sum). Default: nothing."""
-        return {}
-
-    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
-        """Make :meth:`describe` report the whole run from its partitions' :meth:`partition_report`
-        (as if one call had seen every record). Default: nothing to combine."""
-
-    def shingle_multiset(self, records: Records) -> TokenSets:
-        """Every record's tokens in any order, repeats allowed (rows need not be sets).
-
-        Its distinct tokens per row must equal :meth:`shingle`'s set. The
-        engine signs these when the signature builder declares
-        ``multiset_ok`` (a minimum over tokens ignores order and repeats) and
-        no later stage needs every set: it skips the per-row sort. Default:
-        :meth:`shingle` itself.
-        """
-        return self.shingle(records)
 
 
 class SignatureBuilder(Component):
     """Token sets -> signatures (``(n, K)`` matrix or packed bits).
 
     A record's signature must depend on its token set alone: the engine
-    builds signatures chunk by chunk and concatenates them.
+    builds signatures chunk by chunk and concatenates them. A builder whose
+    signature of a row depends only on its distinct tokens declares
+    :class:`~er_framework.capabilities.MultisetSigning`.
     """
 
     family = "signature"
-    #: true when the signature of a row depends only on its *distinct* tokens
-    #: (order and repeats ignored, e.g. a minimum per hash function): the
-    #: engine may then pass :meth:`Shingler.shingle_multiset` rows
-    multiset_ok: ClassVar[bool] = False
 
     def build(self, tokens: TokenSets) -> Signatures:
         raise NotImplementedError
@@ -192,6 +166,11 @@ class Blocker(Component):
 
     ``needs`` names what the blocker reads from the batch: ``"signatures"``,
     ``"tokens"`` or ``"fields"``; the engine runs the stages that provide it.
+    Further abilities are types of :mod:`er_framework.capabilities`: a report
+    with the pairs (:class:`~er_framework.capabilities.Reporting`), bucket keys
+    for one item (:class:`~er_framework.capabilities.Keyed`), sort keys and a
+    window (:class:`~er_framework.capabilities.Windowed`), evidence for the
+    report (:class:`~er_framework.capabilities.Diagnostic`).
     """
 
     family = "blocker"
@@ -199,81 +178,6 @@ class Blocker(Component):
 
     def candidates(self, batch: Batch) -> Pairs:
         raise NotImplementedError
-
-    def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]] | None:
-        """Bucket keys for a persistent index (``er index``): ``(rows, keys)``.
-
-        Record ``rows[i]`` belongs to the bucket ``keys[i]`` (64-bit); two
-        records are candidates of :meth:`candidates` exactly when they share a
-        key (before the size cap of :meth:`lookup_cap`, and up to 64-bit hash
-        collisions), so one new item can be looked up without the others.
-        Keys of different bands or key fields must differ (mix the band into
-        the key). ``None`` (default): this blocker cannot look up one item.
-        """
-        return None
-
-    def lookup_cap(self) -> int | None:
-        """Buckets with more members than this are skipped, as :meth:`candidates` skips them."""
-        return None
-
-    def partition_report(self, batch: Batch) -> dict[str, Any]:
-        """What ``batch`` (one partition of a run blocked through :meth:`lookup_keys`) contributes to
-        the report, in a form :meth:`merge_reports` combines (e.g. counts). Default: nothing."""
-        return {}
-
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
-        """Make :meth:`describe` report a run blocked through :meth:`lookup_keys`, as :meth:`candidates`
-        would, from the partitions' :meth:`partition_report` and the statistics of every bucket:
-        ``buckets`` (with 2 or more members), ``largest_bucket``, ``oversized_buckets`` (over
-        :meth:`lookup_cap`) and the ``pairs_skipped`` there, ``raw_pairs`` of the kept ones (with
-        repeats), ``distinct_pairs`` (the blocker's candidate pairs). With :meth:`lookup_groups`, also
-        ``groups``: per group number a dict of ``distinct`` (buckets), ``buckets`` (2 or more members),
-        ``largest_bucket``, ``pairs`` (of the kept buckets, cross-source only in link mode),
-        ``oversized_buckets``, ``oversized_records``, ``oversized_pairs``; and ``oversized``: every
-        oversized bucket of these groups as a dict of ``group``, ``size`` and ``record`` (a one-row
-        :class:`Records`: the member first in the records' order). Default: nothing to combine."""
-
-    def lookup_groups(self, batch: Batch) -> npt.NDArray[np.int64] | None:
-        """The group (e.g. which of several keys) of every entry of :meth:`lookup_keys`, in its order,
-        for the statistics per group that :meth:`merge_reports` receives. ``None`` (default): none."""
-        return None
-
-    def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
-        """Raise the error :meth:`candidates` raises on buckets holding ``pairs`` pairs (counted with
-        repeats, buckets over :meth:`lookup_cap` left out) whose largest has ``largest_bucket`` members
-        (e.g. a limit on the pairs). An executor blocking through :meth:`lookup_keys` calls it on the
-        sizes of every bucket before it makes any pair. Default: no limit."""
-
-    def window_keys(self, batch: Batch) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] | None:
-        """Sort keys of a blocker that pairs records within a window of a sort order: one ``(rows, keys)`` per pass.
-
-        Record ``rows[i]`` sorts by ``keys[i]`` (a numpy ``StringDType``
-        array, compared in code-point order; a record missing from a pass is
-        left out of its ``rows``). :meth:`candidates` must equal: per pass,
-        the rows sorted by ``(key, row)``, each paired with the next
-        ``window_size() - 1`` rows of that order (in link mode only the
-        pairs of different sources), the passes unioned. A key depends on its
-        record alone, so an executor can sort the records of many partitions
-        together (sampled boundaries, sorted ranges, ``window_size() - 1``
-        records carried into the next range). ``None`` (default): no windows.
-        """
-        return None
-
-    def window_size(self) -> int:
-        """The window of :meth:`window_keys`: a record is paired with the next ``window_size() - 1`` records."""
-        raise NotImplementedError
-
-    def check_window_pairs(self, rows_per_pass: list[int]) -> None:
-        """Raise the error :meth:`candidates` raises when its window passes sort ``rows_per_pass`` records
-        (one count per pass of :meth:`window_keys`; e.g. a limit on the pairs). An executor sorting
-        through :meth:`window_keys` calls it on the counts of all partitions before it makes any pair.
-        Default: no limit."""
-
-    def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
-        """Optional: evidence of how the blocker behaves (for the report), e.g. the
-        measured candidate rate by exact-similarity bin against its theory.
-        ``sample`` bounds the work (records probed). ``None``: nothing to show."""
-        return None
 
 
 class Verifier(Component):

@@ -14,8 +14,9 @@ group ``er_framework``) that implements any of these hooks with
     def er_register_shinglers():
         return [MyShingler]
 
-There is one hook per family of :data:`er_framework.components.FAMILIES`
-(the hooks are made from that table):
+There is one hook per family of :data:`er_framework.components.FAMILIES`,
+written out below as a method of :class:`ErSpecs` (the family table names
+each family's hook; a test checks that the two agree):
 
 * ``er_register_normalizers`` -- :class:`~er_framework.components.Normalizer` classes (``normalize:``)
 * ``er_register_shinglers`` -- :class:`~er_framework.components.Shingler` classes
@@ -32,12 +33,9 @@ plugins offering one name is an error that names both.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pluggy
 
-from er_framework.components import FAMILIES, Component, Family
+from er_framework.components import Blocker, Clusterer, Normalizer, Shingler, SignatureBuilder, Verifier
 
 __all__ = ["PROJECT", "ErSpecs", "hookimpl", "hookspec"]
 
@@ -47,23 +45,39 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
-def _register_spec(family: Family) -> Callable[..., Any]:
-    def spec(self: Any) -> list[type[Component]]:  # pragma: no cover - a specification, never called
+class ErSpecs:
+    """Hook specifications of er-framework (one per component family of :data:`~er_framework.components.FAMILIES`).
+
+    Each is a specification, never called: a plugin implements the hook of
+    a family with :data:`hookimpl` and returns its classes.
+    """
+
+    @hookspec
+    def er_register_normalizers(self) -> list[type[Normalizer]]:  # pragma: no cover - a specification
+        """Return Normalizer classes: field values -> comparable keys (per field, a chain)."""
         raise NotImplementedError
 
-    spec.__name__ = family.hook
-    spec.__qualname__ = f"ErSpecs.{family.hook}"
-    spec.__doc__ = f"Return {family.base.__name__} classes: {family.summary}."
-    return hookspec(spec)
+    @hookspec
+    def er_register_shinglers(self) -> list[type[Shingler]]:  # pragma: no cover - a specification
+        """Return Shingler classes: records -> token sets (CSR, uint64 tokens)."""
+        raise NotImplementedError
 
+    @hookspec
+    def er_register_signature_builders(self) -> list[type[SignatureBuilder]]:  # pragma: no cover - a specification
+        """Return SignatureBuilder classes: token sets -> signatures."""
+        raise NotImplementedError
 
-#: Hook specifications of er-framework: one ``er_register_*`` per family of the table.
-ErSpecs: type = type(
-    "ErSpecs",
-    (),
-    {
-        "__doc__": "Hook specifications of er-framework (one per component family).",
-        "__module__": __name__,
-        **{f.hook: _register_spec(f) for f in FAMILIES.values()},
-    },
-)
+    @hookspec
+    def er_register_blockers(self) -> list[type[Blocker]]:  # pragma: no cover - a specification
+        """Return Blocker classes: a batch -> candidate pairs."""
+        raise NotImplementedError
+
+    @hookspec
+    def er_register_verifiers(self) -> list[type[Verifier]]:  # pragma: no cover - a specification
+        """Return Verifier classes: candidate pairs -> scores."""
+        raise NotImplementedError
+
+    @hookspec
+    def er_register_clusterers(self) -> list[type[Clusterer]]:  # pragma: no cover - a specification
+        """Return Clusterer classes: verified pairs -> a cluster label per record."""
+        raise NotImplementedError

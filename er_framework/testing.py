@@ -1,20 +1,26 @@
 """Contract checks a plugin author runs on a new component.
 
-    from er_framework.testing import check_blocker, check_shingler, sample_records
+    from er_framework.testing import check_component, sample_records
 
     def test_my_shingler():
-        check_shingler(MyShingler(), sample_records())
+        check_component(MyShingler(), Batch(records=sample_records()))
 
     def test_my_blocker():
-        check_blocker(MyBlocker(MyBlocker.Params(field="name")), Batch(records=my_records))
+        check_component(MyBlocker(MyBlocker.Params(field="name")), Batch(records=my_records))
 
-One check per family (:func:`check_shingler`, :func:`check_signature_builder`,
-:func:`check_blocker`, :func:`check_lookup_keys`, :func:`check_window_keys`,
-:func:`check_verifier`, :func:`check_pair_codes`, :func:`check_clusterer`,
-:func:`check_normalizer`); each takes a component instance (or a class, built
-with its default parameters). They assert what the engine relies on — the
-contract of :mod:`er_framework.components` — and raise ``AssertionError``
-with a message naming the rule that broke and an example:
+:func:`check_component` runs the check of the component's family
+(:func:`check_shingler`, :func:`check_signature_builder`,
+:func:`check_blocker`, :func:`check_verifier`, :func:`check_clusterer`,
+:func:`check_normalizer`) and, through it, the check of every ability it
+declares (:mod:`er_framework.capabilities`; :func:`check_abilities` of
+:mod:`er_framework.testing_abilities`: :func:`check_lookup_keys`,
+:func:`check_window_keys`, :func:`check_reporting`, :func:`check_partitionable`,
+…); a fitted verifier is checked by :func:`check_pair_codes`, an explainable
+one by :func:`check_comparisons`. Each check takes a component instance (or
+a class, built with its default parameters). They assert what the engine
+relies on — the contract of :mod:`er_framework.components` and of the
+abilities — and raise ``AssertionError`` with a message naming the rule that
+broke and an example:
 
 * shapes and dtypes, and determinism (same input -> identical output);
 * the empty batch (no records, no pairs);
@@ -23,14 +29,16 @@ with a message naming the rule that broke and an example:
   batch's row ``i`` is the job's record ``active[i]``. A component answers in
   batch rows; its answer must not change with ``active`` (the persistent
   index and the Dask executor build batches without it);
-* batch-split invariance where the contract promises it (a streamable
+* batch-split invariance where the contract promises it (a streamed
   shingler's and every signature builder's rows depend on their own record
   alone; a ``pairwise`` verifier's score on the pair alone; a blocker's
   ``lookup_keys`` on the record alone);
 * for blockers, the candidates contract the engine enforces (indices into the
   batch, ``left < right``, unique, sorted; in link mode only pairs across
-  sources), in both modes, and, for a blocker with ``lookup_keys``, that the
-  records sharing a key are exactly its candidates;
+  sources), in both modes, and, for a keyed blocker, that the records sharing
+  a key are exactly its candidates;
+* results are values: a reporting component's report is what its call
+  returns, and a call leaves ``describe()`` as it was;
 * for normalizers, what :mod:`er_framework.normalize` relies on: one ``str``
   or ``None`` per value, a key that depends on its value alone (not on the
   rest of the batch, its order or the instance), and the same answer from
@@ -42,14 +50,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+from collections.abc import Callable, Iterable
 from functools import partial
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import CodeFitted, Explainable, Fitted, Learner
+from er_framework.capabilities import CodeFitted, Explainable, Fitted, Learner, WholeCorpus, has
 from er_framework.components import (
     Blocker,
     Clusterer,
@@ -62,17 +70,56 @@ from er_framework.components import (
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.graph import canonical_labels
 from er_framework.normalize import is_missing, normalize_column
+from er_framework.testing_abilities import (
+    check_abilities,
+    check_diagnostic,
+    check_grouped_keys,
+    check_keyed_reports,
+    check_lookup_keys,
+    check_multiset,
+    check_multiset_signing,
+    check_partitionable,
+    check_reporting,
+    check_signature_screen,
+    check_window_keys,
+    pairs_in_windows,
+    pairs_sharing_keys,
+)
+from er_framework.testing_support import (
+    SHOWN,
+    call_without_active,
+    check_cross_source,
+    check_pairs_contract,
+    check_token_sets,
+    empty_batch,
+    inactive_batch,
+    instance_of,
+    same_pairs,
+    sample_graph,
+    sample_records,
+)
 
 __all__ = [
+    "check_abilities",
     "check_learner",
     "check_comparisons",
     "check_blocker",
     "check_clusterer",
+    "check_comparisons",
+    "check_component",
+    "check_diagnostic",
+    "check_grouped_keys",
+    "check_keyed_reports",
     "check_lookup_keys",
+    "check_multiset",
+    "check_multiset_signing",
     "check_normalizer",
     "check_pair_codes",
+    "check_partitionable",
+    "check_reporting",
     "check_shingler",
     "check_signature_builder",
+    "check_signature_screen",
     "check_verifier",
     "check_window_keys",
     "pairs_in_windows",
@@ -83,197 +130,48 @@ __all__ = [
 ]
 
 Int64Array = npt.NDArray[np.int64]
-_C = TypeVar("_C", bound=Component)
-
-_TEXTS = [
-    "The dog which chased the cat",
-    "The dog that chased the cat",
-    "el perro persigue al gato, pero no lo alcanza",
-    "el gato persigue al perro, pero no lo alcanza",
-    "",
-    "a",
-    "Ünïcödé ﬁ ligatures and emoji 🐍🐍 repeated 🐍",
-    "   spaces   and\ttabs\nand newlines   ",
-    "The dog which chased the cat",
-]
-
-#: pairs shown in a failure message
-_SHOWN = 5
-#: records looked up one at a time by :func:`check_lookup_keys`
-_SINGLE_LOOKUPS = 4
-
-
-def sample_records(field: str = "text", n_sources: int = 1) -> Records:
-    """Varied small records (empty, one character, Unicode, duplicates)."""
-    n = len(_TEXTS)
-    return Records(
-        ids=[f"r{i}" for i in range(n)],
-        source=np.arange(n, dtype=np.int32) % n_sources,
-        source_names=[f"s{i}" for i in range(n_sources)],
-        fields={field: list(_TEXTS)},
-    )
-
-
-def sample_graph() -> tuple[int, Pairs]:
-    """``(n, scored pairs)`` for :func:`check_clusterer`: 15 records.
-
-    Two dense groups (0-3 and 5-8) joined by one weak bridge (3, 5), a chain
-    9-10-11, a lone pair (12, 14), and records 4 and 13 without pairs.
-    """
-    edges = [
-        (0, 1, 0.97), (0, 2, 0.95), (0, 3, 0.93), (1, 2, 0.96), (1, 3, 0.92), (2, 3, 0.94),
-        (5, 6, 0.91), (5, 7, 0.9), (5, 8, 0.93), (6, 7, 0.95), (6, 8, 0.9), (7, 8, 0.96),
-        (3, 5, 0.55),
-        (9, 10, 0.8), (10, 11, 0.75),
-        (12, 14, 0.88),
-    ]
-    left, right, score = (np.array(col) for col in zip(*edges))
-    return 15, Pairs(left, right, score.astype(np.float64)).normalized()
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _instance(component: Any, family: type[_C]) -> _C:
-    """The component itself, or an instance of a component class with its default parameters."""
-    if isinstance(component, type):
-        assert issubclass(component, family), f"{component.__qualname__} is not a {family.__name__}"
-        return component()
-    assert isinstance(component, family), f"{component!r} is not a {family.__name__}"
-    return component
-
-
-def _shown(pairs: list[tuple[int, int]]) -> str:
-    more = f" (and {len(pairs) - _SHOWN} more)" if len(pairs) > _SHOWN else ""
-    return ", ".join(f"({a}, {b})" for a, b in pairs[:_SHOWN]) + more
-
-
-def _as_tuples(p: Pairs, mask: npt.NDArray[np.bool_] | None = None) -> list[tuple[int, int]]:
-    left, right = (p.left, p.right) if mask is None else (p.left[mask], p.right[mask])
-    return list(zip(left.tolist(), right.tolist()))
-
-
-def _same(a: Pairs, b: Pairs) -> bool:
-    return np.array_equal(a.left, b.left) and np.array_equal(a.right, b.right)
-
-
-def _inactive(batch: Batch) -> tuple[Int64Array, Batch]:
-    """``(kept rows, batch)``: the batch without every third row (0, 3, 6 …), as the engine builds it.
-
-    The new batch's row ``i`` is the old row ``kept[i]``; its ``active`` holds
-    the job's record index of each row (with gaps, and larger than the batch).
-    """
-    n = len(batch)
-    kept = np.flatnonzero(np.arange(n) % 3 != 0).astype(np.int64)
-    sub = batch.subset(kept)
-    base = batch.active if batch.active is not None else np.arange(n, dtype=np.int64)
-    sub.active = np.asarray(base, dtype=np.int64)[kept]
-    return kept, sub
-
-
-def _without_active(batch: Batch) -> Batch:
-    return dataclasses.replace(batch, active=None)
-
-
-def _empty(batch: Batch) -> Batch:
-    """No records (``active`` empty too, as the engine builds an empty job's batch)."""
-    empty = batch.subset(np.zeros(0, dtype=np.int64))
-    empty.active = np.zeros(0, dtype=np.int64)
-    return empty
-
-
-def _call_without_active(who: str, fn: Any, batch: Batch, *args: Any) -> Any:
-    try:
-        return fn(_without_active(batch), *args)
-    except Exception as exc:  # reported as a contract failure
-        raise AssertionError(
-            f"{who} fails on a batch without `active` ({type(exc).__name__}: {exc}); the persistent index and "
-            "the Dask executor build such batches: a component works on the batch's rows and must not need `active`"
-        ) from exc
 
 
 # ---------------------------------------------------------------- shinglers
 
 
-def _check_tokens(ts: TokenSets, n: int, who: str) -> None:
-    assert isinstance(ts, TokenSets), f"{who} must return TokenSets, got {type(ts).__name__}"
-    assert len(ts) == n, f"{who} returned {len(ts)} rows for {n} records"
-    assert ts.indptr.dtype == np.int64, f"{who}: indptr must be int64, got {ts.indptr.dtype}"
-    assert ts.tokens.dtype in (np.uint64, np.uint32), f"{who}: tokens must be uint64/uint32, got {ts.tokens.dtype}"
-    assert np.all(np.diff(ts.indptr) >= 0), f"{who}: indptr must be non-decreasing"
-    for i in range(n):
-        row = ts.row(i)
-        assert np.all(row[1:] > row[:-1]), f"{who}: row {i} is not sorted and unique: {row[:8].tolist()} …"
-
-
 def check_shingler(shingler: Shingler | type[Shingler], records: Records | None = None) -> TokenSets:
-    """Shapes/dtypes, sorted unique rows, empty batch, determinism, multisets; split and subset
-    invariance for a ``streamable`` shingler (a record's tokens depend on that record alone)."""
-    shingler = _instance(shingler, Shingler)
+    """Shapes/dtypes, sorted unique rows, empty batch, determinism; split and subset invariance unless it is
+    :class:`~er_framework.capabilities.WholeCorpus` (a record's tokens depend on that record alone); the
+    checks of its abilities (multisets, partitions)."""
+    shingler = instance_of(shingler, Shingler)
     records = records if records is not None else sample_records()
     who = f"shingler {shingler.name!r}"
     n = len(records)
     ts = shingler.shingle(records)
-    _check_tokens(ts, n, who)
+    check_token_sets(ts, n, who)
     empty = shingler.shingle(records.take(np.zeros(0, dtype=np.int64)))
-    _check_tokens(empty, 0, who + " (empty batch)")
+    check_token_sets(empty, 0, who + " (empty batch)")
     assert shingler.shingle(records).equals(ts), f"{who} is not deterministic: two calls on one batch differ"
     kept = np.flatnonzero(np.arange(n) % 3 != 0)
     sub = shingler.shingle(records.take(kept))
-    _check_tokens(sub, len(kept), who + " (records 0, 3, 6 … left out)")
-    if shingler.streamable or shingler.partitionable:
+    check_token_sets(sub, len(kept), who + " (records 0, 3, 6 … left out)")
+    if not has(shingler, WholeCorpus):  # streamed: a record's tokens depend on that record alone
         half = n // 2
         parts = TokenSets.concat(
             [shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, n)))]
         )
         assert parts.equals(ts), (
-            f"{who}: shingling two halves differs from shingling the whole batch; a streamable shingler's "
-            "tokens must depend on the record alone (or set streamable = False)"
+            f"{who}: shingling two halves differs from shingling the whole batch; a streamed shingler's "
+            "tokens must depend on the record alone (or declare WholeCorpus)"
         )
         assert sub.equals(ts.take(kept)), (
             f"{who}: the token sets of records 1, 2, 4, 5 … shingled without records 0, 3, 6 … differ; a "
-            "streamable shingler's tokens must depend on the record alone (or set streamable = False)"
+            "streamed shingler's tokens must depend on the record alone (or declare WholeCorpus)"
         )
-    if shingler.partitionable:  # the partitions' reports merge into the whole batch's report
-        whole = shingler.shingle(records)
-        report = shingler.describe()
-        reports = []
-        for part in (np.arange(n // 2), np.arange(n // 2, n)):
-            shingler.shingle(records.take(part.astype(np.int64)))
-            reports.append(shingler.partition_report())
-        shingler.merge_reports(reports)
-        assert whole.equals(ts) and shingler.describe() == report, (
-            f"{who}: merge_reports of the two halves' partition_report differs from the whole batch's describe(); "
-            "a partitionable shingler's report must be combinable from its partitions"
-        )
-    multi = shingler.shingle_multiset(records)
-    assert isinstance(multi, TokenSets) and len(multi) == n, (
-        f"{who}: shingle_multiset must return TokenSets with one row per record ({n})"
-    )
-    for i in range(n):
-        got = np.unique(multi.row(i)).astype(np.uint64)
-        assert np.array_equal(got, ts.row(i).astype(np.uint64)), (
-            f"{who}: shingle_multiset row {i} holds other distinct tokens than shingle's set"
-        )
+    check_abilities(shingler, Batch(records=records))
     return ts
 
 
 # ---------------------------------------------------------------- signature builders
 
 
-def _as_multisets(tokens: TokenSets) -> TokenSets:
-    """Each row reversed, then its first half again: the same sets as unsorted multisets."""
-    rows = []
-    for i in range(len(tokens)):
-        r = tokens.row(i)
-        rows.append(np.concatenate([r[::-1], r[: (len(r) + 1) // 2]]))
-    sizes = np.array([len(r) for r in rows], dtype=np.int64)
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=indptr[1:])
-    values = np.concatenate(rows) if rows else np.zeros(0, dtype=np.uint64)
-    if tokens.tokens.dtype == np.uint32:
-        return TokenSets(indptr, values.astype(np.uint32))
-    return TokenSets(indptr, values.astype(np.uint64))
+# ---------------------------------------------------------------- signature builders
 
 
 def _check_signatures(sig: Signatures, tokens: TokenSets, who: str) -> None:
@@ -285,8 +183,8 @@ def _check_signatures(sig: Signatures, tokens: TokenSets, who: str) -> None:
 
 def check_signature_builder(builder: SignatureBuilder | type[SignatureBuilder], tokens: TokenSets) -> Signatures:
     """2-D signatures, one row per set, empty sets flagged, deterministic; a row depends on its set
-    alone (two halves, rows left out); the empty batch; multisets when ``multiset_ok``."""
-    builder = _instance(builder, SignatureBuilder)
+    alone (two halves, rows left out); the empty batch; the checks of its abilities (multisets)."""
+    builder = instance_of(builder, SignatureBuilder)
     who = f"signature builder {builder.name!r}"
     sig = builder.build(tokens)
     _check_signatures(sig, tokens, who)
@@ -309,80 +207,29 @@ def check_signature_builder(builder: SignatureBuilder | type[SignatureBuilder], 
     )
     e = builder.build(tokens.take(np.zeros(0, dtype=np.int64)))
     assert isinstance(e, Signatures) and e.values.shape[0] == 0, f"{who}: empty batch must give 0 rows"
-    if builder.multiset_ok:
-        multi = builder.build(_as_multisets(tokens))
-        assert np.array_equal(multi.values, sig.values), (
-            f"{who} declares multiset_ok but signs unsorted rows with repeats differently from the sets; "
-            "set multiset_ok = False"
-        )
+    check_abilities(builder, Batch(records=Records.from_columns([f"r{i}" for i in range(n)], {}), tokens=tokens))
     return sig
 
 
 # ---------------------------------------------------------------- blockers
 
 
-def _check_pairs(p: Pairs, n: int, who: str) -> None:
-    """The candidates contract, rule by rule (what :meth:`Engine.checked_candidates` enforces)."""
-    assert isinstance(p, Pairs), f"{who} must return Pairs, got {type(p).__name__}"
-    assert p.left.dtype == np.int64 and p.right.dtype == np.int64, f"{who}: pairs must be int64"
-    if len(p) == 0:
-        return
-    lo = int(min(p.left.min(), p.right.min()))
-    hi = int(max(p.left.max(), p.right.max()))
-    outside = (p.left < 0) | (p.left >= n) | (p.right < 0) | (p.right >= n)
-    assert lo >= 0 and hi < n, (
-        f"{who}: pair indices must be rows of the batch, 0..{n - 1} ({n} records), got indices from {lo} to {hi}: "
-        f"{_shown(_as_tuples(p, outside))}; return indices into the batch, not into batch.active"
-    )
-    reversed_ = p.left >= p.right
-    assert not reversed_.any(), (
-        f"{who}: {int(reversed_.sum())} pairs with left >= right: {_shown(_as_tuples(p, reversed_))}; "
-        "return Pairs(left, right).normalized()"
-    )
-    d_left, d_right = np.diff(p.left), np.diff(p.right)
-    dup = np.flatnonzero((d_left == 0) & (d_right == 0))
-    assert len(dup) == 0, (
-        f"{who}: {len(dup)} duplicate pairs: {_shown(_as_tuples(p)[int(dup[0]) : int(dup[0]) + 1])} "
-        "twice in a row; return Pairs(left, right).normalized()"
-    )
-    down = np.flatnonzero((d_left < 0) | ((d_left == 0) & (d_right < 0)))
-    if len(down):
-        i = int(down[0])
-        duplicated = len(set(_as_tuples(p))) != len(p)
-        raise AssertionError(
-            f"{who}: pairs not sorted by (left, right): ({p.left[i]}, {p.right[i]}) comes before "
-            f"({p.left[i + 1]}, {p.right[i + 1]})" + (" (and some pairs repeat)" if duplicated else "")
-            + "; return Pairs(left, right).normalized()"
-        )
-
-
-def _check_link(p: Pairs, batch: Batch, who: str) -> None:
-    if not batch.cross_source_only or len(p) == 0:
-        return
-    src = batch.records.source
-    same = src[p.left] == src[p.right]
-    assert not same.any(), (
-        f"{who}: {int(same.sum())} pairs of records from the same source in link mode (cross_source_only): "
-        f"{_shown(_as_tuples(p, same))}; drop them, e.g. return batch.allowed(pairs)"
-    )
-
-
 def _blocker_contract(blocker: Blocker, batch: Batch, who: str) -> Pairs:
     pairs = blocker.candidates(batch)
-    _check_pairs(pairs, len(batch), who)
-    _check_link(pairs, batch, who)
-    assert _same(blocker.candidates(batch), pairs), f"{who} is not deterministic: two calls on one batch differ"
-    empty = blocker.candidates(_empty(batch))
-    _check_pairs(empty, 0, who + " (empty batch)")
+    check_pairs_contract(pairs, len(batch), who)
+    check_cross_source(pairs, batch, who)
+    assert same_pairs(blocker.candidates(batch), pairs), f"{who} is not deterministic: two calls on one batch differ"
+    empty = blocker.candidates(empty_batch(batch))
+    check_pairs_contract(empty, 0, who + " (empty batch)")
     assert len(empty) == 0, f"{who}: the empty batch must give no pairs"
     if len(batch) >= 2:
-        _, sub = _inactive(batch)
+        _, sub = inactive_batch(batch)
         where = f"{who} (batch of records 1, 2, 4, 5 …; active = {np.asarray(sub.active).tolist()[:6]} …)"
         got = blocker.candidates(sub)
-        _check_pairs(got, len(sub), where)
-        _check_link(got, sub, where)
-        plain = _call_without_active(who, blocker.candidates, sub)
-        assert _same(got, plain), (
+        check_pairs_contract(got, len(sub), where)
+        check_cross_source(got, sub, where)
+        plain = call_without_active(who, blocker.candidates, sub)
+        assert same_pairs(got, plain), (
             f"{where}: the candidates change with batch.active ({len(got)} pairs with it, {len(plain)} without); "
             "a blocker returns rows of the batch (0..len(batch)-1), never batch.active's record indices"
         )
@@ -398,214 +245,21 @@ def check_blocker(blocker: Blocker | type[Blocker], batch: Batch) -> Pairs:
     deterministic, an empty batch gives no pairs, and a batch with inactive
     records (every third row left out, ``active`` set to the remaining rows'
     record indices) gives rows of that batch, the same with or without ``active``.
-    A blocker with ``lookup_keys`` is also checked by :func:`check_lookup_keys`.
-    Returns the candidates of ``batch`` (the last call is on ``batch``, so
-    ``describe()`` reports it).
+    Then the checks of its abilities (:func:`check_abilities`: a keyed
+    blocker's :func:`check_lookup_keys`, a windowed one's
+    :func:`check_window_keys`, :func:`check_reporting` …). Returns the
+    candidates of ``batch``.
     """
-    blocker = _instance(blocker, Blocker)
+    blocker = instance_of(blocker, Blocker)
     who = f"blocker {blocker.name!r}"
     flipped = dataclasses.replace(batch, cross_source_only=not batch.cross_source_only)
     mode = " (link mode)" if flipped.cross_source_only else " (dedup mode)"
     _blocker_contract(blocker, flipped, who + mode)
-    if type(blocker).lookup_keys is not Blocker.lookup_keys:
-        check_lookup_keys(blocker, flipped)
-        check_lookup_keys(blocker, batch)
+    check_abilities(blocker, batch)
     pairs = _blocker_contract(blocker, batch, who)
     final = blocker.candidates(batch)
-    assert _same(final, pairs), f"{who} is not deterministic: calls on one batch differ"
+    assert same_pairs(final, pairs), f"{who} is not deterministic: calls on one batch differ"
     return final
-
-
-def pairs_sharing_keys(
-    rows: npt.ArrayLike, keys: npt.ArrayLike, cap: int | None = None, source: npt.ArrayLike | None = None
-) -> Pairs:
-    """The candidates that bucket keys imply, computed naively (the reference of :func:`check_lookup_keys`).
-
-    Record ``rows[i]`` is in bucket ``keys[i]`` (a dict of key -> set of
-    rows); every two records of a bucket form a pair, except in buckets of
-    more than ``cap`` records (skipped, as :meth:`Blocker.lookup_cap` says)
-    and, when ``source`` is given (link mode), pairs of one source.
-    """
-    buckets: dict[int, set[int]] = {}
-    for r, k in zip(np.asarray(rows).tolist(), np.asarray(keys).tolist()):
-        buckets.setdefault(int(k), set()).add(int(r))
-    src = None if source is None else np.asarray(source).tolist()
-    found: set[tuple[int, int]] = set()
-    for members in buckets.values():
-        if cap is not None and len(members) > cap:
-            continue
-        ordered = sorted(members)
-        for i, a in enumerate(ordered):
-            for b in ordered[i + 1 :]:
-                if src is None or src[a] != src[b]:
-                    found.add((a, b))
-    pairs = sorted(found)
-    return Pairs(np.array([a for a, _ in pairs], dtype=np.int64), np.array([b for _, b in pairs], dtype=np.int64))
-
-
-def _lookup(blocker: Blocker, batch: Batch, who: str) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
-    got = blocker.lookup_keys(batch)
-    assert got is not None, (
-        f"{who} has no lookup_keys (it returned None): it cannot serve er index or the Dask executor; "
-        "implement lookup_keys(batch) -> (rows, keys) and lookup_cap()"
-    )
-    assert isinstance(got, tuple) and len(got) == 2, f"{who}: lookup_keys must return a tuple (rows, keys)"
-    rows, keys = np.asarray(got[0]), np.asarray(got[1])
-    n = len(batch)
-    assert rows.ndim == 1 and keys.ndim == 1 and rows.shape == keys.shape, (
-        f"{who}: lookup_keys must return two 1-D arrays of one length, got shapes {rows.shape} and {keys.shape}"
-    )
-    assert rows.dtype == np.int64, f"{who}: lookup_keys rows must be int64, got {rows.dtype}"
-    assert keys.dtype == np.uint64, f"{who}: lookup_keys keys must be uint64 (64-bit bucket ids), got {keys.dtype}"
-    if len(rows):
-        assert rows.min() >= 0 and rows.max() < n, (
-            f"{who}: lookup_keys rows must be rows of the batch, 0..{n - 1}, got {int(rows.min())}..{int(rows.max())}"
-        )
-    return rows, keys
-
-
-def _key_set(rows: npt.ArrayLike, keys: npt.ArrayLike) -> set[tuple[int, int]]:
-    return set(zip(np.asarray(rows).tolist(), np.asarray(keys).tolist()))
-
-
-def _keys_match_candidates(blocker: Blocker, batch: Batch, who: str) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
-    rows, keys = _lookup(blocker, batch, who)
-    src = batch.records.source if batch.cross_source_only else None
-    want = set(_as_tuples(pairs_sharing_keys(rows, keys, blocker.lookup_cap(), src)))
-    got = set(_as_tuples(blocker.candidates(batch)))
-    missing = sorted(want - got)
-    extra = sorted(got - want)
-    cap = blocker.lookup_cap()
-    if missing or extra:
-        over = ""
-        if extra and cap is not None:
-            uncapped = set(_as_tuples(pairs_sharing_keys(rows, keys, None, src)))
-            capped = [p for p in extra if p in uncapped]
-            if capped:
-                over = f" ({len(capped)} of them share only buckets over the cap: candidates must skip those too)"
-        raise AssertionError(
-            f"{who}: lookup_keys disagree with candidates (two records must be candidates exactly when they share a "
-            f"key, buckets over lookup_cap() = {cap} skipped" + (", cross-source only" if src is not None else "") + "): "
-            + (f"{len(missing)} pairs share a key but are no candidates: {_shown(missing)}" if missing else "")
-            + ("; " if missing and extra else "")
-            + (f"{len(extra)} candidates share no key: {_shown(extra)}{over}" if extra else "")
-        )
-    again = _lookup(blocker, batch, who)
-    assert _key_set(*again) == _key_set(rows, keys), f"{who}: lookup_keys is not deterministic"
-    return rows, keys
-
-
-def check_lookup_keys(blocker: Blocker | type[Blocker], batch: Batch) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
-    """``lookup_keys`` agree with ``candidates`` and depend on each record alone.
-
-    The pairs of records sharing a key (buckets with more than
-    ``lookup_cap()`` records skipped; in link mode cross-source pairs only),
-    computed naively by :func:`pairs_sharing_keys`, must equal
-    ``blocker.candidates(batch)``: the persistent index and the Dask executor
-    block through these keys. Checked on ``batch`` and on the batch with
-    inactive records; the keys of a part of the batch (two halves, single
-    records, the rows left active) must be that part's keys in the whole
-    batch, so one new item can be looked up without the others; rows int64 in
-    range, keys uint64; the empty batch gives no keys. Returns ``(rows, keys)``.
-    """
-    blocker = _instance(blocker, Blocker)
-    who = f"blocker {blocker.name!r}" + (" (link mode)" if batch.cross_source_only else "")
-    rows, keys = _keys_match_candidates(blocker, batch, who)
-    n = len(batch)
-    whole = _key_set(rows, keys)
-    er, _ = _lookup(blocker, _empty(batch), who + " (empty batch)")
-    assert len(er) == 0, f"{who}: the empty batch must give no lookup keys, got {len(er)}"
-    kept, sub = _inactive(batch)
-    parts = [np.arange(n // 2), np.arange(n // 2, n), kept] + [np.array([i]) for i in range(min(n, _SINGLE_LOOKUPS))]
-    for part in parts:
-        part = part.astype(np.int64)
-        pr, pk = _lookup(blocker, batch.subset(part), who)
-        got = _key_set(part[pr], pk)
-        want = {(r, k) for r, k in whole if r in set(part.tolist())}
-        assert got == want, (
-            f"{who}: the lookup keys of records {part.tolist()[:8]} looked up without the others differ from their "
-            "keys in the whole batch; a record's keys must depend on that record alone"
-        )
-    if n >= 2:
-        _keys_match_candidates(blocker, sub, who + " (batch with inactive records)")
-        plain = _call_without_active(who, lambda b: _lookup(blocker, b, who), sub)
-        assert _key_set(*plain) == _key_set(*_lookup(blocker, sub, who)), (
-            f"{who}: lookup_keys change with batch.active; a record's keys depend on that record alone "
-            "(the index and the Dask executor pass no active)"
-        )
-    return rows, keys
-
-
-def pairs_in_windows(
-    passes: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], window: int, source: npt.ArrayLike | None = None
-) -> set[tuple[int, int]]:
-    """The naive reading of :meth:`~er_framework.components.Blocker.window_keys`: per pass the rows sorted by
-    ``(key, row)`` (Python string order), each paired with the next ``window - 1``; with ``source``, only
-    pairs of different sources. The union over the passes, as ``(min, max)`` tuples."""
-    src = None if source is None else np.asarray(source)
-    out: set[tuple[int, int]] = set()
-    for rows, keys in passes:
-        order = [r for _, r in sorted(zip(np.asarray(keys).tolist(), np.asarray(rows).tolist()))]
-        for i, a in enumerate(order):
-            for b in order[i + 1 : i + window]:
-                if src is None or src[a] != src[b]:
-                    out.add((min(a, b), max(a, b)))
-    return out
-
-
-def _windows(blocker: Blocker, batch: Batch, who: str) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
-    got = blocker.window_keys(batch)
-    assert got is not None, f"{who}: window_keys returned None (a blocker without windows keeps the default)"
-    n = len(batch)
-    out = []
-    for rows, keys in got:
-        r = np.asarray(rows)
-        assert r.dtype == np.int64 and r.ndim == 1, f"{who}: window rows must be int64[m], got {r.dtype} {r.shape}"
-        assert len(keys) == len(r), f"{who}: {len(keys)} window keys for {len(r)} rows"
-        assert len(r) == 0 or (int(r.min()) >= 0 and int(r.max()) < n), f"{who}: window rows outside 0..{n - 1}"
-        assert all(isinstance(k, str) for k in np.asarray(keys).tolist()), f"{who}: window keys must be strings"
-        out.append((r, np.asarray(keys)))
-    return out
-
-
-def check_window_keys(blocker: Blocker | type[Blocker], batch: Batch) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
-    """``window_keys`` agree with ``candidates`` and depend on each record alone.
-
-    The pairs of :func:`pairs_in_windows` (cross-source only in link mode)
-    must equal ``blocker.candidates(batch)``: the Dask executor sorts the
-    records of all partitions by these keys and pairs them within windows of
-    ``window_size()``. The keys of each half of the batch must be that half's
-    keys in the whole batch (an executor computes them partition by
-    partition), the passes as many; the empty batch gives the same number of
-    passes, with no rows. Returns the passes.
-    """
-    blocker = _instance(blocker, Blocker)
-    who = f"blocker {blocker.name!r}" + (" (link mode)" if batch.cross_source_only else "")
-    passes = _windows(blocker, batch, who)
-    window = int(blocker.window_size())
-    src = batch.records.source if batch.cross_source_only else None
-    got = sorted(pairs_in_windows(passes, window, src))
-    want = _as_tuples(blocker.candidates(batch))
-    assert got == want, (
-        f"{who}: the pairs within windows of window_size() = {window} of the window_keys order differ from "
-        f"candidates(): {len(got)} vs {len(want)}; missing {_shown(sorted(set(want) - set(got)))}, "
-        f"extra {_shown(sorted(set(got) - set(want)))}"
-    )
-    n = len(batch)
-    empty = _windows(blocker, _empty(batch), who + " (empty batch)")
-    assert len(empty) == len(passes) and all(len(r) == 0 for r, _ in empty), (
-        f"{who}: the empty batch must give the same {len(passes)} passes, with no rows"
-    )
-    for part in (np.arange(n // 2, dtype=np.int64), np.arange(n // 2, n, dtype=np.int64)):
-        sub = _windows(blocker, batch.subset(part), who)
-        assert len(sub) == len(passes), f"{who}: a part of the batch gives {len(sub)} passes, the whole {len(passes)}"
-        for (rows, keys), (prow, pkeys) in zip(passes, sub):
-            whole = {(int(r), k) for r, k in zip(rows.tolist(), keys.tolist()) if r in set(part.tolist())}
-            assert {(int(part[r]), k) for r, k in zip(prow.tolist(), pkeys.tolist())} == whole, (
-                f"{who}: the window keys of records {part.tolist()[:8]} computed without the others differ from "
-                "their keys in the whole batch; a record's sort key must depend on that record alone"
-            )
-    return passes
 
 
 # ---------------------------------------------------------------- verifiers
@@ -631,9 +285,9 @@ def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pai
     """One finite float score per pair, deterministic, symmetric in (left, right); the empty batch and
     empty pairs; a batch with inactive records; a pair's score does not depend on the other pairs or
     records (for a :class:`~er_framework.capabilities.Learner`: given its fitted state, through
-    ``score_with``; the learner checks of :func:`check_learner` run too). The last call scores no pairs
-    of ``batch``."""
-    verifier = _instance(verifier, Verifier)
+    ``score_with``; the learner checks of :func:`check_learner` run too); the checks of its abilities. The
+    last call scores no pairs of ``batch``."""
+    verifier = instance_of(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
     scores = _scores(verifier, batch, pairs, who)
     assert np.array_equal(_scores(verifier, batch, pairs, who), scores), f"{who} is not deterministic"
@@ -660,22 +314,27 @@ def check_verifier(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pai
             "its two records alone (and a Learner's fitted state)"
         )
     if len(batch) >= 2:
-        kept, sub = _inactive(batch)
+        kept, sub = inactive_batch(batch)
         inside = np.isin(pairs.left, kept) & np.isin(pairs.right, kept)
         local = Pairs(np.searchsorted(kept, pairs.left[inside]), np.searchsorted(kept, pairs.right[inside]))
         where = f"{who} (batch of records 1, 2, 4, 5 …, with active)"
         got = score(sub, local, where)
-        plain = _call_without_active(who, verifier.score, sub, local)
+        plain = call_without_active(who, verifier.score, sub, local)
         if not isinstance(verifier, Learner):
             assert _close(np.asarray(plain, dtype=np.float64), got), f"{where}: the scores change with batch.active"
         assert _close(got, scores[inside]), (
             f"{where}: scores differ from the same pairs scored in the whole batch; a pair's score depends "
             "on its two records alone (pairs hold rows of the batch, not batch.active's indices)"
         )
-    empty_batch = _scores(verifier, _empty(batch), Pairs.empty(), who + " (empty batch)")
-    assert empty_batch.shape == (0,)
+    no_records = _scores(verifier, empty_batch(batch), Pairs.empty(), who + " (empty batch)")
+    assert no_records.shape == (0,)
     empty = _scores(verifier, batch, Pairs.empty(), who + " (no pairs)")
     assert empty.shape == (0,), f"{who}: empty pairs must give 0 scores"
+    check_abilities(verifier, batch, pairs)
+    if isinstance(verifier, CodeFitted):  # the verifier's own abilities (checked here, beside score)
+        check_pair_codes(verifier, batch, pairs)
+    if isinstance(verifier, Explainable):
+        check_comparisons(verifier, batch, pairs)
     return scores
 
 
@@ -691,7 +350,7 @@ def check_learner(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pair
     and a JSON-serializable state; ``score_with`` that state (also after a JSON round trip, and on a new
     instance: nothing is kept on the component) gives the same scores; the instance is unchanged by the
     calls. Returns the state."""
-    verifier = _instance(verifier, Verifier)
+    verifier = instance_of(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
     assert isinstance(verifier, Learner), f"{who} is not a Learner"
     before = dict(vars(verifier))
@@ -726,7 +385,7 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     the Dask executor does); ``score_codes`` with the fitted state gives the
     same table. Returns the scores.
     """
-    verifier = _instance(verifier, Verifier)
+    verifier = instance_of(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
     assert isinstance(verifier, CodeFitted), f"{who} is not CodeFitted"
     fitter = verifier
@@ -752,7 +411,7 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     source = batch.records.source
     sample = fitter.sample_pairs(source, batch.cross_source_only)
     again = fitter.sample_pairs(source, batch.cross_source_only)
-    assert _same(sample, again), f"{who}: sample_pairs differ between two calls on the same sources"
+    assert same_pairs(sample, again), f"{who}: sample_pairs differ between two calls on the same sources"
     n = len(batch)
     assert len(sample) == 0 or (int(min(sample.left.min(), sample.right.min())) >= 0
                                 and int(max(sample.left.max(), sample.right.max())) < n), (
@@ -783,7 +442,7 @@ def check_comparisons(verifier: Verifier | type[Verifier], batch: Batch, pairs: 
     whose 2**w / (1 + 2**w) is the score; or the ``points_*`` sum to the score; or ``shared / (shared +
     left_only + right_only)`` is the score); a new instance given the same state (a Learner's fitted
     state, else None) gives the same terms. Returns the columns."""
-    verifier = _instance(verifier, Verifier)
+    verifier = instance_of(verifier, Verifier)
     who = f"verifier {verifier.name!r}"
     assert isinstance(verifier, Explainable), f"{who} is not Explainable (er_framework.capabilities)"
     scores = _scores(verifier, batch, pairs, who)
@@ -842,7 +501,7 @@ def check_clusterer(
     singletons. Labels are compared as partitions (the engine renumbers
     them). Pairs of one component may be split (community detection does).
     """
-    clusterer = _instance(clusterer, Clusterer)
+    clusterer = instance_of(clusterer, Clusterer)
     who = f"clusterer {clusterer.name!r}"
     if pairs is None:
         n, pairs = sample_graph() if n is None else (n, Pairs.empty(scored=True))
@@ -934,8 +593,8 @@ def _as_key(result: str | None) -> str | None:
 
 
 def _few(values: list[str]) -> str:
-    more = f" (and {len(values) - _SHOWN} more)" if len(values) > _SHOWN else ""
-    return ", ".join(map(repr, values[:_SHOWN])) + more
+    more = f" (and {len(values) - SHOWN} more)" if len(values) > SHOWN else ""
+    return ", ".join(map(repr, values[:SHOWN])) + more
 
 
 def _normalized(n: Normalizer, values: list[str], who: str) -> list[str | None]:
@@ -1039,7 +698,7 @@ def check_normalizer(normalizer: Normalizer | type[Normalizer], values: Iterable
 
     Returns ``normalize_column(values, [normalizer])``: one key or ``None`` per value of ``values``.
     """
-    n = _instance(normalizer, Normalizer)
+    n = instance_of(normalizer, Normalizer)
     who = f"normalizer {n.name!r}"
     _check_requires(n, who)
     column = sample_values() if values is None else list(values)
@@ -1127,3 +786,36 @@ def _check_normalize_column(n: Normalizer, column: list[Any], keys: dict[str, st
             "value alone (not on the column's other values, repeats or missing values)"
         )
     return got[: len(column)]
+
+
+# ---------------------------------------------------------------- any component
+
+
+def check_component(component: Component | type[Component], batch: Batch | None = None, pairs: Pairs | None = None) -> Any:
+    """The check of ``component``'s family, with the checks of every ability it declares; returns that check's answer.
+
+    ``batch`` holds what the component reads: records (a shingler; default
+    :func:`sample_records`), token sets (a signature builder: ``batch.tokens``),
+    signatures, tokens or fields (a blocker), with ``pairs`` (a verifier).
+    A clusterer is checked on :func:`sample_graph` (or ``pairs`` over
+    ``len(batch)`` records), a normalizer on :func:`sample_values`.
+    """
+    family = component.family
+    who = f"{family} {component.name!r}"
+    if family == "shingler":
+        return check_shingler(component, batch.records if batch is not None else None)  # type: ignore[arg-type]
+    if family == "normalizer":
+        return check_normalizer(component)  # type: ignore[arg-type]
+    if family == "clusterer":
+        n = len(batch) if batch is not None and pairs is not None else None
+        return check_clusterer(component, n, pairs)  # type: ignore[arg-type]
+    assert batch is not None, f"checking {who} needs a batch"
+    if family == "signature":
+        assert batch.tokens is not None, f"checking {who} needs a batch with token sets"
+        return check_signature_builder(component, batch.tokens)  # type: ignore[arg-type]
+    if family == "blocker":
+        return check_blocker(component, batch)  # type: ignore[arg-type]
+    if family == "verifier":
+        assert pairs is not None, f"checking {who} needs pairs"
+        return check_verifier(component, batch, pairs)  # type: ignore[arg-type]
+    raise AssertionError(f"{who}: no check for the family {family!r}")

@@ -19,7 +19,9 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
-from er_framework.capabilities import Explainable
+from er_framework.capabilities import (
+    Blocked, Diagnostic, Explainable, Keyed, Multiset, MultisetSigning, Reporting, SignatureScreen,
+)
 from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.digests import folded_texts
@@ -143,7 +145,7 @@ class CharParams(TextParams):
     k: int = Field(default=5, ge=1, le=256, description="shingle length in characters (4-5 short texts, 9-10 long documents)")
 
 
-class CharShingler(Shingler):
+class CharShingler(Multiset, Shingler):
     """Character k-shingles (MMDS §3.2): the set of all length-k substrings.
 
     A text shorter than k yields one token (the whole text); an empty text
@@ -182,7 +184,7 @@ class WordParams(WordPatternParams):
     n: int = Field(default=2, ge=1, le=32, description="words per n-gram (1 = bag of words)")
 
 
-class WordShingler(Shingler):
+class WordShingler(Multiset, Shingler):
     """Word n-grams (MMDS §3.2): sets of n consecutive words, stable 64-bit tokens."""
 
     name = "word"
@@ -207,7 +209,7 @@ class MinHashParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the hash functions (default: the job seed)")
 
 
-class MinHash(SignatureBuilder):
+class MinHash(MultisetSigning, SignatureBuilder):
     """Classic MinHash (MMDS §3.3): K hash functions h_i(x) = (a_i x + b_i) mod p.
 
     p = 4294967291 = 2**32 - 5 (prime); tokens are reduced mod p, a_i in
@@ -217,8 +219,7 @@ class MinHash(SignatureBuilder):
 
     name = "minhash"
     summary = "classic MinHash, K hash functions (a x + b) mod p, exact 64-bit arithmetic"
-    Params = MinHashParams
-    multiset_ok = True  # a minimum per hash function
+    Params = MinHashParams  # multisets: a minimum per hash function
 
     def build(self, tokens: TokenSets) -> Signatures:
         p = self.params
@@ -341,7 +342,7 @@ class LshParams(Params):
     )
 
 
-class LshBands(Blocker):
+class LshBands(Reporting, Keyed, Diagnostic, Blocker):
     """LSH banding (MMDS §3.4): b bands of r rows; same bucket in any band -> candidate.
 
     P(candidate | s) = 1 - (1 - s**r)**b; threshold ~ (1/b)**(1/r). The band
@@ -394,15 +395,19 @@ class LshBands(Blocker):
             return p.bands, p.rows
         return choose_bands(self._threshold(), num_perm, p.target_recall)
 
-    def _threshold(self) -> float:
+    def _given_threshold(self) -> float | None:
+        """The similarity to catch: this blocker's threshold, else the job's (``None``: neither is set)."""
         p = self.params
         assert isinstance(p, LshParams)
-        t = p.threshold if p.threshold is not None else self.context.threshold
+        return p.threshold if p.threshold is not None else self.context.threshold
+
+    def _threshold(self) -> float:
+        t = self._given_threshold()
         if t is None:
             raise ValueError("lsh_bands needs a threshold or bands and rows")
         return float(t)
 
-    def candidates(self, batch: Batch) -> Pairs:
+    def block(self, batch: Batch) -> Blocked:
         sig = batch.signatures
         if sig is None:
             raise ValueError("lsh_bands needs signatures")
@@ -415,20 +420,18 @@ class LshBands(Blocker):
         # no gathered copy of the signatures when every one is bucketed (1M x 128 values: 0.5 GB)
         keys = band_keys(sig.values if len(ids) == len(sig.values) else sig.values[ids], b, r)
         left, right, stats = bucket_candidates(keys, ids, p.max_bucket_size)
-        self._report: dict[str, Any] = {
+        report: dict[str, Any] = {
             **self._banding(sig.num_perm),
             "records_bucketed": int(len(ids)),
             "records_skipped_empty": int(sig.empty.sum()),
             **stats,
         }
-        return batch.allowed(Pairs(left, right).normalized())
+        return Blocked(batch.allowed(Pairs(left, right).normalized()), report)
 
     def _banding(self, num_perm: int) -> dict[str, Any]:
         """The banding chosen for signatures of ``num_perm`` values, and its S-curve figures."""
-        p = self.params
-        assert isinstance(p, LshParams)
         b, r = self._band_rows(num_perm)
-        t = p.threshold if p.threshold is not None else self.context.threshold
+        t = self._given_threshold()
         return {
             "bands": b,
             "rows": r,
@@ -445,15 +448,15 @@ class LshBands(Blocker):
             raise ValueError("lsh_bands needs signatures")
         return {"records": len(sig), "empty": int(sig.empty.sum()), "num_perm": sig.num_perm}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
-        """The report of :meth:`candidates` from the partitions' counts and the statistics of every
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> dict[str, Any]:
+        """The report of :meth:`block` from the partitions' counts and the statistics of every
         bucket of :meth:`lookup_keys` (one bucket id per band and key, as :func:`bucket_candidates` groups)."""
         n = sum(int(r["records"]) for r in reports)
         empty = sum(int(r["empty"]) for r in reports)
         k = next((int(r["num_perm"]) for r in reports), None)
         if k is None:
             k = self._num_perm(self.context)
-        self._report = {
+        return {
             **(self._banding(k) if k is not None else {}),
             "records_bucketed": n - empty,
             "records_skipped_empty": empty,
@@ -462,12 +465,10 @@ class LshBands(Blocker):
         }
 
     def describe(self) -> dict[str, Any]:
-        """The parameters and the banding (known from the job alone); after :meth:`candidates`, its bucket counts."""
-        report = getattr(self, "_report", None)
-        if report is None:  # not run in this process (the Dask client): what the job alone determines
-            k = self._num_perm(self.context)
-            report = self._banding(k) if k is not None else {}
-        return {**super().describe(), **report}
+        """The parameters and the banding, as far as the job alone determines them (:meth:`block`'s report
+        adds the banding of the signatures it saw and its bucket counts)."""
+        k = self._num_perm(self.context)
+        return {**super().describe(), **(self._banding(k) if k is not None else {})}
 
     def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         """One bucket id per band of every non-empty signature (:func:`bucket_ids`)."""
@@ -601,7 +602,7 @@ class LshBands(Blocker):
         curve: dict[str, Any] = {
             "bands": b,
             "rows": r,
-            "threshold": self._report.get("threshold") if hasattr(self, "_report") else None,
+            "threshold": self._given_threshold(),
             "probe": probe_kind,
             "records_probed": int(len(chosen)),
             "pairs_sampled": int(len(pairs)),
@@ -682,7 +683,7 @@ def agreement_cutoff(num_perm: int, threshold: float, p: float) -> int:
     return best
 
 
-class JaccardVerifier(Verifier, Explainable):
+class JaccardVerifier(SignatureScreen, Explainable, Verifier):
     """Exact Jaccard similarity |A ∩ B| / |A ∪ B| of the token sets (MMDS §3.1)."""
 
     name = "jaccard"

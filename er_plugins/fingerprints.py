@@ -24,6 +24,7 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
+from er_framework.capabilities import Blocked, LimitedKeys, Partitionable, Reporting, Tokenized
 from er_framework.components import (
     Blocker,
     Context,
@@ -179,7 +180,7 @@ class GridParams(Params):
         return self.grid_x * self.grid_y
 
 
-class GridCells(Shingler):
+class GridCells(Partitionable, Shingler):
     """Minutiae -> the set of grid cells holding one (cell = row * grid_x + col).
 
     The frame ``[0, width) x [0, height)`` is cut into ``grid_x x grid_y`` cells;
@@ -192,14 +193,12 @@ class GridCells(Shingler):
     name = "grid_cells"
     summary = "fingerprint minutiae -> set of occupied grid cells (boundary spill optional)"
     Params = GridParams
-    #: one call with every print: bad prints are all reported at once and the
-    #: report's occupancy covers every record
-    streamable = False
-    #: but a print's cells depend on that print alone: partitions may be shingled
-    #: apart, and their counts summed give the same report (:meth:`merge_reports`)
-    partitionable = True
+    # Partitionable: one call with every print (bad prints are all reported at once and the
+    # report's occupancy covers every record), but a print's cells depend on that print alone:
+    # partitions may be shingled apart, and their counts summed give the same report (merge_reports)
 
-    def shingle(self, records: Records) -> TokenSets:
+    def shingle_reported(self, records: Records) -> Tokenized:
+        """The prints' cell sets and their counts (records, minutiae, empty prints, missing values, occupied cells)."""
         p = self.params
         assert isinstance(p, GridParams)
         col = records.fields.get(p.field)
@@ -282,21 +281,16 @@ class GridCells(Shingler):
             )
         if problems:
             raise InputError(problems)
-        self._counts = {
+        counted = {
             "records": n,
             "minutiae": len(pts),
             "prints_without_minutiae": int((counts == 0).sum()),
             "missing_values": missing,
             "cells": int(cells.sizes.sum()),
         }
-        self.merge_reports([self._counts])
-        return cells
+        return Tokenized(cells, counted)
 
-    def partition_report(self) -> dict[str, Any]:
-        """The last call's counts (records, minutiae, empty prints, missing values, occupied cells)."""
-        return dict(getattr(self, "_counts", {}))
-
-    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
+    def merge_reports(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
         """The report of one call over every print, from the counts of calls over parts of them."""
         p = self.params
         assert isinstance(p, GridParams)
@@ -304,7 +298,7 @@ class GridCells(Shingler):
         tot = {k: sum(int(r.get(k, 0)) for r in reports) for k in keys}
         n = tot["records"]
         mean = tot["cells"] / n if n else 0.0  # = sizes.mean(): an exact integer sum over n
-        self._report: dict[str, Any] = {
+        return {
             "n_cells": p.n_cells,
             "records": n,
             "minutiae": tot["minutiae"],
@@ -313,9 +307,6 @@ class GridCells(Shingler):
             "mean_cells": round(mean, 3) if n else 0.0,
             "occupancy": round(mean / p.n_cells, 4) if n else 0.0,
         }
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}
 
 
 # --------------------------------------------------------------------------- signature
@@ -422,7 +413,7 @@ class GridBitsParams(Params):
     )
 
 
-class GridBits(Blocker):
+class GridBits(Reporting, LimitedKeys, Blocker):
     """Random cell sets (SEEDS §6): a print is in set j's bucket if it has all c cells of the set.
 
     With occupancy p and agreement q: P(candidate | same finger) = 1 - (1 - (p q)**c)**M,
@@ -446,7 +437,7 @@ class GridBits(Blocker):
             return [f"cells = {params.cells} exceeds the {nb} cells of the grid; fix: lower cells or use a finer grid"]
         return []
 
-    def candidates(self, batch: Batch) -> Pairs:
+    def block(self, batch: Batch) -> Blocked:
         p = self.params
         assert isinstance(p, GridBitsParams)
         sig, nb = _bits_of(batch, "blocker grid_bits")
@@ -461,16 +452,16 @@ class GridBits(Blocker):
             )
         except TooManyPairs as exc:
             raise self._too_many(exc.raw_pairs, exc.stats["largest_bucket"]) from None
-        self._set_report(len(sig), int(row_popcount(sig.values).sum()), nb, len(ids), int(sig.empty.sum()), stats)
-        return batch.allowed(Pairs(left, right))
+        report = self._reported(len(sig), int(row_popcount(sig.values).sum()), nb, len(ids), int(sig.empty.sum()), stats)
+        return Blocked(batch.allowed(Pairs(left, right)), report)
 
-    def _set_report(self, n: int, bits_set: int, nb: int, bucketed: int, skipped: int, stats: dict[str, int]) -> None:
+    def _reported(self, n: int, bits_set: int, nb: int, bucketed: int, skipped: int, stats: dict[str, int]) -> dict[str, Any]:
         p = self.params
         assert isinstance(p, GridBitsParams)
         occ = float(bits_set) / (n * nb) if n else 0.0
         same, diff = candidate_probabilities(occ, p.agreement, p.cells, p.sets)
         g_same, g_diff = candidate_probabilities_exact(occ, p.agreement, p.cells, p.sets, nb)
-        self._report: dict[str, Any] = {
+        return {
             "sets": p.sets,
             "cells": p.cells,
             "seed": self.seed,
@@ -493,17 +484,17 @@ class GridBits(Blocker):
         return {"records": len(sig), "bits_set": int(row_popcount(sig.values).sum()), "n_bits": nb,
                 "empty": int(sig.empty.sum())}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
-        """The report of :meth:`candidates` from the partitions' counts and the buckets of :meth:`lookup_keys`."""
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> dict[str, Any]:
+        """The report of :meth:`block` from the partitions' counts and the buckets of :meth:`lookup_keys`."""
         n = sum(int(r["records"]) for r in reports)
         empty = sum(int(r["empty"]) for r in reports)
         nb = next((int(r["n_bits"]) for r in reports), 0)
         stats = {k: int(buckets.get(k, 0)) for k in
                  ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")}
-        self._set_report(n, sum(int(r["bits_set"]) for r in reports), nb, n - empty, empty, stats)
+        return self._reported(n, sum(int(r["bits_set"]) for r in reports), nb, n - empty, empty, stats)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {"seed": self.seed})}
+        return {**super().describe(), "seed": self.seed}
 
     def lookup_keys(self, batch: Batch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         """One bucket id per print and cell set ``j`` whose ``c`` cells the print all has.

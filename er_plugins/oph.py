@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from er_framework import hookimpl
+from er_framework.capabilities import MultisetSigning
 from er_framework.components import Params, SignatureBuilder
 from er_framework.data import Signatures, TokenSets
 from er_framework.kernels.parallel import map_row_blocks
@@ -38,12 +39,12 @@ class OphParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the hash (default: the job seed)")
 
 
-class _BinnedMinHash(SignatureBuilder):
+class _BinnedMinHash(MultisetSigning, SignatureBuilder):
     """Shared build of the binned MinHash schemes: ``kernel(tokens, K, seed)`` per block of records."""
 
     scheme: ClassVar[str] = ""
+    # MultisetSigning: a minimum per bin (per round and bin for fss)
     kernel: ClassVar[Callable[[TokenSets, int, int], np.ndarray]]
-    multiset_ok = True  # a minimum per bin (per round and bin for fss)
 
     def build(self, tokens: TokenSets) -> Signatures:
         k = int(self.params.num_perm)  # type: ignore[attr-defined]

@@ -62,6 +62,7 @@ from numpy.dtypes import StringDType
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from er_framework import hookimpl
+from er_framework.capabilities import Blocked, GroupedKeys, LimitedKeys, Reporting, Windowed
 from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
@@ -476,7 +477,7 @@ class FieldHashParams(Params):
         return [key_spec(k) for k in self.fields]
 
 
-class FieldHash(Blocker):
+class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
     """Standard blocking on exact key values (one bucket per distinct value).
 
     Each entry of ``fields`` is one key ("hash function"): a field, a list
@@ -497,7 +498,7 @@ class FieldHash(Blocker):
     Params = FieldHashParams
     needs = frozenset({"fields"})
 
-    def candidates(self, batch: Batch) -> Pairs:
+    def block(self, batch: Batch) -> Blocked:
         p = self.params
         assert isinstance(p, FieldHashParams)
         records = batch.records
@@ -523,14 +524,14 @@ class FieldHash(Blocker):
         raw = int(sum(len(x) for x in packed))
         pairs = _union(packed)
         release_free_memory()  # the sorting and enumerating temporaries, before the next stage's
-        self._report: dict[str, Any] = {
+        report: dict[str, Any] = {
             "records": n,
             "mode": "link" if link else "dedup",
             "per_key": per_key,
             "raw_pairs": raw,
             "candidates": len(pairs),
         }
-        return pairs
+        return Blocked(pairs, report)
 
     @staticmethod
     def _block(
@@ -601,21 +602,19 @@ class FieldHash(Blocker):
         }
         return out, stats
 
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}
-
     def _keyed(self, records: Records) -> list[tuple[KeySpec, list[list[str | None]], list[int]]]:
-        """Per key: the key, its fields' columns and the rows whose key fields are all present."""
+        """Per key: the key, its fields' columns and the rows whose key fields are all present (whole-array:
+        lookup_keys, lookup_groups and partition_report each compute it, nothing is kept between calls)."""
         p = self.params
         assert isinstance(p, FieldHashParams)
-        cached = getattr(self, "_keyed_of", None)
-        if cached is not None and cached[0] is records:  # lookup_keys, lookup_groups, partition_report: one batch
-            return cached[1]
+        n = len(records)
         out = []
         for key in p.keys():
             cols = [_column(records, name, self.name) for name in key.fields]
-            out.append((key, cols, [i for i in range(len(records)) if all(col[i] for col in cols)]))
-        self._keyed_of = (records, out)
+            present = np.ones(n, dtype=bool)
+            for col in cols:
+                present &= np.fromiter(map(bool, col), dtype=bool, count=n)
+            out.append((key, cols, np.flatnonzero(present).tolist()))
         return out
 
     def lookup_keys(self, batch: Batch) -> tuple[Int64Array, npt.NDArray[np.uint64]]:
@@ -642,11 +641,10 @@ class FieldHash(Blocker):
     def partition_report(self, batch: Batch) -> dict[str, Any]:
         """The partition's records, and per key those keyed (every key field present)."""
         keyed = [len(rows) for _, _, rows in self._keyed(batch.records)]
-        self._keyed_of = None  # called last on a partition (after its keys): its records are not kept
         return {"records": len(batch.records), "link": bool(batch.cross_source_only), "keyed": keyed}
 
-    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> None:
-        """The report of :meth:`candidates` from the partitions' counts and the statistics of every bucket
+    def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> dict[str, Any]:
+        """The report of :meth:`block` from the partitions' counts and the statistics of every bucket
         of :meth:`lookup_keys` per key (group): the same numbers, and the largest purged buckets with
         their value (the first member's, in the key's order, ties in the values' order, as locally)."""
         p = self.params
@@ -678,7 +676,7 @@ class FieldHash(Blocker):
                                 for neg, vals in purged[:TOP_PURGED]],
                 },
             })
-        self._report = {
+        return {
             "records": n,
             "mode": "link" if link else "dedup",
             "per_key": per_key,
@@ -779,7 +777,7 @@ class SortedNeighbourhoodParams(Params):
         return [key_spec(k) for k in ([self.key] if self.key is not None else list(self.keys or []))]
 
 
-class SortedNeighbourhood(Blocker):
+class SortedNeighbourhood(Reporting, Windowed, Blocker):
     """Sorted neighbourhood: sort by a key, pair records within a sliding window.
 
     The key of a record is the tuple of its key fields (each cut to
@@ -802,7 +800,7 @@ class SortedNeighbourhood(Blocker):
     Params = SortedNeighbourhoodParams
     needs = frozenset({"fields"})
 
-    def candidates(self, batch: Batch) -> Pairs:
+    def block(self, batch: Batch) -> Blocked:
         p = self.params
         assert isinstance(p, SortedNeighbourhoodParams)
         records = batch.records
@@ -848,7 +846,7 @@ class SortedNeighbourhood(Blocker):
         raw = int(sum(len(x) for x in packed))
         pairs = _union(packed)
         release_free_memory()  # the sorting and enumerating temporaries, before the next stage's
-        self._report: dict[str, Any] = {
+        report: dict[str, Any] = {
             "records": len(records),
             "mode": "link" if link else "dedup",
             "window": p.window,
@@ -856,7 +854,7 @@ class SortedNeighbourhood(Blocker):
             "raw_pairs": raw,
             "candidates": len(pairs),
         }
-        return pairs
+        return Blocked(pairs, report)
 
     def check_window_pairs(self, rows_per_pass: list[int]) -> None:
         """At most ``max_pairs`` (and half the available memory) of window pairs over the passes' sorted records."""
@@ -877,9 +875,6 @@ class SortedNeighbourhood(Blocker):
             bound = min(bound, int(MEMORY_SHARE * avail) // BYTES_PER_PAIR)
         total = max(sum(sorted_rows), 1)
         return max(2, min(MAX_WINDOW, bound // total + 1))
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}
 
     def window_keys(self, batch: Batch) -> list[tuple[Int64Array, npt.NDArray[Any]]]:
         """Per sort key: the records having every key field, and their key as one string (:func:`sort_strings`).

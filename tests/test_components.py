@@ -68,7 +68,7 @@ def test_lsh_and_jaccard_meet_the_contract(cross: bool) -> None:
     empty = np.flatnonzero(ts.sizes == 0)
     assert not np.isin(pairs.left, empty).any() and not np.isin(pairs.right, empty).any()
     check_verifier(JaccardVerifier(JaccardVerifier.Params(threshold=0.5)), batch, pairs)
-    rep = blocker.describe()
+    rep = blocker.block(batch).report
     assert rep["bands"] == 32 and rep["rows"] == 2
 
 
@@ -77,8 +77,7 @@ def test_lsh_reports_its_choice_of_bands() -> None:
     ts = CharShingler().shingle(recs)
     sig = MinHash(MinHash.Params(num_perm=128)).build(ts)
     blocker = LshBands(LshBands.Params(), Context(threshold=0.8))
-    blocker.candidates(Batch(records=recs, tokens=ts, signatures=sig))
-    rep = blocker.describe()
+    rep = blocker.block(Batch(records=recs, tokens=ts, signatures=sig)).report
     assert rep["bands"] * rep["rows"] <= 128
     assert rep["p_candidate_at_threshold"] >= 0.95
 

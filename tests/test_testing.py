@@ -30,6 +30,7 @@ from er_framework import (
     SignatureBuilder,
     Verifier,
 )
+from er_framework.capabilities import Keyed, Multiset, MultisetSigning, WholeCorpus, has
 from er_framework.components import Context
 from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
@@ -202,7 +203,7 @@ def test_builtin_blockers_pass(name: str, case: int, link: bool) -> None:
     blocker = component("blocker", name, params, seed=2)
     pairs = check_blocker(blocker, batch(link))
     assert len(pairs) > 0  # the samples hold candidates for each blocker: the check saw real pairs
-    if type(blocker).lookup_keys is not Blocker.lookup_keys:
+    if has(blocker, Keyed):
         rows, keys = check_lookup_keys(blocker, batch(link))
         assert len(rows) > 0 and keys.dtype == np.uint64
 
@@ -268,7 +269,7 @@ class AllPairs(Blocker):
         return self.pairs(batch)
 
 
-class FirstLetter(Blocker):
+class FirstLetter(Keyed, Blocker):
     """Records sharing the first letter of 'first_name' (buckets over 3 skipped), with lookup keys: correct."""
 
     name = "first_letter"
@@ -441,8 +442,8 @@ class NoKeys(FirstLetter):
 def test_check_lookup_keys_fails_on_inconsistent_keys(blocker: FirstLetter, message: str) -> None:
     with pytest.raises(AssertionError, match=message):
         check_lookup_keys(blocker, people_batch(False))
-    # check_blocker runs check_lookup_keys for a blocker with its own lookup_keys
-    if type(blocker).lookup_keys is not Blocker.lookup_keys:
+    # check_blocker runs check_lookup_keys for a keyed blocker
+    if has(blocker, Keyed):
         with pytest.raises(AssertionError, match=message):
             check_blocker(blocker, people_batch(False))
 
@@ -552,7 +553,7 @@ class UnsortedLetters(Letters):
 
 
 class PositionalLetters(Letters):
-    """Tokens depend on the record's position in the batch: not streamable, yet declared so."""
+    """Tokens depend on the record's position in the batch: a whole-corpus shingler, not declared so."""
 
     name = "positional_letters"
 
@@ -560,7 +561,13 @@ class PositionalLetters(Letters):
         return TokenSets.from_sets([{ord(c) + 1000 * i for c in t} for i, t in enumerate(records.text())])
 
 
-class WrongMultiset(Letters):
+class HonestPositionalLetters(WholeCorpus, PositionalLetters):
+    """Declared honestly: the check no longer asks for split invariance."""
+
+    name = "honest_positional_letters"
+
+
+class WrongMultiset(Multiset, Letters):
     name = "wrong_multiset"
 
     def shingle_multiset(self, records: Records) -> TokenSets:
@@ -573,11 +580,7 @@ def test_shingler_checks() -> None:
         check_shingler(UnsortedLetters())
     with pytest.raises(AssertionError, match="shingling two halves differs"):
         check_shingler(PositionalLetters())
-    PositionalLetters.streamable = False  # declared honestly: the check no longer asks for split invariance
-    try:
-        check_shingler(PositionalLetters())
-    finally:
-        PositionalLetters.streamable = True
+    check_shingler(HonestPositionalLetters())
     with pytest.raises(AssertionError, match="shingle_multiset row 0 holds other distinct tokens"):
         check_shingler(WrongMultiset())
 
@@ -586,7 +589,6 @@ class Smallest(SignatureBuilder):
     """The 4 smallest tokens of each set (padded with 2**32 - 1): correct, multisets fine."""
 
     name = "smallest"
-    multiset_ok = True
 
     def build(self, tokens: TokenSets) -> Signatures:
         rows = [np.sort(np.unique(tokens.row(i)))[:4] for i in range(len(tokens))]
@@ -609,6 +611,18 @@ class FirstTokens(Smallest):
         return Signatures(values, empty=tokens.sizes == 0)
 
 
+class MultisetSmallest(MultisetSigning, Smallest):
+    """Declares what is true: its signature of a row depends on the distinct tokens alone."""
+
+    name = "multiset_smallest"
+
+
+class FirstTokensOfMultisets(MultisetSigning, FirstTokens):
+    """Declares MultisetSigning, but the first tokens of an unsorted row with repeats are not a set's."""
+
+    name = "first_tokens_of_multisets"
+
+
 class BatchScaled(Smallest):
     """Adds the batch size: a row depends on the others."""
 
@@ -629,13 +643,10 @@ class NoEmptyFlags(Smallest):
 def test_signature_builder_checks() -> None:
     ts = Letters().shingle(sample_records())
     check_signature_builder(Smallest(), ts)
-    with pytest.raises(AssertionError, match="declares multiset_ok but signs unsorted rows"):
-        check_signature_builder(FirstTokens(), ts)
-    FirstTokens.multiset_ok = False
-    try:
-        check_signature_builder(FirstTokens(), ts)
-    finally:
-        FirstTokens.multiset_ok = True
+    check_signature_builder(MultisetSmallest(), ts)
+    with pytest.raises(AssertionError, match="declares MultisetSigning but signs unsorted rows"):
+        check_signature_builder(FirstTokensOfMultisets(), ts)
+    check_signature_builder(FirstTokens(), ts)  # declared honestly
     with pytest.raises(AssertionError, match="not batch-split invariant"):
         check_signature_builder(BatchScaled(), ts)
     with pytest.raises(AssertionError, match="'empty' must flag empty sets"):

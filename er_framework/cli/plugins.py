@@ -1,4 +1,4 @@
-"""``er plugins [--json]``: the installed plugins, their components with parameters and defaults."""
+"""``er plugins [--json]``: the installed plugins, their components with abilities, parameters and defaults."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ __all__ = ["add_parser", "cmd_plugins"]
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    from er_framework.capabilities import capabilities_of
     from er_framework.components import FAMILIES
     from er_framework.registry import default_registry, describe_params, iter_components
 
@@ -27,6 +28,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                     "distribution": c.plugin.distribution,
                     "version": c.plugin.version,
                     "summary": c.cls.summary,
+                    # the abilities of er_framework.capabilities the class declares, in pipeline order
+                    "capabilities": capabilities_of(c.cls),
                     "params": describe_params(c.cls),
                 }
                 for c in iter_components(reg)
@@ -57,6 +60,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 where = f"{fam.many}: [{{type: NAME}}, …]" if fam.many else f"{fam.section}: {{type: NAME}}"
             print(f"\n{family}s ({where}):")
         print(f"  {c.name:<22} {c.cls.summary}  [{c.plugin.name}: {c.plugin.distribution} {c.plugin.version}]")
+        abilities = capabilities_of(c.cls)
+        if abilities:
+            print(f"      {'abilities':<20} {', '.join(abilities)}")
         for prm in describe_params(c.cls):
             default = "required" if prm["required"] else f"default {json.dumps(prm['default'], default=str)}"
             desc = f"  {prm['description']}" if prm["description"] else ""
@@ -66,7 +72,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "plugins", help="list installed plugins and components", description="List plugins, components, parameters and defaults."
+        "plugins", help="list installed plugins and components",
+        description="List plugins, components, their abilities (er_framework.capabilities), parameters and defaults."
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import CodeFitted, Explainable, Learner, has
+from er_framework.capabilities import (
+    CodeFitted,
+    Explainable,
+    Learner,
+    Keyed,
+    Multiset,
+    MultisetSigning,
+    Partitionable,
+    Tokenized,
+    WholeCorpus,
+    Windowed,
+    ability,
+    has,
+    multisets,
+    shingle_with_report,
+)
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.config.spec import AutoThresholdSpec
@@ -19,7 +35,8 @@ from er_framework.kernels.hashing import mix64
 from er_framework.kernels.threshold import choose_threshold
 from er_framework.engine.model import Model, ThresholdChoice
 
-__all__ = ["BLOCKER_SALT", "BLOCKING_KEYS", "Engine", "PrunedShingler", "signed_keys"]
+__all__ = ["BLOCKER_SALT", "BLOCKING_KEYS", "Engine", "PrunedPartitionable", "PrunedShingler", "PrunedWholeCorpus",
+           "SignedBatch", "pruned_shingler", "signed_keys"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -45,14 +62,15 @@ def _make(spec: ComponentSpec, family: type[_C], job: Job) -> _C:
     return comp
 
 
-class PrunedShingler(Shingler):
+class PrunedShingler(Multiset, Shingler):
     """The job's shingler with the corpus-frequency pruning of ``prune_shingles:`` applied.
 
     Every token set it gives (and every multiset) lacks the ``dropped``
     tokens, so signatures, blockers reading tokens, verification (also of
     re-shingled records) and the diagnostics see the same pruned sets,
-    wherever they run. It keeps the wrapped shingler's name, parameters,
-    capabilities and report.
+    wherever they run. It keeps the wrapped shingler's name, parameters and
+    report, and its abilities (:func:`pruned_shingler` picks the class that
+    has them); it prunes the wrapped shingler's multisets, or its sets.
     """
 
     def __init__(self, inner: Shingler, dropped: npt.NDArray[np.uint64]) -> None:
@@ -60,31 +78,59 @@ class PrunedShingler(Shingler):
         self.inner = inner
         self.dropped = dropped
         self.name = inner.name  # type: ignore[misc]  # the instance answers with the wrapped class's name
-        self.streamable = inner.streamable  # type: ignore[misc]
-        self.partitionable = inner.partitionable  # type: ignore[misc]
-        #: the distinct tokens each record of the last call lost (read under the caller's lock)
-        self.last_lost: Int64Array = np.zeros(0, dtype=np.int64)
 
     def shingle(self, records: Records) -> TokenSets:
-        return self.shingle_counted(records, multiset=False)[0]
+        return self.shingle_counted(records, multiset=False)[0].tokens
 
     def shingle_multiset(self, records: Records) -> TokenSets:
-        return self.shingle_counted(records, multiset=True)[0]
+        return self.shingle_counted(records, multiset=True)[0].tokens
 
-    def shingle_counted(self, records: Records, multiset: bool) -> tuple[TokenSets, Int64Array]:
-        """The pruned token sets (or multisets) and how many tokens each record lost."""
-        raw = self.inner.shingle_multiset(records) if multiset else self.inner.shingle(records)
-        tokens, self.last_lost = drop_tokens(raw, self.dropped, sets=not multiset, workers=self.context.workers)
-        return tokens, self.last_lost
-
-    def partition_report(self) -> dict[str, Any]:
-        return self.inner.partition_report()
-
-    def merge_reports(self, reports: list[dict[str, Any]]) -> None:
-        self.inner.merge_reports(reports)
+    def shingle_counted(self, records: Records, multiset: bool) -> tuple[Tokenized, Int64Array]:
+        """The pruned token sets (or multisets) with the wrapped shingler's report of the call, and how many
+        tokens each record lost."""
+        raw = shingle_with_report(self.inner, records, multiset=multiset)
+        tokens, lost = drop_tokens(raw.tokens, self.dropped, sets=not multiset, workers=self.context.workers)
+        return Tokenized(tokens, raw.report), lost
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+
+class PrunedWholeCorpus(WholeCorpus, PrunedShingler):
+    """A :class:`PrunedShingler` of a shingler that needs every record at once."""
+
+
+class PrunedPartitionable(Partitionable, PrunedShingler):
+    """A :class:`PrunedShingler` of a partitionable shingler: its report is the wrapped shingler's."""
+
+    def shingle_reported(self, records: Records) -> Tokenized:
+        return self.shingle_counted(records, multiset=False)[0]
+
+    def merge_reports(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
+        assert isinstance(self.inner, Partitionable)
+        return self.inner.merge_reports(reports)
+
+
+def pruned_shingler(inner: Shingler, dropped: npt.NDArray[np.uint64]) -> PrunedShingler:
+    """``inner`` pruned of the tokens ``dropped``, as a :class:`PrunedShingler` with ``inner``'s abilities."""
+    if has(inner, Partitionable):
+        return PrunedPartitionable(inner, dropped)
+    if has(inner, WholeCorpus):
+        return PrunedWholeCorpus(inner, dropped)
+    return PrunedShingler(inner, dropped)
+
+
+@dataclass(frozen=True)
+class SignedBatch:
+    """What :meth:`Engine.signed_batch` gives: the batch the blockers read and what shingling it found."""
+
+    batch: Batch
+    #: each record's token count, as the shingle stage counts it (with repeats when multisets are signed)
+    sizes: Int64Array
+    #: with ``prune_shingles:``, the distinct tokens each record lost (else None)
+    lost: Int64Array | None = None
+    #: the shingler's report of this call (:meth:`~er_framework.capabilities.Partitionable.shingle_reported`)
+    report: dict[str, Any] | None = None
 
 
 class Engine:
@@ -123,19 +169,19 @@ class Engine:
         self.auto = job.spec.threshold == "auto" and getattr(self.verifier.params, "threshold", None) is None
         #: what the job has learned so far (a saved model, or the parts this run fitted): see :meth:`with_model`
         self.model = model if model is not None else Model.for_job(job)
-        self.shingler = self.pruned_shingler(self.model.pruned)
+        self.shingler = self.shingler_without(self.model.pruned)
 
-    def pruned_shingler(self, dropped: npt.NDArray[np.uint64] | None) -> Shingler | None:
+    def shingler_without(self, dropped: npt.NDArray[np.uint64] | None) -> Shingler | None:
         """The job's shingler without the tokens ``dropped`` (sorted, distinct): every stage then sees pruned sets."""
         if self.base_shingler is None or dropped is None or not len(dropped):
             return self.base_shingler
-        return PrunedShingler(self.base_shingler, np.asarray(dropped, dtype=np.uint64))
+        return pruned_shingler(self.base_shingler, np.asarray(dropped, dtype=np.uint64))
 
     def with_model(self, model: Model) -> Engine:
         """An engine of the same components applying ``model`` (the engine itself never changes)."""
         other = copy.copy(self)
         other.model = model
-        other.shingler = self.pruned_shingler(model.pruned)
+        other.shingler = self.shingler_without(model.pruned)
         return other
 
     @property
@@ -203,12 +249,12 @@ class Engine:
         return f"{component.name!r} (plugin {info.plugin.name}, {info.plugin.distribution} {info.plugin.version})"
 
     def has_keys(self, blocker: Blocker) -> bool:
-        """The blocker gives bucket ids (:meth:`Blocker.lookup_keys`)."""
-        return type(blocker).lookup_keys is not Blocker.lookup_keys
+        """The blocker gives bucket ids (:class:`~er_framework.capabilities.Keyed`)."""
+        return has(blocker, Keyed)
 
     def has_windows(self, blocker: Blocker) -> bool:
-        """The blocker gives sort keys and a window (:meth:`Blocker.window_keys`)."""
-        return type(blocker).window_keys is not Blocker.window_keys
+        """The blocker gives sort keys and a window (:class:`~er_framework.capabilities.Windowed`)."""
+        return has(blocker, Windowed)
 
     def fits_codes(self) -> bool:
         """The verifier is fitted on counts of pair codes (:class:`~er_framework.capabilities.CodeFitted`)."""
@@ -260,12 +306,12 @@ class Engine:
                 "items one at a time: build it with the model of a run (--model FILE, which holds the dropped "
                 "shingles), or remove prune_shingles from the job of the index"
             )
-        if self.shingler is not None and not self.shingler.streamable and not self.shingler.partitionable:
+        if self.shingler is not None and has(self.shingler, WholeCorpus) and not has(self.shingler, Partitionable):
             # partitionable: a record's token set depends on that record alone, so one item or one
             # partition can be shingled by itself
             problems.append(
-                f"shingler {self.shingler.name!r} needs every record at once (streamable = False, "
-                "partitionable = False); it cannot shingle "
+                f"shingler {self.shingler.name!r} needs every record at once (WholeCorpus, not "
+                "Partitionable); it cannot shingle "
                 + ("one partition at a time; use executor: local" if partition else "one item at a time")
             )
         return problems
@@ -290,9 +336,9 @@ class Engine:
         batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
         if self.shingler is None or not (tokens or signatures):
             return batch
-        if not tokens and self.builder is not None and self.builder.multiset_ok:
+        if not tokens and self.builder is not None and has(self.builder, MultisetSigning):
             # signatures only, from a builder taking minima: the unsorted multisets suffice
-            batch.signatures = self.builder.build(self.shingler.shingle_multiset(records))
+            batch.signatures = self.builder.build(multisets(self.shingler, records))
             return batch
         ts = self.shingler.shingle(records)
         batch.tokens = ts
@@ -306,31 +352,36 @@ class Engine:
         ``"all"``: the sets are built and kept (no signature builder, a blocker
         reads them, or the shingler needs every record at once); ``"none"``:
         the shingler's multisets are signed (the builder takes minima:
-        ``multiset_ok``) and tokens are counted with repeats; ``"budget"``:
+        :class:`~er_framework.capabilities.MultisetSigning`) and tokens are counted with repeats; ``"budget"``:
         the sets are built, signed, and kept while they fit in
         ``token_memory_mb`` (always with ``prune_shingles:``).
         """
         sh, builder = self.shingler, self.builder
-        if sh is None or builder is None or not sh.streamable or any("tokens" in b.needs for b in self.blockers):
+        if sh is None or builder is None or has(sh, WholeCorpus) or any("tokens" in b.needs for b in self.blockers):
             return "all"
         # prune_shingles: the counting pass built the sets (kept while they fit), so sets are counted
         # everywhere (distinct shingles, the same report on every executor)
-        return "none" if builder.multiset_ok and self.job.spec.prune_shingles is None else "budget"
+        return "none" if has(builder, MultisetSigning) and self.job.spec.prune_shingles is None else "budget"
 
-    def signed_batch(self, records: Records) -> tuple[Batch, Int64Array]:
-        """A batch of ``records`` with what the blockers read, and each record's token count as the
-        shingle stage counts it (:meth:`token_keep`: with repeats when multisets are signed, else distinct)."""
-        if self.shingler is None:
-            return self.block_batch(records), np.zeros(0, dtype=np.int64)
-        if self.token_keep() == "none":
-            assert self.builder is not None
-            multiset = self.shingler.shingle_multiset(records)
-            batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
-            batch.signatures = self.builder.build(multiset)
-            return batch, np.asarray(multiset.sizes, dtype=np.int64)
-        batch = self.batch(records, tokens=True, signatures=True)
-        assert batch.tokens is not None
-        return batch, np.asarray(batch.tokens.sizes, dtype=np.int64)
+    def signed_batch(self, records: Records) -> SignedBatch:
+        """A batch of ``records`` with what the blockers read, each record's token count as the shingle
+        stage counts it (:meth:`token_keep`: with repeats when multisets are signed, else distinct), and
+        what shingling found: the tokens each record lost to pruning, the shingler's report of the call."""
+        sh = self.shingler
+        if sh is None:
+            return SignedBatch(self.block_batch(records), np.zeros(0, dtype=np.int64))
+        multiset = self.token_keep() == "none"
+        lost: Int64Array | None = None
+        if isinstance(sh, PrunedShingler):
+            got, lost = sh.shingle_counted(records, multiset=multiset)
+        else:
+            got = shingle_with_report(sh, records, multiset=multiset)
+        batch = Batch(records=records, cross_source_only=self.link, seed=self.job.context.seed)
+        if not multiset:
+            batch.tokens = got.tokens
+        if self.builder is not None:
+            batch.signatures = self.builder.build(got.tokens)
+        return SignedBatch(batch, np.asarray(got.tokens.sizes, dtype=np.int64), lost, got.report)
 
     def block_batch(self, records: Records) -> Batch:
         """A batch of ``records`` with what the blockers read (token sets, signatures)."""
@@ -348,9 +399,10 @@ class Engine:
             batch = self.block_batch(records)
         rows, keys, which = [], [], []
         for i, b in enumerate(self.blockers):
-            if not self.has_keys(b) and self.has_windows(b):
+            keyed = ability(b, Keyed)
+            if keyed is None and self.has_windows(b):
                 continue
-            got = b.lookup_keys(batch)
+            got: Any = keyed.lookup_keys(batch) if keyed is not None else None
             if got is None:
                 raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no lookup keys"))
             r, k = got
@@ -369,9 +421,10 @@ class Engine:
         """``(blocker number, rows, sort keys)`` of every pass of the blockers that block by windows."""
         out: list[tuple[int, Int64Array, npt.NDArray[Any]]] = []
         for i, b in enumerate(self.blockers):
-            if self.has_keys(b) or not self.has_windows(b):
+            windowed = ability(b, Windowed)
+            if self.has_keys(b) or windowed is None:
                 continue
-            got = b.window_keys(batch)
+            got: Any = windowed.window_keys(batch)
             if got is None:
                 raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no window keys"))
             for rows, keys in got:
@@ -383,7 +436,7 @@ class Engine:
 
     def caps(self) -> list[int | None]:
         """Each blocker's bucket-size cap (buckets over it produce no pairs)."""
-        return [b.lookup_cap() for b in self.blockers]
+        return [keyed.lookup_cap() if (keyed := ability(b, Keyed)) is not None else None for b in self.blockers]
 
     def score(self, records: Records, pairs: Pairs) -> npt.NDArray[np.float64]:
         """The verifier's scores of ``pairs`` (indices into ``records``) with the model's state, checked."""

@@ -315,6 +315,9 @@ class RunFacts:
     source_stats: dict[str, Any] = field(default_factory=dict)
     normalize_stats: dict[str, Any] = field(default_factory=dict)
     tokens: dict[str, Any] = field(default_factory=dict)
+    #: the shingler's report of the run (a :class:`~er_framework.capabilities.Partitionable` shingler's
+    #: ``merge_reports``), added to its ``describe()``
+    shingler: dict[str, Any] | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     executor: dict[str, Any] = field(default_factory=dict)
     #: the verifier's comparisons of given pairs (global indices), where the executor holds the records
@@ -350,7 +353,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "sources": facts.source_stats,
         "normalize": facts.normalize_stats,
         "exact_duplicates": facts.exact.stats,
-        "shingler": described["shingler"],
+        "shingler": {**described["shingler"], **(facts.shingler or {})} if described["shingler"] is not None else None,
         "tokens": facts.tokens,
         "signature": described["signature"],
         "blockers": facts.blockers,

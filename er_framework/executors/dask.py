@@ -14,15 +14,15 @@ another worker when one dies):
    (global index = position in source order, as the local executor does),
    checks ids for duplicates across partitions and finds exact duplicates.
 2. **block** — per partition: shingles, signatures and the blockers'
-   :meth:`~er_framework.components.Blocker.lookup_keys` (bucket ids) of the
+   :meth:`~er_framework.capabilities.Keyed.lookup_keys` (bucket ids) of the
    active records, split by bucket id into ``P`` shuffle parts; for a
-   blocker with :meth:`~er_framework.components.Blocker.window_keys`
+   blocker with :meth:`~er_framework.capabilities.Windowed.window_keys`
    (sorted neighbourhood) each pass's records sorted by ``(sort key, global
    index)`` with a sample of the keys; the shingler's partition report; the
    partition's bad values (every partition's are reported together).
 3. **buckets** — shuffle part ``j`` holds every entry of its buckets, so each
    bucket is processed once: its size first (a blocker's limit on the pairs,
-   :meth:`~er_framework.components.Blocker.check_lookup_pairs`, is checked on
+   :meth:`~er_framework.capabilities.LimitedKeys.check_lookup_pairs`, is checked on
    all of them before any pair is made), then pairs of its members (buckets
    over the cap skipped, cross-source only in link mode), split by pair hash
    into ``P``. **windows** — a distributed sort per pass: ``P - 1``
@@ -59,7 +59,6 @@ import socket
 import sys
 import threading
 import time
-from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,14 +68,15 @@ import numpy as np
 import numpy.typing as npt
 from numpy.dtypes import StringDType
 
-from er_framework.capabilities import CodeFitted
-from er_framework.components import Blocker, Shingler
+from er_framework.capabilities import (
+    CodeFitted, GroupedKeys, Keyed, LimitedKeys, Partitionable, Reporting, Windowed, ability, has,
+)
 from er_framework.config.resolve import Job, resolve_job
 from er_framework.config.executor_params import ADDRESS_RE, DaskParams, address_problem
 from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
-from er_framework.engine.engine import Engine, PrunedShingler
+from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
@@ -202,7 +202,7 @@ def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array
     ``(tokens, df, records)`` and each record's distinct shingles (:func:`stages.shingle_frequencies`)."""
     eng = _engine(ref)
     recs = _read(ref, part).take(active_local)
-    freq, sizes, _ = stages.shingle_frequencies(eng, recs)
+    freq, sizes, _, _ = stages.shingle_frequencies(eng, recs)
     tokens, df = freq.table()
     return tokens, df, freq.records, sizes
 
@@ -217,11 +217,11 @@ class Blocked:
     runs: list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]
     #: per window pass: evenly spaced ``(keys, index)`` of the run, to choose the range boundaries
     samples: list[tuple[npt.NDArray[Any], Int64Array]]
-    #: the shingler's :meth:`~er_framework.components.Shingler.partition_report`
+    #: the shingler's report of the partition (:meth:`~er_framework.capabilities.Partitionable.shingle_reported`)
     report: dict[str, Any]
     #: the input problems found in this partition (bad values), reported with every other partition's
     problems: list[Problem]
-    #: each blocker's :meth:`~er_framework.components.Blocker.partition_report` (``{}`` for window blockers)
+    #: each blocker's :meth:`~er_framework.capabilities.Keyed.partition_report` (``{}`` for window blockers)
     blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: the partition's token counts, as the local executor counts them: ``(records, empty sets, tokens)``
     tokens: tuple[int, int, int] = (0, 0, 0)
@@ -231,7 +231,6 @@ class Blocked:
 
 #: sort keys per partition and window pass sent to choose the range boundaries
 SAMPLE_KEYS = 64
-_SHINGLE_LOCK = threading.Lock()
 
 
 def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int,
@@ -240,19 +239,15 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
     each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys.
     ``model``: the client's model (the shingles ``prune_shingles:`` removes, from its ``prune`` stage)."""
     eng = _model_engine(ref, model)
-    sh = eng.shingler
-    # the shingler keeps its last call's report: one call at a time per worker process
-    lock = _SHINGLE_LOCK if sh is not None and type(sh).partition_report is not Shingler.partition_report else nullcontext()
     try:
         recs = _read(ref, part).take(active_local)
-        with lock:
-            batch, sizes = eng.signed_batch(recs)
-            report = sh.partition_report() if sh is not None else {}
-            lost = sh.last_lost if isinstance(sh, PrunedShingler) else None
+        signed = eng.signed_batch(recs)  # the shingler's report and the lost tokens are values: no lock
+        batch, sizes, lost, report = signed.batch, signed.sizes, signed.lost, signed.report or {}
         rows, keys, which = eng.keys(recs, batch)
         group = _lookup_groups(eng, batch, which)
         windows = eng.window_keys(batch)
-        blocker_reports = [b.partition_report(batch) if eng.has_keys(b) else {} for b in eng.blockers]
+        blocker_reports = [keyed.partition_report(batch) if (keyed := ability(b, Keyed)) is not None else {}
+                           for b in eng.blockers]
     except InputError as exc:  # reported with the other partitions' problems
         return Blocked([], [], [], {}, list(exc.problems))
     gidx = active_local[rows] + offset
@@ -277,13 +272,14 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
 
 def _lookup_groups(eng: Engine, batch: Batch, which: Int64Array) -> Int64Array:
     """The group of every entry of :meth:`Engine.keys` (``which``: their blockers, each blocker's entries
-    together): the blocker's :meth:`~er_framework.components.Blocker.lookup_groups`, 0 without groups."""
+    together): the blocker's :meth:`~er_framework.capabilities.GroupedKeys.lookup_groups`, 0 without groups."""
     groups = np.zeros(len(which), np.int64)
     for i, b in enumerate(eng.blockers):
-        if not eng.has_keys(b) or type(b).lookup_groups is Blocker.lookup_groups:
+        grouped = ability(b, GroupedKeys)
+        if grouped is None:
             continue
         at = np.flatnonzero(which == i)
-        g = b.lookup_groups(batch)
+        g: Any = grouped.lookup_groups(batch)
         if g is None or len(g) != len(at):
             raise PluginError(Problem(where="blocker", message=f"blocker {eng.distribution(b)}: lookup_groups gave "
                                       f"{'no' if g is None else len(g)} groups for {len(at)} lookup keys"))
@@ -375,7 +371,7 @@ def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int
     return [(keys[dest == j], tag[dest == j]) for j in range(n_parts)]
 
 
-#: per group of a blocker with :meth:`~er_framework.components.Blocker.lookup_groups`: its buckets, those
+#: per group of a blocker with :meth:`~er_framework.capabilities.GroupedKeys.lookup_groups`: its buckets, those
 #: with 2 or more members, the largest, the pairs of the kept ones (cross-source only in link mode), the
 #: oversized ones, their members and their pairs (cross-source only in link mode); all sums but the largest
 GROUP_STATS = ("distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records",
@@ -435,7 +431,7 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
     stats[:, 2] = np.bincount(owner[over], minlength=nb)
     stats[:, 3] = np.bincount(owner[over], weights=pairs[over], minlength=nb).astype(np.int64)
     stats[:, 4] = np.bincount(owner[use], weights=pairs[use], minlength=nb).astype(np.int64)
-    grouped = np.array([type(b).lookup_groups is not Blocker.lookup_groups for b in eng.blockers], dtype=bool)
+    grouped = np.array([has(b, GroupedKeys) for b in eng.blockers], dtype=bool)
     if not grouped.any():
         return Buckets(keys, gidx, src, which, starts, sizes, use, stats)
     # pairs each bucket makes: all of them, or in link mode those of members of different sources
@@ -799,12 +795,13 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         info.update(stages.cluster_stats(labels))
     records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
     engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))
-    blocker_reports = [{**b.describe(), "candidate_pairs": int(c)} for b, c in zip(engine.blockers, found.per_blocker)]
+    blocker_reports = [{**b.describe(), **rep, "candidate_pairs": int(c)}
+                       for b, rep, c in zip(engine.blockers, found.blocker_reports, found.per_blocker)]
     ex = _options(job)
     facts = RunFacts(
         records=records, exact=scanned.exact, candidates=found.candidates, candidate_count=found.n_candidates,
         scores=found.candidate_scores, verified=ver, pairs=pairs, labels=labels, blockers=blocker_reports,
-        tokens=blocked.tokens,
+        tokens=blocked.tokens, shingler=blocked.shingler,
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
                   "cluster_on": ex.cluster_on},
         fit_report=run.fit_report,
@@ -865,6 +862,8 @@ class BlockedFutures:
     tokens: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: per shuffle part: the statistics of the groups of the blockers with groups, and their oversized buckets
     groups: list[Any] = dataclasses.field(default_factory=list)
+    #: the shingler's report of the run, merged from the partitions' (a partitionable shingler's)
+    shingler: dict[str, Any] | None = None
 
 
 @dataclass
@@ -879,6 +878,8 @@ class Found:
     candidates: Pairs | None  # not gathered in dedup mode: the report needs their count only
     candidate_scores: npt.NDArray[np.float64]
     forest: tuple[Int64Array, Int64Array] | None
+    #: each blocker's report of the run, as its ``block`` gives it locally (``{}``: none merged)
+    blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -966,23 +967,24 @@ class DaskRun:
         if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
             self.pruning.info.update(stages.pruned_share(
                 self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
-        if engine.shingler is not None:  # the shingler's report over every record, from the partitions'
-            engine.shingler.merge_reports(reports)
+        partitionable = ability(engine.shingler, Partitionable)
+        # the shingler's report over every record, from the partitions'
+        shingler_report = partitionable.merge_reports(reports) if partitionable is not None else None
         sorted_futs = []
         for j in range(self.n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
             pieces = [self.submit(_pick_attr, f, "pieces", j, retries=0) for f in block_futs]
             sorted_futs.append(self.submit(task_bucket_sort, self.ref, pieces))
         stats_futs = [self.submit(_bucket_stats, f, retries=0) for f in sorted_futs]
-        grouped = any(engine.has_keys(b) and type(b).lookup_groups is not Blocker.lookup_groups for b in engine.blockers)
+        grouped = any(has(b, GroupedKeys) for b in engine.blockers)
         group_futs = [self.submit(_group_parts, f, retries=0) for f in sorted_futs] if grouped else []
         bucket_stats = None
-        if any(type(b).check_lookup_pairs is not Blocker.check_lookup_pairs for b in engine.blockers):
+        if any(has(b, LimitedKeys) for b in engine.blockers):
             # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
             # every bucket before any pair is made, with the blocker's own error, as locally
             bucket_stats = _merge_bucket_stats(self.client.gather(stats_futs), len(engine.blockers))
             for i, b in enumerate(engine.blockers):
-                if engine.has_keys(b):
-                    b.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
+                if (limited := ability(b, LimitedKeys)) is not None:
+                    limited.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
         bucket_futs = [self.submit(task_buckets, self.ref, f, self.n_parts) for f in sorted_futs]
         window_futs = _submit_windows(self.client, engine, self.job, block_futs, self.n_parts)
         info["window_passes"] = len(window_futs)
@@ -997,7 +999,7 @@ class DaskRun:
             pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
             dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
         return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats,
-                              tokens_report(engine, token_counts), group_futs)
+                              tokens_report(engine, token_counts), group_futs, shingler_report)
 
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
@@ -1053,7 +1055,7 @@ class DaskRun:
             found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
         info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
                      "rejected_pairs": n_cand - int(len(found.left))})
-        self._merge_blocker_reports(blocked, scanned, per_blocker)
+        found.blocker_reports = self._merge_blocker_reports(blocked, scanned, per_blocker)
         return found
 
     def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
@@ -1098,24 +1100,29 @@ class DaskRun:
         info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
         return forest
 
-    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array) -> None:
-        """The blockers' reports, as candidates() gives them locally, from the partitions' and the buckets'
-        (with the statistics per group and the oversized buckets of blockers with groups)."""
+    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array
+                               ) -> list[dict[str, Any]]:
+        """The blockers' reports, as their ``block`` gives them locally, from the partitions' and the buckets'
+        (with the statistics per group and the oversized buckets of blockers with groups); ``{}`` for a
+        blocker without keys or without a report."""
         engine = self.engine
-        if not any(type(b).merge_reports is not Blocker.merge_reports for b in engine.blockers):
-            return
+        out: list[dict[str, Any]] = [{} for _ in engine.blockers]
+        if not any(has(b, Keyed) and has(b, Reporting) for b in engine.blockers):
+            return out
         stats = blocked.bucket_stats
         if stats is None:
             stats = _merge_bucket_stats(self.client.gather(blocked.stats), len(engine.blockers))
         groups, oversized = self._groups(blocked, scanned)
         for i, b in enumerate(engine.blockers):
-            if engine.has_keys(b):
+            keyed = ability(b, Keyed)
+            if keyed is not None and has(b, Reporting):
                 buckets: dict[str, Any] = {**dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))),
                                            "distinct_pairs": int(per_blocker[i])}
-                if type(b).lookup_groups is not Blocker.lookup_groups:
+                if has(b, GroupedKeys):
                     buckets["groups"] = groups.get(i, {})
                     buckets["oversized"] = oversized.get(i, [])
-                b.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i], buckets)
+                out[i] = keyed.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i], buckets)
+        return out
 
     def _groups(self, blocked: BlockedFutures, scanned: Scanned
                 ) -> tuple[dict[int, dict[int, dict[str, int]]], dict[int, list[dict[str, Any]]]]:
@@ -1215,7 +1222,9 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
     for k, (blocker_no, _) in enumerate(passes):
         per_blocker.setdefault(blocker_no, []).append(sum(counts[k * len(block_futs):(k + 1) * len(block_futs)]))
     for blocker_no, rows in per_blocker.items():
-        engine.blockers[blocker_no].check_window_pairs(rows)
+        windowed = ability(engine.blockers[blocker_no], Windowed)
+        assert windowed is not None  # a pass of Engine.window_keys
+        windowed.check_window_pairs(rows)
     out = []
     for k, (blocker_no, window) in enumerate(passes):
         samples = [client.submit(_pick_attr, f, "samples", k, pure=False) for f in block_futs]
@@ -1240,7 +1249,8 @@ def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
     fields = sorted({f for src in job.spec.sources for f in src.fields})
     empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources],
                     fields={f: [] for f in fields})
-    return [(i, engine.blockers[i].window_size()) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
+    sizes = [w.window_size() if (w := ability(b, Windowed)) is not None else 0 for b in engine.blockers]
+    return [(i, sizes[i]) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
 
 
 def _same(obj: Any) -> Any:

@@ -50,7 +50,8 @@ def run_local(
     facts = RunFacts(
         records=records, exact=m.exact, candidates=m.candidates, candidate_count=len(m.candidates), scores=ver.scores,
         verified=ver.verified, pairs=ver.pairs, labels=m.labels, blockers=m.blocker_reports, source_stats=source_stats,
-        normalize_stats=normalize_stats, tokens=m.shingled.report, diagnostics=m.diagnostics,
+        normalize_stats=normalize_stats, tokens=m.shingled.report, shingler=m.shingled.shingler_report,
+        diagnostics=m.diagnostics,
         explain=stages.explainer(m.engine, m.batch, m.exact, n), training=m.training, fit_report=ver.fit_report,
     )
     return finish_run(job, m.engine, facts, log, t_start, out_path if write else None, as_read)

@@ -10,7 +10,7 @@ Tables: ``meta`` (format version, the job's YAML, its resolved hash, the
 versions of the components), ``records`` (row id = the record's position,
 source, id, normalized fields as JSON, cluster id, exact-text hash and the
 representative it was collapsed onto), ``buckets`` (bucket id, record: the
-blockers' :meth:`~er_framework.components.Blocker.lookup_keys`, a clustered
+blockers' :meth:`~er_framework.capabilities.Keyed.lookup_keys`, a clustered
 B-tree), ``pairs`` (verified pairs and scores: the graph that clustering
 re-reads), ``events`` and ``cluster_changes`` (what each write did).
 

@@ -24,3 +24,21 @@ def test_plugins_json_lists_normalizers(capsys: pytest.CaptureFixture[str]) -> N
     by_name = {n["name"]: n for n in data["normalizers"]}
     assert {"name", "nickname", "phone", "address", "email", "date"} <= set(by_name)
     assert {o["name"] for o in by_name["phone"]["options"]} >= {"default_region", "min_digits"}
+
+
+def test_plugins_list_each_components_abilities(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    abilities = {(c["family"], c["name"]): c["capabilities"] for c in data["components"]}
+    assert abilities[("blocker", "lsh_bands")] == ["reporting", "keyed", "diagnostic"]
+    assert abilities[("blocker", "field_hash")] == ["reporting", "keyed", "grouped_keys", "limited_keys"]
+    assert abilities[("blocker", "sorted_neighbourhood")] == ["reporting", "windowed"]
+    assert abilities[("shingler", "grid_cells")] == ["whole_corpus", "partitionable"]
+    assert abilities[("shingler", "char")] == ["multiset"]
+    assert abilities[("signature", "minhash")] == ["multiset_signing"]
+    assert "signature_screen" in abilities[("verifier", "jaccard")]
+    assert abilities[("clusterer", "connected_components")] == []
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    lsh = out[out.index("  lsh_bands "):]
+    assert lsh.splitlines()[1].split() == ["abilities", "reporting,", "keyed,", "diagnostic"]

@@ -258,8 +258,7 @@ def test_grid_cells_shingler_contract_and_values() -> None:
 
 def test_grid_cells_shingler_describes_the_prints() -> None:
     g = _grid()
-    g.shingle(minutiae_records())
-    d = g.describe()
+    d = g.merge_reports([g.shingle_reported(minutiae_records()).report])
     assert d["records"] == 9 and d["prints_without_minutiae"] == 2 and d["missing_values"] == 1
     assert d["n_cells"] == 100 and 0 < d["occupancy"] < 1
 
@@ -323,7 +322,7 @@ def test_grid_bits_blocker_contract_and_report() -> None:
     pairs = check_blocker(blocker, batch)
     assert (0, 1) in set(zip(pairs.left.tolist(), pairs.right.tolist()))
     assert not set(pairs.left.tolist() + pairs.right.tolist()) & {2, 3}  # empty prints never pair
-    rep = blocker.describe()
+    rep = {**blocker.describe(), **blocker.block(batch).report}
     for key in ("sets", "cells", "seed", "occupancy", "p_candidate_same", "p_candidate_different",
                 "p_candidate_same_finite_grid", "buckets", "largest_bucket", "oversized_buckets", "raw_pairs"):
         assert key in rep, key

@@ -126,6 +126,11 @@ def field_hash(fields: list[Any], cap: int | None = 500) -> FieldHash:
     return FieldHash(FieldHash.Params(fields=fields, max_block_size=cap))
 
 
+def described(blocker: FieldHash | SortedNeighbourhood, batch: Batch) -> dict[str, Any]:
+    """The blocker's section of report.json: ``describe()`` with the report of ``block(batch)``."""
+    return {**blocker.describe(), **blocker.block(batch).report}
+
+
 def strip_fields(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in s.items() if k != "fields"} for s in stats]
 
@@ -143,10 +148,11 @@ def test_field_hash_matches_reference(seed: int) -> None:
     cap = rng.choice([None, 2, 3, 5, 500])
     for link in (False, True):
         blocker = field_hash(keys, cap)
-        pairs = check_blocker(blocker, Batch(records=records, cross_source_only=link))
+        batch = Batch(records=records, cross_source_only=link)
+        pairs = check_blocker(blocker, batch)
         want, stats = ref_field_hash(records, keys, cap, link)
         assert as_set(pairs) == want
-        report = blocker.describe()
+        report = described(blocker, batch)
         assert strip_fields(report["per_key"]) == stats
         assert report["candidates"] == len(want)
         assert report["raw_pairs"] == sum(s["pairs_generated"] for s in stats)
@@ -156,10 +162,10 @@ def test_field_hash_link_mode_pairs_only_across_sources() -> None:
     # one bucket of 300 A records and 2 B records: 600 cross pairs, no within-source pair made
     recs = two_sources({"x": ["k"] * 300}, {"x": ["k", "k"]})
     blocker = field_hash(["x"], cap=None)
-    pairs = blocker.candidates(Batch(records=recs, cross_source_only=True))
-    assert len(pairs) == 600
-    assert blocker.describe()["per_key"][0]["pairs_generated"] == 600
-    assert blocker.describe()["raw_pairs"] == 600
+    blocked = blocker.block(Batch(records=recs, cross_source_only=True))
+    assert len(blocked.pairs) == 600
+    assert blocked.report["per_key"][0]["pairs_generated"] == 600
+    assert blocked.report["raw_pairs"] == 600
     # dedup: all pairs
     assert len(blocker.candidates(Batch(records=recs))) == 302 * 301 // 2
 
@@ -179,16 +185,17 @@ def test_cap_purges_size_cap_plus_one_and_keeps_exactly_cap(link: bool) -> None:
     b = {"x": ["big"] * 3 + ["ok"] * 3}
     recs = two_sources(a, b)
     blocker = field_hash(["x"], cap=cap)
-    pairs = check_blocker(blocker, Batch(records=recs, cross_source_only=link))
+    batch = Batch(records=recs, cross_source_only=link)
+    pairs = check_blocker(blocker, batch)
     ok = [i for i, v in enumerate(recs.fields["x"]) if v == "ok"]
     want = {(p, q) for p, q in itertools.combinations(ok, 2) if not link or recs.source[p] != recs.source[q]}
     assert as_set(pairs) == want
-    purged = blocker.describe()["per_key"][0]["purged"]
+    purged = described(blocker, batch)["per_key"][0]["purged"]
     assert purged["buckets"] == 1
     assert purged["records"] == 7
     assert purged["pairs_cost"] == (4 * 3 if link else 7 * 6 // 2)
     assert purged["largest"] == [{"value": "big", "size": 7}]
-    stats = blocker.describe()["per_key"][0]
+    stats = described(blocker, batch)["per_key"][0]
     assert stats["pairs_generated"] == (9 if link else 15)
     assert stats["distinct_values"] == 3 and stats["buckets"] == 2 and stats["largest_bucket"] == 7
 
@@ -204,7 +211,7 @@ def test_report_lists_ten_largest_purged_buckets_with_truncated_values() -> None
     recs = Records.from_columns([str(i) for i in range(len(values))], {"x": values, "y": ["q"] * len(values)})
     blocker = field_hash(["x", ["x", "y"]], cap=2)
     assert len(blocker.candidates(Batch(records=recs))) == 0
-    report = blocker.describe()
+    report = described(blocker, Batch(records=recs))
     assert report["type"] == "field_hash" and report["max_block_size"] == 2 and report["records"] == len(values)
     for stats, suffix in zip(report["per_key"], ["", " | q"]):
         purged = stats["purged"]
@@ -225,7 +232,7 @@ def test_field_hash_never_buckets_missing_or_empty_values() -> None:
     recs = Records.from_columns(list("abcdef"), {"x": [None, None, "", "", "v", "w"], "y": ["1", "1", "1", "1", None, "1"]})
     blocker = field_hash(["x", ["x", "y"]])
     assert len(blocker.candidates(Batch(records=recs))) == 0
-    stats = blocker.describe()["per_key"]
+    stats = described(blocker, Batch(records=recs))["per_key"]
     assert stats[0]["records_keyed"] == 2 and stats[0]["records_missing"] == 4
     assert stats[1]["records_keyed"] == 1  # only "w" has both fields
 
@@ -234,7 +241,7 @@ def test_all_missing_field_and_empty_input() -> None:
     recs = Records.from_columns(list("abc"), {"x": [None, None, None], "y": ["1", "1", "1"]})
     blocker = field_hash(["x", ["x", "y"]])
     assert len(check_blocker(blocker, Batch(records=recs))) == 0
-    assert blocker.describe()["per_key"][0]["distinct_values"] == 0
+    assert described(blocker, Batch(records=recs))["per_key"][0]["distinct_values"] == 0
     # the all-missing field does not hide the other keys
     assert as_set(field_hash(["x", "y"]).candidates(Batch(records=recs))) == {(0, 1), (0, 2), (1, 2)}
     empty = Records.from_columns([], {"x": [], "y": []})
@@ -242,14 +249,14 @@ def test_all_missing_field_and_empty_input() -> None:
         for blk in (field_hash(["x", ["x", "y"]]), SortedNeighbourhood(SortedNeighbourhood.Params(key=["x", "y"]))):
             p = check_blocker(blk, Batch(records=empty, cross_source_only=link))
             assert len(p) == 0 and p.left.dtype == np.int64
-            assert blk.describe()["candidates"] == 0
+            assert described(blk, Batch(records=empty, cross_source_only=link))["candidates"] == 0
 
 
 def test_single_record_buckets_give_no_pairs() -> None:
     recs = two_sources({"x": ["a", "b"]}, {"x": ["c", "d"]})
     blocker = field_hash(["x"])
     assert len(blocker.candidates(Batch(records=recs, cross_source_only=True))) == 0
-    assert blocker.describe()["per_key"][0]["buckets"] == 0
+    assert described(blocker, Batch(records=recs, cross_source_only=True))["per_key"][0]["buckets"] == 0
 
 
 def test_missing_column_is_a_clear_error() -> None:
@@ -341,9 +348,10 @@ def test_sorted_neighbourhood_matches_reference(seed: int) -> None:
     params: dict[str, Any] = {"key": keys[0]} if len(keys) == 1 and rng.random() < 0.5 else {"keys": keys}
     for link in (False, True):
         blocker = SortedNeighbourhood(SortedNeighbourhood.Params(window=window, prefix=prefix, **params))
-        pairs = check_blocker(blocker, Batch(records=records, cross_source_only=link))
+        batch = Batch(records=records, cross_source_only=link)
+        pairs = check_blocker(blocker, batch)
         assert as_set(pairs) == ref_snm(records, keys, window, link, prefix)
-        report = blocker.describe()
+        report = described(blocker, batch)
         assert report["candidates"] == len(pairs)
         assert [s["key"] for s in report["per_key"]] == [
             f"any_order({'+'.join(k['any_order'])})" if isinstance(k, dict) else "+".join(k) for k in keys
@@ -359,7 +367,7 @@ def test_any_order_key_sorts_swapped_values_together() -> None:
     blocker = SortedNeighbourhood(SortedNeighbourhood.Params(key={"any_order": ["given", "surname"]}, window=2))
     # keys: (john, smith) 0, (ann, lee) 1, (john, smith) 2, (adams, zoe) 5, (kate, ray) 6 -> order 5 1 0 2 6
     assert as_set(blocker.candidates(Batch(records=recs))) == {(1, 5), (0, 1), (0, 2), (2, 6)}
-    stats = blocker.describe()["per_key"][0]
+    stats = described(blocker, Batch(records=recs))["per_key"][0]
     assert (stats["key"], stats["records_sorted"], stats["records_missing"], stats["distinct_keys"]) == (
         "any_order(given+surname)", 5, 2, 4)
     # in the given order: ann(1) john(0) kate(6) smith(2) zoe(5): 0 and 2 are not neighbours
@@ -393,7 +401,7 @@ def test_sorted_neighbourhood_window_and_report() -> None:
     blocker = SortedNeighbourhood(SortedNeighbourhood.Params(key=["k"], window=3))
     pairs = blocker.candidates(Batch(records=recs))
     assert as_set(pairs) == {(0, 3), (0, 1), (1, 3), (3, 4), (1, 4), (1, 2), (2, 4)}
-    stats = blocker.describe()["per_key"][0]
+    stats = described(blocker, Batch(records=recs))["per_key"][0]
     assert stats == {
         "key": "k",
         "fields": ["k"],

@@ -364,6 +364,7 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
     """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler
     needing the whole corpus: one refusal each, naming it, why, and what to use instead; no cluster started."""
     import er_framework.executors.dask as dask_executor
+    from er_framework.capabilities import WholeCorpus
     from er_framework.components import Blocker, Shingler, Verifier
     from er_framework.engine import Engine
 
@@ -374,9 +375,8 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
         name = "trained"
         pairwise = False
 
-    class Corpus(Shingler):
+    class Corpus(WholeCorpus, Shingler):
         name = "idf_shingles"
-        streamable = False
 
     class Refusing(Engine):
         def __init__(self, job: Any) -> None:
@@ -394,7 +394,7 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
     for name, reason, alternative in [
         ("whole_corpus", "neither lookup_keys", "sorted_neighbourhood"),
         ("trained", "no pair_codes", "fellegi_sunter"),
-        ("idf_shingles", "partitionable = False", "executor: local"),
+        ("idf_shingles", "not Partitionable", "executor: local"),
     ]:
         line = next(line for line in text.splitlines() if repr(name) in line)
         assert reason in line and alternative in line, line
@@ -483,7 +483,7 @@ TOP = 10  # field_hash lists the ten largest purged buckets of a key
 
 @pytest.mark.parametrize("shipped, changes", [
     ("documents.yaml", {"blockers": [{"type": "lsh_bands", "bands": 16, "rows": 2, "max_bucket_size": 3}]}),
-    # a shingler that is not streamable with a builder taking minima: the local run signs its sets
+    # a whole-corpus shingler with a builder taking minima: the local run signs its sets
     ("fingerprints.yaml", {"signature": {"type": "minhash", "num_perm": 64},
                            "blockers": [{"type": "lsh_bands", "bands": 16, "rows": 4, "max_bucket_size": 5}],
                            "verifier": {"type": "jaccard", "threshold": 0.5}}),

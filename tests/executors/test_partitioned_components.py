@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from er_framework.capabilities import Partitionable, has
 from er_framework.components import Context
 from er_framework.data import Batch, Records, Signatures
 from er_framework.errors import ErError
+from er_framework.testing import check_partitionable
 from er_framework.kernels.bits import bits_from_bool, bool_from_bits, unpack_bits
 from er_framework.kernels.bits_candidates import cell_sets
 from er_framework.synth.fingerprints import simulate_cells, simulate_minutiae
@@ -57,29 +59,29 @@ def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int,
     source = rng.integers(0, 2, len(bits)).astype(np.int32)
     batch = _bits_batch(bits, 100, source, link)
     blocker = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap), Context(seed=5))
-    cand = blocker.candidates(batch)
+    blocked = blocker.block(batch)
+    report = blocked.report
+    cand = blocked.pairs
     expected = set(zip(cand.left.tolist(), cand.right.tolist()))
     rows, keys = blocker.lookup_keys(batch)
     assert blocker.lookup_cap() == cap
     assert _pairs_from_keys(rows, keys, cap, source, link) == expected
     assert len(expected) > 20
     if cap is not None:  # the cap was reached by some bucket, so it mattered
-        assert blocker.describe()["oversized_buckets"] > 0
+        assert report["oversized_buckets"] > 0
     # max_pairs: the keys' bucket sizes give the pairs candidates() counts before making any
     sizes = np.unique(keys, return_counts=True)[1]
     kept = sizes[(sizes >= 2) & (sizes <= (cap or len(bits)))]
     raw, largest = int((kept * (kept - 1) // 2).sum()), int(sizes.max())
-    assert raw == blocker.describe()["raw_pairs"]
-    # the report of candidates(), from two partitions' partition_report and the keys' bucket statistics
-    report = blocker.describe()
+    assert raw == report["raw_pairs"]
+    # the report of block(), from two partitions' partition_report and the keys' bucket statistics
     over = sizes[sizes > (cap or len(bits))]
     buckets = {"buckets": int((sizes >= 2).sum()), "largest_bucket": largest, "oversized_buckets": len(over),
                "pairs_skipped": int((over * (over - 1) // 2).sum()), "raw_pairs": raw}
     half = len(bits) // 2
     parts = [blocker.partition_report(batch.subset(np.arange(a, b, dtype=np.int64))) for a, b in ((0, half), (half, len(bits)))]
     fresh = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap), Context(seed=5))
-    fresh.merge_reports(parts, buckets)
-    assert fresh.describe() == report
+    assert fresh.merge_reports(parts, buckets) == report
     for limit in (raw, raw - 1):
         limited = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap, max_pairs=limit), Context(seed=5))
         if limit == raw:
@@ -123,19 +125,16 @@ def test_grid_cells_per_partition_equal_one_call() -> None:
     recs = _prints_records(prints + [np.zeros((0, 2))])
     sh = GridCells(GridParams(width=500, height=500, grid_x=20, grid_y=20, margin=3.0))
     whole = sh.shingle(recs)
-    report_whole = dict(sh.describe())
+    report_whole = sh.merge_reports([sh.shingle_reported(recs).report])
     cuts = [0, 7, 8, 30, 61, len(recs)]
-    parts = [sh.shingle(recs.take(np.arange(a, b, dtype=np.int64))) for a, b in zip(cuts[:-1], cuts[1:])]
+    got = [sh.shingle_reported(recs.take(np.arange(a, b, dtype=np.int64))) for a, b in zip(cuts[:-1], cuts[1:])]
+    parts = [g.tokens for g in got]
     assert np.array_equal(np.concatenate([p.sizes for p in parts]), whole.sizes)
     assert np.array_equal(np.concatenate([p.tokens for p in parts]), whole.tokens)
-    assert GridCells.partitionable
+    assert has(GridCells, Partitionable)
     # the report's counts, summed over the partitions, give the whole corpus's report
-    reports = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        sh.shingle(recs.take(np.arange(a, b, dtype=np.int64)))
-        reports.append(sh.partition_report())
-    sh.merge_reports(reports)
-    assert sh.describe() == report_whole
+    assert sh.merge_reports([g.report for g in got]) == report_whole
+    check_partitionable(sh, recs)
 
 
 # ------------------------------------------------------------------ sorted neighbourhood

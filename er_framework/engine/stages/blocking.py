@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import Diagnostic, ability
+from er_framework.capabilities import block as block_reported
 from er_framework.data import Batch, Pairs
 from er_framework.engine.engine import Engine
 from er_framework.engine.stages.exact import Exact
@@ -35,8 +37,10 @@ def block(engine: Engine, batch: Batch, exact: Exact) -> tuple[Pairs, list[dict[
     keys: list[npt.NDArray[np.uint64]] = []
     reports: list[dict[str, Any]] = []
     for blocker in engine.blockers:
-        cand = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
-        rep = blocker.describe()
+        blocked = block_reported(blocker, batch)  # the pairs with the call's report
+        cand = engine.checked_candidates(blocker, blocked.pairs, batch)
+        rep = {**blocker.describe(), **blocked.report}
+        del blocked
         rep["candidate_pairs"] = int(len(cand))
         reports.append(rep)
         key = cand.packed() if len(engine.blockers) > 1 else None
@@ -62,7 +66,8 @@ def diagnostics(engine: Engine, batch: Batch, sample: int) -> dict[str, Any]:
     """The blockers' evidence for the report (the measured S-curve …), ``sample`` records probed."""
     out: dict[str, Any] = {}
     for blocker in engine.blockers:
-        d = blocker.diagnostics(batch, sample)
+        diagnostic = ability(blocker, Diagnostic)
+        d = diagnostic.diagnostics(batch, sample) if diagnostic is not None else None
         if d is not None:
             out.update(d)
     return out

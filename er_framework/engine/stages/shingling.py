@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import Partitionable, WholeCorpus, ability, has, multisets, shingle_with_report
 from er_framework.config.resolve import Job
 from er_framework.data import Batch, Records, Signatures, TokenSets
 from er_framework.engine.engine import Engine, PrunedShingler
@@ -42,6 +43,10 @@ class Shingled:
     report: dict[str, Any] = field(default_factory=dict)
     #: tokens each record lost to ``prune_shingles:`` when they were pruned while shingling (else None)
     lost: Int64Array | None = None
+    #: a :class:`~er_framework.capabilities.Partitionable` shingler's report of the run (its ``merge_reports``)
+    shingler_report: dict[str, Any] | None = None
+    #: the shingler's reports of the calls made while shingling (see :func:`_shingle_chunks`)
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: the counts of ``prune_shingles:`` may take this share of the memory still available (a merge doubles them briefly)
@@ -66,27 +71,32 @@ def check_frequency_memory(freq: DocFreq, records: int | None = None) -> None:
 
 def shingle_frequencies(
     engine: Engine, records: Records, keep_mb: float = 0.0
-) -> tuple[DocFreq, Int64Array, TokenSets | None]:
+) -> tuple[DocFreq, Int64Array, TokenSets | None, list[dict[str, Any]]]:
     """Pass 1 of ``prune_shingles:``: the document frequency of every shingle of ``records``, a chunk at a time.
 
     Returns the counts, each record's number of distinct shingles and, when
     every token set fits in ``keep_mb`` (the job's ``token_memory_mb``), the
     sets themselves (so that pass 2 prunes them instead of shingling again;
-    ``None`` beyond that). The Dask executor calls it per partition and
+    ``None`` beyond that), and the shingler's reports of its calls (empty
+    unless it is partitionable). The Dask executor calls it per partition and
     merges the counts (:meth:`DocFreq.merge`).
     """
     shingler = engine.base_shingler
     assert shingler is not None
     freq = DocFreq()
     n = len(records)
-    chunk = engine.job.spec.chunk_records if shingler.streamable else max(n, 1)
+    chunk = engine.job.spec.chunk_records if not has(shingler, WholeCorpus) else max(n, 1)
     cap = int(keep_mb * 2**20) // 8
     parts: list[TokenSets] | None = []
     sizes: list[Int64Array] = []
+    reports: list[dict[str, Any]] = []
     used = 0
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
-        ts = shingler.shingle(records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
+        got = shingle_with_report(shingler, records if (a, b) == (0, n) else records.take(np.arange(a, b, dtype=np.int64)))
+        ts = got.tokens
+        if has(shingler, Partitionable):
+            reports.append(got.report)
         freq.add(ts)
         check_frequency_memory(freq, n)
         sizes.append(ts.sizes)
@@ -97,8 +107,8 @@ def shingle_frequencies(
             parts = None
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     if parts is None:
-        return freq, all_sizes, None
-    return freq, all_sizes, TokenSets.concat(parts) if len(parts) != 1 else parts[0]
+        return freq, all_sizes, None, reports
+    return freq, all_sizes, TokenSets.concat(parts) if len(parts) != 1 else parts[0], reports
 
 
 def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64], dict[str, Any]]:
@@ -147,6 +157,8 @@ class Pruning:
     tokens: TokenSets | None  # the pruned token sets, when pass 1 could keep them (else shingled again)
     info: dict[str, Any]  # the stage's log entry (the shingle stage adds how much of each record went)
     dropped: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # sorted, distinct
+    #: the shingler's reports of pass 1's calls (:func:`shingle_frequencies`), for kept token sets
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 def prune_shingles(engine: Engine, records: Records, log: StageLog) -> tuple[Engine, Pruning | None]:
@@ -162,12 +174,12 @@ def prune_shingles(engine: Engine, records: Records, log: StageLog) -> tuple[Eng
     if job.spec.prune_shingles is None or engine.base_shingler is None or engine.model.pruned is not None:
         return engine, None
     with log.stage("prune") as info:
-        freq, sizes, kept = shingle_frequencies(engine, records, job.spec.token_memory_mb)
+        freq, sizes, kept, reports = shingle_frequencies(engine, records, job.spec.token_memory_mb)
         dropped, report = pruned_by_frequency(job, freq)
         engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
         info.update(report)
         pruned = None if kept is None else drop_tokens(kept, dropped, sets=True, workers=job.context.workers)[0]
-    return engine, Pruning(sizes, pruned, info, dropped)
+    return engine, Pruning(sizes, pruned, info, dropped, reports)
 
 
 #: the token sets kept after signing may take at most this share of the memory available when shingling
@@ -199,7 +211,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     (:func:`token_budget`: ``token_memory_mb``, at most a share of the
     memory available), and beyond that dropped after signing and recomputed
     for the records a later stage asks for through ``batch.token_source``.
-    With a builder that takes minima (``multiset_ok``, ``"none"``) the
+    With a builder that takes minima (``MultisetSigning``, ``"none"``) the
     shingler's multisets are counted (with repeats); while the corpus's
     sets fit the budget they are sorted from the multisets, signed and kept,
     beyond it the multisets are signed and nothing is kept (see
@@ -220,10 +232,15 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
         return Shingled(np.zeros(0, dtype=np.int64), None, None, 0)
     pruned = pruning.tokens if pruning is not None else None
     keep = "all" if pruned is not None else engine.token_keep()
-    chunk = job.spec.chunk_records if shingler.streamable else max(len(records), 1)
+    streamed = not has(shingler, WholeCorpus)
+    chunk = job.spec.chunk_records if streamed else max(len(records), 1)
     shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned,
-                               step_chars=SHINGLE_STEP_CHARS if shingler.streamable else None,
+                               step_chars=SHINGLE_STEP_CHARS if streamed else None,
                                workers=job.context.workers)
+    partitionable = ability(shingler, Partitionable)
+    if partitionable is not None:  # the report of the calls that shingled the records (pass 1's, when it kept them)
+        shingled.shingler_report = partitionable.merge_reports(
+            pruning.reports if pruned is not None and pruning is not None else shingled.reports)
     hand_back_freed_memory()  # the steps' reused temporaries: the later stages do not start from this peak
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
@@ -287,7 +304,7 @@ def _shingle_and_sign_slice(
     signatures are the same either way (the builder takes minima)."""
     t0 = time.perf_counter()
     part = records.take(np.arange(rows[0], rows[1], dtype=np.int64))
-    tokens = shingler.shingle_multiset(part) if multiset else shingler.shingle(part)
+    tokens = multisets(shingler, part) if multiset else shingler.shingle(part)
     counted = tokens.sizes
     if multiset and sets:
         tokens = unique_rows(tokens, 1, in_place=True)
@@ -314,7 +331,7 @@ def _shingle_chunks(
     tokens counted with repeats (the report's counts, as on Dask). While the
     sets fit the budget, each step's multisets are also turned into sets
     (:func:`~er_framework.kernels.hashing.unique_rows`, the shingler's sets
-    by the contract of :meth:`Shingler.shingle_multiset`), which are signed
+    by the contract of :meth:`~er_framework.capabilities.Multiset.shingle_multiset`), which are signed
     instead (fewer tokens, the same minima) and kept, so that verification
     and the diagnostics do not shingle again. Measured on 20,000 documents
     of ~4,000 characters (2 cores): the sort costs ~0.2 s here, re-shingling
@@ -333,6 +350,7 @@ def _shingle_chunks(
     sig_parts: list[Signatures] = []
     sizes: list[Int64Array] = []  # as counted (with repeats for multisets)
     set_sizes: list[Int64Array] = []  # of the kept sets
+    reports: list[dict[str, Any]] = []  # a partitionable shingler's, one per call
     # pruned while shingling: the distinct tokens each record lost, for the report
     lost: list[Int64Array] | None = [] if pruned is None and isinstance(shingler, PrunedShingler) else None
     kept = keep == "all" or buffer is not None
@@ -361,10 +379,14 @@ def _shingle_chunks(
                     if pruned is not None:
                         tokens = pruned.slice(a, b)
                     elif lost is not None:
-                        tokens, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                        got, lost_part = shingler.shingle_counted(part, multiset=keep == "none")
+                        tokens = got.tokens
                         lost.append(lost_part)
+                        reports.append(got.report)
                     else:
-                        tokens = shingler.shingle_multiset(part) if keep == "none" else shingler.shingle(part)
+                        got = shingle_with_report(shingler, part, multiset=keep == "none")
+                        tokens = got.tokens
+                        reports.append(got.report)
                     counted = tokens.sizes
                     if keep == "none" and kept and buffer is not None:
                         tokens = unique_rows(tokens, workers, in_place=True)  # the sets, kept below
@@ -416,4 +438,5 @@ def _shingle_chunks(
     if builder is not None:
         signatures = sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)
     lost_all = None if lost is None else (np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64))
-    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all)
+    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all,
+                    reports=reports)

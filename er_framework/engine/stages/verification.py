@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import Explainable, Learner, Trainable, has
+from er_framework.capabilities import Explainable, Learner, SignatureScreen, Trainable, ability, has
 from er_framework.data import Batch, LabelledPairs, Pairs, TokenSets
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
@@ -313,9 +313,9 @@ def score_candidates(
     """Every candidate's score (rows of ``batch``) with the model as it is: a signature screen first when the
     verifier has one (jaccard's skip_unlikely; not with ``threshold: auto`` still to choose, which needs every
     candidate's own score), the token sets of a streamed corpus a window at a time."""
-    decide = getattr(engine.verifier, "decided_by_signatures", None)
+    screen = ability(engine.verifier, SignatureScreen)
     choosing = engine.auto and engine.model.threshold is None
-    decided = decide(batch, local_cand) if callable(decide) and not choosing else None
+    decided = screen.decided_by_signatures(batch, local_cand) if screen is not None and not choosing else None
     todo = local_cand
     if decided is not None:
         skip, estimate = decided

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import er_framework.engine.engine as engine_module
+from er_framework.capabilities import MultisetSigning
 from er_framework.config.resolve import parse_job
 from er_framework.kernels import char_shingles, hash_params, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
@@ -23,6 +25,19 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("stream") / "docs.jsonl"
     path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
     return path
+
+
+def signs_multisets(monkeypatch: pytest.MonkeyPatch, builder: type, multiset: bool) -> None:
+    """Make the engine take ``builder`` for a builder with (``multiset``) or without the MultisetSigning ability."""
+    real = engine_module.has
+
+    def has(component: object, capability: type) -> bool:
+        cls = component if isinstance(component, type) else type(component)
+        if capability is MultisetSigning and issubclass(cls, builder):
+            return multiset
+        return real(component, capability)
+
+    monkeypatch.setattr(engine_module, "has", has)
 
 
 def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
@@ -74,7 +89,7 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
         ("workers: 2\nchunk_records: 100\ntoken_memory_mb: 0.2\n", False),
     ]
     for extra, multiset in variants:
-        monkeypatch.setattr(builder, "multiset_ok", multiset)
+        signs_multisets(monkeypatch, builder, multiset)
         pairs, labels, rep = _run(tmp_path, corpus, signature, extra)
         assert pairs == base_pairs, extra
         assert labels == base_labels, extra
@@ -123,7 +138,7 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     import er_framework.engine.stages.shingling as pipeline
     from er_framework.registry import default_registry
 
-    monkeypatch.setattr(default_registry().get("signature", "minhash").cls, "multiset_ok", False)
+    signs_multisets(monkeypatch, default_registry().get("signature", "minhash").cls, False)
     extra = "workers: 2\nchunk_records: 100\n"
     pairs, labels, rep = _run(tmp_path, corpus, "minhash", extra)
     stages = {s["stage"]: s for s in rep["stages"]}
