@@ -16,16 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Generic, cast
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 
 __all__ = [
     "Params",
+    "ParamsModel",
+    "P",
     "Context",
     "Component",
     "Shingler",
@@ -48,8 +51,15 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
-#: :class:`Params` under a name that the ``Params`` attribute of :class:`Component` does not shadow
-_ParamsModel = Params
+#: :class:`Params` under a name that the ``Params`` attribute of a component class does not shadow: the
+#: type of the ``params`` argument of :meth:`Component.check` (a class method: it cannot name ``P``)
+ParamsModel = Params
+
+#: The type of a component's ``params``: ``class Prefix(Keyed, Blocker[PrefixParams])`` reads
+#: ``self.params.length`` with no narrowing; a bare ``Blocker`` is ``Blocker[Params]``. Covariant, so that a
+#: ``Blocker[PrefixParams]`` is a ``Blocker`` (the registration hooks return ``list[type[Blocker]]``):
+#: nothing assigns ``params`` after ``__init__`` (and the models are frozen).
+P = TypeVar("P", bound=Params, default=Params, covariant=True)
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,13 @@ class Context:
     workers: int = 1
 
 
-class Component:
-    """Common shape of all components."""
+class Component(Generic[P]):
+    """Common shape of all components.
+
+    ``P`` is the type of :attr:`params`: declare it with the family base,
+    ``class Prefix(Keyed, Blocker[PrefixParams])``, next to ``Params =
+    PrefixParams`` (the model the engine validates the YAML keys against).
+    """
 
     #: name used in YAML ``type:``
     name: ClassVar[str] = ""
@@ -103,12 +118,13 @@ class Component:
     #: one line shown by ``er plugins``
     summary: ClassVar[str] = ""
 
-    def __init__(self, params: _ParamsModel | None = None, context: Context | None = None) -> None:
-        self.params = params if params is not None else self.Params()
+    def __init__(self, params: P | None = None, context: Context | None = None) -> None:
+        #: the validated parameters, an instance of the class's ``Params`` model
+        self.params: P = params if params is not None else cast(P, self.Params())
         self.context = context if context is not None else Context()
 
     @classmethod
-    def check(cls, params: _ParamsModel, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         """Cross-field and cross-component rules; return one message per problem."""
         return []
 
@@ -127,7 +143,7 @@ class Component:
         return int(self.job_default("seed"))
 
 
-class Shingler(Component):
+class Shingler(Component[P]):
     """Records -> one token set per record (CSR, sorted unique uint64 tokens).
 
     The engine calls :meth:`shingle` on consecutive chunks of the records and
@@ -146,7 +162,7 @@ class Shingler(Component):
         raise NotImplementedError
 
 
-class SignatureBuilder(Component):
+class SignatureBuilder(Component[P]):
     """Token sets -> signatures (``(n, K)`` matrix or packed bits).
 
     A record's signature must depend on its token set alone: the engine
@@ -161,7 +177,7 @@ class SignatureBuilder(Component):
         raise NotImplementedError
 
 
-class Blocker(Component):
+class Blocker(Component[P]):
     """A batch -> candidate pairs (normalized; cross-source only in link mode).
 
     ``needs`` names what the blocker reads from the batch: ``"signatures"``,
@@ -180,7 +196,7 @@ class Blocker(Component):
         raise NotImplementedError
 
 
-class Verifier(Component):
+class Verifier(Component[P]):
     """Candidate pairs -> one float score per pair; the engine keeps ``score >= threshold``.
 
     Optional abilities are types of :mod:`er_framework.capabilities`: a
@@ -215,7 +231,7 @@ class Verifier(Component):
         raise NotImplementedError
 
 
-class Clusterer(Component):
+class Clusterer(Component[P]):
     """Verified, scored pairs over ``n`` records -> a cluster label per record.
 
     Labels are int64, one per record; records without pairs get their own
@@ -232,7 +248,7 @@ class Clusterer(Component):
         raise NotImplementedError
 
 
-class Normalizer(Component):
+class Normalizer(Component[P]):
     """Field values -> comparable keys, a column at a time (the job's ``normalize:`` section).
 
     Per field, a job names a chain of normalizers (``first_name: [name,

@@ -430,7 +430,7 @@ class ConnectedComponentsParams(ComponentParams):
     pass
 
 
-class ConnectedComponents(Clusterer):
+class ConnectedComponents(Clusterer[ConnectedComponentsParams]):
     """Every connected component of the verified-pair graph is one cluster.
 
     With ``split`` set, the pieces the splitting pass leaves of each
@@ -443,8 +443,7 @@ class ConnectedComponents(Clusterer):
     Params = ConnectedComponentsParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
-        p = self.params
-        split = getattr(p, "split", None)
+        split = self.params.split
         if split is None:
             return connected_component_labels(n, pairs.left, pairs.right)
         return communities_per_component(n, pairs, None, self.seed, split)
@@ -460,7 +459,7 @@ def asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
     return nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
 
 
-class LabelPropagation(Clusterer):
+class LabelPropagation(Clusterer[LabelPropagationParams]):
     """Asynchronous label propagation (networkx), weighted by score, seeded, per component."""
 
     name = "label_propagation"
@@ -468,9 +467,7 @@ class LabelPropagation(Clusterer):
     Params = LabelPropagationParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
-        p = self.params
-        assert isinstance(p, LabelPropagationParams)
-        return communities_per_component(n, pairs, asyn_lpa, self.seed, p.split, settled=lpa_single_community)
+        return communities_per_component(n, pairs, asyn_lpa, self.seed, self.params.split, settled=lpa_single_community)
 
 
 class LouvainParams(ComponentParams):
@@ -479,7 +476,7 @@ class LouvainParams(ComponentParams):
     seed: int | None = Field(default=None, ge=0, description="random seed (default: the job seed)")
 
 
-class Louvain(Clusterer):
+class Louvain(Clusterer[LouvainParams]):
     """Louvain modularity communities (networkx), weighted by score, seeded, per component."""
 
     name = "louvain"
@@ -489,7 +486,6 @@ class Louvain(Clusterer):
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         import networkx as nx
         p = self.params
-        assert isinstance(p, LouvainParams)
         return communities_per_component(
             n,
             pairs,
@@ -505,7 +501,7 @@ class GreedyModularityParams(ComponentParams):
     resolution: float = Field(default=1.0, gt=0, description="> 1 favours smaller communities")
 
 
-class GreedyModularity(Clusterer):
+class GreedyModularity(Clusterer[GreedyModularityParams]):
     """Greedy modularity maximisation (Clauset–Newman–Moore, networkx), weighted, per component.
 
     Merges the pair of communities with the largest modularity gain until no
@@ -520,7 +516,6 @@ class GreedyModularity(Clusterer):
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         import networkx as nx
         p = self.params
-        assert isinstance(p, GreedyModularityParams)
         return communities_per_component(
             n,
             pairs,

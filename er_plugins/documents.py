@@ -22,7 +22,9 @@ from er_framework import hookimpl
 from er_framework.capabilities import (
     Blocked, Diagnostic, Explainable, Keyed, Multiset, MultisetSigning, Reporting, SignatureScreen,
 )
-from er_framework.components import Blocker, Context, FieldRef, Params, Shingler, SignatureBuilder, Verifier
+from er_framework.components import (
+    Blocker, Context, FieldRef, Params, ParamsModel, Shingler, SignatureBuilder, Verifier,
+)
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
 from er_framework.kernels.digests import folded_texts
 from er_framework.kernels.groups import sorted_unique
@@ -145,7 +147,7 @@ class CharParams(TextParams):
     k: int = Field(default=5, ge=1, le=256, description="shingle length in characters (4-5 short texts, 9-10 long documents)")
 
 
-class CharShingler(Multiset, Shingler):
+class CharShingler(Multiset, Shingler[CharParams]):
     """Character k-shingles (MMDS §3.2): the set of all length-k substrings.
 
     A text shorter than k yields one token (the whole text); an empty text
@@ -159,12 +161,10 @@ class CharShingler(Multiset, Shingler):
 
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
-        assert isinstance(p, CharParams)
         return shingle_texts(records, p, lambda t: char_shingles(t, p.k), self.context.workers)
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         p = self.params
-        assert isinstance(p, CharParams)
         return shingle_texts(records, p, lambda t: char_shingles(t, p.k, unique=False), self.context.workers)
 
 
@@ -184,7 +184,7 @@ class WordParams(WordPatternParams):
     n: int = Field(default=2, ge=1, le=32, description="words per n-gram (1 = bag of words)")
 
 
-class WordShingler(Multiset, Shingler):
+class WordShingler(Multiset, Shingler[WordParams]):
     """Word n-grams (MMDS §3.2): sets of n consecutive words, stable 64-bit tokens."""
 
     name = "word"
@@ -193,12 +193,10 @@ class WordShingler(Multiset, Shingler):
 
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
-        assert isinstance(p, WordParams)
         return shingle_texts(records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern), self.context.workers)
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         p = self.params
-        assert isinstance(p, WordParams)
         return shingle_texts(
             records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), self.context.workers
         )
@@ -209,7 +207,7 @@ class MinHashParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the hash functions (default: the job seed)")
 
 
-class MinHash(MultisetSigning, SignatureBuilder):
+class MinHash(MultisetSigning, SignatureBuilder[MinHashParams]):
     """Classic MinHash (MMDS §3.3): K hash functions h_i(x) = (a_i x + b_i) mod p.
 
     p = 4294967291 = 2**32 - 5 (prime); tokens are reduced mod p, a_i in
@@ -223,7 +221,6 @@ class MinHash(MultisetSigning, SignatureBuilder):
 
     def build(self, tokens: TokenSets) -> Signatures:
         p = self.params
-        assert isinstance(p, MinHashParams)
         a, b = hash_params(p.num_perm, self.seed)
         values = map_row_blocks(lambda ts: minhash_signatures(ts, a, b), tokens, self.context.workers)
         return Signatures(
@@ -342,7 +339,7 @@ class LshParams(Params):
     )
 
 
-class LshBands(Reporting, Keyed, Diagnostic, Blocker):
+class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
     """LSH banding (MMDS §3.4): b bands of r rows; same bucket in any band -> candidate.
 
     P(candidate | s) = 1 - (1 - s**r)**b; threshold ~ (1/b)**(1/r). The band
@@ -363,7 +360,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker):
         return int(k) if k is not None else None
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         assert isinstance(params, LshParams)
         problems = []
         k = cls._num_perm(context)
@@ -388,7 +385,6 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker):
 
     def _band_rows(self, num_perm: int) -> tuple[int, int]:
         p = self.params
-        assert isinstance(p, LshParams)
         if p.bands is not None and p.rows is not None:
             if p.bands * p.rows > num_perm:
                 raise ValueError(f"bands * rows = {p.bands * p.rows} exceeds the signature length {num_perm}")
@@ -398,7 +394,6 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker):
     def _given_threshold(self) -> float | None:
         """The similarity to catch: this blocker's threshold, else the job's (``None``: neither is set)."""
         p = self.params
-        assert isinstance(p, LshParams)
         return p.threshold if p.threshold is not None else self.context.threshold
 
     def _threshold(self) -> float:
@@ -411,15 +406,13 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker):
         sig = batch.signatures
         if sig is None:
             raise ValueError("lsh_bands needs signatures")
-        p = self.params
-        assert isinstance(p, LshParams)
         b, r = self._band_rows(sig.num_perm)
         # empty token sets carry no evidence: they would all share every bucket
         assert sig.empty is not None
         ids = np.flatnonzero(~sig.empty).astype(np.int64)
         # no gathered copy of the signatures when every one is bucketed (1M x 128 values: 0.5 GB)
         keys = band_keys(sig.values if len(ids) == len(sig.values) else sig.values[ids], b, r)
-        left, right, stats = bucket_candidates(keys, ids, p.max_bucket_size)
+        left, right, stats = bucket_candidates(keys, ids, self.params.max_bucket_size)
         report: dict[str, Any] = {
             **self._banding(sig.num_perm),
             "records_bucketed": int(len(ids)),
@@ -481,9 +474,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker):
         return np.repeat(ids, b), keys.ravel()
 
     def lookup_cap(self) -> int | None:
-        p = self.params
-        assert isinstance(p, LshParams)
-        return p.max_bucket_size
+        return self.params.max_bucket_size
 
     def diagnostics(self, batch: Batch, sample: int) -> dict[str, Any] | None:
         """Measured candidate rate by exact-Jaccard bin, against 1 - (1 - s^r)^b.
@@ -683,7 +674,7 @@ def agreement_cutoff(num_perm: int, threshold: float, p: float) -> int:
     return best
 
 
-class JaccardVerifier(SignatureScreen, Explainable, Verifier):
+class JaccardVerifier(SignatureScreen, Explainable, Verifier[JaccardParams]):
     """Exact Jaccard similarity |A ∩ B| / |A ∪ B| of the token sets (MMDS §3.1)."""
 
     name = "jaccard"
@@ -710,7 +701,6 @@ class JaccardVerifier(SignatureScreen, Explainable, Verifier):
         below the threshold.
         """
         p = self.params
-        assert isinstance(p, JaccardParams)
         sig = batch.signatures
         if p.skip_unlikely is None or sig is None or sig.kind != "minhash" or len(pairs) == 0:
             return None

@@ -155,7 +155,7 @@ class FellegiSunterParams(Params):
         return self
 
 
-class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
+class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explainable):
     """Unsupervised Fellegi-Sunter scoring: EM on the candidates' comparison patterns.
 
     Each field's similarity (0..100) is cut into levels by ``levels`` (e.g.
@@ -268,7 +268,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         same for any chunking and any number of threads.
         """
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         n_levels = [len(f.thresholds) + 1 for f in p.fields]
         radix = pattern_radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
@@ -306,9 +305,7 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
-        return decode(self.pair_codes(batch, pairs), [len(f.thresholds) + 1 for f in p.fields])
+        return decode(self.pair_codes(batch, pairs), [len(f.thresholds) + 1 for f in self.params.fields])
 
     def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
@@ -317,7 +314,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
     def sample_pairs(self, source: npt.NDArray[np.int32], cross_source_only: bool) -> Pairs:
         """``u_from_random_pairs`` random pairs (:meth:`_random_pairs`, seeded): their level frequencies estimate u."""
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         if p.u_from_random_pairs == 0 or len(source) < 2:
             return Pairs.empty()
         left, right = self._random_pairs(np.asarray(source), bool(cross_source_only), p.u_from_random_pairs)
@@ -336,8 +332,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         An executor working partition by partition runs the same steps apart
         (codes where the records are, counts summed, one fit): same scores.
         """
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
         if len(pairs) == 0:
             return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
         sample = self.sample_pairs(batch.records.source, batch.cross_source_only)
@@ -383,32 +377,25 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         return np.asarray(self.fit_of(state).probability(decode(codes, self._n_levels())), dtype=np.float64)
 
     def _n_levels(self) -> list[int]:
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
-        return [len(f.thresholds) + 1 for f in p.fields]
+        return [len(f.thresholds) + 1 for f in self.params.fields]
 
     def _space(self) -> int:
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
-        return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in p.fields], dtype=np.float64)))
+        return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in self.params.fields], dtype=np.float64)))
 
     # -- the fitted state (the model's verifier part) ----------------------------
 
     def state_of(self, fit: EMFit) -> dict[str, Any]:
         """The model's state of a fit: lambda, and per field (by label) m and u of every level."""
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
         return {
             "lambda": float(fit.lam),
             "fields": {fld.label: {"levels": fld.level_names(), "m": [float(x) for x in fit.m[f]],
                                    "u": [float(x) for x in fit.u[f]]}
-                       for f, fld in enumerate(p.fields)},
+                       for f, fld in enumerate(self.params.fields)},
         }
 
     def fit_of(self, state: Mapping[str, Any]) -> EMFit:
         """The fit a state holds (:meth:`state_of`); ValueError naming what does not match this verifier's fields."""
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         if "lambda" not in state:
             raise ValueError("fellegi_sunter: the model holds no fit (the run that made it scored no pair)")
         fields = state.get("fields") or {}
@@ -434,8 +421,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
 
     def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """What the report says of a loaded model's fit: lambda and every field's levels, m, u and weights."""
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
         fit = self.fit_of(state)
         weights = fit.weights()
         return {
@@ -449,11 +434,9 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         self, fit: EMFit, u_random: list[npt.NDArray[np.float64]] | None, counts: npt.NDArray[np.float64] | None,
         patterns: npt.NDArray[np.int64] | None,
     ) -> dict[str, Any]:
-        p = self.params
-        assert isinstance(p, FellegiSunterParams)
         weights = fit.weights()
         out: dict[str, Any] = {}
-        for f, fld in enumerate(p.fields):
+        for f, fld in enumerate(self.params.fields):
             entry: dict[str, Any] = {
                 "columns": field_columns(fld.field),
                 "comparison": fld.comparison,
@@ -478,7 +461,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         the random pairs' level frequencies; or, with ``labelled`` (the labelled pairs' :meth:`pair_codes`),
         m and u from the labels (:meth:`train`). The match probability of each pattern, and the fit."""
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         n = int(counts.sum())
         if n == 0:
             return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
@@ -550,7 +532,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
     def estimation(self, training: dict[str, Any] | None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         order = ("weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
                  if p.monotone else "weights unconstrained (a looser level may weigh more than a closer one)")
         if training is not None:
@@ -590,7 +571,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
         match or no non-match.
         """
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         codes = lab.codes
         if len(codes) != len(lab.match):
             raise ValueError(f"fellegi_sunter: {len(codes)} codes of labelled pairs for {len(lab.match)} labels")
@@ -665,7 +645,6 @@ class FellegiSunter(Verifier, CodeFitted, Trainable, Explainable):
 
         Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
         p = self.params
-        assert isinstance(p, FellegiSunterParams)
         if state is None:
             raise ValueError("fellegi_sunter explains scores with a fitted state: pass the model's (fit_score)")
         fit = self.fit_of(state)

@@ -14,8 +14,7 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework.capabilities import Explainable
-from er_framework.components import Context, FieldRef, Params, Verifier
-from er_framework.components import Params as ParamsBase
+from er_framework.components import Context, FieldRef, Params, ParamsModel, Verifier
 from er_framework.data import Batch, Pairs
 from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
 
@@ -95,7 +94,7 @@ class FieldScoreParams(Params):
         return 100.0 * sum(r.weight for r in self.fields)
 
 
-class FieldScore(Verifier, Explainable):
+class FieldScore(Verifier[FieldScoreParams], Explainable):
     """Weighted sum of per-field similarities, 100 per field (SEEDS §5: a pair scores out of 300).
 
     Field f with weight w_f and similarity s_f in 0..100 contributes
@@ -128,7 +127,7 @@ class FieldScore(Verifier, Explainable):
     needs = frozenset({"fields"})
 
     @classmethod
-    def check(cls, params: ParamsBase, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         assert isinstance(params, FieldScoreParams)
         scale = params.scale
         t = params.threshold
@@ -149,18 +148,15 @@ class FieldScore(Verifier, Explainable):
     @property
     def threshold(self) -> float:
         p = self.params
-        assert isinstance(p, FieldScoreParams)
         if p.threshold is None:
             raise ValueError(f"field_score has no threshold: set verifier.threshold on the scale 0..{p.scale:g}")
         return float(p.threshold)
 
     def field_scores(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[np.float64]]:
         """Per-field similarity 0..100 of every pair (NaN: missing), keyed by field label."""
-        p = self.params
-        assert isinstance(p, FieldScoreParams)
         rows = rows_of(len(batch.records), pairs.left, pairs.right)
         out: dict[str, npt.NDArray[np.float64]] = {}
-        for r in p.fields:
+        for r in self.params.fields:
             col = FieldColumn(batch.records, field_columns(r.field), r.scorer, rows, r.last_digits)
             s = np.empty(len(pairs))
             for a, b in pair_chunks(len(pairs)):
@@ -180,7 +176,6 @@ class FieldScore(Verifier, Explainable):
         ``neutral`` field gets 0 points (its weight is spread over the kept fields by the rescaling),
         and every field 0 when none is kept."""
         p = self.params
-        assert isinstance(p, FieldScoreParams)
         sims = self.field_scores(batch, pairs)
         n = len(pairs)
         total_w = sum(r.weight for r in p.fields)
@@ -211,7 +206,6 @@ class FieldScore(Verifier, Explainable):
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
         p = self.params
-        assert isinstance(p, FieldScoreParams)
         n = len(pairs)
         rows = rows_of(len(batch.records), pairs.left, pairs.right)
         cols = [FieldColumn(batch.records, field_columns(r.field), r.scorer, rows, r.last_digits) for r in p.fields]

@@ -30,6 +30,7 @@ from er_framework.components import (
     Context,
     FieldRef,
     Params,
+    ParamsModel,
     Shingler,
     SignatureBuilder,
     Verifier,
@@ -180,7 +181,7 @@ class GridParams(Params):
         return self.grid_x * self.grid_y
 
 
-class GridCells(Partitionable, Shingler):
+class GridCells(Partitionable, Shingler[GridParams]):
     """Minutiae -> the set of grid cells holding one (cell = row * grid_x + col).
 
     The frame ``[0, width) x [0, height)`` is cut into ``grid_x x grid_y`` cells;
@@ -200,7 +201,6 @@ class GridCells(Partitionable, Shingler):
     def shingle_reported(self, records: Records) -> Tokenized:
         """The prints' cell sets and their counts (records, minutiae, empty prints, missing values, occupied cells)."""
         p = self.params
-        assert isinstance(p, GridParams)
         col = records.fields.get(p.field)
         if col is None:
             raise InputError(
@@ -293,7 +293,6 @@ class GridCells(Partitionable, Shingler):
     def merge_reports(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
         """The report of one call over every print, from the counts of calls over parts of them."""
         p = self.params
-        assert isinstance(p, GridParams)
         keys = ["records", "minutiae", "prints_without_minutiae", "missing_values", "cells"]
         tot = {k: sum(int(r.get(k, 0)) for r in reports) for k in keys}
         n = tot["records"]
@@ -324,7 +323,7 @@ class BitParams(Params):
     )
 
 
-class BitVector(SignatureBuilder):
+class BitVector(SignatureBuilder[BitParams]):
     """Cell sets -> packed bit vectors: ``(n, ceil(n_bits / 64))`` uint64, cell k = bit k % 64 of word k // 64."""
 
     name = "bitvector"
@@ -332,7 +331,7 @@ class BitVector(SignatureBuilder):
     Params = BitParams
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         assert isinstance(params, BitParams)
         if params.n_bits is None and _grid_bits_of(context) is None:
             return ["bitvector needs n_bits: set signature.n_bits, or use the grid_cells shingler (n_bits = grid_x * grid_y)"]
@@ -341,7 +340,6 @@ class BitVector(SignatureBuilder):
     @property
     def n_bits(self) -> int:
         p = self.params
-        assert isinstance(p, BitParams)
         nb = p.n_bits if p.n_bits is not None else _grid_bits_of(self.context)
         if nb is None:
             raise ConfigError(
@@ -413,7 +411,7 @@ class GridBitsParams(Params):
     )
 
 
-class GridBits(Reporting, LimitedKeys, Blocker):
+class GridBits(Reporting, LimitedKeys, Blocker[GridBitsParams]):
     """Random cell sets (SEEDS §6): a print is in set j's bucket if it has all c cells of the set.
 
     With occupancy p and agreement q: P(candidate | same finger) = 1 - (1 - (p q)**c)**M,
@@ -428,7 +426,7 @@ class GridBits(Reporting, LimitedKeys, Blocker):
     needs = frozenset({"signatures"})
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         assert isinstance(params, GridBitsParams)
         sig = context.peers.get("signature")
         nb = getattr(sig, "n_bits", None)
@@ -439,7 +437,6 @@ class GridBits(Reporting, LimitedKeys, Blocker):
 
     def block(self, batch: Batch) -> Blocked:
         p = self.params
-        assert isinstance(p, GridBitsParams)
         sig, nb = _bits_of(batch, "blocker grid_bits")
         if p.cells > nb:
             raise ConfigError(f"grid_bits: cells = {p.cells} exceeds the {nb} cells of the grid")
@@ -457,7 +454,6 @@ class GridBits(Reporting, LimitedKeys, Blocker):
 
     def _reported(self, n: int, bits_set: int, nb: int, bucketed: int, skipped: int, stats: dict[str, int]) -> dict[str, Any]:
         p = self.params
-        assert isinstance(p, GridBitsParams)
         occ = float(bits_set) / (n * nb) if n else 0.0
         same, diff = candidate_probabilities(occ, p.agreement, p.cells, p.sets)
         g_same, g_diff = candidate_probabilities_exact(occ, p.agreement, p.cells, p.sets, nb)
@@ -505,7 +501,6 @@ class GridBits(Reporting, LimitedKeys, Blocker):
         not its cells, names the bucket). An empty print holds no set.
         """
         p = self.params
-        assert isinstance(p, GridBitsParams)
         sig, nb = _bits_of(batch, "blocker grid_bits")
         if p.cells > nb:
             raise ConfigError(f"grid_bits: cells = {p.cells} exceeds the {nb} cells of the grid")
@@ -513,20 +508,16 @@ class GridBits(Reporting, LimitedKeys, Blocker):
         return rows, mix64(which.astype(np.uint64) ^ np.uint64(SET_KEY_TAG))
 
     def lookup_cap(self) -> int | None:
-        p = self.params
-        assert isinstance(p, GridBitsParams)
-        return p.max_bucket_size
+        return self.params.max_bucket_size
 
     def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
         """``max_pairs`` on the buckets of :meth:`lookup_keys`: the error :meth:`candidates` raises."""
         p = self.params
-        assert isinstance(p, GridBitsParams)
         if p.max_pairs is not None and pairs > p.max_pairs:
             raise self._too_many(pairs, largest_bucket)
 
     def _too_many(self, raw_pairs: int, largest_bucket: int) -> InputError:
         p = self.params
-        assert isinstance(p, GridBitsParams)
         return InputError(
             Problem(
                 where="blocker grid_bits",
@@ -578,7 +569,7 @@ class OverlapParams(Params):
     )
 
 
-class CellOverlap(Verifier):
+class CellOverlap(Verifier[OverlapParams]):
     """Overlap of the two prints' cell sets, by popcount on the bit vectors (two empty prints score 0)."""
 
     name = "cell_overlap"
@@ -587,10 +578,8 @@ class CellOverlap(Verifier):
     needs = frozenset({"signatures"})
 
     def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
-        p = self.params
-        assert isinstance(p, OverlapParams)
         sig, _ = _bits_of(batch, "verifier cell_overlap")
-        return cell_overlap(sig.values, pairs.left, pairs.right, p.kind)
+        return cell_overlap(sig.values, pairs.left, pairs.right, self.params.kind)
 
 
 @hookimpl

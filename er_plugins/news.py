@@ -18,7 +18,7 @@ from functools import lru_cache
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
-from er_framework.components import Context, Params, Shingler
+from er_framework.components import Context, ParamsModel, Shingler
 from er_framework.data import Records, TokenSets
 from er_framework.errors import choices_text, did_you_mean
 from er_framework.io.html import boilerplate_languages
@@ -56,7 +56,7 @@ class StopwordParams(WordPatternParams):
         return self
 
 
-class StopwordShingler(Shingler):
+class StopwordShingler(Shingler[StopwordParams]):
     """A stop word followed by the next ``n`` words, as stable 64-bit tokens.
 
     Text preprocessing is that of ``char``/``word`` (NFKC, case folding,
@@ -69,7 +69,7 @@ class StopwordShingler(Shingler):
     Params = StopwordParams
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         assert isinstance(params, StopwordParams)
         if params.stop_words is None and params.language.lower() not in available_languages():
             langs = available_languages()
@@ -81,7 +81,6 @@ class StopwordShingler(Shingler):
 
     def stop_words(self) -> list[str]:
         p = self.params
-        assert isinstance(p, StopwordParams)
         if p.stop_words is not None:
             words = [w.strip() for w in p.stop_words if w.strip()]
         else:
@@ -90,7 +89,6 @@ class StopwordShingler(Shingler):
 
     def shingle(self, records: Records) -> TokenSets:
         p = self.params
-        assert isinstance(p, StopwordParams)
         stops = self.stop_words()
         return shingle_texts(records, p, lambda t: stopword_shingles(t, stops, p.n, pattern=p.pattern), self.context.workers)
 

@@ -107,12 +107,11 @@ class DateParams(Params):
     )
 
 
-class Date(Normalizer):
+class Date(Normalizer[DateParams]):
     name = "date"
     summary = "common date formats -> ISO YYYY-MM-DD; unparseable -> missing"
     Params = DateParams
 
     def per_value(self) -> PerValue:
         p = self.params
-        assert isinstance(p, DateParams)
         return _make_date(dayfirst=p.dayfirst, yy_pivot=p.yy_pivot)

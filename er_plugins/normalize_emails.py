@@ -71,7 +71,7 @@ class EmailParams(Params):
     )
 
 
-class Email(Normalizer):
+class Email(Normalizer[EmailParams]):
     name = "email"
     summary = "stripped, casefolded; exactly one @ with non-empty parts, else missing"
     Params = EmailParams
@@ -79,11 +79,7 @@ class Email(Normalizer):
     batch_first: ClassVar[bool] = True
 
     def per_value(self) -> PerValue:
-        p = self.params
-        assert isinstance(p, EmailParams)
-        return _make_email(gmail_dots=p.gmail_dots)
+        return _make_email(gmail_dots=self.params.gmail_dots)
 
     def normalize(self, values: list[str]) -> list[str | None]:
-        p = self.params
-        assert isinstance(p, EmailParams)
-        return _emails(values, self.per_value(), p.gmail_dots)
+        return _emails(values, self.per_value(), self.params.gmail_dots)

@@ -171,14 +171,13 @@ class NameParams(Params):
     drop_titles: bool = Field(default=True, strict=True, description="drop titles and suffixes (NAME_TITLES)")
 
 
-class Name(Normalizer):
+class Name(Normalizer[NameParams]):
     name = "name"
     summary = "text, then titles/suffixes (mr mrs ms miss mx dr prof rev sir jr sr ii iii iv esq phd) dropped"
     Params = NameParams
 
     def per_value(self) -> PerValue:
         p = self.params
-        assert isinstance(p, NameParams)
         return _make_name(sort_tokens=p.sort_tokens, drop_titles=p.drop_titles)
 
 
@@ -186,12 +185,10 @@ class NicknameParams(Params):
     tokens: Literal["all", "first"] = Field(default="all", description="map every token or only the first")
 
 
-class Nickname(Normalizer):
+class Nickname(Normalizer[NicknameParams]):
     name = "nickname"
     summary = "first names -> canonical name with the nicknames package (Bob -> robert); use after name"
     Params = NicknameParams  # (its table is shipped, er_plugins.nickname_names: nothing to import at run time)
 
     def per_value(self) -> PerValue:
-        p = self.params
-        assert isinstance(p, NicknameParams)
-        return _make_nickname(tokens=p.tokens)
+        return _make_nickname(tokens=self.params.tokens)

@@ -334,7 +334,7 @@ class PhoneParams(Params):
         return v.upper()
 
 
-class Phone(Normalizer):
+class Phone(Normalizer[PhoneParams]):
     name = "phone"
     summary = "digits only, the default region's country code and trunk prefix removed"
     Params = PhoneParams
@@ -344,7 +344,6 @@ class Phone(Normalizer):
 
     def _functions(self) -> tuple[PerValue, Callable[[str, bool], Value]]:
         p = self.params
-        assert isinstance(p, PhoneParams)
         return _phone_functions(
             default_region=p.default_region,
             min_digits=p.min_digits,
@@ -357,7 +356,6 @@ class Phone(Normalizer):
 
     def normalize(self, values: list[str]) -> list[str | None]:
         p = self.params
-        assert isinstance(p, PhoneParams)
         one, from_digits = self._functions()
 
         def batch(digits: list[str], plus: list[bool]) -> list[Value]:

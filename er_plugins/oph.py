@@ -18,9 +18,10 @@ so ``lsh_bands`` and the Jaccard estimate work unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from pydantic import Field
 
@@ -39,15 +40,15 @@ class OphParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the hash (default: the job seed)")
 
 
-class _BinnedMinHash(MultisetSigning, SignatureBuilder):
+class _BinnedMinHash(MultisetSigning, SignatureBuilder[OphParams]):
     """Shared build of the binned MinHash schemes: ``kernel(tokens, K, seed)`` per block of records."""
 
     scheme: ClassVar[str] = ""
     # MultisetSigning: a minimum per bin (per round and bin for fss)
-    kernel: ClassVar[Callable[[TokenSets, int, int], np.ndarray]]
+    kernel: ClassVar[staticmethod[[TokenSets, int, int], npt.NDArray[np.uint32]]]
 
     def build(self, tokens: TokenSets) -> Signatures:
-        k = int(self.params.num_perm)  # type: ignore[attr-defined]
+        k = int(self.params.num_perm)
         kernel = type(self).kernel
         values = map_row_blocks(lambda ts: kernel(ts, k, self.seed), tokens, self.context.workers)
         return Signatures(

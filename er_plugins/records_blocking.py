@@ -477,7 +477,7 @@ class FieldHashParams(Params):
         return [key_spec(k) for k in self.fields]
 
 
-class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
+class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
     """Standard blocking on exact key values (one bucket per distinct value).
 
     Each entry of ``fields`` is one key ("hash function"): a field, a list
@@ -500,7 +500,6 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
 
     def block(self, batch: Batch) -> Blocked:
         p = self.params
-        assert isinstance(p, FieldHashParams)
         records = batch.records
         n = len(records)
         link = bool(batch.cross_source_only)
@@ -605,11 +604,9 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
     def _keyed(self, records: Records) -> list[tuple[KeySpec, list[list[str | None]], list[int]]]:
         """Per key: the key, its fields' columns and the rows whose key fields are all present (whole-array:
         lookup_keys, lookup_groups and partition_report each compute it, nothing is kept between calls)."""
-        p = self.params
-        assert isinstance(p, FieldHashParams)
         n = len(records)
         out = []
-        for key in p.keys():
+        for key in self.params.keys():
             cols = [_column(records, name, self.name) for name in key.fields]
             present = np.ones(n, dtype=bool)
             for col in cols:
@@ -647,13 +644,11 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
         """The report of :meth:`block` from the partitions' counts and the statistics of every bucket
         of :meth:`lookup_keys` per key (group): the same numbers, and the largest purged buckets with
         their value (the first member's, in the key's order, ties in the values' order, as locally)."""
-        p = self.params
-        assert isinstance(p, FieldHashParams)
         n = sum(int(r["records"]) for r in reports)
         link = any(bool(r["link"]) for r in reports) if reports else self.context.mode == "link"
         groups: dict[int, dict[str, int]] = buckets.get("groups", {})
         per_key: list[dict[str, Any]] = []
-        for j, key in enumerate(p.keys()):
+        for j, key in enumerate(self.params.keys()):
             keyed = sum(int(r["keyed"][j]) for r in reports)
             g = groups.get(j, {})
             purged = [(-int(o["size"]), key_values(o["record"], key, 0))
@@ -685,14 +680,11 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker):
         }
 
     def lookup_cap(self) -> int | None:
-        p = self.params
-        assert isinstance(p, FieldHashParams)
-        return p.max_block_size
+        return self.params.max_block_size
 
     def check_lookup_pairs(self, pairs: int, largest_bucket: int) -> None:
         """The limit of :meth:`candidates` on the pairs of every kept bucket (an executor's lookup path)."""
         p = self.params
-        assert isinstance(p, FieldHashParams)
         now = f"now {p.max_block_size:,}" if p.max_block_size is not None else "now null: no cap"
         PairLimit(self.name, p.max_pairs).add(
             pairs, "(all keys)", "max_block_size",
@@ -777,7 +769,7 @@ class SortedNeighbourhoodParams(Params):
         return [key_spec(k) for k in ([self.key] if self.key is not None else list(self.keys or []))]
 
 
-class SortedNeighbourhood(Reporting, Windowed, Blocker):
+class SortedNeighbourhood(Reporting, Windowed, Blocker[SortedNeighbourhoodParams]):
     """Sorted neighbourhood: sort by a key, pair records within a sliding window.
 
     The key of a record is the tuple of its key fields (each cut to
@@ -802,7 +794,6 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker):
 
     def block(self, batch: Batch) -> Blocked:
         p = self.params
-        assert isinstance(p, SortedNeighbourhoodParams)
         records = batch.records
         link = bool(batch.cross_source_only)
         cache: dict[str, tuple[Int64Array, int]] = {}
@@ -859,7 +850,6 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker):
     def check_window_pairs(self, rows_per_pass: list[int]) -> None:
         """At most ``max_pairs`` (and half the available memory) of window pairs over the passes' sorted records."""
         p = self.params
-        assert isinstance(p, SortedNeighbourhoodParams)
         PairLimit(self.name, p.max_pairs).add(
             sum(window_pairs(m, p.window) for m in rows_per_pass), f"(window {p.window:,})", "window",
             f"lower window to {self._fitting_window(rows_per_pass, p.max_pairs)} or less, or block with "
@@ -884,7 +874,6 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker):
         order there, which is the ``(key, row)`` order of the contract.
         """
         p = self.params
-        assert isinstance(p, SortedNeighbourhoodParams)
         out: list[tuple[Int64Array, npt.NDArray[Any]]] = []
         for sk in p.sort_keys():
             cols = [_column(batch.records, name, self.name) for name in sk.fields]
@@ -895,9 +884,7 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker):
         return out
 
     def window_size(self) -> int:
-        p = self.params
-        assert isinstance(p, SortedNeighbourhoodParams)
-        return p.window
+        return self.params.window
 
 
 def window_pairs(m: int, window: int) -> int:

@@ -240,7 +240,7 @@ class InitialsParams(Params):
     sep: str = Field(default="", description="between the initials")
 
 
-class Initials(Normalizer):
+class Initials(Normalizer[InitialsParams]):
     """A batch normalizer (no per_value): the initials of the words; no letters -> missing."""
 
     name = "initials"

@@ -30,7 +30,7 @@ PLUGIN_SOURCE = textwrap.dedent(
         min_len: int = Field(default=1, ge=1, description="shortest word kept")
 
 
-    class VowelWords(Shingler):
+    class VowelWords(Shingler[VowelParams]):
         """Tokens = the set of words, with vowels removed."""
 
         name = "devowel_words"
@@ -290,7 +290,7 @@ NORMALIZER_PLUGIN = textwrap.dedent(
         length: int = Field(default=4, ge=1, le=12, description="characters of the key")
 
 
-    class Sound(Normalizer):
+    class Sound(Normalizer[SoundParams]):
         name = "sound_key"
         summary = "first letter and consonant classes"
         Params = SoundParams

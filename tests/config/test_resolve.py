@@ -146,7 +146,7 @@ class KeepParams(Params):
     upper: bool = Field(default=False, strict=True, description="upper-case the result")
 
 
-class KeepFirst(Normalizer):
+class KeepFirst(Normalizer[KeepParams]):
     """A third-party normalizer: the first ``length`` characters of each word."""
 
     name = "keep_first"
