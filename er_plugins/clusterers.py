@@ -456,7 +456,8 @@ class LabelPropagationParams(ComponentParams):
 def asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
     """networkx's weighted asynchronous label propagation (networkx imported only when a component needs it)."""
     import networkx as nx
-    return nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
+    communities: Iterable[Iterable[int]] = nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
+    return communities
 
 
 class LabelPropagation(Clusterer[LabelPropagationParams]):

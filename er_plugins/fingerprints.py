@@ -17,6 +17,7 @@ The kernels are in :mod:`er_framework.kernels.bits`, :mod:`~er_framework.kernels
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -201,7 +202,7 @@ class GridCells(Partitionable, Shingler[GridParams]):
     def shingle_reported(self, records: Records) -> Tokenized:
         """The prints' cell sets and their counts (records, minutiae, empty prints, missing values, occupied cells)."""
         p = self.params
-        col = records.fields.get(p.field)
+        col: Sequence[object] | None = records.fields.get(p.field)  # minutiae: JSON text, or [[x, y], ...] from x/y
         if col is None:
             raise InputError(
                 Problem(

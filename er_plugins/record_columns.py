@@ -21,7 +21,7 @@ fields are prepared.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -348,7 +348,7 @@ def _encoded(values: list[str | None]) -> tuple[list[str], list[int]]:
     distinct.pop(None, None)
     index: dict[str | None, int] = {v: i for i, v in enumerate(distinct)}
     index[None] = -1
-    return list(distinct), list(map(index.__getitem__, values))
+    return cast(list[str], list(distinct)), list(map(index.__getitem__, values))  # None popped above
 
 
 def _utf8_buffers(strings: pa.Array | list[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:

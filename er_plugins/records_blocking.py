@@ -132,7 +132,7 @@ ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
 # kernels
 
 
-def _column(records: Records, name: str, who: str) -> list[str | None]:
+def _column(records: Records, name: str, who: str) -> Sequence[str | None]:
     col = records.fields.get(name)
     if col is None:
         have = ", ".join(sorted(records.fields)) or "none"
@@ -280,7 +280,7 @@ def _runs(sorted_keys: npt.NDArray[Any]) -> tuple[Int64Array, Int64Array]:
     new[0] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
     starts = np.flatnonzero(new).astype(np.int64)
-    sizes = np.diff(np.append(starts, np.int64(m)))
+    sizes = np.diff(np.append(starts, np.int64(m))).astype(np.int64, copy=False)  # int64 already: no copy
     return starts, sizes
 
 
@@ -553,7 +553,7 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
                 new[0] = True
                 new[1:] = (k[1:] != k[:-1]) | (src[1:] != src[:-1])
             sub_starts = np.flatnonzero(new).astype(np.int64)
-            sub_sizes = np.diff(np.append(sub_starts, np.int64(m)))
+            sub_sizes = np.diff(np.append(sub_starts, np.int64(m))).astype(np.int64, copy=False)
             first = np.repeat(sub_starts + sub_sizes, sub_sizes)
         else:
             first = np.arange(1, m + 1, dtype=np.int64)
@@ -601,7 +601,7 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
         }
         return out, stats
 
-    def _keyed(self, records: Records) -> list[tuple[KeySpec, list[list[str | None]], list[int]]]:
+    def _keyed(self, records: Records) -> list[tuple[KeySpec, list[Sequence[str | None]], list[int]]]:
         """Per key: the key, its fields' columns and the rows whose key fields are all present (whole-array:
         lookup_keys, lookup_groups and partition_report each compute it, nothing is kept between calls)."""
         n = len(records)
@@ -876,7 +876,7 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker[SortedNeighbourhoodParams
         p = self.params
         out: list[tuple[Int64Array, npt.NDArray[Any]]] = []
         for sk in p.sort_keys():
-            cols = [_column(batch.records, name, self.name) for name in sk.fields]
+            cols: Sequence[Sequence[str | None]] = [_column(batch.records, name, self.name) for name in sk.fields]
             prefixes = [p.prefix.get(name) for name in sk.fields]
             if sk.any_order:
                 cols, prefixes = any_order_values(cols, prefixes), [None] * len(cols)
