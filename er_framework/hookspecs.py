@@ -4,10 +4,14 @@ A plugin is a module (usually a package registered under the entry-point
 group ``er_framework``) that implements any of these hooks with
 :data:`hookimpl`::
 
-    from er_framework import hookimpl, Shingler
+    from er_framework import hookimpl, Params, Shingler
 
-    class MyShingler(Shingler):
+    class MyParams(Params):
+        ...
+
+    class MyShingler(Shingler[MyParams]):
         name = "my_shingles"
+        Params = MyParams
         ...
 
     @hookimpl
