@@ -214,7 +214,7 @@ class Verifier(Component[P]):
     needs: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
-    def check(cls, params: Params, context: Context) -> list[str]:
+    def check(cls, params: ParamsModel, context: Context) -> list[str]:
         """A verifier with a ``threshold`` parameter needs it set, here or at the job's top level."""
         if "threshold" in type(params).model_fields and getattr(params, "threshold", None) is None and context.threshold is None:
             return [f"{cls.name} needs a threshold: set verifier.threshold or the top-level threshold"]
