@@ -804,7 +804,7 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         tokens=blocked.tokens, shingler=blocked.shingler,
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
                   "cluster_on": ex.cluster_on},
-        fit_report=run.fit_report,
+        verifier_report=run.verifier_report,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
 
@@ -896,7 +896,7 @@ class DaskRun:
     model: Any = None
     pruning: stages.Pruning | None = None
     #: what the verifier's fit on the client said (None: nothing fitted in this run)
-    fit_report: dict[str, Any] | None = None
+    verifier_report: dict[str, Any] | None = None
 
     @property
     def n_parts(self) -> int:
@@ -1086,7 +1086,7 @@ class DaskRun:
         table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
         self.engine = self.engine.with_model(self.engine.model.learned(
             verifier={"type": verifier.name, "state": fitted.state}))
-        self.fit_report = dict(fitted.report)
+        self.verifier_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
         return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table)
                 for j in range(self.n_parts)]
