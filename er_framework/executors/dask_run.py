@@ -22,10 +22,9 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.executors.dask_shuffle import (
+    Buckets,
     BUCKET_STATS,
     GROUP_STATS,
-    bucket_stats,
-    group_parts,
     merge_bucket_stats,
     task_bounds,
     task_bucket_sort,
@@ -199,9 +198,9 @@ class DaskRun:
         for j in range(self.n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
             pieces = [self.submit(_pick_attr, f, "pieces", j, retries=0) for f in block_futs]
             sorted_futs.append(self.submit(task_bucket_sort, self.ref, pieces))
-        stats_futs = [self.submit(bucket_stats, f, retries=0) for f in sorted_futs]
+        stats_futs = [self.submit(_bucket_stats, f, retries=0) for f in sorted_futs]
         grouped = any(has(b, GroupedKeys) for b in engine.blockers)
-        group_futs = [self.submit(group_parts, f, retries=0) for f in sorted_futs] if grouped else []
+        group_futs = [self.submit(_group_parts, f, retries=0) for f in sorted_futs] if grouped else []
         bucket_stats = None
         if any(has(b, LimitedKeys) for b in engine.blockers):
             # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
@@ -393,6 +392,14 @@ def _run_length(blocked: Blocked, k: int) -> int:
 
 def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(obj[i] for i in idx)
+
+
+def _bucket_stats(buckets: Buckets) -> Int64Array:
+    return buckets.stats
+
+
+def _group_parts(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
+    return buckets.group_stats, buckets.oversized
 
 
 def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]],

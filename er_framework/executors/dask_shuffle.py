@@ -197,14 +197,6 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
                    np.concatenate([cells.astype(np.int64).reshape(-1, 2), g_stats], axis=1), oversized)
 
 
-def bucket_stats(buckets: Buckets) -> Int64Array:
-    return buckets.stats
-
-
-def group_parts(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
-    return buckets.group_stats, buckets.oversized
-
-
 def merge_bucket_stats(parts: list[Int64Array], n_blockers: int) -> Int64Array:
     """Every part's bucket statistics combined: sums, the largest bucket the maximum."""
     if not parts:
@@ -255,8 +247,6 @@ __all__ = [
     "BUCKET_STATS",
     "Buckets",
     "GROUP_STATS",
-    "bucket_stats",
-    "group_parts",
     "merge_bucket_stats",
     "task_bounds",
     "task_bucket_sort",
