@@ -53,6 +53,8 @@ __all__ = [
     "CodeFitted",
     "Explainable",
     "Trainable",
+    "Scored",
+    "ScoreReporting",
     "CAPABILITIES",
     "capabilities_of",
     "has",
@@ -409,6 +411,27 @@ class Trainable(Learner):
     """
 
 
+@dataclass(frozen=True)
+class Scored:
+    """What one call of a :class:`ScoreReporting` verifier gives: the scores and what the report says of them."""
+
+    scores: Float64Array
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class ScoreReporting:
+    """Verifier ability: a call returns what the report says of its scores with them (e.g. each field's mean
+    similarity): :meth:`score_reported`. Such a verifier is scored in one call over all candidates (its report
+    is of that call). The family's required ``score`` is :meth:`score_reported`'s scores."""
+
+    def score_reported(self, batch: Batch, pairs: Pairs) -> Scored:
+        """The scores of ``pairs`` with the call's report."""
+        raise NotImplementedError
+
+    def score(self, batch: Batch, pairs: Pairs) -> Float64Array:
+        return self.score_reported(batch, pairs).scores
+
+
 #: every ability, by the name ``er plugins`` shows
 CAPABILITIES: dict[str, type] = {
     "whole_corpus": WholeCorpus,
@@ -422,6 +445,7 @@ CAPABILITIES: dict[str, type] = {
     "windowed": Windowed,
     "diagnostic": Diagnostic,
     "signature_screen": SignatureScreen,
+    "score_reporting": ScoreReporting,
     "learner": Learner,
     "code_fitted": CodeFitted,
     "explainable": Explainable,

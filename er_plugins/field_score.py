@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
-from er_framework.capabilities import Explainable
+from er_framework.capabilities import Explainable, Scored, ScoreReporting
 from er_framework.components import Context, FieldRef, Params, ParamsModel, Verifier
 from er_framework.data import Batch, Pairs
 from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
@@ -94,7 +94,7 @@ class FieldScoreParams(Params):
         return 100.0 * sum(r.weight for r in self.fields)
 
 
-class FieldScore(Verifier[FieldScoreParams], Explainable):
+class FieldScore(ScoreReporting, Explainable, Verifier[FieldScoreParams]):
     """Weighted sum of per-field similarities, 100 per field (SEEDS §5: a pair scores out of 300).
 
     Field f with weight w_f and similarity s_f in 0..100 contributes
@@ -204,7 +204,8 @@ class FieldScore(Verifier[FieldScoreParams], Explainable):
         out["score"] = np.where(none_kept, 0.0, num * total_w / np.where(none_kept, 1.0, kept_w))
         return out
 
-    def score(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.float64]:
+    def score_reported(self, batch: Batch, pairs: Pairs) -> Scored:
+        """The totals of ``pairs`` and the report: per field its mean similarity, missing pairs and distinct values."""
         p = self.params
         n = len(pairs)
         rows = rows_of(len(batch.records), pairs.left, pairs.right)
@@ -235,7 +236,7 @@ class FieldScore(Verifier[FieldScoreParams], Explainable):
             all_missing += int(none_kept.sum())
             total[a:b] = np.where(none_kept, 0.0, num * total_w / np.where(none_kept, 1.0, kept_w))
         t = p.threshold
-        self._report: dict[str, Any] = {
+        report: dict[str, Any] = {
             "scale": p.scale,
             "pairs_scored": int(n),
             "mean_total": round(float(total.mean()), 4) if n else None,
@@ -254,7 +255,4 @@ class FieldScore(Verifier[FieldScoreParams], Explainable):
                 for j, r in enumerate(p.fields)
             },
         }
-        return total
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **getattr(self, "_report", {})}
+        return Scored(total, report)

@@ -550,13 +550,13 @@ class Engine:
                 "e.g. batch.allowed(pairs)); er_framework.testing.check_blocker finds this"))
         return pairs
 
-    def describe(self, fit_report: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The components' own reports (what ``report.json`` shows of each); ``fit_report``: what the verifier's
+    def describe(self, verifier_report: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The components' own reports (what ``report.json`` shows of each); ``verifier_report``: what the verifier's
         fit in this run said (a learner applying a saved model reports the model's weights instead)."""
         v = self.verifier
-        fitted: dict[str, Any] = dict(fit_report or {})
+        fitted: dict[str, Any] = dict(verifier_report or {})
         state = self.verifier_state()
-        if fit_report is None and state is not None and isinstance(v, Learner):
+        if verifier_report is None and state is not None and isinstance(v, Learner):
             fitted = {**v.state_report(state), "model": self.model.origin}
         return {
             "shingler": self.shingler.describe() if self.shingler is not None else None,

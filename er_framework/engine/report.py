@@ -324,7 +324,7 @@ class RunFacts:
     explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None = None
     training: dict[str, Any] = field(default_factory=dict)
     #: what the verifier's fit said (None: it fitted nothing in this run, or applied a saved model)
-    fit_report: dict[str, Any] | None = None
+    verifier_report: dict[str, Any] | None = None
 
 
 def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found: Answer) -> dict[str, Any]:
@@ -333,7 +333,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     records = facts.records
     n = len(records)
     mode = job.spec.mode
-    described = engine.describe(facts.fit_report)
+    described = engine.describe(facts.verifier_report)
     per_source = {name: int((records.source == i).sum()) for i, name in enumerate(records.source_names)}
     link = None
     if mode != "dedup":

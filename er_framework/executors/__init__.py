@@ -17,13 +17,14 @@ function finds them, validated, in ``job.executor_params``.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Callable, Protocol
 
 from er_framework.config.resolve import Job
 from er_framework.engine.model import Model
 from er_framework.engine.result import Result
-from er_framework.errors import ConfigError, Problem, choices_text
+from er_framework.errors import ConfigError, PluginError, Problem, choices_text
 from er_framework.io.outputs import OutputDir
 from er_framework.registry import executor_table, load_executor_object
 
@@ -65,4 +66,11 @@ def run_job(
         target = out_dir if out_dir is not None else job.output_dir(None)
         if target is not None:
             out_dir = OutputDir(target, force=True)
-    return get_executor(job.spec.executor.type)(job, out_dir, progress=progress, write=write, model=model)
+    run = get_executor(job.spec.executor.type)
+    if model is None:  # an executor written before models takes no model argument
+        return run(job, out_dir, progress=progress, write=write)
+    if "model" not in inspect.signature(run).parameters:
+        raise PluginError(Problem(where=f"executor {job.spec.executor.type!r}",
+                                  message="this executor cannot apply a saved model (its run function takes no model)",
+                                  fix="run without --model (the job fits its model), or use executor: local or dask"))
+    return run(job, out_dir, progress=progress, write=write, model=model)

@@ -52,6 +52,6 @@ def run_local(
         verified=ver.verified, pairs=ver.pairs, labels=m.labels, blockers=m.blocker_reports, source_stats=source_stats,
         normalize_stats=normalize_stats, tokens=m.shingled.report, shingler=m.shingled.shingler_report,
         diagnostics=m.diagnostics,
-        explain=stages.explainer(m.engine, m.batch, m.exact, n), training=m.training, fit_report=ver.fit_report,
+        explain=stages.explainer(m.engine, m.batch, m.exact, n), training=m.training, verifier_report=ver.verifier_report,
     )
     return finish_run(job, m.engine, facts, log, t_start, out_path if write else None, as_read)

@@ -17,7 +17,7 @@ from distributed import Client, LocalCluster
 from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError
 from er_framework.executors import run_job
-from er_framework.executors.dask import SLOW_ENV
+from er_framework.executors.dask_tasks import SLOW_ENV
 from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.synth.documents import planted_documents
 
@@ -92,7 +92,7 @@ def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, doc
 def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
     import numpy as np
 
-    from er_framework.executors.dask import task_forest
+    from er_framework.executors.dask_tasks import task_forest
 
     local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")
     executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02, cluster_on: workers}}"
@@ -408,54 +408,6 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
     assert not fingerprints.lookup_refusals("partition") and not fingerprints.lookup_refusals("item")
 
 
-@pytest.mark.parametrize("n, n_parts, window, link, distinct", [
-    (0, 3, 4, False, 5), (7, 4, 10, False, 3), (300, 6, 5, True, 40), (300, 9, 40, False, 2), (500, 1, 3, True, 500),
-])
-def test_the_distributed_sort_gives_the_windows_of_one_sort(n: int, n_parts: int, window: int, link: bool,
-                                                            distinct: int) -> None:
-    """The window tasks, run in this process on partitions of random keys (many ties, long keys, ranges
-    shorter than the window, empty passes), give the pairs of one global sort by (key, index)."""
-    import numpy as np
-    from numpy.dtypes import StringDType
-
-    from er_framework.executors.dask import (
-        task_bounds,
-        task_carry,
-        task_range,
-        task_split,
-        task_windows,
-    )
-    from er_framework.kernels.groups import unpack_pairs
-    from er_framework.testing import pairs_in_windows
-
-    rng = np.random.default_rng(n + n_parts)
-    words = [("x" * int(rng.integers(0, 30))) + str(i) for i in range(distinct)]
-    keys = np.array([words[i] for i in rng.integers(0, distinct, n)], dtype=StringDType(na_object=None))
-    src = rng.integers(0, 2, n).astype(np.int32)
-    cuts = np.sort(rng.integers(0, n + 1, n_parts - 1)) if n_parts > 1 else np.zeros(0, np.int64)
-    bounds_of_parts = list(zip([0, *cuts.tolist()], [*cuts.tolist(), n]))
-    runs, samples = [], []
-    for a, b in bounds_of_parts:  # as task_block: each partition's run sorted by (key, global index)
-        g = np.arange(a, b, dtype=np.int64)
-        order = np.lexsort((g, keys[a:b]))
-        runs.append((keys[a:b][order], g[order], src[a:b][order]))
-        pick = np.unique(np.linspace(0, b - a - 1, min(3, b - a)).astype(np.int64))
-        samples.append((runs[-1][0][pick], runs[-1][1][pick]))
-    bounds = task_bounds(samples, n_parts)
-    split = [task_split(r, bounds, n_parts) for r in runs]
-    ranges = [task_range(*[sp[r] for sp in split]) for r in range(n_parts)]
-    carry = (np.zeros(0, np.int64), np.zeros(0, np.int32))
-    got: set[tuple[int, int]] = set()
-    for r in range(n_parts):
-        for packed, blocker in task_windows(ranges[r], carry, window, link, 3, 4):
-            assert (blocker == 3).all()
-            got |= set(zip(*(x.tolist() for x in unpack_pairs(packed))))
-        carry = task_carry(carry, ranges[r], window - 1)
-    assert np.array_equal(np.concatenate([r[0] for r in ranges]), np.lexsort((np.arange(n), keys)))
-    want = pairs_in_windows([(np.arange(n, dtype=np.int64), keys)], window, src if link else None)
-    assert got == want and (n == 0 or len(want) > 0)
-
-
 @pytest.mark.parametrize("mode", ["link", "link_and_dedup"])
 def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, cluster: LocalCluster, mode: str) -> None:
     """field_hash's report (per key: records keyed and missing, distinct values, buckets, pairs, the purged
@@ -502,46 +454,3 @@ def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(tmp_path: 
     assert {k: v for k, v in dask["tokens"].items() if k in same} == same and set(dask["tokens"]) == set(local["tokens"])
     assert local["tokens"]["tokens_counted"] == ("with repeats" if shipped == "documents.yaml" else "distinct")
     assert dask["tokens"]["chunks"] == dask["executor"]["partitions"] and dask["tokens"]["token_sets_kept"] is False
-
-
-# ------------------------------------------------------------------ connecting to a scheduler (issue 18, case 17)
-
-
-def test_connect_turns_every_failure_into_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    from er_framework.executors import dask as ex
-
-    monkeypatch.setattr(ex, "_probe", lambda address, seconds: None)
-
-    def raising(exc: BaseException) -> Any:
-        def make(address: str, timeout: str) -> Any:
-            raise exc
-        return make
-
-    cases = [
-        (MemoryError("Unable to allocate 3.07 EiB"), "does not speak the Dask protocol"),
-        (OSError("Timed out trying to connect to tcp://h:1 after 30 s"), "no answer within 30 s"),
-        (ValueError("unpack"), "does not speak the Dask protocol (ValueError: unpack)"),
-    ]
-    for exc, needle in cases:
-        with pytest.raises(ErError, match="could not connect to the Dask scheduler at tcp://h:1") as err:
-            ex.connect(raising(exc), "tcp://h:1", "job.yaml")
-        assert needle in str(err.value) and "executor.address" in str(err.value)
-    assert ex.connect(lambda address, timeout: ("client", address, timeout), "tcp://h:1", "job.yaml") == (
-        "client", "tcp://h:1", "30.0s")
-
-
-def test_connect_does_not_wait_past_its_timeout_for_a_handshake(monkeypatch: pytest.MonkeyPatch) -> None:
-    from er_framework.executors import dask as ex
-
-    monkeypatch.setattr(ex, "_probe", lambda address, seconds: None)
-    monkeypatch.setenv("ER_DASK_CONNECT_TIMEOUT", "0.2")
-    release = threading.Event()
-
-    def hangs(address: str, timeout: str) -> Any:
-        release.wait(30)  # what distributed's Client does on a server that accepts and stays silent
-
-    try:
-        with pytest.raises(ErError, match="no Dask handshake came within 0.2 s"):
-            ex.connect(hangs, "tcp://h:1", "job.yaml")
-    finally:
-        release.set()

@@ -317,7 +317,7 @@ def test_a_malformed_dask_address_is_named(er: Er, tmp_path: Path, address: str,
         ran.assert_clean_error(2, "invalid config", *needles, "executor.address", "tcp://10.0.0.5:8786")
     assert not (tmp_path / "out").exists() and not ran.left_behind
     # and at connect time, for an address that did not come through a job file
-    from er_framework.executors.dask import address_problem
+    from er_framework.config.executor_params import address_problem
 
     assert address_problem(address) is not None
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import Explainable, Learner, SignatureScreen, Trainable, ability, has
+from er_framework.capabilities import Explainable, Learner, ScoreReporting, SignatureScreen, Trainable, ability, has
 from er_framework.data import Batch, LabelledPairs, Pairs, TokenSets
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
@@ -252,8 +252,9 @@ class Verified:
     info: dict[str, Any]
     #: the engine applying the model as this stage left it: the verifier's fitted state, the chosen threshold
     engine: Engine
-    #: what the verifier's fit says (iterations, lambda, weights …); None when it fitted nothing here
-    fit_report: dict[str, Any] | None = None
+    #: what the verifier says of this run: its fit (iterations, lambda, weights …) or a ScoreReporting
+    #: verifier's report of the scores; None when it says nothing
+    verifier_report: dict[str, Any] | None = None
 
 
 def fit_verifier(
@@ -281,16 +282,16 @@ def verify(
     local_of = np.full(n, -1, dtype=np.int64)  # verifiers see the batch (active records)
     local_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
     local_cand = Pairs(local_of[candidates.left], local_of[candidates.right])
-    fit_report: dict[str, Any] | None = None
+    verifier_report: dict[str, Any] | None = None
     if engine.learns() and engine.verifier_state() is None:
         with log.stage("fit") as fit_info:
-            engine, fitted_scores, fit_report = fit_verifier(engine, batch, local_cand, labelled)
+            engine, fitted_scores, verifier_report = fit_verifier(engine, batch, local_cand, labelled)
             fit_info["pairs"] = int(len(local_cand))
     with log.stage("verify") as info:
-        if fit_report is not None:
+        if verifier_report is not None:
             scores = fitted_scores
         else:
-            scores = score_candidates(engine, batch, local_cand, shingled, info)
+            scores, verifier_report = score_candidates(engine, batch, local_cand, shingled, info)
         auto_chosen = engine.auto and engine.model.threshold is None
         if auto_chosen:  # threshold: auto, chosen from every candidate's score
             choice = engine.choose_threshold(scores)
@@ -302,21 +303,23 @@ def verify(
         verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
         info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)),
                      "rejected_pairs": int((~keep).sum())})
-        if fit_report is None and engine.learns():
+        if engine.learns() and engine.model.origin != "fitted":
             info["model"] = engine.model.origin  # applied, not fitted
-    return Verified(scores, verified, with_exact(verified, exact.pairs), info, engine, fit_report)
+    return Verified(scores, verified, with_exact(verified, exact.pairs), info, engine, verifier_report)
 
 
 def score_candidates(
     engine: Engine, batch: Batch, local_cand: Pairs, shingled: Shingled, info: dict[str, Any]
-) -> npt.NDArray[np.float64]:
-    """Every candidate's score (rows of ``batch``) with the model as it is: a signature screen first when the
-    verifier has one (jaccard's skip_unlikely; not with ``threshold: auto`` still to choose, which needs every
-    candidate's own score), the token sets of a streamed corpus a window at a time."""
+) -> tuple[npt.NDArray[np.float64], dict[str, Any] | None]:
+    """Every candidate's score (rows of ``batch``) with the model as it is, and what a
+    :class:`~er_framework.capabilities.ScoreReporting` verifier reports of them (else None): a signature screen
+    first when the verifier has one (jaccard's skip_unlikely; not with ``threshold: auto`` still to choose,
+    which needs every candidate's own score), the token sets of a streamed corpus a window at a time."""
     screen = ability(engine.verifier, SignatureScreen)
     choosing = engine.auto and engine.model.threshold is None
     decided = screen.decided_by_signatures(batch, local_cand) if screen is not None and not choosing else None
     todo = local_cand
+    report: dict[str, Any] | None = None
     if decided is not None:
         skip, estimate = decided
         todo = local_cand.select(~skip)
@@ -329,13 +332,16 @@ def score_candidates(
         scored, info["records_reshingled"], info["verify_blocks"], info["verify_far_pairs"] = score_windowed(
             engine, batch, todo, shingled.sizes, engine.job.spec.token_memory_mb
         )
+    elif (reporting := ability(engine.verifier, ScoreReporting)) is not None:
+        got = reporting.score_reported(batch, todo)
+        scored, report = engine.checked_scores(got.scores, len(todo)), dict(got.report)
     else:
         scored = engine.score_batch(batch, todo)
     if decided is None:
-        return scored
+        return scored, report
     scores = np.asarray(estimate, dtype=np.float64).copy()
     scores[~skip] = scored
-    return scores
+    return scores, report
 
 
 def explainer(engine: Engine, batch: Batch, exact: Exact, n: int) -> Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None:

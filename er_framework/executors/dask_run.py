@@ -1,0 +1,522 @@
+"""The Dask executor's client side: :class:`DaskRun` submits each phase's tasks and gathers what the client
+keeps (ids, small arrays, the verified pairs); :mod:`er_framework.executors.dask` describes the plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from er_framework.capabilities import (
+    CodeFitted, GroupedKeys, Keyed, LimitedKeys, Partitionable, Reporting, Windowed, ability, has,
+)
+from er_framework.config.executor_params import DaskParams
+from er_framework.config.resolve import Job
+from er_framework.data import Pairs, Records
+from er_framework.engine import stages
+from er_framework.engine.engine import Engine
+from er_framework.engine.log import StageLog
+from er_framework.errors import ErError, InputError, Problem
+from er_framework.executors.dask_shuffle import (
+    Buckets,
+    BUCKET_STATS,
+    GROUP_STATS,
+    merge_bucket_stats,
+    task_bounds,
+    task_bucket_sort,
+    task_buckets,
+    task_carry,
+    task_dedup,
+    task_range,
+    task_split,
+    task_windows,
+)
+from er_framework.executors.dask_tasks import (
+    Blocked,
+    Int64Array,
+    JobRef,
+    Part,
+    task_block,
+    task_codes,
+    task_forest,
+    task_frequencies,
+    task_scan,
+    task_score_codes,
+    task_serve,
+    task_verify,
+)
+from er_framework.kernels.df import DocFreq
+from er_framework.kernels.groups import pack_pairs, unpack_pairs
+
+
+def options(job: Job) -> DaskParams:
+    """The job's ``executor:`` options, validated by :class:`DaskParams` when the job was read."""
+    if not isinstance(job.executor_params, DaskParams):
+        raise ErError(Problem(where=str(job.config_path), path="executor.type",
+                              message=f"the dask executor was given a job for executor {job.spec.executor.type!r}",
+                              fix="write executor: {type: dask, address: tcp://HOST:8786} (or local_cluster: {n_workers: 2})"))
+    return job.executor_params
+
+
+@dataclass
+class Scanned:
+    """What the client knows after reading: ids, sources, partition offsets, exact duplicates."""
+
+    ids: list[str]
+    source: npt.NDArray[np.int32]
+    offsets: Int64Array
+    exact: stages.Exact
+    n_workers: int
+
+
+@dataclass
+class BlockedFutures:
+    """The blocking phase's futures, and the bucket statistics gathered so far."""
+
+    block: list[Any]
+    dedup: list[Any]
+    stats: list[Any]
+    blocker_parts: list[list[dict[str, Any]]]
+    bucket_stats: Int64Array | None
+    #: the report's ``tokens`` section (:func:`tokens_report`)
+    tokens: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: per shuffle part: the statistics of the groups of the blockers with groups, and their oversized buckets
+    groups: list[Any] = dataclasses.field(default_factory=list)
+    #: the shingler's report of the run, merged from the partitions' (a partitionable shingler's)
+    shingler: dict[str, Any] | None = None
+
+
+@dataclass
+class Found:
+    """The verified pairs (and, in link modes, every candidate's score) gathered on the client."""
+
+    left: Int64Array
+    right: Int64Array
+    scores: npt.NDArray[np.float64]
+    n_candidates: int
+    per_blocker: Int64Array
+    candidates: Pairs | None  # not gathered in dedup mode: the report needs their count only
+    candidate_scores: npt.NDArray[np.float64]
+    forest: tuple[Int64Array, Int64Array] | None
+    #: each blocker's report of the run, as its ``block`` gives it locally (``{}``: none merged)
+    blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class DaskRun:
+    """One job on one Dask client: the phases submit tasks; the client keeps ids and small arrays."""
+
+    job: Job
+    engine: Engine
+    ref: JobRef
+    client: Any
+    parts: list[Part]
+    #: a future of the model as the tasks need it (the pruned shingles, a saved model's state), sent with every
+    #: task that shingles or scores; and the prune stage's numbers
+    model: Any = None
+    pruning: stages.Pruning | None = None
+    #: what the verifier's fit on the client said (None: nothing fitted in this run)
+    verifier_report: dict[str, Any] | None = None
+
+    @property
+    def n_parts(self) -> int:
+        return max(1, len(self.parts))
+
+    def submit(self, fn: Callable[..., Any], *args: Any, retries: int = 3) -> Any:
+        return self.client.submit(fn, *args, pure=False, retries=retries)
+
+    def scan(self, log: StageLog) -> Scanned:
+        """read + exact_duplicates: ids and exact-text hashes of every partition, numbered as locally."""
+        client, job = self.client, self.job
+        with log.stage("read") as info:
+            scans = client.gather([self.submit(task_scan, self.ref, p) for p in self.parts])
+            counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            ids = [i for s in scans for i in s[0]]
+            source = (np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, self.parts)])
+                      if self.parts else np.zeros(0, np.int32))
+            _check_unique_ids(job, ids, source)
+            n_workers = len(client.scheduler_info()["workers"])
+            info.update({"records": len(ids), "partitions": len(self.parts), "workers": n_workers})
+        with log.stage("exact_duplicates") as info:
+            keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
+            nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
+            exact = stages.exact_from_keys(job, keys, nonempty, source)
+            info.update(exact.stats)
+        return Scanned(ids, source, offsets, exact, n_workers)
+
+    def prune(self, scanned: Scanned, log: StageLog) -> None:
+        """``prune_shingles:``: the partitions' shingle counts merged on the client, the dropped shingles
+        chosen there as locally (:func:`stages.pruned_by_frequency`), then sent with every task that shingles."""
+        job, engine = self.job, self.engine
+        if job.spec.prune_shingles is None or engine.base_shingler is None or engine.model.pruned is not None:
+            return
+        with log.stage("prune") as info:
+            futs = [self.submit(task_frequencies, self.ref, p, self._active_of(scanned, i)) for i, p in enumerate(self.parts)]
+            got = self.client.gather(futs)
+            freq = DocFreq()
+            for g in got:  # the partitions' tables merged here, within the memory this process has
+                freq.add_table(g[0], g[1], g[2])
+                stages.check_frequency_memory(freq)
+            dropped, report = stages.pruned_by_frequency(job, freq)
+            self.engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
+            info.update(report)
+        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info,
+                                      dropped)
+
+    def send_model(self) -> None:
+        """The model as the tasks need it, as a future (a task, not scattered data: the scheduler can compute
+        it again if its worker dies); none when the job learned nothing before verification."""
+        m = self.engine.model
+        if m.pruned is not None or m.verifier is not None:
+            self.model = self.submit(_same, m, retries=0)
+
+    def _active_of(self, scanned: Scanned, i: int) -> Int64Array:
+        """The active records of partition ``i``, numbered within it."""
+        a, b = scanned.offsets[i], scanned.offsets[i + 1]
+        active = scanned.exact.active
+        local: Int64Array = active[(active >= a) & (active < b)] - a
+        return local
+
+    def block(self, scanned: Scanned, info: dict[str, Any]) -> BlockedFutures:
+        """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
+        engine, offsets = self.engine, scanned.offsets
+        block_futs = [self.submit(task_block, self.ref, p, int(offsets[i]), self._active_of(scanned, i), self.n_parts,
+                                  self.model) for i, p in enumerate(self.parts)]
+        reports, blocker_parts, token_counts, lost = _partition_problems(self.job, self.client, block_futs)
+        if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
+            self.pruning.info.update(stages.pruned_share(
+                self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
+        partitionable = ability(engine.shingler, Partitionable)
+        # the shingler's report over every record, from the partitions'
+        shingler_report = partitionable.merge_reports(reports) if partitionable is not None else None
+        sorted_futs = []
+        for j in range(self.n_parts if any(engine.has_keys(b) for b in engine.blockers) else 0):
+            pieces = [self.submit(_pick_attr, f, "pieces", j, retries=0) for f in block_futs]
+            sorted_futs.append(self.submit(task_bucket_sort, self.ref, pieces))
+        stats_futs = [self.submit(_bucket_stats, f, retries=0) for f in sorted_futs]
+        grouped = any(has(b, GroupedKeys) for b in engine.blockers)
+        group_futs = [self.submit(_group_parts, f, retries=0) for f in sorted_futs] if grouped else []
+        bucket_stats = None
+        if any(has(b, LimitedKeys) for b in engine.blockers):
+            # a limit on the pairs of the buckets (e.g. grid_bits' max_pairs): checked on the sizes of
+            # every bucket before any pair is made, with the blocker's own error, as locally
+            bucket_stats = merge_bucket_stats(self.client.gather(stats_futs), len(engine.blockers))
+            for i, b in enumerate(engine.blockers):
+                if (limited := ability(b, LimitedKeys)) is not None:
+                    limited.check_lookup_pairs(int(bucket_stats[i, 4]), int(bucket_stats[i, 1]))
+        bucket_futs = [self.submit(task_buckets, self.ref, f, self.n_parts) for f in sorted_futs]
+        window_futs = _submit_windows(self.client, engine, self.job, block_futs, self.n_parts)
+        info["window_passes"] = len(window_futs)
+        ep = scanned.exact.pairs
+        exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
+        # small arrays every dedup task reads: tasks, not scattered data, so that the
+        # scheduler can compute them again if the worker holding them dies
+        exact_f = self.submit(_same, exact_packed, retries=0)
+        off_f = self.submit(_same, offsets, retries=0)
+        dedup_futs = []
+        for j in range(self.n_parts):
+            pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
+            dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
+        return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats,
+                              tokens_report(engine, token_counts), group_futs, shingler_report)
+
+    def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
+        """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
+        engine, n_parts = self.engine, self.n_parts
+        fitted = engine.learns() and engine.verifier_state() is None
+        needs = [self.submit(_pick, f, 1, retries=0) for f in blocked.dedup]
+        sample, sample_need = self._sample(scanned) if fitted else (Pairs.empty(), [])
+        serve_futs = []
+        for i, p in enumerate(self.parts):
+            wanted = [self.submit(_pick, nd, i, retries=0) for nd in needs]
+            if fitted:
+                wanted.append(self.submit(_same, sample_need[i], retries=0))
+            serve_futs.append(self.submit(task_serve, self.ref, p, int(scanned.offsets[i]), wanted))
+        packed_futs = [self.submit(_pick, blocked.dedup[j], 0, retries=0) for j in range(n_parts)]
+
+        def served_and_wanted(j: int) -> tuple[list[Any], list[Any]]:
+            served = [self.submit(_pick, s, j, retries=0) for s in serve_futs]
+            return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
+
+        if fitted:
+            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
+        else:
+            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
+                        for j in range(n_parts)]
+        forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
+        verified = self.client.gather(ver_futs)
+        per_blocker = (np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
+                       if blocked.dedup else np.zeros(len(engine.blockers), np.int64))
+        candidates: Pairs | None = None
+        cand_scores = np.zeros(0)
+        if self.job.spec.mode != "dedup":  # every candidate's score, for the link answer
+            cand_packed = self.client.gather(packed_futs)
+            cl, cr = unpack_pairs(np.concatenate(cand_packed)) if cand_packed else (np.zeros(0, np.int64),) * 2
+            sc = np.concatenate([v[4] for v in verified]) if verified else np.zeros(0)
+            order = np.lexsort((cr, cl))
+            candidates, cand_scores = Pairs(cl[order], cr[order]), sc[order]
+        n_cand = int(sum(v[3] for v in verified))
+        found = Found(
+            left=np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64),
+            right=np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64),
+            scores=np.concatenate([v[2] for v in verified]) if verified else np.zeros(0),
+            n_candidates=n_cand, per_blocker=per_blocker, candidates=candidates, candidate_scores=cand_scores,
+            forest=forest,
+        )
+        engine = self.engine  # with the verifier's fitted state when fitted here
+        if engine.auto and engine.model.threshold is None:  # threshold: auto, chosen on the client, as locally
+            choice = engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
+            engine = self.engine = engine.with_model(engine.model.learned(threshold=choice))
+            auto = choice.auto or {}
+            info["threshold_chosen"] = {"method": auto.get("method"), "ok": bool(auto.get("ok")),
+                                        "reason": auto.get("reason"), "n_scores": int(auto.get("n_scores", 0))}
+            keep = engine.keep(found.scores)  # the workers kept the pairs at or above the lowest it may choose
+            found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
+        info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
+                     "rejected_pairs": n_cand - int(len(found.left))})
+        found.blocker_reports = self._merge_blocker_reports(blocked, scanned, per_blocker)
+        return found
+
+    def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
+        """The verifier's sample pairs (random pairs), drawn as locally over the active records, and who serves them."""
+        active, offsets = scanned.exact.active, scanned.offsets
+        verifier = self.engine.verifier
+        assert isinstance(verifier, CodeFitted)
+        local_sample = verifier.sample_pairs(scanned.source[active], self.engine.link)
+        sample = Pairs(active[local_sample.left], active[local_sample.right])
+        need = np.unique(np.concatenate([sample.left, sample.right]))
+        owner = np.searchsorted(offsets, need, side="right") - 1
+        return sample, [need[owner == i] for i in range(len(self.parts))]
+
+    def _fit_and_score(self, packed_futs: list[Any], served_and_wanted: Callable[[int], tuple[list[Any], list[Any]]],
+                       serve_futs: list[Any], sample: Pairs, sample_need: list[Int64Array],
+                       info: dict[str, Any]) -> list[Any]:
+        """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
+        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
+                     for j in range(self.n_parts)]
+        served = [self.submit(_pick, s, self.n_parts, retries=0) for s in serve_futs]
+        sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need, self.model)
+        counted = self.client.gather([self.submit(_pick_many, f, (1, 2), retries=0) for f in code_futs])
+        s_counted = self.client.gather(self.submit(_pick_many, sample_fut, (1, 2), retries=0))
+        pat_codes, pat_counts = _sum_counts(counted)
+        s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
+        verifier = self.engine.verifier
+        assert isinstance(verifier, CodeFitted)
+        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
+        self.engine = self.engine.with_model(self.engine.model.learned(
+            verifier={"type": verifier.name, "state": fitted.state}))
+        self.verifier_report = dict(fitted.report)
+        info["patterns"] = int(len(pat_codes))
+        return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table)
+                for j in range(self.n_parts)]
+
+    def _forest(self, ver_futs: list[Any], info: dict[str, Any]) -> tuple[Int64Array, Int64Array] | None:
+        """cluster_on: workers — a tree of spanning-forest reductions of the verified pairs."""
+        level = ver_futs
+        while len(level) > 1:
+            level = [self.submit(task_forest, *level[k : k + 2]) for k in range(0, len(level), 2)]
+        forest: tuple[Int64Array, Int64Array] | None = self.submit(task_forest, level[0]).result() if level else None
+        info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
+        return forest
+
+    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array
+                               ) -> list[dict[str, Any]]:
+        """The blockers' reports, as their ``block`` gives them locally, from the partitions' and the buckets'
+        (with the statistics per group and the oversized buckets of blockers with groups); ``{}`` for a
+        blocker without keys or without a report."""
+        engine = self.engine
+        out: list[dict[str, Any]] = [{} for _ in engine.blockers]
+        if not any(has(b, Keyed) and has(b, Reporting) for b in engine.blockers):
+            return out
+        stats = blocked.bucket_stats
+        if stats is None:
+            stats = merge_bucket_stats(self.client.gather(blocked.stats), len(engine.blockers))
+        groups, oversized = self._groups(blocked, scanned)
+        for i, b in enumerate(engine.blockers):
+            keyed = ability(b, Keyed)
+            if keyed is not None and has(b, Reporting):
+                buckets: dict[str, Any] = {**dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))),
+                                           "distinct_pairs": int(per_blocker[i])}
+                if has(b, GroupedKeys):
+                    buckets["groups"] = groups.get(i, {})
+                    buckets["oversized"] = oversized.get(i, [])
+                out[i] = keyed.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i], buckets)
+        return out
+
+    def _groups(self, blocked: BlockedFutures, scanned: Scanned
+                ) -> tuple[dict[int, dict[int, dict[str, int]]], dict[int, list[dict[str, Any]]]]:
+        """Per blocker with groups: each group's :data:`GROUP_STATS` over every shuffle part, and its
+        oversized buckets with their first member's record (read from its partition)."""
+        if not blocked.groups:
+            return {}, {}
+        got = self.client.gather(blocked.groups)
+        rows = np.concatenate([g[0] for g in got])
+        over = np.concatenate([g[1] for g in got])
+        groups: dict[int, dict[int, dict[str, int]]] = {}
+        for row in rows.tolist():  # one row per (blocker, group, part): few
+            cell = groups.setdefault(row[0], {}).setdefault(row[1], dict.fromkeys(GROUP_STATS, 0))
+            for name, x in zip(GROUP_STATS, row[2:]):
+                cell[name] = max(cell[name], x) if name == "largest_bucket" else cell[name] + x
+        oversized: dict[int, list[dict[str, Any]]] = {}
+        if len(over):
+            need = np.unique(over[:, 3])
+            owner = np.searchsorted(scanned.offsets, need, side="right") - 1
+            futs = {i: self.submit(task_serve, self.ref, self.parts[i], int(scanned.offsets[i]), [need[owner == i]])
+                    for i in np.unique(owner).tolist()}
+            served = {i: f[0] for i, f in zip(futs, self.client.gather(list(futs.values())))}
+            for blocker, group, size, g in over.tolist():
+                i = int(np.searchsorted(scanned.offsets, g, side="right") - 1)
+                row = int(np.searchsorted(need[owner == i], g))
+                oversized.setdefault(blocker, []).append(
+                    {"group": group, "size": size, "record": served[i].take(np.array([row], dtype=np.int64))})
+        return groups, oversized
+
+
+def _pick(obj: Any, i: int) -> Any:
+    return obj[i]
+
+
+def _pick_attr(obj: Any, name: str, i: int) -> Any:
+    return getattr(obj, name)[i]
+
+
+def _run_length(blocked: Blocked, k: int) -> int:
+    """Records of a partition sorted by window pass ``k``."""
+    return len(blocked.runs[k][1]) if k < len(blocked.runs) else 0
+
+
+def _pick_many(obj: Any, idx: tuple[int, ...]) -> tuple[Any, ...]:
+    return tuple(obj[i] for i in idx)
+
+
+def _bucket_stats(buckets: Buckets) -> Int64Array:
+    return buckets.stats
+
+
+def _group_parts(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
+    return buckets.group_stats, buckets.oversized
+
+
+def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]],
+                                                     tuple[int, int, int], Int64Array | None]:
+    return blocked.report, blocked.problems, blocked.blocker_reports, blocked.tokens, blocked.lost
+
+
+def _partition_problems(job: Job, client: Any, block_futs: list[Any]
+                        ) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]],
+                                   list[Int64Array]]:
+    """The shingler's and the blockers' per-partition reports, token counts and (pruning) the shingles each
+    record lost; every partition's input problems raised together."""
+    got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
+    problems = [pr for g in got for pr in g[1]]
+    if problems:
+        raise InputError(problems)
+    return [g[0] for g in got], [g[2] for g in got], [g[3] for g in got], [g[4] for g in got if g[4] is not None]
+
+
+def tokens_report(engine: Engine, counts: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """The report's ``tokens`` section from the partitions' ``(records, empty sets, tokens)``, with the
+    local executor's definitions (:func:`stages.shingle_and_sign`): the same counts, ``mean_tokens``
+    rounded as locally, and ``tokens_counted`` as the local run of this job says. Two keys say what is
+    true on Dask and differ from a local run: ``token_sets_kept`` is false (each task drops its token
+    sets once its records are signed and keyed; a local run may keep them), and ``chunks`` is the number
+    of partitions shingled (locally: the chunks of ``chunk_records``). Empty without a shingler, as locally."""
+    if engine.shingler is None:
+        return {}
+    n = sum(c[0] for c in counts)
+    total = sum(c[2] for c in counts)
+    return {
+        "records_shingled": n,
+        "empty_token_sets": sum(c[1] for c in counts),
+        # sizes.mean() locally: a sum of whole numbers below 2**53 is exact, so the same float
+        "mean_tokens": round(total / n, 2) if n else 0.0,
+        "total_tokens": total,
+        "tokens_counted": "with repeats" if engine.token_keep() == "none" else "distinct",
+        "token_sets_kept": False,
+        "chunks": len(counts),
+    }
+
+
+def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any], n_parts: int) -> list[Any]:
+    """The tasks of the blockers that pair records within windows of a sort order: per pass, a distributed
+    sort (sampled boundaries, each partition's sorted run cut into ranges, one task per range) and each
+    range's window pairs, with the last ``window - 1`` records of the ranges before it carried in.
+    Returns one task per range and pass, giving pairs split by pair hash as :func:`task_buckets` does."""
+    passes = _window_passes(engine, job)
+    # the pairs each blocker's passes will make, checked on every partition's count before any pair is made
+    counts = client.gather([client.submit(_run_length, f, k, pure=False) for k in range(len(passes)) for f in block_futs])
+    per_blocker: dict[int, list[int]] = {}
+    for k, (blocker_no, _) in enumerate(passes):
+        per_blocker.setdefault(blocker_no, []).append(sum(counts[k * len(block_futs):(k + 1) * len(block_futs)]))
+    for blocker_no, rows in per_blocker.items():
+        windowed = ability(engine.blockers[blocker_no], Windowed)
+        assert windowed is not None  # a pass of Engine.window_keys
+        windowed.check_window_pairs(rows)
+    out = []
+    for k, (blocker_no, window) in enumerate(passes):
+        samples = [client.submit(_pick_attr, f, "samples", k, pure=False) for f in block_futs]
+        bounds = client.submit(task_bounds, samples, n_parts, pure=False, retries=3)
+        runs = [client.submit(_pick_attr, f, "runs", k, pure=False) for f in block_futs]
+        split = [client.submit(task_split, r, bounds, n_parts, pure=False, retries=3) for r in runs]
+        ranges = [client.submit(task_range, *[client.submit(_pick, sp, r, pure=False) for sp in split],
+                                pure=False, retries=3) for r in range(n_parts)]
+        carry: Any = (np.zeros(0, np.int64), np.zeros(0, np.int32))
+        for r in range(n_parts):
+            out.append(client.submit(task_windows, ranges[r], carry, window, engine.link, blocker_no, n_parts,
+                                     pure=False, retries=3))
+            carry = client.submit(task_carry, carry, ranges[r], window - 1, pure=False, retries=3)
+    return out
+
+
+def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
+    """``(blocker number, window)`` of every window pass, in the order of :meth:`Engine.window_keys`
+    (the passes are counted on an empty batch: their number does not depend on the records)."""
+    if not any(engine.has_windows(b) and not engine.has_keys(b) for b in engine.blockers):
+        return []
+    fields = sorted({f for src in job.spec.sources for f in src.fields})
+    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources],
+                    fields={f: [] for f in fields})
+    sizes = [w.window_size() if (w := ability(b, Windowed)) is not None else 0 for b in engine.blockers]
+    return [(i, sizes[i]) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
+
+
+def _same(obj: Any) -> Any:
+    return obj
+
+
+def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
+    """Ids must be unique within a source across partitions (each partition checked its own)."""
+    from collections import Counter
+
+    keys = list(zip(source.tolist(), ids))
+    if len(set(keys)) == len(keys):
+        return
+    bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
+    raise InputError(Problem(where=str(job.config_path), path="sources",
+                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): "
+                             f"{', '.join(bad[:5])}", fix="ids must be unique within a source"))
+
+
+def _sum_counts(parts: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> tuple[Int64Array, npt.NDArray[np.float64]]:
+    """Distinct codes (sorted) and their counts summed over the parts (whole numbers: exact in any order)."""
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0)
+    codes = np.concatenate([p[0] for p in parts])
+    counts = np.concatenate([p[1] for p in parts])
+    uniq, inv = np.unique(codes, return_inverse=True)
+    return uniq.astype(np.int64), np.bincount(inv.reshape(-1), weights=counts, minlength=len(uniq)).astype(np.float64)
+
+
+__all__ = [
+    "BlockedFutures",
+    "DaskRun",
+    "Found",
+    "Scanned",
+    "options",
+    "tokens_report",
+]
