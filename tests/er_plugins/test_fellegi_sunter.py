@@ -3,7 +3,7 @@
 * its parameters; on generated customers (er_framework.synth.customers) a missing
   field weighs 0 and the probability rises with agreement; the verifier contract;
 * the shipped jobs (Febrl3, Febrl4, customers): the default weights are monotone;
-* training from labelled pairs; explanations (comparisons) and restore.
+* training from labelled pairs; explanations (comparisons) and the fitted state applied again.
 
 Run with ``-s`` to see the measured numbers.
 """
@@ -20,6 +20,7 @@ import pytest
 from pydantic import ValidationError
 from records_cases import CONFIGS, SHIPPED, candidates_and_labels, febrl4_sample, prf, truth_plus_random
 
+from er_framework.capabilities import Fitted, LabelledCodes
 from er_framework.components import Context
 from er_framework.config import parse_job
 from er_framework.data import Batch, LabelledPairs, Pairs, Records
@@ -67,9 +68,9 @@ def test_fellegi_sunter_missing_weighs_zero_and_agreement_raises_probability(cus
     both = Pairs(np.concatenate([pairs.left, probe_pairs.left]), np.concatenate([pairs.right, probe_pairs.right]))
     v = FellegiSunter(FellegiSunterParams(), Context(threshold=0.5, seed=2))
     batch = Batch(all_rec, cross_source_only=True)
-    p = v.score(batch, both)[-3:]
-    fit = v.fit
-    assert fit is not None
+    scores, fitted = v.fit_score(batch, both, None)
+    p = scores[-3:]
+    fit = v.fit_of(fitted.state)
     lv = v.comparison_levels(batch, probe_pairs)
     fields = [f.label for f in v.params.fields]
     ph, ln = fields.index("phone"), fields.index("last_name")
@@ -80,7 +81,7 @@ def test_fellegi_sunter_missing_weighs_zero_and_agreement_raises_probability(cus
     np.testing.assert_allclose(p, fit.probability(lv), rtol=1e-12)
     w = fit.weights()
     assert z[0] - z[1] == pytest.approx(w[ph][lv[0, ph]] * math.log(2), rel=1e-9)
-    assert v.describe()["per_field"]["phone"]["missing_weight"] == 0.0
+    assert _report(v, fitted)["per_field"]["phone"]["missing_weight"] == 0.0
     # a one-letter typo in the last name: a lower level, a lower match weight
     assert lv[2, ln] > lv[0, ln]
     assert z[0] > z[2]
@@ -110,9 +111,10 @@ def test_fellegi_sunter_contract(small):
     v = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=2000), Context(threshold=0.5, seed=4))
     s = check_verifier(v, batch, pairs)
     assert np.all((s >= 0) & (s <= 1))
-    assert v.describe()["pairs_scored"] == 0  # the last call of check_verifier had no pairs
-    np.testing.assert_array_equal(v.score(batch, pairs), s)
-    rep = v.describe()
+    assert v.fit_score(batch, Pairs.empty(), None)[1].report["pairs_scored"] == 0  # a fit on no pairs
+    scores, fitted = v.fit_score(batch, pairs, None)
+    np.testing.assert_array_equal(scores, s)
+    rep = _report(v, fitted)
     assert set(rep) >= {"lambda", "iterations", "converged", "loglik", "per_field", "label_swapped", "patterns"}
     for fld in rep["per_field"].values():
         assert len(fld["m"]) == len(fld["u"]) == len(fld["levels"]) == len(fld["weight_log2"])
@@ -134,6 +136,19 @@ def _fs(d: dict[str, Any], **changes: Any) -> FellegiSunter:
     return FellegiSunter(FellegiSunterParams(**{**params.model_dump(), **changes}), job.context)
 
 
+def _report(v: FellegiSunter, fitted: Fitted) -> dict[str, Any]:
+    """The verifier's report of a fit, as report.json shows it: its parameters and what the fit said."""
+    return {**v.describe(), **fitted.report}
+
+
+def _fit(
+    v: FellegiSunter, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None = None
+) -> tuple[np.ndarray, dict[str, Any], Fitted]:
+    """``v``'s fit on ``pairs``: the scores, the report and the fit."""
+    scores, fitted = v.fit_score(batch, pairs, labelled)
+    return scores, _report(v, fitted), fitted
+
+
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_shipped_jobs_default_weights_are_monotone(shipped, name):
     d = shipped[name]
@@ -148,17 +163,18 @@ def test_shipped_jobs_default_weights_are_monotone(shipped, name):
     batch, pairs, y = candidates_and_labels(d)
     new = _fs(d).score(batch, pairs) >= 0.9
     old_v = _fs(d, monotone=False)
-    old = old_v.score(batch, pairs) >= 0.9
-    assert "unconstrained" in old_v.describe()["estimation"]
+    old_scores, old_rep, _ = _fit(old_v, batch, pairs)
+    old = old_scores >= 0.9
+    assert "unconstrained" in old_rep["estimation"]
     tp_new, tp_old = int((new & y).sum()), int((old & y).sum())
     print(f"\n{name}: {len(pairs)} candidates; true pairs kept at 0.9: monotone {tp_new} of {int(new.sum())}, "
-          f"unconstrained {tp_old} of {int(old.sum())}; unconstrained monotone: {old_v.describe()['weights_monotone']}")
+          f"unconstrained {tp_old} of {int(old.sum())}; unconstrained monotone: {old_rep['weights_monotone']}")
     # no more false pairs; the true pairs kept within 0.05% (on Febrl3 with the any-order name pass, the
     # unconstrained EM keeps one true pair more, 6,524 against 6,523; on the others monotone keeps as many or more)
     assert tp_new >= tp_old - max(1, tp_old // 2000) and int((new & ~y).sum()) <= int((old & ~y).sum())
     if name == "febrl4":  # the issue's example: before, given_name >= 92 outweighed an exact given_name
-        w = old_v.describe()["per_field"]["given_name"]["weight_log2"]
-        assert w[1] > w[0] and not old_v.describe()["weights_monotone"]
+        w = old_rep["per_field"]["given_name"]["weight_log2"]
+        assert w[1] > w[0] and not old_rep["weights_monotone"]
 
 
 # ---------------------------------------------------------------------------
@@ -174,9 +190,7 @@ def test_training_labels_alone_counts_levels(shipped):
     batch, pairs, y = candidates_and_labels(d)
     idx = np.random.default_rng(1).choice(len(pairs), 200, replace=False)
     v = _fs(d, labels_fit="labels", monotone=False, smoothing=0.5)
-    v.labelled = _labelled(pairs, y, idx, "labels")
-    v.score(batch, pairs)
-    rep = v.describe()
+    _, rep, _ = _fit(v, batch, pairs, _labelled(pairs, y, idx, "labels"))
     assert rep["training"]["matches"] == int(y[idx].sum()) and rep["training"]["non_matches"] == 200 - int(y[idx].sum())
     assert rep["lambda"] == pytest.approx(y[idx].mean())
     assert rep["estimation"].startswith("trained: m and u from") and rep["u_mode"] == "from labelled non-matches"
@@ -191,9 +205,7 @@ def test_training_labels_alone_counts_levels(shipped):
         assert rep["training"]["level_counts"][fld.label]["matches"] == (a - 0.5).astype(int).tolist()
     # lambda by EM on the candidates, m and u held at the labels' estimate
     v2 = _fs(d, labels_fit="labels", monotone=False, smoothing=0.5)
-    v2.labelled = _labelled(pairs, y, idx, "em")
-    v2.score(batch, pairs)
-    r2 = v2.describe()
+    _, r2, _ = _fit(v2, batch, pairs, _labelled(pairs, y, idx, "em"))
     assert r2["per_field"] == rep["per_field"]
     assert abs(r2["lambda"] - y.mean()) < 0.01 and abs(rep["lambda"] - y.mean()) > 0.01
 
@@ -215,9 +227,9 @@ def test_training_from_200_labels_on_febrl4(shipped, how):
     got = {}
     for fit in ("em", "labels"):
         v = _fs(d, labels_fit=fit)
-        v.labelled = _labelled(pairs, y, idx)
-        got[fit] = prf(v.score(batch, pairs) >= 0.9, y, n_true)[2]
-        assert v.describe()["weights_monotone"]
+        scores, rep, _ = _fit(v, batch, pairs, _labelled(pairs, y, idx))
+        got[fit] = prf(scores >= 0.9, y, n_true)[2]
+        assert rep["weights_monotone"]
     print(f"\nfebrl4, 200 {how} labels ({int(y[idx].sum())} matches): pairwise F1 at 0.9 unsupervised {unsup:.5f}, "
           f"semi-supervised {got['em']:.5f}, m/u from the labels alone {got['labels']:.5f}")
     assert got["em"] >= unsup
@@ -229,21 +241,21 @@ def test_training_needs_both_classes_and_codes(shipped):
     for cls in (True, False):
         v = _fs(d)
         idx = np.flatnonzero(y == cls)[:20]
-        v.labelled = _labelled(pairs, y, idx)
         with pytest.raises(ValueError, match="at least one of each"):
-            v.score(batch, pairs)
-    # an executor calling fit_counts itself must hand over the labelled pairs' codes
+            v.fit_score(batch, pairs, _labelled(pairs, y, idx))
+    # an executor calling fit_counts itself hands over the labelled pairs' codes (LabelledCodes), one per label
     v = _fs(d)
-    v.labelled = _labelled(pairs, y, np.arange(50))
+    labelled = _labelled(pairs, y, np.arange(50))
     codes = v.pair_codes(batch, pairs)
     uniq, cnt = np.unique(codes, return_counts=True)
-    with pytest.raises(ValueError, match="labelled_codes"):
-        v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0))
-    v.labelled_codes = v.pair_codes(batch, v.labelled.pairs)
-    table = v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0))
+    lcodes = v.pair_codes(batch, labelled.pairs)
+    with pytest.raises(ValueError, match="codes of labelled pairs"):
+        v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0),
+                     LabelledCodes(lcodes[:-1], labelled.match, labelled.lam))
+    table, _ = v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0),
+                            LabelledCodes(lcodes, labelled.match, labelled.lam))
     v2 = _fs(d)
-    v2.labelled = v.labelled
-    np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.score(batch, pairs))
+    np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.fit_score(batch, pairs, labelled)[0])
 
 
 def test_training_through_a_job(tmp_path, shipped):
@@ -270,15 +282,15 @@ def test_training_through_a_job(tmp_path, shipped):
 
 
 # ---------------------------------------------------------------------------
-# explanations: comparisons and restore
+# explanations: comparisons, and the fitted state applied again
 
 
 def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
     d = shipped["febrl4"]
     batch, pairs, some = febrl4_sample(d)
     v = _fs(d)
-    scores = v.score(batch, pairs)
-    cmp = v.comparisons(batch, some)
+    scores, rep, fitted = _fit(v, batch, pairs)
+    cmp = v.comparisons(batch, some, fitted.state)
     labels = [f.label for f in v.params.fields]
     expected = ["prior_weight"] + [x for lab in labels for x in (f"level_{lab}", f"weight_{lab}")] + ["match_weight", "score"]
     assert list(cmp) == expected
@@ -290,7 +302,6 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
     # the score column is score()'s value of the pair
     pos = np.searchsorted(pairs.left * len(batch.records) + pairs.right, some.left * len(batch.records) + some.right)
     np.testing.assert_array_equal(cmp["score"], scores[pos])
-    rep = v.describe()
     for lab in labels:
         lv = cmp[f"level_{lab}"]
         assert lv.dtype == np.int64 and lv.min() >= -1
@@ -299,33 +310,44 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
         np.testing.assert_allclose(cmp[f"weight_{lab}"][ok], w[lv[ok]], atol=1e-6)  # the report rounds to 1e-6
         assert np.all(cmp[f"weight_{lab}"][~ok] == 0.0)
     assert (cmp["level_address_2"] == -1).any()  # some pairs miss a field: weight 0 there
-    assert v.comparisons(batch, Pairs.empty())["score"].shape == (0,)
+    assert v.comparisons(batch, Pairs.empty(), fitted.state)["score"].shape == (0,)
 
 
-def test_fellegi_sunter_restore_from_the_report(shipped):
+def test_fellegi_sunter_state_applied_again(shipped):
+    """The fitted state (the model's verifier part, as model.json holds it) given to a new instance gives the
+    same comparisons and scores; the report's verifier section is the verifier's and its fit's; a state of
+    other fields or levels is refused."""
     d = shipped["febrl4"]
     batch, pairs, some = febrl4_sample(d)
     v = _fs(d)
-    v.score(batch, pairs)
+    scores, _, fitted = _fit(v, batch, pairs)
     described = json.loads(json.dumps(d["result"].report["verifier"]))  # report.json's verifier section
     v_run = _fs(d)
-    v_run.score(batch, pairs)
-    assert json.loads(json.dumps(v_run.describe())) == described
+    _, run_rep, run_fitted = _fit(v_run, batch, pairs)
+    assert json.loads(json.dumps({**run_rep, "threshold": described["threshold"]})) == described
+    state = json.loads(json.dumps(d["result"].model.verifier_state))  # model.json's verifier state
+    assert state == json.loads(json.dumps(run_fitted.state)) == json.loads(json.dumps(fitted.state))
     fresh = _fs(d)
-    with pytest.raises(ValueError, match="no fitted model"):
+    with pytest.raises(ValueError, match="fitted state"):
         fresh.comparisons(batch, some)
-    fresh.restore(described)
-    a, b = v.comparisons(batch, some), fresh.comparisons(batch, some)
+    a, b = v.comparisons(batch, some, fitted.state), fresh.comparisons(batch, some, state)
     assert list(a) == list(b)
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
-    assert fresh.describe()["lambda"] == described["lambda"]
-    # a report of other fields is refused
-    other = json.loads(json.dumps(described))
-    other["per_field"].pop("state")
+    np.testing.assert_array_equal(fresh.score_with(batch, pairs, state), scores)
+    assert fresh.state_report(state)["lambda"] == described["lambda"]
+    # a state of other fields is refused, and one of other level counts
+    other = json.loads(json.dumps(state))
+    other["fields"].pop("state")
     with pytest.raises(ValueError, match="not this verifier's"):
-        _fs(d).restore(other)
-    # a run that scored nothing restores no model
-    empty = _fs(d)
-    empty.restore({"type": "fellegi_sunter", "pairs_scored": 0})
-    assert empty.fit is None
+        _fs(d).fit_of(other)
+    fewer = json.loads(json.dumps(state))
+    for key in ("m", "u"):
+        fewer["fields"]["state"][key] = fewer["fields"]["state"][key][:-1]
+    with pytest.raises(ValueError, match="levels"):
+        _fs(d).comparisons(batch, some, fewer)
+    # a run that scored nothing fitted nothing
+    _, empty = _fs(d).fit_score(batch, Pairs.empty(), None)
+    assert empty.state == {} and empty.report["pairs_scored"] == 0
+    with pytest.raises(ValueError, match="holds no fit"):
+        _fs(d).fit_of(empty.state)

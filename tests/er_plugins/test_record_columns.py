@@ -124,7 +124,7 @@ def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(
     batch = Batch(records=records, cross_source_only=True, seed=1)
     ref = FellegiSunter(FellegiSunterParams(), Context(workers=1, threshold=0.5, seed=1))
     codes = ref.pair_codes(batch, pairs)
-    scores = ref.score(batch, pairs)
+    scores, ref_fit = ref.fit_score(batch, pairs, None)
     # the reference codes: level_of of the exact scores, field by field
     p = FellegiSunterParams()
     n_levels = [len(f.thresholds) + 1 for f in p.fields]
@@ -138,5 +138,6 @@ def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(
     monkeypatch.setattr(rc, "CHUNK_PAIRS", 777)
     other = FellegiSunter(FellegiSunterParams(), Context(workers=workers, threshold=0.5, seed=1))
     assert np.array_equal(other.pair_codes(batch, pairs), codes)
-    assert np.array_equal(other.score(batch, pairs), scores)
-    assert other.describe()["per_field"] == ref.describe()["per_field"]
+    other_scores, other_fit = other.fit_score(batch, pairs, None)
+    assert np.array_equal(other_scores, scores)
+    assert other_fit.report["per_field"] == ref_fit.report["per_field"]

@@ -74,8 +74,8 @@ def test_end_to_end_truth_plus_random_pairs(customers):
     f_prf = prf(s >= fs.threshold, y, n_true)
     sweep = {t: round(prf(s >= t, y, n_true)[2], 4) for t in (160, 180, 200, 220, 240)}
     fsun = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1))
-    p = fsun.score(c["batch"], pairs)
-    rep = fsun.describe()
+    p, fitted = fsun.fit_score(c["batch"], pairs, None)
+    rep = {**fsun.describe(), **fitted.report}
     json.dumps(rep)
     json.dumps(fs.describe())
     s_prf = prf(p >= fsun.threshold, y, n_true)
@@ -113,15 +113,17 @@ def test_end_to_end_seed_blocking(customers):
     s = FieldScore(FieldScoreParams(threshold=200), Context(workers=2)).score(c["batch"], pairs)
     f_prf = prf(s >= 200, y, n_true)
     free = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1))
-    s_prf = prf(free.score(c["batch"], pairs) >= 0.5, y, n_true)
+    free_scores, free_fit = free.fit_score(c["batch"], pairs, None)
+    s_prf = prf(free_scores >= 0.5, y, n_true)
     fixed = FellegiSunter(FellegiSunterParams(fix_u=True), Context(workers=2, threshold=0.5, seed=1))
-    x_prf = prf(fixed.score(c["batch"], pairs) >= 0.5, y, n_true)
+    fixed_scores, fixed_fit = fixed.fit_score(c["batch"], pairs, None)
+    x_prf = prf(fixed_scores >= 0.5, y, n_true)
     print(
         f"\nseed blocking ({len(pairs)} candidates, {int(y.sum())} of {n_true} true pairs among them; recall over all true pairs):"
         f"\n  field_score >= 200: P {f_prf[0]:.4f} R {f_prf[1]:.4f} F1 {f_prf[2]:.4f}"
         f"\n  fellegi_sunter >= 0.5: P {s_prf[0]:.4f} R {s_prf[1]:.4f} F1 {s_prf[2]:.4f}"
-        f" (lambda {free.describe()['lambda']:.4f}, true {y.mean():.4f})"
-        f"\n  fellegi_sunter fix_u: P {x_prf[0]:.4f} R {x_prf[1]:.4f} F1 {x_prf[2]:.4f} (lambda {fixed.describe()['lambda']:.4f})"
+        f" (lambda {free_fit.report['lambda']:.4f}, true {y.mean():.4f})"
+        f"\n  fellegi_sunter fix_u: P {x_prf[0]:.4f} R {x_prf[1]:.4f} F1 {x_prf[2]:.4f} (lambda {fixed_fit.report['lambda']:.4f})"
     )
     assert f_prf[2] >= 0.95
     assert s_prf[2] >= 0.95
