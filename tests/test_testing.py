@@ -30,7 +30,7 @@ from er_framework import (
     SignatureBuilder,
     Verifier,
 )
-from er_framework.capabilities import Keyed, Multiset, MultisetSigning, WholeCorpus, has
+from er_framework.capabilities import Fitted, Keyed, Learner, Multiset, MultisetSigning, WholeCorpus, has
 from er_framework.components import Context
 from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
@@ -45,6 +45,7 @@ from er_framework.testing import (
     check_normalizer,
     check_shingler,
     check_signature_builder,
+    check_learner,
     check_verifier,
     pairs_sharing_keys,
     sample_graph,
@@ -490,24 +491,24 @@ class Closeness(Verifier):
         return 1.0 / (1.0 + np.abs(x[pairs.left] - x[pairs.right]))
 
 
-def broken_verifier(name: str, fn: Callable[[Closeness, Batch, Pairs], Any], pairwise: bool = True) -> Closeness:
-    return type(name, (Closeness,), {"name": name, "score": fn, "pairwise": pairwise})()
+def broken_verifier(name: str, fn: Callable[[Closeness, Batch, Pairs], Any]) -> Closeness:
+    return type(name, (Closeness,), {"name": name, "score": fn})()
 
 
-BROKEN_VERIFIERS: dict[str, tuple[Callable[[Any, Batch, Pairs], Any], str, bool]] = {
-    "one_short": (lambda self, b, p: Closeness.score(self, b, p)[:-1], r"\(\d+,\) scores for \d+ pairs", True),
-    "nan": (lambda self, b, p: np.where(p.left == 0, np.nan, Closeness.score(self, b, p)), r"scores must be finite", True),
-    "strings": (lambda self, b, p: np.array(["1"] * len(p)), r"scores must be float64", True),
-    "asymmetric": (lambda self, b, p: Closeness.score(self, b, p) + p.left * 1e-3, r"score\(a, b\) != score\(b, a\)", True),
+BROKEN_VERIFIERS: dict[str, tuple[Callable[[Any, Batch, Pairs], Any], str]] = {
+    "one_short": (lambda self, b, p: Closeness.score(self, b, p)[:-1], r"\(\d+,\) scores for \d+ pairs"),
+    "nan": (lambda self, b, p: np.where(p.left == 0, np.nan, Closeness.score(self, b, p)), r"scores must be finite"),
+    "strings": (lambda self, b, p: np.array(["1"] * len(p)), r"scores must be float64"),
+    "asymmetric": (lambda self, b, p: Closeness.score(self, b, p) + p.left * 1e-3, r"score\(a, b\) != score\(b, a\)"),
     "depends_on_the_other_pairs": (lambda self, b, p: Closeness.score(self, b, p) / max(len(p), 1) if len(p) else np.zeros(0),
-                                   r"scoring the pairs in two halves gives other scores", True),
+                                   r"scoring the pairs in two halves gives other scores"),
     "depends_on_the_other_records": (
-        lambda self, b, p: Closeness.score(self, b, p) * len(b) / 100, r"when the batch holds only the pairs' records", True),
+        lambda self, b, p: Closeness.score(self, b, p) * len(b) / 100, r"when the batch holds only the pairs' records"),
     "global_indices": (lambda self, b, p: Closeness.score(self, b, p) if b.active is None else
                        Closeness.score(self, b, Pairs(np.minimum(b.active[p.left], len(b) - 1), np.minimum(b.active[p.right], len(b) - 1))),
-                       r"the scores change with batch.active", False),
+                       r"the scores change with batch.active"),
     "nondeterministic": (lambda self, b, p: Closeness.score(self, b, p) + np.random.default_rng().random(len(p)),
-                         r"is not deterministic", False),
+                         r"is not deterministic"),
 }
 
 
@@ -518,18 +519,72 @@ def test_the_correct_test_verifier_passes() -> None:
 
 @pytest.mark.parametrize("defect", sorted(BROKEN_VERIFIERS))
 def test_check_verifier_fails_on_a_broken_verifier(defect: str) -> None:
-    fn, message, pairwise = BROKEN_VERIFIERS[defect]
+    fn, message = BROKEN_VERIFIERS[defect]
     batch = people_batch()
     with pytest.raises(AssertionError, match=message) as err:
-        check_verifier(broken_verifier(defect, fn, pairwise), batch, all_pairs(8))  # records 8.. in no pair
+        check_verifier(broken_verifier(defect, fn), batch, all_pairs(8))  # records 8.. in no pair
     assert f"verifier {defect!r}" in str(err.value)
 
 
+class LearnsPairCount(Closeness, Learner):
+    """``depends_on_the_other_pairs`` declared: a Learner whose fitted state is the number of pairs it saw."""
+
+    name = "learns"
+
+    def fit_score(self, batch: Batch, pairs: Pairs, labelled: Any) -> tuple[np.ndarray, Fitted]:
+        state = {"pairs": len(pairs)}
+        return self.score_with(batch, pairs, state), Fitted(state=state, report={"pairs": len(pairs)})
+
+    def score_with(self, batch: Batch, pairs: Pairs, state: Any) -> np.ndarray:
+        return Closeness.score(self, batch, pairs) / max(int(state["pairs"]), 1)
+
+    def score(self, batch: Batch, pairs: Pairs) -> np.ndarray:
+        return self.fit_score(batch, pairs, None)[0]
+
+
 def test_a_batch_dependent_verifier_passes_when_it_says_so() -> None:
-    """pairwise = False: scores may depend on the other pairs (the check then does not compare them)."""
+    """A Learner: scores may depend on the other pairs through its fitted state (the check compares the
+    scores given that state, score_with, and checks the state's round trip)."""
     fn = BROKEN_VERIFIERS["depends_on_the_other_pairs"][0]
     batch = people_batch()
-    check_verifier(broken_verifier("learns", fn, pairwise=False), batch, all_pairs(len(batch)))
+    pairs = all_pairs(len(batch))
+    scores = check_verifier(LearnsPairCount(), batch, pairs)
+    np.testing.assert_array_equal(scores, fn(Closeness(), batch, pairs))  # the undeclared one's scores
+    assert check_learner(LearnsPairCount(), batch, pairs) == {"pairs": len(pairs)}
+
+
+class KeepsItsFit(LearnsPairCount):
+    """A learner that also keeps what it fitted on the instance (the contract: returned, never kept)."""
+
+    name = "keeps_its_fit"
+
+    def fit_score(self, batch: Batch, pairs: Pairs, labelled: Any) -> tuple[np.ndarray, Fitted]:
+        scores, fitted = super().fit_score(batch, pairs, labelled)
+        self.last_fit = fitted
+        return scores, fitted
+
+
+class ForgetsItsFit(LearnsPairCount):
+    """A learner whose score_with does not apply the state it was given."""
+
+    name = "forgets_its_fit"
+
+    def fit_score(self, batch: Batch, pairs: Pairs, labelled: Any) -> tuple[np.ndarray, Fitted]:
+        state = {"pairs": len(pairs)}
+        return Closeness.score(self, batch, pairs) / max(len(pairs), 1), Fitted(state=state)
+
+    def score_with(self, batch: Batch, pairs: Pairs, state: Any) -> np.ndarray:
+        return Closeness.score(self, batch, pairs)
+
+
+@pytest.mark.parametrize("learner, message", [
+    (KeepsItsFit, "fitting changed the instance's attributes"),
+    (ForgetsItsFit, r"score_with\(the fitted state\) on a new instance gives other scores"),
+])
+def test_check_learner_fails_on_a_broken_learner(learner: type[LearnsPairCount], message: str) -> None:
+    batch = people_batch()
+    with pytest.raises(AssertionError, match=message):
+        check_learner(learner(), batch, all_pairs(len(batch)))
 
 
 # ---------------------------------------------------------------- broken shinglers and signature builders
@@ -993,8 +1048,8 @@ def test_check_comparisons_on_every_explainable_builtin() -> None:
     class Broken(JaccardVerifier):
         name = "broken"
 
-        def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, Any]:
-            cols = super().comparisons(batch, pairs)
+        def comparisons(self, batch: Batch, pairs: Pairs, state: Any = None) -> dict[str, Any]:
+            cols = super().comparisons(batch, pairs, state)
             cols["shared"] = cols["shared"] + 1
             return cols
 

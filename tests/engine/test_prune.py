@@ -14,6 +14,7 @@ from distributed import LocalCluster
 
 from er_framework.config.resolve import parse_job
 from er_framework.data import Records
+from er_framework.engine.engine import Engine
 from er_framework.errors import ConfigError, ErError
 from er_framework.executors import run_job
 from er_framework.index.build import build_index
@@ -173,9 +174,17 @@ def test_a_job_without_shingler_cannot_prune(tmp_path: Path) -> None:
 
 def test_an_index_refuses_pruning(tmp_path: Path, corpus: tuple[Path, list[str], list[str]]) -> None:
     data, _, _ = corpus
+    job = parse_job(_job(tmp_path, data))
     with pytest.raises(ErError) as err:
-        build_index(parse_job(_job(tmp_path, data)), tmp_path / "i.db")
-    assert "prune_shingles" in str(err.value) and "cannot keep those counts" in str(err.value)
+        build_index(job, tmp_path / "i.db")
+    text = str(err.value)
+    assert "prune_shingles drops shingles by how many records of the whole corpus hold them" in text
+    assert "--model FILE, which holds the dropped shingles" in text
+    # with a model holding the dropped shingles (a run's), pruning is no reason to refuse
+    model = run_job(job, write=False).model
+    assert model is not None and model.pruned is not None and len(model.pruned)
+    assert not [m for m in Engine(job, model).lookup_refusals() if "prune_shingles" in m]
+    assert [m for m in Engine(job).lookup_refusals() if "prune_shingles" in m]
 
 
 def test_counts_beyond_the_memory_are_refused_with_a_clear_error(
