@@ -12,13 +12,14 @@ from er_framework.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-VERBS = ["run", "validate", "plugins", "tune", "synth", "evaluate", "explain", "review", "report", "index", "query",
+VERBS = ["run", "train", "validate", "plugins", "tune", "synth", "evaluate", "explain", "review", "report", "index", "query",
          "schema"]
 
 
 #: Arguments that parse for each verb, and the module whose cmd_* runs it (one module per verb).
 PARSED = [
     (["run", "job.yaml"], "run", "cmd_run"),
+    (["train", "job.yaml", "--model", "m.json"], "train", "cmd_train"),
     (["validate", "job.yaml"], "validate", "cmd_validate"),
     (["plugins"], "plugins", "cmd_plugins"),
     (["tune", "--threshold", "0.8"], "tune", "cmd_tune"),

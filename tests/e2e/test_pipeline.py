@@ -164,7 +164,8 @@ def test_parquet_input_and_output(tmp_path: Path) -> None:
     """))
     res = run_job(job)
     out = tmp_path / "out"
-    assert set(res.outputs) == {"pairs", "clusters", "report", "report_html"}
+    assert set(res.outputs) == {"pairs", "clusters", "report", "report_html", "model"}
+    assert (out / "model.json").is_file()  # what the job learned: JSON whatever the tables' format
     pairs = pq.read_table(out / "pairs.parquet").to_pylist()
     assert pairs == [{"left_source": "d", "left_id": "1", "right_source": "d", "right_id": "2", "score": 1.0}]
     assert pq.read_table(out / "clusters.parquet").num_rows == 3
