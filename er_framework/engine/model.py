@@ -36,6 +36,7 @@ message listing what changed.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping
@@ -198,8 +199,9 @@ class Model:
     # ---------------------------------------------------------------- the file
 
     def to_json(self) -> dict[str, Any]:
-        """The model as the JSON document of ``model.json`` (see the module docstring)."""
-        return {
+        """The model as the JSON document of ``model.json`` (see the module docstring): a copy, so that
+        editing the document leaves the model as it is."""
+        return copy.deepcopy({
             "format": MODEL_FORMAT,
             "version": MODEL_VERSION,
             "er_framework": self.er_framework,
@@ -212,11 +214,13 @@ class Model:
             "blocking": self.blocking,
             "verifier": self.verifier,
             "training": self.training,
-        }
+        })
 
     @classmethod
     def from_json(cls, doc: Any, where: str) -> Model:
-        """A model from its JSON document; an :class:`InputError` naming what is wrong otherwise."""
+        """A model from its JSON document (copied: editing ``doc`` afterwards leaves the model as it is); an
+        :class:`InputError` naming what is wrong otherwise."""
+        doc = copy.deepcopy(doc)
         def bad(message: str, fix: str = "write it again with er train JOB --model FILE") -> InputError:
             return InputError(Problem(where=where, message=message, fix=fix))
 

@@ -9,6 +9,8 @@ same-source (link mode) pairs, or for the job's record indices
 run through :func:`er_framework.executors.run_job` and through ``er run`` —
 with a :class:`PluginError` naming ``broken_pairs`` and ``erx-broken 0.3.1``,
 no traceback, exit code 2 and no output files.
+
+And the engine refuses to index a learning verifier without a fitted model (Engine.lookup_refusals).
 """
 
 from __future__ import annotations
@@ -211,3 +213,28 @@ def test_checked_candidates_accepts_the_contract_and_names_each_rule(plugin_site
         with pytest.raises(PluginError, match="broke the candidates contract") as err:
             engine.checked_candidates(blocker, pairs, batch)
         assert needle in str(err.value) and f"{DIST} {VERSION}" in str(err.value)
+
+
+def test_a_learner_is_indexed_with_a_fitted_model_only() -> None:
+    """An index scores new pairs one at a time: a learner (fellegi_sunter) without a fitted state in the model
+    is refused before any work (and scoring without one is an error); with a run's model it is not, and the
+    Dask executor fits a code-fitted learner on its summed codes either way. with_model leaves the engine."""
+    job = parse_job(Path(__file__).resolve().parents[2] / "configs" / "febrl4.yaml")
+    engine = Engine(job)
+
+    def about_the_verifier(e: Engine, scope: str) -> list[str]:
+        return [m for m in e.lookup_refusals(scope) if "fellegi_sunter" in m]
+
+    (line,) = about_the_verifier(engine, "item")
+    assert "fits its weights on all pairs of a run" in line and "--model FILE" in line and "pairwise" in line
+    assert about_the_verifier(engine, "partition") == []
+    recs = Records(ids=["a", "b"], source=np.array([0, 1], dtype=np.int32), source_names=["A", "B"],
+                   fields={f: ["x", "x"] for f in job.spec.sources[0].fields})
+    with pytest.raises(ValueError, match="no fitted state in the model"):
+        engine.score(recs, Pairs(np.array([0]), np.array([1])))
+    model = run_job(job, write=False).model
+    assert model is not None
+    applied = engine.with_model(model)
+    assert about_the_verifier(applied, "item") == [] and about_the_verifier(engine, "item") == [line]
+    assert engine.model.verifier is None and applied.verifier_state() == model.verifier_state
+    assert applied.score(recs, Pairs(np.array([0]), np.array([1]))).shape == (1,)
