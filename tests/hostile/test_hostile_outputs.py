@@ -280,7 +280,7 @@ def test_stale_outputs_of_an_earlier_run_are_removed(tmp_path: Path) -> None:
     job = make_job(tmp_path, extra="output: {format: parquet}\n")
     assert run_er(["run", job, "--out", out, "-q"]).code == 0
     names = {p.name for p in out.iterdir() if not p.name.startswith(".")}
-    assert names == {"pairs.parquet", "clusters.parquet", "report.json", "report.html"}
+    assert names == {"pairs.parquet", "clusters.parquet", "report.json", "report.html", "model.json"}
 
 
 def test_dead_stages_are_cleared_and_live_ones_kept(tmp_path: Path) -> None:
