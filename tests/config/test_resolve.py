@@ -30,7 +30,7 @@ def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFi
     assert "valid" in out
     code, out, err = run_cli(["run", str(job), "--out", str(tmp_path / "o")], capsys)
     assert code == 0, err
-    assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json", "report.html"}
+    assert {p.name for p in (tmp_path / "o").iterdir()} == {"pairs.csv", "clusters.csv", "report.json", "report.html", "model.json"}
 
 
 def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
