@@ -364,16 +364,15 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
     """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler
     needing the whole corpus: one refusal each, naming it, why, and what to use instead; no cluster started."""
     import er_framework.executors.dask as dask_executor
-    from er_framework.capabilities import WholeCorpus
+    from er_framework.capabilities import Learner, WholeCorpus
     from er_framework.components import Blocker, Shingler, Verifier
     from er_framework.engine import Engine
 
     class Whole(Blocker):
         name = "whole_corpus"
 
-    class Trained(Verifier):
+    class Trained(Verifier, Learner):  # fits on all pairs of a run, and not from pair codes (not CodeFitted)
         name = "trained"
-        pairwise = False
 
     class Corpus(WholeCorpus, Shingler):
         name = "idf_shingles"
@@ -393,7 +392,7 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
     assert not started and not (tmp_path / "o").exists()
     for name, reason, alternative in [
         ("whole_corpus", "neither lookup_keys", "sorted_neighbourhood"),
-        ("trained", "no pair_codes", "fellegi_sunter"),
+        ("trained", "no pair codes", "er train JOB --model FILE"),
         ("idf_shingles", "not Partitionable", "executor: local"),
     ]:
         line = next(line for line in text.splitlines() if repr(name) in line)
