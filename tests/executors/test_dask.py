@@ -378,8 +378,8 @@ def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: P
         name = "idf_shingles"
 
     class Refusing(Engine):
-        def __init__(self, job: Any) -> None:
-            super().__init__(job)
+        def __init__(self, job: Any, model: Any = None) -> None:
+            super().__init__(job, model)
             self.blockers, self.verifier, self.shingler = [Whole()], Trained(), Corpus()
 
     started = []
