@@ -294,12 +294,6 @@ class Engine:
                 "to fit on counts summed over the partitions; fit a model first (er train JOB --model FILE, "
                 "then --model FILE), use a pairwise verifier (jaccard, field_score), or executor: local"
             )
-        if self.learns() and self.verifier_state() is None and not partition:
-            problems.append(
-                f"verifier {self.verifier.name!r} fits its weights on all pairs of a run; an index scores new pairs "
-                "one at a time with fitted weights: build it with the model of a run (--model FILE, which holds "
-                "them), or use a pairwise verifier (jaccard, field_score)"
-            )
         if not partition and self.auto and self.model.threshold is None:
             problems.append(
                 "threshold: auto is chosen from the scores of a whole run's candidates; an index scores new pairs "

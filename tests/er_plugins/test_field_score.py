@@ -101,11 +101,13 @@ def test_field_score_equals_naive_reference(small, scorer, missing):
     if scorer == "digits":
         rules[0]["last_digits"] = 3
     v = FieldScore(FieldScoreParams(fields=rules, threshold=100), Context(workers=2))
-    got = v.score(batch, pairs)
+    scored = v.score_reported(batch, pairs)
+    got = scored.scores
     want = _naive_field_score(batch.records, rules, pairs.left, pairs.right)
     assert got.dtype == np.float64 and got.shape == (len(pairs),)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
-    rep = v.describe()
+    np.testing.assert_array_equal(v.score(batch, pairs), got)
+    rep = {**v.describe(), **scored.report}
     assert rep["pairs_scored"] == len(pairs)
     assert set(rep["per_field"]) == {"f1+f2", "f1", "phone", "f2_lev"}
     assert rep["per_field"]["f1"]["missing_pairs"] > 0
@@ -126,9 +128,9 @@ def test_field_score_chunks_workers_and_contract(small, monkeypatch):
 def test_field_score_all_missing_neutral_scores_zero():
     rec = Records.from_columns(["a", "b", "c"], {"x": [None, "q", ""], "y": ["", None, None]})
     v = FieldScore(FieldScoreParams(fields=[{"field": "x"}, {"field": "y"}], threshold=100))
-    s = v.score(Batch(rec), Pairs(np.array([0, 0, 1]), np.array([1, 2, 2])))
-    np.testing.assert_array_equal(s, [0.0, 0.0, 0.0])
-    assert v.describe()["pairs_with_every_field_missing"] == 3
+    scored = v.score_reported(Batch(rec), Pairs(np.array([0, 0, 1]), np.array([1, 2, 2])))
+    np.testing.assert_array_equal(scored.scores, [0.0, 0.0, 0.0])
+    assert scored.report["pairs_with_every_field_missing"] == 3
 
 
 def _seed_records(name_b: tuple[str, str]) -> tuple[Batch, Pairs]:
@@ -150,8 +152,9 @@ def _seed_records(name_b: tuple[str, str]) -> tuple[Batch, Pairs]:
 def test_seed_totals_out_of_300():
     """SEEDS §5: same address and phone, a one-letter misspelling -> ~290; very different names -> ~240."""
     v = FieldScore(FieldScoreParams(threshold=200))
-    close = float(v.score(*_seed_records(("jon", "smith")))[0])
-    assert v.describe()["scale"] == 300.0
+    scored = v.score_reported(*_seed_records(("jon", "smith")))
+    close = float(scored.scores[0])
+    assert scored.report["scale"] == 300.0
     far = float(v.score(*_seed_records(("mary", "jones")))[0])
     print(f"\nseed totals (default fields, token_sort_ratio names): john smith/jon smith {close:.1f}, john smith/mary jones {far:.1f}")
     assert 280.0 <= close <= 300.0  # 294.7: token_sort_ratio 94.7 + 100 + 100
