@@ -66,9 +66,17 @@ def corpus_data(name: str, scratch: Path) -> tuple[dict[str, Any] | None, Path, 
             got = er("synth", "news", "--pages", "3000", "--families", "heldout", "--seed", "105", "--out", str(folder))
             if got.returncode:
                 raise SystemExit(got.stderr)
-        return ({"name": "pages", "path": str(folder / "pages"), "id": "id", "fields": ["html"],
-                 "html": {"fields": ["html"], "boilerplate": "keep", "language": "English"}},
-                folder / "truth.csv", ["--cluster-column", "story"])
+        return (
+            {
+                "name": "pages",
+                "path": str(folder / "pages"),
+                "id": "id",
+                "fields": ["html"],
+                "html": {"fields": ["html"], "boilerplate": "keep", "language": "English"},
+            },
+            folder / "truth.csv",
+            ["--cluster-column", "story"],
+        )
     from er_framework.synth.documents import chained_records
 
     d = chained_records(2000, seed=0) if name == "chained" else chained_records(1000, seed=1)
@@ -79,8 +87,9 @@ def corpus_data(name: str, scratch: Path) -> tuple[dict[str, Any] | None, Path, 
     return {"name": "docs", "path": str(data), "id": "id", "fields": ["text"]}, truth, ["--cluster-column", "entity"]
 
 
-def run_one(config: str, source: dict[str, Any] | None, threshold: Any, low: float, scratch: Path, tag: str,
-            truth: Path, truth_opts: list[str]) -> dict[str, Any]:
+def run_one(
+    config: str, source: dict[str, Any] | None, threshold: Any, low: float, scratch: Path, tag: str, truth: Path, truth_opts: list[str]
+) -> dict[str, Any]:
     job = yaml.safe_load((ROOT / "configs" / config).read_text(encoding="utf-8"))
     if source is not None:
         job["sources"] = [source]
@@ -104,8 +113,14 @@ def run_one(config: str, source: dict[str, Any] | None, threshold: Any, low: flo
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     section = report["threshold"]
     fit = section.get("auto") or {}
-    return {"threshold": section["value"], "bcubed_f1": round(json.loads(ev.stdout)["clusters"]["bcubed_f1"], 4),
-            "seconds": round(seconds, 2), "method": fit.get("method"), "ok": fit.get("ok"), "reason": fit.get("reason")}
+    return {
+        "threshold": section["value"],
+        "bcubed_f1": round(json.loads(ev.stdout)["clusters"]["bcubed_f1"], 4),
+        "seconds": round(seconds, 2),
+        "method": fit.get("method"),
+        "ok": fit.get("ok"),
+        "reason": fit.get("reason"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,14 +143,28 @@ def main(argv: list[str] | None = None) -> int:
             fixed = [dict(run_one(config, source, t, low, scratch, f"{name}-{t}", truth, opts)) for t in grid]
             best = max(fixed, key=lambda r: r["bcubed_f1"])
             shipped = yaml.safe_load((ROOT / "configs" / config).read_text())["threshold"]
-            row = {"corpus": name, "config": config, "low": low, "auto": auto, "best_fixed": best,
-                   "gap": round(auto["bcubed_f1"] - best["bcubed_f1"], 4), "fixed": fixed, "shipped_threshold": shipped,
-                   "clusterer": yaml.safe_load((ROOT / "configs" / config).read_text())["cluster"]["type"]}
+            row = {
+                "corpus": name,
+                "config": config,
+                "low": low,
+                "auto": auto,
+                "best_fixed": best,
+                "gap": round(auto["bcubed_f1"] - best["bcubed_f1"], 4),
+                "fixed": fixed,
+                "shipped_threshold": shipped,
+                "clusterer": yaml.safe_load((ROOT / "configs" / config).read_text())["cluster"]["type"],
+            }
             rows.append(row)
-            print(f"{name:13s} auto {auto['threshold']:.3f} ({auto['method']}, ok={auto['ok']}) F1 {auto['bcubed_f1']:.4f} | "
-                  f"best fixed {best['threshold']:.2f} F1 {best['bcubed_f1']:.4f} | gap {row['gap']:+.4f}", flush=True)
-    result = {"machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": __import__("os").cpu_count()},
-              "grid": grid, "rows": rows}
+            print(
+                f"{name:13s} auto {auto['threshold']:.3f} ({auto['method']}, ok={auto['ok']}) F1 {auto['bcubed_f1']:.4f} | "
+                f"best fixed {best['threshold']:.2f} F1 {best['bcubed_f1']:.4f} | gap {row['gap']:+.4f}",
+                flush=True,
+            )
+    result = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": __import__("os").cpu_count()},
+        "grid": grid,
+        "rows": rows,
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")

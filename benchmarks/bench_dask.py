@@ -70,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         size_mb = data.stat().st_size / 2**20
         del texts
         job = write_job(scratch / "local.yaml", data, a)
-        with LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-                Client(lc) as client:
+        with LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, Client(lc) as client:
             dask_job = scratch / "dask.yaml"
-            dask_job.write_text(job.read_text() + f"executor: {{type: dask, address: '{lc.scheduler_address}', "
-                                f"partition_mb: {a.partition_mb}}}\n")
+            dask_job.write_text(
+                job.read_text() + f"executor: {{type: dask, address: '{lc.scheduler_address}', partition_mb: {a.partition_mb}}}\n"
+            )
             with get_task_stream(client=client) as ts:
                 t1 = time.perf_counter()
                 res = run_job(parse_job(dask_job), scratch / "dask")
@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"local: {local_s:.2f} s, peak {local_peak:.0f} MB, {local.report['verified_pairs']:,} verified pairs", flush=True)
         del local
 
-        same = all((scratch / "local" / f).read_bytes() == (scratch / "dask" / f).read_bytes()
-                   for f in ("pairs.csv", "clusters.csv"))
+        same = all((scratch / "local" / f).read_bytes() == (scratch / "dask" / f).read_bytes() for f in ("pairs.csv", "clusters.csv"))
         phases: dict[str, dict[str, float]] = {}
         for t in stream:
             name = str(t["key"]).split("-")[0].strip("('")
@@ -100,21 +99,38 @@ def main(argv: list[str] | None = None) -> int:
             ph["seconds"] += secs
         parts = res.report["stages"][0]["partitions"]
         work = sum(v["seconds"] for v in phases.values())
-        print(f"dask ({a.workers} workers): {dask_s:.2f} s ({dask_s / local_s:.2f}x local), client peak {client_peak:.0f} MB, "
-              f"worker peaks {sorted(round(v) for v in worker_peaks.values())} MB; {parts} partitions of "
-              f"{a.partition_mb} MB ({size_mb:.0f} MB of input); outputs identical: {same}", flush=True)
-        print(f"task seconds per phase: { {k: round(v['seconds'], 2) for k, v in sorted(phases.items())} } "
-              f"= {work:.1f} worker-seconds, {work / max(parts, 1):.2f} per partition", flush=True)
+        print(
+            f"dask ({a.workers} workers): {dask_s:.2f} s ({dask_s / local_s:.2f}x local), client peak {client_peak:.0f} MB, "
+            f"worker peaks {sorted(round(v) for v in worker_peaks.values())} MB; {parts} partitions of "
+            f"{a.partition_mb} MB ({size_mb:.0f} MB of input); outputs identical: {same}",
+            flush=True,
+        )
+        print(
+            f"task seconds per phase: { {k: round(v['seconds'], 2) for k, v in sorted(phases.items())} } "
+            f"= {work:.1f} worker-seconds, {work / max(parts, 1):.2f} per partition",
+            flush=True,
+        )
         out = {
-            "docs": a.docs, "input_mb": round(size_mb, 1), "words": list(a.words), "partition_mb": a.partition_mb,
-            "partitions": parts, "workers": a.workers, "local_seconds": round(local_s, 3),
-            "local_peak_rss_mb": round(local_peak, 1), "dask_seconds": round(dask_s, 3),
-            "ratio": round(dask_s / local_s, 3), "dask_client_peak_rss_mb": round(client_peak, 1),
+            "docs": a.docs,
+            "input_mb": round(size_mb, 1),
+            "words": list(a.words),
+            "partition_mb": a.partition_mb,
+            "partitions": parts,
+            "workers": a.workers,
+            "local_seconds": round(local_s, 3),
+            "local_peak_rss_mb": round(local_peak, 1),
+            "dask_seconds": round(dask_s, 3),
+            "ratio": round(dask_s / local_s, 3),
+            "dask_client_peak_rss_mb": round(client_peak, 1),
             "dask_worker_peak_rss_mb": {k: round(v, 1) for k, v in worker_peaks.items()},
-            "outputs_identical": same, "task_seconds": phases, "worker_seconds": round(work, 2),
+            "outputs_identical": same,
+            "task_seconds": phases,
+            "worker_seconds": round(work, 2),
             "worker_seconds_per_partition": round(work / max(parts, 1), 3),
-            "dask_stages": res.report["stages"], "machine": machine_info(("dask", "distributed", "numpy")),
-            "code": code_fingerprint(), "load_avg": os.getloadavg(),
+            "dask_stages": res.report["stages"],
+            "machine": machine_info(("dask", "distributed", "numpy")),
+            "code": code_fingerprint(),
+            "load_avg": os.getloadavg(),
         }
         target = Path(a.out) if a.out else HERE / "results" / f"dask_{a.docs}{'_short' if a.short else ''}.json"
         target.write_text(json.dumps(out, indent=2))

@@ -198,7 +198,7 @@ class LeanSets:
         self.clock.last = time.perf_counter()
         return out
 
-    def keep_only(self, cands: set[tuple[int, int]]) -> "LeanSets":
+    def keep_only(self, cands: set[tuple[int, int]]) -> LeanSets:
         for i in sorted({x for pair in cands for x in pair}):
             self.cache[i] = shingle_set(normalize(self.texts[i]))
         return self
@@ -207,8 +207,7 @@ class LeanSets:
         return self.cache[i]
 
 
-def _per_document_lsh(a: argparse.Namespace, sign: Callable[[set[str]], Any], lsh: Any, k: int,
-                      detail: str) -> dict[str, Any]:
+def _per_document_lsh(a: argparse.Namespace, sign: Callable[[set[str]], Any], lsh: Any, k: int, detail: str) -> dict[str, Any]:
     """What a user writes with a per-document MinHash API: sign each shingle set, insert every
     signature into ``lsh``, query each one, verify the candidates with Python sets."""
     rss_import = _rss_mb()
@@ -227,8 +226,9 @@ def _per_document_lsh(a: argparse.Namespace, sign: Callable[[set[str]], Any], ls
     clock.mark("candidates")
     verified = verify_sets(lean.keep_only(cands) if a.lean else sets, cands, a.threshold)  # type: ignore[arg-type]
     clock.mark("verify")
-    return _finish(a, clock, rss_import, k, cands, verified,
-                   detail + ("; --lean: sets rebuilt for candidate documents only" if a.lean else ""))
+    return _finish(
+        a, clock, rss_import, k, cands, verified, detail + ("; --lean: sets rebuilt for candidate documents only" if a.lean else "")
+    )
 
 
 def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
@@ -240,8 +240,9 @@ def worker_datasketch(a: argparse.Namespace) -> dict[str, Any]:
         return m
 
     lsh = MinHashLSH(threshold=a.threshold, num_perm=a.num_perm, params=(a.bands, a.rows))
-    return _per_document_lsh(a, sign, lsh, a.num_perm,
-                             "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc")
+    return _per_document_lsh(
+        a, sign, lsh, a.num_perm, "MinHash(num_perm).update_batch(utf-8 bytes); MinHashLSH(params=(b, r)) insert + query per doc"
+    )
 
 
 def _rensa_num_perm(a: argparse.Namespace) -> int:
@@ -261,8 +262,9 @@ def worker_rensa(a: argparse.Namespace) -> dict[str, Any]:
         return m
 
     lsh = RMinHashLSH(threshold=a.threshold, num_perm=k, num_bands=a.bands)
-    return _per_document_lsh(a, sign, lsh, k,
-                             f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc")
+    return _per_document_lsh(
+        a, sign, lsh, k, f"RMinHash({k}).update(list of str) per doc; RMinHashLSH(num_bands={a.bands}) insert + query per doc"
+    )
 
 
 def worker_rensa_bulk(a: argparse.Namespace) -> dict[str, Any]:
@@ -278,13 +280,11 @@ def worker_rensa_bulk(a: argparse.Namespace) -> dict[str, Any]:
     lsh = RMinHashLSH(threshold=a.threshold, num_perm=k, num_bands=a.bands)
     lsh.insert_many(mhs)  # keys 0..len(keep)-1
     res = lsh.query_all(mhs)
-    cands = {(min(keep[x], keep[int(y)]), max(keep[x], keep[int(y)]))
-             for x, ys in enumerate(res) for y in ys if int(y) != x}
+    cands = {(min(keep[x], keep[int(y)]), max(keep[x], keep[int(y)])) for x, ys in enumerate(res) for y in ys if int(y) != x}
     clock.mark("candidates")
     verified = verify_sets(sets, cands, a.threshold)
     clock.mark("verify")
-    return _finish(a, clock, rss_import, k, cands, verified,
-                   f"RMinHash.from_token_sets (bulk, {k}); RMinHashLSH.insert_many + query_all")
+    return _finish(a, clock, rss_import, k, cands, verified, f"RMinHash.from_token_sets (bulk, {k}); RMinHashLSH.insert_many + query_all")
 
 
 def worker_cminhash(a: argparse.Namespace) -> dict[str, Any]:
@@ -302,12 +302,26 @@ def worker_cminhash(a: argparse.Namespace) -> dict[str, Any]:
     clock.mark("candidates")
     verified = verify_sets(sets, cands, a.threshold)
     clock.mark("verify")
-    return _finish(a, clock, rss_import, a.num_perm, cands, verified,
-                   f"CMinHash.digests_from_token_sets (bulk, {a.num_perm}); Python dict per band (b={a.bands}, r={a.rows})")
+    return _finish(
+        a,
+        clock,
+        rss_import,
+        a.num_perm,
+        cands,
+        verified,
+        f"CMinHash.digests_from_token_sets (bulk, {a.num_perm}); Python dict per band (b={a.bands}, r={a.rows})",
+    )
 
 
-def _finish(a: argparse.Namespace, clock: Clock, rss_import: float, k: int,
-            cands: set[tuple[int, int]], verified: list[tuple[int, int, float]], detail: str) -> dict[str, Any]:
+def _finish(
+    a: argparse.Namespace,
+    clock: Clock,
+    rss_import: float,
+    k: int,
+    cands: set[tuple[int, int]],
+    verified: list[tuple[int, int, float]],
+    detail: str,
+) -> dict[str, Any]:
     total = clock.total()  # before importing numpy (not otherwise needed by these workers)
     cpu = _cpu_s() - clock.cpu0
     import numpy as np
@@ -401,8 +415,7 @@ def exact_jaccard(texts: list[str] | dict[int, str], left: Any, right: Any, work
     if len(lo) == 0:
         return np.zeros(0)
     ids = np.unique(np.concatenate([lo, hi]))
-    tokens = shingle_in_chunks([normalize(texts[i]) for i in ids.tolist()], lambda t: char_shingles(t, K_SHINGLE),
-                               workers=workers)
+    tokens = shingle_in_chunks([normalize(texts[i]) for i in ids.tolist()], lambda t: char_shingles(t, K_SHINGLE), workers=workers)
     return jaccard_pairs(tokens, np.searchsorted(ids, lo), np.searchsorted(ids, hi))
 
 
@@ -436,8 +449,9 @@ def recall_by_bin(gt: dict[str, Any], got: set[tuple[int, int]]) -> list[dict[st
     for lo, hi in zip(RECALL_BINS[:-1], RECALL_BINS[1:]):
         inside = (jac >= lo) & ((jac < hi) | (hi == RECALL_BINS[-1]) & (jac <= hi))
         n = int(inside.sum())
-        out.append({"bin": [lo, hi], "pairs": n, "reported": int(found[inside].sum()),
-                    "recall": float(found[inside].mean()) if n else None})
+        out.append(
+            {"bin": [lo, hi], "pairs": n, "reported": int(found[inside].sum()), "recall": float(found[inside].mean()) if n else None}
+        )
     return out
 
 
@@ -447,10 +461,10 @@ def fmt_bins(rows: list[dict[str, Any]]) -> str:
     if not ok:
         return ""
     bins = ok[0]["recall_by_bin"]
-    head = ["contender"] + [f"[{b['bin'][0]:.2f},{b['bin'][1]:.2f}{']' if i == len(bins) - 1 else ')'} n={b['pairs']:,}"
-                            for i, b in enumerate(bins)]
-    lines = [head] + [[r["name"]] + ["-" if b["recall"] is None else f"{b['recall']:.4f}" for b in r["recall_by_bin"]]
-                      for r in ok]
+    head = ["contender"] + [
+        f"[{b['bin'][0]:.2f},{b['bin'][1]:.2f}{']' if i == len(bins) - 1 else ')'} n={b['pairs']:,}" for i, b in enumerate(bins)
+    ]
+    lines = [head] + [[r["name"]] + ["-" if b["recall"] is None else f"{b['recall']:.4f}" for b in r["recall_by_bin"]] for r in ok]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))) for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
@@ -520,21 +534,28 @@ def calibrate_datasketch(seed: int, num_perm: int, words: tuple[int, int]) -> fl
 
 
 def fmt_table(rows: list[dict[str, Any]]) -> str:
-    head = ["contender", "K", *STAGE_COLS, "total s", "x er", "cpu s", "candidates", "verified",
-            "recall", "precision", "peak MB"]
+    head = ["contender", "K", *STAGE_COLS, "total s", "x er", "cpu s", "candidates", "verified", "recall", "precision", "peak MB"]
     lines = [head]
     for r in rows:
         if r.get("error"):
             lines.append([r["name"], "-", *["-"] * len(STAGE_COLS), "FAILED", "-", "-", "-", "-", "-", "-", "-"])
             continue
         s = r["stages"]
-        lines.append([
-            r["name"], str(r["num_perm"]), *[f"{s[c]:.2f}" for c in STAGE_COLS], f"{r['total']:.2f}",
-            f"{r['ratio_vs_er']:.2f}" if r.get("ratio_vs_er") is not None else "-",
-            f"{r['cpu']:.2f}",
-            f"{r['candidates']:,}", f"{r['verified']:,}", f"{r['recall']:.4f}", f"{r['precision']:.4f}",
-            f"{r['peak_rss_mb']:.0f}",
-        ])
+        lines.append(
+            [
+                r["name"],
+                str(r["num_perm"]),
+                *[f"{s[c]:.2f}" for c in STAGE_COLS],
+                f"{r['total']:.2f}",
+                f"{r['ratio_vs_er']:.2f}" if r.get("ratio_vs_er") is not None else "-",
+                f"{r['cpu']:.2f}",
+                f"{r['candidates']:,}",
+                f"{r['verified']:,}",
+                f"{r['recall']:.4f}",
+                f"{r['precision']:.4f}",
+                f"{r['peak_rss_mb']:.0f}",
+            ]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = []
     for n, line in enumerate(lines):
@@ -550,30 +571,44 @@ def fmt_signature_ratios(rows: list[dict[str, Any]], n_docs: int) -> str:
     raw = {name: r["stages"]["shingle"] + r["stages"]["signatures"] for name, r in ok.items()}
     out = ["signatures from raw text (shingle + signatures seconds):"]
     for name, sec in raw.items():
-        ratios = ", ".join(f"{raw[o] / sec:.1f}x {o}" for o in ("datasketch", "rensa-rminhash", "rensa-rminhash-bulk")
-                           if o in raw and not name.startswith(o) and name.startswith("er-"))
+        ratios = ", ".join(
+            f"{raw[o] / sec:.1f}x {o}"
+            for o in ("datasketch", "rensa-rminhash", "rensa-rminhash-bulk")
+            if o in raw and not name.startswith(o) and name.startswith("er-")
+        )
         out.append(
-            f"  {name:22s} {sec:8.2f} s  {n_docs / sec if sec else float('inf'):12,.0f} docs/s"
-            + (f"   ({ratios})" if ratios else "")
+            f"  {name:22s} {sec:8.2f} s  {n_docs / sec if sec else float('inf'):12,.0f} docs/s" + (f"   ({ratios})" if ratios else "")
         )
     return "\n".join(out)
 
 
 def fmt_markdown(rows: list[dict[str, Any]]) -> str:
-    head = ["contender", "K", *STAGE_COLS, "total s", "time ÷ er", "CPU s", "candidates", "verified",
-            "recall", "precision", "peak RSS MB"]
+    head = ["contender", "K", *STAGE_COLS, "total s", "time ÷ er", "CPU s", "candidates", "verified", "recall", "precision", "peak RSS MB"]
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for r in rows:
         if r.get("error"):
             out.append(f"| {r['name']} | failed: {r['error'][:60]} |")
             continue
         s = r["stages"]
-        out.append("| " + " | ".join([
-            r["name"], str(r["num_perm"]), *[f"{s[c]:.2f}" for c in STAGE_COLS], f"**{r['total']:.2f}**",
-            f"{r['ratio_vs_er']:.2f}" if r.get("ratio_vs_er") is not None else "-",
-            f"{r['cpu']:.2f}", f"{r['candidates']:,}", f"{r['verified']:,}",
-            f"{r['recall']:.4f}", f"{r['precision']:.4f}", f"{r['peak_rss_mb']:.0f}",
-        ]) + " |")
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    r["name"],
+                    str(r["num_perm"]),
+                    *[f"{s[c]:.2f}" for c in STAGE_COLS],
+                    f"**{r['total']:.2f}**",
+                    f"{r['ratio_vs_er']:.2f}" if r.get("ratio_vs_er") is not None else "-",
+                    f"{r['cpu']:.2f}",
+                    f"{r['candidates']:,}",
+                    f"{r['verified']:,}",
+                    f"{r['recall']:.4f}",
+                    f"{r['precision']:.4f}",
+                    f"{r['peak_rss_mb']:.0f}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(out)
 
 
@@ -595,12 +630,16 @@ def orchestrate(a: argparse.Namespace) -> int:
         if per_doc is not None:
             # datasketch dominates the run; the other contenders together cost well under as much again
             est = n_docs * per_doc * 2.0 + 0.004 * n_docs
-            print(f"calibration: datasketch shingle+update_batch {per_doc * 1e3:.2f} ms/doc; "
-                  f"estimated run {est:.0f} s for {n_docs:,} documents")
+            print(
+                f"calibration: datasketch shingle+update_batch {per_doc * 1e3:.2f} ms/doc; "
+                f"estimated run {est:.0f} s for {n_docs:,} documents"
+            )
             if est > a.budget_seconds:
                 new_n = max(500, int(a.budget_seconds / (per_doc * 2.0 + 0.004)) // 500 * 500)
-                msg = (f"SCALED: {n_docs:,} documents would take ~{est:.0f} s > budget {a.budget_seconds:.0f} s; "
-                       f"running {new_n:,} documents instead (raise --budget-seconds or pass --budget-seconds 0 to keep {n_docs:,})")
+                msg = (
+                    f"SCALED: {n_docs:,} documents would take ~{est:.0f} s > budget {a.budget_seconds:.0f} s; "
+                    f"running {new_n:,} documents instead (raise --budget-seconds or pass --budget-seconds 0 to keep {n_docs:,})"
+                )
                 print(msg)
                 notes.append(msg)
                 n_docs = new_n
@@ -625,29 +664,35 @@ def orchestrate(a: argparse.Namespace) -> int:
         "documents": len(texts),
         "families_with_copies": sum(1 for c in Counter(family).values() if c > 1),
         "documents_in_families": sum(c for c in Counter(family).values() if c > 1),
-        "chars_min": int(lengths.min()), "chars_mean": round(float(lengths.mean()), 1), "chars_max": int(lengths.max()),
+        "chars_min": int(lengths.min()),
+        "chars_mean": round(float(lengths.mean()), 1),
+        "chars_max": int(lengths.max()),
         "total_chars": int(lengths.sum()),
         "within_family_pairs": len(jt),
         "truth_pairs": len(truth),
         "within_family_jaccard_percentiles": (
-            {str(p): round(float(v), 4) for p, v in zip((0, 25, 50, 75, 100), np.percentile(jt, [0, 25, 50, 75, 100]))}
-            if len(jt)
-            else {}
+            {str(p): round(float(v), 4) for p, v in zip((0, 25, 50, 75, 100), np.percentile(jt, [0, 25, 50, 75, 100]))} if len(jt) else {}
         ),
         "generate_seconds": round(t_gen, 2),
         "truth_seconds": round(t_truth, 2),
     }
-    print(f"data: {len(texts):,} documents, {dataset['chars_min']}-{dataset['chars_max']} chars (mean {dataset['chars_mean']:.0f}), "
-          f"{len(jt):,} within-family pairs, {len(truth):,} with exact Jaccard >= {a.threshold} (truth)")
-    print(f"settings: char {K_SHINGLE}-shingles, num_perm={a.num_perm}, (b, r) = ({bands}, {rows}) = "
-          f"choose_bands({a.threshold}, {a.num_perm}, {TARGET_RECALL}); recall expected from the S-curve "
-          f"on the truth pairs: {expected_recall if expected_recall is None else round(expected_recall, 4)}")
+    print(
+        f"data: {len(texts):,} documents, {dataset['chars_min']}-{dataset['chars_max']} chars (mean {dataset['chars_mean']:.0f}), "
+        f"{len(jt):,} within-family pairs, {len(truth):,} with exact Jaccard >= {a.threshold} (truth)"
+    )
+    print(
+        f"settings: char {K_SHINGLE}-shingles, num_perm={a.num_perm}, (b, r) = ({bands}, {rows}) = "
+        f"choose_bands({a.threshold}, {a.num_perm}, {TARGET_RECALL}); recall expected from the S-curve "
+        f"on the truth pairs: {expected_recall if expected_recall is None else round(expected_recall, 4)}"
+    )
     print(f"scratch: {tmp}")
 
     lean = a.lean or len(texts) > 30000
     if lean:
-        note = ("LEAN: the datasketch and rensa per-document workers keep no shingle sets (built, signed, dropped; "
-                "rebuilt for candidate documents at verification); bulk rensa workers are skipped")
+        note = (
+            "LEAN: the datasketch and rensa per-document workers keep no shingle sets (built, signed, dropped; "
+            "rebuilt for candidate documents at verification); bulk rensa workers are skipped"
+        )
         print(note)
         notes.append(note)
         contenders = [c for c in contenders if c not in ("rensa-rminhash-bulk", "rensa-cminhash")]
@@ -655,10 +700,30 @@ def orchestrate(a: argparse.Namespace) -> int:
     for name in contenders:
         res_path = tmp / f"{name}.json"
         pairs_path = tmp / f"{name}.pairs.npy"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--data", str(data),
-               "--yaml", str(yaml_path), "--result", str(res_path), "--pairs", str(pairs_path),
-               "--num-perm", str(a.num_perm), "--threshold", str(a.threshold), "--seed", str(a.seed),
-               "--bands", str(bands), "--rows", str(rows)] + (["--lean"] if lean else [])
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            name,
+            "--data",
+            str(data),
+            "--yaml",
+            str(yaml_path),
+            "--result",
+            str(res_path),
+            "--pairs",
+            str(pairs_path),
+            "--num-perm",
+            str(a.num_perm),
+            "--threshold",
+            str(a.threshold),
+            "--seed",
+            str(a.seed),
+            "--bands",
+            str(bands),
+            "--rows",
+            str(rows),
+        ] + (["--lean"] if lean else [])
         prof_path = None
         if a.profile_er and name == "er-framework":
             prof_path = Path(a.out).with_suffix(".er.prof")
@@ -712,21 +777,24 @@ def orchestrate(a: argparse.Namespace) -> int:
     print(f"{len(texts):,} documents, num_perm={a.num_perm}, threshold={a.threshold}, (b, r)=({bands}, {rows}); seconds per stage")
     print(fmt_table(results))
     print()
-    print(f"recall by exact-Jaccard bin of the within-family pairs (threshold {a.threshold}: pairs below it "
-          "should not be reported)")
+    print(f"recall by exact-Jaccard bin of the within-family pairs (threshold {a.threshold}: pairs below it should not be reported)")
     print(fmt_bins(results))
     print()
     print(fmt_signature_ratios(results, len(texts)))
-    print("x er = contender total / total of the first er-framework contender (> 1: er-framework is faster); cpu s = user + system "
-          "CPU seconds of the measured run (less sensitive to other load than wall time); "
-          "'other' = the rest of the measured run (er: parse_job + cluster + report).")
+    print(
+        "x er = contender total / total of the first er-framework contender (> 1: er-framework is faster); cpu s = user + system "
+        "CPU seconds of the measured run (less sensitive to other load than wall time); "
+        "'other' = the rest of the measured run (er: parse_job + cluster + report)."
+    )
     load_end = os.getloadavg()
     print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f} (nproc {os.cpu_count()})")
     er_res = er_ref
     if er_res is not None:
         c = er_res["code"]
-        print(f"er-framework code: HEAD {c['git_head'][:12]}, sources sha256 {c['sources_sha256'][:12]}, "
-              f"{len(c['dirty_paths'])} uncommitted path(s), newest source {c['newest_source_mtime']}")
+        print(
+            f"er-framework code: HEAD {c['git_head'][:12]}, sources sha256 {c['sources_sha256'][:12]}, "
+            f"{len(c['dirty_paths'])} uncommitted path(s), newest source {c['newest_source_mtime']}"
+        )
     for n in notes:
         print(n)
 
@@ -738,9 +806,19 @@ def orchestrate(a: argparse.Namespace) -> int:
             "load_average_start": load_start,
             "load_average_end": load_end,
         },
-        "settings": {"docs_requested": a.docs, "docs": len(texts), "words": list(a.words), "num_perm": a.num_perm, "threshold": a.threshold,
-                     "seed": a.seed, "shingle": f"char {K_SHINGLE}", "bands": bands, "rows": rows,
-                     "target_recall": TARGET_RECALL, "expected_recall_s_curve": expected_recall},
+        "settings": {
+            "docs_requested": a.docs,
+            "docs": len(texts),
+            "words": list(a.words),
+            "num_perm": a.num_perm,
+            "threshold": a.threshold,
+            "seed": a.seed,
+            "shingle": f"char {K_SHINGLE}",
+            "bands": bands,
+            "rows": rows,
+            "target_recall": TARGET_RECALL,
+            "expected_recall_s_curve": expected_recall,
+        },
         "dataset": dataset,
         "notes": notes,
         "results": results,
@@ -764,20 +842,25 @@ def _word_range(text: str) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=int, default=20000, help="number of documents (default 20,000)")
-    p.add_argument("--words", type=_word_range, default=(450, 750), metavar="MIN,MAX",
-                   help="words per document (default 450,750: ~3,900 characters)")
+    p.add_argument(
+        "--words", type=_word_range, default=(450, 750), metavar="MIN,MAX", help="words per document (default 450,750: ~3,900 characters)"
+    )
     p.add_argument("--short", action="store_true", help="tweet-like documents: --words 15,30 (~100-200 characters)")
     p.add_argument("--num-perm", type=int, default=128)
     p.add_argument("--threshold", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--out", default=str(HERE / "results" / "documents.json"))
     p.add_argument("--contenders", default=",".join(CONTENDERS), help=f"comma-separated subset of {CONTENDERS}")
-    p.add_argument("--budget-seconds", type=float, default=540.0,
-                   help="scale --docs down when the calibrated estimate exceeds this (0: never scale)")
+    p.add_argument(
+        "--budget-seconds", type=float, default=540.0, help="scale --docs down when the calibrated estimate exceeds this (0: never scale)"
+    )
     p.add_argument("--timeout", type=float, default=3600.0, help="per-contender timeout in seconds")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (data, YAML, pairs)")
-    p.add_argument("--profile-er", action="store_true",
-                   help="run the er-framework worker under cProfile; stats saved next to --out (*.er.prof), top printed")
+    p.add_argument(
+        "--profile-er",
+        action="store_true",
+        help="run the er-framework worker under cProfile; stats saved next to --out (*.er.prof), top printed",
+    )
     # worker mode (internal)
     p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
@@ -787,9 +870,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bands", type=int, help=argparse.SUPPRESS)
     p.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     p.add_argument("--profile", help=argparse.SUPPRESS)
-    p.add_argument("--lean", action="store_true",
-                   help="datasketch/rensa workers keep no shingle sets (rebuilt for candidate documents at verification); "
-                   "automatic above 30,000 documents, where all sets would need tens of GB")
+    p.add_argument(
+        "--lean",
+        action="store_true",
+        help="datasketch/rensa workers keep no shingle sets (rebuilt for candidate documents at verification); "
+        "automatic above 30,000 documents, where all sets would need tens of GB",
+    )
     a = p.parse_args(argv)
     if a.short:
         a.words = (15, 30)

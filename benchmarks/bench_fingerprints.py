@@ -54,9 +54,8 @@ def main() -> None:
     n_cells = args.grid * args.grid
     p, q = args.occupancy, args.agreement
     out: dict = {
-        "command": "python benchmarks/bench_fingerprints.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
-        ),
+        "command": "python benchmarks/bench_fingerprints.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__},
         "settings": {"prints": args.prints, "sets": args.sets, "occupancy": p, "agreement": q, "cells_grid": n_cells},
         "results": [],
@@ -67,10 +66,14 @@ def main() -> None:
     n = len(finger)
     ids = np.arange(n, dtype=np.int64)
     occ = float(row_popcount(bits).mean()) / n_cells
-    out["simulate"] = {"prints": n, "seconds": round(time.perf_counter() - t, 2), "peak_mb": round(peak_mb()),
-                       "measured_occupancy": round(occ, 4), "bits_mb": round(bits.nbytes / 2**20, 1)}
-    print(f"simulated {n:,} prints ({bits.nbytes / 2**20:.0f} MB of bits), occupancy {occ:.4f}, "
-          f"{out['simulate']['seconds']} s")
+    out["simulate"] = {
+        "prints": n,
+        "seconds": round(time.perf_counter() - t, 2),
+        "peak_mb": round(peak_mb()),
+        "measured_occupancy": round(occ, 4),
+        "bits_mb": round(bits.nbytes / 2**20, 1),
+    }
+    print(f"simulated {n:,} prints ({bits.nbytes / 2**20:.0f} MB of bits), occupancy {occ:.4f}, {out['simulate']['seconds']} s")
 
     rng = np.random.default_rng(args.seed)
     same_l = np.arange(0, min(n, 40_000), 2, dtype=np.int64)
@@ -107,18 +110,27 @@ def main() -> None:
         row["rate_seconds"] = round(time.perf_counter() - t, 2)
         ps, pd = candidate_probabilities(p, q, c, args.sets)
         es, ed = candidate_probabilities_exact(p, q, c, args.sets, n_cells)
-        row.update({
-            "rate_same_measured": round(hit_same, 4), "rate_same_seed_formula": round(ps, 4), "rate_same_finite_grid": round(es, 4),
-            "rate_diff_measured": round(hit_diff, 5), "rate_diff_seed_formula": round(pd, 5), "rate_diff_finite_grid": round(ed, 5),
-            "same_pairs": int(len(same_l)), "diff_pairs": int(len(diff_l)),
-        })
+        row.update(
+            {
+                "rate_same_measured": round(hit_same, 4),
+                "rate_same_seed_formula": round(ps, 4),
+                "rate_same_finite_grid": round(es, 4),
+                "rate_diff_measured": round(hit_diff, 5),
+                "rate_diff_seed_formula": round(pd, 5),
+                "rate_diff_finite_grid": round(ed, 5),
+                "same_pairs": int(len(same_l)),
+                "diff_pairs": int(len(diff_l)),
+            }
+        )
         out["results"].append(row)
         dp = f"{row['distinct_pairs']:,}" if row["distinct_pairs"] is not None else "not materialized"
-        print(f"c={c} M={args.sets}: bucket pass {row['count_seconds']} s (peak {row['count_peak_mb']} MB), "
-              f"raw pairs {row['raw_pairs']:.3g}, largest bucket {row['largest_bucket']:,}, distinct pairs {dp}"
-              + (f" in {row['pairs_seconds']} s (peak {row['pairs_peak_mb']} MB)" if row["distinct_pairs"] is not None else "")
-              + f"; candidate rate same {hit_same:.4f} (seed {ps:.4f}, finite grid {es:.4f}), "
-              f"different {hit_diff:.5f} (seed {pd:.5f}, finite grid {ed:.5f})")
+        print(
+            f"c={c} M={args.sets}: bucket pass {row['count_seconds']} s (peak {row['count_peak_mb']} MB), "
+            f"raw pairs {row['raw_pairs']:.3g}, largest bucket {row['largest_bucket']:,}, distinct pairs {dp}"
+            + (f" in {row['pairs_seconds']} s (peak {row['pairs_peak_mb']} MB)" if row["distinct_pairs"] is not None else "")
+            + f"; candidate rate same {hit_same:.4f} (seed {ps:.4f}, finite grid {es:.4f}), "
+            f"different {hit_diff:.5f} (seed {pd:.5f}, finite grid {ed:.5f})"
+        )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2))
     print(f"saved {args.out}")

@@ -56,7 +56,6 @@ from typing import Any
 
 import numpy as np
 import yaml
-
 from common import code_fingerprint, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,8 +71,7 @@ VARIANTS: dict[str, dict[str, bool]] = {
 
 
 def er(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "er_framework.cli.main", *args], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run([sys.executable, "-m", "er_framework.cli.main", *args], capture_output=True, text=True, check=False)
 
 
 def load_job(name: str) -> dict[str, Any]:
@@ -88,11 +86,13 @@ def load_job(name: str) -> dict[str, Any]:
 def datasets(scratch: Path, customers: list[int], seeds: list[int]) -> list[dict[str, Any]]:
     """``name, job, truth options`` of every data set (generated customers written into ``scratch``)."""
     out = [
-        {"name": "febrl3", "job": load_job("febrl3.yaml"),
-         "truth": [str(FEBRL / "febrl3_truth.csv"), "--id-column", "id", "--cluster-column", "entity"]},
+        {
+            "name": "febrl3",
+            "job": load_job("febrl3.yaml"),
+            "truth": [str(FEBRL / "febrl3_truth.csv"), "--id-column", "id", "--cluster-column", "entity"],
+        },
         {"name": "febrl4", "job": load_job("febrl4.yaml"), "truth": [str(FEBRL / "febrl4_truth.csv")]},
-        {"name": "customers-2k", "job": load_job("customers.yaml"),
-         "truth": [str(ROOT / "configs/data/customers/truth.csv")]},
+        {"name": "customers-2k", "job": load_job("customers.yaml"), "truth": [str(ROOT / "configs/data/customers/truth.csv")]},
     ]
     for n in customers:
         for seed in seeds:
@@ -184,8 +184,13 @@ def read_candidates(out: Path) -> tuple[list[tuple[str, str, str, str]], np.ndar
 
 
 def pick_labels(
-    rows: list[tuple[str, str, str, str]], scores: np.ndarray, truth: set[tuple[str, str]], k: int, how: str,
-    threshold: float, seed: int,
+    rows: list[tuple[str, str, str, str]],
+    scores: np.ndarray,
+    truth: set[tuple[str, str]],
+    k: int,
+    how: str,
+    threshold: float,
+    seed: int,
 ) -> list[dict[str, Any]]:
     """``k`` candidates labelled from the truth: ``random`` (seeded) or ``borderline`` (nearest the threshold,
     half at or above it and half below, as er review picks them)."""
@@ -201,8 +206,16 @@ def pick_labels(
     for i in idx.tolist():
         ls, li, rs, ri = rows[i]
         match = (li, ri) in truth or (ri, li) in truth
-        out.append({"left_source": ls, "left_id": li, "right_source": rs, "right_id": ri,
-                    "match": "yes" if match else "no", "score": float(scores[i])})
+        out.append(
+            {
+                "left_source": ls,
+                "left_id": li,
+                "right_source": rs,
+                "right_id": ri,
+                "match": "yes" if match else "no",
+                "score": float(scores[i]),
+            }
+        )
     return out
 
 
@@ -225,9 +238,14 @@ def training_runs(febrl4: dict[str, Any], scratch: Path, k: int, seeds: list[int
     truth = read_truth_pairs(FEBRL / "febrl4_truth.csv")
     threshold = float(base["verifier"]["threshold"])
     in_candidates = sum(1 for _, li, _, ri in rows if (li, ri) in truth or (ri, li) in truth)
-    out: dict[str, Any] = {"unsupervised": default, "labelled_pairs": k, "runs": [],
-                           "true_pairs_among_candidates": in_candidates, "true_pairs": len(truth),
-                           "best_possible_f1": round(2 * in_candidates / (in_candidates + len(truth)), 6)}
+    out: dict[str, Any] = {
+        "unsupervised": default,
+        "labelled_pairs": k,
+        "runs": [],
+        "true_pairs_among_candidates": in_candidates,
+        "true_pairs": len(truth),
+        "best_possible_f1": round(2 * in_candidates / (in_candidates + len(truth)), 6),
+    }
     plans = [("random", s, prior, fit) for s in seeds for prior in ("labels", "em") for fit in ("em", "labels")]
     plans += [("borderline", 0, "em", fit) for fit in ("em", "labels")]
     for how, seed, prior, fit in plans:
@@ -237,13 +255,23 @@ def training_runs(febrl4: dict[str, Any], scratch: Path, k: int, seeds: list[int
         job = with_verifier(base, labels_fit=fit)
         job["training"] = {"labels": str(path), "prior": prior}
         res = run_job(job, febrl4["truth"], scratch, f"train-{how}-{seed}-{prior}-{fit}")
-        res.update({"labels": how, "seed": seed, "prior": prior, "labels_fit": fit,
-                    "label_matches": sum(d["match"] == "yes" for d in labels),
-                    "label_non_matches": sum(d["match"] == "no" for d in labels)})
+        res.update(
+            {
+                "labels": how,
+                "seed": seed,
+                "prior": prior,
+                "labels_fit": fit,
+                "label_matches": sum(d["match"] == "yes" for d in labels),
+                "label_non_matches": sum(d["match"] == "no" for d in labels),
+            }
+        )
         res.pop("weights_log2", None)
         out["runs"].append(res)
-        print(f"  febrl4 trained ({how}, seed {seed}, prior {prior}, labels_fit {fit}): "
-              f"F1 {res.get('f1', res.get('error'))} ({res['label_matches']} labelled matches)", flush=True)
+        print(
+            f"  febrl4 trained ({how}, seed {seed}, prior {prior}, labels_fit {fit}): "
+            f"F1 {res.get('f1', res.get('error'))} ({res['label_matches']} labelled matches)",
+            flush=True,
+        )
     return out
 
 
@@ -252,8 +280,10 @@ def training_runs(febrl4: dict[str, Any], scratch: Path, k: int, seeds: list[int
 
 def tables(result: dict[str, Any]) -> list[str]:
     """The results as markdown tables (benchmarks/README.md)."""
-    lines = ["| data | candidates | " + " | ".join(f"`{v}` F1 (monotone?)" for v in VARIANTS) + " |",
-             "|---|---:|" + "---:|" * len(VARIANTS)]
+    lines = [
+        "| data | candidates | " + " | ".join(f"`{v}` F1 (monotone?)" for v in VARIANTS) + " |",
+        "|---|---:|" + "---:|" * len(VARIANTS),
+    ]
     for name, per in result["estimation"].items():
         cells = []
         for v in VARIANTS:
@@ -263,11 +293,15 @@ def tables(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {name} | {cand:,} | " + " | ".join(cells) + " |")
     tr = result.get("training")
     if tr and "runs" in tr:
-        lines += ["", f"Febrl4 unsupervised (default): F1 {tr['unsupervised'].get('f1')}; the blocking's candidates hold "
-                  f"{tr['true_pairs_among_candidates']:,} of the {tr['true_pairs']:,} true pairs (best possible F1 "
-                  f"{tr['best_possible_f1']})", "",
-                  "| labelled pairs | matches among them | prior | `labels_fit: em` F1 | `labels_fit: labels` F1 |",
-                  "|---|---:|---|---:|---:|"]
+        lines += [
+            "",
+            f"Febrl4 unsupervised (default): F1 {tr['unsupervised'].get('f1')}; the blocking's candidates hold "
+            f"{tr['true_pairs_among_candidates']:,} of the {tr['true_pairs']:,} true pairs (best possible F1 "
+            f"{tr['best_possible_f1']})",
+            "",
+            "| labelled pairs | matches among them | prior | `labels_fit: em` F1 | `labels_fit: labels` F1 |",
+            "|---|---:|---|---:|---:|",
+        ]
         rows: dict[tuple[str, int, str], dict[str, Any]] = {}
         for r in tr["runs"]:
             rows.setdefault((r["labels"], r["seed"], r["prior"]), {})[r["labels_fit"]] = r
@@ -277,7 +311,6 @@ def tables(result: dict[str, Any]) -> list[str]:
             cells = [f"{fits[f]['f1']:.5f}" if f in fits and "f1" in fits[f] else "-" for f in ("em", "labels")]
             lines.append(f"| {what} | {any_r['label_matches']} | {prior} | {cells[0]} | {cells[1]} |")
     return lines
-
 
 
 def main() -> None:
@@ -307,8 +340,9 @@ def main() -> None:
             for name, settings in VARIANTS.items():
                 res = run_job(with_verifier(d["job"], **settings), d["truth"], scratch, f"{d['name']}-{name}")
                 result["estimation"][d["name"]][name] = res
-                print(f"{d['name']:>14} {name:>15}: F1 {res.get('f1', res.get('error'))}"
-                      f"  monotone {res.get('weights_monotone')}", flush=True)
+                print(
+                    f"{d['name']:>14} {name:>15}: F1 {res.get('f1', res.get('error'))}  monotone {res.get('weights_monotone')}", flush=True
+                )
         if not a.no_training:
             febrl4 = next(d for d in sets if d["name"] == "febrl4")
             seeds = [int(x) for x in a.label_seeds.split(",") if x.strip()]

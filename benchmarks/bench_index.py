@@ -86,8 +86,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def latency_summary(ms: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(pct(ms, 0.5), 3), "p95_ms": round(pct(ms, 0.95), 3),
-            "p99_ms": round(pct(ms, 0.99), 3), "max_ms": round(max(ms), 3), "mean_ms": round(sum(ms) / len(ms), 3)}
+    return {
+        "p50_ms": round(pct(ms, 0.5), 3),
+        "p95_ms": round(pct(ms, 0.95), 3),
+        "p99_ms": round(pct(ms, 0.99), 3),
+        "max_ms": round(max(ms), 3),
+        "mean_ms": round(sum(ms) / len(ms), 3),
+    }
 
 
 # ---------------------------------------------------------------- datasketch worker (own process)
@@ -153,9 +158,26 @@ def worker_datasketch(a: argparse.Namespace) -> None:
 
 def run_datasketch(a: argparse.Namespace, data: Path, queries: Path, mode: str, scratch: Path) -> dict[str, Any]:
     result = scratch / f"datasketch_{mode}.json"
-    cmd = [sys.executable, __file__, "--worker", "datasketch", "--data", str(data), "--qfile", str(queries),
-           "--result", str(result), "--mode", mode, "--threshold", str(a.threshold), "--num-perm", str(a.num_perm),
-           "--seed", str(a.seed)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "datasketch",
+        "--data",
+        str(data),
+        "--qfile",
+        str(queries),
+        "--result",
+        str(result),
+        "--mode",
+        mode,
+        "--threshold",
+        str(a.threshold),
+        "--num-perm",
+        str(a.num_perm),
+        "--seed",
+        str(a.seed),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, timeout=a.timeout)
     if proc.returncode != 0 or not result.exists():
@@ -170,8 +192,8 @@ def run_datasketch(a: argparse.Namespace, data: Path, queries: Path, mode: str, 
 
 def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     from er_framework.config.resolve import parse_job
-    from er_framework.index.build import build_index, open_index, records_from_texts
     from er_framework.executors import run_job
+    from er_framework.index.build import build_index, open_index, records_from_texts
 
     n, nq = a.docs, a.queries
     texts, _family = make_documents(n + nq // 2, a.seed, a.words)
@@ -182,7 +204,7 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     inside = list(range(0, n, max(1, n // (nq - nq // 2))))[: nq - nq // 2]
     order = [("held", i) for i in held] + [("indexed", i) for i in inside]
     # interleave the two kinds (a service sees them mixed)
-    order = [x for pair in zip(order[: len(held)], order[len(held):]) for x in pair] + order[2 * min(len(held), len(inside)):]
+    order = [x for pair in zip(order[: len(held)], order[len(held) :]) for x in pair] + order[2 * min(len(held), len(inside)) :]
     qfile = scratch / "queries.jsonl"
     write_docs(qfile, [f"Q{i}" for _, i in order], [texts[i] for _, i in order])
     job_path = write_job(scratch / "job.yaml", data, a)
@@ -224,8 +246,11 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     index.close()
     # held-out items -> the pairs of a rebuild with them added
     all_data = scratch / "all.jsonl"
-    write_docs(all_data, ids[:n] + [f"Q{k}" for k in range(len(order)) if order[k][0] == "held"],
-               texts[:n] + [texts[i] for kind, i in order if kind == "held"])
+    write_docs(
+        all_data,
+        ids[:n] + [f"Q{k}" for k in range(len(order)) if order[k][0] == "held"],
+        texts[:n] + [texts[i] for kind, i in order if kind == "held"],
+    )
     t2 = time.perf_counter()
     res_all = run_job(parse_job(write_job(scratch / "all.yaml", all_data, a)), write=False)
     rebuild_s = time.perf_counter() - t2
@@ -246,13 +271,23 @@ def part_query(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         held_matches += len(got)
         if got.keys() != want.keys() or any(abs(got[d] - want[d]) > 1e-9 for d in want):
             bad_held += 1
-    print(f"answers: held-out {sum(1 for o in order if o[0] == 'held')} items ({held_matches} matches), "
-          f"differing from the rebuild: {bad_held}; indexed items differing from the index's pairs: {bad_indexed}", flush=True)
+    print(
+        f"answers: held-out {sum(1 for o in order if o[0] == 'held')} items ({held_matches} matches), "
+        f"differing from the rebuild: {bad_held}; indexed items differing from the index's pairs: {bad_indexed}",
+        flush=True,
+    )
     out: dict[str, Any] = {
-        "docs": n, "queries": len(order), "build_seconds": round(build_s, 3), "job_seconds": rep["run_seconds"],
-        "index_mb": round(size_mb, 1), "peak_rss_mb_build": round(build_rss, 1), "latency": lat,
-        "held_out_items": sum(1 for o in order if o[0] == "held"), "held_out_matches": held_matches,
-        "held_out_differing_from_rebuild": bad_held, "indexed_differing_from_index_pairs": bad_indexed,
+        "docs": n,
+        "queries": len(order),
+        "build_seconds": round(build_s, 3),
+        "job_seconds": rep["run_seconds"],
+        "index_mb": round(size_mb, 1),
+        "peak_rss_mb_build": round(build_rss, 1),
+        "latency": lat,
+        "held_out_items": sum(1 for o in order if o[0] == "held"),
+        "held_out_matches": held_matches,
+        "held_out_differing_from_rebuild": bad_held,
+        "indexed_differing_from_index_pairs": bad_indexed,
         "rebuild_run_seconds": round(rebuild_s, 3),
     }
     if "datasketch" in a.contenders:
@@ -300,12 +335,21 @@ def part_add(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     equal = partition(after) == partition(reb)
     touched = {after[("docs", i)] for i in ids[n:]}
     untouched_changed = sum(1 for k, c in before.items() if after[k] not in touched and after[k] != c)
-    print(f"rebuild of {n + m:,}: {rebuild_s:.2f} s (job {rrep['run_seconds']:.2f} s); add is {rebuild_s / add_s:.1f}x faster; "
-          f"clusters equal to the rebuild: {equal}; untouched clusters with a new id: {untouched_changed}", flush=True)
+    print(
+        f"rebuild of {n + m:,}: {rebuild_s:.2f} s (job {rrep['run_seconds']:.2f} s); add is {rebuild_s / add_s:.1f}x faster; "
+        f"clusters equal to the rebuild: {equal}; untouched clusters with a new id: {untouched_changed}",
+        flush=True,
+    )
     out: dict[str, Any] = {
-        "docs": n, "added": m, "build_seconds": round(build_s, 3), "add_seconds": round(add_s, 4),
-        "rebuild_seconds": round(rebuild_s, 3), "rebuild_job_seconds": rrep["run_seconds"],
-        "speedup": round(rebuild_s / add_s, 1), "add_stats": stats, "clusters_equal_rebuild": equal,
+        "docs": n,
+        "added": m,
+        "build_seconds": round(build_s, 3),
+        "add_seconds": round(add_s, 4),
+        "rebuild_seconds": round(rebuild_s, 3),
+        "rebuild_job_seconds": rrep["run_seconds"],
+        "speedup": round(rebuild_s / add_s, 1),
+        "add_stats": stats,
+        "clusters_equal_rebuild": equal,
         "untouched_clusters_renamed": untouched_changed,
     }
     if "datasketch" in a.contenders:
@@ -350,11 +394,19 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not a.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    res.update({
-        "part": a.part, "words": list(a.words), "signature": a.signature, "num_perm": a.num_perm,
-        "threshold": a.threshold, "seed": a.seed, "machine": machine_info(("datasketch", "numpy")),
-        "code": code_fingerprint(), "load_avg": os.getloadavg(),
-    })
+    res.update(
+        {
+            "part": a.part,
+            "words": list(a.words),
+            "signature": a.signature,
+            "num_perm": a.num_perm,
+            "threshold": a.threshold,
+            "seed": a.seed,
+            "machine": machine_info(("datasketch", "numpy")),
+            "code": code_fingerprint(),
+            "load_avg": os.getloadavg(),
+        }
+    )
     out = Path(a.out) if a.out else HERE / "results" / f"index_{a.part}{'_short' if a.short else ''}.json"
     out.write_text(json.dumps(res, indent=2))
     print(f"wrote {out}")

@@ -99,10 +99,16 @@ def run(n: int, seed: int, cut_rate: float, repeat: int) -> dict[str, Any]:
             "seconds_shingle": round(min(times), 3),
             "seconds_jaccard": round(t_jac, 4),
             "mean_tokens": round(float(tokens.sizes.mean()), 1),
-            "J_article": {"mean": round(float(j_article.mean()), 4), "min": round(float(j_article.min()), 4),
-                          "max": round(float(j_article.max()), 4)},
-            "J_chrome": {"mean": round(float(j_chrome.mean()), 4), "min": round(float(j_chrome.min()), 4),
-                         "max": round(float(j_chrome.max()), 4)},
+            "J_article": {
+                "mean": round(float(j_article.mean()), 4),
+                "min": round(float(j_article.min()), 4),
+                "max": round(float(j_article.max()), 4),
+            },
+            "J_chrome": {
+                "mean": round(float(j_chrome.mean()), 4),
+                "min": round(float(j_chrome.min()), 4),
+                "max": round(float(j_chrome.max()), 4),
+            },
         }
     return out
 

@@ -127,15 +127,22 @@ def run_er(job: Path, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", LAUNCHER, rusage, "-m", "er_framework.cli.main", "run", str(job), "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     seconds = time.perf_counter() - t0
     try:
         peak_kb = int(Path(rusage).read_text() or 0)
     finally:
         os.unlink(rusage)
-    return {"exit": proc.returncode, "seconds": round(seconds, 2), "peak_mb": round(peak_kb / 1024, 1),
-            "stderr_tail": proc.stderr[-2000:] if proc.returncode else ""}
+    return {
+        "exit": proc.returncode,
+        "seconds": round(seconds, 2),
+        "peak_mb": round(peak_kb / 1024, 1),
+        "stderr_tail": proc.stderr[-2000:] if proc.returncode else "",
+    }
 
 
 def score(out: Path, truth_csv: Path) -> dict[str, Any]:
@@ -145,14 +152,20 @@ def score(out: Path, truth_csv: Path) -> dict[str, Any]:
     with open(out / "clusters.csv", newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
             sizes[row["cluster_id"]] = sizes.get(row["cluster_id"], 0) + 1
+
     def r4(x: float | None) -> float | None:
         return None if x is None else round(x, 4)
 
     return {
-        "bcubed_precision": r4(c["bcubed_precision"]), "bcubed_recall": r4(c["bcubed_recall"]),
-        "bcubed_f1": r4(c["bcubed_f1"]), "pairwise_precision": r4(pw["precision"]),
-        "pairwise_recall": r4(pw["recall"]), "pairwise_f1": r4(pw["f1"]),
-        "clusters": c["predicted_clusters"], "stories": c["true_clusters"], "largest": max(sizes.values()),
+        "bcubed_precision": r4(c["bcubed_precision"]),
+        "bcubed_recall": r4(c["bcubed_recall"]),
+        "bcubed_f1": r4(c["bcubed_f1"]),
+        "pairwise_precision": r4(pw["precision"]),
+        "pairwise_recall": r4(pw["recall"]),
+        "pairwise_f1": r4(pw["f1"]),
+        "clusters": c["predicted_clusters"],
+        "stories": c["true_clusters"],
+        "largest": max(sizes.values()),
         "verified_pairs": m["pairwise"]["verified_pairs"]["predicted"],
     }
 
@@ -181,14 +194,13 @@ def oracle(folder: Path, config: Path, sets: list[tuple[str, Any]], ids: list[st
     L, R, S = np.array(left, dtype=np.int64), np.array(right, dtype=np.int64), np.array(sc)
     grid: list[dict[str, Any]] = []
     for t in GRID_THRESHOLDS:
-        keep = S >= t
+        keep = t <= S
         pairs = Pairs(L[keep], R[keep], S[keep]).normalized()
         for name in GRID_CLUSTERERS:
             cls = classes[name]
             labels = cls(cls.Params(), Context(seed=42)).cluster(len(ids), pairs)
             p, r, f1 = bcubed(truth, np.asarray(labels, dtype=np.int64))
-            grid.append({"threshold": t, "cluster": name, "bcubed_f1": round(float(f1 or 0), 4),
-                         "clusters": int(len(np.unique(labels)))})
+            grid.append({"threshold": t, "cluster": name, "bcubed_f1": round(float(f1 or 0), 4), "clusters": int(len(np.unique(labels)))})
     best = max(grid, key=lambda g: g["bcubed_f1"])
     return {"best": best, "grid": grid, "run_at_lowest_threshold": ran}
 
@@ -221,8 +233,12 @@ def jaccard_classes(corpus: Any, sample: int, seed: int = 0) -> dict[str, Any]:
             for b in range(a + 1, len(members)):
                 if story[members[a]] != story[members[b]]:
                     shared.add((members[a], members[b]))
-    groups: dict[str, list[tuple[int, int]]] = {"same story": [], "different story, shared disclaimer/background": sorted(shared),
-                                                "different story, same site": [], "different story, same family, other site": []}
+    groups: dict[str, list[tuple[int, int]]] = {
+        "same story": [],
+        "different story, shared disclaimer/background": sorted(shared),
+        "different story, same site": [],
+        "different story, same family, other site": [],
+    }
     for key, arr in (("story", story), ("site", site)):
         order: dict[str, list[int]] = {}
         for i, v in enumerate(arr):
@@ -255,9 +271,12 @@ def jaccard_classes(corpus: Any, sample: int, seed: int = 0) -> dict[str, Any]:
         a = np.array([p[0] for p in pairs], dtype=np.int64)
         b = np.array([p[1] for p in pairs], dtype=np.int64)
         j_ = jaccard_pairs(tokens, a, b)
-        out[name] = {"pairs": len(pairs), "min": round(float(j_.min()), 3),
-                     **{f"q{int(q * 100):02d}": round(float(np.quantile(j_, q)), 3) for q in qs},
-                     "max": round(float(j_.max()), 3)}
+        out[name] = {
+            "pairs": len(pairs),
+            "min": round(float(j_.min()), 3),
+            **{f"q{int(q * 100):02d}": round(float(np.quantile(j_, q)), 3) for q in qs},
+            "max": round(float(j_.max()), 3),
+        }
     return out
 
 
@@ -267,8 +286,14 @@ def main() -> None:
     ap.add_argument("--seeds-tune", default="1,2", help="seeds of the TUNE-family corpora ('' for none)")
     ap.add_argument("--seeds-heldout", default="101,102", help="seeds of the HELDOUT-family corpora ('' for none)")
     ap.add_argument("--config", default=str(ROOT / "configs" / "news.yaml"))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
-                    help="override of the job (dotted YAML path), repeatable: --set threshold=0.35")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help="override of the job (dotted YAML path), repeatable: --set threshold=0.35",
+    )
     ap.add_argument("--chrome-scale", type=float, default=1.0, help="make_corpus(chrome_scale=...) (1.0)")
     ap.add_argument("--grid", action="store_true", help="also the oracle: best B-cubed F1 over thresholds x clusterers")
     ap.add_argument("--jaccard", action="store_true", help="also the stop-word Jaccard by pair class")
@@ -282,10 +307,14 @@ def main() -> None:
     corpora += [("heldout", int(s)) for s in args.seeds_heldout.split(",") if s.strip()]
 
     results: dict[str, Any] = {
-        "benchmark": "news-heldout", "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": machine_info(("numpy", "pyarrow", "selectolax", "justext")), "code": code_fingerprint(),
+        "benchmark": "news-heldout",
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(("numpy", "pyarrow", "selectolax", "justext")),
+        "code": code_fingerprint(),
         "config": str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
-        "overrides": dict(sets), "pages": args.pages, "chrome_scale": args.chrome_scale,
+        "overrides": dict(sets),
+        "pages": args.pages,
+        "chrome_scale": args.chrome_scale,
         "families": {"tune": list(TUNE_FAMILIES), "heldout": list(HELDOUT_FAMILIES)},
         "grid": {"thresholds": list(GRID_THRESHOLDS), "clusterers": list(GRID_CLUSTERERS)} if args.grid else None,
         "corpora": [],
@@ -308,12 +337,17 @@ def main() -> None:
             job = write_job(config, folder, sets)
             ran = run_er(job, folder / "out")
             entry: dict[str, Any] = {
-                "families": split, "seed": seed, "pages": len(corpus.pages), "stories": len(corpus.stories),
-                "sites": len({p.site for p in corpus.pages}), "cut_pages": sum(p.cut for p in corpus.pages),
+                "families": split,
+                "seed": seed,
+                "pages": len(corpus.pages),
+                "stories": len(corpus.stories),
+                "sites": len({p.site for p in corpus.pages}),
+                "cut_pages": sum(p.cut for p in corpus.pages),
                 "pages_with_wire_disclaimer": sum(p.wire_disclaimer is not None for p in corpus.pages),
                 "pages_with_site_disclaimer": sum(p.site_disclaimer is not None for p in corpus.pages),
                 "pages_with_background": sum(p.background_from is not None for p in corpus.pages),
-                "seconds_generate": round(gen, 2), "run": ran,
+                "seconds_generate": round(gen, 2),
+                "run": ran,
             }
             if ran["exit"] == 0:
                 entry["untuned"] = score(folder / "out", folder / "truth.csv")
@@ -327,43 +361,50 @@ def main() -> None:
                 jaccard_done.add(split)
             results["corpora"].append(entry)
             u = entry.get("untuned", {})
-            print(f"{split}-{seed}: {entry['pages']} pages, {entry['stories']} stories, untuned B-cubed F1 "
-                  f"{u.get('bcubed_f1')}, {ran['seconds']} s" + (f" (exit {ran['exit']})" if ran["exit"] else ""),
-                  file=sys.stderr, flush=True)
+            print(
+                f"{split}-{seed}: {entry['pages']} pages, {entry['stories']} stories, untuned B-cubed F1 "
+                f"{u.get('bcubed_f1')}, {ran['seconds']} s" + (f" (exit {ran['exit']})" if ran["exit"] else ""),
+                file=sys.stderr,
+                flush=True,
+            )
             if ran["exit"]:
                 print(ran["stderr_tail"], file=sys.stderr, flush=True)
     finally:
         if tmp:
             tmp.cleanup()
 
-    print(f"\nconfig {results['config']}" + (f" with {', '.join(args.sets)}" if args.sets else "")
-          + f"; tuning families {', '.join(TUNE_FAMILIES)}; held-out families {', '.join(HELDOUT_FAMILIES)}")
-    head = (f"{'corpus':<14}{'pages':>6}{'stories':>8} | {'B3 F1':>7}{'pair F1':>8}{'clusters':>9}{'largest':>8}"
-            f"{'sec':>7}{'peak MB':>8}")
+    print(
+        f"\nconfig {results['config']}"
+        + (f" with {', '.join(args.sets)}" if args.sets else "")
+        + f"; tuning families {', '.join(TUNE_FAMILIES)}; held-out families {', '.join(HELDOUT_FAMILIES)}"
+    )
+    head = f"{'corpus':<14}{'pages':>6}{'stories':>8} | {'B3 F1':>7}{'pair F1':>8}{'clusters':>9}{'largest':>8}{'sec':>7}{'peak MB':>8}"
     if args.grid:
         head += f" | {'oracle (threshold, clusterer)':<34}{'B3 F1':>7}"
     print(head)
     print("-" * len(head))
     for e in results["corpora"]:
         u = e.get("untuned", {})
-        line = (f"{e['families'] + ' ' + str(e['seed']):<14}{e['pages']:>6}{e['stories']:>8} | "
-                f"{u.get('bcubed_f1', float('nan')):>7.4f}{u.get('pairwise_f1') or 0:>8.4f}{u.get('clusters', 0):>9}"
-                f"{u.get('largest', 0):>8}{e['run']['seconds']:>7.1f}{e['run']['peak_mb']:>8.0f}")
+        line = (
+            f"{e['families'] + ' ' + str(e['seed']):<14}{e['pages']:>6}{e['stories']:>8} | "
+            f"{u.get('bcubed_f1', float('nan')):>7.4f}{u.get('pairwise_f1') or 0:>8.4f}{u.get('clusters', 0):>9}"
+            f"{u.get('largest', 0):>8}{e['run']['seconds']:>7.1f}{e['run']['peak_mb']:>8.0f}"
+        )
         if args.grid:
             best = e["oracle"].get("best") if e.get("oracle") else None
-            line += (f" | {best['threshold']:.2f}, {best['cluster']:<28}{best['bcubed_f1']:>7.4f}" if best
-                     else " | error")
+            line += f" | {best['threshold']:.2f}, {best['cluster']:<28}{best['bcubed_f1']:>7.4f}" if best else " | error"
         print(line)
     if args.jaccard:
         for e in results["corpora"]:
             if "jaccard" in e:
                 print(f"\nstop-word Jaccard (n=2, english), {e['families']} {e['seed']}:")
-                print(f"  {'pairs':<52}{'n':>9}{'min':>7}{'q01':>7}{'q05':>7}{'q25':>7}{'q50':>7}{'q75':>7}"
-                      f"{'q95':>7}{'q99':>7}{'max':>7}")
+                print(f"  {'pairs':<52}{'n':>9}{'min':>7}{'q01':>7}{'q05':>7}{'q25':>7}{'q50':>7}{'q75':>7}{'q95':>7}{'q99':>7}{'max':>7}")
                 for name, d in e["jaccard"].items():
                     if d["pairs"]:
-                        print(f"  {name:<52}{d['pairs']:>9,}" + "".join(
-                            f"{d[k]:>7.3f}" for k in ("min", "q01", "q05", "q25", "q50", "q75", "q95", "q99", "max")))
+                        print(
+                            f"  {name:<52}{d['pairs']:>9,}"
+                            + "".join(f"{d[k]:>7.3f}" for k in ("min", "q01", "q05", "q25", "q50", "q75", "q95", "q99", "max"))
+                        )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

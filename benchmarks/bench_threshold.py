@@ -70,6 +70,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_clustering as bc  # noqa: E402
+
 from er_framework.data import Pairs  # noqa: E402
 from er_framework.evaluate.metrics import bcubed, contingency  # noqa: E402
 from er_framework.kernels.graph import canonical_labels, connected_component_labels  # noqa: E402
@@ -129,7 +130,8 @@ def boilerplate_job(folder: Path) -> Path:
     BOILERPLATE_FAMILY.clear()
     BOILERPLATE_FAMILY.update({f"d{i}": int(f) for i, f in enumerate(d.family)})
     path = folder / "boilerplate.yaml"
-    path.write_text(f"""
+    path.write_text(
+        f"""
 seed: 5
 threshold: 0.5
 sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
@@ -139,7 +141,9 @@ blockers: [{{type: lsh_bands}}]
 verifier: {{type: jaccard}}
 cluster: {{type: connected_components}}
 diagnostics: 0
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -160,15 +164,20 @@ def corpus(name: str, low: float, tmp: Path) -> dict[str, Any]:
     elif name == "boilerplate":
         ids, cand, pairs, report = run_low(boilerplate_job(tmp), low)
         truth = labels_of(ids, BOILERPLATE_FAMILY)
-        settings = ("planted_documents(90, copies (1, 3), words (20, 40), edits (0, 0.06), 150 singletons, seed 8) + "
-                    f"boilerplate paragraphs on 70% (tests/engine/test_auto_threshold.py); char k=5, minhash 128, lsh at low {low}")
+        settings = (
+            "planted_documents(90, copies (1, 3), words (20, 40), edits (0, 0.06), 150 singletons, seed 8) + "
+            f"boilerplate paragraphs on 70% (tests/engine/test_auto_threshold.py); char k=5, minhash 128, lsh at low {low}"
+        )
     elif name == "documents":
         ids, cand, pairs, report = run_low(ROOT / "configs" / "documents.yaml", low)
         with open(ROOT / "configs" / "data" / "docs_truth.csv", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         pos = {r: i for i, r in enumerate(ids)}
-        truth = connected_component_labels(len(ids), np.array([pos[r["left_id"]] for r in rows], dtype=np.int64),
-                                           np.array([pos[r["right_id"]] for r in rows], dtype=np.int64))
+        truth = connected_component_labels(
+            len(ids),
+            np.array([pos[r["left_id"]] for r in rows], dtype=np.int64),
+            np.array([pos[r["right_id"]] for r in rows], dtype=np.int64),
+        )
         settings = f"configs/documents.yaml with threshold {low} (the floor)"
     elif name == "news":
         ids, cand, pairs, report = run_low(ROOT / "configs" / "news.yaml", low)
@@ -177,8 +186,14 @@ def corpus(name: str, low: float, tmp: Path) -> dict[str, Any]:
         settings = f"configs/news.yaml with threshold {low} (the floor)"
     else:
         raise SystemExit(f"unknown data set {name!r}")
-    return {"ids": ids, "candidates": cand, "pairs": pairs, "truth": canonical_labels(truth), "settings": settings,
-            "blockers": report.get("blockers")}
+    return {
+        "ids": ids,
+        "candidates": cand,
+        "pairs": pairs,
+        "truth": canonical_labels(truth),
+        "settings": settings,
+        "blockers": report.get("blockers"),
+    }
 
 
 # ---------------------------------------------------------------- quality
@@ -199,8 +214,14 @@ def quality(n: int, pairs: Pairs, truth: np.ndarray, t: float) -> dict[str, floa
     pp = tp / n_pred if n_pred else 1.0
     pr = tp / n_true if n_true else 1.0
     pf = 2 * pp * pr / (pp + pr) if pp + pr else 0.0
-    return {"bcubed_p": round(float(p or 0), 4), "bcubed_r": round(float(r or 0), 4), "bcubed_f1": round(float(f or 0), 4),
-            "pair_p": round(pp, 4), "pair_r": round(pr, 4), "pair_f1": round(pf, 4)}
+    return {
+        "bcubed_p": round(float(p or 0), 4),
+        "bcubed_r": round(float(r or 0), 4),
+        "bcubed_f1": round(float(f or 0), 4),
+        "pair_p": round(pp, 4),
+        "pair_r": round(pr, 4),
+        "pair_f1": round(pf, 4),
+    }
 
 
 #: label -> choose_threshold keyword arguments
@@ -222,9 +243,14 @@ def measure(name: str, low: float, tmp: Path) -> dict[str, Any]:
     best_t = max(grid, key=lambda t: (table[t]["bcubed_f1"], -abs(t - 0.5)))
     same = ds["truth"][ds["candidates"].left] == ds["truth"][ds["candidates"].right]
     info: dict[str, Any] = {
-        "records": n, "settings": ds["settings"], "low": low, "candidates": int(len(scores)),
-        "candidates_true": int(same.sum()), "exact_duplicate_pairs": int(len(ds["pairs"]) - int((scores >= low).sum())),
-        "true_scores": _summary(scores[same]), "false_scores": _summary(scores[~same]),
+        "records": n,
+        "settings": ds["settings"],
+        "low": low,
+        "candidates": int(len(scores)),
+        "candidates_true": int(same.sum()),
+        "exact_duplicate_pairs": int(len(ds["pairs"]) - int((scores >= low).sum())),
+        "true_scores": _summary(scores[same]),
+        "false_scores": _summary(scores[~same]),
         "seconds_job": round(sec_job, 2),
         "oracle": {"threshold": best_t, **table[best_t]},
         "at_low": {"threshold": low, **table[grid[0]]},
@@ -234,19 +260,31 @@ def measure(name: str, low: float, tmp: Path) -> dict[str, Any]:
     print(f"\n## {name}: {n} records, {len(scores)} candidates ({int(same.sum())} true), low {low}; {ds['settings']}")
     print(f"   true scores {info['true_scores']}\n   false scores {info['false_scores']}")
     print(f"{'method':<22} {'t':>6} {'ok':>3} {'B3 P':>7} {'B3 R':>7} {'B3 F1':>7} {'pairF1':>7} {'ΔF1':>7}  reason")
-    print(f"{'oracle (best fixed)':<22} {best_t:6.2f} {'':>3} {table[best_t]['bcubed_p']:7.4f} {table[best_t]['bcubed_r']:7.4f} "
-          f"{table[best_t]['bcubed_f1']:7.4f} {table[best_t]['pair_f1']:7.4f}")
+    print(
+        f"{'oracle (best fixed)':<22} {best_t:6.2f} {'':>3} {table[best_t]['bcubed_p']:7.4f} {table[best_t]['bcubed_r']:7.4f} "
+        f"{table[best_t]['bcubed_f1']:7.4f} {table[best_t]['pair_f1']:7.4f}"
+    )
     for label, kw in METHODS.items():
         t1 = time.perf_counter()
         fit = choose_threshold(scores, low=low, **kw)
         sec = time.perf_counter() - t1
         q = quality(n, ds["pairs"], ds["truth"], fit.threshold)
         delta = q["bcubed_f1"] - table[best_t]["bcubed_f1"]
-        info["methods"][label] = {"threshold": round(fit.threshold, 4), "ok": fit.ok, "method": fit.method, "reason": fit.reason,
-                                  **q, "delta_bcubed_f1_vs_oracle": round(delta, 4), "seconds": round(sec, 4),
-                                  "evidence": fit.to_json()["evidence"]}
-        print(f"{label:<22} {fit.threshold:6.3f} {'y' if fit.ok else 'n':>3} {q['bcubed_p']:7.4f} {q['bcubed_r']:7.4f} "
-              f"{q['bcubed_f1']:7.4f} {q['pair_f1']:7.4f} {delta:+7.4f}  {fit.reason}", flush=True)
+        info["methods"][label] = {
+            "threshold": round(fit.threshold, 4),
+            "ok": fit.ok,
+            "method": fit.method,
+            "reason": fit.reason,
+            **q,
+            "delta_bcubed_f1_vs_oracle": round(delta, 4),
+            "seconds": round(sec, 4),
+            "evidence": fit.to_json()["evidence"],
+        }
+        print(
+            f"{label:<22} {fit.threshold:6.3f} {'y' if fit.ok else 'n':>3} {q['bcubed_p']:7.4f} {q['bcubed_r']:7.4f} "
+            f"{q['bcubed_f1']:7.4f} {q['pair_f1']:7.4f} {delta:+7.4f}  {fit.reason}",
+            flush=True,
+        )
     return info
 
 
@@ -259,14 +297,18 @@ def held_out(name: str) -> dict[str, Any]:
     d = np.load(path)
     centres = (np.arange(len(d["counts"])) + 0.5) / len(d["counts"])
     scores = np.concatenate([np.repeat(centres, d["counts"]), np.ones(int(d["ones"]))])
-    out: dict[str, Any] = {"fixture": str(path.relative_to(ROOT)), "low": low, "scores": int(len(scores)),
-                           "good_range": list(good), "methods": {}}
+    out: dict[str, Any] = {
+        "fixture": str(path.relative_to(ROOT)),
+        "low": low,
+        "scores": int(len(scores)),
+        "good_range": list(good),
+        "methods": {},
+    }
     print(f"\n## {name} (held-out histogram, {len(scores)} scores, low {low}; good thresholds {good[0]}-{good[1]})")
     for label, kw in METHODS.items():
         fit = choose_threshold(scores, low=low, **kw)
         inside = good[0] <= fit.threshold <= good[1]
-        out["methods"][label] = {"threshold": round(fit.threshold, 4), "ok": fit.ok, "in_good_range": inside,
-                                 "reason": fit.reason}
+        out["methods"][label] = {"threshold": round(fit.threshold, 4), "ok": fit.ok, "in_good_range": inside, "reason": fit.reason}
         print(f"{label:<22} {fit.threshold:6.3f} {'y' if fit.ok else 'n':>3} {'in' if inside else 'OUT':>4}  {fit.reason}")
     return out
 
@@ -275,8 +317,14 @@ def _summary(x: np.ndarray) -> dict[str, Any]:
     if len(x) == 0:
         return {"count": 0}
     q = np.quantile(x, [0.0, 0.01, 0.5, 0.99, 1.0])
-    return {"count": int(len(x)), "min": round(float(q[0]), 3), "p1": round(float(q[1]), 3), "median": round(float(q[2]), 3),
-            "p99": round(float(q[3]), 3), "max": round(float(q[4]), 3)}
+    return {
+        "count": int(len(x)),
+        "min": round(float(q[0]), 3),
+        "p1": round(float(q[1]), 3),
+        "median": round(float(q[2]), 3),
+        "p99": round(float(q[3]), 3),
+        "max": round(float(q[4]), 3),
+    }
 
 
 def speed(n: int) -> dict[str, Any]:
@@ -307,8 +355,10 @@ def _git_state() -> dict[str, Any]:
         except OSError:
             return ""
 
-    return {"head": git("rev-parse", "--short", "HEAD"),
-            "modified": git("status", "--porcelain", "--untracked-files=no", "configs", "er_framework").splitlines()}
+    return {
+        "head": git("rev-parse", "--short", "HEAD"),
+        "modified": git("status", "--porcelain", "--untracked-files=no", "configs", "er_framework").splitlines(),
+    }
 
 
 DEFAULT_LOWS = {"documents": 0.5, "news": 0.15, "chained": 0.3, "chained-s1": 0.3, "boilerplate": 0.15}
@@ -327,8 +377,7 @@ def main() -> None:
         lows[k] = float(v)
     result: dict[str, Any] = {
         "command": "python benchmarks/bench_threshold.py " + " ".join(sys.argv[1:]),
-        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "platform": platform.platform()},
+        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()},
         "git": _git_state(),
         "quality": "connected components of the pairs >= t (plus exact duplicates); er_framework.evaluate.metrics.bcubed",
         "oracle_grid": [float(GRID[0]), float(GRID[-1]), 0.01],
@@ -343,13 +392,19 @@ def main() -> None:
     summary = {}
     for label in METHODS:
         deltas = {k: v["methods"][label]["delta_bcubed_f1_vs_oracle"] for k, v in result["datasets"].items()}
-        summary[label] = {"delta_bcubed_f1": deltas, "worst": min(deltas.values()) if deltas else None,
-                          "within_0.05_everywhere": all(x >= -0.05 for x in deltas.values())}
+        summary[label] = {
+            "delta_bcubed_f1": deltas,
+            "worst": min(deltas.values()) if deltas else None,
+            "within_0.05_everywhere": all(x >= -0.05 for x in deltas.values()),
+        }
     result["summary"] = summary
     print("\n## summary: B-cubed F1 minus the oracle's")
     for label, s in summary.items():
-        print(f"{label:<22} " + "  ".join(f"{k} {v:+.4f}" for k, v in s["delta_bcubed_f1"].items())
-              + f"   within 0.05: {s['within_0.05_everywhere']}")
+        print(
+            f"{label:<22} "
+            + "  ".join(f"{k} {v:+.4f}" for k, v in s["delta_bcubed_f1"].items())
+            + f"   within 0.05: {s['within_0.05_everywhere']}"
+        )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     print(f"\nwrote {args.out}")

@@ -88,9 +88,24 @@ def measure_once(job: Job, work: Path, timeout: float, poll: float) -> dict[str,
     """One run of ``job`` under measure.py; its stdout/stderr appended to ``work/<name>.out/.err``."""
     tag = job.name.replace(" ", "_")
     out = work / f"{tag}.measure.json"
-    cmd = [sys.executable, str(MEASURE), "--out", str(out), "--timeout", str(timeout), "--poll", str(poll),
-           "--cwd", str(work), "--stdout", str(work / f"{tag}.out"), "--stderr", str(work / f"{tag}.err"),
-           "--", *job.cmd]
+    cmd = [
+        sys.executable,
+        str(MEASURE),
+        "--out",
+        str(out),
+        "--timeout",
+        str(timeout),
+        "--poll",
+        str(poll),
+        "--cwd",
+        str(work),
+        "--stdout",
+        str(work / f"{tag}.out"),
+        "--stderr",
+        str(work / f"{tag}.err"),
+        "--",
+        *job.cmd,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not out.exists():
         raise RuntimeError(f"measure.py failed: {proc.stderr.strip()[-500:]}")
@@ -110,8 +125,9 @@ def run_side_by_side(jobs: list[Job], work: Path, repeat: int, timeout: float, p
             if run["timed_out"] or run["exit_code"] != 0:
                 err = work / f"{job.name.replace(' ', '_')}.err"
                 tail = err.read_text(errors="replace").strip().splitlines()[-3:] if err.exists() else []
-                job.error = ("timed out after %.0f s" % timeout if run["timed_out"] else f"exit {run['exit_code']}") + (
-                    ": " + " | ".join(tail) if tail else "")
+                job.error = (f"timed out after {timeout:.0f} s" if run["timed_out"] else f"exit {run['exit_code']}") + (
+                    ": " + " | ".join(tail) if tail else ""
+                )
                 print(f" FAILED ({job.error})", flush=True)
                 continue
             if job.out_dir is not None and (job.out_dir / "report.json").exists():
@@ -223,14 +239,17 @@ def _run_or_exit(cmd: list[str], what: str) -> None:
         raise SystemExit(f"{what} failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
 
 
-def prepare(a: argparse.Namespace, scratch: Path, key: str, cmd: list[str], what: str,
-            meta_after: bool = False) -> tuple[Path, dict[str, Any]]:
+def prepare(
+    a: argparse.Namespace, scratch: Path, key: str, cmd: list[str], what: str, meta_after: bool = False
+) -> tuple[Path, dict[str, Any]]:
     """Generate data into its folder with ``cmd`` (``{out}`` replaced) unless a cached copy exists."""
     d, reused = data_folder(a, scratch, key)
     if reused:
         meta = json.loads((d / "meta.json").read_text())
-        note = (f"data REUSED from the cache folder {d} (generated {meta.get('when', '?')} in "
-                f"{meta.get('seconds', '?')} s by: {meta.get('command', '?')})")
+        note = (
+            f"data REUSED from the cache folder {d} (generated {meta.get('when', '?')} in "
+            f"{meta.get('seconds', '?')} s by: {meta.get('command', '?')})"
+        )
     else:
         d.mkdir(parents=True, exist_ok=True)
         full = [str(d) if x == "{out}" else x for x in cmd]
@@ -239,8 +258,13 @@ def prepare(a: argparse.Namespace, scratch: Path, key: str, cmd: list[str], what
         _run_or_exit(full, what)
         seconds = round(time.perf_counter() - t0, 1)
         meta = json.loads((d / "meta.json").read_text()) if not meta_after else {}
-        meta.update({"command": " ".join(full[1:] if full[0] == sys.executable else full), "seconds": seconds,
-                     "when": time.strftime("%Y-%m-%d %H:%M:%S")})
+        meta.update(
+            {
+                "command": " ".join(full[1:] if full[0] == sys.executable else full),
+                "seconds": seconds,
+                "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+        )
         (d / "meta.json").write_text(json.dumps(meta, indent=1))
         note = f"data generated in {seconds} s" + (f" into the cache folder {d}" if a.data_dir else "")
     print(note, flush=True)
@@ -258,8 +282,17 @@ def make_documents_folder(out: Path, n: int, seed: int) -> int:
     corpus = Corpus(texts, family, [0.0] * len(texts))
     stats = corpus_stats(corpus)
     stats.pop("exact_copies")
-    write_corpus(out, corpus, {"generator": "bench_documents.make_documents", "docs": n, "seed": seed, **stats,
-                               "generate_seconds": round(time.perf_counter() - t0, 1)})
+    write_corpus(
+        out,
+        corpus,
+        {
+            "generator": "bench_documents.make_documents",
+            "docs": n,
+            "seed": seed,
+            **stats,
+            "generate_seconds": round(time.perf_counter() - t0, 1),
+        },
+    )
     return 0
 
 
@@ -293,14 +326,32 @@ def documents_scenario(a: argparse.Namespace, scratch: Path, name: str, contende
     work.mkdir(parents=True, exist_ok=True)
     if name == "documents-realtext":
         key = f"realtext-{a.docs}-s{a.seed_docs}"
-        d, meta = prepare(a, scratch, key, [sys.executable, str(REALTEXT), "--docs", str(a.docs), "--seed",
-                                            str(a.seed_docs), "--out", "{out}"], f"{a.docs:,} real-text documents")
+        d, meta = prepare(
+            a,
+            scratch,
+            key,
+            [sys.executable, str(REALTEXT), "--docs", str(a.docs), "--seed", str(a.seed_docs), "--out", "{out}"],
+            f"{a.docs:,} real-text documents",
+        )
         contenders = [c for c in contenders if c in ("datasketch", "rensa-rminhash")]
     else:
         key = f"documents-{a.docs_1m}-s{a.seed_docs}"
-        d, meta = prepare(a, scratch, key, [sys.executable, str(Path(__file__).resolve()), "--make-documents", "{out}",
-                                            "--docs-1m", str(a.docs_1m), "--seed-docs", str(a.seed_docs)],
-                          f"{a.docs_1m:,} planted documents")
+        d, meta = prepare(
+            a,
+            scratch,
+            key,
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--make-documents",
+                "{out}",
+                "--docs-1m",
+                str(a.docs_1m),
+                "--seed-docs",
+                str(a.seed_docs),
+            ],
+            f"{a.docs_1m:,} planted documents",
+        )
         contenders = []
     data = d / "docs.jsonl"
     job = shipped_job("documents.yaml", {"docs": data}, work / "er_out", work / "job.yaml")
@@ -312,28 +363,65 @@ def documents_scenario(a: argparse.Namespace, scratch: Path, name: str, contende
     jobs = [er_job(work, Path(job["job"]), work / "er_out")]
     lean = a.lean or meta.get("documents", 0) > 30000
     for c in contenders:
-        jobs.append(Job(c, "contender", [
-            sys.executable, str(BENCH_DOCUMENTS), "--worker", c, "--data", str(data), "--result", str(work / f"{c}.json"),
-            "--pairs", str(work / f"{c}.pairs.npy"), "--num-perm", str(num_perm), "--threshold", str(threshold),
-            "--seed", "42", "--bands", str(bands), "--rows", str(rows), *(["--lean"] if lean else [])],
-            work / f"{c}.pairs.npy"))
+        jobs.append(
+            Job(
+                c,
+                "contender",
+                [
+                    sys.executable,
+                    str(BENCH_DOCUMENTS),
+                    "--worker",
+                    c,
+                    "--data",
+                    str(data),
+                    "--result",
+                    str(work / f"{c}.json"),
+                    "--pairs",
+                    str(work / f"{c}.pairs.npy"),
+                    "--num-perm",
+                    str(num_perm),
+                    "--threshold",
+                    str(threshold),
+                    "--seed",
+                    "42",
+                    "--bands",
+                    str(bands),
+                    "--rows",
+                    str(rows),
+                    *(["--lean"] if lean else []),
+                ],
+                work / f"{c}.pairs.npy",
+            )
+        )
     jobs.append(floor_job([data]))
-    title = (f"{name}: {meta.get('documents', '?'):,} documents of {meta.get('chars_mean', 0):,.0f} characters (mean), "
-             f"{meta.get('within_family_pairs', 0):,} within-family pairs; {job['config']}, threshold {threshold}"
-             + (f"; contenders with MinHash({num_perm}) and (b, r) = ({bands}, {rows}) = choose_bands({threshold}, "
-                f"{num_perm}, {target})" if contenders else "")
-             + ("; LEAN contenders (shingle sets rebuilt for candidate documents only)" if lean and contenders else ""))
-    info = {"data": meta, "job": {k: v for k, v in job.items() if k != "shipped"}, "threshold": threshold,
-            "bands": bands, "rows": rows, "num_perm": num_perm, "lean": lean, "kind": "documents",
-            "files": [str(data)], "families": str(d / "families.csv")}
-    q = [("recall_at_0.85", "recall J>=0.85"), (f"recall_at_{threshold:g}", f"recall J>={threshold:g}"),
-         ("precision", "precision")]
+    title = (
+        f"{name}: {meta.get('documents', '?'):,} documents of {meta.get('chars_mean', 0):,.0f} characters (mean), "
+        f"{meta.get('within_family_pairs', 0):,} within-family pairs; {job['config']}, threshold {threshold}"
+        + (
+            f"; contenders with MinHash({num_perm}) and (b, r) = ({bands}, {rows}) = choose_bands({threshold}, {num_perm}, {target})"
+            if contenders
+            else ""
+        )
+        + ("; LEAN contenders (shingle sets rebuilt for candidate documents only)" if lean and contenders else "")
+    )
+    info = {
+        "data": meta,
+        "job": {k: v for k, v in job.items() if k != "shipped"},
+        "threshold": threshold,
+        "bands": bands,
+        "rows": rows,
+        "num_perm": num_perm,
+        "lean": lean,
+        "kind": "documents",
+        "files": [str(data)],
+        "families": str(d / "families.csv"),
+    }
+    q = [("recall_at_0.85", "recall J>=0.85"), (f"recall_at_{threshold:g}", f"recall J>={threshold:g}"), ("precision", "precision")]
     return Scenario(name, title, q, jobs, info)
 
 
 def score_documents(s: Scenario) -> None:
-    from whole_score import (document_scores, er_doc_pairs, exact_jaccard_of, npy_doc_pairs, read_families,
-                             within_family_pairs)
+    from whole_score import document_scores, er_doc_pairs, exact_jaccard_of, npy_doc_pairs, read_families, within_family_pairs
 
     t0 = time.perf_counter()
     info = s.info
@@ -353,17 +441,22 @@ def score_documents(s: Scenario) -> None:
     wj = sorted(jac[p] for p in within)
     info["truth"] = {
         "definition": "within-family pairs and any pair reported by a job, with exact Jaccard of char 5-shingles of "
-                      "the normalized text >= the level",
+        "the normalized text >= the level",
         "within_family_pairs": len(within),
-        "within_family_jaccard_percentiles": {str(q): round(wj[min(len(wj) - 1, int(q / 100 * len(wj)))], 4)
-                                              for q in (0, 25, 50, 75, 100)} if wj else {},
+        "within_family_jaccard_percentiles": {str(q): round(wj[min(len(wj) - 1, int(q / 100 * len(wj)))], 4) for q in (0, 25, 50, 75, 100)}
+        if wj
+        else {},
         "cross_family_pairs_reported_at_threshold": cross,
-        "pairs_scored": len(jac), "scoring_seconds": round(time.perf_counter() - t0, 1)}
+        "pairs_scored": len(jac),
+        "scoring_seconds": round(time.perf_counter() - t0, 1),
+    }
     for level, t in truth_at.items():
         info["truth"][f"pairs_at_{level:g}"] = len(t)
-    s.details.append(f"truth: {len(truth_at[0.85]):,} pairs with J >= 0.85, {len(truth_at[threshold]):,} with J >= "
-                     f"{threshold:g} ({cross} of them across families, found by a job); exact Jaccard of "
-                     f"{len(jac):,} pairs in {info['truth']['scoring_seconds']} s")
+    s.details.append(
+        f"truth: {len(truth_at[0.85]):,} pairs with J >= 0.85, {len(truth_at[threshold]):,} with J >= "
+        f"{threshold:g} ({cross} of them across families, found by a job); exact Jaccard of "
+        f"{len(jac):,} pairs in {info['truth']['scoring_seconds']} s"
+    )
 
 
 def count_rows(csv_path: Path) -> int:
@@ -374,8 +467,13 @@ def count_rows(csv_path: Path) -> int:
 
 def febrl_files() -> dict[str, Path]:
     f = CONFIGS / "data" / "febrl"
-    return {"a": f / "febrl4_a.csv", "b": f / "febrl4_b.csv", "truth4": f / "febrl4_truth.csv",
-            "dedupe": f / "febrl3.csv", "truth3": f / "febrl3_truth.csv"}
+    return {
+        "a": f / "febrl4_a.csv",
+        "b": f / "febrl4_b.csv",
+        "truth4": f / "febrl4_truth.csv",
+        "dedupe": f / "febrl3.csv",
+        "truth3": f / "febrl3_truth.csv",
+    }
 
 
 def link_scenario(a: argparse.Namespace, scratch: Path, name: str, contenders: list[str]) -> Scenario:
@@ -388,29 +486,61 @@ def link_scenario(a: argparse.Namespace, scratch: Path, name: str, contenders: l
         meta: dict[str, Any] = {"note": "configs/data/febrl (shipped)", "reused": True}
     else:
         n = a.customers if name == "customers-100k" else a.customers_1m
-        d, meta = prepare(a, scratch, f"customers-{n}-o0.5-s7", [
-            *er_command(), "synth", "customers", "--n", str(n), "--overlap", "0.5", "--seed", "7", "--out", "{out}"],
-            f"{n:,} x {n:,} customers", meta_after=True)
+        d, meta = prepare(
+            a,
+            scratch,
+            f"customers-{n}-o0.5-s7",
+            [*er_command(), "synth", "customers", "--n", str(n), "--overlap", "0.5", "--seed", "7", "--out", "{out}"],
+            f"{n:,} x {n:,} customers",
+            meta_after=True,
+        )
         sources = {"A": d / "a.csv", "B": d / "b.csv"}
         truth, config, kind = d / "truth.csv", "customers.yaml", "customers"
         # Splink on the generated customers (at a million only with --splink-1m); recordlinkage on request
-        contenders = [c for c in contenders if (c == "splink" and (name == "customers-100k" or a.splink_1m))
-                      or (c == "recordlinkage" and a.recordlinkage_customers)]
+        contenders = [
+            c
+            for c in contenders
+            if (c == "splink" and (name == "customers-100k" or a.splink_1m)) or (c == "recordlinkage" and a.recordlinkage_customers)
+        ]
     job = shipped_job(config, sources, work / "er_out", work / "job.yaml")
     jobs = [er_job(work, Path(job["job"]), work / "er_out")]
     csv_args = [x for src, p in sources.items() for x in ("--csv", f"{src}={p}")]
     for c in contenders:
         if c in ("splink", "recordlinkage"):
-            jobs.append(Job(c, "contender", [sys.executable, str(CONTENDERS_PY), c, "--dataset", kind, *csv_args,
-                                             "--pairs", str(work / f"{c}.pairs.csv"), "--seed", "7"],
-                            work / f"{c}.pairs.csv"))
+            jobs.append(
+                Job(
+                    c,
+                    "contender",
+                    [
+                        sys.executable,
+                        str(CONTENDERS_PY),
+                        c,
+                        "--dataset",
+                        kind,
+                        *csv_args,
+                        "--pairs",
+                        str(work / f"{c}.pairs.csv"),
+                        "--seed",
+                        "7",
+                    ],
+                    work / f"{c}.pairs.csv",
+                )
+            )
     jobs.append(floor_job(list(sources.values())))
     n_truth = count_rows(truth)
     sizes = [count_rows(p) for p in sources.values()]
-    title = (f"{name}: {sizes[0]:,} x {sizes[1]:,} records, {n_truth:,} true links; {job['config']} "
-             f"(threshold {job['shipped']['verifier'].get('threshold')}, cluster {job['shipped']['cluster']['type']})")
-    info = {"data": meta, "job": {k: v for k, v in job.items() if k != "shipped"}, "kind": "link",
-            "truth": str(truth), "first_source": next(iter(sources)), "files": [str(p) for p in sources.values()]}
+    title = (
+        f"{name}: {sizes[0]:,} x {sizes[1]:,} records, {n_truth:,} true links; {job['config']} "
+        f"(threshold {job['shipped']['verifier'].get('threshold')}, cluster {job['shipped']['cluster']['type']})"
+    )
+    info = {
+        "data": meta,
+        "job": {k: v for k, v in job.items() if k != "shipped"},
+        "kind": "link",
+        "truth": str(truth),
+        "first_source": next(iter(sources)),
+        "files": [str(p) for p in sources.values()],
+    }
     return Scenario(name, title, [("precision", "precision"), ("recall", "recall"), ("f1", "F1")], jobs, info)
 
 
@@ -421,16 +551,39 @@ def dedupe_scenario(a: argparse.Namespace, scratch: Path, name: str, contenders:
     job = shipped_job("febrl3.yaml", {"febrl3": ff["dedupe"]}, work / "er_out", work / "job.yaml")
     jobs = [er_job(work, Path(job["job"]), work / "er_out")]
     if "splink" in contenders:
-        jobs.append(Job("splink", "contender", [sys.executable, str(CONTENDERS_PY), "splink", "--dataset", "febrl",
-                                                "--csv", f"febrl3={ff['dedupe']}", "--pairs", str(work / "splink.pairs.csv"),
-                                                "--seed", "7"], work / "splink.pairs.csv"))
+        jobs.append(
+            Job(
+                "splink",
+                "contender",
+                [
+                    sys.executable,
+                    str(CONTENDERS_PY),
+                    "splink",
+                    "--dataset",
+                    "febrl",
+                    "--csv",
+                    f"febrl3={ff['dedupe']}",
+                    "--pairs",
+                    str(work / "splink.pairs.csv"),
+                    "--seed",
+                    "7",
+                ],
+                work / "splink.pairs.csv",
+            )
+        )
     jobs.append(floor_job([ff["dedupe"]]))
     n = count_rows(ff["dedupe"])
-    title = (f"{name}: {n:,} records (dedupe); {job['config']} (threshold {job['shipped']['verifier'].get('threshold')}, "
-             f"cluster {job['shipped']['cluster']['type']}); Splink dedupe_only with the Febrl4 settings")
-    info = {"data": {"note": "configs/data/febrl (shipped)", "reused": True},
-            "job": {k: v for k, v in job.items() if k != "shipped"}, "kind": "dedupe", "truth": str(ff["truth3"]),
-            "files": [str(ff["dedupe"])]}
+    title = (
+        f"{name}: {n:,} records (dedupe); {job['config']} (threshold {job['shipped']['verifier'].get('threshold')}, "
+        f"cluster {job['shipped']['cluster']['type']}); Splink dedupe_only with the Febrl4 settings"
+    )
+    info = {
+        "data": {"note": "configs/data/febrl (shipped)", "reused": True},
+        "job": {k: v for k, v in job.items() if k != "shipped"},
+        "kind": "dedupe",
+        "truth": str(ff["truth3"]),
+        "files": [str(ff["dedupe"])],
+    }
     return Scenario(name, title, [("precision", "precision"), ("recall", "recall"), ("f1", "F1")], jobs, info)
 
 
@@ -450,8 +603,10 @@ def score_records(s: Scenario) -> None:
         if job.role == "er" and dedupe and job.out_dir is not None:
             cl = prf(er_cluster_pairs(job.out_dir / "clusters.csv"), truth)
             s.scores[job.name]["cluster_pairs"] = cl
-            s.details.append(f"er cluster-implied pairs (clusters.csv): precision {cl['precision']:.4f}, recall "
-                             f"{cl['recall']:.4f}, F1 {cl['f1']:.4f} (the table scores pairs.csv)")
+            s.details.append(
+                f"er cluster-implied pairs (clusters.csv): precision {cl['precision']:.4f}, recall "
+                f"{cl['recall']:.4f}, F1 {cl['f1']:.4f} (the table scores pairs.csv)"
+            )
 
 
 def er_stage_detail(s: Scenario) -> dict[str, Any] | None:
@@ -462,21 +617,31 @@ def er_stage_detail(s: Scenario) -> dict[str, Any] | None:
         return None
     rep = json.loads(Path(best["report_json"]).read_text())
     wall = best["wall_s"]
-    stages = [{"stage": st["stage"], "seconds": float(st.get("seconds", 0.0)), "peak_rss_mb": st.get("peak_rss_mb")}
-              for st in rep.get("stages", [])]
+    stages = [
+        {"stage": st["stage"], "seconds": float(st.get("seconds", 0.0)), "peak_rss_mb": st.get("peak_rss_mb")}
+        for st in rep.get("stages", [])
+    ]
     total = float(rep.get("seconds_total") or sum(x["seconds"] for x in stages))
     diag = sum(x["seconds"] for x in stages if x["stage"] == "diagnostics")
-    out = {"stages": stages, "seconds_total": total, "wall_of_that_run": wall, "outside_stages": wall - total,
-           "diagnostics_seconds": diag, "diagnostics_share_of_wall": diag / wall if wall else None,
-           "peak_rss_mb_report": rep.get("peak_rss_mb"), "candidate_pairs": rep.get("candidate_pairs"),
-           "verified_pairs": rep.get("verified_pairs"), "outputs": rep.get("outputs")}
+    out = {
+        "stages": stages,
+        "seconds_total": total,
+        "wall_of_that_run": wall,
+        "outside_stages": wall - total,
+        "diagnostics_seconds": diag,
+        "diagnostics_share_of_wall": diag / wall if wall else None,
+        "peak_rss_mb_report": rep.get("peak_rss_mb"),
+        "candidate_pairs": rep.get("candidate_pairs"),
+        "verified_pairs": rep.get("verified_pairs"),
+        "outputs": rep.get("outputs"),
+    }
     s.details.append(
         "er stages (report.json of the best run; seconds, peak MB): "
-        + ", ".join(f"{x['stage']} {x['seconds']:.2f}" + (f" ({x['peak_rss_mb']:.0f})" if x["peak_rss_mb"] else "")
-                    for x in stages)
+        + ", ".join(f"{x['stage']} {x['seconds']:.2f}" + (f" ({x['peak_rss_mb']:.0f})" if x["peak_rss_mb"] else "") for x in stages)
         + f"; sum {total:.2f} s of a {wall:.2f} s wall: {wall - total:.2f} s outside the stages (interpreter start-up, "
-          f"imports, parsing the job, writing the outputs and report.html); diagnostics {diag:.2f} s = "
-          f"{100 * diag / wall if wall else 0:.1f}% of the wall")
+        f"imports, parsing the job, writing the outputs and report.html); diagnostics {diag:.2f} s = "
+        f"{100 * diag / wall if wall else 0:.1f}% of the wall"
+    )
     return out
 
 
@@ -496,9 +661,15 @@ def rows_of(s: Scenario) -> list[dict[str, Any]]:
         b = job.measured.get("best")
         row: dict[str, Any] = {"job": job.name, "role": job.role, "error": job.error, "runs": len(job.measured.get("runs", []))}
         if b:
-            row.update({"wall_s": b["wall_s"], "peak_rss_mb": b["peak_rss_mb"], "cpu_s": b["user_s"] + b["sys_s"],
-                        "vs_er": b["wall_s"] / er.measured["best"]["wall_s"] if er else None,
-                        "vs_floor": b["wall_s"] / floor.measured["best"]["wall_s"] if floor else None})
+            row.update(
+                {
+                    "wall_s": b["wall_s"],
+                    "peak_rss_mb": b["peak_rss_mb"],
+                    "cpu_s": b["user_s"] + b["sys_s"],
+                    "vs_er": b["wall_s"] / er.measured["best"]["wall_s"] if er else None,
+                    "vs_floor": b["wall_s"] / floor.measured["best"]["wall_s"] if floor else None,
+                }
+            )
         row.update({k: s.scores.get(job.name, {}).get(k) for k, _ in s.quality})
         rows.append(row)
     return rows
@@ -511,8 +682,17 @@ def text_table(s: Scenario, rows: list[dict[str, Any]]) -> str:
         if r["error"]:
             lines.append([r["job"], "FAILED", *["-"] * (len(head) - 2)])
             continue
-        lines.append([r["job"], f"{r['wall_s']:.2f}", f"{r['peak_rss_mb']:,.0f}", f"{r['cpu_s']:.1f}",
-                      *[_fmt(r[k], ".4f") for k, _ in s.quality], _fmt(r["vs_er"], ".2f"), _fmt(r["vs_floor"], ".1f")])
+        lines.append(
+            [
+                r["job"],
+                f"{r['wall_s']:.2f}",
+                f"{r['peak_rss_mb']:,.0f}",
+                f"{r['cpu_s']:.1f}",
+                *[_fmt(r[k], ".4f") for k, _ in s.quality],
+                _fmt(r["vs_er"], ".2f"),
+                _fmt(r["vs_floor"], ".1f"),
+            ]
+        )
     widths = [max(len(x[i]) for x in lines) for i in range(len(head))]
     out = []
     for n, line in enumerate(lines):
@@ -530,9 +710,11 @@ def markdown_rows(s: Scenario, rows: list[dict[str, Any]]) -> list[str]:
             out.append(f"| {s.name} | {r['job']} | failed: {why} | | | | |")
             continue
         quality = " · ".join(f"{h} {r[k]:.4f}" for k, h in s.quality if r[k] is not None) or "-"
-        out.append(f"| {s.name} | {r['job']} | {'**' if r['role'] == 'er' else ''}{r['wall_s']:.2f}"
-                   f"{'**' if r['role'] == 'er' else ''} | {r['peak_rss_mb']:,.0f} | {quality} | "
-                   f"{_fmt(r['vs_er'], '.2f')} | {_fmt(r['vs_floor'], '.1f')} |")
+        out.append(
+            f"| {s.name} | {r['job']} | {'**' if r['role'] == 'er' else ''}{r['wall_s']:.2f}"
+            f"{'**' if r['role'] == 'er' else ''} | {r['peak_rss_mb']:,.0f} | {quality} | "
+            f"{_fmt(r['vs_er'], '.2f')} | {_fmt(r['vs_floor'], '.1f')} |"
+        )
     return out
 
 
@@ -547,37 +729,63 @@ def run_startup(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     work = scratch / "startup"
     work.mkdir(parents=True, exist_ok=True)
     er = er_command()
-    cmds = [("python -c pass", [sys.executable, "-c", "pass"]), ("er --help", [*er, "--help"]),
-            ("er validate configs/documents.yaml", [*er, "validate", str(CONFIGS / "documents.yaml")]),
-            ("er validate configs/customers.yaml", [*er, "validate", str(CONFIGS / "customers.yaml")])]
+    cmds = [
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("er --help", [*er, "--help"]),
+        ("er validate configs/documents.yaml", [*er, "validate", str(CONFIGS / "documents.yaml")]),
+        ("er validate configs/customers.yaml", [*er, "validate", str(CONFIGS / "customers.yaml")]),
+    ]
     rows: list[dict[str, Any]] = []
     for label, cmd in cmds:
         out = work / f"{len(rows)}.json"
-        proc = subprocess.run([sys.executable, str(MEASURE), "--out", str(out), "--repeat", str(STARTUP_REPEAT),
-                               "--poll", "0.005", "--stderr", str(work / f"{len(rows)}.err"), "--", *cmd],
-                              capture_output=True, text=True, check=False)
-        res: dict[str, Any] = (json.loads(out.read_text()) if proc.returncode == 0 and out.exists()
-                               else {"ok": False, "runs": []})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(MEASURE),
+                "--out",
+                str(out),
+                "--repeat",
+                str(STARTUP_REPEAT),
+                "--poll",
+                "0.005",
+                "--stderr",
+                str(work / f"{len(rows)}.err"),
+                "--",
+                *cmd,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        res: dict[str, Any] = json.loads(out.read_text()) if proc.returncode == 0 and out.exists() else {"ok": False, "runs": []}
         walls = [r["wall_s"] for r in res["runs"]]
-        rows.append({"command": label, "cmd": cmd, "ok": res["ok"], "walls": walls,
-                     "best_s": min(walls) if res["ok"] else None,
-                     "median_s": statistics.median(walls) if res["ok"] else None,
-                     "peak_rss_mb": max((r["peak_rss_mb"] for r in res["runs"]), default=None)})
+        rows.append(
+            {
+                "command": label,
+                "cmd": cmd,
+                "ok": res["ok"],
+                "walls": walls,
+                "best_s": min(walls) if res["ok"] else None,
+                "median_s": statistics.median(walls) if res["ok"] else None,
+                "peak_rss_mb": max((r["peak_rss_mb"] for r in res["runs"]), default=None),
+            }
+        )
     print(f"\nstart-up (whole process, best and median of {STARTUP_REPEAT})")
     w = max(len(r["command"]) for r in rows)
     print(f"{'command':<{w}}  {'best s':>7}  {'median s':>8}  {'peak RSS MB':>11}")
     for r in rows:
-        print(f"{r['command']:<{w}}  {_fmt(r['best_s'], '7.3f')}  {_fmt(r['median_s'], '8.3f')}  {_fmt(r['peak_rss_mb'], '11.0f')}"
-              + ("" if r["ok"] else "  FAILED"))
+        print(
+            f"{r['command']:<{w}}  {_fmt(r['best_s'], '7.3f')}  {_fmt(r['median_s'], '8.3f')}  {_fmt(r['peak_rss_mb'], '11.0f')}"
+            + ("" if r["ok"] else "  FAILED")
+        )
     md = ["| command | best s | median s | peak RSS MB |", "|---|---:|---:|---:|"] + [
-        f"| `{r['command']}` | {_fmt(r['best_s'], '.3f')} | {_fmt(r['median_s'], '.3f')} | {_fmt(r['peak_rss_mb'], '.0f')} |"
-        for r in rows]
+        f"| `{r['command']}` | {_fmt(r['best_s'], '.3f')} | {_fmt(r['median_s'], '.3f')} | {_fmt(r['peak_rss_mb'], '.0f')} |" for r in rows
+    ]
     return {"rows": rows, "markdown": "\n".join(md)}
 
 
 def size_suffix(a: argparse.Namespace, name: str) -> str:
-    key = {"documents-realtext": "docs", "documents-1m": "docs_1m", "customers-100k": "customers",
-           "customers-1m": "customers_1m"}.get(name)
+    key = {"documents-realtext": "docs", "documents-1m": "docs_1m", "customers-100k": "customers", "customers-1m": "customers_1m"}.get(name)
     if key is None or getattr(a, key) == DEFAULT_SIZES[key]:
         return ""
     return f"-{getattr(a, key)}"
@@ -591,11 +799,18 @@ def write_json(a: argparse.Namespace, name: str, doc: dict[str, Any]) -> Path:
 
 
 def common_doc(a: argparse.Namespace, name: str, load_start: tuple[float, ...]) -> dict[str, Any]:
-    return {"benchmark": "whole", "scenario": name, "command": " ".join([Path(sys.executable).name, *sys.argv]),
-            "when": time.strftime("%Y-%m-%d %H:%M:%S"), "repeat": a.repeat,
-            "machine": machine_info(DISTS), "code": {k: v for k, v in code_fingerprint().items() if k != "files"},
-            "load_average_start": load_start, "load_average_end": os.getloadavg(),
-            "bytecode": getattr(a, "bytecode", None)}
+    return {
+        "benchmark": "whole",
+        "scenario": name,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "repeat": a.repeat,
+        "machine": machine_info(DISTS),
+        "code": {k: v for k, v in code_fingerprint().items() if k != "files"},
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
+        "bytecode": getattr(a, "bytecode", None),
+    }
 
 
 def orchestrate(a: argparse.Namespace) -> int:
@@ -604,16 +819,18 @@ def orchestrate(a: argparse.Namespace) -> int:
     contenders = [x.strip() for x in a.contenders.split(",") if x.strip()]
     bad = [x for x in contenders if x not in CONTENDERS]
     if unknown or bad:
-        print(f"unknown scenario(s) {unknown} / contender(s) {bad}; scenarios: {SCENARIOS}; contenders: {CONTENDERS}",
-              file=sys.stderr)
+        print(f"unknown scenario(s) {unknown} / contender(s) {bad}; scenarios: {SCENARIOS}; contenders: {CONTENDERS}", file=sys.stderr)
         return 2
     if a.repeat < 1:
         print("--repeat must be >= 1", file=sys.stderr)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="er_bench_whole_", dir=a.scratch_dir))
     a.bytecode = prepare_bytecode(not a.no_bytecode)
-    print(f"scratch {scratch}; er = {' '.join(er_command())}; best of {a.repeat} run(s) per process; {a.bytecode}; "
-          f"load average {os.getloadavg()[0]:.2f} (nproc {os.cpu_count()})", flush=True)
+    print(
+        f"scratch {scratch}; er = {' '.join(er_command())}; best of {a.repeat} run(s) per process; {a.bytecode}; "
+        f"load average {os.getloadavg()[0]:.2f} (nproc {os.cpu_count()})",
+        flush=True,
+    )
     md = list(MD_HEAD)
     startup_md = None
     written = []
@@ -642,8 +859,10 @@ def orchestrate(a: argparse.Namespace) -> int:
         rows = rows_of(s)
         print()
         print(s.title)
-        print(f"(wall and peak RSS of whole processes measured from outside; best of {a.repeat}; ÷ er = wall / er's "
-              f"wall, ÷ floor = wall / the floor's wall)")
+        print(
+            f"(wall and peak RSS of whole processes measured from outside; best of {a.repeat}; ÷ er = wall / er's "
+            f"wall, ÷ floor = wall / the floor's wall)"
+        )
         print(text_table(s, rows))
         for line in s.details:
             print(line)
@@ -653,11 +872,27 @@ def orchestrate(a: argparse.Namespace) -> int:
             if job.error:
                 print(f"{job.name} FAILED: {job.error}")
         md += markdown_rows(s, rows)
-        doc = {**common_doc(a, name, load_start), "title": s.title, "info": s.info, "er_report": stage,
-               "rows": rows, "scores": s.scores, "details": s.details,
-               "processes": [{"name": j.name, "role": j.role, "cmd": j.cmd, "runs": j.measured.get("runs", []),
-                              "best": j.measured.get("best"), "error": j.error} for j in s.jobs],
-               "markdown": "\n".join(MD_HEAD + markdown_rows(s, rows))}
+        doc = {
+            **common_doc(a, name, load_start),
+            "title": s.title,
+            "info": s.info,
+            "er_report": stage,
+            "rows": rows,
+            "scores": s.scores,
+            "details": s.details,
+            "processes": [
+                {
+                    "name": j.name,
+                    "role": j.role,
+                    "cmd": j.cmd,
+                    "runs": j.measured.get("runs", []),
+                    "best": j.measured.get("best"),
+                    "error": j.error,
+                }
+                for j in s.jobs
+            ],
+            "markdown": "\n".join(MD_HEAD + markdown_rows(s, rows)),
+        }
         written.append(write_json(a, name, doc))
     summary = [f"<!-- bench_whole.py {' '.join(sys.argv[1:])} ({time.strftime('%Y-%m-%d %H:%M')}) -->", *md]
     if startup_md:
@@ -674,35 +909,44 @@ def orchestrate(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="Column meanings and run instructions: benchmarks/README.md, 'Whole processes (issue 15)'.")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Column meanings and run instructions: benchmarks/README.md, 'Whole processes (issue 15)'.",
+    )
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
-    p.add_argument("--contenders", default=",".join(CONTENDERS),
-                   help=f"contenders to run where they apply (default all: {','.join(CONTENDERS)})")
+    p.add_argument(
+        "--contenders", default=",".join(CONTENDERS), help=f"contenders to run where they apply (default all: {','.join(CONTENDERS)})"
+    )
     p.add_argument("--docs", type=int, default=DEFAULT_SIZES["docs"], help="documents-realtext: documents (default 20,000)")
     p.add_argument("--docs-1m", type=int, default=DEFAULT_SIZES["docs_1m"], help="documents-1m: documents (default 1,000,000)")
-    p.add_argument("--customers", type=int, default=DEFAULT_SIZES["customers"],
-                   help="customers-100k: records per company (default 100,000)")
-    p.add_argument("--customers-1m", type=int, default=DEFAULT_SIZES["customers_1m"],
-                   help="customers-1m: records per company (default 1,000,000)")
+    p.add_argument(
+        "--customers", type=int, default=DEFAULT_SIZES["customers"], help="customers-100k: records per company (default 100,000)"
+    )
+    p.add_argument(
+        "--customers-1m", type=int, default=DEFAULT_SIZES["customers_1m"], help="customers-1m: records per company (default 1,000,000)"
+    )
     p.add_argument("--seed-docs", type=int, default=15, help="seed of the generated documents (default 15)")
     p.add_argument("--splink-1m", action="store_true", help="also run Splink on customers-1m (may take very long)")
-    p.add_argument("--recordlinkage-customers", action="store_true",
-                   help="also run recordlinkage on the generated customers (febrl4 always has it)")
-    p.add_argument("--lean", action="store_true",
-                   help="datasketch/rensa keep no shingle sets (automatic above 30,000 documents)")
+    p.add_argument(
+        "--recordlinkage-customers", action="store_true", help="also run recordlinkage on the generated customers (febrl4 always has it)"
+    )
+    p.add_argument("--lean", action="store_true", help="datasketch/rensa keep no shingle sets (automatic above 30,000 documents)")
     p.add_argument("--repeat", type=int, default=1, help="runs per process, rounds interleaved; the best wall is reported")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per process run (default 3600)")
     p.add_argument("--poll", type=float, default=0.02, help="RSS sampling interval of measure.py, seconds")
-    p.add_argument("--data-dir", default=None,
-                   help="cache folder for generated data: reused when present (said so in the output), else written there")
+    p.add_argument(
+        "--data-dir", default=None, help="cache folder for generated data: reused when present (said so in the output), else written there"
+    )
     p.add_argument("--results-dir", default=str(HERE / "results"), help="where whole-<scenario>.json go")
     p.add_argument("--scratch-dir", default=None, help="parent of the scratch folder (default: system temp)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (jobs, outputs, pairs, logs)")
-    p.add_argument("--no-bytecode", action="store_true",
-                   help="run every process without .pyc files of the project (PYTHONDONTWRITEBYTECODE=1 and none "
-                        "compiled): every start recompiles er_framework and er_plugins (default: compile them first, "
-                        "as `pip install` does)")
+    p.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="run every process without .pyc files of the project (PYTHONDONTWRITEBYTECODE=1 and none "
+        "compiled): every start recompiles er_framework and er_plugins (default: compile them first, "
+        "as `pip install` does)",
+    )
     p.add_argument("--make-documents", type=Path, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.make_documents is not None:

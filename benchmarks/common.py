@@ -74,8 +74,7 @@ def code_fingerprint() -> dict[str, Any]:
 
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30,
-                                  check=False).stdout.strip()
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -112,8 +111,14 @@ def machine_info(dists: tuple[str, ...]) -> dict[str, Any]:
         mem_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError, AttributeError):
         mem_gb = None
-    return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem_gb, "python": platform.python_version(),
-            "platform": platform.platform(), "versions": versions}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": mem_gb,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+    }
 
 
 def parse_contenders(text: str, known: Any, choices: Any) -> list[str] | None:

@@ -40,12 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("tool", choices=["splink", "recordlinkage"])
     p.add_argument("--dataset", choices=sorted(DATASETS), required=True)
-    p.add_argument("--csv", type=_named_csv, action="append", required=True, metavar="NAME=PATH",
-                   help="an input file and its dataset name; twice to link, once to dedupe (splink)")
+    p.add_argument(
+        "--csv",
+        type=_named_csv,
+        action="append",
+        required=True,
+        metavar="NAME=PATH",
+        help="an input file and its dataset name; twice to link, once to dedupe (splink)",
+    )
     p.add_argument("--pairs", type=Path, required=True, help="output CSV of the predicted pairs")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--u-pairs", type=float, default=1e7,
-                   help="splink: estimate_u_using_random_sampling(max_pairs=...) (its docs recommend >= 1e7)")
+    p.add_argument(
+        "--u-pairs", type=float, default=1e7, help="splink: estimate_u_using_random_sampling(max_pairs=...) (its docs recommend >= 1e7)"
+    )
     a = p.parse_args(argv)
     paths = dict(a.csv)
     missing = [str(f) for f in paths.values() if not f.is_file()]

@@ -125,7 +125,7 @@ def process_range(files: list[str], start: int, end: int, k: int, block: int) ->
                 n_hashed += len(h)
                 if len(h):
                     acc ^= np.bitwise_xor.reduce(h)
-                carry = window[-(k - 1):] if k > 1 else carry[:0]
+                carry = window[-(k - 1) :] if k > 1 else carry[:0]
         i += 1
         local = 0
     decoder.decode(b"", final=True)  # raises on a character cut at the end of the range
@@ -170,10 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     xor = 0
     for part in parts:
         xor ^= part["xor"]
-    out = {"workers": a.workers, "k": a.k, "block_bytes": block,
-           "bytes": sum(x["bytes"] for x in parts), "chars": sum(x["chars"] for x in parts),
-           "positions_hashed": sum(x["positions_hashed"] for x in parts), "xor": f"{xor:016x}",
-           "seconds_inside": round(time.perf_counter() - t0, 4)}
+    out = {
+        "workers": a.workers,
+        "k": a.k,
+        "block_bytes": block,
+        "bytes": sum(x["bytes"] for x in parts),
+        "chars": sum(x["chars"] for x in parts),
+        "positions_hashed": sum(x["positions_hashed"] for x in parts),
+        "xor": f"{xor:016x}",
+        "seconds_inside": round(time.perf_counter() - t0, 4),
+    }
     print(json.dumps(out))
     return 0
 

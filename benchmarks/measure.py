@@ -33,6 +33,7 @@ The launcher's own start-up is outside every figure. A command running past
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -82,8 +83,7 @@ def descendants(pid: int) -> list[int]:
     return seen
 
 
-def run_once(cmd: list[str], cwd: str | None, stdout: Any, stderr: Any, timeout: float | None,
-             poll: float) -> dict[str, Any]:
+def run_once(cmd: list[str], cwd: str | None, stdout: Any, stderr: Any, timeout: float | None, poll: float) -> dict[str, Any]:
     """One run: the main thread blocks in ``wait4`` (an exact end time); a thread samples the tree's RSS."""
     have_proc = os.path.isdir("/proc/self/task")
     state = {"peak_kb": 0, "polls": 0, "timed_out": False}
@@ -99,10 +99,8 @@ def run_once(cmd: list[str], cwd: str | None, stdout: Any, stderr: Any, timeout:
             now = time.perf_counter() - t0
             if timeout is not None and now > timeout:
                 state["timed_out"] = True
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 return
             if have_proc:
                 if now >= next_tree:
@@ -123,14 +121,28 @@ def run_once(cmd: list[str], cwd: str | None, stdout: Any, stderr: Any, timeout:
     scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, kB elsewhere
     maxrss = ru.ru_maxrss / scale
     tree_mb = state["peak_kb"] / 1024 if have_proc else None
-    return {"wall_s": round(wall, 4), "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
-            "ru_maxrss_mb": round(maxrss, 1), "tree_rss_peak_mb": None if tree_mb is None else round(tree_mb, 1),
-            "peak_rss_mb": round(max(maxrss, tree_mb or 0.0), 1), "exit_code": proc.returncode,
-            "timed_out": bool(state["timed_out"]), "polls": state["polls"]}
+    return {
+        "wall_s": round(wall, 4),
+        "user_s": round(ru.ru_utime, 3),
+        "sys_s": round(ru.ru_stime, 3),
+        "ru_maxrss_mb": round(maxrss, 1),
+        "tree_rss_peak_mb": None if tree_mb is None else round(tree_mb, 1),
+        "peak_rss_mb": round(max(maxrss, tree_mb or 0.0), 1),
+        "exit_code": proc.returncode,
+        "timed_out": bool(state["timed_out"]),
+        "polls": state["polls"],
+    }
 
 
-def measure(cmd: list[str], repeat: int = 1, cwd: str | None = None, stdout: str | None = None,
-            stderr: str | None = None, timeout: float | None = None, poll: float = 0.02) -> dict[str, Any]:
+def measure(
+    cmd: list[str],
+    repeat: int = 1,
+    cwd: str | None = None,
+    stdout: str | None = None,
+    stderr: str | None = None,
+    timeout: float | None = None,
+    poll: float = 0.02,
+) -> dict[str, Any]:
     runs = []
     for _ in range(repeat):
         with open(stdout or os.devnull, "ab") as out, open(stderr or os.devnull, "ab") as err:

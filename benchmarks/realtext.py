@@ -143,9 +143,11 @@ def harvest_sentences(sources: Iterable[Path] | None = None) -> list[str]:
 
 
 def pool_fingerprint(sentences: list[str]) -> dict[str, Any]:
-    return {"sentences": len(sentences),
-            "sha256": hashlib.sha256("\n".join(sentences).encode("utf-8")).hexdigest()[:16],
-            "chars": sum(len(s) for s in sentences)}
+    return {
+        "sentences": len(sentences),
+        "sha256": hashlib.sha256("\n".join(sentences).encode("utf-8")).hexdigest()[:16],
+        "chars": sum(len(s) for s in sentences),
+    }
 
 
 @dataclass
@@ -155,9 +157,16 @@ class Corpus:
     edit_rate: list[float]  # the word-edit rate of each copy (0.0 for bases and singletons)
 
 
-def make_corpus(n_docs: int, seed: int, sentences: list[str], chars: tuple[int, int] = DEFAULT_CHARS,
-                family_share: float = 0.4, copies: tuple[int, int] = (1, 3), max_edit: float = 0.05,
-                min_pool: int = MIN_POOL) -> Corpus:
+def make_corpus(
+    n_docs: int,
+    seed: int,
+    sentences: list[str],
+    chars: tuple[int, int] = DEFAULT_CHARS,
+    family_share: float = 0.4,
+    copies: tuple[int, int] = (1, 3),
+    max_edit: float = 0.05,
+    min_pool: int = MIN_POOL,
+) -> Corpus:
     """``n_docs`` documents of real sentences (see the module docstring); deterministic in ``seed``.
 
     ``ValueError`` when the pool has fewer than ``min_pool`` sentences."""
@@ -214,12 +223,17 @@ def corpus_stats(c: Corpus) -> dict[str, Any]:
     for f in c.family:
         sizes[f] = sizes.get(f, 0) + 1
     lengths = sorted(len(t) for t in c.texts)
-    return {"documents": len(c.texts), "chars_min": lengths[0], "chars_mean": round(sum(lengths) / len(lengths), 1),
-            "chars_max": lengths[-1], "total_chars": sum(lengths),
-            "families_with_copies": sum(1 for s in sizes.values() if s > 1),
-            "documents_in_families": sum(s for s in sizes.values() if s > 1),
-            "within_family_pairs": sum(s * (s - 1) // 2 for s in sizes.values()),
-            "exact_copies": sum(1 for t, r in zip(c.texts, c.edit_rate) if r > 0 and r * len(t.split()) < 0.5)}
+    return {
+        "documents": len(c.texts),
+        "chars_min": lengths[0],
+        "chars_mean": round(sum(lengths) / len(lengths), 1),
+        "chars_max": lengths[-1],
+        "total_chars": sum(lengths),
+        "families_with_copies": sum(1 for s in sizes.values() if s > 1),
+        "documents_in_families": sum(s for s in sizes.values() if s > 1),
+        "within_family_pairs": sum(s * (s - 1) // 2 for s in sizes.values()),
+        "exact_copies": sum(1 for t, r in zip(c.texts, c.edit_rate) if r > 0 and r * len(t.split()) < 0.5),
+    }
 
 
 def write_corpus(out: Path, c: Corpus, meta: dict[str, Any]) -> None:
@@ -245,10 +259,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=int, default=20000, help="number of documents (default 20,000)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
-    p.add_argument("--chars", type=_chars, default=DEFAULT_CHARS, metavar="MIN,MAX",
-                   help="length target per document, drawn uniformly (default 3000,4800: mean ~4,000)")
-    p.add_argument("--sources", nargs="*", type=Path, default=None,
-                   help="folders/files of text instead of the defaults (stdlib docstrings + /usr/share/common-licenses)")
+    p.add_argument(
+        "--chars",
+        type=_chars,
+        default=DEFAULT_CHARS,
+        metavar="MIN,MAX",
+        help="length target per document, drawn uniformly (default 3000,4800: mean ~4,000)",
+    )
+    p.add_argument(
+        "--sources",
+        nargs="*",
+        type=Path,
+        default=None,
+        help="folders/files of text instead of the defaults (stdlib docstrings + /usr/share/common-licenses)",
+    )
     p.add_argument("--out", type=Path, required=True, help="output folder (docs.jsonl, families.csv, meta.json)")
     a = p.parse_args(argv)
     if a.docs < 1:
@@ -266,10 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc} (searched: {', '.join(map(str, sources)) or 'nothing'})", file=sys.stderr)
         return 2
-    meta = {"generator": "benchmarks/realtext.py", "docs": a.docs, "seed": a.seed, "chars": list(a.chars),
-            "sources": [str(s) for s in sources], "pool": pool_fingerprint(sentences),
-            "python": sys.version.split()[0], **corpus_stats(corpus),
-            "harvest_seconds": round(t_harvest, 2), "seconds": round(time.perf_counter() - t0, 2)}
+    meta = {
+        "generator": "benchmarks/realtext.py",
+        "docs": a.docs,
+        "seed": a.seed,
+        "chars": list(a.chars),
+        "sources": [str(s) for s in sources],
+        "pool": pool_fingerprint(sentences),
+        "python": sys.version.split()[0],
+        **corpus_stats(corpus),
+        "harvest_seconds": round(t_harvest, 2),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
     write_corpus(a.out, corpus, meta)
     print(json.dumps(meta))
     return 0

@@ -92,8 +92,14 @@ def prf(got: set[Pair], truth: set[Pair]) -> dict[str, Any]:
     tp = len(got & truth)
     p = tp / len(got) if got else 0.0
     r = tp / len(truth) if truth else 1.0
-    return {"predicted": len(got), "true_positives": tp, "truth_pairs": len(truth), "precision": p, "recall": r,
-            "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return {
+        "predicted": len(got),
+        "true_positives": tp,
+        "truth_pairs": len(truth),
+        "precision": p,
+        "recall": r,
+        "f1": 2 * p * r / (p + r) if p + r else 0.0,
+    }
 
 
 # ----------------------------------------------------------------------------
@@ -162,10 +168,9 @@ def exact_jaccard_of(jsonl: Path, pairs: set[tuple[int, int]], max_docs: int = 2
     packed into batches of at most ``max_docs`` documents (a larger component is one batch), each batch
     shingled once by :func:`bench_documents.exact_jaccard`."""
     import numpy as np
+    from bench_documents import exact_jaccard
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
-
-    from bench_documents import exact_jaccard
 
     if not pairs:
         return {}
@@ -200,12 +205,16 @@ def exact_jaccard_of(jsonl: Path, pairs: set[tuple[int, int]], max_docs: int = 2
     return out
 
 
-def document_scores(reported: set[tuple[int, int]], jaccard: dict[tuple[int, int], float],
-                    truth_at: dict[float, set[tuple[int, int]]], threshold: float) -> dict[str, Any]:
+def document_scores(
+    reported: set[tuple[int, int]], jaccard: dict[tuple[int, int], float], truth_at: dict[float, set[tuple[int, int]]], threshold: float
+) -> dict[str, Any]:
     """Recall at each level of ``truth_at`` and precision = share of reported pairs with exact J >= threshold."""
     good = sum(1 for p in reported if jaccard[p] >= threshold)
-    out: dict[str, Any] = {"reported": len(reported), "reported_below_threshold": len(reported) - good,
-                           "precision": good / len(reported) if reported else 1.0}
+    out: dict[str, Any] = {
+        "reported": len(reported),
+        "reported_below_threshold": len(reported) - good,
+        "precision": good / len(reported) if reported else 1.0,
+    }
     for level, truth in truth_at.items():
         out[f"recall_at_{level:g}"] = len(reported & truth) / len(truth) if truth else 1.0
         out[f"truth_pairs_at_{level:g}"] = len(truth)

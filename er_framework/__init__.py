@@ -68,8 +68,9 @@ _API = frozenset({"Model", "Result", "fit", "run", "validate"})
 #: the contract's names (numpy, pydantic, pluggy behind them), imported on first use by the same
 #: rule: ``er --help`` and ``import er_framework.cli.main`` load none of them
 _CONTRACT: dict[str, str] = {
-    **dict.fromkeys(("Blocker", "Clusterer", "Context", "FieldRef", "Normalizer", "Params", "Shingler",
-                     "SignatureBuilder", "Verifier"), "components"),
+    **dict.fromkeys(
+        ("Blocker", "Clusterer", "Context", "FieldRef", "Normalizer", "Params", "Shingler", "SignatureBuilder", "Verifier"), "components"
+    ),
     **dict.fromkeys(("Batch", "LabelledPairs", "Pairs", "Records", "Signatures", "TokenSets"), "data"),
     **dict.fromkeys(("hookimpl", "hookspec"), "hookspecs"),
 }

@@ -18,9 +18,10 @@ tables ``er run`` writes, built by the same function.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from er_framework.io.frames import arrow_table, as_kind, frame_kind
 from er_framework.io.outputs import OutputDir
 
 __all__ = ["Model", "Result", "fit", "run", "validate", "load_job"]
+
 
 def _is_path(job: str | Path) -> bool:
     if isinstance(job, Path):
@@ -61,22 +63,26 @@ def load_job(job: str | Path | Mapping[str, Any], sources: Mapping[str, Any] | N
             data, lines, problems = load_yaml(text, str(path))
             if data is None:
                 raise ConfigError(problems)
-            parsed = resolve_job(data, lines, str(path), path.resolve().parent, problems, config_path=path,
-                                 frames=list(frames))
+            parsed = resolve_job(data, lines, str(path), path.resolve().parent, problems, config_path=path, frames=list(frames))
         else:
             parsed = parse_job(job)
     elif isinstance(job, str):
         data, lines, problems = load_yaml(job, "<job text>")
         if data is None:
             raise ConfigError(problems)
-        parsed = resolve_job(data, lines, "<job text>", Path.cwd(), problems, config_path=Path.cwd() / "<job text>",
-                             frames=list(frames))
+        parsed = resolve_job(data, lines, "<job text>", Path.cwd(), problems, config_path=Path.cwd() / "<job text>", frames=list(frames))
     elif isinstance(job, Mapping):
-        parsed = resolve_job(dict(job), {}, "<job dict>", Path.cwd(), config_path=Path.cwd() / "<job dict>",
-                             frames=list(frames))
+        parsed = resolve_job(dict(job), {}, "<job dict>", Path.cwd(), config_path=Path.cwd() / "<job dict>", frames=list(frames))
     else:
-        raise ConfigError([Problem(where="job", message=f"a job is a path, YAML text or a dict, not {type(job).__name__}",
-                                   fix="er_framework.run('job.yaml'), er_framework.run(yaml_text) or er_framework.run({...})")])
+        raise ConfigError(
+            [
+                Problem(
+                    where="job",
+                    message=f"a job is a path, YAML text or a dict, not {type(job).__name__}",
+                    fix="er_framework.run('job.yaml'), er_framework.run(yaml_text) or er_framework.run({...})",
+                )
+            ]
+        )
     parsed.frames = frames
     return parsed
 
@@ -102,7 +108,7 @@ def run(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     model: Model | str | Path | None = None,
-) -> "Result":
+) -> Result:
     """Run a job and return its :class:`Result`.
 
     ``model``: a :class:`~er_framework.engine.model.Model` (or the path of a saved one) to apply instead of
@@ -224,8 +230,10 @@ class Result:
     def _comparisons(self) -> dict[str, Any]:
         cand = self.run.candidates
         if self.run.explain_terms is None or cand is None:
-            raise KeyError(f"this run cannot break its scores into terms (verifier {self.job.verifier.cls.name!r}, "
-                           f"executor {self.job.spec.executor.type!r})")
+            raise KeyError(
+                f"this run cannot break its scores into terms (verifier {self.job.verifier.cls.name!r}, "
+                f"executor {self.job.spec.executor.type!r})"
+            )
         return comparisons_table(self.run.records, cand, self.run.explain_terms)
 
     # ---------------------------------------------------------------- writing
@@ -239,14 +247,14 @@ class Result:
         assert out_path is not None
         r = self.run
         pairs = r.answer.pairs if r.answer is not None else r.pairs
-        self.outputs = write(self.job, out_path, r.records, pairs, r.labels, r.report, tables=r.tables,
-                             as_read=r.as_read, html=html, model=r.model)
+        self.outputs = write(
+            self.job, out_path, r.records, pairs, r.labels, r.report, tables=r.tables, as_read=r.as_read, html=html, model=r.model
+        )
         return self.outputs
 
     # ---------------------------------------------------------------- explanations
 
-    def explain(self, left: str, right: str, *, left_source: str | None = None,
-                right_source: str | None = None) -> Explanation:
+    def explain(self, left: str, right: str, *, left_source: str | None = None, right_source: str | None = None) -> Explanation:
         """Why the pair (``left``, ``right``) scored what it scored: its terms (per field: the values as
         compared, the comparison level and its weight; for document jobs the shared and differing
         shingles), their total and the score against the threshold. ``print()`` shows the waterfall."""
@@ -261,7 +269,12 @@ class Result:
             if group_of[a] == group_of[b] and r.exact.stats.get("records_collapsed", 0):
                 return explanation(r.records, a, b, {}, described, threshold, exact_copies=True)
         if r.explain_terms is None:
-            raise InputError(Problem(where="explain", message=f"verifier {self.job.verifier.cls.name!r} cannot break "
-                                     "its scores into terms", fix="use a verifier that can (er plugins lists them)"))
+            raise InputError(
+                Problem(
+                    where="explain",
+                    message=f"verifier {self.job.verifier.cls.name!r} cannot break its scores into terms",
+                    fix="use a verifier that can (er plugins lists them)",
+                )
+            )
         terms = r.explain_terms(Pairs(np.array([a]), np.array([b])))
         return explanation(r.records, a, b, row_of_terms(terms, 0), described, threshold)

@@ -326,9 +326,7 @@ class Learner:
     ``score(batch, pairs)`` of a learner is its fit on those pairs, unlabelled.
     """
 
-    def fit_score(
-        self, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None
-    ) -> tuple[Float64Array, Fitted]:
+    def fit_score(self, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None) -> tuple[Float64Array, Fitted]:
         """Fit on ``pairs`` (the run's candidates; ``labelled``: pairs a person labelled) and score them."""
         raise NotImplementedError
 
@@ -360,7 +358,11 @@ class CodeFitted(Learner):
         return Pairs.empty()
 
     def fit_counts(
-        self, codes: Int64Array, counts: Float64Array, sample_codes: Int64Array, sample_counts: Float64Array,
+        self,
+        codes: Int64Array,
+        counts: Float64Array,
+        sample_codes: Int64Array,
+        sample_counts: Float64Array,
         labelled: LabelledCodes | None,
     ) -> tuple[Float64Array, Fitted]:
         """Fit on the distinct codes of all candidate pairs (sorted) with their counts, those of the
@@ -380,9 +382,7 @@ class Explainable:
     A :class:`Learner` receives its fitted ``state``; others get ``None``.
     """
 
-    def comparisons(
-        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
-    ) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """The terms of every pair's score, as named columns (one value per pair), in display order.
 
         * ``level_<field>`` – int64 comparison level of a field (0 = closest; -1 = missing);

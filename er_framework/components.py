@@ -322,17 +322,18 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("normalizer", Normalizer, "er_register_normalizers", "normalize",
-               "field values -> comparable keys (per field, a chain)", per_field=True),
-        Family("shingler", Shingler, "er_register_shinglers", "shingler",
-               "records -> token sets (CSR, uint64 tokens)"),
-        Family("signature", SignatureBuilder, "er_register_signature_builders", "signature",
-               "token sets -> signatures"),
-        Family("blocker", Blocker, "er_register_blockers", "blocker",
-               "a batch -> candidate pairs", many="blockers"),
-        Family("verifier", Verifier, "er_register_verifiers", "verifier",
-               "candidate pairs -> scores"),
-        Family("clusterer", Clusterer, "er_register_clusterers", "cluster",
-               "verified pairs -> a cluster label per record"),
+        Family(
+            "normalizer",
+            Normalizer,
+            "er_register_normalizers",
+            "normalize",
+            "field values -> comparable keys (per field, a chain)",
+            per_field=True,
+        ),
+        Family("shingler", Shingler, "er_register_shinglers", "shingler", "records -> token sets (CSR, uint64 tokens)"),
+        Family("signature", SignatureBuilder, "er_register_signature_builders", "signature", "token sets -> signatures"),
+        Family("blocker", Blocker, "er_register_blockers", "blocker", "a batch -> candidate pairs", many="blockers"),
+        Family("verifier", Verifier, "er_register_verifiers", "verifier", "candidate pairs -> scores"),
+        Family("clusterer", Clusterer, "er_register_clusterers", "cluster", "verified pairs -> a cluster label per record"),
     )
 }

@@ -12,8 +12,9 @@ plugin written by someone else plugs in without guessing:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -66,7 +67,7 @@ class Records:
         ids: Sequence[str],
         fields: dict[str, Sequence[str | None]],
         source_name: str = "records",
-    ) -> "Records":
+    ) -> Records:
         """Records of a single source, from plain Python columns."""
         return cls(
             ids=[str(i) for i in ids],
@@ -76,7 +77,7 @@ class Records:
         )
 
     @classmethod
-    def concat(cls, parts: Sequence["Records"]) -> "Records":
+    def concat(cls, parts: Sequence[Records]) -> Records:
         """Concatenate records of several sources (source names must differ)."""
         names: list[str] = []
         ids: list[str] = []
@@ -88,8 +89,12 @@ class Records:
                     keys.append(k)
         if len(parts) == 1 and any(not isinstance(c, list) for c in parts[0].fields.values()):
             p = parts[0]  # a file-backed column stays as it is (extending a list would read every value)
-            return cls(ids=list(p.ids), source=p.source.copy(), source_names=list(p.source_names),
-                       fields={k: (v if not isinstance(v, list) else list(v)) for k, v in p.fields.items()})
+            return cls(
+                ids=list(p.ids),
+                source=p.source.copy(),
+                source_names=list(p.source_names),
+                fields={k: (v if not isinstance(v, list) else list(v)) for k, v in p.fields.items()},
+            )
         fields: dict[str, list[str | None]] = {k: [] for k in keys}
         for p in parts:
             offset = len(names)
@@ -102,7 +107,7 @@ class Records:
         return cls(ids=ids, source=source, source_names=names, fields={k: v for k, v in fields.items()})
 
     @classmethod
-    def stack(cls, parts: Sequence["Records"]) -> "Records":
+    def stack(cls, parts: Sequence[Records]) -> Records:
         """Records of the *same* sources and fields, one part after the other (source numbers kept)."""
         return cls(
             ids=[i for p in parts for i in p.ids],
@@ -111,7 +116,7 @@ class Records:
             fields={f: [v for p in parts for v in p.fields[f]] for f in parts[0].fields},
         )
 
-    def take(self, index: npt.ArrayLike) -> "Records":
+    def take(self, index: npt.ArrayLike) -> Records:
         """The records at ``index`` (in that order)."""
         idx = np.asarray(index, dtype=np.int64)
         return Records(
@@ -139,7 +144,7 @@ class Records:
     def prefetch(self, rows: npt.ArrayLike, columns: Sequence[str] | None = None) -> None:
         """Ask the file-backed columns (default: all) to bring the values of ``rows`` into the operating
         system's page cache without waiting (``FileTexts.prefetch``); nothing for columns in memory."""
-        for c in (list(columns) if columns is not None else list(self.fields)):
+        for c in list(columns) if columns is not None else list(self.fields):
             col = self.fields[c]
             hint = getattr(col, "prefetch", None) if not isinstance(col, list) else None
             if callable(hint):
@@ -195,7 +200,7 @@ class Signatures:
         return int(self.values.shape[0])
 
     @classmethod
-    def concat(cls, parts: Sequence["Signatures"]) -> "Signatures":
+    def concat(cls, parts: Sequence[Signatures]) -> Signatures:
         """Rows of several batches built by one builder (kind and meta of the first)."""
         if not parts:
             raise ValueError("no signatures to concatenate")
@@ -215,8 +220,12 @@ def _packable(left: npt.NDArray[Any], right: npt.NDArray[Any]) -> bool:
     """Whether a pair set's indices are integers in [0, 2**32): one uint64 key per pair holds them."""
     if len(left) == 0:
         return left.dtype.kind in "iu" and right.dtype.kind in "iu"
-    return (left.dtype.kind in "iu" and right.dtype.kind in "iu" and int(min(left.min(), right.min())) >= 0
-            and int(max(left.max(), right.max())) < 2**32)
+    return (
+        left.dtype.kind in "iu"
+        and right.dtype.kind in "iu"
+        and int(min(left.min(), right.min())) >= 0
+        and int(max(left.max(), right.max())) < 2**32
+    )
 
 
 @dataclass
@@ -245,11 +254,11 @@ class Pairs:
         return int(self.left.shape[0])
 
     @classmethod
-    def empty(cls, scored: bool = False) -> "Pairs":
+    def empty(cls, scored: bool = False) -> Pairs:
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z.copy(), np.zeros(0, dtype=np.float64) if scored else None)
 
-    def normalized(self) -> "Pairs":
+    def normalized(self) -> Pairs:
         """Swap so ``left < right``, drop self-pairs and duplicates, sort.
 
         When scores are present, the first score of each duplicate is kept.
@@ -270,7 +279,7 @@ class Pairs:
             return Pairs(*unpack_pairs(sort_unique(key)))
         return Pairs.normalized_reference(Pairs(lo, hi, score))
 
-    def normalized_reference(self) -> "Pairs":
+    def normalized_reference(self) -> Pairs:
         """:meth:`normalized` by ``np.lexsort`` (test oracle of the packed-key path; the path with scores)."""
         lo = np.minimum(self.left, self.right)
         hi = np.maximum(self.left, self.right)
@@ -288,7 +297,7 @@ class Pairs:
         return Pairs(lo[first], hi[first], score)
 
     @classmethod
-    def union(cls, parts: Sequence["Pairs"]) -> "Pairs":
+    def union(cls, parts: Sequence[Pairs]) -> Pairs:
         """Union of several pair sets, normalized (scores are dropped).
 
         Each part is packed into uint64 keys straight into one buffer (8 bytes a pair, not the
@@ -303,7 +312,7 @@ class Pairs:
         key = np.empty(sum(len(p) for p in parts), dtype=np.uint64)
         at = 0
         for p in parts:
-            p.packed(out=key[at:at + len(p)])
+            p.packed(out=key[at : at + len(p)])
             at += len(p)
         return cls.from_packed(key)
 
@@ -320,7 +329,7 @@ class Pairs:
         return key
 
     @classmethod
-    def from_packed(cls, key: npt.NDArray[np.uint64]) -> "Pairs":
+    def from_packed(cls, key: npt.NDArray[np.uint64]) -> Pairs:
         """Normalized pairs of packed keys (:meth:`packed`): self-pairs dropped, sorted, unique.
         ``key`` is given up (sorted in place)."""
         key = sort_unique(key)
@@ -329,7 +338,7 @@ class Pairs:
             key = key[~self_pair]
         return cls(*unpack_pairs(key))
 
-    def select(self, mask: npt.NDArray[np.bool_]) -> "Pairs":
+    def select(self, mask: npt.NDArray[np.bool_]) -> Pairs:
         return Pairs(self.left[mask], self.right[mask], None if self.score is None else self.score[mask])
 
     def is_normalized(self) -> bool:
@@ -408,7 +417,7 @@ class Batch:
             return self.token_source(idx)
         raise ValueError("this batch has no token sets: the job has no shingler")
 
-    def subset(self, rows: npt.ArrayLike) -> "Batch":
+    def subset(self, rows: npt.ArrayLike) -> Batch:
         """The batch restricted to ``rows`` (records, token sets and signatures), in that order."""
         idx = np.asarray(rows, dtype=np.int64)
         sig = self.signatures

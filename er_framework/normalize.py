@@ -81,10 +81,10 @@ import math
 import re
 import string
 from collections import Counter
-from itertools import compress, repeat
-from operator import is_, is_not
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_, is_not
 from typing import Any, Literal, get_args, get_origin
 
 import numpy as np
@@ -132,11 +132,7 @@ PLACEHOLDER_KEYS: frozenset[str] = frozenset(
 _PLACEHOLDER_MAX = 24
 _SEP = r"[\W_]*"  # punctuation, symbols, whitespace
 _PLACEHOLDER = re.compile(
-    _SEP
-    + "(?:"
-    + "|".join(_SEP.join(map(re.escape, k)) for k in sorted(PLACEHOLDER_KEYS, key=len, reverse=True) if k)
-    + ")?"
-    + _SEP,
+    _SEP + "(?:" + "|".join(_SEP.join(map(re.escape, k)) for k in sorted(PLACEHOLDER_KEYS, key=len, reverse=True) if k) + ")?" + _SEP,
     re.IGNORECASE,
 ).fullmatch
 
@@ -149,9 +145,7 @@ _NOT_PLACEHOLDER_START = frozenset(
 
 #: ASCII letters and digits in no key (so never in a placeholder): a value holding one as its second
 #: character needs no regex (``"123 Main St"``, ``"555-1234"``)
-_NOT_IN_PLACEHOLDER = frozenset(
-    c for c in string.ascii_letters + string.digits if c.lower() not in set("".join(PLACEHOLDER_KEYS))
-)
+_NOT_IN_PLACEHOLDER = frozenset(c for c in string.ascii_letters + string.digits if c.lower() not in set("".join(PLACEHOLDER_KEYS)))
 
 
 def _is_placeholder(s: str) -> bool:
@@ -159,8 +153,6 @@ def _is_placeholder(s: str) -> bool:
     if s.isspace():
         return True
     return len(s) <= _PLACEHOLDER_MAX and not (s and s[0] in _NOT_PLACEHOLDER_START) and _PLACEHOLDER(s) is not None
-
-
 
 
 def is_missing(value: Any) -> bool:
@@ -198,8 +190,7 @@ def _guard_chain(fs: Sequence[PerValue], names: Sequence[str] = ()) -> Callable[
             if s is None or (isinstance(s, float) and math.isnan(s)):
                 return None
             s = str(s)
-        if not s or (s[0] not in safe_start and (s.isspace() or (
-                len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
+        if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
             return None
         for f, name in steps:
             out = f(s)
@@ -208,8 +199,7 @@ def _guard_chain(fs: Sequence[PerValue], names: Sequence[str] = ()) -> Callable[
                     return None
                 out = _bad_output(name, out, s)
             s = out
-            if not s or (s[0] not in safe_start and (s.isspace() or (
-                    len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
+            if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))):
                 return None
         return s
 
@@ -287,16 +277,14 @@ def _resolve_step(
         if not isinstance(name, str):
             return None, [StepProblem(i, f"'type' must be a normalizer name, got {name!r}", valid, key="type")]
     else:
-        return None, [StepProblem(i, f"a step is a normalizer name or a mapping with 'type' and options, got {step!r}",
-                                  valid)]
+        return None, [StepProblem(i, f"a step is a normalizer name or a mapping with 'type' and options, got {step!r}", valid)]
     cls = installed.get(name)
     if cls is None:
         key = "type" if isinstance(step, Mapping) else None
         return None, [StepProblem(i, f"unknown normalizer {name!r}", did_you_mean(name, installed) + valid, key=key)]
     missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
     if missing:
-        return None, [StepProblem(i, f"normalizer {name!r} needs the Python package {m!r}", f"pip install {m}")
-                      for m in missing]
+        return None, [StepProblem(i, f"normalizer {name!r} needs the Python package {m!r}", f"pip install {m}") for m in missing]
     try:
         return (cls, cls.Params.model_validate(options)), []
     except ValidationError as exc:
@@ -312,8 +300,10 @@ def _option_problem(i: int, cls: type[Normalizer], err: Any) -> StepProblem:
     if etype == "extra_forbidden":
         known = list(fields)
         return StepProblem(
-            i, f"normalizer {cls.name!r} has no option {key!r}",
-            did_you_mean(str(key), known) + f"valid options: {choices_text(known) if known else 'none'}", key=key,
+            i,
+            f"normalizer {cls.name!r} has no option {key!r}",
+            did_you_mean(str(key), known) + f"valid options: {choices_text(known) if known else 'none'}",
+            key=key,
         )
     if etype == "missing":
         return StepProblem(i, f"normalizer {cls.name!r} needs the option {key!r}", f"add {key}: … to the step", key=key)
@@ -434,8 +424,9 @@ def _clean_strings(values: list[str | None]) -> list[Value]:
     safe_start = _NOT_PLACEHOLDER_START
     safe_inner = _NOT_IN_PLACEHOLDER
     return [
-        None if not s or (s[0] not in safe_start and (s.isspace() or (
-            len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None))) else s
+        None
+        if not s or (s[0] not in safe_start and (s.isspace() or (len(s) <= limit and s[1:2] not in safe_inner and ph(s) is not None)))
+        else s
         for s in values
     ]
 
@@ -506,9 +497,7 @@ def normalize_column(values: Iterable[Any], steps: Any, registry: Registry | Non
     return list(map(table.__getitem__, values))
 
 
-def normalize_column_with_stats(
-    values: Iterable[Any], steps: Any, registry: Registry | None = None
-) -> tuple[list[Value], dict[str, Any]]:
+def normalize_column_with_stats(values: Iterable[Any], steps: Any, registry: Registry | None = None) -> tuple[list[Value], dict[str, Any]]:
     """:func:`normalize_column` and counts for the report (see :func:`normalize_column_keeping_input`)."""
     out, stats, _ = normalize_column_keeping_input(values, steps, registry)
     return out, stats
@@ -606,8 +595,7 @@ def _factorized(values: list[Any] | ArrowValues) -> tuple[list[Any], Any, Callab
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(values, ArrowValues) and (pa.types.is_string(values.array.type)
-                                            or pa.types.is_large_string(values.array.type)):
+    if isinstance(values, ArrowValues) and (pa.types.is_string(values.array.type) or pa.types.is_large_string(values.array.type)):
         arr = values.array
     else:
         try:  # TypeError for a value that is neither str nor None (a str subclass is read as its text)

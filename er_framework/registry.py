@@ -64,9 +64,7 @@ class Registry:
 
     plugins: list[PluginInfo] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
-    components: dict[str, dict[str, ComponentInfo]] = field(
-        default_factory=lambda: {f: {} for f in FAMILIES}
-    )
+    components: dict[str, dict[str, ComponentInfo]] = field(default_factory=lambda: {f: {} for f in FAMILIES})
     manager: pluggy.PluginManager | None = None
 
     def names(self, family: str) -> list[str]:
@@ -118,9 +116,13 @@ def executor_table() -> dict[str, str]:
     for ep in md.entry_points(group=EXECUTOR_GROUP):
         if ep.name in BUILTIN_EXECUTORS:
             dist, _ = _dist_of(ep)
-            raise PluginError(Problem(where=f"entry point {ep.name} = {ep.value} (group {EXECUTOR_GROUP}, {dist})",
-                                      message=f"an installed executor takes the built-in name {ep.name!r}",
-                                      fix="register it under another name"))
+            raise PluginError(
+                Problem(
+                    where=f"entry point {ep.name} = {ep.value} (group {EXECUTOR_GROUP}, {dist})",
+                    message=f"an installed executor takes the built-in name {ep.name!r}",
+                    fix="register it under another name",
+                )
+            )
         table[ep.name] = ep.value
     return table
 
@@ -132,9 +134,13 @@ def load_executor_object(name: str, target: str) -> Any:
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise PluginError(Problem(where=f"executor {name!r} ({target})",
-                                  message=f"cannot be loaded: {type(exc).__name__}: {exc}",
-                                  fix=f"install the package that provides it, or fix its entry point ({EXECUTOR_ENTRY_POINT})")) from None
+        raise PluginError(
+            Problem(
+                where=f"executor {name!r} ({target})",
+                message=f"cannot be loaded: {type(exc).__name__}: {exc}",
+                fix=f"install the package that provides it, or fix its entry point ({EXECUTOR_ENTRY_POINT})",
+            )
+        ) from None
 
 
 def executor_params_model(name: str) -> type[Params]:
@@ -154,15 +160,23 @@ def executor_params_model(name: str) -> type[Params]:
     else:
         table = executor_table()
         if name not in table:
-            raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
-                                      fix=f"{did_you_mean(name, table)}installed executors: {choices_text(table)}"))
+            raise ConfigError(
+                Problem(
+                    where="executor.type",
+                    message=f"no executor {name!r}",
+                    fix=f"{did_you_mean(name, table)}installed executors: {choices_text(table)}",
+                )
+            )
         target = table[name]
         model = getattr(load_executor_object(name, target), "Params", Params)
     if not (isinstance(model, type) and issubclass(model, Params)) or model.model_config.get("extra") != "forbid":
-        raise PluginError(Problem(where=f"executor {name!r} ({target})",
-                                  message=f"its options model {model!r} is not a subclass of er_framework.Params "
-                                  "that forbids unknown keys",
-                                  fix="derive it from er_framework.Params (and keep model_config's extra='forbid')"))
+        raise PluginError(
+            Problem(
+                where=f"executor {name!r} ({target})",
+                message=f"its options model {model!r} is not a subclass of er_framework.Params that forbids unknown keys",
+                fix="derive it from er_framework.Params (and keep model_config's extra='forbid')",
+            )
+        )
     return model
 
 
@@ -223,9 +237,7 @@ def build_registry(
     return registry
 
 
-def _load_entry_points(
-    pm: pluggy.PluginManager, autoload: bool, infos: dict[str, PluginInfo], problems: list[Problem]
-) -> None:
+def _load_entry_points(pm: pluggy.PluginManager, autoload: bool, infos: dict[str, PluginInfo], problems: list[Problem]) -> None:
     """Register the modules of the ``er_framework`` entry points (only er-framework's own without autoload)."""
     seen: set[tuple[str, str]] = set()
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
@@ -266,7 +278,9 @@ def _load_entry_points(
 
 
 def _register_modules(
-    pm: pluggy.PluginManager, modules: Sequence[ModuleType | str], infos: dict[str, PluginInfo],
+    pm: pluggy.PluginManager,
+    modules: Sequence[ModuleType | str],
+    infos: dict[str, PluginInfo],
     problems: list[Problem],
 ) -> None:
     """Register modules named explicitly (``extra_modules``, ``ER_FRAMEWORK_PLUGINS``)."""
@@ -295,7 +309,10 @@ def _register_modules(
 
 
 def _collect_family(
-    pm: pluggy.PluginManager, family: Family, infos: dict[str, PluginInfo], registry: Registry,
+    pm: pluggy.PluginManager,
+    family: Family,
+    infos: dict[str, PluginInfo],
+    registry: Registry,
     problems: list[Problem],
 ) -> None:
     """Call every plugin's hook of ``family`` and add the classes it returns to ``registry``."""

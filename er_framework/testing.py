@@ -153,9 +153,7 @@ def check_shingler(shingler: Shingler | type[Shingler], records: Records | None 
     check_token_sets(sub, len(kept), who + " (records 0, 3, 6 … left out)")
     if not has(shingler, WholeCorpus):  # streamed: a record's tokens depend on that record alone
         half = n // 2
-        parts = TokenSets.concat(
-            [shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, n)))]
-        )
+        parts = TokenSets.concat([shingler.shingle(records.take(np.arange(half))), shingler.shingle(records.take(np.arange(half, n)))])
         assert parts.equals(ts), (
             f"{who}: shingling two halves differs from shingling the whole batch; a streamed shingler's "
             "tokens must depend on the record alone (or declare WholeCorpus)"
@@ -271,9 +269,7 @@ def _scores(verifier: Verifier, batch: Batch, pairs: Pairs, who: str) -> npt.NDA
     assert raw.dtype.kind in "fiu", f"{who}: scores must be float64, got {raw.dtype}"
     scores = raw.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(scores))
-    assert len(bad) == 0, (
-        f"{who}: scores must be finite, got {scores[bad[0]]} for pair ({pairs.left[bad[0]]}, {pairs.right[bad[0]]})"
-    )
+    assert len(bad) == 0, f"{who}: scores must be finite, got {scores[bad[0]]} for pair ({pairs.left[bad[0]]}, {pairs.right[bad[0]]})"
     return scores
 
 
@@ -362,13 +358,13 @@ def check_learner(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pair
     assert state == fitted.state, f"{who}: the fitted state does not survive a JSON round trip (a model file)"
     assert dict(vars(verifier)) == before, (
         f"{who}: fitting changed the instance's attributes {sorted(set(vars(verifier)) ^ set(before))}; what a "
-        "component learns is returned (Fitted), never kept on it")
+        "component learns is returned (Fitted), never kept on it"
+    )
     if len(pairs):
         fresh = type(verifier)(verifier.params, verifier.context)
         assert isinstance(fresh, Learner)
         again = _checked(fresh.score_with(batch, pairs, state), pairs, who + " (score_with)")
-        assert _close(again, scores), (
-            f"{who}: score_with(the fitted state) on a new instance gives other scores than the fit")
+        assert _close(again, scores), f"{who}: score_with(the fitted state) on a new instance gives other scores than the fit"
     return state
 
 
@@ -405,23 +401,22 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
         involved = np.unique(np.concatenate([pairs.left, pairs.right]))
         local = Pairs(np.searchsorted(involved, pairs.left), np.searchsorted(involved, pairs.right))
         assert np.array_equal(parts, codes) and np.array_equal(codes_of(batch.subset(involved), local), codes), (
-            f"{who}: the codes of the pairs change with the other pairs or records; a code depends on the pair's "
-            "two records alone"
+            f"{who}: the codes of the pairs change with the other pairs or records; a code depends on the pair's two records alone"
         )
     source = batch.records.source
     sample = fitter.sample_pairs(source, batch.cross_source_only)
     again = fitter.sample_pairs(source, batch.cross_source_only)
     assert same_pairs(sample, again), f"{who}: sample_pairs differ between two calls on the same sources"
     n = len(batch)
-    assert len(sample) == 0 or (int(min(sample.left.min(), sample.right.min())) >= 0
-                                and int(max(sample.left.max(), sample.right.max())) < n), (
-        f"{who}: sample_pairs holds rows outside 0..{n - 1}"
-    )
+    assert len(sample) == 0 or (
+        int(min(sample.left.min(), sample.right.min())) >= 0 and int(max(sample.left.max(), sample.right.max())) < n
+    ), f"{who}: sample_pairs holds rows outside 0..{n - 1}"
     scores = _scores(verifier, batch, pairs, who)
     uniq, counts = np.unique(codes, return_counts=True)
     s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
-    raw, fitted = fitter.fit_counts(uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64),
-                                    s_counts.astype(np.float64), None)
+    raw, fitted = fitter.fit_counts(
+        uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64), s_counts.astype(np.float64), None
+    )
     table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
     via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
@@ -457,11 +452,14 @@ def check_comparisons(verifier: Verifier | type[Verifier], batch: Batch, pairs: 
     points = [n for n in names if n.startswith("points_")]
     if "prior_weight" in cols:
         total = np.asarray(cols["prior_weight"], dtype=np.float64) + sum(
-            (np.asarray(cols[n], dtype=np.float64) for n in weights), np.zeros(len(pairs)))
+            (np.asarray(cols[n], dtype=np.float64) for n in weights), np.zeros(len(pairs))
+        )
         assert np.allclose(total, np.asarray(cols["match_weight"], dtype=np.float64), atol=1e-9), (
-            f"{who}: prior_weight + the weight_* columns differ from match_weight")
+            f"{who}: prior_weight + the weight_* columns differ from match_weight"
+        )
         assert np.allclose(1.0 / (1.0 + np.exp2(-total)), scores, atol=1e-9), (
-            f"{who}: 2**match_weight / (1 + 2**match_weight) differs from the score")
+            f"{who}: 2**match_weight / (1 + 2**match_weight) differs from the score"
+        )
     elif points:
         total = sum((np.nan_to_num(np.asarray(cols[n], dtype=np.float64)) for n in points), np.zeros(len(pairs)))
         assert np.allclose(total, scores, atol=1e-9), f"{who}: the points_* columns do not sum to the score"
@@ -489,9 +487,7 @@ def _labels(clusterer: Clusterer, n: int, pairs: Pairs, who: str) -> Int64Array:
     return labels
 
 
-def check_clusterer(
-    clusterer: Clusterer | type[Clusterer], n: int | None = None, pairs: Pairs | None = None
-) -> Int64Array:
+def check_clusterer(clusterer: Clusterer | type[Clusterer], n: int | None = None, pairs: Pairs | None = None) -> Int64Array:
     """The :class:`Clusterer` contract on scored pairs over ``n`` records (default :func:`sample_graph`).
 
     One integer label per record; records without pairs are singletons (a
@@ -606,12 +602,9 @@ def _normalized(n: Normalizer, values: list[str], who: str) -> list[str | None]:
             f"{who}: normalize() raised {type(exc).__name__} ({exc}) on the values {_few(values)}; a normalizer "
             "returns None for a value it cannot normalize, and implements normalize() or per_value()"
         ) from exc
-    assert isinstance(out, list), (
-        f"{who}: normalize() must return a list (one str or None per value), got {type(out).__name__}"
-    )
+    assert isinstance(out, list), f"{who}: normalize() must return a list (one str or None per value), got {type(out).__name__}"
     assert len(out) == len(values), (
-        f"{who}: normalize() returned {len(out)} values for {len(values)} values; it returns one str or None "
-        "per value, in order"
+        f"{who}: normalize() returned {len(out)} values for {len(values)} values; it returns one str or None per value, in order"
     )
     for v, r in zip(values, out):
         assert r is None or isinstance(r, str), (
@@ -631,16 +624,13 @@ def _per_value(f: Callable[[str], str | None], values: Iterable[str], who: str) 
                 "returns None for a value it cannot normalize"
             ) from exc
         assert r is None or isinstance(r, str), (
-            f"{who}: the function of per_value() returned {type(r).__name__} {r!r} for {v!r}; a normalizer "
-            "returns a str or None"
+            f"{who}: the function of per_value() returned {type(r).__name__} {r!r} for {v!r}; a normalizer returns a str or None"
         )
         out.append(r)
     return out
 
 
-def _assert_same_keys(
-    first: list[str | None], second: list[str | None], values: list[str], message: str
-) -> None:
+def _assert_same_keys(first: list[str | None], second: list[str | None], values: list[str], message: str) -> None:
     """``first`` and ``second`` give every value the same key; else ``message`` with the first value that differs."""
     for v, a, b in zip(values, first, second):
         if _as_key(a) != _as_key(b):
@@ -713,24 +703,30 @@ def _check_normalize_keys(n: Normalizer, todo: list[str], who: str) -> list[str 
     assert _normalized(n, [], who + " (no values)") == [], f"{who}: normalize([]) must return []"
     out = _normalized(n, todo, who)
     assert any(_as_key(r) is not None for r in out), (
-        f"{who}: every value of the sample normalized to missing (None, \"\" or a placeholder) "
+        f'{who}: every value of the sample normalized to missing (None, "" or a placeholder) '
         f"({len(todo)} values: {_few(todo)}); a normalizer gives a key to the values it can read, and the checks "
         "need some: give values it normalizes"
     )
     _assert_same_keys(out, _normalized(n, todo, who), todo, f"{who} is not deterministic: two normalize() calls on the same values differ")
     fresh = type(n)(n.params, n.context)
     _assert_same_keys(
-        out, _normalized(fresh, todo, who), todo,
+        out,
+        _normalized(fresh, todo, who),
+        todo,
         f"{who} is not deterministic: a new instance with the same parameters gives other results",
     )
     _assert_same_keys(
-        out, _normalized(n, todo[::-1], who)[::-1], todo,
+        out,
+        _normalized(n, todo[::-1], who)[::-1],
+        todo,
         f"{who}: the result depends on the order of the values (normalize(values) and normalize(reversed(values)) "
         "reversed differ); a key depends on its value alone",
     )
     ones = [_normalized(n, [v], who)[0] for v in todo]
     _assert_same_keys(
-        out, ones, todo,
+        out,
+        ones,
+        todo,
         f"{who}: the result depends on the other values of the batch (normalize(values) and normalize([value]) one "
         "value at a time differ); a key depends on its value alone",
     )
@@ -747,12 +743,16 @@ def _check_per_value(n: Normalizer, todo: list[str], out: list[str | None], who:
     if f is not None:
         direct = _per_value(f, todo, who)
         _assert_same_keys(
-            direct, _per_value(f, todo[::-1], who)[::-1], todo,
+            direct,
+            _per_value(f, todo[::-1], who)[::-1],
+            todo,
             f"{who}: the function of per_value() gives other results when called again (values in reverse order); "
             "a key depends on its value alone, not on earlier calls",
         )
         _assert_same_keys(
-            out, direct, todo,
+            out,
+            direct,
+            todo,
             f"{who}: normalize() and per_value() disagree; the chains run per_value() when it is offered and "
             "normalize() otherwise, so both must give every value the same key",
         )
@@ -779,7 +779,7 @@ def _check_normalize_column(n: Normalizer, column: list[Any], keys: dict[str, st
             assert r is None, f"{who}: the missing value {v!r} must stay missing (None) through normalize_column, got {r!r}"
             continue
         assert r is None or (isinstance(r, str) and not is_missing(r)), (
-            f"{who}: normalize_column gave {r!r} for {v!r}; a chain's result is a key or None, never \"\" or a placeholder"
+            f'{who}: normalize_column gave {r!r} for {v!r}; a chain\'s result is a key or None, never "" or a placeholder'
         )
         assert r == keys[s], (
             f"{who}: normalize_column gives {v!r} the key {r!r}, normalize() gave {keys[s]!r}; a key depends on its "

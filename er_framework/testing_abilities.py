@@ -132,9 +132,7 @@ def check_multiset(shingler: Shingler | type[Shingler], records: Records | None 
     n = len(records)
     ts = shingler.shingle(records)
     multi = multi_ability.shingle_multiset(records)
-    assert isinstance(multi, TokenSets) and len(multi) == n, (
-        f"{who}: shingle_multiset must return TokenSets with one row per record ({n})"
-    )
+    assert isinstance(multi, TokenSets) and len(multi) == n, f"{who}: shingle_multiset must return TokenSets with one row per record ({n})"
     for i in range(n):
         got = np.unique(multi.row(i)).astype(np.uint64)
         assert np.array_equal(got, ts.row(i).astype(np.uint64)), (
@@ -169,8 +167,7 @@ def check_multiset_signing(builder: SignatureBuilder | type[SignatureBuilder], t
     assert has(builder, MultisetSigning), f"{who} is not MultisetSigning"
     multi = builder.build(as_multisets(tokens))
     assert np.array_equal(multi.values, builder.build(tokens).values), (
-        f"{who} declares MultisetSigning but signs unsorted rows with repeats differently from the sets; "
-        "do not declare it"
+        f"{who} declares MultisetSigning but signs unsorted rows with repeats differently from the sets; do not declare it"
     )
     return multi
 
@@ -196,9 +193,7 @@ def check_reporting(blocker: Blocker | type[Blocker], batch: Batch) -> Blocked:
         f"{who}: block's pairs differ from candidates()"
     )
     assert reporting.block(batch).report == got.report, f"{who}: block's report is not deterministic"
-    assert blocker.describe() == described, (
-        f"{who}: describe() changed after blocking; return the report (block), keep no state"
-    )
+    assert blocker.describe() == described, f"{who}: describe() changed after blocking; return the report (block), keep no state"
     return got
 
 
@@ -236,9 +231,14 @@ def bucket_statistics(blocker: Blocker, batch: Batch) -> dict[str, Any]:
         made = pairs
         if batch.cross_source_only:
             ordered = sorted(rs)
-            made = sum(1 for x, a in enumerate(ordered) for b in ordered[x + 1:] if src[a] != src[b])
-        g = groups.setdefault(bucket_group[k], {name: 0 for name in (
-            "distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records", "oversized_pairs")})
+            made = sum(1 for x, a in enumerate(ordered) for b in ordered[x + 1 :] if src[a] != src[b])
+        g = groups.setdefault(
+            bucket_group[k],
+            {
+                name: 0
+                for name in ("distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records", "oversized_pairs")
+            },
+        )
         g["distinct"] += 1
         g["buckets"] += size >= 2
         g["largest_bucket"] = max(g["largest_bucket"], size)
@@ -248,8 +248,7 @@ def bucket_statistics(blocker: Blocker, batch: Batch) -> dict[str, Any]:
             g["oversized_records"] += size
             g["oversized_pairs"] += made
             first = min(rs)
-            oversized.append({"group": bucket_group[k], "size": size,
-                              "record": batch.records.take(np.array([first], dtype=np.int64))})
+            oversized.append({"group": bucket_group[k], "size": size, "record": batch.records.take(np.array([first], dtype=np.int64))})
     stats: dict[str, Any] = {key: int(v) for key, v in out.items()}
     stats["distinct_pairs"] = len(blocker.candidates(batch))
     if group_of is not None:
@@ -312,8 +311,9 @@ def check_diagnostic(blocker: Blocker | type[Blocker], batch: Batch, sample: int
 # ---------------------------------------------------------------- verifiers
 
 
-def check_signature_screen(verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs
-                           ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
+def check_signature_screen(
+    verifier: Verifier | type[Verifier], batch: Batch, pairs: Pairs
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
     """:class:`~er_framework.capabilities.SignatureScreen`: ``decided_by_signatures`` gives ``None`` or a
     boolean mask and an estimate per pair, the estimates of the rejected pairs below the threshold (the
     verify stage scores them by it). Returns it."""
@@ -336,9 +336,7 @@ def check_signature_screen(verifier: Verifier | type[Verifier], batch: Batch, pa
 # ---------------------------------------------------------------- keyed and windowed blockers
 
 
-def pairs_sharing_keys(
-    rows: npt.ArrayLike, keys: npt.ArrayLike, cap: int | None = None, source: npt.ArrayLike | None = None
-) -> Pairs:
+def pairs_sharing_keys(rows: npt.ArrayLike, keys: npt.ArrayLike, cap: int | None = None, source: npt.ArrayLike | None = None) -> Pairs:
     """The candidates that bucket keys imply, computed naively (the reference of :func:`check_lookup_keys`).
 
     Record ``rows[i]`` is in bucket ``keys[i]`` (a dict of key -> set of
@@ -414,7 +412,9 @@ def _keys_match_candidates(blocker: Blocker, batch: Batch, who: str) -> tuple[In
                 over = f" ({len(capped)} of them share only buckets over the cap: candidates must skip those too)"
         raise AssertionError(
             f"{who}: lookup_keys disagree with candidates (two records must be candidates exactly when they share a "
-            f"key, buckets over lookup_cap() = {cap} skipped" + (", cross-source only" if src is not None else "") + "): "
+            f"key, buckets over lookup_cap() = {cap} skipped"
+            + (", cross-source only" if src is not None else "")
+            + "): "
             + (f"{len(missing)} pairs share a key but are no candidates: {shown(missing)}" if missing else "")
             + ("; " if missing and extra else "")
             + (f"{len(extra)} candidates share no key: {shown(extra)}{over}" if extra else "")
@@ -560,6 +560,7 @@ def _both_modes(check: Callable[[Any, Batch], Any]) -> Callable[[Any, Batch | No
         b = _needs(batch, "a batch", check.__name__)
         check(component, dataclasses.replace(b, cross_source_only=not b.cross_source_only))
         check(component, b)
+
     return run
 
 
@@ -587,8 +588,9 @@ ABILITY_CHECKS: dict[str, Callable[[Any, Batch | None, Pairs | None], Any]] = {
     "limited_keys": _limited,
     "windowed": _both_modes(check_window_keys),
     "diagnostic": lambda c, b, p: check_diagnostic(c, _needs(b, "a batch", "diagnostic")),
-    "signature_screen": lambda c, b, p: check_signature_screen(c, _needs(b, "a batch", "signature_screen"),
-                                                               _needs(p, "pairs", "signature_screen")),
+    "signature_screen": lambda c, b, p: check_signature_screen(
+        c, _needs(b, "a batch", "signature_screen"), _needs(p, "pairs", "signature_screen")
+    ),
 }
 
 

@@ -71,10 +71,21 @@ def sample_graph() -> tuple[int, Pairs]:
     9-10-11, a lone pair (12, 14), and records 4 and 13 without pairs.
     """
     edges = [
-        (0, 1, 0.97), (0, 2, 0.95), (0, 3, 0.93), (1, 2, 0.96), (1, 3, 0.92), (2, 3, 0.94),
-        (5, 6, 0.91), (5, 7, 0.9), (5, 8, 0.93), (6, 7, 0.95), (6, 8, 0.9), (7, 8, 0.96),
+        (0, 1, 0.97),
+        (0, 2, 0.95),
+        (0, 3, 0.93),
+        (1, 2, 0.96),
+        (1, 3, 0.92),
+        (2, 3, 0.94),
+        (5, 6, 0.91),
+        (5, 7, 0.9),
+        (5, 8, 0.93),
+        (6, 7, 0.95),
+        (6, 8, 0.9),
+        (7, 8, 0.96),
         (3, 5, 0.55),
-        (9, 10, 0.8), (10, 11, 0.75),
+        (9, 10, 0.8),
+        (10, 11, 0.75),
         (12, 14, 0.88),
     ]
     left, right, score = (np.array(col) for col in zip(*edges))
@@ -168,8 +179,7 @@ def check_pairs_contract(p: Pairs, n: int, who: str) -> None:
     )
     reversed_ = p.left >= p.right
     assert not reversed_.any(), (
-        f"{who}: {int(reversed_.sum())} pairs with left >= right: {shown(as_tuples(p, reversed_))}; "
-        "return Pairs(left, right).normalized()"
+        f"{who}: {int(reversed_.sum())} pairs with left >= right: {shown(as_tuples(p, reversed_))}; return Pairs(left, right).normalized()"
     )
     d_left, d_right = np.diff(p.left), np.diff(p.right)
     dup = np.flatnonzero((d_left == 0) & (d_right == 0))
@@ -183,7 +193,8 @@ def check_pairs_contract(p: Pairs, n: int, who: str) -> None:
         duplicated = len(set(as_tuples(p))) != len(p)
         raise AssertionError(
             f"{who}: pairs not sorted by (left, right): ({p.left[i]}, {p.right[i]}) comes before "
-            f"({p.left[i + 1]}, {p.right[i + 1]})" + (" (and some pairs repeat)" if duplicated else "")
+            f"({p.left[i + 1]}, {p.right[i + 1]})"
+            + (" (and some pairs repeat)" if duplicated else "")
             + "; return Pairs(left, right).normalized()"
         )
 

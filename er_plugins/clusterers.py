@@ -62,7 +62,8 @@ pairs without scores weigh 1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -140,7 +141,7 @@ class SplitParams(Params):
     )
 
     @model_validator(mode="after")
-    def _something_to_do(self) -> "SplitParams":
+    def _something_to_do(self) -> SplitParams:
         if self.bridge_max_score is None and self.min_density is None and self.min_cut is None:
             raise ValueError("split needs at least one of bridge_max_score, min_density, min_cut")
         return self
@@ -156,16 +157,18 @@ class _Piece:
 
     def graph(self, clip: bool = False) -> nx.Graph:
         import networkx as nx
+
         g = nx.Graph()
         g.add_nodes_from(self.nodes.tolist())
         w = np.maximum(self.weight, 0.0) if clip else self.weight
         g.add_weighted_edges_from(zip(self.left.tolist(), self.right.tolist(), w.tolist()))
         return g
 
-    def pieces(self, keep: npt.NDArray[np.bool_]) -> list["_Piece"]:
+    def pieces(self, keep: npt.NDArray[np.bool_]) -> list[_Piece]:
         """The connected pieces left after keeping only the edges in ``keep``."""
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
+
         k = len(self.nodes)
         li = np.searchsorted(self.nodes, self.left[keep])
         ri = np.searchsorted(self.nodes, self.right[keep])
@@ -195,6 +198,7 @@ def _weak_bridges(piece: _Piece, g: nx.Graph, spec: SplitParams) -> npt.NDArray[
     import networkx as nx
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+
     assert spec.bridge_max_score is not None
     m = len(piece.left)
     weak = {(min(u, v), max(u, v)) for u, v in nx.bridges(g) if g[u][v]["weight"] <= spec.bridge_max_score}
@@ -244,6 +248,7 @@ def _weak_bridges(piece: _Piece, g: nx.Graph, spec: SplitParams) -> npt.NDArray[
 def split_piece(piece: _Piece, spec: SplitParams) -> list[_Piece]:
     """Apply the splitting pass to one connected piece; returns connected pieces."""
     import networkx as nx
+
     if len(piece.nodes) < 3:
         return [piece]
     todo = [piece]
@@ -339,8 +344,13 @@ SETTLED_MAX_NODES = 5
 
 def _settled_components(
     settled: Callable[[Float64Array, npt.NDArray[np.bool_]], npt.NDArray[np.bool_]],
-    node_count: Int64Array, node_order: Int64Array, node_start: Int64Array, root: Int64Array,
-    left: Int64Array, right: Int64Array, weight: Float64Array,
+    node_count: Int64Array,
+    node_order: Int64Array,
+    node_start: Int64Array,
+    root: Int64Array,
+    left: Int64Array,
+    right: Int64Array,
+    weight: Float64Array,
 ) -> npt.NDArray[np.bool_]:
     """Per component id (its smallest node), whether ``settled`` says the clusterer leaves it whole
     (components of 3 to :data:`SETTLED_MAX_NODES` nodes; false for every other)."""
@@ -453,9 +463,10 @@ class LabelPropagationParams(ComponentParams):
     seed: int | None = Field(default=None, ge=0, description="random seed (default: the job seed)")
 
 
-def asyn_lpa(g: "nx.Graph", seed: int) -> Iterable[Iterable[int]]:
+def asyn_lpa(g: nx.Graph, seed: int) -> Iterable[Iterable[int]]:
     """networkx's weighted asynchronous label propagation (networkx imported only when a component needs it)."""
     import networkx as nx
+
     communities: Iterable[Iterable[int]] = nx.community.asyn_lpa_communities(g, weight="weight", seed=seed)
     return communities
 
@@ -486,13 +497,12 @@ class Louvain(Clusterer[LouvainParams]):
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         import networkx as nx
+
         p = self.params
         return communities_per_component(
             n,
             pairs,
-            lambda g, seed: nx.community.louvain_communities(
-                g, weight="weight", resolution=p.resolution, threshold=p.threshold, seed=seed
-            ),
+            lambda g, seed: nx.community.louvain_communities(g, weight="weight", resolution=p.resolution, threshold=p.threshold, seed=seed),
             self.seed,
             p.split,
         )
@@ -516,6 +526,7 @@ class GreedyModularity(Clusterer[GreedyModularityParams]):
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
         import networkx as nx
+
         p = self.params
         return communities_per_component(
             n,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from er_framework import hookimpl
-from er_plugins.clusterers import BUILTIN_CLUSTERERS
 from er_framework.components import Clusterer
+from er_plugins.clusterers import BUILTIN_CLUSTERERS
 
 
 @hookimpl

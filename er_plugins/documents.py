@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
-from typing import Any, Callable, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -20,16 +20,26 @@ from pydantic import Field, model_validator
 
 from er_framework import hookimpl
 from er_framework.capabilities import (
-    Blocked, Diagnostic, Explainable, Keyed, Multiset, MultisetSigning, Reporting, SignatureScreen,
+    Blocked,
+    Diagnostic,
+    Explainable,
+    Keyed,
+    Multiset,
+    MultisetSigning,
+    Reporting,
+    SignatureScreen,
 )
 from er_framework.components import (
-    Blocker, Context, FieldRef, Params, ParamsModel, Shingler, SignatureBuilder, Verifier,
+    Blocker,
+    Context,
+    FieldRef,
+    Params,
+    ParamsModel,
+    Shingler,
+    SignatureBuilder,
+    Verifier,
 )
 from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
-from er_framework.kernels.digests import folded_texts
-from er_framework.kernels.groups import sorted_unique
-from er_framework.kernels.jaccard import intersection_sizes
-from er_framework.kernels.parallel import map_ordered, map_row_blocks, split_sizes
 from er_framework.kernels import (
     EMPTY,
     PRIME,
@@ -42,10 +52,13 @@ from er_framework.kernels import (
     hash_params,
     jaccard_pairs,
     minhash_signatures,
-
     threshold_estimate,
     word_ngrams,
 )
+from er_framework.kernels.digests import folded_texts
+from er_framework.kernels.groups import sorted_unique
+from er_framework.kernels.jaccard import intersection_sizes
+from er_framework.kernels.parallel import map_ordered, map_row_blocks, split_sizes
 
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
 
@@ -65,7 +78,7 @@ class TextParams(Params):
     )
 
     @model_validator(mode="after")
-    def _preset(self) -> "TextParams":
+    def _preset(self) -> TextParams:
         if self.preset == "raw":
             on = [k for k in RAW_OFF if k in self.model_fields_set and getattr(self, k)]
             if on:
@@ -110,9 +123,7 @@ def prepare_reference(texts: list[str], p: TextParams) -> list[str]:
     return [" ".join(t.split()) if p.fold_whitespace else t for t in (_case_and_marks(t, p) for t in texts)]
 
 
-def shingle_texts(
-    records: Records, p: TextParams, kernel: Callable[[list[str]], TokenSets], workers: int
-) -> TokenSets:
+def shingle_texts(records: Records, p: TextParams, kernel: Callable[[list[str]], TokenSets], workers: int) -> TokenSets:
     """``kernel`` on the preprocessed texts of ``records``, slice by slice on ``workers`` threads.
 
     Each slice is preprocessed (Python, holds the GIL) and shingled (numpy,
@@ -127,9 +138,7 @@ def shingle_texts(
 CHUNK_CHARS = 1 << 19
 
 
-def shingle_in_chunks(
-    texts: list[str], fn: Callable[[list[str]], TokenSets], max_chars: int = CHUNK_CHARS, workers: int = 1
-) -> TokenSets:
+def shingle_in_chunks(texts: list[str], fn: Callable[[list[str]], TokenSets], max_chars: int = CHUNK_CHARS, workers: int = 1) -> TokenSets:
     """Apply a batch shingling kernel to consecutive slices of about ``max_chars`` characters.
 
     Token sets are per text, so the result equals ``fn(texts)`` (the contract's
@@ -172,7 +181,7 @@ class WordPatternParams(TextParams):
     pattern: str = Field(default=r"\w+", description="regular expression of a word (Unicode-aware)")
 
     @model_validator(mode="after")
-    def _pattern_compiles(self) -> "WordPatternParams":
+    def _pattern_compiles(self) -> WordPatternParams:
         try:
             re.compile(self.pattern)
         except re.error as exc:
@@ -197,9 +206,7 @@ class WordShingler(Multiset, Shingler[WordParams]):
 
     def shingle_multiset(self, records: Records) -> TokenSets:
         p = self.params
-        return shingle_texts(
-            records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), self.context.workers
-        )
+        return shingle_texts(records, p, lambda t: word_ngrams(t, p.n, pattern=p.pattern, unique=False), self.context.workers)
 
 
 class MinHashParams(Params):
@@ -326,17 +333,13 @@ def text_lengths(records: Records) -> npt.NDArray[np.int64]:
 
 
 class LshParams(Params):
-    threshold: float | None = Field(
-        default=None, gt=0.0, le=1.0, description="similarity to catch (default: the job threshold)"
-    )
+    threshold: float | None = Field(default=None, gt=0.0, le=1.0, description="similarity to catch (default: the job threshold)")
     target_recall: float = Field(
         default=0.95, gt=0.0, lt=1.0, description="required P(candidate | s = threshold) when choosing bands and rows"
     )
     bands: int | None = Field(default=None, ge=1, description="b, number of bands (with rows: overrides the choice)")
     rows: int | None = Field(default=None, ge=1, description="r, rows per band")
-    max_bucket_size: int | None = Field(
-        default=2000, ge=2, description="buckets larger than this are skipped and reported (null: no cap)"
-    )
+    max_bucket_size: int | None = Field(default=2000, ge=2, description="buckets larger than this are skipped and reported (null: no cap)")
 
 
 class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
@@ -453,8 +456,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
             **(self._banding(k) if k is not None else {}),
             "records_bucketed": n - empty,
             "records_skipped_empty": empty,
-            **{key: int(buckets.get(key, 0)) for key in
-               ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")},
+            **{key: int(buckets.get(key, 0)) for key in ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")},
         }
 
     def describe(self) -> dict[str, Any]:
@@ -531,7 +533,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
         pool_skipped = 0
         if spare >= 2 * PROBE_MIN_BANDS:
             nb = min(PROBE_BANDS, spare // 2)
-            probe = band_keys(sig.values[:, b * r: b * r + 2 * nb][ids], nb, 2)
+            probe = band_keys(sig.values[:, b * r : b * r + 2 * nb][ids], nb, 2)
             probe_kind = f"spare columns {b * r}..{b * r + 2 * nb - 1}"
         else:
             if int(chars[ids].sum()) > PROBE_POOL_CHARS:  # a random pool within the characters' budget
@@ -553,7 +555,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
         if len(local) == 0:
             return None
         # the budget: every pair when they fit, else a subset drawn round-robin over the strata
-        cost = (sizes if sizes is not None else np.maximum(chars[ids], 1))
+        cost = sizes if sizes is not None else np.maximum(chars[ids], 1)
         pair_cost = cost[local.left] + cost[local.right]
         sampled = len(local)
         capped = int(pair_cost.sum()) > budget
@@ -632,7 +634,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
         size_parts: list[npt.NDArray[np.int64]] = []
         for lo_, hi_ in split_sizes(np.maximum(chars[ids], 1), PROBE_CHUNK_CHARS):
             for a, b_ in split_sizes(np.ones(hi_ - lo_), PROBE_CHUNK):
-                ts = batch.tokens_for(ids[lo_ + a: lo_ + b_])
+                ts = batch.tokens_for(ids[lo_ + a : lo_ + b_])
                 parts.append(minhash_signatures(ts, probe_a, probe_b))
                 size_parts.append(ts.sizes.astype(np.int64))
         return band_keys(np.concatenate(parts), PROBE_BANDS, 2), np.concatenate(size_parts)
@@ -643,7 +645,9 @@ class JaccardParams(Params):
         default=None, ge=0.0, le=1.0, description="keep pairs with Jaccard >= threshold (default: the job threshold)"
     )
     skip_unlikely: float | None = Field(
-        default=None, gt=0.0, le=1e-6,
+        default=None,
+        gt=0.0,
+        le=1e-6,
         description="reject without token sets the candidates whose MinHash-like signatures agree on so few "
         "positions that a pair at the threshold would agree that little with probability below this "
         "(Chernoff bound; e.g. 1e-12); they are scored by the signatures' estimate. null: every candidate "
@@ -687,9 +691,7 @@ class JaccardVerifier(SignatureScreen, Explainable, Verifier[JaccardParams]):
             raise ValueError("jaccard needs token sets")
         return jaccard_pairs(batch.tokens, pairs.left, pairs.right, workers=self.context.workers)
 
-    def decided_by_signatures(
-        self, batch: Batch, pairs: Pairs
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
+    def decided_by_signatures(self, batch: Batch, pairs: Pairs) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
         """With ``skip_unlikely``: the pairs rejected from their signatures alone and every pair's estimate
         (the share of agreeing positions), or None (option off, no MinHash-like signatures).
 
@@ -716,9 +718,7 @@ class JaccardVerifier(SignatureScreen, Explainable, Verifier[JaccardParams]):
         skip = (agree <= cutoff) & ~empty[pairs.left] & ~empty[pairs.right]
         return skip, agree / k
 
-    def comparisons(
-        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
-    ) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Shared and differing tokens of every pair: Jaccard = shared / (shared + left_only + right_only)."""
         rows = np.unique(np.concatenate([pairs.left, pairs.right]))
         ts = batch.tokens_for(rows)  # the streamed corpus recomputes the sets of these rows only
@@ -728,8 +728,7 @@ class JaccardVerifier(SignatureScreen, Explainable, Verifier[JaccardParams]):
         right_only = ts.sizes[b] - shared
         union = (shared + left_only + right_only).astype(np.float64)
         score = np.divide(shared, union, out=np.zeros(len(shared)), where=union > 0)
-        return {"shared": shared, "left_only": left_only.astype(np.int64), "right_only": right_only.astype(np.int64),
-                "score": score}
+        return {"shared": shared, "left_only": left_only.astype(np.int64), "right_only": right_only.astype(np.int64), "score": score}
 
 
 @hookimpl

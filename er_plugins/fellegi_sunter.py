@@ -58,7 +58,7 @@ class FSField(Params):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> "FSField":
+    def _check(self) -> FSField:
         if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
             raise ValueError("field must be a column name or a non-empty list of distinct column names")
         if self.last_digits is not None and self.comparison != "digits":
@@ -113,16 +113,20 @@ class FellegiSunterParams(Params):
     max_iter: int = Field(default=500, ge=1, le=100000, description="EM iterations at most")
     tol: float = Field(default=1e-7, ge=0.0, description="EM stops when no parameter (lambda, m, u) moves by more than tol")
     prior: float | None = Field(
-        default=None, gt=0.0, lt=1.0,
+        default=None,
+        gt=0.0,
+        lt=1.0,
         description="initial lambda = P(match) among the candidates (default: from the initial m and u, see docs)",
     )
     smoothing: float = Field(
-        default=1.0, ge=0.0,
+        default=1.0,
+        ge=0.0,
         description="pseudo-pairs added to every level of every field in both classes in EM's M-step "
         "(a level never seen in a class keeps a moderate weight); 0: maximum likelihood",
     )
     u_from_random_pairs: int = Field(
-        default=20000, ge=0,
+        default=20000,
+        ge=0,
         description="random record pairs (cross-source in link mode) whose level frequencies estimate u; 0: none. "
         "Without fix_u they only initialise EM, which re-estimates u (20,000 and 100,000 gave the same pairs "
         "on the 100k-customer benchmark); raise it with fix_u",
@@ -145,7 +149,7 @@ class FellegiSunterParams(Params):
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
 
     @model_validator(mode="after")
-    def _check(self) -> "FellegiSunterParams":
+    def _check(self) -> FellegiSunterParams:
         labels = [r.label for r in self.fields]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
@@ -225,8 +229,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     """
 
     name = "fellegi_sunter"
-    summary = ("Fellegi-Sunter: EM over comparison-pattern counts (weights monotone in the level; or trained from "
-               "labelled pairs), score = match probability")
+    summary = (
+        "Fellegi-Sunter: EM over comparison-pattern counts (weights monotone in the level; or trained from "
+        "labelled pairs), score = match probability"
+    )
     Params = FellegiSunterParams
     needs = frozenset({"fields"})
 
@@ -252,7 +258,6 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             right = (left + 1 + rng.integers(0, n - 1, size=k)) % n
         return left.astype(np.int64), right.astype(np.int64)
 
-
     def _pattern_codes(
         self, batch: Batch, pair_sets: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
     ) -> list[npt.NDArray[np.signedinteger[Any]]]:
@@ -276,8 +281,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         rows = rows_of(len(batch.records), *[x for pair in pair_sets for x in pair])
         workers = max(1, int(self.context.workers))
         for f, fld in enumerate(p.fields):
-            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits,
-                              bounds=True)
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits, bounds=True)
             release_free_memory()  # the preparation's temporaries (the allocators keep freed memory)
             for (left, right), out in zip(pair_sets, outs):
                 self._add_levels(col, fld.thresholds, int(radix[f]), left, right, out, workers)
@@ -287,12 +291,17 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     @staticmethod
     def _add_levels(
-        col: FieldColumn, thresholds: Sequence[float], place: int, left: npt.NDArray[np.int64],
-        right: npt.NDArray[np.int64], out: npt.NDArray[np.signedinteger[Any]], workers: int,
+        col: FieldColumn,
+        thresholds: Sequence[float],
+        place: int,
+        left: npt.NDArray[np.int64],
+        right: npt.NDArray[np.int64],
+        out: npt.NDArray[np.signedinteger[Any]],
+        workers: int,
     ) -> None:
         """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field, a chunk per thread step."""
         chunks = pair_chunks(len(left))
-        if 1 < len(left) and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
+        if len(left) > 1 and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
             size = -(-len(left) // workers)
             chunks = [(a, min(a + size, len(left))) for a in range(0, len(left), size)]
         inner = 1 if len(chunks) > 1 else workers
@@ -323,9 +332,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         """The match probability of every pair under a fit on these pairs, unlabelled (:meth:`fit_score`)."""
         return self.fit_score(batch, pairs, None)[0]
 
-    def fit_score(
-        self, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None
-    ) -> tuple[npt.NDArray[np.float64], Fitted]:
+    def fit_score(self, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None) -> tuple[npt.NDArray[np.float64], Fitted]:
         """The fit on ``pairs`` (codes, their counts, EM or training: :meth:`fit_counts`) and every pair's
         match probability, looked up by its code.
 
@@ -388,9 +395,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         """The model's state of a fit: lambda, and per field (by label) m and u of every level."""
         return {
             "lambda": float(fit.lam),
-            "fields": {fld.label: {"levels": fld.level_names(), "m": [float(x) for x in fit.m[f]],
-                                   "u": [float(x) for x in fit.u[f]]}
-                       for f, fld in enumerate(self.params.fields)},
+            "fields": {
+                fld.label: {"levels": fld.level_names(), "m": [float(x) for x in fit.m[f]], "u": [float(x) for x in fit.u[f]]}
+                for f, fld in enumerate(self.params.fields)
+            },
         }
 
     def fit_of(self, state: Mapping[str, Any]) -> EMFit:
@@ -431,7 +439,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         }
 
     def _per_field(
-        self, fit: EMFit, u_random: list[npt.NDArray[np.float64]] | None, counts: npt.NDArray[np.float64] | None,
+        self,
+        fit: EMFit,
+        u_random: list[npt.NDArray[np.float64]] | None,
+        counts: npt.NDArray[np.float64] | None,
         patterns: npt.NDArray[np.int64] | None,
     ) -> dict[str, Any]:
         weights = fit.weights()
@@ -453,8 +464,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         return out
 
     def fit_counts(
-        self, codes: npt.NDArray[np.int64], counts: npt.NDArray[np.float64],
-        sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64],
+        self,
+        codes: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        sample_codes: npt.NDArray[np.int64],
+        sample_counts: npt.NDArray[np.float64],
         labelled: LabelledCodes | None = None,
     ) -> tuple[npt.NDArray[np.float64], Fitted]:
         """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
@@ -486,25 +500,35 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             fit, lam0, training = self.train(patterns, counts, labelled)
         else:
             m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
-            u0 = u_random if u_random is not None else [
-                floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels
-            ]
+            u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
             if p.prior is not None:
                 lam0 = float(p.prior)
             else:
                 g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
                 lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
             fit = fit_em(
-                patterns, counts, n_levels, lam0, m0, u0, fix_u=p.fix_u, monotone=p.monotone,
-                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+                patterns,
+                counts,
+                n_levels,
+                lam0,
+                m0,
+                u0,
+                fix_u=p.fix_u,
+                monotone=p.monotone,
+                max_iter=p.max_iter,
+                tol=p.tol,
+                smoothing=p.smoothing,
             )
         table = fit.probability(patterns)
 
         weights = fit.weights()
         t = self.job_default("threshold")
         if training is not None:
-            u_mode = "from labelled non-matches" if training["fit"] == "labels" else (
-                "EM, started from labelled non-matches, labelled pairs held")
+            u_mode = (
+                "from labelled non-matches"
+                if training["fit"] == "labels"
+                else ("EM, started from labelled non-matches, labelled pairs held")
+            )
         elif p.fix_u:
             u_mode = "fixed from random pairs"
         else:
@@ -532,11 +556,13 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     def estimation(self, training: dict[str, Any] | None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
         p = self.params
-        order = ("weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
-                 if p.monotone else "weights unconstrained (a looser level may weigh more than a closer one)")
+        order = (
+            "weights monotone in the level (constrained maximum likelihood, pool adjacent violators)"
+            if p.monotone
+            else "weights unconstrained (a looser level may weigh more than a closer one)"
+        )
         if training is not None:
-            lam = ("lambda = the labels' share of matches" if training["lambda"] == "labels"
-                   else "lambda by EM on the candidates")
+            lam = "lambda = the labels' share of matches" if training["lambda"] == "labels" else "lambda by EM on the candidates"
             labels = f"{training['matches']} labelled matches and {training['non_matches']} labelled non-matches"
             if training["fit"] == "labels":
                 how = f"m and u from {labels} (held)"
@@ -610,8 +636,17 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         else:
             lam0 = lam_labels
             fit = fit_em(
-                patterns, counts, n_levels, lam0, m, u, fix_m=True, fix_u=True,
-                max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+                patterns,
+                counts,
+                n_levels,
+                lam0,
+                m,
+                u,
+                fix_m=True,
+                fix_u=True,
+                max_iter=p.max_iter,
+                tol=p.tol,
+                smoothing=p.smoothing,
             )
         if p.labels_fit == "em":
             # the labelled pairs by distinct pattern: how many matches and non-matches show each
@@ -621,8 +656,18 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             pos = np.bincount(inv, weights=y.astype(np.float64), minlength=len(uniq)).astype(np.float64)
             neg = np.bincount(inv, weights=(~y).astype(np.float64), minlength=len(uniq)).astype(np.float64)
             fit = fit_em(
-                patterns, counts, n_levels, fit.lam, fit.m, fit.u, monotone=p.monotone, fix_lam=lab.lam == "labels",
-                known=(decode(uniq, n_levels), pos, neg), max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing,
+                patterns,
+                counts,
+                n_levels,
+                fit.lam,
+                fit.m,
+                fit.u,
+                monotone=p.monotone,
+                fix_lam=lab.lam == "labels",
+                known=(decode(uniq, n_levels), pos, neg),
+                max_iter=p.max_iter,
+                tol=p.tol,
+                smoothing=p.smoothing,
             )
         training = {
             "labelled_pairs": n_pos + n_neg,
@@ -636,9 +681,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     # -- explanations ------------------------------------------------------------
 
-    def comparisons(
-        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
-    ) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
         -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
@@ -662,4 +705,3 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         out["match_weight"] = total
         out["score"] = fit.probability(levels)
         return out
-

@@ -47,7 +47,7 @@ class FieldRule(Params):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> "FieldRule":
+    def _check(self) -> FieldRule:
         if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
             raise ValueError("field must be a column name or a non-empty list of distinct column names")
         if self.last_digits is not None and self.scorer != "digits":
@@ -82,7 +82,7 @@ class FieldScoreParams(Params):
     )
 
     @model_validator(mode="after")
-    def _unique(self) -> "FieldScoreParams":
+    def _unique(self) -> FieldScoreParams:
         labels = [r.label for r in self.fields]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:
@@ -139,10 +139,7 @@ class FieldScore(ScoreReporting, Explainable, Verifier[FieldScoreParams]):
         if t > scale:
             return [f"field_score threshold {t:g} exceeds the highest possible total {scale:g} (100 * sum of weights)"]
         if t <= 1.0 and scale >= 10.0:
-            return [
-                f"field_score threshold {t:g} looks like a fraction; it is on the total scale 0..{scale:g} "
-                f"(e.g. {t * scale:g})"
-            ]
+            return [f"field_score threshold {t:g} looks like a fraction; it is on the total scale 0..{scale:g} (e.g. {t * scale:g})"]
         return []
 
     @property
@@ -164,9 +161,7 @@ class FieldScore(ScoreReporting, Explainable, Verifier[FieldScoreParams]):
             out[r.label] = s
         return out
 
-    def comparisons(
-        self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None
-    ) -> dict[str, npt.NDArray[Any]]:
+    def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair and field: ``similarity_<f>`` (0..100, NaN = missing) and ``points_<f>``, the field's share
         of the total in the total's unit; ``score`` = the total of :meth:`score` (the points sum to it).
 

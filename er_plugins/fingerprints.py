@@ -244,8 +244,14 @@ class GridCells(Partitionable, Shingler[GridParams]):
         np.cumsum(counts, out=offsets[1:])
         width, height = p.frame
         cells, invalid = grid_cells(
-            pts[:, 0], pts[:, 1], offsets,
-            width=width, height=height, grid_x=p.grid_x, grid_y=p.grid_y, margin=p.margin,
+            pts[:, 0],
+            pts[:, 1],
+            offsets,
+            width=width,
+            height=height,
+            grid_x=p.grid_x,
+            grid_y=p.grid_y,
+            margin=p.margin,
         )
         problems: list[Problem] = []
         if malformed:
@@ -256,7 +262,7 @@ class GridCells(Partitionable, Shingler[GridParams]):
                     path=f"field {p.field!r}",
                     message=f"{len(bad)} record(s) hold no valid list of minutiae: {_labels(records, bad)}; "
                     f"first value: {str(col[malformed[0]])[:80]!r}",
-                    fix='write each value as a JSON list of [x, y] (or [x, y, angle, type]) numbers, e.g. [[12.5, 40.0], [30, 7]]',
+                    fix="write each value as a JSON list of [x, y] (or [x, y, angle, type]) numbers, e.g. [[12.5, 40.0], [30, 7]]",
                 )
             )
         if invalid.any():
@@ -365,9 +371,7 @@ class BitVector(SignatureBuilder[BitParams]):
                 )
             )
         values = pack_bits(tokens, nb)
-        return Signatures(
-            values=values, kind="bits", empty=tokens.sizes == 0, meta={"n_bits": nb, "words": n_words(nb)}
-        )
+        return Signatures(values=values, kind="bits", empty=tokens.sizes == 0, meta={"n_bits": nb, "words": n_words(nb)})
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "n_bits_effective": self.n_bits}
@@ -394,9 +398,7 @@ class GridBitsParams(Params):
     sets: int = Field(default=1024, ge=1, le=1 << 20, description="M, the number of random cell sets (buckets)")
     cells: int = Field(default=3, ge=1, le=64, description="c, cells per set: a print is in a set's bucket if it has all c")
     seed: int | None = Field(default=None, ge=0, description="seed of the cell sets (default: the job seed)")
-    max_bucket_size: int | None = Field(
-        default=None, ge=2, description="buckets larger than this are skipped and reported (null: no cap)"
-    )
+    max_bucket_size: int | None = Field(default=None, ge=2, description="buckets larger than this are skipped and reported (null: no cap)")
     agreement: float = Field(
         default=0.8,
         gt=0.0,
@@ -445,9 +447,7 @@ class GridBits(Reporting, LimitedKeys, Blocker[GridBitsParams]):
         sets = cell_sets(p.sets, p.cells, nb, self.seed)
         ids = np.flatnonzero(~sig.empty).astype(np.int64)  # an empty print falls in no bucket anyway
         try:
-            left, right, stats = grid_bit_candidates(
-                sig.values[ids], ids, sets, p.max_bucket_size, max_raw_pairs=p.max_pairs
-            )
+            left, right, stats = grid_bit_candidates(sig.values[ids], ids, sets, p.max_bucket_size, max_raw_pairs=p.max_pairs)
         except TooManyPairs as exc:
             raise self._too_many(exc.raw_pairs, exc.stats["largest_bucket"]) from None
         report = self._reported(len(sig), int(row_popcount(sig.values).sum()), nb, len(ids), int(sig.empty.sum()), stats)
@@ -478,16 +478,14 @@ class GridBits(Reporting, LimitedKeys, Blocker[GridBitsParams]):
         """The partition's prints, set bits (for the occupancy) and empty prints."""
         sig, nb = _bits_of(batch, "blocker grid_bits")
         assert sig.empty is not None
-        return {"records": len(sig), "bits_set": int(row_popcount(sig.values).sum()), "n_bits": nb,
-                "empty": int(sig.empty.sum())}
+        return {"records": len(sig), "bits_set": int(row_popcount(sig.values).sum()), "n_bits": nb, "empty": int(sig.empty.sum())}
 
     def merge_reports(self, reports: list[dict[str, Any]], buckets: dict[str, Any]) -> dict[str, Any]:
         """The report of :meth:`block` from the partitions' counts and the buckets of :meth:`lookup_keys`."""
         n = sum(int(r["records"]) for r in reports)
         empty = sum(int(r["empty"]) for r in reports)
         nb = next((int(r["n_bits"]) for r in reports), 0)
-        stats = {k: int(buckets.get(k, 0)) for k in
-                 ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")}
+        stats = {k: int(buckets.get(k, 0)) for k in ("buckets", "largest_bucket", "oversized_buckets", "pairs_skipped", "raw_pairs")}
         return self._reported(n, sum(int(r["bits_set"]) for r in reports), nb, n - empty, empty, stats)
 
     def describe(self) -> dict[str, Any]:

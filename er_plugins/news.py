@@ -13,7 +13,7 @@ YAML (``stop_words: [...]``).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 from pydantic import Field, model_validator
 
@@ -26,14 +26,14 @@ from er_framework.kernels import stopword_shingles
 from er_plugins.documents import WordPatternParams, shingle_texts
 
 
-@lru_cache(maxsize=None)
+@cache
 def available_languages() -> tuple[str, ...]:
     """Languages with a jusText stop list (lower-case names: 'english', 'spanish', …), listed without
     importing justext (``er validate`` of a news job stays light)."""
     return tuple(sorted(lang.lower() for lang in boilerplate_languages()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def stop_list(language: str, pattern: str = r"\w+") -> tuple[str, ...]:
     """The jusText stop list of ``language``, case-folded, reduced to entries that are one word of ``pattern``."""
     import justext
@@ -50,7 +50,7 @@ class StopwordParams(WordPatternParams):
     stop_words: list[str] | None = Field(default=None, description="your own stop words (overrides language)")
 
     @model_validator(mode="after")
-    def _stop_words_given(self) -> "StopwordParams":
+    def _stop_words_given(self) -> StopwordParams:
         if self.stop_words is not None and not [w for w in self.stop_words if w.strip()]:
             raise ValueError("stop_words is empty: give some words, or remove it to use 'language'")
         return self

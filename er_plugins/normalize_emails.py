@@ -66,9 +66,7 @@ def _emails(values: list[str], one: PerValue, gmail_dots: bool) -> list[Value]:
 
 
 class EmailParams(Params):
-    gmail_dots: bool = Field(
-        default=False, strict=True, description="gmail.com/googlemail.com: drop dots and +tags of the local part"
-    )
+    gmail_dots: bool = Field(default=False, strict=True, description="gmail.com/googlemail.com: drop dots and +tags of the local part")
 
 
 class Email(Normalizer[EmailParams]):

@@ -166,11 +166,7 @@ def _phone_functions(
             out = foreign(d[2:])
         elif idd is not None and (m := idd.match(d)) is not None and m.end() > 0 and not valid_national(d):
             out = foreign(d[m.end() :])
-        elif (
-            cc
-            and d.startswith(cc)
-            and ((nanp and len(d) == 11) or (not valid_national(d) and valid_national(d[len(cc) :])))
-        ):
+        elif cc and d.startswith(cc) and ((nanp and len(d) == 11) or (not valid_national(d) and valid_national(d[len(cc) :]))):
             out = d[len(cc) :]
         else:
             out = strip_trunk(d)
@@ -204,8 +200,12 @@ def _phone_functions(
 
 
 def _phones_from_digits(
-    digits: list[str], plus: list[bool], from_digits: Callable[[str, bool], Value], region: str | None,
-    min_digits: int, drop_placeholders: bool,
+    digits: list[str],
+    plus: list[bool],
+    from_digits: Callable[[str, bool], Value],
+    region: str | None,
+    min_digits: int,
+    drop_placeholders: bool,
 ) -> list[Value]:
     """``list(map(from_digits, digits, plus))`` for the phone functions of ``region`` (:func:`_phone_functions`),
     the two common cases found by whole-list tests and settled without a call:
@@ -254,7 +254,7 @@ def _phones_from_digits(
         if len(lead):
             ds = list(map(digits.__getitem__, lead.tolist()))
             lead = lead[np.fromiter(map(str.startswith, ds, repeat(cc)), dtype=bool, count=len(ds))]
-            rests = [digits[i][len(cc):] for i in lead.tolist()]
+            rests = [digits[i][len(cc) :] for i in lead.tolist()]
             ok, gone = national(rests)
             ok &= np.fromiter(map(bool, rests), dtype=bool, count=len(rests))
             keep = lead[ok]
@@ -315,9 +315,7 @@ class PhoneParams(Params):
         description="region of numbers written without a country code (ISO 3166 code) or null",
     )
     min_digits: int = Field(default=7, strict=True, ge=1, le=20, description="fewer digits than this -> missing")
-    drop_placeholders: bool = Field(
-        default=True, strict=True, description="a number of one repeated digit (000-000-0000) -> missing"
-    )
+    drop_placeholders: bool = Field(default=True, strict=True, description="a number of one repeated digit (000-000-0000) -> missing")
     foreign_country_code: Literal["keep", "strip"] = Field(
         default="keep", description="other countries' numbers: keep or strip their country code"
     )

@@ -161,9 +161,7 @@ _ASCII_TEXT_KEEP_SEP = {**_ASCII_TEXT, 0: SEP}
 NON_DIGITS_KEEP_SEP = str.maketrans("", "", "".join(chr(i) for i in range(1, 128) if not chr(i).isdigit()))
 
 
-def _split_fast(
-    values: list[str], slow_pattern: re.Pattern[str] | None = None
-) -> tuple[list[str], str, npt.NDArray[np.bool_] | None]:
+def _split_fast(values: list[str], slow_pattern: re.Pattern[str] | None = None) -> tuple[list[str], str, npt.NDArray[np.bool_] | None]:
     """``(fast, joined, slow)``: the values that are ASCII, hold no NUL and no match of ``slow_pattern`` (a
     pattern that never matches a NUL), those joined by NUL, and which values are not fast (``None``: all are)."""
     n = len(values)
@@ -172,8 +170,7 @@ def _split_fast(
     if not big.isascii():
         slow = ~np.fromiter(map(str.isascii, values), dtype=bool, count=n)
     if big.count(SEP) != n - 1:  # rare: a value holds a NUL; the pattern is searched value by value
-        slow = np.fromiter(map(str.__contains__, values, repeat(SEP)), dtype=bool, count=n) | (
-            False if slow is None else slow)
+        slow = np.fromiter(map(str.__contains__, values, repeat(SEP)), dtype=bool, count=n) | (False if slow is None else slow)
         if slow_pattern is not None:
             slow |= np.fromiter((m is not None for m in map(slow_pattern.search, values)), dtype=bool, count=n)
     elif slow_pattern is not None:
@@ -192,7 +189,9 @@ def _split_fast(
 
 
 def by_parts(
-    values: list[str], fast: Callable[[list[str], str], list[Value]], one: PerValue,
+    values: list[str],
+    fast: Callable[[list[str], str], list[Value]],
+    one: PerValue,
     slow_pattern: re.Pattern[str] | None = None,
 ) -> list[Value]:
     """``fast(values, joined)`` for the fast values of :func:`_split_fast`, ``one`` for each other value; in order.

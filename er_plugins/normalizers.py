@@ -98,7 +98,16 @@ __all__ = ["BUILTIN_NORMALIZERS"]
 
 
 BUILTIN_NORMALIZERS: tuple[type[Normalizer], ...] = (
-    Text, Name, Nickname, Phone, Address, Email, Date, Digits, Lower, Strip,
+    Text,
+    Name,
+    Nickname,
+    Phone,
+    Address,
+    Email,
+    Date,
+    Digits,
+    Lower,
+    Strip,
 )
 
 

@@ -22,17 +22,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-
 from pydantic import Field
 
 from er_framework import hookimpl
 from er_framework.capabilities import MultisetSigning
 from er_framework.components import Params, SignatureBuilder
 from er_framework.data import Signatures, TokenSets
-from er_framework.kernels.parallel import map_row_blocks
 from er_framework.kernels.fss import fss_signatures
 from er_framework.kernels.minhash import EMPTY
 from er_framework.kernels.oph import oph_signatures
+from er_framework.kernels.parallel import map_row_blocks
 
 
 class OphParams(Params):

@@ -21,7 +21,8 @@ fields are prepared.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -61,9 +62,7 @@ CHUNK_PAIRS = 1 << 20
 #: (0..100 scale; far above the rounding error of the bound and of rapidfuzz's scores)
 BOUND_MARGIN = 1e-6
 
-Scorer = Literal[
-    "ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "jaro_winkler", "levenshtein", "exact", "digits"
-]
+Scorer = Literal["ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "jaro_winkler", "levenshtein", "exact", "digits"]
 
 #: scorer name -> (rapidfuzz scorer, multiplier to reach 0..100); None: exact comparison of codes
 SCORERS: dict[str, tuple[Callable[..., float] | None, float]] = {
@@ -114,9 +113,7 @@ class FieldColumn:
     ) -> None:
         missing_cols = [c for c in columns if c not in records.fields]
         if missing_cols:
-            raise ValueError(
-                f"field(s) {missing_cols} not in the records; available: {sorted(records.fields)}"
-            )
+            raise ValueError(f"field(s) {missing_cols} not in the records; available: {sorted(records.fields)}")
         self.scorer = scorer
         if len(rows) < ARROW_MIN_VALUES:
             self._prepare_in_python(records, columns, scorer, rows, last_digits, bounds)
@@ -124,8 +121,13 @@ class FieldColumn:
             self._prepare_in_arrow(records, columns, scorer, rows, last_digits, bounds)
 
     def _prepare_in_python(
-        self, records: Records, columns: Sequence[str], scorer: str, rows: npt.NDArray[np.int64],
-        last_digits: int | None, bounds: bool,
+        self,
+        records: Records,
+        columns: Sequence[str],
+        scorer: str,
+        rows: npt.NDArray[np.int64],
+        last_digits: int | None,
+        bounds: bool,
     ) -> None:
         """:meth:`_prepare_in_arrow`'s codes and dictionary (same values, same order) for a few rows, in Python."""
         single = coded_parts(records.fields[columns[0]]) if len(columns) == 1 else None
@@ -149,8 +151,13 @@ class FieldColumn:
         self._finish(dictionary, len(records), rows, codes, scorer, bounds)
 
     def _prepare_in_arrow(
-        self, records: Records, columns: Sequence[str], scorer: str, rows: npt.NDArray[np.int64],
-        last_digits: int | None, bounds: bool,
+        self,
+        records: Records,
+        columns: Sequence[str],
+        scorer: str,
+        rows: npt.NDArray[np.int64],
+        last_digits: int | None,
+        bounds: bool,
     ) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -202,8 +209,13 @@ class FieldColumn:
         self._finish(enc.dictionary, len(records), rows, to_numpy(enc.indices, null=-1), scorer, bounds)
 
     def _finish(
-        self, dictionary: pa.Array | list[str], n: int, rows: npt.NDArray[np.int64],
-        row_codes: npt.NDArray[np.integer[Any]] | list[int], scorer: str, bounds: bool,
+        self,
+        dictionary: pa.Array | list[str],
+        n: int,
+        rows: npt.NDArray[np.int64],
+        row_codes: npt.NDArray[np.integer[Any]] | list[int],
+        scorer: str,
+        bounds: bool,
     ) -> None:
         """Codes of every record (``row_codes`` for ``rows``, -1 elsewhere), the distinct values, and the bounds."""
         codes = np.full(n, -1, dtype=np.int32)  # int32: half the memory that the pairs gather from
@@ -282,9 +294,7 @@ class FieldColumn:
         out[todo] = level_of(self.compare(a, b, workers), thresholds)
         return out
 
-    def compare(
-        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int
-    ) -> npt.NDArray[np.float64]:
+    def compare(self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int) -> npt.NDArray[np.float64]:
         """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
 
         fn, mult = SCORERS[self.scorer]

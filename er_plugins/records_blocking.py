@@ -52,9 +52,10 @@ memory still available to the process (:func:`available_memory`).
 from __future__ import annotations
 
 import operator
-from itertools import chain
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from itertools import chain
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -66,12 +67,12 @@ from er_framework.capabilities import Blocked, GroupedKeys, LimitedKeys, Reporti
 from er_framework.components import Blocker, FieldRef, Params
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import InputError, Problem
-from er_framework.memory import available_memory, size_text
 from er_framework.kernels.arrow import ARROW_MIN_VALUES, coded_parts, string_array, to_numpy
-from er_framework.kernels.parallel import map_ordered
-from er_framework.kernels.hashing import hash_strings, mix64
 from er_framework.kernels.groups import pack_pairs, sort_unique, unpack_pairs
+from er_framework.kernels.hashing import hash_strings, mix64
+from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
+from er_framework.memory import available_memory, size_text
 
 __all__ = [
     "FieldHashParams",
@@ -351,18 +352,24 @@ class PairLimit:
         need = self.total * BYTES_PER_PAIR
         head = f"{self.blocker} {what} would create about {self.total:.2g} candidate pairs (~{size_text(need)})"
         if self.max_pairs is not None and self.total > self.max_pairs:
-            raise InputError(Problem(
-                where=f"blocker {self.blocker}", path=path,
-                message=f"{head}, more than max_pairs = {self.max_pairs:,}",
-                fix=f"{fix}; or raise max_pairs if the memory allows (~{BYTES_PER_PAIR} bytes per pair)",
-            ))
+            raise InputError(
+                Problem(
+                    where=f"blocker {self.blocker}",
+                    path=path,
+                    message=f"{head}, more than max_pairs = {self.max_pairs:,}",
+                    fix=f"{fix}; or raise max_pairs if the memory allows (~{BYTES_PER_PAIR} bytes per pair)",
+                )
+            )
         avail = available_memory()
         if avail is not None and need > MEMORY_SHARE * avail:
-            raise InputError(Problem(
-                where=f"blocker {self.blocker}", path=path,
-                message=f"{head}, more than this process can hold ({size_text(avail)} of memory available)",
-                fix=fix,
-            ))
+            raise InputError(
+                Problem(
+                    where=f"blocker {self.blocker}",
+                    path=path,
+                    message=f"{head}, more than this process can hold ({size_text(avail)} of memory available)",
+                    fix=fix,
+                )
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -402,7 +409,7 @@ class KeySpec:
         return f"any_order({joined})" if self.any_order else joined
 
 
-def key_spec(key: "str | list[str] | AnyOrderKey") -> KeySpec:
+def key_spec(key: str | list[str] | AnyOrderKey) -> KeySpec:
     """A key as configured (a field, a list of fields, or ``{any_order: [fields]}``) as a :class:`KeySpec`."""
     if isinstance(key, AnyOrderKey):
         return KeySpec(tuple(key.any_order), True)
@@ -412,6 +419,7 @@ def key_spec(key: "str | list[str] | AnyOrderKey") -> KeySpec:
 def any_order_checked(v: Any) -> Any:
     """Validate every mapping of ``v`` (a key or a list of keys) as an :class:`AnyOrderKey` first, so that a
     wrong one gets its own message and not also "expected a list" from the other arms of the union."""
+
     def one(k: Any) -> Any:
         if not isinstance(k, dict):
             return k
@@ -420,6 +428,7 @@ def any_order_checked(v: Any) -> Any:
         except ValidationError as exc:
             detail = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'key'}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"an any-order key is {{any_order: [two or more fields]}} ({detail})") from None
+
     return [one(k) for k in v] if isinstance(v, list) else one(v)
 
 
@@ -570,7 +579,9 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
             value = " | ".join(key_values(records, key, int(order[starts[g]]))) if len(sizes) else ""
             now = f"now {cap:,}" if cap is not None else "now null: no cap"
             limit.add(
-                int(count.sum()), f"key {key.label!r}", "max_block_size",
+                int(count.sum()),
+                f"key {key.label!r}",
+                "max_block_size",
                 f"its largest kept bucket holds {largest:,} records ({value[:VALUE_CHARS]!r}); set max_block_size "
                 f"({now}) to purge large buckets, or make the key more selective (add a field: [{names[0]}, ...])",
             )
@@ -651,26 +662,26 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
         for j, key in enumerate(self.params.keys()):
             keyed = sum(int(r["keyed"][j]) for r in reports)
             g = groups.get(j, {})
-            purged = [(-int(o["size"]), key_values(o["record"], key, 0))
-                      for o in buckets.get("oversized", []) if int(o["group"]) == j]
+            purged = [(-int(o["size"]), key_values(o["record"], key, 0)) for o in buckets.get("oversized", []) if int(o["group"]) == j]
             purged.sort()
-            per_key.append({
-                "key": key.label,
-                "fields": list(key.fields),
-                "records_keyed": keyed,
-                "records_missing": n - keyed,
-                "distinct_values": int(g.get("distinct", 0)),
-                "buckets": int(g.get("buckets", 0)),
-                "largest_bucket": int(g.get("largest_bucket", 0)),
-                "pairs_generated": int(g.get("pairs", 0)),
-                "purged": {
-                    "buckets": int(g.get("oversized_buckets", 0)),
-                    "records": int(g.get("oversized_records", 0)),
-                    "pairs_cost": int(g.get("oversized_pairs", 0)),
-                    "largest": [{"value": " | ".join(vals)[:VALUE_CHARS], "size": -neg}
-                                for neg, vals in purged[:TOP_PURGED]],
-                },
-            })
+            per_key.append(
+                {
+                    "key": key.label,
+                    "fields": list(key.fields),
+                    "records_keyed": keyed,
+                    "records_missing": n - keyed,
+                    "distinct_values": int(g.get("distinct", 0)),
+                    "buckets": int(g.get("buckets", 0)),
+                    "largest_bucket": int(g.get("largest_bucket", 0)),
+                    "pairs_generated": int(g.get("pairs", 0)),
+                    "purged": {
+                        "buckets": int(g.get("oversized_buckets", 0)),
+                        "records": int(g.get("oversized_records", 0)),
+                        "pairs_cost": int(g.get("oversized_pairs", 0)),
+                        "largest": [{"value": " | ".join(vals)[:VALUE_CHARS], "size": -neg} for neg, vals in purged[:TOP_PURGED]],
+                    },
+                }
+            )
         return {
             "records": n,
             "mode": "link" if link else "dedup",
@@ -687,7 +698,9 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
         p = self.params
         now = f"now {p.max_block_size:,}" if p.max_block_size is not None else "now null: no cap"
         PairLimit(self.name, p.max_pairs).add(
-            pairs, "(all keys)", "max_block_size",
+            pairs,
+            "(all keys)",
+            "max_block_size",
             f"its largest kept bucket holds {largest_bucket:,} records; set max_block_size ({now}) to purge large "
             "buckets, or make the keys more selective",
         )
@@ -715,8 +728,9 @@ class SortedNeighbourhoodParams(Params):
         "any_order key each value is cut to its field's prefix before the values are sorted)",
     )
     window: int = Field(
-        default=10, ge=2, description=f"each record is paired with the next window - 1 records in sorted order "
-        f"(at most {MAX_WINDOW:,})",
+        default=10,
+        ge=2,
+        description=f"each record is paired with the next window - 1 records in sorted order (at most {MAX_WINDOW:,})",
     )
     max_pairs: int | None = Field(
         default=DEFAULT_MAX_PAIRS,
@@ -751,7 +765,7 @@ class SortedNeighbourhoodParams(Params):
         return v
 
     @model_validator(mode="after")
-    def _one_of(self) -> "SortedNeighbourhoodParams":
+    def _one_of(self) -> SortedNeighbourhoodParams:
         if (self.key is None) == (self.keys is None):
             raise ValueError("set exactly one of 'key' (one sort key) and 'keys' (several)")
         for k in self.sort_keys():
@@ -851,7 +865,9 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker[SortedNeighbourhoodParams
         """At most ``max_pairs`` (and half the available memory) of window pairs over the passes' sorted records."""
         p = self.params
         PairLimit(self.name, p.max_pairs).add(
-            sum(window_pairs(m, p.window) for m in rows_per_pass), f"(window {p.window:,})", "window",
+            sum(window_pairs(m, p.window) for m in rows_per_pass),
+            f"(window {p.window:,})",
+            "window",
             f"lower window to {self._fitting_window(rows_per_pass, p.max_pairs)} or less, or block with "
             "field_hash on a selective key instead",
         )
@@ -920,8 +936,9 @@ def any_order_codes(columns: Sequence[Sequence[str | None]], prefixes: Sequence[
 def any_order_values(columns: Sequence[Sequence[str | None]], prefixes: Sequence[int | None]) -> list[list[str | None]]:
     """Each record's values of ``columns`` (each cut to its prefix) in sorted order, as columns: column ``j``
     holds every record's ``j``-th smallest value; ``None`` in every column where any value is missing."""
-    rows = [tuple(sorted(t)) if all(t) else (None,) * len(columns)
-            for t in zip(*(_cut(col, prefix) for col, prefix in zip(columns, prefixes)))]
+    rows = [
+        tuple(sorted(t)) if all(t) else (None,) * len(columns) for t in zip(*(_cut(col, prefix) for col, prefix in zip(columns, prefixes)))
+    ]
     return [list(col) for col in zip(*rows)] if rows else [[] for _ in columns]
 
 

@@ -29,12 +29,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = {f"{t}.{e}" for t in ("pairs", "clusters", "candidates") for e in ("csv", "parquet")} | {
-    "report.json", "report.html", "evaluation.json"}
+    "report.json",
+    "report.html",
+    "evaluation.json",
+}
 
 
 def er(*args: str | Path, **kw: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "er_framework.cli.main", *map(str, args)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, **kw)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-m", "er_framework.cli.main", *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        **kw,
+    )  # type: ignore[call-overload]
 
 
 def check(out: Path, refs: dict[str, bytes]) -> str:
@@ -123,15 +131,23 @@ def concurrent(rounds: int, work: Path) -> dict[str, object]:
             winners[json.loads((out / "report.json").read_text())["config_hash"]] += 1
         if any(e.startswith(".er-tmp-") for e in os.listdir(out)):
             failures.append(f"round {r}: a temporary folder was left")
-    return {"part": "concurrent", "rounds": rounds, "failures": failures, "last_writer_counts": list(winners.values()),
-            "seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "part": "concurrent",
+        "rounds": rounds,
+        "failures": failures,
+        "last_writer_counts": list(winners.values()),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def kills(n_kills: int, n: int, work: Path, seed: int) -> dict[str, object]:
     data = work / f"customers-{n}"
     if not (data / "b.csv").exists():
-        subprocess.run([sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(n),
-                        "--out", str(data)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(n), "--out", str(data)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     base = work / "customers-job" / "customers.yaml"
     base.parent.mkdir(parents=True, exist_ok=True)
     text = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
@@ -165,14 +181,20 @@ def kills(n_kills: int, n: int, work: Path, seed: int) -> dict[str, object]:
             os.killpg(p.pid, signal.SIGKILL)
         if (out / ".er-commit.json").exists():
             journals += 1
-            subprocess.run([sys.executable, "-m", "er_framework.cli.main", "report", str(out)],
-                           stdout=subprocess.DEVNULL, check=False)
+            subprocess.run([sys.executable, "-m", "er_framework.cli.main", "report", str(out)], stdout=subprocess.DEVNULL, check=False)
         problem = check(out, refs)
         if problem:
             failures.append(f"kill {k} ({signal.Signals(sig).name} after {delay:.2f} s): {problem}")
-    return {"part": "kills", "n": n, "kills": n_kills, "reference_seconds": [round(s, 2) for s in seconds],
-            "signalled_while_running": signalled, "exit_0_anyway": completed, "unfinished_journals": journals,
-            "failures": failures}
+    return {
+        "part": "kills",
+        "n": n,
+        "kills": n_kills,
+        "reference_seconds": [round(s, 2) for s in seconds],
+        "signalled_while_running": signalled,
+        "exit_0_anyway": completed,
+        "unfinished_journals": journals,
+        "failures": failures,
+    }
 
 
 def main() -> int:

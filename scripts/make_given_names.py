@@ -58,8 +58,10 @@ def module_text(freq: dict[str, float], faker_version: str) -> str:
 
 def nickname_module_text(table: dict[str, str], nicknames_version: str) -> str:
     """The nickname module's source: one ``"name": "canonical",`` line per name."""
-    about = (f"Name -> canonical first name, from the nicknames {nicknames_version} package and the shipped given-name\n"
-             "frequencies (er_plugins.normalize_names.computed_nickname_table).")
+    about = (
+        f"Name -> canonical first name, from the nicknames {nicknames_version} package and the shipped given-name\n"
+        "frequencies (er_plugins.normalize_names.computed_nickname_table)."
+    )
     return table_module_text(about, "(er_plugins.normalize_names.nickname_table)", "NICKNAME_TABLE", "str", table)
 
 

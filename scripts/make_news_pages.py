@@ -43,8 +43,7 @@ def main() -> None:
     size = sum(f.stat().st_size for f in pages_dir.rglob("*.html"))
     stories = len({p.story for p in pages})
     sites = len({p.site for p in pages})
-    print(f"{len(pages)} pages ({stories} stories on {sites} sites, {sum(p.cut for p in pages)} cut), "
-          f"{size / 1024:.0f} KB -> {out}")
+    print(f"{len(pages)} pages ({stories} stories on {sites} sites, {sum(p.cut for p in pages)} cut), {size / 1024:.0f} KB -> {out}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from distributed import LocalCluster
@@ -15,6 +15,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
 
 @pytest.fixture(scope="session")
 def dask_cluster() -> Iterator[LocalCluster]:

@@ -80,13 +80,16 @@ def test_polars_in_polars_out(readme_run: dict[str, Any]) -> None:
     assert f1_of(set(zip(links["left_id"].to_list(), links["right_id"].to_list()))) >= 0.999
     # the same answer as from pandas
     pd_links = readme_run["links"]
-    assert sorted(zip(links["left_id"].to_list(), links["right_id"].to_list())) == sorted(
-        zip(pd_links.left_id, pd_links.right_id))
+    assert sorted(zip(links["left_id"].to_list(), links["right_id"].to_list())) == sorted(zip(pd_links.left_id, pd_links.right_id))
 
 
 def test_arrow_tables_and_a_job_file(readme_run: dict[str, Any], tmp_path: Path) -> None:
-    a = pa_csv.read_csv(FEBRL / "febrl4_a.csv", convert_options=pa_csv.ConvertOptions(
-        column_types={c: pa.string() for c in ["rec_id", *readme_run["fields"]]}, strings_can_be_null=False))
+    a = pa_csv.read_csv(
+        FEBRL / "febrl4_a.csv",
+        convert_options=pa_csv.ConvertOptions(
+            column_types={c: pa.string() for c in ["rec_id", *readme_run["fields"]]}, strings_can_be_null=False
+        ),
+    )
     result = er.run(ROOT / "configs" / "febrl4.yaml", sources={"A": a})  # B read from the file the YAML names
     assert isinstance(result.pairs, pa.Table)
     assert f1_of(set(zip(result.pairs["left_id"].to_pylist(), result.pairs["right_id"].to_pylist()))) >= 0.999
@@ -150,15 +153,31 @@ def test_validate_returns_the_problems() -> None:
     text = "\n".join(str(p) for p in problems)
     assert "has no path" in text and "jacard" in text
     # a source given in memory needs no path
-    assert not [p for p in er.validate({"sources": [{"name": "d", "fields": ["text"]}], "shingler": {"type": "char"},
-                                         "signature": {"type": "minhash"}, "blockers": [{"type": "lsh_bands"}],
-                                         "verifier": {"type": "jaccard"}, "threshold": 0.8},
-                                        sources={"d": pd.DataFrame({"id": ["1"], "text": ["x"]})})]
+    assert not [
+        p
+        for p in er.validate(
+            {
+                "sources": [{"name": "d", "fields": ["text"]}],
+                "shingler": {"type": "char"},
+                "signature": {"type": "minhash"},
+                "blockers": [{"type": "lsh_bands"}],
+                "verifier": {"type": "jaccard"},
+                "threshold": 0.8,
+            },
+            sources={"d": pd.DataFrame({"id": ["1"], "text": ["x"]})},
+        )
+    ]
 
 
 def test_bad_sources_are_clear_errors() -> None:
-    job = {"sources": [{"name": "d", "fields": ["text"]}], "shingler": {"type": "char"}, "signature": {"type": "minhash"},
-           "blockers": [{"type": "lsh_bands"}], "verifier": {"type": "jaccard"}, "threshold": 0.8}
+    job = {
+        "sources": [{"name": "d", "fields": ["text"]}],
+        "shingler": {"type": "char"},
+        "signature": {"type": "minhash"},
+        "blockers": [{"type": "lsh_bands"}],
+        "verifier": {"type": "jaccard"},
+        "threshold": 0.8,
+    }
     with pytest.raises(ConfigError, match="no source named"):
         er.run(job, sources={"docs": pd.DataFrame({"id": ["1"], "text": ["x"]})})
     with pytest.raises(ErError, match="duplicate|twice|more than once"):
@@ -172,7 +191,7 @@ def test_explain_weights_sum_to_the_score(readme_run: dict[str, Any]) -> None:
     assert ex.kind == "weights" and len(ex.fields) == 10
     total = ex.prior_weight + sum(f.weight for f in ex.fields)
     assert total == pytest.approx(ex.match_weight, abs=1e-9)
-    assert 1 / (1 + 2 ** -total) == pytest.approx(ex.score, abs=1e-12)
+    assert 1 / (1 + 2**-total) == pytest.approx(ex.score, abs=1e-12)
     links = readme_run["links"]
     assert ex.score == pytest.approx(float(links.score[links.left_id == "rec-1070-org"].iloc[0]))
     assert "soc_sec_id" in str(ex) and "probability" in str(ex)

@@ -86,9 +86,11 @@ def test_floor_cli_reports_counts(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_measure_sees_the_memory_of_the_process_and_its_children(tmp_path: Path) -> None:
     # a child process that touches ~200 MB and a grandchild that touches ~150 MB at the same time
     child = "import time; b = bytes([120]) * (150 * 2**20); time.sleep(1.0)"
-    code = ("import subprocess, sys, time\n"
-            f"p = subprocess.Popen([sys.executable, '-c', {child!r}])\n"
-            "a = bytes([120]) * (200 * 2**20); time.sleep(0.6); p.wait()\n")
+    code = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+        "a = bytes([120]) * (200 * 2**20); time.sleep(0.6); p.wait()\n"
+    )
     res = measure.measure([sys.executable, "-c", code], poll=0.01)
     run = res["best"]
     assert res["ok"] and run["exit_code"] == 0 and not run["timed_out"]

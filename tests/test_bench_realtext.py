@@ -40,13 +40,17 @@ def test_harvest_keeps_docstring_sentences_in_order_and_drops_code(tmp_path: Pat
         '"""The module reads the files given on the command line. It keeps every line that matches.\n\n'
         '>>> run("a", "b") == 1 and more doctest text here\n"""\n'
         "def f():\n    '''Return the number of lines that were read from all of the files.'''\n"
-        "x = 'Not a docstring: this string is never harvested from the module.'\n", encoding="utf-8")
-    (tmp_path / "notes.txt").write_text("Short.\n\nThis paragraph is plain prose and it is long enough to be kept.\n",
-                                        encoding="utf-8")
+        "x = 'Not a docstring: this string is never harvested from the module.'\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "notes.txt").write_text("Short.\n\nThis paragraph is plain prose and it is long enough to be kept.\n", encoding="utf-8")
     got = realtext.harvest_sentences([tmp_path / "m.py", tmp_path / "notes.txt"])
-    assert got == ["The module reads the files given on the command line.", "It keeps every line that matches.",
-                   "Return the number of lines that were read from all of the files.",
-                   "This paragraph is plain prose and it is long enough to be kept."]
+    assert got == [
+        "The module reads the files given on the command line.",
+        "It keeps every line that matches.",
+        "Return the number of lines that were read from all of the files.",
+        "This paragraph is plain prose and it is long enough to be kept.",
+    ]
     # a folder with .py files at its top is a Python tree: only its .py files are read
     assert realtext.harvest_sentences([tmp_path]) == got[:3]
 

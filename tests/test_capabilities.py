@@ -39,22 +39,36 @@ from er_plugins.records_blocking import FieldHash, SortedNeighbourhood
 
 def test_the_abilities_in_pipeline_order() -> None:
     names = list(CAPABILITIES)
-    assert names[:11] == ["whole_corpus", "partitionable", "multiset", "multiset_signing", "reporting", "keyed",
-                          "grouped_keys", "limited_keys", "windowed", "diagnostic", "signature_screen"]
+    assert names[:11] == [
+        "whole_corpus",
+        "partitionable",
+        "multiset",
+        "multiset_signing",
+        "reporting",
+        "keyed",
+        "grouped_keys",
+        "limited_keys",
+        "windowed",
+        "diagnostic",
+        "signature_screen",
+    ]
     assert issubclass(Partitionable, WholeCorpus) and issubclass(GroupedKeys, Keyed) and issubclass(LimitedKeys, Keyed)
 
 
-@pytest.mark.parametrize("cls, abilities", [
-    (CharShingler, ["multiset"]),
-    (StopwordShingler, []),
-    (GridCells, ["whole_corpus", "partitionable"]),
-    (MinHash, ["multiset_signing"]),
-    (OnePermutationHash, ["multiset_signing"]),
-    (LshBands, ["reporting", "keyed", "diagnostic"]),
-    (FieldHash, ["reporting", "keyed", "grouped_keys", "limited_keys"]),
-    (SortedNeighbourhood, ["reporting", "windowed"]),
-    (GridBits, ["reporting", "keyed", "limited_keys"]),
-])
+@pytest.mark.parametrize(
+    "cls, abilities",
+    [
+        (CharShingler, ["multiset"]),
+        (StopwordShingler, []),
+        (GridCells, ["whole_corpus", "partitionable"]),
+        (MinHash, ["multiset_signing"]),
+        (OnePermutationHash, ["multiset_signing"]),
+        (LshBands, ["reporting", "keyed", "diagnostic"]),
+        (FieldHash, ["reporting", "keyed", "grouped_keys", "limited_keys"]),
+        (SortedNeighbourhood, ["reporting", "windowed"]),
+        (GridBits, ["reporting", "keyed", "limited_keys"]),
+    ],
+)
 def test_the_built_ins_declare_their_abilities(cls: type, abilities: list[str]) -> None:
     assert capabilities_of(cls) == abilities
     assert has(JaccardVerifier, SignatureScreen) and not has(JaccardVerifier(), Diagnostic)

@@ -25,10 +25,26 @@ _MESSAGE = re.compile(r"`(?P<name>[^`]+)` is too complex \((?P<value>\d+) > \d+\
 def measured() -> dict[str, int]:
     """``"path:function" -> complexity`` of every function over :data:`MAX_COMPLEXITY`, by ruff."""
     got = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--select", "C901", "--config",
-         f"lint.mccabe.max-complexity={MAX_COMPLEXITY}", "--output-format", "json", "--no-cache", "--exit-zero",
-         "er_framework", "er_plugins"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--select",
+            "C901",
+            "--config",
+            f"lint.mccabe.max-complexity={MAX_COMPLEXITY}",
+            "--output-format",
+            "json",
+            "--no-cache",
+            "--exit-zero",
+            "er_framework",
+            "er_plugins",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     out: dict[str, int] = {}
     for item in json.loads(got.stdout):
@@ -53,9 +69,26 @@ def test_the_check_finds_a_complex_function(tmp_path: Path) -> None:
     """The measurement is real: a function of 12 branches is reported."""
     body = "\n".join(f"    if x == {i}:\n        return {i}" for i in range(12))
     (tmp_path / "m.py").write_text(f"def branchy(x):\n{body}\n    return -1\n")
-    got = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "C901", "--config",
-                          "lint.mccabe.max-complexity=10", "--output-format", "json", "--no-cache", "--exit-zero",
-                          str(tmp_path / "m.py")], capture_output=True, text=True, check=True)
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--select",
+            "C901",
+            "--config",
+            "lint.mccabe.max-complexity=10",
+            "--output-format",
+            "json",
+            "--no-cache",
+            "--exit-zero",
+            str(tmp_path / "m.py"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert [_MESSAGE.fullmatch(i["message"])["name"] for i in json.loads(got.stdout)] == ["branchy"]  # type: ignore[index]
 
 

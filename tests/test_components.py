@@ -8,11 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from er_framework.kernels.graph import canonical_labels, connected_component_labels
-
-from er_plugins.clusterers import ConnectedComponents, LabelPropagation, Louvain
 from er_framework.components import Context
 from er_framework.data import Batch, Pairs, Records
+from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.testing import (
     check_blocker,
     check_shingler,
@@ -20,6 +18,7 @@ from er_framework.testing import (
     check_verifier,
     sample_records,
 )
+from er_plugins.clusterers import ConnectedComponents, LabelPropagation, Louvain
 from er_plugins.documents import CharShingler, JaccardVerifier, LshBands, MinHash, WordShingler
 
 

@@ -31,9 +31,21 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "kernels", ("er_framework.kernels.*",)),
     (1, "base", ("er_framework.errors", "er_framework.memory", "er_framework.data")),
-    (2, "contract", ("er_framework", "er_framework.components", "er_framework.hookspecs", "er_framework.registry",
-                     "er_framework.normalize", "er_framework.testing", "er_framework.capabilities",
-                     "er_framework.testing_abilities", "er_framework.testing_support")),
+    (
+        2,
+        "contract",
+        (
+            "er_framework",
+            "er_framework.components",
+            "er_framework.hookspecs",
+            "er_framework.registry",
+            "er_framework.normalize",
+            "er_framework.testing",
+            "er_framework.capabilities",
+            "er_framework.testing_abilities",
+            "er_framework.testing_support",
+        ),
+    ),
     (3, "io", ("er_framework.io.*",)),
     (4, "config", ("er_framework.config.*",)),
     (5, "report", ("er_framework.report.*",)),
@@ -77,8 +89,9 @@ def layer_table() -> str:
     lines = ["layers, lowest first (a module imports lower layers, and its own layer only within its package):"]
     for layer, group, patterns in LAYERS:
         lines.append(f"  {layer:>2} {group:<10} {', '.join(patterns)}")
-    lines.append(f"  {PLUGINS_PACKAGE}.* may import er_framework layers up to {PLUGINS_MAX_LAYER}; "
-                 f"er_framework never imports {PLUGINS_PACKAGE}")
+    lines.append(
+        f"  {PLUGINS_PACKAGE}.* may import er_framework layers up to {PLUGINS_MAX_LAYER}; er_framework never imports {PLUGINS_PACKAGE}"
+    )
     return "\n".join(lines)
 
 
@@ -136,8 +149,7 @@ def collect_sources(root: Path, top: str) -> list[Source]:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _walk_imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
@@ -179,8 +191,7 @@ def imports_of(source: Source, modules: set[str]) -> list[tuple[Import, tuple[st
     for node, local, checking in _walk_imports(source.tree):
 
         def make(target: str, line: int = node.lineno, local: bool = local, checking: bool = checking) -> Import:
-            return Import(source.path, line, source.module or source.path.as_posix(), target,
-                          target in modules, local, checking)
+            return Import(source.path, line, source.module or source.path.as_posix(), target, target in modules, local, checking)
 
         if isinstance(node, ast.Import):
             out.extend((make(alias.name), ()) for alias in node.names)
@@ -218,8 +229,7 @@ def layer_offences(sources: list[Source], modules: set[str]) -> list[str]:
                     continue
                 found = layer_of(imp.target)
                 if found is not None and found[0] > PLUGINS_MAX_LAYER:
-                    offences.append(f"{head} (layer {found[0]} {found[1]} above the plugins' "
-                                    f"limit, layer {PLUGINS_MAX_LAYER})")
+                    offences.append(f"{head} (layer {found[0]} {found[1]} above the plugins' limit, layer {PLUGINS_MAX_LAYER})")
                 continue
             if target_in_plugins:
                 offences.append(f"{head} (er_framework never imports {PLUGINS_PACKAGE})")
@@ -227,12 +237,10 @@ def layer_offences(sources: list[Source], modules: set[str]) -> list[str]:
             mine, theirs = layer_of(imp.importer), layer_of(imp.target)
             if mine is None or theirs is None:
                 continue  # reported by test_every_module_has_a_layer
-            if theirs[0] > mine[0] and not ((imp.function_local or imp.type_checking)
-                                            and (imp.importer, imp.target) in LAYER_EXCEPTIONS):
+            if theirs[0] > mine[0] and not ((imp.function_local or imp.type_checking) and (imp.importer, imp.target) in LAYER_EXCEPTIONS):
                 offences.append(f"{head} (layer {theirs[0]} {theirs[1]} above layer {mine[0]} {mine[1]})")
             elif theirs[0] == mine[0] and theirs[1] != mine[1]:
-                offences.append(f"{head} (layer {theirs[0]}: {theirs[1]} is another package of the "
-                                f"same layer as {mine[1]})")
+                offences.append(f"{head} (layer {theirs[0]}: {theirs[1]} is another package of the same layer as {mine[1]})")
     return offences
 
 
@@ -251,8 +259,9 @@ def function_local_offences(sources: list[Source], modules: set[str]) -> list[st
             theirs = layer_of(imp.target)
             if mine is not None and theirs is not None and mine[1] == LAZY_GROUP and theirs[0] < mine[0]:
                 continue
-            offences.append(f"{imp.where()}: {imp.importer} imports {imp.target} inside a function "
-                            "(a package module is imported at module top)")
+            offences.append(
+                f"{imp.where()}: {imp.importer} imports {imp.target} inside a function (a package module is imported at module top)"
+            )
     return offences
 
 
@@ -363,13 +372,18 @@ def private_offences(sources: list[Source], modules: set[str]) -> list[str]:
         for imp, names in imports_of(source, modules):
             for name in names:
                 if is_private(name):
-                    offences.append(f"{imp.where()}: {imp.importer} imports private {imp.target}.{name} "
-                                    f"(make it public in {imp.target})")
+                    offences.append(f"{imp.where()}: {imp.importer} imports private {imp.target}.{name} (make it public in {imp.target})")
         for attr in ast.walk(source.tree):
-            if (isinstance(attr, ast.Attribute) and isinstance(attr.value, ast.Name)
-                    and attr.value.id in module_aliases and is_private(attr.attr)):
-                offences.append(f"{source.path.as_posix()}:{attr.lineno}: {source.module or source.path.as_posix()} "
-                                f"uses private {attr.value.id}.{attr.attr}")
+            if (
+                isinstance(attr, ast.Attribute)
+                and isinstance(attr.value, ast.Name)
+                and attr.value.id in module_aliases
+                and is_private(attr.attr)
+            ):
+                offences.append(
+                    f"{source.path.as_posix()}:{attr.lineno}: {source.module or source.path.as_posix()} "
+                    f"uses private {attr.value.id}.{attr.attr}"
+                )
     return offences
 
 
@@ -477,8 +491,10 @@ def test_checker_resolves_relative_and_submodule_imports(fake: Path) -> None:
     by_module = {s.module: s for s in sources}
     targets = {imp.target for imp, _ in imports_of(by_module["er_framework.data"], modules)}
     assert targets == {"er_framework.kernels.csr", "er_framework.errors"}
-    found = {(imp.target, names, imp.function_local, imp.type_checking)
-             for imp, names in imports_of(by_module["er_framework.kernels.hashing"], modules)}
+    found = {
+        (imp.target, names, imp.function_local, imp.type_checking)
+        for imp, names in imports_of(by_module["er_framework.kernels.hashing"], modules)
+    }
     assert found == {
         ("typing", ("TYPE_CHECKING",), False, False),
         ("er_framework.kernels.csr", ("TokenSets",), False, False),
@@ -493,21 +509,34 @@ def test_checker_resolves_relative_and_submodule_imports(fake: Path) -> None:
 
 def test_checker_finds_each_kind_of_offence(fake: Path) -> None:
     sources, modules = fake_tree(fake)
-    assert sorted(layer_offences(sources, modules)) == sorted([
-        "er_framework/kernels/csr.py:2: er_framework.kernels.csr imports er_framework.errors (layer 1 base above layer 0 kernels)",
-        ("er_framework/engine/stages.py:1: er_framework.engine.stages imports er_framework.executors.local "
-         "(layer 7 executors above layer 6 engine)"),
-        "er_framework/engine/stages.py:2: er_framework.engine.stages imports er_plugins.core (er_framework never imports er_plugins)",
-        ("er_framework/synth/__init__.py:1: er_framework.synth imports er_framework.evaluate.metrics "
-         "(layer 9: evaluate is another package of the same layer as synth)"),
-        "er_plugins/core.py:3: er_plugins.core imports er_framework.executors.local (layer 7 executors above the plugins' limit, layer 3)",
-        "er_plugins/docs.py:1: er_plugins.docs imports er_framework.engine.stages (layer 6 engine above the plugins' limit, layer 3)",
-    ])
+    assert sorted(layer_offences(sources, modules)) == sorted(
+        [
+            "er_framework/kernels/csr.py:2: er_framework.kernels.csr imports er_framework.errors (layer 1 base above layer 0 kernels)",
+            (
+                "er_framework/engine/stages.py:1: er_framework.engine.stages imports er_framework.executors.local "
+                "(layer 7 executors above layer 6 engine)"
+            ),
+            "er_framework/engine/stages.py:2: er_framework.engine.stages imports er_plugins.core (er_framework never imports er_plugins)",
+            (
+                "er_framework/synth/__init__.py:1: er_framework.synth imports er_framework.evaluate.metrics "
+                "(layer 9: evaluate is another package of the same layer as synth)"
+            ),
+            (
+                "er_plugins/core.py:3: er_plugins.core imports er_framework.executors.local "
+                "(layer 7 executors above the plugins' limit, layer 3)"
+            ),
+            "er_plugins/docs.py:1: er_plugins.docs imports er_framework.engine.stages (layer 6 engine above the plugins' limit, layer 3)",
+        ]
+    )
     assert function_local_offences(sources, modules) == [
-        ("er_framework/cli/main.py:3: er_framework.cli.main imports er_framework.cli.other inside a function "
-         "(a package module is imported at module top)"),
-        ("er_framework/kernels/hashing.py:7: er_framework.kernels.hashing imports er_framework.kernels.csr inside a function "
-         "(a package module is imported at module top)"),
+        (
+            "er_framework/cli/main.py:3: er_framework.cli.main imports er_framework.cli.other inside a function "
+            "(a package module is imported at module top)"
+        ),
+        (
+            "er_framework/kernels/hashing.py:7: er_framework.kernels.hashing imports er_framework.kernels.csr inside a function "
+            "(a package module is imported at module top)"
+        ),
     ]
     assert [o.split(" (")[0] for o in cycle_offences(sources, modules)] == [
         "import cycle er_framework.engine.stages -> er_framework.executors.local -> er_framework.engine.stages",
@@ -515,10 +544,14 @@ def test_checker_finds_each_kind_of_offence(fake: Path) -> None:
     ]
     private_sources = sources + collect_sources(fake, "tests")
     assert private_offences(private_sources, module_names(private_sources)) == [
-        ("er_framework/kernels/hashing.py:3: er_framework.kernels.hashing imports private er_framework.kernels.groups._sort "
-         "(make it public in er_framework.kernels.groups)"),
+        (
+            "er_framework/kernels/hashing.py:3: er_framework.kernels.hashing imports private er_framework.kernels.groups._sort "
+            "(make it public in er_framework.kernels.groups)"
+        ),
         "er_framework/kernels/hashing.py:9: er_framework.kernels.hashing uses private csr._private",
-        ("tests/test_x.py:1: tests/test_x.py imports private er_framework.kernels.groups._sort "
-         "(make it public in er_framework.kernels.groups)"),
+        (
+            "tests/test_x.py:1: tests/test_x.py imports private er_framework.kernels.groups._sort "
+            "(make it public in er_framework.kernels.groups)"
+        ),
         "tests/test_x.py:2: tests/test_x.py imports private helpers._help (make it public in helpers)",
     ]

@@ -236,6 +236,7 @@ def test_cache_matches_per_value(steps):
 # ---------------------------------------------------------------------------
 # the family: third-party normalizers, batch steps, plugin errors
 
+
 class InitialsParams(Params):
     sep: str = Field(default="", description="between the initials")
 
@@ -311,8 +312,14 @@ def reference(values, steps):
 
 @pytest.mark.parametrize(
     "names",
-    [["initials"], ["text", "initials"], ["initials", "reverse"], ["reverse", "initials", "lower", "reverse"],
-     ["name", "reverse", "text"], []],
+    [
+        ["initials"],
+        ["text", "initials"],
+        ["initials", "reverse"],
+        ["reverse", "initials", "lower", "reverse"],
+        ["name", "reverse", "text"],
+        [],
+    ],
     ids=str,
 )
 def test_chains_of_batch_and_per_value_steps_equal_the_naive_reference(names):

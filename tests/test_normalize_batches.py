@@ -46,11 +46,67 @@ def _column(name: str) -> list[str]:
 def _hostile(seed: int, k: int = 1500) -> list[str]:
     rng = random.Random(seed)
     pieces = [
-        "123", "Main", "St", "Street", "#", "# 4", "Apt", "p o box", "P.O. Box", "Post Office", "north east",
-        "pob", "Saint", "x12", "ext. 7", "+1", "+44", "(0)", "00", "011", ".0", " ", "\t", "\n", "\x00", "\x01",
-        '"', "'", "`", "mailto:", "@", "@@", ".", "-", "(", ")", "[", "é", "ß", "İ", "ǅ", "１２３", "٣٤٥", "日本",
-        "ﬁ", "\u00a0", "\u200b", "\x1c", "A", "b", "gmail.com", "GoogleMail.com", "555", "1234567", "0000000",
-        "9" * 12, "+1 (555) 123-4567", "1-555-123-4567", "020 7946 0958", "+44 20 7946 0958", "5551234567.0",
+        "123",
+        "Main",
+        "St",
+        "Street",
+        "#",
+        "# 4",
+        "Apt",
+        "p o box",
+        "P.O. Box",
+        "Post Office",
+        "north east",
+        "pob",
+        "Saint",
+        "x12",
+        "ext. 7",
+        "+1",
+        "+44",
+        "(0)",
+        "00",
+        "011",
+        ".0",
+        " ",
+        "\t",
+        "\n",
+        "\x00",
+        "\x01",
+        '"',
+        "'",
+        "`",
+        "mailto:",
+        "@",
+        "@@",
+        ".",
+        "-",
+        "(",
+        ")",
+        "[",
+        "é",
+        "ß",
+        "İ",
+        "ǅ",
+        "１２３",
+        "٣٤٥",
+        "日本",
+        "ﬁ",
+        "\u00a0",
+        "\u200b",
+        "\x1c",
+        "A",
+        "b",
+        "gmail.com",
+        "GoogleMail.com",
+        "555",
+        "1234567",
+        "0000000",
+        "9" * 12,
+        "+1 (555) 123-4567",
+        "1-555-123-4567",
+        "020 7946 0958",
+        "+44 20 7946 0958",
+        "5551234567.0",
     ]
     out = []
     for _ in range(k):
@@ -64,8 +120,15 @@ def _phones(seed: int, k: int = 3000) -> list[str]:
     for _ in range(k):
         digits = "".join(rng.choice(string.digits) for _ in range(rng.choice([3, 7, 9, 10, 10, 10, 11, 12, 13])))
         lead = rng.choice(["", "", "+", "+1", "+1 ", "1", "1-", "00", "0044", "011", "+44 ", "0", "+7", "+380"])
-        body = rng.choice([digits, f"({digits[:3]}) {digits[3:6]}-{digits[6:]}", ".".join([digits[:3], digits[3:]]),
-                           " ".join(digits), digits[:1] * len(digits)])
+        body = rng.choice(
+            [
+                digits,
+                f"({digits[:3]}) {digits[3:6]}-{digits[6:]}",
+                ".".join([digits[:3], digits[3:]]),
+                " ".join(digits),
+                digits[:1] * len(digits),
+            ]
+        )
         tail = rng.choice(["", "", "", " x12", " ext. 3", "#9", ".0", " "])
         out.append(lead + body + tail)
     return list(dict.fromkeys(v for v in out if v.strip()))
@@ -108,8 +171,16 @@ def test_email(gmail_dots: bool) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{}, {"default_region": "GB"}, {"default_region": "DE"}, {"default_region": "CA"}, {"default_region": None},
-     {"min_digits": 10}, {"drop_placeholders": False}, {"foreign_country_code": "strip"}],
+    [
+        {},
+        {"default_region": "GB"},
+        {"default_region": "DE"},
+        {"default_region": "CA"},
+        {"default_region": None},
+        {"min_digits": 10},
+        {"drop_placeholders": False},
+        {"foreign_country_code": "strip"},
+    ],
 )
 def test_phone(params: dict) -> None:
     n = Phone(Phone.Params(**params), Context())
@@ -134,8 +205,29 @@ def test_the_normalizer_contract_holds(cls: type) -> None:
 def _raw_column(name: str, size: int, seed: int) -> list[object]:
     rng = random.Random(seed)
     base = DATA.a[name] + DATA.b[name]
-    odd: list[object] = [None, "", "  ", "N/A", "null", "-", "?", "unknown", float("nan"), 0, 12, "\x00", "#N/A", "1ind",
-                         "nan", "Nan", "x", "000-000-0000", "not a date", "@", "é"]
+    odd: list[object] = [
+        None,
+        "",
+        "  ",
+        "N/A",
+        "null",
+        "-",
+        "?",
+        "unknown",
+        float("nan"),
+        0,
+        12,
+        "\x00",
+        "#N/A",
+        "1ind",
+        "nan",
+        "Nan",
+        "x",
+        "000-000-0000",
+        "not a date",
+        "@",
+        "é",
+    ]
     return [rng.choice(odd) if rng.random() < 0.1 else rng.choice(base) for _ in range(size)]
 
 

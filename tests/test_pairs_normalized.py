@@ -39,8 +39,7 @@ def test_union_of_large_sets() -> None:
 @given(st.lists(st.lists(st.tuples(INDEX, INDEX), max_size=15), max_size=4))
 def test_union_equals_the_lexsort_reference(parts_rows: list[list[tuple[int, int]]]) -> None:
     # the packed union (every part in [0, 2**32)) and the concatenating path (a part outside it)
-    parts = [Pairs(np.array([a for a, _ in rows], dtype=np.int64), np.array([b for _, b in rows], dtype=np.int64))
-             for rows in parts_rows]
+    parts = [Pairs(np.array([a for a, _ in rows], dtype=np.int64), np.array([b for _, b in rows], dtype=np.int64)) for rows in parts_rows]
     got = Pairs.union(parts)
     if not parts:
         assert len(got) == 0

@@ -73,9 +73,7 @@ def make_plugin_package(
 def run_er(args: list[str], env_extra: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "er_framework", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
-    )
+    return subprocess.run([sys.executable, "-m", "er_framework", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
 def test_builtins_are_loaded_through_entry_points() -> None:
@@ -316,8 +314,7 @@ NORMALIZER_PLUGIN = textwrap.dedent(
 
 
 def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
-    site = make_plugin_package(tmp_path / "site", dist="erx-sound", module="erx_sound", ep_name="sound",
-                               source=NORMALIZER_PLUGIN)
+    site = make_plugin_package(tmp_path / "site", dist="erx-sound", module="erx_sound", ep_name="sound", source=NORMALIZER_PLUGIN)
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     listing = run_er(["plugins", "--json"], env)
     assert listing.returncode == 0, listing.stderr
@@ -330,8 +327,9 @@ def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
 
     (tmp_path / "people.csv").write_text("id,name\n1,Robert\n2,Rupert\n3,Tymczak\n4,n/a\n5,Rubin\n")
     job = tmp_path / "job.yaml"
-    job.write_text(textwrap.dedent(
-        """
+    job.write_text(
+        textwrap.dedent(
+            """
         mode: dedup
         sources: [{name: p, path: people.csv, id: id, fields: [name]}]
         normalize:
@@ -340,7 +338,8 @@ def test_third_party_normalizer_package_lists_and_runs(tmp_path: Path) -> None:
         verifier: {type: field_score, threshold: 100, fields: [{field: name, scorer: ratio}]}
         cluster: {type: connected_components}
         """
-    ))
+        )
+    )
     res = run_er(["run", str(job), "--out", str(tmp_path / "out"), "--quiet"], env)
     assert res.returncode == 0, res.stderr
     pairs = (tmp_path / "out" / "pairs.csv").read_text().splitlines()[1:]
@@ -372,11 +371,12 @@ def test_each_built_in_executor_names_its_options_model() -> None:
 
 
 def test_the_dask_options_model_is_found_without_importing_dask_or_the_executors() -> None:
-    code = ("import sys\nfrom er_framework.registry import executor_params_model\n"
-            "assert executor_params_model('dask').__name__ == 'DaskParams'\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')"
-            " or m.startswith(('er_framework.executors', 'er_framework.engine'))))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1])
+    code = (
+        "import sys\nfrom er_framework.registry import executor_params_model\n"
+        "assert executor_params_model('dask').__name__ == 'DaskParams'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')"
+        " or m.startswith(('er_framework.executors', 'er_framework.engine'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -41,11 +41,11 @@ from er_framework.registry import DISTRIBUTION, build_registry, default_registry
 from er_framework.testing import (
     check_blocker,
     check_clusterer,
+    check_learner,
     check_lookup_keys,
     check_normalizer,
     check_shingler,
     check_signature_builder,
-    check_learner,
     check_verifier,
     pairs_sharing_keys,
     sample_graph,
@@ -84,8 +84,12 @@ def print_records() -> Records:
         "[[30, 70], [31, 71], [33, 72]]",
     ]
     n = len(values)
-    return Records(ids=[f"p{i}" for i in range(n)], source=np.arange(n, dtype=np.int32) % 2,
-                   source_names=["left", "right"], fields={"minutiae": values})
+    return Records(
+        ids=[f"p{i}" for i in range(n)],
+        source=np.arange(n, dtype=np.int32) % 2,
+        source_names=["left", "right"],
+        fields={"minutiae": values},
+    )
 
 
 def people_records() -> Records:
@@ -152,18 +156,29 @@ SIGNATURES: dict[str, tuple[dict[str, Any], Callable[[], TokenSets]]] = {
 BLOCKERS: dict[str, list[tuple[dict[str, Any], Callable[[bool], Batch]]]] = {
     "lsh_bands": [({"bands": 16, "rows": 2}, text_batch), ({"bands": 32, "rows": 1, "max_bucket_size": 2}, text_batch)],
     "grid_bits": [({"sets": 500, "cells": 1, "seed": 3}, print_batch), ({"sets": 500, "cells": 2, "max_bucket_size": 3}, print_batch)],
-    "field_hash": [({"fields": ["city", ["last_name", "first_name"], "phone"]}, people_batch),
-                   ({"fields": ["city", "phone"], "max_block_size": 3}, people_batch)],
-    "sorted_neighbourhood": [({"key": ["last_name"], "window": 3}, people_batch),
-                             ({"keys": [["city", "first_name"], ["phone"]], "prefix": {"city": 1}}, people_batch)],
+    "field_hash": [
+        ({"fields": ["city", ["last_name", "first_name"], "phone"]}, people_batch),
+        ({"fields": ["city", "phone"], "max_block_size": 3}, people_batch),
+    ],
+    "sorted_neighbourhood": [
+        ({"key": ["last_name"], "window": 3}, people_batch),
+        ({"keys": [["city", "first_name"], ["phone"]], "prefix": {"city": 1}}, people_batch),
+    ],
 }
 VERIFIERS: dict[str, tuple[dict[str, Any], Callable[[bool], Batch]]] = {
     "jaccard": ({"threshold": 0.5}, text_batch),
     "cell_overlap": ({"threshold": 0.5, "kind": "jaccard"}, print_batch),
-    "field_score": ({"threshold": 100, "fields": [{"field": ["first_name", "last_name"], "scorer": "token_sort_ratio"},
-                                                  {"field": "phone", "scorer": "digits"}]}, people_batch),
-    "fellegi_sunter": ({"threshold": 0.5, "fields": [{"field": ["first_name", "last_name"]},
-                                                     {"field": "city", "comparison": "exact"}], "seed": 1}, people_batch),
+    "field_score": (
+        {
+            "threshold": 100,
+            "fields": [{"field": ["first_name", "last_name"], "scorer": "token_sort_ratio"}, {"field": "phone", "scorer": "digits"}],
+        },
+        people_batch,
+    ),
+    "fellegi_sunter": (
+        {"threshold": 0.5, "fields": [{"field": ["first_name", "last_name"]}, {"field": "city", "comparison": "exact"}], "seed": 1},
+        people_batch,
+    ),
 }
 CLUSTERERS: dict[str, list[dict[str, Any]]] = {
     "connected_components": [{}, {"split": {"bridge_max_score": 0.6}}],
@@ -173,7 +188,11 @@ CLUSTERERS: dict[str, list[dict[str, Any]]] = {
     "one_to_one": [{}],
 }
 TABLES: dict[str, dict[str, Any]] = {
-    "shingler": SHINGLERS, "signature": SIGNATURES, "blocker": BLOCKERS, "verifier": VERIFIERS, "clusterer": CLUSTERERS,
+    "shingler": SHINGLERS,
+    "signature": SIGNATURES,
+    "blocker": BLOCKERS,
+    "verifier": VERIFIERS,
+    "clusterer": CLUSTERERS,
 }
 
 
@@ -320,21 +339,24 @@ def global_indices(p: Pairs, b: Batch) -> Pairs:
 
 
 BROKEN_BLOCKERS: dict[str, tuple[Callable[[Pairs, Batch], Any], str]] = {
-    "unsorted": (lambda p, b: Pairs(p.left[::-1], p.right[::-1]),
-                 r"pairs not sorted by \(left, right\): \(\d+, \d+\) comes before"),
+    "unsorted": (lambda p, b: Pairs(p.left[::-1], p.right[::-1]), r"pairs not sorted by \(left, right\): \(\d+, \d+\) comes before"),
     "duplicated": (lambda p, b: Pairs(np.repeat(p.left, 2), np.repeat(p.right, 2)), r"\d+ duplicate pairs: \(0, \d+\) twice"),
     "duplicated_apart": (lambda p, b: Pairs(np.tile(p.left, 2), np.tile(p.right, 2)), r"not sorted .*\(and some pairs repeat\)"),
     "reversed": (lambda p, b: Pairs(p.right, p.left), r"pairs with left >= right"),
     "self_pairs": (lambda p, b: Pairs(np.arange(len(b)), np.arange(len(b))), r"pairs with left >= right: \(0, 0\)"),
-    "out_of_range": (lambda p, b: Pairs(np.append(p.left, 0), np.append(p.right, len(b))),
-                     r"pair indices must be rows of the batch, 0\.\.\d+ .* return indices into the batch"),
+    "out_of_range": (
+        lambda p, b: Pairs(np.append(p.left, 0), np.append(p.right, len(b))),
+        r"pair indices must be rows of the batch, 0\.\.\d+ .* return indices into the batch",
+    ),
     "negative": (lambda p, b: Pairs(np.array([-1]), np.array([0])) if len(b) else p, r"got indices from -1 to 0"),
     "same_source": (lambda p, b: all_pairs(len(b)), r"pairs of records from the same source in link mode"),
     "nondeterministic": (random_half, r"is not deterministic"),
     "global_indices": (global_indices, r"indices from \d+ to \d+.*not into batch.active"),
     "not_pairs": (lambda p, b: (p.left, p.right), r"must return Pairs, got tuple"),
-    "empty_batch_pairs": (lambda p, b: p if len(b) else Pairs(np.array([0]), np.array([1])),
-                          r"\(empty batch\): pair indices must be rows of the batch"),
+    "empty_batch_pairs": (
+        lambda p, b: p if len(b) else Pairs(np.array([0]), np.array([1])),
+        r"\(empty batch\): pair indices must be rows of the batch",
+    ),
 }
 
 
@@ -500,15 +522,23 @@ BROKEN_VERIFIERS: dict[str, tuple[Callable[[Any, Batch, Pairs], Any], str]] = {
     "nan": (lambda self, b, p: np.where(p.left == 0, np.nan, Closeness.score(self, b, p)), r"scores must be finite"),
     "strings": (lambda self, b, p: np.array(["1"] * len(p)), r"scores must be float64"),
     "asymmetric": (lambda self, b, p: Closeness.score(self, b, p) + p.left * 1e-3, r"score\(a, b\) != score\(b, a\)"),
-    "depends_on_the_other_pairs": (lambda self, b, p: Closeness.score(self, b, p) / max(len(p), 1) if len(p) else np.zeros(0),
-                                   r"scoring the pairs in two halves gives other scores"),
+    "depends_on_the_other_pairs": (
+        lambda self, b, p: Closeness.score(self, b, p) / max(len(p), 1) if len(p) else np.zeros(0),
+        r"scoring the pairs in two halves gives other scores",
+    ),
     "depends_on_the_other_records": (
-        lambda self, b, p: Closeness.score(self, b, p) * len(b) / 100, r"when the batch holds only the pairs' records"),
-    "global_indices": (lambda self, b, p: Closeness.score(self, b, p) if b.active is None else
-                       Closeness.score(self, b, Pairs(np.minimum(b.active[p.left], len(b) - 1), np.minimum(b.active[p.right], len(b) - 1))),
-                       r"the scores change with batch.active"),
-    "nondeterministic": (lambda self, b, p: Closeness.score(self, b, p) + np.random.default_rng().random(len(p)),
-                         r"is not deterministic"),
+        lambda self, b, p: Closeness.score(self, b, p) * len(b) / 100,
+        r"when the batch holds only the pairs' records",
+    ),
+    "global_indices": (
+        lambda self, b, p: (
+            Closeness.score(self, b, p)
+            if b.active is None
+            else Closeness.score(self, b, Pairs(np.minimum(b.active[p.left], len(b) - 1), np.minimum(b.active[p.right], len(b) - 1)))
+        ),
+        r"the scores change with batch.active",
+    ),
+    "nondeterministic": (lambda self, b, p: Closeness.score(self, b, p) + np.random.default_rng().random(len(p)), r"is not deterministic"),
 }
 
 
@@ -577,10 +607,13 @@ class ForgetsItsFit(LearnsPairCount):
         return Closeness.score(self, batch, pairs)
 
 
-@pytest.mark.parametrize("learner, message", [
-    (KeepsItsFit, "fitting changed the instance's attributes"),
-    (ForgetsItsFit, r"score_with\(the fitted state\) on a new instance gives other scores"),
-])
+@pytest.mark.parametrize(
+    "learner, message",
+    [
+        (KeepsItsFit, "fitting changed the instance's attributes"),
+        (ForgetsItsFit, r"score_with\(the fitted state\) on a new instance gives other scores"),
+    ],
+)
 def test_check_learner_fails_on_a_broken_learner(learner: type[LearnsPairCount], message: str) -> None:
     batch = people_batch()
     with pytest.raises(AssertionError, match=message):
@@ -745,18 +778,25 @@ def first_partner(self: Components, n: int, pairs: Pairs) -> np.ndarray:
 
 
 BROKEN_CLUSTERERS: dict[str, tuple[Callable[[Any, int, Pairs], Any], str]] = {
-    "one_short": (lambda self, n, p: Components.cluster(self, n, p)[:-1] if n else np.zeros(0, np.int64),
-                  r"returned labels of shape \(14,\) for 15 records"),
+    "one_short": (
+        lambda self, n, p: Components.cluster(self, n, p)[:-1] if n else np.zeros(0, np.int64),
+        r"returned labels of shape \(14,\) for 15 records",
+    ),
     "two_d": (lambda self, n, p: Components.cluster(self, n, p)[:, None], r"labels of shape \(15, 1\)"),
     "floats": (lambda self, n, p: Components.cluster(self, n, p).astype(float), r"labels must be integers \(int64\), got float64"),
     "unpaired_together": (
         lambda self, n, p: np.where(np.isin(np.arange(n), np.concatenate([p.left, p.right])), Components.cluster(self, n, p), -1),
-        r"records without pairs must be singletons: record 4 shares label -1 with record\(s\) \[13\]"),
+        r"records without pairs must be singletons: record 4 shares label -1 with record\(s\) \[13\]",
+    ),
     "order_dependent": (first_partner, r"depend on the order of the input pairs"),
-    "random": (lambda self, n, p: np.random.default_rng().integers(0, 3, n) if len(p) else np.arange(n),
-               r"not deterministic|records without pairs must be singletons"),
-    "all_one_without_pairs": (lambda self, n, p: Components.cluster(self, n, p) if len(p) else np.zeros(n, np.int64),
-                              r"without pairs every record must be a singleton"),
+    "random": (
+        lambda self, n, p: np.random.default_rng().integers(0, 3, n) if len(p) else np.arange(n),
+        r"not deterministic|records without pairs must be singletons",
+    ),
+    "all_one_without_pairs": (
+        lambda self, n, p: Components.cluster(self, n, p) if len(p) else np.zeros(n, np.int64),
+        r"without pairs every record must be a singleton",
+    ),
 }
 
 
@@ -781,8 +821,13 @@ NORMALIZERS: dict[str, list[dict[str, Any]]] = {
     "text": [{}],
     "name": [{}, {"sort_tokens": True}, {"drop_titles": False}],
     "nickname": [{}, {"tokens": "first"}],
-    "phone": [{}, {"default_region": "GB"}, {"default_region": None}, {"foreign_country_code": "strip"},
-              {"min_digits": 3, "drop_placeholders": False}],
+    "phone": [
+        {},
+        {"default_region": "GB"},
+        {"default_region": None},
+        {"foreign_country_code": "strip"},
+        {"min_digits": 3, "drop_placeholders": False},
+    ],
     "address": [{}],
     "email": [{}, {"gmail_dots": True}],
     "date": [{}, {"dayfirst": True}, {"yy_pivot": 30}],
@@ -820,8 +865,7 @@ def test_the_sample_values_are_varied() -> None:
 
 def test_a_class_and_other_values_are_checked() -> None:
     digits: Any = default_registry().get("normalizer", "digits").cls
-    assert check_normalizer(digits, [12, "a1b2", None, "N/A", "x", float("nan"), "٣4"]) == ["12", "12", None, None, None,
-                                                                                          None, "34"]
+    assert check_normalizer(digits, [12, "a1b2", None, "N/A", "x", float("nan"), "٣4"]) == ["12", "12", None, None, None, None, "34"]
     with pytest.raises(AssertionError, match="is not a Normalizer"):
         check_normalizer(default_registry().get("shingler", "word").cls)  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="every value of the sample normalized to missing"):
@@ -900,44 +944,85 @@ def previous_value_function(self: Normalizer) -> Callable[[str], str | None]:
 
 
 BROKEN_NORMALIZERS: dict[str, tuple[type[Normalizer], dict[str, Any], str]] = {
-    "one_short": (Squash, {"normalize": lambda self, vs: [squash(v) for v in vs][:-1]},
-                  r"normalize\(\) returned \d+ values for \d+ values; it returns one str or None per value"),
-    "a_tuple": (Squash, {"normalize": lambda self, vs: tuple(squash(v) for v in vs)},
-                r"normalize\(\) must return a list .*got tuple"),
-    "one_for_no_values": (Squash, {"normalize": lambda self, vs: [squash(v) for v in vs] if vs else [None]},
-                          r"\(no values\): normalize\(\) returned 1 values for 0 values"),
-    "not_a_string": (Squash, {"normalize": lambda self, vs: [len(v) for v in vs]},
-                     r"normalize\(\) returned int 10 for 'Anna Smith'; a normalizer returns a str or None"),
-    "bytes_per_value": (Normalizer, {"per_value": lambda self: lambda v: v.encode()},
-                        r"normalize\(\) returned bytes b'Anna Smith' for 'Anna Smith'"),
-    "empty_strings": (Squash, {"normalize": lambda self, vs: ["" for _ in vs]},
-                      r"every value of the sample normalized to missing \(None, \"\" or a placeholder\)"),
-    "placeholders": (Normalizer, {"per_value": lambda self: lambda v: "N/A"},
-                     r"every value of the sample normalized to missing"),
-    "raises": (Squash, {"normalize": lambda self, vs: [str(int(v)) for v in vs]},
-               r"normalize\(\) raised ValueError .* a normalizer returns None for a value it cannot normalize"),
-    "raises_per_value": (Normalizer, {"normalize": lambda self, vs: [squash(v) for v in vs],
-                                      "per_value": lambda self: lambda v: v.encode("ascii").decode()},
-                         r"the function of per_value\(\) raised UnicodeEncodeError"),
+    "one_short": (
+        Squash,
+        {"normalize": lambda self, vs: [squash(v) for v in vs][:-1]},
+        r"normalize\(\) returned \d+ values for \d+ values; it returns one str or None per value",
+    ),
+    "a_tuple": (Squash, {"normalize": lambda self, vs: tuple(squash(v) for v in vs)}, r"normalize\(\) must return a list .*got tuple"),
+    "one_for_no_values": (
+        Squash,
+        {"normalize": lambda self, vs: [squash(v) for v in vs] if vs else [None]},
+        r"\(no values\): normalize\(\) returned 1 values for 0 values",
+    ),
+    "not_a_string": (
+        Squash,
+        {"normalize": lambda self, vs: [len(v) for v in vs]},
+        r"normalize\(\) returned int 10 for 'Anna Smith'; a normalizer returns a str or None",
+    ),
+    "bytes_per_value": (
+        Normalizer,
+        {"per_value": lambda self: lambda v: v.encode()},
+        r"normalize\(\) returned bytes b'Anna Smith' for 'Anna Smith'",
+    ),
+    "empty_strings": (
+        Squash,
+        {"normalize": lambda self, vs: ["" for _ in vs]},
+        r"every value of the sample normalized to missing \(None, \"\" or a placeholder\)",
+    ),
+    "placeholders": (Normalizer, {"per_value": lambda self: lambda v: "N/A"}, r"every value of the sample normalized to missing"),
+    "raises": (
+        Squash,
+        {"normalize": lambda self, vs: [str(int(v)) for v in vs]},
+        r"normalize\(\) raised ValueError .* a normalizer returns None for a value it cannot normalize",
+    ),
+    "raises_per_value": (
+        Normalizer,
+        {"normalize": lambda self, vs: [squash(v) for v in vs], "per_value": lambda self: lambda v: v.encode("ascii").decode()},
+        r"the function of per_value\(\) raised UnicodeEncodeError",
+    ),
     "neither": (Normalizer, {}, r"implements neither normalize\(\) nor per_value\(\)"),
-    "random": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{random.random()}" for v in vs]},
-               r"is not deterministic: two normalize\(\) calls on the same values differ \(at 'Anna Smith': "),
-    "per_instance": (Stamped, {"normalize": lambda self, vs: [f"{squash(v)}{self.serial}" for v in vs]},
-                     r"is not deterministic: a new instance with the same parameters gives other results"),
-    "order_dependent": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{i}" for i, v in enumerate(vs)]},
-                        r"the result depends on the order of the values .*reversed.* \(at 'Anna Smith': 'annasmith0', then"),
-    "batch_dependent": (Squash, {"normalize": lambda self, vs: [f"{squash(v)}{len(vs)}" for v in vs]},
-                        r"the result depends on the other values of the batch"),
-    "per_value_with_memory": (Squash, {"per_value": previous_value_function},
-                              r"the function of per_value\(\) gives other results when called again"),
-    "disagree": (Squash, {"per_value": lambda self: str.casefold},
-                 r"normalize\(\) and per_value\(\) disagree; .* \(at 'Anna Smith': 'annasmith', then 'anna smith'\)"),
-    "per_value_not_callable": (Squash, {"per_value": lambda self: "casefold"},
-                               r"per_value\(\) must return a function of one value or None, got 'casefold'"),
-    "missing_requirement": (Squash, {"requires": ("no_such_module_for_er",)},
-                            r"requires the Python module\(s\) 'no_such_module_for_er', not installed here: pip install"),
-    "requires_a_string": (Squash, {"requires": "nicknames"},
-                          r"requires must be a tuple of Python module names, got 'nicknames'"),
+    "random": (
+        Squash,
+        {"normalize": lambda self, vs: [f"{squash(v)}{random.random()}" for v in vs]},
+        r"is not deterministic: two normalize\(\) calls on the same values differ \(at 'Anna Smith': ",
+    ),
+    "per_instance": (
+        Stamped,
+        {"normalize": lambda self, vs: [f"{squash(v)}{self.serial}" for v in vs]},
+        r"is not deterministic: a new instance with the same parameters gives other results",
+    ),
+    "order_dependent": (
+        Squash,
+        {"normalize": lambda self, vs: [f"{squash(v)}{i}" for i, v in enumerate(vs)]},
+        r"the result depends on the order of the values .*reversed.* \(at 'Anna Smith': 'annasmith0', then",
+    ),
+    "batch_dependent": (
+        Squash,
+        {"normalize": lambda self, vs: [f"{squash(v)}{len(vs)}" for v in vs]},
+        r"the result depends on the other values of the batch",
+    ),
+    "per_value_with_memory": (
+        Squash,
+        {"per_value": previous_value_function},
+        r"the function of per_value\(\) gives other results when called again",
+    ),
+    "disagree": (
+        Squash,
+        {"per_value": lambda self: str.casefold},
+        r"normalize\(\) and per_value\(\) disagree; .* \(at 'Anna Smith': 'annasmith', then 'anna smith'\)",
+    ),
+    "per_value_not_callable": (
+        Squash,
+        {"per_value": lambda self: "casefold"},
+        r"per_value\(\) must return a function of one value or None, got 'casefold'",
+    ),
+    "missing_requirement": (
+        Squash,
+        {"requires": ("no_such_module_for_er",)},
+        r"requires the Python module\(s\) 'no_such_module_for_er', not installed here: pip install",
+    ),
+    "requires_a_string": (Squash, {"requires": "nicknames"}, r"requires must be a tuple of Python module names, got 'nicknames'"),
 }
 
 
@@ -1028,14 +1113,15 @@ def test_check_comparisons_on_every_explainable_builtin() -> None:
     recs = sample_records()
     ts = CharShingler(CharParams(k=3), ctx).shingle(recs)
     n = len(recs)
-    pairs = Pairs(np.array([i for i in range(n) for j in range(i + 1, n)]),
-                  np.array([j for i in range(n) for j in range(i + 1, n)]))
+    pairs = Pairs(np.array([i for i in range(n) for j in range(i + 1, n)]), np.array([j for i in range(n) for j in range(i + 1, n)]))
     cols = check_comparisons(JaccardVerifier(JaccardParams(), ctx), Batch(records=recs, tokens=ts), pairs)
     assert list(cols) == ["shared", "left_only", "right_only", "score"]
     people = Records.from_columns(
         [str(i) for i in range(8)],
-        {"name": ["ann smith", "anne smith", "bob jones", "rob jones", "carl li", "karl li", "dee wu", None],
-         "city": ["york", "york", "leeds", "leeds", None, "hull", "bath", "bath"]},
+        {
+            "name": ["ann smith", "anne smith", "bob jones", "rob jones", "carl li", "karl li", "dee wu", None],
+            "city": ["york", "york", "leeds", "leeds", None, "hull", "bath", "bath"],
+        },
     )
     pp = Pairs(np.array([0, 0, 2, 4, 6, 1, 3]), np.array([1, 2, 3, 5, 7, 7, 6]))
     fields = [{"field": "name", "comparison": "jaro_winkler"}, {"field": "city", "comparison": "exact"}]

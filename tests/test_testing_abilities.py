@@ -28,10 +28,22 @@ from er_plugins.records_blocking import FieldHash
 
 
 def text_batch(link: bool = False) -> Batch:
-    texts = ["the quick brown fox", "the quick brown fox!", "a slow green turtle", "a slow green turtles",
-             "nothing alike here", "", "the quick brown fax", "lorem ipsum dolor"]
-    recs = Records.concat([Records.from_columns([f"a{i}" for i in range(4)], {"text": texts[:4]}, "A"),
-                           Records.from_columns([f"b{i}" for i in range(4)], {"text": texts[4:]}, "B")])
+    texts = [
+        "the quick brown fox",
+        "the quick brown fox!",
+        "a slow green turtle",
+        "a slow green turtles",
+        "nothing alike here",
+        "",
+        "the quick brown fax",
+        "lorem ipsum dolor",
+    ]
+    recs = Records.concat(
+        [
+            Records.from_columns([f"a{i}" for i in range(4)], {"text": texts[:4]}, "A"),
+            Records.from_columns([f"b{i}" for i in range(4)], {"text": texts[4:]}, "B"),
+        ]
+    )
     ts = CharShingler(CharShingler.Params(k=3)).shingle(recs)
     sig = MinHash(MinHash.Params(num_perm=64), Context(seed=3)).build(ts)
     return Batch(records=recs, tokens=ts, signatures=sig, cross_source_only=link)

@@ -6,9 +6,9 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "workers_arg"]
 
@@ -118,11 +118,19 @@ def job_of_run(out_dir: str, config: str | None) -> tuple[dict[str, Any], Any]:
     report = read_report(out_dir)
     path, tried = find_job_file(report, Path(out_dir), config)
     if path is None:
-        raise InputError(Problem(where=str(out_dir), message="the job file of this run was not found (looked at "
-                                 + (", ".join(str(p) for p in tried) or "nothing: report.json names none") + ")",
-                                 fix="pass it: --config JOB.yaml"))
+        raise InputError(
+            Problem(
+                where=str(out_dir),
+                message="the job file of this run was not found (looked at "
+                + (", ".join(str(p) for p in tried) or "nothing: report.json names none")
+                + ")",
+                fix="pass it: --config JOB.yaml",
+            )
+        )
     job = parse_job(path)
     if report.get("config_hash") and job.config_hash() != report["config_hash"]:
-        stderr(f"note: {path} changed since the run (its config hash differs from report.json's); "
-               "the records are read with the current job file")
+        stderr(
+            f"note: {path} changed since the run (its config hash differs from report.json's); "
+            "the records are read with the current job file"
+        )
     return report, job

@@ -21,8 +21,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     report, job = job_of_run(args.out_dir, args.config)
     saved = Path(args.out_dir) / "model.json"
     model = load_model(saved) if saved.is_file() else None
-    found, notes = explain_run(job, report, (args.left_source or args.source, args.left),
-                               (args.right_source or args.source, args.right), model)
+    found, notes = explain_run(
+        job, report, (args.left_source or args.source, args.left), (args.right_source or args.source, args.right), model
+    )
     if args.json:
         print(json.dumps(found.to_json(), indent=2))
     else:

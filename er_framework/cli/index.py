@@ -21,14 +21,18 @@ def _source(index: Any, name: str | None, flag: str = "--source") -> tuple[int, 
     sources = index.job.spec.sources
     if name is None:
         if len(sources) > 1:
-            raise ErError(Problem(where=flag, message=f"this index has several sources ({', '.join(s.name for s in sources)})",
-                                  fix=f"name one: {flag} NAME"))
+            raise ErError(
+                Problem(
+                    where=flag,
+                    message=f"this index has several sources ({', '.join(s.name for s in sources)})",
+                    fix=f"name one: {flag} NAME",
+                )
+            )
         return 0, sources[0]
     for i, s in enumerate(sources):
         if s.name == name:
             return i, s
-    raise ErError(Problem(where=flag, message=f"no source {name!r} in this index",
-                          fix=f"sources: {', '.join(s.name for s in sources)}"))
+    raise ErError(Problem(where=flag, message=f"no source {name!r} in this index", fix=f"sources: {', '.join(s.name for s in sources)}"))
 
 
 def read_items(index: Any, path: str, source: str | None, flag: str = "FILE") -> Records:
@@ -45,8 +49,13 @@ def read_items(index: Any, path: str, source: str | None, flag: str = "FILE") ->
     if not p.exists():
         parent = p.parent
         more = "" if parent.is_dir() else f" (the folder {parent} does not exist either)"
-        raise ErError(Problem(where=flag, message=f"no such file: {path}{more}",
-                              fix=f"check the path; a relative path is relative to the current directory ({Path.cwd()})"))
+        raise ErError(
+            Problem(
+                where=flag,
+                message=f"no such file: {path}{more}",
+                fix=f"check the path; a relative path is relative to the current directory ({Path.cwd()})",
+            )
+        )
     recs, _ = read_source_with_stats(p, where=f"items for source {spec.name!r}", **spec.read_options())
     return recs
 
@@ -61,22 +70,30 @@ def _record_arg(index: Any, text: str, source: str | None) -> Records:
         raise ErError(Problem(where="--record", message="expected a JSON object of field values"))
     unknown = sorted(set(obj) - set(spec.fields) - {spec.id})
     if unknown:
-        raise ErError(Problem(where="--record", message=f"unknown field(s): {', '.join(unknown)}",
-                              fix=f"fields of source {spec.name!r}: {', '.join(spec.fields)}"))
+        raise ErError(
+            Problem(
+                where="--record",
+                message=f"unknown field(s): {', '.join(unknown)}",
+                fix=f"fields of source {spec.name!r}: {', '.join(spec.fields)}",
+            )
+        )
     from er_framework.data import Records
 
     rec_id = str(obj.get(spec.id, "query"))
-    fields: dict[str, Sequence[str | None]] = {
-        f: [None if obj.get(f) is None else str(obj.get(f))] for f in spec.fields
-    }
+    fields: dict[str, Sequence[str | None]] = {f: [None if obj.get(f) is None else str(obj.get(f))] for f in spec.fields}
     return Records.from_columns([rec_id], fields, spec.name)
 
 
 def _text_arg(index: Any, texts: list[str], source: str | None) -> Records:
     _, spec = _source(index, source)
     if len(spec.fields) != 1:
-        raise ErError(Problem(where="--text", message=f"source {spec.name!r} has {len(spec.fields)} fields ({', '.join(spec.fields)})",
-                              fix="give the item as --record JSON"))
+        raise ErError(
+            Problem(
+                where="--text",
+                message=f"source {spec.name!r} has {len(spec.fields)} fields ({', '.join(spec.fields)})",
+                fix="give the item as --record JSON",
+            )
+        )
     from er_framework.data import Records
 
     return Records.from_columns([f"q{i}" for i in range(len(texts))], {spec.fields[0]: texts}, spec.name)
@@ -88,14 +105,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
     model = load_model(args.model) if args.model else None
     # build_index checks the --index path (folder, permissions, an existing file) before the job runs
-    index, rep = run_with_progress(
-        args, lambda job, update: build_index(job, args.index, force=args.force, progress=update, model=model))
+    index, rep = run_with_progress(args, lambda job, update: build_index(job, args.index, force=args.force, progress=update, model=model))
     info = index.info()
     index.close()
     if not args.quiet:
-        print(f"index {args.index}: {info['records']:,} records, {info['clusters']:,} clusters, {info['pairs']:,} pairs, "
-              f"{info['bucket_entries']:,} bucket entries, {info['bytes_on_disk'] / 2**20:.1f} MB "
-              f"(run {rep['run_seconds']:.2f} s, total {rep['seconds']:.2f} s); model: {rep['model']}")
+        print(
+            f"index {args.index}: {info['records']:,} records, {info['clusters']:,} clusters, {info['pairs']:,} pairs, "
+            f"{info['bucket_entries']:,} bucket entries, {info['bytes_on_disk'] / 2**20:.1f} MB "
+            f"(run {rep['run_seconds']:.2f} s, total {rep['seconds']:.2f} s); model: {rep['model']}"
+        )
         for note in rep.get("notes", []):
             print(f"note: {note}")
     return 0
@@ -110,13 +128,21 @@ def cmd_index_refit(args: argparse.Namespace) -> int:
         print(json.dumps(stats))
     else:
         m = stats["model"]
-        lam = "" if m["lambda_after"] is None else (
-            f"; lambda {m['lambda_before']:.4g} -> {m['lambda_after']:.4g}" if m["lambda_before"] is not None
-            else f"; lambda {m['lambda_after']:.4g}")
-        print(f"refitted {args.index}: {stats['records']:,} records, {stats['pairs']:,} pairs; "
-              f"{stats['clusters_changed']:,} of {stats['clusters_after']:,} clusters changed "
-              f"({stats['clusters_before']:,} before), {stats['records_moved']:,} records moved{lam} "
-              f"({stats['seconds']:.2f} s)")
+        lam = (
+            ""
+            if m["lambda_after"] is None
+            else (
+                f"; lambda {m['lambda_before']:.4g} -> {m['lambda_after']:.4g}"
+                if m["lambda_before"] is not None
+                else f"; lambda {m['lambda_after']:.4g}"
+            )
+        )
+        print(
+            f"refitted {args.index}: {stats['records']:,} records, {stats['pairs']:,} pairs; "
+            f"{stats['clusters_changed']:,} of {stats['clusters_after']:,} clusters changed "
+            f"({stats['clusters_before']:,} before), {stats['records_moved']:,} records moved{lam} "
+            f"({stats['seconds']:.2f} s)"
+        )
     return 0
 
 
@@ -150,12 +176,16 @@ def cmd_index_remove(args: argparse.Namespace) -> int:
 def _describe_write(verb: str, s: dict[str, Any]) -> str:
     lines = [f"{verb} {s.get('added', s.get('removed', 0)):,} records in {s['seconds']:.2f} s"]
     if "joined_existing" in s:
-        lines.append(f"  {s['joined_existing']:,} joined an existing cluster, {s['new_clusters']:,} new clusters, "
-                     f"{s.get('exact_copies', 0):,} exact copies, {s.get('verified_pairs', 0):,} verified pairs "
-                     f"of {s.get('candidate_pairs', 0):,} candidates")
-    lines.append(f"  cluster ids changed for {s['ids_changed']:,} existing records: {s['merged']:,} clusters merged "
-                 f"into a larger one, {s['split']:,} split off, {s['retired']:,} retired "
-                 f"(er index info lists every change)")
+        lines.append(
+            f"  {s['joined_existing']:,} joined an existing cluster, {s['new_clusters']:,} new clusters, "
+            f"{s.get('exact_copies', 0):,} exact copies, {s.get('verified_pairs', 0):,} verified pairs "
+            f"of {s.get('candidate_pairs', 0):,} candidates"
+        )
+    lines.append(
+        f"  cluster ids changed for {s['ids_changed']:,} existing records: {s['merged']:,} clusters merged "
+        f"into a larger one, {s['split']:,} split off, {s['retired']:,} retired "
+        f"(er index info lists every change)"
+    )
     if s.get("buckets_over_cap"):
         lines.append(f"  {s['buckets_over_cap']:,} buckets are over the blocker's size cap: they add no new pairs")
     return "\n".join(lines)
@@ -177,11 +207,27 @@ def cmd_index_info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    for key in ("path", "job", "config", "mode", "records", "per_source", "clusters", "largest_cluster", "singletons",
-                "pairs", "exact_copies", "bucket_entries", "blockers", "verifier", "clusterer", "threshold", "built_with"):
+    for key in (
+        "path",
+        "job",
+        "config",
+        "mode",
+        "records",
+        "per_source",
+        "clusters",
+        "largest_cluster",
+        "singletons",
+        "pairs",
+        "exact_copies",
+        "bucket_entries",
+        "blockers",
+        "verifier",
+        "clusterer",
+        "threshold",
+        "built_with",
+    ):
         print(f"{key:<16} {info[key]}")
-    print(f"{'integrity':<16} " + ("ok (SQLite quick_check)" if integrity
-                                   else "not checked (a large file): er index info --check"))
+    print(f"{'integrity':<16} " + ("ok (SQLite quick_check)" if integrity else "not checked (a large file): er index info --check"))
     print(f"{'size':<16} {info['bytes_on_disk'] / 2**20:.1f} MB")
     print("history:")
     for e in info["events"]:
@@ -219,9 +265,12 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     """``er index build|add|remove|refit|info`` and ``er query``."""
-    p = sub.add_parser("index", help="a persistent index: build, add, remove, info",
-                       description="A saved index that answers queries and grows without recomputing everything; "
-                       "cluster ids stay stable (see README: Persistent index).")
+    p = sub.add_parser(
+        "index",
+        help="a persistent index: build, add, remove, info",
+        description="A saved index that answers queries and grows without recomputing everything; "
+        "cluster ids stay stable (see README: Persistent index).",
+    )
     isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     b = isub.add_parser("build", help="run a job and persist it as an index")
     b.add_argument("config", help="the job's YAML file")
@@ -233,8 +282,10 @@ def add_parser(sub: Any) -> None:
     b.set_defaults(func=cmd_index_build)
     a = isub.add_parser("add", help="add new items: block, verify, cluster; ids of untouched clusters stay")
     a.add_argument("index", metavar="PATH")
-    a.add_argument("file", help="new items, in the format of the source (its id column and fields); "
-                   "a relative path is relative to the current directory")
+    a.add_argument(
+        "file",
+        help="new items, in the format of the source (its id column and fields); a relative path is relative to the current directory",
+    )
     a.add_argument("--source", help="the source the items belong to (needed when the index has several)")
     a.add_argument("--json", action="store_true", help="print the statistics as JSON")
     a.set_defaults(func=cmd_index_add)
@@ -252,19 +303,26 @@ def add_parser(sub: Any) -> None:
     i = isub.add_parser("info", help="counts, the job, the history of writes")
     i.add_argument("index", metavar="PATH")
     i.add_argument("--json", action="store_true")
-    i.add_argument("--check", action="store_true",
-                   help="check the file's integrity even when it is large (SQLite quick_check: reads every page, "
-                   "~1 s per GB); a file up to 256 MB is always checked")
+    i.add_argument(
+        "--check",
+        action="store_true",
+        help="check the file's integrity even when it is large (SQLite quick_check: reads every page, "
+        "~1 s per GB); a file up to 256 MB is always checked",
+    )
     i.set_defaults(func=cmd_index_info)
 
-    q = sub.add_parser("query", help="near-duplicates of new items in an index (JSON lines)",
-                       description="Candidates from the index's buckets, verified with the job's exact score, best first, "
-                       "with their cluster ids; one JSON object per match. Items are not added.")
+    q = sub.add_parser(
+        "query",
+        help="near-duplicates of new items in an index (JSON lines)",
+        description="Candidates from the index's buckets, verified with the job's exact score, best first, "
+        "with their cluster ids; one JSON object per match. Items are not added.",
+    )
     q.add_argument("index", metavar="PATH")
     q.add_argument("--text", action="append", help="an item's text (sources with one field); repeatable")
     q.add_argument("--record", help="an item as a JSON object of field values")
-    q.add_argument("--file", help="items in the format of the source (its id column and fields); "
-                   "a relative path is relative to the current directory")
+    q.add_argument(
+        "--file", help="items in the format of the source (its id column and fields); a relative path is relative to the current directory"
+    )
     q.add_argument("--source", help="the items' source (needed when the index has several)")
     q.add_argument("--top-k", type=int, help="at most K matches per item")
     q.set_defaults(func=cmd_query)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -58,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="er-framework: find records that refer to the same thing, at scale.",
     )
     parser.add_argument(
-        "--debug", action="store_true",
+        "--debug",
+        action="store_true",
         help=f"a full traceback on an unexpected error (also {DEBUG_ENV}=1)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -106,8 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         detail = f": {exc}" if str(exc) else ""
-        stderr(f"er: out of memory (MemoryError{detail}): the job needs more memory than this process may use; "
-               f"{MEMORY_SETTINGS} (lower them); rerun with --debug for the traceback")
+        stderr(
+            f"er: out of memory (MemoryError{detail}): the job needs more memory than this process may use; "
+            f"{MEMORY_SETTINGS} (lower them); rerun with --debug for the traceback"
+        )
         return 2
     except Exception as exc:
         if debug:
@@ -116,8 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stderr(f"er: {exc}")
             return 1
         # last resort: a bug, one line (the traceback with --debug)
-        stderr(f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
-               f"--debug (or {DEBUG_ENV}=1) for the traceback and report it")
+        stderr(
+            f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
+            f"--debug (or {DEBUG_ENV}=1) for the traceback and report it"
+        )
         return 1
 
 
@@ -149,10 +155,8 @@ def entry() -> NoReturn:
     """
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (er ... | head): nothing more to say there
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (er ... | head): nothing more to say there
-            pass
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_functions is None:  # pragma: no cover - an interpreter without it: the ordinary exit
         sys.exit(code)

@@ -36,8 +36,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             ],
             # the normalizer family again, its params as "options" (the word of a job's normalize: steps)
             "normalizers": [
-                {"name": c.name, "description": c.cls.summary, "plugin": c.plugin.name,
-                 "options": describe_params(c.cls)}
+                {"name": c.name, "description": c.cls.summary, "plugin": c.plugin.name, "options": describe_params(c.cls)}
                 for c in iter_components(reg)
                 if c.family == "normalizer"
             ],
@@ -72,8 +71,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "plugins", help="list installed plugins and components",
-        description="List plugins, components, their abilities (er_framework.capabilities), parameters and defaults."
+        "plugins",
+        help="list installed plugins and components",
+        description="List plugins, components, their abilities (er_framework.capabilities), parameters and defaults.",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)

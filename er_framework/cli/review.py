@@ -53,15 +53,28 @@ def _read_labels(path: Path) -> list[dict[str, str]]:
     from er_framework.io.table_file import FileRole, open_table  # the readers: not loaded by er --help
 
     # the messages start "cannot read the labels file to extend it", which names the file
-    role = FileRole(what="labels file", path_fix="give another --labels file", dir_fix="give a --labels file",
-                    header_fix=f"write the header {','.join(LABELS_HEADER)}", hint="")
+    role = FileRole(
+        what="labels file",
+        path_fix="give another --labels file",
+        dir_fix="give a --labels file",
+        header_fix=f"write the header {','.join(LABELS_HEADER)}",
+        hint="",
+    )
     try:
         table = open_table(path, role, fmt="csv", allow_empty=True)
         columns, _ = table.read(table.header)
     except InputError as exc:
-        raise InputError([Problem(where=p.where, path=p.path, message=f"cannot read the labels file to extend it: {p.message}",
-                                  fix=f"{p.fix}; or give another --labels file" if p.fix else "give another --labels file")
-                          for p in exc.problems]) from None
+        raise InputError(
+            [
+                Problem(
+                    where=p.where,
+                    path=p.path,
+                    message=f"cannot read the labels file to extend it: {p.message}",
+                    fix=f"{p.fix}; or give another --labels file" if p.fix else "give another --labels file",
+                )
+                for p in exc.problems
+            ]
+        ) from None
     return [dict(zip(table.header, row)) for row in zip(*(columns[c] for c in table.header))]
 
 
@@ -90,8 +103,13 @@ def merge_labels(path: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".labels-", dir=path.parent)
     except OSError as exc:
-        raise InputError(Problem(where=str(path), message=f"cannot write the labels file: {exc.strerror or exc}",
-                                 fix="give a --labels path in a folder you can write")) from None
+        raise InputError(
+            Problem(
+                where=str(path),
+                message=f"cannot write the labels file: {exc.strerror or exc}",
+                fix="give a --labels path in a folder you can write",
+            )
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(buf.getvalue())
@@ -111,8 +129,9 @@ def cmd_review(args: argparse.Namespace) -> int:
     review = report.get("review") or {}
     entries = [("above", e) for e in review.get("above", [])] + [("below", e) for e in review.get("below", [])]
     if not entries:
-        print(f"{args.out_dir}: no candidate pairs to review (report.json has no review section: run the job again "
-              "with this version of er)")
+        print(
+            f"{args.out_dir}: no candidate pairs to review (report.json has no review section: run the job again with this version of er)"
+        )
         return 0
     wanted = {(e[side]["source"], e[side]["id"]) for _, e in entries for side in ("left", "right")}
     records, _ = stages.read(job)
@@ -120,8 +139,10 @@ def cmd_review(args: argparse.Namespace) -> int:
     threshold = float(review.get("threshold", 0.0))
     described = dict(report.get("verifier") or {})
     rows: list[dict[str, Any]] = []
-    print(f"pairs nearest the threshold {threshold:g} ({len(review.get('above', []))} at or above, "
-          f"{len(review.get('below', []))} below); fields as read")
+    print(
+        f"pairs nearest the threshold {threshold:g} ({len(review.get('above', []))} at or above, "
+        f"{len(review.get('below', []))} below); fields as read"
+    )
     for rank, (side, e) in enumerate(entries, 1):
         lk, rk = (e["left"]["source"], e["left"]["id"]), (e["right"]["source"], e["right"]["id"])
         print()
@@ -135,12 +156,23 @@ def cmd_review(args: argparse.Namespace) -> int:
             ex = explanation(records, a, b, e["terms"], described, threshold)
             for line in str(ex).splitlines()[1:]:
                 print("  " + line)
-        rows.append({"left_source": lk[0], "left_id": lk[1], "right_source": rk[0], "right_id": rk[1],
-                     "score": f"{e['score']:.6f}", "side": side, "match": ""})
+        rows.append(
+            {
+                "left_source": lk[0],
+                "left_id": lk[1],
+                "right_source": rk[0],
+                "right_id": rk[1],
+                "score": f"{e['score']:.6f}",
+                "side": side,
+                "match": "",
+            }
+        )
     added, total = merge_labels(Path(args.labels), rows)
     print()
-    print(f"wrote {args.labels}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then "
-          f"add training: {{labels: {args.labels}}} to the job (a path relative to the job file) and run it again")
+    print(
+        f"wrote {args.labels}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then "
+        f"add training: {{labels: {args.labels}}} to the job (a path relative to the job file) and run it again"
+    )
     return 0
 
 

@@ -12,9 +12,8 @@ __all__ = ["add_parser", "cmd_run"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from er_framework.executors import run_job
-
     from er_framework.engine.model import check_model, load_model
+    from er_framework.executors import run_job
 
     model = load_model(args.model) if args.model is not None else None
 
@@ -32,20 +31,33 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("run", help="run a YAML job", description="Run a YAML job and write pairs, clusters, report.json and report.html "
-                       "(--no-report or output: {report: false} skips report.html).")
+    p = sub.add_parser(
+        "run",
+        help="run a YAML job",
+        description="Run a YAML job and write pairs, clusters, report.json and report.html "
+        "(--no-report or output: {report: false} skips report.html).",
+    )
     p.add_argument("config", help="the job's YAML file")
     p.add_argument("--out", metavar="DIR", help="output folder (overrides output.dir of the YAML)")
-    p.add_argument("--force", action="store_true",
-                   help="write into an output folder that holds an input or files er did not write (inputs are never "
-                   "overwritten; only er's own output names are replaced)")
-    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
-                   help="write report.html (--no-report: skip it; report.json is written either way; "
-                   "overrides output.report of the YAML, default true)")
-    p.add_argument("--model", metavar="FILE",
-                   help="apply a saved model (er train, or OUT/model.json of a run) instead of fitting one")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an output folder that holds an input or files er did not write (inputs are never "
+        "overwritten; only er's own output names are replaced)",
+    )
+    p.add_argument(
+        "--report",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write report.html (--no-report: skip it; report.json is written either way; "
+        "overrides output.report of the YAML, default true)",
+    )
+    p.add_argument("--model", metavar="FILE", help="apply a saved model (er train, or OUT/model.json of a run) instead of fitting one")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
-    p.add_argument("--workers", type=workers_arg, metavar="N|auto",
-                   help="threads for shingling, signatures and verification (overrides workers: of the YAML; "
-                   "results are identical for any value)")
+    p.add_argument(
+        "--workers",
+        type=workers_arg,
+        metavar="N|auto",
+        help="threads for shingling, signatures and verification (overrides workers: of the YAML; results are identical for any value)",
+    )
     p.set_defaults(func=cmd_run)

@@ -16,8 +16,15 @@ from typing import Any
 from er_framework.errors import ErError, Problem
 
 __all__ = [
-    "MAX_CELLS", "MAX_CUSTOMERS", "MAX_NEWS_PAGES", "MAX_PRINTS", "add_parser", "cmd_synth_customers",
-    "cmd_synth_fingerprints", "cmd_synth_news", "count_arg",
+    "MAX_CELLS",
+    "MAX_CUSTOMERS",
+    "MAX_NEWS_PAGES",
+    "MAX_PRINTS",
+    "add_parser",
+    "cmd_synth_customers",
+    "cmd_synth_fingerprints",
+    "cmd_synth_news",
+    "count_arg",
 ]
 
 #: most records per company: both companies are generated in memory, about 1.1 KB per record
@@ -74,11 +81,18 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
     from er_framework.synth.customers import generate_customers, write_customers
 
     cmd = "er synth customers"
-    problems = _size_problem(
-        f"{cmd} --n", args.n, 1, MAX_CUSTOMERS,
-        f"the records of both companies are generated in memory (about 1.1 KB each: {MAX_CUSTOMERS:,} per "
-        "company take about 11 GB); generate several smaller files with different --seed values instead",
-    ) + _seed_problem(cmd, args.seed) + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
+    problems = (
+        _size_problem(
+            f"{cmd} --n",
+            args.n,
+            1,
+            MAX_CUSTOMERS,
+            f"the records of both companies are generated in memory (about 1.1 KB each: {MAX_CUSTOMERS:,} per "
+            "company take about 11 GB); generate several smaller files with different --seed values instead",
+        )
+        + _seed_problem(cmd, args.seed)
+        + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
+    )
     if problems:
         raise ErError(problems)
     try:
@@ -86,8 +100,7 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ErError(f"er synth customers: {exc}") from None
     paths = write_customers(data, args.out)
-    print(f"wrote {paths['a']} ({args.n:,} records), {paths['b']} ({args.n:,} records), "
-          f"{paths['truth']} ({len(data.truth):,} pairs)")
+    print(f"wrote {paths['a']} ({args.n:,} records), {paths['b']} ({args.n:,} records), {paths['truth']} ({len(data.truth):,} pairs)")
     return 0
 
 
@@ -101,10 +114,13 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     problems += _size_problem(f"{cmd} --impressions", args.impressions, 1, MAX_IMPRESSIONS, "a few impressions per finger")
     prints = args.fingers * args.impressions
     if not problems and prints > MAX_PRINTS:
-        problems.append(Problem(
-            where=f"{cmd} --fingers x --impressions", message=f"{prints:,} prints is more than the maximum {MAX_PRINTS:,}",
-            fix=f"{memory}; lower --fingers or --impressions",
-        ))
+        problems.append(
+            Problem(
+                where=f"{cmd} --fingers x --impressions",
+                message=f"{prints:,} prints is more than the maximum {MAX_PRINTS:,}",
+                fix=f"{memory}; lower --fingers or --impressions",
+            )
+        )
     try:
         gx, gy = (int(v) for v in args.grid.lower().split("x"))
         if gx < 1 or gy < 1:
@@ -113,8 +129,13 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
         problems.append(Problem(where=f"{cmd} --grid", message=f"{args.grid!r} is not COLSxROWS", fix="e.g. --grid 20x20"))
         gx = gy = 1
     if gx * gy > MAX_CELLS:
-        problems.append(Problem(where=f"{cmd} --grid", message=f"{args.grid} has {gx * gy:,} cells, more than {MAX_CELLS:,}",
-                                fix="at most 256x256 cells (each print keeps a bit per cell); e.g. --grid 20x20"))
+        problems.append(
+            Problem(
+                where=f"{cmd} --grid",
+                message=f"{args.grid} has {gx * gy:,} cells, more than {MAX_CELLS:,}",
+                fix="at most 256x256 cells (each print keeps a bit per cell); e.g. --grid 20x20",
+            )
+        )
     problems += _seed_problem(cmd, args.seed)
     problems += _float_problem(f"{cmd} --occupancy", args.occupancy, 0.0, 1.0)
     problems += _float_problem(f"{cmd} --agreement", args.agreement, 0.0, 1.0, lo_open=True)
@@ -139,9 +160,7 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
             centres.append(((c % gx + 0.5) * cw, (c // gx + 0.5) * ch))
         minutiae = [np.column_stack(xy) if len(xy[0]) else np.zeros((0, 2)) for xy in centres]
     else:
-        minutiae, finger = simulate_minutiae(
-            args.fingers, args.impressions, args.width, args.height, sigma=args.sigma, seed=args.seed
-        )
+        minutiae, finger = simulate_minutiae(args.fingers, args.impressions, args.width, args.height, sigma=args.sigma, seed=args.seed)
     ids = [f"f{int(f)}-{i % args.impressions}" for i, f in enumerate(finger)]
     write_prints_jsonl(out / "prints.jsonl", ids, minutiae, truth_path=out / "truth.csv", finger=finger)
     print(f"wrote {len(ids):,} prints of {args.fingers:,} fingers to {out / 'prints.jsonl'} (truth: {out / 'truth.csv'})")
@@ -153,11 +172,18 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
     from er_framework.synth.news_corpus import make_corpus, resolve_families, write_corpus
 
     cmd = "er synth news"
-    problems = _size_problem(
-        f"{cmd} --pages", args.pages, 1, MAX_NEWS_PAGES,
-        f"the pages are generated in memory (about 20 KB each: {MAX_NEWS_PAGES:,} take about 1.5 GB); "
-        "generate several corpora with different --seed values instead",
-    ) + _seed_problem(cmd, args.seed) + _float_problem(f"{cmd} --chrome-scale", args.chrome_scale, 0.0, 4.0, lo_open=True)
+    problems = (
+        _size_problem(
+            f"{cmd} --pages",
+            args.pages,
+            1,
+            MAX_NEWS_PAGES,
+            f"the pages are generated in memory (about 20 KB each: {MAX_NEWS_PAGES:,} take about 1.5 GB); "
+            "generate several corpora with different --seed values instead",
+        )
+        + _seed_problem(cmd, args.seed)
+        + _float_problem(f"{cmd} --chrome-scale", args.chrome_scale, 0.0, 4.0, lo_open=True)
+    )
     try:
         resolve_families(args.families)
     except ValueError as exc:
@@ -165,13 +191,17 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
     out = Path(args.out)
     pages_dir = out / "pages"
     if out.exists() and not out.is_dir():
-        problems.append(Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder",
-                                fix="name a folder (it is created when missing)"))
+        problems.append(
+            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
+        )
     elif pages_dir.exists() and any(pages_dir.iterdir()) and not args.force:
-        problems.append(Problem(
-            where=f"{cmd} --out", message=f"{str(pages_dir)!r} already holds pages (of an earlier corpus?)",
-            fix="choose an empty or new folder, or add --force to replace its .html pages, truth.csv and shared.csv",
-        ))
+        problems.append(
+            Problem(
+                where=f"{cmd} --out",
+                message=f"{str(pages_dir)!r} already holds pages (of an earlier corpus?)",
+                fix="choose an empty or new folder, or add --force to replace its .html pages, truth.csv and shared.csv",
+            )
+        )
     if problems:
         raise ErError(problems)
     try:
@@ -188,9 +218,11 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     paths = write_corpus(corpus, out)
     n_sites = len({p.site for p in corpus.pages})
-    print(f"wrote {len(corpus.pages):,} pages of {len(corpus.stories):,} stories on {n_sites} sites "
-          f"(families: {', '.join(corpus.families)}) to {paths['pages']} (truth: {paths['truth']}, "
-          f"shared text: {paths['shared']})")
+    print(
+        f"wrote {len(corpus.pages):,} pages of {len(corpus.stories):,} stories on {n_sites} sites "
+        f"(families: {', '.join(corpus.families)}) to {paths['pages']} (truth: {paths['truth']}, "
+        f"shared text: {paths['shared']})"
+    )
     return 0
 
 
@@ -204,8 +236,7 @@ def add_parser(sub: Any) -> None:
         "a second impression keeps each occupied cell with probability q; minutiae at cell centres), "
         "'geometric' draws minutiae with displacement noise, drops and spurious points.",
     )
-    f.add_argument("--fingers", type=count_arg, required=True,
-                   help=f"number of fingers (fingers x impressions at most {MAX_PRINTS:,})")
+    f.add_argument("--fingers", type=count_arg, required=True, help=f"number of fingers (fingers x impressions at most {MAX_PRINTS:,})")
     f.add_argument("--impressions", type=count_arg, default=2, help="impressions per finger (2)")
     f.add_argument("--mode", choices=["cells", "geometric"], default="geometric")
     f.add_argument("--grid", default="20x20", help="cells mode: COLSxROWS (20x20)")
@@ -238,12 +269,11 @@ def add_parser(sub: Any) -> None:
         "Deterministic for a seed and a Python version.",
     )
     f.add_argument("--pages", type=count_arg, required=True, help=f"number of pages (at most {MAX_NEWS_PAGES:,})")
-    f.add_argument("--families", default="tune",
-                   help="tune, heldout, all, or comma-separated family names (tune)")
-    f.add_argument("--chrome-scale", type=float, default=1.0,
-                   help="multiplies the length of the families' chrome text (1.0; at most 4)")
+    f.add_argument("--families", default="tune", help="tune, heldout, all, or comma-separated family names (tune)")
+    f.add_argument("--chrome-scale", type=float, default=1.0, help="multiplies the length of the families' chrome text (1.0; at most 4)")
     f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for pages/, truth.csv and shared.csv")
-    f.add_argument("--force", action="store_true",
-                   help="replace the .html pages of an earlier corpus in DIR/pages (other files are left alone)")
+    f.add_argument(
+        "--force", action="store_true", help="replace the .html pages of an earlier corpus in DIR/pages (other files are left alone)"
+    )
     f.set_defaults(func=cmd_synth_news)

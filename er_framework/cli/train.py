@@ -34,12 +34,19 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("train", help="fit a job's model and save it (no outputs)",
-                       description="Fit what a job learns (the verifier's weights, pruned shingles, the auto "
-                       "threshold) and save it as a model file; er run --model FILE applies it without fitting.")
+    p = sub.add_parser(
+        "train",
+        help="fit a job's model and save it (no outputs)",
+        description="Fit what a job learns (the verifier's weights, pruned shingles, the auto "
+        "threshold) and save it as a model file; er run --model FILE applies it without fitting.",
+    )
     p.add_argument("config", help="the job's YAML file")
     p.add_argument("--model", metavar="FILE", required=True, help="the model file to write (JSON)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
-    p.add_argument("--workers", type=workers_arg, metavar="N|auto",
-                   help="threads (overrides workers: of the YAML; results are identical for any value)")
+    p.add_argument(
+        "--workers",
+        type=workers_arg,
+        metavar="N|auto",
+        help="threads (overrides workers: of the YAML; results are identical for any value)",
+    )
     p.set_defaults(func=cmd_train)

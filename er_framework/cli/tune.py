@@ -47,8 +47,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise ErError(Problem(where="er tune", message=str(exc))) from None
         how = f"chosen for P(candidate | s={args.threshold}) >= {args.target_recall}"
     print(f"bands b = {b}, rows r = {r}  ({how}; uses {b * r} of {args.num_perm} signature rows)")
-    print(f"P(candidate | s = {args.threshold}) = {candidate_probability(args.threshold, b, r):.4f}; "
-          f"S-curve midpoint (1/b)^(1/r) = {threshold_estimate(b, r):.3f}")
+    print(
+        f"P(candidate | s = {args.threshold}) = {candidate_probability(args.threshold, b, r):.4f}; "
+        f"S-curve midpoint (1/b)^(1/r) = {threshold_estimate(b, r):.3f}"
+    )
     print("\n     s   P(candidate) = 1 - (1 - s^r)^b")
     for i in range(1, 11):
         s = i / 10
@@ -89,8 +91,7 @@ def cmd_tune_fingerprints(args: argparse.Namespace) -> int:
         print(f"  {o.cells:>2} {sets}   {o.p_same:.4f}    {o.p_diff:.3g}{mark}")
     if sug.recommended is not None and sug.meets_targets:
         r = sug.recommended
-        print(f"\nsuggested: cells = {r.cells}, sets = {r.sets} "
-              f"(P(same) = {r.p_same:.4f}, P(different) = {r.p_diff:.3g} <= {args.max_fp})")
+        print(f"\nsuggested: cells = {r.cells}, sets = {r.sets} (P(same) = {r.p_same:.4f}, P(different) = {r.p_diff:.3g} <= {args.max_fp})")
     else:
         print(f"\nno (c, M) meets both targets: {sug.note}")
     return 0

@@ -12,9 +12,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from er_framework.config.resolve import parse_job
 
     job = parse_job(args.config)
-    print(f"{args.config}: valid ({job.spec.mode}, {len(job.spec.sources)} source(s), "
-          f"blockers: {', '.join(b.cls.name for b in job.blockers)}, verifier: {job.verifier.cls.name}, "
-          f"cluster: {job.clusterer.cls.name})")
+    print(
+        f"{args.config}: valid ({job.spec.mode}, {len(job.spec.sources)} source(s), "
+        f"blockers: {', '.join(b.cls.name for b in job.blockers)}, verifier: {job.verifier.cls.name}, "
+        f"cluster: {job.clusterer.cls.name})"
+    )
     return 0
 
 

@@ -56,9 +56,7 @@ class DaskParams(Params):
     local_cluster: LocalClusterSpec | None = Field(
         default=None, description="start a LocalCluster of worker processes on this machine instead"
     )
-    partition_mb: float = Field(
-        default=64.0, gt=0, description="input bytes per partition (uncompressed JSONL/CSV files are split)"
-    )
+    partition_mb: float = Field(default=64.0, gt=0, description="input bytes per partition (uncompressed JSONL/CSV files are split)")
 
     cluster_on: Literal["client", "workers"] = Field(
         default="client",

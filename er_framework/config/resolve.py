@@ -153,8 +153,7 @@ class Job:
             "mode": self.spec.mode,
             "seed": self.spec.seed,
             "threshold": self.spec.threshold,
-            **({"auto_threshold": (self.spec.auto_threshold or AutoThresholdSpec()).model_dump()}
-               if self.spec.threshold == "auto" else {}),
+            **({"auto_threshold": (self.spec.auto_threshold or AutoThresholdSpec()).model_dump()} if self.spec.threshold == "auto" else {}),
             "sources": [s.model_dump() for s in self.spec.sources],
             "exact_duplicates": self.exact.model_dump(),
             "shingler": comp(self.shingler),
@@ -226,8 +225,16 @@ def resolve_job(
     """
     problems = list(problems or [])
     if not isinstance(data, dict):
-        fail(problems + [Problem(where=filename, message=f"a job must be a mapping of keys, got {type(data).__name__}",
-                                 fix="write key: value lines (see configs/documents.yaml)")])
+        fail(
+            problems
+            + [
+                Problem(
+                    where=filename,
+                    message=f"a job must be a mapping of keys, got {type(data).__name__}",
+                    fix="write key: value lines (see configs/documents.yaml)",
+                )
+            ]
+        )
     spec = validate_spec(data, lines, filename, problems)
     registry = _job_registry(data, registry, problems)
     # the job-level settings components read in their own checks: when one of them is itself at fault
@@ -248,8 +255,7 @@ def resolve_job(
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
     declared = [f for s in spec.sources for f in s.fields]
-    context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode,
-                      workers=resolve_workers(spec.workers))
+    context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode, workers=resolve_workers(spec.workers))
     normalizers = _resolve_normalizers(spec.normalize, declared, lines, filename, registry, problems)
     comps = _resolve_components(data, lines, filename, registry, problems, context, checks=settings_ok)
     resolved = [c for fam in comps.values() for c in (fam if isinstance(fam, list) else [fam]) if c is not None]
@@ -263,8 +269,11 @@ def resolve_job(
     if spec.exact_duplicates is True or spec.exact_duplicates is False:  # pragma: no cover
         spec.exact_duplicates = ExactSpec(enabled=bool(spec.exact_duplicates))
     shingler = comps["shingler"]
-    if (shingler is not None and getattr(shingler.params, "preset", None) == "raw"
-            and "normalize" not in spec.exact_duplicates.model_fields_set):
+    if (
+        shingler is not None
+        and getattr(shingler.params, "preset", None) == "raw"
+        and "normalize" not in spec.exact_duplicates.model_fields_set
+    ):
         # the raw text is scored as written: copies are exact only as written too
         spec.exact_duplicates.normalize = False
     return Job(
@@ -298,7 +307,11 @@ def _job_registry(data: dict[str, Any], registry: Registry | None, problems: lis
 
 
 def _source_problems(
-    spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool,
+    spec: JobSpec,
+    lines: dict[YamlPath, int],
+    filename: str,
+    base_dir: Path,
+    check_files: bool,
     frames: Collection[str] = (),
 ) -> list[Problem]:
     """Source names unique, HTML options valid, data files present (or the source given in ``frames``),
@@ -306,25 +319,44 @@ def _source_problems(
     problems: list[Problem] = []
     unknown = sorted(set(frames) - {s.name for s in spec.sources})
     if unknown:
-        problems.append(Problem(
-            where=filename, path="sources", message=f"data given for {unknown}, which the job has no source named",
-            fix=f"the job's sources are {[s.name for s in spec.sources]}: name the DataFrames after them"))
+        problems.append(
+            Problem(
+                where=filename,
+                path="sources",
+                message=f"data given for {unknown}, which the job has no source named",
+                fix=f"the job's sources are {[s.name for s in spec.sources]}: name the DataFrames after them",
+            )
+        )
     if check_files and spec.training is not None and not (base_dir / spec.training.labels).resolve().is_file():
-        problems.append(problem_at(
-            filename, lines, ("training", "labels"),
-            message=f"labels file {spec.training.labels!r} does not exist (looked at {(base_dir / spec.training.labels).resolve()})",
-            fix="paths are relative to the YAML file's folder; er review OUT writes a labels file to edit"))
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("training", "labels"),
+                message=f"labels file {spec.training.labels!r} does not exist (looked at {(base_dir / spec.training.labels).resolve()})",
+                fix="paths are relative to the YAML file's folder; er review OUT writes a labels file to edit",
+            )
+        )
     names = [s.name for s in spec.sources]
     for i, s in enumerate(spec.sources):
         if names.index(s.name) != i:
-            problems.append(problem_at(filename, lines, ("sources", i, "name"), message=f"source name {s.name!r} is used twice",
-                                fix="give every source a unique name"))
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    ("sources", i, "name"),
+                    message=f"source name {s.name!r} is used twice",
+                    fix="give every source a unique name",
+                )
+            )
         if s.html is not None:
             for j, fname in enumerate(s.html.fields or []):
                 if fname not in s.fields:
                     problems.append(
                         problem_at(
-                            filename, lines, ("sources", i, "html", "fields", j),
+                            filename,
+                            lines,
+                            ("sources", i, "html", "fields", j),
                             message=f"html field {fname!r} is not one of the source's fields {s.fields}",
                             fix=did_you_mean(fname, s.fields) + "list it under fields too",
                         )
@@ -335,16 +367,23 @@ def _source_problems(
                 problems.append(problem_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
         if s.path is None or s.name in frames:
             if s.name not in frames:
-                problems.append(problem_at(
-                    filename, lines, ("sources", i, "path"),
-                    message=f"required key 'path' is missing: source {s.name!r} has no path",
-                    fix="add path: FILE (a .csv, .tsv, .jsonl or .parquet file, relative to the YAML file), "
-                    f"or from Python give the data: er_framework.run(job, sources={{{s.name!r}: dataframe}})"))
+                problems.append(
+                    problem_at(
+                        filename,
+                        lines,
+                        ("sources", i, "path"),
+                        message=f"required key 'path' is missing: source {s.name!r} has no path",
+                        fix="add path: FILE (a .csv, .tsv, .jsonl or .parquet file, relative to the YAML file), "
+                        f"or from Python give the data: er_framework.run(job, sources={{{s.name!r}: dataframe}})",
+                    )
+                )
             continue
         if check_files and is_glob(s.path) and not expand_source_path(base_dir, s.path):
             problems.append(
                 problem_at(
-                    filename, lines, ("sources", i, "path"),
+                    filename,
+                    lines,
+                    ("sources", i, "path"),
                     message=f"the pattern {s.path!r} matches no file (looked in {(base_dir / s.path).parent.resolve()})",
                     fix="paths are relative to the YAML file's folder; check the pattern",
                 )
@@ -352,7 +391,9 @@ def _source_problems(
         elif check_files and not is_glob(s.path) and not (base_dir / s.path).resolve().exists():
             problems.append(
                 problem_at(
-                    filename, lines, ("sources", i, "path"),
+                    filename,
+                    lines,
+                    ("sources", i, "path"),
                     message=f"data file {s.path!r} does not exist (looked at {(base_dir / s.path).resolve()})",
                     fix="paths are relative to the YAML file's folder; check the path",
                 )
@@ -365,9 +406,7 @@ def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) ->
     problems: list[Problem] = []
     expected = {"dedup": (1, 1), "link": (2, 2), "link_and_dedup": (1, 1000)}[spec.mode]
     if not expected[0] <= len(spec.sources) <= expected[1]:
-        want = "exactly one source" if spec.mode == "dedup" else (
-            "exactly two sources" if spec.mode == "link" else "at least one source"
-        )
+        want = "exactly one source" if spec.mode == "dedup" else ("exactly two sources" if spec.mode == "link" else "at least one source")
         problems.append(
             Problem(
                 where=where_of(filename, lines, ("sources",)),
@@ -412,7 +451,9 @@ def _resolve_normalizers(
         if declared is not None and fname not in declared:
             problems.append(
                 problem_at(
-                    filename, lines, base,
+                    filename,
+                    lines,
+                    base,
                     message=f"field {fname!r} is not read by any source",
                     fix=did_you_mean(str(fname), declared) + f"fields of the sources: {choices_text(set(declared))}",
                 )
@@ -420,8 +461,13 @@ def _resolve_normalizers(
         listed = isinstance(steps, list)
         resolved, found = resolve_steps(steps, registry)
         step_problems = [
-            problem_at(filename, lines, base + ((p.index,) if listed else ()) + ((p.key,) if p.key else ()),
-                message=p.message, fix=p.fix or _STEPS_FIX)
+            problem_at(
+                filename,
+                lines,
+                base + ((p.index,) if listed else ()) + ((p.key,) if p.key else ()),
+                message=p.message,
+                fix=p.fix or _STEPS_FIX,
+            )
             for p in found
         ]
         for i, step in enumerate(steps if listed else [steps]):
@@ -477,11 +523,7 @@ def _refs_in(value: Any, ann: Any, metadata: tuple[Any, ...], path: YamlPath) ->
         return [ref for i, v in enumerate(value) for ref in _refs_in(v, items[i], (), path + (i,))]
     if isinstance(value, dict):
         key_ann, value_ann = args if len(args) == 2 else (typing.Any, typing.Any)
-        return [
-            ref
-            for k, v in value.items()
-            for ref in _refs_in(k, key_ann, (), path + (k,)) + _refs_in(v, value_ann, (), path + (k,))
-        ]
+        return [ref for k, v in value.items() for ref in _refs_in(k, key_ann, (), path + (k,)) + _refs_in(v, value_ann, (), path + (k,))]
     return []
 
 
@@ -491,9 +533,7 @@ def _parse_path(rendered: str) -> YamlPath:
     return tuple(int(x) if x.isdigit() else x for x in parts if x)
 
 
-def _field_ref_problems(
-    comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str
-) -> list[Problem]:
+def _field_ref_problems(comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str) -> list[Problem]:
     """A component may only name fields the sources declare."""
     problems: list[Problem] = []
     for comp in comps:
@@ -502,7 +542,9 @@ def _field_ref_problems(
             if fname not in declared:
                 problems.append(
                     problem_at(
-                        filename, lines, base + rel,
+                        filename,
+                        lines,
+                        base + rel,
                         message=f"field {fname!r} is not read by any source",
                         fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
                     )
@@ -531,9 +573,7 @@ def _resolve_one(
         )
         return None
     if "type" in section and "plugin" in section:
-        problems.append(
-            Problem(where=where, path=render_path(path), message="both 'type' and 'plugin' are set", fix="keep 'type'")
-        )
+        problems.append(Problem(where=where, path=render_path(path), message="both 'type' and 'plugin' are set", fix="keep 'type'"))
         return None
     type_key = "type" if "type" in section else "plugin"
     name = section.get(type_key)
@@ -551,7 +591,9 @@ def _resolve_one(
     if not isinstance(name, str) or name not in registry.components[family]:
         problems.append(
             problem_at(
-                filename, lines, path + (type_key,),
+                filename,
+                lines,
+                path + (type_key,),
                 message=f"unknown {family} {name!r}",
                 fix=f"{did_you_mean(str(name), installed)}installed: {choices_text(installed)}",
             )
@@ -566,7 +608,12 @@ def _resolve_one(
     except ValidationError as exc:
         problems += without_repeats(
             pydantic_problems(
-                exc, filename, lines, path, known=list(cls.Params.model_fields), subject=f"{family} {name!r}",
+                exc,
+                filename,
+                lines,
+                path,
+                known=list(cls.Params.model_fields),
+                subject=f"{family} {name!r}",
                 model=cls.Params,
             ),
             strict,
@@ -607,14 +654,9 @@ def _resolve_components(
             # required and absent, or written empty where the job has a default (cluster:)
             example = default.get("type") if isinstance(default, dict) else None
             problems.append(_missing_section(fam, data, lines, filename, registry, example))
-        out[fam.name] = (
-            None if section is None
-            else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
-        )
+        out[fam.name] = None if section is None else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
     # cross-component rules
-    context.peers = {
-        name: spec.params for name, spec in out.items() if isinstance(spec, ComponentSpec)
-    }
+    context.peers = {name: spec.params for name, spec in out.items() if isinstance(spec, ComponentSpec)}
     problems += _rule_problems(out, data, lines, filename, registry, context, checks=checks)
     return out
 
@@ -624,7 +666,11 @@ _EXAMPLE = {"verifier": "jaccard"}
 
 
 def _missing_section(
-    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    fam: Family,
+    data: dict[str, Any],
+    lines: dict[YamlPath, int],
+    filename: str,
+    registry: Registry,
     default: str | None = None,
 ) -> Problem:
     """A component section absent or written empty where one is needed: named, with an example to copy.
@@ -648,13 +694,16 @@ def _missing_section(
         where=where_of(filename, lines, (fam.section,)) if written else filename,
         path=fam.section,
         message=f"required — {'it is empty' if written else 'the job has none'}: every job chooses a {fam.name}",
-        fix=f"add e.g. '{fam.section}: {{type: {example}}}' (installed: {choices_text(installed)}; "
-        f"er plugins describes them)",
+        fix=f"add e.g. '{fam.section}: {{type: {example}}}' (installed: {choices_text(installed)}; er plugins describes them)",
     )
 
 
 def _resolve_many(
-    fam: Family, data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    fam: Family,
+    data: dict[str, Any],
+    lines: dict[YamlPath, int],
+    filename: str,
+    registry: Registry,
     problems: list[Problem],
 ) -> list[ComponentSpec]:
     """A family named by a list (``blockers: [...]``) or by its one-member key (``blocker: {...}``)."""
@@ -663,7 +712,9 @@ def _resolve_many(
     if data.get(fam.many) is not None and not isinstance(data[fam.many], list):
         problems.append(
             problem_at(
-                filename, lines, (fam.many,),
+                filename,
+                lines,
+                (fam.many,),
                 message=f"{fam.many} must be a list, got {type(data[fam.many]).__name__}",
                 fix=f"write {fam.many}: [{{type: NAME, …}}] (or {fam.section}: {{type: NAME}} for one)",
             )
@@ -686,7 +737,11 @@ def _resolve_many(
 
 
 def _rule_problems(
-    comps: dict[str, Any], data: dict[str, Any], lines: dict[YamlPath, int], filename: str, registry: Registry,
+    comps: dict[str, Any],
+    data: dict[str, Any],
+    lines: dict[YamlPath, int],
+    filename: str,
+    registry: Registry,
     context: Context,
     *,
     checks: bool = True,
@@ -724,23 +779,41 @@ def _rule_problems(
             )
         )
     if data.get("prune_shingles") is not None and data.get("shingler") is None:
-        problems.append(problem_at(filename, lines, ("prune_shingles",),
-                            message="prune_shingles drops shingles, but the job has no 'shingler' section",
-                            fix="remove prune_shingles, or add shingler: {type: NAME} (and a signature and verifier that read tokens)"))
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("prune_shingles",),
+                message="prune_shingles drops shingles, but the job has no 'shingler' section",
+                fix="remove prune_shingles, or add shingler: {type: NAME} (and a signature and verifier that read tokens)",
+            )
+        )
     verifier = comps.get("verifier")
     if verifier is not None:
         vname = verifier.cls.name
         if isinstance(data.get("training"), dict) and not has(verifier.cls, Trainable):
             learners = [n for n in registry.names("verifier") if has(registry.components["verifier"][n].cls, Trainable)]
-            problems.append(problem_at(filename, lines, ("training",),
-                                message=f"verifier {vname!r} does not learn from labelled pairs",
-                                fix=f"remove training:, or use a verifier that does: {choices_text(learners)}"))
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    ("training",),
+                    message=f"verifier {vname!r} does not learn from labelled pairs",
+                    fix=f"remove training:, or use a verifier that does: {choices_text(learners)}",
+                )
+            )
         out = data.get("output")
         if isinstance(out, dict) and out.get("comparisons") is True and not has(verifier.cls, Explainable):
             able = [n for n in registry.names("verifier") if has(registry.components["verifier"][n].cls, Explainable)]
-            problems.append(problem_at(filename, lines, ("output", "comparisons"),
-                                message=f"verifier {vname!r} cannot break its scores into terms",
-                                fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}"))
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    ("output", "comparisons"),
+                    message=f"verifier {vname!r} cannot break its scores into terms",
+                    fix=f"remove comparisons: true, or use a verifier that can: {choices_text(able)}",
+                )
+            )
     return problems
 
 
@@ -748,9 +821,7 @@ def _rule_problems(
 # the executor's options, checked by the executor's own model
 
 
-def _resolve_executor(
-    data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
-) -> Params | None:
+def _resolve_executor(data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]) -> Params | None:
     """The options of ``executor: {type: NAME, ...}``, validated by executor NAME's own model.
 
     Unknown keys are reported with did-you-mean (and, for a key another
@@ -778,17 +849,21 @@ def _resolve_executor(
             continue
         takers = [other for other in BUILTIN_EXECUTORS if other != name and key in executor_params_model(other).model_fields]
         elsewhere = f"{key!r} is an option of executor {' and '.join(takers)}, not of {name!r}; " if takers else ""
-        unknown.append(problem_at(
-            filename, lines, path + (str(key),), message=f"unknown key {key!r}",
-            fix=elsewhere + did_you_mean(str(key), allowed) + f"allowed keys of executor {name!r}: {choices_text(allowed)}"))
+        unknown.append(
+            problem_at(
+                filename,
+                lines,
+                path + (str(key),),
+                message=f"unknown key {key!r}",
+                fix=elsewhere + did_you_mean(str(key), allowed) + f"allowed keys of executor {name!r}: {choices_text(allowed)}",
+            )
+        )
     known = {k: v for k, v in options.items() if k in model.model_fields}
     strict = type_problems(known, model, path, filename, lines)
     problems += unknown + strict
     try:
         params = model.model_validate(known)
     except ValidationError as exc:
-        problems += without_repeats(
-            pydantic_problems(exc, filename, lines, path, known=list(model.model_fields), model=model), strict
-        )
+        problems += without_repeats(pydantic_problems(exc, filename, lines, path, known=list(model.model_fields), model=model), strict)
         return None
     return None if unknown or strict else params

@@ -61,13 +61,15 @@ def _executor_schema(schema: dict[str, Any]) -> dict[str, Any]:
         sub = model.model_json_schema()
         schema.setdefault("$defs", {}).update(sub.get("$defs", {}))
         doc = model.__dict__.get("__doc__") if model is not Params else None
-        options.append({
-            "type": "object",
-            "title": f"executor {name}",
-            "properties": {"type": {"const": name, "description": (doc or "").strip()}, **sub.get("properties", {})},
-            "required": ([] if name == default else ["type"]) + sub.get("required", []),
-            "additionalProperties": False,
-        })
+        options.append(
+            {
+                "type": "object",
+                "title": f"executor {name}",
+                "properties": {"type": {"const": name, "description": (doc or "").strip()}, **sub.get("properties", {})},
+                "required": ([] if name == default else ["type"]) + sub.get("required", []),
+                "additionalProperties": False,
+            }
+        )
     return {"anyOf": options}
 
 

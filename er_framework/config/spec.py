@@ -34,12 +34,8 @@ class _Strict(BaseModel):
 class HtmlSpec(_Strict):
     """Columns that hold HTML: replaced by their visible text before shingling."""
 
-    fields: list[str] | None = Field(
-        default=None, description="columns holding HTML (default: all the source's fields)"
-    )
-    boilerplate: Literal["keep", "drop"] = Field(
-        default="keep", description="drop: remove navigation, footers and other chrome (jusText)"
-    )
+    fields: list[str] | None = Field(default=None, description="columns holding HTML (default: all the source's fields)")
+    boilerplate: Literal["keep", "drop"] = Field(default="keep", description="drop: remove navigation, footers and other chrome (jusText)")
     language: str = Field(default="English", description="jusText stop list used to spot boilerplate")
     follow_symlinks: bool = Field(
         default=False,
@@ -52,9 +48,11 @@ class SourceSpec(_Strict):
 
     name: str = Field(min_length=1, description="unique source name")
     path: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file), a glob, or a folder of "
-        ".html pages; omit it only when the source is given as a DataFrame (er_framework.run(job, sources={name: df}))")
+        ".html pages; omit it only when the source is given as a DataFrame (er_framework.run(job, sources={name: df}))",
+    )
     id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
     fields: list[str] = Field(min_length=1, description="columns the job reads")
     layout: Literal["wide", "long"] = Field(
@@ -65,25 +63,29 @@ class SourceSpec(_Strict):
         default=None, description="extract visible text from HTML columns (a folder of .html files has the column 'html')"
     )
     max_record_mb: float = Field(
-        default=16.0, gt=0,
+        default=16.0,
+        gt=0,
         description="largest record accepted, in MB as written in the file (a JSONL line, a CSV row, a page file): "
         "a bigger one is refused, naming it",
     )
 
     def read_options(self) -> dict[str, Any]:
         """The readers' keyword arguments for this source (``io.source_files.read_source`` and friends)."""
-        return {"id_column": self.id, "fields": self.fields, "name": self.name, "layout": self.layout,
-                "max_record_mb": self.max_record_mb,
-                "follow_symlinks": self.html.follow_symlinks if self.html is not None else False}
+        return {
+            "id_column": self.id,
+            "fields": self.fields,
+            "name": self.name,
+            "layout": self.layout,
+            "max_record_mb": self.max_record_mb,
+            "follow_symlinks": self.html.follow_symlinks if self.html is not None else False,
+        }
 
 
 class ExactSpec(_Strict):
     """Exact-duplicate stage: one stable hash of the normalized content."""
 
     enabled: bool = True
-    normalize: bool = Field(
-        default=True, description="NFKC, lower-case and fold whitespace before hashing"
-    )
+    normalize: bool = Field(default=True, description="NFKC, lower-case and fold whitespace before hashing")
 
 
 class PruneSpec(_Strict):
@@ -99,7 +101,8 @@ class PruneSpec(_Strict):
         description="drop shingles present in fewer records than this: a share (0 < x < 1) or a count (>= 1)",
     )
     max_df_floor: int = Field(
-        default=10, ge=1,
+        default=10,
+        ge=1,
         description="max_df as a share never drops a shingle held by this many records or fewer (on a small "
         "corpus 5% of the records is one or two: every shared shingle would go)",
     )
@@ -129,7 +132,9 @@ class AutoThresholdSpec(_Strict):
     """``threshold: auto``: the threshold is chosen from the candidates' scores (a density valley between two groups)."""
 
     low: float = Field(
-        default=0.2, gt=0.0, lt=1.0,
+        default=0.2,
+        gt=0.0,
+        lt=1.0,
         description="the lowest threshold it may choose; the blockers are designed for it (lsh_bands: recall at low)",
     )
     high: float = Field(default=0.95, gt=0.0, le=1.0, description="the highest threshold it may choose")
@@ -139,7 +144,9 @@ class AutoThresholdSpec(_Strict):
         "likelier; valley: the lowest smoothed density between the two groups (benchmarks/README.md compares them)",
     )
     fallback: float | None = Field(
-        default=None, gt=0.0, le=1.0,
+        default=None,
+        gt=0.0,
+        le=1.0,
         description="the threshold when the scores show no two groups (default: low)",
     )
 
@@ -208,8 +215,9 @@ class ExecutorSpec(_Strict):
     :mod:`er_framework.config.executor_params`): this pass sees ``type`` only.
     """
 
-    type: str = Field(default="local", description="an executor name: local, dask, or one installed through the "
-                      "entry-point group er_framework.executors")
+    type: str = Field(
+        default="local", description="an executor name: local, dask, or one installed through the entry-point group er_framework.executors"
+    )
 
     @field_validator("type")
     @classmethod
@@ -227,10 +235,12 @@ class JobSpec(_Strict):
     mode: Literal["dedup", "link", "link_and_dedup"] = "dedup"
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     threshold: float | Literal["auto"] | None = Field(
-        default=None, description="pairs scoring at least this are kept (0 < t <= 1), or 'auto': chosen from the "
-        "candidates' scores (auto_threshold:)")
+        default=None,
+        description="pairs scoring at least this are kept (0 < t <= 1), or 'auto': chosen from the candidates' scores (auto_threshold:)",
+    )
     auto_threshold: AutoThresholdSpec | None = Field(
-        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, mixture, low)")
+        default=None, description="with threshold: auto: {low, high, method, fallback} (defaults: 0.2, 0.95, mixture, low)"
+    )
     sources: list[SourceSpec] = Field(min_length=1)
     exact_duplicates: ExactSpec | bool = True
     shingler: dict[str, Any] | None = None
@@ -249,8 +259,7 @@ class JobSpec(_Strict):
     )
     workers: int | str = Field(
         default="auto",
-        description="threads for shingling, signatures and verification ('auto': the available cores); "
-        "results are identical for any value",
+        description="threads for shingling, signatures and verification ('auto': the available cores); results are identical for any value",
     )
     normalize: dict[str, Any] = Field(
         default_factory=dict,
@@ -260,8 +269,7 @@ class JobSpec(_Strict):
     chunk_records: int = Field(
         default=10000,
         ge=1,
-        description="records shingled and signed per step (bounds the memory of those stages); results are "
-        "identical for any value",
+        description="records shingled and signed per step (bounds the memory of those stages); results are identical for any value",
     )
     token_memory_mb: float = Field(
         default=2048,
@@ -272,12 +280,11 @@ class JobSpec(_Strict):
         "multisets, such as minhash, oph and fss, keep the sets made from each step's multisets within the "
         "same budget)",
     )
-    diagnostics: int = Field(
-        default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)"
-    )
+    diagnostics: int = Field(default=2000, ge=0, description="records probed for the report's blocker diagnostics (0: off)")
     output: OutputSpec = Field(default_factory=OutputSpec)
     training: TrainingSpec | None = Field(
-        default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs")
+        default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs"
+    )
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
     executor: ExecutorSpec = Field(
         default_factory=ExecutorSpec,
@@ -345,13 +352,12 @@ def _expected(arms: list[Any]) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number", list: "a list",
-            dict: "a mapping"}.get(type(value), type(value).__name__)
+    return {bool: "a boolean", str: "a string", int: "a whole number", float: "a number", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__
+    )
 
 
-def type_problems(
-    value: Any, ann: Any, path: YamlPath, filename: str, lines: dict[YamlPath, int]
-) -> list[Problem]:
+def type_problems(value: Any, ann: Any, path: YamlPath, filename: str, lines: dict[YamlPath, int]) -> list[Problem]:
     """Values of the wrong YAML type where the model wants a number or a boolean.
 
     pydantic (lax mode) would take ``threshold: true`` for 1.0, ``num_perm:
@@ -371,17 +377,20 @@ def type_problems(
         arms = [a for a in arms if typing.get_origin(a) is not typing.Literal]
     if words and isinstance(value, (list, dict)) and arms and all(a in _SCALAR_ANNOTATIONS for a in arms):
         expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
-        return [problem_at(filename, lines, path, message=f"{json.dumps(value, default=str)[:60]} is {_kind(value)}; "
-                    f"expected {expected}", fix=f"write {expected} here")]
+        return [
+            problem_at(
+                filename,
+                lines,
+                path,
+                message=f"{json.dumps(value, default=str)[:60]} is {_kind(value)}; expected {expected}",
+                fix=f"write {expected} here",
+            )
+        ]
     if value is None or isinstance(value, (bool, int, float, str)):
         if not arms or not all(a in _SCALAR_ANNOTATIONS for a in arms) or value is None:
             return []
         numeric = int in arms or float in arms
-        wrong = (
-            isinstance(value, str)
-            or (isinstance(value, bool) and bool not in arms)
-            or (not isinstance(value, bool) and not numeric)
-        )
+        wrong = isinstance(value, str) or (isinstance(value, bool) and bool not in arms) or (not isinstance(value, bool) and not numeric)
         if not wrong:
             return []
         shown = json.dumps(value)
@@ -389,7 +398,9 @@ def type_problems(
         expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
         return [
             problem_at(
-                filename, lines, path,
+                filename,
+                lines,
+                path,
                 message=f"{shown} is {_kind(value)}; expected {expected}",
                 fix=hint or f"write {expected} here",
             )
@@ -431,7 +442,6 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
-
 # ----------------------------------------------------------------------------
 # pass 2 itself: unknown keys with did-you-mean, pydantic's errors as problems
 
@@ -470,7 +480,9 @@ def pydantic_problems(
             allowed = (_nested_keys(model, loc[:-1]) if model is not None and len(loc) > 1 else None) or known or []
             out.append(
                 problem_at(
-                    filename, lines, path,
+                    filename,
+                    lines,
+                    path,
                     message=f"{subject + ' has no parameter' if subject else 'unknown key'} {key!r}",
                     fix=did_you_mean(key, allowed) + f"allowed: {choices_text(allowed)}",
                 )
@@ -480,8 +492,7 @@ def pydantic_problems(
                 Problem(
                     where=where_of(filename, lines, path[:-1]) if len(path) > 1 else filename,
                     path=render_path(path),
-                    message=f"{subject + ' needs' if subject else 'required key'} {key!r}"
-                    + ("" if subject else " is missing"),
+                    message=f"{subject + ' needs' if subject else 'required key'} {key!r}" + ("" if subject else " is missing"),
                     fix=(_MISSING_FIX.get(key, "") if not prefix else "") or f"add {key}: … here",
                 )
             )
@@ -490,7 +501,9 @@ def pydantic_problems(
             shown = json.dumps(value, default=str) if not isinstance(value, dict) else "{…}"
             out.append(
                 problem_at(
-                    filename, lines, path,
+                    filename,
+                    lines,
+                    path,
                     message=f"{err['msg'].removeprefix('Value error, ')} (got {shown})",
                     fix=_fix_for(err),
                 )
@@ -545,7 +558,11 @@ def _model_keys(model: type[BaseModel]) -> list[str]:
 
 
 def _extra_key_problems(
-    data: dict[str, Any], model: type[BaseModel], path: YamlPath, filename: str, lines: dict[YamlPath, int],
+    data: dict[str, Any],
+    model: type[BaseModel],
+    path: YamlPath,
+    filename: str,
+    lines: dict[YamlPath, int],
     ignore: tuple[str, ...] = (),
 ) -> list[Problem]:
     known = _model_keys(model)
@@ -556,7 +573,9 @@ def _extra_key_problems(
         fix = did_you_mean(str(key), known) + f"allowed keys: {choices_text(known + list(ignore))}"
         out.append(
             problem_at(
-                filename, lines, path + (str(key),),
+                filename,
+                lines,
+                path + (str(key),),
                 message=f"unknown key {key!r}",
                 fix=fix,
             )
@@ -568,19 +587,22 @@ def without_repeats(found: list[Problem], already: list[Problem]) -> list[Proble
     """``found`` without the problems at a place ``already`` names (one message per bad value)."""
     places = {(p.where, p.path) for p in already}
     # pydantic names each arm of a union that refused the value (``threshold.float``): the same place
-    return [p for p in found if (p.where, p.path) not in places
-            and not any(p.where == w and (p.path or "").startswith(f"{q}.") for w, q in places if q)]
+    return [
+        p
+        for p in found
+        if (p.where, p.path) not in places and not any(p.where == w and (p.path or "").startswith(f"{q}.") for w, q in places if q)
+    ]
 
 
 #: the job's nested sections of fixed keys (their unknown keys reported with did-you-mean, then dropped)
 _NESTED_SECTIONS: dict[str, type[BaseModel]] = {
-    "output": OutputSpec, "plugins": PluginsSpec, "exact_duplicates": ExactSpec,
+    "output": OutputSpec,
+    "plugins": PluginsSpec,
+    "exact_duplicates": ExactSpec,
 }
 
 
-def validate_spec(
-    data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]
-) -> JobSpec | None:
+def validate_spec(data: dict[str, Any], lines: dict[YamlPath, int], filename: str, problems: list[Problem]) -> JobSpec | None:
     """Pass 2: unknown keys (reported by us, with the allowed list), then the rest of the schema by pydantic."""
     problems += _unknown_keys(data, lines, filename)
     known = _known_keys(data)
@@ -609,6 +631,7 @@ def _unknown_keys(data: dict[str, Any], lines: dict[YamlPath, int], filename: st
 
 def _known_keys(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without the unknown keys (reported already), for the schema's other checks."""
+
     def only(section: Any, model: type[BaseModel]) -> Any:
         return {k: v for k, v in section.items() if k in model.model_fields} if isinstance(section, dict) else section
 

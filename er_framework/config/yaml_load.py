@@ -97,7 +97,7 @@ def render_path(path: YamlPath) -> str:
 
 
 def _render_tag(tag: str) -> str:
-    return "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+    return "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
 
 
 def _too_deep(filename: str, line: int | None) -> Problem:
@@ -151,33 +151,45 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
         code = ord(exc.character) if isinstance(exc.character, str) else int(exc.character)
         char = "NUL" if code == 0 else f"#x{code:04x}"
-        return None, lines, [
-            Problem(
-                where=f"{filename}:{line}",
-                message=f"the file holds a character YAML does not allow: {char} (column {column})",
-                fix="a job file is plain text: remove the character (is this the right file?)",
-            )
-        ]
+        return (
+            None,
+            lines,
+            [
+                Problem(
+                    where=f"{filename}:{line}",
+                    message=f"the file holds a character YAML does not allow: {char} (column {column})",
+                    fix="a job file is plain text: remove the character (is this the right file?)",
+                )
+            ],
+        )
     except _TooMany as exc:
-        return None, lines, [
-            Problem(
-                where=f"{filename}:{exc.mark.line + 1}" if exc.mark is not None else filename,
-                message=f"more than {MAX_NODES:,} values (a job holds a few dozen): not a job file",
-                fix="give the job's YAML file; data belongs in the sources' files",
-            )
-        ]
+        return (
+            None,
+            lines,
+            [
+                Problem(
+                    where=f"{filename}:{exc.mark.line + 1}" if exc.mark is not None else filename,
+                    message=f"more than {MAX_NODES:,} values (a job holds a few dozen): not a job file",
+                    fix="give the job's YAML file; data belongs in the sources' files",
+                )
+            ],
+        )
     except _TooDeep as exc:
         return None, lines, [_too_deep(filename, exc.mark.line + 1 if exc.mark is not None else None)]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line_text = f":{mark.line + 1}" if mark is not None else ""
-        return None, lines, [
-            Problem(
-                where=f"{filename}{line_text}",
-                message=f"not valid YAML: {exc.problem or exc}",
-                fix="check indentation, colons and quotes around this line",
-            )
-        ]
+        return (
+            None,
+            lines,
+            [
+                Problem(
+                    where=f"{filename}{line_text}",
+                    message=f"not valid YAML: {exc.problem or exc}",
+                    fix="check indentation, colons and quotes around this line",
+                )
+            ],
+        )
     except yaml.YAMLError as exc:
         return None, lines, [Problem(where=filename, message=f"not valid YAML: {exc}")]
     except RecursionError:  # pragma: no cover - the depth limit comes first
@@ -186,9 +198,7 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         if loader is not None:
             loader.dispose()
     if node is None:
-        return None, lines, [
-            Problem(where=filename, message="the file is empty", fix="write a job (see configs/documents.yaml)")
-        ]
+        return None, lines, [Problem(where=filename, message="the file is empty", fix="write a job (see configs/documents.yaml)")]
     assert loader is not None
 
     seen: set[int] = set()  # nodes converted once (a second visit is an alias being expanded)
@@ -219,7 +229,9 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         except (ValueError, OverflowError, yaml.YAMLError) as exc:
             refused.append(
                 Problem(
-                    where=at(n), path=render_path(path), message=f"cannot read the value {n.value!r}: {exc}",
+                    where=at(n),
+                    path=render_path(path),
+                    message=f"cannot read the value {n.value!r}: {exc}",
                     fix="quote it to keep it as text, or correct it",
                 )
             )
@@ -249,8 +261,9 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         """The outermost alias on the way to a child (for messages)."""
         return via or loader.alias_uses.get(_child_key(parent, index))
 
-    def merged(n: yaml.MappingNode, key_node: yaml.Node, value_node: yaml.Node, path: YamlPath, expanding: bool,
-               via: Via) -> dict[Any, Any]:
+    def merged(
+        n: yaml.MappingNode, key_node: yaml.Node, value_node: yaml.Node, path: YamlPath, expanding: bool, via: Via
+    ) -> dict[Any, Any]:
         """The entries a merge key ``<<: *a`` or ``<<: [*a, *b]`` brings (earlier mappings win)."""
         if isinstance(value_node, yaml.SequenceNode):
             via = child(n, key_node, via)
@@ -263,7 +276,8 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
             if not isinstance(sub, yaml.MappingNode):
                 raise _Refused(
                     Problem(
-                        where=at(sub), path=render_path(path + ("<<",)),
+                        where=at(sub),
+                        path=render_path(path + ("<<",)),
                         message="a merge key '<<' takes a mapping or a list of mappings",
                         fix="write <<: *name where name anchors a mapping (&name {…})",
                     )
@@ -275,7 +289,8 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
         if any(a is n for a in active):
             raise _Refused(
                 Problem(
-                    where=at(n), path=render_path(path),
+                    where=at(n),
+                    path=render_path(path),
                     message="an alias refers to the mapping or list that holds it (a value that contains itself)",
                     fix="write the values out",
                 )
@@ -322,18 +337,14 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
             if len(refused) > before:
                 continue  # its tag is reported
             if not isinstance(key, (str, int, float, bool)):
-                problems.append(
-                    Problem(where=at(key_node), path=render_path(path), message=f"keys must be plain scalars, got {key!r}")
-                )
+                problems.append(Problem(where=at(key_node), path=render_path(path), message=f"keys must be plain scalars, got {key!r}"))
                 continue
             if key in explicit:
                 problems.append(
                     Problem(
                         where=at(key_node),
                         path=render_path(path + (str(key),)),
-                        message=(
-                            f"duplicate key {key!r} (first defined on line {explicit[key]})"
-                        ),
+                        message=(f"duplicate key {key!r} (first defined on line {explicit[key]})"),
                         fix="keep one of the two; YAML would silently take the last one",
                     )
                 )
@@ -351,10 +362,15 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[YamlPath, int], list[
     if refused:
         return None, lines, problems + refused
     if data is None:
-        return None, lines, [
-            Problem(where=filename, message="the file holds no job: its only value is null",
-                    fix="write a job (see configs/documents.yaml)")
-        ]
+        return (
+            None,
+            lines,
+            [
+                Problem(
+                    where=filename, message="the file holds no job: its only value is null", fix="write a job (see configs/documents.yaml)"
+                )
+            ],
+        )
     return data, lines, problems
 
 
@@ -402,14 +418,28 @@ def read_job_text(path: Path) -> str:
     except OSError as exc:
         fail([Problem(where=filename, message=f"cannot read the file: {exc.strerror or exc}")])
     if len(raw) > MAX_JOB_BYTES:
-        fail([Problem(where=filename, message=f"larger than {MAX_JOB_BYTES >> 20} MB: not a job file",
-                      fix="give the job's YAML file (a job is a few kilobytes)")])
+        fail(
+            [
+                Problem(
+                    where=filename,
+                    message=f"larger than {MAX_JOB_BYTES >> 20} MB: not a job file",
+                    fix="give the job's YAML file (a job is a few kilobytes)",
+                )
+            ]
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        fail([Problem(where=f"{filename}:{line}", message=f"not UTF-8 text (byte {raw[exc.start]:#04x})",
-                      fix="save the job as UTF-8 (is this the right file?)")])
+        fail(
+            [
+                Problem(
+                    where=f"{filename}:{line}",
+                    message=f"not UTF-8 text (byte {raw[exc.start]:#04x})",
+                    fix="save the job as UTF-8 (is this the right file?)",
+                )
+            ]
+        )
 
 
 def fail(problems: list[Problem]) -> typing.NoReturn:

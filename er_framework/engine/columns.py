@@ -37,9 +37,7 @@ from er_framework.kernels.arrow import ArrowValues, coded_parts, coded_strings, 
 from er_framework.kernels.parallel import POLL_SECONDS, ForkedWorker
 from er_framework.normalize import FACTORIZE_MIN, normalize_column_keeping_input
 
-__all__ = ["COST_SAMPLE", "compact_read", "concat_compact", "normalize_cost", "normalize_fields_shared",
-           "normalize_packed", "unpacked"]
-
+__all__ = ["COST_SAMPLE", "compact_read", "concat_compact", "normalize_cost", "normalize_fields_shared", "normalize_packed", "unpacked"]
 
 
 def compact_read(records: Records, fields: Iterable[str]) -> Records:

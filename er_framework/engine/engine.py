@@ -12,8 +12,8 @@ import numpy.typing as npt
 from er_framework.capabilities import (
     CodeFitted,
     Explainable,
-    Learner,
     Keyed,
+    Learner,
     Multiset,
     MultisetSigning,
     Partitionable,
@@ -29,20 +29,41 @@ from er_framework.components import Blocker, Clusterer, Component, Shingler, Sig
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.config.spec import AutoThresholdSpec
 from er_framework.data import Batch, Pairs, Records, TokenSets
+from er_framework.engine.model import Model, ThresholdChoice
 from er_framework.errors import ErError, PluginError, Problem
 from er_framework.kernels.df import drop_tokens
 from er_framework.kernels.hashing import mix64
 from er_framework.kernels.threshold import choose_threshold
-from er_framework.engine.model import Model, ThresholdChoice
 
-__all__ = ["BLOCKER_SALT", "BLOCKING_KEYS", "Engine", "PrunedPartitionable", "PrunedShingler", "PrunedWholeCorpus",
-           "SignedBatch", "pruned_shingler", "signed_keys"]
+__all__ = [
+    "BLOCKER_SALT",
+    "BLOCKING_KEYS",
+    "Engine",
+    "PrunedPartitionable",
+    "PrunedShingler",
+    "PrunedWholeCorpus",
+    "SignedBatch",
+    "pruned_shingler",
+    "signed_keys",
+]
 
 Int64Array = npt.NDArray[np.int64]
 
 #: what the model records of each blocker's report: its settings, never counts of a run
-BLOCKING_KEYS = ("type", "bands", "rows", "num_perm", "threshold", "p_candidate_at_threshold", "s_curve_midpoint",
-                 "key", "keys", "window", "bits", "max_bucket_size")
+BLOCKING_KEYS = (
+    "type",
+    "bands",
+    "rows",
+    "num_perm",
+    "threshold",
+    "p_candidate_at_threshold",
+    "s_curve_midpoint",
+    "key",
+    "keys",
+    "window",
+    "bits",
+    "max_bucket_size",
+)
 
 #: mixed into the bucket ids of the second, third … blocker of a job
 BLOCKER_SALT = 0xD6E8FEB86659FD93
@@ -202,8 +223,7 @@ class Engine:
         pairs at or above it once it is in the model)."""
         spec = self.job.spec.auto_threshold or AutoThresholdSpec()
         finite = scores[np.isfinite(scores)]
-        fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high, method=spec.method,
-                               fallback=spec.fallback)
+        fit = choose_threshold(np.clip(finite, 0.0, 1.0), low=spec.low, high=spec.high, method=spec.method, fallback=spec.fallback)
         return ThresholdChoice(value=float(fit.threshold), chosen="auto", auto=fit.to_json())
 
     def threshold_choice(self) -> ThresholdChoice:
@@ -231,13 +251,15 @@ class Engine:
         blocking = [{k: v for k, v in b.describe().items() if k in BLOCKING_KEYS} for b in self.blockers]
         names = records.source_names
         counts = np.bincount(np.asarray(records.source, dtype=np.int64), minlength=len(names))
-        fitted_on = {"records": int(len(records)), "per_source": {nm: int(c) for nm, c in zip(names, counts.tolist())},
-                     "candidate_pairs": int(candidates)}
+        fitted_on = {
+            "records": int(len(records)),
+            "per_source": {nm: int(c) for nm, c in zip(names, counts.tolist())},
+            "candidate_pairs": int(candidates),
+        }
         trained = None
         if training and "sha256" in training:
             trained = {k: training[k] for k in ("file", "sha256", "matches", "non_matches", "prior") if k in training}
-        return self.model.learned(threshold=self.threshold_choice(), blocking=blocking, fitted_on=fitted_on,
-                                  training=trained)
+        return self.model.learned(threshold=self.threshold_choice(), blocking=blocking, fitted_on=fitted_on, training=trained)
 
     # ------------------------------------------------------------- capabilities
 
@@ -319,9 +341,12 @@ class Engine:
     def unserved_blockers(self) -> list[str]:
         """The job's blockers an index cannot serve one item at a time (no lookup_keys: their candidates
         depend on the whole corpus), each with its reason; the other blockers serve the index's lookups."""
-        return [f"blocker {b.name!r} is not used for new items: its candidates depend on the whole corpus "
-                "(a sort order); the records it paired when the index was built stay paired"
-                for b in self.blockers if not self.has_keys(b)]
+        return [
+            f"blocker {b.name!r} is not used for new items: its candidates depend on the whole corpus "
+            "(a sort order); the records it paired when the index was built stay paired"
+            for b in self.blockers
+            if not self.has_keys(b)
+        ]
 
     def require_lookup(self, where: str, purpose: str, scope: str = "item") -> None:
         """Raise an error naming each component that cannot serve ``purpose`` item by item (or partition by partition)."""
@@ -429,8 +454,11 @@ class Engine:
                 raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned no window keys"))
             for rows, keys in got:
                 if len(rows) != len(keys):
-                    raise PluginError(Problem(where="blocker", message=f"blocker {self.distribution(b)} returned "
-                                              f"{len(keys)} window keys for {len(rows)} rows"))
+                    raise PluginError(
+                        Problem(
+                            where="blocker", message=f"blocker {self.distribution(b)} returned {len(keys)} window keys for {len(rows)} rows"
+                        )
+                    )
                 out.append((i, np.asarray(rows, dtype=np.int64), keys))
         return out
 
@@ -463,10 +491,14 @@ class Engine:
         got = v.pair_codes(batch, pairs) if isinstance(v, CodeFitted) else None
         out = np.asarray(got if got is not None else np.zeros(0), dtype=np.int64)
         if got is None or out.shape != (len(pairs),):
-            raise PluginError(Problem(
-                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned "
-                f"{'no codes' if got is None else f'codes of shape {out.shape}'} for {len(pairs)} pairs",
-                fix="pair_codes returns one int64 code per pair, in the pairs' order"))
+            raise PluginError(
+                Problem(
+                    where="verifier",
+                    message=f"verifier {self.distribution(self.verifier)} returned "
+                    f"{'no codes' if got is None else f'codes of shape {out.shape}'} for {len(pairs)} pairs",
+                    fix="pair_codes returns one int64 code per pair, in the pairs' order",
+                )
+            )
         return out
 
     def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
@@ -478,10 +510,14 @@ class Engine:
         cols = v.comparisons(batch, pairs, self.verifier_state())
         bad = [name for name, col in cols.items() if np.shape(col) != (len(pairs),)]
         if bad or list(cols)[-1:] != ["score"]:
-            raise PluginError(Problem(
-                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned comparisons "
-                f"{'with columns ' + str(bad) + ' not of one value per pair' if bad else 'without score as the last column'}",
-                fix="Verifier.comparisons returns named columns of one value per pair, score last"))
+            raise PluginError(
+                Problem(
+                    where="verifier",
+                    message=f"verifier {self.distribution(self.verifier)} returned comparisons "
+                    f"{'with columns ' + str(bad) + ' not of one value per pair' if bad else 'without score as the last column'}",
+                    fix="Verifier.comparisons returns named columns of one value per pair, score last",
+                )
+            )
         return {name: np.asarray(col) for name, col in cols.items()}
 
     def score_definition(self) -> dict[str, Any]:
@@ -491,14 +527,26 @@ class Engine:
         sh = self.base_shingler
         if sh is not None and "tokens" in v.needs:
             p = sh.params
-            steps = [label for flag, label in (("nfkc", "NFKC"), ("lowercase", "case-folded"),
-                                               ("remove_punctuation", "punctuation removed"),
-                                               ("fold_whitespace", "whitespace runs folded to one space"))
-                     if getattr(p, flag, False)]
-            opts = {k: val for k, val in p.model_dump().items()
-                    if k not in ("fields", "lowercase", "nfkc", "fold_whitespace", "remove_punctuation", "preset")}
-            text = "the text as written" if not steps and hasattr(p, "lowercase") else (
-                "the text " + ", ".join(steps) if steps else "the records")
+            steps = [
+                label
+                for flag, label in (
+                    ("nfkc", "NFKC"),
+                    ("lowercase", "case-folded"),
+                    ("remove_punctuation", "punctuation removed"),
+                    ("fold_whitespace", "whitespace runs folded to one space"),
+                )
+                if getattr(p, flag, False)
+            ]
+            opts = {
+                k: val
+                for k, val in p.model_dump().items()
+                if k not in ("fields", "lowercase", "nfkc", "fold_whitespace", "remove_punctuation", "preset")
+            }
+            text = (
+                "the text as written"
+                if not steps and hasattr(p, "lowercase")
+                else ("the text " + ", ".join(steps) if steps else "the records")
+            )
             out["tokens"] = f"{sh.name} shingles {opts} of {text}"
             if self.job.spec.prune_shingles is not None:
                 out["tokens"] += "; shingles dropped by prune_shingles are in neither set"
@@ -513,9 +561,13 @@ class Engine:
         """A verifier's answer as float64, or a plugin error when it is not one score per pair."""
         out = np.asarray(scores, dtype=np.float64)
         if out.shape != (n_pairs,):
-            raise PluginError(Problem(
-                where="verifier", message=f"verifier {self.distribution(self.verifier)} returned scores of shape "
-                f"{out.shape} for {n_pairs} pairs", fix="a verifier returns one float per pair, in the pairs' order"))
+            raise PluginError(
+                Problem(
+                    where="verifier",
+                    message=f"verifier {self.distribution(self.verifier)} returned scores of shape {out.shape} for {n_pairs} pairs",
+                    fix="a verifier returns one float per pair, in the pairs' order",
+                )
+            )
         return out
 
     def checked_candidates(self, blocker: Blocker, pairs: Pairs, batch: Batch) -> Pairs:
@@ -535,19 +587,25 @@ class Engine:
                 wrong.append(f"indices outside 0..{n - 1} (from {lo} to {hi})")
             elif not pairs.is_normalized():
                 bad = int((pairs.left >= pairs.right).sum())
-                wrong.append(f"pairs not normalized ({bad} with left >= right; or duplicates or not sorted by (left, right))"
-                             if bad else "pairs duplicated or not sorted by (left, right)")
+                wrong.append(
+                    f"pairs not normalized ({bad} with left >= right; or duplicates or not sorted by (left, right))"
+                    if bad
+                    else "pairs duplicated or not sorted by (left, right)"
+                )
             if not wrong and batch.cross_source_only:
                 src = batch.records.source
                 same = int((src[pairs.left] == src[pairs.right]).sum())
                 if same:
                     wrong.append(f"{same} pairs of records from the same source in link mode")
         if wrong:
-            raise PluginError(Problem(
-                where="blocker", message=f"blocker {self.distribution(blocker)} broke the candidates contract: "
-                + "; ".join(wrong),
-                fix="return Pairs(...).normalized() of batch indices (and in link mode drop same-source pairs, "
-                "e.g. batch.allowed(pairs)); er_framework.testing.check_blocker finds this"))
+            raise PluginError(
+                Problem(
+                    where="blocker",
+                    message=f"blocker {self.distribution(blocker)} broke the candidates contract: " + "; ".join(wrong),
+                    fix="return Pairs(...).normalized() of batch indices (and in link mode drop same-source pairs, "
+                    "e.g. batch.allowed(pairs)); er_framework.testing.check_blocker finds this",
+                )
+            )
         return pairs
 
     def describe(self, verifier_report: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -84,9 +84,15 @@ class Explanation:
         return {
             "left": {"source": self.left[0], "id": self.left[1]},
             "right": {"source": self.right[0], "id": self.right[1]},
-            "score": self.score, "threshold": self.threshold, "verified": self.verified, "kind": self.kind,
-            "verifier": self.verifier, "prior_weight": self.prior_weight, "match_weight": self.match_weight,
-            "fields": [f.to_json() for f in self.fields], "tokens": self.tokens,
+            "score": self.score,
+            "threshold": self.threshold,
+            "verified": self.verified,
+            "kind": self.kind,
+            "verifier": self.verifier,
+            "prior_weight": self.prior_weight,
+            "match_weight": self.match_weight,
+            "fields": [f.to_json() for f in self.fields],
+            "tokens": self.tokens,
         }
 
     def __str__(self) -> str:
@@ -96,19 +102,22 @@ class Explanation:
         vw = 28
         if self.kind == "weights":
             lam = 1.0 / (1.0 + 2.0 ** -(self.prior_weight or 0.0))
-            lines.append(f"  {'prior':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {self.prior_weight:+8.2f} bits"
-                         f"   (P(match) among candidates {lam:.4g})")
+            lines.append(
+                f"  {'prior':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {self.prior_weight:+8.2f} bits"
+                f"   (P(match) among candidates {lam:.4g})"
+            )
             for f in self.fields:
-                lines.append(f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  {(f.level or ''):<10} "
-                             f"{(f.weight or 0.0):+8.2f} bits")
+                lines.append(
+                    f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  {(f.level or ''):<10} {(f.weight or 0.0):+8.2f} bits"
+                )
             total = self.total()
-            lines.append(f"  {'total':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {total:+8.2f} bits"
-                         f"  -> probability {_prob(total):.6f}")
+            lines.append(f"  {'total':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {total:+8.2f} bits  -> probability {_prob(total):.6f}")
         elif self.kind == "points":
             for f in self.fields:
                 sim = "missing" if f.similarity is None or math.isnan(f.similarity) else f"{f.similarity:6.1f}"
-                lines.append(f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  similarity {sim:>7}"
-                             f"  {(f.weight or 0.0):+9.2f} points")
+                lines.append(
+                    f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  similarity {sim:>7}  {(f.weight or 0.0):+9.2f} points"
+                )
             lines.append(f"  {'total':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<18}  {self.total():+9.2f} points")
         elif self.kind == "sets":
             t = self.tokens
@@ -129,7 +138,7 @@ class Explanation:
 
 
 def _prob(weight: float) -> float:
-    return 1.0 / (1.0 + 2.0 ** -weight) if weight > -1000 else 0.0
+    return 1.0 / (1.0 + 2.0**-weight) if weight > -1000 else 0.0
 
 
 def _cell(value: str | None, width: int) -> str:
@@ -152,8 +161,14 @@ def row_of_terms(columns: dict[str, npt.NDArray[Any]], i: int) -> dict[str, Any]
 
 
 def explanation(
-    records: Records, left: int, right: int, terms: dict[str, Any], described: dict[str, Any], threshold: float,
-    *, exact_copies: bool = False,
+    records: Records,
+    left: int,
+    right: int,
+    terms: dict[str, Any],
+    described: dict[str, Any],
+    threshold: float,
+    *,
+    exact_copies: bool = False,
 ) -> Explanation:
     """The :class:`Explanation` of the pair ``(left, right)`` of ``records`` (the values as compared) from one
     row of its comparisons (``terms``, :func:`row_of_terms`) and the verifier's report section (``described``)."""
@@ -183,13 +198,23 @@ def explanation(
             term.weight = float(terms[f"points_{label}"] or 0.0)
         fields.append(term)
     if "prior_weight" in terms:
-        return Explanation(lk, rk, score, threshold, "weights", verifier, fields,
-                           prior_weight=float(terms["prior_weight"]), match_weight=float(terms["match_weight"]))
+        return Explanation(
+            lk,
+            rk,
+            score,
+            threshold,
+            "weights",
+            verifier,
+            fields,
+            prior_weight=float(terms["prior_weight"]),
+            match_weight=float(terms["match_weight"]),
+        )
     if any(f"points_{f.name}" in terms for f in fields):
         return Explanation(lk, rk, score, threshold, "points", verifier, fields)
     if "shared" in terms:
-        return Explanation(lk, rk, score, threshold, "sets", verifier,
-                           tokens={k: int(terms[k]) for k in ("shared", "left_only", "right_only")})
+        return Explanation(
+            lk, rk, score, threshold, "sets", verifier, tokens={k: int(terms[k]) for k in ("shared", "left_only", "right_only")}
+        )
     return Explanation(lk, rk, score, threshold, "score", verifier)
 
 
@@ -198,8 +223,8 @@ def _labels(terms: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for name in terms:
         for prefix in ("level_", "similarity_", "weight_", "points_"):
-            if name.startswith(prefix) and name != "prior_weight" and name[len(prefix):] not in out:
-                out.append(name[len(prefix):])
+            if name.startswith(prefix) and name != "prior_weight" and name[len(prefix) :] not in out:
+                out.append(name[len(prefix) :])
     return out
 
 
@@ -219,20 +244,31 @@ def find_record(records: Records, record_id: str, source: str | None, where: str
     names = records.source_names
     if source is not None and source not in names:
         raise InputError(Problem(where=where, message=f"no source {source!r}", fix=f"sources: {', '.join(names)}"))
-    hits = [i for i, x in enumerate(records.ids) if x == str(record_id)
-            and (source is None or names[int(records.source[i])] == source)]
+    hits = [i for i, x in enumerate(records.ids) if x == str(record_id) and (source is None or names[int(records.source[i])] == source)]
     if not hits:
-        raise InputError(Problem(where=where, message=f"no record {record_id!r}" + (f" in source {source!r}" if source else ""),
-                                 fix="give the id of a record of the job (as in pairs.csv)"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"no record {record_id!r}" + (f" in source {source!r}" if source else ""),
+                fix="give the id of a record of the job (as in pairs.csv)",
+            )
+        )
     if len(hits) > 1:
-        raise InputError(Problem(where=where, message=f"the id {record_id!r} is in several sources "
-                                 f"({', '.join(sorted({names[int(records.source[i])] for i in hits}))})",
-                                 fix="name the source of each side (--left-source / --right-source)"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"the id {record_id!r} is in several sources ({', '.join(sorted({names[int(records.source[i])] for i in hits}))})",
+                fix="name the source of each side (--left-source / --right-source)",
+            )
+        )
     return hits[0]
 
 
 def explain_run(
-    job: Job, report: dict[str, Any], left: tuple[str | None, str], right: tuple[str | None, str],
+    job: Job,
+    report: dict[str, Any],
+    left: tuple[str | None, str],
+    right: tuple[str | None, str],
     model: Model | None = None,
 ) -> tuple[Explanation, list[str]]:
     """The explanation of one pair of a finished run (``er explain``): the records read and normalized
@@ -253,17 +289,28 @@ def explain_run(
         if nonempty.all() and keys[0] == keys[1]:
             return explanation(records, a, b, {}, described, threshold, exact_copies=True), notes
     if not has(engine.verifier, Explainable):
-        raise InputError(Problem(where=str(job.config_path), path="verifier",
-                                 message=f"verifier {engine.verifier.name!r} cannot break its scores into terms",
-                                 fix="er plugins lists the verifiers; jaccard, field_score and fellegi_sunter can"))
+        raise InputError(
+            Problem(
+                where=str(job.config_path),
+                path="verifier",
+                message=f"verifier {engine.verifier.name!r} cannot break its scores into terms",
+                fix="er plugins lists the verifiers; jaccard, field_score and fellegi_sunter can",
+            )
+        )
     if engine.learns() and engine.verifier_state() is None:
-        raise InputError(Problem(where=str(report.get("outputs_dir", job.config_path)),
-                                 message=f"verifier {engine.verifier.name!r} explains a score with the run's fitted "
-                                 "model, and the run folder holds no model.json (written by an older er)",
-                                 fix="run the job again (er run writes model.json), then er explain"))
+        raise InputError(
+            Problem(
+                where=str(report.get("outputs_dir", job.config_path)),
+                message=f"verifier {engine.verifier.name!r} explains a score with the run's fitted "
+                "model, and the run folder holds no model.json (written by an older er)",
+                fix="run the job again (er run writes model.json), then er explain",
+            )
+        )
     if job.spec.prune_shingles is not None and engine.model.pruned is None:
-        notes.append("the job prunes shingles by corpus frequency (prune_shingles) and the run folder holds no "
-                     "model.json with the dropped shingles, so these counts include them and may differ from the run's")
+        notes.append(
+            "the job prunes shingles by corpus frequency (prune_shingles) and the run folder holds no "
+            "model.json with the dropped shingles, so these counts include them and may differ from the run's"
+        )
     pair = records.take(np.array([a, b], dtype=np.int64))
     batch = engine.batch(pair, tokens="tokens" in engine.verifier.needs, signatures=False)
     terms = engine.comparisons(batch, Pairs(np.array([0]), np.array([1])))

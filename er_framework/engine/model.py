@@ -53,8 +53,18 @@ from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.io.safe_write import write_text_file
 
 __all__ = [
-    "MODEL_FORMAT", "MODEL_VERSION", "Model", "ThresholdChoice", "check_model", "job_sections", "model_plugins",
-    "sections_hash", "section_changes", "load_model", "model_text", "er_version",
+    "MODEL_FORMAT",
+    "MODEL_VERSION",
+    "Model",
+    "ThresholdChoice",
+    "check_model",
+    "job_sections",
+    "model_plugins",
+    "sections_hash",
+    "section_changes",
+    "load_model",
+    "model_text",
+    "er_version",
 ]
 
 MODEL_FORMAT = "er-framework model"
@@ -129,7 +139,9 @@ def model_plugins(job: Job) -> dict[str, dict[str, str]]:
             continue
         info = job.registry.components[spec.family][spec.cls.name]
         used[f"{spec.family}:{spec.cls.name}"] = {
-            "plugin": info.plugin.name, "distribution": info.plugin.distribution, "version": str(info.plugin.version),
+            "plugin": info.plugin.name,
+            "distribution": info.plugin.distribution,
+            "version": str(info.plugin.version),
         }
     return used
 
@@ -201,32 +213,36 @@ class Model:
     def to_json(self) -> dict[str, Any]:
         """The model as the JSON document of ``model.json`` (see the module docstring): a copy, so that
         editing the document leaves the model as it is."""
-        return copy.deepcopy({
-            "format": MODEL_FORMAT,
-            "version": MODEL_VERSION,
-            "er_framework": self.er_framework,
-            "job": {"hash": self.job_hash, "file": self.job_file, "sections": self.job},
-            "plugins": self.plugins,
-            "fitted_on": self.fitted_on,
-            "threshold": None if self.threshold is None else self.threshold.to_json(),
-            "prune": None if self.pruned is None else {
-                "dropped": [int(x) for x in self.pruned], "report": self.prune_report or {}},
-            "blocking": self.blocking,
-            "verifier": self.verifier,
-            "training": self.training,
-        })
+        return copy.deepcopy(
+            {
+                "format": MODEL_FORMAT,
+                "version": MODEL_VERSION,
+                "er_framework": self.er_framework,
+                "job": {"hash": self.job_hash, "file": self.job_file, "sections": self.job},
+                "plugins": self.plugins,
+                "fitted_on": self.fitted_on,
+                "threshold": None if self.threshold is None else self.threshold.to_json(),
+                "prune": None if self.pruned is None else {"dropped": [int(x) for x in self.pruned], "report": self.prune_report or {}},
+                "blocking": self.blocking,
+                "verifier": self.verifier,
+                "training": self.training,
+            }
+        )
 
     @classmethod
     def from_json(cls, doc: Any, where: str) -> Model:
         """A model from its JSON document (copied: editing ``doc`` afterwards leaves the model as it is); an
         :class:`InputError` naming what is wrong otherwise."""
         doc = copy.deepcopy(doc)
+
         def bad(message: str, fix: str = "write it again with er train JOB --model FILE") -> InputError:
             return InputError(Problem(where=where, message=message, fix=fix))
 
         if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-            raise bad("this is not an er-framework model file (no \"format\": \"er-framework model\")",
-                      "give the model.json that er train or er run wrote")
+            raise bad(
+                'this is not an er-framework model file (no "format": "er-framework model")',
+                "give the model.json that er train or er run wrote",
+            )
         version = doc.get("version")
         if version != MODEL_VERSION:
             raise bad(f"model format version {version!r}; this er-framework reads version {MODEL_VERSION}")
@@ -236,8 +252,11 @@ class Model:
             if not isinstance(sections, dict):
                 raise TypeError("job.sections is not an object")
             th = doc.get("threshold")
-            threshold = None if th is None else ThresholdChoice(
-                value=float(th["value"]), chosen=str(th.get("chosen", "fixed")), auto=th.get("auto"))
+            threshold = (
+                None
+                if th is None
+                else ThresholdChoice(value=float(th["value"]), chosen=str(th.get("chosen", "fixed")), auto=th.get("auto"))
+            )
             prune = doc.get("prune")
             pruned = None
             if prune is not None:
@@ -249,10 +268,17 @@ class Model:
             if verifier is not None and (not isinstance(verifier, dict) or not isinstance(verifier.get("state"), dict)):
                 raise TypeError("verifier is not an object with a state")
             model = cls(
-                job=sections, plugins=dict(doc.get("plugins") or {}), job_file=job.get("file"),
-                threshold=threshold, pruned=pruned, prune_report=None if prune is None else dict(prune.get("report") or {}),
-                blocking=list(doc.get("blocking") or []), verifier=verifier, training=doc.get("training"),
-                fitted_on=dict(doc.get("fitted_on") or {}), er_framework=str(doc.get("er_framework", "unknown")),
+                job=sections,
+                plugins=dict(doc.get("plugins") or {}),
+                job_file=job.get("file"),
+                threshold=threshold,
+                pruned=pruned,
+                prune_report=None if prune is None else dict(prune.get("report") or {}),
+                blocking=list(doc.get("blocking") or []),
+                verifier=verifier,
+                training=doc.get("training"),
+                fitted_on=dict(doc.get("fitted_on") or {}),
+                er_framework=str(doc.get("er_framework", "unknown")),
                 origin=where,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -307,16 +333,27 @@ def load_model(path: str | Path) -> Model:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(Problem(where=where, message="no such model file",
-                                 fix="write one with er train JOB --model FILE (or use OUT/model.json of an er run)")) from None
+        raise InputError(
+            Problem(
+                where=where,
+                message="no such model file",
+                fix="write one with er train JOB --model FILE (or use OUT/model.json of an er run)",
+            )
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(where=where, message=f"cannot read the model file: {exc}",
-                                 fix="give the model.json that er train or er run wrote")) from None
+        raise InputError(
+            Problem(where=where, message=f"cannot read the model file: {exc}", fix="give the model.json that er train or er run wrote")
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(Problem(where=f"{where}:{exc.lineno}", message=f"the model file is not JSON: {exc.msg}",
-                                 fix="give the model.json that er train or er run wrote")) from None
+        raise InputError(
+            Problem(
+                where=f"{where}:{exc.lineno}",
+                message=f"the model file is not JSON: {exc.msg}",
+                fix="give the model.json that er train or er run wrote",
+            )
+        ) from None
     return Model.from_json(doc, where)
 
 
@@ -333,12 +370,21 @@ def check_model(model: Model, job: Job) -> None:
         if a is None or b is None:
             continue  # a component added or removed shows in the sections
         if a.get("version") != b.get("version") or a.get("distribution") != b.get("distribution"):
-            problems.append(f"plugin of {key}: {a.get('distribution')} {a.get('version')} fitted the model, "
-                            f"{b.get('distribution')} {b.get('version')} is installed")
+            problems.append(
+                f"plugin of {key}: {a.get('distribution')} {a.get('version')} fitted the model, "
+                f"{b.get('distribution')} {b.get('version')} is installed"
+            )
     if model.job.get("threshold") == "auto" and model.threshold is None:
         problems.append("threshold: auto, but the model holds no chosen threshold")
     if problems:
         shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
-        raise ConfigError([Problem(
-            where=model.origin, message=f"the model does not fit this job ({job.config_path.name}): " + line,
-            fix="undo the change, or fit the model again: er train JOB --model FILE") for line in shown])
+        raise ConfigError(
+            [
+                Problem(
+                    where=model.origin,
+                    message=f"the model does not fit this job ({job.config_path.name}): " + line,
+                    fix="undo the change, or fit the model again: er train JOB --model FILE",
+                )
+                for line in shown
+            ]
+        )

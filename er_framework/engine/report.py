@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,18 +20,32 @@ import numpy.typing as npt
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
+from er_framework.engine.explain import BORDERLINE, row_of_terms
 from er_framework.engine.log import StageLog
 from er_framework.engine.result import Result
-from er_framework.engine.explain import BORDERLINE, row_of_terms
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
 from er_framework.engine.stages.writing import comparisons_table, output_tables, write
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
-__all__ = ["SCORE_BINS", "borderline", "borderline_reference", "review_section", "scores_section",
-           "RunFacts", "build_report", "chained_clusters", "er_version", "finish_report", "finish_run", "link_answer", "model_section",
-           "link_answer_reference", "versions"]
+__all__ = [
+    "SCORE_BINS",
+    "borderline",
+    "borderline_reference",
+    "review_section",
+    "scores_section",
+    "RunFacts",
+    "build_report",
+    "chained_clusters",
+    "er_version",
+    "finish_report",
+    "finish_run",
+    "link_answer",
+    "model_section",
+    "link_answer_reference",
+    "versions",
+]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -56,13 +71,16 @@ def versions(job: Job) -> dict[str, Any]:
             "distribution": info.plugin.distribution,
             "version": info.plugin.version,
         }
-    return {"er_framework": er_version(), "python": platform.python_version(), "numpy": np.__version__,
-            "components": used}
+    return {"er_framework": er_version(), "python": platform.python_version(), "numpy": np.__version__, "components": used}
 
 
 def link_answer(
-    source: npt.NDArray[Any], names: list[str], candidates: Pairs, scores: npt.NDArray[np.float64],
-    labels: Int64Array, threshold: float,
+    source: npt.NDArray[Any],
+    names: list[str],
+    candidates: Pairs,
+    scores: npt.NDArray[np.float64],
+    labels: Int64Array,
+    threshold: float,
 ) -> dict[str, Any]:
     """Link modes: how many records of each source matched another source.
 
@@ -120,8 +138,12 @@ def link_answer(
 
 
 def _link_answer_of(
-    names: list[str], threshold: float, matched: dict[str, int], by_threshold: list[dict[str, Any]],
-    finite: npt.NDArray[np.float64], hi: float,
+    names: list[str],
+    threshold: float,
+    matched: dict[str, int],
+    by_threshold: list[dict[str, Any]],
+    finite: npt.NDArray[np.float64],
+    hi: float,
 ) -> dict[str, Any]:
     """The link answer's dict, with the histogram of the cross-source scores ``finite`` (at most ``hi``)."""
     lo = float(finite.min()) if len(finite) else 0.0
@@ -145,8 +167,12 @@ def _threshold_grid(threshold: float, hi: float) -> list[float]:
 
 
 def link_answer_reference(
-    source: npt.NDArray[Any], names: list[str], candidates: Pairs, scores: npt.NDArray[np.float64],
-    labels: Int64Array, threshold: float,
+    source: npt.NDArray[Any],
+    names: list[str],
+    candidates: Pairs,
+    scores: npt.NDArray[np.float64],
+    labels: Int64Array,
+    threshold: float,
 ) -> dict[str, Any]:
     """Plain twin of :func:`link_answer` (clusters' sources by a sort, every threshold's records by a
     distinct count of the pairs above it): the tests' oracle."""
@@ -229,7 +255,7 @@ def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDE
     ups: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
     downs: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
     for a in range(0, len(scores), BORDERLINE_STEP):  # in steps: no index array of millions of candidates
-        s = scores[a:a + BORDERLINE_STEP]
+        s = scores[a : a + BORDERLINE_STEP]
         ok = np.isfinite(s)
         for side, mask, sign in ((ups, ok & (s >= threshold), 1.0), (downs, ok & (s < threshold), -1.0)):
             idx = np.flatnonzero(mask)
@@ -246,9 +272,7 @@ def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDE
     return pick(ups), pick(downs)
 
 
-def _nearest(
-    idx: Int64Array, key: npt.NDArray[np.float64], k: int, keep_ties: bool = False
-) -> tuple[Int64Array, npt.NDArray[np.float64]]:
+def _nearest(idx: Int64Array, key: npt.NDArray[np.float64], k: int, keep_ties: bool = False) -> tuple[Int64Array, npt.NDArray[np.float64]]:
     """The ``k`` positions ``idx`` of the smallest ``key`` and their keys, smallest first, ties by position
     (``keep_ties``: also every other position whose key equals the ``k``-th, in no order)."""
     if k <= 0:
@@ -263,9 +287,7 @@ def _nearest(
     return idx[order].astype(np.int64), key[order]
 
 
-def borderline_reference(
-    scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE
-) -> tuple[Int64Array, Int64Array]:
+def borderline_reference(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE) -> tuple[Int64Array, Int64Array]:
     """Plain twin of :func:`borderline` (every score sorted): the tests' oracle."""
     idx = np.arange(len(scores), dtype=np.int64)
     ok = np.isfinite(scores)
@@ -277,7 +299,10 @@ def borderline_reference(
 
 
 def review_section(
-    records: Records, candidates: Pairs | None, scores: npt.NDArray[np.float64], threshold: float,
+    records: Records,
+    candidates: Pairs | None,
+    scores: npt.NDArray[np.float64],
+    threshold: float,
     explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
 ) -> dict[str, Any]:
     """The report's ``review``: the candidate pairs nearest the threshold on both sides, with their score's terms
@@ -292,9 +317,12 @@ def review_section(
     names, ids, src = records.source_names, records.ids, records.source
     for j, pos in enumerate(chosen):
         a, b = int(candidates.left[pos]), int(candidates.right[pos])
-        entry = {"left": {"source": names[int(src[a])], "id": str(ids[a]), "row": a},
-                 "right": {"source": names[int(src[b])], "id": str(ids[b]), "row": b},
-                 "score": float(scores[pos]), "terms": row_of_terms(terms, j) if terms else None}
+        entry = {
+            "left": {"source": names[int(src[a])], "id": str(ids[a]), "row": a},
+            "right": {"source": names[int(src[b])], "id": str(ids[b]), "row": b},
+            "score": float(scores[pos]),
+            "terms": row_of_terms(terms, j) if terms else None,
+        }
         out["above" if j < len(up) else "below"].append(entry)
     return out
 
@@ -338,8 +366,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     link = None
     if mode != "dedup":
         assert facts.candidates is not None, "link modes report every candidate's score"
-        link = link_answer(records.source, records.source_names, facts.candidates, facts.scores, facts.labels,
-                           engine.threshold)
+        link = link_answer(records.source, records.source_names, facts.candidates, facts.scores, facts.labels, engine.threshold)
     return {
         "job": job.spec.name,
         "config": str(job.config_path),
@@ -399,7 +426,12 @@ def finish_report(report: dict[str, Any], log: StageLog, t_start: float) -> None
 
 
 def finish_run(
-    job: Job, engine: Engine, facts: RunFacts, log: StageLog, t_start: float, out_path: Path | None,
+    job: Job,
+    engine: Engine,
+    facts: RunFacts,
+    log: StageLog,
+    t_start: float,
+    out_path: Path | None,
     as_read: Records | None,
 ) -> Result:
     """Build the report, write the outputs (when ``out_path``; report.html unless ``output: {report: false}``)
@@ -410,15 +442,36 @@ def finish_run(
     comparisons = None
     if job.spec.output.comparisons and candidates is not None and facts.explain is not None:
         comparisons = comparisons_table(facts.records, candidates, facts.explain)
-    tables = output_tables(facts.records, found, facts.labels,
-                           candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons)
-    result = Result(records=facts.records, pairs=facts.pairs, labels=facts.labels, report=report,
-                    candidates=candidates, answer=found, tables=tables, explain_terms=facts.explain, exact=facts.exact,
-                    as_read=as_read, model=engine.model)
+    tables = output_tables(
+        facts.records, found, facts.labels, candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons
+    )
+    result = Result(
+        records=facts.records,
+        pairs=facts.pairs,
+        labels=facts.labels,
+        report=report,
+        candidates=candidates,
+        answer=found,
+        tables=tables,
+        explain_terms=facts.explain,
+        exact=facts.exact,
+        as_read=as_read,
+        model=engine.model,
+    )
     if out_path is not None:
         with log.stage("write"):
             finish_report(report, log, t_start)
-            result.outputs = write(job, out_path, facts.records, found.pairs, facts.labels, report,
-                                   tables=tables, as_read=as_read, html=job.spec.output.report, model=engine.model)
+            result.outputs = write(
+                job,
+                out_path,
+                facts.records,
+                found.pairs,
+                facts.labels,
+                report,
+                tables=tables,
+                as_read=as_read,
+                html=job.spec.output.report,
+                model=engine.model,
+            )
     finish_report(report, log, t_start)
     return result

@@ -19,6 +19,7 @@ tasks find it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from er_framework.config.resolve import Job
@@ -26,8 +27,8 @@ from er_framework.data import Records
 from er_framework.engine.columns import compact_read, concat_compact
 from er_framework.engine.stages.reading import read, read_sources
 from er_framework.errors import InputError
-from er_framework.kernels.arrow import string_array
 from er_framework.kernels import parallel
+from er_framework.kernels.arrow import string_array
 from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import normalize_column
 
@@ -117,10 +118,8 @@ def read_in_worker(indices: list[int], fields: list[str]) -> tuple[list[Any], di
     for part in parts:
         compact_read(part, fields)
         ids: Any = part.ids
-        try:
+        with contextlib.suppress(pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
             ids = string_array(part.ids, large=None)
-        except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
-            pass
         packed.append((ids, part.source, part.source_names, part.fields))
     return packed, stats, problems
 
@@ -128,8 +127,7 @@ def read_in_worker(indices: list[int], fields: list[str]) -> tuple[list[Any], di
 def unpack_records(packed: tuple[Any, Any, list[str], dict[str, Any]]) -> Records:
     """The records of one source that :func:`read_in_worker` sent."""
     ids, source, names, fields = packed
-    return Records(ids=ids if isinstance(ids, list) else ids.to_pylist(), source=source, source_names=names,
-                   fields=fields)
+    return Records(ids=ids if isinstance(ids, list) else ids.to_pylist(), source=source, source_names=names, fields=fields)
 
 
 def warm_in_worker() -> None:

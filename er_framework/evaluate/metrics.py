@@ -50,8 +50,8 @@ from er_framework.io.output_read import large_strings, read_output_columns
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage, recover
 from er_framework.io.table_file import no_such_path_problem
-from er_framework.kernels.graph import connected_component_labels
 from er_framework.kernels.arrow import to_numpy
+from er_framework.kernels.graph import connected_component_labels
 
 __all__ = [
     "adjusted_rand_index",
@@ -123,8 +123,7 @@ def _f1(p: float | None, r: float | None) -> float | None:
 def _prf(tp: int, predicted: int, true: int) -> dict[str, Any]:
     p = _ratio(tp, predicted)
     r = _ratio(tp, true)
-    return {"predicted": int(predicted), "true": int(true), "true_positives": int(tp),
-            "precision": p, "recall": r, "f1": _f1(p, r)}
+    return {"predicted": int(predicted), "true": int(true), "true_positives": int(tp), "precision": p, "recall": r, "f1": _f1(p, r)}
 
 
 def _pair_keys(left: Int64Array, right: Int64Array, n: int) -> Int64Array:
@@ -240,12 +239,12 @@ def _read_report(out: Path) -> tuple[dict[str, Any] | None, str | None]:
         report = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise InputError(
-            Problem(where=str(p), message=f"cannot read report.json: {e}",
-                    fix="run the job again to rewrite its outputs")
+            Problem(where=str(p), message=f"cannot read report.json: {e}", fix="run the job again to rewrite its outputs")
         ) from None
     if not isinstance(report, dict):
-        raise InputError(Problem(where=str(p), message="report.json does not hold a JSON object",
-                                 fix="run the job again to rewrite its outputs"))
+        raise InputError(
+            Problem(where=str(p), message="report.json does not hold a JSON object", fix="run the job again to rewrite its outputs")
+        )
     return report, None
 
 
@@ -287,8 +286,7 @@ def _source_codes(values: Sequence[str | None], names: list[str], where: str, wh
         raise InputError(
             Problem(
                 where=where,
-                message=f"{what} names source(s) {shown}{more} that are not in the output; "
-                f"output sources: {choices_text(names)}",
+                message=f"{what} names source(s) {shown}{more} that are not in the output; output sources: {choices_text(names)}",
                 fix=f"{did_you_mean(str(unknown[0]), names)}use the source names of the job's "
                 "sources (the 'source' column of clusters.csv)",
             )
@@ -379,16 +377,20 @@ def _read_output_files(out_dir: str | Path) -> _OutputFiles:
         what = "is not a folder" if out.exists() else "does not exist"
         raise InputError(
             no_such_path_problem(out, "output folder", "pass the folder written by er run (its --out)")
-            if not out.exists() else
-            Problem(where=str(out), message=f"{str(out)!r} {what}", fix="pass the folder written by er run")
+            if not out.exists()
+            else Problem(where=str(out), message=f"{str(out)!r} {what}", fix="pass the folder written by er run")
         )
     clusters_path = _output_file(out, "clusters")
     pairs_path = _output_file(out, "pairs")
     missing = [n for n, p in (("clusters.csv", clusters_path), ("pairs.csv", pairs_path)) if p is None]
     if missing:
         raise InputError(
-            [Problem(where=str(out), message=f"no {m} (or .parquet) in the output folder",
-                     fix="run the job with this folder as --out first") for m in missing]
+            [
+                Problem(
+                    where=str(out), message=f"no {m} (or .parquet) in the output folder", fix="run the job with this folder as --out first"
+                )
+                for m in missing
+            ]
         )
     assert clusters_path is not None and pairs_path is not None
     cl = read_output_columns(clusters_path, ("source", "id", "cluster_id"))
@@ -463,11 +465,13 @@ def _index_records(files: _OutputFiles, t_ids: list[str]) -> _Records:
     order = np.argsort(okey, kind="stable")
     skey = okey[order]
     if n > 1 and (dups := np.flatnonzero(skey[1:] == skey[:-1])).size:
-        shown = ", ".join(repr(_label(names, int(osrc[order[i]]), id_values[oid[order[i]]] or ""))
-                          for i in dups[:EXAMPLES])
+        shown = ", ".join(repr(_label(names, int(osrc[order[i]]), id_values[oid[order[i]]] or "")) for i in dups[:EXAMPLES])
         raise InputError(
-            Problem(where=str(files.clusters_path), message=f"{len(dups)} record(s) are listed more than once: {shown}",
-                    fix="clusters.csv must list every record exactly once; run the job again")
+            Problem(
+                where=str(files.clusters_path),
+                message=f"{len(dups)} record(s) are listed more than once: {shown}",
+                fix="clusters.csv must list every record exactly once; run the job again",
+            )
         )
     return _Records(n, names, osrc, pred_codes, id_codes, id_values, n_ids, order, skey)
 
@@ -495,8 +499,7 @@ def _truth_universe(recs: _Records, truth: Truth, t_srcs: list[str | None], note
         else:
             tsrc[unknown] = _sources_of_ids(recs, tid[unknown], truth)
             notes.append(
-                f"the truth has no source column: each truth id was matched to the one output "
-                f"source holding it ({', '.join(recs.names)})"
+                f"the truth has no source column: each truth id was matched to the one output source holding it ({', '.join(recs.names)})"
             )
     tkey = tsrc * np.int64(recs.n_ids) + tid
     tpos, tfound = recs.locate(tkey)
@@ -553,8 +556,11 @@ def _cluster_truth_labels(recs: _Records, uni: _Universe, truth: Truth) -> _Trut
         dup = runs[cnt > 1]
         shown = ", ".join(repr(recs.label(int(k // n_ids), int(k % n_ids))) for k in dup[:EXAMPLES])
         raise InputError(
-            Problem(where=truth.path, message=f"{len(dup)} record(s) are listed more than once in "
-                    f"the truth: {shown}", fix="list every record once, with its cluster")
+            Problem(
+                where=truth.path,
+                message=f"{len(dup)} record(s) are listed more than once in the truth: {shown}",
+                fix="list every record once, with its cluster",
+            )
         )
     (lab,), lab_values = _factorize([truth.labels])
     k = len(lab_values)
@@ -587,8 +593,9 @@ def _pair_truth_labels(uni: _Universe, truth: Truth, notes: list[str]) -> _Truth
     return _TruthLabels(T, len(true_pair_keys), true_pair_keys, None)
 
 
-def _pairs_to_universe(recs: _Records, U: int, clusters_path: Path, cols: dict[str, pa.Array], first: int,
-                       what: str, path: Path) -> Int64Array:
+def _pairs_to_universe(
+    recs: _Records, U: int, clusters_path: Path, cols: dict[str, pa.Array], first: int, what: str, path: Path
+) -> Int64Array:
     """Sorted unique pair keys (universe indices) of a pairs table whose left/right id codes are
     ``recs.id_codes[first]`` and ``[first + 1]``; self pairs dropped, unknown records refused."""
     ls, rs = recs.id_codes[first], recs.id_codes[first + 1]
@@ -600,9 +607,12 @@ def _pairs_to_universe(recs: _Records, U: int, clusters_path: Path, cols: dict[s
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise InputError(
-            Problem(where=str(path), message=f"{int(bad.sum())} pair(s) name records that are not in "
-                    f"{clusters_path.name}, e.g. {recs.id_values[ls[j]]!r} – {recs.id_values[rs[j]]!r}",
-                    fix="the pairs and clusters must come from the same run; run the job again")
+            Problem(
+                where=str(path),
+                message=f"{int(bad.sum())} pair(s) name records that are not in "
+                f"{clusters_path.name}, e.g. {recs.id_values[ls[j]]!r} – {recs.id_values[rs[j]]!r}",
+                fix="the pairs and clusters must come from the same run; run the job again",
+            )
         )
     selfp = li == ri
     keys, _ = _sorted_runs(_pair_keys(li[~selfp], ri[~selfp], max(U, 1)))
@@ -617,8 +627,9 @@ def _true_positives(labels: _TruthLabels, U: int, keys: Int64Array) -> int:
     return int((labels.T[lo] == labels.T[hi]).sum())
 
 
-def _pairwise_and_cluster_metrics(recs: _Records, uni: _Universe, labels: _TruthLabels, P: Int64Array,
-                                  pred_keys: Int64Array) -> tuple[dict[str, Any], dict[str, Any]]:
+def _pairwise_and_cluster_metrics(
+    recs: _Records, uni: _Universe, labels: _TruthLabels, P: Int64Array, pred_keys: Int64Array
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Step 6: the ``pairwise`` and ``clusters`` sections."""
     n, U, T = recs.n, uni.size, labels.T
     tv, pv = T[:n], P[:n]
@@ -649,13 +660,18 @@ def _pairwise_and_cluster_metrics(recs: _Records, uni: _Universe, labels: _Truth
     return pairwise, clusters_section
 
 
-def _blocking_metrics(files: _OutputFiles, recs: _Records, uni: _Universe, labels: _TruthLabels,
-                      pred_keys: Int64Array) -> dict[str, Any]:
+def _blocking_metrics(files: _OutputFiles, recs: _Records, uni: _Universe, labels: _TruthLabels, pred_keys: Int64Array) -> dict[str, Any]:
     """Step 6: the ``blocking`` section (reduction ratio; pair completeness with a candidates file)."""
     report, cd, cand_path = files.report, files.cd, files.cand_path
-    blocking: dict[str, Any] = {"mode": None, "candidate_pairs": None, "possible_pairs": None,
-                                "reduction_ratio": None, "pair_completeness": None, "pair_quality": None,
-                                "candidates_file": None}
+    blocking: dict[str, Any] = {
+        "mode": None,
+        "candidate_pairs": None,
+        "possible_pairs": None,
+        "reduction_ratio": None,
+        "pair_completeness": None,
+        "pair_quality": None,
+        "candidates_file": None,
+    }
     if report is not None:
         blocking["mode"] = report.get("mode")
         cand = report.get("candidate_pairs")
@@ -674,11 +690,11 @@ def _blocking_metrics(files: _OutputFiles, recs: _Records, uni: _Universe, label
         blocking["candidates_true"] = tp
         blocking["pair_completeness"] = _ratio(tp, labels.true_pairs)
         blocking["pair_quality"] = _ratio(tp, len(union))
-        blocking["note"] = ("candidates = the candidates file ∪ the written pairs (exact duplicates are "
-                            "found before blocking)")
+        blocking["note"] = "candidates = the candidates file ∪ the written pairs (exact duplicates are found before blocking)"
     else:
-        blocking["note"] = ("no candidates.csv in the output folder: the candidates are not written, so "
-                            "pair completeness is not computed (null)")
+        blocking["note"] = (
+            "no candidates.csv in the output folder: the candidates are not written, so pair completeness is not computed (null)"
+        )
     return blocking
 
 
@@ -706,17 +722,17 @@ def _records_section(recs: _Records, uni: _Universe, truth: Truth, notes: list[s
                 where=truth.path,
                 message=f"none of the {truth_records} truth records is in the output "
                 f"(truth ids such as {shown_t}; output ids such as {shown_o})",
-                fix="check that the truth belongs to this run and that the right id column is used "
-                "(--id-column, or the pair id columns)",
+                fix="check that the truth belongs to this run and that the right id column is used (--id-column, or the pair id columns)",
             )
         )
     if m_extra:
-        notes.append(f"{m_extra:,} truth record(s) are not in the output: they count as missed in the pairwise "
-                     "recall and are left out of the cluster metrics")
+        notes.append(
+            f"{m_extra:,} truth record(s) are not in the output: they count as missed in the pairwise "
+            "recall and are left out of the cluster metrics"
+        )
     if len(out_only_idx):
         if truth.kind == "clusters":
-            notes.append(f"{len(out_only_idx):,} output record(s) are not in the truth file: they are treated "
-                         "as truth singletons")
+            notes.append(f"{len(out_only_idx):,} output record(s) are not in the truth file: they are treated as truth singletons")
         else:
             notes.append(f"{len(out_only_idx):,} output record(s) are in no truth pair: they are truth singletons")
     return records
@@ -747,8 +763,10 @@ def format_table(metrics: dict[str, Any]) -> str:
         f"evaluation of {metrics['out_dir']}",
         f"truth: {t['path']} ({t['kind']}: {cols}; {t['true_pairs']:,} true pairs)",
         "",
-        (f"records      output {r['output']:,}   truth {r['truth']:,}   matched {r['matched']:,}   "
-         f"truth only {r['truth_only']['count']:,}   output only {r['output_only']['count']:,}"),
+        (
+            f"records      output {r['output']:,}   truth {r['truth']:,}   matched {r['matched']:,}   "
+            f"truth only {r['truth_only']['count']:,}   output only {r['output_only']['count']:,}"
+        ),
     ]
     if r["truth_only"]["count"]:
         lines.append(f"             truth only, e.g. {', '.join(r['truth_only']['examples'])}")
@@ -756,17 +774,15 @@ def format_table(metrics: dict[str, Any]) -> str:
         "",
         "blocking",
         f"  candidate pairs      {_num(b['candidate_pairs']):>16}",
-        f"  possible pairs       {_num(b['possible_pairs']):>16}" + (
-            f"   ({b['possible_pairs_from']})" if b.get("possible_pairs_from") else ""),
+        f"  possible pairs       {_num(b['possible_pairs']):>16}"
+        + (f"   ({b['possible_pairs_from']})" if b.get("possible_pairs_from") else ""),
         f"  reduction ratio      {_num(b['reduction_ratio'], 6):>16}",
-        f"  pair completeness    {_num(b['pair_completeness']):>16}" + (
-            "   (no candidates file)" if b["candidates_file"] is None else ""),
+        f"  pair completeness    {_num(b['pair_completeness']):>16}" + ("   (no candidates file)" if b["candidates_file"] is None else ""),
         f"  pair quality         {_num(b['pair_quality']):>16}",
         "",
         f"{'pairwise':<32}{'predicted':>12}{'true':>12}{'TP':>12}{'precision':>11}{'recall':>9}{'F1':>9}",
     ]
-    for key, label in (("verified_pairs", "  pairs listed (pairs.csv)"),
-                       ("cluster_pairs", "  cluster pairs (clusters.csv)")):
+    for key, label in (("verified_pairs", "  pairs listed (pairs.csv)"), ("cluster_pairs", "  cluster pairs (clusters.csv)")):
         m = metrics["pairwise"][key]
         lines.append(
             f"{label:<32}{_num(m['predicted']):>12}{_num(m['true']):>12}{_num(m['true_positives']):>12}"
@@ -775,8 +791,7 @@ def format_table(metrics: dict[str, Any]) -> str:
     c = metrics["clusters"]
     lines += [
         "",
-        (f"clusters ({c['records']:,} records: {c['predicted_clusters']:,} predicted, "
-         f"{c['true_clusters']:,} true)"),
+        (f"clusters ({c['records']:,} records: {c['predicted_clusters']:,} predicted, {c['true_clusters']:,} true)"),
         f"  B-cubed precision    {_num(c['bcubed_precision']):>10}",
         f"  B-cubed recall       {_num(c['bcubed_recall']):>10}",
         f"  B-cubed F1           {_num(c['bcubed_f1']):>10}",

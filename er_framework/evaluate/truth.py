@@ -55,8 +55,22 @@ PAIR_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 
 #: Auto-detected cluster/entity columns of a cluster truth, in order of preference.
 CLUSTER_COLUMNS: tuple[str, ...] = (
-    "cluster_id", "cluster", "clusterid", "entity_id", "entity", "entityid", "true_cluster",
-    "true_id", "truth", "cid", "group_id", "group", "label", "finger", "story", "rec_id",
+    "cluster_id",
+    "cluster",
+    "clusterid",
+    "entity_id",
+    "entity",
+    "entityid",
+    "true_cluster",
+    "true_id",
+    "truth",
+    "cid",
+    "group_id",
+    "group",
+    "label",
+    "finger",
+    "story",
+    "rec_id",
 )
 
 #: Auto-detected record id columns of a cluster truth, in order of preference.
@@ -156,18 +170,24 @@ def load_truth(
     explicit_clusters = id_column is not None or cluster_column is not None
     if explicit_pairs and explicit_clusters:
         raise InputError(
-            Problem(where=table.file, message="both pair columns (left/right) and cluster columns "
-                    "(id_column/cluster_column) were given",
-                    fix="name either the two id columns of a pairs truth or the id and cluster columns")
+            Problem(
+                where=table.file,
+                message="both pair columns (left/right) and cluster columns (id_column/cluster_column) were given",
+                fix="name either the two id columns of a pairs truth or the id and cluster columns",
+            )
         )
 
     pair_cols: tuple[str, str, str | None, str | None] | None = None
     if explicit_pairs:
         if left is None or right is None:
-            raise InputError(Problem(where=table.file, message="only one of the two pair id columns was given",
-                                     fix="name both the left and the right id column"))
-        problems = [_column_problem(table, c, opt) for c, opt in ((left, "left="), (right, "right="))
-                    if _find(header, c) is None]
+            raise InputError(
+                Problem(
+                    where=table.file,
+                    message="only one of the two pair id columns was given",
+                    fix="name both the left and the right id column",
+                )
+            )
+        problems = [_column_problem(table, c, opt) for c, opt in ((left, "left="), (right, "right=")) if _find(header, c) is None]
         if problems:
             raise InputError(problems)
         fl, fr = _find(header, left), _find(header, right)
@@ -209,8 +229,14 @@ def _load_pairs(table: TableFile, cols: tuple[str, str, str | None, str | None],
     if ls and rs:
         used.update(left_source=ls, right_source=rs)
     return Truth(
-        path=table.file, kind="pairs", columns=used, left_ids=left_ids, right_ids=right_ids,
-        left_sources=left_sources, right_sources=right_sources, source=source,
+        path=table.file,
+        kind="pairs",
+        columns=used,
+        left_ids=left_ids,
+        right_ids=right_ids,
+        left_sources=left_sources,
+        right_sources=right_sources,
+        source=source,
     )
 
 
@@ -227,9 +253,7 @@ def _load_clusters(table: TableFile, id_column: str | None, cluster_column: str 
     if clc is None:
         for name in CLUSTER_COLUMNS:
             found = _find(header, name)
-            if found and found != idc and (idc is not None or any(
-                _find(header, i) not in (None, found) for i in ID_COLUMNS
-            )):
+            if found and found != idc and (idc is not None or any(_find(header, i) not in (None, found) for i in ID_COLUMNS)):
                 clc = found
                 break
     if idc is None:
@@ -240,13 +264,15 @@ def _load_clusters(table: TableFile, id_column: str | None, cluster_column: str 
                 break
     if idc is None or clc is None:
         pair_names = ", ".join(f"{a}/{b}" for a, b, _, _ in PAIR_COLUMNS[:4])
-        missing = "a cluster column" if idc is not None else (
-            "an id column" if clc is not None else "pair id columns or an id and a cluster column")
+        missing = (
+            "a cluster column"
+            if idc is not None
+            else ("an id column" if clc is not None else "pair id columns or an id and a cluster column")
+        )
         raise InputError(
             Problem(
                 where=table.file,
-                message=f"cannot tell the truth's columns: found no {missing}; "
-                f"columns present: {choices_text(header)}",
+                message=f"cannot tell the truth's columns: found no {missing}; columns present: {choices_text(header)}",
                 fix=f"name them with --id-column and --cluster-column (a cluster truth), or use "
                 f"two id columns named {pair_names} (a pairs truth); auto-detected cluster "
                 f"columns: {', '.join(CLUSTER_COLUMNS)}",
@@ -272,5 +298,4 @@ def _load_clusters(table: TableFile, id_column: str | None, cluster_column: str 
     unlabeled = sum(1 for v in labels if v is None)
     if unlabeled:
         notes.append(f"{unlabeled:,} truth record(s) have no value in column {clc!r}: each is its own cluster")
-    return Truth(path=table.file, kind="clusters", columns=used, ids=ids, labels=labels,
-                 sources=sources, source=source, notes=notes)
+    return Truth(path=table.file, kind="clusters", columns=used, ids=ids, labels=labels, sources=sources, source=source, notes=notes)

@@ -18,8 +18,9 @@ function finds them, validated, in ``job.executor_params``.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from er_framework.config.resolve import Job
 from er_framework.engine.model import Model
@@ -35,8 +36,13 @@ class Executor(Protocol):
     """What an executor is: runs a validated job, returns its :class:`Result`."""
 
     def __call__(
-        self, job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-        write: bool = True, model: Model | None = None,
+        self,
+        job: Job,
+        out_dir: str | Path | OutputDir | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+        write: bool = True,
+        model: Model | None = None,
     ) -> Result: ...
 
 
@@ -45,15 +51,21 @@ def get_executor(name: str) -> Executor:
     table = executor_table()
     target = table.get(name)
     if target is None:
-        raise ConfigError(Problem(where="executor.type", message=f"no executor {name!r}",
-                                  fix=f"installed executors: {choices_text(table)}"))
+        raise ConfigError(
+            Problem(where="executor.type", message=f"no executor {name!r}", fix=f"installed executors: {choices_text(table)}")
+        )
     run: Executor = load_executor_object(name, target)
     return run
 
 
 def run_job(
-    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-    write: bool = True, force: bool = False, model: Model | None = None,
+    job: Job,
+    out_dir: str | Path | OutputDir | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    write: bool = True,
+    force: bool = False,
+    model: Model | None = None,
 ) -> Result:
     """Run a validated job on the executor it names (``executor.type``, default ``local``).
 
@@ -70,7 +82,11 @@ def run_job(
     if model is None:  # an executor written before models takes no model argument
         return run(job, out_dir, progress=progress, write=write)
     if "model" not in inspect.signature(run).parameters:
-        raise PluginError(Problem(where=f"executor {job.spec.executor.type!r}",
-                                  message="this executor cannot apply a saved model (its run function takes no model)",
-                                  fix="run without --model (the job fits its model), or use executor: local or dask"))
+        raise PluginError(
+            Problem(
+                where=f"executor {job.spec.executor.type!r}",
+                message="this executor cannot apply a saved model (its run function takes no model)",
+                fix="run without --model (the job fits its model), or use executor: local or dask",
+            )
+        )
     return run(job, out_dir, progress=progress, write=write, model=model)

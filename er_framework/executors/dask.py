@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -68,11 +69,11 @@ from er_framework.engine.log import StageLog
 from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
-from er_framework.io.outputs import OutputDir
 from er_framework.errors import ErError, Problem
 from er_framework.executors.dask_connect import connect
 from er_framework.executors.dask_run import DaskRun, options
 from er_framework.executors.dask_tasks import JobRef, Part
+from er_framework.io.outputs import OutputDir
 from er_framework.io.source_files import partition_ranges
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
 
@@ -95,14 +96,24 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise ErError(Problem(where=str(job.config_path), path="executor",
-                              message="executor type dask needs Dask: it is not installed",
-                              fix='pip install "er-framework[dask]"')) from None
+        raise ErError(
+            Problem(
+                where=str(job.config_path),
+                path="executor",
+                message="executor type dask needs Dask: it is not installed",
+                fix='pip install "er-framework[dask]"',
+            )
+        ) from None
     ex = options(job)
     if ex.local_cluster is not None:
         lc = ex.local_cluster
-        cluster = LocalCluster(n_workers=lc.n_workers, threads_per_worker=lc.threads_per_worker, processes=True,
-                               memory_limit=lc.memory_limit or "auto", dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=lc.n_workers,
+            threads_per_worker=lc.threads_per_worker,
+            processes=True,
+            memory_limit=lc.memory_limit or "auto",
+            dashboard_address=None,
+        )
         client = Client(cluster)
 
         def close() -> None:
@@ -114,8 +125,14 @@ def _client(job: Job) -> tuple[Any, Callable[[], None]]:
     return client, client.close
 
 
-def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-             write: bool = True, model: Model | None = None) -> Result:
+def run_dask(
+    job: Job,
+    out_dir: str | Path | OutputDir | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    write: bool = True,
+    model: Model | None = None,
+) -> Result:
     """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs
     (``model``: a saved model applied instead of fitting, as locally)."""
     t_start = time.perf_counter()
@@ -123,8 +140,9 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
     engine = Engine(job, model)
     _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")
-    ref = JobRef(text, str(Path(job.config_path).resolve()), str(job.base_dir),
-                 hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest())
+    ref = JobRef(
+        text, str(Path(job.config_path).resolve()), str(job.base_dir), hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest()
+    )
     log = StageLog(progress=progress)
     client, close = _client(job)
     try:
@@ -152,15 +170,23 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
         info.update(stages.cluster_stats(labels))
     records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
     engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))
-    blocker_reports = [{**b.describe(), **rep, "candidate_pairs": int(c)}
-                       for b, rep, c in zip(engine.blockers, found.blocker_reports, found.per_blocker)]
+    blocker_reports = [
+        {**b.describe(), **rep, "candidate_pairs": int(c)} for b, rep, c in zip(engine.blockers, found.blocker_reports, found.per_blocker)
+    ]
     ex = options(job)
     facts = RunFacts(
-        records=records, exact=scanned.exact, candidates=found.candidates, candidate_count=found.n_candidates,
-        scores=found.candidate_scores, verified=ver, pairs=pairs, labels=labels, blockers=blocker_reports,
-        tokens=blocked.tokens, shingler=blocked.shingler,
-        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb,
-                  "cluster_on": ex.cluster_on},
+        records=records,
+        exact=scanned.exact,
+        candidates=found.candidates,
+        candidate_count=found.n_candidates,
+        scores=found.candidate_scores,
+        verified=ver,
+        pairs=pairs,
+        labels=labels,
+        blockers=blocker_reports,
+        tokens=blocked.tokens,
+        shingler=blocked.shingler,
+        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb, "cluster_on": ex.cluster_on},
         verifier_report=run.verifier_report,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
@@ -168,28 +194,48 @@ def run_dask(job: Job, out_dir: str | Path | OutputDir | None = None, *, progres
 
 def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
-    engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition",
-                          scope="partition")
+    engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
     for what, path, why, fix in (
-        (job.frames, "sources", "sources given as DataFrames live in this process, where the workers cannot read them",
-         "write the DataFrames to Parquet files and name them as the sources' path, or use executor: {type: local}"),
-        (job.spec.training, "training", "the workers fit the verifier from pattern counts, without the labelled pairs",
-         "remove training: or use executor: {type: local}"),
-        (job.spec.output.comparisons, "output.comparisons", "the client does not hold the records' fields to break "
-         "the scores into terms", "remove comparisons: true or use executor: {type: local}"),
+        (
+            job.frames,
+            "sources",
+            "sources given as DataFrames live in this process, where the workers cannot read them",
+            "write the DataFrames to Parquet files and name them as the sources' path, or use executor: {type: local}",
+        ),
+        (
+            job.spec.training,
+            "training",
+            "the workers fit the verifier from pattern counts, without the labelled pairs",
+            "remove training: or use executor: {type: local}",
+        ),
+        (
+            job.spec.output.comparisons,
+            "output.comparisons",
+            "the client does not hold the records' fields to break the scores into terms",
+            "remove comparisons: true or use executor: {type: local}",
+        ),
     ):
         if what:
-            raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}",
-                                  fix=fix))
+            raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}", fix=fix))
     if options(job).cluster_on == "workers" and engine.auto and engine.model.threshold is None:
-        raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
-                              message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
-                              "client has chosen the threshold of threshold: auto",
-                              fix="use cluster_on: client, or a fixed threshold"))
+        raise ErError(
+            Problem(
+                where=str(job.config_path),
+                path="executor.cluster_on",
+                message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
+                "client has chosen the threshold of threshold: auto",
+                fix="use cluster_on: client, or a fixed threshold",
+            )
+        )
     if options(job).cluster_on == "workers" and (
         job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
     ):
-        raise ErError(Problem(where=str(job.config_path), path="executor.cluster_on",
-                              message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
-                              f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
-                              fix="use cluster: {type: connected_components} or cluster_on: client"))
+        raise ErError(
+            Problem(
+                where=str(job.config_path),
+                path="executor.cluster_on",
+                message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
+                f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
+                fix="use cluster: {type: connected_components} or cluster_on: client",
+            )
+        )

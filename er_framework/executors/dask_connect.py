@@ -7,15 +7,17 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from er_framework.config.executor_params import ADDRESS_RE, address_problem
 from er_framework.errors import ErError, Problem
 
-
 #: seconds to connect to a scheduler and register with it (a silent or black-holed address fails after this);
 #: the environment variable ER_DASK_CONNECT_TIMEOUT overrides it
 CONNECT_TIMEOUT_S = 30.0
+
+
 def connect_timeout() -> float:
     """:data:`CONNECT_TIMEOUT_S`, or the seconds in ``ER_DASK_CONNECT_TIMEOUT`` (a positive number)."""
     text = os.environ.get("ER_DASK_CONNECT_TIMEOUT", "")
@@ -88,13 +90,21 @@ def connect(client_class: Any, address: str, config_path: str) -> Any:
     exception of this step becomes one message naming the address and the
     ``executor.address`` setting; nothing is run before it.
     """
-    fix = ("check executor.address (tcp://HOST:8786, the address the scheduler prints when it starts); "
-           "start the scheduler (dask scheduler) and its workers (dask worker ADDRESS), "
-           "or run on this machine with executor: {type: dask, local_cluster: {n_workers: 2}}")
+    fix = (
+        "check executor.address (tcp://HOST:8786, the address the scheduler prints when it starts); "
+        "start the scheduler (dask scheduler) and its workers (dask worker ADDRESS), "
+        "or run on this machine with executor: {type: dask, local_cluster: {n_workers: 2}}"
+    )
 
     def refuse(reason: str) -> ErError:
-        return ErError(Problem(where=config_path, path="executor.address",
-                               message=f"could not connect to the Dask scheduler at {address}: {reason}", fix=fix))
+        return ErError(
+            Problem(
+                where=config_path,
+                path="executor.address",
+                message=f"could not connect to the Dask scheduler at {address}: {reason}",
+                fix=fix,
+            )
+        )
 
     seconds = connect_timeout()
     why = address_problem(address) or _probe(address, seconds)
@@ -103,11 +113,13 @@ def connect(client_class: Any, address: str, config_path: str) -> Any:
     try:
         return _within(seconds + 5, lambda: client_class(address, timeout=f"{seconds}s"))
     except _Silent:
-        raise refuse(f"a connection was accepted but no Dask handshake came within {seconds:g} s "
-                     "(is a Dask scheduler listening there?)") from None
+        raise refuse(
+            f"a connection was accepted but no Dask handshake came within {seconds:g} s (is a Dask scheduler listening there?)"
+        ) from None
     except MemoryError:
-        raise refuse("the service there does not speak the Dask protocol (its answer was read as a message "
-                     "of an impossible size)") from None
+        raise refuse(
+            "the service there does not speak the Dask protocol (its answer was read as a message of an impossible size)"
+        ) from None
     except (TimeoutError, OSError) as exc:  # refused, unreachable, silent, closed (CommClosedError is an OSError)
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, TimeoutError) or "Timed out" in reason:

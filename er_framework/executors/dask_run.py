@@ -5,14 +5,23 @@ keeps (ids, small arrays, the verified pairs); :mod:`er_framework.executors.dask
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from er_framework.capabilities import (
-    CodeFitted, GroupedKeys, Keyed, LimitedKeys, Partitionable, Reporting, Windowed, ability, has,
+    CodeFitted,
+    GroupedKeys,
+    Keyed,
+    LimitedKeys,
+    Partitionable,
+    Reporting,
+    Windowed,
+    ability,
+    has,
 )
 from er_framework.config.executor_params import DaskParams
 from er_framework.config.resolve import Job
@@ -22,9 +31,9 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.executors.dask_shuffle import (
-    Buckets,
     BUCKET_STATS,
     GROUP_STATS,
+    Buckets,
     merge_bucket_stats,
     task_bounds,
     task_bucket_sort,
@@ -56,9 +65,14 @@ from er_framework.kernels.groups import pack_pairs, unpack_pairs
 def options(job: Job) -> DaskParams:
     """The job's ``executor:`` options, validated by :class:`DaskParams` when the job was read."""
     if not isinstance(job.executor_params, DaskParams):
-        raise ErError(Problem(where=str(job.config_path), path="executor.type",
-                              message=f"the dask executor was given a job for executor {job.spec.executor.type!r}",
-                              fix="write executor: {type: dask, address: tcp://HOST:8786} (or local_cluster: {n_workers: 2})"))
+        raise ErError(
+            Problem(
+                where=str(job.config_path),
+                path="executor.type",
+                message=f"the dask executor was given a job for executor {job.spec.executor.type!r}",
+                fix="write executor: {type: dask, address: tcp://HOST:8786} (or local_cluster: {n_workers: 2})",
+            )
+        )
     return job.executor_params
 
 
@@ -137,8 +151,11 @@ class DaskRun:
             counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             ids = [i for s in scans for i in s[0]]
-            source = (np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, self.parts)])
-                      if self.parts else np.zeros(0, np.int32))
+            source = (
+                np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, self.parts)])
+                if self.parts
+                else np.zeros(0, np.int32)
+            )
             _check_unique_ids(job, ids, source)
             n_workers = len(client.scheduler_info()["workers"])
             info.update({"records": len(ids), "partitions": len(self.parts), "workers": n_workers})
@@ -165,8 +182,7 @@ class DaskRun:
             dropped, report = stages.pruned_by_frequency(job, freq)
             self.engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
             info.update(report)
-        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info,
-                                      dropped)
+        self.pruning = stages.Pruning(np.concatenate([g[3] for g in got]) if got else np.zeros(0, np.int64), None, info, dropped)
 
     def send_model(self) -> None:
         """The model as the tasks need it, as a future (a task, not scattered data: the scheduler can compute
@@ -185,12 +201,13 @@ class DaskRun:
     def block(self, scanned: Scanned, info: dict[str, Any]) -> BlockedFutures:
         """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
         engine, offsets = self.engine, scanned.offsets
-        block_futs = [self.submit(task_block, self.ref, p, int(offsets[i]), self._active_of(scanned, i), self.n_parts,
-                                  self.model) for i, p in enumerate(self.parts)]
+        block_futs = [
+            self.submit(task_block, self.ref, p, int(offsets[i]), self._active_of(scanned, i), self.n_parts, self.model)
+            for i, p in enumerate(self.parts)
+        ]
         reports, blocker_parts, token_counts, lost = _partition_problems(self.job, self.client, block_futs)
         if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
-            self.pruning.info.update(stages.pruned_share(
-                self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
+            self.pruning.info.update(stages.pruned_share(self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
         partitionable = ability(engine.shingler, Partitionable)
         # the shingler's report over every record, from the partitions'
         shingler_report = partitionable.merge_reports(reports) if partitionable is not None else None
@@ -222,8 +239,16 @@ class DaskRun:
         for j in range(self.n_parts):
             pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
             dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
-        return BlockedFutures(block_futs, dedup_futs, stats_futs, blocker_parts, bucket_stats,
-                              tokens_report(engine, token_counts), group_futs, shingler_report)
+        return BlockedFutures(
+            block_futs,
+            dedup_futs,
+            stats_futs,
+            blocker_parts,
+            bucket_stats,
+            tokens_report(engine, token_counts),
+            group_futs,
+            shingler_report,
+        )
 
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
@@ -246,12 +271,14 @@ class DaskRun:
         if fitted:
             ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
         else:
-            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
-                        for j in range(n_parts)]
+            ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
         verified = self.client.gather(ver_futs)
-        per_blocker = (np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
-                       if blocked.dedup else np.zeros(len(engine.blockers), np.int64))
+        per_blocker = (
+            np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
+            if blocked.dedup
+            else np.zeros(len(engine.blockers), np.int64)
+        )
         candidates: Pairs | None = None
         cand_scores = np.zeros(0)
         if self.job.spec.mode != "dedup":  # every candidate's score, for the link answer
@@ -265,7 +292,10 @@ class DaskRun:
             left=np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64),
             right=np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64),
             scores=np.concatenate([v[2] for v in verified]) if verified else np.zeros(0),
-            n_candidates=n_cand, per_blocker=per_blocker, candidates=candidates, candidate_scores=cand_scores,
+            n_candidates=n_cand,
+            per_blocker=per_blocker,
+            candidates=candidates,
+            candidate_scores=cand_scores,
             forest=forest,
         )
         engine = self.engine  # with the verifier's fitted state when fitted here
@@ -273,12 +303,22 @@ class DaskRun:
             choice = engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
             engine = self.engine = engine.with_model(engine.model.learned(threshold=choice))
             auto = choice.auto or {}
-            info["threshold_chosen"] = {"method": auto.get("method"), "ok": bool(auto.get("ok")),
-                                        "reason": auto.get("reason"), "n_scores": int(auto.get("n_scores", 0))}
+            info["threshold_chosen"] = {
+                "method": auto.get("method"),
+                "ok": bool(auto.get("ok")),
+                "reason": auto.get("reason"),
+                "n_scores": int(auto.get("n_scores", 0)),
+            }
             keep = engine.keep(found.scores)  # the workers kept the pairs at or above the lowest it may choose
             found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
-        info.update({"candidate_pairs": n_cand, "verified_pairs": int(len(found.left)), "threshold": engine.threshold,
-                     "rejected_pairs": n_cand - int(len(found.left))})
+        info.update(
+            {
+                "candidate_pairs": n_cand,
+                "verified_pairs": int(len(found.left)),
+                "threshold": engine.threshold,
+                "rejected_pairs": n_cand - int(len(found.left)),
+            }
+        )
         found.blocker_reports = self._merge_blocker_reports(blocked, scanned, per_blocker)
         return found
 
@@ -293,12 +333,17 @@ class DaskRun:
         owner = np.searchsorted(offsets, need, side="right") - 1
         return sample, [need[owner == i] for i in range(len(self.parts))]
 
-    def _fit_and_score(self, packed_futs: list[Any], served_and_wanted: Callable[[int], tuple[list[Any], list[Any]]],
-                       serve_futs: list[Any], sample: Pairs, sample_need: list[Int64Array],
-                       info: dict[str, Any]) -> list[Any]:
+    def _fit_and_score(
+        self,
+        packed_futs: list[Any],
+        served_and_wanted: Callable[[int], tuple[list[Any], list[Any]]],
+        serve_futs: list[Any],
+        sample: Pairs,
+        sample_need: list[Int64Array],
+        info: dict[str, Any],
+    ) -> list[Any]:
         """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
-        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.model)
-                     for j in range(self.n_parts)]
+        code_futs = [self.submit(task_codes, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(self.n_parts)]
         served = [self.submit(_pick, s, self.n_parts, retries=0) for s in serve_futs]
         sample_fut = self.submit(task_codes, self.ref, (sample.left, sample.right), served, sample_need, self.model)
         counted = self.client.gather([self.submit(_pick_many, f, (1, 2), retries=0) for f in code_futs])
@@ -308,12 +353,10 @@ class DaskRun:
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
         table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
-        self.engine = self.engine.with_model(self.engine.model.learned(
-            verifier={"type": verifier.name, "state": fitted.state}))
+        self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": fitted.state}))
         self.verifier_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
-        return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table)
-                for j in range(self.n_parts)]
+        return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table) for j in range(self.n_parts)]
 
     def _forest(self, ver_futs: list[Any], info: dict[str, Any]) -> tuple[Int64Array, Int64Array] | None:
         """cluster_on: workers — a tree of spanning-forest reductions of the verified pairs."""
@@ -324,8 +367,7 @@ class DaskRun:
         info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
         return forest
 
-    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array
-                               ) -> list[dict[str, Any]]:
+    def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array) -> list[dict[str, Any]]:
         """The blockers' reports, as their ``block`` gives them locally, from the partitions' and the buckets'
         (with the statistics per group and the oversized buckets of blockers with groups); ``{}`` for a
         blocker without keys or without a report."""
@@ -340,16 +382,16 @@ class DaskRun:
         for i, b in enumerate(engine.blockers):
             keyed = ability(b, Keyed)
             if keyed is not None and has(b, Reporting):
-                buckets: dict[str, Any] = {**dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))),
-                                           "distinct_pairs": int(per_blocker[i])}
+                buckets: dict[str, Any] = {**dict(zip(BUCKET_STATS, (int(x) for x in stats[i]))), "distinct_pairs": int(per_blocker[i])}
                 if has(b, GroupedKeys):
                     buckets["groups"] = groups.get(i, {})
                     buckets["oversized"] = oversized.get(i, [])
                 out[i] = keyed.merge_reports([parts_i[i] for parts_i in blocked.blocker_parts if parts_i], buckets)
         return out
 
-    def _groups(self, blocked: BlockedFutures, scanned: Scanned
-                ) -> tuple[dict[int, dict[int, dict[str, int]]], dict[int, list[dict[str, Any]]]]:
+    def _groups(
+        self, blocked: BlockedFutures, scanned: Scanned
+    ) -> tuple[dict[int, dict[int, dict[str, int]]], dict[int, list[dict[str, Any]]]]:
         """Per blocker with groups: each group's :data:`GROUP_STATS` over every shuffle part, and its
         oversized buckets with their first member's record (read from its partition)."""
         if not blocked.groups:
@@ -366,14 +408,17 @@ class DaskRun:
         if len(over):
             need = np.unique(over[:, 3])
             owner = np.searchsorted(scanned.offsets, need, side="right") - 1
-            futs = {i: self.submit(task_serve, self.ref, self.parts[i], int(scanned.offsets[i]), [need[owner == i]])
-                    for i in np.unique(owner).tolist()}
+            futs = {
+                i: self.submit(task_serve, self.ref, self.parts[i], int(scanned.offsets[i]), [need[owner == i]])
+                for i in np.unique(owner).tolist()
+            }
             served = {i: f[0] for i, f in zip(futs, self.client.gather(list(futs.values())))}
             for blocker, group, size, g in over.tolist():
                 i = int(np.searchsorted(scanned.offsets, g, side="right") - 1)
                 row = int(np.searchsorted(need[owner == i], g))
                 oversized.setdefault(blocker, []).append(
-                    {"group": group, "size": size, "record": served[i].take(np.array([row], dtype=np.int64))})
+                    {"group": group, "size": size, "record": served[i].take(np.array([row], dtype=np.int64))}
+                )
         return groups, oversized
 
 
@@ -402,14 +447,15 @@ def _group_parts(buckets: Buckets) -> tuple[Int64Array, Int64Array]:
     return buckets.group_stats, buckets.oversized
 
 
-def _report_and_problems(blocked: Blocked) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]],
-                                                     tuple[int, int, int], Int64Array | None]:
+def _report_and_problems(
+    blocked: Blocked,
+) -> tuple[dict[str, Any], list[Problem], list[dict[str, Any]], tuple[int, int, int], Int64Array | None]:
     return blocked.report, blocked.problems, blocked.blocker_reports, blocked.tokens, blocked.lost
 
 
-def _partition_problems(job: Job, client: Any, block_futs: list[Any]
-                        ) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]],
-                                   list[Int64Array]]:
+def _partition_problems(
+    job: Job, client: Any, block_futs: list[Any]
+) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]], list[tuple[int, int, int]], list[Int64Array]]:
     """The shingler's and the blockers' per-partition reports, token counts and (pruning) the shingles each
     record lost; every partition's input problems raised together."""
     got = client.gather([client.submit(_report_and_problems, f, pure=False) for f in block_futs])
@@ -452,7 +498,7 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
     counts = client.gather([client.submit(_run_length, f, k, pure=False) for k in range(len(passes)) for f in block_futs])
     per_blocker: dict[int, list[int]] = {}
     for k, (blocker_no, _) in enumerate(passes):
-        per_blocker.setdefault(blocker_no, []).append(sum(counts[k * len(block_futs):(k + 1) * len(block_futs)]))
+        per_blocker.setdefault(blocker_no, []).append(sum(counts[k * len(block_futs) : (k + 1) * len(block_futs)]))
     for blocker_no, rows in per_blocker.items():
         windowed = ability(engine.blockers[blocker_no], Windowed)
         assert windowed is not None  # a pass of Engine.window_keys
@@ -463,12 +509,13 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
         bounds = client.submit(task_bounds, samples, n_parts, pure=False, retries=3)
         runs = [client.submit(_pick_attr, f, "runs", k, pure=False) for f in block_futs]
         split = [client.submit(task_split, r, bounds, n_parts, pure=False, retries=3) for r in runs]
-        ranges = [client.submit(task_range, *[client.submit(_pick, sp, r, pure=False) for sp in split],
-                                pure=False, retries=3) for r in range(n_parts)]
+        ranges = [
+            client.submit(task_range, *[client.submit(_pick, sp, r, pure=False) for sp in split], pure=False, retries=3)
+            for r in range(n_parts)
+        ]
         carry: Any = (np.zeros(0, np.int64), np.zeros(0, np.int32))
         for r in range(n_parts):
-            out.append(client.submit(task_windows, ranges[r], carry, window, engine.link, blocker_no, n_parts,
-                                     pure=False, retries=3))
+            out.append(client.submit(task_windows, ranges[r], carry, window, engine.link, blocker_no, n_parts, pure=False, retries=3))
             carry = client.submit(task_carry, carry, ranges[r], window - 1, pure=False, retries=3)
     return out
 
@@ -479,8 +526,7 @@ def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
     if not any(engine.has_windows(b) and not engine.has_keys(b) for b in engine.blockers):
         return []
     fields = sorted({f for src in job.spec.sources for f in src.fields})
-    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources],
-                    fields={f: [] for f in fields})
+    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources], fields={f: [] for f in fields})
     sizes = [w.window_size() if (w := ability(b, Windowed)) is not None else 0 for b in engine.blockers]
     return [(i, sizes[i]) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
 
@@ -497,9 +543,14 @@ def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -
     if len(set(keys)) == len(keys):
         return
     bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
-    raise InputError(Problem(where=str(job.config_path), path="sources",
-                             message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): "
-                             f"{', '.join(bad[:5])}", fix="ids must be unique within a source"))
+    raise InputError(
+        Problem(
+            where=str(job.config_path),
+            path="sources",
+            message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): {', '.join(bad[:5])}",
+            fix="ids must be unique within a source",
+        )
+    )
 
 
 def _sum_counts(parts: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> tuple[Int64Array, npt.NDArray[np.float64]]:

@@ -49,9 +49,11 @@ def _lower_bound(keys: npt.NDArray[Any], gidx: Int64Array, key: str, g: int) -> 
     return lo
 
 
-def task_split(run: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]],
-               bounds: tuple[npt.NDArray[Any], Int64Array], n_ranges: int,
-               ) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
+def task_split(
+    run: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]],
+    bounds: tuple[npt.NDArray[Any], Int64Array],
+    n_ranges: int,
+) -> list[tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32]]]:
     """A partition's sorted run cut at the pass's boundaries: one piece per range of the global order
     (the last ranges empty when the pass has fewer boundaries: no record has its keys)."""
     keys, gidx, src = run
@@ -71,16 +73,23 @@ def task_range(*pieces: tuple[npt.NDArray[Any], Int64Array, npt.NDArray[np.int32
     return gidx[order], src[order]
 
 
-def task_carry(carry: tuple[Int64Array, npt.NDArray[np.int32]], rng: tuple[Int64Array, npt.NDArray[np.int32]],
-               keep: int) -> tuple[Int64Array, npt.NDArray[np.int32]]:
+def task_carry(
+    carry: tuple[Int64Array, npt.NDArray[np.int32]], rng: tuple[Int64Array, npt.NDArray[np.int32]], keep: int
+) -> tuple[Int64Array, npt.NDArray[np.int32]]:
     """The last ``keep`` records of the global order up to the end of ``rng`` (``carry``: those before it)."""
     g = np.concatenate([carry[0], rng[0]])
     s = np.concatenate([carry[1], rng[1]])
     return g[len(g) - min(keep, len(g)) :], s[len(s) - min(keep, len(s)) :]
 
 
-def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int64Array, npt.NDArray[np.int32]],
-                 window: int, link: bool, blocker: int, n_parts: int) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
+def task_windows(
+    rng: tuple[Int64Array, npt.NDArray[np.int32]],
+    carry: tuple[Int64Array, npt.NDArray[np.int32]],
+    window: int,
+    link: bool,
+    blocker: int,
+    n_parts: int,
+) -> list[tuple[npt.NDArray[np.uint64], Int64Array]]:
     """Pairs of every record of a range with the ``window - 1`` records before it in the global order
     (``carry`` holds those of earlier ranges), unique, split by pair hash into ``n_parts``."""
     g = np.concatenate([carry[0], rng[0]])
@@ -106,8 +115,7 @@ def task_windows(rng: tuple[Int64Array, npt.NDArray[np.int32]], carry: tuple[Int
 #: per group of a blocker with :meth:`~er_framework.capabilities.GroupedKeys.lookup_groups`: its buckets, those
 #: with 2 or more members, the largest, the pairs of the kept ones (cross-source only in link mode), the
 #: oversized ones, their members and their pairs (cross-source only in link mode); all sums but the largest
-GROUP_STATS = ("distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records",
-               "oversized_pairs")
+GROUP_STATS = ("distinct", "buckets", "largest_bucket", "pairs", "oversized_buckets", "oversized_records", "oversized_pairs")
 
 
 @dataclass
@@ -174,8 +182,7 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
         sub[1:] |= src[1:] != src[:-1]
         sub_starts = np.flatnonzero(sub)
         sub_sizes = np.diff(np.append(sub_starts, np.int64(n))).astype(np.int64)
-        same = np.bincount(np.cumsum(new)[sub_starts] - 1, weights=sub_sizes * (sub_sizes - 1) // 2,
-                           minlength=len(starts)).astype(np.int64)
+        same = np.bincount(np.cumsum(new)[sub_starts] - 1, weights=sub_sizes * (sub_sizes - 1) // 2, minlength=len(starts)).astype(np.int64)
         made = pairs - same
     sel = np.flatnonzero(grouped[owner])
     b_own, b_grp = owner[sel], group[starts[sel]]
@@ -193,8 +200,18 @@ def task_bucket_sort(ref: JobRef, pieces: list[tuple[Int64Array, ...]]) -> Bucke
     g_stats[:, 6] = np.bincount(inv[o_sel], weights=made[sel][o_sel], minlength=k).astype(np.int64)
     ov = sel[o_sel]
     oversized = np.stack([owner[ov], group[starts[ov]], sizes[ov], gidx[starts[ov]]], axis=1).astype(np.int64).reshape(-1, 4)
-    return Buckets(keys, gidx, src, which, starts, sizes, use, stats,
-                   np.concatenate([cells.astype(np.int64).reshape(-1, 2), g_stats], axis=1), oversized)
+    return Buckets(
+        keys,
+        gidx,
+        src,
+        which,
+        starts,
+        sizes,
+        use,
+        stats,
+        np.concatenate([cells.astype(np.int64).reshape(-1, 2), g_stats], axis=1),
+        oversized,
+    )
 
 
 def merge_bucket_stats(parts: list[Int64Array], n_blockers: int) -> Int64Array:
@@ -227,8 +244,9 @@ def task_buckets(ref: JobRef, buckets: Buckets, n_parts: int) -> list[tuple[npt.
     return [(packed[dest == j], blocker[dest == j]) for j in range(n_parts)]
 
 
-def task_dedup(pieces: list[tuple[npt.NDArray[np.uint64], Int64Array]], exact: npt.NDArray[np.uint64], offsets: Int64Array,
-               n_blockers: int) -> tuple[npt.NDArray[np.uint64], list[Int64Array], Int64Array]:
+def task_dedup(
+    pieces: list[tuple[npt.NDArray[np.uint64], Int64Array]], exact: npt.NDArray[np.uint64], offsets: Int64Array, n_blockers: int
+) -> tuple[npt.NDArray[np.uint64], list[Int64Array], Int64Array]:
     """Unique candidate pairs of one part (exact pairs removed), the records needed per input partition,
     and each blocker's count of distinct pairs in this part (before the exact pairs are removed, as locally)."""
     packed = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.uint64)

@@ -88,8 +88,7 @@ def engine(ref: JobRef) -> Engine:
             _tune_malloc()
 
         data, lines, problems = load_yaml(ref.text, ref.filename)
-        job = resolve_job(data, lines, ref.filename, Path(ref.base_dir), problems, check_files=False,
-                          config_path=Path(ref.filename))
+        job = resolve_job(data, lines, ref.filename, Path(ref.base_dir), problems, check_files=False, config_path=Path(ref.filename))
         job.context.workers = 1
         got = _JOBS[ref.digest] = Engine(job)
     return got
@@ -134,8 +133,7 @@ def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64
     return recs.ids, keys, nonempty
 
 
-def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array
-                     ) -> tuple[npt.NDArray[np.uint64], Int64Array, int, Int64Array]:
+def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array) -> tuple[npt.NDArray[np.uint64], Int64Array, int, Int64Array]:
     """``prune_shingles:`` pass 1 on a partition's active records: its shingles' document frequencies
     ``(tokens, df, records)`` and each record's distinct shingles (:func:`stages.shingle_frequencies`)."""
     eng = engine(ref)
@@ -171,8 +169,7 @@ class Blocked:
 SAMPLE_KEYS = 64
 
 
-def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int,
-               model: Model | None = None) -> Blocked:
+def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n_parts: int, model: Model | None = None) -> Blocked:
     """Blocking of a partition's active records: bucket ids split into ``n_parts`` shuffle parts, and
     each window pass's records sorted by ``(sort key, global index)`` with a sample of their keys.
     ``model``: the client's model (the shingles ``prune_shingles:`` removes, from its ``prune`` stage)."""
@@ -184,8 +181,7 @@ def task_block(ref: JobRef, part: Part, offset: int, active_local: Int64Array, n
         rows, keys, which = eng.keys(recs, batch)
         group = _lookup_groups(eng, batch, which)
         windows = eng.window_keys(batch)
-        blocker_reports = [keyed.partition_report(batch) if (keyed := ability(b, Keyed)) is not None else {}
-                           for b in eng.blockers]
+        blocker_reports = [keyed.partition_report(batch) if (keyed := ability(b, Keyed)) is not None else {} for b in eng.blockers]
     except InputError as exc:  # reported with the other partitions' problems
         return Blocked([], [], [], {}, list(exc.problems))
     gidx = active_local[rows] + offset
@@ -219,8 +215,13 @@ def _lookup_groups(eng: Engine, batch: Batch, which: Int64Array) -> Int64Array:
         at = np.flatnonzero(which == i)
         g: Any = grouped.lookup_groups(batch)
         if g is None or len(g) != len(at):
-            raise PluginError(Problem(where="blocker", message=f"blocker {eng.distribution(b)}: lookup_groups gave "
-                                      f"{'no' if g is None else len(g)} groups for {len(at)} lookup keys"))
+            raise PluginError(
+                Problem(
+                    where="blocker",
+                    message=f"blocker {eng.distribution(b)}: lookup_groups gave "
+                    f"{'no' if g is None else len(g)} groups for {len(at)} lookup keys",
+                )
+            )
         groups[at] = np.asarray(g, dtype=np.int64)
     return groups
 
@@ -231,9 +232,13 @@ def task_serve(ref: JobRef, part: Part, offset: int, wanted: list[Int64Array]) -
     return [recs.take(w - offset) for w in wanted]
 
 
-def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Records], needed: list[Int64Array],
-                model: Model | None = None,
-                ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
+def task_verify(
+    ref: JobRef,
+    packed: npt.NDArray[np.uint64],
+    served: list[Records],
+    needed: list[Int64Array],
+    model: Model | None = None,
+) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
     """Scores of one part's candidate pairs: the pairs at or above the threshold, the candidate count,
     and (link modes, for the report's link answer) every candidate's score in ``packed`` order."""
     slow = os.environ.get(SLOW_ENV)
@@ -247,8 +252,11 @@ def task_verify(ref: JobRef, packed: npt.NDArray[np.uint64], served: list[Record
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
-def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array],
-          ) -> tuple[Records, Int64Array, Int64Array, Int64Array, Int64Array]:
+def _join(
+    packed_or_pairs: Any,
+    served: list[Records],
+    needed: list[Int64Array],
+) -> tuple[Records, Int64Array, Int64Array, Int64Array, Int64Array]:
     """The records served for a part, and each pair's two rows among them: ``(records, left, right, li, ri)``."""
     if isinstance(packed_or_pairs, tuple):
         left, right = packed_or_pairs
@@ -261,8 +269,9 @@ def _join(packed_or_pairs: Any, served: list[Records], needed: list[Int64Array],
     return recs, left, right, order[np.searchsorted(g_sorted, left)], order[np.searchsorted(g_sorted, right)]
 
 
-def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array],
-               model: Model | None = None) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+def task_codes(
+    ref: JobRef, pairs: Any, served: list[Records], needed: list[Int64Array], model: Model | None = None
+) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
     """A fitted verifier's code of every pair of one part (packed pairs, or ``(left, right)`` in their
     orientation), and the part's distinct codes with their counts (summed over the parts by the client)."""
     eng = _model_engine(ref, model)
@@ -272,9 +281,13 @@ def task_codes(ref: JobRef, pairs: Any, served: list[Records], needed: list[Int6
     return codes, uniq.astype(np.int64), counts.astype(np.float64)
 
 
-def task_score_codes(ref: JobRef, packed: npt.NDArray[np.uint64], coded: tuple[Int64Array, ...], table_codes: Int64Array,
-                     table: npt.NDArray[np.float64],
-                     ) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
+def task_score_codes(
+    ref: JobRef,
+    packed: npt.NDArray[np.uint64],
+    coded: tuple[Int64Array, ...],
+    table_codes: Int64Array,
+    table: npt.NDArray[np.float64],
+) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], int, npt.NDArray[np.float64]]:
     """Scores of one part's pairs from the fitted table (score of each distinct code); as :func:`task_verify`."""
     slow = os.environ.get(SLOW_ENV)
     if slow:

@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable
 
 from er_framework.config.resolve import Job
 from er_framework.engine import stages
-from er_framework.engine.shared import is_large, read_shared, start_worker
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
+from er_framework.engine.shared import is_large, read_shared, start_worker
 from er_framework.io.outputs import OutputDir
 
 __all__ = ["run_local"]
 
 
 def run_local(
-    job: Job, out_dir: str | Path | OutputDir | None = None, *, progress: Callable[[str], None] | None = None,
-    write: bool = True, model: Model | None = None,
+    job: Job,
+    out_dir: str | Path | OutputDir | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    write: bool = True,
+    model: Model | None = None,
 ) -> Result:
     """Run a validated job in this process; write outputs atomically to ``out_dir``.
 
@@ -48,10 +52,22 @@ def run_local(
     m = stages.match_records(engine, records, log)
     ver = m.verified
     facts = RunFacts(
-        records=records, exact=m.exact, candidates=m.candidates, candidate_count=len(m.candidates), scores=ver.scores,
-        verified=ver.verified, pairs=ver.pairs, labels=m.labels, blockers=m.blocker_reports, source_stats=source_stats,
-        normalize_stats=normalize_stats, tokens=m.shingled.report, shingler=m.shingled.shingler_report,
+        records=records,
+        exact=m.exact,
+        candidates=m.candidates,
+        candidate_count=len(m.candidates),
+        scores=ver.scores,
+        verified=ver.verified,
+        pairs=ver.pairs,
+        labels=m.labels,
+        blockers=m.blocker_reports,
+        source_stats=source_stats,
+        normalize_stats=normalize_stats,
+        tokens=m.shingled.report,
+        shingler=m.shingled.shingler_report,
         diagnostics=m.diagnostics,
-        explain=stages.explainer(m.engine, m.batch, m.exact, n), training=m.training, verifier_report=ver.verifier_report,
+        explain=stages.explainer(m.engine, m.batch, m.exact, n),
+        training=m.training,
+        verifier_report=ver.verifier_report,
     )
     return finish_run(job, m.engine, facts, log, t_start, out_path if write else None, as_read)

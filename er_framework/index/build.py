@@ -13,8 +13,9 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +30,17 @@ from er_framework.engine.report import er_version, versions
 from er_framework.errors import ErError, Problem
 from er_framework.executors.local import run_local
 from er_framework.index.sqlite import (
-    FORMAT_VERSION, SCHEMA, check_target, connect_db, connect_ro, damaged, files, problem, read_meta, rebuild_fix, sniff,
+    FORMAT_VERSION,
+    SCHEMA,
+    check_target,
+    connect_db,
+    connect_ro,
+    damaged,
+    files,
+    problem,
+    read_meta,
+    rebuild_fix,
+    sniff,
     sqlite_error,
 )
 from er_framework.index.store import Index, exact_hashes
@@ -45,8 +56,7 @@ def _job_from_meta(meta: dict[str, Any], path: Path) -> Job:
     data, lines, problems = load_yaml(text, filename)
     if data is None or problems:
         raise _StoredJobUnreadable(problems or [Problem(where=str(path), message="the stored job is empty")])
-    job = resolve_job(data, lines, filename, Path(meta["base_dir"]), problems, check_files=False,
-                      config_path=Path(meta["config_path"]))
+    job = resolve_job(data, lines, filename, Path(meta["base_dir"]), problems, check_files=False, config_path=Path(meta["config_path"]))
     return job
 
 
@@ -88,8 +98,7 @@ def _open(path: Path, conn: sqlite3.Connection, readonly: bool) -> Index:
         raise problem(
             path,
             f"the index has format version {version}, this er-framework ({er_version()}) reads version {FORMAT_VERSION}",
-            "rebuild it with: er index build CONFIG --index PATH (or use the er-framework "
-            f"{rows.get('er_version', '?')} that built it)",
+            f"rebuild it with: er index build CONFIG --index PATH (or use the er-framework {rows.get('er_version', '?')} that built it)",
         )
     meta: dict[str, Any] = dict(rows)
     lacking = [k for k in ("sources", "fields", "config_yaml", "config_path", "base_dir", "config_hash") if k not in meta]
@@ -103,13 +112,27 @@ def _open(path: Path, conn: sqlite3.Connection, readonly: bool) -> Index:
     try:
         job = _job_from_meta(meta, path)
     except _StoredJobUnreadable as exc:
-        raise ErError(exc.problems + [Problem(
-            where=str(path), message="the index's stored job (its YAML, kept in the index) cannot be read; nothing was run",
-            fix=rebuild_fix(path, meta.get("config_path")) + "; an index from an unknown source may be hostile: do not use it")]) from None
+        raise ErError(
+            exc.problems
+            + [
+                Problem(
+                    where=str(path),
+                    message="the index's stored job (its YAML, kept in the index) cannot be read; nothing was run",
+                    fix=rebuild_fix(path, meta.get("config_path")) + "; an index from an unknown source may be hostile: do not use it",
+                )
+            ]
+        ) from None
     except ErError as exc:
-        raise ErError(exc.problems + [Problem(
-            where=str(path), message="the job stored in the index does not resolve with the installed plugins",
-            fix="install the plugins it was built with, or rebuild the index")]) from None
+        raise ErError(
+            exc.problems
+            + [
+                Problem(
+                    where=str(path),
+                    message="the job stored in the index does not resolve with the installed plugins",
+                    fix="install the plugins it was built with, or rebuild the index",
+                )
+            ]
+        ) from None
     if job.config_hash() != meta["config_hash"]:
         raise problem(
             path,
@@ -162,8 +185,15 @@ def build_index(
         conn.executemany(
             "INSERT INTO records(rid, source, id, fields, cluster, exact, rep) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                (i, int(records.source[i]), records.ids[i], json.dumps([c[i] for c in cols], ensure_ascii=False),
-                 labels[i], exact[i], rep[i])
+                (
+                    i,
+                    int(records.source[i]),
+                    records.ids[i],
+                    json.dumps([c[i] for c in cols], ensure_ascii=False),
+                    labels[i],
+                    exact[i],
+                    rep[i],
+                )
                 for i in range(n)
             ),
         )
@@ -201,7 +231,9 @@ def build_index(
         }
         conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
         summary = {
-            "records": n, "pairs": len(p), "clusters": result.report["clusters"]["count"],
+            "records": n,
+            "pairs": len(p),
+            "clusters": result.report["clusters"]["count"],
             "run_seconds": result.report["seconds_total"],
             "model": "fitted by the build" if model is None else model.origin,
             "notes": engine.unserved_blockers(),

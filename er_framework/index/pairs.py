@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,8 +27,9 @@ from er_framework.index.sqlite import chunks, marks
 Int64Array = npt.NDArray[np.int64]
 
 
-def stored_records(conn: sqlite3.Connection, rids: Sequence[int], sources: Sequence[str],
-                   field_names: Sequence[str]) -> tuple[Records, dict[int, int]]:
+def stored_records(
+    conn: sqlite3.Connection, rids: Sequence[int], sources: Sequence[str], field_names: Sequence[str]
+) -> tuple[Records, dict[int, int]]:
     """Stored records ``rids`` as :class:`Records` (in that order) and their cluster ids."""
     rows: dict[int, tuple[int, str, str, int]] = {}
     for part in chunks(list(rids)):
@@ -51,9 +53,7 @@ def members_of_buckets(conn: sqlite3.Connection, keys: Sequence[int]) -> dict[in
     out: dict[int, list[int]] = {}
     uniq = sorted(set(keys))
     for part in chunks(uniq):
-        for key, rid in conn.execute(
-            f"SELECT key, rid FROM buckets WHERE key IN ({marks(len(part))})", part
-        ):
+        for key, rid in conn.execute(f"SELECT key, rid FROM buckets WHERE key IN ({marks(len(part))})", part):
             out.setdefault(key, []).append(rid)
     return out
 
@@ -63,16 +63,24 @@ def info_of(conn: sqlite3.Connection, rids: Sequence[int]) -> dict[int, tuple[in
     out: dict[int, tuple[int, int | None]] = {}
     uniq = sorted(set(rids))
     for part in chunks(uniq):
-        for rid, src, rep in conn.execute(
-            f"SELECT rid, source, rep FROM records WHERE rid IN ({marks(len(part))})", part
-        ):
+        for rid, src, rep in conn.execute(f"SELECT rid, source, rep FROM records WHERE rid IN ({marks(len(part))})", part):
             out[rid] = (src, rep)
     return out
 
 
-def find_pairs(conn: sqlite3.Connection, engine: Engine, sources: Sequence[str], field_names: Sequence[str],
-               rids: list[int], recs: Records, exact: list[int | None], rows: Int64Array,
-               keys: Int64Array, which: Int64Array, stats: dict[str, Any]) -> Pairs:
+def find_pairs(
+    conn: sqlite3.Connection,
+    engine: Engine,
+    sources: Sequence[str],
+    field_names: Sequence[str],
+    rids: list[int],
+    recs: Records,
+    exact: list[int | None],
+    rows: Int64Array,
+    keys: Int64Array,
+    which: Int64Array,
+    stats: dict[str, Any],
+) -> Pairs:
     """The pairs the pipeline would find for ``rids`` (already stored, ``recs`` in that order).
 
     Exact copies (dedup modes) are linked to their group's first record
@@ -85,9 +93,7 @@ def find_pairs(conn: sqlite3.Connection, engine: Engine, sources: Sequence[str],
     hashes = sorted({h for h in exact if h is not None})
     group: dict[int, list[int]] = {}
     for part in chunks(hashes):
-        for rid, h in conn.execute(
-            f"SELECT rid, exact FROM records WHERE exact IN ({marks(len(part))})", part
-        ):
+        for rid, h in conn.execute(f"SELECT rid, exact FROM records WHERE exact IN ({marks(len(part))})", part):
             group.setdefault(h, []).append(rid)
     source_of = {r: s for r, (s, _) in info_of(conn, [r for g in group.values() for r in g]).items()}
     for i, (rid, h) in enumerate(zip(rids, exact)):
@@ -160,8 +166,7 @@ def find_pairs(conn: sqlite3.Connection, engine: Engine, sources: Sequence[str],
         verified_r.append(b)
         verified_s.append(1.0)
     stats["verified_pairs"] = stats.get("verified_pairs", 0) + len(verified_l)
-    return Pairs(np.asarray(verified_l, dtype=np.int64), np.asarray(verified_r, dtype=np.int64),
-                 np.asarray(verified_s, dtype=np.float64))
+    return Pairs(np.asarray(verified_l, dtype=np.int64), np.asarray(verified_r, dtype=np.int64), np.asarray(verified_s, dtype=np.float64))
 
 
 __all__ = ["Int64Array", "find_pairs", "info_of", "members_of_buckets", "stored_records"]

@@ -54,8 +54,9 @@ def component(conn: sqlite3.Connection, seeds: set[int]) -> tuple[list[int], Pai
     )
 
 
-def recluster(conn: sqlite3.Connection, clusterer: Clusterer, seeds: set[int], seq: int,
-              removed_ids: dict[int, int] | None = None) -> dict[str, Any]:
+def recluster(
+    conn: sqlite3.Connection, clusterer: Clusterer, seeds: set[int], seq: int, removed_ids: dict[int, int] | None = None
+) -> dict[str, Any]:
     """Cluster the components touching ``seeds`` again and give the clusters ids (module docstring)."""
     stats: dict[str, Any] = {"records_reclustered": 0, "ids_changed": 0, "new_clusters": 0, "merged": 0, "split": 0, "retired": 0}
     if not seeds and not removed_ids:
@@ -120,6 +121,7 @@ def cluster_changes(before: dict[int, int], after: dict[int, int]) -> dict[str, 
     """How two clusterings of the same records differ: ``clusters_changed`` (clusters of ``after`` whose set of
     records no cluster of ``before`` had), ``clusters_before`` / ``clusters_after`` and ``records_moved`` (records
     whose cluster id changed)."""
+
     def groups(labels: dict[int, int]) -> set[frozenset[int]]:
         by: dict[int, set[int]] = {}
         for rid, c in labels.items():
@@ -127,8 +129,12 @@ def cluster_changes(before: dict[int, int], after: dict[int, int]) -> dict[str, 
         return {frozenset(g) for g in by.values()}
 
     old, new = groups(before), groups(after)
-    return {"clusters_before": len(old), "clusters_after": len(new), "clusters_changed": len(new - old),
-            "records_moved": sum(1 for rid, c in after.items() if before.get(rid) != c)}
+    return {
+        "clusters_before": len(old),
+        "clusters_after": len(new),
+        "clusters_changed": len(new - old),
+        "records_moved": sum(1 for rid, c in after.items() if before.get(rid) != c),
+    }
 
 
 __all__ = ["cluster_changes", "component", "recluster"]

@@ -22,12 +22,14 @@ K * 4 bytes per record (512 MB at K = 128).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from er_framework.errors import ErError, Problem
 
@@ -111,12 +113,17 @@ def sqlite_error(path: str | Path, exc: sqlite3.Error, doing: str = "use", confi
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if name.startswith(_BUSY) or "locked" in text:
-        return problem(path, f"the index is busy: another process holds it (sqlite: {text})",
-                       "wait for the other er index add/remove to finish, then try again")
+        return problem(
+            path,
+            f"the index is busy: another process holds it (sqlite: {text})",
+            "wait for the other er index add/remove to finish, then try again",
+        )
     if name.startswith(_ACCESS) or "readonly" in text or "unable to open" in text:
-        return problem(path, f"cannot {doing} the index file {path} (sqlite: {text})",
-                       "check the file's and its folder's permissions and the free disk space "
-                       "(SQLite writes PATH-wal and PATH-shm beside the index)")
+        return problem(
+            path,
+            f"cannot {doing} the index file {path} (sqlite: {text})",
+            "check the file's and its folder's permissions and the free disk space (SQLite writes PATH-wal and PATH-shm beside the index)",
+        )
     return damaged(path, text, config)
 
 
@@ -133,10 +140,8 @@ class Txn:
         if kind is None:
             self.conn.execute("COMMIT")
         elif self.conn.in_transaction:  # some errors (I/O, a full disk, corruption) roll back by themselves
-            try:
+            with contextlib.suppress(sqlite3.Error):  # the error being raised says more than a failed rollback
                 self.conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the error being raised says more than a failed rollback
 
 
 def pause() -> None:
@@ -170,8 +175,9 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     to checkpoint pages a reader is reading. The database file itself is never
     written.
     """
-    conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
-                           timeout=60.0, check_same_thread=False)
+    conn = sqlite3.connect(
+        Path(path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, timeout=60.0, check_same_thread=False
+    )
     conn.execute("PRAGMA cache_size=-262144")  # connection-local, nothing written
     return conn
 
@@ -205,8 +211,7 @@ def read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
     except sqlite3.Error as exc:
         raise sqlite_error(path, exc, "read") from None
     if "meta" not in tables:
-        raise problem(path, "not an er-framework index (an SQLite database without index metadata); "
-                            "the file was not changed", fix)
+        raise problem(path, "not an er-framework index (an SQLite database without index metadata); the file was not changed", fix)
     try:
         rows = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
     except sqlite3.Error as exc:
@@ -268,14 +273,36 @@ def check_target(path: str | Path, *, force: bool = False) -> None:
     try:
         fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except OSError as exc:
-        raise problem(path, f"cannot write in the folder {parent}: {exc.strerror or exc}",
-                      f"check the folder's permissions and free space, or {other}") from None
+        raise problem(
+            path,
+            f"cannot write in the folder {parent}: {exc.strerror or exc}",
+            f"check the folder's permissions and free space, or {other}",
+        ) from None
     os.close(fd)
     os.unlink(probe)
 
 
 __all__ = [
-    "CHUNK", "FORMAT_VERSION", "PAUSE_ENV", "QUICK_CHECK_MAX_BYTES", "SCHEMA", "SQLITE_MAGIC", "Txn",
-    "check_target", "chunks", "connect_db", "connect_ro", "damaged", "files", "marks", "meta_get", "meta_set",
-    "pause", "problem", "read_meta", "rebuild_fix", "sniff", "sqlite_error",
+    "CHUNK",
+    "FORMAT_VERSION",
+    "PAUSE_ENV",
+    "QUICK_CHECK_MAX_BYTES",
+    "SCHEMA",
+    "SQLITE_MAGIC",
+    "Txn",
+    "check_target",
+    "chunks",
+    "connect_db",
+    "connect_ro",
+    "damaged",
+    "files",
+    "marks",
+    "meta_get",
+    "meta_set",
+    "pause",
+    "problem",
+    "read_meta",
+    "rebuild_fix",
+    "sniff",
+    "sqlite_error",
 ]

@@ -25,9 +25,10 @@ import json
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ParamSpec, Sequence, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -40,7 +41,18 @@ from er_framework.engine.model import Model, model_text
 from er_framework.index.pairs import Int64Array, find_pairs, members_of_buckets, stored_records
 from er_framework.index.recluster import cluster_changes, recluster
 from er_framework.index.sqlite import (
-    CHUNK, QUICK_CHECK_MAX_BYTES, Txn, chunks, damaged, files, marks, meta_get, meta_set, pause, problem, sqlite_error,
+    CHUNK,
+    QUICK_CHECK_MAX_BYTES,
+    Txn,
+    chunks,
+    damaged,
+    files,
+    marks,
+    meta_get,
+    meta_set,
+    pause,
+    problem,
+    sqlite_error,
 )
 
 _P = ParamSpec("_P")
@@ -57,8 +69,9 @@ def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R]:
         except sqlite3.Error as exc:
             index = args[0]
             assert isinstance(index, Index)
-            raise sqlite_error(index.path, exc, "write" if method.__name__ in ("add", "remove") else "read",
-                               index.meta.get("config_path")) from None
+            raise sqlite_error(
+                index.path, exc, "write" if method.__name__ in ("add", "remove") else "read", index.meta.get("config_path")
+            ) from None
 
     return wrapper
 
@@ -87,16 +100,19 @@ class Match:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "query": self.query, "rank": self.rank, "source": self.source, "id": self.id,
-            "score": round(self.score, 6), "cluster_id": self.cluster_id,
+            "query": self.query,
+            "rank": self.rank,
+            "source": self.source,
+            "id": self.id,
+            "score": round(self.score, 6),
+            "cluster_id": self.cluster_id,
         }
 
 
 class Index:
     """An index on disk (see the module docstring). Open with :func:`open_index`."""
 
-    def __init__(self, path: str | Path, conn: sqlite3.Connection, job: Job, meta: dict[str, Any],
-                 *, readonly: bool = False) -> None:
+    def __init__(self, path: str | Path, conn: sqlite3.Connection, job: Job, meta: dict[str, Any], *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.conn = conn
         #: opened with ``open_index(path, readonly=True)``: queries only, the file is never written
@@ -115,7 +131,7 @@ class Index:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -159,8 +175,11 @@ class Index:
         """Records of the caller mapped onto the index's sources and fields."""
         if source is None:
             if len(self.sources) > 1:
-                raise problem(self.path, f"this index has several sources ({', '.join(self.sources)})",
-                              "name the source of the new items (--source NAME)")
+                raise problem(
+                    self.path,
+                    f"this index has several sources ({', '.join(self.sources)})",
+                    "name the source of the new items (--source NAME)",
+                )
             source = self.sources[0]
         if source not in self.sources:
             raise problem(self.path, f"no source {source!r} in this index", f"sources: {', '.join(self.sources)}")
@@ -208,9 +227,7 @@ class Index:
             hashes = sorted({h for h in exact if h is not None})
             by_hash: dict[int, list[int]] = {}
             for part in chunks(hashes):
-                for rid, h in self.conn.execute(
-                    f"SELECT rid, exact FROM records WHERE exact IN ({marks(len(part))})", part
-                ):
+                for rid, h in self.conn.execute(f"SELECT rid, exact FROM records WHERE exact IN ({marks(len(part))})", part):
                     by_hash.setdefault(h, []).append(rid)
             for i, h in enumerate(exact):
                 if h is not None and h in by_hash:
@@ -281,8 +298,9 @@ class Index:
         for s in sorted(set(recs.source.tolist())):
             ids = [recs.ids[i] for i in range(len(recs)) if recs.source[i] == s]
             for part in chunks(ids):
-                found += [r[0] for r in self.conn.execute(
-                    f"SELECT id FROM records WHERE source = ? AND id IN ({marks(len(part))})", [s, *part])]
+                found += [
+                    r[0] for r in self.conn.execute(f"SELECT id FROM records WHERE source = ? AND id IN ({marks(len(part))})", [s, *part])
+                ]
         return found
 
     @_guarded
@@ -292,8 +310,11 @@ class Index:
         recs = stages.normalize(self.job, self._as_records(records, source))[0]
         dup = sorted(i for i, c in Counter(recs.ids).items() if c > 1)
         if dup:
-            raise problem(self.path, f"{len(dup)} id(s) appear more than once in the new items: {', '.join(dup[:5])}",
-                          "give every new item its own id")
+            raise problem(
+                self.path,
+                f"{len(dup)} id(s) appear more than once in the new items: {', '.join(dup[:5])}",
+                "give every new item its own id",
+            )
         stats: dict[str, Any] = {"added": len(recs)}
         with self._write():
             if self.check_is_cheap():  # not into a damaged file (checked under the write lock)
@@ -301,9 +322,11 @@ class Index:
             clash = self._existing(recs)
             if clash:
                 self._require_intact()  # (already done when cheap) ids read from a damaged table may be wrong
-                raise problem(self.path, f"{len(clash)} id(s) are already in the index: {', '.join(clash[:5])}"
-                              + (" …" if len(clash) > 5 else ""),
-                              "remove them first (er index remove) or give the new items other ids")
+                raise problem(
+                    self.path,
+                    f"{len(clash)} id(s) are already in the index: {', '.join(clash[:5])}" + (" …" if len(clash) > 5 else ""),
+                    "remove them first (er index remove) or give the new items other ids",
+                )
             seq = self._event(command)
             first = int(self.conn.execute("SELECT COALESCE(MAX(rid), -1) + 1 FROM records").fetchone()[0])
             first = max(first, int(meta_get(self.conn, "next_rid") or 0))
@@ -345,26 +368,28 @@ class Index:
             self.conn.execute("DELETE FROM pairs")
             self.conn.executemany(
                 "INSERT OR REPLACE INTO pairs(a, b, score) VALUES (?, ?, ?)",
-                zip(rid_of[p.left].tolist(), rid_of[p.right].tolist(),
-                    (p.score if p.score is not None else np.ones(len(p))).tolist()))
+                zip(rid_of[p.left].tolist(), rid_of[p.right].tolist(), (p.score if p.score is not None else np.ones(len(p))).tolist()),
+            )
             self.conn.execute("DELETE FROM buckets")  # bucket ids change with the pruned shingles
             chunk = max(self.job.spec.chunk_records, 1)
             for a in range(0, len(rids), chunk):
                 part = recs.take(np.arange(a, min(len(rids), a + chunk), dtype=np.int64))
                 rows, keys, _ = engine.keys(part)
-                self.conn.executemany("INSERT OR IGNORE INTO buckets(key, rid) VALUES (?, ?)",
-                                      zip(keys.tolist(), rid_of[rows + a].tolist()))
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO buckets(key, rid) VALUES (?, ?)", zip(keys.tolist(), rid_of[rows + a].tolist())
+                )
             old_model = self.engine.model
             self.engine = engine
             meta_set(self.conn, "model_json", model_text(engine.model))
-            stats: dict[str, Any] = {"records": len(rids), "pairs": int(len(p)),
-                                     "candidate_pairs": int(len(matched.candidates))}
+            stats: dict[str, Any] = {"records": len(rids), "pairs": int(len(p)), "candidate_pairs": int(len(matched.candidates))}
             stats.update(recluster(self.conn, self.engine.clusterer, set(rids), seq))
             after = {rid: c for rid, c in self.conn.execute("SELECT rid, cluster FROM records")}
             stats.update(cluster_changes(before, after))
-            stats["model"] = {"lambda_before": (old_model.verifier_state or {}).get("lambda"),
-                              "lambda_after": (engine.model.verifier_state or {}).get("lambda"),
-                              "threshold": engine.threshold}
+            stats["model"] = {
+                "lambda_before": (old_model.verifier_state or {}).get("lambda"),
+                "lambda_after": (engine.model.verifier_state or {}).get("lambda"),
+                "threshold": engine.threshold,
+            }
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
             pause()
@@ -373,18 +398,22 @@ class Index:
     def _joined(self, rids: list[int]) -> int:
         """New records whose cluster holds an older record."""
         lo = rids[0] if rids else 0
-        return int(self.conn.execute(
-            "SELECT COUNT(*) FROM records r WHERE r.rid >= ? AND EXISTS "
-            "(SELECT 1 FROM records o WHERE o.cluster = r.cluster AND o.rid < ?)", (lo, lo)
-        ).fetchone()[0])
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM records r WHERE r.rid >= ? AND EXISTS "
+                "(SELECT 1 FROM records o WHERE o.cluster = r.cluster AND o.rid < ?)",
+                (lo, lo),
+            ).fetchone()[0]
+        )
 
     @_guarded
     def remove(self, ids: Sequence[str], *, source: str | None = None) -> dict[str, Any]:
         """Remove records by id; their pairs go, exact copies get a new representative, clusters are redone."""
         t0 = time.perf_counter()
         if source is None and len(self.sources) > 1:
-            raise problem(self.path, f"this index has several sources ({', '.join(self.sources)})",
-                          "name the source of the ids (--source NAME)")
+            raise problem(
+                self.path, f"this index has several sources ({', '.join(self.sources)})", "name the source of the ids (--source NAME)"
+            )
         src = self.sources.index(source) if source is not None else 0
         if source is not None and source not in self.sources:
             raise problem(self.path, f"no source {source!r} in this index", f"sources: {', '.join(self.sources)}")
@@ -401,15 +430,17 @@ class Index:
             missing = [i for i in dict.fromkeys(ids) if i not in found]
             if missing:
                 self._require_intact()  # a damaged records table reads as ids that are not there
-                raise problem(self.path, f"{len(missing)} id(s) are not in the index: {', '.join(missing[:5])}",
-                              "check the ids (er index info lists the sources); nothing was removed")
+                raise problem(
+                    self.path,
+                    f"{len(missing)} id(s) are not in the index: {', '.join(missing[:5])}",
+                    "check the ids (er index info lists the sources); nothing was removed",
+                )
             seq = self._event("remove")
             rids = sorted(v[0] for v in found.values())
             removed_clusters = {v[0]: v[1] for v in found.values()}
             recs, _ = stored_records(self.conn, rids, self.sources, self.fields)
             rows, keys, _which = self.engine.keys(recs)
-            self.conn.executemany("DELETE FROM buckets WHERE key = ? AND rid = ?",
-                                  zip(keys.tolist(), (rids[r] for r in rows.tolist())))
+            self.conn.executemany("DELETE FROM buckets WHERE key = ? AND rid = ?", zip(keys.tolist(), (rids[r] for r in rows.tolist())))
             neighbours: set[int] = set()
             for part in chunks(rids, CHUNK // 2):
                 q = marks(len(part))
@@ -419,8 +450,7 @@ class Index:
             # exact copies that were collapsed onto a removed record: the group's next record takes over
             orphans: list[int] = []
             for part in chunks(rids):
-                orphans += [r[0] for r in self.conn.execute(
-                    f"SELECT rid FROM records WHERE rep IN ({marks(len(part))})", part)]
+                orphans += [r[0] for r in self.conn.execute(f"SELECT rid FROM records WHERE rep IN ({marks(len(part))})", part)]
             gone = set(rids)
             for part in chunks(rids):
                 self.conn.execute(f"DELETE FROM records WHERE rid IN ({marks(len(part))})", part)
@@ -433,8 +463,19 @@ class Index:
                     self.conn.execute(f"DELETE FROM pairs WHERE a IN ({q}) OR b IN ({q})", list(part) * 2)
                 orecs, _ = stored_records(self.conn, orphans, self.sources, self.fields)
                 orows, okeys, owhich = self.engine.keys(orecs)
-                pairs = find_pairs(self.conn, self.engine, self.sources, self.fields, orphans, orecs,
-                                   exact_hashes(self.job, orecs), orows, okeys, owhich, stats)
+                pairs = find_pairs(
+                    self.conn,
+                    self.engine,
+                    self.sources,
+                    self.fields,
+                    orphans,
+                    orecs,
+                    exact_hashes(self.job, orecs),
+                    orows,
+                    okeys,
+                    owhich,
+                    stats,
+                )
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO pairs(a, b, score) VALUES (?, ?, ?)",
                     zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()),  # type: ignore[union-attr]
@@ -473,8 +514,12 @@ class Index:
     def latest_changes(self, limit: int = 20) -> list[tuple[Any, ...]]:
         """The latest ``limit`` cluster id changes, newest first: ``(seq, kind, cluster, survivor, records)``."""
         with self._read():
-            return [tuple(r) for r in self.conn.execute(
-                "SELECT seq, kind, cluster, survivor, records FROM cluster_changes ORDER BY rowid DESC LIMIT ?", (limit,))]
+            return [
+                tuple(r)
+                for r in self.conn.execute(
+                    "SELECT seq, kind, cluster, survivor, records FROM cluster_changes ORDER BY rowid DESC LIMIT ?", (limit,)
+                )
+            ]
 
     @_guarded
     def info(self) -> dict[str, Any]:
@@ -506,9 +551,12 @@ class Index:
                 "verifier": self.engine.verifier.name,
                 "clusterer": self.engine.clusterer.name,
                 "threshold": self.engine.threshold,
-                "model": {"job_hash": self.engine.model.job_hash, "fitted_on": self.engine.model.fitted_on,
-                          "verifier_fitted": self.engine.model.verifier is not None,
-                          "threshold": None if self.engine.model.threshold is None else self.engine.model.threshold.value},
+                "model": {
+                    "job_hash": self.engine.model.job_hash,
+                    "fitted_on": self.engine.model.fitted_on,
+                    "verifier_fitted": self.engine.model.verifier is not None,
+                    "threshold": None if self.engine.model.threshold is None else self.engine.model.threshold.value,
+                },
                 "blockers_not_used_for_new_items": self.engine.unserved_blockers(),
                 "bytes_on_disk": sum(p.stat().st_size for p in files(self.path) if p.exists()),
                 "events": events,

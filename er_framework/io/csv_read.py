@@ -38,8 +38,7 @@ __all__ = ["MALFORMED_FIX", "read_csv_columns"]
 
 #: How to fix a row the csv module cannot parse.
 MALFORMED_FIX = (
-    'enclose values that contain the separator, a quote or a newline in double quotes, '
-    'and double the quotes inside them ("say ""hi""")'
+    'enclose values that contain the separator, a quote or a newline in double quotes, and double the quotes inside them ("say ""hi""")'
 )
 
 
@@ -80,8 +79,16 @@ def _guarded_lines(pieces: Iterable[tuple[str, int]], guard: _RowGuard | None) -
 
 
 def read_csv_columns(
-    text: str | Iterable[tuple[str, int]], file: str, delimiter: str, wanted: list[str], id_column: str, hint: str,
-    *, max_record_bytes: int | None = None, whole: bool = True, ids: RecordIds | None = None,
+    text: str | Iterable[tuple[str, int]],
+    file: str,
+    delimiter: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    *,
+    max_record_bytes: int | None = None,
+    whole: bool = True,
+    ids: RecordIds | None = None,
     split_whole: bool = True,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw string columns of a CSV/TSV text (empty cells still ``""``).
@@ -124,13 +131,11 @@ def read_csv_columns(
         rest = first.split("\n", done)[done] if first.count("\n") >= done else ""
         with gc_paused():
             for piece in chain([rest], (p for p, _ in source)):
-                got = _simple_piece(piece, delimiter, len(header), keep, max_record_bytes) if _plain(
-                    piece, delimiter) else None
+                got = _simple_piece(piece, delimiter, len(header), keep, max_record_bytes) if _plain(piece, delimiter) else None
                 if got is None:  # csv.reader from this piece on
                     if guard is not None:
                         guard.lines = done
-                    reader = csv.reader(_guarded_lines(chain([(piece, 0)], source), guard), delimiter=delimiter,
-                                        strict=True)
+                    reader = csv.reader(_guarded_lines(chain([(piece, 0)], source), guard), delimiter=delimiter, strict=True)
                     with too_big.caught():
                         rows, row_lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard, done)
                     _add_rows(cells, rows, len(keep))
@@ -173,7 +178,7 @@ class _Pieces:
         self.last: tuple[str, int] | None = None
         self.count = 0
 
-    def __iter__(self) -> "_Pieces":
+    def __iter__(self) -> _Pieces:
         return self
 
     def __next__(self) -> tuple[str, int]:
@@ -262,22 +267,30 @@ def _csv_header(
         try:
             row = next(reader)
         except StopIteration:
-            return None, 0, [
-                Problem(
-                    where=file,
-                    message=f"the file is empty: no header row{hint}",
-                    fix=f"the first line must name the columns, e.g. {id_column}"
-                    + "".join(f"{delimiter}{c}" for c in wanted if c != id_column),
-                )
-            ]
+            return (
+                None,
+                0,
+                [
+                    Problem(
+                        where=file,
+                        message=f"the file is empty: no header row{hint}",
+                        fix=f"the first line must name the columns, e.g. {id_column}"
+                        + "".join(f"{delimiter}{c}" for c in wanted if c != id_column),
+                    )
+                ],
+            )
         except csv.Error as e:
-            return None, 0, [
-                Problem(
-                    where=f"{file}:{reader.line_num}",
-                    message=f"the header row cannot be parsed: {e}",
-                    fix=MALFORMED_FIX,
-                )
-            ]
+            return (
+                None,
+                0,
+                [
+                    Problem(
+                        where=f"{file}:{reader.line_num}",
+                        message=f"the header row cannot be parsed: {e}",
+                        fix=MALFORMED_FIX,
+                    )
+                ],
+            )
         if row:
             return row, reader.line_num, []
 
@@ -308,7 +321,12 @@ def _csv_header_problems(
 
 
 def _csv_rows(
-    reader: Any, file: str, delimiter: str, header: list[str], keep: list[int], guard: _RowGuard | None,
+    reader: Any,
+    file: str,
+    delimiter: str,
+    header: list[str],
+    keep: list[int],
+    guard: _RowGuard | None,
     line_offset: int = 0,
 ) -> tuple[list[Any], list[int], list[Problem]]:
     """The data rows after the header (each with the line it starts on) and the row problems:
@@ -378,7 +396,6 @@ def _csv_rows(
                 extra = row[ncols:]
                 too_long.add(
                     f"{file}:{start}",
-                    f"row {start} has {n} cells but the header has {ncols} columns; "
-                    f"extra values: {snippet(delimiter.join(extra))}",
+                    f"row {start} has {n} cells but the header has {ncols} columns; extra values: {snippet(delimiter.join(extra))}",
                 )
     return rows, lines, broken.problems() + too_long.problems() + too_short.problems()

@@ -244,10 +244,8 @@ def check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list
             problems.append(
                 Problem(
                     where=file,
-                    message=f"unsupported file type {suffix!r}{hint}; "
-                    f"supported extensions: {supported}",
-                    fix="convert the file to CSV, TSV, JSON Lines or Parquet and name it "
-                    "with one of the supported extensions",
+                    message=f"unsupported file type {suffix!r}{hint}; supported extensions: {supported}",
+                    fix="convert the file to CSV, TSV, JSON Lines or Parquet and name it with one of the supported extensions",
                 )
             )
     where_fix = f" at {yaml_where}" if yaml_where else ""
@@ -268,8 +266,7 @@ def check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list
             Problem(
                 where=file,
                 message=f"no such file: {str(absolute)!r}{detail}{hint}",
-                fix=f"{suggestion}check the path{where_fix}; relative paths are resolved "
-                "against the job file's directory",
+                fix=f"{suggestion}check the path{where_fix}; relative paths are resolved against the job file's directory",
             )
         )
     elif path.is_dir():
@@ -299,8 +296,7 @@ def _gzip_problem(e: BaseException, file: str, hint: str) -> Problem:
 
 
 def _read_problem(e: OSError, file: str, hint: str) -> Problem:
-    return Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}",
-                   fix="check the file's permissions")
+    return Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}", fix="check the file's permissions")
 
 
 def open_data_file(path: Path, file: str, hint: str) -> BinaryIO:
@@ -332,8 +328,9 @@ def read_bytes(path: Path, compressed: bool, file: str, hint: str) -> bytes:
         raise InputError(_read_problem(e, file, hint)) from None
 
 
-def utf8_problem(raw: bytes | bytearray, bad_at: int, line: int, offset: int, file: str, compressed: bool,
-                 hint: str, utf16: bool = False) -> Problem:
+def utf8_problem(
+    raw: bytes | bytearray, bad_at: int, line: int, offset: int, file: str, compressed: bool, hint: str, utf16: bool = False
+) -> Problem:
     """The problem for invalid UTF-8 at ``raw[bad_at]``; ``raw`` starts on line ``line`` at
     byte ``offset`` of the (decompressed) file."""
     line += raw.count(b"\n", 0, bad_at)
@@ -345,20 +342,19 @@ def utf8_problem(raw: bytes | bytearray, bad_at: int, line: int, offset: int, fi
         fix = "re-encode the file as UTF-8 (e.g. iconv -f utf-16 -t utf-8 in.csv > out.csv)"
     return Problem(
         where=f"{file}:{line}",
-        message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset + bad_at}{of} "
-        f"(line {line}){note}{hint}",
+        message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset + bad_at}{of} (line {line}){note}{hint}",
         fix=fix,
     )
 
 
-def too_big_problem(file: str, line: int, size: int, limit: int, hint: str, unit: str,
-                    record_id: str | None, partial: bool = False) -> Problem:
+def too_big_problem(
+    file: str, line: int, size: int, limit: int, hint: str, unit: str, record_id: str | None, partial: bool = False
+) -> Problem:
     """The problem for a record larger than ``max_record_mb`` (``partial``: reading stopped
     at ``size`` bytes, the record is larger still)."""
     of = f" (id {snippet(record_id, 40)})" if record_id else ""
     if partial:
-        what = (f"is larger than the limit of {mb_text(limit)} (max_record_mb): reading stopped after "
-                f"{mb_text(size)} of it")
+        what = f"is larger than the limit of {mb_text(limit)} (max_record_mb): reading stopped after {mb_text(size)} of it"
     else:
         what = f"is {mb_text(size)}, larger than the limit of {mb_text(limit)} (max_record_mb)"
     return Problem(where=f"{file}:{line}", message=f"the record on {unit} {line}{of} {what}{hint}", fix=RECORD_FIX)
@@ -373,9 +369,7 @@ class RecordIds:
         self.delimiter = "\t" if fmt == "tsv" else ","
         #: CSV/TSV: the id column's position, once the header is read
         self.position: int | None = None
-        self.pattern = re.compile(
-            re.escape(json.dumps(id_column)) + r'\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,40})'
-        )
+        self.pattern = re.compile(re.escape(json.dumps(id_column)) + r'\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,40})')
 
     def __call__(self, prefix: bytes | str) -> str | None:
         text = prefix.decode("utf-8", "replace") if isinstance(prefix, bytes) else prefix
@@ -394,8 +388,16 @@ class RecordIds:
 
 
 def text_chunks(
-    f: BinaryIO, file: str, compressed: bool, hint: str, limit: int | None,
-    *, stop: int | None = None, first_line: int = 1, offset: int = 0, ids: RecordIds | None = None,
+    f: BinaryIO,
+    file: str,
+    compressed: bool,
+    hint: str,
+    limit: int | None,
+    *,
+    stop: int | None = None,
+    first_line: int = 1,
+    offset: int = 0,
+    ids: RecordIds | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The UTF-8 text of ``f`` in pieces of about :data:`READ_CHUNK` bytes, each ending on a line
     end (the last one may not): ``(text, number of its first line)``.
@@ -447,8 +449,9 @@ def text_chunks(
             line += piece.count(b"\n")
             pos += end
         if limit is not None and len(carry) > limit:
-            raise InputError(too_big_problem(file, line, len(carry), limit, hint, "line",
-                                             ids(bytes(carry[:4096])) if ids else None, partial=True))
+            raise InputError(
+                too_big_problem(file, line, len(carry), limit, hint, "line", ids(bytes(carry[:4096])) if ids else None, partial=True)
+            )
     if carry and (stop is None or pos < stop):
         try:
             text = bytes(carry).decode("utf-8")
@@ -476,8 +479,7 @@ def decode_utf8(raw: bytes, file: str, compressed: bool, hint: str) -> str:
         raise InputError(
             Problem(
                 where=f"{file}:{line}",
-                message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset}{of} "
-                f"(line {line}){note}{hint}",
+                message=f"the file is not valid UTF-8: byte {bad!r} at byte offset {offset}{of} (line {line}){note}{hint}",
                 fix=fix,
             )
         ) from None
@@ -504,10 +506,8 @@ def missing_columns(
             Problem(
                 where=file,
                 path=f"column {col!r}",
-                message=f"{role} {col!r} not found{hint}; "
-                f"columns present: {choices_text(present)}",
-                fix=f"{did_you_mean(col, present)}use one of the columns present, or add the "
-                f"column to {container}{extra_fix}",
+                message=f"{role} {col!r} not found{hint}; columns present: {choices_text(present)}",
+                fix=f"{did_you_mean(col, present)}use one of the columns present, or add the column to {container}{extra_fix}",
             )
         )
     return problems

@@ -77,8 +77,7 @@ class SpanCollector:
     own conversion), used for values that are not plain strings.
     """
 
-    def __init__(self, path: str | os.PathLike[str], fields: Sequence[str],
-                 convert: Callable[[list[Any]], list[str | None]]) -> None:
+    def __init__(self, path: str | os.PathLike[str], fields: Sequence[str], convert: Callable[[list[Any]], list[str | None]]) -> None:
         self.path = os.fspath(path)
         st = os.stat(self.path)
         self.stamp = (int(st.st_size), int(st.st_mtime_ns))
@@ -151,12 +150,18 @@ class SpanCollector:
             return -1
         return q + 1
 
-    def column(self, field: str) -> "FileTexts":
+    def column(self, field: str) -> FileTexts:
         """The column of ``field``, one value per record added."""
-        return FileTexts(self.path, self.stamp, np.frombuffer(self._kind[field], dtype=np.uint8).copy(),
-                         np.frombuffer(self._at[field], dtype=np.int64).copy(),
-                         np.frombuffer(self._len[field], dtype=np.int64).copy(),
-                         np.frombuffer(self._chars[field], dtype=np.int64).copy(), field, self.convert)
+        return FileTexts(
+            self.path,
+            self.stamp,
+            np.frombuffer(self._kind[field], dtype=np.uint8).copy(),
+            np.frombuffer(self._at[field], dtype=np.int64).copy(),
+            np.frombuffer(self._len[field], dtype=np.int64).copy(),
+            np.frombuffer(self._chars[field], dtype=np.int64).copy(),
+            field,
+            self.convert,
+        )
 
 
 class FileTexts(Sequence[str | None]):
@@ -170,9 +175,17 @@ class FileTexts(Sequence[str | None]):
     file share one read.
     """
 
-    def __init__(self, path: str, stamp: tuple[int, int], kind: npt.NDArray[np.uint8], at: npt.NDArray[np.int64],
-                 size: npt.NDArray[np.int64], chars: npt.NDArray[np.int64], key: str,
-                 convert: Callable[[list[Any]], list[str | None]]) -> None:
+    def __init__(
+        self,
+        path: str,
+        stamp: tuple[int, int],
+        kind: npt.NDArray[np.uint8],
+        at: npt.NDArray[np.int64],
+        size: npt.NDArray[np.int64],
+        chars: npt.NDArray[np.int64],
+        key: str,
+        convert: Callable[[list[Any]], list[str | None]],
+    ) -> None:
         self.path, self.stamp, self.key, self.convert = path, stamp, key, convert
         self.kind, self.at, self.size, self.chars = kind, at, size, chars
 
@@ -180,14 +193,21 @@ class FileTexts(Sequence[str | None]):
         return int(len(self.kind))
 
     @classmethod
-    def concat(cls, parts: Sequence["FileTexts"]) -> "FileTexts":
+    def concat(cls, parts: Sequence[FileTexts]) -> FileTexts:
         """One column of several columns of one field of one file (e.g. its byte ranges), in order."""
         first = parts[0]
         if any((p.path, p.stamp, p.key) != (first.path, first.stamp, first.key) for p in parts):
             raise ValueError("FileTexts.concat: the columns are not of one field of one file as it was")
-        return cls(first.path, first.stamp, np.concatenate([p.kind for p in parts]),
-                   np.concatenate([p.at for p in parts]), np.concatenate([p.size for p in parts]),
-                   np.concatenate([p.chars for p in parts]), first.key, first.convert)
+        return cls(
+            first.path,
+            first.stamp,
+            np.concatenate([p.kind for p in parts]),
+            np.concatenate([p.at for p in parts]),
+            np.concatenate([p.size for p in parts]),
+            np.concatenate([p.chars for p in parts]),
+            first.key,
+            first.convert,
+        )
 
     def __repr__(self) -> str:
         return f"FileTexts({self.path!r}, {self.key!r}, {len(self)} values)"
@@ -217,11 +237,10 @@ class FileTexts(Sequence[str | None]):
         """Characters of each value (0 for ``None``), without reading the file."""
         return self.chars
 
-    def take(self, rows: npt.ArrayLike) -> "FileTexts":
+    def take(self, rows: npt.ArrayLike) -> FileTexts:
         """The column of ``rows`` (in that order); nothing is read."""
         idx = np.asarray(rows, dtype=np.int64)
-        return FileTexts(self.path, self.stamp, self.kind[idx], self.at[idx], self.size[idx], self.chars[idx],
-                         self.key, self.convert)
+        return FileTexts(self.path, self.stamp, self.kind[idx], self.at[idx], self.size[idx], self.chars[idx], self.key, self.convert)
 
     def read(self, rows: npt.ArrayLike) -> list[str | None]:
         """The values of ``rows`` (in that order), read from the file."""
@@ -237,10 +256,13 @@ class FileTexts(Sequence[str | None]):
         try:
             st = os.fstat(fd)
             if (int(st.st_size), int(st.st_mtime_ns)) != self.stamp:
-                raise InputError(Problem(
-                    where=self.path, message="the file changed after the job read it (its texts are read again "
-                    "from the file while the job runs)",
-                    fix="do not write to a source while a job reads it; run the job again"))
+                raise InputError(
+                    Problem(
+                        where=self.path,
+                        message="the file changed after the job read it (its texts are read again from the file while the job runs)",
+                        fix="do not write to a source while a job reads it; run the job again",
+                    )
+                )
             # Python lists, not numpy scalars, in the loop over values (it holds the GIL: other threads wait)
             at_of, size_of, kind_of, rows_of = at.tolist(), size.tolist(), kind.tolist(), want.tolist()
             for a, b in self._runs(at[want], size[want]):
@@ -248,11 +270,16 @@ class FileTexts(Sequence[str | None]):
                 hi = at_of[rows_of[b - 1]] + size_of[rows_of[b - 1]]
                 buf = _pread(fd, hi - lo, lo)
                 if len(buf) != hi - lo:
-                    raise InputError(Problem(where=self.path, message="the file is shorter than when the job read it",
-                                             fix="do not write to a source while a job reads it; run the job again"))
+                    raise InputError(
+                        Problem(
+                            where=self.path,
+                            message="the file is shorter than when the job read it",
+                            fix="do not write to a source while a job reads it; run the job again",
+                        )
+                    )
                 for r in rows_of[a:b]:
                     x = at_of[r] - lo
-                    raw = buf if b - a == 1 else buf[x: x + size_of[r]]  # a run of one value: the whole read
+                    raw = buf if b - a == 1 else buf[x : x + size_of[r]]  # a run of one value: the whole read
                     if kind_of[r] == PLAIN:
                         out[r] = raw.decode("utf-8")
                     else:
@@ -324,7 +351,7 @@ class FileTexts(Sequence[str | None]):
             s = a
             while s < b:  # split a long run into reads of about READ_RUN_BYTES
                 limit = int(at[s]) + READ_RUN_BYTES
-                e = s + 1 + int(np.searchsorted(end[s + 1: b], limit, side="right"))
+                e = s + 1 + int(np.searchsorted(end[s + 1 : b], limit, side="right"))
                 runs.append((s, min(e, b)))
                 s = min(e, b)
         return runs

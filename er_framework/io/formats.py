@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -123,8 +124,6 @@ def open_regular(path: str | Path, *, follow_symlinks: bool = True) -> tuple[Bin
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), mode
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
         raise

@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from er_framework.kernels.arrow import numeric_array, string_array
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
 from er_framework.io.data_file import as_texts
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, record_limit
 from er_framework.io.parquet_read import TableWords, arrow_columns_to_read, read_arrow_columns
 from er_framework.io.source_files import records_from_columns
+from er_framework.kernels.arrow import numeric_array, string_array
 
 __all__ = ["ACCEPTED", "KINDS", "arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"]
 
@@ -67,15 +67,14 @@ ACCEPTED = (
 )
 
 _WORDS = {
-    "pandas": TableWords(table="the pandas DataFrame", container="the DataFrame",
-                         fill="pass a DataFrame that holds the source's records"),
-    "polars": TableWords(table="the polars DataFrame", container="the DataFrame",
-                         fill="pass a DataFrame that holds the source's records"),
-    "arrow": TableWords(table="the Arrow table", container="the table",
-                        fill="pass a table that holds the source's records"),
-    "stream": TableWords(table="the Arrow stream", container="the table",
-                         fill="pass a table that holds the source's records (a RecordBatchReader or a stream "
-                         "is read once: pass a new one to read it again)"),
+    "pandas": TableWords(table="the pandas DataFrame", container="the DataFrame", fill="pass a DataFrame that holds the source's records"),
+    "polars": TableWords(table="the polars DataFrame", container="the DataFrame", fill="pass a DataFrame that holds the source's records"),
+    "arrow": TableWords(table="the Arrow table", container="the table", fill="pass a table that holds the source's records"),
+    "stream": TableWords(
+        table="the Arrow stream",
+        container="the table",
+        fill="pass a table that holds the source's records (a RecordBatchReader or a stream is read once: pass a new one to read it again)",
+    ),
 }
 
 
@@ -160,14 +159,21 @@ def _to_arrow(obj: object, where: str, wanted: Sequence[str] | None) -> _Convert
         try:
             table = obj.read_all() if isinstance(obj, pa.RecordBatchReader) else pa.table(obj)
         except (pa.ArrowException, TypeError, ValueError) as e:
-            raise InputError(Problem(
-                where=where,
-                message=f"cannot read the Arrow stream of the {_type_name(obj)}: {e}",
-                fix="check the object's data (a RecordBatchReader can be read only once: pass a new one)",
-            )) from None
+            raise InputError(
+                Problem(
+                    where=where,
+                    message=f"cannot read the Arrow stream of the {_type_name(obj)}: {e}",
+                    fix="check the object's data (a RecordBatchReader can be read only once: pass a new one)",
+                )
+            ) from None
     else:
-        raise InputError(Problem(where=where, message=f"a {_type_name(obj)} is not a table; expected {ACCEPTED}",
-                                 fix="convert it to one of these, or give the source as a data file (its path)"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"a {_type_name(obj)} is not a table; expected {ACCEPTED}",
+                fix="convert it to one of these, or give the source as a data file (its path)",
+            )
+        )
     present = list(table.column_names)
     if wanted is not None:
         table = table.select(arrow_columns_to_read(present, wanted))
@@ -182,11 +188,15 @@ def _type_name(obj: object) -> str:
 def _refused(obj: object, where: str) -> Problem | None:
     """The problem for a pandas or polars object that is not a table (with its fix)."""
     if _instance(obj, "polars", "LazyFrame"):
-        return Problem(where=where, message="a polars LazyFrame is a query, not a table",
-                       fix="call .collect() on it and pass the DataFrame it returns")
+        return Problem(
+            where=where, message="a polars LazyFrame is a query, not a table", fix="call .collect() on it and pass the DataFrame it returns"
+        )
     if _instance(obj, "pandas", "Series") or _instance(obj, "polars", "Series"):
-        return Problem(where=where, message="a Series is one column, not a table",
-                       fix="pass a DataFrame: series.to_frame() makes one (it needs the id column too)")
+        return Problem(
+            where=where,
+            message="a Series is one column, not a table",
+            fix="pass a DataFrame: series.to_frame() makes one (it needs the id column too)",
+        )
     return None
 
 
@@ -222,11 +232,14 @@ def _pandas_array(values: Any, name: str, where: str) -> Any:
         return pa.array(values, from_pandas=True)
     except (pa.ArrowException, UnicodeEncodeError) as e:
         if values.dtype != object:
-            raise InputError(Problem(
-                where=where, path=f"column {name!r}",
-                message=f"column {name!r} (dtype {values.dtype}) cannot be converted to an Arrow column: {e}",
-                fix=f"convert the column to text or numbers first, e.g. df[{name!r}].astype('string')",
-            )) from None
+            raise InputError(
+                Problem(
+                    where=where,
+                    path=f"column {name!r}",
+                    message=f"column {name!r} (dtype {values.dtype}) cannot be converted to an Arrow column: {e}",
+                    fix=f"convert the column to text or numbers first, e.g. df[{name!r}].astype('string')",
+                )
+            ) from None
     # mixed value types, or a str Arrow cannot encode: value by value, as text; a lone surrogate
     # is kept as the bytes it stands for, which the reader reports as invalid UTF-8 (with its row)
     missing = values.isna().tolist()
@@ -246,10 +259,13 @@ def _polars_table(df: Any, where: str, wanted: Sequence[str] | None) -> tuple[An
     try:
         return df.to_arrow(), present
     except (pa.ArrowException, TypeError, ValueError, sys.modules["polars"].exceptions.PolarsError) as e:
-        raise InputError(Problem(
-            where=where, message=f"the polars DataFrame cannot be converted to Arrow: {e}",
-            fix="cast columns of the Object dtype to strings or numbers first",
-        )) from None
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"the polars DataFrame cannot be converted to Arrow: {e}",
+                fix="cast columns of the Object dtype to strings or numbers first",
+            )
+        ) from None
 
 
 def records_from_frame(
@@ -284,11 +300,18 @@ def records_from_frame(
     converted = _to_arrow(obj, where, wanted)
     hint = f" (source {name!r})"
     columns, loc, problems = read_arrow_columns(
-        converted.table, converted.present, where, wanted, id_column, hint,
-        max_record_bytes=record_limit(max_record_mb), words=converted.words,
+        converted.table,
+        converted.present,
+        where,
+        wanted,
+        id_column,
+        hint,
+        max_record_bytes=record_limit(max_record_mb),
+        words=converted.words,
     )
-    return records_from_columns(columns, loc, problems, file=where, id_column=id_column, fields=fields, name=name,
-                                fmt="arrow", layout=layout)
+    return records_from_columns(
+        columns, loc, problems, file=where, id_column=id_column, fields=fields, name=name, fmt="arrow", layout=layout
+    )
 
 
 # --------------------------------------------------------------------------

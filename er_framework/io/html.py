@@ -87,9 +87,20 @@ _AS_CP1252 = frozenset({"ascii", "iso8859-1", "latin-1"})
 #: them), and the others are escapes/transforms rather than text encodings.
 _REFUSED_CODECS = frozenset(
     {
-        "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be",
-        "utf-7", "idna", "punycode", "unicode-escape", "raw-unicode-escape",
-        "undefined", "mbcs", "oem",
+        "utf-16",
+        "utf-16-le",
+        "utf-16-be",
+        "utf-32",
+        "utf-32-le",
+        "utf-32-be",
+        "utf-7",
+        "idna",
+        "punycode",
+        "unicode-escape",
+        "raw-unicode-escape",
+        "undefined",
+        "mbcs",
+        "oem",
     }
 )
 
@@ -120,12 +131,19 @@ _TAG_SCAN = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*>|<!--|<[!?][^>]*>")
 _RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes"})
 
 #: Elements that never have content or an end tag.
-_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta",
-                   "param", "source", "track", "wbr"})
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr"})
 
 #: An open element that the start tag of the key closes (the parser's implied end tags).
-_IMPLIED_END = {"p": {"p"}, "li": {"li"}, "dt": {"dt", "dd"}, "dd": {"dt", "dd"}, "option": {"option"},
-                "tr": {"tr", "td", "th"}, "td": {"td", "th"}, "th": {"td", "th"}}
+_IMPLIED_END = {
+    "p": {"p"},
+    "li": {"li"},
+    "dt": {"dt", "dd"},
+    "dd": {"dt", "dd"},
+    "option": {"option"},
+    "tr": {"tr", "td", "th"},
+    "td": {"td", "th"},
+    "th": {"td", "th"},
+}
 
 _BLOCK_SET = frozenset(_BLOCKS.split(","))
 _INVISIBLE_SET = frozenset(_INVISIBLE)
@@ -376,8 +394,7 @@ def _no_pages_problem(folder: Path, file: str, others: list[str], hint: str, whe
         content = "it is empty"
     return Problem(
         where=file,
-        message=f"no .html or .htm file in the folder {str(folder.absolute())!r}{hint}; "
-        f"{content}",
+        message=f"no .html or .htm file in the folder {str(folder.absolute())!r}{hint}; {content}",
         fix="put the pages in files named *.html or *.htm (sub-folders are read too), "
         f"or point the path{where_fix} to a data file "
         f"({', '.join(SUPPORTED_EXTENSIONS)})",
@@ -407,8 +424,9 @@ def _duplicate_id_problems(pages: list[tuple[str, str]], file: str, hint: str) -
                 hidden_dups += 1
     if hidden_dups:
         dup_problems.append(
-            Problem(where=file, message=f"… and {hidden_dups} more duplicate ids not listed",
-                    fix="rename or remove all but one file of each id")
+            Problem(
+                where=file, message=f"… and {hidden_dups} more duplicate ids not listed", fix="rename or remove all but one file of each id"
+            )
         )
     return dup_problems
 
@@ -445,8 +463,15 @@ class _Pages:
         } | skipped
 
 
-def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str, unreadable: list[Problem],
-                limit: int | None = None, follow_symlinks: bool = False) -> _Pages:
+def _read_pages(
+    folder: Path,
+    pages: list[tuple[str, str]],
+    file: str,
+    hint: str,
+    unreadable: list[Problem],
+    limit: int | None = None,
+    follow_symlinks: bool = False,
+) -> _Pages:
     """Read and decode every page; a file that cannot be read (or is larger than ``limit``)
     adds a problem to ``unreadable`` (which may already hold listing problems; capped at
     :data:`MAX_ROW_PROBLEMS`). Symbolic links (unless ``follow_symlinks``) and files that are
@@ -502,8 +527,11 @@ def _read_pages(folder: Path, pages: list[tuple[str, str]], file: str, hint: str
             read.empty_ids.append(rid)
     if hidden_unreadable:
         unreadable.append(
-            Problem(where=file, message=f"… and {hidden_unreadable} more unreadable files not listed",
-                    fix="check the permissions of the files in the folder")
+            Problem(
+                where=file,
+                message=f"… and {hidden_unreadable} more unreadable files not listed",
+                fix="check the permissions of the files in the folder",
+            )
         )
     return read
 
@@ -845,8 +873,14 @@ def _fast_justext() -> Any:
                 if type(self.paragraph) is Paragraph:
                     self.paragraph.__class__ = FastParagraph
 
-        for attr in ("html_to_dom", "preprocessor", "classify_paragraphs",
-                     "revise_paragraph_classification", "DEFAULT_ENCODING", "DEFAULT_ENC_ERRORS"):
+        for attr in (
+            "html_to_dom",
+            "preprocessor",
+            "classify_paragraphs",
+            "revise_paragraph_classification",
+            "DEFAULT_ENCODING",
+            "DEFAULT_ENC_ERRORS",
+        ):
             getattr(core, attr)
         _FAST_JUSTEXT = (FastParagraphMaker, core)
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - other jusText versions
@@ -887,7 +921,6 @@ _GOOD_BAD = frozenset({"good", "bad"})
 _GOOD_BAD_NEAR = frozenset({"good", "bad", "neargood"})
 
 
-
 def _good_after(paragraphs: Sequence[Any], i: int, max_distance: int) -> bool:
     """Whether a "good" paragraph follows paragraph ``i`` within ``max_distance`` characters (jusText's walk)."""
     distance = 0
@@ -898,6 +931,7 @@ def _good_after(paragraphs: Sequence[Any], i: int, max_distance: int) -> bool:
             return True
         distance += len(paragraphs[j].text)
     return False
+
 
 def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_distance: int = 200) -> None:
     """``justext.core.revise_paragraph_classification`` in linear time (same result; tested).
@@ -944,6 +978,10 @@ def revise_paragraph_classification(paragraphs: Sequence[Any], max_heading_dista
 
     # more good headings
     for i, paragraph in enumerate(paragraphs):
-        if (paragraph.heading and paragraph.class_type == "bad" and paragraph.cf_class != "bad"
-                and _good_after(paragraphs, i, max_heading_distance)):
+        if (
+            paragraph.heading
+            and paragraph.class_type == "bad"
+            and paragraph.cf_class != "bad"
+            and _good_after(paragraphs, i, max_heading_distance)
+        ):
             paragraph.class_type = "good"

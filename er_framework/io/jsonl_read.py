@@ -96,8 +96,15 @@ def _utf8_len(text: str) -> int:
 
 
 def read_jsonl_columns(
-    text: str | Iterable[tuple[str, int]], file: str, wanted: list[str], id_column: str, hint: str,
-    *, max_record_bytes: int | None = None, whole: bool = True, ids: RecordIds | None = None,
+    text: str | Iterable[tuple[str, int]],
+    file: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    *,
+    max_record_bytes: int | None = None,
+    whole: bool = True,
+    ids: RecordIds | None = None,
     spans: SpanCollector | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a JSON Lines text (absent keys are ``None``).
@@ -122,10 +129,10 @@ def read_jsonl_columns(
     one_object = f"each line must hold one JSON object, e.g. {example}"
     bad_json = Capped(file, "lines that are not valid JSON", one_object)
     not_object = Capped(file, "lines that are not JSON objects", one_object)
-    duplicated = Capped(file, "lines with a key given twice",
-                        "name every key once per object: rename or merge the repeated key")
+    duplicated = Capped(file, "lines with a key given twice", "name every key once per object: rename or merge the repeated key")
     surrogates = Capped(
-        file, "lines with a lone surrogate",
+        file,
+        "lines with a lone surrogate",
         "a \\ud800-\\udfff escape must be half of a surrogate pair (e.g. \\ud83d\\ude00 for 😀); "
         "write the character itself in UTF-8, or replace the lone escape with \\ufffd",
     )
@@ -145,8 +152,7 @@ def read_jsonl_columns(
             columns[c].extend([o.get(c) for o in chunk])
         chunk.clear()
 
-    kinds = {list: "an array", str: "a string", int: "a number", float: "a number",
-             bool: "a boolean", type(None): "null"}
+    kinds = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
     with gc_paused():
         for piece, first in pieces_of(text):
             if piece.isspace():
@@ -160,8 +166,7 @@ def read_jsonl_columns(
                 if quarter >= 0 and len(line) > quarter and limit is not None:
                     size = _utf8_len(line)
                     if size > limit:
-                        raise InputError(too_big_problem(file, number, size, limit, hint, "line",
-                                                         ids(line) if ids else None))
+                        raise InputError(too_big_problem(file, number, size, limit, hint, "line", ids(line) if ids else None))
                 # Fast path: the C scanner on a line without leading whitespace;
                 # anything unusual goes through the full decoder for its message.
                 try:
@@ -177,8 +182,7 @@ def read_jsonl_columns(
                     nonblank += 1
                     bad_json.add(
                         f"{file}:{number}",
-                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): "
-                        f"{snippet(line.strip())}",
+                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): {snippet(line.strip())}",
                     )
                     continue
                 except RecursionError:
@@ -229,9 +233,7 @@ def read_jsonl_columns(
     problems += bad_json.problems() + not_object.problems() + duplicated.problems() + surrogates.problems()
     if lines:
         missing = [c for c in wanted if c not in keys]
-        problems += missing_columns(
-            missing, sorted(keys), file, id_column, hint, " (the key is absent on every line)"
-        )
+        problems += missing_columns(missing, sorted(keys), file, id_column, hint, " (the key is absent on every line)")
         for c in missing:
             del columns[c]
     else:
@@ -240,5 +242,7 @@ def read_jsonl_columns(
 
 
 def _duplicate_message(number: int, e: _DuplicateKey, line: str) -> str:
-    return (f"line {number}: the key {e.args[0]!r} appears twice in one object (a JSON reader keeps "
-            f"only one of its values): {snippet(line.strip())}")
+    return (
+        f"line {number}: the key {e.args[0]!r} appears twice in one object (a JSON reader keeps "
+        f"only one of its values): {snippet(line.strip())}"
+    )

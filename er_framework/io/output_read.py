@@ -58,8 +58,7 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
         header = next(reader, None)
         if header is None:
             raise InputError(
-                Problem(where=file, message="the file is empty: no header row",
-                        fix=f"expected the header {','.join(required)}")
+                Problem(where=file, message="the file is empty: no header row", fix=f"expected the header {','.join(required)}")
             )
         missing = [c for c in required if c not in header]
         if missing:
@@ -74,9 +73,7 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
                 row = row + [""] * (len(header) - len(row))
             yield f"{file}:{start}", [row[k] for k in index]
     except csv.Error as e:
-        raise InputError(
-            Problem(where=f"{file}:{reader.line_num}", message=f"cannot parse the CSV file: {e}")
-        ) from None
+        raise InputError(Problem(where=f"{file}:{reader.line_num}", message=f"cannot parse the CSV file: {e}")) from None
 
 
 def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
@@ -111,10 +108,7 @@ def read_clusters_csv(path: str | Path) -> list[tuple[str, str, str]]:
     file or missing columns.
     """
     cols = ("source", "id", "cluster_id")
-    return [
-        (value_text(s) or "", value_text(i) or "", value_text(c) or "")
-        for _, (s, i, c) in read_output_table(path, cols)
-    ]
+    return [(value_text(s) or "", value_text(i) or "", value_text(c) or "") for _, (s, i, c) in read_output_table(path, cols)]
 
 
 def large_strings(values: Any) -> Any:
@@ -165,7 +159,4 @@ def read_output_columns(path: Path, required: Sequence[str]) -> dict[str, Any]:
     except (pa.ArrowException, OSError, KeyError, ValueError):
         # the csv-module reader names the file, line and column of the problem
         rows = [values for _, values in read_output_table(path, list(required))]
-        return {
-            c: large_strings([None if r[k] is None else str(r[k]) for r in rows])
-            for k, c in enumerate(required)
-        }
+        return {c: large_strings([None if r[k] is None else str(r[k]) for r in rows]) for k, c in enumerate(required)}

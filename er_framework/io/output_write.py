@@ -7,6 +7,7 @@ precision; they are read back by :mod:`er_framework.io.output_read`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -77,7 +78,7 @@ def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray], 
             else:  # no cell needs quoting: the rows are the cells joined (what csv.writer writes)
                 del cells
                 for lo in range(0, len(texts[0]), CSV_ROWS_PER_WRITE):
-                    part = [t[lo:lo + CSV_ROWS_PER_WRITE] for t in texts]
+                    part = [t[lo : lo + CSV_ROWS_PER_WRITE] for t in texts]
                     f.write("\r\n".join(map(",".join, zip(*part))))
                     f.write("\r\n")
         f.flush()
@@ -215,8 +216,12 @@ def _serialize_outputs(
         try:
             json_text[name] = (
                 json.dumps(
-                    doc, indent=2, sort_keys=False, allow_nan=False,
-                    ensure_ascii=False, default=json_default,
+                    doc,
+                    indent=2,
+                    sort_keys=False,
+                    allow_nan=False,
+                    ensure_ascii=False,
+                    default=json_default,
                 )
                 + "\n"
             )
@@ -274,9 +279,7 @@ def _write_files(
         fsync_dir(tmp)
 
 
-def _move_into_place(
-    out: Path, tmp: Path, plan: list[tuple[str, str]], moved: list[Path], backups: list[tuple[Path, Path]]
-) -> None:
+def _move_into_place(out: Path, tmp: Path, plan: list[tuple[str, str]], moved: list[Path], backups: list[tuple[Path, Path]]) -> None:
     """Step 3 of :func:`write_outputs`: move the files into ``out``, keeping the old files aside
     in ``tmp`` for a rollback; ``moved`` and ``backups`` record what was done so far."""
     for _, filename in plan:
@@ -301,24 +304,18 @@ def _rollback(moved: list[Path], backups: list[tuple[Path, Path]]) -> None:
     restored = {final for final, _ in backups}
     for final in moved:
         if final not in restored:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(final)
-            except OSError:
-                pass
     for final, backup in backups:
-        try:
+        with contextlib.suppress(OSError):
             os.replace(backup, final)
-        except OSError:
-            pass
 
 
 def _remove_created(out: Path, tmp: Path | None) -> None:
     if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    with contextlib.suppress(OSError):
         out.rmdir()  # only if empty
-    except OSError:
-        pass
 
 
 def _write_problem(out: Path, e: OSError) -> Problem:

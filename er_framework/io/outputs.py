@@ -41,8 +41,8 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -74,9 +74,12 @@ __all__ = [
 #: the tables a run may write (pairs and clusters always; the others when the job asks or its clusterer selects pairs)
 OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons")
 #: every name er writes into an output folder (tables in either format, the reports, the model, er evaluate's metrics)
-OUTPUT_NAMES = frozenset(
-    f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")
-) | {"report.json", "report.html", "model.json", "evaluation.json"}
+OUTPUT_NAMES = frozenset(f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")) | {
+    "report.json",
+    "report.html",
+    "model.json",
+    "evaluation.json",
+}
 JOURNAL = ".er-commit.json"
 STAGE_PREFIX = ".er-tmp-"
 _ALIVE = ".alive"
@@ -127,7 +130,11 @@ def _listing(names: Sequence[str]) -> str:
 
 
 def check_output_dir(
-    out: str | Path | None, inputs: Sequence[tuple[str, Path]], *, force: bool = False, where: str = "--out",
+    out: str | Path | None,
+    inputs: Sequence[tuple[str, Path]],
+    *,
+    force: bool = False,
+    where: str = "--out",
 ) -> Path:
     """The output folder, checked before any work (see the module docstring); raises :class:`InputError`.
 
@@ -135,38 +142,58 @@ def check_output_dir(
     folder); ``where`` names the setting the folder came from, for the message.
     """
     if out is None or str(out).strip() == "":
-        raise InputError(Problem(
-            where=where, message=f"the output folder is an empty string ({str(out)!r}: an unset shell variable?)",
-            fix="give a folder name, e.g. --out out/run1"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"the output folder is an empty string ({str(out)!r}: an unset shell variable?)",
+                fix="give a folder name, e.g. --out out/run1",
+            )
+        )
     folder = Path(out).expanduser().absolute()
     real = Path(os.path.realpath(folder))
     for what, path in inputs:
         target = Path(os.path.realpath(path))
         if target.parent == real and target.name in OUTPUT_NAMES:
-            raise InputError(Problem(
-                where=where, message=f"{folder / target.name} is an input of this job ({what}); writing the outputs "
-                f"into {folder} would overwrite it",
-                fix="choose another output folder (--out DIR); er never overwrites an input, even with --force"))
+            raise InputError(
+                Problem(
+                    where=where,
+                    message=f"{folder / target.name} is an input of this job ({what}); writing the outputs "
+                    f"into {folder} would overwrite it",
+                    fix="choose another output folder (--out DIR); er never overwrites an input, even with --force",
+                )
+            )
     if folder.exists() and not folder.is_dir():
-        raise InputError(Problem(where=where, message=f"{folder} is a file, not a folder",
-                                 fix="choose an output folder that is not an existing file"))
+        raise InputError(
+            Problem(where=where, message=f"{folder} is a file, not a folder", fix="choose an output folder that is not an existing file")
+        )
     if not force:
         held = [f"{what} ({path})" for what, path in inputs if _inside(Path(os.path.realpath(path)), real)]
         if held:
-            raise InputError(Problem(
-                where=where, message=f"the output folder {folder} holds an input of this job: {_listing(held)}; "
-                "its outputs would be mixed with the data",
-                fix=f"choose a separate output folder (e.g. --out {folder / 'er-out'}), or pass --force to write "
-                "here anyway (inputs are never overwritten)"))
+            raise InputError(
+                Problem(
+                    where=where,
+                    message=f"the output folder {folder} holds an input of this job: {_listing(held)}; "
+                    "its outputs would be mixed with the data",
+                    fix=f"choose a separate output folder (e.g. --out {folder / 'er-out'}), or pass --force to write "
+                    "here anyway (inputs are never overwritten)",
+                )
+            )
         foreign = _foreign_entries(folder)
         if foreign:
             ours = [n for n in foreign if n in OUTPUT_NAMES]
-            why = (f"{_listing(ours)} {'was' if len(ours) == 1 else 'were'} not written by er (no report.json of an "
-                   "er run beside them)" if ours else f"it holds files er did not write: {_listing(foreign)}")
-            raise InputError(Problem(
-                where=where, message=f"the output folder {folder} is not empty and {why}",
-                fix="choose a new or empty folder, or pass --force to write beside them (er then replaces only "
-                "files of its own output names: " + ", ".join(f"{t}.*" for t in OUTPUT_TABLES) + ", report.json, report.html)"))
+            why = (
+                f"{_listing(ours)} {'was' if len(ours) == 1 else 'were'} not written by er (no report.json of an er run beside them)"
+                if ours
+                else f"it holds files er did not write: {_listing(foreign)}"
+            )
+            raise InputError(
+                Problem(
+                    where=where,
+                    message=f"the output folder {folder} is not empty and {why}",
+                    fix="choose a new or empty folder, or pass --force to write beside them (er then replaces only "
+                    "files of its own output names: " + ", ".join(f"{t}.*" for t in OUTPUT_TABLES) + ", report.json, report.html)",
+                )
+            )
     _check_writable(folder, where)
     return folder
 
@@ -180,8 +207,9 @@ def _foreign_entries(folder: Path) -> list[str]:
     except OSError:
         return []  # unreadable: _check_writable says why
     ours = is_er_output(folder)
-    return [e + ("/" if (folder / e).is_dir() else "") for e in entries
-            if e not in ours and e != JOURNAL and not e.startswith(STAGE_PREFIX)]
+    return [
+        e + ("/" if (folder / e).is_dir() else "") for e in entries if e not in ours and e != JOURNAL and not e.startswith(STAGE_PREFIX)
+    ]
 
 
 def _check_writable(folder: Path, where: str) -> None:
@@ -191,16 +219,25 @@ def _check_writable(folder: Path, where: str) -> None:
             break
         probe = probe.parent
     if not probe.is_dir():
-        raise InputError(Problem(where=where, message=f"cannot create {folder}: {probe} is a file, not a folder",
-                                 fix="choose an output folder whose parents are folders"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"cannot create {folder}: {probe} is a file, not a folder",
+                fix="choose an output folder whose parents are folders",
+            )
+        )
     try:
         fd, name = tempfile.mkstemp(prefix=STAGE_PREFIX + "probe-", dir=probe)
         os.close(fd)
         os.unlink(name)
     except OSError as exc:
-        raise InputError(Problem(
-            where=where, message=f"cannot write into {probe}: {exc.strerror or exc}",
-            fix="choose an output folder you can write to (or fix its permissions / free space)")) from None
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"cannot write into {probe}: {exc.strerror or exc}",
+                fix="choose an output folder you can write to (or fix its permissions / free space)",
+            )
+        ) from None
 
 
 # ------------------------------------------------------------------ the lock and the journal
@@ -238,6 +275,7 @@ def _signals_held() -> Iterator[None]:
 def sync_files(paths: Sequence[Path]) -> None:
     """fsync every file, on threads: the file system commits concurrent flushes together (measured here,
     5 files of 200 kB: 6-13 ms one after the other, 3.5-6 ms at once)."""
+
     def one(path: Path) -> None:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -415,9 +453,13 @@ class OutputStage:
                 fcntl.flock(self._alive.fileno(), fcntl.LOCK_EX)
         except OSError as exc:
             self._cleanup()
-            raise InputError(Problem(where=str(self.out), message=f"cannot write outputs: {exc.strerror or exc}"
-                                     f" ({exc.filename or self.out})",
-                                     fix="check the output folder (permissions, free space, a file in the way)")) from None
+            raise InputError(
+                Problem(
+                    where=str(self.out),
+                    message=f"cannot write outputs: {exc.strerror or exc} ({exc.filename or self.out})",
+                    fix="check the output folder (permissions, free space, a file in the way)",
+                )
+            ) from None
         return self
 
     def write_text(self, name: str, text: str) -> None:
@@ -446,10 +488,14 @@ class OutputStage:
                 _commit(self.out, self.path, files, stale)
                 self.committed = True
         except OSError as exc:
-            raise InputError(Problem(where=str(self.out), message=f"cannot write outputs: {exc.strerror or exc} "
-                                     f"({exc.filename or self.out})",
-                                     fix="check the output folder (permissions, free space, a folder in the way of "
-                                     "an output file); the previous outputs were left as they were")) from None
+            raise InputError(
+                Problem(
+                    where=str(self.out),
+                    message=f"cannot write outputs: {exc.strerror or exc} ({exc.filename or self.out})",
+                    fix="check the output folder (permissions, free space, a folder in the way of "
+                    "an output file); the previous outputs were left as they were",
+                )
+            ) from None
         return {name: self.out / name for name in files}
 
     def _cleanup(self) -> None:
@@ -481,13 +527,17 @@ def read_report(out_dir: str | Path) -> dict[str, Any]:
     """report.json of the run written to ``out_dir``; an input error saying what is missing."""
     path = Path(out_dir) / "report.json"
     if not path.is_file():
-        raise InputError(Problem(where=str(out_dir), message="no report.json here: not the output folder of an er run",
-                                 fix="give the folder er run wrote (its --out or output.dir)"))
+        raise InputError(
+            Problem(
+                where=str(out_dir),
+                message="no report.json here: not the output folder of an er run",
+                fix="give the folder er run wrote (its --out or output.dir)",
+            )
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}",
-                                 fix="run the job again to write it")) from None
+        raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix="run the job again to write it")) from None
     if not isinstance(data, dict):
         raise InputError(Problem(where=str(path), message="report.json is not an er report", fix="run the job again"))
     return data

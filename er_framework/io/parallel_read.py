@@ -64,5 +64,4 @@ def read_jsonl_parallel(path: str | Path, workers: int, **options: Any) -> Recor
             fields[f] = FileTexts.concat(cols)  # type: ignore[arg-type]
         else:
             fields[f] = [v for c in cols for v in c]
-    return Records(ids=ids, source=np.zeros(len(ids), dtype=np.int32), source_names=list(kept[0].source_names),
-                   fields=fields)
+    return Records(ids=ids, source=np.zeros(len(ids), dtype=np.int32), source_names=list(kept[0].source_names), fields=fields)

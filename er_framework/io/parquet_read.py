@@ -19,9 +19,16 @@ from er_framework.io.data_file import Locator, missing_columns, open_data_file, 
 
 __all__ = ["TableWords", "arrow_columns_to_read", "read_arrow_columns", "read_parquet_columns"]
 
+
 def read_parquet_columns(
-    path: Path, file: str, wanted: list[str], id_column: str, hint: str,
-    *, max_record_bytes: int | None = None, whole: bool = True,
+    path: Path,
+    file: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    *,
+    max_record_bytes: int | None = None,
+    whole: bool = True,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns of a Parquet file (Python objects from pyarrow).
 
@@ -42,12 +49,10 @@ def read_parquet_columns(
             Problem(
                 where=file,
                 message=f"cannot read the Parquet file: {e}{hint}",
-                fix="check that the file is a complete, valid Parquet file "
-                "(e.g. pyarrow.parquet.read_table or parquet-tools can open it)",
+                fix="check that the file is a complete, valid Parquet file (e.g. pyarrow.parquet.read_table or parquet-tools can open it)",
             )
         ) from None
-    return read_arrow_columns(table, present, file, wanted, id_column, hint,
-                              max_record_bytes=max_record_bytes, whole=whole)
+    return read_arrow_columns(table, present, file, wanted, id_column, hint, max_record_bytes=max_record_bytes, whole=whole)
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,16 @@ def arrow_columns_to_read(present: Sequence[str], wanted: Sequence[str]) -> list
 
 
 def read_arrow_columns(
-    table: Any, present: Sequence[str], file: str, wanted: list[str], id_column: str, hint: str,
-    *, max_record_bytes: int | None = None, whole: bool = True, words: TableWords = TableWords(),
+    table: Any,
+    present: Sequence[str],
+    file: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    *,
+    max_record_bytes: int | None = None,
+    whole: bool = True,
+    words: TableWords = TableWords(),
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw value columns (Python objects) of an Arrow table: the reader of Parquet files and of
     tables given as objects.
@@ -94,8 +107,7 @@ def read_arrow_columns(
     problems += repeated_columns(positions, wanted, file, hint)
     read = arrow_columns_to_read(present, wanted)
     if whole and table.num_rows == 0 and not problems:
-        problems.append(Problem(where=file, message=f"{words.table} has no rows{hint}: a source without any record",
-                                fix=words.fill))
+        problems.append(Problem(where=file, message=f"{words.table} has no rows{hint}: a source without any record", fix=words.fill))
     arrow: dict[str, Any] = {}
     for c in read:
         col = _plain_column(table.column(c))
@@ -158,8 +170,7 @@ def _arrow_row_sizes(arrow: dict[str, Any], file: str, hint: str, limit: int) ->
     total: Any = None
     for col in arrow.values():
         t = col.type
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t)):
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
             continue
         sizes = pc.fill_null(pc.cast(pc.binary_length(col), pa.int64()), 0)
         total = sizes if total is None else pc.add(total, sizes)

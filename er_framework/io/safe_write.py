@@ -38,30 +38,40 @@ def write_text_file(path: str | Path, text: str, *, what: str, inputs: list[Path
     """
     raw = str(path)
     if not raw.strip():
-        raise InputError(Problem(where="(empty path)", message=f"the {what}'s path is empty",
-                                 fix=f"give the {what} a file name, e.g. model.json"))
+        raise InputError(
+            Problem(where="(empty path)", message=f"the {what}'s path is empty", fix=f"give the {what} a file name, e.g. model.json")
+        )
     target = Path(path)
     with contextlib.suppress(OSError):
         target = target.resolve()
     for inp in inputs or []:
         if _same_file(target, inp):
-            raise InputError(Problem(where=raw, message=f"the {what} would overwrite {inp}, an input of the job",
-                                     fix=f"write the {what} to another file"))
+            raise InputError(
+                Problem(
+                    where=raw, message=f"the {what} would overwrite {inp}, an input of the job", fix=f"write the {what} to another file"
+                )
+            )
     try:
         st = os.stat(target)
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise InputError(Problem(where=raw, message=f"cannot write the {what}: {exc.strerror or exc}",
-                                 fix="check the path and its permissions")) from None
+        raise InputError(
+            Problem(where=raw, message=f"cannot write the {what}: {exc.strerror or exc}", fix="check the path and its permissions")
+        ) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(Problem(where=raw, message=f"{raw!r} is {file_kind(st.st_mode)}, not a regular file: "
-                                 f"the {what} is not written over it",
-                                 fix=f"give the {what} the name of a new or existing regular file"))
+        raise InputError(
+            Problem(
+                where=raw,
+                message=f"{raw!r} is {file_kind(st.st_mode)}, not a regular file: the {what} is not written over it",
+                fix=f"give the {what} the name of a new or existing regular file",
+            )
+        )
     folder = target.parent
     if not folder.is_dir():
-        raise InputError(Problem(where=raw, message=f"the folder {str(folder)!r} does not exist",
-                                 fix=f"create it first, or write the {what} elsewhere"))
+        raise InputError(
+            Problem(where=raw, message=f"the folder {str(folder)!r} does not exist", fix=f"create it first, or write the {what} elsewhere")
+        )
     tmp = folder / f".{target.name}.er-tmp-{os.getpid()}"
     data = text.encode("utf-8")
     try:
@@ -85,6 +95,9 @@ def write_text_file(path: str | Path, text: str, *, what: str, inputs: list[Path
             finally:
                 os.close(dfd)
     except OSError as exc:
-        raise InputError(Problem(where=raw, message=f"cannot write the {what}: {exc.strerror or exc}",
-                                 fix="check the folder's permissions and free space")) from None
+        raise InputError(
+            Problem(
+                where=raw, message=f"cannot write the {what}: {exc.strerror or exc}", fix="check the folder's permissions and free space"
+            )
+        ) from None
     return target

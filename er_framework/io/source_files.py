@@ -230,9 +230,7 @@ def _range_start(f: BinaryIO, start: int, header: bool, limit: int | None, file:
     return head
 
 
-def check_ids(
-    raw: list[Any], loc: Locator, file: str, id_column: str, unique: bool = True
-) -> tuple[list[str], list[bool], list[Problem]]:
+def check_ids(raw: list[Any], loc: Locator, file: str, id_column: str, unique: bool = True) -> tuple[list[str], list[bool], list[Problem]]:
     """Ids as text, a per-row ``ok`` flag, and the id problems (duplicates only when ``unique``).
 
     Ids that are all non-blank strings (every CSV with its ids, most JSON) are checked by whole-list
@@ -284,8 +282,7 @@ def check_ids_reference(
             shown = repr(v) if isinstance(v, float) else json.dumps(v, default=str, ensure_ascii=False)
             bad_type.add(
                 loc.where(i),
-                f"{loc.unit} {loc.number(i)}: the id {snippet(shown)} is a "
-                f"{type(v).__name__}, expected a string or an integer",
+                f"{loc.unit} {loc.number(i)}: the id {snippet(shown)} is a {type(v).__name__}, expected a string or an integer",
                 loc.path(i, id_column),
             )
         ids.append("")
@@ -313,11 +310,8 @@ def check_ids_reference(
             Problem(
                 where=file,
                 path=f"column {id_column!r}",
-                message=f"{len(items)} duplicated id{'s' if len(items) != 1 else ''}: "
-                + "; ".join(parts)
-                + tail,
-                fix="ids must be unique within a source: give every record its own id, "
-                "or remove the repeated rows",
+                message=f"{len(items)} duplicated id{'s' if len(items) != 1 else ''}: " + "; ".join(parts) + tail,
+                fix="ids must be unique within a source: give every record its own id, or remove the repeated rows",
             )
         )
     return ids, ok, problems
@@ -405,8 +399,9 @@ def read_source(
     """
     p = Path(path)
     if _is_page_folder(p):
-        return read_source_with_stats(p, id_column=id_column, fields=fields, name=name, where=where,
-                                      max_record_mb=max_record_mb, follow_symlinks=follow_symlinks)[0]
+        return read_source_with_stats(
+            p, id_column=id_column, fields=fields, name=name, where=where, max_record_mb=max_record_mb, follow_symlinks=follow_symlinks
+        )[0]
     file = str(path)
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     problems = check_path(p, file, hint, where)
@@ -425,14 +420,11 @@ def read_source(
     spans = None
     if file_backed and fmt == "jsonl" and not compressed and layout == "wide":
         spans = SpanCollector(p, [f for f in fields if f != id_column], as_texts)
-    read = read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range,
-                            record_limit(max_record_mb), spans)
+    read = read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range, record_limit(max_record_mb), spans)
     if read is None or not read[0] and not read[2]:  # no line starts in this byte range
-        return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name],
-                       fields={f: [] for f in fields})
+        return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name], fields={f: [] for f in fields})
     columns, loc, problems = read
-    recs = records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name,
-                                fmt=fmt, layout=layout)
+    recs = records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name, fmt=fmt, layout=layout)
     if spans is not None:
         for f in spans.fields:
             recs.fields[f] = spans.column(f)
@@ -509,8 +501,7 @@ def read_raw_columns(
                 return None
             if spans is not None and pos > 0:
                 spans.start = pos  # the range's first line (a byte order mark is only at 0)
-            body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos,
-                               first_line=2 if head else 1, ids=ids)
+            body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos, first_line=2 if head else 1, ids=ids)
             if head:
                 pieces = chain([(_decode_head(head, file, hint), 1)], body)
             else:
@@ -523,11 +514,9 @@ def read_raw_columns(
         if fmt == "jsonl":
             if spans is not None:
                 pieces = spans.pieces(pieces)
-            return read_jsonl_columns(pieces, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole,
-                                      ids=ids, spans=spans)
+            return read_jsonl_columns(pieces, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole, ids=ids, spans=spans)
         delimiter = "\t" if fmt == "tsv" else ","
-        return read_csv_columns(pieces, file, delimiter, wanted, id_column, hint, max_record_bytes=limit,
-                                whole=whole, ids=ids)
+        return read_csv_columns(pieces, file, delimiter, wanted, id_column, hint, max_record_bytes=limit, whole=whole, ids=ids)
 
 
 def _decode_head(head: bytes, file: str, hint: str) -> str:
@@ -551,9 +540,7 @@ def _field_texts(columns: dict[str, list[Any]], fields: Sequence[str], fmt: str)
     return out
 
 
-def _group_long(
-    ids: list[str], columns: dict[str, list[str | None]]
-) -> tuple[list[str], dict[str, list[str | None]]]:
+def _group_long(ids: list[str], columns: dict[str, list[str | None]]) -> tuple[list[str], dict[str, list[str | None]]]:
     """Rows sharing an id -> one record; each field becomes the JSON list of its values."""
     first: dict[str, int] = {}
     rows: list[list[int]] = []
@@ -563,8 +550,7 @@ def _group_long(
             rows.append([])
         rows[g].append(i)
     out: dict[str, list[str | None]] = {
-        f: [json.dumps([col[i] for i in members], ensure_ascii=False) for members in rows]
-        for f, col in columns.items()
+        f: [json.dumps([col[i] for i in members], ensure_ascii=False) for members in rows] for f, col in columns.items()
     }
     return list(first), out
 
@@ -598,11 +584,19 @@ def read_source_with_stats(
     """
     p = Path(path)
     if _is_page_folder(p):
-
-        return read_html_dir(p, id_column=id_column, fields=fields, name=name, where=where,
-                             max_record_mb=max_record_mb, follow_symlinks=follow_symlinks)
-    return read_source(path, id_column=id_column, fields=fields, name=name, where=where, layout=layout,
-                       max_record_mb=max_record_mb, file_backed=file_backed), {}
+        return read_html_dir(
+            p, id_column=id_column, fields=fields, name=name, where=where, max_record_mb=max_record_mb, follow_symlinks=follow_symlinks
+        )
+    return read_source(
+        path,
+        id_column=id_column,
+        fields=fields,
+        name=name,
+        where=where,
+        layout=layout,
+        max_record_mb=max_record_mb,
+        file_backed=file_backed,
+    ), {}
 
 
 def merge_files(files: list[Records], where: str) -> Records:
@@ -610,9 +604,14 @@ def merge_files(files: list[Records], where: str) -> Records:
     ids = [i for f in files for i in f.ids]
     dup = sorted(i for i, c in Counter(ids).items() if c > 1)
     if dup:
-        raise InputError(Problem(where=where, message=f"{len(dup)} id(s) appear in more than one file of the source: "
-                                 f"{', '.join(dup[:5])}" + (" …" if len(dup) > 5 else ""),
-                                 fix="ids must be unique within a source, across all its files"))
+        raise InputError(
+            Problem(
+                where=where,
+                message=f"{len(dup)} id(s) appear in more than one file of the source: "
+                f"{', '.join(dup[:5])}" + (" …" if len(dup) > 5 else ""),
+                fix="ids must be unique within a source, across all its files",
+            )
+        )
     return Records(
         ids=ids,
         source=np.zeros(len(ids), dtype=np.int32),

@@ -16,6 +16,7 @@ Values are raw (CSV/TSV cells are text, ``""`` when empty; JSON and Parquet valu
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -86,8 +87,9 @@ class TableFile:
         (unless ``allow_empty``). ``id_column`` is named as the id column in messages."""
         if not self.header:  # an empty file, opened with allow_empty: every column, no row
             return {c: [] for c in columns}, Locator(self.file, [], "line" if self.fmt == "jsonl" else "row")
-        read = read_raw_columns(self.path, self.file, self.fmt, self.compressed, list(columns), id_column,
-                                self.role.suffix, None, whole=not self.allow_empty)
+        read = read_raw_columns(
+            self.path, self.file, self.fmt, self.compressed, list(columns), id_column, self.role.suffix, None, whole=not self.allow_empty
+        )
         assert read is not None  # (None only for a byte range)
         values, loc, problems = read
         if problems:
@@ -110,17 +112,14 @@ def no_such_path_problem(p: Path, what: str, fix: str) -> Problem:
     suggestion = ""
     detail = ""
     if parent.is_dir():
-        try:
+        with contextlib.suppress(OSError):
             suggestion = did_you_mean(p.name, [q.name for q in parent.iterdir()])
-        except OSError:
-            pass
     else:
         detail = f" (the directory {str(parent)!r} does not exist either)"
     return Problem(where=str(p), message=f"no such {what}: {str(absolute)!r}{detail}", fix=f"{suggestion}{fix}")
 
 
-def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None = None,
-               allow_empty: bool = False) -> TableFile:
+def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None = None, allow_empty: bool = False) -> TableFile:
     """Check ``path`` and read its header; InputError for an extension of no supported format, a path
     that does not exist or is a directory (or not a regular file), a Parquet file that cannot be read,
     bytes that are not UTF-8 before the header's end, a header row that cannot be parsed, and a file
@@ -138,18 +137,14 @@ def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None
         problems.append(
             Problem(
                 where=file,
-                message=f"unsupported file type {suffix!r} for a {role.what}; "
-                f"supported extensions: {', '.join(SUPPORTED_EXTENSIONS)}",
+                message=f"unsupported file type {suffix!r} for a {role.what}; supported extensions: {', '.join(SUPPORTED_EXTENSIONS)}",
                 fix=role.type_fix,
             )
         )
     if not p.exists():
         problems.append(no_such_path_problem(p, role.what, role.path_fix))
     elif p.is_dir():
-        problems.append(
-            Problem(where=file, message=f"{str(p.absolute())!r} is a directory, expected a {role.what}",
-                    fix=role.dir_fix)
-        )
+        problems.append(Problem(where=file, message=f"{str(p.absolute())!r} is a directory, expected a {role.what}", fix=role.dir_fix))
     if problems:
         raise InputError(problems)
     assert detected is not None
@@ -167,8 +162,7 @@ def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None
                 header = _csv_header(pieces, "\t" if kind == "tsv" else ",", file, hint)
     if not header and not allow_empty:
         raise InputError(
-            Problem(where=file, message=f"the {role.what} is empty (no header row or no JSON object){hint}",
-                    fix=role.header_fix)
+            Problem(where=file, message=f"the {role.what} is empty (no header row or no JSON object){hint}", fix=role.header_fix)
         )
     return TableFile(p, file, kind, compressed, header, role, allow_empty)
 
@@ -182,8 +176,9 @@ def _parquet_header(p: Path, file: str, hint: str) -> list[str]:
             return list(pq.read_schema(f).names)
     except (pa.ArrowException, OSError) as e:
         raise InputError(
-            Problem(where=file, message=f"cannot read the Parquet file: {e}{hint}",
-                    fix="check that the file is a complete, valid Parquet file")
+            Problem(
+                where=file, message=f"cannot read the Parquet file: {e}{hint}", fix="check that the file is a complete, valid Parquet file"
+            )
         ) from None
 
 
@@ -197,8 +192,7 @@ def _csv_header(pieces: Iterable[tuple[str, int]], delimiter: str, file: str, hi
                 return row
     except csv.Error as e:
         raise InputError(
-            Problem(where=f"{file}:{reader.line_num}", message=f"the header row cannot be parsed: {e}{hint}",
-                    fix=MALFORMED_FIX)
+            Problem(where=f"{file}:{reader.line_num}", message=f"the header row cannot be parsed: {e}{hint}", fix=MALFORMED_FIX)
         ) from None
     return []
 

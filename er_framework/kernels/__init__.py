@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from er_framework.kernels.banding import (
         band_keys,
         bucket_candidates,
-        bucket_ids,
         bucket_candidates_reference,
+        bucket_ids,
         candidate_probability,
         choose_bands,
         false_positive_area,
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
         word_tokens,
     )
     from er_framework.kernels.jaccard import jaccard_pairs, jaccard_reference
-    from er_framework.kernels.oph import oph_reference, oph_signatures
-    from er_framework.kernels.threshold import ThresholdFit, choose_threshold
     from er_framework.kernels.minhash import (
         EMPTY,
         PRIME,
@@ -70,6 +68,8 @@ if TYPE_CHECKING:
         minhash_rowwise_reference,
         minhash_signatures,
     )
+    from er_framework.kernels.oph import oph_reference, oph_signatures
+    from er_framework.kernels.threshold import ThresholdFit, choose_threshold
 
 __all__ = [
     # hashing
@@ -139,30 +139,61 @@ __all__ = [
 #: the submodule of each public name: a submodule is imported when one of its names is first used
 #: (``er --help`` and ``er validate`` do not load the numpy kernels they do not need)
 _WHERE: dict[str, str] = {
-    **dict.fromkeys((
-        "band_keys", "bucket_candidates", "bucket_ids", "bucket_candidates_reference", "candidate_probability",
-        "choose_bands", "false_positive_area", "threshold_estimate"
-    ), "banding"),
-    **dict.fromkeys((
-        "ChainFlag", "chain_flags", "chain_flags_reference", "max_spanning_forest", "max_spanning_forest_reference"
-    ), "chains"),
-    **dict.fromkeys((
-        "normalize_text", "normalized_digests", "normalized_digests_reference", "text_digest_reference", "text_digests"
-    ), "digests"),
+    **dict.fromkeys(
+        (
+            "band_keys",
+            "bucket_candidates",
+            "bucket_ids",
+            "bucket_candidates_reference",
+            "candidate_probability",
+            "choose_bands",
+            "false_positive_area",
+            "threshold_estimate",
+        ),
+        "banding",
+    ),
+    **dict.fromkeys(
+        ("ChainFlag", "chain_flags", "chain_flags_reference", "max_spanning_forest", "max_spanning_forest_reference"), "chains"
+    ),
+    **dict.fromkeys(
+        ("normalize_text", "normalized_digests", "normalized_digests_reference", "text_digest_reference", "text_digests"), "digests"
+    ),
     **dict.fromkeys(("fss_reference", "fss_signatures"), "fss"),
     **dict.fromkeys(("group_sorted", "pack_pairs", "pairs_in_groups", "unique_pairs", "unpack_pairs"), "groups"),
-    **dict.fromkeys((
-        "char_shingles", "char_shingles_reference", "codepoints", "hash_string_reference", "hash_strings", "mix64",
-        "mix64_reference", "stopword_shingles", "stopword_shingles_reference", "word_ngrams",
-        "word_ngrams_reference", "word_tokens"
-    ), "hashing"),
+    **dict.fromkeys(
+        (
+            "char_shingles",
+            "char_shingles_reference",
+            "codepoints",
+            "hash_string_reference",
+            "hash_strings",
+            "mix64",
+            "mix64_reference",
+            "stopword_shingles",
+            "stopword_shingles_reference",
+            "word_ngrams",
+            "word_ngrams_reference",
+            "word_tokens",
+        ),
+        "hashing",
+    ),
     **dict.fromkeys(("jaccard_pairs", "jaccard_reference"), "jaccard"),
     **dict.fromkeys(("oph_reference", "oph_signatures"), "oph"),
     **dict.fromkeys(("ThresholdFit", "choose_threshold"), "threshold"),
-    **dict.fromkeys((
-        "EMPTY", "PRIME", "estimate_jaccard", "estimate_jaccard_pairs", "hash_params", "is_permutation",
-        "minhash_reference", "minhash_rowwise_reference", "minhash_signatures"
-    ), "minhash"),
+    **dict.fromkeys(
+        (
+            "EMPTY",
+            "PRIME",
+            "estimate_jaccard",
+            "estimate_jaccard_pairs",
+            "hash_params",
+            "is_permutation",
+            "minhash_reference",
+            "minhash_rowwise_reference",
+            "minhash_signatures",
+        ),
+        "minhash",
+    ),
 }
 
 

@@ -71,8 +71,8 @@ def keep_freed_memory() -> bool:
     if not libc:
         return False
     try:
-        ok = bool(libc.mallopt(M_MMAP_THRESHOLD, HEAP_MAX_BLOCK_BYTES)) and bool(  # type: ignore[attr-defined]
-            libc.mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES))  # type: ignore[attr-defined]
+        mallopt = libc.mallopt  # type: ignore[attr-defined]
+        ok = bool(mallopt(M_MMAP_THRESHOLD, HEAP_MAX_BLOCK_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES))
     except AttributeError:  # not glibc (musl, ...): the defaults stay
         return False
     _applied = ok

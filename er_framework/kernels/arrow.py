@@ -27,9 +27,9 @@ strings) and read fixed-width arrays back through their buffers, so a run of
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, repeat
-import operator
 from operator import is_not
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +40,16 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "ARROW_MIN_VALUES", "ArrowValues", "CodedStrings", "array_of", "coded_parts", "coded_strings", "numeric_array", "scalar",
-    "string_array", "to_numpy",
+    "ARROW_MIN_VALUES",
+    "ArrowValues",
+    "CodedStrings",
+    "array_of",
+    "coded_parts",
+    "coded_strings",
+    "numeric_array",
+    "scalar",
+    "string_array",
+    "to_numpy",
 ]
 
 #: columns of fewer values than this are prepared in Python or numpy (blocking codes, compared fields): the same
@@ -69,11 +77,13 @@ class CodedStrings(list):  # type: ignore[type-arg]
 
     __slots__ = ("coded",)
 
-    def __init__(self, values: Iterable[Any] = (), distinct: list[Any] | None = None,
-                 codes: npt.NDArray[np.integer[Any]] | None = None) -> None:
+    def __init__(
+        self, values: Iterable[Any] = (), distinct: list[Any] | None = None, codes: npt.NDArray[np.integer[Any]] | None = None
+    ) -> None:
         super().__init__(values)
         self.coded: tuple[list[Any], npt.NDArray[np.integer[Any]]] | None = (
-            (distinct, codes) if distinct is not None and codes is not None else None)
+            (distinct, codes) if distinct is not None and codes is not None else None
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickled as its parts when it has them (a worker's result)
         if self.coded is not None:
@@ -247,8 +257,7 @@ def string_array(values: Sequence[str | None], large: bool | None = False) -> pa
         lengths = np.fromiter(map(len, strings), dtype=np.int64, count=m)
         if len(data) != len(plain):
             wide = np.flatnonzero(~np.fromiter(map(str.isascii, strings), dtype=bool, count=m))
-            lengths[wide] = np.fromiter((len(strings[i].encode("utf-8")) for i in wide.tolist()), dtype=np.int64,
-                                        count=len(wide))
+            lengths[wide] = np.fromiter((len(strings[i].encode("utf-8")) for i in wide.tolist()), dtype=np.int64, count=len(wide))
     if large is None:
         large = len(data) > _INT32_BYTES
     elif not large and len(data) > _INT32_BYTES:
@@ -262,8 +271,7 @@ def string_array(values: Sequence[str | None], large: bool | None = False) -> pa
         np.cumsum(full, out=offsets[1:])
     validity = None if present is None else pa.py_buffer(np.packbits(present, bitorder="little"))
     kind = pa.large_string() if large else pa.string()
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 null_count=n - m)
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=n - m)
 
 
 def numeric_array(values: npt.ArrayLike) -> pa.Array:
@@ -336,8 +344,7 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, null: Any = None) -> npt.NDArray[A
         dtype = _NUMPY_OF.get(str(arr.type))
         if dtype is None:
             raise TypeError(f"to_numpy: integers, floats or booleans are needed, got {arr.type}")
-        out = np.frombuffer(buffers[1], dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize) if n else \
-            np.zeros(0, dtype=dtype)
+        out = np.frombuffer(buffers[1], dtype=dtype, count=n, offset=off * np.dtype(dtype).itemsize) if n else np.zeros(0, dtype=dtype)
     if arr.null_count:
         if null is None:
             raise ValueError("to_numpy: the array has nulls: say what they become (null=...)")

@@ -55,9 +55,7 @@ def threshold_estimate(bands: int, rows: int) -> float:
     return float((1.0 / bands) ** (1.0 / rows))
 
 
-def false_positive_area(
-    threshold: float, bands: npt.ArrayLike, rows: npt.ArrayLike, num_points: int = 2049
-) -> Any:
+def false_positive_area(threshold: float, bands: npt.ArrayLike, rows: npt.ArrayLike, num_points: int = 2049) -> Any:
     """``integral_0^t P(s) ds``, with ``P(s) = 1 - (1 - s**r)**b`` (composite Simpson).
 
     The area under the S-curve left of the threshold: the (unweighted)
@@ -123,9 +121,7 @@ def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.95) -
     return cands[best]
 
 
-def _needed_num_perm(
-    threshold: float, target_recall: float, max_rows: int = 64
-) -> tuple[int, int, int]:
+def _needed_num_perm(threshold: float, target_recall: float, max_rows: int = 64) -> tuple[int, int, int]:
     """Smallest ``b * r`` (over ``r <= max_rows``) reaching ``target_recall`` at ``threshold``."""
     best: tuple[int, int, int] | None = None
     for r in range(1, max_rows + 1):
@@ -159,9 +155,7 @@ def band_keys(signatures: npt.NDArray[np.unsignedinteger], bands: int, rows: int
     if bands < 1 or rows < 1:
         raise ValueError(f"bands and rows must be >= 1, got bands={bands}, rows={rows}")
     if bands * rows > sig.shape[1]:
-        raise ValueError(
-            f"bands * rows = {bands * rows} exceeds the signature length {sig.shape[1]}"
-        )
+        raise ValueError(f"bands * rows = {bands * rows} exceeds the signature length {sig.shape[1]}")
     n = sig.shape[0]
     out = np.empty((n, bands), dtype=np.uint64)
     bb = np.uint64(B)
@@ -200,9 +194,7 @@ def bucket_ids(keys: UInt64Array, space: int = 0) -> UInt64Array:
         return mix64(k + salt[None, :])
 
 
-def _bucket_stats(
-    sizes: Int64Array, oversized: npt.NDArray[np.bool_], raw_pairs: int
-) -> dict[str, int]:
+def _bucket_stats(sizes: Int64Array, oversized: npt.NDArray[np.bool_], raw_pairs: int) -> dict[str, int]:
     big = sizes[oversized]
     return {
         "buckets": int(np.count_nonzero(sizes >= 2)),
@@ -269,8 +261,9 @@ def bucket_candidates(
         rights.append(right[keep])
     sizes = np.concatenate(all_sizes) if all_sizes else np.zeros(0, dtype=np.int64)
     oversized = sizes > max_bucket_size if max_bucket_size is not None else np.zeros(len(sizes), dtype=bool)
-    left, right = unique_pairs(np.concatenate(lefts) if lefts else np.zeros(0, dtype=np.int64),
-                               np.concatenate(rights) if rights else np.zeros(0, dtype=np.int64))
+    left, right = unique_pairs(
+        np.concatenate(lefts) if lefts else np.zeros(0, dtype=np.int64), np.concatenate(rights) if rights else np.zeros(0, dtype=np.int64)
+    )
     return left, right, _bucket_stats(sizes, oversized, raw)
 
 

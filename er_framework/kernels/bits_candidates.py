@@ -395,9 +395,7 @@ def grid_bit_candidates_reference(
     return [p[0] for p in ordered], [p[1] for p in ordered], stats
 
 
-def _pair_args(
-    bits: npt.ArrayLike, left: npt.ArrayLike, right: npt.ArrayLike
-) -> tuple[UInt64Array, Int64Array, Int64Array]:
+def _pair_args(bits: npt.ArrayLike, left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[UInt64Array, Int64Array, Int64Array]:
     """``bits`` as a 2-D uint64 matrix and ``left``/``right`` as int64 arrays of one length."""
     b = np.asarray(bits, dtype=np.uint64)
     lo = np.asarray(left, dtype=np.int64)
@@ -443,9 +441,7 @@ def shares_bucket(
     return counts if return_counts else counts > 0
 
 
-def shares_bucket_reference(
-    bits: npt.ArrayLike, left: Sequence[int], right: Sequence[int], sets: npt.ArrayLike
-) -> list[bool]:
+def shares_bucket_reference(bits: npt.ArrayLike, left: Sequence[int], right: Sequence[int], sets: npt.ArrayLike) -> list[bool]:
     """Python-integer version of :func:`shares_bucket` (test oracle)."""
     b = np.asarray(bits, dtype=np.uint64)
     ints = [sum(int(x) << (64 * k) for k, x in enumerate(row)) for row in b]

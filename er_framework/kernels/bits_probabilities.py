@@ -110,8 +110,12 @@ def _hypergeom_pmf(n: int, a: int, b: int) -> Float64Array:
             log_p[i] = -np.inf
         else:
             log_p[i] = (
-                math.lgamma(a + 1) - math.lgamma(v + 1) - math.lgamma(a - v + 1)
-                + math.lgamma(n - a + 1) - math.lgamma(b - v + 1) - math.lgamma(n - a - b + v + 1)
+                math.lgamma(a + 1)
+                - math.lgamma(v + 1)
+                - math.lgamma(a - v + 1)
+                + math.lgamma(n - a + 1)
+                - math.lgamma(b - v + 1)
+                - math.lgamma(n - a - b + v + 1)
                 - (math.lgamma(n + 1) - math.lgamma(b + 1) - math.lgamma(n - b + 1))
             )
     return np.exp(log_p)

@@ -133,9 +133,7 @@ def _check(
     return lab, lo, hi, sc
 
 
-def _intra_pairs(
-    lab: Int64Array, lo: Int64Array, hi: Int64Array, sc: Float64Array
-) -> tuple[Int64Array, Int64Array, Float64Array]:
+def _intra_pairs(lab: Int64Array, lo: Int64Array, hi: Int64Array, sc: Float64Array) -> tuple[Int64Array, Int64Array, Float64Array]:
     """Pairs inside a cluster: ``left < right``, unique (highest score kept), sorted by ``(left, right)``."""
     a = np.minimum(lo, hi)
     b = np.maximum(lo, hi)
@@ -467,8 +465,16 @@ def chain_flags(
             continue
         e = e_order[e_start[i] : e_start[i + 1]]
         found, scored = _judge_cluster(
-            rec[rec_start[i] : rec_start[i + 1]], a[e], b[e], s[e], tree[e],
-            min_side, min_side_density, max_cut_density, min_gap, max_candidates,
+            rec[rec_start[i] : rec_start[i + 1]],
+            a[e],
+            b[e],
+            s[e],
+            tree[e],
+            min_side,
+            min_side_density,
+            max_cut_density,
+            min_gap,
+            max_candidates,
         )
         stats["cuts_scored"] += scored
         if found is not None:
@@ -528,8 +534,16 @@ def chain_flags_reference(
     members: dict[int, list[int]] = {}
     for r, c in enumerate(lab.tolist()):
         members.setdefault(c, []).append(r)
-    stats: dict[str, Any] = {"clusters": len(members), "checked": 0, "too_small": 0, "skipped_too_large": 0,
-                             "disconnected": 0, "flagged": 0, "too_dense": 0, "cuts_scored": 0}
+    stats: dict[str, Any] = {
+        "clusters": len(members),
+        "checked": 0,
+        "too_small": 0,
+        "skipped_too_large": 0,
+        "disconnected": 0,
+        "flagged": 0,
+        "too_dense": 0,
+        "cuts_scored": 0,
+    }
     flags: list[ChainFlag] = []
     for c, recs in members.items():
         k = len(recs)
@@ -580,8 +594,16 @@ def chain_flags_reference(
             s0, s1 = (side_a, side_b) if bx in set_a else (side_b, side_a)
             m0, m1 = (med_a, med_b) if bx in set_a else (med_b, med_a)
             d0, d1 = (dens_a, dens_b) if bx in set_a else (dens_b, dens_a)
-            found = _Cut(gap, cut_max, (bx, by), np.asarray(sorted(s0), dtype=np.int64),
-                         np.asarray(sorted(s1), dtype=np.int64), len(across), (d0, d1), (m0, m1))
+            found = _Cut(
+                gap,
+                cut_max,
+                (bx, by),
+                np.asarray(sorted(s0), dtype=np.int64),
+                np.asarray(sorted(s1), dtype=np.int64),
+                len(across),
+                (d0, d1),
+                (m0, m1),
+            )
             if best is None or found.key() < best.key():
                 best = found
         if best is not None:

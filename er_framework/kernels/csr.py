@@ -7,8 +7,9 @@ of the plugin contract.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,9 +38,7 @@ class TokenSets:
         if self.tokens.dtype not in (np.uint64, np.uint32):
             raise ValueError(f"tokens must be uint64 or uint32, got {self.tokens.dtype}")
         if self.indptr[-1] != len(self.tokens):
-            raise ValueError(
-                f"indptr[-1]={self.indptr[-1]} does not match {len(self.tokens)} tokens"
-            )
+            raise ValueError(f"indptr[-1]={self.indptr[-1]} does not match {len(self.tokens)} tokens")
 
     def __len__(self) -> int:
         return len(self.indptr) - 1
@@ -53,7 +52,7 @@ class TokenSets:
         return self.tokens[self.indptr[i] : self.indptr[i + 1]]
 
     @classmethod
-    def from_sets(cls, sets: Iterable[Iterable[int]], dtype: Any = np.uint64) -> "TokenSets":
+    def from_sets(cls, sets: Iterable[Iterable[int]], dtype: Any = np.uint64) -> TokenSets:
         """Reference constructor from Python iterables (sorted, deduplicated here)."""
         rows = [np.unique(np.asarray(list(s), dtype=dtype)) for s in sets]
         indptr = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -65,7 +64,7 @@ class TokenSets:
         return cls(indptr=indptr, tokens=tokens)
 
     @classmethod
-    def concat(cls, parts: Sequence["TokenSets"]) -> "TokenSets":
+    def concat(cls, parts: Sequence[TokenSets]) -> TokenSets:
         if not parts:
             return cls(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint64))
         sizes = np.concatenate([p.sizes for p in parts])
@@ -73,12 +72,12 @@ class TokenSets:
         np.cumsum(sizes, out=indptr[1:])
         return cls(indptr, np.concatenate([p.tokens for p in parts]))
 
-    def slice(self, start: int, stop: int) -> "TokenSets":
+    def slice(self, start: int, stop: int) -> TokenSets:
         """Rows ``start .. stop-1`` sharing this object's token memory (no copy)."""
         t0 = int(self.indptr[start])
         return TokenSets(self.indptr[start : stop + 1] - t0, self.tokens[t0 : int(self.indptr[stop])])
 
-    def take(self, index: npt.ArrayLike) -> "TokenSets":
+    def take(self, index: npt.ArrayLike) -> TokenSets:
         """Rows at ``index`` (vectorized gather)."""
         idx = np.asarray(index, dtype=np.int64)
         starts = self.indptr[idx]
@@ -89,8 +88,7 @@ class TokenSets:
         pos = np.arange(total, dtype=np.int64) - np.repeat(indptr[:-1], sizes) + np.repeat(starts, sizes)
         return TokenSets(indptr, self.tokens[pos])
 
-    def equals(self, other: "TokenSets") -> bool:
+    def equals(self, other: TokenSets) -> bool:
         return bool(
-            np.array_equal(self.indptr, other.indptr)
-            and np.array_equal(self.tokens.astype(np.uint64), other.tokens.astype(np.uint64))
+            np.array_equal(self.indptr, other.indptr) and np.array_equal(self.tokens.astype(np.uint64), other.tokens.astype(np.uint64))
         )

@@ -105,7 +105,7 @@ class DocFreq:
         return self._runs[0]
 
     @classmethod
-    def merge(cls, tables: list[tuple[UInt64Array, Int64Array, int]]) -> "DocFreq":
+    def merge(cls, tables: list[tuple[UInt64Array, Int64Array, int]]) -> DocFreq:
         """One table from several ``(tokens, df, records)`` (e.g. one per partition)."""
         out = cls()
         for tokens, df, records in tables:
@@ -113,8 +113,7 @@ class DocFreq:
         return out
 
 
-def df_limits(records: int, max_df: float | int | None, min_df: float | int | None,
-              max_df_floor: int = 1) -> tuple[int | None, int]:
+def df_limits(records: int, max_df: float | int | None, min_df: float | int | None, max_df_floor: int = 1) -> tuple[int | None, int]:
     """``(most, least)``: a token is kept when ``least <= df <= most`` (``most`` None: no upper limit).
 
     A float is a share of ``records`` (``max_df=0.05``: in at most 5% of the
@@ -124,8 +123,7 @@ def df_limits(records: int, max_df: float | int | None, min_df: float | int | No
     """
     most: int | None = None
     if max_df is not None:
-        most = int(max_df) if isinstance(max_df, int) else \
-            max(1, int(max_df_floor), int(np.floor(float(max_df) * records + 1e-9)))
+        most = int(max_df) if isinstance(max_df, int) else max(1, int(max_df_floor), int(np.floor(float(max_df) * records + 1e-9)))
     least = 1
     if min_df is not None:
         least = int(min_df) if isinstance(min_df, int) else max(1, int(np.ceil(float(min_df) * records - 1e-9)))
@@ -141,7 +139,11 @@ def pruned_tokens(tokens: UInt64Array, df: Int64Array, most: int | None, least: 
 
 
 def drop_tokens(
-    token_sets: TokenSets, dropped: UInt64Array, *, sets: bool = False, workers: int = 1,
+    token_sets: TokenSets,
+    dropped: UInt64Array,
+    *,
+    sets: bool = False,
+    workers: int = 1,
     block_tokens: int = BLOCK_TOKENS,
 ) -> tuple[TokenSets, Int64Array]:
     """``token_sets`` without the tokens of ``dropped`` (sorted, distinct), and how many distinct tokens each row lost.

@@ -84,8 +84,7 @@ def _digest_spans(buf: bytes, lengths: Int64Array) -> UInt64Array:
     ends = np.cumsum(lengths)
     view = memoryview(buf)
     blake = hashlib.blake2b
-    joined = b"".join([blake(view[a:b], digest_size=DIGEST_BYTES).digest()
-                       for a, b in zip((ends - lengths).tolist(), ends.tolist())])
+    joined = b"".join([blake(view[a:b], digest_size=DIGEST_BYTES).digest() for a, b in zip((ends - lengths).tolist(), ends.tolist())])
     return np.frombuffer(joined, dtype="<u8").astype(np.uint64)
 
 
@@ -106,8 +105,9 @@ def _is_space(cps: npt.NDArray[np.unsignedinteger]) -> BoolArray:
     return ws
 
 
-def _fold_whitespace(cps: npt.NDArray[np.unsignedinteger], lengths: Int64Array, texts: Sequence[str]
-                     ) -> tuple[npt.NDArray[np.unsignedinteger], Int64Array]:
+def _fold_whitespace(
+    cps: npt.NDArray[np.unsignedinteger], lengths: Int64Array, texts: Sequence[str]
+) -> tuple[npt.NDArray[np.unsignedinteger], Int64Array]:
     """``" ".join(s.split())`` of every text, on code points: ``(folded code points, folded lengths)``.
 
     ``cps`` holds the code points of ``texts`` one after the other
@@ -133,8 +133,7 @@ def _fold_whitespace(cps: npt.NDArray[np.unsignedinteger], lengths: Int64Array, 
     tail = np.flatnonzero(nonempty)
     tail = tail[ws[ends[tail] - 1]]
     if len(tail):
-        run = np.fromiter((len(t) - len(t.rstrip()) for t in (texts[i] for i in tail.tolist())),
-                          dtype=np.int64, count=len(tail))
+        run = np.fromiter((len(t) - len(t.rstrip()) for t in (texts[i] for i in tail.tolist())), dtype=np.int64, count=len(tail))
         drop[ends[tail] - run] = True
     dropped = np.flatnonzero(drop)
     out_len = lengths - np.bincount(np.searchsorted(ends, dropped, side="right"), minlength=n)
@@ -150,8 +149,7 @@ def _fold_whitespace(cps: npt.NDArray[np.unsignedinteger], lengths: Int64Array, 
     return out, out_len
 
 
-def _folded(texts: Sequence[str], normalize: bool, ascii_only: bool
-            ) -> tuple[npt.NDArray[np.unsignedinteger], Int64Array]:
+def _folded(texts: Sequence[str], normalize: bool, ascii_only: bool) -> tuple[npt.NDArray[np.unsignedinteger], Int64Array]:
     """The texts' code points after the normalization (``normalize``: NFKC and case folding, else none)
     and whitespace folding, one after the other, and each text's folded length.
 

@@ -11,8 +11,10 @@ Pure numpy, on levels and pattern counts (the fields are compared by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field as dc_field
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -155,9 +157,7 @@ def sigmoid(z: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return values[inverse.reshape(-1)].reshape(arr.shape)
 
 
-def _class_logs(
-    patterns: npt.NDArray[np.int64], probs: list[npt.NDArray[np.float64]]
-) -> npt.NDArray[np.float64]:
+def _class_logs(patterns: npt.NDArray[np.int64], probs: list[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
     out = np.zeros(len(patterns))
     for f, p in enumerate(probs):
         lv = patterns[:, f]
@@ -217,10 +217,7 @@ def isotonic_decreasing_reference(values: npt.ArrayLike, weights: npt.ArrayLike)
     n = len(y)
     out = np.empty(n)
     for k in range(n):
-        out[k] = min(
-            max(float((w[i : j + 1] * y[i : j + 1]).sum() / w[i : j + 1].sum()) for j in range(k, n))
-            for i in range(k + 1)
-        )
+        out[k] = min(max(float((w[i : j + 1] * y[i : j + 1]).sum() / w[i : j + 1].sum()) for j in range(k, n)) for i in range(k + 1))
     return out
 
 
@@ -432,4 +429,3 @@ def fit_em(
         if votes < 0:
             fit = EMFit(lam=1 - lam, m=u, u=m, iterations=it, converged=converged, loglik=trace, swapped=True)
     return fit
-

@@ -98,10 +98,10 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
-from er_framework.kernels.parallel import row_blocks
 from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_inplace, mix64_reference
 from er_framework.kernels.minhash import EMPTY
 from er_framework.kernels.oph import check_num_perm
+from er_framework.kernels.parallel import row_blocks
 
 __all__ = [
     "fss_reference",
@@ -114,7 +114,6 @@ __all__ = [
 UInt32Array = npt.NDArray[np.uint32]
 UInt64Array = npt.NDArray[np.uint64]
 Int64Array = npt.NDArray[np.int64]
-
 
 
 def fss_salts(seed: int, r: int) -> tuple[int, int]:
@@ -300,9 +299,7 @@ def fss_signatures(
     return fss_signatures_with_rounds(token_sets, num_perm, seed, chunk_tokens)[0]
 
 
-def fss_reference_with_rounds(
-    sets: Sequence[Sequence[int]], num_perm: int, seed: int
-) -> tuple[list[list[int]], list[int]]:
+def fss_reference_with_rounds(sets: Sequence[Sequence[int]], num_perm: int, seed: int) -> tuple[list[list[int]], list[int]]:
     """Per-set naive Fast Similarity Sketch, Python ints, and rounds used (test oracle).
 
     Literally the definition: rounds in order, every token of the set gives

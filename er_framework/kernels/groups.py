@@ -111,9 +111,7 @@ def group_sorted(keys: npt.NDArray[np.integer]) -> tuple[Int64Array, Int64Array,
     return order, starts, sizes
 
 
-def pairs_in_groups(
-    members: Int64Array, starts: Int64Array, sizes: Int64Array
-) -> tuple[Int64Array, Int64Array]:
+def pairs_in_groups(members: Int64Array, starts: Int64Array, sizes: Int64Array) -> tuple[Int64Array, Int64Array]:
     """All unordered pairs of members within each group.
 
     Group ``g`` is ``members[starts[g] : starts[g] + sizes[g]]``; it yields its
@@ -154,9 +152,7 @@ def pairs_in_groups(
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def pairs_in_groups_reference(
-    members: Int64Array, starts: Int64Array, sizes: Int64Array
-) -> tuple[list[int], list[int]]:
+def pairs_in_groups_reference(members: Int64Array, starts: Int64Array, sizes: Int64Array) -> tuple[list[int], list[int]]:
     """Naive double loop version of :func:`pairs_in_groups` (test oracle)."""
     left: list[int] = []
     right: list[int] = []
@@ -211,8 +207,8 @@ def cross_group_pairs_reference(
     ys: list[int] = []
     ps: list[int] = []
     for p, (a, b) in enumerate(zip([int(v) for v in left], [int(v) for v in right])):
-        ga = [int(v) for v in members[int(starts[a]): int(starts[a]) + int(sizes[a])]]
-        gb = [int(v) for v in members[int(starts[b]): int(starts[b]) + int(sizes[b])]]
+        ga = [int(v) for v in members[int(starts[a]) : int(starts[a]) + int(sizes[a])]]
+        gb = [int(v) for v in members[int(starts[b]) : int(starts[b]) + int(sizes[b])]]
         for x in ga:
             for y in gb:
                 xs.append(x)
@@ -234,8 +230,7 @@ def pack_pairs(left: npt.ArrayLike, right: npt.ArrayLike) -> UInt64Array:
     for name, arr in (("left", lo), ("right", hi)):
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= 1 << 32):
             raise ValueError(
-                f"{name} holds values outside [0, 2**32) "
-                f"(min {int(arr.min())}, max {int(arr.max())}); cannot pack into 64 bits"
+                f"{name} holds values outside [0, 2**32) (min {int(arr.min())}, max {int(arr.max())}); cannot pack into 64 bits"
             )
     return (lo.astype(np.uint64) << _SHIFT32) | hi.astype(np.uint64)
 

@@ -268,9 +268,7 @@ def _csr_unique_rows(tokens: npt.NDArray[Any], counts: Int64Array, in_place: boo
     return TokenSets(indptr, np.ascontiguousarray(np.compress(keep, t), dtype=np.uint64))
 
 
-def unique_rows(
-    multiset: TokenSets, workers: int = 1, block_tokens: int = 1 << 20, in_place: bool = False
-) -> TokenSets:
+def unique_rows(multiset: TokenSets, workers: int = 1, block_tokens: int = 1 << 20, in_place: bool = False) -> TokenSets:
     """The set of every row of ``multiset`` (its distinct tokens, sorted ascending): a new :class:`TokenSets`.
 
     For a shingler's :meth:`shingle_multiset` rows this is its :meth:`shingle` (the contract: the
@@ -433,9 +431,7 @@ def word_tokens(texts: Sequence[str], pattern: str = r"\w+") -> tuple[UInt64Arra
     return hash_strings(words), counts
 
 
-def stopword_shingles(
-    texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+"
-) -> TokenSets:
+def stopword_shingles(texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+") -> TokenSets:
     """Stop-word shingles (MMDS 3.2.4): a stop word followed by the next ``n`` words.
 
     "I recommend that you buy Sudzo for your laundry" with n = 2 gives
@@ -461,9 +457,7 @@ def stopword_shingles(
     return _csr_unique_rows(h[keep], per_row)
 
 
-def stopword_shingles_reference(
-    texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+"
-) -> list[list[int]]:
+def stopword_shingles_reference(texts: Sequence[str], stop_words: Sequence[str], n: int = 2, pattern: str = r"\w+") -> list[list[int]]:
     """Pure-Python :func:`stopword_shingles` (test oracle)."""
     rx = re.compile(pattern)
     stops = set(stop_words)
@@ -471,11 +465,7 @@ def stopword_shingles_reference(
     for t in texts:
         words = [m.group(0) for m in rx.finditer(t)]
         toks = [hash_string_reference(x) for x in words]
-        out.append(
-            sorted(
-                {_ngram_reference(toks[i : i + n + 1]) for i in range(len(words) - n) if words[i] in stops}
-            )
-        )
+        out.append(sorted({_ngram_reference(toks[i : i + n + 1]) for i in range(len(words) - n) if words[i] in stops}))
     return out
 
 

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
-from er_framework.kernels.parallel import map_ordered, split_sizes
 from er_framework.kernels.groups import sort_segments
+from er_framework.kernels.parallel import map_ordered, split_sizes
 
 __all__ = ["PAIR_LOOP_MIN", "intersection_sizes", "jaccard_pairs", "jaccard_reference"]
 
@@ -48,9 +48,7 @@ def _copy_rows(
 PAIR_LOOP_MIN = 96
 
 
-def _intersections_vectorized(
-    tokens: npt.NDArray[Any], indptr: Int64Array, lo: Int64Array, hi: Int64Array
-) -> Int64Array:
+def _intersections_vectorized(tokens: npt.NDArray[Any], indptr: Int64Array, lo: Int64Array, hi: Int64Array) -> Int64Array:
     """``|A ∩ B|`` of every pair, all pairs at once: the tokens of both sides of pair ``j`` laid out as one
     segment ``A_j ‖ B_j``, every segment sorted (a segmented sort); as each side is unique, the number of
     adjacent equal entries in a segment is ``|A ∩ B|``."""
@@ -74,9 +72,7 @@ def _intersections_vectorized(
     return inter
 
 
-def _intersections_looped(
-    tokens: npt.NDArray[Any], indptr: Int64Array, lo: Int64Array, hi: Int64Array
-) -> Int64Array:
+def _intersections_looped(tokens: npt.NDArray[Any], indptr: Int64Array, lo: Int64Array, hi: Int64Array) -> Int64Array:
     """``|A ∩ B|`` of every pair, one pair per step: ``A ‖ B`` in a buffer, sorted in place, adjacent equal
     entries counted (each side is unique, so each is one common token). For large rows: linear memory,
     no index arrays, and numpy's sort releases the GIL (threads run in parallel). The sort is the stable

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 __all__ = ["lazy_names"]
 
 
-def lazy_names(
-    package: str, where: Mapping[str, str], names: Sequence[str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_names(package: str, where: Mapping[str, str], names: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: name ``n`` comes from submodule ``where[n]``,
     imported the first time ``n`` is asked for (then kept in the package's namespace)."""
     namespace = sys.modules[package].__dict__

@@ -59,7 +59,6 @@ PRIME: int = 4294967291
 EMPTY = np.uint32(0xFFFFFFFF)
 
 
-
 def _check_p(p: int) -> None:
     if not (2 <= p < 0xFFFFFFFF):
         raise ValueError(f"p must satisfy 2 <= p < 2**32 - 1, got {p}")
@@ -95,9 +94,7 @@ def _check_params(a: npt.ArrayLike, b: npt.ArrayLike, p: int) -> tuple[UInt64Arr
     aa = np.asarray(a, dtype=np.uint64).ravel()
     bb = np.asarray(b, dtype=np.uint64).ravel()
     if aa.shape != bb.shape or aa.size == 0:
-        raise ValueError(
-            f"a and b must be non-empty and of one length, got {aa.shape} and {bb.shape}"
-        )
+        raise ValueError(f"a and b must be non-empty and of one length, got {aa.shape} and {bb.shape}")
     if int(aa.min()) < 1 or int(aa.max()) > p - 1:
         raise ValueError(f"every a_i must lie in [1, p-1] = [1, {p - 1}]")
     if int(bb.max()) > p - 1:

@@ -62,9 +62,9 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.csr import TokenSets
-from er_framework.kernels.parallel import row_blocks
 from er_framework.kernels.hashing import GOLDEN, MASK32, MASK64, SHIFT32, mix64, mix64_reference
 from er_framework.kernels.minhash import EMPTY
+from er_framework.kernels.parallel import row_blocks
 
 __all__ = ["check_num_perm", "oph_reference", "oph_salts", "oph_signatures", "probe_bins"]
 

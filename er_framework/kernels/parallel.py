@@ -33,8 +33,18 @@ import numpy.typing as npt
 from er_framework.kernels.csr import TokenSets
 
 __all__ = [
-    "FORK_SAFE", "POLL_SECONDS", "ForkedWorker", "WorkerDied", "available_cores", "die_with_parent", "map_ordered", "map_processes",
-    "map_row_blocks", "resolve_workers", "row_blocks", "split_sizes",
+    "FORK_SAFE",
+    "POLL_SECONDS",
+    "ForkedWorker",
+    "WorkerDied",
+    "available_cores",
+    "die_with_parent",
+    "map_ordered",
+    "map_processes",
+    "map_row_blocks",
+    "resolve_workers",
+    "row_blocks",
+    "split_sizes",
 ]
 
 T = TypeVar("T")
@@ -127,8 +137,9 @@ def die_with_parent(parent: int) -> None:
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
-                       ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+            libc.prctl(
+                ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+            )
         except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog alone
             pass
     if os.getppid() != parent:  # died before PDEATHSIG was armed
@@ -163,9 +174,7 @@ def map_processes(fn: Callable[..., R], args: Iterable[tuple[Any, ...]], workers
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(todo)), mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
-    )
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
     try:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_MASK)
         try:  # fork-context pools start every worker at the first submit, in this thread
@@ -215,8 +224,7 @@ class ForkedWorker:
         from concurrent.futures import ProcessPoolExecutor
 
         ctx = multiprocessing.get_context("fork")
-        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent,
-                                        initargs=(os.getpid(),))
+        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_MASK)
         try:  # a fork-context pool starts its worker at the first submit, in this thread
             self.pool.submit(os.getpid)
@@ -253,7 +261,7 @@ class ForkedWorker:
         else:
             self.pool.shutdown(wait=True)
 
-    def __enter__(self) -> "ForkedWorker":
+    def __enter__(self) -> ForkedWorker:
         return self
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:

@@ -226,7 +226,7 @@ def score_histogram(scores: npt.ArrayLike, bins: int = GRID_BINS, low: float = 0
     fitted = np.zeros(bins, dtype=np.int64)
     ones = 0
     for start in range(0, len(s), _CHUNK):
-        part = s[start:start + _CHUNK]
+        part = s[start : start + _CHUNK]
         lo, hi = float(part.min()), float(part.max())
         if not (lo >= 0.0 and hi <= 1.0):  # NaN fails both comparisons
             if np.isnan(part).any():
@@ -318,8 +318,17 @@ def _valleys(f: FloatArray, n: int, h: float, i_lo: int, i_hi: int) -> list[dict
     out = []
     for j in np.argsort(-contrast, kind="stable")[:8]:
         i = int(idx[j])
-        out.append({"index": i, "density": float(fi[j]), "peak": float(peak[j]), "depth": float(fi[j] / peak[j]),
-                    "contrast": float(contrast[j]), "peak_count": float(c_peak[j]), "bandwidth": h})
+        out.append(
+            {
+                "index": i,
+                "density": float(fi[j]),
+                "peak": float(peak[j]),
+                "depth": float(fi[j] / peak[j]),
+                "contrast": float(contrast[j]),
+                "peak_count": float(c_peak[j]),
+                "bandwidth": h,
+            }
+        )
     return out
 
 
@@ -513,8 +522,11 @@ def _fit_mixtures(fine: Int64Array, low: float) -> dict[int, _Mixture]:
     for k in range(2, MAX_COMPONENTS + 1):
         if len(y) < 2 * k:
             break
-        starts: list[list[float]] = [[q(j / k) for j in range(1, k)], [q(1 - 0.5 ** j) for j in range(1, k)],
-                                     sorted(q(1 - 0.1 ** j) for j in range(1, k))]
+        starts: list[list[float]] = [
+            [q(j / k) for j in range(1, k)],
+            [q(1 - 0.5**j) for j in range(1, k)],
+            sorted(q(1 - 0.1**j) for j in range(1, k)),
+        ]
         if len(gap) >= k - 1:
             starts.append(sorted(gap[: k - 1]))
         if k - 1 in fits:
@@ -550,7 +562,7 @@ def _model_dip(f: FloatArray, a: float, b: float) -> float:
     """How deep the model density ``f`` (at the fine bin centres) dips between scores ``a`` < ``b``: its lowest
     value there over the smaller of the highest values on either side of it (1: no dip)."""
     i, j = int(a * GRID_BINS), int(b * GRID_BINS)
-    seg = f[i:j + 1]
+    seg = f[i : j + 1]
     if len(seg) < 3:
         return 1.0
     m = int(np.argmin(seg))
@@ -558,8 +570,9 @@ def _model_dip(f: FloatArray, a: float, b: float) -> float:
     return float(seg[m] / peak) if peak > 0 else 1.0
 
 
-def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tuple[float, FloatArray]],
-                    active: list[int]) -> dict[int, dict[str, Any]]:
+def _boundary_stats(
+    fit: _Mixture, fine: Int64Array, low: float, dens: list[tuple[float, FloatArray]], active: list[int]
+) -> dict[int, dict[str, Any]]:
     """The data's dip at each active boundary ``c`` (between components ``c - 1`` and ``c``), on each smoothed
     density of ``dens`` (bandwidth, density at the fine bin centres): the lowest point strictly between the
     two components' medians, lower than both; its *sides* reach to the neighbouring active boundaries' dips
@@ -578,7 +591,7 @@ def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tupl
             a, b = max(int(med_idx[c - 1]), start), int(med_idx[c])
             if b - a < 2:
                 continue
-            m = a + 1 + int(np.argmin(f[a + 1:b]))
+            m = a + 1 + int(np.argmin(f[a + 1 : b]))
             if f[m] < f[a] and f[m] < f[b]:
                 dips[c] = m
         order = sorted(dips)
@@ -586,8 +599,8 @@ def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tupl
             m = dips[c]
             lo_edge = dips[order[j - 1]] if j > 0 else start
             hi_edge = dips[order[j + 1]] if j + 1 < len(order) else GRID_BINS - 1
-            pl = lo_edge + int(np.argmax(f[lo_edge:m + 1]))
-            pr = m + int(np.argmax(f[m:hi_edge + 1]))
+            pl = lo_edge + int(np.argmax(f[lo_edge : m + 1]))
+            pr = m + int(np.argmax(f[m : hi_edge + 1]))
             peak = min(float(f[pl]), float(f[pr]))
             if not peak > 0:
                 continue
@@ -596,8 +609,16 @@ def _boundary_stats(fit: _Mixture, fine: Int64Array, low: float, dens: list[tupl
             depth = float(f[m]) / peak
             contrast = (cp - cv) / math.sqrt(cp + cv)
             significant = depth <= DIP_DEPTH and contrast >= DIP_CONTRAST * (1.0 + depth)
-            v: dict[str, Any] = {"index": m, "at": float((m + 0.5) / GRID_BINS), "depth": depth, "contrast": contrast,
-                                 "bandwidth": h, "peaks": [pl, pr], "model_depth": 1.0, "significant": significant}
+            v: dict[str, Any] = {
+                "index": m,
+                "at": float((m + 0.5) / GRID_BINS),
+                "depth": depth,
+                "contrast": contrast,
+                "bandwidth": h,
+                "peaks": [pl, pr],
+                "model_depth": 1.0,
+                "significant": significant,
+            }
             rank = (significant, contrast if significant else -depth)
             if c not in out or rank > out[c]["rank"]:
                 out[c] = dict(v, rank=rank)
@@ -617,7 +638,7 @@ def _split(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) 
     start = _start(low)
     hs = _bandwidths(fine, bandwidth)
     if bandwidth == "scan":  # few scores make Silverman's rule wide: an empty gap between small groups shows only below it
-        hs = [max(hs[0] / 1.25 ** j, 2.0 / GRID_BINS) for j in range(GAP_FINER, 0, -1)] + hs
+        hs = [max(hs[0] / 1.25**j, 2.0 / GRID_BINS) for j in range(GAP_FINER, 0, -1)] + hs
     dens = [(h, smoothed(fine, h, start)) for h in sorted(set(hs))]
     active = list(range(1, fit.k))
     model_depth = {c: _model_dip(model, float(med[c - 1]), float(med[c])) for c in active}
@@ -642,8 +663,7 @@ def _split(fit: _Mixture, fine: Int64Array, low: float, bandwidth: str | float) 
     return {"first": 0, "dip": None, "gaps": gaps, "active": []}
 
 
-def _gap_crossing(fit: _Mixture, first: int, dip: dict[str, Any], dens_f: FloatArray, low: float,
-                  high: float) -> tuple[float, bool]:
+def _gap_crossing(fit: _Mixture, first: int, dip: dict[str, Any], dens_f: FloatArray, low: float, high: float) -> tuple[float, bool]:
     """The threshold at the gap ``dip`` below component ``first``: where the components above it turn from less
     to more likely than those below (posterior 0.5), the crossing nearest the dip inside the gap (the stretch
     around the dip where the density ``dens_f`` stays below :data:`GAP_LEVEL` of the way from the dip to the
@@ -678,7 +698,7 @@ def _group_moments(fit: _Mixture, idx: slice) -> tuple[float, float, float]:
     w, mu, sd = fit.w[idx], fit.mu[idx], fit.sd[idx]
     tw = float(w.sum())
     m = float((w * mu).sum() / tw)
-    var = float((w * (sd ** 2 + (mu - m) ** 2)).sum() / tw)
+    var = float((w * (sd**2 + (mu - m) ** 2)).sum() / tw)
     return tw, m, math.sqrt(var)
 
 
@@ -738,16 +758,35 @@ def choose_threshold(
     edges, counts = _plot_hist(every, ones)
     bin_w = 1.0 / HIST_BINS
     grid_x = (np.arange(GRID_BINS) + 0.5) / GRID_BINS
-    evidence: dict[str, Any] = {"scores": n_all, "below_low": n_all - n_cont - ones, "fitted": n_cont, "exact_ones": ones,
-                                "low": low, "high": high}
+    evidence: dict[str, Any] = {
+        "scores": n_all,
+        "below_low": n_all - n_cont - ones,
+        "fitted": n_cont,
+        "exact_ones": ones,
+        "low": low,
+        "high": high,
+    }
 
     def fall(why: str, curve_y: FloatArray | None = None, extra: dict[str, Any] | None = None) -> ThresholdFit:
         ev = dict(evidence, **(extra or {}))
         x = grid_x[::CURVE_STEP] if curve_y is not None else np.zeros(0)
         y = curve_y[::CURVE_STEP] if curve_y is not None else np.zeros(0)
         src = "given fallback" if fallback is not None else "the floor low"
-        return ThresholdFit(fb, "fallback", False, f"{why}; threshold {_fmt(fb)} ({src})",
-                            n_all, edges, counts, x, y, ev, requested=method, low=low, high=high)
+        return ThresholdFit(
+            fb,
+            "fallback",
+            False,
+            f"{why}; threshold {_fmt(fb)} ({src})",
+            n_all,
+            edges,
+            counts,
+            x,
+            y,
+            ev,
+            requested=method,
+            low=low,
+            high=high,
+        )
 
     if n_cont < MIN_SCORES:
         more = f" (and {ones} exact 1.0s)" if ones else ""
@@ -765,8 +804,11 @@ def choose_threshold(
             w = valley["anywhere"]
             if w is not None:
                 at = float(grid_x[w["index"]])
-                return fall(f"the density valley at {_fmt(at)} lies outside [{_fmt(low)}, {_fmt(high)}]", curve,
-                            {"valley_outside": at, "valley_contrast": w["contrast"], "valley_depth": w["depth"]})
+                return fall(
+                    f"the density valley at {_fmt(at)} lies outside [{_fmt(low)}, {_fmt(high)}]",
+                    curve,
+                    {"valley_outside": at, "valley_contrast": w["contrast"], "valley_depth": w["depth"]},
+                )
             return fall("the scores form one group (no density valley with a clear dip between two peaks)", curve)
         f = v["f"]
         i_lo, i_hi = _index_range(low, high)
@@ -775,16 +817,37 @@ def choose_threshold(
         a, b = _modes_around(f, v["index"])
         m_lo, m_hi = float(grid_x[a]), float(grid_x[b])
         share = _share_near(every, ones, t)
-        evidence.update({
-            "bandwidth": v["bandwidth"], "modes": [m_lo, m_hi], "mode_density": [float(f[a]), float(f[b])],
-            "valley_density": v["density"], "valley_depth_ratio": v["depth"], "valley_contrast": v["contrast"],
-            "share_below": float(every[: int(t * GRID_BINS)].sum()) / n_all, "share_within_002": share,
-        })
-        reason = (f"density valley at {_fmt(t)} between modes at {_fmt(m_lo)} and {_fmt(m_hi)} "
-                  f"(valley {v['depth']:.0%} of the smaller peak); {share:.1%} of the scores within ±{NEAR:g}")
-        return ThresholdFit(t, "valley", True, reason, n_all, edges, counts, grid_x[::CURVE_STEP],
-                            (f * n_cont * bin_w)[::CURVE_STEP], evidence,
-                            requested=method, low=low, high=high)
+        evidence.update(
+            {
+                "bandwidth": v["bandwidth"],
+                "modes": [m_lo, m_hi],
+                "mode_density": [float(f[a]), float(f[b])],
+                "valley_density": v["density"],
+                "valley_depth_ratio": v["depth"],
+                "valley_contrast": v["contrast"],
+                "share_below": float(every[: int(t * GRID_BINS)].sum()) / n_all,
+                "share_within_002": share,
+            }
+        )
+        reason = (
+            f"density valley at {_fmt(t)} between modes at {_fmt(m_lo)} and {_fmt(m_hi)} "
+            f"(valley {v['depth']:.0%} of the smaller peak); {share:.1%} of the scores within ±{NEAR:g}"
+        )
+        return ThresholdFit(
+            t,
+            "valley",
+            True,
+            reason,
+            n_all,
+            edges,
+            counts,
+            grid_x[::CURVE_STEP],
+            (f * n_cont * bin_w)[::CURVE_STEP],
+            evidence,
+            requested=method,
+            low=low,
+            high=high,
+        )
 
     evidence["silverman_bandwidth"] = silverman_bandwidth(fine)
     fits = _fit_mixtures(fine, low)
@@ -796,13 +859,20 @@ def choose_threshold(
     parts = _scaled_parts(fit, grid_x)
     scale = n_cont * bin_w
     med = _expit(fit.mu)
-    evidence.update({
-        "components": [{"weight": float(w), "median": float(m), "logit_mu": float(u), "logit_sd": float(s)}
-                       for w, m, u, s in zip(fit.w, med, fit.mu, fit.sd)],
-        "k_components": k, "bic": [[j, bics[j]] for j in sorted(bics)], "loglik": fit.loglik,
-        "loglik_one": fits[1].loglik if 1 in fits else None, "loglik_two": fits[2].loglik if 2 in fits else None,
-        "em_iterations": fit.iterations,
-    })
+    evidence.update(
+        {
+            "components": [
+                {"weight": float(w), "median": float(m), "logit_mu": float(u), "logit_sd": float(s)}
+                for w, m, u, s in zip(fit.w, med, fit.mu, fit.sd)
+            ],
+            "k_components": k,
+            "bic": [[j, bics[j]] for j in sorted(bics)],
+            "loglik": fit.loglik,
+            "loglik_one": fits[1].loglik if 1 in fits else None,
+            "loglik_two": fits[2].loglik if 2 in fits else None,
+            "em_iterations": fit.iterations,
+        }
+    )
 
     def mix_fall(why: str, first: int) -> ThresholdFit:
         r = fall(why, parts.sum(axis=0) * scale)
@@ -811,31 +881,54 @@ def choose_threshold(
         return r
 
     if k == 1:
-        return mix_fall(f"one logit-normal group around {_fmt(float(med[0]))} describes the scores best (BIC over 1 to "
-                        f"{max(fits)} components): no second group", 0)
+        return mix_fall(
+            f"one logit-normal group around {_fmt(float(med[0]))} describes the scores best (BIC over 1 to "
+            f"{max(fits)} components): no second group",
+            0,
+        )
     split = _split(fit, fine, low, bandwidth)
     first = split["first"]
-    evidence["gaps"] = [{"at": g["at"], "between_components": [g["boundary"] - 1, g["boundary"]], "depth": g["depth"],
-                         "contrast": g["contrast"], "bandwidth": g["bandwidth"], "model_depth": g["model_depth"],
-                         "significant": g["significant"], "kept": g["kept"]} for g in split["gaps"]]
+    evidence["gaps"] = [
+        {
+            "at": g["at"],
+            "between_components": [g["boundary"] - 1, g["boundary"]],
+            "depth": g["depth"],
+            "contrast": g["contrast"],
+            "bandwidth": g["bandwidth"],
+            "model_depth": g["model_depth"],
+            "significant": g["significant"],
+            "kept": g["kept"],
+        }
+        for g in split["gaps"]
+    ]
     comps = ", ".join(f"{w:.1%} around {_fmt(float(m))}" for w, m in zip(fit.w[::-1], med[::-1]))
     if first == 0:
         return mix_fall(f"the {k} fitted components ({comps}) have no clear dip in the density between them: one group only", 0)
     dip = split["dip"]
     nxt = first - 1
     w_top, m_top, s_top = _group_moments(fit, slice(first, None))
-    sep = abs(m_top - float(fit.mu[nxt])) * math.sqrt(2.0 / (s_top ** 2 + float(fit.sd[nxt]) ** 2))
+    sep = abs(m_top - float(fit.mu[nxt])) * math.sqrt(2.0 / (s_top**2 + float(fit.sd[nxt]) ** 2))
     top_median = _group_median(fit, first)
-    evidence.update({
-        "top_components": k - first, "w_high": w_top, "w_low": 1.0 - w_top, "median_high": top_median,
-        "median_low": float(med[nxt]), "logit_mu": [float(fit.mu[nxt]), m_top], "logit_sd": [float(fit.sd[nxt]), s_top],
-        "separation_D": sep, "dip_between_medians": {x: dip[x] for x in ("at", "depth", "contrast", "bandwidth")},
-        "model_dip_depth": dip["model_depth"],
-    })
+    evidence.update(
+        {
+            "top_components": k - first,
+            "w_high": w_top,
+            "w_low": 1.0 - w_top,
+            "median_high": top_median,
+            "median_low": float(med[nxt]),
+            "logit_mu": [float(fit.mu[nxt]), m_top],
+            "logit_sd": [float(fit.sd[nxt]), s_top],
+            "separation_D": sep,
+            "dip_between_medians": {x: dip[x] for x in ("at", "depth", "contrast", "bandwidth")},
+            "model_dip_depth": dip["model_depth"],
+        }
+    )
     below = f"; {1.0 - w_top - float(fit.w[nxt]):.1%} in {nxt} lower component{'s' if nxt > 1 else ''}" if nxt else ""
-    groups = (f"a top group of {w_top:.1%} of the scores around {_fmt(top_median)}"
-              f"{f' ({k - first} components)' if k - first > 1 else ''} and the next, {float(fit.w[nxt]):.1%} around "
-              f"{_fmt(float(med[nxt]))}{below}")
+    groups = (
+        f"a top group of {w_top:.1%} of the scores around {_fmt(top_median)}"
+        f"{f' ({k - first} components)' if k - first > 1 else ''} and the next, {float(fit.w[nxt]):.1%} around "
+        f"{_fmt(float(med[nxt]))}{below}"
+    )
     n_top, n_rest = w_top * n_cont, (1.0 - w_top) * n_cont
     dens_f = smoothed(fine, float(dip["bandwidth"]), _start(low))
     t_cross, crossing = _gap_crossing(fit, first, dip, dens_f, low, high)
@@ -849,17 +942,40 @@ def choose_threshold(
         evidence["crossing_outside"] = float(dip["at"])
         return mix_fall(f"{groups}: they split at {_fmt(float(dip['at']))}, outside [{_fmt(low)}, {_fmt(high)}]", first)
     share = _share_near(every, ones, t_cross)
-    evidence.update({"posterior_high_at_threshold": 0.5 if crossing else None, "share_within_002": share,
-                     "share_below": float(every[: int(t_cross * GRID_BINS)].sum()) / n_all})
-    how = (f"the top group is the more likely from {_fmt(t_cross)}" if crossing else
-           f"the threshold at the dip, {_fmt(t_cross)} (the groups' posterior crossing lies outside the gap)")
+    evidence.update(
+        {
+            "posterior_high_at_threshold": 0.5 if crossing else None,
+            "share_within_002": share,
+            "share_below": float(every[: int(t_cross * GRID_BINS)].sum()) / n_all,
+        }
+    )
+    how = (
+        f"the top group is the more likely from {_fmt(t_cross)}"
+        if crossing
+        else f"the threshold at the dip, {_fmt(t_cross)} (the groups' posterior crossing lies outside the gap)"
+    )
     others = sum(1 for g in split["gaps"] if g["kept"]) - 1
     more = f", the clearest of {others + 1} gaps" if others > 0 else ""
-    reason = (f"mixture of {k} logit-normal components (chosen by BIC): {groups} (separation D {sep:.1f}, density dip at "
-              f"{_fmt(float(dip['at']))}, {dip['depth']:.0%} of the smaller side{more}); {how}; {share:.1%} of the "
-              f"scores within ±{NEAR:g}")
-    res = ThresholdFit(t_cross, "mixture", True, reason, n_all, edges, counts, grid_x[::CURVE_STEP],
-                       (parts.sum(axis=0) * scale)[::CURVE_STEP], evidence, requested=method, low=low, high=high)
+    reason = (
+        f"mixture of {k} logit-normal components (chosen by BIC): {groups} (separation D {sep:.1f}, density dip at "
+        f"{_fmt(float(dip['at']))}, {dip['depth']:.0%} of the smaller side{more}); {how}; {share:.1%} of the "
+        f"scores within ±{NEAR:g}"
+    )
+    res = ThresholdFit(
+        t_cross,
+        "mixture",
+        True,
+        reason,
+        n_all,
+        edges,
+        counts,
+        grid_x[::CURVE_STEP],
+        (parts.sum(axis=0) * scale)[::CURVE_STEP],
+        evidence,
+        requested=method,
+        low=low,
+        high=high,
+    )
     res.curve_low = (parts[:first].sum(axis=0) * scale)[::CURVE_STEP]
     res.curve_high = (parts[first:].sum(axis=0) * scale)[::CURVE_STEP]
     return res

@@ -39,8 +39,7 @@ def window_order(n: int, left: Int64Array, right: Int64Array) -> Int64Array:
     nodes = np.unique(np.concatenate([lo, hi]))
     a, b = np.searchsorted(nodes, lo), np.searchsorted(nodes, hi)
     m = len(nodes)
-    graph = csr_matrix((np.ones(2 * len(a), dtype=np.int8), (np.concatenate([a, b]), np.concatenate([b, a]))),
-                       shape=(m, m))
+    graph = csr_matrix((np.ones(2 * len(a), dtype=np.int8), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(m, m))
     perm = np.asarray(reverse_cuthill_mckee(graph, symmetric_mode=True), dtype=np.int64)
     order: Int64Array = nodes[perm]
     return order

@@ -42,8 +42,8 @@ from er_framework.config.resolve import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
-from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
+from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.source_files import merge_files, read_source
 from er_framework.report.review import (
     REVIEW_CSS,
@@ -95,13 +95,9 @@ def _load_report(out: Path) -> dict[str, Any]:
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(
-            Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")
-        ) from None
+        raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")) from None
     if not isinstance(report, dict):
-        raise InputError(
-            Problem(where=str(path), message="report.json is not a JSON object", fix=fix + " (it rewrites the file)")
-        )
+        raise InputError(Problem(where=str(path), message="report.json is not a JSON object", fix=fix + " (it rewrites the file)"))
     return report
 
 
@@ -137,9 +133,7 @@ def _html_title(page: str | None) -> str | None:
     return None
 
 
-def _example_records(
-    report: dict[str, Any], out: Path, config_path: str | Path | None, wanted: set[tuple[str, str]]
-) -> Fetched:
+def _example_records(report: dict[str, Any], out: Path, config_path: str | Path | None, wanted: set[tuple[str, str]]) -> Fetched:
     """The values ``(source, id) -> {column: text or None}`` of the wanted records (HTML columns as their
     page title and visible text), re-read from the job's sources; the column names, and a problem (or None)."""
     if not wanted:
@@ -147,15 +141,23 @@ def _example_records(
     path, tried = find_job_file(report, out, config_path)
     if path is None:
         where = ", ".join(str(p) for p in tried) or "(report.json names no config)"
-        return {}, [], (f"the job file was not found (looked at {where}), so the example records cannot be "
-                        "shown; run er report from the folder the job was run in, or pass the job file "
-                        "(er report DIR --config JOB.yaml)")
+        return (
+            {},
+            [],
+            (
+                f"the job file was not found (looked at {where}), so the example records cannot be "
+                "shown; run er report from the folder the job was run in, or pass the job file "
+                "(er report DIR --config JOB.yaml)"
+            ),
+        )
     try:
         job = parse_job(path)
         note = None
         if report.get("config_hash") and job.config_hash() != report.get("config_hash"):
-            note = (f"the config hash of {path} now differs from report.json's: the job file (or the "
-                    "framework) changed since the run; the records below are read with the current job file")
+            note = (
+                f"the config hash of {path} now differs from report.json's: the job file (or the "
+                "framework) changed since the run; the records below are read with the current job file"
+            )
         found: Values = {}
         field_names: list[str] = []
         for i, src in enumerate(job.spec.sources):
@@ -173,8 +175,9 @@ def _example_records(
                     titles = [_html_title(v) for v in values]
                     if any(titles):
                         columns.append((f"{col}: page title", titles))
-                    texts, _ = extract_text(values, boilerplate=src.html.boilerplate,  # type: ignore[union-attr]
-                                            language=src.html.language)  # type: ignore[union-attr]
+                    html = src.html
+                    assert html is not None  # (the column is an HTML column of this source)
+                    texts, _ = extract_text(values, boilerplate=html.boilerplate, language=html.language)
                     columns.append((f"{col} (visible text)", texts))
                 else:
                     columns.append((col, values))
@@ -187,8 +190,7 @@ def _example_records(
     except ErError as exc:
         return {}, [], f"the sources could not be read again, so no example records are shown: {exc}"
     except Exception as exc:  # noqa: BLE001 - the report must not fail because a source moved or broke
-        return {}, [], (f"the sources could not be read again, so no example records are shown: "
-                            f"{type(exc).__name__}: {exc}")
+        return {}, [], (f"the sources could not be read again, so no example records are shown: {type(exc).__name__}: {exc}")
 
 
 # --------------------------------------------------------------------------
@@ -197,7 +199,9 @@ def _example_records(
 
 
 def _view_from_files(
-    members: dict[str, list[tuple[str, str]]], pairs: list[tuple[str, str, str, str, float]] | None, top: int,
+    members: dict[str, list[tuple[str, str]]],
+    pairs: list[tuple[str, str, str, str, float]] | None,
+    top: int,
 ) -> ClusterView:
     """The view of a finished run's output files (``er report``)."""
     sizes = np.array([len(m) for m in members.values()], dtype=np.int64)
@@ -309,7 +313,11 @@ def _cluster_examples(view: ClusterView | None, max_examples: int) -> set[tuple[
 
 
 def render_report(
-    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None,
+    out_dir: str | Path,
+    *,
+    config_path: str | Path | None = None,
+    max_examples: int = 5,
+    run: RunData | None = None,
     shown_dir: str | Path | None = None,
 ) -> str:
     """The report page of ``out_dir`` as HTML text (see :func:`write_report`); ``shown_dir`` is the folder the
@@ -346,9 +354,11 @@ def render_report(
     if run is None and members is not None:
         view = _view_from_files(members, pairs, TOP_CLUSTERS)
     wanted = _cluster_examples(view, max_examples) | review_records(report)
-    fetched = (values_from_run(run, wanted, {**review_rows(report), **(view.rows if view is not None else {})})
-               if run is not None
-               else _example_records(report, out, config_path, wanted))
+    fetched = (
+        values_from_run(run, wanted, {**review_rows(report), **(view.rows if view is not None else {})})
+        if run is not None
+        else _example_records(report, out, config_path, wanted)
+    )
     size_body, examples_body = cluster_sections(report, view, max_examples, fetched)
     all_scores = report.get("scores")
     has_review = isinstance(report.get("review"), dict)
@@ -357,18 +367,34 @@ def render_report(
     sections = [
         ("summary", "Summary", summary_section(report)),
         ("blocking", "Blocking", blocking_section(report)),
-        *([("threshold", "Threshold chosen from the data", threshold_section(report))]
-          if (report.get("threshold") or {}).get("auto") else []),
-        (("scores", "Every candidate's score", guarded("Every candidate's score",
-                                                        lambda: all_scores_section(all_scores, scores)) or "")
-         if isinstance(all_scores, dict) else ("scores", "Verified pair scores", scores_section(report, scores, pairs_file))),
-        *([("review", "Pairs nearest the threshold",
-            guarded("Pairs nearest the threshold", lambda: review_pairs(report, *fetched)) or "")]
-          if has_review else []),
+        *(
+            [("threshold", "Threshold chosen from the data", threshold_section(report))]
+            if (report.get("threshold") or {}).get("auto")
+            else []
+        ),
+        (
+            ("scores", "Every candidate's score", guarded("Every candidate's score", lambda: all_scores_section(all_scores, scores)) or "")
+            if isinstance(all_scores, dict)
+            else ("scores", "Verified pair scores", scores_section(report, scores, pairs_file))
+        ),
+        *(
+            [
+                (
+                    "review",
+                    "Pairs nearest the threshold",
+                    guarded("Pairs nearest the threshold", lambda: review_pairs(report, *fetched)) or "",
+                )
+            ]
+            if has_review
+            else []
+        ),
         *([("weights", "Match weights per field", weights)] if weights is not None else []),
         *([("waterfalls", "Waterfalls", falls)] if falls is not None else []),
-        *([("pruning", "Shingles pruned by frequency", pruning_section(report))]
-          if any(s.get("stage") == "prune" for s in report.get("stages") or []) else []),
+        *(
+            [("pruning", "Shingles pruned by frequency", pruning_section(report))]
+            if any(s.get("stage") == "prune" for s in report.get("stages") or [])
+            else []
+        ),
         ("cluster-sizes", "Cluster sizes", size_body),
         *([("chains", "Clusters that look chained", chains_section(report))] if report.get("chains") else []),
         ("largest-clusters", "Largest clusters", examples_body),
@@ -392,9 +418,7 @@ def render_report(
     )
 
 
-def write_report(
-    out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None
-) -> Path:
+def write_report(out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None) -> Path:
     """Write ``out_dir/report.html`` from the outputs of a run (swapped in under the folder's lock,
     :func:`er_framework.io.outputs.publish`); return its path.
 

@@ -78,8 +78,7 @@ def plot_s_curve(bands: int, rows: int, threshold: float | None, diag: dict[str,
         chart.legend(f"threshold {threshold:g}: P(candidate) = {p_t:.3f}", PALETTE[3], dash="5 3")
     if diag:
         xs, ys, lo, hi, pred, tips = [], [], [], [], [], []
-        for (a, b), n, k, m, p in zip(diag["bins"], diag["pairs"], diag["candidates"],
-                                      diag["measured_rate"], diag["predicted_rate"]):
+        for (a, b), n, k, m, p in zip(diag["bins"], diag["pairs"], diag["candidates"], diag["measured_rate"], diag["predicted_rate"]):
             if not n or m is None:
                 continue
             low, high = wilson_interval(int(k), int(n))
@@ -88,8 +87,10 @@ def plot_s_curve(bands: int, rows: int, threshold: float | None, diag: dict[str,
             lo.append(min(m, low))
             hi.append(max(m, high))
             pred.append(p)
-            tips.append(f"similarity {a:.1f}–{b:.1f}: {int(k):,} of {int(n):,} sampled pairs became candidates "
-                        f"({m:.3f}, 95% interval {low:.3f}–{high:.3f}); predicted {_fmt(p)}")
+            tips.append(
+                f"similarity {a:.1f}–{b:.1f}: {int(k):,} of {int(n):,} sampled pairs became candidates "
+                f"({m:.3f}, 95% interval {low:.3f}–{high:.3f}); predicted {_fmt(p)}"
+            )
         if xs:
             chart.errorbars(xs, lo, hi, PALETTE[2])
             chart.markers(xs, ys, PALETTE[2], size=3.5, tips=tips)
@@ -118,9 +119,9 @@ def score_bins(scores: np.ndarray, threshold: float | None) -> tuple[np.ndarray,
 def plot_scores(scores: np.ndarray, threshold: float | None) -> str:
     """Histogram of the written pair scores with the threshold (inline SVG, from the bins' counts)."""
     edges, counts = score_bins(scores, threshold)
-    return (f'<h3>Scores of the {len(scores):,} written pairs</h3>'
-            + histogram_svg(edges.tolist(), counts.astype(np.float64).tolist(), threshold,
-                            x_label="score of the pair (verifier)", label="score histogram"))
+    return f"<h3>Scores of the {len(scores):,} written pairs</h3>" + histogram_svg(
+        edges.tolist(), counts.astype(np.float64).tolist(), threshold, x_label="score of the pair (verifier)", label="score histogram"
+    )
 
 
 def plot_threshold(fit: dict[str, Any]) -> str | None:
@@ -132,19 +133,18 @@ def plot_threshold(fit: dict[str, Any]) -> str | None:
         return None
     x = np.asarray(fit.get("curve_x") or [], dtype=np.float64)
     curves = []
-    for key, colour, label in (("curve_y", PALETTE[0], "fitted density" if fit.get("method") != "mixture"
-                                else "mixture"), ("curve_low", PALETTE[7], "non-matches"),
-                               ("curve_high", PALETTE[2], "matches")):
+    for key, colour, label in (
+        ("curve_y", PALETTE[0], "fitted density" if fit.get("method") != "mixture" else "mixture"),
+        ("curve_low", PALETTE[7], "non-matches"),
+        ("curve_high", PALETTE[2], "matches"),
+    ):
         y = np.asarray([np.nan if v is None else v for v in fit.get(key) or []], dtype=np.float64)
         if len(y) == len(x) and np.isfinite(y).any():
             curves.append((y, colour, label))
-    top = max([float(counts.max()) if len(counts) else 1.0]
-              + [float(np.nanmax(y)) for y, _, _ in curves if np.isfinite(y).any()] + [1.0])
-    chart = Chart(Scale(0.0, 1.0), Scale(0.0, top * 1.15, "symlog"), height=330,
-                  label="candidate scores and the chosen threshold")
+    top = max([float(counts.max()) if len(counts) else 1.0] + [float(np.nanmax(y)) for y, _, _ in curves if np.isfinite(y).any()] + [1.0])
+    chart = Chart(Scale(0.0, 1.0), Scale(0.0, top * 1.15, "symlog"), height=330, label="candidate scores and the chosen threshold")
     chart.title("threshold: auto — every candidate's score and the chosen threshold")
-    chart.y_axis([0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(top * 1.15))) + 1)],
-                 "pairs (symmetric log scale)")
+    chart.y_axis([0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(top * 1.15))) + 1)], "pairs (symmetric log scale)")
     low, high = fit.get("low"), fit.get("high")
     if low is not None and high is not None:
         chart.vspan(float(low), float(high), "#fdd0a2", 0.45)
@@ -199,8 +199,7 @@ def plot_cluster_sizes(sizes: np.ndarray) -> str:
     per_size[distinct] = counts
     below = np.concatenate([[0], np.cumsum(per_size)])  # below[v]: clusters smaller than v
     binned = below[edges[1:]] - below[edges[:-1]]
-    chart = Chart(Scale(float(edges[0]), float(edges[-1]), "log"), Scale(0.7, int(binned.max()) * 3, "log"),
-                  label="cluster sizes")
+    chart = Chart(Scale(float(edges[0]), float(edges[-1]), "log"), Scale(0.7, int(binned.max()) * 3, "log"), label="cluster sizes")
     chart.title(title)
     chart.y_axis(log_ticks(1, int(binned.max()) * 3), "clusters (log scale)")
     tips = [f"{int(c):,} clusters of {int(a):,}–{int(b) - 1:,} records" for a, b, c in zip(edges[:-1], edges[1:], binned)]
@@ -228,17 +227,30 @@ def plot_points(records: list[tuple[str, np.ndarray]], shingler: dict[str, Any])
         x1, y1 = max(float(every[:, 0].max()), x0 + 1e-9), max(float(every[:, 1].max()), y0 + 1e-9)
     side = 300  # the plot area is square, the axes to the same scale
     span = max(x1 - x0, y1 - y0)
-    chart = Chart(Scale(x0, x0 + span), Scale(y0, y0 + span), width=side + 50, height=side + 44, left=44, right=6,
-                  top=8, bottom=36, label="points of the records")
+    chart = Chart(
+        Scale(x0, x0 + span),
+        Scale(y0, y0 + span),
+        width=side + 50,
+        height=side + 44,
+        left=44,
+        right=6,
+        top=8,
+        bottom=36,
+        label="points of the records",
+    )
     chart.y_axis(nice_ticks(y0, y0 + span, 4), "")
     gx, gy = shingler.get("grid_x"), shingler.get("grid_y")
     if known and isinstance(gx, int) and isinstance(gy, int) and 0 < gx <= 100 and 0 < gy <= 100:
-        grid = "".join(f'<line x1="{chart.px(v):.1f}" x2="{chart.px(v):.1f}" y1="{chart.py(y1):.1f}" '
-                       f'y2="{chart.py(y0):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
-                       for v in np.linspace(x0, x1, gx + 1).tolist())
-        grid += "".join(f'<line x1="{chart.px(x0):.1f}" x2="{chart.px(x1):.1f}" y1="{chart.py(v):.1f}" '
-                        f'y2="{chart.py(v):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
-                        for v in np.linspace(y0, y1, gy + 1).tolist())
+        grid = "".join(
+            f'<line x1="{chart.px(v):.1f}" x2="{chart.px(v):.1f}" y1="{chart.py(y1):.1f}" '
+            f'y2="{chart.py(y0):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
+            for v in np.linspace(x0, x1, gx + 1).tolist()
+        )
+        grid += "".join(
+            f'<line x1="{chart.px(x0):.1f}" x2="{chart.px(x1):.1f}" y1="{chart.py(v):.1f}" '
+            f'y2="{chart.py(v):.1f}" stroke="#e3e3e3" stroke-width="0.6"/>'
+            for v in np.linspace(y0, y1, gy + 1).tolist()
+        )
         chart.raw(grid)
     for i, (rid, pts) in enumerate(records):
         shape, colour = _SHAPES[i % len(_SHAPES)], PALETTE[i % len(PALETTE)]

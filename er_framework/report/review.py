@@ -57,7 +57,9 @@ CONTEXT_WORDS = 8
 MAX_DIFF_WORDS = 20_000
 
 #: the style of the review sections and of the charts (:data:`er_framework.report.charts.CHART_CSS`)
-REVIEW_CSS = CHART_CSS + """
+REVIEW_CSS = (
+    CHART_CSS
+    + """
 .rv{border:1px solid #e2e4e8;border-radius:6px;padding:6px 10px;margin:8px 0;background:#fcfcfd}
 .rv h4{margin:2px 0 4px;font-size:13.5px;font-weight:600}
 .rv table{width:100%;table-layout:fixed}.rv td{overflow-wrap:anywhere}
@@ -74,6 +76,7 @@ border-left:1px solid #666}
 .ubar{display:inline-block;height:9px;background:#b8a3d6;vertical-align:middle;margin-right:4px}
 .wgrid td{white-space:nowrap}.wgrid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:0 24px}
 """
+)
 
 
 # --------------------------------------------------------------------------
@@ -155,24 +158,36 @@ def candidate_scores(section: dict[str, Any]) -> str:
         words += f", {fmt_value(nan)} without a score (NaN)"
     words += "."
     parts.append(f"<p>{esc(words)}</p>")
-    ok = (len(edges) >= 2 and len(counts) == len(edges) - 1 and all(e is not None for e in edges)
-          and all(c is not None and c >= 0 for c in counts))
+    ok = (
+        len(edges) >= 2
+        and len(counts) == len(edges) - 1
+        and all(e is not None for e in edges)
+        and all(c is not None and c >= 0 for c in counts)
+    )
     if ok:
         parts.append(histogram_svg([float(e) for e in edges], [float(c) for c in counts], t))  # type: ignore[arg-type]
     else:
         parts.append('<p class="note">report.json holds no usable histogram of the scores.</p>')
-    note = ("Every candidate pair the blocking produced, scored by the verifier, below the threshold as well as "
-            "above it: the pairs in the light bars were dropped, those in the dark bars kept. Bins that hold the "
-            "threshold are drawn in a middle shade. Hover a bar for its count.")
+    note = (
+        "Every candidate pair the blocking produced, scored by the verifier, below the threshold as well as "
+        "above it: the pairs in the light bars were dropped, those in the dark bars kept. Bins that hold the "
+        "threshold are drawn in a middle shade. Hover a bar for its count."
+    )
     if section.get("score"):
         note += f" The score: {section['score']}."
     parts.append(f'<p class="note">{esc(note)}</p>')
     return "".join(parts)
 
 
-def histogram_svg(edges: Sequence[float], counts: Sequence[float], t: float | None, *,
-                  x_label: str = "score of the candidate pair", label: str = "histogram of every candidate score",
-                  unit: str = "pairs") -> str:
+def histogram_svg(
+    edges: Sequence[float],
+    counts: Sequence[float],
+    t: float | None,
+    *,
+    x_label: str = "score of the candidate pair",
+    label: str = "histogram of every candidate score",
+    unit: str = "pairs",
+) -> str:
     """A histogram drawn from its bins (``edges``, one more than ``counts``) as inline SVG: one bar per bin,
     the bins at or above the threshold ``t`` darker (those holding it in a middle shade, all one colour
     without a threshold), the threshold dashed; counts on a log scale when they span more than 50×.
@@ -185,8 +200,7 @@ def histogram_svg(edges: Sequence[float], counts: Sequence[float], t: float | No
     positive = [c for c in counts if c > 0]
     cmax = max(counts) if len(counts) else 0.0
     log = bool(positive) and cmax / min(positive) > 50
-    chart = Chart(Scale(lo, hi), Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear"),
-                  height=270, top=22, label=label)
+    chart = Chart(Scale(lo, hi), Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear"), height=270, top=22, label=label)
     if log and cmax > 0:
         yt = [0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(cmax))) + 1)]
     else:
@@ -208,8 +222,10 @@ def histogram_svg(edges: Sequence[float], counts: Sequence[float], t: float | No
         xt = chart.px(t)
         anchor = "end" if xt > chart.left + chart.pw * 0.8 else "start"
         dx = -4 if anchor == "end" else 4
-        chart.raw(f'<text x="{xt + dx:.1f}" y="{chart.top + 4}" text-anchor="{anchor}" fill="#d62728" '
-                  f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>')
+        chart.raw(
+            f'<text x="{xt + dx:.1f}" y="{chart.top + 4}" text-anchor="{anchor}" fill="#d62728" '
+            f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>'
+        )
     return chart.svg()
 
 
@@ -227,7 +243,7 @@ def _elide(words: Sequence[str], first: bool, last: bool, context: int) -> str:
     keep_tail = 0 if last else context
     if len(words) <= keep_head + keep_tail + 3:
         return esc(" ".join(words))
-    head, tail = words[:keep_head], words[len(words) - keep_tail:] if keep_tail else []
+    head, tail = words[:keep_head], words[len(words) - keep_tail :] if keep_tail else []
     hidden = len(words) - len(head) - len(tail)
     mid = f'<span class="elide">[… {hidden:,} shared words …]</span>'
     return " ".join(x for x in (esc(" ".join(head)), mid, esc(" ".join(tail))) if x)
@@ -373,8 +389,8 @@ def _labels(terms: dict[str, Any]) -> list[str]:
     seen: list[str] = []
     for k in terms:
         for prefix in ("level_", "weight_", "similarity_", "points_"):
-            if k.startswith(prefix) and k[len(prefix):] not in seen:
-                seen.append(k[len(prefix):])
+            if k.startswith(prefix) and k[len(prefix) :] not in seen:
+                seen.append(k[len(prefix) :])
     return seen
 
 
@@ -417,11 +433,10 @@ def _cells(cols: Sequence[str], lv: dict[str, str | None] | None, rv: dict[str, 
 
 
 def _rec_head(side: dict[str, Any]) -> str:
-    return f'{esc(side.get("source", ""))}: <code>{esc(side.get("id", ""))}</code>'
+    return f"{esc(side.get('source', ''))}: <code>{esc(side.get('id', ''))}</code>"
 
 
-def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: float | None,
-               values: Values, fields: Sequence[str]) -> str:
+def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: float | None, values: Values, fields: Sequence[str]) -> str:
     lk, rk = _key(e["left"]), _key(e["right"])
     lv, rv = values.get(lk), values.get(rk)
     score = _num(e.get("score"))
@@ -429,7 +444,7 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
     raw_terms = e.get("terms")
     terms: dict[str, Any] = raw_terms if isinstance(raw_terms, dict) else {}
     pf = _per_field(report)
-    head = f'<h4>{rank}. score {esc(_score_text(e.get("score")))}{esc(delta)}</h4>'
+    head = f"<h4>{rank}. score {esc(_score_text(e.get('score')))}{esc(delta)}</h4>"
     rows: list[str] = []
     kind = "none"
     labels = _labels(terms)
@@ -444,39 +459,49 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
     extra = ""
     if kind == "fs":
         hcols = '<col class="f"><col><col><col class="t"><col class="w">'
-        thead = (f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
-                 '<th>level</th><th class="num">weight (bits)</th></tr>')
+        thead = (
+            f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
+            '<th>level</th><th class="num">weight (bits)</th></tr>'
+        )
         lam = _num((report.get("verifier") or {}).get("lambda"))
         prior_label = f"prior (λ = {lam:.4g})" if lam is not None else "prior"
-        rows.append(f'<tr><td>{esc(prior_label)}</td><td></td><td></td><td></td>'
-                    f'<td class="num">{esc(_bits(terms.get("prior_weight")))}</td></tr>')
+        rows.append(
+            f'<tr><td>{esc(prior_label)}</td><td></td><td></td><td></td><td class="num">{esc(_bits(terms.get("prior_weight")))}</td></tr>'
+        )
         for label in labels:
             cols = _columns_of(label, pf, fields)
             used.update(cols)
             lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
             w = _num(terms.get(f"weight_{label}"))
             cls = "pos" if w is not None and w > 0 else "neg" if w is not None and w < 0 else ""
-            rows.append(f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
-                        f"<td>{esc(_level_name(pf, label, terms.get(f'level_{label}')))}</td>"
-                        f'<td class="num {cls}">{esc(_bits(w))}</td></tr>')
+            rows.append(
+                f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
+                f"<td>{esc(_level_name(pf, label, terms.get(f'level_{label}')))}</td>"
+                f'<td class="num {cls}">{esc(_bits(w))}</td></tr>'
+            )
         mw = _num(terms.get("match_weight"))
         prob = f" → probability {_sigmoid2(mw):.4f}" if mw is not None else ""
-        rows.append(f'<tr class="tot"><td>total</td><td colspan="3">match weight{esc(prob)}</td>'
-                    f'<td class="num">{esc(_bits(mw))}</td></tr>')
+        rows.append(f'<tr class="tot"><td>total</td><td colspan="3">match weight{esc(prob)}</td><td class="num">{esc(_bits(mw))}</td></tr>')
     elif kind == "points":
         hcols = '<col class="f"><col><col><col class="t"><col class="w">'
-        thead = (f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
-                 '<th class="num">similarity</th><th class="num">points</th></tr>')
+        thead = (
+            f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th>"
+            '<th class="num">similarity</th><th class="num">points</th></tr>'
+        )
         for label in labels:
             cols = _columns_of(label, pf, fields)
             used.update(cols)
             lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
             sim = _num(terms.get(f"similarity_{label}"))
-            rows.append(f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
-                        f'<td class="num">{esc("missing" if sim is None else f"{sim:.1f}")}</td>'
-                        f'<td class="num">{esc(_score_text(terms.get(f"points_{label}")))}</td></tr>')
-        rows.append(f'<tr class="tot"><td>total</td><td colspan="3">score</td>'
-                    f'<td class="num">{esc(_score_text(terms.get("score", e.get("score"))))}</td></tr>')
+            rows.append(
+                f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
+                f'<td class="num">{esc("missing" if sim is None else f"{sim:.1f}")}</td>'
+                f'<td class="num">{esc(_score_text(terms.get(f"points_{label}")))}</td></tr>'
+            )
+        rows.append(
+            f'<tr class="tot"><td>total</td><td colspan="3">score</td>'
+            f'<td class="num">{esc(_score_text(terms.get("score", e.get("score"))))}</td></tr>'
+        )
     else:
         hcols = '<col class="f"><col><col>'
         thead = f"<tr><th>field</th><th>{_rec_head(e['left'])}</th><th>{_rec_head(e['right'])}</th></tr>"
@@ -490,8 +515,7 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
         rows.append(f"<tr><td>{esc(f)}</td><td>{lc}</td><td>{rc}</td>{pad}</tr>")
     missing = [k for k, v in ((lk, lv), (rk, rv)) if v is None]
     if missing and fields:
-        extra += ('<p class="note warn">not found among the records read: '
-                  + esc(", ".join(f"{s}: {i}" for s, i in missing)) + "</p>")
+        extra += '<p class="note warn">not found among the records read: ' + esc(", ".join(f"{s}: {i}" for s, i in missing)) + "</p>"
     table = f"<table><colgroup>{hcols}</colgroup><thead>{thead}</thead><tbody>{''.join(rows)}</tbody></table>"
     return f'<div class="rv">{head}{extra}{table}</div>'
 
@@ -502,8 +526,7 @@ def _set_line(terms: dict[str, Any]) -> str:
         return ""
     union = s + lo + ro
     frac = f" → {int(s):,} / {int(union):,} = {s / union:.4f}" if union > 0 else ""
-    return (f'<p>{esc(f"tokens (shingles) shared {int(s):,} · only on the left {int(lo):,} · only on the right {int(ro):,}")}'
-            f"{esc(frac)}</p>")
+    return f"<p>{esc(f'tokens (shingles) shared {int(s):,} · only on the left {int(lo):,} · only on the right {int(ro):,}')}{esc(frac)}</p>"
 
 
 def review_pairs(report: dict[str, Any], values: Values, fields: Sequence[str], problem: str | None = None) -> str:
@@ -515,11 +538,16 @@ def review_pairs(report: dict[str, Any], values: Values, fields: Sequence[str], 
     parts = []
     if problem:
         parts.append(f'<p class="note warn">{esc(problem)}</p>')
-    parts.append('<p class="note">' + esc(
-        "The candidate pairs scored nearest the threshold, on both sides: where a reviewer decides whether the "
-        "threshold is right. Marked: text only on one side (left red, right green), compared ignoring case and "
-        "spacing; short values character by character, longer ones word by word, long shared passages elided "
-        "with their length in words.") + "</p>")
+    parts.append(
+        '<p class="note">'
+        + esc(
+            "The candidate pairs scored nearest the threshold, on both sides: where a reviewer decides whether the "
+            "threshold is right. Marked: text only on one side (left red, right green), compared ignoring case and "
+            "spacing; short values character by character, longer ones word by word, long shared passages elided "
+            "with their length in words."
+        )
+        + "</p>"
+    )
     for side, title in (("above", "Just above the threshold (kept)"), ("below", "Just below the threshold (dropped)")):
         entries = _entries(review, side)
         parts.append(f"<h3>{esc(title)}: {len(entries)} pair{'' if len(entries) == 1 else 's'}</h3>")
@@ -566,23 +594,26 @@ def match_weights(report: dict[str, Any]) -> str | None:
         return None
     v = report.get("verifier") or {}
     pf = _per_field(report)
-    scale = max((abs(w) for f in pf.values() for w in (_num(x) for x in _list(f.get("weight_log2")))
-                 if w is not None), default=1.0)
+    scale = max((abs(w) for f in pf.values() for w in (_num(x) for x in _list(f.get("weight_log2"))) if w is not None), default=1.0)
     lam = _num(v.get("lambda"))
     intro = []
     origin = (report.get("model") or {}).get("origin")
     if origin:
-        intro.append("These weights were fitted by this run (saved in model.json)." if origin == "fitted by this run"
-                     else f"These weights come from the saved model {origin}, applied without fitting.")
+        intro.append(
+            "These weights were fitted by this run (saved in model.json)."
+            if origin == "fitted by this run"
+            else f"These weights come from the saved model {origin}, applied without fitting."
+        )
     if lam is not None:
         pw = _logit2(lam)
-        intro.append(f"λ, the share of candidate pairs that match, is {lam:.4g}: prior weight "
-                     f"log2(λ / (1 − λ)) = {_bits(pw)} bits.")
+        intro.append(f"λ, the share of candidate pairs that match, is {lam:.4g}: prior weight log2(λ / (1 − λ)) = {_bits(pw)} bits.")
     if v.get("u_mode"):
         intro.append(f"u: {v['u_mode']}.")
-    intro.append("A pair's match weight is the prior plus one weight per field, the weight of the level the pair's "
-                 "values reach (log2 m/u: m = P(level | match), u = P(level | non-match)); its score is "
-                 "2^w / (1 + 2^w). A missing value weighs 0. Hover a u for its value on random pairs.")
+    intro.append(
+        "A pair's match weight is the prior plus one weight per field, the weight of the level the pair's "
+        "values reach (log2 m/u: m = P(level | match), u = P(level | non-match)); its score is "
+        "2^w / (1 + 2^w). A missing value weighs 0. Hover a u for its value on random pairs."
+    )
     cards = []
     flagged = []
     for label, f in pf.items():
@@ -603,11 +634,11 @@ def match_weights(report: dict[str, Any]) -> str | None:
                 f'<td><span class="mbar" style="width:{40 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
                 f'<td{rand}><span class="ubar" style="width:{40 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>'
                 f'<td>{_wbar(ws[i], scale)}</td><td class="num {"pos" if (ws[i] or 0) > 0 else "neg"}">'
-                f"{esc(_bits(ws[i]))}</td></tr>")
+                f"{esc(_bits(ws[i]))}</td></tr>"
+            )
         cols = f.get("columns")
         sub = ", ".join(str(c) for c in cols) if isinstance(cols, list) else ""
-        what = " · ".join(x for x in (str(f.get("comparison") or ""), f"columns {sub}" if sub and sub != label else "")
-                          if x)
+        what = " · ".join(x for x in (str(f.get("comparison") or ""), f"columns {sub}" if sub and sub != label else "") if x)
         miss = f.get("missing_pairs")
         head = '<tr><th>level</th><th>m</th><th>u</th><th>weight</th><th class="num">bits</th></tr>'
 
@@ -615,22 +646,31 @@ def match_weights(report: dict[str, Any]) -> str | None:
             f"<div><h3>{esc(label)}</h3>"
             + (f'<p class="note">{esc(what)}</p>' if what else "")
             + f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
-            + (f'<p class="note">{esc(f"{fmt_value(miss)} candidate pairs with the value missing (weight 0)")}</p>'
-               if miss else "")
-            + "</div>")
+            + (f'<p class="note">{esc(f"{fmt_value(miss)} candidate pairs with the value missing (weight 0)")}</p>' if miss else "")
+            + "</div>"
+        )
     out = f'<p class="note">{esc(" ".join(intro))}</p>'
     if flagged:
-        out += ('<p class="note warn">' + esc(
-            f"Not monotone: in {', '.join(flagged)}, a farther level weighs more than a closer one "
-            "(EM re-estimated m and u freely); monotone: true, u fixed from random pairs (fix_u) or "
-            "training from labelled pairs gives weights that fall with the similarity.") + "</p>")
-    out += (f'<p class="note">{esc(f"Bars on one scale: ±{scale:.2f} bits at the ends.")}</p>'
-            f'<div class="wgrid">{"".join(cards)}</div>')
+        out += (
+            '<p class="note warn">'
+            + esc(
+                f"Not monotone: in {', '.join(flagged)}, a farther level weighs more than a closer one "
+                "(EM re-estimated m and u freely); monotone: true, u fixed from random pairs (fix_u) or "
+                "training from labelled pairs gives weights that fall with the similarity."
+            )
+            + "</p>"
+        )
+    out += f'<p class="note">{esc(f"Bars on one scale: ±{scale:.2f} bits at the ends.")}</p><div class="wgrid">{"".join(cards)}</div>'
     return out
 
 
-def waterfall_svg(terms: dict[str, Any], report: dict[str, Any], left: dict[str, str | None] | None = None,
-                  right: dict[str, str | None] | None = None, fields: Sequence[str] = ()) -> str:
+def waterfall_svg(
+    terms: dict[str, Any],
+    report: dict[str, Any],
+    left: dict[str, str | None] | None = None,
+    right: dict[str, str | None] | None = None,
+    fields: Sequence[str] = (),
+) -> str:
     """One pair's waterfall (inline SVG): the prior, then each field's weight (its level named) stacked
     from the running total, then the total match weight and its probability; the threshold's weight
     (log2 t / (1 − t)) dashed. Hovering a step shows both values."""
@@ -667,12 +707,16 @@ def waterfall_svg(terms: dict[str, Any], report: dict[str, Any], left: dict[str,
     def fx(x: float) -> float:
         return px0 + (px1 - px0) * (x - lo) / (hi - lo)
 
-    out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-           'aria-label="waterfall of the match weight">']
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        'aria-label="waterfall of the match weight">'
+    ]
     for x in nice_ticks(lo, hi, 8):
         xx = fx(x)
-        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#eee"/>'
-                   f'<text x="{xx:.1f}" y="{height - 12}" text-anchor="middle">{esc(tick_label(x))}</text>')
+        out.append(
+            f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#eee"/>'
+            f'<text x="{xx:.1f}" y="{height - 12}" text-anchor="middle">{esc(tick_label(x))}</text>'
+        )
     out.append(f'<text x="{(px0 + px1) / 2}" y="{top - 6}" text-anchor="middle">match weight (bits)</text>')
     z = fx(0.0)
     out.append(f'<line x1="{z:.1f}" x2="{z:.1f}" y1="{top - 4}" y2="{height - 26}" stroke="#888"/>')
@@ -683,25 +727,31 @@ def waterfall_svg(terms: dict[str, Any], report: dict[str, Any], left: dict[str,
         if k == 0:
             colour = "#8c8c8c"
         name = f"{label}: {level}" if level else label
-        out.append(f'<g><title>{esc(f"{name}: {w:+.2f} bits" + (f" — {tip}" if tip else ""))}</title>'
-                   f'<text x="{lx}" y="{y + 14}">{esc(_clip(name, 38))}</text>'
-                   f'<rect x="{min(a, b):.1f}" y="{y + 4}" width="{max(1.0, abs(b - a)):.1f}" height="{row - 8}" '
-                   f'fill="{colour}"/>'
-                   f'<text x="{px1 + 8}" y="{y + 14}">{esc(f"{w:+.2f}")}</text></g>')
+        out.append(
+            f"<g><title>{esc(f'{name}: {w:+.2f} bits' + (f' — {tip}' if tip else ''))}</title>"
+            f'<text x="{lx}" y="{y + 14}">{esc(_clip(name, 38))}</text>'
+            f'<rect x="{min(a, b):.1f}" y="{y + 4}" width="{max(1.0, abs(b - a)):.1f}" height="{row - 8}" '
+            f'fill="{colour}"/>'
+            f'<text x="{px1 + 8}" y="{y + 14}">{esc(f"{w:+.2f}")}</text></g>'
+        )
         if k + 1 < len(steps):
             out.append(f'<line x1="{b:.1f}" x2="{b:.1f}" y1="{y + row - 4}" y2="{y + row + 4}" stroke="#666"/>')
     y = top + len(steps) * row
     p = _sigmoid2(total)
-    out.append(f'<g><title>{esc(f"total {total:+.2f} bits, probability {p:.4f}")}</title>'
-               f'<text x="{lx}" y="{y + 14}" font-weight="600">total → probability {esc(f"{p:.4f}")}</text>'
-               f'<rect x="{min(z, fx(total)):.1f}" y="{y + 3}" width="{max(1.0, abs(fx(total) - z)):.1f}" '
-               f'height="{row - 6}" fill="#2f6fad"/>'
-               f'<text x="{px1 + 8}" y="{y + 14}" font-weight="600">{esc(f"{total:+.2f}")}</text></g>')
+    out.append(
+        f"<g><title>{esc(f'total {total:+.2f} bits, probability {p:.4f}')}</title>"
+        f'<text x="{lx}" y="{y + 14}" font-weight="600">total → probability {esc(f"{p:.4f}")}</text>'
+        f'<rect x="{min(z, fx(total)):.1f}" y="{y + 3}" width="{max(1.0, abs(fx(total) - z)):.1f}" '
+        f'height="{row - 6}" fill="#2f6fad"/>'
+        f'<text x="{px1 + 8}" y="{y + 14}" font-weight="600">{esc(f"{total:+.2f}")}</text></g>'
+    )
     if tw is not None:
         xt = fx(tw)
-        out.append(f'<line x1="{xt:.1f}" x2="{xt:.1f}" y1="{top - 2}" y2="{y + row}" stroke="#d62728" '
-                   f'stroke-dasharray="4 3" stroke-width="1.4"><title>{esc(f"threshold {t:g} = {tw:+.2f} bits")}'
-                   "</title></line>")
+        out.append(
+            f'<line x1="{xt:.1f}" x2="{xt:.1f}" y1="{top - 2}" y2="{y + row}" stroke="#d62728" '
+            f'stroke-dasharray="4 3" stroke-width="1.4"><title>{esc(f"threshold {t:g} = {tw:+.2f} bits")}'
+            "</title></line>"
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -716,8 +766,7 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def waterfalls(report: dict[str, Any], values: Values, fields: Sequence[str],
-               shown: int = WATERFALLS_SHOWN) -> str | None:
+def waterfalls(report: dict[str, Any], values: Values, fields: Sequence[str], shown: int = WATERFALLS_SHOWN) -> str | None:
     """The body of "Waterfalls": for a Fellegi–Sunter job, the waterfall of the ``shown`` review pairs nearest
     the threshold on each side, the other review pairs' in a fold; None when no review pair has weights."""
     review = report.get("review") or {}
@@ -731,20 +780,21 @@ def waterfalls(report: dict[str, Any], values: Values, fields: Sequence[str],
             if not isinstance(terms, dict) or "match_weight" not in terms and "prior_weight" not in terms:
                 continue
             lk, rk = _key(e["left"]), _key(e["right"])
-            head = (f'<h4>{esc(word)} #{k + 1}: {_rec_head(e["left"])} ~ {_rec_head(e["right"])}, '
-                    f'score {esc(_score_text(e.get("score")))}</h4>')
+            head = (
+                f"<h4>{esc(word)} #{k + 1}: {_rec_head(e['left'])} ~ {_rec_head(e['right'])}, score {esc(_score_text(e.get('score')))}</h4>"
+            )
             block = f'<div class="rv">{head}{waterfall_svg(terms, report, values.get(lk), values.get(rk), fields)}</div>'
             (open_parts if k < shown else folded).append(block)
     if not open_parts and not folded:
         return None
-    note = ("Each bar adds one field's weight (green for, red against a match) to the running total, starting "
-            "from the prior; the blue bar is the total match weight w, the probability 2^w / (1 + 2^w)")
+    note = (
+        "Each bar adds one field's weight (green for, red against a match) to the running total, starting "
+        "from the prior; the blue bar is the total match weight w, the probability 2^w / (1 + 2^w)"
+    )
     if tw is not None:
         note += f"; the dashed red line is the threshold {t:g} in bits ({tw:+.2f})"
     note += ". Hover a bar for the two values compared."
     out = f'<p class="note">{esc(note)}</p>' + "".join(open_parts)
     if folded:
-        out += (f"<details><summary>the other {len(folded)} review pairs' waterfalls</summary>"
-                + "".join(folded) + "</details>")
+        out += f"<details><summary>the other {len(folded)} review pairs' waterfalls</summary>" + "".join(folded) + "</details>"
     return out
-

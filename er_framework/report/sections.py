@@ -55,8 +55,7 @@ _PLAIN_KEYS = {"seed", "prime"}
 
 def _kv_table(rows: Iterable[tuple[str, Any]], cls: str = "kv") -> str:
     body = "".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(str(v) if k in _PLAIN_KEYS and isinstance(v, int) else _fmt(v))}</td></tr>"
-        for k, v in rows
+        f"<tr><th>{_e(k)}</th><td>{_e(str(v) if k in _PLAIN_KEYS and isinstance(v, int) else _fmt(v))}</td></tr>" for k, v in rows
     )
     return f'<table class="{cls}">{body}</table>'
 
@@ -150,19 +149,25 @@ def section_html(sid: str, title: str, body: str) -> str:
 def job_section(report: dict[str, Any], out: Path) -> str:
     versions = report.get("versions") or {}
     comps = versions.get("components") or {}
-    comp_text = ", ".join(
-        f"{name} ({info.get('distribution', '?')} {info.get('version', '?')})" for name, info in comps.items()
-    )
+    comp_text = ", ".join(f"{name} ({info.get('distribution', '?')} {info.get('version', '?')})" for name, info in comps.items())
     rows: list[tuple[str, Any]] = [
         ("mode", report.get("mode")),
         ("config", report.get("config")),
         ("seed", report.get("seed")),
         ("config hash", report.get("config_hash")),
         ("run date", _run_date(report, out)),
-        ("run time", f"{_fmt(report.get('seconds_total'))} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB"
-         if report.get("seconds_total") is not None else None),
-        ("versions", f"er-framework {versions.get('er_framework', '?')}, Python {versions.get('python', '?')}, "
-                     f"numpy {versions.get('numpy', '?')}" if versions else None),
+        (
+            "run time",
+            f"{_fmt(report.get('seconds_total'))} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB"
+            if report.get("seconds_total") is not None
+            else None,
+        ),
+        (
+            "versions",
+            f"er-framework {versions.get('er_framework', '?')}, Python {versions.get('python', '?')}, numpy {versions.get('numpy', '?')}"
+            if versions
+            else None,
+        ),
         ("components", comp_text or None),
         ("output folder", str(out)),
     ]
@@ -175,17 +180,14 @@ def summary_section(report: dict[str, Any]) -> str:
     clusters = report.get("clusters") or {}
     cards = [
         ("records read", recs.get("total")),
-        ("exact duplicates", "off" if exact.get("enabled") is False
-         else exact.get("records_collapsed") or exact.get("pairs") or 0),
+        ("exact duplicates", "off" if exact.get("enabled") is False else exact.get("records_collapsed") or exact.get("pairs") or 0),
         ("candidate pairs", report.get("candidate_pairs")),
         ("verified pairs", report.get("verified_pairs")),
         ("clusters", clusters.get("count")),
         ("singletons", clusters.get("singletons")),
         ("largest cluster", clusters.get("largest")),
     ]
-    body = '<div class="cards">' + "".join(
-        f"<div class=\"card\"><b>{_e(_fmt(v))}</b><span>{_e(k)}</span></div>" for k, v in cards
-    ) + "</div>"
+    body = '<div class="cards">' + "".join(f'<div class="card"><b>{_e(_fmt(v))}</b><span>{_e(k)}</span></div>' for k, v in cards) + "</div>"
     per_source = recs.get("per_source") or {}
     rows: list[tuple[str, Any]] = [(f"records in source {name!r}", n) for name, n in per_source.items()]
     if exact:
@@ -204,8 +206,7 @@ def summary_section(report: dict[str, Any]) -> str:
     rows.append(("verified pairs (score ≥ threshold)", report.get("verified_pairs")))
     rows.append(("pairs in pairs.csv (after the last step; exact copies with every copy)", report.get("pairs_written")))
     if isinstance(report.get("pairs"), dict) and "verified_pairs_listed" in report["pairs"]:
-        rows.append(("verified pairs before the clusterer selected pairs (verified_pairs.csv)",
-                     report["pairs"]["verified_pairs_listed"]))
+        rows.append(("verified pairs before the clusterer selected pairs (verified_pairs.csv)", report["pairs"]["verified_pairs_listed"]))
     rows.append(("records in clusters of 2 or more", clusters.get("records_in_multi_record_clusters")))
     return body + _kv_table(rows) + _link_answer(report)
 
@@ -218,18 +219,13 @@ def _link_answer(report: dict[str, Any]) -> str:
     names = list(link.get("sources") or [])
     per_source = (report.get("records") or {}).get("per_source") or {}
     matched = link.get("matched") or {}
-    lines = [
-        f"{_e(n)}: {_e(_fmt(matched.get(n)))} of {_e(_fmt(per_source.get(n)))} records matched to another source"
-        for n in names
-    ]
+    lines = [f"{_e(n)}: {_e(_fmt(matched.get(n)))} of {_e(_fmt(per_source.get(n)))} records matched to another source" for n in names]
     head = ["score ≥", "cross-source pairs", *[f"{n} records with a pair" for n in names]]
-    rows = [[_fmt(r.get("threshold")), _fmt(r.get("pairs")), *[_fmt(r.get(n)) for n in names]]
-            for r in link.get("by_threshold") or []]
+    rows = [[_fmt(r.get("threshold")), _fmt(r.get("pairs")), *[_fmt(r.get(n)) for n in names]] for r in link.get("by_threshold") or []]
     return (
         f"<h3>Link answer (score ≥ {_e(_fmt(link.get('threshold')))}, after clustering)</h3>"
         + "".join(f"<p>{line}</p>" for line in lines)
-        + _note("Per threshold: records having at least one cross-source candidate pair at or above it "
-                "(before clustering).")
+        + _note("Per threshold: records having at least one cross-source candidate pair at or above it (before clustering).")
         + _table(head, rows)
     )
 
@@ -250,50 +246,74 @@ def blocking_section(report: dict[str, Any]) -> str:
             threshold = blk.get("threshold")
             parts.append(plot_s_curve(int(bands), int(rows), threshold, mine))
             if mine:
-                parts.append(_note(
-                    f"Green points: share of sampled pairs that the banding made candidates, by exact "
-                    f"similarity (bins of width 0.1; error bars: 95% Wilson interval). "
-                    f"{_fmt(mine.get('pairs_sampled'))} pairs sampled around {_fmt(mine.get('records_probed'))} "
-                    f"records, independently of the banding's hash functions."))
+                parts.append(
+                    _note(
+                        f"Green points: share of sampled pairs that the banding made candidates, by exact "
+                        f"similarity (bins of width 0.1; error bars: 95% Wilson interval). "
+                        f"{_fmt(mine.get('pairs_sampled'))} pairs sampled around {_fmt(mine.get('records_probed'))} "
+                        f"records, independently of the banding's hash functions."
+                    )
+                )
                 capped = mine.get("capped")
                 if isinstance(capped, dict):
-                    parts.append(_note(
-                        f"The probe was bounded: {_fmt(capped.get('records_skipped_long_text'))} records longer than "
-                        f"{_fmt(capped.get('max_record_chars'))} characters and "
-                        f"{_fmt(capped.get('records_skipped_many_tokens'))} with more than "
-                        f"{_fmt(capped.get('max_record_tokens'))} tokens were not probed; "
-                        f"{_fmt(capped.get('tokens_compared'))} tokens compared (budget "
-                        f"{_fmt(capped.get('token_budget'))}, {_fmt(capped.get('pairs_before_token_budget'))} pairs "
-                        "sampled before it). The counts and intervals are those of the pairs measured."))
+                    parts.append(
+                        _note(
+                            f"The probe was bounded: {_fmt(capped.get('records_skipped_long_text'))} records longer than "
+                            f"{_fmt(capped.get('max_record_chars'))} characters and "
+                            f"{_fmt(capped.get('records_skipped_many_tokens'))} with more than "
+                            f"{_fmt(capped.get('max_record_tokens'))} tokens were not probed; "
+                            f"{_fmt(capped.get('tokens_compared'))} tokens compared (budget "
+                            f"{_fmt(capped.get('token_budget'))}, {_fmt(capped.get('pairs_before_token_budget'))} pairs "
+                            "sampled before it). The counts and intervals are those of the pairs measured."
+                        )
+                    )
                 rows_t = []
-                for (a, b), n, k, m, p in zip(mine["bins"], mine["pairs"], mine["candidates"],
-                                              mine["measured_rate"], mine["predicted_rate"]):
+                for (a, b), n, k, m, p in zip(
+                    mine["bins"], mine["pairs"], mine["candidates"], mine["measured_rate"], mine["predicted_rate"]
+                ):
                     rows_t.append([f"{a:.1f}–{b:.1f}", n, k, m, p])
-                parts.append("<details><summary>measured rate per similarity bin</summary>" + _table(
-                    ["similarity", "pairs sampled", "candidates", "measured rate", "predicted rate"],
-                    rows_t, [False, True, True, True, True]) + "</details>")
+                parts.append(
+                    "<details><summary>measured rate per similarity bin</summary>"
+                    + _table(
+                        ["similarity", "pairs sampled", "candidates", "measured rate", "predicted rate"],
+                        rows_t,
+                        [False, True, True, True, True],
+                    )
+                    + "</details>"
+                )
             else:
-                parts.append(_note(
-                    "Only the theoretical curve is shown: this report.json has no measured candidate "
-                    "rates (diagnostics.s_curve), e.g. because it was written by an older version "
-                    "or diagnostics were turned off."))
+                parts.append(
+                    _note(
+                        "Only the theoretical curve is shown: this report.json has no measured candidate "
+                        "rates (diagnostics.s_curve), e.g. because it was written by an older version "
+                        "or diagnostics were turned off."
+                    )
+                )
             shown = [
-                ("bands b", bands), ("rows r", rows), ("signature length used (b·r)", bands * rows),
+                ("bands b", bands),
+                ("rows r", rows),
+                ("signature length used (b·r)", bands * rows),
                 ("num_perm", blk.get("num_perm")),
-                ("threshold", threshold), ("target recall", blk.get("target_recall")),
+                ("threshold", threshold),
+                ("target recall", blk.get("target_recall")),
                 ("P(candidate) at the threshold", blk.get("p_candidate_at_threshold")),
                 ("S-curve midpoint (1/b)^(1/r)", blk.get("s_curve_midpoint")),
             ]
         elif kind == "grid_bits":
-            parts.append(_note(
-                f"Grid-bit blocking: {_fmt(blk.get('sets'))} random sets of {_fmt(blk.get('cells'))} grid cells; "
-                "two prints become a candidate pair when they have all cells of some set occupied. "
-                "P(candidate | same finger) = 1 − (1 − (pq)^c)^M and P(candidate | different) = "
-                "1 − (1 − p^2c)^M for occupancy p and agreement q (the finite-grid values are measured). "
-                "The LSH S-curve does not apply."))
+            parts.append(
+                _note(
+                    f"Grid-bit blocking: {_fmt(blk.get('sets'))} random sets of {_fmt(blk.get('cells'))} grid cells; "
+                    "two prints become a candidate pair when they have all cells of some set occupied. "
+                    "P(candidate | same finger) = 1 − (1 − (pq)^c)^M and P(candidate | different) = "
+                    "1 − (1 − p^2c)^M for occupancy p and agreement q (the finite-grid values are measured). "
+                    "The LSH S-curve does not apply."
+                )
+            )
             shown = [
-                ("sets M", blk.get("sets")), ("cells per set c", blk.get("cells")),
-                ("grid cells (bits)", blk.get("n_bits")), ("occupancy p", blk.get("occupancy")),
+                ("sets M", blk.get("sets")),
+                ("cells per set c", blk.get("cells")),
+                ("grid cells (bits)", blk.get("n_bits")),
+                ("occupancy p", blk.get("occupancy")),
                 ("agreement q assumed", blk.get("agreement_assumed", blk.get("agreement"))),
                 ("P(candidate | same)", blk.get("p_candidate_same")),
                 ("P(candidate | different)", blk.get("p_candidate_different")),
@@ -306,19 +326,42 @@ def blocking_section(report: dict[str, Any]) -> str:
         stats = [
             ("records bucketed", blk.get("records_bucketed")),
             ("records skipped (no tokens)", blk.get("records_skipped_empty")),
-            ("buckets", blk.get("buckets")), ("largest bucket", blk.get("largest_bucket")),
+            ("buckets", blk.get("buckets")),
+            ("largest bucket", blk.get("largest_bucket")),
             ("max bucket size", blk.get("max_bucket_size")),
             ("oversized buckets skipped", blk.get("oversized_buckets")),
             ("pairs skipped in them", blk.get("pairs_skipped")),
             ("raw pairs (with repeats)", blk.get("raw_pairs")),
             ("candidate pairs of this blocker", blk.get("candidate_pairs")),
         ]
-        used = {"type", "bands", "rows", "num_perm", "threshold", "target_recall", "p_candidate_at_threshold",
-                "s_curve_midpoint", "sets", "cells", "n_bits", "occupancy", "agreement_assumed",
-                "p_candidate_same", "p_candidate_different", "p_candidate_same_finite_grid",
-                "p_candidate_different_finite_grid", "records_bucketed", "records_skipped_empty", "buckets",
-                "largest_bucket", "max_bucket_size", "oversized_buckets", "pairs_skipped", "raw_pairs",
-                "candidate_pairs"}
+        used = {
+            "type",
+            "bands",
+            "rows",
+            "num_perm",
+            "threshold",
+            "target_recall",
+            "p_candidate_at_threshold",
+            "s_curve_midpoint",
+            "sets",
+            "cells",
+            "n_bits",
+            "occupancy",
+            "agreement_assumed",
+            "p_candidate_same",
+            "p_candidate_different",
+            "p_candidate_same_finite_grid",
+            "p_candidate_different_finite_grid",
+            "records_bucketed",
+            "records_skipped_empty",
+            "buckets",
+            "largest_bucket",
+            "max_bucket_size",
+            "oversized_buckets",
+            "pairs_skipped",
+            "raw_pairs",
+            "candidate_pairs",
+        }
         if kind != "grid_bits":
             used.discard("agreement")
         else:
@@ -326,8 +369,7 @@ def blocking_section(report: dict[str, Any]) -> str:
         rest = [(k, v) for k, v in blk.items() if k not in used]
         model = [(k, v) for k, v in shown if v is not None]
         counts = [(k, v) for k, v in stats if v is not None] + rest
-        parts.append('<div class="grid">' + "".join(f"<div>{_kv_table(t)}</div>" for t in (model, counts) if t)
-                     + "</div>")
+        parts.append('<div class="grid">' + "".join(f"<div>{_kv_table(t)}</div>" for t in (model, counts) if t) + "</div>")
     return "".join(parts)
 
 
@@ -342,9 +384,11 @@ def scores_section(report: dict[str, Any], scores: np.ndarray | None, pairs_file
     else:
         parts.append(plot_scores(scores, threshold))
     exact = (report.get("exact_duplicates") or {}).get("pairs") or 0
-    text = (f"Only verified pairs are written, so the histogram starts at the verifier's threshold "
-            f"({_fmt(threshold)}): the {_fmt(verify.get('rejected_pairs'))} candidate pairs scored below it "
-            f"were dropped and are not in {pairs_file.name if pairs_file else 'the pairs table'}.")
+    text = (
+        f"Only verified pairs are written, so the histogram starts at the verifier's threshold "
+        f"({_fmt(threshold)}): the {_fmt(verify.get('rejected_pairs'))} candidate pairs scored below it "
+        f"were dropped and are not in {pairs_file.name if pairs_file else 'the pairs table'}."
+    )
     if exact:
         text += f" It includes the {_fmt(exact)} exact-duplicate pairs, written with score 1.0."
     parts.append(_note(text))
@@ -357,8 +401,9 @@ def _quartiles(scores: np.ndarray | None) -> str:
     if scores is None or not len(scores):
         return ""
     q = np.quantile(scores, [0.0, 0.25, 0.5, 0.75, 1.0])
-    return _kv_table([("pairs", len(scores)), ("min / median / max", f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"),
-                      ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")])
+    return _kv_table(
+        [("pairs", len(scores)), ("min / median / max", f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"), ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")]
+    )
 
 
 def all_scores_section(section: dict[str, Any], scores: np.ndarray | None) -> str:
@@ -383,13 +428,25 @@ def threshold_section(report: dict[str, Any]) -> str:
     fit = section.get("auto") or {}
     parts = [plot_threshold(fit) or _note("report.json holds no usable histogram of the candidate scores.")]
     verdict = "chosen from the scores" if fit.get("ok") else "fallback: no two groups of scores showed"
-    parts.append(_note(f"Threshold {_fmt(section.get('value'))} ({verdict}): {fit.get('reason', '')} "
-                       "A fixed number (threshold: 0.4) replaces the choice; auto_threshold: {low, high, method, "
-                       "fallback} bounds it."))
+    parts.append(
+        _note(
+            f"Threshold {_fmt(section.get('value'))} ({verdict}): {fit.get('reason', '')} "
+            "A fixed number (threshold: 0.4) replaces the choice; auto_threshold: {low, high, method, "
+            "fallback} bounds it."
+        )
+    )
     evidence = fit.get("evidence") or {}
-    parts.append(_kv_table([("method asked", fit.get("requested")), ("method used", fit.get("method")),
-                            ("candidate scores", fit.get("n_scores")), ("range", f"{fit.get('low')} – {fit.get('high')}")]
-                           + [(k, v) for k, v in evidence.items() if not isinstance(v, (list, dict))]))
+    parts.append(
+        _kv_table(
+            [
+                ("method asked", fit.get("requested")),
+                ("method used", fit.get("method")),
+                ("candidate scores", fit.get("n_scores")),
+                ("range", f"{fit.get('low')} – {fit.get('high')}"),
+            ]
+            + [(k, v) for k, v in evidence.items() if not isinstance(v, (list, dict))]
+        )
+    )
     return "".join(parts)
 
 
@@ -397,15 +454,19 @@ def pruning_section(report: dict[str, Any]) -> str:
     """``prune_shingles:``: which shingles were dropped for being in too many (or too few) records, and how much of each record."""
     st: dict[str, Any] = next((s for s in report.get("stages") or [] if s.get("stage") == "prune"), {})
     share = st.get("record_share_pruned") or {}
-    text = (f"{_fmt(st.get('shingles_pruned'))} of {_fmt(st.get('vocabulary'))} distinct shingles were dropped from every "
-            f"record's set before signing and verification: {_fmt(st.get('above_max_df'))} held by more than "
-            f"{_fmt(st.get('max_records'))} of the {_fmt(st.get('records_counted'))} records (max_df {_fmt(st.get('max_df'))}), "
-            f"{_fmt(st.get('below_min_df'))} by fewer than {_fmt(st.get('min_records'))} (min_df {_fmt(st.get('min_df'))}). "
-            f"They were {_fmt(st.get('token_share_pruned'))} of all the records' shingles; per record the share pruned "
-            f"has median {_fmt(share.get('median'))}, 90th percentile {_fmt(share.get('p90'))} and maximum "
-            f"{_fmt(share.get('max'))}; {_fmt(st.get('records_emptied'))} records were left without shingles.")
-    rows = [("records holding each of the 10 most frequent shingles", st.get("most_frequent_df")),
-            ("records that lost shingles", st.get("records_pruned"))]
+    text = (
+        f"{_fmt(st.get('shingles_pruned'))} of {_fmt(st.get('vocabulary'))} distinct shingles were dropped from every "
+        f"record's set before signing and verification: {_fmt(st.get('above_max_df'))} held by more than "
+        f"{_fmt(st.get('max_records'))} of the {_fmt(st.get('records_counted'))} records (max_df {_fmt(st.get('max_df'))}), "
+        f"{_fmt(st.get('below_min_df'))} by fewer than {_fmt(st.get('min_records'))} (min_df {_fmt(st.get('min_df'))}). "
+        f"They were {_fmt(st.get('token_share_pruned'))} of all the records' shingles; per record the share pruned "
+        f"has median {_fmt(share.get('median'))}, 90th percentile {_fmt(share.get('p90'))} and maximum "
+        f"{_fmt(share.get('max'))}; {_fmt(st.get('records_emptied'))} records were left without shingles."
+    )
+    rows = [
+        ("records holding each of the 10 most frequent shingles", st.get("most_frequent_df")),
+        ("records that lost shingles", st.get("records_pruned")),
+    ]
     return _note(text) + _kv_table(rows)
 
 
@@ -413,11 +474,13 @@ def chains_section(report: dict[str, Any]) -> str:
     """Clusters whose pairs look like a chain of two entities: a low-score bridge between dense parts."""
     ch = report.get("chains") or {}
     listed = ch.get("listed") or []
-    text = (f"{_fmt(ch.get('flagged'))} of the {_fmt(ch.get('checked'))} clusters checked (of {_fmt(ch.get('clusters'))}; "
-            f"{_fmt(ch.get('too_small'))} too small to split, {_fmt(ch.get('skipped_too_large'))} too large to check) "
-            "can be cut into two dense parts joined by few, weaker pairs: two entities chained together, "
-            "often by text they share (boilerplate). A non-chaining clusterer (louvain, label_propagation), "
-            "cluster.split, prune_shingles or a higher threshold separates them.")
+    text = (
+        f"{_fmt(ch.get('flagged'))} of the {_fmt(ch.get('checked'))} clusters checked (of {_fmt(ch.get('clusters'))}; "
+        f"{_fmt(ch.get('too_small'))} too small to split, {_fmt(ch.get('skipped_too_large'))} too large to check) "
+        "can be cut into two dense parts joined by few, weaker pairs: two entities chained together, "
+        "often by text they share (boilerplate). A non-chaining clusterer (louvain, label_propagation), "
+        "cluster.split, prune_shingles or a higher threshold separates them."
+    )
     if not listed:
         return _note(text)
     rows = []
@@ -427,11 +490,32 @@ def chains_section(report: dict[str, Any]) -> str:
         ma, mb = f.get("side_median_score") or (None, None)
         bridge = f.get("bridge") or []
         shown = " ~ ".join(f"{s}:{i}" for s, i in bridge)
-        rows.append([f.get("cluster"), f.get("size"), f"{a} + {b}", f.get("cut_edges"), f.get("cut_max_score"),
-                     f"{_fmt(da)} / {_fmt(db)}", f"{_fmt(ma)} / {_fmt(mb)}", shown])
-    return _note(text) + _table(["cluster", "records", "parts", "pairs across", "strongest across", "density of parts",
-                                 "median score of parts", "strongest pair across"], rows,
-                                [True, True, False, True, True, False, False, False])
+        rows.append(
+            [
+                f.get("cluster"),
+                f.get("size"),
+                f"{a} + {b}",
+                f.get("cut_edges"),
+                f.get("cut_max_score"),
+                f"{_fmt(da)} / {_fmt(db)}",
+                f"{_fmt(ma)} / {_fmt(mb)}",
+                shown,
+            ]
+        )
+    return _note(text) + _table(
+        [
+            "cluster",
+            "records",
+            "parts",
+            "pairs across",
+            "strongest across",
+            "density of parts",
+            "median score of parts",
+            "strongest pair across",
+        ],
+        rows,
+        [True, True, False, True, True, False, False, False],
+    )
 
 
 @dataclass
@@ -471,10 +555,13 @@ def cluster_sections(report: dict[str, Any], view: ClusterView | None, max_examp
         return msg, msg
     sizes = view.sizes
     dist = [plot_cluster_sizes(sizes)] if len(sizes) else [_note("No records.")]
-    dist.append(_note(
-        f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
-        f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
-        f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."))
+    dist.append(
+        _note(
+            f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
+            f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
+            f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."
+        )
+    )
     largest = view.largest
     if not largest:
         return "".join(dist), _note("Every cluster is a singleton: no matches to show.")
@@ -518,8 +605,10 @@ def cluster_sections(report: dict[str, Any], view: ClusterView | None, max_examp
         parts.append(table)
         if len(m) > len(shown_members[cid]):
             parts.append(_note(f"… and {len(m) - len(shown_members[cid]):,} more records."))
-    text = (f"Each field is shown up to its first {SNIPPET_CHARS} characters (whitespace folded); "
-            "HTML columns as their page title and visible text.")
+    text = (
+        f"Each field is shown up to its first {SNIPPET_CHARS} characters (whitespace folded); "
+        "HTML columns as their page title and visible text."
+    )
     if points:
         text += " Fields holding [x, y] points (minutiae) are also drawn, one colour per record, on the shingler's grid."
     parts.append(_note(text))
@@ -537,22 +626,31 @@ def stages_section(report: dict[str, Any]) -> str:
         sec = float(s.get("seconds") or 0.0)
         width = max(1, round(120 * sec / longest)) if sec > 0 else 0
         details = ", ".join(f"{k} {_fmt(v, 80)}" for k, v in s.items() if k not in skip)
-        rows.append([s.get("stage"), ("html", f'{_e(f"{sec:.4f}")}'),
-                     ("html", f'<span class="bar" style="width:{width}px"></span>'),
-                     s.get("peak_rss_mb"), s.get("peak_rss_scope"), details])
+        rows.append(
+            [
+                s.get("stage"),
+                ("html", f"{_e(f'{sec:.4f}')}"),
+                ("html", f'<span class="bar" style="width:{width}px"></span>'),
+                s.get("peak_rss_mb"),
+                s.get("peak_rss_scope"),
+                details,
+            ]
+        )
     total = report.get("seconds_total")
-    out = _table(["stage", "seconds", "", "peak memory (MB)", "memory measured over", "details"], rows,
-                 [False, True, False, True, False, False])
+    out = _table(
+        ["stage", "seconds", "", "peak memory (MB)", "memory measured over", "details"], rows, [False, True, False, True, False, False]
+    )
     if total is not None:
-        out += _note(f"Total {_fmt(total)} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB "
-                     "(the write stage is not in report.json: it is written during that stage).")
+        out += _note(
+            f"Total {_fmt(total)} s, peak memory {_fmt(report.get('peak_rss_mb'))} MB "
+            "(the write stage is not in report.json: it is written during that stage)."
+        )
     return out
 
 
 def components_section(report: dict[str, Any]) -> str:
     parts = []
-    for key, title in (("shingler", "shingler"), ("signature", "signature"), ("verifier", "verifier"),
-                       ("clusterer", "clusterer")):
+    for key, title in (("shingler", "shingler"), ("signature", "signature"), ("verifier", "verifier"), ("clusterer", "clusterer")):
         comp = report.get(key)
         if not comp:
             continue
@@ -563,6 +661,9 @@ def components_section(report: dict[str, Any]) -> str:
     sources = report.get("sources") or {}
     for name, stats in sources.items():
         if stats:
-            parts.append(f"<div><h3>source {_e(name)}: reading</h3>"
-                         + _kv_table(stats.items() if isinstance(stats, dict) else [("stats", stats)]) + "</div>")
+            parts.append(
+                f"<div><h3>source {_e(name)}: reading</h3>"
+                + _kv_table(stats.items() if isinstance(stats, dict) else [("stats", stats)])
+                + "</div>"
+            )
     return f'<div class="grid">{"".join(parts)}</div>' if parts else _note("report.json describes no components.")

@@ -378,16 +378,11 @@ def _email_parts(rng: np.random.Generator, k: int, birth_year: IntArray, n_domai
     num = rng.integers(1, 1000, size=k)
     kind[pattern == len(_EMAIL_PATTERNS) - 1] = 2  # "{f}{n}" always has a number
     yy = birth_year % 100
-    number = [
-        "" if kd == 0 else (f"{y:02d}" if kd == 1 else str(x))
-        for kd, y, x in zip(kind.tolist(), yy.tolist(), num.tolist())
-    ]
+    number = ["" if kd == 0 else (f"{y:02d}" if kd == 1 else str(x)) for kd, y, x in zip(kind.tolist(), yy.tolist(), num.tolist())]
     return _EmailParts(pattern=pattern, number=number, domain=rng.integers(0, n_domains, size=k))
 
 
-def _render_emails(
-    pools: _Pools, first_idx: IntArray, last_idx: IntArray, parts: _EmailParts
-) -> list[str]:
+def _render_emails(pools: _Pools, first_idx: IntArray, last_idx: IntArray, parts: _EmailParts) -> list[str]:
     fk, lk, dom = pools.first_key, pools.last_key, pools.domains
     pats = _EMAIL_PATTERNS
     out = []
@@ -405,9 +400,7 @@ def _render_phones(phone: IntArray, style: IntArray) -> list[str]:
     return [fmts[s].format(a, e, x) for a, e, x, s in zip(area, exch, line, style.tolist())]
 
 
-def _render_addresses(
-    pools: _Pools, number: IntArray, street: IntArray, suffix: IntArray, unit: IntArray, style: IntArray
-) -> list[str]:
+def _render_addresses(pools: _Pools, number: IntArray, street: IntArray, suffix: IntArray, unit: IntArray, style: IntArray) -> list[str]:
     forms = [(full, abbr, abbr + ".") for full, abbr, _ in STREET_SUFFIXES]
     unit_forms = ("Apt", "Apt", "Apt.")
     streets = pools.streets
@@ -424,10 +417,7 @@ def _render_dobs(days: IntArray) -> list[str]:
 
 def _neighbours() -> dict[str, str]:
     pos = {c: (r, i) for r, row in enumerate(_QWERTY) for i, c in enumerate(row)}
-    return {
-        c: "".join(d for d, (r2, i2) in pos.items() if d != c and abs(r2 - r) <= 1 and abs(i2 - i) <= 1)
-        for c, (r, i) in pos.items()
-    }
+    return {c: "".join(d for d, (r2, i2) in pos.items() if d != c and abs(r2 - r) <= 1 and abs(i2 - i) <= 1) for c, (r, i) in pos.items()}
 
 
 _NEAR = _neighbours()

@@ -30,10 +30,7 @@ def vocabulary(size: int, seed: int = 0) -> list[str]:
     out: list[str] = []
     while len(out) < size:
         syllables = int(rng.integers(1, 5))
-        w = "".join(
-            _CONSONANTS[int(rng.integers(len(_CONSONANTS)))] + _VOWELS[int(rng.integers(len(_VOWELS)))]
-            for _ in range(syllables)
-        )
+        w = "".join(_CONSONANTS[int(rng.integers(len(_CONSONANTS)))] + _VOWELS[int(rng.integers(len(_VOWELS)))] for _ in range(syllables))
         if w not in words:
             words.add(w)
             out.append(w)

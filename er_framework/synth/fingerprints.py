@@ -123,9 +123,7 @@ def simulate_cells(
             m = np.zeros((f, impressions, n_cells), dtype=bool)
             fi = np.arange(f)[:, None]
             for i in range(impressions):  # one step per impression
-                cells = np.concatenate(
-                    [perm[:, :shared], perm[:, shared + i * (k - shared) : shared + (i + 1) * (k - shared)]], axis=1
-                )
+                cells = np.concatenate([perm[:, :shared], perm[:, shared + i * (k - shared) : shared + (i + 1) * (k - shared)]], axis=1)
                 m[fi, i, cells] = True
             parts.append(bits_from_bool(m.reshape(f * impressions, n_cells)))
     else:

@@ -37,7 +37,7 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from random import Random
 
 __all__ = [
@@ -66,19 +66,88 @@ __all__ = [
 #: modules whose docstrings give the prose, read in this order (a module that
 #: does not import on this Python is skipped)
 PROSE_MODULES: tuple[str, ...] = (
-    "ast", "asyncio.events", "asyncio.locks", "asyncio.tasks", "base64", "bdb", "builtins", "bz2",
-    "cmd", "code", "codecs", "collections", "configparser", "difflib", "dis", "doctest",
-    "email.base64mime", "email.feedparser", "email.header", "email.headerregistry", "email.message",
-    "email.parser", "email.policy", "email.utils", "fileinput", "ftplib", "graphlib", "gzip",
-    "http.client", "http.cookiejar", "http.cookies", "http.server", "imaplib", "importlib.abc",
-    "inspect", "io", "json.encoder", "locale", "logging", "logging.config", "logging.handlers",
-    "multiprocessing.shared_memory", "optparse", "os", "pathlib", "pdb", "pickle", "pickletools",
-    "platform", "py_compile", "re", "sched", "site", "smtplib", "socket", "socketserver",
-    "statistics", "subprocess", "tarfile", "tempfile", "textwrap", "threading", "timeit",
-    "tokenize", "traceback", "typing", "unittest.case", "unittest.mock", "urllib.parse",
-    "urllib.request", "uuid", "weakref", "wsgiref.handlers", "wsgiref.headers", "xml.dom.pulldom",
-    "xml.etree.ElementTree", "xml.sax.expatreader", "xml.sax.handler", "xml.sax.saxutils",
-    "xml.sax.xmlreader", "xmlrpc.server", "zipimport",
+    "ast",
+    "asyncio.events",
+    "asyncio.locks",
+    "asyncio.tasks",
+    "base64",
+    "bdb",
+    "builtins",
+    "bz2",
+    "cmd",
+    "code",
+    "codecs",
+    "collections",
+    "configparser",
+    "difflib",
+    "dis",
+    "doctest",
+    "email.base64mime",
+    "email.feedparser",
+    "email.header",
+    "email.headerregistry",
+    "email.message",
+    "email.parser",
+    "email.policy",
+    "email.utils",
+    "fileinput",
+    "ftplib",
+    "graphlib",
+    "gzip",
+    "http.client",
+    "http.cookiejar",
+    "http.cookies",
+    "http.server",
+    "imaplib",
+    "importlib.abc",
+    "inspect",
+    "io",
+    "json.encoder",
+    "locale",
+    "logging",
+    "logging.config",
+    "logging.handlers",
+    "multiprocessing.shared_memory",
+    "optparse",
+    "os",
+    "pathlib",
+    "pdb",
+    "pickle",
+    "pickletools",
+    "platform",
+    "py_compile",
+    "re",
+    "sched",
+    "site",
+    "smtplib",
+    "socket",
+    "socketserver",
+    "statistics",
+    "subprocess",
+    "tarfile",
+    "tempfile",
+    "textwrap",
+    "threading",
+    "timeit",
+    "tokenize",
+    "traceback",
+    "typing",
+    "unittest.case",
+    "unittest.mock",
+    "urllib.parse",
+    "urllib.request",
+    "uuid",
+    "weakref",
+    "wsgiref.handlers",
+    "wsgiref.headers",
+    "xml.dom.pulldom",
+    "xml.etree.ElementTree",
+    "xml.sax.expatreader",
+    "xml.sax.handler",
+    "xml.sax.saxutils",
+    "xml.sax.xmlreader",
+    "xmlrpc.server",
+    "zipimport",
 )
 
 # a word that looks like code: identifiers with _, calls, brackets, operators, dotted names, options
@@ -97,7 +166,7 @@ def _is_prose(para: str, min_chars: int, max_chars: int) -> bool:
     return sum(bool(_CODE_WORD.search(w)) for w in words) <= 0.04 * len(words)
 
 
-@lru_cache(maxsize=None)
+@cache
 def prose_paragraphs(min_chars: int = 150, max_chars: int = 1200) -> tuple[str, ...]:
     """Distinct paragraphs of ordinary English prose from the stdlib docstrings.
 
@@ -140,7 +209,7 @@ class Article:
     byline: str
     paragraphs: tuple[str, ...]
 
-    def cut(self, keep: int) -> "Article":
+    def cut(self, keep: int) -> Article:
         """The story as a site that drops the last paragraphs publishes it."""
         if not 1 <= keep <= len(self.paragraphs):
             raise ValueError(f"keep must be in 1..{len(self.paragraphs)}, got {keep}")
@@ -151,11 +220,59 @@ class Article:
         return " ".join(self.paragraphs)
 
 
-_FIRST = ["Ana", "Ben", "Chloe", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemi", "Lars",
-          "Maya", "Nikhil", "Olga", "Pablo", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Yusuf"]
-_LAST = ["Abbott", "Brandt", "Castro", "Dubois", "Eriksen", "Fischer", "Gallo", "Haddad", "Ivanova", "Jansen",
-         "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Okafor", "Petrov", "Quispe", "Rossi", "Sato", "Tanaka",
-         "Ueda", "Varga", "Weber", "Yilmaz", "Zhou"]
+_FIRST = [
+    "Ana",
+    "Ben",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemi",
+    "Lars",
+    "Maya",
+    "Nikhil",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Yusuf",
+]
+_LAST = [
+    "Abbott",
+    "Brandt",
+    "Castro",
+    "Dubois",
+    "Eriksen",
+    "Fischer",
+    "Gallo",
+    "Haddad",
+    "Ivanova",
+    "Jansen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+    "Petrov",
+    "Quispe",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Ueda",
+    "Varga",
+    "Weber",
+    "Yilmaz",
+    "Zhou",
+]
 _WIRES = ["Global Wire", "Press Union", "Newswire International", "Metro Press Agency", "Continental Wire"]
 
 
@@ -168,9 +285,7 @@ def _slug(text: str, max_words: int = 6) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:max_words])
 
 
-def make_articles(
-    n: int, seed: int = 0, paragraphs: tuple[int, int] = (4, 8), pool: tuple[str, ...] | None = None
-) -> list[Article]:
+def make_articles(n: int, seed: int = 0, paragraphs: tuple[int, int] = (4, 8), pool: tuple[str, ...] | None = None) -> list[Article]:
     """``n`` articles of ``paragraphs`` (min, max) paragraphs each; no paragraph is in two articles.
 
     Raises ``ValueError`` when the paragraph pool is too small for ``n``.
@@ -186,8 +301,7 @@ def make_articles(
         k = rng.randint(*paragraphs)
         if pos + k > len(order):
             raise ValueError(
-                f"{n} articles need more than the {len(pool)} prose paragraphs available; "
-                f"made {i}: ask for fewer or shorter articles"
+                f"{n} articles need more than the {len(pool)} prose paragraphs available; made {i}: ask for fewer or shorter articles"
             )
         paras = tuple(pool[j] for j in order[pos : pos + k])
         pos += k
@@ -204,31 +318,126 @@ def make_articles(
 # ----------------------------------------------------------------------------
 # site templates (page chrome)
 
-_SITE_A = ["Daily", "Morning", "Evening", "Weekly", "Metro", "Valley", "Harbor", "Capital", "Northern", "Coastal",
-           "Lakeside", "Summit", "Prairie", "Riverside", "Bay", "Highland"]
-_SITE_B = ["Herald", "Gazette", "Chronicle", "Courier", "Tribune", "Observer", "Ledger", "Sentinel", "Dispatch",
-           "Bulletin", "Beacon", "Examiner", "Register", "Monitor", "Star", "Journal"]
+_SITE_A = [
+    "Daily",
+    "Morning",
+    "Evening",
+    "Weekly",
+    "Metro",
+    "Valley",
+    "Harbor",
+    "Capital",
+    "Northern",
+    "Coastal",
+    "Lakeside",
+    "Summit",
+    "Prairie",
+    "Riverside",
+    "Bay",
+    "Highland",
+]
+_SITE_B = [
+    "Herald",
+    "Gazette",
+    "Chronicle",
+    "Courier",
+    "Tribune",
+    "Observer",
+    "Ledger",
+    "Sentinel",
+    "Dispatch",
+    "Bulletin",
+    "Beacon",
+    "Examiner",
+    "Register",
+    "Monitor",
+    "Star",
+    "Journal",
+]
 _TAGLINES = [
-    "Independent journalism since 1887", "Your city. Your news.", "Trusted reporting, every day",
-    "News that matters to you", "Breaking news, analysis and opinion", "Local news first",
-    "Award-winning journalism", "Reporting without fear or favour",
+    "Independent journalism since 1887",
+    "Your city. Your news.",
+    "Trusted reporting, every day",
+    "News that matters to you",
+    "Breaking news, analysis and opinion",
+    "Local news first",
+    "Award-winning journalism",
+    "Reporting without fear or favour",
 ]
 _SECTIONS = [
-    "Home", "World", "US", "Politics", "Business", "Markets", "Tech", "Science", "Health", "Climate",
-    "Sports", "Football", "Basketball", "Tennis", "Entertainment", "Culture", "Music", "Movies", "Books",
-    "Arts", "Style", "Food", "Travel", "Real Estate", "Autos", "Opinion", "Editorials", "Letters",
-    "Obituaries", "Weather", "Traffic", "Video", "Podcasts", "Photos", "Puzzles", "Crosswords",
-    "Horoscopes", "Education", "Jobs", "Classifieds", "Local", "Crime", "Lifestyle", "Wellness",
+    "Home",
+    "World",
+    "US",
+    "Politics",
+    "Business",
+    "Markets",
+    "Tech",
+    "Science",
+    "Health",
+    "Climate",
+    "Sports",
+    "Football",
+    "Basketball",
+    "Tennis",
+    "Entertainment",
+    "Culture",
+    "Music",
+    "Movies",
+    "Books",
+    "Arts",
+    "Style",
+    "Food",
+    "Travel",
+    "Real Estate",
+    "Autos",
+    "Opinion",
+    "Editorials",
+    "Letters",
+    "Obituaries",
+    "Weather",
+    "Traffic",
+    "Video",
+    "Podcasts",
+    "Photos",
+    "Puzzles",
+    "Crosswords",
+    "Horoscopes",
+    "Education",
+    "Jobs",
+    "Classifieds",
+    "Local",
+    "Crime",
+    "Lifestyle",
+    "Wellness",
 ]
 _HEADER_EXTRAS = [
-    ["Subscribe", "Sign In", "Search"], ["Log in", "Subscribe now", "E-paper"],
-    ["Newsletters", "Account", "Search"], ["Register", "Sign in", "Today's Paper"],
+    ["Subscribe", "Sign In", "Search"],
+    ["Log in", "Subscribe now", "E-paper"],
+    ["Newsletters", "Account", "Search"],
+    ["Register", "Sign in", "Today's Paper"],
     ["Support us", "Sign in", "Menu"],
 ]
 _FOOTER_LINKS = [
-    "About Us", "Contact", "Careers", "Advertise", "Terms of Use", "Privacy Policy", "Cookie Settings",
-    "Accessibility", "Corrections", "Site Map", "Help Center", "Newsletters", "RSS Feeds", "Licensing",
-    "Ethics Policy", "Manage Subscription", "Do Not Sell My Info", "Contact the Newsroom", "Apps", "Archive",
+    "About Us",
+    "Contact",
+    "Careers",
+    "Advertise",
+    "Terms of Use",
+    "Privacy Policy",
+    "Cookie Settings",
+    "Accessibility",
+    "Corrections",
+    "Site Map",
+    "Help Center",
+    "Newsletters",
+    "RSS Feeds",
+    "Licensing",
+    "Ethics Policy",
+    "Manage Subscription",
+    "Do Not Sell My Info",
+    "Contact the Newsroom",
+    "Apps",
+    "Archive",
 ]
 _COOKIE = [
     "We use cookies to personalise content and ads and to analyse our traffic.",
@@ -249,30 +458,122 @@ _LEGAL = [
     "{site} is published by {site} Publishing Ltd. © {year}. Market data delayed 15 minutes.",
 ]
 _TOPICS = [
-    "Climate Change", "Elections 2024", "Housing Crisis", "Inflation", "Artificial Intelligence", "Ukraine",
-    "Middle East", "Premier League", "NBA Playoffs", "Interest Rates", "Heatwave", "Olympics", "Cost of Living",
-    "Cybersecurity", "Space", "Electric Cars", "Gaza", "Wildfires", "Supreme Court", "Stock Markets",
-    "Crypto", "Vaccines", "Immigration", "Oil Prices", "Tariffs", "Royal Family", "Oscars", "Streaming",
+    "Climate Change",
+    "Elections 2024",
+    "Housing Crisis",
+    "Inflation",
+    "Artificial Intelligence",
+    "Ukraine",
+    "Middle East",
+    "Premier League",
+    "NBA Playoffs",
+    "Interest Rates",
+    "Heatwave",
+    "Olympics",
+    "Cost of Living",
+    "Cybersecurity",
+    "Space",
+    "Electric Cars",
+    "Gaza",
+    "Wildfires",
+    "Supreme Court",
+    "Stock Markets",
+    "Crypto",
+    "Vaccines",
+    "Immigration",
+    "Oil Prices",
+    "Tariffs",
+    "Royal Family",
+    "Oscars",
+    "Streaming",
 ]
-_INDICES = ["DOW", "S&P 500", "NASDAQ", "FTSE 100", "DAX", "NIKKEI", "HANG SENG", "CAC 40", "EUR/USD", "GBP/USD",
-            "USD/JPY", "BRENT", "WTI", "GOLD", "BITCOIN", "10Y YIELD"]
+_INDICES = [
+    "DOW",
+    "S&P 500",
+    "NASDAQ",
+    "FTSE 100",
+    "DAX",
+    "NIKKEI",
+    "HANG SENG",
+    "CAC 40",
+    "EUR/USD",
+    "GBP/USD",
+    "USD/JPY",
+    "BRENT",
+    "WTI",
+    "GOLD",
+    "BITCOIN",
+    "10Y YIELD",
+]
 _TICKER_BASE = {sym: Random(f"ticker:{sym}").uniform(1, 40000) for sym in _INDICES}
 _WEATHER = ["Sunny", "Cloudy", "Light Rain", "Showers", "Partly Cloudy", "Fog", "Windy", "Thunderstorms", "Clear"]
 _RELATED_TITLES = ["Related stories", "More from {site}", "Recommended for you", "You may also like", "Read next"]
 _MOST_TITLES = ["Most read", "Trending now", "Popular this week", "Most shared", "Editors' picks"]
 
 # headline parts: some stop words, as real headlines have
-_H_SUBJ = ["City council", "Central bank", "School board", "State senate", "Transit authority", "Tech giant",
-           "Hospital union", "Farm lobby", "Airline", "Mayor", "Union boss", "Research team", "Police chief",
-           "Regulator", "Housing agency", "Port authority", "Startup", "Teachers' union", "Fan group",
-           "Water utility"]
-_H_VERB = ["approves", "rejects", "delays", "unveils", "weighs", "backs", "slams", "cuts", "doubles",
-           "probes", "halts", "expands", "defends", "launches", "scraps", "eyes", "wins", "loses"]
-_H_OBJ = ["budget plan", "new stadium deal", "rate hike", "bike lane network", "housing tax", "strike vote",
-          "merger talks", "flood defences", "school lunch menu", "ferry schedule", "solar farm", "speed cameras",
-          "night market", "pension reform", "bridge repairs", "youth league", "data centre", "parking fees"]
-_H_TAIL = ["amid protests", "after long debate", "as costs soar", "despite warnings", "over safety fears",
-           "", "", "", "", "", "", ""]
+_H_SUBJ = [
+    "City council",
+    "Central bank",
+    "School board",
+    "State senate",
+    "Transit authority",
+    "Tech giant",
+    "Hospital union",
+    "Farm lobby",
+    "Airline",
+    "Mayor",
+    "Union boss",
+    "Research team",
+    "Police chief",
+    "Regulator",
+    "Housing agency",
+    "Port authority",
+    "Startup",
+    "Teachers' union",
+    "Fan group",
+    "Water utility",
+]
+_H_VERB = [
+    "approves",
+    "rejects",
+    "delays",
+    "unveils",
+    "weighs",
+    "backs",
+    "slams",
+    "cuts",
+    "doubles",
+    "probes",
+    "halts",
+    "expands",
+    "defends",
+    "launches",
+    "scraps",
+    "eyes",
+    "wins",
+    "loses",
+]
+_H_OBJ = [
+    "budget plan",
+    "new stadium deal",
+    "rate hike",
+    "bike lane network",
+    "housing tax",
+    "strike vote",
+    "merger talks",
+    "flood defences",
+    "school lunch menu",
+    "ferry schedule",
+    "solar farm",
+    "speed cameras",
+    "night market",
+    "pension reform",
+    "bridge repairs",
+    "youth league",
+    "data centre",
+    "parking fees",
+]
+_H_TAIL = ["amid protests", "after long debate", "as costs soar", "despite warnings", "over safety fears", "", "", "", "", "", "", ""]
 
 
 def _headline(rng: Random) -> str:
@@ -347,25 +648,132 @@ def make_templates(n: int, seed: int = 0) -> list[Template]:
 # ----------------------------------------------------------------------------
 # ads: stop-word-poor marketing copy
 
-_SYL = ["su", "dz", "o", "ka", "zo", "lu", "mi", "vo", "trix", "ex", "ra", "qui", "no", "vex", "zen", "ply",
-        "bo", "flo", "gri", "ta", "pex", "ori", "ly", "max"]
-_PRODUCTS = [
-    "Laundry Pods", "Running Shoes", "Noise-Cancelling Headphones", "Air Fryer", "Robot Vacuum", "Mattress",
-    "Electric Toothbrush", "Protein Bars", "Dog Food", "Coffee Maker", "Smartwatch", "Sunscreen SPF 50",
-    "Winter Jacket", "Gaming Chair", "Meal Kits", "Travel Insurance", "Car Lease", "Hair Dryer", "Yoga Mat",
-    "Cordless Drill", "Face Serum", "Standing Desk", "Water Bottle", "Phone Plan", "Hearing Aids",
-    "Solar Panels", "Home Security Camera", "Espresso Beans", "Leather Wallet", "Kids Scooter",
+_SYL = [
+    "su",
+    "dz",
+    "o",
+    "ka",
+    "zo",
+    "lu",
+    "mi",
+    "vo",
+    "trix",
+    "ex",
+    "ra",
+    "qui",
+    "no",
+    "vex",
+    "zen",
+    "ply",
+    "bo",
+    "flo",
+    "gri",
+    "ta",
+    "pex",
+    "ori",
+    "ly",
+    "max",
 ]
-_ADJ = ["Ultra", "Pro", "Max", "Premium", "Organic", "Smart", "Eco", "Deluxe", "Plus", "Lite", "Turbo", "Pure",
-        "Classic", "Elite", "Fresh", "Extra Strength", "Wireless", "Hybrid"]
-_DEALS = ["{p}% OFF", "Save {p}%", "Only ${d}.99", "From ${d}.99/mo", "${d}.99 — Was ${e}.99", "Buy 2 Get 1 Free",
-          "{p}% Off Today", "Flash Sale", "Clearance", "Lowest Price Ever"]
-_PERKS = ["Free Shipping", "Free Returns", "Limited Time", "Best Seller", "New Arrivals", "Rated 4.8/5",
-          "Ships Today", "Risk-Free Trial", "Award Winning", "Dermatologist Tested", "Free Gift Inside",
-          "Exclusive Deal", "Money-Back Guarantee", "Clinically Proven", "Vegan", "Free Delivery", "Lifetime Warranty",
-          "Eco-Friendly Packaging", "Over 10,000 5-Star Reviews", "Black Friday Prices"]
-_CTAS = ["Shop Now", "Shop Now", "Shop Now", "Order Today", "Claim Offer", "Buy Today", "Discover", "Get Yours",
-         "Request Quote", "Start Trial", "Learn More", "Grab Deal"]
+_PRODUCTS = [
+    "Laundry Pods",
+    "Running Shoes",
+    "Noise-Cancelling Headphones",
+    "Air Fryer",
+    "Robot Vacuum",
+    "Mattress",
+    "Electric Toothbrush",
+    "Protein Bars",
+    "Dog Food",
+    "Coffee Maker",
+    "Smartwatch",
+    "Sunscreen SPF 50",
+    "Winter Jacket",
+    "Gaming Chair",
+    "Meal Kits",
+    "Travel Insurance",
+    "Car Lease",
+    "Hair Dryer",
+    "Yoga Mat",
+    "Cordless Drill",
+    "Face Serum",
+    "Standing Desk",
+    "Water Bottle",
+    "Phone Plan",
+    "Hearing Aids",
+    "Solar Panels",
+    "Home Security Camera",
+    "Espresso Beans",
+    "Leather Wallet",
+    "Kids Scooter",
+]
+_ADJ = [
+    "Ultra",
+    "Pro",
+    "Max",
+    "Premium",
+    "Organic",
+    "Smart",
+    "Eco",
+    "Deluxe",
+    "Plus",
+    "Lite",
+    "Turbo",
+    "Pure",
+    "Classic",
+    "Elite",
+    "Fresh",
+    "Extra Strength",
+    "Wireless",
+    "Hybrid",
+]
+_DEALS = [
+    "{p}% OFF",
+    "Save {p}%",
+    "Only ${d}.99",
+    "From ${d}.99/mo",
+    "${d}.99 — Was ${e}.99",
+    "Buy 2 Get 1 Free",
+    "{p}% Off Today",
+    "Flash Sale",
+    "Clearance",
+    "Lowest Price Ever",
+]
+_PERKS = [
+    "Free Shipping",
+    "Free Returns",
+    "Limited Time",
+    "Best Seller",
+    "New Arrivals",
+    "Rated 4.8/5",
+    "Ships Today",
+    "Risk-Free Trial",
+    "Award Winning",
+    "Dermatologist Tested",
+    "Free Gift Inside",
+    "Exclusive Deal",
+    "Money-Back Guarantee",
+    "Clinically Proven",
+    "Vegan",
+    "Free Delivery",
+    "Lifetime Warranty",
+    "Eco-Friendly Packaging",
+    "Over 10,000 5-Star Reviews",
+    "Black Friday Prices",
+]
+_CTAS = [
+    "Shop Now",
+    "Shop Now",
+    "Shop Now",
+    "Order Today",
+    "Claim Offer",
+    "Buy Today",
+    "Discover",
+    "Get Yours",
+    "Request Quote",
+    "Start Trial",
+    "Learn More",
+    "Grab Deal",
+]
 _AD_LABELS = ["Advertisement", "Sponsored", "Ad", "Promoted", "Paid content"]
 
 
@@ -415,8 +823,7 @@ def make_ads(seed: int, n: tuple[int, int] = (6, 10)) -> AdSet:
 # ----------------------------------------------------------------------------
 # pages
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 
 def _e(s: str) -> str:
@@ -463,9 +870,7 @@ def make_page(article: Article, template: Template, ads: AdSet, seed: int) -> st
         f'<article class="{c}-story"><h1>{_e(article.title)}</h1>'
         f'<p class="{c}-byline">{_e(article.byline)} · Published {date} {clock}</p>'
         f'<div class="{c}-share">Share <a href="#">Facebook</a> <a href="#">X</a> <a href="#">Email</a> '
-        f"<span>{rng.randint(3, 900)} comments</span></div>"
-        + "".join(body)
-        + "</article>"
+        f"<span>{rng.randint(3, 900)} comments</span></div>" + "".join(body) + "</article>"
     )
     lists = _list_html(t.related_title, t.related, c, "related") + _list_html(t.most_title, t.most_read, c, "popular")
     sidebar = f'<div class="{c}-sidebar">{"".join(_ad_html(x, c, "side") for x in side)}{lists}</div>'
@@ -495,14 +900,14 @@ def make_page(article: Article, template: Template, ads: AdSet, seed: int) -> st
         f"<ul>{footer_links}</ul><p>{_e(t.legal)}</p></footer>"
     )
     ticker = "".join(
-        f'<li><b>{_e(sym)}</b> {_TICKER_BASE[sym] * (1 + ch / 100):,.2f} <i>{ch:+.2f}%</i></li>'
+        f"<li><b>{_e(sym)}</b> {_TICKER_BASE[sym] * (1 + ch / 100):,.2f} <i>{ch:+.2f}%</i></li>"
         for sym, ch in ((sym, rng.uniform(-3, 3)) for sym in t.tickers)
     )
     topics = " ".join(f'<a class="{c}-tag" href="/topic/{_slug(x)}">{_e(x)}</a>' for x in t.topics)
     weather = f"{t.city} {rng.randint(-5, 35)}°C {rng.choice(_WEATHER)}"
     header = (
         f'<header class="{c}-header"><a class="{c}-logo" href="/"><img src="/logo.svg" alt="{_e(t.name)} logo">'
-        f"<span>{_e(t.name)}</span></a><p class=\"{c}-tagline\">{_e(t.tagline)}</p>"
+        f'<span>{_e(t.name)}</span></a><p class="{c}-tagline">{_e(t.tagline)}</p>'
         f'<div class="{c}-tools">{extras} <span class="{c}-weather">{_e(weather)}</span></div>'
         f'<nav><ul>{nav}</ul></nav><ul class="{c}-ticker">{ticker}</ul>'
         f'<div class="{c}-topics"><span>Trending topics:</span> {topics}</div></header>'
@@ -544,13 +949,17 @@ class Quadruple:
     b_x_t1: str
 
 
-def quadruple(
-    a: Article, b: Article, x: AdSet, y: AdSet, t1: Template, t2: Template, seed: int, a_cut: int | None = None
-) -> Quadruple:
+def quadruple(a: Article, b: Article, x: AdSet, y: AdSet, t1: Template, t2: Template, seed: int, a_cut: int | None = None) -> Quadruple:
     """The three pages of one comparison; ``a_cut`` paragraphs of A on the T2 page (default: all)."""
     keep = len(a.paragraphs) if a_cut is None else a_cut
     return Quadruple(
-        a=a, b=b, a_cut=keep, x=x, y=y, t1=t1, t2=t2,
+        a=a,
+        b=b,
+        a_cut=keep,
+        x=x,
+        y=y,
+        t1=t1,
+        t2=t2,
         a_x_t1=make_page(a, t1, x, seed * 3),
         a_y_t2=make_page(a.cut(keep), t2, y, seed * 3 + 1),
         b_x_t1=make_page(b, t1, x, seed * 3 + 2),

@@ -53,11 +53,11 @@ import math
 import re
 import sysconfig
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from random import Random
-from typing import Sequence
 
 from er_framework.synth.news import AdSet, Article, Template, make_ads, make_page, make_template
 
@@ -110,40 +110,126 @@ def _sites(stem: str, places: Sequence[str]) -> tuple[str, ...]:
 
 #: the eight families; the first four are the tuning set, the last four are held out
 FAMILIES: tuple[Family, ...] = (
-    Family("broadsheet", "tune", _sites("Times", ["Avondale", "Brookfield", "Carlisle", "Dunmore", "Elmwood"]),
-           "long legal footer, cookie banner at the top, 2-4 sentence paragraphs",
-           (2, 4), cookie=2, legal=4, newsletter=1, about=1, layout=0, about_at="footer", legal_at="footer",
-           newsletter_inline=False),
-    Family("tabloid", "tune", _sites("Post", ["Fairhaven", "Glenrock", "Hollister", "Ironbridge"]),
-           "short paragraphs (1-2 sentences), cookie at the bottom, about box before the article",
-           (1, 2), cookie=3, legal=2, newsletter=1, about=1, layout=1, about_at="before_article",
-           legal_at="footer", newsletter_inline=True),
-    Family("regional", "tune", _sites("Record", ["Kingsbury", "Larkspur", "Millbrook", "Newhaven", "Oakridge",
-                                                 "Pinecrest"]),
-           "medium chrome, about box after the article, 2-3 sentence paragraphs, no sidebar",
-           (2, 3), cookie=1, legal=2, newsletter=1, about=1, layout=2, about_at="after_article",
-           legal_at="footer", newsletter_inline=False),
-    Family("portal", "tune", _sites("Today", ["Queensport", "Redcliff", "Stonegate"]),
-           "consent wall (cookie + privacy text) before the header, short paragraphs",
-           (1, 2), cookie=3, legal=7, newsletter=1, about=1, layout=0, about_at="top", legal_at="consent",
-           newsletter_inline=False),
-    Family("magazine", "heldout", _sites("Review", ["Ashford", "Bramley", "Clearwater", "Derwent"]),
-           "long about text before the article, 3-5 sentence paragraphs, legal footer",
-           (3, 5), cookie=1, legal=3, newsletter=1, about=5, layout=1, about_at="before_article",
-           legal_at="footer", newsletter_inline=False),
-    Family("wiremirror", "heldout", _sites("Wire", ["Eastfield", "Foxley", "Greystone", "Hartwell", "Ivydale"]),
-           "consent wall with a long legal text before the header, minimal chrome otherwise, short paragraphs",
-           (1, 2), cookie=2, legal=8, newsletter=1, about=1, layout=2, about_at="footer", legal_at="consent",
-           newsletter_inline=False),
-    Family("localblog", "heldout", _sites("Notes", ["Juniper", "Kestrel", "Linton"]),
-           "newsletter blurb inside the article, about box at the top, 1-2 sentence paragraphs",
-           (1, 2), cookie=2, legal=2, newsletter=2, about=1, layout=0, about_at="top", legal_at="footer",
-           newsletter_inline=True),
-    Family("aggregator", "heldout", _sites("Digest", ["Marston", "Northwick", "Orchard", "Penrose", "Quarry",
-                                                      "Rosewood"]),
-           "cookie at the bottom, sidebar and about box before the article, 2-3 sentence paragraphs",
-           (2, 3), cookie=2, legal=2, newsletter=1, about=1, layout=1, about_at="after_article",
-           legal_at="footer", newsletter_inline=False),
+    Family(
+        "broadsheet",
+        "tune",
+        _sites("Times", ["Avondale", "Brookfield", "Carlisle", "Dunmore", "Elmwood"]),
+        "long legal footer, cookie banner at the top, 2-4 sentence paragraphs",
+        (2, 4),
+        cookie=2,
+        legal=4,
+        newsletter=1,
+        about=1,
+        layout=0,
+        about_at="footer",
+        legal_at="footer",
+        newsletter_inline=False,
+    ),
+    Family(
+        "tabloid",
+        "tune",
+        _sites("Post", ["Fairhaven", "Glenrock", "Hollister", "Ironbridge"]),
+        "short paragraphs (1-2 sentences), cookie at the bottom, about box before the article",
+        (1, 2),
+        cookie=3,
+        legal=2,
+        newsletter=1,
+        about=1,
+        layout=1,
+        about_at="before_article",
+        legal_at="footer",
+        newsletter_inline=True,
+    ),
+    Family(
+        "regional",
+        "tune",
+        _sites("Record", ["Kingsbury", "Larkspur", "Millbrook", "Newhaven", "Oakridge", "Pinecrest"]),
+        "medium chrome, about box after the article, 2-3 sentence paragraphs, no sidebar",
+        (2, 3),
+        cookie=1,
+        legal=2,
+        newsletter=1,
+        about=1,
+        layout=2,
+        about_at="after_article",
+        legal_at="footer",
+        newsletter_inline=False,
+    ),
+    Family(
+        "portal",
+        "tune",
+        _sites("Today", ["Queensport", "Redcliff", "Stonegate"]),
+        "consent wall (cookie + privacy text) before the header, short paragraphs",
+        (1, 2),
+        cookie=3,
+        legal=7,
+        newsletter=1,
+        about=1,
+        layout=0,
+        about_at="top",
+        legal_at="consent",
+        newsletter_inline=False,
+    ),
+    Family(
+        "magazine",
+        "heldout",
+        _sites("Review", ["Ashford", "Bramley", "Clearwater", "Derwent"]),
+        "long about text before the article, 3-5 sentence paragraphs, legal footer",
+        (3, 5),
+        cookie=1,
+        legal=3,
+        newsletter=1,
+        about=5,
+        layout=1,
+        about_at="before_article",
+        legal_at="footer",
+        newsletter_inline=False,
+    ),
+    Family(
+        "wiremirror",
+        "heldout",
+        _sites("Wire", ["Eastfield", "Foxley", "Greystone", "Hartwell", "Ivydale"]),
+        "consent wall with a long legal text before the header, minimal chrome otherwise, short paragraphs",
+        (1, 2),
+        cookie=2,
+        legal=8,
+        newsletter=1,
+        about=1,
+        layout=2,
+        about_at="footer",
+        legal_at="consent",
+        newsletter_inline=False,
+    ),
+    Family(
+        "localblog",
+        "heldout",
+        _sites("Notes", ["Juniper", "Kestrel", "Linton"]),
+        "newsletter blurb inside the article, about box at the top, 1-2 sentence paragraphs",
+        (1, 2),
+        cookie=2,
+        legal=2,
+        newsletter=2,
+        about=1,
+        layout=0,
+        about_at="top",
+        legal_at="footer",
+        newsletter_inline=True,
+    ),
+    Family(
+        "aggregator",
+        "heldout",
+        _sites("Digest", ["Marston", "Northwick", "Orchard", "Penrose", "Quarry", "Rosewood"]),
+        "cookie at the bottom, sidebar and about box before the article, 2-3 sentence paragraphs",
+        (2, 3),
+        cookie=2,
+        legal=2,
+        newsletter=1,
+        about=1,
+        layout=1,
+        about_at="after_article",
+        legal_at="footer",
+        newsletter_inline=False,
+    ),
 )
 TUNE_FAMILIES: tuple[str, ...] = tuple(f.name for f in FAMILIES if f.split == "tune")
 HELDOUT_FAMILIES: tuple[str, ...] = tuple(f.name for f in FAMILIES if f.split == "heldout")
@@ -224,7 +310,7 @@ def _file_texts(path: Path) -> list[str]:
 _SKIP_PARTS = frozenset({"site-packages", "dist-packages", "__pycache__", "lib-dynload"})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reserved(split: str) -> tuple[str, ...]:
     out: list[str] = []
     seen: set[str] = set()
@@ -237,7 +323,7 @@ def _reserved(split: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def story_sentences() -> tuple[str, ...]:
     """The pool of story sentences: distinct prose sentences of the standard library's docstrings.
 
@@ -260,9 +346,7 @@ def story_sentences() -> tuple[str, ...]:
 
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
-        if rel.as_posix() in reserved_files or any(
-            p in _SKIP_PARTS or p.startswith("config-") for p in rel.parts[:-1]
-        ):
+        if rel.as_posix() in reserved_files or any(p in _SKIP_PARTS or p.startswith("config-") for p in rel.parts[:-1]):
             continue
         for doc in _file_texts(path):
             add(_prose_sentences(doc))
@@ -308,10 +392,8 @@ class FamilyText:
     about: tuple[str, ...]
 
 
-@lru_cache(maxsize=None)
-def _allocate(
-    split: str, n_disclaimers: int, chrome_scale: float = 1.0
-) -> tuple[tuple[Disclaimer, ...], dict[str, FamilyText]]:
+@cache
+def _allocate(split: str, n_disclaimers: int, chrome_scale: float = 1.0) -> tuple[tuple[Disclaimer, ...], dict[str, FamilyText]]:
     """The split's reserved sentences dealt out in a fixed shuffled order: the disclaimers, then each family's
     blocks (their :class:`Family` lengths times ``chrome_scale``, at least 1 sentence, 2 of legal text)."""
     pool = list(_reserved(split))
@@ -329,9 +411,7 @@ def _allocate(
         return tuple(pool[pos - k : pos])
 
     rng = Random(f"news-corpus-disclaimers:{split}")
-    discl = tuple(
-        Disclaimer(f"{split}:{k}", take(rng.randint(1, 4), f"{n_disclaimers} disclaimers")) for k in range(n_disclaimers)
-    )
+    discl = tuple(Disclaimer(f"{split}:{k}", take(rng.randint(1, 4), f"{n_disclaimers} disclaimers")) for k in range(n_disclaimers))
 
     def scaled(k: int, least: int = 1) -> int:
         return max(least, round(k * chrome_scale))
@@ -429,10 +509,54 @@ class Corpus:
     recycled_pairs: frozenset[tuple[str, str]]
 
 
-_FIRST = ["Alma", "Bruno", "Carmen", "Desmond", "Esther", "Felix", "Greta", "Hugo", "Ilse", "Jamal", "Keiko", "Leon",
-          "Mira", "Nils", "Oona", "Pietro", "Rania", "Soren", "Talia", "Umar", "Vera", "Wilbur", "Xenia", "Yara"]
-_LAST = ["Arkwright", "Bellamy", "Cho", "Delacroix", "Ekberg", "Fontaine", "Gunnarsson", "Hale", "Iqbal", "Jovanovic",
-         "Kaur", "Lindgren", "Mbeki", "Novak", "Oyelaran", "Pereira", "Quaid", "Rahman", "Silva", "Thorne"]
+_FIRST = [
+    "Alma",
+    "Bruno",
+    "Carmen",
+    "Desmond",
+    "Esther",
+    "Felix",
+    "Greta",
+    "Hugo",
+    "Ilse",
+    "Jamal",
+    "Keiko",
+    "Leon",
+    "Mira",
+    "Nils",
+    "Oona",
+    "Pietro",
+    "Rania",
+    "Soren",
+    "Talia",
+    "Umar",
+    "Vera",
+    "Wilbur",
+    "Xenia",
+    "Yara",
+]
+_LAST = [
+    "Arkwright",
+    "Bellamy",
+    "Cho",
+    "Delacroix",
+    "Ekberg",
+    "Fontaine",
+    "Gunnarsson",
+    "Hale",
+    "Iqbal",
+    "Jovanovic",
+    "Kaur",
+    "Lindgren",
+    "Mbeki",
+    "Novak",
+    "Oyelaran",
+    "Pereira",
+    "Quaid",
+    "Rahman",
+    "Silva",
+    "Thorne",
+]
 _AGENCIES = ["Associated Wire", "Newsline Agency", "Meridian Press", "Northstar Wire", "Atlas News Service"]
 
 
@@ -561,8 +685,13 @@ def make_corpus(
     fams = resolve_families(families)
     if n_pages < 1:
         raise ValueError(f"n_pages must be >= 1, got {n_pages}")
-    for name, v in (("cut_rate", cut_rate), ("edit_rate", edit_rate), ("wire_disclaimer_rate", wire_disclaimer_rate),
-                    ("site_disclaimer_rate", site_disclaimer_rate), ("background_rate", background_rate)):
+    for name, v in (
+        ("cut_rate", cut_rate),
+        ("edit_rate", edit_rate),
+        ("wire_disclaimer_rate", wire_disclaimer_rate),
+        ("site_disclaimer_rate", site_disclaimer_rate),
+        ("background_rate", background_rate),
+    ):
         if not (math.isfinite(v) and 0 <= v <= 1):
             raise ValueError(f"{name} must be in [0, 1], got {v!r}")
     lo, hi = story_sentences_range
@@ -669,30 +798,47 @@ def make_corpus(
             has_site_d = prng.random() < site_disclaimer_rate
             if has_site_d:
                 extra.append(site_d)
-            article = Article(story=slug, title=title_here, byline=byline,
-                              paragraphs=tuple(paras) + tuple(d.text for d in extra))
+            article = Article(story=slug, title=title_here, byline=byline, paragraphs=tuple(paras) + tuple(d.text for d in extra))
             page_html = _family_page(fam, t, about, newsletter, article, ads, prng.randrange(2**31))
-            unit_keys = tuple(u[0] for u in kept) + tuple(
-                f"d:{d.key}:{j}" for d in extra for j in range(len(d.sentences))
-            )
+            unit_keys = tuple(u[0] for u in kept) + tuple(f"d:{d.key}:{j}" for d in extra for j in range(len(d.sentences)))
             carries_bg = bg_from is not None and any(u[0] in bg_units for u in kept)
-            pages.append(CorpusPage(
-                page_id=f"{site_id}/{slug}", story=slug, site=site_id, family=fam.name, paragraphs=len(paras),
-                sentences=len(kept), cut=cut, units=unit_keys,
-                wire_disclaimer=discl[wire_d].key if wire_d is not None else None,
-                site_disclaimer=site_d.key if has_site_d else None,
-                background_from=bg_from if carries_bg else None, edits=tuple(edits), html=page_html,
-            ))
+            pages.append(
+                CorpusPage(
+                    page_id=f"{site_id}/{slug}",
+                    story=slug,
+                    site=site_id,
+                    family=fam.name,
+                    paragraphs=len(paras),
+                    sentences=len(kept),
+                    cut=cut,
+                    units=unit_keys,
+                    wire_disclaimer=discl[wire_d].key if wire_d is not None else None,
+                    site_disclaimer=site_d.key if has_site_d else None,
+                    background_from=bg_from if carries_bg else None,
+                    edits=tuple(edits),
+                    html=page_html,
+                )
+            )
         n_made += k_sites
     params: dict[str, float | int] = {
-        "n_pages": n_pages, "cut_rate": cut_rate, "edit_rate": edit_rate,
-        "wire_disclaimer_rate": wire_disclaimer_rate, "site_disclaimer_rate": site_disclaimer_rate,
-        "background_rate": background_rate, "n_disclaimers": n_disclaimers,
-        "story_sentences_min": lo, "story_sentences_max": hi, "chrome_scale": chrome_scale,
+        "n_pages": n_pages,
+        "cut_rate": cut_rate,
+        "edit_rate": edit_rate,
+        "wire_disclaimer_rate": wire_disclaimer_rate,
+        "site_disclaimer_rate": site_disclaimer_rate,
+        "background_rate": background_rate,
+        "n_disclaimers": n_disclaimers,
+        "story_sentences_min": lo,
+        "story_sentences_max": hi,
+        "chrome_scale": chrome_scale,
     }
     return Corpus(
-        pages=tuple(sorted(pages, key=lambda p: p.page_id)), stories=tuple(stories),
-        families=tuple(f.name for f in fams), seed=seed, params=params, recycled_pairs=frozenset(recycled),
+        pages=tuple(sorted(pages, key=lambda p: p.page_id)),
+        stories=tuple(stories),
+        families=tuple(f.name for f in fams),
+        seed=seed,
+        params=params,
+        recycled_pairs=frozenset(recycled),
     )
 
 
@@ -725,6 +871,15 @@ def write_corpus(corpus: Corpus, out_dir: str | Path) -> dict[str, Path]:
         w = csv.writer(f)
         w.writerow(SHARED_COLUMNS)
         for p in corpus.pages:
-            w.writerow([p.page_id, p.story, p.wire_disclaimer or "", p.site_disclaimer or "", p.background_from or "",
-                        ";".join(p.edits), p.sentences])
+            w.writerow(
+                [
+                    p.page_id,
+                    p.story,
+                    p.wire_disclaimer or "",
+                    p.site_disclaimer or "",
+                    p.background_from or "",
+                    ";".join(p.edits),
+                    p.sentences,
+                ]
+            )
     return {"pages": pages_dir, "truth": out / "truth.csv", "shared": out / "shared.csv"}

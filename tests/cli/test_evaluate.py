@@ -23,9 +23,13 @@ def write_run(out: Path) -> Path:
     """An output folder as er run writes it: clusters, pairs and report.json of one source 's'."""
     tables = {
         "clusters": {"source": ["s"] * len(PRED), "id": list(PRED), "cluster_id": np.array(list(PRED.values()))},
-        "pairs": {"left_source": ["s"] * len(VERIFIED), "left_id": [a for a, _ in VERIFIED],
-                  "right_source": ["s"] * len(VERIFIED), "right_id": [b for _, b in VERIFIED],
-                  "score": np.ones(len(VERIFIED))},
+        "pairs": {
+            "left_source": ["s"] * len(VERIFIED),
+            "left_id": [a for a, _ in VERIFIED],
+            "right_source": ["s"] * len(VERIFIED),
+            "right_id": [b for _, b in VERIFIED],
+            "score": np.ones(len(VERIFIED)),
+        },
     }
     report = {"mode": "dedup", "records": {"total": len(PRED), "per_source": {"s": len(PRED)}}, "candidate_pairs": 5}
     write_outputs(out, tables, {"report": report})

@@ -34,7 +34,7 @@ def test_weights_sum_to_the_pairs_score(febrl4: Path, capsys: pytest.CaptureFixt
     ex = json.loads(capsys.readouterr().out)
     total = ex["prior_weight"] + sum(f["weight"] for f in ex["fields"])
     assert total == pytest.approx(ex["match_weight"], abs=1e-9)
-    assert 1 / (1 + 2 ** -total) == pytest.approx(score, rel=1e-9)
+    assert 1 / (1 + 2**-total) == pytest.approx(score, rel=1e-9)
     assert ex["score"] == pytest.approx(score, rel=1e-9)
     assert len(ex["fields"]) == 10 and all(f["level"] for f in ex["fields"])
 

@@ -41,9 +41,9 @@ def test_query_needs_exactly_one_kind_of_item(tmp_path: Path, capsys: pytest.Cap
     assert "no ids given" in capsys.readouterr().err
 
 
-def test_item_files_are_relative_to_the_working_directory(tmp_path: Path, docs: list[dict[str, str]],
-                                                           capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_item_files_are_relative_to_the_working_directory(
+    tmp_path: Path, docs: list[dict[str, str]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "docs.erx"
     assert main(["index", "build", str(ROOT / "configs/documents.yaml"), "--index", str(path), "-q"]) == 0
     monkeypatch.chdir(tmp_path)

@@ -12,8 +12,7 @@ from er_framework.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-VERBS = ["run", "train", "validate", "plugins", "tune", "synth", "evaluate", "explain", "review", "report", "index", "query",
-         "schema"]
+VERBS = ["run", "train", "validate", "plugins", "tune", "synth", "evaluate", "explain", "review", "report", "index", "query", "schema"]
 
 
 #: Arguments that parse for each verb, and the module whose cmd_* runs it (one module per verb).
@@ -139,8 +138,9 @@ def test_an_interrupt_keeps_its_code(schema_fails: object, capsys: pytest.Captur
     assert capsys.readouterr().err == "interrupted\n"
 
 
-def test_sigterm_unwinds_as_terminated_and_the_handler_is_restored(capsys: pytest.CaptureFixture[str],
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigterm_unwinds_as_terminated_and_the_handler_is_restored(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
     import signal
 
@@ -179,8 +179,10 @@ def test_whole_process_unexpected_error(debug: bool) -> None:
     if debug:
         assert "Traceback (most recent call last)" in res.stderr and "KeyError" in res.stderr
     else:
-        assert res.stderr == ("er: internal error: KeyError: 'missing key'; this is a bug — rerun with --debug "
-                              "(or ER_DEBUG=1) for the traceback and report it\n")
+        assert res.stderr == (
+            "er: internal error: KeyError: 'missing key'; this is a bug — rerun with --debug "
+            "(or ER_DEBUG=1) for the traceback and report it\n"
+        )
 
 
 def test_one_blas_thread_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,14 +205,16 @@ def test_the_command_ends_without_the_interpreters_teardown(tmp_path: Path) -> N
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     assert scripts["er"] == "er_framework.cli.main:entry"
-    code = ("import atexit, sys, tempfile, pathlib\n"
-            "d = tempfile.TemporaryDirectory(); p = pathlib.Path(d.name); (p / 'x').write_text('x')\n"
-            f"pathlib.Path({str(tmp_path / 'dir')!r}).write_text(str(p))\n"
-            "atexit.register(lambda: print('exit functions ran', flush=True))\n"
-            "sys.stdout.write('unflushed text ')\n"
-            "sys.argv = ['er', 'validate', 'missing.yaml']\n"
-            "from er_framework.cli.main import entry\n"
-            "entry()\n")
+    code = (
+        "import atexit, sys, tempfile, pathlib\n"
+        "d = tempfile.TemporaryDirectory(); p = pathlib.Path(d.name); (p / 'x').write_text('x')\n"
+        f"pathlib.Path({str(tmp_path / 'dir')!r}).write_text(str(p))\n"
+        "atexit.register(lambda: print('exit functions ran', flush=True))\n"
+        "sys.stdout.write('unflushed text ')\n"
+        "sys.argv = ['er', 'validate', 'missing.yaml']\n"
+        "from er_framework.cli.main import entry\n"
+        "entry()\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" not in res.stderr and "missing.yaml" in res.stderr
     assert res.stdout == "unflushed text exit functions ran\n"

@@ -40,5 +40,5 @@ def test_plugins_list_each_components_abilities(capsys: pytest.CaptureFixture[st
     assert abilities[("clusterer", "connected_components")] == []
     assert main(["plugins"]) == 0
     out = capsys.readouterr().out
-    lsh = out[out.index("  lsh_bands "):]
+    lsh = out[out.index("  lsh_bands ") :]
     assert lsh.splitlines()[1].split() == ["abilities", "reporting,", "keyed,", "diagnostic"]

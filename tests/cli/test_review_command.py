@@ -62,15 +62,13 @@ def test_differing_passages() -> None:
 
 def test_merge_labels_adds_only_new_pairs(tmp_path: Path) -> None:
     path = tmp_path / "l.csv"
-    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below",
-           "match": ""}
+    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below", "match": ""}
     assert merge_labels(path, [row]) == (1, 1)
     swapped = {**row, "left_source": "B", "left_id": "2", "right_source": "A", "right_id": "1"}
     assert merge_labels(path, [row, swapped, {**row, "right_id": "3"}]) == (1, 2)
 
 
-def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "docs"
     assert main(["run", str(ROOT / "configs" / "documents.yaml"), "--out", str(out), "--quiet"]) == 0
     (tmp_path / "file").write_text("x", encoding="utf-8")
@@ -82,20 +80,28 @@ def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path:
 
 
 def test_an_existing_labels_file_is_read_with_its_extra_columns_and_its_problems_named(tmp_path: Path) -> None:
-    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below",
-           "match": ""}
+    row = {"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "2", "score": "0.5", "side": "below", "match": ""}
     path = tmp_path / "labels.txt"  # er review writes CSV whatever the name, and reads it back as CSV
-    path.write_text("left_source,left_id,right_source,right_id,score,side,match,note\nA,1,B,3,0.9,above,1,mine\n",
-                    encoding="utf-8")
+    path.write_text("left_source,left_id,right_source,right_id,score,side,match,note\nA,1,B,3,0.9,above,1,mine\n", encoding="utf-8")
     assert merge_labels(path, [row]) == (1, 2)
-    assert rows(path) == [{"left_source": "A", "left_id": "1", "right_source": "B", "right_id": "3", "score": "0.9",
-                           "side": "above", "match": "1", "note": "mine"}, {**row, "note": ""}]
+    assert rows(path) == [
+        {
+            "left_source": "A",
+            "left_id": "1",
+            "right_source": "B",
+            "right_id": "3",
+            "score": "0.9",
+            "side": "above",
+            "match": "1",
+            "note": "mine",
+        },
+        {**row, "note": ""},
+    ]
     empty = tmp_path / "empty.csv"
     empty.write_text("", encoding="utf-8")
     assert merge_labels(empty, [row]) == (1, 1)
     bad = tmp_path / "bad.csv"
-    bad.write_text("left_source,left_id,right_source,right_id,score,side,match\nA,1,B,3,0.9,above,1,extra\n",
-                   encoding="utf-8")
+    bad.write_text("left_source,left_id,right_source,right_id,score,side,match\nA,1,B,3,0.9,above,1,extra\n", encoding="utf-8")
     with pytest.raises(InputError) as exc:
         merge_labels(bad, [row])
     [problem] = exc.value.problems

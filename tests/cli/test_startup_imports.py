@@ -22,19 +22,46 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 MARK = "MODULES:"
 
 #: third-party packages no command below may import
-NEVER = ("matplotlib", "dask", "distributed", "pandas", "polars", "splink", "tqdm", "faker", "selectolax", "lxml",
-         "justext")
+NEVER = ("matplotlib", "dask", "distributed", "pandas", "polars", "splink", "tqdm", "faker", "selectolax", "lxml", "justext")
 #: nor these modules of the framework (the engine, the executors, the readers, the report, the Python API)
-NEVER_OURS = ("er_framework.engine", "er_framework.executors", "er_framework.report", "er_framework.api",
-              "er_framework.index", "er_framework.evaluate", "er_framework.synth", "er_framework.io.data_file",
-              "er_framework.io.csv_read", "er_framework.io.jsonl_read", "er_framework.io.parquet_read",
-              "er_framework.io.source_files", "er_framework.io.table_file", "er_framework.io.output_write",
-              "er_framework.io.output_read", "er_framework.io.frames", "er_framework.io.outputs",
-              "er_framework.kernels.threshold", "er_framework.kernels.chains", "er_framework.kernels.df")
+NEVER_OURS = (
+    "er_framework.engine",
+    "er_framework.executors",
+    "er_framework.report",
+    "er_framework.api",
+    "er_framework.index",
+    "er_framework.evaluate",
+    "er_framework.synth",
+    "er_framework.io.data_file",
+    "er_framework.io.csv_read",
+    "er_framework.io.jsonl_read",
+    "er_framework.io.parquet_read",
+    "er_framework.io.source_files",
+    "er_framework.io.table_file",
+    "er_framework.io.output_write",
+    "er_framework.io.output_read",
+    "er_framework.io.frames",
+    "er_framework.io.outputs",
+    "er_framework.kernels.threshold",
+    "er_framework.kernels.chains",
+    "er_framework.kernels.df",
+)
 #: what the parser alone does not need either
-NOT_FOR_THE_PARSER = ("numpy", "pydantic", "yaml", "pluggy", "scipy", "networkx", "pyarrow", "rapidfuzz",
-                      "er_framework.components", "er_framework.data", "er_framework.config", "er_framework.kernels",
-                      "er_framework.registry")
+NOT_FOR_THE_PARSER = (
+    "numpy",
+    "pydantic",
+    "yaml",
+    "pluggy",
+    "scipy",
+    "networkx",
+    "pyarrow",
+    "rapidfuzz",
+    "er_framework.components",
+    "er_framework.data",
+    "er_framework.config",
+    "er_framework.kernels",
+    "er_framework.registry",
+)
 #: heavy imports the built-in plugins make only where they are used (clusterers: networkx and scipy.sparse,
 #: records_scoring: pyarrow and scipy.special, news: justext and lxml for its stop lists, listed without them)
 PLUGIN_HEAVY = ("networkx", "scipy", "pyarrow", "justext", "lxml")
@@ -46,7 +73,7 @@ def loaded_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith(MARK))
-    return set(json.loads(line[len(MARK):]))
+    return set(json.loads(line[len(MARK) :]))
 
 
 def run_main(*argv: str) -> str:
@@ -133,8 +160,7 @@ def test_lazy_names_are_those_of_their_modules(package: str) -> None:
 
 def test_boilerplate_languages_are_justexts_stop_lists() -> None:
     """Listed from justext's folder without importing it; the same names as justext's own function."""
-    modules = loaded_after("from er_framework.io.html import boilerplate_languages\n"
-                           "assert 'English' in boilerplate_languages()")
+    modules = loaded_after("from er_framework.io.html import boilerplate_languages\nassert 'English' in boilerplate_languages()")
     assert "justext" not in modules
     import justext
 

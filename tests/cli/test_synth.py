@@ -36,22 +36,32 @@ def test_synth_fingerprints_bad_options_at_once(tmp_path: Path, capsys: pytest.C
 # ---------------------------------------------------------------- absurd sizes (issue 18, case 18)
 
 
-@pytest.mark.parametrize(("argv", "needles"), [
-    (["customers", "--n", "1e12"], ["--n: must be from 1 to 5,000,000, got 1,000,000,000,000", "in memory"]),
-    (["customers", "--n", "5000001"], ["--n: must be from 1 to 5,000,000", "11 GB"]),
-    (["customers", "--n", "0"], ["--n: must be from 1"]),
-    (["customers", "--n", "10", "--seed", "-1"], ["--seed: must be from 0"]),
-    (["customers", "--n", "10", "--overlap", "nan"], ["--overlap: must be a finite number in [0, 1], got nan"]),
-    (["fingerprints", "--fingers", "1e12"], ["--fingers: must be from 1 to 1,000,000", "6.5 GB"]),
-    (["fingerprints", "--fingers", "600000"], ["1,200,000 prints is more than the maximum 1,000,000"]),
-    (["fingerprints", "--fingers", "10", "--impressions", "1e9"], ["--impressions: must be from 1 to 1,000"]),
-    (["fingerprints", "--fingers", "10", "--mode", "cells", "--grid", "1000x1000"], ["1,000,000 cells, more than 65,536"]),
-    (["fingerprints", "--fingers", "10", "--mode", "cells", "--occupancy", "2", "--agreement", "0", "--seed", "-3"],
-     ["--occupancy: must be a finite number in [0, 1], got 2.0", "--agreement: must be a finite number in (0, 1]",
-      "--seed: must be from 0"]),
-    (["fingerprints", "--fingers", "10", "--width", "inf", "--height", "-1", "--sigma", "-1"],
-     ["--width: must be a finite number", "--height: must be a finite number", "--sigma: must be a finite number"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["customers", "--n", "1e12"], ["--n: must be from 1 to 5,000,000, got 1,000,000,000,000", "in memory"]),
+        (["customers", "--n", "5000001"], ["--n: must be from 1 to 5,000,000", "11 GB"]),
+        (["customers", "--n", "0"], ["--n: must be from 1"]),
+        (["customers", "--n", "10", "--seed", "-1"], ["--seed: must be from 0"]),
+        (["customers", "--n", "10", "--overlap", "nan"], ["--overlap: must be a finite number in [0, 1], got nan"]),
+        (["fingerprints", "--fingers", "1e12"], ["--fingers: must be from 1 to 1,000,000", "6.5 GB"]),
+        (["fingerprints", "--fingers", "600000"], ["1,200,000 prints is more than the maximum 1,000,000"]),
+        (["fingerprints", "--fingers", "10", "--impressions", "1e9"], ["--impressions: must be from 1 to 1,000"]),
+        (["fingerprints", "--fingers", "10", "--mode", "cells", "--grid", "1000x1000"], ["1,000,000 cells, more than 65,536"]),
+        (
+            ["fingerprints", "--fingers", "10", "--mode", "cells", "--occupancy", "2", "--agreement", "0", "--seed", "-3"],
+            [
+                "--occupancy: must be a finite number in [0, 1], got 2.0",
+                "--agreement: must be a finite number in (0, 1]",
+                "--seed: must be from 0",
+            ],
+        ),
+        (
+            ["fingerprints", "--fingers", "10", "--width", "inf", "--height", "-1", "--sigma", "-1"],
+            ["--width: must be a finite number", "--height: must be a finite number", "--sigma: must be a finite number"],
+        ),
+    ],
+)
 def test_absurd_sizes_are_refused_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]
 ) -> None:
@@ -87,8 +97,7 @@ def test_synth_news_folder_is_read_by_a_news_job(tmp_path: Path, capsys: pytest.
     assert "wrote 40 pages of" in capsys.readouterr().out
     with open(out / "truth.csv", newline="", encoding="utf-8") as f:
         truth = list(csv.DictReader(f))
-    assert sorted(r["id"] for r in truth) == sorted(
-        p.relative_to(out / "pages").as_posix()[:-5] for p in (out / "pages").rglob("*.html"))
+    assert sorted(r["id"] for r in truth) == sorted(p.relative_to(out / "pages").as_posix()[:-5] for p in (out / "pages").rglob("*.html"))
     assert {r["family"] for r in truth} <= {"magazine", "wiremirror", "localblog", "aggregator"}
     # the shipped news job with only the folder changed
     job = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "news.yaml").read_text(encoding="utf-8"))
@@ -118,14 +127,18 @@ def test_synth_news_refuses_an_earlier_corpus_without_force(tmp_path: Path, caps
     assert (out / "pages" / "notes.txt").read_text(encoding="utf-8") == "mine"  # not ours: left alone
 
 
-@pytest.mark.parametrize(("argv", "needles"), [
-    (["--pages", "1e9"], ["--pages: must be from 1 to 50,000", "1.5 GB"]),
-    (["--pages", "10", "--families", "tune,bogus"], ["unknown template family 'bogus'"]),
-    (["--pages", "10", "--chrome-scale", "0", "--seed", "-1"], ["--chrome-scale: must be a finite number in (0, 4]",
-                                                                "--seed: must be from 0"]),
-])
-def test_synth_news_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
-                                needles: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--pages", "1e9"], ["--pages: must be from 1 to 50,000", "1.5 GB"]),
+        (["--pages", "10", "--families", "tune,bogus"], ["unknown template family 'bogus'"]),
+        (
+            ["--pages", "10", "--chrome-scale", "0", "--seed", "-1"],
+            ["--chrome-scale: must be a finite number in (0, 4]", "--seed: must be from 0"],
+        ),
+    ],
+)
+def test_synth_news_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]) -> None:
     assert main(["synth", "news", *argv, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -26,8 +26,11 @@ def test_tune_with_explicit_bands_reproduces_the_seed_table(capsys: pytest.Captu
     out = capsys.readouterr().out
     table = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("0.")}
     assert (
-        table["0.5"] == "0.4701" and table["0.6"] == "0.8019" and table["0.7"] == "0.9748"
-        and table["0.8"] == "0.9996" and table["0.2"] == "0.0064"
+        table["0.5"] == "0.4701"
+        and table["0.6"] == "0.8019"
+        and table["0.7"] == "0.9748"
+        and table["0.8"] == "0.9996"
+        and table["0.2"] == "0.0064"
     )
 
 

@@ -62,4 +62,3 @@ def expect_error(
         assert needle in err, f"{needle!r} not in:\n{err}"
     assert not out.exists() or not any(out.iterdir()), "a failed run must leave no outputs"
     return err
-

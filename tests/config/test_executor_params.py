@@ -9,11 +9,22 @@ from er_framework.components import Params
 from er_framework.config.executor_params import DaskParams, LocalClusterSpec, LocalParams, address_problem
 
 
-@pytest.mark.parametrize("address, ok", [
-    ("tcp://10.0.0.5:8786", True), ("scheduler:8786", True), ("tls://sched.example.org:8786", True),
-    ("tcp://[::1]:8786", True), ("not a url", False), ("tcp://host", False), ("tcp://host:0", False),
-    ("tcp://host:65536", False), ("http://host:8786", False), ("tcp://ho st:8786", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "address, ok",
+    [
+        ("tcp://10.0.0.5:8786", True),
+        ("scheduler:8786", True),
+        ("tls://sched.example.org:8786", True),
+        ("tcp://[::1]:8786", True),
+        ("not a url", False),
+        ("tcp://host", False),
+        ("tcp://host:0", False),
+        ("tcp://host:65536", False),
+        ("http://host:8786", False),
+        ("tcp://ho st:8786", False),
+        ("", False),
+    ],
+)
 def test_address_problem_knows_the_shape_of_a_scheduler_address(address: str, ok: bool) -> None:
     assert (address_problem(address) is None) == ok
 

@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
+from job_files import GOOD, expect_error, run_cli, setup
 from pydantic import BaseModel, Field
 
 from er_framework import hookimpl
@@ -20,7 +21,6 @@ from er_framework.data import TokenSets
 from er_framework.errors import ConfigError
 from er_framework.executors import run_job
 from er_framework.registry import build_registry
-from job_files import GOOD, expect_error, run_cli, setup
 
 
 def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -34,39 +34,77 @@ def test_good_config_validates_and_runs(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_unknown_component_name_suggests_and_lists_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("type: minhash", "type: minhsh"),
-                 "job.yaml:13", "signature.type", "unknown signature 'minhsh'", "did you mean 'minhash'?",
-                 "installed: bitvector, fss, minhash, oph")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("type: minhash", "type: minhsh"),
+        "job.yaml:13",
+        "signature.type",
+        "unknown signature 'minhsh'",
+        "did you mean 'minhash'?",
+        "installed: bitvector, fss, minhash, oph",
+    )
 
 
 def test_unknown_component_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  kk: 5"),
-                 "job.yaml:11", "shingler.kk", "shingler 'char' has no parameter 'kk'", "did you mean 'k'?")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("  k: 5", "  kk: 5"),
+        "job.yaml:11",
+        "shingler.kk",
+        "shingler 'char' has no parameter 'kk'",
+        "did you mean 'k'?",
+    )
 
 
 def test_out_of_range_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("num_perm: 128", "num_perm: 0"),
-                 "job.yaml:14", "signature.num_perm", "greater than or equal to 1", "(got 0)")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("num_perm: 128", "num_perm: 0"),
+        "job.yaml:14",
+        "signature.num_perm",
+        "greater than or equal to 1",
+        "(got 0)",
+    )
 
 
 def test_bands_times_rows_exceeds_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20\n    rows: 10"),
-                 "blockers[0]", "bands * rows = 20 * 10 = 200 exceeds num_perm = 128", "raise signature.num_perm")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20\n    rows: 10"),
+        "blockers[0]",
+        "bands * rows = 20 * 10 = 200 exceeds num_perm = 128",
+        "raise signature.num_perm",
+    )
 
 
 def test_bands_without_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20"),
-                 "set both 'bands' and 'rows'")
+    expect_error(tmp_path, capsys, GOOD.replace("  - type: lsh_bands", "  - type: lsh_bands\n    bands: 20"), "set both 'bands' and 'rows'")
 
 
 def test_threshold_unreachable_with_num_perm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("num_perm: 128", "num_perm: 4").replace("threshold: 0.8", "threshold: 0.2"),
-                 "blockers[0]", "num_perm")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("num_perm: 128", "num_perm: 4").replace("threshold: 0.8", "threshold: 0.2"),
+        "blockers[0]",
+        "num_perm",
+    )
 
 
 def test_missing_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("path: docs.jsonl", "path: nope.jsonl"),
-                 "job.yaml:6", "sources[0].path", "data file 'nope.jsonl' does not exist", "relative to the YAML file")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("path: docs.jsonl", "path: nope.jsonl"),
+        "job.yaml:6",
+        "sources[0].path",
+        "data file 'nope.jsonl' does not exist",
+        "relative to the YAML file",
+    )
 
 
 def test_missing_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,13 +117,13 @@ def test_duplicate_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_mode_link_needs_two_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"),
-                 "mode 'link' needs exactly two sources, got 1")
+    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"), "mode 'link' needs exactly two sources, got 1")
 
 
 def test_verifier_without_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("threshold: 0.8\n", ""),
-                 "jaccard needs a threshold", "no threshold to choose bands and rows")
+    expect_error(
+        tmp_path, capsys, GOOD.replace("threshold: 0.8\n", ""), "jaccard needs a threshold", "no threshold to choose bands and rows"
+    )
 
 
 def test_signature_needed_by_lsh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,10 +132,12 @@ def test_signature_needed_by_lsh(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_all_problems_are_reported_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (GOOD.replace("mode: dedup", "mode: dedup\ncolour: red")
-            .replace("type: char", "type: chars")
-            .replace("num_perm: 128", "num_perm: -3")
-            .replace("path: docs.jsonl", "path: missing.jsonl"))
+    text = (
+        GOOD.replace("mode: dedup", "mode: dedup\ncolour: red")
+        .replace("type: char", "type: chars")
+        .replace("num_perm: 128", "num_perm: -3")
+        .replace("path: docs.jsonl", "path: missing.jsonl")
+    )
     err = expect_error(tmp_path, capsys, text, "unknown key 'colour'", "unknown shingler 'chars'", "signature.num_perm", "missing.jsonl")
     assert "4 problems found" in err
 
@@ -114,16 +154,30 @@ def test_tune_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_component_field_not_read_by_any_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  fields: [txt]"),
-                 "job.yaml:12", "shingler.fields[0]", "field 'txt' is not read by any source", "did you mean 'text'?")
+    expect_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("  k: 5", "  k: 5\n  fields: [txt]"),
+        "job.yaml:12",
+        "shingler.fields[0]",
+        "field 'txt' is not read by any source",
+        "did you mean 'text'?",
+    )
 
 
 def test_html_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = GOOD.replace(
         "    fields: [text]\n", "    fields: [text]\n    html: {fields: [body], boilerplate: drop, language: Englsh, colour: 1}\n"
     )
-    expect_error(tmp_path, capsys, text, "sources[0].html.colour", "html field 'body' is not one of the source's fields",
-                 "Englsh", "did you mean 'English'?")
+    expect_error(
+        tmp_path,
+        capsys,
+        text,
+        "sources[0].html.colour",
+        "html field 'body' is not one of the source's fields",
+        "Englsh",
+        "did you mean 'English'?",
+    )
 
 
 def test_unknown_key_in_a_nested_parameter_lists_the_nested_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,14 +186,16 @@ def test_unknown_key_in_a_nested_parameter_lists_the_nested_keys(tmp_path: Path,
 
 
 def test_wrong_shapes_are_reported_once_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (GOOD.replace("blockers:\n  - type: lsh_bands\n", "blockers: {type: lsh_bands}\n")
-            .replace("verifier:\n  type: jaccard\n", "verifier: jaccard\n"))
+    text = GOOD.replace("blockers:\n  - type: lsh_bands\n", "blockers: {type: lsh_bands}\n").replace(
+        "verifier:\n  type: jaccard\n", "verifier: jaccard\n"
+    )
     err = expect_error(tmp_path, capsys, text, "blockers must be a list", "verifier: expected a mapping with 'type: …'")
     assert "2 problems found" in err
 
 
 # ---------------------------------------------------------------------------
 # normalizers from plugins, and field references found by their type
+
 
 class KeepParams(Params):
     length: int = Field(default=3, ge=1, strict=True, description="characters kept")
@@ -155,9 +211,11 @@ class KeepFirst(Normalizer[KeepParams]):
 
     def per_value(self):
         p = self.params
+
         def f(s: str) -> str:
             out = " ".join(w[: p.length] for w in s.split())
             return out.upper() if p.upper else out
+
         return f
 
 
@@ -241,8 +299,11 @@ def test_normalizers_are_checked_even_when_the_schema_fails(tmp_path: Path) -> N
     assert "dedupe" in err and "unknown normalizer 'txet'" in err and "did you mean 'text'?" in err
 
 
-ODD = GOOD.replace("  type: char\n  k: 5\n", "  type: odd_shingler\n  columnz: [text, txt]\n  pick: {src: body, label: txt}\n"
-                   "  weights: {tetx: 2, text: 1}\n  fields: [not_a_column]\n")
+ODD = GOOD.replace(
+    "  type: char\n  k: 5\n",
+    "  type: odd_shingler\n  columnz: [text, txt]\n  pick: {src: body, label: txt}\n"
+    "  weights: {tetx: 2, text: 1}\n  fields: [not_a_column]\n",
+)
 
 
 def test_field_references_are_found_by_type_not_by_name(tmp_path: Path) -> None:
@@ -263,14 +324,23 @@ def test_field_references_of_the_built_in_components() -> None:
     fs = reg.components["verifier"]["field_score"].cls
     grid = reg.components["shingler"]["grid_cells"].cls
     assert field_references(fh.Params(fields=[["first", "last"], "zip"], max_block_size=9)) == [
-        (("fields", 0, 0), "first"), (("fields", 0, 1), "last"), (("fields", 1), "zip")]
+        (("fields", 0, 0), "first"),
+        (("fields", 0, 1), "last"),
+        (("fields", 1), "zip"),
+    ]
     assert field_references(sn.Params(key=["last", "first"], prefix={"first": 1})) == [
-        (("key", 0), "last"), (("key", 1), "first"), (("prefix", "first"), "first")]
+        (("key", 0), "last"),
+        (("key", 1), "first"),
+        (("prefix", "first"), "first"),
+    ]
     refs = field_references(fs.Params(fields=[{"field": ["a", "b"], "name": "ab"}, {"field": "c"}]))
     assert refs == [(("fields", 0, "field", 0), "a"), (("fields", 0, "field", 1), "b"), (("fields", 1, "field"), "c")]
     assert field_references(grid.Params(field="x", y_field="y", normalized=True)) == [(("field",), "x"), (("y_field",), "y")]
     assert field_references(OddParams(columnz=["a"], pick=Inner(src="b", label="c"), weights={"d": 1}, fields=["e"])) == [
-        (("columnz", 0), "a"), (("pick", "src"), "b"), (("weights", "d"), "d")]
+        (("columnz", 0), "a"),
+        (("pick", "src"), "b"),
+        (("weights", "d"), "d"),
+    ]
 
 
 def test_workers_setting_is_validated(tmp_path: Path) -> None:
@@ -280,6 +350,7 @@ def test_workers_setting_is_validated(tmp_path: Path) -> None:
     cfg.write_text("sources: [{name: d, path: x.jsonl}]\nworkers: 0\nverifier: {type: jaccard, threshold: 0.5}\n")
     with pytest.raises(ConfigError, match="workers must be a whole number from 1 to 1024 or 'auto'"):
         parse_job(cfg)
+
 
 # ---------------------------------------------------------------------------
 # the executor's options, checked by the executor's own model
@@ -300,37 +371,51 @@ def test_the_executor_options_are_validated_into_the_job(tmp_path: Path) -> None
 
 
 def test_an_unknown_option_of_the_local_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
-    assert _executor_problems(tmp_path, "type: local\npartition_mb: 4\n") == [(
-        "job.yaml:23", "executor.partition_mb", "unknown key 'partition_mb'",
-        "'partition_mb' is an option of executor dask, not of 'local'; allowed keys of executor 'local': type")]
+    assert _executor_problems(tmp_path, "type: local\npartition_mb: 4\n") == [
+        (
+            "job.yaml:23",
+            "executor.partition_mb",
+            "unknown key 'partition_mb'",
+            "'partition_mb' is an option of executor dask, not of 'local'; allowed keys of executor 'local': type",
+        )
+    ]
     # without a type the job runs locally: a misspelt 'type' is found
-    assert _executor_problems(tmp_path, "typ: dask\n") == [(
-        "job.yaml:22", "executor.typ", "unknown key 'typ'", "did you mean 'type'? allowed keys of executor 'local': type")]
+    assert _executor_problems(tmp_path, "typ: dask\n") == [
+        ("job.yaml:22", "executor.typ", "unknown key 'typ'", "did you mean 'type'? allowed keys of executor 'local': type")
+    ]
 
 
 def test_an_unknown_option_of_the_dask_executor_is_named_with_path_line_and_did_you_mean(tmp_path: Path) -> None:
-    found = _executor_problems(tmp_path, """\
+    found = _executor_problems(
+        tmp_path,
+        """\
         type: dask
         local_cluster:
           n_worker: 2
         partiton_mb: 4
-    """)
+    """,
+    )
     assert [(where, path, message) for where, path, message, _ in found] == [
         ("job.yaml:25", "executor.partiton_mb", "unknown key 'partiton_mb'"),
         ("job.yaml:24", "executor.local_cluster.n_worker", "unknown key 'n_worker'"),
     ]
-    assert found[0][3] == ("did you mean 'partition_mb'? allowed keys of executor 'dask': address, cluster_on, local_cluster, "
-                           "partition_mb, type")
+    assert found[0][3] == (
+        "did you mean 'partition_mb'? allowed keys of executor 'dask': address, cluster_on, local_cluster, partition_mb, type"
+    )
     assert found[1][3].startswith("did you mean 'n_workers'?")
 
 
 def test_bad_values_of_the_dask_executor_are_named_once_each(tmp_path: Path) -> None:
     found = _executor_problems(tmp_path, "type: dask\naddress: nope\npartition_mb: '64'\ncluster_on: both\n")
     assert [(where, path) for where, path, _, _ in found] == [
-        ("job.yaml:24", "executor.partition_mb"), ("job.yaml:23", "executor.address"), ("job.yaml:25", "executor.cluster_on")]
+        ("job.yaml:24", "executor.partition_mb"),
+        ("job.yaml:23", "executor.address"),
+        ("job.yaml:25", "executor.cluster_on"),
+    ]
     assert '"64" is a string; expected a number' in found[0][2] and "not an address of the form" in found[1][2]
     assert [(path, message) for _, path, message, _ in _executor_problems(tmp_path, "type: dask\npartition_mb: 0\n")] == [
-        ("executor.partition_mb", "Input should be greater than 0 (got 0)")]
+        ("executor.partition_mb", "Input should be greater than 0 (got 0)")
+    ]
     found = _executor_problems(tmp_path, "type: dask\npartition_mb: 8\n")
     assert [(where, path) for where, path, _, _ in found] == [("job.yaml:22", "executor")]  # the mapping's first line
     assert "needs exactly one of 'address' (a running scheduler) or 'local_cluster'" in found[0][2]
@@ -359,9 +444,7 @@ def test_missing_verifier_is_one_named_problem(tmp_path: Path) -> None:
     path.write_text("sources: [{name: d, path: d.jsonl, fields: [t]}]\nblockers: [{type: field_hash, fields: [t]}]\n")
     with pytest.raises(ConfigError) as info:
         parse_job(path)
-    assert [(p.path, p.message) for p in info.value.problems] == [
-        ("verifier", "required — the job has none: every job chooses a verifier")
-    ]
+    assert [(p.path, p.message) for p in info.value.problems] == [("verifier", "required — the job has none: every job chooses a verifier")]
     assert "verifier: {type: jaccard}" in info.value.problems[0].fix
 
 
@@ -389,4 +472,3 @@ def test_an_empty_cluster_section_is_named(tmp_path: Path) -> None:
     assert [(p.where, p.path, p.message) for p in info.value.problems] == [
         (f"{path}:5", "cluster", "it is empty: the job must choose a clusterer here")
     ]
-

@@ -84,7 +84,7 @@ def mutated(draw: st.DrawFn) -> str:
         else:
             j = draw(st.integers(0, len(line)))
             if op == "del_char":
-                lines[i] = line[:j] + line[j + 1:]
+                lines[i] = line[:j] + line[j + 1 :]
             elif op == "ins_char":
                 lines[i] = line[:j] + draw(st.sampled_from(SPECIAL) | st.characters()) + line[j:]
             else:
@@ -94,8 +94,7 @@ def mutated(draw: st.DrawFn) -> str:
 
 
 @FUZZ
-@given(text=st.lists(st.sampled_from(SPECIAL) | st.characters() | st.sampled_from(LINES).map(lambda x: x + "\n"),
-                     max_size=80).map("".join))
+@given(text=st.lists(st.sampled_from(SPECIAL) | st.characters() | st.sampled_from(LINES).map(lambda x: x + "\n"), max_size=80).map("".join))
 def test_arbitrary_text_gives_a_job_or_a_config_error(tmp_path: Path, text: str) -> None:
     check(text, tmp_path, check_files=True)
 
@@ -113,11 +112,25 @@ def test_mutated_configs_give_a_job_or_a_config_error(tmp_path: Path, text: str,
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
         max_leaves=20,
     ),
-    key=st.sampled_from(["threshold", "seed", "sources", "verifier", "blockers", "normalize", "executor", "workers",
-                         "shingler", "exact_duplicates", "output", "cluster", "mode"]),
+    key=st.sampled_from(
+        [
+            "threshold",
+            "seed",
+            "sources",
+            "verifier",
+            "blockers",
+            "normalize",
+            "executor",
+            "workers",
+            "shingler",
+            "exact_duplicates",
+            "output",
+            "cluster",
+            "mode",
+        ]
+    ),
 )
-def test_any_value_under_any_key_gives_a_job_or_a_config_error(tmp_path_factory: pytest.TempPathFactory,
-                                                                value: object, key: str) -> None:
+def test_any_value_under_any_key_gives_a_job_or_a_config_error(tmp_path_factory: pytest.TempPathFactory, value: object, key: str) -> None:
     """The documents config with one section replaced by an arbitrary (JSON-like) value."""
     import yaml
 

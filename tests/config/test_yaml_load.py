@@ -10,12 +10,12 @@ import resource
 from pathlib import Path
 
 import pytest
+from job_files import GOOD, expect_error, run_cli
 
 from er_framework.components import Context
 from er_framework.config.resolve import parse_job
 from er_framework.config.yaml_load import MAX_ALIAS_NODES, MAX_DEPTH, MAX_NODES, fail, load_yaml
 from er_framework.errors import ConfigError, Problem
-from job_files import GOOD, expect_error, run_cli
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 
@@ -134,7 +134,8 @@ def test_complex_keys_are_problems_without_building_them() -> None:
     data, _, problems = load_yaml("a: &a [1]\n? [*a, *a]\n: 1\n? {b: *a}\n: 2\n", "j.yaml")
     assert data == {"a": [1]}
     assert [(p.where, p.message) for p in problems] == [
-        ("j.yaml:2", "keys must be plain scalars, got a list"), ("j.yaml:4", "keys must be plain scalars, got a mapping"),
+        ("j.yaml:2", "keys must be plain scalars, got a list"),
+        ("j.yaml:4", "keys must be plain scalars, got a mapping"),
     ]
 
 
@@ -175,8 +176,7 @@ def test_the_values_written_are_capped(n: int, ok: bool) -> None:
 
 
 def test_duplicate_yaml_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  k: 7"),
-                 "job.yaml:12", "duplicate key 'k' (first defined on line 11)")
+    expect_error(tmp_path, capsys, GOOD.replace("  k: 5", "  k: 5\n  k: 7"), "job.yaml:12", "duplicate key 'k' (first defined on line 11)")
 
 
 def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,4 +186,3 @@ def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["validate", str(tmp_path / "none.yaml")], capsys)
     assert code == 2 and "none.yaml" in err and "no such file" in err
-

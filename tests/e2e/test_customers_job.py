@@ -55,7 +55,8 @@ def _job(tmp: Path, normalize: str) -> Path:
     shutil.copy(ROOT / "configs/data/customers/b.csv", tmp / "b.csv")
     cfg = tmp / "job.yaml"
     # no leading blank line and the verifier on two lines: the normalize block stays at job.yaml:9
-    cfg.write_text(textwrap.dedent("""\
+    cfg.write_text(
+        textwrap.dedent("""\
         mode: link
         sources:
           - {name: A, path: a.csv, id: id, fields: [first_name, last_name, phone]}
@@ -64,7 +65,9 @@ def _job(tmp: Path, normalize: str) -> Path:
         verifier: {type: field_score, threshold: 200,
                    fields: [{field: [first_name, last_name], scorer: token_sort_ratio}, {field: phone, scorer: digits}]}
         cluster: {type: one_to_one}
-    """) + normalize)
+    """)
+        + normalize
+    )
     return cfg
 
 
@@ -113,7 +116,8 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
     shutil.copy(ROOT / "configs/data/customers/b.csv", tmp_path / "b.csv")
     fields = "[first_name, last_name, address, city, zip, phone, email, dob]"
     cfg = tmp_path / "job.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         mode: link
         sources:
           - {{name: A, path: a.csv, id: id, fields: {fields}}}
@@ -127,7 +131,8 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
           - {{type: lsh_bands, threshold: 0.5}}
         verifier: {{type: fellegi_sunter, threshold: 0.9}}
         cluster: {{type: one_to_one}}
-    """))
+    """)
+    )
     res = run_job(parse_job(cfg), write=False)
     by_type = {b["type"]: b["candidate_pairs"] for b in res.report["blockers"]}
     assert by_type["lsh_bands"] > 0 and by_type["field_hash"] > 0

@@ -74,8 +74,17 @@ def test_dask_gives_the_local_outputs(name: str, tmp_path: Path, scheduler: str,
     rep_local = json.loads((local / "report.json").read_text())
     rep_dask = json.loads((tmp_path / "out" / "report.json").read_text())
     assert set(rep_dask) == set(rep_local)
-    for key in ("records", "exact_duplicates", "candidate_pairs", "verified_pairs", "pairs_written", "clusters",
-                "clusterer", "link", "versions"):
+    for key in (
+        "records",
+        "exact_duplicates",
+        "candidate_pairs",
+        "verified_pairs",
+        "pairs_written",
+        "clusters",
+        "clusterer",
+        "link",
+        "versions",
+    ):
         assert rep_dask[key] == rep_local[key], key
     for key in ("type", "threshold"):
         assert rep_dask["verifier"][key] == rep_local["verifier"][key]

@@ -67,14 +67,16 @@ def test_minutiae_as_csv_rows(tmp_path: Path) -> None:
     """CSV rows id,x,y (layout: long) give the same cells as the JSONL form."""
     rows = [("a", 10, 10), ("a", 260, 30), ("a", 480, 490), ("b", 10, 12), ("b", 262, 31), ("b", 481, 488), ("c", 100, 400)]
     (tmp_path / "m.csv").write_text("id,x,y\n" + "".join(f"{i},{x},{y}\n" for i, x, y in rows))
-    (tmp_path / "job.yaml").write_text(textwrap.dedent("""
+    (tmp_path / "job.yaml").write_text(
+        textwrap.dedent("""
         sources: [{name: prints, path: m.csv, id: id, fields: [x, y], layout: long}]
         exact_duplicates: false
         shingler: {type: grid_cells, field: x, y_field: y, width: 500, height: 500, grid_x: 10, grid_y: 10}
         signature: {type: bitvector}
         blockers: [{type: grid_bits, sets: 64, cells: 1}]
         verifier: {type: cell_overlap, kind: jaccard, threshold: 0.9}
-    """))
+    """)
+    )
     res = run_job(parse_job(tmp_path / "job.yaml"), tmp_path / "o")
     pairs = read_csv(tmp_path / "o" / "pairs.csv")
     assert [(p["left_id"], p["right_id"], p["score"]) for p in pairs] == [("a", "b", "1.0")]

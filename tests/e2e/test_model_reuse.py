@@ -34,8 +34,7 @@ LEARNING = {
 
 def _er(*args: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's er_framework, also in the subprocess
-    res = subprocess.run([sys.executable, "-m", "er_framework", *args], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)
+    res = subprocess.run([sys.executable, "-m", "er_framework", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
 
 

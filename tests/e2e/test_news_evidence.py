@@ -166,8 +166,10 @@ def test_ads_are_stop_word_poor_and_chrome_is_most_of_the_page(quads_and_texts) 
     article_chars = np.array([len(q.a.text) for q in quads])
     page_chars = np.array([len(texts[3 * i]) for i in range(len(quads))])
     chrome_share = 1 - article_chars.sum() / page_chars.sum()
-    print(f"\nchrome and ads: {chrome_share:.0%} of the visible text "
-          f"(article {article_chars.mean():.0f} chars, page {page_chars.mean():.0f} chars)")
+    print(
+        f"\nchrome and ads: {chrome_share:.0%} of the visible text "
+        f"(article {article_chars.mean():.0f} chars, page {page_chars.mean():.0f} chars)"
+    )
     assert chrome_share >= 0.5  # chrome + ads at least as long as the article
 
 
@@ -176,11 +178,9 @@ def test_ads_are_stop_word_poor_and_chrome_is_most_of_the_page(quads_and_texts) 
 
 
 def test_stop_word_shingles_see_the_article_through_chrome_and_ads(rates) -> None:
-    print(f"\n{N_QUADRUPLES} quadruples (seed {SEED}): rate = share with J(same article, other ads+site) "
-          "> J(same ads+site, other article)")
+    print(f"\n{N_QUADRUPLES} quadruples (seed {SEED}): rate = share with J(same article, other ads+site) > J(same ads+site, other article)")
     for name, (rate, same_article, same_ads) in rates.items():
-        print(f"  {name:22s} rate {rate:.3f}   mean J same article {same_article.mean():.3f}, "
-              f"same ads {same_ads.mean():.3f}")
+        print(f"  {name:22s} rate {rate:.3f}   mean J same article {same_article.mean():.3f}, same ads {same_ads.mean():.3f}")
     assert rates["stopword n=2 english"][0] >= 0.99
 
 

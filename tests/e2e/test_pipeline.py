@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from er_framework.config.resolve import parse_job
-from er_framework.kernels import char_shingles, jaccard_pairs
 from er_framework.executors import run_job
+from er_framework.kernels import char_shingles, jaccard_pairs
 from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,10 @@ def run_two_sources(tmp_path: Path, a: list[dict], b: list[dict], mode: str) -> 
     """Run a char-3 / minhash / LSH / Jaccard job at 0.7 over sources A and B into tmp_path/o."""
     write_jsonl(tmp_path / "a.jsonl", a)
     write_jsonl(tmp_path / "b.jsonl", b)
-    job = parse_job(job_yaml(tmp_path, f"""
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            f"""
         mode: {mode}
         threshold: 0.7
         sources:
@@ -49,7 +52,9 @@ def run_two_sources(tmp_path: Path, a: list[dict], b: list[dict], mode: str) -> 
         signature: {{type: minhash, num_perm: 128}}
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
-    """))
+    """,
+        )
+    )
     run_job(job, tmp_path / "o")
 
 
@@ -112,22 +117,26 @@ def test_exact_duplicates_are_linked_and_skip_lsh(tmp_path: Path) -> None:
         {"id": "6", "text": ""},
     ]
     write_jsonl(tmp_path / "d.jsonl", rows)
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         threshold: 0.5
         sources: [{name: d, path: d.jsonl, fields: [text]}]
         shingler: {type: char, k: 3}
         signature: {type: minhash, num_perm: 64}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """))
+    """,
+        )
+    )
     res = run_job(job, tmp_path / "o")
     rep = res.report
     assert rep["exact_duplicates"]["records_collapsed"] == 2
     assert rep["candidate_pairs"] == 0  # the copies never reach LSH
     pairs = read_csv(tmp_path / "o" / "pairs.csv")
     # every pair of the group of copies (output.exact_pairs: all)
-    assert {(p["left_id"], p["right_id"], p["score"]) for p in pairs} == {("1", "2", "1.0"), ("1", "3", "1.0"),
-                                                                           ("2", "3", "1.0")}
+    assert {(p["left_id"], p["right_id"], p["score"]) for p in pairs} == {("1", "2", "1.0"), ("1", "3", "1.0"), ("2", "3", "1.0")}
     clusters = {r["id"]: r["cluster_id"] for r in read_csv(tmp_path / "o" / "clusters.csv")}
     assert clusters["1"] == clusters["2"] == clusters["3"]
     # empty texts are not duplicates of each other, and are not lost
@@ -137,10 +146,16 @@ def test_exact_duplicates_are_linked_and_skip_lsh(tmp_path: Path) -> None:
 
 
 def test_link_mode_reports_only_cross_source_pairs(tmp_path: Path) -> None:
-    a = [{"id": "a1", "text": "the cat sat on the mat today"}, {"id": "a2", "text": "the cat sat on the mat today!"},
-         {"id": "a3", "text": "quantum flux capacitors need plutonium"}]
-    b = [{"id": "b1", "text": "the cat sat on the mat today"}, {"id": "b2", "text": "quantum flux capacitors need plutonium!"},
-         {"id": "b3", "text": "a record only in b"}]
+    a = [
+        {"id": "a1", "text": "the cat sat on the mat today"},
+        {"id": "a2", "text": "the cat sat on the mat today!"},
+        {"id": "a3", "text": "quantum flux capacitors need plutonium"},
+    ]
+    b = [
+        {"id": "b1", "text": "the cat sat on the mat today"},
+        {"id": "b2", "text": "quantum flux capacitors need plutonium!"},
+        {"id": "b3", "text": "a record only in b"},
+    ]
     run_two_sources(tmp_path, a, b, "link")
     pairs = read_csv(tmp_path / "o" / "pairs.csv")
     assert all(p["left_source"] == "A" and p["right_source"] == "B" for p in pairs)
@@ -153,7 +168,10 @@ def test_link_mode_reports_only_cross_source_pairs(tmp_path: Path) -> None:
 def test_parquet_input_and_output(tmp_path: Path) -> None:
     table = pa.table({"key": [1, 2, 3], "body": ["alpha beta gamma delta", "alpha beta gamma delta!", "zzz yyy"]})
     pq.write_table(table, tmp_path / "d.parquet")
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         threshold: 0.6
         sources: [{name: d, path: d.parquet, id: key, fields: [body]}]
         shingler: {type: word, n: 1}
@@ -161,7 +179,9 @@ def test_parquet_input_and_output(tmp_path: Path) -> None:
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
         output: {dir: out, format: parquet}
-    """))
+    """,
+        )
+    )
     res = run_job(job)
     out = tmp_path / "out"
     assert set(res.outputs) == {"pairs", "clusters", "report", "report_html", "model"}
@@ -175,7 +195,10 @@ def test_parquet_input_and_output(tmp_path: Path) -> None:
 def test_every_clusterer_accounts_for_every_record(tmp_path: Path, clusterer: str) -> None:
     docs = planted_documents(40, n_singletons=20, seed=3)
     write_jsonl(tmp_path / "d.jsonl", [{"id": i, "text": t} for i, t in zip(docs.ids, docs.texts)])
-    job = parse_job(job_yaml(tmp_path, f"""
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            f"""
         threshold: 0.5
         seed: 5
         sources: [{{name: d, path: d.jsonl, fields: [text]}}]
@@ -184,7 +207,9 @@ def test_every_clusterer_accounts_for_every_record(tmp_path: Path, clusterer: st
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         cluster: {{type: {clusterer}}}
-    """))
+    """,
+        )
+    )
     res = run_job(job, tmp_path / "o")
     clusters = read_csv(tmp_path / "o" / "clusters.csv")
     assert sorted(r["id"] for r in clusters) == sorted(docs.ids)
@@ -194,10 +219,12 @@ def test_every_clusterer_accounts_for_every_record(tmp_path: Path, clusterer: st
 @pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
 def test_recall_on_planted_near_duplicates(tmp_path: Path, signature: str) -> None:
     """Issue 2 acceptance: threshold 0.8, recall >= 0.99 for J >= 0.85, >= 0.95 in [0.80, 0.85), nothing below."""
-    docs = planted_documents(900, copies_per_family=(2, 4), words=(60, 160), edit_rates=(0.0, 0.09),
-                             n_singletons=300, seed=11)
+    docs = planted_documents(900, copies_per_family=(2, 4), words=(60, 160), edit_rates=(0.0, 0.09), n_singletons=300, seed=11)
     write_jsonl(tmp_path / "d.jsonl", [{"id": i, "text": t} for i, t in zip(docs.ids, docs.texts)])
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         threshold: 0.8
         seed: 1
         exact_duplicates: false
@@ -206,7 +233,9 @@ def test_recall_on_planted_near_duplicates(tmp_path: Path, signature: str) -> No
         signature: {type: SIGNATURE, num_perm: 128}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """.replace("SIGNATURE", signature)))
+    """.replace("SIGNATURE", signature),
+        )
+    )
     res = run_job(job, write=False)
     n = len(docs.ids)
     fam = np.asarray(docs.family)
@@ -251,7 +280,10 @@ def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tm
 
     (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "x"}\n{"id": "1", "text": "y"}\n')
     (tmp_path / "b.csv").write_text("key,text\n1,hello\n")
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         mode: link
         threshold: 0.7
         sources:
@@ -261,7 +293,9 @@ def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tm
         signature: {type: minhash}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """))
+    """,
+        )
+    )
     with pytest.raises(InputError) as err:
         run_job(job, tmp_path / "o")
     text = str(err.value)
@@ -278,14 +312,19 @@ def test_html_folder_source_is_extracted_and_reported(tmp_path: Path) -> None:
     (pages / "site-a" / "bridge.html").write_text(f"<html><nav>Home News</nav>{body}<script>x=1</script></html>")
     (pages / "site-b" / "bridge.htm").write_bytes(f"<html><div>Men\xfa</div>{body}</html>".encode("cp1252"))
     (pages / "site-b" / "empty.html").write_text("")
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         threshold: 0.5
         sources: [{name: pages, path: pages, fields: [html], html: {boilerplate: keep}}]
         shingler: {type: stopword}
         signature: {type: minhash}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """))
+    """,
+        )
+    )
     res = run_job(job, tmp_path / "o")
     clusters = {r["id"]: r["cluster_id"] for r in read_csv(tmp_path / "o" / "clusters.csv")}
     assert set(clusters) == {"site-a/bridge", "site-b/bridge", "site-b/empty"}
@@ -298,10 +337,12 @@ def test_html_folder_source_is_extracted_and_reported(tmp_path: Path) -> None:
 
 def test_lsh_diagnostics_follow_the_s_curve(tmp_path: Path) -> None:
     """The report's measured candidate rate per exact-Jaccard bin matches 1 - (1 - s^r)^b."""
-    docs = planted_documents(500, copies_per_family=(2, 3), words=(40, 120), edit_rates=(0.0, 0.35),
-                             n_singletons=200, seed=5)
+    docs = planted_documents(500, copies_per_family=(2, 3), words=(40, 120), edit_rates=(0.0, 0.35), n_singletons=200, seed=5)
     write_jsonl(tmp_path / "d.jsonl", [{"id": i, "text": t} for i, t in zip(docs.ids, docs.texts)])
-    job = parse_job(job_yaml(tmp_path, """
+    job = parse_job(
+        job_yaml(
+            tmp_path,
+            """
         threshold: 0.5
         seed: 3
         diagnostics: 1500
@@ -311,7 +352,9 @@ def test_lsh_diagnostics_follow_the_s_curve(tmp_path: Path) -> None:
         signature: {type: minhash, num_perm: 64}
         blockers: [{type: lsh_bands, bands: 16, rows: 4}]
         verifier: {type: jaccard}
-    """))
+    """,
+        )
+    )
     d = run_job(job, write=False).report["diagnostics"]["s_curve"]
     assert d["bands"] == 16 and d["rows"] == 4
     checked = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from er_framework.kernels import char_shingles
 
 TEXT = (
@@ -19,13 +18,13 @@ def test_changing_one_word_changes_only_shingles_within_k_of_it() -> None:
     k = 5
     old, new = "large", "giant"
     pos = TEXT.index(old)
-    edited = TEXT[:pos] + new + TEXT[pos + len(old):]
+    edited = TEXT[:pos] + new + TEXT[pos + len(old) :]
     a, b = shingles(TEXT, k), shingles(edited, k)
     # windows that overlap the word: starts in [pos - k + 1, pos + len - 1]
     touched = len(old) + k - 1
     assert 0 < len(a - b) <= touched and 0 < len(b - a) <= touched
     # every shingle that does not overlap the word survives
-    far = {TEXT[i:i + k] for i in range(len(TEXT) - k + 1) if i + k <= pos or i >= pos + len(old)}
+    far = {TEXT[i : i + k] for i in range(len(TEXT) - k + 1) if i + k <= pos or i >= pos + len(old)}
     far_tokens = char_shingles(sorted(far), k)
     assert set(far_tokens.tokens.tolist()) <= b
 

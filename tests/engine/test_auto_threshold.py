@@ -42,7 +42,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
 
 def _job(tmp: Path, data: Path, threshold: str = "auto", extra: str = "", verifier: str = "{type: jaccard}") -> Path:
     cfg = tmp / f"job_{abs(hash((threshold, extra, verifier)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 5
         threshold: {threshold}
         sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
@@ -52,7 +53,9 @@ def _job(tmp: Path, data: Path, threshold: str = "auto", extra: str = "", verifi
         verifier: {verifier}
         cluster: {{type: connected_components}}
         diagnostics: 0
-    """) + extra)
+    """)
+        + extra
+    )
     return cfg
 
 
@@ -78,8 +81,7 @@ def test_auto_chooses_between_the_groups_and_keeps_what_it_says(tmp_path: Path, 
     assert above <= written and all(s >= t or s == 1.0 for s in res.pairs.score)
     assert fit["n_scores"] == len(cand)
     # as good as the best fixed threshold, within 0.02 of B-cubed F1
-    best = max(_f1(run_job(parse_job(_job(tmp_path, data, f"{x:.2f}")), write=False), family)
-               for x in np.arange(0.2, 0.95, 0.05))
+    best = max(_f1(run_job(parse_job(_job(tmp_path, data, f"{x:.2f}")), write=False), family) for x in np.arange(0.2, 0.95, 0.05))
     assert _f1(res, family) >= best - 0.02
 
 
@@ -105,9 +107,17 @@ def test_dask_chooses_the_same(tmp_path: Path, corpus: tuple[Path, np.ndarray], 
     data, _ = corpus
     local, dask = tmp_path / "local", tmp_path / "dask"
     run_job(parse_job(_job(tmp_path, data, extra="auto_threshold: {low: 0.15}\n")), local)
-    run_job(parse_job(_job(tmp_path, data, extra="auto_threshold: {low: 0.15}\n"
-                           f"executor: {{type: dask, address: '{dask_cluster.scheduler_address}', partition_mb: 0.003}}\n")),
-            dask)
+    run_job(
+        parse_job(
+            _job(
+                tmp_path,
+                data,
+                extra="auto_threshold: {low: 0.15}\n"
+                f"executor: {{type: dask, address: '{dask_cluster.scheduler_address}', partition_mb: 0.003}}\n",
+            )
+        ),
+        dask,
+    )
     for name in ("pairs.csv", "clusters.csv"):
         assert (local / name).read_bytes() == (dask / name).read_bytes()
     reps = [json.loads((o / "report.json").read_text()) for o in (local, dask)]
@@ -129,15 +139,18 @@ def test_refused_where_a_fixed_number_is_needed(tmp_path: Path, corpus: tuple[Pa
     assert "cluster_on: workers" in str(err.value) and "threshold: auto" in str(err.value)
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("threshold: auto\nauto_threshold: {low: 0.9, high: 0.5}", "low (0.9) must be below high (0.5)"),
-    ("threshold: 0.5\nauto_threshold: {low: 0.2}", "auto_threshold is read only with threshold: auto"),
-    ("threshold: automatic", "expected a number or 'auto'"),
-    ("threshold: true", "expected a number or 'auto'"),
-    ("threshold: 1.5", "at most 1"),
-    ("threshold: auto\nauto_threshold: {method: otsu}", "method"),
-    ("threshold: auto\nauto_threshold: {low: 0.3, fallback: 0.1}", "fallback (0.1) must lie between"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("threshold: auto\nauto_threshold: {low: 0.9, high: 0.5}", "low (0.9) must be below high (0.5)"),
+        ("threshold: 0.5\nauto_threshold: {low: 0.2}", "auto_threshold is read only with threshold: auto"),
+        ("threshold: automatic", "expected a number or 'auto'"),
+        ("threshold: true", "expected a number or 'auto'"),
+        ("threshold: 1.5", "at most 1"),
+        ("threshold: auto\nauto_threshold: {method: otsu}", "method"),
+        ("threshold: auto\nauto_threshold: {low: 0.3, fallback: 0.1}", "fallback (0.1) must lie between"),
+    ],
+)
 def test_bad_settings_are_named(tmp_path: Path, corpus: tuple[Path, np.ndarray], text: str, needle: str) -> None:
     data, _ = corpus
     cfg = _job(tmp_path, data)

@@ -29,8 +29,8 @@ from er_framework.engine.columns import compact_read
 from er_framework.engine.stages import reading
 from er_framework.errors import InputError, PluginError
 from er_framework.executors import run_job
-from er_framework.kernels.arrow import ArrowValues, string_array
 from er_framework.kernels import parallel
+from er_framework.kernels.arrow import ArrowValues, string_array
 from er_framework.kernels.parallel import ForkedWorker
 from er_framework.normalize import (
     FACTORIZE_MIN,
@@ -67,8 +67,7 @@ def test_arrow_values_read_as_the_list() -> None:
 
 
 def _records(n: int, fields: dict[str, list[object]]) -> Records:
-    return Records(ids=[f"r{i}" for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"],
-                   fields=fields)  # type: ignore[arg-type]
+    return Records(ids=[f"r{i}" for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"], fields=fields)  # type: ignore[arg-type]
 
 
 def test_compact_read_keeps_every_value_and_id() -> None:
@@ -102,8 +101,10 @@ def test_compact_read_leaves_short_inputs_alone() -> None:
     assert recs.fields["name"] is before
 
 
-@pytest.mark.parametrize("field, steps", [("first_name", ["name", "nickname"]), ("address", "address"),
-                                          ("phone", "phone"), ("dob", "date"), ("email", ["email", "text"])])
+@pytest.mark.parametrize(
+    "field, steps",
+    [("first_name", ["name", "nickname"]), ("address", "address"), ("phone", "phone"), ("dob", "date"), ("email", ["email", "text"])],
+)
 @pytest.mark.parametrize("size", [500, FACTORIZE_MIN + 500])
 def test_normalizing_an_arrow_column_equals_its_list(field: str, steps: object, size: int) -> None:
     from er_framework.synth.customers import generate_customers
@@ -126,8 +127,7 @@ def _section(html: str, sid: str) -> str:
     return m.group(0)
 
 
-def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_with_compacted_columns_writes_what_a_run_with_lists_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     job_dir = tmp_path / "job"
     shutil.copytree(ROOT / "configs", job_dir)
     job_file = job_dir / "customers.yaml"
@@ -171,13 +171,20 @@ def _customer_records(n: int) -> Records:
     data = generate_customers(n, 0.5, 5)
     fields = {f: [None if i % 13 == 0 else v for i, v in enumerate(data.a[f] + data.b[f])] for f in data.a if f != "id"}
     m = len(next(iter(fields.values())))
-    recs = Records(ids=[f"r{i}" for i in range(m)], source=np.zeros(m, dtype=np.int32), source_names=["s"],
-                   fields=fields)  # type: ignore[arg-type]
+    recs = Records(ids=[f"r{i}" for i in range(m)], source=np.zeros(m, dtype=np.int32), source_names=["s"], fields=fields)  # type: ignore[arg-type]
     return compact_read(recs, list(fields))
 
 
-SPEC = {"first_name": ["name", "nickname"], "last_name": "name", "address": "address", "city": "text",
-        "zip": "digits", "phone": "phone", "email": "email", "dob": "date"}
+SPEC = {
+    "first_name": ["name", "nickname"],
+    "last_name": "name",
+    "address": "address",
+    "city": "text",
+    "zip": "digits",
+    "phone": "phone",
+    "email": "email",
+    "dob": "date",
+}
 
 
 def test_two_processes_normalize_as_one() -> None:
@@ -211,9 +218,8 @@ def test_a_packed_result_is_the_column() -> None:
 def test_an_error_in_the_worker_is_raised_here_and_the_worker_ends() -> None:
     recs = _customer_records(300)
     spec = {"first_name": "name", "last_name": [Failing(Failing.Params(), Context())], "city": "text"}
-    with pytest.raises(PluginError, match="returned"):
-        with ForkedWorker() as worker:
-            columns.normalize_fields_shared(recs, spec, worker)
+    with pytest.raises(PluginError, match="returned"), ForkedWorker() as worker:
+        columns.normalize_fields_shared(recs, spec, worker)
     assert not worker.pool._processes  # killed and reaped on the way out
 
 
@@ -304,26 +310,33 @@ def test_problems_of_both_processes_are_reported_together(tmp_path: Path, monkey
     with pytest.raises(InputError) as want:
         reading.read(job)
     monkeypatch.setattr(shared, "WORKER_MIN_BYTES", 0)
-    with pytest.raises(InputError) as got:
-        with shared.start_worker(job) as worker:  # type: ignore[union-attr]
-            shared.read_shared(job, worker)
+    with pytest.raises(InputError) as got, shared.start_worker(job) as worker:  # type: ignore[union-attr]
+        shared.read_shared(job, worker)
     assert [str(p) for p in got.value.problems] == [str(p) for p in want.value.problems]
     assert len(got.value.problems) == 2
 
 
 def test_concat_compact_is_records_concat() -> None:
     a = _records(3, {"x": ["a", None, "b"], "y": ["1", "2", "3"]})
-    b = Records(ids=["q", "r"], source=np.zeros(2, dtype=np.int32), source_names=["t"],
-                fields={"x": ArrowValues(string_array(["c", None])), "z": ["z1", "z2"]})  # type: ignore[dict-item]
+    b = Records(
+        ids=["q", "r"],
+        source=np.zeros(2, dtype=np.int32),
+        source_names=["t"],
+        fields={"x": ArrowValues(string_array(["c", None])), "z": ["z1", "z2"]},
+    )  # type: ignore[dict-item]
     a.fields["x"] = ArrowValues(string_array(["a", None, "b"]))  # type: ignore[assignment]
     got = columns.concat_compact([a, b])
-    want = Records.concat([_records(3, {"x": ["a", None, "b"], "y": ["1", "2", "3"]}),
-                           Records(ids=["q", "r"], source=np.zeros(2, dtype=np.int32), source_names=["t"],
-                                   fields={"x": ["c", None], "z": ["z1", "z2"]})])
+    want = Records.concat(
+        [
+            _records(3, {"x": ["a", None, "b"], "y": ["1", "2", "3"]}),
+            Records(ids=["q", "r"], source=np.zeros(2, dtype=np.int32), source_names=["t"], fields={"x": ["c", None], "z": ["z1", "z2"]}),
+        ]
+    )
     assert got.ids == want.ids and got.source_names == want.source_names and np.array_equal(got.source, want.source)
     assert isinstance(got.fields["x"], ArrowValues)
     assert {k: list(v) for k, v in got.fields.items()} == want.fields
     large = ArrowValues(string_array(["d"], large=True))
-    mixed = columns.concat_compact([b, Records(ids=["s"], source=np.zeros(1, dtype=np.int32), source_names=["u"],
-                                               fields={"x": large, "z": ["z3"]})])  # type: ignore[dict-item]
+    mixed = columns.concat_compact(
+        [b, Records(ids=["s"], source=np.zeros(1, dtype=np.int32), source_names=["u"], fields={"x": large, "z": ["z3"]})]
+    )  # type: ignore[dict-item]
     assert list(mixed.fields["x"]) == ["c", None, "d"]

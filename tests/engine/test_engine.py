@@ -128,14 +128,16 @@ def write_job(tmp: Path, mode: str, defect: str) -> Path:
         ", {name: b, path: b.jsonl, id: id, fields: [text]}]" if mode == "link" else "]"
     )
     job = tmp / f"job_{mode}_{defect}.yaml"
-    job.write_text(textwrap.dedent(f"""
+    job.write_text(
+        textwrap.dedent(f"""
         mode: {mode}
         threshold: 0.5
         sources: {sources}
         shingler: {{type: char, k: 3}}
         blockers: [{{type: broken_pairs, defect: {defect}}}]
         verifier: {{type: jaccard}}
-    """))
+    """)
+    )
     return job
 
 
@@ -195,8 +197,7 @@ def test_checked_candidates_accepts_the_contract_and_names_each_rule(plugin_site
     """Engine.checked_candidates directly: a correct answer passes unchanged, each broken one is refused."""
     engine = Engine(parse_job(write_job(tmp_path, "link", "none"), registry_with_plugin()))
     blocker = engine.blockers[0]
-    recs = Records(ids=list("abcd"), source=np.array([0, 0, 1, 1], dtype=np.int32), source_names=["a", "b"],
-                   fields={"text": ["x"] * 4})
+    recs = Records(ids=list("abcd"), source=np.array([0, 0, 1, 1], dtype=np.int32), source_names=["a", "b"], fields={"text": ["x"] * 4})
     batch = Batch(records=recs, cross_source_only=True)
     good = Pairs(np.array([0, 0, 1, 1]), np.array([2, 3, 2, 3]))
     assert engine.checked_candidates(blocker, good, batch) is good
@@ -215,7 +216,6 @@ def test_checked_candidates_accepts_the_contract_and_names_each_rule(plugin_site
         assert needle in str(err.value) and f"{DIST} {VERSION}" in str(err.value)
 
 
-
 def test_a_learner_scores_with_the_state_of_its_model() -> None:
     """A learner (fellegi_sunter) scores new pairs with the fitted state of the engine's model: without one
     scoring is an error; with_model gives an engine applying a run's model and leaves the engine as it was.
@@ -223,8 +223,12 @@ def test_a_learner_scores_with_the_state_of_its_model() -> None:
     job = parse_job(Path(__file__).resolve().parents[2] / "configs" / "febrl4.yaml")
     engine = Engine(job)
     assert not [m for m in engine.lookup_refusals("partition") if "fellegi_sunter" in m]
-    recs = Records(ids=["a", "b"], source=np.array([0, 1], dtype=np.int32), source_names=["A", "B"],
-                   fields={f: ["x", "x"] for f in job.spec.sources[0].fields})
+    recs = Records(
+        ids=["a", "b"],
+        source=np.array([0, 1], dtype=np.int32),
+        source_names=["A", "B"],
+        fields={f: ["x", "x"] for f in job.spec.sources[0].fields},
+    )
     with pytest.raises(ValueError, match="no fitted state in the model"):
         engine.score(recs, Pairs(np.array([0]), np.array([1])))
     model = run_job(job, write=False).model

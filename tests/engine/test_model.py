@@ -185,12 +185,15 @@ def test_sections_edited_after_the_hash(tmp_path: Path, fitted: tuple[Job, Model
     assert load_model(path).job["verifier"]["fields"][0]["levels"] == [100.0, 85.0]
 
 
-@pytest.mark.parametrize("part, value", [
-    ("verifier", {"type": "fellegi_sunter"}),          # no state
-    ("prune", {"dropped": [-1], "report": {}}),         # not a 64-bit token
-    ("threshold", {"chosen": "fixed"}),                 # no value
-    ("job", {"file": "x.yaml"}),                        # no sections
-])
+@pytest.mark.parametrize(
+    "part, value",
+    [
+        ("verifier", {"type": "fellegi_sunter"}),  # no state
+        ("prune", {"dropped": [-1], "report": {}}),  # not a 64-bit token
+        ("threshold", {"chosen": "fixed"}),  # no value
+        ("job", {"file": "x.yaml"}),  # no sections
+    ],
+)
 def test_a_damaged_part(tmp_path: Path, fitted: tuple[Job, Model], part: str, value: Any) -> None:
     doc = fitted[1].to_json()
     doc[part] = value
@@ -222,15 +225,14 @@ def test_a_job_whose_verifier_fields_changed_is_refused(tmp_path: Path, fitted: 
         check_model(model.learned(origin="m.json"), job)
     lines = _problems(err)
     assert all(line.startswith("the model does not fit this job (job0.yaml): ") for line in lines)
-    assert any("verifier.fields[0].levels: [100.0, 92.0, 80.0] in the model, [100.0, 85.0] in the job" in x
-               for x in lines)
-    assert any('verifier.fields[2].comparison: "levenshtein" in the model, "jaro_winkler" in the job' in x
-               for x in lines)
+    assert any("verifier.fields[0].levels: [100.0, 92.0, 80.0] in the model, [100.0, 85.0] in the job" in x for x in lines)
+    assert any('verifier.fields[2].comparison: "levenshtein" in the model, "jaro_winkler" in the job' in x for x in lines)
     assert len(lines) == 2 and all(p.where == "m.json" for p in err.value.problems)
     assert "er train JOB --model FILE" in err.value.render()
     # a field added: the lists differ in length, named as one change
-    job = parse_job(_job_file(tmp_path, edit=lambda d: d["verifier"]["fields"].append(
-        {"field": "given_name", "name": "given2", "comparison": "exact"})))
+    job = parse_job(
+        _job_file(tmp_path, edit=lambda d: d["verifier"]["fields"].append({"field": "given_name", "name": "given2", "comparison": "exact"}))
+    )
     with pytest.raises(ConfigError) as err:
         check_model(model, job)
     assert [x.split(": ", 2)[1] for x in _problems(err)] == ["verifier.fields"]
@@ -280,8 +282,7 @@ def test_an_auto_threshold_needs_the_chosen_one(tmp_path: Path, fitted: tuple[Jo
     bare = Model.for_job(job)
     with pytest.raises(ConfigError) as err:
         check_model(bare, job)
-    assert _problems(err) == ["the model does not fit this job (job0.yaml): threshold: auto, but the model holds "
-                              "no chosen threshold"]
+    assert _problems(err) == ["the model does not fit this job (job0.yaml): threshold: auto, but the model holds no chosen threshold"]
     check_model(bare.learned(threshold=ThresholdChoice(0.6, "auto", {})), job)
     # a model of the fixed threshold does not fit the auto job, and the other way round
     with pytest.raises(ConfigError, match="threshold"):

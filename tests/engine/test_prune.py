@@ -43,7 +43,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], l
 
 def _job(tmp: Path, data: Path, extra: str = "", prune: str = "prune_shingles: {max_df: 0.2, max_df_floor: 1}") -> Path:
     cfg = tmp / f"job_{abs(hash((extra, prune)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 5
         threshold: 0.5
         sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
@@ -54,7 +55,11 @@ def _job(tmp: Path, data: Path, extra: str = "", prune: str = "prune_shingles: {
         verifier: {{type: jaccard}}
         cluster: {{type: connected_components}}
         diagnostics: 0
-    """) + prune + "\n" + extra)
+    """)
+        + prune
+        + "\n"
+        + extra
+    )
     if "signature:" in extra:  # the extra lines choose another signature
         cfg.write_text(cfg.read_text().replace("signature: {type: minhash, num_perm: 128}\n", "", 1))
     return cfg
@@ -111,8 +116,9 @@ def test_the_disclaimer_no_longer_joins_stories(tmp_path: Path, corpus: tuple[Pa
     assert plain_res.report["candidate_pairs"] > pruned_res.report["candidate_pairs"]
 
 
-@pytest.mark.parametrize("extra", ["token_memory_mb: 0\n", "chunk_records: 7\n", "workers: 1\n",
-                                   "token_memory_mb: 0\nsignature: {type: fss, num_perm: 128}\n"])
+@pytest.mark.parametrize(
+    "extra", ["token_memory_mb: 0\n", "chunk_records: 7\n", "workers: 1\n", "token_memory_mb: 0\nsignature: {type: fss, num_perm: 128}\n"]
+)
 def test_kept_or_streamed_any_chunking_same_answer(tmp_path: Path, corpus: tuple[Path, list[str], list[str]], extra: str) -> None:
     data, _, _ = corpus
     sig = "signature: {type: fss, num_perm: 128}\n" if "fss" in extra else ""
@@ -125,13 +131,14 @@ def test_kept_or_streamed_any_chunking_same_answer(tmp_path: Path, corpus: tuple
     assert prune[0] == prune[1]
 
 
-def test_dask_executor_prunes_the_same(tmp_path: Path, corpus: tuple[Path, list[str], list[str]],
-                                       dask_cluster: LocalCluster) -> None:
+def test_dask_executor_prunes_the_same(tmp_path: Path, corpus: tuple[Path, list[str], list[str]], dask_cluster: LocalCluster) -> None:
     data, _, _ = corpus
     local_out, dask_out = tmp_path / "local", tmp_path / "dask"
     run_job(parse_job(_job(tmp_path, data)), local_out)
-    run_job(parse_job(_job(tmp_path, data, f"executor: {{type: dask, address: '{dask_cluster.scheduler_address}', "
-                                            "partition_mb: 0.002}\n")), dask_out)
+    run_job(
+        parse_job(_job(tmp_path, data, f"executor: {{type: dask, address: '{dask_cluster.scheduler_address}', partition_mb: 0.002}}\n")),
+        dask_out,
+    )
     for name in ("pairs.csv", "clusters.csv"):
         assert (local_out / name).read_bytes() == (dask_out / name).read_bytes()
     reps = [json.loads((o / "report.json").read_text()) for o in (local_out, dask_out)]
@@ -141,14 +148,17 @@ def test_dask_executor_prunes_the_same(tmp_path: Path, corpus: tuple[Path, list[
         assert prune[0][key] == prune[1][key], key
 
 
-@pytest.mark.parametrize("prune, needle", [
-    ("prune_shingles: {max_df: 0}", "max_df must be a share"),
-    ("prune_shingles: {max_df: 1.5}", "max_df must be a share"),
-    ("prune_shingles: {max_df: true}", "max_df"),
-    ("prune_shingles: {min_df: 1.0}", "min_df must be a share"),
-    ("prune_shingles: {}", "needs max_df or min_df"),
-    ("prune_shingles: {max_dff: 0.1}", "max_dff"),
-])
+@pytest.mark.parametrize(
+    "prune, needle",
+    [
+        ("prune_shingles: {max_df: 0}", "max_df must be a share"),
+        ("prune_shingles: {max_df: 1.5}", "max_df must be a share"),
+        ("prune_shingles: {max_df: true}", "max_df"),
+        ("prune_shingles: {min_df: 1.0}", "min_df must be a share"),
+        ("prune_shingles: {}", "needs max_df or min_df"),
+        ("prune_shingles: {max_dff: 0.1}", "max_dff"),
+    ],
+)
 def test_bad_settings_are_named(tmp_path: Path, corpus: tuple[Path, list[str], list[str]], prune: str, needle: str) -> None:
     data, _, _ = corpus
     with pytest.raises(ConfigError) as err:
@@ -160,13 +170,15 @@ def test_a_job_without_shingler_cannot_prune(tmp_path: Path) -> None:
     data = tmp_path / "c.csv"
     data.write_text("id,name\n1,a\n2,b\n")
     cfg = tmp_path / "j.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         threshold: 0.5
         sources: [{{name: c, path: {data}, id: id, fields: [name]}}]
         blockers: [{{type: field_hash, key: name}}]
         verifier: {{type: field_score, fields: {{name: jaro_winkler}}}}
         prune_shingles: {{max_df: 0.1}}
-    """))
+    """)
+    )
     with pytest.raises(ConfigError) as err:
         parse_job(cfg)
     assert "prune_shingles drops shingles, but the job has no 'shingler'" in str(err.value)

@@ -17,7 +17,8 @@ def test_chained_clusters_are_flagged_with_their_bridge(tmp_path: Path) -> None:
     data = tmp_path / "chained.jsonl"
     data.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(d.ids, d.texts)), encoding="utf-8")
     cfg = tmp_path / "job.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 1
         threshold: 0.45
         sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
@@ -27,7 +28,8 @@ def test_chained_clusters_are_flagged_with_their_bridge(tmp_path: Path) -> None:
         verifier: {{type: jaccard}}
         cluster: {{type: connected_components}}
         diagnostics: 0
-    """))
+    """)
+    )
     out = tmp_path / "out"
     run_job(parse_job(cfg), out)
     report = json.loads((out / "report.json").read_text())

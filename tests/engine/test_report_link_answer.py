@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from er_framework.data import Pairs
 import er_framework.engine.report as report_module
+from er_framework.data import Pairs
 from er_framework.engine.report import borderline, borderline_reference, link_answer, link_answer_reference
 
 
@@ -33,7 +33,8 @@ def test_link_answer_equals_reference(seed: int, n_src: int, threshold: float) -
     source, cands, scores, labels = _case(seed, 300, 2000, n_src)
     names = [f"S{i}" for i in range(n_src)]
     assert link_answer(source, names, cands, scores, labels, threshold) == link_answer_reference(
-        source, names, cands, scores, labels, threshold)
+        source, names, cands, scores, labels, threshold
+    )
 
 
 def test_link_answer_without_candidates_or_records() -> None:
@@ -72,9 +73,10 @@ def test_link_answer_when_every_pair_crosses(seed: int) -> None:
     right = rng.integers(n // 2, n, 3000)
     scores = np.round(rng.random(3000), 3)
     labels = np.arange(n, dtype=np.int64)
-    labels[n // 2: n // 2 + 50] = np.arange(50)  # 50 mixed clusters
+    labels[n // 2 : n // 2 + 50] = np.arange(50)  # 50 mixed clusters
     _, labels = np.unique(labels, return_inverse=True)
     cands = Pairs(left, right)
     for t in (0.3, 0.9):
         assert link_answer(source, ["A", "B"], cands, scores, labels, t) == link_answer_reference(
-            source, ["A", "B"], cands, scores, labels, t)
+            source, ["A", "B"], cands, scores, labels, t
+        )

@@ -44,13 +44,13 @@ def test_window_order_and_plan() -> None:
 
 @pytest.fixture(scope="module")
 def streamed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, Batch]:
-    d = planted_documents(60, copies_per_family=(1, 4), words=(30, 90), edit_rates=(0.0, 0.2), n_singletons=120,
-                          seed=11)
+    d = planted_documents(60, copies_per_family=(1, 4), words=(30, 90), edit_rates=(0.0, 0.2), n_singletons=120, seed=11)
     tmp = tmp_path_factory.mktemp("windows")
     path = tmp / "docs.jsonl"
     path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
     job_file = tmp / "windows.yaml"
-    job_file.write_text(textwrap.dedent(f"""
+    job_file.write_text(
+        textwrap.dedent(f"""
         threshold: 0.5
         token_memory_mb: 0            # nothing kept after signing: verification shingles again
         sources: [{{name: d, path: {path}, id: id, fields: [text]}}]
@@ -58,7 +58,8 @@ def streamed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, Batch]:
         signature: {{type: fss, num_perm: 32}}
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
-    """))
+    """)
+    )
     engine = Engine(parse_job(job_file))
     recs, _ = read(engine.job)
     batch = Batch(records=recs)
@@ -68,8 +69,7 @@ def streamed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, Batch]:
 
 
 @pytest.mark.parametrize("block_mb", [256.0, 0.02, 0.004, 2e-5])
-def test_windowed_scores_equal_the_reference(streamed: tuple[Engine, Batch], block_mb: float,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_windowed_scores_equal_the_reference(streamed: tuple[Engine, Batch], block_mb: float, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the budget (one block; a few chunks; far pairs verified in later rounds; one record
     per chunk), every pair gets its exact Jaccard."""
     engine, batch = streamed
@@ -108,15 +108,14 @@ def test_placed_parts_are_the_concatenation(workers: int) -> None:
 
     rng = np.random.default_rng(9)
     for sizes in ([], [0], [3, 0, 5, 1], [int(x) for x in rng.integers(0, 50, 40)]):
-        parts = [TokenSets(np.array([0, s], dtype=np.int64), rng.integers(0, 2**63, s, dtype=np.int64).astype(np.uint64))
-                 for s in sizes]
+        parts = [TokenSets(np.array([0, s], dtype=np.int64), rng.integers(0, 2**63, s, dtype=np.int64).astype(np.uint64)) for s in sizes]
         total = sum(sizes)
         for at in (0, 7):
             buffer = np.full(total + 20, 12345, dtype=np.uint64)
             pipeline.place_parts(buffer, at, parts, workers)
             want = np.concatenate([p.tokens for p in parts]) if parts else np.zeros(0, dtype=np.uint64)
-            assert np.array_equal(buffer[at: at + total], want)
-            assert (buffer[:at] == 12345).all() and (buffer[at + total:] == 12345).all()
+            assert np.array_equal(buffer[at : at + total], want)
+            assert (buffer[:at] == 12345).all() and (buffer[at + total :] == 12345).all()
 
 
 def test_windowed_scores_on_two_workers(streamed: tuple[Engine, Batch], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,5 +131,4 @@ def test_windowed_scores_on_two_workers(streamed: tuple[Engine, Batch], monkeypa
     monkeypatch.setattr(engine.job.context, "workers", 2)
     two, _, _, _ = pipeline.score_windowed(engine, batch, pairs, sizes, 0.0)
     assert np.array_equal(one, two)
-    assert one.tolist() == pytest.approx(jaccard_reference(batch.tokens_for(np.arange(n)), pairs.left, pairs.right),
-                                         abs=0, rel=0)
+    assert one.tolist() == pytest.approx(jaccard_reference(batch.tokens_for(np.arange(n)), pairs.left, pairs.right), abs=0, rel=0)

@@ -10,7 +10,6 @@ import numpy as np
 
 from er_framework.data import Batch, Pairs
 
-
 # ---------------------------------------------------------------------------
 # generated customers (the customers fixture)
 
@@ -56,8 +55,7 @@ def candidates_and_labels(d: dict[str, Any]) -> tuple[Batch, Pairs, np.ndarray]:
     r = d["result"]
     ids = r.records.ids
     c = r.candidates
-    y = np.array([(ids[i], ids[j]) in d["truth"] or (ids[j], ids[i]) in d["truth"]
-                  for i, j in zip(c.left.tolist(), c.right.tolist())])
+    y = np.array([(ids[i], ids[j]) in d["truth"] or (ids[j], ids[i]) in d["truth"] for i, j in zip(c.left.tolist(), c.right.tolist())])
     return Batch(r.records, cross_source_only=d["job"].spec.mode == "link"), Pairs(c.left, c.right), y
 
 

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from er_framework.components import Context
+from er_framework.data import Pairs
 from er_framework.kernels.graph import canonical_labels
 from er_plugins.clusterers import (
     BUILTIN_CLUSTERERS,
@@ -22,8 +24,6 @@ from er_plugins.clusterers import (
     SplitParams,
     greedy_matching,
 )
-from er_framework.components import Context
-from er_framework.data import Pairs
 
 CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
 

@@ -141,9 +141,7 @@ def _report(v: FellegiSunter, fitted: Fitted) -> dict[str, Any]:
     return {**v.describe(), **fitted.report}
 
 
-def _fit(
-    v: FellegiSunter, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None = None
-) -> tuple[np.ndarray, dict[str, Any], Fitted]:
+def _fit(v: FellegiSunter, batch: Batch, pairs: Pairs, labelled: LabelledPairs | None = None) -> tuple[np.ndarray, dict[str, Any], Fitted]:
     """``v``'s fit on ``pairs``: the scores, the report and the fit."""
     scores, fitted = v.fit_score(batch, pairs, labelled)
     return scores, _report(v, fitted), fitted
@@ -167,8 +165,10 @@ def test_shipped_jobs_default_weights_are_monotone(shipped, name):
     old = old_scores >= 0.9
     assert "unconstrained" in old_rep["estimation"]
     tp_new, tp_old = int((new & y).sum()), int((old & y).sum())
-    print(f"\n{name}: {len(pairs)} candidates; true pairs kept at 0.9: monotone {tp_new} of {int(new.sum())}, "
-          f"unconstrained {tp_old} of {int(old.sum())}; unconstrained monotone: {old_rep['weights_monotone']}")
+    print(
+        f"\n{name}: {len(pairs)} candidates; true pairs kept at 0.9: monotone {tp_new} of {int(new.sum())}, "
+        f"unconstrained {tp_old} of {int(old.sum())}; unconstrained monotone: {old_rep['weights_monotone']}"
+    )
     # no more false pairs; the true pairs kept within 0.05% (on Febrl3 with the any-order name pass, the
     # unconstrained EM keeps one true pair more, 6,524 against 6,523; on the others monotone keeps as many or more)
     assert tp_new >= tp_old - max(1, tp_old // 2000) and int((new & ~y).sum()) <= int((old & ~y).sum())
@@ -230,8 +230,10 @@ def test_training_from_200_labels_on_febrl4(shipped, how):
         scores, rep, _ = _fit(v, batch, pairs, _labelled(pairs, y, idx))
         got[fit] = prf(scores >= 0.9, y, n_true)[2]
         assert rep["weights_monotone"]
-    print(f"\nfebrl4, 200 {how} labels ({int(y[idx].sum())} matches): pairwise F1 at 0.9 unsupervised {unsup:.5f}, "
-          f"semi-supervised {got['em']:.5f}, m/u from the labels alone {got['labels']:.5f}")
+    print(
+        f"\nfebrl4, 200 {how} labels ({int(y[idx].sum())} matches): pairwise F1 at 0.9 unsupervised {unsup:.5f}, "
+        f"semi-supervised {got['em']:.5f}, m/u from the labels alone {got['labels']:.5f}"
+    )
     assert got["em"] >= unsup
 
 
@@ -250,10 +252,10 @@ def test_training_needs_both_classes_and_codes(shipped):
     uniq, cnt = np.unique(codes, return_counts=True)
     lcodes = v.pair_codes(batch, labelled.pairs)
     with pytest.raises(ValueError, match="codes of labelled pairs"):
-        v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0),
-                     LabelledCodes(lcodes[:-1], labelled.match, labelled.lam))
-    table, _ = v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0),
-                            LabelledCodes(lcodes, labelled.match, labelled.lam))
+        v.fit_counts(uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0), LabelledCodes(lcodes[:-1], labelled.match, labelled.lam))
+    table, _ = v.fit_counts(
+        uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0), LabelledCodes(lcodes, labelled.match, labelled.lam)
+    )
     v2 = _fs(d)
     np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.fit_score(batch, pairs, labelled)[0])
 

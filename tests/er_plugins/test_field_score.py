@@ -27,7 +27,6 @@ from er_framework.testing import check_verifier
 from er_plugins.fellegi_sunter import FellegiSunter
 from er_plugins.field_score import FieldScore, FieldScoreParams
 
-
 SCORER_NAMES = ["ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "jaro_winkler", "levenshtein", "exact", "digits"]
 
 
@@ -253,8 +252,12 @@ def test_field_score_comparisons_sum_to_the_score(small, missing):
 def test_field_score_comparisons_on_febrl4(shipped):
     d = shipped["febrl4"]
     batch, _, some = febrl4_sample(d)
-    rules = [{"field": "given_name", "scorer": "jaro_winkler"}, {"field": "surname", "scorer": "jaro_winkler"},
-             {"field": "address_2", "scorer": "ratio", "weight": 0.5}, {"field": "soc_sec_id", "scorer": "exact"}]
+    rules = [
+        {"field": "given_name", "scorer": "jaro_winkler"},
+        {"field": "surname", "scorer": "jaro_winkler"},
+        {"field": "address_2", "scorer": "ratio", "weight": 0.5},
+        {"field": "soc_sec_id", "scorer": "exact"},
+    ]
     v = FieldScore(FieldScoreParams(fields=rules, threshold=300), Context())
     s = v.score(batch, some)
     cmp = v.comparisons(batch, some)

@@ -9,22 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from er_plugins.fingerprints import (
-    BitVector,
-    CellOverlap,
-    GridBits,
-    GridCells,
-    parse_minutiae,
-)
 
 from er_framework.components import Context
 from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.errors import ConfigError, InputError
+from er_framework.executors import run_job
 from er_framework.kernels.bits import row_popcount, unpack_bits
 from er_framework.kernels.bits_candidates import cell_overlap, cell_sets, grid_bit_candidates, shares_bucket
 from er_framework.kernels.bits_probabilities import candidate_probabilities, candidate_probabilities_exact
-from er_framework.executors import run_job
 from er_framework.registry import build_registry
 from er_framework.synth.fingerprints import (
     simulate_cells,
@@ -36,6 +29,13 @@ from er_framework.testing import (
     check_shingler,
     check_signature_builder,
     check_verifier,
+)
+from er_plugins.fingerprints import (
+    BitVector,
+    CellOverlap,
+    GridBits,
+    GridCells,
+    parse_minutiae,
 )
 
 P, Q, N_CELLS, M = 0.2, 0.8, 400, 1024
@@ -264,7 +264,7 @@ def test_grid_cells_shingler_describes_the_prints() -> None:
 
 
 def test_parse_minutiae() -> None:
-    ok = parse_minutiae("[[1, 2], [3.5, 4, 0.1, \"ending\"]]")
+    ok = parse_minutiae('[[1, 2], [3.5, 4, 0.1, "ending"]]')
     assert ok is not None and ok.tolist() == [[1.0, 2.0], [3.5, 4.0]]
     for bad in ("not json", '{"x": 1}', "[1, 2]", "[[1]]", '[["1", "2"]]', "[[true, 2]]", "[[1, 2], 3]", "[[[1, 2]]]", 5):
         assert parse_minutiae(bad) is None, bad
@@ -323,8 +323,19 @@ def test_grid_bits_blocker_contract_and_report() -> None:
     assert (0, 1) in set(zip(pairs.left.tolist(), pairs.right.tolist()))
     assert not set(pairs.left.tolist() + pairs.right.tolist()) & {2, 3}  # empty prints never pair
     rep = {**blocker.describe(), **blocker.block(batch).report}
-    for key in ("sets", "cells", "seed", "occupancy", "p_candidate_same", "p_candidate_different",
-                "p_candidate_same_finite_grid", "buckets", "largest_bucket", "oversized_buckets", "raw_pairs"):
+    for key in (
+        "sets",
+        "cells",
+        "seed",
+        "occupancy",
+        "p_candidate_same",
+        "p_candidate_different",
+        "p_candidate_same_finite_grid",
+        "buckets",
+        "largest_bucket",
+        "oversized_buckets",
+        "raw_pairs",
+    ):
         assert key in rep, key
     assert rep["seed"] == 3 and rep["agreement_assumed"] == 0.8 and rep["records_skipped_empty"] == 2
     # the job seed is the default seed; link mode gives cross-source pairs only
@@ -358,7 +369,8 @@ def test_job_end_to_end(tmp_path: Path) -> None:
     ids = [f"f{f:03d}_{i}" for f, i in zip(finger, np.tile(np.arange(imp), n_fingers))]
     write_prints_jsonl(tmp_path / "prints.jsonl", ids, prints, tmp_path / "truth.csv", finger=finger.tolist())
     job_file = tmp_path / "job.yaml"
-    job_file.write_text(textwrap.dedent("""
+    job_file.write_text(
+        textwrap.dedent("""
         name: fingerprints
         mode: dedup
         seed: 42
@@ -370,7 +382,8 @@ def test_job_end_to_end(tmp_path: Path) -> None:
         blockers: [{type: grid_bits, sets: 1024, cells: 3}]
         verifier: {type: cell_overlap, kind: agreement}
         cluster: {type: connected_components}
-    """))
+    """)
+    )
     reg = build_registry(extra_modules=["er_plugins.fingerprints"])
     job = parse_job(job_file, registry=reg)
     res = run_job(job, tmp_path / "out")
@@ -399,14 +412,16 @@ def test_job_end_to_end(tmp_path: Path) -> None:
 def test_job_reports_a_missing_frame(tmp_path: Path) -> None:
     (tmp_path / "p.jsonl").write_text('{"id": "a", "minutiae": [[1, 2]]}\n')
     job_file = tmp_path / "job.yaml"
-    job_file.write_text(textwrap.dedent("""
+    job_file.write_text(
+        textwrap.dedent("""
         threshold: 0.5
         sources: [{name: p, path: p.jsonl, fields: [minutiae]}]
         shingler: {type: grid_cells}
         signature: {type: bitvector}
         blockers: [{type: grid_bits}]
         verifier: {type: cell_overlap}
-    """))
+    """)
+    )
     reg = build_registry(extra_modules=["er_plugins.fingerprints"])
     with pytest.raises(ConfigError, match="width/height"):
         parse_job(job_file, registry=reg)
@@ -417,14 +432,16 @@ def test_job_reports_minutiae_outside_the_frame(tmp_path: Path) -> None:
         '{"id": "a", "minutiae": [[1, 2]]}\n{"id": "b", "minutiae": [[640, 2]]}\n{"id": "c", "minutiae": []}\n'
     )
     job_file = tmp_path / "job.yaml"
-    job_file.write_text(textwrap.dedent("""
+    job_file.write_text(
+        textwrap.dedent("""
         threshold: 0.5
         sources: [{name: p, path: p.jsonl, fields: [minutiae]}]
         shingler: {type: grid_cells, width: 500, height: 500}
         signature: {type: bitvector}
         blockers: [{type: grid_bits}]
         verifier: {type: cell_overlap}
-    """))
+    """)
+    )
     job = parse_job(job_file, registry=build_registry(extra_modules=["er_plugins.fingerprints"]))
     with pytest.raises(InputError, match=r"outside the frame .*'b'"):
         run_job(job, tmp_path / "out")

@@ -72,7 +72,9 @@ def test_shipped_nickname_table_is_the_one_computed_from_the_nicknames_package()
 def test_normalizers_import_neither_faker_nor_nicknames() -> None:
     import subprocess
 
-    code = ("import sys\nimport er_plugins.normalizers\nfrom er_plugins.normalize_names import canonical_first_name\n"
-            "assert canonical_first_name('bob') == 'robert'\nprint('faker' in sys.modules, 'nicknames' in sys.modules)\n")
+    code = (
+        "import sys\nimport er_plugins.normalizers\nfrom er_plugins.normalize_names import canonical_first_name\n"
+        "assert canonical_first_name('bob') == 'robert'\nprint('faker' in sys.modules, 'nicknames' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"

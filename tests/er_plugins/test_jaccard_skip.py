@@ -46,8 +46,7 @@ def test_agreement_cutoff_edges() -> None:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = planted_documents(150, copies_per_family=(1, 3), words=(40, 120), edit_rates=(0.0, 0.3), n_singletons=300,
-                          seed=11)
+    d = planted_documents(150, copies_per_family=(1, 3), words=(40, 120), edit_rates=(0.0, 0.3), n_singletons=300, seed=11)
     path = tmp_path_factory.mktemp("skip") / "docs.jsonl"
     path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
     return path
@@ -55,7 +54,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(tmp: Path, data: Path, extra: str, verifier: str, threshold: str = "0.6") -> dict:
     cfg = tmp / f"job_{abs(hash((extra, verifier, threshold)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 3
         threshold: {threshold}
         sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
@@ -64,16 +64,19 @@ def _run(tmp: Path, data: Path, extra: str, verifier: str, threshold: str = "0.6
         blockers: [{{type: lsh_bands, bands: 32, rows: 2}}]
         verifier: {verifier}
         diagnostics: 0
-    """) + extra)
+    """)
+        + extra
+    )
     res = run_job(parse_job(cfg), write=False)
-    return {"pairs": list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist())),
-            "labels": res.labels.tolist(), "report": res.report}
+    return {
+        "pairs": list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist())),
+        "labels": res.labels.tolist(),
+        "report": res.report,
+    }
 
 
 @pytest.mark.parametrize("extra", ["workers: 2\n", "workers: 2\ntoken_memory_mb: 0\n"])
-def test_skipped_candidates_are_below_the_threshold_and_the_answer_is_the_same(
-    tmp_path: Path, corpus: Path, extra: str
-) -> None:
+def test_skipped_candidates_are_below_the_threshold_and_the_answer_is_the_same(tmp_path: Path, corpus: Path, extra: str) -> None:
     """A loose banding (many low candidates): with skip_unlikely some are decided from the signatures,
     every one of them has an exact Jaccard below the threshold, and the pairs and clusters are those of
     the exact run (kept sets and streamed)."""
@@ -96,10 +99,12 @@ def test_skip_unlikely_decides_only_pairs_whose_exact_jaccard_is_below(tmp_path:
     from er_framework.engine.log import StageLog
 
     cfg = tmp_path / "d.yaml"
-    cfg.write_text(f"seed: 3\nthreshold: 0.6\nsources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\n"
-                   "shingler: {type: char, k: 4}\nsignature: {type: fss, num_perm: 128}\n"
-                   "blockers: [{type: lsh_bands, bands: 32, rows: 2}]\n"
-                   "verifier: {type: jaccard, skip_unlikely: 1.0e-9}\n")
+    cfg.write_text(
+        f"seed: 3\nthreshold: 0.6\nsources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\n"
+        "shingler: {type: char, k: 4}\nsignature: {type: fss, num_perm: 128}\n"
+        "blockers: [{type: lsh_bands, bands: 32, rows: 2}]\n"
+        "verifier: {type: jaccard, skip_unlikely: 1.0e-9}\n"
+    )
     job = parse_job(cfg)
     engine = Engine(job)
     records, _ = stages.read(job)
@@ -143,7 +148,7 @@ def test_fss_agreements_at_the_threshold_spread_no_more_than_the_binomial(union:
     sets = []
     for _ in range(n_pairs):  # fresh random tokens per pair: the pairs are independent draws
         tokens = rng.choice(np.iinfo(np.int64).max, size=inter + 2 * only, replace=False).astype(np.uint64)
-        common, a_only, b_only = tokens[:inter], tokens[inter: inter + only], tokens[inter + only:]
+        common, a_only, b_only = tokens[:inter], tokens[inter : inter + only], tokens[inter + only :]
         sets += [np.sort(np.concatenate([common, a_only])), np.sort(np.concatenate([common, b_only]))]
     indptr = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in sets], out=indptr[1:])

@@ -39,8 +39,12 @@ def corpus(n: int, seed: int = 1) -> list[str]:
 def make_batch(texts: list[str], *, keep_tokens: bool) -> tuple[Batch, list[int]]:
     """A batch as the pipeline makes it; with ``keep_tokens=False`` the token sets are recomputed on
     demand (streamed), and the returned list counts every token shingled that way."""
-    records = Records(ids=[str(i) for i in range(len(texts))], source=np.zeros(len(texts), dtype=np.int32),
-                      source_names=["s"], fields={"text": list(texts)})
+    records = Records(
+        ids=[str(i) for i in range(len(texts))],
+        source=np.zeros(len(texts), dtype=np.int32),
+        source_names=["s"],
+        fields={"text": list(texts)},
+    )
     shingler = CharShingler(CharShingler.Params(k=4))
     tokens = shingler.shingle(records)
     sig = MinHash(MinHash.Params(num_perm=64), Context(seed=3)).build(tokens)
@@ -51,8 +55,7 @@ def make_batch(texts: list[str], *, keep_tokens: bool) -> tuple[Batch, list[int]
         shingled.append(int(ts.sizes.sum()))
         return ts
 
-    batch = Batch(records=records, tokens=tokens if keep_tokens else None, signatures=sig,
-                  token_source=None if keep_tokens else source)
+    batch = Batch(records=records, tokens=tokens if keep_tokens else None, signatures=sig, token_source=None if keep_tokens else source)
     return batch, shingled
 
 
@@ -120,13 +123,13 @@ def test_a_record_with_too_many_tokens_is_not_probed(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(docs, "PROBE_MAX_RECORD_TOKENS", int(batch.tokens.sizes[biggest]) - 1)
     d = blocker().diagnostics(batch, 200)
     assert d is not None
-    assert d["s_curve"]["capped"]["records_skipped_many_tokens"] == int(
-        (batch.tokens.sizes > docs.PROBE_MAX_RECORD_TOKENS).sum()) >= 1
+    assert d["s_curve"]["capped"]["records_skipped_many_tokens"] == int((batch.tokens.sizes > docs.PROBE_MAX_RECORD_TOKENS).sum()) >= 1
 
 
 @pytest.mark.parametrize("keep_tokens", [True, False])
-def test_the_pairs_tokens_stay_within_the_budget(monkeypatch: pytest.MonkeyPatch, compared: list[int],
-                                                 keep_tokens: bool, no_small_corpus_floor: None) -> None:
+def test_the_pairs_tokens_stay_within_the_budget(
+    monkeypatch: pytest.MonkeyPatch, compared: list[int], keep_tokens: bool, no_small_corpus_floor: None
+) -> None:
     texts = corpus(400)
     full = blocker().diagnostics(make_batch(texts, keep_tokens=keep_tokens)[0], 300)
     assert full is not None and compared
@@ -178,8 +181,12 @@ def test_a_small_corpus_compares_at_most_a_few_times_its_characters(compared: li
 
 def spare_batch(texts: list[str], builder: Any = MinHash) -> tuple[Batch, list[int]]:
     """A streamed batch whose signature has more values than the 16 x 4 banding uses."""
-    records = Records(ids=[str(i) for i in range(len(texts))], source=np.zeros(len(texts), dtype=np.int32),
-                      source_names=["s"], fields={"text": list(texts)})
+    records = Records(
+        ids=[str(i) for i in range(len(texts))],
+        source=np.zeros(len(texts), dtype=np.int32),
+        source_names=["s"],
+        fields={"text": list(texts)},
+    )
     shingler = CharShingler(CharShingler.Params(k=4))
     sig = builder(builder.Params(num_perm=128), Context(seed=3)).build(shingler.shingle(records))
     shingled: list[int] = []

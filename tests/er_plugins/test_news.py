@@ -45,14 +45,16 @@ def test_yaml_stop_words_override_language() -> None:
 def test_unknown_language_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "d.jsonl").write_text(json.dumps({"id": "1", "text": "x"}) + "\n")
     job = tmp_path / "job.yaml"
-    job.write_text(textwrap.dedent("""
+    job.write_text(
+        textwrap.dedent("""
         threshold: 0.5
         sources: [{name: d, path: d.jsonl, fields: [text]}]
         shingler: {type: stopword, language: englsh}
         signature: {type: minhash}
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
-    """))
+    """)
+    )
     assert main(["validate", str(job)]) == 2
     err = capsys.readouterr().err
     assert "no stop list for language 'englsh'" in err and "did you mean 'english'?" in err

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from normalizer_cases import idempotence_settings, idempotent, norm, text_values
-
 
 _address_values = st.lists(
     st.sampled_from(["123", "Main", "Street", "St.", "#", "Apt", "4", "North", "East", "P.O.", "Box", "p", "o",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from normalizer_cases import idempotence_settings, idempotent, norm, text_values
 
 from er_framework.normalize import normalize_column
 from er_plugins.normalize_names import NAME_TITLES, canonical_first_name, nickname_table
-from normalizer_cases import idempotence_settings, idempotent, norm, text_values
 
 
 @pytest.mark.parametrize(

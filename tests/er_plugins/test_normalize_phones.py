@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from normalizer_cases import idempotence_settings, idempotent, norm, normalize, text_values
-
 
 _phone_values = st.from_regex(r"[ +0-9().x#-]{0,25}", fullmatch=True) | text_values
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
-
 from normalizer_cases import idempotence_settings, idempotent, norm, normalize, text_values
 
 

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from er_plugins.documents import TextParams, prepare, prepare_reference
 
-TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ ,.;\t\n\r\u00a0\u2003\u3000\u00c5\u212b\ufb01\u00df\u0130é-_!?19")),
-               max_size=40)
-SETTINGS = [dict(zip(("nfkc", "lowercase", "fold_whitespace", "remove_punctuation"), flags))
-            for flags in itertools.product([True, False], repeat=4)]
+TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ ,.;\t\n\r\u00a0\u2003\u3000\u00c5\u212b\ufb01\u00df\u0130é-_!?19")), max_size=40)
+SETTINGS = [
+    dict(zip(("nfkc", "lowercase", "fold_whitespace", "remove_punctuation"), flags)) for flags in itertools.product([True, False], repeat=4)
+]
 
 
 @settings(max_examples=60, deadline=None)

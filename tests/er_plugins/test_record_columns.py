@@ -116,9 +116,7 @@ def test_bounds_skip_most_comparisons_of_far_pairs() -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(
-    workers: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
     records = _records(600, seed=9)
     pairs = _pairs(records, 9000, seed=4)
     batch = Batch(records=records, cross_source_only=True, seed=1)

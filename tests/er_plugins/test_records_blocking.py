@@ -42,9 +42,7 @@ def ref_field_hash(records: Records, fields: list[Any], cap: int | None, link: b
         generated = 0
         purged = []
         for v, members in buckets.items():
-            bucket_pairs = [
-                (a, b) for a, b in itertools.combinations(members, 2) if not link or src[a] != src[b]
-            ]
+            bucket_pairs = [(a, b) for a, b in itertools.combinations(members, 2) if not link or src[a] != src[b]]
             if cap is not None and len(members) > cap:
                 purged.append((len(members), v, len(bucket_pairs)))
                 continue
@@ -143,8 +141,17 @@ def strip_fields(stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_field_hash_matches_reference(seed: int) -> None:
     rng = random.Random(seed)
     records = random_records(rng, rng.randint(0, 40), rng.choice([1, 2, 3]))
-    keys: list[Any] = rng.choice([["x"], ["x", "y"], [["x", "y"]], ["z", ["x", "y", "z"]], [["y", "x"], "x"],
-                                  [{"any_order": ["x", "y"]}], ["z", {"any_order": ["z", "y", "x"]}, ["x", "y"]]])
+    keys: list[Any] = rng.choice(
+        [
+            ["x"],
+            ["x", "y"],
+            [["x", "y"]],
+            ["z", ["x", "y", "z"]],
+            [["y", "x"], "x"],
+            [{"any_order": ["x", "y"]}],
+            ["z", {"any_order": ["z", "y", "x"]}, ["x", "y"]],
+        ]
+    )
     cap = rng.choice([None, 2, 3, 5, 500])
     for link in (False, True):
         blocker = field_hash(keys, cap)
@@ -340,8 +347,17 @@ def test_large_chunked_enumeration_matches(monkeypatch: pytest.MonkeyPatch) -> N
 def test_sorted_neighbourhood_matches_reference(seed: int) -> None:
     rng = random.Random(seed)
     records = random_records(rng, rng.randint(0, 40), rng.choice([1, 2, 3]))
-    keys = rng.choice([[["x"]], [["x", "y"]], [["y", "x"], ["z"]], [["z", "x", "y"]], [{"any_order": ["x", "y"]}],
-                       [["z"], {"any_order": ["z", "y", "x"]}], [{"any_order": ["y", "z"]}, ["y", "z"]]])
+    keys = rng.choice(
+        [
+            [["x"]],
+            [["x", "y"]],
+            [["y", "x"], ["z"]],
+            [["z", "x", "y"]],
+            [{"any_order": ["x", "y"]}],
+            [["z"], {"any_order": ["z", "y", "x"]}],
+            [{"any_order": ["y", "z"]}, ["y", "z"]],
+        ]
+    )
     window = rng.choice([2, 3, 4, 7])
     prefix = rng.choice([{}, {"x": 1}, {"x": 2, "y": 1}])
     prefix = {f: k for f, k in prefix.items() if any(f in (key["any_order"] if isinstance(key, dict) else key) for key in keys)}
@@ -360,16 +376,23 @@ def test_sorted_neighbourhood_matches_reference(seed: int) -> None:
 
 def test_any_order_key_sorts_swapped_values_together() -> None:
     # records 0 and 2 hold one name pair in either order; 3 misses a value; "" is missing too
-    recs = Records.from_columns(list("abcdefg"), {
-        "given": ["john", "ann", "smith", "joe", "", "zoe", "kate"],
-        "surname": ["smith", "lee", "john", None, "x", "adams", "ray"],
-    })
+    recs = Records.from_columns(
+        list("abcdefg"),
+        {
+            "given": ["john", "ann", "smith", "joe", "", "zoe", "kate"],
+            "surname": ["smith", "lee", "john", None, "x", "adams", "ray"],
+        },
+    )
     blocker = SortedNeighbourhood(SortedNeighbourhood.Params(key={"any_order": ["given", "surname"]}, window=2))
     # keys: (john, smith) 0, (ann, lee) 1, (john, smith) 2, (adams, zoe) 5, (kate, ray) 6 -> order 5 1 0 2 6
     assert as_set(blocker.candidates(Batch(records=recs))) == {(1, 5), (0, 1), (0, 2), (2, 6)}
     stats = described(blocker, Batch(records=recs))["per_key"][0]
     assert (stats["key"], stats["records_sorted"], stats["records_missing"], stats["distinct_keys"]) == (
-        "any_order(given+surname)", 5, 2, 4)
+        "any_order(given+surname)",
+        5,
+        2,
+        4,
+    )
     # in the given order: ann(1) john(0) kate(6) smith(2) zoe(5): 0 and 2 are not neighbours
     ordered = SortedNeighbourhood(SortedNeighbourhood.Params(key=["given", "surname"], window=2))
     assert (0, 2) not in as_set(ordered.candidates(Batch(records=recs)))
@@ -383,8 +406,7 @@ def test_any_order_codes_are_the_sorted_values_order() -> None:
     values = rb.any_order_values(cols, [None, 1, None])
     tuples = list(zip(*values))
     # the naive definition: each record's values, the second cut to 1 character, sorted in Python
-    naive = [tuple(sorted(t)) if all(t) else (None, None, None)
-             for t in zip(cols[0], [v[:1] if v else v for v in cols[1]], cols[2])]
+    naive = [tuple(sorted(t)) if all(t) else (None, None, None) for t in zip(cols[0], [v[:1] if v else v for v in cols[1]], cols[2])]
     assert tuples == naive
     assert rb.any_order_values([[], []], [None, None]) == [[], []]
     assert rb.any_order_values([[None, ""], ["a", None]], [None, None]) == [[None, None], [None, None]]
@@ -487,13 +509,18 @@ def test_registered_through_the_hook() -> None:
 
 
 def flat_records(n: int, values: list[str | None], n_sources: int = 1) -> Records:
-    return Records(ids=[str(i) for i in range(n)], source=np.arange(n) % n_sources,
-                   source_names=[f"s{i}" for i in range(n_sources)], fields={"k": values, "j": [str(i) for i in range(n)]})
+    return Records(
+        ids=[str(i) for i in range(n)],
+        source=np.arange(n) % n_sources,
+        source_names=[f"s{i}" for i in range(n_sources)],
+        fields={"k": values, "j": [str(i) for i in range(n)]},
+    )
 
 
 @pytest.fixture
 def no_pairs_made(monkeypatch: pytest.MonkeyPatch) -> None:
     """A refusal must come before any pair exists: making one fails the test."""
+
     def fail(*args: object) -> None:
         raise AssertionError("a pair was made before the limit was checked")
 
@@ -576,7 +603,9 @@ def test_available_memory_follows_an_address_space_limit() -> None:
     import subprocess
     import sys
 
-    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-            "from er_plugins.records_blocking import available_memory; print(available_memory())")
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+        "from er_plugins.records_blocking import available_memory; print(available_memory())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert 0 < int(out) < 3 << 30

@@ -13,8 +13,8 @@ import pytest
 from er_framework.data import Records
 from er_framework.kernels.arrow import ArrowValues, coded_parts, coded_strings, string_array
 from er_framework.normalize import normalize_column_with_stats
-from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
 from er_plugins.record_columns import FieldColumn
+from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
 
 
 def _column(seed: int, n: int) -> tuple[list[str | None], np.ndarray]:
@@ -45,8 +45,9 @@ def test_field_codes_of_coded_and_plain_columns_agree(seed: int, prefix: int | N
     np.testing.assert_array_equal(field_codes(unused, prefix)[0], want[0])
 
 
-def _naive_field_column(fields: dict[str, list[str | None]], columns: list[str], scorer: str, rows: np.ndarray,
-                        last_digits: int | None) -> tuple[list[str], list[int]]:
+def _naive_field_column(
+    fields: dict[str, list[str | None]], columns: list[str], scorer: str, rows: np.ndarray, last_digits: int | None
+) -> tuple[list[str], list[int]]:
     """A field's values for ``rows``, by the definition: blank parts dropped, the rest joined by one space;
     ``digits`` keeps the ASCII digits (the last ``last_digits``); distinct values in order of first appearance."""
     values = []
@@ -81,8 +82,7 @@ def test_field_column_of_coded_and_plain_columns_agree(
     as_arrow = {k: ArrowValues(string_array(v)) for k, v in plain.items()}
 
     def records(fields: dict[str, Any]) -> Records:
-        return Records(ids=[str(i) for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"],
-                       fields=fields)
+        return Records(ids=[str(i) for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["s"], fields=fields)
 
     def prepared(fields: dict[str, Any], rows: np.ndarray, path: str) -> FieldColumn:
         monkeypatch.setattr(rc, "ARROW_MIN_VALUES", 1 << 40 if path == "python" else 0)
@@ -90,8 +90,12 @@ def test_field_column_of_coded_and_plain_columns_agree(
         assert isinstance(col.dictionary, list) == (path == "python")
         return col
 
-    for rows in (np.arange(n, dtype=np.int64), np.arange(0, n, 3, dtype=np.int64), np.arange(0, n, 50, dtype=np.int64),
-                 np.array([0, 1, 2, 3, 5, 17, 1999], dtype=np.int64)):  # every path: whole, by code, a few rows
+    for rows in (
+        np.arange(n, dtype=np.int64),
+        np.arange(0, n, 3, dtype=np.int64),
+        np.arange(0, n, 50, dtype=np.int64),
+        np.array([0, 1, 2, 3, 5, 17, 1999], dtype=np.int64),
+    ):  # every path: whole, by code, a few rows
         distinct, codes = _naive_field_column(plain, columns, scorer, rows, last_digits)
         naive = [distinct[c] if c >= 0 else None for c in codes]
         for fields in (coded, plain, as_arrow):  # normalized, as read, and as a large job's read keeps them

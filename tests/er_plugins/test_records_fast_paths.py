@@ -17,7 +17,6 @@ import pytest
 
 from er_plugins.records_blocking import field_codes, field_codes_arrow, field_codes_numpy
 
-
 # ---------------------------------------------------------------------------
 # field_codes
 

@@ -46,21 +46,31 @@ def write_run(
     rows = [(source, i, c) for i, c in clusters.items()] if isinstance(clusters, dict) else clusters
     full = [p if len(p) == 4 else (source, p[0], source, p[1]) for p in pairs]
     tables = {
-        "clusters": {"source": [r[0] for r in rows], "id": [r[1] for r in rows],
-                     "cluster_id": np.array([r[2] for r in rows], dtype=np.int64)},
-        "pairs": {"left_source": [p[0] for p in full], "left_id": [p[1] for p in full],
-                  "right_source": [p[2] for p in full], "right_id": [p[3] for p in full],
-                  "score": np.ones(len(full))},
+        "clusters": {
+            "source": [r[0] for r in rows],
+            "id": [r[1] for r in rows],
+            "cluster_id": np.array([r[2] for r in rows], dtype=np.int64),
+        },
+        "pairs": {
+            "left_source": [p[0] for p in full],
+            "left_id": [p[1] for p in full],
+            "right_source": [p[2] for p in full],
+            "right_id": [p[3] for p in full],
+            "score": np.ones(len(full)),
+        },
     }
     if candidates is not None:
-        tables["candidates"] = {"left_source": [p[0] for p in candidates], "left_id": [p[1] for p in candidates],
-                                "right_source": [p[2] for p in candidates], "right_id": [p[3] for p in candidates]}
+        tables["candidates"] = {
+            "left_source": [p[0] for p in candidates],
+            "left_id": [p[1] for p in candidates],
+            "right_source": [p[2] for p in candidates],
+            "right_id": [p[3] for p in candidates],
+        }
     if per_source is None:
         per_source = {}
         for r in rows:
             per_source[r[0]] = per_source.get(r[0], 0) + 1
-    report = {"mode": mode, "records": {"total": len(rows), "per_source": per_source},
-              "candidate_pairs": candidate_pairs}
+    report = {"mode": mode, "records": {"total": len(rows), "per_source": per_source}, "candidate_pairs": candidate_pairs}
     write_outputs(out, tables, {"report": report}, fmt=fmt)
     return out
 
@@ -194,8 +204,7 @@ def test_link_mode_two_sources(tmp_path: Path) -> None:
     clusters = [("A", "1", 0), ("A", "2", 1), ("A", "3", 2), ("B", "1", 0), ("B", "2", 3), ("B", "9", 2)]
     pairs = [("A", "1", "B", "1"), ("A", "3", "B", "9")]
     out = write_run(tmp_path / "o", clusters, pairs, mode="link", candidate_pairs=4)
-    truth = write_text(tmp_path / "t.csv",
-                       "left_source,left_id,right_source,right_id\nA,1,B,1\nA,2,B,2\n")
+    truth = write_text(tmp_path / "t.csv", "left_source,left_id,right_source,right_id\nA,1,B,1\nA,2,B,2\n")
     m = evaluate(out, load_truth(truth))
     assert m["blocking"]["possible_pairs"] == 9  # |A| x |B|
     assert m["blocking"]["reduction_ratio"] == pytest.approx(1 - 4 / 9)
@@ -338,6 +347,4 @@ def test_documents_job_against_planted_truth(tmp_path: Path) -> None:
     assert m["records"]["truth_only"]["count"] == 0
     assert m["records"]["output"] == 270
     assert 0.99 < m["blocking"]["reduction_ratio"] < 1.0
-    assert m["blocking"]["reduction_ratio"] == pytest.approx(
-        1 - m["blocking"]["candidate_pairs"] / (270 * 269 / 2)
-    )
+    assert m["blocking"]["reduction_ratio"] == pytest.approx(1 - m["blocking"]["candidate_pairs"] / (270 * 269 / 2))

@@ -38,21 +38,31 @@ def write_run(
     rows = [(source, i, c) for i, c in clusters.items()] if isinstance(clusters, dict) else clusters
     full = [p if len(p) == 4 else (source, p[0], source, p[1]) for p in pairs]
     tables = {
-        "clusters": {"source": [r[0] for r in rows], "id": [r[1] for r in rows],
-                     "cluster_id": np.array([r[2] for r in rows], dtype=np.int64)},
-        "pairs": {"left_source": [p[0] for p in full], "left_id": [p[1] for p in full],
-                  "right_source": [p[2] for p in full], "right_id": [p[3] for p in full],
-                  "score": np.ones(len(full))},
+        "clusters": {
+            "source": [r[0] for r in rows],
+            "id": [r[1] for r in rows],
+            "cluster_id": np.array([r[2] for r in rows], dtype=np.int64),
+        },
+        "pairs": {
+            "left_source": [p[0] for p in full],
+            "left_id": [p[1] for p in full],
+            "right_source": [p[2] for p in full],
+            "right_id": [p[3] for p in full],
+            "score": np.ones(len(full)),
+        },
     }
     if candidates is not None:
-        tables["candidates"] = {"left_source": [p[0] for p in candidates], "left_id": [p[1] for p in candidates],
-                                "right_source": [p[2] for p in candidates], "right_id": [p[3] for p in candidates]}
+        tables["candidates"] = {
+            "left_source": [p[0] for p in candidates],
+            "left_id": [p[1] for p in candidates],
+            "right_source": [p[2] for p in candidates],
+            "right_id": [p[3] for p in candidates],
+        }
     if per_source is None:
         per_source = {}
         for r in rows:
             per_source[r[0]] = per_source.get(r[0], 0) + 1
-    report = {"mode": mode, "records": {"total": len(rows), "per_source": per_source},
-              "candidate_pairs": candidate_pairs}
+    report = {"mode": mode, "records": {"total": len(rows), "per_source": per_source}, "candidate_pairs": candidate_pairs}
     write_outputs(out, tables, {"report": report}, fmt=fmt)
     return out
 
@@ -118,8 +128,7 @@ def test_jsonl_truth_with_integer_ids_and_parquet_outputs(tmp_path: Path) -> Non
     ids = {"1": 0, "2": 0, "3": 1, "4": 1, "5": 1, "6": 2}
     out = write_run(tmp_path / "o", ids, [("1", "2"), ("3", "4"), ("4", "5")], fmt="parquet")
     truth = tmp_path / "t.jsonl"
-    truth.write_text("".join(json.dumps({"id": int(i), "entity": c}) + "\n"
-                             for i, c in zip(ids, ["x", "x", "x", "y", "y", None])))
+    truth.write_text("".join(json.dumps({"id": int(i), "entity": c}) + "\n" for i, c in zip(ids, ["x", "x", "x", "y", "y", None])))
     m = evaluate(out, load_truth(truth))
     assert m["clusters"]["adjusted_rand_index"] == pytest.approx(7 / 22)
     assert m["clusters"]["bcubed_f1"] == pytest.approx(7 / 9)

@@ -35,7 +35,8 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _docs_job(tmp: Path, data: Path, executor: str, cluster: str = "connected_components") -> Path:
     cfg = tmp / f"job_{abs(hash((executor, cluster)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 7
         threshold: 0.6
         sources: [{{name: docs, path: {data}, id: id, fields: [text]}}]
@@ -44,7 +45,9 @@ def _docs_job(tmp: Path, data: Path, executor: str, cluster: str = "connected_co
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         cluster: {{type: {cluster}}}
-    """) + (f"executor: {executor}\n" if executor else ""))
+    """)
+        + (f"executor: {executor}\n" if executor else "")
+    )
     return cfg
 
 
@@ -79,8 +82,7 @@ def cluster(dask_cluster: LocalCluster) -> LocalCluster:
 
 
 @pytest.mark.parametrize("cluster_type", ["connected_components", "louvain"])
-def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, docs: Path, cluster: LocalCluster,
-                                                             cluster_type: str) -> None:
+def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, docs: Path, cluster: LocalCluster, cluster_type: str) -> None:
     local = _outputs(_docs_job(tmp_path, docs, "", cluster_type), tmp_path / "local")
     for mb in (0.02, 1.0):  # ~25 partitions and one
         executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: {mb}}}"
@@ -110,8 +112,7 @@ def test_dask_link_mode_customers_equal_local(tmp_path: Path, cluster: LocalClus
     text = (ROOT / "configs" / "customers_index.yaml").read_text()
     text = text.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
     (tmp_path / "local.yaml").write_text(text)
-    (tmp_path / "dask.yaml").write_text(
-        text + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.05}}\n")
+    (tmp_path / "dask.yaml").write_text(text + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.05}}\n")
     assert _outputs(tmp_path / "dask.yaml", tmp_path / "d") == _outputs(tmp_path / "local.yaml", tmp_path / "l")
 
 
@@ -250,8 +251,7 @@ def test_shipped_configs_on_a_two_worker_local_cluster_equal_local(tmp_path: Pat
     local, dask = _run_both(tmp_path, _shipped(name, tmp_path, None, "local"), _shipped(name, tmp_path, executor, "dask"))
     assert set(dask) == set(local)
     assert dask["executor"]["partitions"] >= 5 and dask["executor"]["workers"] == 2
-    for key in ("records", "candidate_pairs", "verified_pairs", "pairs_written", "clusters", "verifier", "link",
-                "shingler", "signature"):
+    for key in ("records", "candidate_pairs", "verified_pairs", "pairs_written", "clusters", "verifier", "link", "shingler", "signature"):
         assert dask[key] == local[key], key
     assert [b["candidate_pairs"] for b in dask["blockers"]] == [b["candidate_pairs"] for b in local["blockers"]]
     assert local["verified_pairs"] > 100
@@ -279,8 +279,7 @@ def test_sorted_neighbourhood_windows_cross_many_small_ranges(tmp_path: Path, cl
         cluster: {{type: label_propagation}}
     """)
     (tmp_path / "local.yaml").write_text(job)
-    (tmp_path / "dask.yaml").write_text(
-        job + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.005}}\n")
+    (tmp_path / "dask.yaml").write_text(job + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.005}}\n")
     local, dask = _run_both(tmp_path, tmp_path / "local.yaml", tmp_path / "dask.yaml")
     assert dask["executor"]["partitions"] > 12  # ~50 records a range: a window of 60 spans two or three
     assert dask["candidate_pairs"] == local["candidate_pairs"] > 50_000
@@ -291,19 +290,20 @@ def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: Lo
     """u fixed from random pairs, and no random pairs at all (EM's own initial u): the same fit and scores
     (and greedy_modularity, clustering on the client like every clusterer)."""
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.04}
-    for k, (verifier, clusterer, mode) in enumerate([
-        ({"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3},
-         "one_to_one", "link"),
-        ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0}, "greedy_modularity", "link"),
-        # exact duplicates collapsed: the random pairs are drawn over the active records, as locally
-        ({"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000}, "connected_components",
-         "link_and_dedup"),
-    ]):
+    for k, (verifier, clusterer, mode) in enumerate(
+        [
+            ({"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3}, "one_to_one", "link"),
+            ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0}, "greedy_modularity", "link"),
+            # exact duplicates collapsed: the random pairs are drawn over the active records, as locally
+            ({"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000}, "connected_components", "link_and_dedup"),
+        ]
+    ):
         tmp = tmp_path / str(k)
         tmp.mkdir()
         changes = {"verifier": verifier, "cluster": {"type": clusterer}, "mode": mode, "exact_duplicates": mode != "link"}
-        local, dask = _run_both(tmp, _shipped("customers.yaml", tmp, None, "local", **changes),
-                                _shipped("customers.yaml", tmp, executor, "dask", **changes))
+        local, dask = _run_both(
+            tmp, _shipped("customers.yaml", tmp, None, "local", **changes), _shipped("customers.yaml", tmp, executor, "dask", **changes)
+        )
         assert dask["verifier"] == local["verifier"] and dask["link"] == local["link"]
         assert local["verifier"]["random_pairs"] == verifier["u_from_random_pairs"]
         assert dask["exact_duplicates"] == local["exact_duplicates"]
@@ -337,15 +337,16 @@ def test_bad_prints_and_too_many_pairs_are_the_local_errors_on_dask(tmp_path: Pa
     assert not (tmp_path / "o").exists()
 
 
-def test_record_blockers_refuse_too_many_pairs_on_dask_with_the_local_message(tmp_path: Path,
-                                                                             cluster: LocalCluster) -> None:
+def test_record_blockers_refuse_too_many_pairs_on_dask_with_the_local_message(tmp_path: Path, cluster: LocalCluster) -> None:
     """sorted_neighbourhood (counted from every partition's sorted records; the local message) and field_hash
     (from every bucket's size) stop the job before any pair is made."""
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
-    for k, blocker in enumerate([
-        {"type": "sorted_neighbourhood", "keys": [["last_name"], ["zip"]], "window": 40, "max_pairs": 30_000},
-        {"type": "field_hash", "fields": ["last_name", "city"], "max_block_size": None, "max_pairs": 20_000},
-    ]):
+    for k, blocker in enumerate(
+        [
+            {"type": "sorted_neighbourhood", "keys": [["last_name"], ["zip"]], "window": 40, "max_pairs": 30_000},
+            {"type": "field_hash", "fields": ["last_name", "city"], "max_block_size": None, "max_pairs": 20_000},
+        ]
+    ):
         messages = []
         for ex in (None, executor):
             with pytest.raises(ErError) as info:
@@ -359,8 +360,7 @@ def test_record_blockers_refuse_too_many_pairs_on_dask_with_the_local_message(tm
     assert not (tmp_path / "o").exists()
 
 
-def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: Path, docs: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_components_that_cannot_run_by_partition_are_refused_by_name(tmp_path: Path, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A blocker with neither bucket ids nor sort keys, a trained verifier without pair codes, a shingler
     needing the whole corpus: one refusal each, naming it, why, and what to use instead; no cluster started."""
     import er_framework.executors.dask as dask_executor
@@ -411,12 +411,20 @@ def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, clus
     """field_hash's report (per key: records keyed and missing, distinct values, buckets, pairs, the purged
     buckets with the largest ten and their values, ties included) merged from the partitions and every
     bucket equals the local one, in link mode (cross-source pairs only) and in a dedup report."""
-    blockers = [{"type": "field_hash", "fields": ["city", "zip", ["last_name", "city"], "dob", {"any_order": ["first_name", "last_name"]}],
-                 "max_block_size": 4}]
+    blockers = [
+        {
+            "type": "field_hash",
+            "fields": ["city", "zip", ["last_name", "city"], "dob", {"any_order": ["first_name", "last_name"]}],
+            "max_block_size": 4,
+        }
+    ]
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
     changes: dict[str, Any] = {"blockers": blockers, "mode": mode, "verifier": {"type": "field_score", "threshold": 150}}
-    local, dask = _run_both(tmp_path, _shipped("customers.yaml", tmp_path, None, "local", **changes),
-                            _shipped("customers.yaml", tmp_path, executor, "dask", **changes))
+    local, dask = _run_both(
+        tmp_path,
+        _shipped("customers.yaml", tmp_path, None, "local", **changes),
+        _shipped("customers.yaml", tmp_path, executor, "dask", **changes),
+    )
     assert dask["executor"]["partitions"] >= 5
     mine, theirs = dask["blockers"][0], local["blockers"][0]
     assert mine == theirs
@@ -431,20 +439,30 @@ def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, clus
 TOP = 10  # field_hash lists the ten largest purged buckets of a key
 
 
-@pytest.mark.parametrize("shipped, changes", [
-    ("documents.yaml", {"blockers": [{"type": "lsh_bands", "bands": 16, "rows": 2, "max_bucket_size": 3}]}),
-    # a whole-corpus shingler with a builder taking minima: the local run signs its sets
-    ("fingerprints.yaml", {"signature": {"type": "minhash", "num_perm": 64},
-                           "blockers": [{"type": "lsh_bands", "bands": 16, "rows": 4, "max_bucket_size": 5}],
-                           "verifier": {"type": "jaccard", "threshold": 0.5}}),
-])
-def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(tmp_path: Path, cluster: LocalCluster,
-                                                                      shipped: str, changes: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "shipped, changes",
+    [
+        ("documents.yaml", {"blockers": [{"type": "lsh_bands", "bands": 16, "rows": 2, "max_bucket_size": 3}]}),
+        # a whole-corpus shingler with a builder taking minima: the local run signs its sets
+        (
+            "fingerprints.yaml",
+            {
+                "signature": {"type": "minhash", "num_perm": 64},
+                "blockers": [{"type": "lsh_bands", "bands": 16, "rows": 4, "max_bucket_size": 5}],
+                "verifier": {"type": "jaccard", "threshold": 0.5},
+            },
+        ),
+    ],
+)
+def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(
+    tmp_path: Path, cluster: LocalCluster, shipped: str, changes: dict[str, Any]
+) -> None:
     """lsh_bands' bucket statistics with oversized buckets, and the tokens section (with repeats for
     multisets, distinct when the local run signs sets), merged from the partitions: the local numbers."""
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.02}
-    local, dask = _run_both(tmp_path, _shipped(shipped, tmp_path, None, "local", **changes),
-                            _shipped(shipped, tmp_path, executor, "dask", **changes))
+    local, dask = _run_both(
+        tmp_path, _shipped(shipped, tmp_path, None, "local", **changes), _shipped(shipped, tmp_path, executor, "dask", **changes)
+    )
     assert dask["executor"]["partitions"] >= 3
     assert dask["blockers"] == local["blockers"] and local["blockers"][0]["oversized_buckets"] > 0
     assert local["blockers"][0]["pairs_skipped"] > 0

@@ -18,6 +18,7 @@ def test_connect_turns_every_failure_into_one_message(monkeypatch: pytest.Monkey
     def raising(exc: BaseException) -> Any:
         def make(address: str, timeout: str) -> Any:
             raise exc
+
         return make
 
     cases = [
@@ -29,8 +30,7 @@ def test_connect_turns_every_failure_into_one_message(monkeypatch: pytest.Monkey
         with pytest.raises(ErError, match="could not connect to the Dask scheduler at tcp://h:1") as err:
             ex.connect(raising(exc), "tcp://h:1", "job.yaml")
         assert needle in str(err.value) and "executor.address" in str(err.value)
-    assert ex.connect(lambda address, timeout: ("client", address, timeout), "tcp://h:1", "job.yaml") == (
-        "client", "tcp://h:1", "30.0s")
+    assert ex.connect(lambda address, timeout: ("client", address, timeout), "tcp://h:1", "job.yaml") == ("client", "tcp://h:1", "30.0s")
 
 
 def test_connect_does_not_wait_past_its_timeout_for_a_handshake(monkeypatch: pytest.MonkeyPatch) -> None:

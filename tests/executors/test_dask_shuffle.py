@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("n, n_parts, window, link, distinct", [
-    (0, 3, 4, False, 5), (7, 4, 10, False, 3), (300, 6, 5, True, 40), (300, 9, 40, False, 2), (500, 1, 3, True, 500),
-])
-def test_the_distributed_sort_gives_the_windows_of_one_sort(n: int, n_parts: int, window: int, link: bool,
-                                                            distinct: int) -> None:
+@pytest.mark.parametrize(
+    "n, n_parts, window, link, distinct",
+    [
+        (0, 3, 4, False, 5),
+        (7, 4, 10, False, 3),
+        (300, 6, 5, True, 40),
+        (300, 9, 40, False, 2),
+        (500, 1, 3, True, 500),
+    ],
+)
+def test_the_distributed_sort_gives_the_windows_of_one_sort(n: int, n_parts: int, window: int, link: bool, distinct: int) -> None:
     """The window tasks, run in this process on partitions of random keys (many ties, long keys, ranges
     shorter than the window, empty passes), give the pairs of one global sort by (key, index)."""
     import numpy as np

@@ -22,7 +22,8 @@ DOCS = ROOT / "configs" / "data" / "docs.jsonl"
 
 def _job(tmp: Path, executor: str) -> Path:
     cfg = tmp / "job.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         threshold: 0.8
         sources: [{{name: docs, path: {DOCS}, id: id, fields: [text]}}]
         shingler: {{type: char, k: 5}}
@@ -30,7 +31,9 @@ def _job(tmp: Path, executor: str) -> Path:
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         executor: {executor}
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     return cfg
 
 
@@ -59,14 +62,17 @@ def test_an_unknown_executor_is_a_config_error_with_did_you_mean(tmp_path: Path)
 
 def test_an_executor_installed_through_an_entry_point_runs_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = tmp_path / "my_executor.py"
-    module.write_text(textwrap.dedent("""
+    module.write_text(
+        textwrap.dedent("""
         from er_framework.executors.local import run_local
         CALLS = []
 
         def run(job, out_dir=None, *, progress=None, write=True):
             CALLS.append(job.spec.executor.type)
             return run_local(job, out_dir, progress=progress, write=write)
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     _with_entry_points(monkeypatch, md.EntryPoint("mine", "my_executor:run", registry.EXECUTOR_GROUP))
     job = parse_job(_job(tmp_path, "{type: mine}"))
@@ -84,8 +90,11 @@ def test_an_installed_executor_may_not_take_a_built_in_name(monkeypatch: pytest.
 
 
 def test_an_executor_that_cannot_be_loaded_is_a_plugin_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _with_entry_points(monkeypatch, md.EntryPoint("gone", "no_such_module_for_er:run", registry.EXECUTOR_GROUP),
-                       md.EntryPoint("typo", "er_framework.executors.local:run_lcoal", registry.EXECUTOR_GROUP))
+    _with_entry_points(
+        monkeypatch,
+        md.EntryPoint("gone", "no_such_module_for_er:run", registry.EXECUTOR_GROUP),
+        md.EntryPoint("typo", "er_framework.executors.local:run_lcoal", registry.EXECUTOR_GROUP),
+    )
     with pytest.raises(PluginError, match="executor 'gone'.*cannot be loaded: ModuleNotFoundError"):
         get_executor("gone")
     with pytest.raises(PluginError, match="executor 'typo'.*cannot be loaded: AttributeError"):
@@ -133,19 +142,20 @@ def test_an_installed_executor_validates_its_own_options(tmp_path: Path, monkeyp
     job = parse_job(_job(tmp_path, "{type: queued, queue: fast, retries: 2}"))
     assert job.executor_params == module.QueueParams(queue="fast", retries=2)
     run_job(job, tmp_path / "out")
-    assert module.SEEN == [module.QueueParams(queue="fast", retries=2)]
+    assert [module.QueueParams(queue="fast", retries=2)] == module.SEEN
     # unknown keys with did-you-mean, bad values and missing keys: each with its YAML path and line
     cfg = _job(tmp_path, "{type: queued}")
     cfg.write_text(cfg.read_text(encoding="utf-8").replace("{type: queued}", "\n  type: queued\n  retrys: 2"), encoding="utf-8")
     with pytest.raises(ConfigError) as info:
         parse_job(cfg)
     assert [(p.where.rsplit("/", 1)[-1], p.path, p.message) for p in info.value.problems] == [
-        ("job.yaml:10", "executor.retrys", "unknown key 'retrys'"), ("job.yaml:9", "executor.queue", "required key 'queue' is missing")]
+        ("job.yaml:10", "executor.retrys", "unknown key 'retrys'"),
+        ("job.yaml:9", "executor.queue", "required key 'queue' is missing"),
+    ]
     assert info.value.problems[0].fix.startswith("did you mean 'retries'? allowed keys of executor 'queued': queue, retries, type")
     with pytest.raises(ConfigError) as info:
         parse_job(_job(tmp_path, "{type: queued, queue: fast, retries: 9}"))
-    assert [(p.path, p.message) for p in info.value.problems] == [
-        ("executor.retries", "Input should be less than or equal to 5 (got 9)")]
+    assert [(p.path, p.message) for p in info.value.problems] == [("executor.retries", "Input should be less than or equal to 5 (got 9)")]
     # and the JSON schema of job files describes them
     from er_framework.config.schema import job_json_schema
 
@@ -163,11 +173,15 @@ def test_an_installed_executor_without_a_params_model_takes_no_options(tmp_path:
 
 
 @pytest.mark.parametrize("model", ["dict", "pydantic.BaseModel", "type('Open', (Params,), {'model_config': {'extra': 'allow'}})"])
-def test_an_options_model_must_be_params_that_forbid_unknown_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  model: str) -> None:
+def test_an_options_model_must_be_params_that_forbid_unknown_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> None:
     module = f"bad_model_{abs(hash(model))}"
-    _install(tmp_path, monkeypatch, module, "import pydantic\nfrom er_framework import Params\n"
-             f"from er_framework.executors.local import run_local\n\ndef run(*a, **k):\n    return run_local(*a, **k)\n\n"
-             f"run.Params = {model}\n")
+    _install(
+        tmp_path,
+        monkeypatch,
+        module,
+        "import pydantic\nfrom er_framework import Params\n"
+        f"from er_framework.executors.local import run_local\n\ndef run(*a, **k):\n    return run_local(*a, **k)\n\n"
+        f"run.Params = {model}\n",
+    )
     with pytest.raises(PluginError, match="is not a subclass of er_framework.Params that forbids unknown keys"):
         parse_job(_job(tmp_path, "{type: queued}"))

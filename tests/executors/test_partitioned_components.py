@@ -13,10 +13,10 @@ from er_framework.capabilities import Partitionable, has
 from er_framework.components import Context
 from er_framework.data import Batch, Records, Signatures
 from er_framework.errors import ErError
-from er_framework.testing import check_partitionable
 from er_framework.kernels.bits import bits_from_bool, bool_from_bits, unpack_bits
 from er_framework.kernels.bits_candidates import cell_sets
 from er_framework.synth.fingerprints import simulate_cells, simulate_minutiae
+from er_framework.testing import check_partitionable
 from er_plugins.fingerprints import (
     GridBits,
     GridBitsParams,
@@ -41,18 +41,26 @@ def _pairs_from_keys(rows: np.ndarray, keys: np.ndarray, cap: int | None, source
     buckets: dict[int, list[int]] = {}
     for r, k in zip(rows.tolist(), keys.tolist()):
         buckets.setdefault(k, []).append(r)
-    return {(min(x, y), max(x, y)) for m in buckets.values() if cap is None or len(m) <= cap
-            for x in m for y in m if x != y and (not link or source[x] != source[y])}
+    return {
+        (min(x, y), max(x, y))
+        for m in buckets.values()
+        if cap is None or len(m) <= cap
+        for x in m
+        for y in m
+        if x != y and (not link or source[x] != source[y])
+    }
 
 
-@pytest.mark.parametrize("occupancy, cells, sets, cap, link", [
-    (0.2, 3, 256, None, False),
-    (0.3, 2, 64, 18, False),
-    (0.25, 3, 512, None, True),
-    (0.5, 1, 40, 116, True),
-])
-def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int, sets: int, cap: int | None,
-                                                   link: bool) -> None:
+@pytest.mark.parametrize(
+    "occupancy, cells, sets, cap, link",
+    [
+        (0.2, 3, 256, None, False),
+        (0.3, 2, 64, 18, False),
+        (0.25, 3, 512, None, True),
+        (0.5, 1, 40, 116, True),
+    ],
+)
+def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int, sets: int, cap: int | None, link: bool) -> None:
     bits, _ = simulate_cells(120, 2, 100, occupancy, 0.8, seed=cells * 7 + sets)
     bits = np.concatenate([bits, np.zeros((3, bits.shape[1]), dtype=np.uint64), bits[:4]])  # empty prints, copies
     rng = np.random.default_rng(sets)
@@ -76,8 +84,13 @@ def test_grid_bits_lookup_keys_give_the_candidates(occupancy: float, cells: int,
     assert raw == report["raw_pairs"]
     # the report of block(), from two partitions' partition_report and the keys' bucket statistics
     over = sizes[sizes > (cap or len(bits))]
-    buckets = {"buckets": int((sizes >= 2).sum()), "largest_bucket": largest, "oversized_buckets": len(over),
-               "pairs_skipped": int((over * (over - 1) // 2).sum()), "raw_pairs": raw}
+    buckets = {
+        "buckets": int((sizes >= 2).sum()),
+        "largest_bucket": largest,
+        "oversized_buckets": len(over),
+        "pairs_skipped": int((over * (over - 1) // 2).sum()),
+        "raw_pairs": raw,
+    }
     half = len(bits) // 2
     parts = [blocker.partition_report(batch.subset(np.arange(a, b, dtype=np.int64))) for a, b in ((0, half), (half, len(bits)))]
     fresh = GridBits(GridBitsParams(sets=sets, cells=cells, max_bucket_size=cap), Context(seed=5))
@@ -99,8 +112,13 @@ def test_set_members_is_the_naive_membership() -> None:
     bits, _ = simulate_cells(30, 2, 130, 0.3, 0.8, seed=1)
     sets = cell_sets(200, 2, 130, seed=3)
     rows, which = set_members(bits, sets)
-    cells = [set(r) for r in (unpack_bits(bits, 130).tokens[a:b].tolist()
-                              for a, b in zip(unpack_bits(bits, 130).indptr[:-1], unpack_bits(bits, 130).indptr[1:]))]
+    cells = [
+        set(r)
+        for r in (
+            unpack_bits(bits, 130).tokens[a:b].tolist()
+            for a, b in zip(unpack_bits(bits, 130).indptr[:-1], unpack_bits(bits, 130).indptr[1:])
+        )
+    ]
     naive = [(i, j) for i in range(len(bits)) for j in range(len(sets)) if set(sets[j].tolist()) <= cells[i]]
     assert list(zip(rows.tolist(), which.tolist())) == naive and len(naive) > 100
     # a set repeated twice is two buckets (as candidates() counts them)
@@ -115,8 +133,12 @@ def _prints_records(prints: list[np.ndarray]) -> Records:
     import json
 
     values = [json.dumps(p.round(3).tolist()) for p in prints]
-    return Records(ids=[f"p{i}" for i in range(len(values))], source=np.zeros(len(values), dtype=np.int32),
-                   source_names=["prints"], fields={"minutiae": values})
+    return Records(
+        ids=[f"p{i}" for i in range(len(values))],
+        source=np.zeros(len(values), dtype=np.int32),
+        source_names=["prints"],
+        fields={"minutiae": values},
+    )
 
 
 def test_grid_cells_per_partition_equal_one_call() -> None:
@@ -142,14 +164,38 @@ def test_grid_cells_per_partition_equal_one_call() -> None:
 
 def _tricky_records(n: int, seed: int) -> Records:
     rng = np.random.default_rng(seed)
-    pool = ["a", "ab", "abc", "b", "", None, "a\x00", "a\x00b", "a\x01", "\u00e9t\u00e9", "\U0001F600", "zz", "Ab", "a b",
-            "\x00a", "\x00\x00", "\x00b", "\x01", "a\x00\x01", "x" * 20 + "\x00"]
+    pool = [
+        "a",
+        "ab",
+        "abc",
+        "b",
+        "",
+        None,
+        "a\x00",
+        "a\x00b",
+        "a\x01",
+        "\u00e9t\u00e9",
+        "\U0001f600",
+        "zz",
+        "Ab",
+        "a b",
+        "\x00a",
+        "\x00\x00",
+        "\x00b",
+        "\x01",
+        "a\x00\x01",
+        "x" * 20 + "\x00",
+    ]
 
     def pick() -> list[str | None]:
         return [pool[i] for i in rng.integers(0, len(pool), n)]
 
-    return Records(ids=[str(i) for i in range(n)], source=rng.integers(0, 2, n).astype(np.int32),
-                   source_names=["a", "b"], fields={"last": pick(), "first": pick(), "zip": pick()})
+    return Records(
+        ids=[str(i) for i in range(n)],
+        source=rng.integers(0, 2, n).astype(np.int32),
+        source_names=["a", "b"],
+        fields={"last": pick(), "first": pick(), "zip": pick()},
+    )
 
 
 def _windows_naive(blocker, batch: Batch) -> set[tuple[int, int]]:
@@ -166,14 +212,17 @@ def _windows_naive(blocker, batch: Batch) -> set[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("params, link", [
-    ({"key": ["last", "first"], "window": 3}, False),
-    ({"key": ["last", "first"], "window": 5}, True),
-    ({"keys": [["last"], ["zip", "first"]], "prefix": {"first": 1, "zip": 2}, "window": 4}, False),
-    ({"keys": [["first", "last", "zip"]], "window": 2}, True),
-    ({"keys": [{"any_order": ["first", "last"]}, ["zip"]], "prefix": {"first": 2}, "window": 3}, False),
-    ({"key": {"any_order": ["zip", "first", "last"]}, "window": 4}, True),
-])
+@pytest.mark.parametrize(
+    "params, link",
+    [
+        ({"key": ["last", "first"], "window": 3}, False),
+        ({"key": ["last", "first"], "window": 5}, True),
+        ({"keys": [["last"], ["zip", "first"]], "prefix": {"first": 1, "zip": 2}, "window": 4}, False),
+        ({"keys": [["first", "last", "zip"]], "window": 2}, True),
+        ({"keys": [{"any_order": ["first", "last"]}, ["zip"]], "prefix": {"first": 2}, "window": 3}, False),
+        ({"key": {"any_order": ["zip", "first", "last"]}, "window": 4}, True),
+    ],
+)
 def test_sorted_neighbourhood_window_keys_give_the_candidates(params: dict, link: bool) -> None:
     from er_plugins.records_blocking import (
         SortedNeighbourhood,
@@ -213,11 +262,11 @@ def test_sort_strings_order_the_value_tuples() -> None:
 def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities() -> None:
     from er_framework.data import Pairs
     from er_framework.testing import check_pair_codes, check_shingler, check_window_keys
+    from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams, FSField
     from er_plugins.records_blocking import (
         SortedNeighbourhood,
         SortedNeighbourhoodParams,
     )
-    from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams, FSField
 
     prints, _ = simulate_minutiae(12, 2, 500.0, 500.0, seed=8)
     check_shingler(GridCells(GridParams(width=500, height=500, grid_x=10, grid_y=10, margin=2.0)), _prints_records(prints))
@@ -235,8 +284,11 @@ def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities(
     with pytest.raises(AssertionError):
         check_window_keys(PositionKeys(SortedNeighbourhoodParams(key=["last"], window=3)), Batch(records=recs))
 
-    fields = [FSField(field="last", comparison="jaro_winkler", levels=[100, 80]),
-              FSField(field="first", comparison="ratio", levels=[100, 60]), FSField(field="zip", comparison="exact")]
+    fields = [
+        FSField(field="last", comparison="jaro_winkler", levels=[100, 80]),
+        FSField(field="first", comparison="ratio", levels=[100, 60]),
+        FSField(field="zip", comparison="exact"),
+    ]
     rng = np.random.default_rng(4)
     left = rng.integers(0, 60, 300)
     pairs = Pairs(left, left + rng.integers(1, 60, 300)).normalized()
@@ -252,7 +304,7 @@ def test_the_contract_kit_accepts_the_built_ins_and_catches_broken_capabilities(
         check_pair_codes(CountedCodes(FellegiSunterParams(fields=fields, threshold=0.5)), Batch(records=recs), pairs)
 
 
-@pytest.mark.parametrize("alphabet", ["ab\x00", "\x00\x01ab", "ab\u00e9\U0001F600", "ab"])
+@pytest.mark.parametrize("alphabet", ["ab\x00", "\x00\x01ab", "ab\u00e9\U0001f600", "ab"])
 @pytest.mark.parametrize("prefix", [None, 2])
 def test_field_codes_rank_every_value_as_python_sorts_it(alphabet: str, prefix: int | None) -> None:
     """Values holding NUL characters too (numpy's StringDType sort merged distinct ones): codes are the

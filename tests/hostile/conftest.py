@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
@@ -67,8 +68,13 @@ class Ran:
 
 
 def run_er(
-    args: Sequence[str], cwd: str | Path | None = None, *, timeout: float = 300, limit_mb: int | None = None,
-    env: dict[str, str] | None = None, stdin: bytes | None = None,
+    args: Sequence[str],
+    cwd: str | Path | None = None,
+    *,
+    timeout: float = 300,
+    limit_mb: int | None = None,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> Ran:
     """Run ``er ARGS`` as a whole process; kill its whole process group on timeout."""
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
@@ -81,9 +87,13 @@ def run_er(
     os.close(fd)
     launcher = [sys.executable, "-c", LAUNCHER, rusage_file, str(limit_mb or 0), "-m", "er_framework.cli.main"]
     proc = subprocess.Popen(
-        [*launcher, *map(str, args)], cwd=cwd, env=full_env,
+        [*launcher, *map(str, args)],
+        cwd=cwd,
+        env=full_env,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=new_group,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=new_group,
     )
     chunks: dict[str, bytes] = {}
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 
 Er = Callable[..., Any]
 
@@ -77,8 +77,7 @@ def test_an_alias_bomb_is_refused_in_small_memory(er: Er, tmp_path: Path, verb: 
     out = tmp_path / "out"
     args = [verb, path] + (["--out", out] if verb == "run" else [])
     ran = er(args, limit_mb=1500, timeout=120)
-    ran.assert_clean_error(2, "job.yaml:5", "the alias *a3 expands to more than 10,000 values", "billion laughs",
-                           "write the values out")
+    ran.assert_clean_error(2, "job.yaml:5", "the alias *a3 expands to more than 10,000 values", "billion laughs", "write the values out")
     assert ran.peak_mb < 500, ran.peak_mb
     assert not out.exists() or not any(out.iterdir())
 
@@ -180,8 +179,8 @@ def test_deep_nesting_through_aliases_is_refused(er: Er, tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "value, tag",
     [
-        ("!!python/object/apply:os.system [\"touch PWNED\"]", "!!python/object/apply:os.system"),
-        ("!!python/object/new:os.system [\"touch PWNED\"]", "!!python/object/new:os.system"),
+        ('!!python/object/apply:os.system ["touch PWNED"]', "!!python/object/apply:os.system"),
+        ('!!python/object/new:os.system ["touch PWNED"]', "!!python/object/new:os.system"),
         ("!!python/name:os.system", "!!python/name:os.system"),
         ("!!binary aGVsbG8=", "!!binary"),
         ("!!set {a, b}", "!!set"),
@@ -208,15 +207,13 @@ def test_every_tag_is_reported_at_once(er: Er, tmp_path: Path) -> None:
 def test_a_top_level_error_adds_no_spurious_threshold_problem(er: Er, tmp_path: Path) -> None:
     # a typo'd required key (the schema fails) with a valid top-level threshold: one real fault, reported once
     ran = er(["validate", job(tmp_path, GOOD.replace("sources:", "sourcs:"))], timeout=120)
-    ran.assert_clean_error(2, "2 problems found", "unknown key 'sourcs'", "did you mean 'sources'?",
-                           "required key 'sources' is missing")
+    ran.assert_clean_error(2, "2 problems found", "unknown key 'sourcs'", "did you mean 'sources'?", "required key 'sources' is missing")
     assert "no threshold" not in ran.err and "needs a threshold" not in ran.err
 
 
 def test_a_bad_threshold_is_one_problem_not_three(er: Er, tmp_path: Path) -> None:
     for i, bad in enumerate(["1.5", "high", "true", "[0.8]"]):
-        ran = er(["validate", job(tmp_path, GOOD.replace("threshold: 0.8", f"threshold: {bad}"), f"j{i}.yaml")],
-                     timeout=120)
+        ran = er(["validate", job(tmp_path, GOOD.replace("threshold: 0.8", f"threshold: {bad}"), f"j{i}.yaml")], timeout=120)
         ran.assert_clean_error(2, "1 problem found", f"j{i}.yaml:4", "threshold")
         assert "no threshold" not in ran.err and "needs a threshold" not in ran.err, ran.err
 
@@ -228,15 +225,24 @@ def test_a_bad_threshold_is_one_problem_not_three(er: Er, tmp_path: Path) -> Non
     "old, new, needles",
     [
         ("threshold: 0.8", "threshold: true", ("job.yaml:4", "threshold: true is a boolean; expected a number")),
-        ("num_perm: 64", "num_perm: '64'", ("job.yaml:15", 'signature.num_perm: "64" is a string; expected a whole number',
-                                           "write 64 without quotes")),
+        (
+            "num_perm: 64",
+            "num_perm: '64'",
+            ("job.yaml:15", 'signature.num_perm: "64" is a string; expected a whole number', "write 64 without quotes"),
+        ),
         ("num_perm: 64", "num_perm: true", ("signature.num_perm: true is a boolean; expected a whole number",)),
         ("seed: 1", "seed: '1'", ("job.yaml:3", 'seed: "1" is a string; expected a whole number')),
         ("  k: 5", "  k: false", ("shingler.k: false is a boolean; expected a whole number",)),
-        ("    fields: [text]", "    fields: [text]\n    max_record_mb: yes",
-         ("sources[0].max_record_mb: true is a boolean; expected a number",)),
-        ("cluster:", "exact_duplicates: {enabled: 1}\ncluster:",
-         ("exact_duplicates.enabled: 1 is a whole number; expected true or false",)),
+        (
+            "    fields: [text]",
+            "    fields: [text]\n    max_record_mb: yes",
+            ("sources[0].max_record_mb: true is a boolean; expected a number",),
+        ),
+        (
+            "cluster:",
+            "exact_duplicates: {enabled: 1}\ncluster:",
+            ("exact_duplicates.enabled: 1 is a whole number; expected true or false",),
+        ),
         ("  type: jaccard", "  type: jaccard\n  threshold: '0.5'", ('verifier.threshold: "0.5" is a string; expected a number',)),
     ],
 )
@@ -271,9 +277,11 @@ def test_an_empty_verifier_names_it(er: Er, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "old, new, needles",
     [
-        ("sources:\n  - name: docs\n    path: docs.jsonl\n    id: id\n    fields: [text]\n", "",
-         ("job.yaml: sources: required key 'sources' is missing",
-          "sources: [{name: docs, path: docs.jsonl, fields: [text]}]")),
+        (
+            "sources:\n  - name: docs\n    path: docs.jsonl\n    id: id\n    fields: [text]\n",
+            "",
+            ("job.yaml: sources: required key 'sources' is missing", "sources: [{name: docs, path: docs.jsonl, fields: [text]}]"),
+        ),
         ("  - name: docs\n    path", "  - path", ("sources[0].name: required key 'name' is missing", "add name: NAME")),
         ("    path: docs.jsonl\n", "", ("sources[0].path: required key 'path' is missing", "add path: FILE")),
         ("    fields: [text]\n", "", ("sources[0].fields: required key 'fields' is missing", "add fields: [COLUMN")),

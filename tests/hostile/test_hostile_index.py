@@ -6,6 +6,7 @@ wrong and how to fix it, and no file changed that er did not create.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,8 +16,9 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -38,7 +40,27 @@ verifier: {{type: jaccard}}
 cluster: {{type: connected_components}}
 """
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+]
 
 
 def _text(i: int) -> str:
@@ -62,8 +84,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An index of 300 documents, built once by ``er index build`` (tests copy it)."""
     folder = tmp_path_factory.mktemp("built")
     _docs(folder / "docs.jsonl", range(300))
-    done = subprocess.run([sys.executable, "-m", "er_framework.cli.main", "index", "build", str(_job(folder)),
-                           "--index", str(folder / "docs.erx"), "-q"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "er_framework.cli.main", "index", "build", str(_job(folder)), "--index", str(folder / "docs.erx"), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return folder / "docs.erx"
 
@@ -141,9 +167,13 @@ def test_read_only_commands_leave_an_index_unchanged(er: Er, index: Path) -> Non
 def test_er_query_answers_while_another_process_writes(er: Er, index: Path, tmp_path: Path) -> None:
     """A read-only ``er query`` sees the last committed index while ``er index add`` holds its write transaction."""
     items = _docs(tmp_path / "items.jsonl", range(1000, 1040), "n")
-    writer = subprocess.Popen([sys.executable, "-m", "er_framework.cli.main", "index", "add", str(index), str(items)],
-                              env={**os.environ, PAUSE_ENV: "20"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "er_framework.cli.main", "index", "add", str(index), str(items)],
+        env={**os.environ, PAUSE_ENV: "20"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stderr is not None
         assert "paused before commit" in writer.stderr.readline()
@@ -178,8 +208,7 @@ def test_a_damaged_index_is_named_damaged_by_every_command(er: Er, index: Path, 
     items = _docs(tmp_path / "items.jsonl", range(1000, 1002), "n")
     for args in _commands(index, items):
         ran = er(args, timeout=120)
-        ran.assert_clean_error(2, f"the index file {index} is damaged (sqlite: ", "rebuild it with: er index build",
-                               "job.yaml")
+        ran.assert_clean_error(2, f"the index file {index} is damaged (sqlite: ", "rebuild it with: er index build", "job.yaml")
         assert "not in the index" not in ran.err
     assert _state(index)[0] == before[0]  # nothing written into it
 
@@ -284,10 +313,8 @@ def fake_server() -> Iterator[Callable[[bytes | None], str]]:
                     continue
                 conns.append(conn)
                 if reply is not None:
-                    try:
+                    with contextlib.suppress(OSError):
                         conn.sendall(reply)
-                    except OSError:
-                        pass
 
         threading.Thread(target=serve, daemon=True).start()
         return f"tcp://127.0.0.1:{srv.getsockname()[1]}"
@@ -301,15 +328,17 @@ def fake_server() -> Iterator[Callable[[bytes | None], str]]:
 def _dask_job(folder: Path, address: str) -> Path:
     _docs(folder / "docs.jsonl", range(20))
     cfg = _job(folder)
-    cfg.write_text(cfg.read_text(encoding="utf-8") + f"executor: {{type: dask, address: {json.dumps(address)}}}\n",
-                   encoding="utf-8")
+    cfg.write_text(cfg.read_text(encoding="utf-8") + f"executor: {{type: dask, address: {json.dumps(address)}}}\n", encoding="utf-8")
     return cfg
 
 
-@pytest.mark.parametrize("address, needles", [
-    ("not a url", ["not an address of the form [tcp://]HOST:PORT"]),
-    ("tcp://127.0.0.1:99999", ["the port 99999 is not a port number"]),
-])
+@pytest.mark.parametrize(
+    "address, needles",
+    [
+        ("not a url", ["not an address of the form [tcp://]HOST:PORT"]),
+        ("tcp://127.0.0.1:99999", ["the port 99999 is not a port number"]),
+    ],
+)
 def test_a_malformed_dask_address_is_named(er: Er, tmp_path: Path, address: str, needles: list[str]) -> None:
     job = _dask_job(tmp_path, address)
     for verb in (["validate", job], ["run", job, "--out", tmp_path / "out"]):  # refused when the job is read
@@ -325,16 +354,15 @@ def test_a_malformed_dask_address_is_named(er: Er, tmp_path: Path, address: str,
 def test_a_dask_address_of_a_service_that_is_not_dask(er: Er, tmp_path: Path, fake_server: Callable[[bytes | None], str]) -> None:
     address = fake_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nBad Request" * 4)
     ran = er(["run", _dask_job(tmp_path, address), "--out", tmp_path / "out"], timeout=120, limit_mb=3000)
-    ran.assert_clean_error(2, f"could not connect to the Dask scheduler at {address}",
-                           "does not speak the Dask protocol", "check executor.address")
+    ran.assert_clean_error(
+        2, f"could not connect to the Dask scheduler at {address}", "does not speak the Dask protocol", "check executor.address"
+    )
     assert "EiB" not in ran.err and not ran.left_behind
 
 
-def test_a_silent_dask_address_fails_within_the_connect_timeout(er: Er, tmp_path: Path,
-                                                                fake_server: Callable[[bytes | None], str]) -> None:
+def test_a_silent_dask_address_fails_within_the_connect_timeout(er: Er, tmp_path: Path, fake_server: Callable[[bytes | None], str]) -> None:
     address = fake_server(None)  # accepts, never answers: distributed alone would wait for its handshake forever
-    ran = er(["run", _dask_job(tmp_path, address), "--out", tmp_path / "out"], timeout=120,
-             env={"ER_DASK_CONNECT_TIMEOUT": "2"})
+    ran = er(["run", _dask_job(tmp_path, address), "--out", tmp_path / "out"], timeout=120, env={"ER_DASK_CONNECT_TIMEOUT": "2"})
     ran.assert_clean_error(2, f"could not connect to the Dask scheduler at {address}", "no Dask handshake came within 2 s")
     assert not ran.left_behind
 
@@ -343,6 +371,9 @@ def test_a_refused_dask_address_says_so_at_once(er: Er, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ran = er(["run", _dask_job(tmp_path, f"tcp://127.0.0.1:{port}"), "--out", tmp_path / "out"], timeout=120,
-             env={"ER_DASK_CONNECT_TIMEOUT": "60"})
+    ran = er(
+        ["run", _dask_job(tmp_path, f"tcp://127.0.0.1:{port}"), "--out", tmp_path / "out"],
+        timeout=120,
+        env={"ER_DASK_CONNECT_TIMEOUT": "60"},
+    )
     ran.assert_clean_error(2, "could not connect to the Dask scheduler", "connection refused")

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_er
 
 from er_framework.io.outputs import JOURNAL, OUTPUT_NAMES, STAGE_PREFIX, OutputStage, recover
-
-from conftest import run_er
 
 
 def docs(n: int = 80, seed: int = 3) -> list[dict[str, str]]:
@@ -66,8 +65,11 @@ diagnostics: 0
 
 def snapshot(folder: Path) -> dict[str, str]:
     """File name -> sha256 of every file in ``folder`` (hidden er files aside)."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-            if p.is_file() and not p.name.startswith(".er-")}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.name.startswith(".er-")
+    }
 
 
 def one_run(folder: Path, references: dict[str, bytes]) -> str:
@@ -156,8 +158,7 @@ def test_an_unwritable_out_is_refused_before_the_job(tmp_path: Path) -> None:
     job = make_job(tmp_path)
     # line 3 of the input is broken: if the data were read first, that would be the error
     lines = (tmp_path / "data" / "docs.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    (tmp_path / "data" / "docs.jsonl").write_text("".join(lines[:2]) + "{broken\n" + "".join(lines[2:]),
-                                                  encoding="utf-8")
+    (tmp_path / "data" / "docs.jsonl").write_text("".join(lines[:2]) + "{broken\n" + "".join(lines[2:]), encoding="utf-8")
     r = run_er(["run", job, "--out", "/sys/er-out"])
     r.assert_clean_error(2, "cannot write into /sys")
     assert "broken" not in r.err and "line 3" not in r.err
@@ -171,8 +172,12 @@ def test_an_unwritable_out_is_refused_before_the_job(tmp_path: Path) -> None:
 
 def _paused_run(job: Path, out: Path, point: str, marker: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "ER_TEST_PAUSE": f"{point}:{marker}"}
-    return subprocess.Popen([sys.executable, "-m", "er_framework.cli.main", "run", str(job), "--out", str(out), "-q"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "er_framework.cli.main", "run", str(job), "--out", str(out), "-q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _wait_for(marker: Path, proc: subprocess.Popen[bytes]) -> None:
@@ -191,8 +196,7 @@ def _references(tmp_path: Path, thresholds: list[float]) -> dict[str, bytes]:
         job = make_job(folder, threshold=t)
         r = run_er(["run", job, "--out", folder / "out", "-q"])
         assert r.code == 0, r.err
-        refs[json.loads((folder / "out" / "report.json").read_text())["config_hash"]] = (
-            folder / "out" / "pairs.csv").read_bytes()
+        refs[json.loads((folder / "out" / "report.json").read_text())["config_hash"]] = (folder / "out" / "pairs.csv").read_bytes()
     assert len(set(refs.values())) == len(thresholds), "the variants must differ"
     return refs
 
@@ -245,8 +249,10 @@ def test_a_run_killed_inside_its_commit_is_completed_by_the_next_command(tmp_pat
     assert r.code == 0, r.err
     one_run(out, refs)
     assert not (out / "candidates.csv").exists()  # the new run wrote none: the stale one went with the commit
-    assert json.loads((out / "report.json").read_text())["config_hash"] != json.loads(
-        (tmp_path / "ref-0.6" / "out" / "report.json").read_text())["config_hash"]
+    assert (
+        json.loads((out / "report.json").read_text())["config_hash"]
+        != json.loads((tmp_path / "ref-0.6" / "out" / "report.json").read_text())["config_hash"]
+    )
 
 
 def test_concurrent_runs_into_one_folder_leave_one_complete_run(tmp_path: Path) -> None:
@@ -259,8 +265,14 @@ def test_concurrent_runs_into_one_folder_leave_one_complete_run(tmp_path: Path) 
         jobs.append(make_job(folder, threshold=t))
     seen = set()
     for _ in range(4):
-        procs = [subprocess.Popen([sys.executable, "-m", "er_framework.cli.main", "run", str(j), "--out", str(out), "-q"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for j in jobs]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "er_framework.cli.main", "run", str(j), "--out", str(out), "-q"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for j in jobs
+        ]
         for p in procs:
             _, err = p.communicate(timeout=300)
             assert p.returncode == 0, err

@@ -23,6 +23,7 @@ once per module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -51,8 +52,12 @@ ER_WITH_WORKERS = (
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("procs")
-    subprocess.run([sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(N), "--seed", "3",
-                    "--out", str(root / "data")], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(N), "--seed", "3", "--out", str(root / "data")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     text = (Path(__file__).resolve().parents[2] / "configs" / "customers.yaml").read_text(encoding="utf-8")
     text = text.replace("data/customers/", f"{root / 'data'}/") + "\nworkers: 2\n"
     path = root / "job.yaml"
@@ -70,7 +75,7 @@ def group_members(pgid: int) -> list[int]:
             stat = Path(f"/proc/{name}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
+        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
         if fields[0] != "Z" and int(fields[2]) == pgid:
             out.append(int(name))
     return out
@@ -92,7 +97,11 @@ def start_and_signal(job: Path, out: Path, sig: int, *, group: bool) -> tuple[in
     env.pop("ER_DEBUG", None)
     proc = subprocess.Popen(
         [sys.executable, "-c", ER_WITH_WORKERS, "run", str(job), "--out", str(out), "--quiet"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
     )
     try:
         if not wait_for(lambda: len(group_members(proc.pid)) >= 3 or proc.poll() is not None, 120):
@@ -107,10 +116,8 @@ def start_and_signal(job: Path, out: Path, sig: int, *, group: bool) -> tuple[in
         wait_for(lambda: not group_members(proc.pid), 5)
         return proc.returncode, err.decode("utf-8", "replace"), group_members(proc.pid)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 

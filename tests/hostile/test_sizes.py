@@ -35,8 +35,12 @@ workers: 1
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sizes")
-    subprocess.run([sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(N),
-                    "--seed", "5", "--out", str(root)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(N), "--seed", "5", "--out", str(root)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     return root
 
 
@@ -46,13 +50,16 @@ def job(tmp_path: Path, data: Path, blockers: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("argv", "needle"), [
-    (["customers", "--n", "1e12"], "--n: must be from 1 to 5,000,000, got 1,000,000,000,000"),
-    (["customers", "--n", "1000000000000"], "generated in memory"),
-    (["fingerprints", "--fingers", "1e12"], "--fingers: must be from 1 to 1,000,000"),
-    (["fingerprints", "--fingers", "1000", "--impressions", "1e9"], "--impressions: must be from 1 to 1,000"),
-    (["fingerprints", "--fingers", "10", "--mode", "cells", "--grid", "100000x100000"], "more than 65,536"),
-])
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["customers", "--n", "1e12"], "--n: must be from 1 to 5,000,000, got 1,000,000,000,000"),
+        (["customers", "--n", "1000000000000"], "generated in memory"),
+        (["fingerprints", "--fingers", "1e12"], "--fingers: must be from 1 to 1,000,000"),
+        (["fingerprints", "--fingers", "1000", "--impressions", "1e9"], "--impressions: must be from 1 to 1,000"),
+        (["fingerprints", "--fingers", "10", "--mode", "cells", "--grid", "100000x100000"], "more than 65,536"),
+    ],
+)
 def test_absurd_synth_sizes(er: object, tmp_path: Path, argv: list[str], needle: str) -> None:
     ran = er(["synth", *argv, "--out", tmp_path / "o"], limit_mb=LIMIT_MB)  # type: ignore[operator]
     ran.assert_clean_error(2, needle)
@@ -71,8 +78,9 @@ def test_a_window_making_billions_of_pairs_is_refused_with_the_estimate(er: obje
     path = job(tmp_path, data, "blockers:\n  - {type: sorted_neighbourhood, key: [last_name, first_name], window: 5000}\n")
     ran = er(["run", path, "--out", tmp_path / "out"], limit_mb=LIMIT_MB)  # type: ignore[operator]
     # 400k records x 4999: about 2e9 pairs (~150 GB)
-    ran.assert_clean_error(2, "sorted_neighbourhood (window 5,000) would create about 2e+09 candidate pairs",
-                           "max_pairs = 50,000,000", "lower window to")
+    ran.assert_clean_error(
+        2, "sorted_neighbourhood (window 5,000) would create about 2e+09 candidate pairs", "max_pairs = 50,000,000", "lower window to"
+    )
     assert ran.peak_mb < 1500, ran.peak_mb
     assert not ran.left_behind
 
@@ -81,8 +89,9 @@ def test_huge_buckets_without_a_cap_are_refused_with_the_estimate(er: object, da
     # city: a few thousand distinct values over 400k records: ~77 M cross-source pairs
     path = job(tmp_path, data, "blockers:\n  - {type: field_hash, fields: [city], max_block_size: null}\n")
     ran = er(["run", path, "--out", tmp_path / "out"], limit_mb=LIMIT_MB)  # type: ignore[operator]
-    ran.assert_clean_error(2, "field_hash key 'city' would create about", "candidate pairs", "largest kept bucket",
-                           "set max_block_size (now null: no cap)")
+    ran.assert_clean_error(
+        2, "field_hash key 'city' would create about", "candidate pairs", "largest kept bucket", "set max_block_size (now null: no cap)"
+    )
     assert ran.peak_mb < 1500, ran.peak_mb
 
 
@@ -104,7 +113,9 @@ def test_a_huge_record_does_not_blow_up_the_diagnostics(er: object, tmp_path: Pa
         "name: huge-record\nthreshold: 0.8\nexact_duplicates: false\n"
         "sources: [{name: d, path: d.jsonl, id: id, fields: [text]}]\n"
         "shingler: {type: char, k: 5}\nsignature: {type: minhash, num_perm: 128}\nblockers: [{type: lsh_bands}]\n"
-        "verifier: {type: jaccard}\ncluster: {type: connected_components}\noutput: {dir: out}\n", encoding="utf-8")
+        "verifier: {type: jaccard}\ncluster: {type: connected_components}\noutput: {dir: out}\n",
+        encoding="utf-8",
+    )
     ran = er(["run", tmp_path / "job.yaml", "--quiet"], limit_mb=LIMIT_MB)  # type: ignore[operator]
     ran.assert_clean_error(0)
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))

@@ -25,8 +25,7 @@ cluster: {{type: {cluster}}}
 
 
 def doc_texts(n_families: int, singletons: int, seed: int) -> list[str]:
-    d = planted_documents(n_families, copies_per_family=(1, 3), words=(30, 80), edit_rates=(0.0, 0.15),
-                          n_singletons=singletons, seed=seed)
+    d = planted_documents(n_families, copies_per_family=(1, 3), words=(30, 80), edit_rates=(0.0, 0.15), n_singletons=singletons, seed=seed)
     return list(d.texts)
 
 
@@ -35,8 +34,16 @@ def write_docs(path: Path, rows: list[tuple[str, str]]) -> Path:
     return path
 
 
-def docs_job(tmp: Path, data: Path, name: str = "job.yaml", *, threshold: float = 0.6, exact: str = "true",
-             signature: str = "minhash", cluster: str = "connected_components") -> Path:
+def docs_job(
+    tmp: Path,
+    data: Path,
+    name: str = "job.yaml",
+    *,
+    threshold: float = 0.6,
+    exact: str = "true",
+    signature: str = "minhash",
+    cluster: str = "connected_components",
+) -> Path:
     cfg = tmp / name
     cfg.write_text(DOCS_JOB.format(data=data, threshold=threshold, exact=exact, signature=signature, cluster=cluster))
     return cfg
@@ -48,4 +55,3 @@ def small_index(tmp: Path, texts: list[str], n: int = 200) -> tuple[Path, list[t
     path = tmp / "i.erx"
     build_index(parse_job(docs_job(tmp, data)), path)[0].close()
     return path, rows
-

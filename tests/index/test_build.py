@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_docs import docs_job, small_index, write_docs
 
 from er_framework.cli.main import main
 from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError
 from er_framework.index.build import build_index
-from index_docs import docs_job, small_index, write_docs
 
 
 def test_build_refuses_to_overwrite_and_errors_are_clear(tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,8 +47,7 @@ def test_build_refuses_to_overwrite_and_errors_are_clear(tmp_path: Path, texts: 
     assert "other component parameters" in capsys.readouterr().err
 
 
-def test_an_index_of_format_1_is_refused_with_how_to_rebuild(tmp_path: Path, texts: list[str],
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_index_of_format_1_is_refused_with_how_to_rebuild(tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Format 1 stored exact-text hashes of code points; format 2 stores BLAKE2b-64 of the UTF-8 bytes
     (kernels.digests): an old index's hashes would never match a new record's, so it is refused."""
     from er_framework.index.sqlite import FORMAT_VERSION
@@ -73,11 +72,13 @@ def test_an_index_of_format_1_is_refused_with_how_to_rebuild(tmp_path: Path, tex
 def test_jobs_that_cannot_be_indexed_say_why(tmp_path: Path) -> None:
     (tmp_path / "c.csv").write_text("id,name,zip\n1,ann,1\n2,bob,2\n")
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(textwrap.dedent(f"""
-        sources: [{{name: c, path: {tmp_path / 'c.csv'}, id: id, fields: [name, zip]}}]
+    cfg.write_text(
+        textwrap.dedent(f"""
+        sources: [{{name: c, path: {tmp_path / "c.csv"}, id: id, fields: [name, zip]}}]
         blockers: [{{type: sorted_neighbourhood, key: [name], window: 3}}]
         verifier: {{type: fellegi_sunter, threshold: 0.9, fields: [{{field: name, levels: [100, 80]}}]}}
-    """))
+    """)
+    )
     with pytest.raises(ErError) as exc:
         build_index(parse_job(cfg), tmp_path / "c.erx")
     text = exc.value.render()
@@ -110,4 +111,3 @@ def test_build_checks_the_target_before_the_job_runs(tmp_path: Path, texts: list
         build_index(job, tmp_path / "foreign.erx", force=True)
     assert (tmp_path / "foreign.erx").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "folder.erx", "foreign.erx", "job.yaml"]
-

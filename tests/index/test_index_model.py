@@ -27,8 +27,7 @@ from er_framework.index.build import build_index, open_index
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
-FIELDS = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode", "state",
-          "date_of_birth", "soc_sec_id"]
+FIELDS = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode", "state", "date_of_birth", "soc_sec_id"]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -117,8 +116,7 @@ def test_query_returns_each_link_first_with_the_runs_score(febrl4: dict[str, obj
         assert not _keyed(febrl4["cfg"], a, b), (a, b)  # type: ignore[arg-type]
 
 
-def test_held_back_records_added_with_the_saved_model_link_as_the_whole_run(
-        febrl4: dict[str, object], tmp_path: Path) -> None:
+def test_held_back_records_added_with_the_saved_model_link_as_the_whole_run(febrl4: dict[str, object], tmp_path: Path) -> None:
     """The model of the whole data (er train) applied to an index of all A and most of B; the held-back B
     records are added and link as er run --model on the whole data links them."""
     whole = febrl4["cfg"]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_docs import docs_job, write_docs
 
 from er_framework.config.resolve import parse_job
 from er_framework.data import Batch, Records
 from er_framework.executors import run_job
-from index_docs import docs_job, write_docs
 
 
 @pytest.mark.parametrize("signature", ["minhash", "fss"])
@@ -57,7 +57,11 @@ def test_field_hash_lookup_keys_give_the_blockers_candidates() -> None:
         buckets: dict[int, list[int]] = {}
         for r, k in zip(rows.tolist(), keys.tolist()):
             buckets.setdefault(k, []).append(r)
-        got = {(min(x, y), max(x, y)) for m in buckets.values() for x in m for y in m
-               if x != y and (not link or recs.source[x] != recs.source[y])}
+        got = {
+            (min(x, y), max(x, y))
+            for m in buckets.values()
+            for x in m
+            for y in m
+            if x != y and (not link or recs.source[x] != recs.source[y])
+        }
         assert got == expected and len(got) > 1000
-

@@ -5,16 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from index_docs import docs_job, write_docs
 
 from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.index.build import build_index
 from er_framework.index.recluster import cluster_changes
-from index_docs import docs_job, write_docs
 
 
 def test_merge_keeps_the_larger_clusters_id_and_records_it(tmp_path: Path) -> None:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+        "omicron",
+        "pi",
+        "rho",
+        "sigma",
+    ]
     a = " ".join(words)
     b = " ".join(words[9:] + ["tau", "upsilon", "phi", "chi", "psi", "omega"] * 3)
     rows = [("a1", a), ("a2", a + " x"), ("a3", a + " y"), ("b1", b), ("b2", b + " z"), ("lone", "nothing alike at all, really nothing")]

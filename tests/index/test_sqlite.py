@@ -28,4 +28,3 @@ def test_not_an_index_is_refused_before_any_write(tmp_path: Path, content: bytes
             open_index(path, readonly=readonly)
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.erx"]  # no -wal, -shm or journal either
-

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from index_docs import doc_texts, docs_job, small_index, write_docs
 
 from er_framework.cli.main import main
 from er_framework.config.resolve import parse_job
 from er_framework.data import Records
 from er_framework.errors import ErError
+from er_framework.executors import run_job
 from er_framework.index.build import build_index, open_index, records_from_texts
 from er_framework.index.sqlite import PAUSE_ENV
-from er_framework.executors import run_job
-from index_docs import doc_texts, docs_job, small_index, write_docs
 
 
 def _partition(labels: dict[Any, int]) -> set[frozenset[Any]]:
@@ -147,7 +147,7 @@ def test_customer_records_link_index_add_equals_rebuild(tmp_path: Path) -> None:
         mode: link
         seed: 1
         sources:
-          - {{name: a, path: {tmp_path / 'a.csv'}, id: id, fields: {fields}}}
+          - {{name: a, path: {tmp_path / "a.csv"}, id: id, fields: {fields}}}
           - {{name: b, path: {tmp_path}/BFILE, id: id, fields: {fields}}}
         normalize: {{first_name: [name, nickname], last_name: name, phone: phone, address: address, email: email, dob: date}}
         blockers:
@@ -199,8 +199,13 @@ def test_a_killed_add_leaves_the_old_index_then_a_retry_succeeds(tmp_path: Path,
     before = _state(path)
     new = write_docs(tmp_path / "new.jsonl", [(f"n{i}", t + " more") for i, t in enumerate(texts[200:260])])
     env = dict(os.environ, **{PAUSE_ENV: "60"})
-    proc = subprocess.Popen([sys.executable, "-m", "er_framework", "index", "add", str(path), str(new)],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "er_framework", "index", "add", str(path), str(new)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
     assert proc.stderr is not None
     line = proc.stderr.readline()  # every row of the batch is written, the transaction is open
     assert "paused before commit" in line, line + proc.stderr.read()
@@ -220,8 +225,13 @@ def test_readers_query_while_a_writer_adds(tmp_path: Path, texts: list[str], rea
     path, rows = small_index(tmp_path, texts)
     new = write_docs(tmp_path / "new.jsonl", [(f"n{i}", t + " more") for i, t in enumerate(texts[200:260])])
     env = dict(os.environ, **{PAUSE_ENV: "3"})
-    proc = subprocess.Popen([sys.executable, "-m", "er_framework", "index", "add", str(path), str(new)],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "er_framework", "index", "add", str(path), str(new)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
     assert proc.stderr is not None
     assert "paused before commit" in proc.stderr.readline()
     seen: list[int] = []
@@ -333,10 +343,13 @@ def test_a_damaged_index_is_named_damaged_by_every_operation(tmp_path: Path, tex
     _damage(path, 3, 5)  # the records table's root and its (source, id) index
     with open_index(path) as index:
         assert index.check() != "ok"
-        for call in (lambda: index.info(), lambda: index.clusters(),
-                     lambda: index.query(records_from_texts([texts[1]], "text")),
-                     lambda: index.add(records_from_texts(["a new text"], "text", ["new"])),
-                     lambda: index.remove(["d1"])):
+        for call in (
+            lambda: index.info(),
+            lambda: index.clusters(),
+            lambda: index.query(records_from_texts([texts[1]], "text")),
+            lambda: index.add(records_from_texts(["a new text"], "text", ["new"])),
+            lambda: index.remove(["d1"]),
+        ):
             with pytest.raises(ErError, match="is damaged") as err:
                 call()
             assert "er index build" in str(err.value.problems[0].fix)
@@ -355,5 +368,3 @@ def test_damage_that_reads_pass_by_is_found_before_a_write(tmp_path: Path, texts
         with pytest.raises(ErError, match="is damaged.*quick_check"):
             index.remove(["d1"])
     assert path.read_bytes() == before
-
-

@@ -39,9 +39,12 @@ def test_typical_output_tables(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     n = 5000
     cols = {
-        "left_source": np.array(["A"] * n, dtype=object), "left_id": np.array([f"a{i}" for i in range(n)], dtype=object),
-        "right_id": [f"b{i}é" for i in range(n)], "score": rng.random(n) ** 7,
-        "cluster_id": rng.integers(0, 10**9, n), "flag": (rng.random(n) > 0.5).tolist(),
+        "left_source": np.array(["A"] * n, dtype=object),
+        "left_id": np.array([f"a{i}" for i in range(n)], dtype=object),
+        "right_id": [f"b{i}é" for i in range(n)],
+        "score": rng.random(n) ** 7,
+        "cluster_id": rng.integers(0, 10**9, n),
+        "flag": (rng.random(n) > 0.5).tolist(),
         "maybe": [None if i % 7 == 0 else str(i) for i in range(n)],
     }
     cols["score"][:6] = [0.0, 1.0, 1e-300, 1e300, 0.9999999999999996, 5e-324]
@@ -57,9 +60,16 @@ def test_cells_that_need_quoting(tmp_path: Path, special: str) -> None:
 
 
 def test_one_column_with_an_empty_cell_and_other_types(tmp_path: Path) -> None:
-    for cols in ({"id": ["a", "", "b"]}, {"id": ["a", None]}, {"x": [1.5, float("nan"), math.inf, -math.inf]},
-                 {"x": [np.float32(0.5), 1]}, {"x": [object(), "a"]}, {"x": []}, {"x": [], "y": []},
-                 {"a": ["", ""], "b": [None, ""]}):
+    for cols in (
+        {"id": ["a", "", "b"]},
+        {"id": ["a", None]},
+        {"x": [1.5, float("nan"), math.inf, -math.inf]},
+        {"x": [np.float32(0.5), 1]},
+        {"x": [object(), "a"]},
+        {"x": []},
+        {"x": [], "y": []},
+        {"a": ["", ""], "b": [None, ""]},
+    ):
         (tmp_path / "o").mkdir(exist_ok=True)
         assert written(tmp_path / "o", cols) == reference_csv(cols), cols
 
@@ -71,8 +81,7 @@ def test_writes_in_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=6)), st.integers(), st.floats()), max_size=30),
-       st.booleans())
+@given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=6)), st.integers(), st.floats()), max_size=30), st.booleans())
 def test_random_tables(rows: list[tuple[Any, int, float]], one: bool) -> None:
     import tempfile
 

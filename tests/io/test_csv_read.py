@@ -13,7 +13,6 @@ from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.source_files import read_source
 
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -72,7 +71,7 @@ def test_csv_short_rows_are_errors_never_guessed(tmp_path: Path) -> None:
 
 def test_csv_bom_and_crlf(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
-    path.write_bytes(b"\xef\xbb\xbfid,name\r\n1,Ann\r\n2,\"Bo\r\nb\"\r\n")
+    path.write_bytes(b'\xef\xbb\xbfid,name\r\n1,Ann\r\n2,"Bo\r\nb"\r\n')
     recs = read(path, ["name"])
     assert recs.ids == ["1", "2"]
     assert recs.fields["name"] == ["Ann", "Bo\r\nb"]
@@ -150,7 +149,7 @@ def test_csv_unterminated_quote(tmp_path: Path) -> None:
 
 def test_record_limit_counts_utf8_bytes(tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
-    path.write_text("id,t\na,\"" + "é" * 600 + "\"\n", encoding="utf-8")  # 600 characters, 1200 bytes
+    path.write_text('id,t\na,"' + "é" * 600 + '"\n', encoding="utf-8")  # 600 characters, 1200 bytes
     with pytest.raises(InputError, match="larger than the limit"):
         read(path, ["t"], max_record_mb=1000 / 2**20)
     assert read(path, ["t"], max_record_mb=1300 / 2**20).fields["t"] == ["é" * 600]

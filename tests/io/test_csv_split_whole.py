@@ -24,7 +24,7 @@ HEADER = ["id", "name", "city", "note"]
 def _cell(rng: random.Random, delimiter: str, plain: bool) -> str:
     words = ["Ann", "Bob", "Zoë", "日本", "", " ", "x y", "a-b", "O'Neil", "1.5", "—", "\t" if delimiter == "," else ";"]
     if not plain:
-        words += ['"quoted, value"', '"two\nlines"', '"say ""hi"""', "bad\"quote", "\r", "\x00", "cr\rlf"]
+        words += ['"quoted, value"', '"two\nlines"', '"say ""hi"""', 'bad"quote', "\r", "\x00", "cr\rlf"]
     return rng.choice(words)
 
 
@@ -63,8 +63,9 @@ def _pieces(text: str, ends: list[int], rng: random.Random) -> list[tuple[str, i
 def _read(text: str, pieces: list[tuple[str, int]] | None, delimiter: str, split_whole: bool, limit: int | None = None):
     src = pieces if pieces is not None else text
     try:
-        cols, loc, problems = read_csv_columns(src, "f.csv", delimiter, ["id", "name", "note", "city"], "id", "",
-                                               max_record_bytes=limit, split_whole=split_whole)
+        cols, loc, problems = read_csv_columns(
+            src, "f.csv", delimiter, ["id", "name", "note", "city"], "id", "", max_record_bytes=limit, split_whole=split_whole
+        )
     except InputError as exc:
         return ("error", [str(p) for p in exc.problems])
     return cols, loc.numbers, problems
@@ -75,8 +76,12 @@ def _read(text: str, pieces: list[tuple[str, int]] | None, delimiter: str, split
 def test_split_whole_reads_what_csv_reader_reads(seed: int, delimiter: str) -> None:
     text, ends = _text(seed, delimiter)
     rng = random.Random(seed)
-    for pieces in (None, _pieces(text, ends, rng), _pieces(text, ends, rng), [(text[:e], 0) for e in ends[:1]] + [
-            (text[ends[0]:], 0)] if ends else None):
+    for pieces in (
+        None,
+        _pieces(text, ends, rng),
+        _pieces(text, ends, rng),
+        [(text[:e], 0) for e in ends[:1]] + [(text[ends[0] :], 0)] if ends else None,
+    ):
         assert _read(text, pieces, delimiter, True) == _read(text, pieces, delimiter, False)
 
 
@@ -96,9 +101,18 @@ def test_plain_files_are_split_whole() -> None:
     assert cols["id"][:2] == ["r0", "r1"] and cols["note"][0] == "" and len(cols["city"]) == 1000
 
 
-@pytest.mark.parametrize("text", [
-    "id,name,city,note\n", "id,name,city,note\n\n\n", "id,name,city,note", "\n\nid,name,city,note\nr1,a,b,c\n",
-    "id,name,city,note\nr1,a,b,c", "id,name,city,note\r\nr1,a,b,c\r\n", "id\nr1\n\nr2\n", "id,name\nr1,a\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id,name,city,note\n",
+        "id,name,city,note\n\n\n",
+        "id,name,city,note",
+        "\n\nid,name,city,note\nr1,a,b,c\n",
+        "id,name,city,note\nr1,a,b,c",
+        "id,name,city,note\r\nr1,a,b,c\r\n",
+        "id\nr1\n\nr2\n",
+        "id,name\nr1,a\n",
+    ],
+)
 def test_small_texts(text: str) -> None:
     assert _read(text, None, ",", True) == _read(text, None, ",", False)

@@ -15,7 +15,6 @@ from er_framework.errors import InputError
 from er_framework.io.formats import MAX_ROW_PROBLEMS
 from er_framework.io.source_files import read_source
 
-
 # ---------------------------------------------------------------- helpers
 
 

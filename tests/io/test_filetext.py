@@ -71,7 +71,7 @@ def test_file_backed_texts_equal_the_in_memory_ones(tmp_path: Path, bom: bool, c
     assert fb.ids == mem.ids
     want = list(mem.fields["text"])
     assert list(col) == want
-    assert col[0:len(col)] == want
+    assert col[0 : len(col)] == want
     assert [col[i] for i in range(len(col))] == want
     assert col[-1] == want[-1]
     assert col[3:11:2] == want[3:11:2]
@@ -98,8 +98,7 @@ def test_reads_are_grouped_and_split(tmp_path: Path, monkeypatch: pytest.MonkeyP
     words = ["alpha", "beta", "gamma", "d\u00e9lta", "\u03b5psilon"]
     rows = [{"id": str(i), "text": " ".join(rng.choice(words, size=int(rng.integers(0, 40))))} for i in range(300)]
     path = tmp_path / "d.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=bool(i % 2)) + "\n" for i, r in enumerate(rows)),
-                    encoding="utf-8")
+    path.write_text("".join(json.dumps(r, ensure_ascii=bool(i % 2)) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
     mem, fb = read_both(path)
     want = list(mem.fields["text"])
     for gap, run in [(0, 1), (1, 64), (4096, 1 << 23), (10, 500)]:
@@ -111,8 +110,7 @@ def test_reads_are_grouped_and_split(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize("gap", [0, 3, 4096])
-def test_prefetch_advises_ranges_that_cover_every_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         gap: int) -> None:
+def test_prefetch_advises_ranges_that_cover_every_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap: int) -> None:
     """The advised byte ranges are disjoint, in file order, and cover each asked value's bytes (checked
     byte by byte against the values' spans); values in memory, missing values and empty ones (an advice of
     length 0 would be the whole file) are not advised; the
@@ -147,14 +145,17 @@ def test_other_fields_and_the_id_column_stay_in_memory(tmp_path: Path) -> None:
     assert {k: list(v) for k, v in fb.fields.items()} == {k: list(v) for k, v in mem.fields.items()}
 
 
-@pytest.mark.parametrize("lines", [
-    ['{"id": "1", "text": "ok"}', '{"id": "2", "text": "bad', '{"id": "3", "text": "ok"}'],  # bad JSON
-    ['{"id": "1", "txt": "a"}', '{"id": "2", "txt": "b"}'],  # the field on no line
-    ['{"id": "1", "text": "a"}', '{"id": "1", "text": "b"}'],  # a repeated id
-    ['{"id": "1", "text": "a", "text": "b"}'],  # a key given twice
-    ['["not", "an", "object"]', '{"id": "2", "text": "b"}'],
-    ['{"id": "1", "text": "\\ud800 lone"}'],
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"id": "1", "text": "ok"}', '{"id": "2", "text": "bad', '{"id": "3", "text": "ok"}'],  # bad JSON
+        ['{"id": "1", "txt": "a"}', '{"id": "2", "txt": "b"}'],  # the field on no line
+        ['{"id": "1", "text": "a"}', '{"id": "1", "text": "b"}'],  # a repeated id
+        ['{"id": "1", "text": "a", "text": "b"}'],  # a key given twice
+        ['["not", "an", "object"]', '{"id": "2", "text": "b"}'],
+        ['{"id": "1", "text": "\\ud800 lone"}'],
+    ],
+)
 def test_bad_input_gives_the_same_problems(tmp_path: Path, lines: list[str]) -> None:
     path = write(tmp_path / "d.jsonl", lines)
     errors = []
@@ -192,8 +193,7 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
     outs = []
     hinted: list[int] = []  # the rows the windowed verification asked of the page cache ahead (FileTexts.prefetch)
     prefetch = FileTexts.prefetch
-    monkeypatch.setattr(FileTexts, "prefetch", lambda self, rows: (hinted.extend(np.asarray(rows).tolist()),
-                                                                  prefetch(self, rows))[1])
+    monkeypatch.setattr(FileTexts, "prefetch", lambda self, rows: (hinted.extend(np.asarray(rows).tolist()), prefetch(self, rows))[1])
     for limit in (2**62, 0):
         monkeypatch.setattr(reading, "FILE_BACKED_MIN_BYTES", limit)
         out = tmp_path / f"out{limit}"
@@ -208,8 +208,9 @@ def test_a_file_backed_job_gives_the_in_memory_outputs(tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize("workers", [2, 3, 7])
 def test_the_parallel_read_equals_the_one_pass_read(tmp_path: Path, workers: int) -> None:
-    lines = [json.dumps({"id": f"r{i}", "text": f"text {i} " * (i % 7) + "\u00e9" * (i % 3)}, ensure_ascii=bool(i % 2))
-             for i in range(200)] + LINES
+    lines = [
+        json.dumps({"id": f"r{i}", "text": f"text {i} " * (i % 7) + "\u00e9" * (i % 3)}, ensure_ascii=bool(i % 2)) for i in range(200)
+    ] + LINES
     path = write(tmp_path / "d.jsonl", lines, bom=True, crlf=workers == 3)
     one = read_source(path, id_column="id", fields=["text"], name="s", file_backed=True)
     many = read_jsonl_parallel(path, workers, id_column="id", fields=["text"], name="s")
@@ -219,10 +220,13 @@ def test_the_parallel_read_equals_the_one_pass_read(tmp_path: Path, workers: int
     assert np.array_equal(many.text_sizes(), one.text_sizes())
 
 
-@pytest.mark.parametrize("bad", [
-    '{"id": "x", "text": "bad',  # bad JSON near the end: that range fails
-    '{"id": "r1", "text": "the id of line 2"}',  # an id repeated across ranges
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"id": "x", "text": "bad',  # bad JSON near the end: that range fails
+        '{"id": "r1", "text": "the id of line 2"}',  # an id repeated across ranges
+    ],
+)
 def test_the_parallel_read_leaves_problems_to_the_one_pass_read(tmp_path: Path, bad: str) -> None:
     lines = [json.dumps({"id": f"r{i}", "text": f"text {i}"}) for i in range(100)] + [bad]
     path = write(tmp_path / "d.jsonl", lines)
@@ -249,5 +253,6 @@ def test_which_sources_are_file_backed(tmp_path: Path, monkeypatch: pytest.Monke
     job = parse_job(job_path)
     assert not reading.file_backed(job, 0, job.source_paths(0)[0])
     monkeypatch.setattr(reading, "FILE_BACKED_MIN_BYTES", 2**62)
-    assert not reading.file_backed(parse_job(ROOT / "configs" / "documents.yaml"), 0,
-                                  parse_job(ROOT / "configs" / "documents.yaml").source_paths(0)[0])
+    assert not reading.file_backed(
+        parse_job(ROOT / "configs" / "documents.yaml"), 0, parse_job(ROOT / "configs" / "documents.yaml").source_paths(0)[0]
+    )

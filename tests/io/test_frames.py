@@ -82,10 +82,12 @@ def people_pandas() -> pd.DataFrame:
     return pd.DataFrame(
         {
             # object columns as written (pandas 3 would otherwise infer its own "str" dtype)
-            "given_name": pd.Series(["ann", None, "bob", np.nan], dtype=object,
-                                    index=["rec-1-org", "rec-2-org", "rec-3-dup-0", "rec-4-org"]),
-            "surname": pd.Series(["smith", "jones", "müller", "o'neil"], dtype=object,
-                                 index=["rec-1-org", "rec-2-org", "rec-3-dup-0", "rec-4-org"]),
+            "given_name": pd.Series(
+                ["ann", None, "bob", np.nan], dtype=object, index=["rec-1-org", "rec-2-org", "rec-3-dup-0", "rec-4-org"]
+            ),
+            "surname": pd.Series(
+                ["smith", "jones", "müller", "o'neil"], dtype=object, index=["rec-1-org", "rec-2-org", "rec-3-dup-0", "rec-4-org"]
+            ),
             "age": [31, 45, 27, 60],
             "score": [0.5, np.nan, 2.0, 1e20],
         },
@@ -276,18 +278,17 @@ def test_long_layout_as_parquet(tmp_path: Path) -> None:
     df = pd.DataFrame({"id": ["f1", "f1", "f2", "f1"], "x": [1, 2, 3, None], "y": ["a", "b", "c", "d"]})
     recs = from_frame(df, ["x", "y"], layout="long")
     assert recs.ids == ["f1", "f2"]
-    assert recs.fields == {"x": ["[\"1.0\", \"2.0\", null]", "[\"3.0\"]"], "y": ['["a", "b", "d"]', '["c"]']}
+    assert recs.fields == {"x": ['["1.0", "2.0", null]', '["3.0"]'], "y": ['["a", "b", "d"]', '["c"]']}
     assert_same_records(recs, from_parquet(write_parquet(df, tmp_path / "d.parquet"), ["x", "y"], layout="long"))
 
 
-_cell = st.one_of(st.none(), st.text(max_size=12), st.integers(-10**6, 10**6).map(str))
+_cell = st.one_of(st.none(), st.text(max_size=12), st.integers(-(10**6), 10**6).map(str))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(_cell, _cell), min_size=1, max_size=12))
 def test_random_text_frames_as_parquet(tmp_path: Path, rows: list[tuple[str | None, str | None]]) -> None:
-    df = pd.DataFrame({"id": [f"r{i}" for i in range(len(rows))], "a": [r[0] for r in rows],
-                       "b": [r[1] for r in rows]})
+    df = pd.DataFrame({"id": [f"r{i}" for i in range(len(rows))], "a": [r[0] for r in rows], "b": [r[1] for r in rows]})
     path = write_parquet(df, tmp_path / "d.parquet")
     for obj in (df, pl.from_pandas(df), pa.Table.from_pandas(df)):
         assert_same_records(from_frame(obj, ["a", "b"]), from_parquet(path, ["a", "b"]))
@@ -301,8 +302,7 @@ def test_missing_columns_with_did_you_mean(tmp_path: Path) -> None:
     problems = problems_of(lambda: from_frame(df, ["surnme", "given_name"], id_column="recid"))
     assert [p.path for p in problems] == ["column 'recid'", "column 'surnme'"]
     assert problems[0].where == WHERE
-    assert "id column 'recid' not found (source 'people'); columns present: age, given_name, rec_id" in \
-        problems[0].message
+    assert "id column 'recid' not found (source 'people'); columns present: age, given_name, rec_id" in problems[0].message
     assert problems[0].fix.startswith("did you mean 'rec_id'?")
     assert problems[1].fix.startswith("did you mean 'surname'?")
     assert "add the column to the DataFrame" in problems[1].fix
@@ -343,8 +343,10 @@ def test_no_rows_is_an_error_as_parquet(tmp_path: Path) -> None:
     assert len(problems) == 1
     assert problems[0].message == "the pandas DataFrame has no rows (source 'people'): a source without any record"
     path = write_parquet(df, tmp_path / "d.parquet")
-    assert problems_of(lambda: from_parquet(path, ["surname"], id_column="rec_id"))[0].message == \
-        "the Parquet file has no rows (source 'people'): a source without any record"
+    assert (
+        problems_of(lambda: from_parquet(path, ["surname"], id_column="rec_id"))[0].message
+        == "the Parquet file has no rows (source 'people'): a source without any record"
+    )
     assert "the polars DataFrame has no rows" in str(problems_of(lambda: from_frame(pl.DataFrame({"id": []}), []))[0])
     empty = pa.table({"id": pa.array([], pa.string())})
     assert "the Arrow table has no rows" in problems_of(lambda: from_frame(empty, []))[0].message
@@ -464,8 +466,7 @@ def test_arrow_table_types() -> None:
 
 
 def test_as_kind_round_trips() -> None:
-    table = arrow_table({"id": np.array(["a", None, "c"], dtype=object), "n": np.array([1, 2, 3]),
-                         "score": np.array([0.5, 0.75, 1.0])})
+    table = arrow_table({"id": np.array(["a", None, "c"], dtype=object), "n": np.array([1, 2, 3]), "score": np.array([0.5, 0.75, 1.0])})
     assert as_kind(table, "arrow") is table
     pandas_frame = as_kind(table, "pandas")
     assert isinstance(pandas_frame, pd.DataFrame) and frame_kind(pandas_frame) == "pandas"

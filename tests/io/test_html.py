@@ -16,23 +16,33 @@ from er_framework.io.source_files import read_source, read_source_with_stats
 # ---------------------------------------------------------------- helpers
 
 ARTICLE = [
-    ("The city council met on Tuesday evening to discuss the future of the old harbour bridge, "
-    "which has been closed to traffic since the storm in March. Most of the people who came to "
-    "the meeting had to stand at the back of the hall, because there were not enough chairs for "
-    "all of them."),
-    ("Engineers told the members that the repairs would take at least two more years and that the "
-    "cost was likely to be much higher than the figure given in the spring. They said that the "
-    "water had done more damage to the old stone than anyone had thought when the first report "
-    "was written."),
-    ("Several residents who live near the river said that they had waited long enough and asked "
-    "the council to find the money before the end of the year. One of them said that her children "
-    "now have to walk for an hour to get to their school on the other side of the water."),
-    ("The mayor said that she understood their anger, but that the bridge was not safe and that no "
-    "one would be allowed to cross it until the work was done. She added that she would rather "
-    "be blamed for a delay than for an accident that could have been avoided."),
-    ("A final decision is expected at the next meeting, when the council will also look at a plan "
-    "to run a small ferry between the two banks while the bridge is being rebuilt. If the plan is "
-    "accepted, the first boat could be in the water by the middle of the summer."),
+    (
+        "The city council met on Tuesday evening to discuss the future of the old harbour bridge, "
+        "which has been closed to traffic since the storm in March. Most of the people who came to "
+        "the meeting had to stand at the back of the hall, because there were not enough chairs for "
+        "all of them."
+    ),
+    (
+        "Engineers told the members that the repairs would take at least two more years and that the "
+        "cost was likely to be much higher than the figure given in the spring. They said that the "
+        "water had done more damage to the old stone than anyone had thought when the first report "
+        "was written."
+    ),
+    (
+        "Several residents who live near the river said that they had waited long enough and asked "
+        "the council to find the money before the end of the year. One of them said that her children "
+        "now have to walk for an hour to get to their school on the other side of the water."
+    ),
+    (
+        "The mayor said that she understood their anger, but that the bridge was not safe and that no "
+        "one would be allowed to cross it until the work was done. She added that she would rather "
+        "be blamed for a delay than for an accident that could have been avoided."
+    ),
+    (
+        "A final decision is expected at the next meeting, when the council will also look at a plan "
+        "to run a small ferry between the two banks while the bridge is being rebuilt. If the plan is "
+        "accepted, the first boat could be in the water by the middle of the summer."
+    ),
 ]
 
 NAV = ["Home", "World News", "Local Politics", "Business Today", "Sport Results", "Weather Forecast"]
@@ -71,18 +81,14 @@ def make_site(root: Path) -> Path:
         encoding="utf-8",
     )
     # cp1252 without any declaration: curly quotes and euro sign
-    (site / "site-b" / "cp1252.html").write_bytes(
-        b"<html><body><p>\x93Quoted\x94 price: \x80 5</p></body></html>"
-    )
+    (site / "site-b" / "cp1252.html").write_bytes(b"<html><body><p>\x93Quoted\x94 price: \x80 5</p></body></html>")
     # latin-1 page with a meta charset (read as windows-1252, like browsers do)
     (site / "site-b" / "latin.HTML").write_bytes(
         b'<html><head><meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1">'
         b"</head><body><p>Se\xf1or Mu\xf1oz, S\xe3o Paulo</p></body></html>"
     )
     (site / "empty.html").write_bytes(b"")
-    (site / "broken.html").write_text(
-        "<html><body><div><p>Unclosed <b>bold text</div></div></div><p>second <i>part", encoding="utf-8"
-    )
+    (site / "broken.html").write_text("<html><body><div><p>Unclosed <b>bold text</div></div></div><p>second <i>part", encoding="utf-8")
     (site / "script-only.html").write_text("<script>alert('hi')</script>", encoding="utf-8")
     (site / "entities.html").write_text(
         "<p>Fish &amp; Chips &lt;3 &copy; &eacute;t&eacute; &#8364;10 &#x263A; a&nbsp;b</p>",
@@ -465,8 +471,10 @@ def test_revise_paragraph_classification_matches_justext() -> None:
 
     rng = random.Random(5)
     for _ in range(2000):
-        spec = [(rng.choice(["good", "bad", "short", "neargood"]), rng.random() < 0.3, "x" * rng.choice([0, 5, 150, 250]))
-                for _ in range(rng.randint(0, 25))]
+        spec = [
+            (rng.choice(["good", "bad", "short", "neargood"]), rng.random() < 0.3, "x" * rng.choice([0, 5, 150, 250]))
+            for _ in range(rng.randint(0, 25))
+        ]
         ours, theirs = [P(*s) for s in spec], [P(*s) for s in spec]
         core.revise_paragraph_classification(theirs)
         revise_paragraph_classification(ours, core.MAX_HEADING_DISTANCE_DEFAULT)

@@ -15,7 +15,6 @@ from er_framework.errors import InputError
 from er_framework.io.jsonl_read import split_lines
 from er_framework.io.source_files import read_source
 
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -104,8 +103,11 @@ def test_jsonl_lines_are_split_lazily_like_str_split() -> None:
 
 def test_duplicate_key_and_lone_surrogate_name_the_line(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
-    path.write_text('{"id": "a", "t": "x"}\n{"id": "b", "t": "y", "t": "z"}\n{"id": "c", "t": "\\udfff"}\n'
-                    '{"id": "d", "t": "\\ud83d\\ude00 ok"}\n{"id": "e", "n": {"k": 1, "k": 2}, "t": "w"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "a", "t": "x"}\n{"id": "b", "t": "y", "t": "z"}\n{"id": "c", "t": "\\udfff"}\n'
+        '{"id": "d", "t": "\\ud83d\\ude00 ok"}\n{"id": "e", "n": {"k": 1, "k": 2}, "t": "w"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(InputError) as exc:
         read(path, ["t"])
     text = problems_text(exc)

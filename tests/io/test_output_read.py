@@ -14,7 +14,6 @@ from er_framework.errors import InputError
 from er_framework.io.output_read import large_strings, read_output_columns, read_pairs_csv
 from er_framework.io.output_write import write_outputs
 
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -45,7 +44,10 @@ def test_read_output_columns_csv_and_parquet(tmp_path: Path) -> None:
         write_outputs(tmp_path / fmt, {"clusters": table}, {}, fmt=fmt)
         cols = read_output_columns(tmp_path / fmt / f"clusters.{fmt}", ("source", "id", "cluster_id"))
         assert {c: a.to_pylist() for c, a in cols.items()} == {
-            "source": ["s", "s", "t"], "id": ["a", "b,c", ""], "cluster_id": ["0", "0", "7"]}
+            "source": ["s", "s", "t"],
+            "id": ["a", "b,c", ""],
+            "cluster_id": ["0", "0", "7"],
+        }
         assert all(a.type == pa.large_string() for a in cols.values())
     assert large_strings(pa.chunked_array([], pa.string())).to_pylist() == []
     assert large_strings(np.array(["x", "y"])).to_pylist() == ["x", "y"]

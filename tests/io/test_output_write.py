@@ -18,15 +18,14 @@ from er_framework.io import output_write as eio
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.output_write import write_outputs
 
-
 # ---------------------------------------------------------------- helpers
 
 
 def listing(d: Path) -> dict[str, bytes]:
     """Every file under ``d`` (relative name -> content), hidden ones included."""
-    return {
-        str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
-    } | {str(p.relative_to(d)) + "/": b"" for p in d.rglob("*") if p.is_dir()}
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()} | {
+        str(p.relative_to(d)) + "/": b"" for p in d.rglob("*") if p.is_dir()
+    }
 
 
 def test_write_csv_and_json(tmp_path: Path) -> None:
@@ -73,8 +72,7 @@ def test_write_float64_precision(tmp_path: Path) -> None:
 def test_write_parquet_round_trip(tmp_path: Path) -> None:
     paths = write_outputs(
         tmp_path,
-        {"pairs": {"left_source": ["a"], "left_id": ["1"], "right_source": ["b"],
-                   "right_id": ["2"], "score": np.array([0.5])}},
+        {"pairs": {"left_source": ["a"], "left_id": ["1"], "right_source": ["b"], "right_id": ["2"], "score": np.array([0.5])}},
         {"report": {}},
         fmt="parquet",
     )
@@ -106,9 +104,7 @@ def test_write_validation_errors_leave_dir_untouched(tmp_path: Path) -> None:
     assert listing(tmp_path) == before
 
 
-def test_failure_while_writing_temp_files_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failure_while_writing_temp_files_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_outputs(tmp_path, {"t": {"a": [1]}}, {"r": {"v": 1}})
     before = listing(tmp_path)
 

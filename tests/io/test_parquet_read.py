@@ -13,7 +13,6 @@ from er_framework.data import Records
 from er_framework.errors import InputError
 from er_framework.io.source_files import read_source
 
-
 # ---------------------------------------------------------------- helpers
 
 

@@ -17,7 +17,6 @@ from er_framework.errors import InputError
 from er_framework.io.output_write import write_outputs
 from er_framework.io.source_files import partition_ranges, read_source
 
-
 # ---------------------------------------------------------------- helpers
 
 

@@ -15,8 +15,7 @@ import pytest
 from er_framework.errors import InputError
 from er_framework.io.table_file import HEADER_OBJECTS, FileRole, no_such_path_problem, open_table
 
-ROLE = FileRole(what="test file", path_fix="check --test", dir_fix="pass a file with --test",
-                header_fix="write a header such as id,x")
+ROLE = FileRole(what="test file", path_fix="check --test", dir_fix="pass a file with --test", header_fix="write a header such as id,x")
 
 
 def test_csv_header_columns_by_name_and_rows_where_they_are(tmp_path: Path) -> None:

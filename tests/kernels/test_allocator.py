@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-
 _FAULTS = (
     "import resource, sys\n"
     "import numpy as np\n"
@@ -29,9 +28,9 @@ def test_keep_freed_memory_reuses_a_freed_32_mb_block() -> None:
     """In a fresh process: a 32 MB array allocated, written and freed 8 times. With the defaults each
     time is a new mapping (page faults on every page written); after keep_freed_memory (True, twice)
     the freed block is reused: no new page."""
+
     def faults(keep: bool) -> int:
-        out = subprocess.run([sys.executable, "-c", _FAULTS, "1" if keep else "0"], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run([sys.executable, "-c", _FAULTS, "1" if keep else "0"], check=True, capture_output=True, text=True).stdout
         return int(out)
 
     assert faults(True) < 100 < faults(False)
@@ -54,8 +53,11 @@ def test_release_free_memory_waits_for_a_large_process(monkeypatch: pytest.Monke
 
     calls: list[str] = []
     monkeypatch.setattr(records_memory, "hand_back_freed_memory", lambda: calls.append("heap") or True)
-    for rss, expected in [(records_memory.RELEASE_MIN_RESIDENT_BYTES - 1, []),
-                          (records_memory.RELEASE_MIN_RESIDENT_BYTES, ["heap"]), (None, ["heap"])]:
+    for rss, expected in [
+        (records_memory.RELEASE_MIN_RESIDENT_BYTES - 1, []),
+        (records_memory.RELEASE_MIN_RESIDENT_BYTES, ["heap"]),
+        (None, ["heap"]),
+    ]:
         calls.clear()
         monkeypatch.setattr(records_memory, "resident_bytes", lambda rss=rss: rss)
         records_memory.release_free_memory()

@@ -31,8 +31,12 @@ SURROGATE_FREE = st.characters(blacklist_categories=["Cs"])
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.text(alphabet=SURROGATE_FREE, max_size=12),
-                          st.sampled_from(["", " ", "é", "日本", "😀x", "a,b", "\x00"])), max_size=60))
+@given(
+    st.lists(
+        st.one_of(st.none(), st.text(alphabet=SURROGATE_FREE, max_size=12), st.sampled_from(["", " ", "é", "日本", "😀x", "a,b", "\x00"])),
+        max_size=60,
+    )
+)
 def test_string_array_equals_pa_array(values: list[str | None]) -> None:
     got = string_array(values)
     want = pa.array(values, type=pa.string())
@@ -48,8 +52,7 @@ def test_string_array_equals_pa_array(values: list[str | None]) -> None:
 def test_string_array_fixed_cases() -> None:
     rng = random.Random(5)
     alphabet = ["a", "Z", "0", " ", ",", "é", "ß", "中", "😀", "\t"]
-    values: list[str | None] = [None if rng.random() < 0.2 else "".join(rng.choices(alphabet, k=rng.randint(0, 9)))
-                                for _ in range(5000)]
+    values: list[str | None] = [None if rng.random() < 0.2 else "".join(rng.choices(alphabet, k=rng.randint(0, 9))) for _ in range(5000)]
     for vals in (values, [], [None], [None, None], [""], ["", None, ""], ["ascii only", "x"], ["é"]):
         got = string_array(vals)
         assert got.equals(pa.array(vals, type=pa.string())), vals[:5]
@@ -78,8 +81,9 @@ def test_string_array_str_subclass_is_its_text() -> None:
     assert string_array([S("ab"), None]).to_pylist() == ["ab", None]
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                   "float16", "float32", "float64", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "bool"]
+)
 def test_numeric_array_equals_pa_array(dtype: str) -> None:
     rng = np.random.default_rng(3)
     base = rng.integers(0, 100, size=50)
@@ -109,8 +113,7 @@ def test_to_numpy_with_nulls_slices_and_chunks() -> None:
     out = to_numpy(f, null=np.nan)
     assert out[0] == 0.5 and np.isnan(out[1]) and out[2] == 2.0
     b = pa.array([True, None, False, True, True, False, True, False, True, True], type=pa.bool_())
-    np.testing.assert_array_equal(to_numpy(b.slice(1), null=False), [False, False, True, True, False, True, False,
-                                                                      True, True])
+    np.testing.assert_array_equal(to_numpy(b.slice(1), null=False), [False, False, True, True, False, True, False, True, True])
     chunked = pa.chunked_array([pa.array([1, 2], pa.int32()), pa.array([3], pa.int32())])
     got = to_numpy(chunked)
     assert got.dtype == np.int32 and got.tolist() == [1, 2, 3]
@@ -151,8 +154,16 @@ def test_array_of_equals_pa_array() -> None:
     from er_framework.kernels.arrow import array_of
 
     cases: list[object] = [
-        np.arange(5, dtype=np.int64), np.array([0.5, 1.5]), np.array([True, False]), np.array(["x", None], dtype=object),
-        ["a", None, "é"], [None, None], [], [1, 2, 3], [1.5, None], ("t", "u"),
+        np.arange(5, dtype=np.int64),
+        np.array([0.5, 1.5]),
+        np.array([True, False]),
+        np.array(["x", None], dtype=object),
+        ["a", None, "é"],
+        [None, None],
+        [],
+        [1, 2, 3],
+        [1.5, None],
+        ("t", "u"),
         np.array(["fixed", "width"]),
     ]
     for values in cases:
@@ -161,7 +172,6 @@ def test_array_of_equals_pa_array() -> None:
         assert got.type == want.type and got.equals(want), values
     with pytest.raises(pa.ArrowTypeError):
         array_of(["a", 1])  # pa.array's own error for mixed values
-
 
 
 def test_coded_strings_is_its_list_and_converts_by_its_parts() -> None:
@@ -185,9 +195,17 @@ def test_coded_strings_is_its_list_and_converts_by_its_parts() -> None:
     assert isinstance(back, CodedStrings) and back == plain and coded_parts(back) is not None
     assert copy.copy(col) == plain and copy.deepcopy(col) == plain
     mutations = [
-        lambda c: c.__setitem__(0, "zz"), lambda c: c.__delitem__(0), lambda c: c.append("zz"),
-        lambda c: c.extend(["zz"]), lambda c: c.insert(0, "zz"), lambda c: c.pop(), lambda c: c.remove(c[0]),
-        lambda c: c.clear(), lambda c: c.sort(key=str), lambda c: c.reverse(), lambda c: c.__iadd__(["zz"]),
+        lambda c: c.__setitem__(0, "zz"),
+        lambda c: c.__delitem__(0),
+        lambda c: c.append("zz"),
+        lambda c: c.extend(["zz"]),
+        lambda c: c.insert(0, "zz"),
+        lambda c: c.pop(),
+        lambda c: c.remove(c[0]),
+        lambda c: c.clear(),
+        lambda c: c.sort(key=str),
+        lambda c: c.reverse(),
+        lambda c: c.__iadd__(["zz"]),
         lambda c: c.__imul__(2),
     ]
     for change in mutations:

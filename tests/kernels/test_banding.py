@@ -27,7 +27,7 @@ from er_framework.kernels import (
     unique_pairs,
     unpack_pairs,
 )
-from er_framework.kernels.groups import sort_segments, pairs_in_groups_reference
+from er_framework.kernels.groups import pairs_in_groups_reference, sort_segments
 
 # ---------------------------------------------------------------- groups
 
@@ -117,9 +117,7 @@ def test_false_positive_area_closed_form() -> None:
     assert false_positive_area(0.5, np.array([1, 2]), 1).shape == (2,)
 
 
-@pytest.mark.parametrize(
-    "threshold,num_perm", [(0.8, 128), (0.5, 128), (0.9, 64), (0.7, 200), (0.3, 100)]
-)
+@pytest.mark.parametrize("threshold,num_perm", [(0.8, 128), (0.5, 128), (0.9, 64), (0.7, 200), (0.3, 100)])
 def test_choose_bands_is_feasible_and_optimal(threshold: float, num_perm: int) -> None:
     b, r = choose_bands(threshold, num_perm)
     assert b * r <= num_perm
@@ -170,9 +168,7 @@ def test_band_keys_formula_and_columns_used() -> None:
     st.integers(0, 2**20),
     st.one_of(st.none(), st.integers(1, 5)),
 )
-def test_bucket_candidates_matches_reference(
-    n: int, nb: int, seed: int, max_size: int | None
-) -> None:
+def test_bucket_candidates_matches_reference(n: int, nb: int, seed: int, max_size: int | None) -> None:
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 3, size=(n, nb)).astype(np.uint64)  # many collisions
     ids = rng.permutation(100)[:n].astype(np.int64)
@@ -226,9 +222,7 @@ def test_s_curve_statistics() -> None:
     sig = minhash_signatures(ts, *hash_params(100, seed=5))
     n = len(sets)
     left, right, _ = bucket_candidates(band_keys(sig, bands, rows), np.arange(n, dtype=np.int64))
-    found = np.isin(
-        pack_pairs(np.arange(0, n, 2), np.arange(1, n, 2)), pack_pairs(left, right)
-    ).reshape(len(s_values), per_s)
+    found = np.isin(pack_pairs(np.arange(0, n, 2), np.arange(1, n, 2)), pack_pairs(left, right)).reshape(len(s_values), per_s)
     for s, hits in zip(s_values, found):
         p = candidate_probability(s, bands, rows)
         se = math.sqrt(p * (1 - p) / per_s)

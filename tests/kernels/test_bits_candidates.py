@@ -10,20 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from er_framework.data import TokenSets
-from er_framework.kernels.groups import sorted_unique
 from er_framework.kernels.bits import bits_from_bool, pack_bits
 from er_framework.kernels.bits_candidates import (
     TooManyPairs,
-    compact_unique,
     cell_overlap,
     cell_overlap_reference,
     cell_sets,
     cell_sets_reference,
+    compact_unique,
     grid_bit_candidates,
     grid_bit_candidates_reference,
     shares_bucket,
     shares_bucket_reference,
 )
+from er_framework.kernels.groups import sorted_unique
 
 # ---------------------------------------------------------------- cell sets
 

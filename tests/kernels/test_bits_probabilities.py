@@ -14,7 +14,7 @@ from er_framework.kernels.bits_probabilities import candidate_probabilities, can
 
 def test_candidate_probabilities_reproduce_the_seed() -> None:
     same, diff = candidate_probabilities(0.2, 0.8, 3, 1024)
-    assert (0.2 * 0.8) ** 3 == pytest.approx(0.004096) and 0.2**6 == pytest.approx(0.000064)
+    assert pytest.approx(0.004096) == (0.2 * 0.8) ** 3 and pytest.approx(0.000064) == 0.2**6
     assert same == pytest.approx(1 - (1 - 0.004096) ** 1024, rel=1e-12)
     assert diff == pytest.approx(1 - (1 - 0.000064) ** 1024, rel=1e-12)
     assert round(same, 3) == 0.985 and round(diff, 3) == 0.063

@@ -48,8 +48,16 @@ def test_two_cliques_one_weak_edge() -> None:
     rng = np.random.default_rng(1)
     edges = two_cliques(rng, 5, 6, [(3, 7, 0.5)])
     flags, stats = run(edges, 11)
-    assert stats == {"clusters": 1, "checked": 1, "too_small": 0, "skipped_too_large": 0, "disconnected": 0,
-                     "flagged": 1, "too_dense": 0, "cuts_scored": stats["cuts_scored"]}
+    assert stats == {
+        "clusters": 1,
+        "checked": 1,
+        "too_small": 0,
+        "skipped_too_large": 0,
+        "disconnected": 0,
+        "flagged": 1,
+        "too_dense": 0,
+        "cuts_scored": stats["cuts_scored"],
+    }
     (f,) = flags
     assert (f.cluster, f.size, f.sides, f.cut_edges, f.bridge) == (0, 11, (5, 6), 1, (3, 7))
     assert f.cut_max_score == 0.5

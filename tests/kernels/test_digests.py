@@ -57,8 +57,7 @@ def test_normalized_digests_equal_the_per_text_reference(texts: list[str]) -> No
 def test_the_ascii_path_equals_nfkc_casefold_and_split(texts: list[str]) -> None:
     """ASCII texts skip NFKC (the identity on ASCII) and fold case with one str.lower of the whole batch."""
     assert all(t.isascii() for t in texts)
-    assert [normalize_text(t) for t in texts] == [" ".join(unicodedata.normalize("NFKC", t).casefold().split())
-                                                  for t in texts]
+    assert [normalize_text(t) for t in texts] == [" ".join(unicodedata.normalize("NFKC", t).casefold().split()) for t in texts]
     digests, nonempty = normalized_digests(texts)
     assert digests.tolist() == [text_digest_reference(" ".join(t.lower().split())) for t in texts]
     assert nonempty.tolist() == [bool(t.split()) for t in texts]

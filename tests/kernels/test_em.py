@@ -32,7 +32,6 @@ from er_framework.kernels.em import (
     sigmoid,
 )
 
-
 # ---------------------------------------------------------------------------
 # naive references
 
@@ -178,6 +177,7 @@ def test_missing_level_weighs_zero_and_probability_formula():
     fit = EMFit(lam=0.2, m=[np.array([0.8, 0.15, 0.05]), np.array([0.9, 0.1])], u=[np.array([0.1, 0.2, 0.7]), np.array([0.3, 0.7])])
     pats = np.array([[0, 0], [0, -1], [-1, 1], [-1, -1], [2, 1]])
     p = fit.probability(pats)
+
     def direct(row):
         pm, pu = 0.2, 0.8
         for f, lv in enumerate(row):
@@ -185,6 +185,7 @@ def test_missing_level_weighs_zero_and_probability_formula():
                 pm *= fit.m[f][lv]
                 pu *= fit.u[f][lv]
         return pm / (pm + pu)
+
     np.testing.assert_allclose(p, [direct(r) for r in pats.tolist()], rtol=1e-12)
     assert p[3] == pytest.approx(0.2)  # nothing observed: the prior
     w = fit.weights()
@@ -202,11 +203,7 @@ def test_level_of():
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.floats(-100, 100, allow_nan=False), st.floats(0.01, 100, allow_nan=False)), min_size=1, max_size=8
-    )
-)
+@given(st.lists(st.tuples(st.floats(-100, 100, allow_nan=False), st.floats(0.01, 100, allow_nan=False)), min_size=1, max_size=8))
 def test_isotonic_decreasing_equals_min_max_reference(yw):
     y = np.array([a for a, _ in yw])
     w = np.array([b for _, b in yw])
@@ -379,11 +376,14 @@ def test_sigmoid_is_scipy_expit_bit_for_bit():
     magnitude, at the overflow edge, at the infinities and at NaN, for arrays of any shape."""
     expit = pytest.importorskip("scipy.special").expit
     rng = np.random.default_rng(11)
-    z = np.concatenate([
-        rng.normal(0, 3, 2000), rng.normal(0, 40, 2000), np.linspace(-760, 760, 3001),
-        [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.78, -709.78, 709.79, -709.79, 745.2, -745.2, 1e308, -1e308,
-         np.inf, -np.inf],
-    ])
+    z = np.concatenate(
+        [
+            rng.normal(0, 3, 2000),
+            rng.normal(0, 40, 2000),
+            np.linspace(-760, 760, 3001),
+            [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.78, -709.78, 709.79, -709.79, 745.2, -745.2, 1e308, -1e308, np.inf, -np.inf],
+        ]
+    )
     got = sigmoid(z)
     want = expit(z)
     assert got.dtype == np.float64 and got.shape == z.shape

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from er_framework.data import TokenSets
-from er_framework.kernels.hashing import mix64_inplace
 from er_framework.kernels import (
     char_shingles,
     char_shingles_reference,
@@ -25,6 +24,7 @@ from er_framework.kernels import (
     word_ngrams,
     word_ngrams_reference,
 )
+from er_framework.kernels.hashing import mix64_inplace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,9 +113,7 @@ def test_hash_strings_matches_reference(texts: list[str]) -> None:
 def test_abcab_k2() -> None:
     ts = char_shingles(["abcab"], 2)
     assert len(ts.tokens) == 3
-    assert sorted(int(x) for x in ts.tokens) == sorted(
-        int(x) for x in hash_strings(["ab", "bc", "ca"])
-    )
+    assert sorted(int(x) for x in ts.tokens) == sorted(int(x) for x in hash_strings(["ab", "bc", "ca"]))
 
 
 def test_short_and_empty_texts() -> None:
@@ -163,9 +161,7 @@ def test_word_unigrams_formula() -> None:
 
 def test_word_ngrams_custom_pattern() -> None:
     texts = ["a-b c", "x"]
-    assert as_lists(word_ngrams(texts, 2, pattern=r"[^ ]+")) == word_ngrams_reference(
-        texts, 2, pattern=r"[^ ]+"
-    )
+    assert as_lists(word_ngrams(texts, 2, pattern=r"[^ ]+")) == word_ngrams_reference(texts, 2, pattern=r"[^ ]+")
 
 
 SNIPPET = (
@@ -217,10 +213,9 @@ def test_unique_rows_is_np_unique_per_row(rows: list[list[int]], block: int, wor
     values = np.array([x * 0x9E3779B97F4A7C15 % 2**64 for r in rows for x in r], dtype=np.uint64)
     multi = TokenSets(indptr, values.copy())
     got = unique_rows(multi, workers=workers, block_tokens=block, in_place=in_place)
-    assert got.equals(TokenSets.from_sets([np.unique(np.array(r, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-                                           for r in rows]))
+    assert got.equals(TokenSets.from_sets([np.unique(np.array(r, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) for r in rows]))
     for i in range(len(rows)):  # the input is the same multiset either way
-        assert sorted(multi.row(i).tolist()) == sorted(values[indptr[i]: indptr[i + 1]].tolist())
+        assert sorted(multi.row(i).tolist()) == sorted(values[indptr[i] : indptr[i + 1]].tolist())
     if not in_place:
         assert np.array_equal(multi.tokens, values)
 

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from er_framework.data import TokenSets
-from er_framework.kernels import char_shingles, char_shingles_reference, jaccard_pairs, jaccard_reference
-from er_framework.kernels import hashing, jaccard
+from er_framework.kernels import char_shingles, char_shingles_reference, hashing, jaccard, jaccard_pairs, jaccard_reference
 from er_framework.kernels.hashing import sort_rows
 from er_framework.kernels.jaccard import intersection_sizes
 
@@ -66,8 +65,7 @@ def test_intersections_of_large_and_small_pairs_are_exact_on_both_paths(
 def test_a_token_equal_to_the_largest_uint64_is_counted() -> None:
     top = np.iinfo(np.uint64).max
     a = list(range(200)) + [top]
-    ts = TokenSets(np.array([0, 201, 402, 403], dtype=np.int64),
-                   np.array(a + list(range(100, 300)) + [top] + [top], dtype=np.uint64))
+    ts = TokenSets(np.array([0, 201, 402, 403], dtype=np.int64), np.array(a + list(range(100, 300)) + [top] + [top], dtype=np.uint64))
     for loop_min in (0, 10**9):
         old = jaccard.PAIR_LOOP_MIN
         try:

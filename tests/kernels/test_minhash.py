@@ -76,9 +76,7 @@ def test_is_permutation() -> None:
     st.integers(0, 2**40),
     st.integers(1, 9),
 )
-def test_fast_matches_reference(
-    sets: list[list[int]], p: int, k: int, seed: int, chunk: int
-) -> None:
+def test_fast_matches_reference(sets: list[list[int]], p: int, k: int, seed: int, chunk: int) -> None:
     ts = TokenSets.from_sets(sets)
     a, b = hash_params(k, seed, p)
     sig = minhash_signatures(ts, a, b, p=p, chunk_tokens=chunk)
@@ -112,9 +110,7 @@ def test_union_is_elementwise_min(a_set: list[int], b_set: list[int], seed: int)
 
 def test_chunking_invariance() -> None:
     rng = np.random.default_rng(3)
-    sets = [
-        rng.integers(0, 2**63, size=int(rng.integers(0, 40)), dtype=np.uint64) for _ in range(50)
-    ]
+    sets = [rng.integers(0, 2**63, size=int(rng.integers(0, 40)), dtype=np.uint64) for _ in range(50)]
     ts = TokenSets.from_sets(sets)
     a, b = hash_params(32, 11)
     full = minhash_signatures(ts, a, b)
@@ -139,9 +135,7 @@ def test_rowwise_reference_equals_per_document() -> None:
 
 
 def test_estimate_jaccard_and_pairs() -> None:
-    sigs = np.array(
-        [[1, 2, 3, 4], [1, 2, 0, 0], [EMPTY] * 4, [EMPTY] * 4, [1, 2, 3, 4]], dtype=np.uint32
-    )
+    sigs = np.array([[1, 2, 3, 4], [1, 2, 0, 0], [EMPTY] * 4, [EMPTY] * 4, [1, 2, 3, 4]], dtype=np.uint32)
     assert estimate_jaccard(sigs[0], sigs[1]) == 0.5
     assert estimate_jaccard(sigs[2], sigs[3]) == 0.0  # two empty sets
     assert estimate_jaccard(sigs[0], sigs[2]) == 0.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from estimators import estimates, pairs_with_jaccard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from er_framework.kernels import (
 )
 from er_framework.kernels.oph import oph_reference, oph_signatures, probe_bins
 from er_framework.testing import check_signature_builder, sample_records
-from estimators import estimates, pairs_with_jaccard
 from er_plugins.documents import CharShingler
 from er_plugins.oph import OnePermutationHash
 

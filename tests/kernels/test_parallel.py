@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,14 @@ from er_framework.data import TokenSets
 from er_framework.kernels import char_shingles, hash_params, jaccard_pairs, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
 from er_framework.kernels.parallel import (
-    ForkedWorker, WorkerDied, map_ordered, map_processes, map_row_blocks, resolve_workers, row_blocks, split_sizes,
+    ForkedWorker,
+    WorkerDied,
+    map_ordered,
+    map_processes,
+    map_row_blocks,
+    resolve_workers,
+    row_blocks,
+    split_sizes,
 )
 from er_plugins.documents import shingle_in_chunks
 
@@ -184,10 +192,8 @@ def test_workers_die_when_their_parent_is_killed(tmp_path: Path, how: str) -> No
             time.sleep(0.05)
         assert not any(alive(p) for p in workers)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 
@@ -201,9 +207,8 @@ def test_a_forked_worker_exists_before_any_task_and_ignores_ctrl_c(no_new_childr
 
 @linux_only
 def test_an_error_of_a_forked_workers_task_is_raised_and_the_worker_killed(no_new_children: None) -> None:
-    with pytest.raises(ValueError, match="bad 2"):
-        with ForkedWorker() as worker:
-            ForkedWorker.result(worker.submit(boom, 2))
+    with pytest.raises(ValueError, match="bad 2"), ForkedWorker() as worker:
+        ForkedWorker.result(worker.submit(boom, 2))
 
 
 def die() -> None:
@@ -212,9 +217,8 @@ def die() -> None:
 
 @linux_only
 def test_a_forked_worker_that_dies_is_a_worker_died_error(no_new_children: None) -> None:
-    with pytest.raises(WorkerDied, match="ended abruptly"):
-        with ForkedWorker() as worker:
-            ForkedWorker.result(worker.submit(die))
+    with pytest.raises(WorkerDied, match="ended abruptly"), ForkedWorker() as worker:
+        ForkedWorker.result(worker.submit(die))
 
 
 def test_split_sizes_and_row_blocks() -> None:
@@ -268,4 +272,3 @@ def test_kernels_identical_for_any_block_size_and_workers() -> None:
             assert np.array_equal(map_row_blocks(lambda t: minhash_signatures(t, a, b), ref, w, bt), sig)
             assert np.array_equal(map_row_blocks(lambda t: oph_signatures(t, 32, 4), ref, w, bt), osig)
             assert np.array_equal(jaccard_pairs(ref, left, right, max_tokens_per_batch=bt, workers=w), jac)
-

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz import fuzz
-from rapidfuzz.distance import LCSseq, JaroWinkler, Levenshtein
+from rapidfuzz.distance import JaroWinkler, LCSseq, Levenshtein
 
 from er_framework.kernels.records_bounds import (
     BOUNDED_SCORERS,
@@ -150,8 +150,10 @@ def test_bounds_are_never_below_the_score(scorer: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=string.ascii_letters + string.digits + " -", min_size=1, max_size=30),
-       st.text(alphabet=string.ascii_letters + string.digits + " -", min_size=1, max_size=30))
+@given(
+    st.text(alphabet=string.ascii_letters + string.digits + " -", min_size=1, max_size=30),
+    st.text(alphabet=string.ascii_letters + string.digits + " -", min_size=1, max_size=30),
+)
 def test_bound_property(x: str, y: str) -> None:
     values = list(dict.fromkeys([x, y]))
     bs = bag_signatures(*_buffers(values))

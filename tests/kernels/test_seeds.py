@@ -173,9 +173,7 @@ def test_jaccard_zero_gives_estimate_zero() -> None:
 
 
 def test_storage_40mb() -> None:
-    sig = minhash_signatures(
-        TokenSets.from_sets([[1]] * 100), np.arange(1, 101), np.zeros(100, dtype=np.int64)
-    )
+    sig = minhash_signatures(TokenSets.from_sets([[1]] * 100), np.arange(1, 101), np.zeros(100, dtype=np.int64))
     assert sig.dtype == np.uint32 and sig.itemsize == 4
     assert 100_000 * 100 * sig.itemsize == 40_000_000
 

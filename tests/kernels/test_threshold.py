@@ -25,8 +25,7 @@ def beta_pdf(x: np.ndarray, a: float, b: float) -> np.ndarray:
 def expected_errors(t: float, lo: tuple[float, float, int], hi: tuple[float, float, int]) -> float:
     """Expected misclassified scores at threshold t: low-group mass above t plus high-group mass below t."""
     dx = GRID[1] - GRID[0]
-    return float((lo[2] * beta_pdf(GRID, lo[0], lo[1])[GRID >= t]).sum() * dx
-                 + (hi[2] * beta_pdf(GRID, hi[0], hi[1])[GRID < t]).sum() * dx)
+    return float((lo[2] * beta_pdf(GRID, lo[0], lo[1])[t <= GRID]).sum() * dx + (hi[2] * beta_pdf(GRID, hi[0], hi[1])[t > GRID]).sum() * dx)
 
 
 def bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int], low: float) -> float:
@@ -36,7 +35,7 @@ def bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int], low:
     above_lo = lo[2] * (1.0 - np.cumsum(beta_pdf(GRID, lo[0], lo[1])) * dx)  # low-group mass above each point
     below_hi = hi[2] * np.cumsum(beta_pdf(GRID, hi[0], hi[1])) * dx  # high-group mass below each point
     errs = above_lo + below_hi
-    ok = (GRID >= max(low, 0.01)) & (GRID < 0.99)
+    ok = (max(low, 0.01) <= GRID) & (GRID < 0.99)
     return float(GRID[ok][int(np.argmin(errs[ok]))])
 
 
@@ -47,13 +46,13 @@ def sample(lo: tuple[float, float, int], hi: tuple[float, float, int], seed: int
 
 # (low group, high group, floor low, tolerance on the threshold, on the excess errors as a share of the smaller group)
 MIXTURES = [
-    ((2, 12, 10_000), (12, 3, 500), 0.05, 0.05, 0.01),   # 20:1, well separated
+    ((2, 12, 10_000), (12, 3, 500), 0.05, 0.05, 0.01),  # 20:1, well separated
     # 100:1: the fit describes the big group by several components, whose highest one's upper tail sets the
     # split about 0.02-0.04 low (2 expected errors more than the optimum's 5, of 100 high scores)
     ((2, 12, 10_000), (12, 3, 100), 0.05, 0.05, 0.03),
     ((2, 12, 10_000), (12, 3, 1000), 0.05, 0.05, 0.01),  # 10:1
-    ((2, 12, 5_000), (12, 3, 5000), 0.05, 0.05, 0.01),   # 1:1
-    ((3, 20, 20_000), (20, 3, 300), 0.05, 0.05, 0.01),   # well separated, wide gap
+    ((2, 12, 5_000), (12, 3, 5000), 0.05, 0.05, 0.01),  # 1:1
+    ((3, 20, 20_000), (20, 3, 300), 0.05, 0.05, 0.01),  # well separated, wide gap
     # floor inside the low group's tail: the truncated tail, fitted by a logit-normal, pulls the split low
     ((2, 12, 10_000), (12, 3, 500), 0.3, 0.12, 0.10),
 ]
@@ -61,8 +60,9 @@ MIXTURES = [
 
 @pytest.mark.parametrize("lo,hi,low,tol,excess", MIXTURES)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_mixture_near_bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int], low: float, tol: float,
-                                  excess: float, seed: int) -> None:
+def test_mixture_near_bayes_split(
+    lo: tuple[float, float, int], hi: tuple[float, float, int], low: float, tol: float, excess: float, seed: int
+) -> None:
     best = bayes_split(lo, hi, low)
     fit = choose_threshold(sample(lo, hi, seed), low=low, method="mixture")
     assert fit.ok and fit.method == "mixture", fit.reason
@@ -88,8 +88,10 @@ def test_overlapping_groups_split_near_bayes_or_fall_back(seed: int) -> None:
     assert expected_errors(fit.threshold, lo, hi) - expected_errors(best, lo, hi) <= 0.09 * 1000 + 1
 
 
-@pytest.mark.parametrize("lo,hi", [((2, 12, 10_000), (12, 3, 500)), ((2, 12, 5_000), (12, 3, 5000)),
-                                   ((3, 20, 20_000), (20, 3, 300)), ((2, 12, 10_000), (12, 3, 1000))])
+@pytest.mark.parametrize(
+    "lo,hi",
+    [((2, 12, 10_000), (12, 3, 500)), ((2, 12, 5_000), (12, 3, 5000)), ((3, 20, 20_000), (20, 3, 300)), ((2, 12, 10_000), (12, 3, 1000))],
+)
 def test_valley_near_bayes_split(lo: tuple[float, float, int], hi: tuple[float, float, int]) -> None:
     best = bayes_split(lo, hi, 0.05)
     for seed in (0, 1):
@@ -103,8 +105,9 @@ def test_valley_near_bayes_split(lo: tuple[float, float, int], hi: tuple[float, 
 @pytest.mark.parametrize("dist", ["beta", "uniform", "normal"])
 def test_one_group_falls_back(method: str, dist: str) -> None:
     rng = np.random.default_rng(3)
-    s = {"beta": rng.beta(2, 12, 20_000), "uniform": rng.uniform(0.2, 0.9, 5000),
-         "normal": np.clip(rng.normal(0.6, 0.08, 5000), 0, 1)}[dist]
+    s = {"beta": rng.beta(2, 12, 20_000), "uniform": rng.uniform(0.2, 0.9, 5000), "normal": np.clip(rng.normal(0.6, 0.08, 5000), 0, 1)}[
+        dist
+    ]
     fit = choose_threshold(s, low=0.1, method=method)
     assert not fit.ok and fit.method == "fallback" and fit.threshold == 0.1, fit.reason
     fit = choose_threshold(s, low=0.1, method=method, fallback=0.7)
@@ -184,8 +187,13 @@ def test_plot_fields() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), max_size=300), st.floats(0.0, 0.9), st.floats(0.05, 1.0),
-       st.sampled_from(["valley", "mixture"]), st.integers(0, 3))
+@given(
+    st.lists(st.floats(0.0, 1.0), max_size=300),
+    st.floats(0.0, 0.9),
+    st.floats(0.05, 1.0),
+    st.sampled_from(["valley", "mixture"]),
+    st.integers(0, 3),
+)
 def test_threshold_in_range_and_json(values: list[float], low: float, width: float, method: str, extra: int) -> None:
     high = min(low + width, 1.0)
     rng = np.random.default_rng(extra)
@@ -198,6 +206,7 @@ def test_threshold_in_range_and_json(values: list[float], low: float, width: flo
 
 
 # ---------------------------------------------------------------- more than two groups
+
 
 def group_errors(rest: list[tuple[float, float, int]], top: list[tuple[float, float, int]]) -> np.ndarray:
     """Expected misclassified scores at every grid point as the threshold: the mass of the ``rest`` groups above
@@ -228,12 +237,11 @@ SEVERAL = [
 
 @pytest.mark.parametrize("rest,top,low", SEVERAL)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_top_group_of_several(rest: list[tuple[float, float, int]], top: list[tuple[float, float, int]], low: float,
-                              seed: int) -> None:
+def test_top_group_of_several(rest: list[tuple[float, float, int]], top: list[tuple[float, float, int]], low: float, seed: int) -> None:
     """The threshold lies where the top group parts from everything below it: within the stretch of thresholds
     whose expected errors are at most 1% of the top group (+1) above the Bayes optimum."""
     errs = group_errors(rest, top)
-    inside = (GRID >= low) & (GRID < 0.99)
+    inside = (low <= GRID) & (GRID < 0.99)
     allow = 0.01 * sum(n for _, _, n in top) + 1
     good = GRID[inside][errs[inside] <= errs[inside].min() + allow]
     fit = choose_threshold(sample_groups(rest + top, seed), low=low, method="mixture")

@@ -37,8 +37,7 @@ def test_ticks() -> None:
 
 
 def test_chart_places_values_and_escapes_text() -> None:
-    chart = Chart(Scale(0.0, 1.0), Scale(0.0, 10.0), width=200, height=100, left=20, right=10, top=10, bottom=20,
-                  label="<b>x</b>")
+    chart = Chart(Scale(0.0, 1.0), Scale(0.0, 10.0), width=200, height=100, left=20, right=10, top=10, bottom=20, label="<b>x</b>")
     assert chart.px(0.0) == 20 and chart.px(1.0) == 190 and chart.px(2.0) == 190  # clamped to the plot area
     assert chart.py(0.0) == 80 and chart.py(10.0) == 10
     chart.title("<script>")

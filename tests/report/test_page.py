@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_pages import ROOT, assert_self_contained, run
 
 from er_framework.config.resolve import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import InputError
 from er_framework.report.page import RunData, largest_clusters, values_from_run, write_report
-from report_pages import ROOT, assert_self_contained, run
 
 SECTIONS = ["summary", "blocking", "scores", "cluster-sizes", "largest-clusters", "stages", "components"]
 
@@ -39,7 +39,8 @@ def test_report_of_shipped_jobs(shipped: dict[str, Path], name: str) -> None:
 def small_job(tmp: Path, rows: list[dict], fmt: str = "csv") -> Path:
     (tmp / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = tmp / "job.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         name: <b>tricky</b>
         threshold: 0.5
         sources: [{{name: src, path: a.jsonl, fields: [text]}}]
@@ -48,7 +49,8 @@ def small_job(tmp: Path, rows: list[dict], fmt: str = "csv") -> Path:
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         output: {{format: {fmt}}}
-    """))
+    """)
+    )
     return cfg
 
 
@@ -141,9 +143,11 @@ def test_er_run_draws_the_page_without_matplotlib(tmp_path: Path, config: str) -
     import subprocess
     import sys
 
-    code = ("import sys\nfrom er_framework.cli.main import main\n"
-            f"assert main(['run', {str(ROOT / 'configs' / config)!r}, '--out', {str(tmp_path)!r}, '-q']) == 0\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n")
+    code = (
+        "import sys\nfrom er_framework.cli.main import main\n"
+        f"assert main(['run', {str(ROOT / 'configs' / config)!r}, '--out', {str(tmp_path)!r}, '-q']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -165,8 +169,9 @@ def test_largest_clusters_equal_a_full_sort(seed: int) -> None:
 
 
 def test_run_data_values_are_those_of_the_wanted_records() -> None:
-    recs = Records(ids=["1", "2", "1", "3"], source=np.array([0, 0, 1, 1]), source_names=["A", "B"],
-                   fields={"name": ["ann", "bob", None, "cy"]})
+    recs = Records(
+        ids=["1", "2", "1", "3"], source=np.array([0, 0, 1, 1]), source_names=["A", "B"], fields={"name": ["ann", "bob", None, "cy"]}
+    )
     run = RunData(recs, Pairs(np.array([0]), np.array([2]), np.array([0.9])), np.array([0, 1, 0, 3]))
     wanted = {("B", "1"), ("A", "2"), ("A", "9")}  # an id of the other source, one of none
     values, fields, problem = values_from_run(run, wanted)
@@ -186,8 +191,7 @@ class CountingList(list):  # type: ignore[type-arg]
 
 def test_hinted_rows_are_checked_and_spare_the_search() -> None:
     ids = CountingList(["1", "2", "1", "3"])
-    recs = Records(ids=ids, source=np.array([0, 0, 1, 1]), source_names=["A", "B"],
-                   fields={"name": ["ann", "bob", None, "cy"]})
+    recs = Records(ids=ids, source=np.array([0, 0, 1, 1]), source_names=["A", "B"], fields={"name": ["ann", "bob", None, "cy"]})
     run = RunData(recs, Pairs(np.array([0]), np.array([2]), np.array([0.9])), np.array([0, 1, 0, 3]))
     wanted = {("B", "1"), ("A", "2")}
     CountingList.passes = 0
@@ -210,5 +214,9 @@ def test_the_review_rows_of_a_run_point_at_its_records() -> None:
     names = res.records.source_names
     for (source, rid), row in rows.items():
         assert (names[res.records.source[row]], res.records.ids[row]) == (source, rid)
-    assert review_rows({"review": {"above": [{"left": {"source": "A", "id": "1", "row": True},
-                                              "right": {"source": "B", "id": "2", "row": -1}}]}}) == {}
+    assert (
+        review_rows(
+            {"review": {"above": [{"left": {"source": "A", "id": "1", "row": True}, "right": {"source": "B", "id": "2", "row": -1}}]}}
+        )
+        == {}
+    )

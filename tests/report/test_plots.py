@@ -100,8 +100,13 @@ def test_written_scores_histogram_matches_a_loop(seed: int) -> None:
 
 
 def test_s_curve_with_measured_rates() -> None:
-    diag = {"bins": [[0.0, 0.5], [0.5, 1.0], [0.9, 1.0]], "pairs": [10, 20, 0], "candidates": [1, 19, 0],
-            "measured_rate": [0.1, 0.95, None], "predicted_rate": [0.05, None, None]}
+    diag = {
+        "bins": [[0.0, 0.5], [0.5, 1.0], [0.9, 1.0]],
+        "pairs": [10, 20, 0],
+        "candidates": [1, 19, 0],
+        "measured_rate": [0.1, 0.95, None],
+        "predicted_rate": [0.05, None, None],
+    }
     svg = plot_s_curve(13, 7, 0.8, diag)
     assert svg.count("<polyline") == 1 and "1 − (1 − s⁷)¹³  (b = 13, r = 7)" in svg
     assert f"P(candidate) = {float(s_curve(np.array([0.8]), 13, 7)[0]):.3f}" in svg
@@ -113,9 +118,19 @@ def test_s_curve_with_measured_rates() -> None:
 
 
 def test_threshold_plot() -> None:
-    fit = {"hist_edges": [0.0, 0.5, 1.0], "hist_counts": [1000, 3], "n_scores": 1003, "curve_x": [0.1, 0.9],
-           "curve_y": [10.0, 2.0], "curve_low": [None, None], "curve_high": [0.0, 1.0], "low": 0.2, "high": 0.9,
-           "threshold": 0.6, "method": "valley"}
+    fit = {
+        "hist_edges": [0.0, 0.5, 1.0],
+        "hist_counts": [1000, 3],
+        "n_scores": 1003,
+        "curve_x": [0.1, 0.9],
+        "curve_y": [10.0, 2.0],
+        "curve_low": [None, None],
+        "curve_high": [0.0, 1.0],
+        "low": 0.2,
+        "high": 0.9,
+        "threshold": 0.6,
+        "method": "valley",
+    }
     svg = plot_threshold(fit)
     assert svg is not None and svg.count("<rect ") == 2 and svg.count("<polyline") == 2  # no curve of nothing
     assert "chosen threshold 0.600 (valley)" in svg and "allowed range 0.2–0.9" in svg

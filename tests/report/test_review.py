@@ -58,16 +58,24 @@ FS_FIELDS = ["first_name", "last_name", "address", "city", "dob"]
 def fs_records() -> Records:
     a = Records.from_columns(
         ["A1", "A2", EVIL_ID],
-        {"first_name": ["Angela", "Lori", "Mark"], "last_name": ["Myers", "Allen", "Martinez"],
-         "address": ["32 Banks Lane", "343 Jessica Rd.", "161 Banks Road"], "city": ["Crossport", "Johnsontown", None],
-         "dob": ["1950-02-04", "1940-01-25", EVIL_TEXT]},
+        {
+            "first_name": ["Angela", "Lori", "Mark"],
+            "last_name": ["Myers", "Allen", "Martinez"],
+            "address": ["32 Banks Lane", "343 Jessica Rd.", "161 Banks Road"],
+            "city": ["Crossport", "Johnsontown", None],
+            "dob": ["1950-02-04", "1940-01-25", EVIL_TEXT],
+        },
         source_name="A",
     )
     b = Records.from_columns(
         ["B1", "B2", "B3"],
-        {"first_name": ["Angela", "Lory", "MARK"], "last_name": ["Myers", "Allen", "Martinez"],
-         "address": ["10 Lake St.", "6 Anna Drive", "161 Banks Rd"], "city": ["East Shawn", "North Tiffany", "Jacksonville"],
-         "dob": ["1950-02-04", "1930-01-23", "1938-03-14"]},
+        {
+            "first_name": ["Angela", "Lory", "MARK"],
+            "last_name": ["Myers", "Allen", "Martinez"],
+            "address": ["10 Lake St.", "6 Anna Drive", "161 Banks Rd"],
+            "city": ["East Shawn", "North Tiffany", "Jacksonville"],
+            "dob": ["1950-02-04", "1930-01-23", "1938-03-14"],
+        },
         source_name="B",
     )
     return Records.concat([a, b])
@@ -76,39 +84,82 @@ def fs_records() -> Records:
 def fs_report() -> dict[str, Any]:
     lam = 0.1173
     return {
-        "job": "<b>fs</b>", "mode": "link",
+        "job": "<b>fs</b>",
+        "mode": "link",
         "verifier": {
-            "type": "fellegi_sunter", "threshold": 0.9, "lambda": lam, "u_mode": "fixed from random pairs",
+            "type": "fellegi_sunter",
+            "threshold": 0.9,
+            "lambda": lam,
+            "u_mode": "fixed from random pairs",
             "per_field": {
-                "first_name": {"columns": ["first_name"], "comparison": "jaro_winkler",
-                               "levels": ["=100", ">=92", "<script>x</script>", "<80"],
-                               "m": [0.918, 0.0342, 0.0209, 0.0269], "u": [0.0167, 0.00381, 0.0128, 0.967],
-                               "weight_log2": [5.78, 1.02, 1.66, -5.17], "missing_pairs": 0},
-                "last_name": {"columns": ["last_name"], "comparison": "jaro_winkler", "levels": ["=100", "<100"],
-                              "m": [0.93, 0.07], "u": [0.56, 0.44], "weight_log2": [0.72, -2.65], "missing_pairs": 0},
-                "location": {"columns": ["address", "city"], "comparison": "ratio", "levels": ["=100", ">=85", "<85"],
-                             "m": [0.9, 0.05, 0.05], "u": [0.0001, 0.0004, 0.9995], "weight_log2": [13.1, 6.97, -4.32],
-                             "missing_pairs": 12},
-                "dob": {"columns": ["dob"], "comparison": "levenshtein", "levels": ["=100", ">=80", "<80"],
-                        "m": [0.987, 0.0115, 0.0013], "u": [0.000139, 0.0171, 0.9828], "weight_log2": [12.8, -0.57, -9.58],
-                        "missing_pairs": 324},
+                "first_name": {
+                    "columns": ["first_name"],
+                    "comparison": "jaro_winkler",
+                    "levels": ["=100", ">=92", "<script>x</script>", "<80"],
+                    "m": [0.918, 0.0342, 0.0209, 0.0269],
+                    "u": [0.0167, 0.00381, 0.0128, 0.967],
+                    "weight_log2": [5.78, 1.02, 1.66, -5.17],
+                    "missing_pairs": 0,
+                },
+                "last_name": {
+                    "columns": ["last_name"],
+                    "comparison": "jaro_winkler",
+                    "levels": ["=100", "<100"],
+                    "m": [0.93, 0.07],
+                    "u": [0.56, 0.44],
+                    "weight_log2": [0.72, -2.65],
+                    "missing_pairs": 0,
+                },
+                "location": {
+                    "columns": ["address", "city"],
+                    "comparison": "ratio",
+                    "levels": ["=100", ">=85", "<85"],
+                    "m": [0.9, 0.05, 0.05],
+                    "u": [0.0001, 0.0004, 0.9995],
+                    "weight_log2": [13.1, 6.97, -4.32],
+                    "missing_pairs": 12,
+                },
+                "dob": {
+                    "columns": ["dob"],
+                    "comparison": "levenshtein",
+                    "levels": ["=100", ">=80", "<80"],
+                    "m": [0.987, 0.0115, 0.0013],
+                    "u": [0.000139, 0.0171, 0.9828],
+                    "weight_log2": [12.8, -0.57, -9.58],
+                    "missing_pairs": 324,
+                },
             },
         },
-        "scores": {"threshold": 0.9, "candidates": 8524, "above": 999, "below": 7525, "nan": 0,
-                   "histogram": {"edges": [i / 10 for i in range(11)], "counts": [7520, 1, 1, 0, 0, 0, 2, 0, 1, 999]},
-                   "score": "match probability of the <fields> after normalize"},
-        "review": {"threshold": 0.9, "above": [
-            fs_entry(("A", "A1"), ("B", "B1"), [0, 0, 2, 0]),
-            fs_entry(("A", EVIL_ID), ("B", "B3"), [0, 0, 1, -1]),
-        ], "below": [
-            fs_entry(("A", "A2"), ("B", "B2"), [1, 0, 2, 1]),
-        ]},
-        "stages": [], "clusters": {"count": 5},
+        "scores": {
+            "threshold": 0.9,
+            "candidates": 8524,
+            "above": 999,
+            "below": 7525,
+            "nan": 0,
+            "histogram": {"edges": [i / 10 for i in range(11)], "counts": [7520, 1, 1, 0, 0, 0, 2, 0, 1, 999]},
+            "score": "match probability of the <fields> after normalize",
+        },
+        "review": {
+            "threshold": 0.9,
+            "above": [
+                fs_entry(("A", "A1"), ("B", "B1"), [0, 0, 2, 0]),
+                fs_entry(("A", EVIL_ID), ("B", "B3"), [0, 0, 1, -1]),
+            ],
+            "below": [
+                fs_entry(("A", "A2"), ("B", "B2"), [1, 0, 2, 1]),
+            ],
+        },
+        "stages": [],
+        "clusters": {"count": 5},
     }
 
 
-WEIGHTS = {"first_name": [5.78, 1.02, 1.66, -5.17], "last_name": [0.72, -2.65], "location": [13.1, 6.97, -4.32],
-           "dob": [12.8, -0.57, -9.58]}
+WEIGHTS = {
+    "first_name": [5.78, 1.02, 1.66, -5.17],
+    "last_name": [0.72, -2.65],
+    "location": [13.1, 6.97, -4.32],
+    "dob": [12.8, -0.57, -9.58],
+}
 
 
 def fs_entry(left: tuple[str, str], right: tuple[str, str], levels: list[int]) -> dict[str, Any]:
@@ -121,9 +172,13 @@ def fs_entry(left: tuple[str, str], right: tuple[str, str], levels: list[int]) -
         terms[f"weight_{label}"] = w
         total += w
     terms["match_weight"] = total
-    terms["score"] = 1 / (1 + 2 ** -total)
-    return {"left": {"source": left[0], "id": left[1]}, "right": {"source": right[0], "id": right[1]},
-            "score": terms["score"], "terms": terms}
+    terms["score"] = 1 / (1 + 2**-total)
+    return {
+        "left": {"source": left[0], "id": left[1]},
+        "right": {"source": right[0], "id": right[1]},
+        "score": terms["score"],
+        "terms": terms,
+    }
 
 
 def render(tmp_path: Path, report: dict[str, Any], records: Records, labels: list[int] | None = None) -> str:
@@ -166,8 +221,10 @@ def test_fs_page_sections_numbers_and_order(tmp_path: Path) -> None:
     assert "A: <code>A1</code>" in first and "B: <code>B1</code>" in first
     assert "<td>=100</td>" in first and "+5.78" in first and "-4.32" in first and "<td>&lt;85</td>" in first
     assert "prior (λ = 0.1173)" in first and "-2.91" in first
-    total = sum(fs_entry(("A", "A1"), ("B", "B1"), [0, 0, 2, 0])["terms"][k] for k in
-                ("prior_weight", "weight_first_name", "weight_last_name", "weight_location", "weight_dob"))
+    total = sum(
+        fs_entry(("A", "A1"), ("B", "B1"), [0, 0, 2, 0])["terms"][k]
+        for k in ("prior_weight", "weight_first_name", "weight_last_name", "weight_location", "weight_dob")
+    )
     assert f"{total:+.2f}" in first
     assert "address:" in first and "city:" in first  # a field of two columns shows both
     third = review.split('<div class="rv">')[3]
@@ -202,7 +259,7 @@ def test_fs_waterfalls(tmp_path: Path) -> None:
     assert folded.count("<svg") == 2 and "the other 2 review pairs" in folded
     e = report["review"]["above"][0]
     w = e["terms"]["match_weight"]
-    assert f"total → probability {1 / (1 + 2 ** -w):.4f}" in shown
+    assert f"total → probability {1 / (1 + 2**-w):.4f}" in shown
     assert f"{w:+.2f}" in shown
     assert "first_name: =100" in shown and "location: &lt;85" in shown
     assert f"threshold 0.9 in bits ({math.log2(9):+.2f})" in shown
@@ -215,8 +272,10 @@ def test_waterfall_bars_add_up() -> None:
     report = fs_report()
     e = fs_entry(("A", "A2"), ("B", "B2"), [1, 0, 2, 1])
     svg = waterfall_svg(e["terms"], report)
-    rects = [(float(x), float(w), fill) for x, w, fill in
-             re.findall(r'<rect x="([-\d.]+)" y="[-\d.]+" width="([\d.]+)" height="[\d.]+" fill="([^"]+)"', svg)]
+    rects = [
+        (float(x), float(w), fill)
+        for x, w, fill in re.findall(r'<rect x="([-\d.]+)" y="[-\d.]+" width="([\d.]+)" height="[\d.]+" fill="([^"]+)"', svg)
+    ]
     assert len(rects) == 1 + 4 + 1
     ends = [(x, x + w) for x, w, _ in rects]
     for (a0, a1), (b0, b1) in zip(ends[:-2], ends[1:-1]):
@@ -234,24 +293,52 @@ def test_waterfall_bars_add_up() -> None:
 
 
 def test_field_score_terms(tmp_path: Path) -> None:
-    recs = Records.from_columns(["1", "2"], {"name": ["Jon Smith", "John Smith"], "phone": ["555 1234", None],
-                                             "note": ["a", "b"]}, source_name="s")
+    recs = Records.from_columns(
+        ["1", "2"], {"name": ["Jon Smith", "John Smith"], "phone": ["555 1234", None], "note": ["a", "b"]}, source_name="s"
+    )
     report = {
-        "job": "fs", "mode": "dedup",
-        "verifier": {"type": "field_score", "threshold": 150.0,
-                     "per_field": {"name": {"columns": ["name"], "scorer": "token_sort_ratio", "weight": 1.0},
-                                   "phone": {"columns": ["phone"], "scorer": "digits", "weight": 1.0}}},
-        "scores": {"threshold": 150.0, "candidates": 3, "above": 1, "below": 2, "nan": 0,
-                   "histogram": {"edges": [0.0, 100.0, 200.0], "counts": [2, 1]}, "score": "sum of points"},
-        "review": {"threshold": 150.0, "above": [{
-            "left": {"source": "s", "id": "1"}, "right": {"source": "s", "id": "2"}, "score": 195.2,
-            "terms": {"similarity_name": 95.2, "points_name": 95.2, "similarity_phone": float("nan"),
-                      "points_phone": 100.0, "score": 195.2}}], "below": []},
+        "job": "fs",
+        "mode": "dedup",
+        "verifier": {
+            "type": "field_score",
+            "threshold": 150.0,
+            "per_field": {
+                "name": {"columns": ["name"], "scorer": "token_sort_ratio", "weight": 1.0},
+                "phone": {"columns": ["phone"], "scorer": "digits", "weight": 1.0},
+            },
+        },
+        "scores": {
+            "threshold": 150.0,
+            "candidates": 3,
+            "above": 1,
+            "below": 2,
+            "nan": 0,
+            "histogram": {"edges": [0.0, 100.0, 200.0], "counts": [2, 1]},
+            "score": "sum of points",
+        },
+        "review": {
+            "threshold": 150.0,
+            "above": [
+                {
+                    "left": {"source": "s", "id": "1"},
+                    "right": {"source": "s", "id": "2"},
+                    "score": 195.2,
+                    "terms": {
+                        "similarity_name": 95.2,
+                        "points_name": 95.2,
+                        "similarity_phone": float("nan"),
+                        "points_phone": 100.0,
+                        "score": 195.2,
+                    },
+                }
+            ],
+            "below": [],
+        },
     }
     text = json.dumps(report).replace("NaN", "null")  # JSON has no NaN: the engine writes null
     page = render(tmp_path, json.loads(text), recs)
     review = section(page, "review")
-    assert "<th class=\"num\">similarity</th>" in review and "<th class=\"num\">points</th>" in review
+    assert '<th class="num">similarity</th>' in review and '<th class="num">points</th>' in review
     assert ">95.2<" in review and ">195.20<" in review and ">missing<" in review
     assert "<td>note</td>" in review  # a field no term uses is still shown
     assert "Just below the threshold (dropped): 0 pairs" in review and "No candidate pair scored below" in review
@@ -269,14 +356,30 @@ def test_set_terms_and_document_passages(tmp_path: Path) -> None:
     right = base[:100] + base[100:300] + ["right", "side", "insert"] + base[300:]
     recs = Records.from_columns(["d1", "d2", "d3"], {"text": [doc(left), doc(right), EVIL_TEXT * 3]}, source_name="docs")
     report = {
-        "job": "docs", "mode": "dedup", "verifier": {"type": "jaccard", "threshold": 0.8},
-        "scores": {"threshold": 0.8, "candidates": 10, "above": 6, "below": 4, "nan": 0,
-                   "histogram": {"edges": [0.6, 0.7, 0.8, 0.9, 1.0], "counts": [2, 2, 3, 3]}, "score": "Jaccard"},
-        "review": {"threshold": 0.8,
-                   "above": [{"left": {"source": "docs", "id": "d1"}, "right": {"source": "docs", "id": "d2"},
-                              "score": 0.834, "terms": {"shared": 216, "left_only": 40, "right_only": 3, "score": 0.834}}],
-                   "below": [{"left": {"source": "docs", "id": "d1"}, "right": {"source": "docs", "id": "d3"},
-                              "score": 0.1, "terms": None}]},
+        "job": "docs",
+        "mode": "dedup",
+        "verifier": {"type": "jaccard", "threshold": 0.8},
+        "scores": {
+            "threshold": 0.8,
+            "candidates": 10,
+            "above": 6,
+            "below": 4,
+            "nan": 0,
+            "histogram": {"edges": [0.6, 0.7, 0.8, 0.9, 1.0], "counts": [2, 2, 3, 3]},
+            "score": "Jaccard",
+        },
+        "review": {
+            "threshold": 0.8,
+            "above": [
+                {
+                    "left": {"source": "docs", "id": "d1"},
+                    "right": {"source": "docs", "id": "d2"},
+                    "score": 0.834,
+                    "terms": {"shared": 216, "left_only": 40, "right_only": 3, "score": 0.834},
+                }
+            ],
+            "below": [{"left": {"source": "docs", "id": "d1"}, "right": {"source": "docs", "id": "d3"}, "score": 0.1, "terms": None}],
+        },
     }
     page = render(tmp_path, report, recs)
     review = section(page, "review")
@@ -383,8 +486,9 @@ def test_review_records_and_helpers() -> None:
     assert nice_ticks(0.0, 1.0, 5) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(-6.3, 8.1, 8) == [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0]
     assert match_weights({"verifier": {"type": "jaccard"}}) is None
-    body = candidate_scores({"threshold": 0.5, "candidates": 4, "above": 1, "below": 2, "nan": 1,
-                             "histogram": {"edges": [0, 0.5, 1], "counts": [2, 1]}})
+    body = candidate_scores(
+        {"threshold": 0.5, "candidates": 4, "above": 1, "below": 2, "nan": 1, "histogram": {"edges": [0, 0.5, 1], "counts": [2, 1]}}
+    )
     assert "4 candidate pairs scored: 1 at or above the threshold 0.5 (25.0%), 2 below it, 1 without a score" in body
     assert "pairs (log scale)" not in body  # counts 2 and 1: linear
 
@@ -395,13 +499,16 @@ def test_review_records_and_helpers() -> None:
 
 
 def small_job(tmp: Path) -> Path:
-    rows = [{"id": "1", "text": "the quick brown fox jumps over the lazy dog " * 3},
-            {"id": "<2>", "text": "the quick brown fox jumps over the lazy cat " * 3 + EVIL_TEXT},
-            {"id": "3", "text": "the quick brown fox leaps over a lazy dog " * 3},
-            {"id": "4", "text": "something else entirely, unrelated to foxes"}]
+    rows = [
+        {"id": "1", "text": "the quick brown fox jumps over the lazy dog " * 3},
+        {"id": "<2>", "text": "the quick brown fox jumps over the lazy cat " * 3 + EVIL_TEXT},
+        {"id": "3", "text": "the quick brown fox leaps over a lazy dog " * 3},
+        {"id": "4", "text": "something else entirely, unrelated to foxes"},
+    ]
     (tmp / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = tmp / "job.yaml"
-    cfg.write_text(textwrap.dedent("""
+    cfg.write_text(
+        textwrap.dedent("""
         name: small
         threshold: 0.7
         sources: [{name: src, path: a.jsonl, fields: [text]}]
@@ -409,7 +516,8 @@ def small_job(tmp: Path) -> Path:
         signature: {type: minhash, num_perm: 128}
         blockers: [{type: lsh_bands, bands: 64, rows: 2}]
         verifier: {type: jaccard}
-    """))
+    """)
+    )
     return cfg
 
 

@@ -6,8 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from er_framework.report.page import write_report
 from report_pages import assert_self_contained
+
+from er_framework.report.page import write_report
 
 
 def test_lsh_report_shows_measured_s_curve(shipped: dict[str, Path]) -> None:
@@ -55,9 +56,15 @@ def test_a_bounded_probe_is_said_on_the_page(shipped: dict[str, Path], tmp_path:
     (out / "report.json").write_text(json.dumps(report))
     assert "The probe was bounded" not in write_report(out).read_text(encoding="utf-8")
     report["diagnostics"]["s_curve"]["capped"] = {
-        "records_skipped_long_text": 2, "max_record_chars": 800_000, "records_skipped_many_tokens": 0,
-        "max_record_tokens": 100_000, "pairs_before_token_budget": 9000, "tokens_compared": 19_000_000,
-        "token_budget": 20_000_000, "note": "…"}
+        "records_skipped_long_text": 2,
+        "max_record_chars": 800_000,
+        "records_skipped_many_tokens": 0,
+        "max_record_tokens": 100_000,
+        "pairs_before_token_budget": 9000,
+        "tokens_compared": 19_000_000,
+        "token_budget": 20_000_000,
+        "note": "…",
+    }
     (out / "report.json").write_text(json.dumps(report))
     page = write_report(out).read_text(encoding="utf-8")
     assert "The probe was bounded: 2 records longer than 800,000 characters" in page

@@ -156,8 +156,7 @@ def test_recorded_units_are_the_page_text(tune: Corpus) -> None:
 
 
 def test_rates_are_parameters() -> None:
-    plain = make_corpus(200, "heldout", 3, wire_disclaimer_rate=0, site_disclaimer_rate=0, background_rate=0,
-                        cut_rate=0, edit_rate=0)
+    plain = make_corpus(200, "heldout", 3, wire_disclaimer_rate=0, site_disclaimer_rate=0, background_rate=0, cut_rate=0, edit_rate=0)
     assert not any(p.cut or p.wire_disclaimer or p.site_disclaimer or p.background_from or p.edits for p in plain.pages)
     for p, q in itertools.combinations(plain.pages, 2):
         if p.story != q.story:

@@ -62,7 +62,6 @@ class Answer:
     stats: dict[str, Any]
 
 
-
 def answer(job: Job, exact: Exact, verified: Pairs, labels: Int64Array, selects_pairs: bool) -> Answer:
     """The pairs the job reports: every pair at or above the threshold after the job's last step.
 
@@ -90,18 +89,20 @@ def answer(job: Job, exact: Exact, verified: Pairs, labels: Int64Array, selects_
     else:
         avail = available_memory()
         if avail is not None and implied * ANSWER_PAIR_BYTES > ANSWER_MEMORY_SHARE * avail:
-            raise InputError(Problem(
-                where=str(job.config_path), path="output.exact_pairs",
-                message=f"listing every pair of the exact copies gives {implied:,} pairs "
-                f"(~{size_text(implied * ANSWER_PAIR_BYTES)}): more than this process can hold "
-                f"({size_text(avail)} of memory available)",
-                fix="set output: {exact_pairs: star} to list each group of copies as a star around its first record "
-                "(the report still counts every pair)",
-            ))
+            raise InputError(
+                Problem(
+                    where=str(job.config_path),
+                    path="output.exact_pairs",
+                    message=f"listing every pair of the exact copies gives {implied:,} pairs "
+                    f"(~{size_text(implied * ANSWER_PAIR_BYTES)}): more than this process can hold "
+                    f"({size_text(avail)} of memory available)",
+                    fix="set output: {exact_pairs: star} to list each group of copies as a star around its first record "
+                    "(the report still counts every pair)",
+                )
+            )
         left, right = pairs_in_groups(members, starts, sizes)
         x, y, p = cross_group_pairs(group_of[verified.left], group_of[verified.right], starts, sizes, members)
-        listed = Pairs(np.concatenate([left, x]), np.concatenate([right, y]),
-                       np.concatenate([np.ones(len(left)), vs[p]])).normalized()
+        listed = Pairs(np.concatenate([left, x]), np.concatenate([right, y]), np.concatenate([np.ones(len(left)), vs[p]])).normalized()
     kept = listed
     if selects_pairs:
         kept = listed.select(labels[listed.left] == labels[listed.right])

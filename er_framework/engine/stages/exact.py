@@ -16,7 +16,12 @@ from er_framework.kernels.digests import normalized_digests, text_digests
 from er_framework.kernels.parallel import map_ordered, split_sizes
 
 __all__ = [
-    "EXACT_CHUNK_CHARS", "Exact", "exact_duplicates", "exact_from_keys", "exact_groups", "exact_groups_from_keys",
+    "EXACT_CHUNK_CHARS",
+    "Exact",
+    "exact_duplicates",
+    "exact_from_keys",
+    "exact_groups",
+    "exact_groups_from_keys",
     "exact_keys",
 ]
 
@@ -125,8 +130,11 @@ def exact_from_keys(
     if job.exact.enabled and keys is not None and nonempty is not None:
         found = exact_groups_from_keys(keys, nonempty, source, collapse=job.spec.mode != "link")
     else:
-        found = Exact(Pairs.empty(scored=True), np.arange(len(source), dtype=np.int64),
-                      {"groups": 0, "records_in_groups": 0, "records_collapsed": 0, "pairs": 0})
+        found = Exact(
+            Pairs.empty(scored=True),
+            np.arange(len(source), dtype=np.int64),
+            {"groups": 0, "records_in_groups": 0, "records_collapsed": 0, "pairs": 0},
+        )
     found.stats["enabled"] = job.exact.enabled
     return found
 

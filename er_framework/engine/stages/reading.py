@@ -19,8 +19,14 @@ from er_framework.kernels.parallel import ForkedWorker, map_processes
 from er_framework.normalize import normalize_column_keeping_input
 
 __all__ = [
-    "FILE_BACKED_MIN_BYTES", "file_backed", "html_to_text", "normalize", "normalize_fields", "normalize_keeping_input",
-    "read", "read_sources",
+    "FILE_BACKED_MIN_BYTES",
+    "file_backed",
+    "html_to_text",
+    "normalize",
+    "normalize_fields",
+    "normalize_keeping_input",
+    "read",
+    "read_sources",
 ]
 
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
@@ -65,9 +71,15 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
         if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
             try:
                 opts = src.read_options()
-                recs = records_from_frame(job.frames[src.name], id_column=opts["id_column"], fields=opts["fields"],
-                                          name=src.name, where=f"sources[{i}] {src.name!r} (given in memory)",
-                                          layout=opts["layout"], max_record_mb=opts["max_record_mb"])
+                recs = records_from_frame(
+                    job.frames[src.name],
+                    id_column=opts["id_column"],
+                    fields=opts["fields"],
+                    name=src.name,
+                    where=f"sources[{i}] {src.name!r} (given in memory)",
+                    layout=opts["layout"],
+                    max_record_mb=opts["max_record_mb"],
+                )
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue
@@ -126,8 +138,7 @@ def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
     if spec.html is None:
         return stats
     for column in spec.html.fields or spec.fields:
-        texts, html_stats = extract_text(records.fields[column], boilerplate=spec.html.boilerplate,
-                                         language=spec.html.language)
+        texts, html_stats = extract_text(records.fields[column], boilerplate=spec.html.boilerplate, language=spec.html.language)
         records.fields[column] = texts
         stats[f"html:{column}"] = html_stats
     return stats
@@ -137,7 +148,10 @@ def html_to_text(job: Job, source: int, records: Records) -> dict[str, Any]:
 
 
 def normalize_fields(
-    records: Records, spec: dict[str, Any], workers: int, worker: ForkedWorker | None = None,
+    records: Records,
+    spec: dict[str, Any],
+    workers: int,
+    worker: ForkedWorker | None = None,
 ) -> dict[str, tuple[list[str | None], dict[str, Any], Sequence[Any]]]:
     """Every field of ``spec`` through its normalizers: ``{field: (values, stats, given)}`` (``given``: the
     values as read in a compact form, :func:`~er_framework.normalize.normalize_column_keeping_input`).
@@ -167,7 +181,10 @@ def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, di
 
 
 def normalize_keeping_input(
-    job: Job, records: Records, workers: int = 1, worker: ForkedWorker | None = None,
+    job: Job,
+    records: Records,
+    workers: int = 1,
+    worker: ForkedWorker | None = None,
 ) -> tuple[Records, dict[str, Any], Records]:
     """:func:`normalize` and the records as given, their normalized fields held compactly
     (:class:`~er_framework.kernels.arrow.ArrowValues`, about their UTF-8 bytes): what a run keeps for
@@ -178,5 +195,8 @@ def normalize_keeping_input(
     stats: dict[str, Any] = {}
     for name, (values, st, kept) in normalize_fields(records, job.normalizer_chains(), workers, worker).items():
         fields[name], stats[name], given[name] = values, st, kept
-    return (Records(records.ids, records.source, records.source_names, fields), stats,
-            Records(records.ids, records.source, records.source_names, given))
+    return (
+        Records(records.ids, records.source, records.source_names, fields),
+        stats,
+        Records(records.ids, records.source, records.source_names, given),
+    )

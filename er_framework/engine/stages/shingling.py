@@ -24,9 +24,19 @@ from er_framework.kernels.parallel import map_ordered, split_sizes
 from er_framework.memory import available_memory, size_text
 
 __all__ = [
-    "FUSED_SLICE_CHARS", "KEEP_FORECAST_SHARE", "PRUNE_MEMORY_SHARE", "Pruning", "Shingled", "TOKEN_MEMORY_SHARE",
-    "check_frequency_memory", "prune_shingles", "pruned_by_frequency", "pruned_share", "shingle_and_sign",
-    "shingle_frequencies", "token_budget",
+    "FUSED_SLICE_CHARS",
+    "KEEP_FORECAST_SHARE",
+    "PRUNE_MEMORY_SHARE",
+    "Pruning",
+    "Shingled",
+    "TOKEN_MEMORY_SHARE",
+    "check_frequency_memory",
+    "prune_shingles",
+    "pruned_by_frequency",
+    "pruned_share",
+    "shingle_and_sign",
+    "shingle_frequencies",
+    "token_budget",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -59,14 +69,17 @@ def check_frequency_memory(freq: DocFreq, records: int | None = None) -> None:
     if avail is None or freq.nbytes <= PRUNE_MEMORY_SHARE * avail:
         return
     of = f" of {records:,} records" if records is not None else ""
-    raise InputError(Problem(
-        where="prune_shingles", path="prune_shingles",
-        message=f"counting the shingles{of} needs a table of {freq.entries:,} distinct shingles so far "
-        f"({size_text(freq.nbytes)}, and a merge needs as much again): more than this process can hold "
-        f"({size_text(avail)} of memory available)",
-        fix="remove prune_shingles, or use a shingler with fewer distinct shingles (word or stopword shingles, "
-        "a smaller k), or run on a machine with more memory",
-    ))
+    raise InputError(
+        Problem(
+            where="prune_shingles",
+            path="prune_shingles",
+            message=f"counting the shingles{of} needs a table of {freq.entries:,} distinct shingles so far "
+            f"({size_text(freq.nbytes)}, and a merge needs as much again): more than this process can hold "
+            f"({size_text(avail)} of memory available)",
+            fix="remove prune_shingles, or use a shingler with fewer distinct shingles (word or stopword shingles, "
+            "a smaller k), or run on a machine with more memory",
+        )
+    )
 
 
 def shingle_frequencies(
@@ -121,7 +134,9 @@ def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64]
     above = int((df > most).sum()) if most is not None else 0
     top = np.sort(df)[::-1][:10]
     report = {
-        "max_df": spec.max_df, "min_df": spec.min_df, "max_df_floor": spec.max_df_floor,
+        "max_df": spec.max_df,
+        "min_df": spec.min_df,
+        "max_df_floor": spec.max_df_floor,
         "records_counted": int(freq.records),
         "max_records": most,  # a shingle in more records than this is dropped (None: no upper limit)
         "min_records": least,  # … in fewer records than this
@@ -142,8 +157,12 @@ def pruned_share(before: Int64Array, lost: Int64Array) -> dict[str, Any]:
     q = np.quantile(share, [0.5, 0.9, 0.99]) if len(share) else np.zeros(3)
     return {
         "token_share_pruned": round(float(lost.sum() / before.sum()), 4) if before.sum() else 0.0,
-        "record_share_pruned": {"median": round(float(q[0]), 4), "p90": round(float(q[1]), 4),
-                                "p99": round(float(q[2]), 4), "max": round(float(share.max()), 4) if len(share) else 0.0},
+        "record_share_pruned": {
+            "median": round(float(q[0]), 4),
+            "p90": round(float(q[1]), 4),
+            "p99": round(float(q[2]), 4),
+            "max": round(float(share.max()), 4) if len(share) else 0.0,
+        },
         "records_pruned": int((lost > 0).sum()),
         "records_emptied": int(((before > 0) & (lost == before)).sum()),
     }
@@ -234,13 +253,23 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     keep = "all" if pruned is not None else engine.token_keep()
     streamed = not has(shingler, WholeCorpus)
     chunk = job.spec.chunk_records if streamed else max(len(records), 1)
-    shingled = _shingle_chunks(records, shingler, builder, keep, chunk, job.spec.token_memory_mb, log, pruned,
-                               step_chars=SHINGLE_STEP_CHARS if streamed else None,
-                               workers=job.context.workers)
+    shingled = _shingle_chunks(
+        records,
+        shingler,
+        builder,
+        keep,
+        chunk,
+        job.spec.token_memory_mb,
+        log,
+        pruned,
+        step_chars=SHINGLE_STEP_CHARS if streamed else None,
+        workers=job.context.workers,
+    )
     partitionable = ability(shingler, Partitionable)
     if partitionable is not None:  # the report of the calls that shingled the records (pass 1's, when it kept them)
         shingled.shingler_report = partitionable.merge_reports(
-            pruning.reports if pruned is not None and pruning is not None else shingled.reports)
+            pruning.reports if pruned is not None and pruning is not None else shingled.reports
+        )
     hand_back_freed_memory()  # the steps' reused temporaries: the later stages do not start from this peak
     sizes = shingled.sizes
     batch.tokens = shingled.tokens
@@ -256,8 +285,11 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
     }
     log.stages[-2 if builder is not None else -1].update(shingled.report)
     if pruning is not None:  # how much of each record went (distinct shingles)
-        lost = shingled.lost if shingled.lost is not None else (
-            pruning.sizes - sizes if pruned is not None else np.zeros(len(sizes), dtype=np.int64))  # nothing dropped
+        lost = (
+            shingled.lost
+            if shingled.lost is not None
+            else (pruning.sizes - sizes if pruned is not None else np.zeros(len(sizes), dtype=np.int64))
+        )  # nothing dropped
         pruning.info.update(pruned_share(pruning.sizes, lost))
     if shingled.tokens is None:
         batch.token_source = lambda rows: shingler.shingle(records.take(rows))
@@ -314,8 +346,17 @@ def _shingle_and_sign_slice(
 
 
 def _shingle_chunks(
-    records: Records, shingler: Any, builder: Any, keep: str, chunk_records: int, token_memory_mb: float,
-    log: StageLog, pruned: TokenSets | None = None, *, step_chars: int | None = None, workers: int = 1,
+    records: Records,
+    shingler: Any,
+    builder: Any,
+    keep: str,
+    chunk_records: int,
+    token_memory_mb: float,
+    log: StageLog,
+    pruned: TokenSets | None = None,
+    *,
+    step_chars: int | None = None,
+    workers: int = 1,
 ) -> Shingled:
     """The chunk loop of :func:`shingle_and_sign` (``keep``: ``all``, ``budget`` or ``none``).
 
@@ -366,8 +407,9 @@ def _shingle_chunks(
                 assert text_chars is not None
                 slices = [(a + x, a + y) for x, y in split_sizes(text_chars[a:b] + 1, FUSED_SLICE_CHARS)]
                 with timer("shingle"):
-                    done = map_ordered(partial(_shingle_and_sign_slice, records, shingler, builder, keep == "none",
-                                               want_sets), slices, workers)
+                    done = map_ordered(
+                        partial(_shingle_and_sign_slice, records, shingler, builder, keep == "none", want_sets), slices, workers
+                    )
                 for counted, tokens, sig, t_shingle, t_sign in done:
                     pieces.append((counted, tokens, sig))
                     spent[0] += t_shingle
@@ -407,8 +449,7 @@ def _shingle_chunks(
                         sig_parts.append(sig)
                     if keep == "all":
                         token_parts.append(tokens)
-                    elif (kept and buffer is not None and used + len(tokens.tokens) <= cap
-                          and tokens.tokens.dtype == np.uint64):
+                    elif kept and buffer is not None and used + len(tokens.tokens) <= cap and tokens.tokens.dtype == np.uint64:
                         buffer[used : used + len(tokens.tokens)] = tokens.tokens
                         used += len(tokens.tokens)
                         set_sizes.append(tokens.sizes)
@@ -438,5 +479,4 @@ def _shingle_chunks(
     if builder is not None:
         signatures = sig_parts[0] if len(sig_parts) == 1 else Signatures.concat(sig_parts)
     lost_all = None if lost is None else (np.concatenate(lost) if lost else np.zeros(0, dtype=np.int64))
-    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all,
-                    reports=reports)
+    return Shingled(sizes=all_sizes, tokens=token_sets, signatures=signatures, chunks=len(bounds) - 1, lost=lost_all, reports=reports)

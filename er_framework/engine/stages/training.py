@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-
 from typing import Any
 
 import numpy as np
@@ -24,9 +23,12 @@ Int64Array = npt.NDArray[np.int64]
 MATCH_WORDS = frozenset({"1", "yes", "y", "true", "t", "match", "same"})
 NON_MATCH_WORDS = frozenset({"0", "no", "n", "false", "f", "non-match", "nonmatch", "no-match", "different"})
 #: the labels file of ``training: {labels: FILE}``, as messages name it
-LABELS_FILE = FileRole(what="labels file", path_fix="check training.labels of the job (relative to the job file)",
-                       dir_fix="point training.labels to the labels CSV (er review writes one)",
-                       header_fix="write the header left_source,left_id,right_source,right_id,match")
+LABELS_FILE = FileRole(
+    what="labels file",
+    path_fix="check training.labels of the job (relative to the job file)",
+    dir_fix="point training.labels to the labels CSV (er review writes one)",
+    header_fix="write the header left_source,left_id,right_source,right_id,match",
+)
 LABEL_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "match")
 
 
@@ -67,15 +69,26 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
             skipped += 1
             continue
         if word not in MATCH_WORDS and word not in NON_MATCH_WORDS:
-            problems.append(Problem(where=where, path="match", message=f"match {label!r} is neither a match nor a non-match",
-                                    fix="write 1 (yes, true, match) or 0 (no, false, non-match), or leave it empty to skip the row"))
+            problems.append(
+                Problem(
+                    where=where,
+                    path="match",
+                    message=f"match {label!r} is neither a match nor a non-match",
+                    fix="write 1 (yes, true, match) or 0 (no, false, non-match), or leave it empty to skip the row",
+                )
+            )
             continue
         a, b = index.get((str(ls), str(lid))), index.get((str(rs), str(rid)))
         for side, key, found in (("left", (ls, lid), a), ("right", (rs, rid), b)):
             if found is None:
-                problems.append(Problem(where=where, path=f"{side}_id",
-                                        message=f"no record {key[1]!r} in source {key[0]!r}",
-                                        fix=f"sources: {', '.join(records.source_names)}; ids as in the job's data"))
+                problems.append(
+                    Problem(
+                        where=where,
+                        path=f"{side}_id",
+                        message=f"no record {key[1]!r} in source {key[0]!r}",
+                        fix=f"sources: {', '.join(records.source_names)}; ids as in the job's data",
+                    )
+                )
         if a is None or b is None:
             continue
         if a == b:
@@ -91,14 +104,25 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
         raise InputError(problems[:20])
     m = np.asarray(match, dtype=bool)
     if not m.any() or m.all():
-        raise InputError(Problem(where=str(path), path="match",
-                                 message=f"the labels hold {int(m.sum())} matches and {int((~m).sum())} non-matches "
-                                 f"({skipped} rows without a label): training needs both",
-                                 fix="label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)"))
+        raise InputError(
+            Problem(
+                where=str(path),
+                path="match",
+                message=f"the labels hold {int(m.sum())} matches and {int((~m).sum())} non-matches "
+                f"({skipped} rows without a label): training needs both",
+                fix="label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)",
+            )
+        )
     # what the labels say, whatever the file's layout: the model records it (its training digest)
     digest = hashlib.sha256(json.dumps(sorted(used), separators=(",", ":")).encode()).hexdigest()
-    stats = {"file": str(path), "matches": int(m.sum()), "non_matches": int((~m).sum()), "unlabelled_rows": skipped,
-             "prior": job.spec.training.prior if job.spec.training is not None else None, "sha256": digest}
+    stats = {
+        "file": str(path),
+        "matches": int(m.sum()),
+        "non_matches": int((~m).sum()),
+        "unlabelled_rows": skipped,
+        "prior": job.spec.training.prior if job.spec.training is not None else None,
+        "sha256": digest,
+    }
     return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), m, stats
 
 

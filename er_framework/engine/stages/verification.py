@@ -4,10 +4,11 @@ comparisons of any pairs (:func:`explainer`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,8 +25,19 @@ from er_framework.kernels.parallel import map_ordered, split_sizes
 from er_framework.kernels.windows import verify_windows
 
 __all__ = [
-    "PREFETCH_CHUNKS", "VERIFY_BLOCK_MB", "VERIFY_WINDOW_MB", "Verified", "explainer", "place_parts", "rows_sets",
-    "score_candidates", "score_streamed", "score_windowed", "fit_verifier", "verify", "with_exact",
+    "PREFETCH_CHUNKS",
+    "VERIFY_BLOCK_MB",
+    "VERIFY_WINDOW_MB",
+    "Verified",
+    "explainer",
+    "place_parts",
+    "rows_sets",
+    "score_candidates",
+    "score_streamed",
+    "score_windowed",
+    "fit_verifier",
+    "verify",
+    "with_exact",
 ]
 
 Int64Array = npt.NDArray[np.int64]
@@ -91,7 +103,7 @@ def score_streamed(
 
 def rows_sets(source: Callable[[Int64Array], TokenSets], rows: Int64Array, xy: tuple[int, int]) -> TokenSets:
     """The token sets of ``rows[x:y]`` from ``source`` (a batch's ``token_source``)."""
-    return source(rows[xy[0]: xy[1]])
+    return source(rows[xy[0] : xy[1]])
 
 
 def place_parts(buffer: npt.NDArray[np.uint64], at: int, parts: list[TokenSets], workers: int) -> None:
@@ -102,7 +114,7 @@ def place_parts(buffer: npt.NDArray[np.uint64], at: int, parts: list[TokenSets],
     starts = np.cumsum([at] + sizes[:-1]).tolist() if parts else []
 
     def place(i: int) -> None:
-        buffer[starts[i]: starts[i] + sizes[i]] = parts[i].tokens
+        buffer[starts[i] : starts[i] + sizes[i]] = parts[i].tokens
 
     map_ordered(place, range(len(parts)), workers)
 
@@ -150,7 +162,7 @@ def score_windowed(
     before: tuple[int, Int64Array, Int64Array] | None = None  # the chunk before: (number, rows, set sizes)
     # the next chunks' texts are asked of the page cache while this one is scored (a file-backed corpus:
     # read in window order, scattered over the file; Records.prefetch), on a thread of its own
-    chunk_rows = [plan.order[plan.starts[c]: plan.starts[c + 1]] for c in range(plan.chunks)]
+    chunk_rows = [plan.order[plan.starts[c] : plan.starts[c + 1]] for c in range(plan.chunks)]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="er-prefetch") as hints:
         hinted = [hints.submit(batch.records.prefetch, chunk_rows[c]) for c in range(min(PREFETCH_CHUNKS, plan.chunks))]
         for c in range(plan.chunks):  # one step per chunk of records in window order
@@ -165,17 +177,20 @@ def score_windowed(
                 if before is not None:  # the chunk before keeps its side of the middle
                     m = int(before[2].sum())
                     if before[0] % 2 == 0:
-                        grown[mine - m: mine] = buffer[half - m: half]
+                        grown[mine - m : mine] = buffer[half - m : half]
                     else:
-                        grown[mine: mine + m] = buffer[half: half + m]
+                        grown[mine : mine + m] = buffer[half : half + m]
                 buffer, half = grown, mine
             place_parts(buffer, half - mine if c % 2 == 0 else half, parts, workers)
             set_sizes = np.concatenate([p.sizes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
             del parts
-            ps = near[bounds[c]: bounds[c + 1]]
+            ps = near[bounds[c] : bounds[c + 1]]
             if len(ps):
-                chunks = [(c, rows, set_sizes)] if before is None else (
-                    [(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
+                chunks = (
+                    [(c, rows, set_sizes)]
+                    if before is None
+                    else ([(c, rows, set_sizes), before] if c % 2 == 0 else [before, (c, rows, set_sizes)])
+                )
                 first = chunks[0]
                 lo = half - int(first[2].sum()) if first[0] % 2 == 0 else half
                 block_rows = np.concatenate([x[1] for x in chunks])
@@ -189,7 +204,7 @@ def score_windowed(
                 chunk_l, chunk_r = plan.chunk_of(pl), plan.chunk_of(pr)
                 local = Pairs(pl - plan.starts[chunk_l] + offset[chunk_l], pr - plan.starts[chunk_r] + offset[chunk_r])
                 block = bare.subset(block_rows)
-                block.tokens = TokenSets(indptr, buffer[lo: lo + int(indptr[-1])])
+                block.tokens = TokenSets(indptr, buffer[lo : lo + int(indptr[-1])])
                 scores[ps] = engine.score_batch(block, local)
                 del block
             before = (c, rows, set_sizes)
@@ -209,9 +224,7 @@ def score_windowed(
     return scores, shingled, blocks, int(len(far))
 
 
-def streamed_subset(
-    batch: Batch, rows: Int64Array, chars: Int64Array, buffer: npt.NDArray[np.uint64], workers: int
-) -> Batch:
+def streamed_subset(batch: Batch, rows: Int64Array, chars: Int64Array, buffer: npt.NDArray[np.uint64], workers: int) -> Batch:
     """``batch.subset(rows)`` of a streamed batch, its token sets recomputed (``batch.token_source``)
     slice by slice (:data:`FUSED_SLICE_CHARS` characters) on ``workers`` threads and laid out in
     ``buffer`` (at least the rows' token counts long; reused block after block, so that its memory is
@@ -221,13 +234,13 @@ def streamed_subset(
     slices = split_sizes(chars[rows] + 1, FUSED_SLICE_CHARS)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     used = 0
-    parts = map_ordered(lambda xy: source(rows[xy[0]: xy[1]]), slices, workers)
+    parts = map_ordered(lambda xy: source(rows[xy[0] : xy[1]]), slices, workers)
     for (x, y), part in zip(slices, parts):
         m = len(part.tokens)
         if used + m > len(buffer) or part.tokens.dtype != np.uint64:  # not the counts' bound: no buffer
             return subset_joined(batch, rows, parts)
-        buffer[used: used + m] = part.tokens
-        indptr[x + 1: y + 1] = used + part.indptr[1:]
+        buffer[used : used + m] = part.tokens
+        indptr[x + 1 : y + 1] = used + part.indptr[1:]
         used += m
     del parts
     sub = replace(batch, tokens=None, token_source=None).subset(rows)
@@ -270,7 +283,13 @@ def fit_verifier(
 
 
 def verify(
-    engine: Engine, batch: Batch, candidates: Pairs, exact: Exact, shingled: Shingled, n: int, log: StageLog,
+    engine: Engine,
+    batch: Batch,
+    candidates: Pairs,
+    exact: Exact,
+    shingled: Shingled,
+    n: int,
+    log: StageLog,
     labelled: LabelledPairs | None = None,
 ) -> Verified:
     """Score the candidates with the job's verifier; keep ``score >= threshold``; add the exact pairs.
@@ -297,12 +316,15 @@ def verify(
             choice = engine.choose_threshold(scores)
             engine = engine.with_model(engine.model.learned(threshold=choice))
             auto = choice.auto or {}
-            info["threshold_chosen"] = {"method": auto.get("method"), "ok": bool(auto.get("ok")),
-                                        "reason": auto.get("reason"), "n_scores": int(auto.get("n_scores", 0))}
+            info["threshold_chosen"] = {
+                "method": auto.get("method"),
+                "ok": bool(auto.get("ok")),
+                "reason": auto.get("reason"),
+                "n_scores": int(auto.get("n_scores", 0)),
+            }
         keep = engine.keep(scores)
         verified = Pairs(candidates.left[keep], candidates.right[keep], scores[keep])
-        info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)),
-                     "rejected_pairs": int((~keep).sum())})
+        info.update({"threshold": engine.threshold, "verified_pairs": int(len(verified)), "rejected_pairs": int((~keep).sum())})
         if engine.learns() and engine.model.origin != "fitted":
             info["model"] = engine.model.origin  # applied, not fitted
     return Verified(scores, verified, with_exact(verified, exact.pairs), info, engine, verifier_report)

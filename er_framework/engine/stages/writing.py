@@ -4,8 +4,9 @@ the checks of the output folder before any work."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -15,8 +16,8 @@ from er_framework.data import Pairs, Records
 from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.clustering import Answer
 from er_framework.errors import ErError, InputError, Problem
-from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.io.output_write import write_files
+from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.report.page import RunData, render_report
 
 __all__ = ["comparisons_table", "job_inputs", "output_tables", "pairs_table", "require_out_dir", "write"]
@@ -38,9 +39,7 @@ def pairs_table(records: Records, pairs: Pairs) -> dict[str, Any]:
     }
 
 
-def comparisons_table(
-    records: Records, scored: Pairs, explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]]
-) -> dict[str, Any]:
+def comparisons_table(records: Records, scored: Pairs, explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]]) -> dict[str, Any]:
     """The ``comparisons`` table: the ids of each scored pair, the verifier's terms of its score
     (:meth:`Engine.comparisons` through :func:`~er_framework.engine.stages.verification.explainer`) and the score the run gave it, last."""
     table = pairs_table(records, scored)
@@ -51,7 +50,11 @@ def comparisons_table(
 
 
 def output_tables(
-    records: Records, found: Answer, labels: Int64Array, *, candidates: Pairs | None = None,
+    records: Records,
+    found: Answer,
+    labels: Int64Array,
+    *,
+    candidates: Pairs | None = None,
     comparisons: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The tables of a run, by name: ``pairs`` and ``clusters`` (ids and source names), ``verified_pairs``
@@ -74,8 +77,17 @@ def output_tables(
 
 
 def write(
-    job: Job, out_path: Path, records: Records, pairs: Pairs, labels: Int64Array, report: dict[str, Any],
-    *, tables: dict[str, dict[str, Any]], as_read: Records | None = None, html: bool = True, model: Model | None = None,
+    job: Job,
+    out_path: Path,
+    records: Records,
+    pairs: Pairs,
+    labels: Int64Array,
+    report: dict[str, Any],
+    *,
+    tables: dict[str, dict[str, Any]],
+    as_read: Records | None = None,
+    html: bool = True,
+    model: Model | None = None,
 ) -> dict[str, Path]:
     """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set
     (``pairs``: the pairs of the pairs table, which report.html's cluster examples show), and ``model``
@@ -91,8 +103,9 @@ def write(
     it again.
     """
     fmt = job.spec.output.format
-    names = [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["model.json"] if model is not None else []) + (
-        ["report.html"] if html else [])
+    names = (
+        [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["model.json"] if model is not None else []) + (["report.html"] if html else [])
+    )
     report["outputs"] = names
     with OutputStage(out_path) as stage:
         write_files(stage.path, tables, {"report": report}, fmt=fmt)
@@ -102,12 +115,14 @@ def write(
             return {name.rsplit(".", 1)[0]: path for name, path in stage.commit(names, replace_all=True).items()}
         try:  # the visual report is derived from the outputs; a failure must not lose them
             run = RunData(as_read, pairs, labels) if as_read is not None else None
-            stage.write_text("report.html", render_report(stage.path, config_path=job.config_path, run=run,
-                                                          shown_dir=out_path))
+            stage.write_text("report.html", render_report(stage.path, config_path=job.config_path, run=run, shown_dir=out_path))
         except Exception as exc:  # noqa: BLE001 - reported, outputs kept
             names.remove("report.html")
-            print(f"warning: report.html not written: {type(exc).__name__}: {exc} "
-                  f"(the other outputs are complete; retry with: er report {out_path})", file=sys.stderr)
+            print(
+                f"warning: report.html not written: {type(exc).__name__}: {exc} "
+                f"(the other outputs are complete; retry with: er report {out_path})",
+                file=sys.stderr,
+            )
         written = stage.commit(names, replace_all=True)
     # keys: the table names, "report" (report.json) and "report_html"
     return {("report_html" if name == "report.html" else name.rsplit(".", 1)[0]): path for name, path in written.items()}
@@ -141,6 +156,12 @@ def require_out_dir(job: Job, out_dir: str | Path | OutputDir | None, write: boo
     if not write:
         return out_path
     if out_path is None:
-        raise InputError(Problem(where=str(job.config_path), path="output.dir", message="no output folder given",
-                                 fix="pass --out DIR or set output: {dir: …} in the YAML"))
+        raise InputError(
+            Problem(
+                where=str(job.config_path),
+                path="output.dir",
+                message="no output folder given",
+                fix="pass --out DIR or set output: {dir: …} in the YAML",
+            )
+        )
     return check_output_dir(out_path, job_inputs(job), force=force, where=where)

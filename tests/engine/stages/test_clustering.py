@@ -19,10 +19,14 @@ from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parents[3]
 
-BASE = ("The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill "
-        "and the birds sing in the old oak tree behind the garden wall.")
-OTHER = ("Completely unrelated text about the migration of arctic terns, which fly from pole to pole "
-         "every year and see more daylight than any other animal on earth.")
+BASE = (
+    "The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill "
+    "and the birds sing in the old oak tree behind the garden wall."
+)
+OTHER = (
+    "Completely unrelated text about the migration of arctic terns, which fly from pole to pole "
+    "every year and see more daylight than any other animal on earth."
+)
 
 
 def write_docs(tmp: Path, exact_pairs: str | None = None, copies: int = 5) -> Path:
@@ -30,15 +34,23 @@ def write_docs(tmp: Path, exact_pairs: str | None = None, copies: int = 5) -> Pa
     unrelated records; returns the job file."""
     rows = [{"id": f"c{i}", "text": BASE if i % 2 == 0 else "  " + BASE.upper() + " "} for i in range(copies)]
     rows.append({"id": "near", "text": BASE.replace("lazy dog", "lazy old dog")})
-    rows += [{"id": f"u{i}", "text": t} for i, t in enumerate(
-        [OTHER, "Sorting algorithms compared: merge sort, heap sort and quick sort on nearly sorted input.",
-         "A recipe for bread: flour, water, salt and yeast, kneaded for ten minutes and left to rise."])]
+    rows += [
+        {"id": f"u{i}", "text": t}
+        for i, t in enumerate(
+            [
+                OTHER,
+                "Sorting algorithms compared: merge sort, heap sort and quick sort on nearly sorted input.",
+                "A recipe for bread: flour, water, salt and yeast, kneaded for ten minutes and left to rise.",
+            ]
+        )
+    ]
     rows.append({"id": "alone", "text": "Nothing like the others at all: a note on compilers."})
     data = tmp / "docs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = f"\noutput: {{exact_pairs: {exact_pairs}}}" if exact_pairs else ""
     job = tmp / "job.yaml"
-    job.write_text(f"""
+    job.write_text(
+        f"""
 name: answer
 seed: 1
 threshold: 0.7
@@ -49,7 +61,9 @@ blockers: [{{type: lsh_bands}}]
 verifier: {{type: jaccard}}
 cluster: {{type: connected_components}}
 diagnostics: 0{out}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return job
 
 
@@ -72,8 +86,7 @@ def test_an_exact_group_and_its_near_duplicate_are_listed_with_every_copy(tmp_pa
     assert set(got) - within - near == set()  # nothing else on this corpus
     rep = res.report
     assert rep["exact_duplicates"]["records_collapsed"] == 4
-    assert rep["pairs"] == {"exact_pairs": "all", "pairs_with_every_copy": 15, "pairs_listed": 15,
-                            "pairs_across_clusters": 0}
+    assert rep["pairs"] == {"exact_pairs": "all", "pairs_with_every_copy": 15, "pairs_listed": 15, "pairs_across_clusters": 0}
     assert rep["pairs_written"] == 15
     # the clusters say the same: all six in one cluster
     with (tmp_path / "out" / "clusters.csv").open(encoding="utf-8") as fh:
@@ -98,13 +111,11 @@ def test_expansion_against_a_naive_listing(tmp_path: Path) -> None:
             if rng.random() < 0.4:
                 rep_of[i] = rep_of[rng.integers(0, i)]
         dup = rep_of != np.arange(n)
-        exact = Exact(er.Pairs(rep_of[dup], np.flatnonzero(dup)).normalized(), np.flatnonzero(~dup),
-                             {"records_collapsed": int(dup.sum())})
+        exact = Exact(er.Pairs(rep_of[dup], np.flatnonzero(dup)).normalized(), np.flatnonzero(~dup), {"records_collapsed": int(dup.sum())})
         exact.pairs.score = np.ones(len(exact.pairs))
         reps = np.flatnonzero(~dup)
         cand = {tuple(sorted(rng.choice(reps, 2, replace=False))) for _ in range(15)}
-        verified = er.Pairs(np.array([a for a, _ in cand]), np.array([b for _, b in cand]),
-                            rng.random(len(cand))).normalized()
+        verified = er.Pairs(np.array([a for a, _ in cand]), np.array([b for _, b in cand]), rng.random(len(cand))).normalized()
         job = parse_job(write_docs(tmp_path))
         found = clustering.answer(job, exact, verified, np.zeros(n, dtype=np.int64), selects_pairs=False)
         expect: dict[tuple[int, int], float] = {}
@@ -148,10 +159,10 @@ def test_char_preset_raw_scores_the_raw_text(tmp_path: Path) -> None:
     a = "The Licence grants YOU the right to COPY and modify.   Permission is hereby granted."
     b = "the licence grants you the right to copy and modify. permission is hereby granted."
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "a", "text": a}) + "\n" + json.dumps({"id": "b", "text": b}) + "\n",
-                    encoding="utf-8")
+    data.write_text(json.dumps({"id": "a", "text": a}) + "\n" + json.dumps({"id": "b", "text": b}) + "\n", encoding="utf-8")
     job = tmp_path / "j.yaml"
-    job.write_text(f"""
+    job.write_text(
+        f"""
 sources: [{{name: d, path: {data}, fields: [text]}}]
 threshold: 0.1
 shingler: {{type: char, k: 5, preset: raw}}
@@ -159,9 +170,11 @@ signature: {{type: minhash}}
 blockers: [{{type: lsh_bands, bands: 64, rows: 1}}]
 verifier: {{type: jaccard}}
 diagnostics: 0
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     res = run_job(parse_job(job), write=False)
-    raw = lambda t: {t[i:i + 5] for i in range(len(t) - 4)}  # noqa: E731
+    raw = lambda t: {t[i : i + 5] for i in range(len(t) - 4)}  # noqa: E731
     expect = len(raw(a) & raw(b)) / len(raw(a) | raw(b))
     assert res.report["exact_duplicates"]["records_collapsed"] == 0  # not copies as written
     assert len(res.pairs) == 1 and res.pairs.score[0] == pytest.approx(expect)
@@ -171,7 +184,8 @@ diagnostics: 0
 def test_comparisons_csv_breaks_every_candidates_score_into_its_terms(tmp_path: Path) -> None:
     text = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
     text = text.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/").replace(
-        "  candidates: false", "  candidates: true\n  comparisons: true")
+        "  candidates: false", "  candidates: true\n  comparisons: true"
+    )
     (tmp_path / "job.yaml").write_text(text, encoding="utf-8")
     res = run_job(parse_job(tmp_path / "job.yaml"), tmp_path / "out")
     with (tmp_path / "out" / "comparisons.csv").open(encoding="utf-8") as fh:

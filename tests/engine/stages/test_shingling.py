@@ -13,9 +13,9 @@ import pytest
 import er_framework.engine.engine as engine_module
 from er_framework.capabilities import MultisetSigning
 from er_framework.config.resolve import parse_job
+from er_framework.executors import run_job
 from er_framework.kernels import char_shingles, hash_params, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
-from er_framework.executors import run_job
 from er_framework.synth.documents import planted_documents
 
 
@@ -42,7 +42,8 @@ def signs_multisets(monkeypatch: pytest.MonkeyPatch, builder: type, multiset: bo
 
 def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
     cfg = tmp / f"job_{abs(hash((signature, extra)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 3
         threshold: 0.6
         sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
@@ -51,11 +52,12 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         diagnostics: 300
-    """) + extra)
+    """)
+        + extra
+    )
     res = run_job(parse_job(cfg), write=False)
     pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
     return pairs, res.labels.tolist(), res.report
-
 
 
 @pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
@@ -102,8 +104,7 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
         else:
             assert stages["shingle"]["token_sets_kept"] is False and 0 < stages["verify"]["records_reshingled"] < n
         if multiset:  # the same counts (with repeats) whether the sets were kept or not
-            assert stages["shingle"]["total_tokens"] == {s["stage"]: s for s in base_rep["stages"]}["shingle"][
-                "total_tokens"], extra
+            assert stages["shingle"]["total_tokens"] == {s["stage"]: s for s in base_rep["stages"]}["shingle"]["total_tokens"], extra
     assert stages["shingle"]["token_sets_kept"] is False and stages["shingle"]["chunks"] == -(-n // 100)
     assert 0 < stages["verify"]["records_reshingled"] < n
 
@@ -126,7 +127,6 @@ def test_multiset_signatures_equal_set_signatures() -> None:
 
     wsets, wmulti = word_ngrams(texts, 2), word_ngrams(texts, 2, unique=False)
     assert all(np.array_equal(np.unique(wmulti.row(i)), wsets.row(i)) for i in range(len(texts)))
-
 
 
 def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
@@ -164,10 +164,7 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     assert budgets and all(0 < b <= 2048 * 2**20 // 8 for b in budgets)
 
 
-
-def test_shingle_steps_by_characters_do_not_change_the_results(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_shingle_steps_by_characters_do_not_change_the_results(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shingle stage's steps of about SHINGLE_STEP_CHARS characters (besides chunk_records): more
     steps, the same pairs, clusters, diagnostics and counts, with the sets kept or streamed."""
     import er_framework.engine.stages.shingling as pipeline
@@ -191,12 +188,10 @@ def test_step_bounds() -> None:
     from er_framework.engine.stages.shingling import step_bounds
 
     texts = ["a" * n for n in (5, 5, 30, 1, 1, 1, 1, 8)]
-    recs = Records(ids=[str(i) for i in range(8)], source=np.zeros(8, dtype=np.int64), source_names=["s"],
-                   fields={"text": texts})
+    recs = Records(ids=[str(i) for i in range(8)], source=np.zeros(8, dtype=np.int64), source_names=["s"], fields={"text": texts})
     assert step_bounds(recs, 100, None) == [0, 8]
     assert step_bounds(recs, 3, None) == [0, 3, 6, 8]
     assert step_bounds(recs, 100, 12) == [0, 2, 3, 6, 8]  # the 30-character record is a step of its own
     assert step_bounds(recs, 4, 12) == [0, 2, 3, 4, 6, 8]
     empty = Records(ids=[], source=np.zeros(0, dtype=np.int64), source_names=["s"], fields={"text": []})
     assert step_bounds(empty, 10, 12) == [0, 0]
-

@@ -44,11 +44,14 @@ def test_labels_reach_the_verifier_and_the_report(tmp_path: Path) -> None:
     assert "training" in [s["stage"] for s in res.report["stages"]]
 
 
-@pytest.mark.parametrize(("labels", "message"), [
-    ([("A000001", "B999999", "1"), ("A000002", "B000003", "0")], "no record 'B999999' in source 'B'"),
-    ([("A000001", "B000002", "perhaps"), ("A000002", "B000003", "0")], "neither a match nor a non-match"),
-    ([("A000001", "B000002", "1"), ("A000002", "B000003", "1")], "2 matches and 0 non-matches"),
-])
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ([("A000001", "B999999", "1"), ("A000002", "B000003", "0")], "no record 'B999999' in source 'B'"),
+        ([("A000001", "B000002", "perhaps"), ("A000002", "B000003", "0")], "neither a match nor a non-match"),
+        ([("A000001", "B000002", "1"), ("A000002", "B000003", "1")], "2 matches and 0 non-matches"),
+    ],
+)
 def test_bad_labels_are_named_with_their_line(tmp_path: Path, labels: list[tuple[str, str, str]], message: str) -> None:
     with pytest.raises(InputError, match=message) as info:
         run_job(parse_job(job_with(tmp_path, labels)), write=False)
@@ -57,8 +60,9 @@ def test_bad_labels_are_named_with_their_line(tmp_path: Path, labels: list[tuple
 
 def test_training_needs_a_trainable_verifier_and_an_existing_file(tmp_path: Path) -> None:
     job = tmp_path / "j.yaml"
-    job.write_text(f"""
-sources: [{{name: d, path: {ROOT / 'configs' / 'data' / 'docs.jsonl'}, fields: [text]}}]
+    job.write_text(
+        f"""
+sources: [{{name: d, path: {ROOT / "configs" / "data" / "docs.jsonl"}, fields: [text]}}]
 threshold: 0.8
 shingler: {{type: char}}
 signature: {{type: minhash}}
@@ -66,7 +70,9 @@ blockers: [{{type: lsh_bands}}]
 verifier: {{type: jaccard}}
 training: {{labels: missing.csv}}
 output: {{comparisons: true}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError) as info:
         parse_job(job)
     text = str(info.value)
@@ -77,7 +83,6 @@ output: {{comparisons: true}}
 def test_dask_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     labels = [("A000001", "B000002", "1"), ("A000002", "B000003", "0")]
     job = job_with(tmp_path, labels)
-    job.write_text(job.read_text(encoding="utf-8") + "executor: {type: dask, local_cluster: {n_workers: 1}}\n",
-                   encoding="utf-8")
+    job.write_text(job.read_text(encoding="utf-8") + "executor: {type: dask, local_cluster: {n_workers: 1}}\n", encoding="utf-8")
     with pytest.raises(ErError, match="dask executor cannot run it"):
         run_job(parse_job(job), write=False)

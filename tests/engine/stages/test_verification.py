@@ -25,7 +25,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
     cfg = tmp / f"job_{abs(hash((signature, extra)))}.yaml"
-    cfg.write_text(textwrap.dedent(f"""
+    cfg.write_text(
+        textwrap.dedent(f"""
         seed: 3
         threshold: 0.6
         sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
@@ -34,11 +35,12 @@ def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[
         blockers: [{{type: lsh_bands}}]
         verifier: {{type: jaccard}}
         diagnostics: 300
-    """) + extra)
+    """)
+        + extra
+    )
     res = run_job(parse_job(cfg), write=False)
     pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
     return pairs, res.labels.tolist(), res.report
-
 
 
 def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,10 +60,7 @@ def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Pa
     assert small_rep["candidate_pairs"] == rep["candidate_pairs"]
 
 
-
-def test_verification_blocks_are_capped_whatever_the_budget(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_verification_blocks_are_capped_whatever_the_budget(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-shingled verification reads blocks of at most VERIFY_BLOCK_MB (windows of at most VERIFY_WINDOW_MB)
     even under a large token_memory_mb."""
     import er_framework.engine.stages.shingling as shingling
@@ -91,9 +90,11 @@ def test_streamed_subset_equals_the_subset_whatever_the_buffer(tmp_path: Path, c
     from er_framework.engine.stages.shingling import shingle_and_sign
 
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(f"sources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\nshingler: {{type: char, k: 4}}\n"
-                   "signature: {type: fss, num_perm: 32}\nblockers: [{type: lsh_bands}]\n"
-                   "verifier: {type: jaccard}\nthreshold: 0.5\ntoken_memory_mb: 0\n")
+    cfg.write_text(
+        f"sources: [{{name: d, path: {corpus}, id: id, fields: [text]}}]\nshingler: {{type: char, k: 4}}\n"
+        "signature: {type: fss, num_perm: 32}\nblockers: [{type: lsh_bands}]\n"
+        "verifier: {type: jaccard}\nthreshold: 0.5\ntoken_memory_mb: 0\n"
+    )
     job = parse_job(cfg)
     engine = Engine(job)
     records, _ = read(job)
