@@ -396,8 +396,8 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
 
     def _given_threshold(self) -> float | None:
         """The similarity to catch: this blocker's threshold, else the job's (``None``: neither is set)."""
-        p = self.params
-        return p.threshold if p.threshold is not None else self.context.threshold
+        t = self.job_default("threshold")
+        return None if t is None else float(t)
 
     def _threshold(self) -> float:
         t = self._given_threshold()
