@@ -124,8 +124,11 @@ class Component(Generic[P]):
         self.context = context if context is not None else Context()
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        """Cross-field and cross-component rules; return one message per problem."""
+    def check(cls, params: Any, context: Context) -> list[str]:
+        """Cross-field and cross-component rules; return one message per problem.
+
+        ``params`` is an instance of the class's own ``Params`` model (the job validated it against that model
+        first), so an override declares that type: ``def check(cls, params: LshParams, context)``."""
         return []
 
     def describe(self) -> dict[str, Any]:
@@ -214,7 +217,7 @@ class Verifier(Component[P]):
     needs: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
+    def check(cls, params: Any, context: Context) -> list[str]:
         """A verifier with a ``threshold`` parameter needs it set, here or at the job's top level."""
         if "threshold" in type(params).model_fields and getattr(params, "threshold", None) is None and context.threshold is None:
             return [f"{cls.name} needs a threshold: set verifier.threshold or the top-level threshold"]

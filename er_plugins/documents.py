@@ -34,7 +34,6 @@ from er_framework.components import (
     Context,
     FieldRef,
     Params,
-    ParamsModel,
     Shingler,
     SignatureBuilder,
     Verifier,
@@ -363,8 +362,7 @@ class LshBands(Reporting, Keyed, Diagnostic, Blocker[LshParams]):
         return int(k) if k is not None else None
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        assert isinstance(params, LshParams)
+    def check(cls, params: LshParams, context: Context) -> list[str]:
         problems = []
         k = cls._num_perm(context)
         if (params.bands is None) != (params.rows is None):

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from er_framework.capabilities import Explainable, Scored, ScoreReporting
-from er_framework.components import Context, FieldRef, Params, ParamsModel, Verifier
+from er_framework.components import Context, FieldRef, Params, Verifier
 from er_framework.data import Batch, Pairs
 from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
 
@@ -127,8 +127,7 @@ class FieldScore(ScoreReporting, Explainable, Verifier[FieldScoreParams]):
     needs = frozenset({"fields"})
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        assert isinstance(params, FieldScoreParams)
+    def check(cls, params: FieldScoreParams, context: Context) -> list[str]:
         scale = params.scale
         t = params.threshold
         if t is None:

@@ -31,7 +31,6 @@ from er_framework.components import (
     Context,
     FieldRef,
     Params,
-    ParamsModel,
     Shingler,
     SignatureBuilder,
     Verifier,
@@ -338,8 +337,7 @@ class BitVector(SignatureBuilder[BitParams]):
     Params = BitParams
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        assert isinstance(params, BitParams)
+    def check(cls, params: BitParams, context: Context) -> list[str]:
         if params.n_bits is None and _grid_bits_of(context) is None:
             return ["bitvector needs n_bits: set signature.n_bits, or use the grid_cells shingler (n_bits = grid_x * grid_y)"]
         return []
@@ -429,8 +427,7 @@ class GridBits(Reporting, LimitedKeys, Blocker[GridBitsParams]):
     needs = frozenset({"signatures"})
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        assert isinstance(params, GridBitsParams)
+    def check(cls, params: GridBitsParams, context: Context) -> list[str]:
         sig = context.peers.get("signature")
         nb = getattr(sig, "n_bits", None)
         nb = int(nb) if nb is not None else _grid_bits_of(context)

@@ -18,7 +18,7 @@ from functools import cache
 from pydantic import Field, model_validator
 
 from er_framework import hookimpl
-from er_framework.components import Context, ParamsModel, Shingler
+from er_framework.components import Context, Shingler
 from er_framework.data import Records, TokenSets
 from er_framework.errors import choices_text, did_you_mean
 from er_framework.io.html import boilerplate_languages
@@ -69,8 +69,7 @@ class StopwordShingler(Shingler[StopwordParams]):
     Params = StopwordParams
 
     @classmethod
-    def check(cls, params: ParamsModel, context: Context) -> list[str]:
-        assert isinstance(params, StopwordParams)
+    def check(cls, params: StopwordParams, context: Context) -> list[str]:
         if params.stop_words is None and params.language.lower() not in available_languages():
             langs = available_languages()
             return [
