@@ -3,28 +3,16 @@ depend on workers, chunk size or the token budget."""
 
 from __future__ import annotations
 
-import json
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from stage_runs import run_docs
 
 import er_framework.engine.engine as engine_module
 from er_framework.capabilities import MultisetSigning
-from er_framework.config.resolve import parse_job
-from er_framework.executors import run_job
 from er_framework.kernels import char_shingles, hash_params, minhash_signatures
 from er_framework.kernels.oph import oph_signatures
-from er_framework.synth.documents import planted_documents
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = planted_documents(120, copies_per_family=(1, 3), words=(40, 120), edit_rates=(0.0, 0.1), n_singletons=300, seed=5)
-    path = tmp_path_factory.mktemp("stream") / "docs.jsonl"
-    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
-    return path
 
 
 def signs_multisets(monkeypatch: pytest.MonkeyPatch, builder: type, multiset: bool) -> None:
@@ -40,26 +28,6 @@ def signs_multisets(monkeypatch: pytest.MonkeyPatch, builder: type, multiset: bo
     monkeypatch.setattr(engine_module, "has", has)
 
 
-def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
-    cfg = tmp / f"job_{abs(hash((signature, extra)))}.yaml"
-    cfg.write_text(
-        textwrap.dedent(f"""
-        seed: 3
-        threshold: 0.6
-        sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
-        shingler: {{type: char, k: 4}}
-        signature: {{type: {signature}, num_perm: 64}}
-        blockers: [{{type: lsh_bands}}]
-        verifier: {{type: jaccard}}
-        diagnostics: 300
-    """)
-        + extra
-    )
-    res = run_job(parse_job(cfg), write=False)
-    pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
-    return pairs, res.labels.tolist(), res.report
-
-
 @pytest.mark.parametrize("signature", ["minhash", "oph", "fss"])
 def test_results_identical_for_any_workers_chunk_and_token_budget(
     tmp_path: Path, corpus: Path, signature: str, monkeypatch: pytest.MonkeyPatch
@@ -67,7 +35,7 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
     from er_framework.registry import default_registry
 
     builder = default_registry().get("signature", signature).cls
-    base_pairs, base_labels, base_rep = _run(tmp_path, corpus, signature, "workers: 1\n")
+    base_pairs, base_labels, base_rep = run_docs(tmp_path, corpus, signature, "workers: 1\n")
     assert len(base_pairs) > 50  # the planted families are found
     n = len(base_labels)
     stages = {s["stage"]: s for s in base_rep["stages"]}
@@ -92,7 +60,7 @@ def test_results_identical_for_any_workers_chunk_and_token_budget(
     ]
     for extra, multiset in variants:
         signs_multisets(monkeypatch, builder, multiset)
-        pairs, labels, rep = _run(tmp_path, corpus, signature, extra)
+        pairs, labels, rep = run_docs(tmp_path, corpus, signature, extra)
         assert pairs == base_pairs, extra
         assert labels == base_labels, extra
         assert rep["diagnostics"] == base_rep["diagnostics"], extra
@@ -140,7 +108,7 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
 
     signs_multisets(monkeypatch, default_registry().get("signature", "minhash").cls, False)
     extra = "workers: 2\nchunk_records: 100\n"
-    pairs, labels, rep = _run(tmp_path, corpus, "minhash", extra)
+    pairs, labels, rep = run_docs(tmp_path, corpus, "minhash", extra)
     stages = {s["stage"]: s for s in rep["stages"]}
     assert stages["shingle"]["token_sets_kept"] is True and "records_reshingled" not in stages["verify"]
     total, chunks = stages["shingle"]["total_tokens"], stages["shingle"]["chunks"]
@@ -155,7 +123,7 @@ def test_token_sets_kept_only_when_the_first_chunk_forecasts_they_fit(
     monkeypatch.setattr(pipeline, "token_budget", budget)
     for share, why in [(pipeline.KEEP_FORECAST_SHARE, "forecast"), (10.0**9, "part-way")]:
         monkeypatch.setattr(pipeline, "KEEP_FORECAST_SHARE", share)
-        got_pairs, got_labels, got = _run(tmp_path, corpus, "minhash", extra)
+        got_pairs, got_labels, got = run_docs(tmp_path, corpus, "minhash", extra)
         assert got_pairs == pairs and got_labels == labels, why
         assert got["diagnostics"] == rep["diagnostics"] and got["candidate_pairs"] == rep["candidate_pairs"], why
         stages = {s["stage"]: s for s in got["stages"]}
@@ -169,12 +137,12 @@ def test_shingle_steps_by_characters_do_not_change_the_results(tmp_path: Path, c
     steps, the same pairs, clusters, diagnostics and counts, with the sets kept or streamed."""
     import er_framework.engine.stages.shingling as pipeline
 
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\n")
+    pairs, labels, rep = run_docs(tmp_path, corpus, "fss", "workers: 2\n")
     one = {s["stage"]: s for s in rep["stages"]}["shingle"]
     assert one["chunks"] == 1
     monkeypatch.setattr(pipeline, "SHINGLE_STEP_CHARS", 5000)
     for extra in ("workers: 2\n", "workers: 1\ntoken_memory_mb: 0\n"):
-        got_pairs, got_labels, got = _run(tmp_path, corpus, "fss", extra)
+        got_pairs, got_labels, got = run_docs(tmp_path, corpus, "fss", extra)
         shingle = {s["stage"]: s for s in got["stages"]}["shingle"]
         assert shingle["chunks"] > 20
         assert shingle["total_tokens"] == one["total_tokens"]

@@ -3,57 +3,26 @@ records, in bounded memory, gives the scores of one block."""
 
 from __future__ import annotations
 
-import json
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from stage_runs import run_docs
 
 from er_framework.config.resolve import parse_job
-from er_framework.executors import run_job
-from er_framework.synth.documents import planted_documents
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = planted_documents(120, copies_per_family=(1, 3), words=(40, 120), edit_rates=(0.0, 0.1), n_singletons=300, seed=5)
-    path = tmp_path_factory.mktemp("stream") / "docs.jsonl"
-    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(d.texts)))
-    return path
-
-
-def _run(tmp: Path, data: Path, signature: str, extra: str) -> tuple[list[tuple[int, int, float]], list[int], dict]:
-    cfg = tmp / f"job_{abs(hash((signature, extra)))}.yaml"
-    cfg.write_text(
-        textwrap.dedent(f"""
-        seed: 3
-        threshold: 0.6
-        sources: [{{name: d, path: {data}, id: id, fields: [text]}}]
-        shingler: {{type: char, k: 4}}
-        signature: {{type: {signature}, num_perm: 64}}
-        blockers: [{{type: lsh_bands}}]
-        verifier: {{type: jaccard}}
-        diagnostics: 300
-    """)
-        + extra
-    )
-    res = run_job(parse_job(cfg), write=False)
-    pairs = list(zip(res.pairs.left.tolist(), res.pairs.right.tolist(), res.pairs.score.tolist()))
-    return pairs, res.labels.tolist(), res.report
 
 
 def test_verification_blocks_do_not_change_the_scores(tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Streamed verification in blocks of pairs (bounded token sets) equals one block."""
     import er_framework.engine.stages.verification as pipeline
 
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 1\ntoken_memory_mb: 0\n")
+    pairs, labels, rep = run_docs(tmp_path, corpus, "fss", "workers: 1\ntoken_memory_mb: 0\n")
     assert {s["stage"]: s for s in rep["stages"]}["verify"]["verify_blocks"] == 1
-    kept, kept_labels, kept_rep = _run(tmp_path, corpus, "fss", "workers: 1\n")  # the sets kept: not streamed
+    kept, kept_labels, kept_rep = run_docs(tmp_path, corpus, "fss", "workers: 1\n")  # the sets kept: not streamed
     assert "verify_blocks" not in {s["stage"]: s for s in kept_rep["stages"]}["verify"]
     assert kept == pairs and kept_labels == labels
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.01)  # ~1,300 tokens per block: many blocks
-    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
+    small, small_labels, small_rep = run_docs(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
     verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
     assert verify["verify_blocks"] > 20
     assert small == pairs and small_labels == labels
@@ -66,14 +35,14 @@ def test_verification_blocks_are_capped_whatever_the_budget(tmp_path: Path, corp
     import er_framework.engine.stages.shingling as shingling
     import er_framework.engine.stages.verification as pipeline
 
-    pairs, labels, rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
+    pairs, labels, rep = run_docs(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 0\n")
     one = {s["stage"]: s for s in rep["stages"]}["verify"]
     assert one["verify_blocks"] == 1
     monkeypatch.setattr(shingling, "token_budget", lambda mb: 0)  # nothing kept, whatever token_memory_mb says
     monkeypatch.setattr(pipeline, "VERIFY_MIN_MB", 0.001)
     monkeypatch.setattr(pipeline, "VERIFY_BLOCK_MB", 0.01)
     monkeypatch.setattr(pipeline, "VERIFY_WINDOW_MB", 0.01)
-    small, small_labels, small_rep = _run(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
+    small, small_labels, small_rep = run_docs(tmp_path, corpus, "fss", "workers: 2\ntoken_memory_mb: 100000\n")
     verify = {s["stage"]: s for s in small_rep["stages"]}["verify"]
     assert verify["verify_blocks"] > 20 and verify["records_reshingled"] > one["records_reshingled"]
     assert small == pairs and small_labels == labels
