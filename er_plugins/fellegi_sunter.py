@@ -81,6 +81,11 @@ class FSField(Params):
             return list(self.levels)
         return [100.0] if self.comparison in ("exact", "digits") else [100.0, 90.0, 75.0]
 
+    @property
+    def n_levels(self) -> int:
+        """Agreement levels of the field (the last is 'else'; missing is not one of them)."""
+        return len(self.thresholds) + 1
+
     def level_names(self) -> list[str]:
         t = self.thresholds
         names = ["=100" if x >= 100.0 else f">={x:g}" for x in t]
@@ -273,7 +278,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         same for any chunking and any number of threads.
         """
         p = self.params
-        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        n_levels = [f.n_levels for f in p.fields]
         radix = pattern_radix(n_levels)
         space = int(np.prod(np.asarray(n_levels, dtype=np.float64) + 1))
         dtype = np.int32 if space < 2**31 else np.int64
@@ -314,7 +319,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
-        return decode(self.pair_codes(batch, pairs), [len(f.thresholds) + 1 for f in self.params.fields])
+        return decode(self.pair_codes(batch, pairs), [f.n_levels for f in self.params.fields])
 
     def pair_codes(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """Comparison pattern of every pair, as one int64 code (mixed radix over the fields' states)."""
@@ -384,10 +389,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         return np.asarray(self.fit_of(state).probability(decode(codes, self._n_levels())), dtype=np.float64)
 
     def _n_levels(self) -> list[int]:
-        return [len(f.thresholds) + 1 for f in self.params.fields]
+        return [f.n_levels for f in self.params.fields]
 
     def _space(self) -> int:
-        return int(np.prod(np.asarray([len(f.thresholds) + 2 for f in self.params.fields], dtype=np.float64)))
+        return int(np.prod(np.asarray([f.n_levels + 1 for f in self.params.fields], dtype=np.float64)))
 
     # -- the fitted state (the model's verifier part) ----------------------------
 
@@ -413,7 +418,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         m, u = [], []
         for fld in p.fields:
             rep = fields[fld.label]
-            k = len(fld.thresholds) + 1
+            k = fld.n_levels
             mf = np.asarray(rep["m"], dtype=np.float64)
             uf = np.asarray(rep["u"], dtype=np.float64)
             if mf.shape != (k,) or uf.shape != (k,):
@@ -478,7 +483,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         n = int(counts.sum())
         if n == 0:
             return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
-        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        n_levels = [f.n_levels for f in p.fields]
         F = len(p.fields)
         uniq = np.asarray(codes, dtype=np.int64)
         patterns = decode(uniq, n_levels)
@@ -608,7 +613,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 "labelled matches and u from labelled non-matches, so it needs at least one of each; label more pairs "
                 "(er review writes pairs on both sides of the threshold)"
             )
-        n_levels = [len(f.thresholds) + 1 for f in p.fields]
+        n_levels = [f.n_levels for f in p.fields]
         lpat = decode(np.asarray(codes, dtype=np.int64), n_levels)
         m: list[npt.NDArray[np.float64]] = []
         u: list[npt.NDArray[np.float64]] = []
