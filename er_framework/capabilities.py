@@ -364,9 +364,12 @@ class CodeFitted(Learner):
         sample_codes: Int64Array,
         sample_counts: Float64Array,
         labelled: LabelledCodes | None,
+        population: int = 0,
     ) -> tuple[Float64Array, Fitted]:
         """Fit on the distinct codes of all candidate pairs (sorted) with their counts, those of the
-        :meth:`sample_pairs` and the labelled pairs' codes; the score of each of ``codes`` and the fit."""
+        :meth:`sample_pairs` and the labelled pairs' codes; the score of each of ``codes`` and the fit.
+        ``population``: how many record pairs the job could compare (:func:`~er_framework.data.pair_population`
+        of the records' sources; 0 when unknown), for a fit whose prior is over every pair."""
         raise NotImplementedError
 
     def score_codes(self, codes: Int64Array, state: Mapping[str, Any]) -> Float64Array:

@@ -67,7 +67,7 @@ from er_framework.components import (
     SignatureBuilder,
     Verifier,
 )
-from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets, pair_population
 from er_framework.kernels.graph import canonical_labels
 from er_framework.normalize import is_missing, normalize_column
 from er_framework.testing_abilities import (
@@ -415,7 +415,12 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     uniq, counts = np.unique(codes, return_counts=True)
     s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
     raw, fitted = fitter.fit_counts(
-        uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64), s_counts.astype(np.float64), None
+        uniq.astype(np.int64),
+        counts.astype(np.float64),
+        s_uniq.astype(np.int64),
+        s_counts.astype(np.float64),
+        None,
+        population=pair_population(source, bool(batch.cross_source_only)),
     )
     table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"

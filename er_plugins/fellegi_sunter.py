@@ -18,16 +18,19 @@ from pydantic import Field, model_validator
 
 from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
-from er_framework.data import Batch, LabelledPairs, Pairs
+from er_framework.data import Batch, LabelledPairs, Pairs, pair_population
 from er_framework.kernels.em import (
     EPS,
     EMFit,
+    SessionFit,
     count_codes,
     decode,
     fit_em,
+    fit_session,
     floor_normalize,
     monotone_m_step,
     pattern_radix,
+    population_lambda,
 )
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
@@ -42,6 +45,9 @@ __all__ = [
 
 # ---------------------------------------------------------------------------
 # fellegi_sunter
+
+#: a training session whose EM finds fewer matches than this is not used (its m would rest on a handful of pairs)
+SESSION_MIN_MATCHES = 10.0
 
 
 class FSField(Params):
@@ -152,6 +158,17 @@ class FellegiSunterParams(Params):
         "(their level frequencies), only lambda fitted. fix_u and prior are not used with labels",
     )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
+    estimation: Literal["sessions", "em"] = Field(
+        default="sessions",
+        description="without labels: sessions - u from the random pairs (held), m by EM in training sessions "
+        "(the candidates agreeing on a blocking key's fields estimate the other fields), lambda = P(match) of two "
+        "records over every record pair; em - the former unsupervised EM of lambda, m and u on the candidates",
+    )
+    sessions: list[list[str]] | None = Field(
+        default=None,
+        description="training sessions: each a list of fields (labels or columns) the session's pairs agree on "
+        "(level 0); default: one per exact blocking key of the job (field_hash keys)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FellegiSunterParams:
@@ -161,6 +178,13 @@ class FellegiSunterParams(Params):
             raise ValueError(f"field labels must be unique; repeated: {dup} (set 'name' to tell them apart)")
         if self.fix_u and self.u_from_random_pairs == 0:
             raise ValueError("fix_u needs u_from_random_pairs > 0")
+        if self.estimation == "sessions" and self.u_from_random_pairs == 0:
+            raise ValueError("estimation: sessions estimates u from random pairs: set u_from_random_pairs > 0 (or estimation: em)")
+        known = set(labels) | {c for r in self.fields for c in field_columns(r.field)}
+        for i, sess in enumerate(self.sessions or []):
+            bad = [x for x in sess if x not in known]
+            if not sess or bad:
+                raise ValueError(f"sessions[{i}]: {bad or 'empty'} - a session lists compared fields (labels or columns): {sorted(known)}")
         return self
 
 
@@ -356,7 +380,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         if labelled is not None:
             lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
             coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
-        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded)
+        population = pair_population(batch.records.source, bool(batch.cross_source_only))
+        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
         return self._lookup(codes, uniq, table, space), fitted
 
     @staticmethod
@@ -475,10 +500,15 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sample_codes: npt.NDArray[np.int64],
         sample_counts: npt.NDArray[np.float64],
         labelled: LabelledCodes | None = None,
+        population: int = 0,
     ) -> tuple[npt.NDArray[np.float64], Fitted]:
-        """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
-        the random pairs' level frequencies; or, with ``labelled`` (the labelled pairs' :meth:`pair_codes`),
-        m and u from the labels (:meth:`train`). The match probability of each pattern, and the fit."""
+        """The fit on the candidates' distinct patterns and counts, and the match probability of each pattern.
+
+        ``estimation: sessions`` (default, :meth:`fit_sessions`): u from the random pairs, m by EM in training
+        sessions, lambda over the ``population`` of record pairs (0: unknown, lambda among the candidates).
+        ``estimation: em``: EM (:func:`fit_em`), u initialised (or fixed) from the random pairs' level
+        frequencies. With ``labelled`` (the labelled pairs' :meth:`pair_codes`): m and u from the labels
+        (:meth:`train`)."""
         p = self.params
         n = int(counts.sum())
         if n == 0:
@@ -501,8 +531,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
                 u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
+        sessions: dict[str, Any] | None = None
         if labelled is not None:
             fit, lam0, training = self.train(patterns, counts, labelled)
+        elif p.estimation == "sessions" and u_random is not None:
+            fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
             m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
             u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
@@ -534,7 +567,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 if training["fit"] == "labels"
                 else ("EM, started from labelled non-matches, labelled pairs held")
             )
-        elif p.fix_u:
+        elif p.fix_u or sessions is not None:
             u_mode = "fixed from random pairs"
         else:
             u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
@@ -543,14 +576,17 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "patterns": int(len(uniq)),
             "lambda": float(fit.lam),
             "lambda_initial": lam0,
-            "expected_matches": round(float(fit.lam) * n, 1),
+            "expected_matches": round(float(fit.lam) * (population if sessions is not None and population else n), 1),
+            "expected_matches_in_candidates": round(float(counts @ table), 1),
             "iterations": fit.iterations,
             "converged": fit.converged,
             "label_swapped": fit.swapped,
-            "estimation": self.estimation(training),
+            "estimation": self.estimation(training, sessions),
             "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
             "u_mode": u_mode,
             "training": training,
+            "sessions": sessions,
+            "population_pairs": population or None,
             "random_pairs": n_random,
             "loglik": [round(x, 6) for x in fit.loglik],
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
@@ -558,7 +594,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         }
         return table, Fitted(state=self.state_of(fit), report=report)
 
-    def estimation(self, training: dict[str, Any] | None) -> str:
+    def estimation(self, training: dict[str, Any] | None, sessions: dict[str, Any] | None = None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
         p = self.params
         order = (
@@ -574,8 +610,115 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             else:
                 how = f"m and u by EM on the candidates, started from {labels}, each labelled pair held at its label"
             return f"trained: {how}; {lam}; {order}"
+        if sessions is not None:
+            lam = (
+                "lambda = P(match) of two records over every record pair"
+                if sessions["lambda_over"] == "population"
+                else "lambda among the candidates"
+            )
+            return (
+                f"training sessions: u from random pairs (held); m by EM in {len(sessions['sessions'])} session(s) on "
+                f"candidates agreeing on blocking keys; {lam}; {order}"
+            )
         u = "u fixed from random pairs" if p.fix_u else "u by EM"
         return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
+
+    def session_fields(self) -> list[tuple[int, ...]]:
+        """The training sessions as field indices: ``sessions`` when set, else one per blocking key of the job
+        (:attr:`~er_framework.components.Context.blocking_keys`): the fields sharing a column with the key.
+        Repeated sessions, and sessions that fix every field, are dropped."""
+        p = self.params
+        cols = [set(field_columns(f.field)) for f in p.fields]
+        labels = [f.label for f in p.fields]
+        out: list[tuple[int, ...]] = []
+        if p.sessions is not None:
+            chosen = [tuple(sorted({f for x in sess for f in range(len(cols)) if x == labels[f] or x in cols[f]})) for sess in p.sessions]
+        else:
+            keys = [set(k) for k in self.context.blocking_keys]
+            chosen = [tuple(f for f in range(len(cols)) if cols[f] & k) for k in keys]
+        for fixed in chosen:
+            if fixed and len(fixed) < len(cols) and fixed not in out:
+                out.append(fixed)
+        return out
+
+    def fit_sessions(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+    ) -> tuple[EMFit, float, dict[str, Any]]:
+        """u held at the random pairs' ``u``; m by EM in training sessions (:func:`fit_session`), each field's m
+        the mean of the sessions that estimated it; lambda over the ``population`` of record pairs
+        (:func:`population_lambda`), or among the candidates when it is unknown (0).
+
+        A session is the candidates at level 0 on the fields of a blocking key: a key makes every pair
+        agreeing on it a candidate, so within the session the other fields are compared as among all pairs
+        and u of random pairs holds for their non-matches (it would not over all the candidates: a pair
+        blocked on the name agrees on the name, match or not). A field no session estimates (it is in every
+        key, or there is none) takes m of the unsupervised EM on the candidates (:func:`fit_em`, u free).
+        """
+        p = self.params
+        n_levels = [f.n_levels for f in p.fields]
+        F = len(n_levels)
+        fits: list[SessionFit] = []
+        for fixed in self.session_fields():
+            sf = fit_session(
+                patterns, counts, n_levels, fixed, u, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            if sf is not None:
+                fits.append(sf)
+        used = [sf for sf in fits if sf.pairs * sf.lam >= SESSION_MIN_MATCHES]
+        estimates: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+        for sf in used:
+            for f, mf in enumerate(sf.m):
+                if mf is not None:
+                    estimates[f].append(mf)
+        fallback = [f for f in range(F) if not estimates[f]]
+        m: list[npt.NDArray[np.float64]] = [floor_normalize(np.mean(e, axis=0)) if e else np.zeros(0) for e in estimates]
+        em_fit: EMFit | None = None
+        if fallback:
+            m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+            g = EMFit(lam=0.5, m=m0, u=u).probability(patterns)
+            lam_c = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+            em_fit = fit_em(
+                patterns, counts, n_levels, lam_c, m0, u, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            for f in fallback:
+                # EM's m against the held u: the order of the weights kept (the monotone M-step with u fixed,
+                # EM's m as the expected matches per level)
+                m[f] = monotone_m_step(em_fit.m[f], u[f], u[f])[0] if p.monotone else em_fit.m[f]
+        if population > 0:
+            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+        else:
+            cand = fit_em(
+                patterns, counts, n_levels, 0.1, m, u, fix_m=True, fix_u=True, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            lam, lam_iter, lam_ok = cand.lam, cand.iterations, cand.converged
+        converged = lam_ok and all(sf.converged for sf in used) and (em_fit is None or em_fit.converged)
+        fit = EMFit(lam=lam, m=m, u=list(u), iterations=lam_iter, converged=converged)
+        labels = [f.label for f in p.fields]
+        report = {
+            "lambda_over": "population" if population > 0 else "candidates",
+            "sessions": [
+                {
+                    "agree_on": [labels[f] for f in sf.fixed],
+                    "tied_to_key": [labels[f] for f in sf.tied],
+                    "pairs": int(sf.pairs),
+                    "lambda": float(sf.lam),
+                    "iterations": sf.iterations,
+                    "converged": sf.converged,
+                    "used": sf in used,
+                    "m": {labels[f]: [float(x) for x in mf] for f, mf in enumerate(sf.m) if mf is not None},
+                    "weight_log2": {
+                        labels[f]: [round(float(x), 6) for x in np.log2(mf / u[f])] for f, mf in enumerate(sf.m) if mf is not None
+                    },
+                }
+                for sf in fits
+            ],
+            "m_from_candidate_em": [labels[f] for f in fallback],
+        }
+        return fit, lam, report
 
     def train(
         self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], lab: LabelledCodes

@@ -25,7 +25,7 @@ from er_framework.capabilities import (
 )
 from er_framework.config.executor_params import DaskParams
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records
+from er_framework.data import Pairs, Records, pair_population
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
@@ -269,7 +269,8 @@ class DaskRun:
             return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
 
         if fitted:
-            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
+            population = pair_population(scanned.source[scanned.exact.active], self.engine.link)
+            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, population, info)
         else:
             ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
@@ -340,6 +341,7 @@ class DaskRun:
         serve_futs: list[Any],
         sample: Pairs,
         sample_need: list[Int64Array],
+        population: int,
         info: dict[str, Any],
     ) -> list[Any]:
         """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
@@ -352,7 +354,7 @@ class DaskRun:
         s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
-        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
+        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None, population=population)  # as locally
         self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": fitted.state}))
         self.verifier_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
