@@ -31,6 +31,7 @@ from er_framework.kernels.em import (
     monotone_m_step,
     pattern_radix,
     population_lambda,
+    sigmoid,
 )
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
@@ -45,6 +46,16 @@ __all__ = [
 
 # ---------------------------------------------------------------------------
 # fellegi_sunter
+
+#: scorers that give 100 to equal values only: their level ">= 100" is equality, open to term frequencies
+EQUAL_AT_100 = frozenset({"exact", "digits", "jaro_winkler", "levenshtein", "ratio"})
+#: fields whose exact agreements are adjusted by term frequency unless the job says otherwise (names:
+#: common names collide among non-matches far more than rare ones)
+TF_DEFAULT_SCORERS = frozenset({"jaro_winkler"})
+
+#: rounds of refitting the fields that only one-field sessions estimate (each round: lambda, then those
+#: sessions' m with their share of matches held at what lambda and the other fields say)
+SINGLE_SESSION_ROUNDS = 20
 
 #: a training session whose EM finds fewer matches than this is not used (its m would rest on a handful of pairs)
 SESSION_MIN_MATCHES = 10.0
@@ -63,6 +74,13 @@ class FSField(Params):
         "then an 'else' level; missing is separate. Default [100, 90, 75]; exact/digits: [100]",
     )
 
+    term_frequency: bool | None = Field(
+        default=None,
+        description="adjust an exact agreement by how common the value is (Splink's term-frequency adjustment: "
+        "weight log2(m / p_v) for value v of share p_v among the records, so 'smith' = 'smith' weighs less than "
+        "'zbigniew' = 'zbigniew'); default: on for jaro_winkler fields whose first level is exact (names)",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> FSField:
         if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
@@ -75,6 +93,11 @@ class FSField(Params):
                 raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
             if self.comparison in ("exact", "digits") and lv != [100.0]:
                 raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
+        if self.term_frequency and not self.tf_capable:
+            raise ValueError(
+                f"term_frequency adjusts exact agreements: it needs a first level of 100 and a comparison of "
+                f"{sorted(EQUAL_AT_100)} (comparison {self.comparison!r}, levels {self.thresholds})"
+            )
         return self
 
     @property
@@ -86,6 +109,19 @@ class FSField(Params):
         if self.levels is not None:
             return list(self.levels)
         return [100.0] if self.comparison in ("exact", "digits") else [100.0, 90.0, 75.0]
+
+    @property
+    def tf_capable(self) -> bool:
+        """Level 0 is equality of the compared values (a first level of 100 with a scorer giving 100 only to
+        equal values): a term-frequency adjustment applies to it."""
+        return self.thresholds[0] >= 100.0 and self.comparison in EQUAL_AT_100
+
+    @property
+    def tf(self) -> bool:
+        """Whether the field's exact agreements are adjusted by the value's frequency."""
+        if self.term_frequency is None:
+            return self.tf_capable and self.comparison in TF_DEFAULT_SCORERS
+        return self.term_frequency
 
     @property
     def n_levels(self) -> int:
@@ -382,7 +418,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
         table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
-        return self._lookup(codes, uniq, table, space), fitted
+        scores = self._lookup(codes, uniq, table, space)
+        if fitted.state:
+            scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state))
+        return scores, fitted
 
     @staticmethod
     def _lookup(
@@ -404,7 +443,56 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         codes = self._pattern_codes(batch, [(pairs.left, pairs.right)])[0]
         space = self._space()
         uniq, _ = count_codes(codes, space)
-        return self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
+        scores = self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
+        return self._with_term_frequencies(batch, pairs, codes, scores, fit)
+
+    # -- term frequencies ---------------------------------------------------------
+
+    def term_frequency_weights(self, batch: Batch, pairs: Pairs, fit: EMFit) -> dict[int, npt.NDArray[np.float64]]:
+        """Per field with a term-frequency adjustment (:attr:`FSField.tf`): every pair's adjustment in bits,
+        ``log2(u_0 / p_v)`` where the two values are equal (level 0) and 0 elsewhere.
+
+        ``p_v`` is value v's share among the batch's records where the field is present (Splink's term
+        frequency: the chance that a non-matching record shows v, given one does), ``u_0`` the model's u of
+        exact agreement, so the field's weight of an exact agreement becomes ``log2(m_0 / p_v)``. The
+        frequencies come from the records being scored (a saved model applied to new records uses theirs).
+        The fit itself (EM, sessions) does not use them, as in Splink.
+        """
+        out: dict[int, npt.NDArray[np.float64]] = {}
+        n = len(batch.records)
+        every = np.arange(n, dtype=np.int64)
+        for f, fld in enumerate(self.params.fields):
+            if not fld.tf or len(pairs) == 0:
+                continue
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
+            codes = col.codes
+            present = codes >= 0
+            counts = np.bincount(codes[present], minlength=max(len(col.dictionary), 1)).astype(np.float64)
+            cl, cr = codes[pairs.left], codes[pairs.right]
+            equal = (cl >= 0) & (cl == cr)
+            adj = np.zeros(len(pairs))
+            share = counts[cl[equal]] / max(float(present.sum()), 1.0)
+            adj[equal] = np.log2(fit.u[f][0]) - np.log2(share)
+            out[f] = adj
+            del col
+        return out
+
+    def _with_term_frequencies(
+        self, batch: Batch, pairs: Pairs, codes: npt.NDArray[Any], scores: npt.NDArray[np.float64], fit: EMFit
+    ) -> npt.NDArray[np.float64]:
+        """``scores`` with the term-frequency adjustments (:meth:`term_frequency_weights`) added to the log-odds
+        of the pairs that have one; the other pairs keep their pattern's probability, bit for bit."""
+        tf = self.term_frequency_weights(batch, pairs, fit)
+        if not tf:
+            return scores
+        bits = np.sum(list(tf.values()), axis=0)
+        hit = np.flatnonzero(bits != 0.0)
+        if len(hit) == 0:
+            return scores
+        pats = decode(np.asarray(codes[hit], dtype=np.int64), self._n_levels())
+        out = scores.copy()
+        out[hit] = sigmoid(fit.logit(pats) + bits[hit] * math.log(2.0))
+        return out
 
     def score_codes(self, codes: npt.NDArray[np.int64], state: Mapping[str, Any]) -> npt.NDArray[np.float64]:
         """The match probability of each pattern code under a fitted ``state``."""
@@ -664,11 +752,15 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         fits: list[SessionFit] = []
         for fixed in self.session_fields():
             sf = fit_session(
-                patterns, counts, n_levels, fixed, u, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+                patterns, counts, n_levels, fixed, u, lam0=0.5, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
             )
             if sf is not None:
                 fits.append(sf)
-        used = [sf for sf in fits if sf.pairs * sf.lam >= SESSION_MIN_MATCHES]
+        # a session estimating one field cannot tell its share of matches from that field's m (with u held,
+        # the level shares q = lam m + (1 - lam) u fit any lam above a bound): it is refitted below with its
+        # share held at what the rest of the model says of its pairs
+        used = [sf for sf in fits if sf.pairs * sf.lam >= SESSION_MIN_MATCHES and sum(x is not None for x in sf.m) >= 2]
+        single = [sf for sf in fits if sum(x is not None for x in sf.m) == 1] if population > 0 else []
         estimates: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
         for sf in used:
             for f, mf in enumerate(sf.m):
@@ -688,8 +780,41 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 # EM's m against the held u: the order of the weights kept (the monotone M-step with u fixed,
                 # EM's m as the expected matches per level)
                 m[f] = monotone_m_step(em_fit.m[f], u[f], u[f])[0] if p.monotone else em_fit.m[f]
+        lone: list[SessionFit] = []
         if population > 0:
             lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+            lone = [sf for sf in single if next(f for f, x in enumerate(sf.m) if x is not None) in fallback]
+            for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
+                refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+                for sf in lone:
+                    f_est = next(f for f, x in enumerate(sf.m) if x is not None)
+                    held = [f for f in range(F) if f != f_est and sf.m[f] is None]
+                    # P(match | the session's fields agree), from lambda and the other fields' m and u
+                    z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
+                    share = float(sigmoid(np.array([z]))[0])
+                    again = fit_session(
+                        patterns,
+                        counts,
+                        n_levels,
+                        sf.fixed,
+                        u,
+                        lam0=min(max(share, EPS), 1 - EPS),
+                        fix_lam=True,
+                        monotone=p.monotone,
+                        max_iter=p.max_iter,
+                        tol=p.tol,
+                        smoothing=p.smoothing,
+                    )
+                    if again is not None and again.m[f_est] is not None:
+                        refits[f_est].append(again.m[f_est])
+                for f in range(F):
+                    if refits[f]:
+                        m[f] = floor_normalize(np.mean(refits[f], axis=0))
+                before = lam
+                lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+                if abs(lam - before) <= 1e-4 * before:
+                    break
+            fallback = [f for f in fallback if not any(next(g for g, x in enumerate(sf.m) if x is not None) == f for sf in lone)]
         else:
             cand = fit_em(
                 patterns, counts, n_levels, 0.1, m, u, fix_m=True, fix_u=True, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
@@ -708,7 +833,9 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                     "lambda": float(sf.lam),
                     "iterations": sf.iterations,
                     "converged": sf.converged,
-                    "used": sf in used,
+                    "used": sf in used or sf in lone,
+                    # a one-field session: its share of matches held at what the rest of the model says
+                    "share_held": sf in lone,
                     "m": {labels[f]: [float(x) for x in mf] for f, mf in enumerate(sf.m) if mf is not None},
                     "weight_log2": {
                         labels[f]: [round(float(x), 6) for x in np.log2(mf / u[f])] for f, mf in enumerate(sf.m) if mf is not None
@@ -717,6 +844,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 for sf in fits
             ],
             "m_from_candidate_em": [labels[f] for f in fallback],
+            "m_from_one_field_sessions": [labels[f] for f in range(F) if any(sf.m[f] is not None for sf in lone)] if population > 0 else [],
         }
         return fit, lam, report
 
@@ -831,7 +959,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
-        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
+        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing), with a term-frequency
+        field's adjustment included and also given alone as ``tf_<f>``; ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
 
         Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
@@ -843,13 +972,19 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
         out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
         total = np.full(len(pairs), prior)
+        tf = self.term_frequency_weights(batch, pairs, fit)
         for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
             lv = levels[:, f]
             ok = lv >= 0
             wf = np.where(ok, w[np.where(ok, lv, 0)], 0.0)
             out[f"level_{fld.label}"] = lv.astype(np.int64)
+            if f in tf:
+                wf = wf + tf[f]
             out[f"weight_{fld.label}"] = wf
+            if f in tf:  # the term-frequency part of the weight (bits)
+                out[f"tf_{fld.label}"] = tf[f]
             total = total + wf
         out["match_weight"] = total
-        out["score"] = fit.probability(levels)
+        codes = self.pair_codes(batch, pairs) if len(pairs) else np.zeros(0, np.int64)
+        out["score"] = self._with_term_frequencies(batch, pairs, codes, fit.probability(levels), fit)
         return out

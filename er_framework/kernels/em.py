@@ -465,6 +465,8 @@ def fit_session(
     fixed: Sequence[int],
     u: Sequence[npt.NDArray[np.float64]],
     *,
+    lam0: float = 0.5,
+    fix_lam: bool = False,
     monotone: bool = True,
     max_iter: int = 500,
     tol: float = 1e-7,
@@ -479,6 +481,9 @@ def fit_session(
     own share of matches, not kept) and m of the other fields: the training sessions of Splink
     ("estimate_parameters_using_expectation_maximisation" on a blocking rule; Fellegi & Sunter 1969,
     Winkler 1988 for EM). None when no pair of the candidates is in the session.
+
+    ``fix_lam``: the session's share of matches is held at ``lam0`` (a session estimating one field cannot
+    tell it from that field's m; the caller knows it from the other fields' fit).
     """
     pat = np.asarray(patterns, dtype=np.int64)
     sel = np.ones(len(pat), dtype=bool)
@@ -503,10 +508,11 @@ def fit_session(
         sp,
         sc,
         n_levels,
-        0.5,
+        lam0,
         m0,
         [np.asarray(x, dtype=np.float64) for x in u],
         fix_u=True,
+        fix_lam=fix_lam,
         monotone=monotone,
         max_iter=max_iter,
         tol=tol,

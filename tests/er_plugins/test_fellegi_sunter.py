@@ -259,7 +259,8 @@ def test_training_needs_both_classes_and_codes(shipped):
     table, _ = v.fit_counts(
         uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0), LabelledCodes(lcodes, labelled.match, labelled.lam)
     )
-    v2 = _fs(d)
+    # (fit_score adds the term-frequency adjustments to the table's scores: off here, to compare the table)
+    v2 = _fs(d, fields=[{**f.model_dump(), "term_frequency": False} for f in d["job"].verifier.params.fields])
     np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.fit_score(batch, pairs, labelled)[0])
 
 
@@ -297,7 +298,13 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
     scores, rep, fitted = _fit(v, batch, pairs)
     cmp = v.comparisons(batch, some, fitted.state)
     labels = [f.label for f in v.params.fields]
-    expected = ["prior_weight"] + [x for lab in labels for x in (f"level_{lab}", f"weight_{lab}")] + ["match_weight", "score"]
+    tf = {f.label for f in v.params.fields if f.tf}
+    assert tf == {"given_name", "surname", "suburb"}  # jaro_winkler fields with an exact level: term frequencies by default
+    expected = (
+        ["prior_weight"]
+        + [x for lab in labels for x in (f"level_{lab}", f"weight_{lab}", *([f"tf_{lab}"] if lab in tf else []))]
+        + ["match_weight", "score"]
+    )
     assert list(cmp) == expected
     assert all(len(col) == len(some) for col in cmp.values())
     total = cmp["prior_weight"] + sum(cmp[f"weight_{lab}"] for lab in labels)
@@ -312,7 +319,10 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
         assert lv.dtype == np.int64 and lv.min() >= -1
         w = np.asarray(rep["per_field"][lab]["weight_log2"])
         ok = lv >= 0
-        np.testing.assert_allclose(cmp[f"weight_{lab}"][ok], w[lv[ok]], atol=1e-6)  # the report rounds to 1e-6
+        adj = cmp[f"tf_{lab}"][ok] if lab in tf else 0.0  # the term-frequency part, in the weight
+        np.testing.assert_allclose(cmp[f"weight_{lab}"][ok] - adj, w[lv[ok]], atol=1e-6)  # the report rounds to 1e-6
+        if lab in tf:
+            assert np.all(cmp[f"tf_{lab}"][lv != 0] == 0.0) and np.any(cmp[f"tf_{lab}"][lv == 0] != 0.0)
         assert np.all(cmp[f"weight_{lab}"][~ok] == 0.0)
     assert (cmp["level_address_2"] == -1).any()  # some pairs miss a field: weight 0 there
     assert v.comparisons(batch, Pairs.empty(), fitted.state)["score"].shape == (0,)
