@@ -805,8 +805,9 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                         tol=p.tol,
                         smoothing=p.smoothing,
                     )
-                    if again is not None and again.m[f_est] is not None:
-                        refits[f_est].append(again.m[f_est])
+                    got = None if again is None else again.m[f_est]
+                    if got is not None:
+                        refits[f_est].append(got)
                 for f in range(F):
                     if refits[f]:
                         m[f] = floor_normalize(np.mean(refits[f], axis=0))
