@@ -294,10 +294,14 @@ class FieldColumn:
         out[todo] = level_of(self.compare(a, b, workers), thresholds)
         return out
 
-    def compare(self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int) -> npt.NDArray[np.float64]:
-        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
+    def compare(
+        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int, scorer: str | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads),
+        by the column's scorer or another similarity scorer of :data:`SCORERS` (``scorer``; a comparison ladder
+        compares one column with several)."""
 
-        fn, mult = SCORERS[self.scorer]
+        fn, mult = SCORERS[self.scorer if scorer is None else scorer]
         assert fn is not None
         inverse = None
         if self.dedup:
