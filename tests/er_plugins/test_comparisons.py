@@ -231,7 +231,12 @@ LADDERS: list[dict[str, Any]] = [
     },
     {
         "field": "tags",
-        "ladder": ["exact", {"comparison": "jaccard", "at_least": 0.5}, {"comparison": "overlap", "at_least": 2}, {"comparison": "overlap"}],
+        "ladder": [
+            "exact",
+            {"comparison": "jaccard", "at_least": 0.5},
+            {"comparison": "overlap", "at_least": 2},
+            {"comparison": "overlap"},
+        ],
     },
     {
         "field": "tags",
@@ -424,7 +429,8 @@ def _people(seed: int) -> tuple[list[dict[str, str]], list[dict[str, str]], set[
         first, last = FIRSTS[int(rng.integers(0, len(FIRSTS)))], LASTS[int(rng.integers(0, len(LASTS)))]
         tags = sorted({f"t{int(x)}" for x in rng.integers(0, 12, 3)})
         zip_code = f"{int(rng.integers(0, 40)):03d}"
-        a = {"id": f"a{i}", "first": first, "last": last, "y": str(y), "m": str(m), "d": str(d), "income": str(int(rng.integers(1, 9)) * 10000),
+        income = str(int(rng.integers(1, 9)) * 10000)
+        a = {"id": f"a{i}", "first": first, "last": last, "y": str(y), "m": str(m), "d": str(d), "income": income,
              "tags": json.dumps(tags), "zip": zip_code}  # fmt: skip
         a_rows.append(a)
         if i % 10 == 9:  # no partner in B
