@@ -57,7 +57,8 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 
 from er_framework.components import FieldRef, Params
 from er_framework.data import Records
-from er_plugins.record_columns import FieldColumn, field_columns
+from er_framework.kernels.records_bounds import BOUNDED_SCORERS, bag_overlap, similarity_upper_bound
+from er_plugins.record_columns import BOUND_MARGIN, FieldColumn, field_columns
 
 __all__ = [
     "COMPARISONS",
@@ -403,6 +404,8 @@ class LadderColumn:
             self.sets = sets
             canon = _ids(sets)
         self.canon = canon
+        # character bags: a pair whose similarity bound is below a scorer's at_least is not compared
+        self.bags = col.bag_bounds() if any(r.comparison in BOUNDED_SCORERS for r in self.rules) else None
         self.phonetic: dict[str, npt.NDArray[np.int64]] = {}
         for r in self.rules:
             if r.comparison == "phonetic" and r.phonetic_algorithm not in self.phonetic:
@@ -470,6 +473,13 @@ class LadderColumn:
             same = a == b
             hold: npt.NDArray[np.bool_] = np.array(same, dtype=bool)
             rest = np.flatnonzero(~same)
+            bs = self.bags
+            if bs is not None and c in BOUNDED_SCORERS and len(rest):
+                ra, rb = a[rest], b[rest]
+                near = similarity_upper_bound(c, bag_overlap(bs.sig, ra, rb), bs.lengths[ra], bs.lengths[rb]) >= at_least - BOUND_MARGIN
+                if bs.exact_only.any():
+                    near |= bs.exact_only[ra] | bs.exact_only[rb]
+                rest = rest[near]
             if len(rest):
                 hold[rest] = self.col.compare(a[rest], b[rest], workers, scorer=c) >= at_least
             return hold

@@ -231,6 +231,13 @@ class FieldColumn:
         if bounds and scorer in BOUNDED_SCORERS and len(dictionary):
             self.bounds = bag_signatures(*_utf8_buffers(dictionary))
 
+    def bag_bounds(self) -> BagSignatures | None:
+        """The values' character signatures (:attr:`bounds`, or made now whatever the column's scorer: a comparison
+        ladder bounds each of its scorers with them); None without values."""
+        if self.bounds is None and len(self.dictionary):
+            self.bounds = bag_signatures(*_utf8_buffers(self.dictionary))
+        return self.bounds
+
     @property
     def values(self) -> npt.NDArray[np.object_]:
         """The distinct values as Python strings (made on first use)."""

@@ -268,6 +268,28 @@ def test_every_rule_matches_the_per_pair_reference(monkeypatch: pytest.MonkeyPat
     assert seen
 
 
+def test_scorer_rules_skip_pairs_their_character_bound_rules_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scorer rule compares only the pairs whose bag-of-characters bound reaches at_least (same levels: above)."""
+    records = _records(1500, seed=3)
+    left, right = _pairs(len(records), 6000, seed=3)
+    fld = FSField.model_validate(LADDERS[0])
+    assert fld.ladder is not None
+    compared: dict[str, int] = {}
+    compare = rc.FieldColumn.compare
+
+    def spy(self: rc.FieldColumn, a: np.ndarray, b: np.ndarray, workers: int, scorer: str | None = None) -> np.ndarray:
+        compared[scorer or self.scorer] = compared.get(scorer or self.scorer, 0) + len(a)
+        return compare(self, a, b, workers, scorer)
+
+    monkeypatch.setattr(rc.FieldColumn, "compare", spy)
+    col = LadderColumn(records, ["first"], fld.ladder, rc.rows_of(len(records), left, right))
+    levels = col.levels(left, right, 1)
+    np.testing.assert_array_equal(levels, _naive_levels(records, fld, left, right))
+    a, b = col.codes[left], col.codes[right]
+    reached = int(((levels >= 1) & (a != b)).sum())  # pairs the jaro_winkler rule saw with different values
+    assert 0 < compared["jaro_winkler"] < reached
+
+
 def test_ladder_levels_through_the_verifier_do_not_depend_on_chunks_or_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     records = _records(800, seed=5)
     left, right = _pairs(len(records), 3000, seed=5)
