@@ -404,6 +404,14 @@ class LadderColumn:
             self.sets = sets
             canon = _ids(sets)
         self.canon = canon
+        #: rule indices by step: one rule, or consecutive rules of one similarity scorer (compared once)
+        self.steps: list[list[int]] = []
+        for k, r in enumerate(self.rules):
+            prev = self.rules[k - 1].comparison if k else None
+            if r.comparison in SIMILARITY_SCORERS and r.comparison == prev:
+                self.steps[-1].append(k)
+            else:
+                self.steps.append([k])
         # character bags: a pair whose similarity bound is below a scorer's at_least is not compared
         self.bags = col.bag_bounds() if any(r.comparison in BOUNDED_SCORERS for r in self.rules) else None
         self.phonetic: dict[str, npt.NDArray[np.int64]] = {}
@@ -443,13 +451,48 @@ class LadderColumn:
         present &= (ca >= 0) & (cb >= 0)
         todo = np.flatnonzero(present)
         out[todo] = len(self.rules)
-        for k, rule in enumerate(self.rules):
+        for step in self.steps:
             if len(todo) == 0:
                 break
+            rule = self.rules[step[0]]
+            if rule.comparison in SIMILARITY_SCORERS:
+                # consecutive rules of one scorer: each pair's similarity computed once, for all of them
+                thresholds = [float(self.rules[k].at_least or 0.0) for k in step]
+                which = self._scorer_levels(rule.comparison, thresholds, cl[todo], cr[todo], workers)
+                placed = which < len(step)
+                out[todo[placed]] = np.asarray(step, dtype=np.int64)[which[placed]]
+                todo = todo[~placed]
+                continue
             hold = self._holds(rule, cl[todo], cr[todo], ca[todo], cb[todo], left[todo], right[todo], workers)
-            out[todo[hold]] = k
+            out[todo[hold]] = step[0]
             todo = todo[~hold]
         return out
+
+    def _scorer_levels(
+        self, scorer: str, thresholds: Sequence[float], a: npt.NDArray[np.int32], b: npt.NDArray[np.int32], workers: int
+    ) -> npt.NDArray[np.int64]:
+        """For each value pair the first ``k`` with similarity ``>= thresholds[k]`` (``len(thresholds)``: none).
+        Equal values score 100 without a call; a pair whose bag-of-characters bound is below every threshold
+        is not compared."""
+        which = np.full(len(a), len(thresholds), dtype=np.int64)
+        same = a == b
+        which[same] = 0  # every threshold is <= 100
+        rest = np.flatnonzero(~same)
+        bs = self.bags
+        if bs is not None and scorer in BOUNDED_SCORERS and len(rest):
+            ra, rb = a[rest], b[rest]
+            bound = similarity_upper_bound(scorer, bag_overlap(bs.sig, ra, rb), bs.lengths[ra], bs.lengths[rb])
+            near = bound >= min(thresholds) - BOUND_MARGIN
+            if bs.exact_only.any():
+                near |= bs.exact_only[ra] | bs.exact_only[rb]
+            rest = rest[near]
+        if len(rest):
+            sim = self.col.compare(a[rest], b[rest], workers, scorer=scorer)
+            got = np.full(len(rest), len(thresholds), dtype=np.int64)
+            for k in reversed(range(len(thresholds))):  # the first threshold reached wins
+                got[sim >= thresholds[k]] = k
+            which[rest] = got
+        return which
 
     def _holds(
         self,
@@ -462,27 +505,11 @@ class LadderColumn:
         right: npt.NDArray[np.int64],
         workers: int,
     ) -> npt.NDArray[np.bool_]:
-        """Whether ``rule`` holds for the value pairs (``a``, ``b``: value ids; ``ca``, ``cb``: parsed ids;
-        ``left``, ``right``: the records)."""
+        """Whether ``rule`` (not a similarity scorer: :meth:`_scorer_levels`) holds for the value pairs (``a``,
+        ``b``: value ids; ``ca``, ``cb``: parsed ids; ``left``, ``right``: the records)."""
         c = rule.comparison
         if c == "exact":
             return np.asarray(ca == cb)
-        if c in SIMILARITY_SCORERS:
-            assert rule.at_least is not None
-            at_least = rule.at_least
-            same = a == b
-            hold: npt.NDArray[np.bool_] = np.array(same, dtype=bool)
-            rest = np.flatnonzero(~same)
-            bs = self.bags
-            if bs is not None and c in BOUNDED_SCORERS and len(rest):
-                ra, rb = a[rest], b[rest]
-                near = similarity_upper_bound(c, bag_overlap(bs.sig, ra, rb), bs.lengths[ra], bs.lengths[rb]) >= at_least - BOUND_MARGIN
-                if bs.exact_only.any():
-                    near |= bs.exact_only[ra] | bs.exact_only[rb]
-                rest = rest[near]
-            if len(rest):
-                hold[rest] = self.col.compare(a[rest], b[rest], workers, scorer=c) >= at_least
-            return hold
         if c == "phonetic":
             code = self.phonetic[rule.phonetic_algorithm]
             pa, pb = code[a], code[b]

@@ -268,6 +268,28 @@ def test_every_rule_matches_the_per_pair_reference(monkeypatch: pytest.MonkeyPat
     assert seen
 
 
+def test_consecutive_rules_of_one_scorer_take_the_first_that_holds() -> None:
+    """Rules of one scorer in a row are compared once; in any order of thresholds the first rule that holds wins
+    (a looser rule before a stricter one leaves the stricter one empty)."""
+    records = _records(1500, seed=9)
+    left, right = _pairs(len(records), 6000, seed=9)
+    rows = rc.rows_of(len(records), left, right)
+    for ladder in (
+        [{"comparison": "ratio", "at_least": 90}, {"comparison": "ratio", "at_least": 60}, {"comparison": "ratio", "at_least": 75}],
+        [{"comparison": "jaro_winkler", "at_least": 80}, {"comparison": "jaro_winkler", "at_least": 95}, "exact"],
+        [
+            {"comparison": "levenshtein", "at_least": 100},
+            {"comparison": "levenshtein", "at_least": 50},
+            {"comparison": "ratio", "at_least": 40},
+        ],
+    ):
+        fld = FSField.model_validate({"field": "last", "ladder": ladder})
+        assert fld.ladder is not None
+        got = LadderColumn(records, ["last"], fld.ladder, rows).levels(left, right, 2)
+        np.testing.assert_array_equal(got, _naive_levels(records, fld, left, right), err_msg=str(ladder))
+        assert len(np.unique(got)) >= 3
+
+
 def test_scorer_rules_skip_pairs_their_character_bound_rules_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """A scorer rule compares only the pairs whose bag-of-characters bound reaches at_least (same levels: above)."""
     records = _records(1500, seed=3)
