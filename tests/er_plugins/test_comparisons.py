@@ -453,7 +453,7 @@ def test_ladder_validation_messages(bad: dict[str, Any], message: str) -> None:
 
 def test_swapped_with_a_column_no_source_reads_is_a_job_error(tmp_path: Path) -> None:
     cfg = _job(tmp_path, ladder_first=[{"comparison": "swapped", "with": "surname"}])
-    with pytest.raises(Exception, match="surname"):
+    with pytest.raises(Exception, match=r"verifier\.fields\[0\]\.ladder\[0\]\.with: field 'surname' is not read by any source"):
         parse_job(cfg)
 
 
