@@ -167,26 +167,9 @@ class Rule(Params):
         for opt in ("at_least", "at_most", "algorithm", "with_", "unit"):
             if getattr(self, opt) is not None and opt not in takes:
                 raise ValueError(f"{_OPTION_NAME[opt]} is not used with comparison {c!r} (it takes: {_options(takes)})")
-        if c in SIMILARITY_SCORERS:
-            if self.at_least is None or not 0.0 < self.at_least <= 100.0:
-                raise ValueError(f"comparison {c!r} needs at_least in (0, 100] (a similarity 0..100), got {self.at_least}")
-        elif c == "jaccard":
-            if self.at_least is None or not 0.0 < self.at_least <= 1.0:
-                raise ValueError(f"comparison 'jaccard' needs at_least in (0, 1] (shared / all elements), got {self.at_least}")
-        elif c == "overlap":
-            if self.at_least is not None and (self.at_least < 1.0 or self.at_least != int(self.at_least)):
-                raise ValueError(f"comparison 'overlap': at_least is a count of shared elements (1, 2, ...), got {self.at_least}")
-        elif c in ("difference", "relative_difference", "date_difference"):
-            if self.at_most is None or not math.isfinite(self.at_most) or self.at_most < 0:
-                raise ValueError(f"comparison {c!r} needs at_most >= 0 (the largest difference that agrees), got {self.at_most}")
-        elif c == "phonetic" and self.algorithm is not None and self.algorithm not in PHONETIC:
-            extra = " (jellyfish has no double metaphone: use metaphone)" if self.algorithm == "double_metaphone" else ""
-            raise ValueError(f"phonetic algorithm {self.algorithm!r} is not one of {sorted(PHONETIC)}{extra}")
-        elif c == "swapped":
-            if self.with_ is None:
-                raise ValueError("comparison 'swapped' needs with: the other column (e.g. {comparison: swapped, with: last_name})")
-            if isinstance(self.with_, list) and (not self.with_ or len(set(self.with_)) != len(self.with_)):
-                raise ValueError("swapped: with must be a column name or a non-empty list of distinct column names")
+        check = _CHECKS.get(c)
+        if check is not None:
+            check(self)
         return self
 
     @model_serializer(mode="wrap")
@@ -235,6 +218,52 @@ class Rule(Params):
         if c == "overlap":
             return f"overlap>={self.overlap_at_least}"
         return c  # exact, transposed_day_month
+
+
+def _check_similarity(r: Rule) -> None:
+    if r.at_least is None or not 0.0 < r.at_least <= 100.0:
+        raise ValueError(f"comparison {r.comparison!r} needs at_least in (0, 100] (a similarity 0..100), got {r.at_least}")
+
+
+def _check_jaccard(r: Rule) -> None:
+    if r.at_least is None or not 0.0 < r.at_least <= 1.0:
+        raise ValueError(f"comparison 'jaccard' needs at_least in (0, 1] (shared / all elements), got {r.at_least}")
+
+
+def _check_overlap(r: Rule) -> None:
+    if r.at_least is not None and (r.at_least < 1.0 or r.at_least != int(r.at_least)):
+        raise ValueError(f"comparison 'overlap': at_least is a count of shared elements (1, 2, ...), got {r.at_least}")
+
+
+def _check_at_most(r: Rule) -> None:
+    if r.at_most is None or not math.isfinite(r.at_most) or r.at_most < 0:
+        raise ValueError(f"comparison {r.comparison!r} needs at_most >= 0 (the largest difference that agrees), got {r.at_most}")
+
+
+def _check_phonetic(r: Rule) -> None:
+    if r.algorithm is not None and r.algorithm not in PHONETIC:
+        extra = " (jellyfish has no double metaphone: use metaphone)" if r.algorithm == "double_metaphone" else ""
+        raise ValueError(f"phonetic algorithm {r.algorithm!r} is not one of {sorted(PHONETIC)}{extra}")
+
+
+def _check_swapped(r: Rule) -> None:
+    if r.with_ is None:
+        raise ValueError("comparison 'swapped' needs with: the other column (e.g. {comparison: swapped, with: last_name})")
+    if isinstance(r.with_, list) and (not r.with_ or len(set(r.with_)) != len(r.with_)):
+        raise ValueError("swapped: with must be a column name or a non-empty list of distinct column names")
+
+
+#: the checks of a rule's options, by comparison
+_CHECKS: dict[str, Callable[[Rule], None]] = {
+    **{s: _check_similarity for s in SIMILARITY_SCORERS},
+    "jaccard": _check_jaccard,
+    "overlap": _check_overlap,
+    "difference": _check_at_most,
+    "relative_difference": _check_at_most,
+    "date_difference": _check_at_most,
+    "phonetic": _check_phonetic,
+    "swapped": _check_swapped,
+}
 
 
 def _options(takes: frozenset[str]) -> str:
