@@ -9,12 +9,13 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
@@ -35,6 +36,7 @@ from er_framework.kernels.em import (
 )
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
+from er_plugins.comparisons import LadderColumn, Rule, check_ladder, ladder_text
 from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
 
 __all__ = [
@@ -64,7 +66,9 @@ SESSION_MIN_MATCHES = 10.0
 class FSField(Params):
     field: FieldRef | list[FieldRef] = Field(description="a column, or several joined by one space (missing parts skipped)")
     name: str | None = Field(default=None, description="label in the report (default: the columns joined by '+')")
-    comparison: Scorer = Field(default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score)")
+    comparison: Scorer = Field(
+        default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score); not with ladder"
+    )
     last_digits: int | None = Field(
         default=None, ge=1, description="comparison digits only: compare the last N digits (10 drops a +1 country code)"
     )
@@ -72,6 +76,19 @@ class FSField(Params):
         default=None,
         description="strictly decreasing thresholds in (0, 100]: level k = similarity >= levels[k] (first that holds), "
         "then an 'else' level; missing is separate. Default [100, 90, 75]; exact/digits: [100]",
+    )
+    ladder: list[Rule] | None = Field(
+        default=None,
+        description="instead of comparison + levels: rules, level k = the first that holds, then 'else' (missing "
+        "separate): exact; {comparison: jaro_winkler (or ratio, levenshtein, token_set_ratio ...), at_least: 92}; "
+        "{comparison: phonetic, algorithm: metaphone | soundex | nysiis | match_rating_codex}; "
+        "{comparison: swapped, with: COLUMN}; numbers: {comparison: difference | relative_difference, at_most: X}; "
+        "dates (one column YYYY-MM-DD / YYYYMMDD, or [year, month, day]): {comparison: date_difference, at_most: N, "
+        "unit: days | months | years}, transposed_day_month; lists: {comparison: jaccard, at_least: 0.5}, "
+        "{comparison: overlap, at_least: 1}",
+    )
+    delimiter: str | None = Field(
+        default=None, description="ladder list rules (jaccard, overlap): separator of a value that is not JSON list text; default ';'"
     )
 
     term_frequency: bool | None = Field(
@@ -85,6 +102,14 @@ class FSField(Params):
     def _check(self) -> FSField:
         if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
             raise ValueError("field must be a column name or a non-empty list of distinct column names")
+        if self.ladder is not None:
+            given = sorted({"comparison", "levels", "last_digits"} & self.model_fields_set)
+            if given:
+                raise ValueError(f"set either ladder or {' / '.join(given)}, not both (a ladder rule names its own comparison)")
+            check_ladder(self.ladder, field_columns(self.field), self.delimiter)
+            return self
+        if self.delimiter is not None:
+            raise ValueError("delimiter is used only by a ladder with jaccard or overlap rules")
         if self.last_digits is not None and self.comparison != "digits":
             raise ValueError("last_digits is used only with comparison: digits")
         lv = self.levels
@@ -100,12 +125,24 @@ class FSField(Params):
             )
         return self
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a field without a ladder dumps as before the ladders; one with a ladder without comparison / levels
+        out = handler(self)
+        if isinstance(out, dict):
+            drop = ("ladder", "delimiter") if self.ladder is None else ("comparison", "levels", "last_digits")
+            out = {k: v for k, v in out.items() if k not in drop and not (k == "delimiter" and v is None)}
+        return out
+
     @property
     def label(self) -> str:
         return field_label(self.field, self.name)
 
     @property
     def thresholds(self) -> list[float]:
+        """The similarity thresholds of a ``comparison`` + ``levels`` field (ValueError for a ladder field)."""
+        if self.ladder is not None:
+            raise ValueError(f"field {self.label!r} has a ladder, not similarity thresholds")
         if self.levels is not None:
             return list(self.levels)
         return [100.0] if self.comparison in ("exact", "digits") else [100.0, 90.0, 75.0]
@@ -126,12 +163,21 @@ class FSField(Params):
     @property
     def n_levels(self) -> int:
         """Agreement levels of the field (the last is 'else'; missing is not one of them)."""
+        if self.ladder is not None:
+            return len(self.ladder) + 1
         return len(self.thresholds) + 1
 
     def level_names(self) -> list[str]:
+        if self.ladder is not None:
+            return [r.label for r in self.ladder] + ["else"]
         t = self.thresholds
         names = ["=100" if x >= 100.0 else f">={x:g}" for x in t]
         return names + [f"<{t[-1]:g}"]
+
+    @property
+    def comparison_text(self) -> str:
+        """The comparison in the report: the scorer's name, or the ladder in one line."""
+        return self.comparison if self.ladder is None else ladder_text(self.ladder)
 
 
 DEFAULT_FS_FIELDS: list[dict[str, Any]] = [
@@ -346,25 +392,31 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         rows = rows_of(len(batch.records), *[x for pair in pair_sets for x in pair])
         workers = max(1, int(self.context.workers))
         for f, fld in enumerate(p.fields):
-            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits, bounds=True)
+            levels: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64], int], npt.NDArray[np.int64]]
+            if fld.ladder is None:
+                col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits, bounds=True)
+                levels = partial(self._similarity_levels, col, fld.thresholds)
+            else:
+                levels = LadderColumn(batch.records, field_columns(fld.field), fld.ladder, rows, fld.delimiter).levels
             release_free_memory()  # the preparation's temporaries (the allocators keep freed memory)
             for (left, right), out in zip(pair_sets, outs):
-                self._add_levels(col, fld.thresholds, int(radix[f]), left, right, out, workers)
-            del col
+                self._add_levels(levels, int(radix[f]), left, right, out, workers)
+            del levels
             release_free_memory()  # the field's values and the temporaries of its comparisons
         return outs
 
     @staticmethod
     def _add_levels(
-        col: FieldColumn,
-        thresholds: Sequence[float],
+        levels: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64], int], npt.NDArray[np.int64]],
         place: int,
         left: npt.NDArray[np.int64],
         right: npt.NDArray[np.int64],
         out: npt.NDArray[np.signedinteger[Any]],
         workers: int,
     ) -> None:
-        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field, a chunk per thread step."""
+        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field (``levels(left, right,
+        workers)``: a :class:`FieldColumn`'s levels at the field's thresholds, or a :class:`LadderColumn`'s), a
+        chunk per thread step."""
         chunks = pair_chunks(len(left))
         if len(left) > 1 and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
             size = -(-len(left) // workers)
@@ -373,9 +425,16 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
         def chunk(ab: tuple[int, int]) -> None:
             a, b = ab
-            out[a:b] += ((col.levels(left[a:b], right[a:b], thresholds, inner) + 1) * place).astype(out.dtype)
+            out[a:b] += ((levels(left[a:b], right[a:b], inner) + 1) * place).astype(out.dtype)
 
         map_ordered(chunk, chunks, workers)
+
+    @staticmethod
+    def _similarity_levels(
+        col: FieldColumn, thresholds: Sequence[float], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], workers: int
+    ) -> npt.NDArray[np.int64]:
+        """A ``comparison`` + ``levels`` field's levels (:meth:`FieldColumn.levels`, the bounded fast path)."""
+        return col.levels(left, right, thresholds, workers)
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
@@ -568,7 +627,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         for f, fld in enumerate(self.params.fields):
             entry: dict[str, Any] = {
                 "columns": field_columns(fld.field),
-                "comparison": fld.comparison,
+                "comparison": fld.comparison_text,
                 "levels": fld.level_names(),
                 "m": [float(x) for x in fit.m[f]],
                 "u": [float(x) for x in fit.u[f]],

@@ -231,6 +231,13 @@ class FieldColumn:
         if bounds and scorer in BOUNDED_SCORERS and len(dictionary):
             self.bounds = bag_signatures(*_utf8_buffers(dictionary))
 
+    def bag_bounds(self) -> BagSignatures | None:
+        """The values' character signatures (:attr:`bounds`, or made now whatever the column's scorer: a comparison
+        ladder bounds each of its scorers with them); None without values."""
+        if self.bounds is None and len(self.dictionary):
+            self.bounds = bag_signatures(*_utf8_buffers(self.dictionary))
+        return self.bounds
+
     @property
     def values(self) -> npt.NDArray[np.object_]:
         """The distinct values as Python strings (made on first use)."""
@@ -294,10 +301,14 @@ class FieldColumn:
         out[todo] = level_of(self.compare(a, b, workers), thresholds)
         return out
 
-    def compare(self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int) -> npt.NDArray[np.float64]:
-        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
+    def compare(
+        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int, scorer: str | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads),
+        by the column's scorer or another similarity scorer of :data:`SCORERS` (``scorer``; a comparison ladder
+        compares one column with several)."""
 
-        fn, mult = SCORERS[self.scorer]
+        fn, mult = SCORERS[self.scorer if scorer is None else scorer]
         assert fn is not None
         inverse = None
         if self.dedup:

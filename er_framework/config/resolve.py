@@ -498,7 +498,8 @@ def field_references(params: BaseModel, path: YamlPath = ()) -> list[tuple[YamlP
     """
     out: list[tuple[YamlPath, str]] = []
     for name, info in type(params).model_fields.items():
-        out += _refs_in(getattr(params, name), info.annotation, tuple(info.metadata), path + (name,))
+        # a parameter's YAML key is its alias when it has one (``with``: a Python keyword)
+        out += _refs_in(getattr(params, name), info.annotation, tuple(info.metadata), path + (info.alias or name,))
     return out
 
 
