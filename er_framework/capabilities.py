@@ -376,6 +376,22 @@ class CodeFitted(Learner):
         """The score of each code under a fitted ``state``."""
         raise NotImplementedError
 
+    def needs_record_counts(self) -> bool:
+        """Whether the fitted state holds counts over the records (:meth:`record_counts`); default False."""
+        return False
+
+    def record_counts(self, batch: Batch) -> dict[str, Any] | None:
+        """Counts over the batch's records that the fitted state also holds (e.g. value frequencies), summed
+        over an executor's partitions by :meth:`with_record_counts`; None (default): the state needs none.
+
+        A state holding them scores pairs by more than their code: an executor then scores with
+        :meth:`Learner.score_with` on the pairs' records, not with :meth:`score_codes`."""
+        return None
+
+    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """``state`` completed by the :meth:`record_counts` of every part of the records (default: as is)."""
+        return dict(state)
+
 
 class Explainable:
     """Verifier ability: a pair's score broken into its terms (``er explain``, ``output: {comparisons: true}``).

@@ -52,7 +52,7 @@ import importlib.util
 import json
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -425,9 +425,20 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
     via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
+    if fitter.needs_record_counts() and m:
+        # the state also holds counts over the records (summed over an executor's parts, two halves here):
+        # scores by score_with on the pairs' records
+        half = np.arange(n) < n // 2
+        halves = [fitter.record_counts(batch.subset(np.flatnonzero(h))) for h in (half, ~half)]
+        state = fitter.with_record_counts(fitted.state, [c for c in halves if c is not None])
+        assert state == fitter.with_record_counts(fitted.state, [c for c in [fitter.record_counts(batch)] if c is not None]), (
+            f"{who}: with_record_counts of two halves of the records differs from that of all of them"
+        )
+        learner = cast(Learner, verifier)
+        via_codes = np.asarray(learner.score_with(batch, pairs, state), dtype=np.float64)
     assert np.array_equal(via_codes, scores), (
-        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code; an executor working "
-        "partition by partition scores through the codes"
+        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code (with the record counts: "
+        "score_with); an executor working partition by partition scores through the codes"
     )
     if m:
         applied = np.asarray(fitter.score_codes(uniq.astype(np.int64), fitted.state), dtype=np.float64)

@@ -9,6 +9,7 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from er_framework.kernels.em import (
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
 from er_plugins.comparisons import LadderColumn, Rule, check_ladder, ladder_text
-from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
+from er_plugins.record_columns import SCORERS, FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
 
 __all__ = [
     "FSField",
@@ -53,7 +54,9 @@ __all__ = [
 EQUAL_AT_100 = frozenset({"exact", "digits", "jaro_winkler", "levenshtein", "ratio"})
 #: fields whose exact agreements are adjusted by term frequency unless the job says otherwise (names:
 #: common names collide among non-matches far more than rare ones)
-TF_DEFAULT_SCORERS = frozenset({"jaro_winkler"})
+TF_DEFAULT_SCORERS = frozenset({"jaro_winkler", "phonetic"})
+#: ladder rules comparing the text itself (a ladder of these starting with exact: level 0 is equal text)
+TEXT_RULES = frozenset({"exact", "phonetic", "swapped", *SCORERS})
 
 #: rounds of refitting the fields that only one-field sessions estimate (each round: lambda, then those
 #: sessions' m with their share of matches held at what lambda and the other fields say)
@@ -107,6 +110,8 @@ class FSField(Params):
             if given:
                 raise ValueError(f"set either ladder or {' / '.join(given)}, not both (a ladder rule names its own comparison)")
             check_ladder(self.ladder, field_columns(self.field), self.delimiter)
+            if self.term_frequency and not self.tf_capable:
+                raise ValueError("term_frequency adjusts exact agreements: a ladder needs exact first and text rules only")
             return self
         if self.delimiter is not None:
             raise ValueError("delimiter is used only by a ladder with jaccard or overlap rules")
@@ -131,7 +136,7 @@ class FSField(Params):
         out = handler(self)
         if isinstance(out, dict):
             drop = ("ladder", "delimiter") if self.ladder is None else ("comparison", "levels", "last_digits")
-            out = {k: v for k, v in out.items() if k not in drop and not (k == "delimiter" and v is None)}
+            out = {k: v for k, v in out.items() if k not in drop and not (k in ("delimiter", "term_frequency") and v is None)}
         return out
 
     @property
@@ -151,13 +156,16 @@ class FSField(Params):
     def tf_capable(self) -> bool:
         """Level 0 is equality of the compared values (a first level of 100 with a scorer giving 100 only to
         equal values): a term-frequency adjustment applies to it."""
+        if self.ladder is not None:  # a ladder of text rules starting with exact: equal texts
+            return self.ladder[0].comparison == "exact" and all(r.comparison in TEXT_RULES for r in self.ladder)
         return self.thresholds[0] >= 100.0 and self.comparison in EQUAL_AT_100
 
     @property
     def tf(self) -> bool:
         """Whether the field's exact agreements are adjusted by the value's frequency."""
         if self.term_frequency is None:
-            return self.tf_capable and self.comparison in TF_DEFAULT_SCORERS
+            used = {self.comparison} if self.ladder is None else {r.comparison for r in self.ladder}
+            return self.tf_capable and bool(used & TF_DEFAULT_SCORERS)
         return self.term_frequency
 
     @property
@@ -478,8 +486,10 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
         table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
         scores = self._lookup(codes, uniq, table, space)
-        if fitted.state:
-            scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state))
+        counted = self.record_counts(batch)
+        if fitted.state and counted is not None:
+            fitted = Fitted(state=self.with_record_counts(fitted.state, [counted]), report=fitted.report)
+            scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state), self._tf_tables_of(fitted.state))
         return scores, fitted
 
     @staticmethod
@@ -503,45 +513,100 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         space = self._space()
         uniq, _ = count_codes(codes, space)
         scores = self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
-        return self._with_term_frequencies(batch, pairs, codes, scores, fit)
+        return self._with_term_frequencies(batch, pairs, codes, scores, fit, self._tf_tables_of(state))
 
     # -- term frequencies ---------------------------------------------------------
 
-    def term_frequency_weights(self, batch: Batch, pairs: Pairs, fit: EMFit) -> dict[int, npt.NDArray[np.float64]]:
+    def needs_record_counts(self) -> bool:
+        """A field with a term-frequency adjustment: the state holds the records' value counts."""
+        return any(f.tf for f in self.params.fields)
+
+    def record_counts(self, batch: Batch) -> dict[str, Any] | None:
+        """The records' value counts of every field with a term-frequency adjustment (:attr:`FSField.tf`), by
+        label: ``present`` = records where the field is present, ``counts`` = records per value; None
+        without such a field. Summed over the parts of the records by :meth:`with_record_counts`."""
+        fields = [f for f in self.params.fields if f.tf]
+        if not self.needs_record_counts():
+            return None
+        out: dict[str, Any] = {}
+        every = np.arange(len(batch.records), dtype=np.int64)
+        for fld in fields:
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
+            present = col.codes >= 0
+            counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
+            out[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            del col
+        return out
+
+    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """``state`` with the term-frequency tables summed from the parts' :meth:`record_counts`: per field,
+        ``present`` and the ``counts`` of the values seen at least twice (a value seen once, or never,
+        counts 1). Saved in the model, so a saved model scores new records (``er run --model``,
+        ``er index``) with the frequencies of the records it was fitted on."""
+        tables: dict[str, dict[str, Any]] = {}
+        for fld in self.params.fields:
+            if not fld.tf:
+                continue
+            total: Counter[str] = Counter()
+            present = 0
+            for part in parts:
+                got = part[fld.label]
+                present += int(got["present"])
+                total.update(got["counts"])
+            tables[fld.label] = {"present": present, "counts": {v: c for v, c in total.items() if c >= 2}}
+        return {**state, "term_frequencies": tables} if tables else dict(state)
+
+    def _tf_tables_of(self, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        tables: dict[str, dict[str, Any]] = dict(state.get("term_frequencies") or {})
+        missing = [f.label for f in self.params.fields if f.tf and f.label not in tables]
+        if missing:
+            raise ValueError(f"fellegi_sunter: the model holds no term frequencies of {missing}: fit it again (er train)")
+        return tables
+
+    def term_frequency_weights(
+        self, batch: Batch, pairs: Pairs, fit: EMFit, tables: Mapping[str, Any]
+    ) -> dict[int, npt.NDArray[np.float64]]:
         """Per field with a term-frequency adjustment (:attr:`FSField.tf`): every pair's adjustment in bits,
         ``log2(u_0 / p_v)`` where the two values are equal (level 0) and 0 elsewhere.
 
-        ``p_v`` is value v's share among the batch's records where the field is present (Splink's term
-        frequency: the chance that a non-matching record shows v, given one does), ``u_0`` the model's u of
-        exact agreement, so the field's weight of an exact agreement becomes ``log2(m_0 / p_v)``. The
-        frequencies come from the records being scored (a saved model applied to new records uses theirs).
-        The fit itself (EM, sessions) does not use them, as in Splink.
+        ``p_v`` is value v's share among the fitted records where the field is present (``tables``:
+        :meth:`term_frequency_tables`; Splink's term frequency: the chance that a non-matching record shows
+        v, given one does), ``u_0`` the model's u of exact agreement, so the field's weight of an exact
+        agreement becomes ``log2(m_0 / p_v)``. The fit itself (EM, sessions) does not use them, as in Splink.
         """
         out: dict[int, npt.NDArray[np.float64]] = {}
-        n = len(batch.records)
-        every = np.arange(n, dtype=np.int64)
+        if len(pairs) == 0:
+            return out
+        rows = rows_of(len(batch.records), pairs.left, pairs.right)
         for f, fld in enumerate(self.params.fields):
-            if not fld.tf or len(pairs) == 0:
+            if not fld.tf:
                 continue
-            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
-            codes = col.codes
-            present = codes >= 0
-            counts = np.bincount(codes[present], minlength=max(len(col.dictionary), 1)).astype(np.float64)
-            cl, cr = codes[pairs.left], codes[pairs.right]
+            table = tables[fld.label]
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits)
+            cl, cr = col.codes[pairs.left], col.codes[pairs.right]
             equal = (cl >= 0) & (cl == cr)
+            agreed, inverse = np.unique(cl[equal], return_inverse=True)
+            known: dict[str, int] = table["counts"]
+            count = np.array([known.get(v, 1) for v in col.values[agreed].tolist()], dtype=np.float64)
+            share = count / max(float(table["present"]), 1.0)
             adj = np.zeros(len(pairs))
-            share = counts[cl[equal]] / max(float(present.sum()), 1.0)
-            adj[equal] = np.log2(fit.u[f][0]) - np.log2(share)
+            adj[equal] = (np.log2(fit.u[f][0]) - np.log2(share))[inverse.reshape(-1)]
             out[f] = adj
             del col
         return out
 
     def _with_term_frequencies(
-        self, batch: Batch, pairs: Pairs, codes: npt.NDArray[Any], scores: npt.NDArray[np.float64], fit: EMFit
+        self,
+        batch: Batch,
+        pairs: Pairs,
+        codes: npt.NDArray[Any],
+        scores: npt.NDArray[np.float64],
+        fit: EMFit,
+        tables: Mapping[str, Any],
     ) -> npt.NDArray[np.float64]:
         """``scores`` with the term-frequency adjustments (:meth:`term_frequency_weights`) added to the log-odds
         of the pairs that have one; the other pairs keep their pattern's probability, bit for bit."""
-        tf = self.term_frequency_weights(batch, pairs, fit)
+        tf = self.term_frequency_weights(batch, pairs, fit, tables)
         if not tf:
             return scores
         bits = np.sum(list(tf.values()), axis=0)
@@ -1032,7 +1097,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
         out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
         total = np.full(len(pairs), prior)
-        tf = self.term_frequency_weights(batch, pairs, fit)
+        tables = self._tf_tables_of(state)
+        tf = self.term_frequency_weights(batch, pairs, fit, tables)
         for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
             lv = levels[:, f]
             ok = lv >= 0
@@ -1046,5 +1112,5 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             total = total + wf
         out["match_weight"] = total
         codes = self.pair_codes(batch, pairs) if len(pairs) else np.zeros(0, np.int64)
-        out["score"] = self._with_term_frequencies(batch, pairs, codes, fit.probability(levels), fit)
+        out["score"] = self._with_term_frequencies(batch, pairs, codes, fit.probability(levels), fit, tables)
         return out

@@ -151,6 +151,9 @@ def test_term_frequency_equals_a_naive_computation(people):
     fit = v.fit_of(fitted.state)
     levels = decode(v.pair_codes(batch, pairs), [f.n_levels for f in v.params.fields])
     share = {c: {val: k / len(rec) for val, k in Counter(rec.fields[c]).items()} for c in ("name", "city")}
+    tables = fitted.state["term_frequencies"]  # saved with the model: the values seen twice or more
+    assert set(tables) == {"name", "city"} and tables["city"]["present"] == len(rec)
+    assert tables["name"]["counts"] == {val: k for val, k in Counter(rec.fields["name"]).items() if k >= 2}
     tf_fields = {0: "name", 1: "city"}
     expected = []
     for i, (a, b) in enumerate(zip(pairs.left.tolist(), pairs.right.tolist())):
@@ -178,3 +181,16 @@ def test_term_frequency_equals_a_naive_computation(people):
     pick = [i for (a, b), i in at.items() if rec.fields["name"][a] == rec.fields["name"][b]]
     tf_bits = {rec.fields["name"][pairs.left[i]]: terms["tf_name"][i] for i in pick}
     assert tf_bits[rec.fields["name"][common]] < 0 < tf_bits[rec.fields["name"][rare]]
+
+
+def test_term_frequency_on_ladders():
+    """A ladder of text rules starting with exact takes term frequencies (by default with a jaro_winkler or
+    phonetic rule); a ladder on numbers or dates does not."""
+    name = FSField(field="a", ladder=["exact", {"comparison": "jaro_winkler", "at_least": 90}])
+    assert name.tf_capable and name.tf
+    plain = FSField(field="a", ladder=["exact", {"comparison": "token_set_ratio", "at_least": 90}])
+    assert plain.tf_capable and not plain.tf
+    years = FSField(field="y", ladder=["exact", {"comparison": "difference", "at_most": 1}])
+    assert not years.tf_capable and not years.tf
+    with pytest.raises(ValidationError, match="term_frequency"):
+        FSField(field="y", ladder=["exact", {"comparison": "difference", "at_most": 1}], term_frequency=True)
