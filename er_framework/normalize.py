@@ -97,6 +97,7 @@ from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
     "PLACEHOLDER_KEYS",
+    "UNPARSED_WARN_SHARE",
     "StepProblem",
     "check_steps",
     "is_missing",
@@ -107,6 +108,10 @@ __all__ = [
     "batch_first",
     "resolve_steps",
     "step_list",
+    "step_names",
+    "unparsed_problem",
+    "unparsed_text",
+    "unparsed_warning",
 ]
 
 Value = str | None
@@ -511,13 +516,17 @@ def normalize_column_keeping_input(
     factorization made (the same values, held in about their UTF-8 bytes) where there was one, else the
     values given themselves. A run keeps ``given`` (report.html's example records) and drops the list.
 
-    ``stats``: ``values`` (count), ``missing_before`` (``None``, NaN, blank),
-    ``placeholders`` (non-blank values meaning missing, such as "N/A"),
-    ``unparseable`` (other values that normalized to missing: a date that does
-    not parse, a phone with too few digits, ...), ``unparseable_examples``
-    (the first five distinct such values, in input order), ``missing_after``
-    (= the three counts added) and ``distinct_before`` / ``distinct_after``
-    (distinct non-missing values).
+    ``stats``: ``steps`` (the chain's normalizer names), ``values`` (count),
+    ``missing_before`` (``None``, NaN, blank), ``placeholders`` (non-blank
+    values meaning missing, such as "N/A"), ``unparseable`` (the values the
+    chain could not read: present values, neither blank nor a placeholder,
+    that normalized to missing: a date that does not parse, a phone with too
+    few digits, an email without one ``@``, a number with a fraction under
+    ``digits``, ...), ``unparseable_share`` (``unparseable`` over the present
+    values, those neither missing nor placeholders; 0.0 when there are none),
+    ``unparseable_examples`` (the first five distinct such values, in input
+    order, as text), ``missing_after`` (= the three counts added) and
+    ``distinct_before`` / ``distinct_after`` (distinct non-missing values).
 
     Only the distinct values that came out missing are looked at one by one
     (a value with a key was neither missing nor a placeholder: the chain's
@@ -567,17 +576,104 @@ def normalize_column_keeping_input(
                 examples.append(k)
     after = set(results)
     after.discard(None)
-    stats = {
-        "values": len(values),
+    stats = _stats(
+        steps, len(values), missing_before, placeholders, unparseable, examples, len(keys) - len(lost) + unparseable_distinct, len(after)
+    )
+    return out, stats, given
+
+
+def step_names(steps: Any) -> list[str]:
+    """The normalizer names of a chain's steps (``["date"]``, ``["name", "nickname"]``), as the report names
+    the chain; a step that names none is shown as ``"?"``."""
+    names: list[str] = []
+    for step in step_list(steps) or []:
+        if isinstance(step, Normalizer):
+            names.append(step.name)
+        elif isinstance(step, str):
+            names.append(step)
+        elif isinstance(step, Mapping) and isinstance(step.get("type"), str):
+            names.append(step["type"])
+        else:
+            names.append("?")
+    return names
+
+
+def _stats(
+    steps: Any,
+    n: int,
+    missing_before: int,
+    placeholders: int,
+    unparseable: int,
+    examples: list[Any],
+    distinct_before: int,
+    distinct_after: int,
+) -> dict[str, Any]:
+    """A field's counts for the report (see :func:`normalize_column_keeping_input`)."""
+    present = n - missing_before - placeholders
+    return {
+        "steps": step_names(steps),
+        "values": n,
         "missing_before": missing_before,
         "placeholders": placeholders,
         "unparseable": unparseable,
-        "unparseable_examples": examples,
+        "unparseable_share": round(unparseable / present, 6) if present else 0.0,
+        "unparseable_examples": [e if isinstance(e, str) else str(e) for e in examples],
         "missing_after": missing_before + placeholders + unparseable,
-        "distinct_before": len(keys) - len(lost) + unparseable_distinct,
-        "distinct_after": len(after),
+        "distinct_before": distinct_before,
+        "distinct_after": distinct_after,
     }
-    return out, stats, given
+
+
+# ---------------------------------------------------------------------------
+# values the chains could not read: the run's warning and ``normalize_strict``
+
+#: a field whose chain could not read more than this share of its present values is warned about (the
+#: console summary of ``er run``, report.html)
+UNPARSED_WARN_SHARE = 0.01
+
+#: what to do about values a chain could not read (the warning's and the strict error's fix)
+_UNPARSED_FIX = "fix the values or the field's normalizers (er plugins lists their options)"
+
+
+def _share_text(share: float) -> str:
+    """``16.2%``; a share below 0.1% (but not zero) as ``<0.1%``."""
+    return "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
+
+
+def unparsed_text(field_name: str, stats: Mapping[str, Any]) -> str:
+    """What a field's chain could not read, from its stats (:func:`normalize_column_keeping_input`):
+    ``"dob: 812 of 5,000 values (16.2%) could not be read by [date] and became missing, e.g. '19151111.0x'"``
+    (of the values present: neither missing nor placeholders)."""
+    n = int(stats.get("unparseable", 0))
+    present = int(stats.get("values", 0)) - int(stats.get("missing_before", 0)) - int(stats.get("placeholders", 0))
+    share = n / present if present else 0.0
+    chain = ", ".join(str(s) for s in stats.get("steps") or []) or "?"
+    examples = ", ".join(repr(e if isinstance(e, str) else str(e)) for e in stats.get("unparseable_examples") or [])
+    return (
+        f"{field_name}: {n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing"
+        + (f", e.g. {examples}" if examples else "")
+    )
+
+
+def unparsed_warning(field_name: str, stats: Mapping[str, Any]) -> str | None:
+    """The warning line of a field whose chain could not read more than :data:`UNPARSED_WARN_SHARE` of its
+    present values; ``None`` for any other field."""
+    if not isinstance(stats, Mapping) or float(stats.get("unparseable_share", 0.0)) <= UNPARSED_WARN_SHARE:
+        return None
+    return f"warning: {unparsed_text(field_name, stats)}; {_UNPARSED_FIX}, or set normalize_strict: true to stop on them"
+
+
+def unparsed_problem(field_name: str, stats: Mapping[str, Any], where: str) -> Problem | None:
+    """The error of ``normalize_strict: true`` for a field whose chain could not read some values (``None``
+    when it read every present value)."""
+    if not stats.get("unparseable"):
+        return None
+    return Problem(
+        where=where,
+        path=f"normalize.{field_name}",
+        message=unparsed_text(field_name, stats) + " (normalize_strict: true)",
+        fix=f"{_UNPARSED_FIX}, or remove normalize_strict: true to run with them as missing",
+    )
 
 
 #: columns shorter than this are factorized with a dict (Arrow's conversion does not pay)
@@ -639,12 +735,16 @@ def normalize_column_with_stats_reference(
             if len(examples) < 5:
                 examples.append(k)
     out = list(map(table.__getitem__, values))
+    shown = [e if isinstance(e, str) else str(e) for e in examples]
+    given = len(values) - missing_before - placeholders
     stats = {
+        "steps": step_names(steps),
         "values": len(values),
         "missing_before": missing_before,
         "placeholders": placeholders,
         "unparseable": unparseable,
-        "unparseable_examples": examples,
+        "unparseable_share": round(unparseable / given, 6) if given else 0.0,
+        "unparseable_examples": shown,
         "missing_after": missing_before + placeholders + unparseable,
         "distinct_before": present,
         "distinct_after": len({r for r in table.values() if r is not None}),
