@@ -644,21 +644,27 @@ def unparsed_text(field_name: str, stats: Mapping[str, Any]) -> str:
     """What a field's chain could not read, from its stats (:func:`normalize_column_keeping_input`):
     ``"dob: 812 of 5,000 values (16.2%) could not be read by [date] and became missing, e.g. '19151111.0x'"``
     (of the values present: neither missing nor placeholders)."""
-    n = int(stats.get("unparseable", 0))
-    present = int(stats.get("values", 0)) - int(stats.get("missing_before", 0)) - int(stats.get("placeholders", 0))
+    n, present = _unparsed_of(stats)
     share = n / present if present else 0.0
     chain = ", ".join(str(s) for s in stats.get("steps") or []) or "?"
     examples = ", ".join(repr(e if isinstance(e, str) else str(e)) for e in stats.get("unparseable_examples") or [])
-    return (
-        f"{field_name}: {n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing"
-        + (f", e.g. {examples}" if examples else "")
-    )
+    shown = f", e.g. {examples}" if examples else ""
+    return f"{field_name}: {n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing{shown}"
+
+
+def _unparsed_of(stats: Mapping[str, Any]) -> tuple[int, int]:
+    """``(values not read, values present)`` of a field's stats."""
+    present = int(stats.get("values", 0)) - int(stats.get("missing_before", 0)) - int(stats.get("placeholders", 0))
+    return int(stats.get("unparseable", 0)), present
 
 
 def unparsed_warning(field_name: str, stats: Mapping[str, Any]) -> str | None:
     """The warning line of a field whose chain could not read more than :data:`UNPARSED_WARN_SHARE` of its
     present values; ``None`` for any other field."""
-    if not isinstance(stats, Mapping) or float(stats.get("unparseable_share", 0.0)) <= UNPARSED_WARN_SHARE:
+    if not isinstance(stats, Mapping):
+        return None
+    n, present = _unparsed_of(stats)
+    if not present or n / present <= UNPARSED_WARN_SHARE:
         return None
     return f"warning: {unparsed_text(field_name, stats)}; {_UNPARSED_FIX}, or set normalize_strict: true to stop on them"
 
