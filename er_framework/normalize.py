@@ -644,12 +644,17 @@ def unparsed_text(field_name: str, stats: Mapping[str, Any]) -> str:
     """What a field's chain could not read, from its stats (:func:`normalize_column_keeping_input`):
     ``"dob: 812 of 5,000 values (16.2%) could not be read by [date] and became missing, e.g. '19151111.0x'"``
     (of the values present: neither missing nor placeholders)."""
+    return f"{field_name}: {_unparsed_body(stats)}"
+
+
+def _unparsed_body(stats: Mapping[str, Any]) -> str:
+    """:func:`unparsed_text` without the field's name."""
     n, present = _unparsed_of(stats)
     share = n / present if present else 0.0
     chain = ", ".join(str(s) for s in stats.get("steps") or []) or "?"
     examples = ", ".join(repr(e if isinstance(e, str) else str(e)) for e in stats.get("unparseable_examples") or [])
     shown = f", e.g. {examples}" if examples else ""
-    return f"{field_name}: {n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing{shown}"
+    return f"{n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing{shown}"
 
 
 def _unparsed_of(stats: Mapping[str, Any]) -> tuple[int, int]:
@@ -677,7 +682,7 @@ def unparsed_problem(field_name: str, stats: Mapping[str, Any], where: str) -> P
     return Problem(
         where=where,
         path=f"normalize.{field_name}",
-        message=unparsed_text(field_name, stats) + " (normalize_strict: true)",
+        message=_unparsed_body(stats) + " (normalize_strict: true)",
         fix=f"{_UNPARSED_FIX}, or remove normalize_strict: true to run with them as missing",
     )
 
