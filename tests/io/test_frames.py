@@ -480,3 +480,27 @@ def test_as_kind_round_trips() -> None:
     assert frame_to_arrow(polars_frame, WHERE).cast(table.schema).equals(table)
     with pytest.raises(ValueError, match="unknown table kind 'spark'"):
         as_kind(table, "spark")
+
+
+def test_float_columns_of_whole_numbers_are_read_as_integers(tmp_path: Path) -> None:
+    # pandas.read_csv of a year / YYYYMMDD column with an empty cell: float64 with NaN
+    df = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "year": [1999.0, np.nan, 2001.0],
+            "dob": [19151111.0, 1.9151111e7, np.nan],
+            "score": [0.5, 1.0, np.nan],
+            "nullable": pd.array([1.0, None, 3.0], dtype="Float64"),
+        }
+    )
+    want = {
+        "year": ["1999", None, "2001"],
+        "dob": ["19151111", "19151111", None],
+        "score": ["0.5", "1.0", None],
+        "nullable": ["1", None, "3"],
+    }
+    fields = list(want)
+    assert from_frame(df, fields).fields == want
+    assert from_frame(pl.from_pandas(df), fields).fields == want
+    assert from_frame(pa.Table.from_pandas(df, preserve_index=False), fields).fields == want
+    assert_same_records(from_frame(df, fields), from_parquet(write_parquet(df, tmp_path / "d.parquet"), fields))
