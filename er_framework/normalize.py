@@ -30,7 +30,8 @@ Python API
   strings.
 * :func:`normalize_column_with_stats` also returns counts for the report:
   missing before, placeholders, values that could not be normalized
-  ("unparseable", with the first five examples) and missing after.
+  ("unparseable", their share of the present values and the first five
+  examples) and missing after.
 
 Missing values
 --------------
@@ -54,7 +55,22 @@ A step never sees a missing value and the chain never returns ``""``:
   ``@``, a date that does not parse, a name made only of titles, ...
 
 Other values that are not strings (numbers read from a CSV or JSON) are
-given to the steps as ``str(value)``.
+given to the steps as ``str(value)``: a float ``1999.0`` reaches them as
+``"1999.0"``, which the built-in ``digits``, ``date`` and ``phone`` read as
+the integer 1999 (see "Numbers written as floats" in
+:mod:`er_plugins.normalizers`).
+
+Unparsed values
+---------------
+
+A present value (neither missing nor a placeholder) that the chain turns
+into ``None`` is *unparsed* (``unparseable`` in the stats of
+:func:`normalize_column_keeping_input`: a date that does not parse, an email
+without ``@``, ...). The run warns of a field whose chain could not read
+more than :data:`UNPARSED_WARN_SHARE` of its present values
+(:func:`unparsed_warning`: ``er run``'s summary and report.html), and a job
+with ``normalize_strict: true`` stops on any (:func:`unparsed_problem`, raised
+by the normalize stage before anything is written).
 
 Speed
 -----
