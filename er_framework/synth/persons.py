@@ -558,10 +558,15 @@ def _copy(d: _Draw, p: _Person, rates: PersonErrorRates, base: dict[str, Any]) -
         rec: dict[str, Any] = {}
         drawn = [e for e, x in zip(ERRORS, rng.random(len(ERRORS)) < probs) if x]
         applied = [e for e in drawn if _apply(d, e, c, rec, year_now)]
-        while not applied:  # none drawn (or none applicable): one in proportion to the rates
+        for _ in range(20):  # none drawn (or none applicable): one in proportion to the rates
+            if applied:
+                break
             e = ERRORS[int(rng.choice(len(ERRORS), p=probs / probs.sum()))]
             if _apply(d, e, c, rec, year_now):
                 applied.append(e)
+        if not applied:  # the rates allow only errors this person cannot have (a day/month swap of the 20th)
+            c.first = _name_typo(d, c.first)
+            applied.append("first_typo")
         row = _render(d, c, rec.get("blank", set()))
         if any(row[k] != base[k] for k in row):
             return row, [e for e in ERRORS if e in applied]
