@@ -511,13 +511,13 @@ def _apply(d: _Draw, error: str, c: _Person, rec: dict[str, Any], year_now: int)
     elif error == "married":
         if c.sex != "F" or year_now - c.year < 18:
             return False
-        new = c.last
-        while new == c.last:
-            new = d.last()
-        c.last = new
+        surname = c.last
+        while surname == c.last:
+            surname = d.last()
+        c.last = surname
     elif error == "phone_changed":
-        new = _phone(rng)
-        c.phone = new if new != c.phone else new + 1
+        number = _phone(rng)
+        c.phone = number if number != c.phone else number + 1
     elif error == "address_format":
         c.style = (c.style + int(rng.integers(1, 3))) % 3
     else:  # pragma: no cover - ERRORS lists every name
