@@ -26,15 +26,18 @@ What makes it hard
   weights (Smith 2.2%, Johnson 1.7%, ... Lee, Kim, Nguyen) and 20% uniformly
   from a long tail of rarer (Irish, German, Italian, Indian) surnames, so
   common names collide among different people.
-* People live in households (1-5 people) that share the address, city and
-  zip, mostly the surname and often a landline; children are born 20-40
-  years after their parents and 2% of children are twins (same surname,
-  address and date of birth, another first name).
+* One in twenty people come in families of 2-5 (:data:`HOUSEHOLD_SIZES`;
+  a register holds a sample of a population, so most people's relatives are
+  not in it): mostly one surname, and half of the members after the first
+  at the first's address (city, zip, often a landline), the others elsewhere,
+  half of those in the same city (:data:`AWAY`). Children are born 20-40
+  years after their parents, some are twins (same surname and date of birth,
+  another first name).
 * Birth years cluster (two generations around 1958 and 1986), 1.5% of
   birthdays are recorded as 1 January: many different people share a year
   or a whole date of birth.
-* Localities (city, zip) and streets come from
-  :func:`er_framework.synth.customers.value_pools` (Zipf-weighted cities).
+* Localities and streets come from :func:`er_framework.synth.customers.value_pools`
+  (Zipf-weighted cities); a big city has many zip codes (the largest 40), a small town one.
 
 Errors on copies (:class:`PersonErrorRates`; each drawn independently, and a
 copy that drew none gets one chosen in proportion to the rates): typos in
@@ -72,6 +75,8 @@ __all__ = [
     "COLUMNS",
     "DATE_COLUMNS",
     "ERRORS",
+    "HOUSEHOLD_SIZES",
+    "AWAY",
     "LIST_SEPARATOR",
     "PersonErrorRates",
     "PersonsData",
@@ -99,6 +104,12 @@ COLUMNS: tuple[str, ...] = (
 DATE_COLUMNS: tuple[str, ...] = ("birth_year", "birth_month", "birth_day")
 #: how a list of previous cities is written to CSV
 LIST_SEPARATOR = ";"
+
+#: probabilities of households of 1, 2, 3, 4 and 5 people among the generated people: a register holds a
+#: sample of a population, so most people's relatives are not in it
+HOUSEHOLD_SIZES: tuple[float, ...] = (0.95, 0.035, 0.01, 0.004, 0.001)
+#: probability that a family member other than the first lives at another address (half of them in the same city)
+AWAY = 0.5
 
 #: error names, in the order they are drawn (the fields of :class:`PersonErrorRates`)
 ERRORS: tuple[str, ...] = (
@@ -312,6 +323,7 @@ class _Person:
     suffix: int
     style: int
     loc: int
+    zip_k: int  # which of the locality's zip codes
     phone: int  # 0 = none
     phone_style: int
     previous: list[int]
@@ -391,6 +403,11 @@ class _Draw:
     def loc(self) -> int:
         return self.pick(self.cdf_loc)
 
+    def zip_k(self, loc: int) -> int:
+        """One of the zip codes of locality ``loc``: big cities have many (the largest 40), small towns one."""
+        p = self.pools.loc_p
+        return int(self.rng.integers(0, max(1, round(40 * p[loc] / p[0]))))
+
     def previous(self, loc: int) -> list[int]:
         k = self.pick(self.cdf_previous)
         out: list[int] = []
@@ -402,10 +419,11 @@ class _Draw:
 
 
 def _household(d: _Draw, size: int, out: list[_Person]) -> None:
-    """``size`` people of one household appended to ``out``: a head, often a partner, children."""
+    """``size`` people of one family appended to ``out``: a first person, often a partner, children."""
     rng = d.rng
     number, street, suffix, style = d.street()
     loc = d.loc()
+    zip_k = d.zip_k(loc)
     landline = _phone(rng) if rng.random() < 0.5 else 0
     head_sex = "M" if rng.random() < 0.5 else "F"
     surname = d.last()
@@ -420,7 +438,7 @@ def _household(d: _Draw, size: int, out: list[_Person]) -> None:
             month, day = _birthday(rng, year)
         elif k == 1 and rng.random() < 0.8:  # a partner
             sex = ("F" if head_sex == "M" else "M") if rng.random() < 0.95 else head_sex
-            year = int(np.clip(round(head_year + rng.normal(0, 3)), 1925, 2006))
+            year = int(np.clip(round(head_year + rng.normal(0, 5)), 1925, 2006))
             last = surname if rng.random() < 0.75 else d.last()
             month, day = _birthday(rng, year)
         else:  # a child; 4% of the children after the first are twins of the one before
@@ -436,21 +454,25 @@ def _household(d: _Draw, size: int, out: list[_Person]) -> None:
                 month, day = _birthday(rng, year)
             last_child = (year, month, day)
         own = _phone(rng) if rng.random() < 0.75 else 0
-        phone = landline if landline and rng.random() < 0.5 else own
+        home = (number, street, suffix, style, loc, zip_k)
+        if k > 0 and rng.random() < AWAY:  # a relative living elsewhere, often in the same city
+            loc_k = loc if rng.random() < 0.5 else d.loc()
+            home = (*d.street(), loc_k, d.zip_k(loc_k))
+            phone = own
+        else:
+            phone = landline if landline and rng.random() < 0.5 else own
         if rng.random() < 0.15:
             phone = 0
         first = d.first(sex)
         while any(p.first == first and p.last == last for p in out[start:]):
-            first = d.first(sex)  # no two people of one household with one name
-        out.append(
-            _Person(first, last, sex, year, month, day, number, street, suffix, style, loc, phone, int(rng.integers(0, 4)), d.previous(loc))
-        )
+            first = d.first(sex)  # no two people of one family with one name
+        out.append(_Person(first, last, sex, year, month, day, *home, phone, int(rng.integers(0, 4)), d.previous(home[4])))
 
 
 def _people(d: _Draw, k: int) -> list[_Person]:
     out: list[_Person] = []
     sizes = np.array([1, 2, 3, 4, 5])
-    p = np.array([0.45, 0.3, 0.12, 0.09, 0.04])
+    p = np.array(HOUSEHOLD_SIZES)
     while len(out) < k:
         _household(d, min(int(d.rng.choice(sizes, p=p)), k - len(out)), out)
     return out
@@ -505,6 +527,7 @@ def _apply(d: _Draw, error: str, c: _Person, rec: dict[str, Any], year_now: int)
         c.number, c.street, c.suffix, c.style = d.street()
         while c.loc == old:
             c.loc = d.loc()
+        c.zip_k = d.zip_k(c.loc)
         c.previous = [*[x for x in c.previous if x != c.loc], old][-4:]
         if rng.random() < 0.5:
             c.phone = _phone(rng)
@@ -538,7 +561,7 @@ def _render(d: _Draw, p: _Person, blank: set[str]) -> dict[str, Any]:
         "birth_day": p.day,
         "address": f"{p.number} {pools.streets[p.street]} {suffix}",
         "city": pools.cities[p.loc],
-        "zip": pools.zips[p.loc],
+        "zip": f"{(int(pools.zips[p.loc]) + p.zip_k) % 100_000:05d}",
         "phone": PHONE_FORMATS[p.phone_style].format(p.phone // 10_000_000, p.phone // 10_000 % 1000, p.phone % 10_000) if p.phone else "",
         "previous_cities": [pools.cities[x] for x in p.previous],
     }

@@ -115,7 +115,17 @@ def test_population_is_skewed(data: PersonsData) -> None:
     assert top10 > 1.5 * 10 * len(originals) / len(years)  # clustered: the ten busiest years hold far more than a uniform share
     # households: people sharing an address and a surname
     home = Counter((rec["address"][i], rec["zip"][i], rec["last_name"][i]) for i in originals)
-    assert sum(v > 1 for v in home.values()) > 0.05 * len(originals)
+    assert sum(v > 1 for v in home.values()) > 0.01 * len(originals)
+    # relatives elsewhere in the same city: one surname and city, other addresses
+    town: dict[tuple[object, object], set[object]] = {}
+    for i in originals:
+        town.setdefault((rec["last_name"][i], rec["city"][i]), set()).add(rec["address"][i])
+    assert sum(len(v) > 1 for v in town.values()) > 0.002 * len(originals)
+    # big cities have several zip codes
+    zips: dict[object, set[object]] = {}
+    for i in originals:
+        zips.setdefault(rec["city"][i], set()).add(rec["zip"][i])
+    assert max(len(v) for v in zips.values()) >= 10
     assert set(rec["sex"]) == {"M", "F"}
     assert any(p for p in rec["previous_cities"]) and any(not p for p in rec["previous_cities"])
     assert sum(p == "" for p in rec["phone"]) > 0.05 * N
