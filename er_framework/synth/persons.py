@@ -487,65 +487,97 @@ def _name_typo(d: _Draw, s: str) -> str:
     return typo(s, int(rng.integers(0, 4)), float(rng.random()), float(rng.random()))
 
 
-def _apply(d: _Draw, error: str, c: _Person, rec: dict[str, Any], year_now: int) -> bool:
-    """Apply ``error`` to the copy ``c`` (a person's values) and its ``rec`` (blanks); False when it cannot apply."""
-    rng, nm = d.rng, d.names
-    if error == "first_typo":
-        c.first = _name_typo(d, c.first)
-    elif error == "last_typo":
-        c.last = _name_typo(d, c.last)
-    elif error == "nickname":
-        options = nm.nicknames.get(c.first)
+class _Copy:
+    """A copy being given errors: the person's values ``c``, the parts left blank, when it was recorded.
+
+    Each error is a method named after it; it edits ``c`` (or ``blank``) and returns False when it
+    cannot apply to this person (no nickname known, a day that is no month, ...).
+    """
+
+    def __init__(self, d: _Draw, c: _Person, year_now: int) -> None:
+        self.d, self.c, self.year_now = d, c, year_now
+        self.blank: set[str] = set()
+
+    def apply(self, error: str) -> bool:
+        fn = getattr(self, error)
+        return bool(fn())
+
+    def first_typo(self) -> bool:
+        self.c.first = _name_typo(self.d, self.c.first)
+        return True
+
+    def last_typo(self) -> bool:
+        self.c.last = _name_typo(self.d, self.c.last)
+        return True
+
+    def nickname(self) -> bool:
+        options = self.d.names.nicknames.get(self.c.first)
         if not options:
             return False
-        c.first = options[int(rng.integers(0, len(options)))]
-    elif error == "swap_names":
+        self.c.first = options[int(self.d.rng.integers(0, len(options)))]
+        return True
+
+    def swap_names(self) -> bool:
+        c = self.c
         if c.first == c.last:
             return False
         c.first, c.last = c.last, c.first
-    elif error == "dob_swap":
+        return True
+
+    def dob_swap(self) -> bool:
+        c = self.c
         if c.day > 12 or c.day == c.month:
             return False
         c.month, c.day = c.day, c.month
-    elif error == "year_off":
-        c.year += 1 if rng.random() < 0.5 else -1
+        return True
+
+    def year_off(self) -> bool:
+        c = self.c
+        c.year += 1 if self.d.rng.random() < 0.5 else -1
         if c.month == 2 and c.day == 29:
             c.day = 28
-    elif error == "missing_part":
-        order = rng.choice(len(_MISSING_PARTS), size=len(_MISSING_PARTS), replace=False, p=_MISSING_P)
+        return True
+
+    def missing_part(self) -> bool:
+        order = self.d.rng.choice(len(_MISSING_PARTS), size=len(_MISSING_PARTS), replace=False, p=_MISSING_P)
         for j in order.tolist():
             part = _MISSING_PARTS[j]
-            if part == "phone" and not c.phone:
+            if (part == "phone" and not self.c.phone) or part in self.blank:
                 continue
-            rec.setdefault("blank", set())
-            if part not in rec["blank"]:
-                rec["blank"].add(part)
-                return True
+            self.blank.add(part)
+            return True
         return False
-    elif error == "moved":
+
+    def moved(self) -> bool:
+        d, c = self.d, self.c
         old = c.loc
         c.number, c.street, c.suffix, c.style = d.street()
         while c.loc == old:
             c.loc = d.loc()
         c.zip_k = d.zip_k(c.loc)
         c.previous = [*[x for x in c.previous if x != c.loc], old][-4:]
-        if rng.random() < 0.5:
-            c.phone = _phone(rng)
-    elif error == "married":
-        if c.sex != "F" or year_now - c.year < 18:
+        if d.rng.random() < 0.5:
+            c.phone = _phone(d.rng)
+        return True
+
+    def married(self) -> bool:
+        c = self.c
+        if c.sex != "F" or self.year_now - c.year < 18:
             return False
         surname = c.last
         while surname == c.last:
-            surname = d.last()
+            surname = self.d.last()
         c.last = surname
-    elif error == "phone_changed":
-        number = _phone(rng)
-        c.phone = number if number != c.phone else number + 1
-    elif error == "address_format":
-        c.style = (c.style + int(rng.integers(1, 3))) % 3
-    else:  # pragma: no cover - ERRORS lists every name
-        raise ValueError(f"unknown error {error!r}")
-    return True
+        return True
+
+    def phone_changed(self) -> bool:
+        number = _phone(self.d.rng)
+        self.c.phone = number if number != self.c.phone else number + 1
+        return True
+
+    def address_format(self) -> bool:
+        self.c.style = (self.c.style + int(self.d.rng.integers(1, 3))) % 3
+        return True
 
 
 def _render(d: _Draw, p: _Person, blank: set[str]) -> dict[str, Any]:
@@ -578,19 +610,19 @@ def _copy(d: _Draw, p: _Person, rates: PersonErrorRates, base: dict[str, Any]) -
     for _attempt in range(50):
         c = _Person(**{f.name: getattr(p, f.name) for f in fields(_Person)})
         c.previous = list(p.previous)
-        rec: dict[str, Any] = {}
+        cp = _Copy(d, c, year_now)
         drawn = [e for e, x in zip(ERRORS, rng.random(len(ERRORS)) < probs) if x]
-        applied = [e for e in drawn if _apply(d, e, c, rec, year_now)]
+        applied = [e for e in drawn if cp.apply(e)]
         for _ in range(20):  # none drawn (or none applicable): one in proportion to the rates
             if applied:
                 break
             e = ERRORS[int(rng.choice(len(ERRORS), p=probs / probs.sum()))]
-            if _apply(d, e, c, rec, year_now):
+            if cp.apply(e):
                 applied.append(e)
         if not applied:  # the rates allow only errors this person cannot have (a day/month swap of the 20th)
             c.first = _name_typo(d, c.first)
             applied.append("first_typo")
-        row = _render(d, c, rec.get("blank", set()))
+        row = _render(d, c, cp.blank)
         if any(row[k] != base[k] for k in row):
             return row, [e for e in ERRORS if e in applied]
     c = _Person(**{f.name: getattr(p, f.name) for f in fields(_Person)})  # practically never: a typo always changes
