@@ -33,7 +33,7 @@ __all__ = [
 #: (measured: 318 MB peak for 2 x 200k), so 2 x 5M records take about 11 GB
 MAX_CUSTOMERS = 5_000_000
 #: most person records: generated in memory one Python dict per record, about 2 KB each
-#: (measured: 240 MB peak and 17 s for 100,000 records), so 2M records take about 4 GB and six minutes
+#: (measured: 250 MB peak and 10 s for 100,000 records), so 2M records take about 4 GB and four minutes
 MAX_PERSONS = 2_000_000
 #: most prints (fingers x impressions): simulated in memory, about 6.5 KB per print
 #: (measured: 1.3 GB peak for 200k geometric prints), so 1M prints take about 6.5 GB

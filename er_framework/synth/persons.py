@@ -47,15 +47,19 @@ package), first and last name swapped, birth day and month transposed,
 birth year one off, a part missing, a move (new street line, city and zip;
 the old city is added to ``previous_cities``), a married surname, a new
 phone, another spelling of the street suffix (Street / St). Every copy
-differs from the record it copies in at least one column (checked; a copy
-whose drawn errors happened to change nothing gets a typo in its first name).
+differs from the record it copies in at least one column (checked: errors
+that changed nothing are drawn again; a copy that can take none of the errors
+the rates allow, such as a day/month swap of the 20th, gets a first-name typo).
+:func:`persons_table` writes the date parts of a fifth of the CSV rows as
+floats (``1999.0``), as pandas writes a column with missing values.
 
 With ``triples > 0``, that many of the copies are second copies of a person
 that already has one (three records, three true pairs). The pairs of the
 truth number ``duplicates + triples``.
 
 Determinism: the same arguments and the same Faker and ``nicknames``
-versions give the same records and the same files.
+versions give the same records and the same files. Speed: 100,000 records
+in about 10 s at 250 MB peak (one Python dict per record).
 """
 
 from __future__ import annotations
