@@ -8,6 +8,7 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
 from er_framework.data import Batch, LabelledPairs, Pairs, pair_population
+from er_framework.kernels.dependence import agreeing_pairs, combined_keys, dependence_correction, keyed_counts, merge_keyed, value_keys
 from er_framework.kernels.em import (
     EPS,
     EMFit,
@@ -61,6 +63,12 @@ TEXT_RULES = frozenset({"exact", "phonetic", "swapped", *SCORERS})
 #: rounds of refitting the fields that only one-field sessions estimate (each round: lambda, then those
 #: sessions' m with their share of matches held at what lambda and the other fields say)
 SINGLE_SESSION_ROUNDS = 20
+
+#: a dependence of two exact agreements among non-matches is used when at least this many non-matching
+#: pairs agree on both (fewer: too little evidence of it)
+DEPENDENCE_MIN_PAIRS = 10.0
+#: rounds of finding the implied agreements and lambda together (the matches taken out are the fit's)
+DEPENDENCE_ROUNDS = 4
 
 #: a training session whose EM finds fewer matches than this is not used (its m would rest on a handful of pairs)
 SESSION_MIN_MATCHES = 10.0
@@ -253,6 +261,13 @@ class FellegiSunterParams(Params):
         description="without labels: sessions - u from the random pairs (held), m by EM in training sessions "
         "(the candidates agreeing on a blocking key's fields estimate the other fields), lambda = P(match) of two "
         "records over every record pair; em - the former unsupervised EM of lambda, m and u on the candidates",
+    )
+    dependence: bool = Field(
+        default=True,
+        description="count dependent exact agreements once: two fields compared exactly that agree together among "
+        "random records more often than independence says (a zip and its city; an address, its zip and city; a "
+        "household's surname and address) have the joint chance of agreeing in place of the product (measured on "
+        "the records; kernels/dependence.py); false: the fields independent",
     )
     sessions: list[list[str]] | None = Field(
         default=None,
@@ -484,11 +499,12 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
             coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
-        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
-        scores = self._lookup(codes, uniq, table, space)
         counted = self.record_counts(batch)
-        if fitted.state and counted is not None:
-            fitted = Fitted(state=self.with_record_counts(fitted.state, [counted]), report=fitted.report)
+        table, fitted = self.fit_counts(
+            uniq, counts, s_uniq, s_counts, coded, population=population, record_counts=None if counted is None else [counted]
+        )
+        scores = self._lookup(codes, uniq, table, space)
+        if fitted.state and self.scores_by_records(fitted.state):
             scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state), self._tf_tables_of(fitted.state))
         return scores, fitted
 
@@ -517,44 +533,152 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     # -- term frequencies ---------------------------------------------------------
 
-    def needs_record_counts(self) -> bool:
-        """A field with a term-frequency adjustment: the state holds the records' value counts."""
+    def scores_by_records(self, state: Mapping[str, Any]) -> bool:
+        """A field with term frequencies: a pair's score depends on its values, not its code alone."""
         return any(f.tf for f in self.params.fields)
 
+    def exact_fields(self) -> list[int]:
+        """The fields whose level 0 is equality of the compared values (:attr:`FSField.tf_capable`)."""
+        return [f for f, fld in enumerate(self.params.fields) if fld.tf_capable]
+
+    def needs_record_counts(self) -> bool:
+        """The state holds counts over the records: a field with term frequencies, or (``dependence``) two
+        fields compared exactly, whose dependence among non-matches is measured on the records."""
+        p = self.params
+        return any(f.tf for f in p.fields) or (p.dependence and len(self.exact_fields()) >= 2)
+
     def record_counts(self, batch: Batch) -> dict[str, Any] | None:
-        """The records' value counts of every field with a term-frequency adjustment (:attr:`FSField.tf`), by
-        label: ``present`` = records where the field is present, ``counts`` = records per value; None
-        without such a field. Summed over the parts of the records by :meth:`with_record_counts`."""
-        fields = [f for f in self.params.fields if f.tf]
+        """Counts over the batch's records, summed over an executor's parts by :meth:`fit_counts`: per field
+        with term frequencies (:attr:`FSField.tf`) its ``present`` records and their count per value; with
+        ``dependence``, per exact field (:meth:`exact_fields`) and per two of them, the records' count per
+        value (a 64-bit key, :func:`~er_framework.kernels.dependence.keyed_counts`). None when the state
+        needs none (:meth:`needs_record_counts`)."""
         if not self.needs_record_counts():
             return None
-        out: dict[str, Any] = {}
-        every = np.arange(len(batch.records), dtype=np.int64)
-        for fld in fields:
+        p = self.params
+        n = len(batch.records)
+        every = np.arange(n, dtype=np.int64)
+        src = np.asarray(batch.records.source, dtype=np.int32)
+        exact = self.exact_fields() if p.dependence else []
+        keys: dict[int, tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]] = {}
+        tf: dict[str, Any] = {}
+        for f, fld in enumerate(p.fields):
+            if not (fld.tf or f in exact):
+                continue
             col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
             present = col.codes >= 0
-            counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
-            out[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            if fld.tf:
+                counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
+                tf[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            if f in exact:
+                k = np.zeros(n, dtype=np.uint64)
+                k[present] = value_keys(col.values.tolist())[col.codes[present]]
+                keys[f] = (k, present)
             del col
-        return out
+        labels = [f.label for f in p.fields]
+        singles = {labels[f]: keyed_counts(k, ok, src) for f, (k, ok) in keys.items()}
+        joint = {
+            f"{labels[a]}|{labels[b]}": keyed_counts(combined_keys(keys[a][0], keys[b][0]), keys[a][1] & keys[b][1], src)
+            for i, a in enumerate(exact)
+            for b in exact[i + 1 :]
+        }
+        return {"cross_source_only": bool(batch.cross_source_only), "term_frequencies": tf, "exact": singles, "joint": joint}
 
-    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-        """``state`` with the term-frequency tables summed from the parts' :meth:`record_counts`: per field,
-        ``present`` and the ``counts`` of the values seen at least twice (a value seen once, or never,
-        counts 1). Saved in the model, so a saved model scores new records (``er run --model``,
-        ``er index``) with the frequencies of the records it was fitted on."""
+    def counted_state(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the state holds of the records (:meth:`record_counts` of every part, summed).
+
+        ``term_frequencies``: per field, ``present`` and the counts of the values seen at least twice (a
+        value seen once, or never, counts 1); saved in the model, so a saved model scores new records
+        (``er run --model``, ``er index``) with the frequencies of the records it was fitted on.
+        ``dependence``: the exact fields from the rarest agreement among random pairs to the commonest
+        (``order``) and the log lift of every two of them (``log_lift``, 0 when not above 1:
+        :mod:`er_framework.kernels.dependence`)."""
+        p = self.params
+        out: dict[str, Any] = {}
+        if not parts:
+            return out
         tables: dict[str, dict[str, Any]] = {}
-        for fld in self.params.fields:
+        for fld in p.fields:
             if not fld.tf:
                 continue
             total: Counter[str] = Counter()
             present = 0
             for part in parts:
-                got = part[fld.label]
+                got = part["term_frequencies"][fld.label]
                 present += int(got["present"])
                 total.update(got["counts"])
             tables[fld.label] = {"present": present, "counts": {v: c for v, c in total.items() if c >= 2}}
-        return {**state, "term_frequencies": tables} if tables else dict(state)
+        if tables:
+            out["term_frequencies"] = tables
+        cross = bool(parts[0]["cross_source_only"])
+        labels = [f.label for f in p.fields]
+        exact = [labels[f] for f in self.exact_fields()] if p.dependence else []
+        if len(exact) >= 2:
+            out["agreement"] = {
+                "exact": {x: agreeing_pairs(merge_keyed([q["exact"][x] for q in parts]), cross) for x in exact},
+                "joint": {
+                    f"{a}|{b}": agreeing_pairs(merge_keyed([q["joint"][f"{a}|{b}"] for q in parts]), cross)
+                    for i, a in enumerate(exact)
+                    for b in exact[i + 1 :]
+                },
+            }
+        return out
+
+    def dependence_of(
+        self,
+        agreement: Mapping[str, Any],
+        fit: EMFit,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        population: int,
+    ) -> dict[str, Any]:
+        """The dependence of exact agreements among non-matches.
+
+        ``agreement`` (:meth:`counted_state`) counts the record pairs agreeing exactly on each exact field
+        and on every two of them. The matches are among the candidates: ``fit``'s expected matches of the
+        candidates' ``patterns`` (their posterior times ``counts``) agreeing on f (and g) are taken out,
+        leaving the non-matches' counts ``n_f``, ``n_g``, ``n_fg`` (rare fields, a phone, agree mostly
+        between duplicates). Their log lift ``log(n_fg n / (n_f n_g))`` (``n``: the non-matching pairs of the
+        ``population``) is kept when positive and at least :data:`DEPENDENCE_MIN_PAIRS` non-matching pairs
+        agree on both; ``order``: the exact fields from the rarest agreement to the commonest
+        (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
+        labels = [f.label for f in self.params.fields]
+        g = fit.probability(patterns) * counts  # expected matches of each candidate pattern
+        agree = patterns == 0
+        nm: dict[str, float] = {}
+        for x, pairs_agreeing in agreement["exact"].items():
+            nm[x] = max(float(pairs_agreeing) - float(g[agree[:, labels.index(x)]].sum()), 0.0)
+        total = max(float(population) - float(g.sum()), 1.0)
+        lifts: dict[str, float] = {}
+        for key, both in agreement["joint"].items():
+            a, b = key.split("|")
+            matched = float(g[agree[:, labels.index(a)] & agree[:, labels.index(b)]].sum())
+            nm_both = max(float(both) - matched, 0.0)
+            ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0
+            lifts[key] = round(max(0.0, math.log(nm_both * total / (nm[a] * nm[b]))), 9) if ok else 0.0
+        return {
+            "order": sorted(nm, key=lambda x: (nm[x], labels.index(x))),
+            "non_matching_pairs_agreeing": {x: round(v, 1) for x, v in nm.items()},
+            "log_lift": lifts,
+        }
+
+    def _dependence_of(self, extra: Mapping[str, Any]) -> tuple[npt.NDArray[np.float64] | None, list[int]]:
+        """The lift matrix and order of a state's ``dependence`` (None: none)."""
+        dep = extra.get("dependence")
+        if not dep:
+            return None, []
+        labels = [f.label for f in self.params.fields]
+        try:
+            order = [labels.index(x) for x in dep["order"]]
+            lift = np.zeros((len(labels), len(labels)))
+            for key, v in dep["log_lift"].items():
+                a, b = (labels.index(x) for x in key.split("|"))
+                lift[a, b] = lift[b, a] = float(v)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"fellegi_sunter: the model's dependence section does not fit these fields ({e})") from None
+        if not (np.all(np.isfinite(lift)) and np.all(lift >= 0)):
+            raise ValueError("fellegi_sunter: the model's dependence lifts must be numbers >= 0")
+        return lift, order
 
     def _tf_tables_of(self, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         tables: dict[str, dict[str, Any]] = dict(state.get("term_frequencies") or {})
@@ -667,7 +791,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         lam = float(state["lambda"])
         if not 0.0 < lam < 1.0:
             raise ValueError(f"fellegi_sunter: lambda {lam} of the model is not between 0 and 1")
-        return EMFit(lam=lam, m=m, u=u, converged=True)
+        log_lift, order = self._dependence_of(state)
+        return EMFit(lam=lam, m=m, u=u, converged=True, log_lift=log_lift, order=order)
 
     def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """What the report says of a loaded model's fit: lambda and every field's levels, m, u and weights."""
@@ -713,6 +838,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sample_counts: npt.NDArray[np.float64],
         labelled: LabelledCodes | None = None,
         population: int = 0,
+        record_counts: list[dict[str, Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float64], Fitted]:
         """The fit on the candidates' distinct patterns and counts, and the match probability of each pattern.
 
@@ -720,7 +846,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sessions, lambda over the ``population`` of record pairs (0: unknown, lambda among the candidates).
         ``estimation: em``: EM (:func:`fit_em`), u initialised (or fixed) from the random pairs' level
         frequencies. With ``labelled`` (the labelled pairs' :meth:`pair_codes`): m and u from the labels
-        (:meth:`train`)."""
+        (:meth:`train`). ``record_counts``: the :meth:`record_counts` of the parts of the records (term
+        frequencies, the dependence of exact agreements: :meth:`counted_state`), kept in the state."""
         p = self.params
         n = int(counts.sum())
         if n == 0:
@@ -744,6 +871,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
         sessions: dict[str, Any] | None = None
+        extra = self.counted_state(record_counts or [])
+        agreement = extra.pop("agreement", None)
         if labelled is not None:
             fit, lam0, training = self.train(patterns, counts, labelled)
         elif p.estimation == "sessions" and u_random is not None:
@@ -769,6 +898,20 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 tol=p.tol,
                 smoothing=p.smoothing,
             )
+        if agreement is not None:
+            # exact agreements implying others, and lambda over every pair again with them (m, u held); the
+            # matches taken out of the counts are the fit's, so the two are found together, a few rounds
+            for _ in range(DEPENDENCE_ROUNDS):
+                extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()))
+                log_lift, order = self._dependence_of(extra)
+                before = fit.log_lift
+                fit = dataclasses.replace(fit, log_lift=log_lift, order=order)
+                if sessions is not None and population > 0 and log_lift is not None and log_lift.any():
+                    correction = dependence_correction(patterns, log_lift, order)
+                    lam, _, _ = population_lambda(patterns, counts, fit.m, fit.u, population, correction=correction)
+                    fit = dataclasses.replace(fit, lam=lam)
+                if before is not None and log_lift is not None and np.allclose(before, log_lift, atol=1e-3):
+                    break
         table = fit.probability(patterns)
 
         weights = fit.weights()
@@ -804,7 +947,9 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
             "per_field": self._per_field(fit, u_random, counts, patterns),
         }
-        return table, Fitted(state=self.state_of(fit), report=report)
+        if "dependence" in extra:
+            report["dependence"] = extra["dependence"]
+        return table, Fitted(state={**self.state_of(fit), **extra}, report=report)
 
     def estimation(self, training: dict[str, Any] | None, sessions: dict[str, Any] | None = None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
