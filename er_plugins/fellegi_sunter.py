@@ -125,18 +125,21 @@ class FSField(Params):
             raise ValueError("delimiter is used only by a ladder with jaccard or overlap rules")
         if self.last_digits is not None and self.comparison != "digits":
             raise ValueError("last_digits is used only with comparison: digits")
-        lv = self.levels
-        if lv is not None:
-            if not lv or any(not (0.0 < x <= 100.0) for x in lv) or any(a <= b for a, b in zip(lv, lv[1:])):
-                raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
-            if self.comparison in ("exact", "digits") and lv != [100.0]:
-                raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
+        self._check_levels()
         if self.term_frequency and not self.tf_capable:
             raise ValueError(
                 f"term_frequency adjusts exact agreements: it needs a first level of 100 and a comparison of "
                 f"{sorted(EQUAL_AT_100)} (comparison {self.comparison!r}, levels {self.thresholds})"
             )
         return self
+
+    def _check_levels(self) -> None:
+        lv = self.levels
+        if lv is not None:
+            if not lv or any(not (0.0 < x <= 100.0) for x in lv) or any(a <= b for a, b in zip(lv, lv[1:])):
+                raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
+            if self.comparison in ("exact", "digits") and lv != [100.0]:
+                raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -853,22 +856,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         if n == 0:
             return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
         n_levels = [f.n_levels for f in p.fields]
-        F = len(p.fields)
         uniq = np.asarray(codes, dtype=np.int64)
         patterns = decode(uniq, n_levels)
 
-        # u from random pairs (with 0.5 added to every level count)
-        u_random: list[npt.NDArray[np.float64]] | None = None
+        u_random = self.random_pair_u(sample_codes, sample_counts)
         n_random = int(np.asarray(sample_counts).sum())
-        if n_random:
-            rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
-            u_random = []
-            for f in range(F):
-                lv = rpat[:, f]
-                ok = lv >= 0
-                # counts are whole numbers: the weighted sums are exact, whatever their order
-                acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
-                u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
         sessions: dict[str, Any] | None = None
         extra = self.counted_state(record_counts or [])
@@ -878,54 +870,13 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         elif p.estimation == "sessions" and u_random is not None:
             fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
-            m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
-            u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
-            if p.prior is not None:
-                lam0 = float(p.prior)
-            else:
-                g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
-                lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
-            fit = fit_em(
-                patterns,
-                counts,
-                n_levels,
-                lam0,
-                m0,
-                u0,
-                fix_u=p.fix_u,
-                monotone=p.monotone,
-                max_iter=p.max_iter,
-                tol=p.tol,
-                smoothing=p.smoothing,
-            )
+            fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
         if agreement is not None:
-            # exact agreements implying others, and lambda over every pair again with them (m, u held); the
-            # matches taken out of the counts are the fit's, so the two are found together, a few rounds
-            for _ in range(DEPENDENCE_ROUNDS):
-                extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()))
-                log_lift, order = self._dependence_of(extra)
-                before = fit.log_lift
-                fit = dataclasses.replace(fit, log_lift=log_lift, order=order)
-                if sessions is not None and population > 0 and log_lift is not None and log_lift.any():
-                    correction = dependence_correction(patterns, log_lift, order)
-                    lam, _, _ = population_lambda(patterns, counts, fit.m, fit.u, population, correction=correction)
-                    fit = dataclasses.replace(fit, lam=lam)
-                if before is not None and log_lift is not None and np.allclose(before, log_lift, atol=1e-3):
-                    break
+            fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=sessions is not None)
         table = fit.probability(patterns)
 
         weights = fit.weights()
         t = self.job_default("threshold")
-        if training is not None:
-            u_mode = (
-                "from labelled non-matches"
-                if training["fit"] == "labels"
-                else ("EM, started from labelled non-matches, labelled pairs held")
-            )
-        elif p.fix_u or sessions is not None:
-            u_mode = "fixed from random pairs"
-        else:
-            u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
         report = {
             "pairs_scored": n,
             "patterns": int(len(uniq)),
@@ -938,7 +889,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "label_swapped": fit.swapped,
             "estimation": self.estimation(training, sessions),
             "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
-            "u_mode": u_mode,
+            "u_mode": self.u_mode(training, sessions is not None, u_random is not None),
             "training": training,
             "sessions": sessions,
             "population_pairs": population or None,
@@ -950,6 +901,88 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         if "dependence" in extra:
             report["dependence"] = extra["dependence"]
         return table, Fitted(state={**self.state_of(fit), **extra}, report=report)
+
+    def random_pair_u(
+        self, sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64]
+    ) -> list[npt.NDArray[np.float64]] | None:
+        """u of every field from the random pairs' level counts (0.5 added to every level); None without any."""
+        if int(np.asarray(sample_counts).sum()) == 0:
+            return None
+        n_levels = self._n_levels()
+        rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
+        u: list[npt.NDArray[np.float64]] = []
+        for f, k in enumerate(n_levels):
+            lv = rpat[:, f]
+            ok = lv >= 0
+            # counts are whole numbers: the weighted sums are exact, whatever their order
+            acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=k).astype(np.float64) + 0.5
+            u.append(acc / acc.sum())
+        return u
+
+    def fit_candidates_em(
+        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], u_random: list[npt.NDArray[np.float64]] | None
+    ) -> tuple[EMFit, float]:
+        """``estimation: em``: EM of lambda, m and u on the candidates (u initialised, or with ``fix_u`` held,
+        at the random pairs'); the fit and the initial lambda."""
+        p = self.params
+        n_levels = self._n_levels()
+        m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+        u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
+        if p.prior is not None:
+            lam0 = float(p.prior)
+        else:
+            g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
+            lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+        fit = fit_em(
+            patterns,
+            counts,
+            n_levels,
+            lam0,
+            m0,
+            u0,
+            fix_u=p.fix_u,
+            monotone=p.monotone,
+            max_iter=p.max_iter,
+            tol=p.tol,
+            smoothing=p.smoothing,
+        )
+        return fit, lam0
+
+    def with_dependence(
+        self,
+        fit: EMFit,
+        agreement: Mapping[str, Any],
+        extra: dict[str, Any],
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        population: int,
+        refit_lambda: bool,
+    ) -> EMFit:
+        """``fit`` with the dependence of exact agreements (:meth:`dependence_of`, put in ``extra``) and, with
+        ``refit_lambda`` (training sessions), lambda over every pair again with it (m, u held). The matches
+        taken out of the counts are the fit's, so the two are found together, in a few rounds."""
+        for _ in range(DEPENDENCE_ROUNDS):
+            extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()))
+            log_lift, order = self._dependence_of(extra)
+            before = fit.log_lift
+            fit = dataclasses.replace(fit, log_lift=log_lift, order=order)
+            if refit_lambda and population > 0 and log_lift is not None and log_lift.any():
+                correction = dependence_correction(patterns, log_lift, order, fit.dependence_cap())
+                lam, _, _ = population_lambda(patterns, counts, fit.m, fit.u, population, correction=correction)
+                fit = dataclasses.replace(fit, lam=lam)
+            if before is not None and log_lift is not None and np.allclose(before, log_lift, atol=1e-3):
+                break
+        return fit
+
+    def u_mode(self, training: dict[str, Any] | None, sessions: bool, random_pairs: bool) -> str:
+        """How u was estimated, for the report."""
+        if training is not None:
+            return (
+                "from labelled non-matches" if training["fit"] == "labels" else "EM, started from labelled non-matches, labelled pairs held"
+            )
+        if self.params.fix_u or sessions:
+            return "fixed from random pairs"
+        return "EM, initialised from random pairs" if random_pairs else "EM"
 
     def estimation(self, training: dict[str, Any] | None, sessions: dict[str, Any] | None = None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
@@ -1051,39 +1084,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 m[f] = monotone_m_step(em_fit.m[f], u[f], u[f])[0] if p.monotone else em_fit.m[f]
         lone: list[SessionFit] = []
         if population > 0:
-            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
             lone = [sf for sf in single if next(f for f, x in enumerate(sf.m) if x is not None) in fallback]
-            for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
-                refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
-                for sf in lone:
-                    f_est = next(f for f, x in enumerate(sf.m) if x is not None)
-                    held = [f for f in range(F) if f != f_est and sf.m[f] is None]
-                    # P(match | the session's fields agree), from lambda and the other fields' m and u
-                    z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
-                    share = float(sigmoid(np.array([z]))[0])
-                    again = fit_session(
-                        patterns,
-                        counts,
-                        n_levels,
-                        sf.fixed,
-                        u,
-                        lam0=min(max(share, EPS), 1 - EPS),
-                        fix_lam=True,
-                        monotone=p.monotone,
-                        max_iter=p.max_iter,
-                        tol=p.tol,
-                        smoothing=p.smoothing,
-                    )
-                    got = None if again is None else again.m[f_est]
-                    if got is not None:
-                        refits[f_est].append(got)
-                for f in range(F):
-                    if refits[f]:
-                        m[f] = floor_normalize(np.mean(refits[f], axis=0))
-                before = lam
-                lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
-                if abs(lam - before) <= 1e-4 * before:
-                    break
+            lam, lam_iter, lam_ok = self.refit_one_field_sessions(patterns, counts, m, u, population, lone)
             fallback = [f for f in fallback if not any(next(g for g, x in enumerate(sf.m) if x is not None) == f for sf in lone)]
         else:
             cand = fit_em(
@@ -1092,8 +1094,70 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             lam, lam_iter, lam_ok = cand.lam, cand.iterations, cand.converged
         converged = lam_ok and all(sf.converged for sf in used) and (em_fit is None or em_fit.converged)
         fit = EMFit(lam=lam, m=m, u=list(u), iterations=lam_iter, converged=converged)
-        labels = [f.label for f in p.fields]
-        report = {
+        report = self.sessions_report(fits, used, lone, fallback, u, population)
+        return fit, lam, report
+
+    def refit_one_field_sessions(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        m: list[npt.NDArray[np.float64]],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+        lone: list[SessionFit],
+    ) -> tuple[float, int, bool]:
+        """Lambda over every pair (:func:`population_lambda`), and the m of the fields that only one-field
+        sessions (``lone``) estimate, refitted in rounds with each such session's share of matches held at
+        what lambda and the other fields' m and u say of its pairs (``m`` is updated in place)."""
+        p = self.params
+        n_levels = self._n_levels()
+        F = len(n_levels)
+        lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+        for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
+            refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+            for sf in lone:
+                f_est = next(f for f, x in enumerate(sf.m) if x is not None)
+                held = [f for f in range(F) if f != f_est and sf.m[f] is None]
+                # P(match | the session's fields agree), from lambda and the other fields' m and u
+                z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
+                share = float(sigmoid(np.array([z]))[0])
+                again = fit_session(
+                    patterns,
+                    counts,
+                    n_levels,
+                    sf.fixed,
+                    u,
+                    lam0=min(max(share, EPS), 1 - EPS),
+                    fix_lam=True,
+                    monotone=p.monotone,
+                    max_iter=p.max_iter,
+                    tol=p.tol,
+                    smoothing=p.smoothing,
+                )
+                got = None if again is None else again.m[f_est]
+                if got is not None:
+                    refits[f_est].append(got)
+            for f in range(F):
+                if refits[f]:
+                    m[f] = floor_normalize(np.mean(refits[f], axis=0))
+            before = lam
+            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+            if abs(lam - before) <= 1e-4 * before:
+                break
+        return lam, lam_iter, lam_ok
+
+    def sessions_report(
+        self,
+        fits: list[SessionFit],
+        used: list[SessionFit],
+        lone: list[SessionFit],
+        fallback: list[int],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+    ) -> dict[str, Any]:
+        """The report's ``sessions``: every session's fields, pairs, share of matches and estimates side by side."""
+        labels = [f.label for f in self.params.fields]
+        return {
             "lambda_over": "population" if population > 0 else "candidates",
             "sessions": [
                 {
@@ -1114,9 +1178,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 for sf in fits
             ],
             "m_from_candidate_em": [labels[f] for f in fallback],
-            "m_from_one_field_sessions": [labels[f] for f in range(F) if any(sf.m[f] is not None for sf in lone)] if population > 0 else [],
+            "m_from_one_field_sessions": [labels[f] for f in range(len(labels)) if any(sf.m[f] is not None for sf in lone)],
         }
-        return fit, lam, report
 
     def train(
         self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], lab: LabelledCodes
@@ -1230,7 +1293,9 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
         -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing), with a term-frequency
-        field's adjustment included and also given alone as ``tf_<f>``; ``match_weight`` =
+        field's adjustment included and also given alone as ``tf_<f>``, and what a field loses to dependent
+        exact agreements (:meth:`EMFit.dependence`) included and given alone as ``dependence_<f>`` (when
+        any pair loses some); ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
 
         Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
@@ -1244,6 +1309,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         total = np.full(len(pairs), prior)
         tables = self._tf_tables_of(state)
         tf = self.term_frequency_weights(batch, pairs, fit, tables)
+        dep = fit.dependence(levels) / math.log(2.0) if fit.log_lift is not None else None
         for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
             lv = levels[:, f]
             ok = lv >= 0
@@ -1251,9 +1317,13 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             out[f"level_{fld.label}"] = lv.astype(np.int64)
             if f in tf:
                 wf = wf + tf[f]
+            if dep is not None and dep[:, f].any():
+                wf = wf - dep[:, f]
             out[f"weight_{fld.label}"] = wf
             if f in tf:  # the term-frequency part of the weight (bits)
                 out[f"tf_{fld.label}"] = tf[f]
+            if dep is not None and dep[:, f].any():  # what the field's agreement loses to a dependent one (bits)
+                out[f"dependence_{fld.label}"] = -dep[:, f]
             total = total + wf
         out["match_weight"] = total
         codes = self.pair_codes(batch, pairs) if len(pairs) else np.zeros(0, np.int64)
