@@ -67,6 +67,10 @@ SINGLE_SESSION_ROUNDS = 20
 #: a dependence of two exact agreements among non-matches is used when at least this many non-matching
 #: pairs agree on both (fewer: too little evidence of it)
 DEPENDENCE_MIN_PAIRS = 10.0
+#: ... between fields whose exact agreements are at most this share the independence fit's expected matches
+#: (and leave at least twice DEPENDENCE_MIN_PAIRS non-matching pairs): a phone agrees almost only between
+#: duplicates, and what is left of its pairs is too few and too uncertain to measure a dependence on
+DEPENDENCE_MAX_MATCH_SHARE = 0.95
 #: rounds of finding the implied agreements and lambda together (the matches taken out are the fit's)
 DEPENDENCE_ROUNDS = 4
 
@@ -634,6 +638,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         patterns: npt.NDArray[np.int64],
         counts: npt.NDArray[np.float64],
         population: int,
+        reliable: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """The dependence of exact agreements among non-matches.
 
@@ -642,25 +647,33 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         candidates' ``patterns`` (their posterior times ``counts``) agreeing on f (and g) are taken out,
         leaving the non-matches' counts ``n_f``, ``n_g``, ``n_fg`` (rare fields, a phone, agree mostly
         between duplicates). Their log lift ``log(n_fg n / (n_f n_g))`` (``n``: the non-matching pairs of the
-        ``population``) is kept when positive and at least :data:`DEPENDENCE_MIN_PAIRS` non-matching pairs
-        agree on both; ``order``: the exact fields from the rarest agreement to the commonest
+        ``population``) is kept when positive, at least :data:`DEPENDENCE_MIN_PAIRS` non-matching pairs
+        agree on both, and both fields are ``reliable`` (default: matches make at most
+        :data:`DEPENDENCE_MAX_MATCH_SHARE` of their agreeing pairs; listed as ``measured``); ``order``: the exact fields from the rarest agreement to the commonest
         (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
         labels = [f.label for f in self.params.fields]
         g = fit.probability(patterns) * counts  # expected matches of each candidate pattern
         agree = patterns == 0
         nm: dict[str, float] = {}
+        measured: dict[str, bool] = {}
         for x, pairs_agreeing in agreement["exact"].items():
-            nm[x] = max(float(pairs_agreeing) - float(g[agree[:, labels.index(x)]].sum()), 0.0)
+            matched = float(g[agree[:, labels.index(x)]].sum())
+            nm[x] = max(float(pairs_agreeing) - matched, 0.0)
+            # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
+            # small and too uncertain (the pairs less the fit's matches) to measure a dependence on
+            ok_x = matched <= DEPENDENCE_MAX_MATCH_SHARE * float(pairs_agreeing) and nm[x] >= 2 * DEPENDENCE_MIN_PAIRS
+            measured[x] = ok_x if reliable is None else x in reliable
         total = max(float(population) - float(g.sum()), 1.0)
         lifts: dict[str, float] = {}
         for key, both in agreement["joint"].items():
             a, b = key.split("|")
             matched = float(g[agree[:, labels.index(a)] & agree[:, labels.index(b)]].sum())
             nm_both = max(float(both) - matched, 0.0)
-            ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0
+            ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0 and measured[a] and measured[b]
             lifts[key] = round(max(0.0, math.log(nm_both * total / (nm[a] * nm[b]))), 9) if ok else 0.0
         return {
             "order": sorted(nm, key=lambda x: (nm[x], labels.index(x))),
+            "measured": [x for x in nm if measured[x]],
             "non_matching_pairs_agreeing": {x: round(v, 1) for x, v in nm.items()},
             "log_lift": lifts,
         }
@@ -961,13 +974,15 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         """``fit`` with the dependence of exact agreements (:meth:`dependence_of`, put in ``extra``) and, with
         ``refit_lambda`` (training sessions), lambda over every pair again with it (m, u held). The matches
         taken out of the counts are the fit's, so the two are found together, in a few rounds."""
+        reliable: list[str] | None = None  # the fields measured: judged once, on the independence model's fit
         for _ in range(DEPENDENCE_ROUNDS):
-            extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()))
+            extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()), reliable)
+            reliable = list(extra["dependence"]["measured"])
             log_lift, order = self._dependence_of(extra)
             before = fit.log_lift
             fit = dataclasses.replace(fit, log_lift=log_lift, order=order)
             if refit_lambda and population > 0 and log_lift is not None and log_lift.any():
-                correction = dependence_correction(patterns, log_lift, order, fit.dependence_cap())
+                correction = dependence_correction(patterns, log_lift, order)
                 lam, _, _ = population_lambda(patterns, counts, fit.m, fit.u, population, correction=correction)
                 fit = dataclasses.replace(fit, lam=lam)
             if before is not None and log_lift is not None and np.allclose(before, log_lift, atol=1e-3):

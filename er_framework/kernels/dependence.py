@@ -123,12 +123,7 @@ def _sum_by_key(keys: npt.NDArray[np.uint64], values: npt.NDArray[np.float64]) -
     return out
 
 
-def dependence_terms(
-    patterns: npt.NDArray[np.int64],
-    log_lift: npt.NDArray[np.float64],
-    order: Sequence[int],
-    cap: npt.ArrayLike | None = None,
-) -> npt.NDArray[np.float64]:
+def dependence_terms(patterns: npt.NDArray[np.int64], log_lift: npt.NDArray[np.float64], order: Sequence[int]) -> npt.NDArray[np.float64]:
     """``(P, F)``: the natural-log weight each field loses in each pattern for the dependence of the
     pattern's exact agreements among non-matches (:func:`dependence_correction` is their sum).
 
@@ -137,8 +132,8 @@ def dependence_terms(
     from the rarest exact agreement to the commonest. Each field g at level 0 after the first such field in
     ``order`` loses ``max log_lift[f, g]`` over the fields f before it in ``order`` at level 0 too: the
     non-match likelihood of the agreements becomes ``P(f0) P(g0 | f0) ...`` (a chain), not ``P(f0) P(g0)``.
-    ``cap[g]``: the most field g may lose (its level-0 weight less its level-1 weight keeps an exact
-    agreement weighing at least as much as a close one, whose dependence is not measured).
+    Only exact agreements are corrected: given the address, an exact surname is common among non-matches
+    (relatives) while a near one (a typo) is not, so an exact agreement may then weigh less than a near one.
     """
     pat = np.asarray(patterns, dtype=np.int64)
     out = np.zeros(pat.shape, dtype=np.float64)
@@ -149,19 +144,14 @@ def dependence_terms(
             lifts = np.asarray(log_lift[seen, g], dtype=np.float64)
             if lifts.any():
                 best = np.max(np.where(agree[:, seen], lifts[None, :], 0.0), axis=1)
-                if cap is not None:
-                    best = np.minimum(best, max(float(np.asarray(cap, dtype=np.float64)[g]), 0.0))
                 out[:, g] = np.where(agree[:, g], best, 0.0)
         seen.append(int(g))
     return out
 
 
 def dependence_correction(
-    patterns: npt.NDArray[np.int64],
-    log_lift: npt.NDArray[np.float64],
-    order: Sequence[int],
-    cap: npt.ArrayLike | None = None,
+    patterns: npt.NDArray[np.int64], log_lift: npt.NDArray[np.float64], order: Sequence[int]
 ) -> npt.NDArray[np.float64]:
     """The log-odds to subtract from each pattern's (:func:`dependence_terms` summed over the fields)."""
-    out: npt.NDArray[np.float64] = dependence_terms(patterns, log_lift, order, cap).sum(axis=1)
+    out: npt.NDArray[np.float64] = dependence_terms(patterns, log_lift, order).sum(axis=1)
     return out

@@ -132,12 +132,7 @@ class EMFit:
         """``(P, F)`` natural-log weight each field loses in each pattern for dependent exact agreements."""
         if self.log_lift is None:
             return np.zeros((len(patterns), len(self.m)))
-        return dependence_terms(patterns, self.log_lift, self.order, self.dependence_cap())
-
-    def dependence_cap(self) -> npt.NDArray[np.float64]:
-        """The most each field's exact agreement may lose to dependence (natural log): its level-0 weight
-        less its level-1 weight, so exact agreement never weighs less than the next level."""
-        return np.array([math.log(float(m[0] * u[1]) / float(u[0] * m[1])) if len(m) > 1 else 0.0 for m, u in zip(self.m, self.u)])
+        return dependence_terms(patterns, self.log_lift, self.order)
 
     def logit(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Natural-log posterior odds of a match per pattern (a missing level adds 0; dependent exact
@@ -148,7 +143,7 @@ class EMFit:
             ok = lv >= 0
             z += np.where(ok, np.log(m / u)[np.where(ok, lv, 0)], 0.0)
         if self.log_lift is not None:
-            z -= dependence_correction(patterns, self.log_lift, self.order, self.dependence_cap())
+            z -= dependence_correction(patterns, self.log_lift, self.order)
         return z
 
     def probability(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
