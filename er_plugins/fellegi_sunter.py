@@ -649,7 +649,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         between duplicates). Their log lift ``log(n_fg n / (n_f n_g))`` (``n``: the non-matching pairs of the
         ``population``) is kept when positive, at least :data:`DEPENDENCE_MIN_PAIRS` non-matching pairs
         agree on both, and both fields are ``reliable`` (default: matches make at most
-        :data:`DEPENDENCE_MAX_MATCH_SHARE` of their agreeing pairs; listed as ``measured``); ``order``: the exact fields from the rarest agreement to the commonest
+        :data:`DEPENDENCE_MAX_MATCH_SHARE` of their agreeing pairs; listed as ``measured``); ``order``:
+        the exact fields from the rarest agreement to the commonest
         (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
         labels = [f.label for f in self.params.fields]
         g = fit.probability(patterns) * counts  # expected matches of each candidate pattern
