@@ -301,7 +301,13 @@ class FellegiSunterParams(Params):
 
 
 class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explainable):
-    """Unsupervised Fellegi-Sunter scoring: EM on the candidates' comparison patterns.
+    """Unsupervised Fellegi-Sunter scoring on the candidates' comparison patterns.
+
+    Default estimation (``estimation: sessions``, :meth:`fit_sessions`; docs/record-matching.md): u from
+    random pairs, held; m by EM in training sessions (the candidates agreeing on a blocking key estimate the
+    other fields); lambda over every record pair. Exact name agreements are adjusted by the value's
+    frequency (:meth:`term_frequency_weights`) and dependent exact agreements are not counted twice
+    (:meth:`dependence_of`). What follows describes the former EM (``estimation: em``) and what both share.
 
     Each field's similarity (0..100) is cut into levels by ``levels`` (e.g.
     [100, 90, 70]: exact / >= 90 / >= 70 / else), plus a *missing* level
