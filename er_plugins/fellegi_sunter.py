@@ -920,7 +920,24 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         }
         if "dependence" in extra:
             report["dependence"] = extra["dependence"]
+        report["warnings"] = self.fit_warnings(sessions)
         return table, Fitted(state={**self.state_of(fit), **extra}, report=report)
+
+    def fit_warnings(self, sessions: dict[str, Any] | None) -> list[dict[str, str]]:
+        """What the fit itself finds doubtful (the run's plausibility checks add theirs): fields whose m no
+        training session estimated."""
+        if sessions is None or not sessions["m_from_candidate_em"]:
+            return []
+        fields = sessions["m_from_candidate_em"]
+        return [
+            {
+                "code": "fs_no_session",
+                "message": f"no training session estimated m of {fields}: it comes from EM on the candidates, which "
+                "learns what the blocking selected (every pair blocked on a name agrees on the name)",
+                "fix": "add a field_hash blocking key without these fields (e.g. the date of birth), or list "
+                "sessions: in the verifier; see docs/record-matching.md",
+            }
+        ]
 
     def random_pair_u(
         self, sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64]

@@ -127,6 +127,8 @@ def test_no_session_falls_back_to_em_for_m(people):
     _, fitted = v.fit_score(Batch(rec), pairs, None)
     assert fitted.report["sessions"]["sessions"] == []
     assert fitted.report["sessions"]["m_from_candidate_em"] == ["name", "city", "year", "street"]
+    (warning,) = fitted.report["warnings"]
+    assert warning["code"] == "fs_no_session" and "name" in warning["message"] and "field_hash" in warning["fix"]
     assert fitted.report["weights_monotone"]
 
 
