@@ -15,7 +15,17 @@ from er_framework.engine.model import Model
 from er_framework.engine.stages.clustering import Answer
 from er_framework.engine.stages.exact import Exact
 
-__all__ = ["Result"]
+__all__ = ["Result", "warning_lines"]
+
+
+def warning_lines(report: dict[str, Any]) -> list[str]:
+    """The plausibility warnings of a run's report (``warnings``, :mod:`er_framework.engine.plausibility`),
+    one ``warning: <message> - <fix>`` line each."""
+    lines = []
+    for w in report.get("warnings") or []:
+        fix = f" - {w['fix']}" if w.get("fix") else ""
+        lines.append(f"warning: {w['message']}{fix}")
+    return lines
 
 
 @dataclass
@@ -68,6 +78,7 @@ class Result:
                 f"{b} records matched to {a}: {link['matched'][b]:,} of {r['records']['per_source'][b]:,} "
                 f"(score >= {link['threshold']:g}, after clustering)"
             )
+        lines += warning_lines(r)
         for path in self.outputs.values():
             lines.append(f"wrote {path}")
         return "\n".join(lines)

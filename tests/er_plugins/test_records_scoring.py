@@ -13,7 +13,7 @@ import json
 import re
 
 import numpy as np
-from records_cases import prf, truth_labels, truth_plus_random
+from records_cases import CUSTOMER_FIELD_RULES, CUSTOMER_FS_FIELDS, prf, truth_labels, truth_plus_random
 
 import er_plugins.records_scoring as rs
 from er_framework.components import Context
@@ -69,17 +69,17 @@ def test_end_to_end_truth_plus_random_pairs(customers):
     c = customers
     pairs, y = truth_plus_random(c)
     n_true = len(c["truth_left"])
-    fs = FieldScore(FieldScoreParams(threshold=200), Context(workers=2))
+    fs = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200), Context(workers=2))
     s = fs.score(c["batch"], pairs)
     f_prf = prf(s >= fs.threshold, y, n_true)
     sweep = {t: round(prf(s >= t, y, n_true)[2], 4) for t in (160, 180, 200, 220, 240)}
-    fsun = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1))
+    fsun = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
     p, fitted = fsun.fit_score(c["batch"], pairs, None)
     rep = {**fsun.describe(), **fitted.report}
     json.dumps(rep)
     json.dumps(fs.describe())
     s_prf = prf(p >= fsun.threshold, y, n_true)
-    fixed = FellegiSunter(FellegiSunterParams(fix_u=True), Context(workers=2, threshold=0.5, seed=1))
+    fixed = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True), Context(workers=2, threshold=0.5, seed=1))
     x_prf = prf(fixed.score(c["batch"], pairs) >= 0.5, y, n_true)
     print(
         f"\ntruth + 200k random pairs ({len(pairs)} candidates, {n_true} true):"
@@ -110,12 +110,12 @@ def test_end_to_end_seed_blocking(customers):
     pairs = _seed_blocking(c)
     y = truth_labels(c, pairs)
     n_true = len(c["truth_left"])
-    s = FieldScore(FieldScoreParams(threshold=200), Context(workers=2)).score(c["batch"], pairs)
+    s = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200), Context(workers=2)).score(c["batch"], pairs)
     f_prf = prf(s >= 200, y, n_true)
-    free = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1))
+    free = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
     free_scores, free_fit = free.fit_score(c["batch"], pairs, None)
     s_prf = prf(free_scores >= 0.5, y, n_true)
-    fixed = FellegiSunter(FellegiSunterParams(fix_u=True), Context(workers=2, threshold=0.5, seed=1))
+    fixed = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True), Context(workers=2, threshold=0.5, seed=1))
     fixed_scores, fixed_fit = fixed.fit_score(c["batch"], pairs, None)
     x_prf = prf(fixed_scores >= 0.5, y, n_true)
     print(
