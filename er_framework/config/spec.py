@@ -286,6 +286,12 @@ class JobSpec(_Strict):
         default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs"
     )
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+    fail_on_warnings: bool = Field(
+        default=False,
+        description="er run exits 3 (after writing the outputs) when the run's plausibility check warns (report.json "
+        "warnings: one giant cluster, every candidate a match, a degenerate fitted model …); default: the warnings "
+        "are printed and the run exits 0",
+    )
     executor: ExecutorSpec = Field(
         default_factory=ExecutorSpec,
         description="local (default) or dask: {type: dask, address: tcp://host:8786} or {type: dask, local_cluster: {n_workers: 2}}",
