@@ -20,16 +20,27 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import Explainable, has
+from er_framework.capabilities import Explainable, GroupedKeys, Keyed, Windowed, ability, has
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records
+from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
-from er_framework.engine.stages.exact import exact_keys
+from er_framework.engine.stages.exact import exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
 
-__all__ = ["BORDERLINE", "Explanation", "FieldTerm", "explain_run", "explanation", "find_record", "row_of_terms"]
+__all__ = [
+    "BORDERLINE",
+    "BlockerTerm",
+    "Explanation",
+    "FieldTerm",
+    "KeyTerm",
+    "blocking_of_pair",
+    "explain_run",
+    "explanation",
+    "find_record",
+    "row_of_terms",
+]
 
 #: pairs listed on each side of the threshold by the review (report.json ``review``, ``er review``)
 BORDERLINE = 10
@@ -51,6 +62,51 @@ class FieldTerm:
 
 
 @dataclass
+class KeyTerm:
+    """One key (or sort pass) of a blocker, for both records of a pair: whether they share it."""
+
+    key: str  # the key's label ("given_name+surname", "date_of_birth", "pass 1")
+    left: str | None  # the record's values of the key's fields (None: missing, the record is not keyed)
+    right: str | None
+    shared: bool  # the records share the key (keyed blockers), or sort within one window (windowed)
+    note: str = ""  # why sharing did not make a pair (a purged bucket), or how far apart they sort
+    kind: str = "key"  # "key" (records sharing it are paired) or "sort" (records sorting near are paired)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class BlockerTerm:
+    """What one blocker of the job did with a pair: paired it (``candidate``) or not, and by which keys."""
+
+    blocker: str  # its place and type ("blockers[0] field_hash")
+    candidate: bool
+    keys: list[KeyTerm] = field(default_factory=list)
+    how: str = ""  # how it was decided: "keys", "windows" or "candidates" (the blocker run again)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"blocker": self.blocker, "candidate": self.candidate, "how": self.how, "keys": [k.to_json() for k in self.keys]}
+
+    def lines(self) -> list[str]:
+        """The blocker's lines of the printed explanation."""
+        verdict = "paired them" if self.candidate else "did not pair them"
+        out = [f"  {self.blocker}: {verdict}"]
+        for k in self.keys:
+            if k.kind == "sort":
+                state = "in one window" if k.shared else "not in one window"
+            else:
+                state = "shared" if k.shared else "not shared"
+            values = f"{_value(k.left)} vs {_value(k.right)}"
+            out.append(f"    {k.key}: {state}  ({values})" + (f"  {k.note}" if k.note else ""))
+        return out
+
+
+def _value(v: str | None) -> str:
+    return "(missing)" if v is None else repr(v)
+
+
+@dataclass
 class Explanation:
     """The terms of one pair's score; ``str()`` is the waterfall ``er explain`` prints."""
 
@@ -64,10 +120,16 @@ class Explanation:
     prior_weight: float | None = None
     match_weight: float | None = None
     tokens: dict[str, int] = field(default_factory=dict)  # sets: shared, left_only, right_only
+    #: whether the run's blockers made this pair a candidate (None: not checked, e.g. a pair of a run held
+    #: in memory); a pair that is no candidate was never scored by the run, whatever its score here
+    candidate: bool | None = None
+    #: per blocker: did it pair the records, and which of its keys they share (when ``candidate`` was checked)
+    blocking: list[BlockerTerm] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
-        return bool(self.score >= self.threshold)
+        """The run kept the pair: a candidate (or exact copies) scoring at or above the threshold."""
+        return bool(self.candidate is not False and self.score >= self.threshold)
 
     def total(self) -> float:
         """The terms summed: the match weight in bits, the points, or Jaccard from the token counts."""
@@ -93,11 +155,18 @@ class Explanation:
             "match_weight": self.match_weight,
             "fields": [f.to_json() for f in self.fields],
             "tokens": self.tokens,
+            "candidate": self.candidate,
+            "blocking": [b.to_json() for b in self.blocking],
         }
 
     def __str__(self) -> str:
         head = f"{self.left[0]} {self.left[1]}  vs  {self.right[0]} {self.right[1]}  ({self.verifier})"
         lines = [head]
+        if self.candidate is False:
+            lines.append("  not a candidate: no blocker produced this pair, so the run never scored it (verified: False)")
+            for b in self.blocking:
+                lines += b.lines()
+            lines.append("  what the verifier would say of the pair, had a blocker proposed it:")
         width = max([len(f.name) for f in self.fields] + [12])
         vw = 28
         if self.kind == "weights":
@@ -132,8 +201,13 @@ class Explanation:
             lines.append(f"  Jaccard = shared / union = {t['shared']:,} / {union:,} = {self.total():.6f}")
         elif self.kind == "exact":
             lines.append("  exact copies: the same text after the exact-duplicate stage's normalization (score 1.0)")
-        side = "at or above" if self.verified else "below"
-        lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}")
+        if self.candidate is False:
+            side = "would be at or above" if self.score >= self.threshold else "would be below"
+            lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}, but the pair is not a candidate")
+        else:
+            side = "at or above" if self.verified else "below"
+            lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}")
+        lines.append(f"  verified: {self.verified}")
         return "\n".join(lines)
 
 
@@ -235,6 +309,143 @@ def _joined(records: Records, columns: list[str], row: int) -> str | None:
     return " ".join(present) if present else None
 
 
+# ------------------------------------------------------------------ was the pair a candidate?
+
+
+def _key_values(records: Records, fields: list[str], row: int) -> str | None:
+    """A record's values of a key's fields joined by `` | `` (None when one is missing: the record is not keyed)."""
+    vals = [records.fields[f][row] if f in records.fields else None for f in fields]
+    if not fields or any(v is None or str(v).strip() == "" for v in vals):
+        return None
+    return " | ".join(str(v) for v in vals)
+
+
+def _per_key(report: dict[str, Any], g: int) -> tuple[str, list[str]]:
+    """The label and fields of a blocker's key number ``g`` from its report section (``per_key``)."""
+    per_key = report.get("per_key") or []
+    if g < len(per_key) and isinstance(per_key[g], dict):
+        info = per_key[g]
+        return str(info.get("key") or f"key {g + 1}"), [str(f) for f in info.get("fields") or []]
+    return f"key {g + 1}", []
+
+
+def _keyed_terms(keyed: Keyed, blocker: Any, batch: Batch, a: int, b: int, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
+    """A keyed blocker: the records are candidates when they share a key whose bucket is within the cap."""
+    rows, keys = keyed.lookup_keys(batch)
+    rows = np.asarray(rows, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.uint64)
+    grouped = ability(blocker, GroupedKeys)
+    groups = np.asarray(grouped.lookup_groups(batch), dtype=np.int64) if grouped is not None else np.zeros(len(rows), dtype=np.int64)
+    cap = keyed.lookup_cap()
+    n_groups = max(len(report.get("per_key") or []), int(groups.max()) + 1 if len(groups) else 1)
+    records = batch.records
+    terms: list[KeyTerm] = []
+    candidate = False
+    for g in range(n_groups):
+        label, fields = _per_key(report, g)
+        ka = set(keys[(rows == a) & (groups == g)].tolist())
+        kb = set(keys[(rows == b) & (groups == g)].tolist())
+        shared = ka & kb
+        left = _key_values(records, fields, a) if fields else ("(keyed)" if ka else None)
+        right = _key_values(records, fields, b) if fields else ("(keyed)" if kb else None)
+        note = ""
+        pairs_them = False
+        for k in shared:
+            size = int(np.count_nonzero(keys == np.uint64(k)))
+            if cap is not None and size > cap:
+                note = f"but its bucket of {size:,} records was purged (over the cap {cap:,}: max_block_size)"
+            else:
+                pairs_them = True
+        if pairs_them:
+            note = ""
+        elif not shared and (left is None or right is None):
+            note = "a key field is missing: that record is not keyed"
+        candidate |= pairs_them
+        terms.append(KeyTerm(label, left, right, bool(shared), note))
+    return candidate, terms
+
+
+def _sort_value(records: Records, fields: list[str], row: int, sort_key: Any) -> str:
+    """A record's values of a sort pass's fields (the sort key itself, control characters shown as `` | ``,
+    when the report names no fields)."""
+    shown = _key_values(records, fields, row) if fields else None
+    if shown is not None:
+        return shown
+    parts = [p for p in "".join(c if c.isprintable() else "\x00" for c in str(sort_key)).split("\x00") if p]
+    return " | ".join(parts)
+
+
+def _windowed_terms(windowed: Windowed, batch: Batch, a: int, b: int, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
+    """A windowed blocker: candidates when, in some pass, they sort fewer than ``window_size()`` rows apart."""
+    window = int(windowed.window_size())
+    candidate = False
+    terms: list[KeyTerm] = []
+    for p, (rows, sort_keys) in enumerate(windowed.window_keys(batch)):
+        rows = np.asarray(rows, dtype=np.int64)
+        by_row = np.argsort(rows, kind="stable")
+        order = by_row[np.argsort(sort_keys[by_row], kind="stable")]  # by (key, row), as the contract sorts
+        position = np.empty(len(rows), dtype=np.int64)
+        position[order] = np.arange(len(rows), dtype=np.int64)
+        at_a, at_b = np.flatnonzero(rows == a), np.flatnonzero(rows == b)
+        label, fields = _per_key(report, p)
+        records = batch.records
+        left = _sort_value(records, fields, a, sort_keys[at_a[0]]) if len(at_a) else None
+        right = _sort_value(records, fields, b, sort_keys[at_b[0]]) if len(at_b) else None
+        if len(at_a) and len(at_b):
+            apart = abs(int(position[at_a[0]]) - int(position[at_b[0]]))
+            near = apart < window
+            note = f"{apart:,} records apart in the sort order (window {window})"
+        else:
+            near, note = False, "a key field is missing: that record is not sorted in this pass"
+        candidate |= near
+        terms.append(KeyTerm(label, left, right, near, note, kind="sort"))
+    return candidate, terms
+
+
+def blocking_of_pair(engine: Engine, records: Records, a: int, b: int, reports: list[dict[str, Any]]) -> list[BlockerTerm]:
+    """What each blocker of the job does with the records ``a`` and ``b`` of ``records`` (all the job's records,
+    normalized): paired them or not, and per key (or sort pass) whether they share it.
+
+    As the run blocks: exact copies collapsed onto their representative first (the dedup modes), the
+    blockers given the active records. A :class:`~er_framework.capabilities.Keyed` blocker is asked for
+    every record's keys (candidates share a key whose bucket is within :meth:`~Keyed.lookup_cap`), a
+    :class:`~er_framework.capabilities.Windowed` one for its sort keys (candidates sort within one window),
+    any other for its candidates. ``reports``: the run's blocker sections (their ``per_key`` labels and fields).
+    """
+    exact = exact_duplicates(engine.job, records)
+    n = len(records)
+    group_of, starts, _sizes, members = exact_groups(exact, n)
+    active = exact.active
+    ra = int(np.searchsorted(active, members[starts[group_of[a]]]))
+    rb = int(np.searchsorted(active, members[starts[group_of[b]]]))
+    sub = records.take(active) if len(active) != n else records
+    batch = engine.block_batch(sub)
+    batch.active = active if len(active) != n else None
+    same_source = int(records.source[a]) == int(records.source[b])
+    out: list[BlockerTerm] = []
+    for i, blocker in enumerate(engine.blockers):
+        label = f"blockers[{i}] {blocker.name}"
+        report = reports[i] if i < len(reports) and isinstance(reports[i], dict) else {}
+        keyed = ability(blocker, Keyed)
+        windowed = ability(blocker, Windowed)
+        if keyed is not None:
+            candidate, terms = _keyed_terms(keyed, blocker, batch, ra, rb, report)
+            how = "keys"
+        elif windowed is not None:
+            candidate, terms = _windowed_terms(windowed, batch, ra, rb, report)
+            how = "windows"
+        else:
+            got = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
+            lo, hi = min(ra, rb), max(ra, rb)
+            candidate = bool(np.any((np.asarray(got.left) == lo) & (np.asarray(got.right) == hi)))
+            terms, how = [], "candidates"
+        if engine.link and same_source:
+            candidate = False  # link mode pairs records of different sources only
+            how += "; link mode: both records are of one source"
+        out.append(BlockerTerm(label, bool(candidate), terms, how))
+    return out
+
+
 # ------------------------------------------------------------------ a finished run's pair
 
 
@@ -311,7 +522,11 @@ def explain_run(
             "the job prunes shingles by corpus frequency (prune_shingles) and the run folder holds no "
             "model.json with the dropped shingles, so these counts include them and may differ from the run's"
         )
+    blocking = blocking_of_pair(engine, records, a, b, [r for r in report.get("blockers") or [] if isinstance(r, dict)])
     pair = records.take(np.array([a, b], dtype=np.int64))
     batch = engine.batch(pair, tokens="tokens" in engine.verifier.needs, signatures=False)
     terms = engine.comparisons(batch, Pairs(np.array([0]), np.array([1])))
-    return explanation(pair, 0, 1, row_of_terms(terms, 0), described, threshold), notes
+    found = explanation(pair, 0, 1, row_of_terms(terms, 0), described, threshold)
+    found.blocking = blocking
+    found.candidate = any(t.candidate for t in blocking)
+    return found, notes
