@@ -32,6 +32,8 @@ from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
 def test_fellegi_sunter_params():
     with pytest.raises(ValidationError, match="fields"):
         FellegiSunterParams()  # no default fields: the job names the fields it compares
+    example = FellegiSunterParams.model_fields["fields"].examples  # shown when a job leaves fields: out
+    assert example and FellegiSunterParams(fields=example[0]).fields[2].label == "location"
     p = FellegiSunterParams(fields=CUSTOMER_FS_FIELDS)
     assert [f.label for f in p.fields] == ["first_name", "last_name", "location", "phone", "email", "dob"]
     assert p.fields[2].field == ["address", "city", "zip"]

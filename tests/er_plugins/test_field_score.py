@@ -191,6 +191,8 @@ def test_seed_240_is_a_name_similarity_of_about_40(customers):
 def test_field_score_params_and_threshold_scale():
     with pytest.raises(ValidationError, match="fields"):
         FieldScoreParams(threshold=200)  # no default fields: the job names the fields it compares
+    example = FieldScoreParams.model_fields["fields"].examples  # shown when a job leaves fields: out
+    assert example and FieldScoreParams(fields=example[0], threshold=200).scale == 300.0
     p = FieldScoreParams(fields=CUSTOMER_FIELD_RULES)
     assert p.scale == 300.0 and [r.label for r in p.fields] == ["name", "address", "phone"]
     ctx = Context(threshold=0.8)
