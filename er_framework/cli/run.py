@@ -39,7 +39,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             stderr(line)
     warnings = result.report.get("warnings") or []
     if warnings and fail_on_warnings:
-        stderr(f"er: {len(warnings)} plausibility warning{'s' if len(warnings) != 1 else ''} and fail_on_warnings: true: exit {WARNINGS_EXIT}")
+        stderr(
+            f"er: {len(warnings)} plausibility warning{'s' if len(warnings) != 1 else ''} and fail_on_warnings: true: exit {WARNINGS_EXIT}"
+        )
         return WARNINGS_EXIT
     return 0
 

@@ -186,9 +186,7 @@ def _model_warnings(report: Mapping[str, Any], verifier: Mapping[str, Any]) -> l
     return out
 
 
-def _expected_warnings(
-    report: Mapping[str, Any], name: str, expected: float | None, verifier: Mapping[str, Any]
-) -> list[dict[str, str]]:
+def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | None, verifier: Mapping[str, Any]) -> list[dict[str, str]]:
     if expected is None:
         return []
     out: list[dict[str, str]] = []

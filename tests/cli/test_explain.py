@@ -115,5 +115,10 @@ def test_a_pair_no_blocker_produced_is_not_a_candidate(tmp_path: Path, capsys: p
     ex = json.loads(capsys.readouterr().out)
     assert ex["candidate"] is True and ex["blocking"][0]["candidate"] is True
     assert ex["blocking"][0]["keys"][0] == {
-        "key": "phone", "left": "555-0003", "right": "555-0003", "shared": True, "note": "", "kind": "key"
+        "key": "phone",
+        "left": "555-0003",
+        "right": "555-0003",
+        "shared": True,
+        "note": "",
+        "kind": "key",
     }

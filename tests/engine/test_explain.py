@@ -56,9 +56,7 @@ def job_file(tmp_path: Path, mode: str) -> Path:
         lines = (tmp_path / "p.csv").read_text().splitlines(True)
         (tmp_path / "a.csv").write_text("".join(lines[:40]))
         (tmp_path / "b.csv").write_text(lines[0] + "".join(lines[40:]))
-        sources = "\n".join(
-            f"  - {{name: {s}, path: {s}.csv, id: id, fields: [first_name, last_name, city, phone]}}" for s in ("a", "b")
-        )
+        sources = "\n".join(f"  - {{name: {s}, path: {s}.csv, id: id, fields: [first_name, last_name, city, phone]}}" for s in ("a", "b"))
     path = tmp_path / "job.yaml"
     path.write_text(textwrap.dedent(JOB).format(mode=mode, sources=sources))
     return path

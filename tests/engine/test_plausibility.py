@@ -176,7 +176,12 @@ def test_the_checks_do_not_change_the_report() -> None:
 
 
 def test_warning_lines_of_the_summary() -> None:
-    report = {"warnings": [{"code": "x", "message": "one cluster holds it all", "fix": "raise the threshold"}, {"code": "y", "message": "m", "fix": ""}]}
+    report = {
+        "warnings": [
+            {"code": "x", "message": "one cluster holds it all", "fix": "raise the threshold"},
+            {"code": "y", "message": "m", "fix": ""},
+        ]
+    }
     assert warning_lines(report) == ["warning: one cluster holds it all - raise the threshold", "warning: m"]
     assert warning_lines({}) == []
 

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from rapidfuzz import fuzz
 from rapidfuzz.distance import JaroWinkler, Levenshtein
-
 from records_cases import CUSTOMER_FS_FIELDS
 
 import er_plugins.record_columns as rc
