@@ -25,7 +25,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
-from er_framework.engine.stages.exact import exact_duplicates, exact_groups, exact_keys
+from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
 
@@ -35,6 +35,7 @@ __all__ = [
     "Explanation",
     "FieldTerm",
     "KeyTerm",
+    "among_candidates",
     "blocking_of_pair",
     "explain_run",
     "explanation",
@@ -400,6 +401,21 @@ def _windowed_terms(windowed: Windowed, batch: Batch, a: int, b: int, report: di
         candidate |= near
         terms.append(KeyTerm(label, left, right, near, note, kind="sort"))
     return candidate, terms
+
+
+def _representative(exact: Exact, row: int) -> int:
+    """The record a collapsed copy was collapsed onto (the copies are linked as a star to it), else ``row``."""
+    hit = np.flatnonzero(exact.pairs.right == row)
+    return int(exact.pairs.left[hit[0]]) if len(hit) else row
+
+
+def among_candidates(candidates: Pairs, exact: Exact | None, a: int, b: int) -> bool:
+    """Whether a run's ``candidates`` (global indices, normalized) hold the pair of records ``a`` and ``b``:
+    of their representatives, when the exact-duplicate stage collapsed copies (``exact``)."""
+    if exact is not None and exact.stats.get("records_collapsed", 0):
+        a, b = _representative(exact, a), _representative(exact, b)
+    lo, hi = min(a, b), max(a, b)
+    return bool(np.any((candidates.left == lo) & (candidates.right == hi)))
 
 
 def blocking_of_pair(engine: Engine, records: Records, a: int, b: int, reports: list[dict[str, Any]]) -> list[BlockerTerm]:

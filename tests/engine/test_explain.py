@@ -13,7 +13,7 @@ import pytest
 
 from er_framework.config import parse_job
 from er_framework.engine.engine import Engine
-from er_framework.engine.explain import BlockerTerm, Explanation, FieldTerm, KeyTerm, blocking_of_pair
+from er_framework.engine.explain import BlockerTerm, Explanation, FieldTerm, KeyTerm, among_candidates, blocking_of_pair
 from er_framework.engine.stages.exact import exact_groups
 from er_framework.executors import run_job
 
@@ -132,3 +132,21 @@ def test_a_non_candidate_is_never_verified() -> None:
     assert " at or above the threshold" not in text.replace("would be at or above", "")
     assert "would be at or above the threshold 0.5, but the pair is not a candidate" in text
     assert text.splitlines()[-1] == "  verified: False"
+
+
+def test_among_candidates_of_a_run_in_memory(tmp_path: Path) -> None:
+    """A run held in memory knows its candidates: a pair of representatives or of their copies is among them
+    exactly when the candidates hold the representatives' pair (the reference: a set of every pair)."""
+    job = parse_job(job_file(tmp_path, "dedup"))
+    result = run_job(job, write=False)
+    assert result.candidates is not None and result.exact is not None
+    n = len(result.records)
+    group_of, starts, _sizes, members = exact_groups(result.exact, n)
+    rep = members[starts[group_of]]
+    made = set(zip(result.candidates.left.tolist(), result.candidates.right.tolist()))
+    assert (rep != np.arange(n)).any()
+    for a in range(0, n, 3):
+        for b in range(n):
+            if rep[a] != rep[b]:
+                x, y = sorted((int(rep[a]), int(rep[b])))
+                assert among_candidates(result.candidates, result.exact, a, b) is ((x, y) in made)
