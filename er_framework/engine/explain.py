@@ -162,12 +162,7 @@ class Explanation:
 
     def __str__(self) -> str:
         head = f"{self.left[0]} {self.left[1]}  vs  {self.right[0]} {self.right[1]}  ({self.verifier})"
-        lines = [head]
-        if self.candidate is False:
-            lines.append("  not a candidate: no blocker produced this pair, so the run never scored it (verified: False)")
-            for b in self.blocking:
-                lines += b.lines()
-            lines.append("  what the verifier would say of the pair, had a blocker proposed it:")
+        lines = [head, *self._blocking_lines()]
         width = max([len(f.name) for f in self.fields] + [12])
         vw = 28
         if self.kind == "weights":
@@ -202,14 +197,28 @@ class Explanation:
             lines.append(f"  Jaccard = shared / union = {t['shared']:,} / {union:,} = {self.total():.6f}")
         elif self.kind == "exact":
             lines.append("  exact copies: the same text after the exact-duplicate stage's normalization (score 1.0)")
+        lines += self._verdict_lines()
+        return "\n".join(lines)
+
+    def _blocking_lines(self) -> list[str]:
+        """A pair no blocker produced: said first, with what each blocker did with it."""
+        if self.candidate is not False:
+            return []
+        lines = ["  not a candidate: no blocker produced this pair, so the run never scored it (verified: False)"]
+        for b in self.blocking:
+            lines += b.lines()
+        lines.append("  what the verifier would say of the pair, had a blocker proposed it:")
+        return lines
+
+    def _verdict_lines(self) -> list[str]:
+        """The score against the threshold (never "at or above" for a pair the run did not score) and the verdict."""
         if self.candidate is False:
             side = "would be at or above" if self.score >= self.threshold else "would be below"
-            lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}, but the pair is not a candidate")
+            line = f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}, but the pair is not a candidate"
         else:
             side = "at or above" if self.verified else "below"
-            lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}")
-        lines.append(f"  verified: {self.verified}")
-        return "\n".join(lines)
+            line = f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}"
+        return [line, f"  verified: {self.verified}"]
 
 
 def _prob(weight: float) -> float:
