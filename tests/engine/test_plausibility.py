@@ -17,7 +17,6 @@ import pytest
 from er_framework.config import parse_job
 from er_framework.engine import plausibility as pl
 from er_framework.engine.plausibility import warnings_of
-from er_framework.engine.result import warning_lines
 from er_framework.executors import run_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,17 +172,6 @@ def test_the_checks_do_not_change_the_report() -> None:
     r["clusters"]["largest"] = 4000
     before = copy.deepcopy(r)
     assert warnings_of(r) and r == before
-
-
-def test_warning_lines_of_the_summary() -> None:
-    report = {
-        "warnings": [
-            {"code": "x", "message": "one cluster holds it all", "fix": "raise the threshold"},
-            {"code": "y", "message": "m", "fix": ""},
-        ]
-    }
-    assert warning_lines(report) == ["warning: one cluster holds it all - raise the threshold", "warning: m"]
-    assert warning_lines({}) == []
 
 
 # ---------------------------------------------------------------- a run that collapses
