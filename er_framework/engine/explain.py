@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import Explainable, GroupedKeys, Keyed, Windowed, ability, has
+from er_framework.capabilities import Explainable, GroupedKeys, Keyed, Partitionable, WholeCorpus, Windowed, ability, has
 from er_framework.config.resolve import Job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
@@ -31,6 +31,7 @@ from er_framework.errors import InputError, Problem
 
 __all__ = [
     "BORDERLINE",
+    "Batches",
     "BlockerTerm",
     "Explanation",
     "FieldTerm",
@@ -42,6 +43,8 @@ __all__ = [
     "find_record",
     "row_of_terms",
 ]
+
+Int64Array = npt.NDArray[np.int64]
 
 #: pairs listed on each side of the threshold by the review (report.json ``review``, ``er review``)
 BORDERLINE = 10
@@ -336,11 +339,16 @@ def _per_key(report: dict[str, Any], g: int) -> tuple[str, list[str]]:
     if g < len(per_key) and isinstance(per_key[g], dict):
         info = per_key[g]
         return str(info.get("key") or f"key {g + 1}"), [str(f) for f in info.get("fields") or []]
-    return f"key {g + 1}", []
+    return ("keys" if g == 0 and not per_key else f"key {g + 1}"), []
 
 
-def _keyed_terms(keyed: Keyed, blocker: Any, batch: Batch, a: int, b: int, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
-    """A keyed blocker: the records are candidates when they share a key whose bucket is within the cap."""
+def _keyed_terms(keyed: Keyed, blocker: Any, pair: Batches, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
+    """A keyed blocker: the records are candidates when they share a key whose bucket is within the cap.
+
+    The two records' keys come from a batch of the two alone when their keys depend on them alone (the
+    contract of :class:`~er_framework.capabilities.Keyed`, as ``er index`` looks items up); the buckets'
+    sizes, needed only for a shared key under a cap, from every active record."""
+    batch, a, b = pair.small(blocker)
     rows, keys = keyed.lookup_keys(batch)
     rows = np.asarray(rows, dtype=np.int64)
     keys = np.asarray(keys, dtype=np.uint64)
@@ -348,7 +356,6 @@ def _keyed_terms(keyed: Keyed, blocker: Any, batch: Batch, a: int, b: int, repor
     groups = np.asarray(grouped.lookup_groups(batch), dtype=np.int64) if grouped is not None else np.zeros(len(rows), dtype=np.int64)
     cap = keyed.lookup_cap()
     n_groups = max(len(report.get("per_key") or []), int(groups.max()) + 1 if len(groups) else 1)
-    records = batch.records
     terms: list[KeyTerm] = []
     candidate = False
     for g in range(n_groups):
@@ -356,16 +363,18 @@ def _keyed_terms(keyed: Keyed, blocker: Any, batch: Batch, a: int, b: int, repor
         ka = set(keys[(rows == a) & (groups == g)].tolist())
         kb = set(keys[(rows == b) & (groups == g)].tolist())
         shared = ka & kb
-        left = _key_values(records, fields, a) if fields else ("(keyed)" if ka else None)
-        right = _key_values(records, fields, b) if fields else ("(keyed)" if kb else None)
+        # no fields named (e.g. LSH bands of signatures): how many keys each record has
+        left = _key_values(batch.records, fields, a) if fields else (f"{len(ka)} keys" if ka else None)
+        right = _key_values(batch.records, fields, b) if fields else (f"{len(kb)} keys" if kb else None)
         note = ""
         pairs_them = False
-        for k in shared:
-            size = int(np.count_nonzero(keys == np.uint64(k)))
+        for k in sorted(shared):
+            size = pair.bucket_size(keyed, blocker, k) if cap is not None else 0
             if cap is not None and size > cap:
                 note = f"but its bucket of {size:,} records was purged (over the cap {cap:,}: max_block_size)"
             else:
                 pairs_them = True
+                break
         if pairs_them:
             note = ""
         elif not shared and (left is None or right is None):
@@ -427,25 +436,71 @@ def among_candidates(candidates: Pairs, exact: Exact | None, a: int, b: int) -> 
     return bool(np.any((candidates.left == lo) & (candidates.right == hi)))
 
 
+class Batches:
+    """The batches a pair's blocking is decided on, each made when first needed: every active record (the
+    run's blocking batch, with only what a blocker reads: a sort key needs no signatures of every record)
+    and the two records alone (for keys that depend on the record alone)."""
+
+    def __init__(self, engine: Engine, records: Records, active: Int64Array, a: int, b: int) -> None:
+        self.engine = engine
+        #: exact copies were collapsed: the active records are fewer than the records
+        self.collapsed = len(active) != len(records)
+        self.sub = records.take(active) if self.collapsed else records
+        self.active = active
+        #: the two records' rows among the active ones
+        self.a, self.b = int(np.searchsorted(active, a)), int(np.searchsorted(active, b))
+        self._full: dict[tuple[bool, bool], Batch] = {}
+        self._small: dict[tuple[bool, bool], Batch] = {}
+        self._keys: dict[int, npt.NDArray[np.uint64]] = {}
+        sh = engine.shingler
+        #: a record's tokens depend on that record alone (else its keys need the whole corpus)
+        self.alone = sh is None or not has(sh, WholeCorpus) or has(sh, Partitionable)
+
+    @staticmethod
+    def _needs(blocker: Any) -> tuple[bool, bool]:
+        return "tokens" in blocker.needs, "signatures" in blocker.needs or "tokens" in blocker.needs
+
+    def full(self, blocker: Any) -> tuple[Batch, int, int]:
+        """Every active record, with what ``blocker`` reads; the pair's rows in it."""
+        need = self._needs(blocker)
+        if need not in self._full:
+            batch = self.engine.batch(self.sub, tokens=need[0], signatures=need[1])
+            batch.active = self.active if self.collapsed else None
+            self._full[need] = batch
+        return self._full[need], self.a, self.b
+
+    def small(self, blocker: Any) -> tuple[Batch, int, int]:
+        """The two records alone (rows 0 and 1) when their keys depend on them alone, else :meth:`full`."""
+        if not self.alone:
+            return self.full(blocker)
+        need = self._needs(blocker)
+        if need not in self._small:
+            two = self.sub.take(np.array([self.a, self.b], dtype=np.int64))
+            self._small[need] = self.engine.batch(two, tokens=need[0], signatures=need[1])
+        return self._small[need], 0, 1
+
+    def bucket_size(self, keyed: Keyed, blocker: Any, key: int) -> int:
+        """How many active records hold ``key`` of ``blocker`` (every record's keys, computed once)."""
+        if id(blocker) not in self._keys:
+            batch, _a, _b = self.full(blocker)
+            self._keys[id(blocker)] = np.asarray(keyed.lookup_keys(batch)[1], dtype=np.uint64)
+        return int(np.count_nonzero(self._keys[id(blocker)] == np.uint64(key)))
+
+
 def blocking_of_pair(engine: Engine, records: Records, a: int, b: int, reports: list[dict[str, Any]]) -> list[BlockerTerm]:
     """What each blocker of the job does with the records ``a`` and ``b`` of ``records`` (all the job's records,
     normalized): paired them or not, and per key (or sort pass) whether they share it.
 
     As the run blocks: exact copies collapsed onto their representative first (the dedup modes), the
     blockers given the active records. A :class:`~er_framework.capabilities.Keyed` blocker is asked for
-    every record's keys (candidates share a key whose bucket is within :meth:`~Keyed.lookup_cap`), a
-    :class:`~er_framework.capabilities.Windowed` one for its sort keys (candidates sort within one window),
-    any other for its candidates. ``reports``: the run's blocker sections (their ``per_key`` labels and fields).
+    the two records' keys (candidates share a key whose bucket is within :meth:`~Keyed.lookup_cap`: the
+    bucket's size from every record's keys), a :class:`~er_framework.capabilities.Windowed` one for every
+    record's sort keys (candidates sort within one window), any other for its candidates of every record.
+    ``reports``: the run's blocker sections (their ``per_key`` labels and fields).
     """
     exact = exact_duplicates(engine.job, records)
-    n = len(records)
-    group_of, starts, _sizes, members = exact_groups(exact, n)
-    active = exact.active
-    ra = int(np.searchsorted(active, members[starts[group_of[a]]]))
-    rb = int(np.searchsorted(active, members[starts[group_of[b]]]))
-    sub = records.take(active) if len(active) != n else records
-    batch = engine.block_batch(sub)
-    batch.active = active if len(active) != n else None
+    group_of, starts, _sizes, members = exact_groups(exact, len(records))
+    pair = Batches(engine, records, exact.active, int(members[starts[group_of[a]]]), int(members[starts[group_of[b]]]))
     same_source = int(records.source[a]) == int(records.source[b])
     out: list[BlockerTerm] = []
     for i, blocker in enumerate(engine.blockers):
@@ -454,12 +509,13 @@ def blocking_of_pair(engine: Engine, records: Records, a: int, b: int, reports: 
         keyed = ability(blocker, Keyed)
         windowed = ability(blocker, Windowed)
         if keyed is not None:
-            candidate, terms = _keyed_terms(keyed, blocker, batch, ra, rb, report)
+            candidate, terms = _keyed_terms(keyed, blocker, pair, report)
             how = "keys"
         elif windowed is not None:
-            candidate, terms = _windowed_terms(windowed, batch, ra, rb, report)
+            candidate, terms = _windowed_terms(windowed, *pair.full(blocker), report)
             how = "windows"
         else:
+            batch, ra, rb = pair.full(blocker)
             got = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
             lo, hi = min(ra, rb), max(ra, rb)
             candidate = bool(np.any((np.asarray(got.left) == lo) & (np.asarray(got.right) == hi)))

@@ -150,3 +150,29 @@ def test_among_candidates_of_a_run_in_memory(tmp_path: Path) -> None:
             if rep[a] != rep[b]:
                 x, y = sorted((int(rep[a]), int(rep[b])))
                 assert among_candidates(result.candidates, result.exact, a, b) is ((x, y) in made)
+
+
+def test_blocking_of_pair_of_lsh_bands_on_signatures() -> None:
+    """A keyed blocker on signatures (the shipped documents job, exact copies collapsed): the two records'
+    keys from their own signatures decide as the run's candidates did."""
+    job = parse_job(Path(__file__).resolve().parents[2] / "configs" / "documents.yaml")
+    result = run_job(job, write=False)
+    assert result.candidates is not None and result.exact is not None
+    n = len(result.records)
+    group_of, starts, _sizes, members = exact_groups(result.exact, n)
+    rep = members[starts[group_of]]
+    made = set(zip(result.candidates.left.tolist(), result.candidates.right.tolist()))
+    rng = random.Random(3)
+    wanted = sorted(made)[:: max(1, len(made) // 15)][:15]
+    others = []
+    while len(others) < 15:
+        a, b = sorted(rng.sample(range(n), 2))
+        if rep[a] != rep[b] and tuple(sorted((int(rep[a]), int(rep[b])))) not in made:
+            others.append((a, b))
+    assert len(wanted) >= 10
+    engine = Engine(job, result.model)
+    for a, b in wanted + others:
+        terms = blocking_of_pair(engine, result.records, a, b, result.report["blockers"])
+        assert terms[0].how == "keys" and terms[0].candidate is (tuple(sorted((int(rep[a]), int(rep[b])))) in made)
+        (key,) = terms[0].keys  # the bands of signatures: one line, how many keys each record has
+        assert key.key == "keys" and key.left == key.right == "13 keys" and key.shared is terms[0].candidate
