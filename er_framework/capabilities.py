@@ -364,14 +364,33 @@ class CodeFitted(Learner):
         sample_codes: Int64Array,
         sample_counts: Float64Array,
         labelled: LabelledCodes | None,
+        population: int = 0,
     ) -> tuple[Float64Array, Fitted]:
         """Fit on the distinct codes of all candidate pairs (sorted) with their counts, those of the
-        :meth:`sample_pairs` and the labelled pairs' codes; the score of each of ``codes`` and the fit."""
+        :meth:`sample_pairs` and the labelled pairs' codes; the score of each of ``codes`` and the fit.
+        ``population``: how many record pairs the job could compare (:func:`~er_framework.data.pair_population`
+        of the records' sources; 0 when unknown), for a fit whose prior is over every pair."""
         raise NotImplementedError
 
     def score_codes(self, codes: Int64Array, state: Mapping[str, Any]) -> Float64Array:
         """The score of each code under a fitted ``state``."""
         raise NotImplementedError
+
+    def needs_record_counts(self) -> bool:
+        """Whether the fitted state holds counts over the records (:meth:`record_counts`); default False."""
+        return False
+
+    def record_counts(self, batch: Batch) -> dict[str, Any] | None:
+        """Counts over the batch's records that the fitted state also holds (e.g. value frequencies), summed
+        over an executor's partitions by :meth:`with_record_counts`; None (default): the state needs none.
+
+        A state holding them scores pairs by more than their code: an executor then scores with
+        :meth:`Learner.score_with` on the pairs' records, not with :meth:`score_codes`."""
+        return None
+
+    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """``state`` completed by the :meth:`record_counts` of every part of the records (default: as is)."""
+        return dict(state)
 
 
 class Explainable:

@@ -99,6 +99,9 @@ class Context:
     peers: dict[str, Params] = field(default_factory=dict)
     #: threads a component may use for its array work (results never depend on it)
     workers: int = 1
+    #: the job's blocking keys as column lists (:meth:`Blocker.agreement_keys` of every blocker): a
+    #: Fellegi-Sunter verifier trains m in sessions on the pairs agreeing on each
+    blocking_keys: list[list[str]] = field(default_factory=list)
 
 
 class Component(Generic[P]):
@@ -197,6 +200,14 @@ class Blocker(Component[P]):
 
     def candidates(self, batch: Batch) -> Pairs:
         raise NotImplementedError
+
+    @classmethod
+    def agreement_keys(cls, params: Any) -> list[list[str]]:
+        """Column lists such that every pair of records equal on all the columns of one of them (after
+        normalization) is a candidate, oversized buckets aside: exact blocking keys. Default: none (a
+        blocker on similar, not equal, values). A learner uses them to pick pairs whose selection is
+        known (:class:`er_plugins.fellegi_sunter.FellegiSunter`'s training sessions)."""
+        return []
 
 
 class Verifier(Component[P]):

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from er_framework.kernels.csr import TokenSets
 from er_framework.kernels.groups import sort_unique, unpack_pairs
 
-__all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch", "LabelledPairs"]
+__all__ = ["Records", "TokenSets", "Signatures", "Pairs", "Batch", "LabelledPairs", "pair_population"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -226,6 +226,18 @@ def _packable(left: npt.NDArray[Any], right: npt.NDArray[Any]) -> bool:
         and int(min(left.min(), right.min())) >= 0
         and int(max(left.max(), right.max())) < 2**32
     )
+
+
+def pair_population(source: npt.ArrayLike, cross_source_only: bool) -> int:
+    """How many record pairs a job could compare: ``n (n - 1) / 2`` of ``n`` records, or with
+    ``cross_source_only`` (link mode) the pairs of records of different sources (``sum_{i<j} n_i n_j``)."""
+    src = np.asarray(source, dtype=np.int64)
+    n = len(src)
+    total = n * (n - 1) // 2
+    if not cross_source_only or n == 0:
+        return total
+    sizes = np.bincount(src).tolist()
+    return int(total - sum(k * (k - 1) // 2 for k in sizes))
 
 
 @dataclass

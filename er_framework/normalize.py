@@ -30,7 +30,8 @@ Python API
   strings.
 * :func:`normalize_column_with_stats` also returns counts for the report:
   missing before, placeholders, values that could not be normalized
-  ("unparseable", with the first five examples) and missing after.
+  ("unparseable", their share of the present values and the first five
+  examples) and missing after.
 
 Missing values
 --------------
@@ -54,7 +55,22 @@ A step never sees a missing value and the chain never returns ``""``:
   ``@``, a date that does not parse, a name made only of titles, ...
 
 Other values that are not strings (numbers read from a CSV or JSON) are
-given to the steps as ``str(value)``.
+given to the steps as ``str(value)``: a float ``1999.0`` reaches them as
+``"1999.0"``, which the built-in ``digits``, ``date`` and ``phone`` read as
+the integer 1999 (see "Numbers written as floats" in
+:mod:`er_plugins.normalizers`).
+
+Unparsed values
+---------------
+
+A present value (neither missing nor a placeholder) that the chain turns
+into ``None`` is *unparsed* (``unparseable`` in the stats of
+:func:`normalize_column_keeping_input`: a date that does not parse, an email
+without ``@``, ...). The run warns of a field whose chain could not read
+more than :data:`UNPARSED_WARN_SHARE` of its present values
+(:func:`unparsed_warning`: ``er run``'s summary and report.html), and a job
+with ``normalize_strict: true`` stops on any (:func:`unparsed_problem`, raised
+by the normalize stage before anything is written).
 
 Speed
 -----
@@ -97,6 +113,7 @@ from er_framework.registry import ENV_BLOCK, Registry, default_registry
 
 __all__ = [
     "PLACEHOLDER_KEYS",
+    "UNPARSED_WARN_SHARE",
     "StepProblem",
     "check_steps",
     "is_missing",
@@ -107,6 +124,10 @@ __all__ = [
     "batch_first",
     "resolve_steps",
     "step_list",
+    "step_names",
+    "unparsed_problem",
+    "unparsed_text",
+    "unparsed_warning",
 ]
 
 Value = str | None
@@ -511,13 +532,17 @@ def normalize_column_keeping_input(
     factorization made (the same values, held in about their UTF-8 bytes) where there was one, else the
     values given themselves. A run keeps ``given`` (report.html's example records) and drops the list.
 
-    ``stats``: ``values`` (count), ``missing_before`` (``None``, NaN, blank),
-    ``placeholders`` (non-blank values meaning missing, such as "N/A"),
-    ``unparseable`` (other values that normalized to missing: a date that does
-    not parse, a phone with too few digits, ...), ``unparseable_examples``
-    (the first five distinct such values, in input order), ``missing_after``
-    (= the three counts added) and ``distinct_before`` / ``distinct_after``
-    (distinct non-missing values).
+    ``stats``: ``steps`` (the chain's normalizer names), ``values`` (count),
+    ``missing_before`` (``None``, NaN, blank), ``placeholders`` (non-blank
+    values meaning missing, such as "N/A"), ``unparseable`` (the values the
+    chain could not read: present values, neither blank nor a placeholder,
+    that normalized to missing: a date that does not parse, a phone with too
+    few digits, an email without one ``@``, a number with a fraction under
+    ``digits``, ...), ``unparseable_share`` (``unparseable`` over the present
+    values, those neither missing nor placeholders; 0.0 when there are none),
+    ``unparseable_examples`` (the first five distinct such values, in input
+    order, as text), ``missing_after`` (= the three counts added) and
+    ``distinct_before`` / ``distinct_after`` (distinct non-missing values).
 
     Only the distinct values that came out missing are looked at one by one
     (a value with a key was neither missing nor a placeholder: the chain's
@@ -567,17 +592,115 @@ def normalize_column_keeping_input(
                 examples.append(k)
     after = set(results)
     after.discard(None)
-    stats = {
-        "values": len(values),
+    stats = _stats(
+        steps, len(values), missing_before, placeholders, unparseable, examples, len(keys) - len(lost) + unparseable_distinct, len(after)
+    )
+    return out, stats, given
+
+
+def step_names(steps: Any) -> list[str]:
+    """The normalizer names of a chain's steps (``["date"]``, ``["name", "nickname"]``), as the report names
+    the chain; a step that names none is shown as ``"?"``."""
+    names: list[str] = []
+    for step in step_list(steps) or []:
+        if isinstance(step, Normalizer):
+            names.append(step.name)
+        elif isinstance(step, str):
+            names.append(step)
+        elif isinstance(step, Mapping) and isinstance(step.get("type"), str):
+            names.append(step["type"])
+        else:
+            names.append("?")
+    return names
+
+
+def _stats(
+    steps: Any,
+    n: int,
+    missing_before: int,
+    placeholders: int,
+    unparseable: int,
+    examples: list[Any],
+    distinct_before: int,
+    distinct_after: int,
+) -> dict[str, Any]:
+    """A field's counts for the report (see :func:`normalize_column_keeping_input`)."""
+    present = n - missing_before - placeholders
+    return {
+        "steps": step_names(steps),
+        "values": n,
         "missing_before": missing_before,
         "placeholders": placeholders,
         "unparseable": unparseable,
-        "unparseable_examples": examples,
+        "unparseable_share": round(unparseable / present, 6) if present else 0.0,
+        "unparseable_examples": [e if isinstance(e, str) else str(e) for e in examples],
         "missing_after": missing_before + placeholders + unparseable,
-        "distinct_before": len(keys) - len(lost) + unparseable_distinct,
-        "distinct_after": len(after),
+        "distinct_before": distinct_before,
+        "distinct_after": distinct_after,
     }
-    return out, stats, given
+
+
+# ---------------------------------------------------------------------------
+# values the chains could not read: the run's warning and ``normalize_strict``
+
+#: a field whose chain could not read more than this share of its present values is warned about (the
+#: console summary of ``er run``, report.html)
+UNPARSED_WARN_SHARE = 0.01
+
+#: what to do about values a chain could not read (the warning's and the strict error's fix)
+_UNPARSED_FIX = "fix the values or the field's normalizers (er plugins lists their options)"
+
+
+def _share_text(share: float) -> str:
+    """``16.2%``; a share below 0.1% (but not zero) as ``<0.1%``."""
+    return "<0.1%" if 0 < share < 0.001 else f"{share:.1%}"
+
+
+def unparsed_text(field_name: str, stats: Mapping[str, Any]) -> str:
+    """What a field's chain could not read, from its stats (:func:`normalize_column_keeping_input`):
+    ``"dob: 812 of 5,000 values (16.2%) could not be read by [date] and became missing, e.g. '19151111.0x'"``
+    (of the values present: neither missing nor placeholders)."""
+    return f"{field_name}: {_unparsed_body(stats)}"
+
+
+def _unparsed_body(stats: Mapping[str, Any]) -> str:
+    """:func:`unparsed_text` without the field's name."""
+    n, present = _unparsed_of(stats)
+    share = n / present if present else 0.0
+    chain = ", ".join(str(s) for s in stats.get("steps") or []) or "?"
+    examples = ", ".join(repr(e if isinstance(e, str) else str(e)) for e in stats.get("unparseable_examples") or [])
+    shown = f", e.g. {examples}" if examples else ""
+    return f"{n:,} of {present:,} values ({_share_text(share)}) could not be read by [{chain}] and became missing{shown}"
+
+
+def _unparsed_of(stats: Mapping[str, Any]) -> tuple[int, int]:
+    """``(values not read, values present)`` of a field's stats."""
+    present = int(stats.get("values", 0)) - int(stats.get("missing_before", 0)) - int(stats.get("placeholders", 0))
+    return int(stats.get("unparseable", 0)), present
+
+
+def unparsed_warning(field_name: str, stats: Mapping[str, Any]) -> str | None:
+    """The warning line of a field whose chain could not read more than :data:`UNPARSED_WARN_SHARE` of its
+    present values; ``None`` for any other field."""
+    if not isinstance(stats, Mapping):
+        return None
+    n, present = _unparsed_of(stats)
+    if not present or n / present <= UNPARSED_WARN_SHARE:
+        return None
+    return f"warning: {unparsed_text(field_name, stats)}; {_UNPARSED_FIX}, or set normalize_strict: true to stop on them"
+
+
+def unparsed_problem(field_name: str, stats: Mapping[str, Any], where: str) -> Problem | None:
+    """The error of ``normalize_strict: true`` for a field whose chain could not read some values (``None``
+    when it read every present value)."""
+    if not stats.get("unparseable"):
+        return None
+    return Problem(
+        where=where,
+        path=f"normalize.{field_name}",
+        message=_unparsed_body(stats) + " (normalize_strict: true)",
+        fix=f"{_UNPARSED_FIX}, or remove normalize_strict: true to run with them as missing",
+    )
 
 
 #: columns shorter than this are factorized with a dict (Arrow's conversion does not pay)
@@ -639,12 +762,16 @@ def normalize_column_with_stats_reference(
             if len(examples) < 5:
                 examples.append(k)
     out = list(map(table.__getitem__, values))
+    shown = [e if isinstance(e, str) else str(e) for e in examples]
+    given = len(values) - missing_before - placeholders
     stats = {
+        "steps": step_names(steps),
         "values": len(values),
         "missing_before": missing_before,
         "placeholders": placeholders,
         "unparseable": unparseable,
-        "unparseable_examples": examples,
+        "unparseable_share": round(unparseable / given, 6) if given else 0.0,
+        "unparseable_examples": shown,
         "missing_after": missing_before + placeholders + unparseable,
         "distinct_before": present,
         "distinct_after": len({r for r in table.values() if r is not None}),

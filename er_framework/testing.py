@@ -52,7 +52,7 @@ import importlib.util
 import json
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -67,7 +67,7 @@ from er_framework.components import (
     SignatureBuilder,
     Verifier,
 )
-from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets
+from er_framework.data import Batch, Pairs, Records, Signatures, TokenSets, pair_population
 from er_framework.kernels.graph import canonical_labels
 from er_framework.normalize import is_missing, normalize_column
 from er_framework.testing_abilities import (
@@ -415,14 +415,30 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     uniq, counts = np.unique(codes, return_counts=True)
     s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
     raw, fitted = fitter.fit_counts(
-        uniq.astype(np.int64), counts.astype(np.float64), s_uniq.astype(np.int64), s_counts.astype(np.float64), None
+        uniq.astype(np.int64),
+        counts.astype(np.float64),
+        s_uniq.astype(np.int64),
+        s_counts.astype(np.float64),
+        None,
+        population=pair_population(source, bool(batch.cross_source_only)),
     )
     table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
     via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
+    if fitter.needs_record_counts() and m:
+        # the state also holds counts over the records (summed over an executor's parts, two halves here):
+        # scores by score_with on the pairs' records
+        half = np.arange(n) < n // 2
+        halves = [fitter.record_counts(batch.subset(np.flatnonzero(h))) for h in (half, ~half)]
+        state = fitter.with_record_counts(fitted.state, [c for c in halves if c is not None])
+        assert state == fitter.with_record_counts(fitted.state, [c for c in [fitter.record_counts(batch)] if c is not None]), (
+            f"{who}: with_record_counts of two halves of the records differs from that of all of them"
+        )
+        learner = cast(Learner, verifier)
+        via_codes = np.asarray(learner.score_with(batch, pairs, state), dtype=np.float64)
     assert np.array_equal(via_codes, scores), (
-        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code; an executor working "
-        "partition by partition scores through the codes"
+        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code (with the record counts: "
+        "score_with); an executor working partition by partition scores through the codes"
     )
     if m:
         applied = np.asarray(fitter.score_codes(uniq.astype(np.int64), fitted.state), dtype=np.float64)

@@ -9,29 +9,36 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
-from er_framework.data import Batch, LabelledPairs, Pairs
+from er_framework.data import Batch, LabelledPairs, Pairs, pair_population
 from er_framework.kernels.em import (
     EPS,
     EMFit,
+    SessionFit,
     count_codes,
     decode,
     fit_em,
+    fit_session,
     floor_normalize,
     monotone_m_step,
     pattern_radix,
+    population_lambda,
+    sigmoid,
 )
 from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
-from er_plugins.record_columns import FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
+from er_plugins.comparisons import LadderColumn, Rule, check_ladder, ladder_text
+from er_plugins.record_columns import SCORERS, FieldColumn, Scorer, field_columns, field_label, pair_chunks, rows_of
 
 __all__ = [
     "FSField",
@@ -43,11 +50,28 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # fellegi_sunter
 
+#: scorers that give 100 to equal values only: their level ">= 100" is equality, open to term frequencies
+EQUAL_AT_100 = frozenset({"exact", "digits", "jaro_winkler", "levenshtein", "ratio"})
+#: fields whose exact agreements are adjusted by term frequency unless the job says otherwise (names:
+#: common names collide among non-matches far more than rare ones)
+TF_DEFAULT_SCORERS = frozenset({"jaro_winkler", "phonetic"})
+#: ladder rules comparing the text itself (a ladder of these starting with exact: level 0 is equal text)
+TEXT_RULES = frozenset({"exact", "phonetic", "swapped", *SCORERS})
+
+#: rounds of refitting the fields that only one-field sessions estimate (each round: lambda, then those
+#: sessions' m with their share of matches held at what lambda and the other fields say)
+SINGLE_SESSION_ROUNDS = 20
+
+#: a training session whose EM finds fewer matches than this is not used (its m would rest on a handful of pairs)
+SESSION_MIN_MATCHES = 10.0
+
 
 class FSField(Params):
     field: FieldRef | list[FieldRef] = Field(description="a column, or several joined by one space (missing parts skipped)")
     name: str | None = Field(default=None, description="label in the report (default: the columns joined by '+')")
-    comparison: Scorer = Field(default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score)")
+    comparison: Scorer = Field(
+        default="jaro_winkler", description="similarity 0..100 cut into levels (scorers as field_score); not with ladder"
+    )
     last_digits: int | None = Field(
         default=None, ge=1, description="comparison digits only: compare the last N digits (10 drops a +1 country code)"
     )
@@ -56,11 +80,41 @@ class FSField(Params):
         description="strictly decreasing thresholds in (0, 100]: level k = similarity >= levels[k] (first that holds), "
         "then an 'else' level; missing is separate. Default [100, 90, 75]; exact/digits: [100]",
     )
+    ladder: list[Rule] | None = Field(
+        default=None,
+        description="instead of comparison + levels: rules, level k = the first that holds, then 'else' (missing "
+        "separate): exact; {comparison: jaro_winkler (or ratio, levenshtein, token_set_ratio ...), at_least: 92}; "
+        "{comparison: phonetic, algorithm: metaphone | soundex | nysiis | match_rating_codex}; "
+        "{comparison: swapped, with: COLUMN}; numbers: {comparison: difference | relative_difference, at_most: X}; "
+        "dates (one column YYYY-MM-DD / YYYYMMDD, or [year, month, day]): {comparison: date_difference, at_most: N, "
+        "unit: days | months | years}, transposed_day_month; lists: {comparison: jaccard, at_least: 0.5}, "
+        "{comparison: overlap, at_least: 1}",
+    )
+    delimiter: str | None = Field(
+        default=None, description="ladder list rules (jaccard, overlap): separator of a value that is not JSON list text; default ';'"
+    )
+
+    term_frequency: bool | None = Field(
+        default=None,
+        description="adjust an exact agreement by how common the value is (Splink's term-frequency adjustment: "
+        "weight log2(m / p_v) for value v of share p_v among the records, so 'smith' = 'smith' weighs less than "
+        "'zbigniew' = 'zbigniew'); default: on for jaro_winkler fields whose first level is exact (names)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FSField:
         if isinstance(self.field, list) and (not self.field or len(set(self.field)) != len(self.field)):
             raise ValueError("field must be a column name or a non-empty list of distinct column names")
+        if self.ladder is not None:
+            given = sorted({"comparison", "levels", "last_digits"} & self.model_fields_set)
+            if given:
+                raise ValueError(f"set either ladder or {' / '.join(given)}, not both (a ladder rule names its own comparison)")
+            check_ladder(self.ladder, field_columns(self.field), self.delimiter)
+            if self.term_frequency and not self.tf_capable:
+                raise ValueError("term_frequency adjusts exact agreements: a ladder needs exact first and text rules only")
+            return self
+        if self.delimiter is not None:
+            raise ValueError("delimiter is used only by a ladder with jaccard or overlap rules")
         if self.last_digits is not None and self.comparison != "digits":
             raise ValueError("last_digits is used only with comparison: digits")
         lv = self.levels
@@ -69,7 +123,21 @@ class FSField(Params):
                 raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
             if self.comparison in ("exact", "digits") and lv != [100.0]:
                 raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
+        if self.term_frequency and not self.tf_capable:
+            raise ValueError(
+                f"term_frequency adjusts exact agreements: it needs a first level of 100 and a comparison of "
+                f"{sorted(EQUAL_AT_100)} (comparison {self.comparison!r}, levels {self.thresholds})"
+            )
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a field without a ladder dumps as before the ladders; one with a ladder without comparison / levels
+        out = handler(self)
+        if isinstance(out, dict):
+            drop = ("ladder", "delimiter") if self.ladder is None else ("comparison", "levels", "last_digits")
+            out = {k: v for k, v in out.items() if k not in drop and not (k in ("delimiter", "term_frequency") and v is None)}
+        return out
 
     @property
     def label(self) -> str:
@@ -77,19 +145,47 @@ class FSField(Params):
 
     @property
     def thresholds(self) -> list[float]:
+        """The similarity thresholds of a ``comparison`` + ``levels`` field (ValueError for a ladder field)."""
+        if self.ladder is not None:
+            raise ValueError(f"field {self.label!r} has a ladder, not similarity thresholds")
         if self.levels is not None:
             return list(self.levels)
         return [100.0] if self.comparison in ("exact", "digits") else [100.0, 90.0, 75.0]
 
     @property
+    def tf_capable(self) -> bool:
+        """Level 0 is equality of the compared values (a first level of 100 with a scorer giving 100 only to
+        equal values): a term-frequency adjustment applies to it."""
+        if self.ladder is not None:  # a ladder of text rules starting with exact: equal texts
+            return self.ladder[0].comparison == "exact" and all(r.comparison in TEXT_RULES for r in self.ladder)
+        return self.thresholds[0] >= 100.0 and self.comparison in EQUAL_AT_100
+
+    @property
+    def tf(self) -> bool:
+        """Whether the field's exact agreements are adjusted by the value's frequency."""
+        if self.term_frequency is None:
+            used = {self.comparison} if self.ladder is None else {r.comparison for r in self.ladder}
+            return self.tf_capable and bool(used & TF_DEFAULT_SCORERS)
+        return self.term_frequency
+
+    @property
     def n_levels(self) -> int:
         """Agreement levels of the field (the last is 'else'; missing is not one of them)."""
+        if self.ladder is not None:
+            return len(self.ladder) + 1
         return len(self.thresholds) + 1
 
     def level_names(self) -> list[str]:
+        if self.ladder is not None:
+            return [r.label for r in self.ladder] + ["else"]
         t = self.thresholds
         names = ["=100" if x >= 100.0 else f">={x:g}" for x in t]
         return names + [f"<{t[-1]:g}"]
+
+    @property
+    def comparison_text(self) -> str:
+        """The comparison in the report: the scorer's name, or the ladder in one line."""
+        return self.comparison if self.ladder is None else ladder_text(self.ladder)
 
 
 #: an example of ``fields:`` (customer records), shown when a job leaves ``fields:`` out: the fields a
@@ -154,6 +250,17 @@ class FellegiSunterParams(Params):
         "(their level frequencies), only lambda fitted. fix_u and prior are not used with labels",
     )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
+    estimation: Literal["sessions", "em"] = Field(
+        default="sessions",
+        description="without labels: sessions - u from the random pairs (held), m by EM in training sessions "
+        "(the candidates agreeing on a blocking key's fields estimate the other fields), lambda = P(match) of two "
+        "records over every record pair; em - the former unsupervised EM of lambda, m and u on the candidates",
+    )
+    sessions: list[list[str]] | None = Field(
+        default=None,
+        description="training sessions: each a list of fields (labels or columns) the session's pairs agree on "
+        "(level 0); default: one per exact blocking key of the job (field_hash keys)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FellegiSunterParams:
@@ -163,6 +270,13 @@ class FellegiSunterParams(Params):
             raise ValueError(f"field labels must be unique; repeated: {dup} (set 'name' to tell them apart)")
         if self.fix_u and self.u_from_random_pairs == 0:
             raise ValueError("fix_u needs u_from_random_pairs > 0")
+        if self.estimation == "sessions" and self.u_from_random_pairs == 0:
+            raise ValueError("estimation: sessions estimates u from random pairs: set u_from_random_pairs > 0 (or estimation: em)")
+        known = set(labels) | {c for r in self.fields for c in field_columns(r.field)}
+        for i, sess in enumerate(self.sessions or []):
+            bad = [x for x in sess if x not in known]
+            if not sess or bad:
+                raise ValueError(f"sessions[{i}]: {bad or 'empty'} - a session lists compared fields (labels or columns): {sorted(known)}")
         return self
 
 
@@ -288,25 +402,31 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         rows = rows_of(len(batch.records), *[x for pair in pair_sets for x in pair])
         workers = max(1, int(self.context.workers))
         for f, fld in enumerate(p.fields):
-            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits, bounds=True)
+            levels: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64], int], npt.NDArray[np.int64]]
+            if fld.ladder is None:
+                col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits, bounds=True)
+                levels = partial(self._similarity_levels, col, fld.thresholds)
+            else:
+                levels = LadderColumn(batch.records, field_columns(fld.field), fld.ladder, rows, fld.delimiter).levels
             release_free_memory()  # the preparation's temporaries (the allocators keep freed memory)
             for (left, right), out in zip(pair_sets, outs):
-                self._add_levels(col, fld.thresholds, int(radix[f]), left, right, out, workers)
-            del col
+                self._add_levels(levels, int(radix[f]), left, right, out, workers)
+            del levels
             release_free_memory()  # the field's values and the temporaries of its comparisons
         return outs
 
     @staticmethod
     def _add_levels(
-        col: FieldColumn,
-        thresholds: Sequence[float],
+        levels: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64], int], npt.NDArray[np.int64]],
         place: int,
         left: npt.NDArray[np.int64],
         right: npt.NDArray[np.int64],
         out: npt.NDArray[np.signedinteger[Any]],
         workers: int,
     ) -> None:
-        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field, a chunk per thread step."""
+        """``out += (level + 1) * place`` for the pairs ``(left, right)`` of one field (``levels(left, right,
+        workers)``: a :class:`FieldColumn`'s levels at the field's thresholds, or a :class:`LadderColumn`'s), a
+        chunk per thread step."""
         chunks = pair_chunks(len(left))
         if len(left) > 1 and len(chunks) < 2 * workers:  # small inputs: still one chunk per thread
             size = -(-len(left) // workers)
@@ -315,9 +435,16 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
         def chunk(ab: tuple[int, int]) -> None:
             a, b = ab
-            out[a:b] += ((col.levels(left[a:b], right[a:b], thresholds, inner) + 1) * place).astype(out.dtype)
+            out[a:b] += ((levels(left[a:b], right[a:b], inner) + 1) * place).astype(out.dtype)
 
         map_ordered(chunk, chunks, workers)
+
+    @staticmethod
+    def _similarity_levels(
+        col: FieldColumn, thresholds: Sequence[float], left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], workers: int
+    ) -> npt.NDArray[np.int64]:
+        """A ``comparison`` + ``levels`` field's levels (:meth:`FieldColumn.levels`, the bounded fast path)."""
+        return col.levels(left, right, thresholds, workers)
 
     def comparison_levels(self, batch: Batch, pairs: Pairs) -> npt.NDArray[np.int64]:
         """``(n_pairs, n_fields)`` agreement level of every pair and field (0 = closest, -1 = missing)."""
@@ -358,8 +485,14 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         if labelled is not None:
             lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
             coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
-        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded)
-        return self._lookup(codes, uniq, table, space), fitted
+        population = pair_population(batch.records.source, bool(batch.cross_source_only))
+        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
+        scores = self._lookup(codes, uniq, table, space)
+        counted = self.record_counts(batch)
+        if fitted.state and counted is not None:
+            fitted = Fitted(state=self.with_record_counts(fitted.state, [counted]), report=fitted.report)
+            scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state), self._tf_tables_of(fitted.state))
+        return scores, fitted
 
     @staticmethod
     def _lookup(
@@ -381,7 +514,111 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         codes = self._pattern_codes(batch, [(pairs.left, pairs.right)])[0]
         space = self._space()
         uniq, _ = count_codes(codes, space)
-        return self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
+        scores = self._lookup(codes, uniq, fit.probability(decode(uniq, self._n_levels())), space)
+        return self._with_term_frequencies(batch, pairs, codes, scores, fit, self._tf_tables_of(state))
+
+    # -- term frequencies ---------------------------------------------------------
+
+    def needs_record_counts(self) -> bool:
+        """A field with a term-frequency adjustment: the state holds the records' value counts."""
+        return any(f.tf for f in self.params.fields)
+
+    def record_counts(self, batch: Batch) -> dict[str, Any] | None:
+        """The records' value counts of every field with a term-frequency adjustment (:attr:`FSField.tf`), by
+        label: ``present`` = records where the field is present, ``counts`` = records per value; None
+        without such a field. Summed over the parts of the records by :meth:`with_record_counts`."""
+        fields = [f for f in self.params.fields if f.tf]
+        if not self.needs_record_counts():
+            return None
+        out: dict[str, Any] = {}
+        every = np.arange(len(batch.records), dtype=np.int64)
+        for fld in fields:
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
+            present = col.codes >= 0
+            counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
+            out[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            del col
+        return out
+
+    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """``state`` with the term-frequency tables summed from the parts' :meth:`record_counts`: per field,
+        ``present`` and the ``counts`` of the values seen at least twice (a value seen once, or never,
+        counts 1). Saved in the model, so a saved model scores new records (``er run --model``,
+        ``er index``) with the frequencies of the records it was fitted on."""
+        tables: dict[str, dict[str, Any]] = {}
+        for fld in self.params.fields:
+            if not fld.tf:
+                continue
+            total: Counter[str] = Counter()
+            present = 0
+            for part in parts:
+                got = part[fld.label]
+                present += int(got["present"])
+                total.update(got["counts"])
+            tables[fld.label] = {"present": present, "counts": {v: c for v, c in total.items() if c >= 2}}
+        return {**state, "term_frequencies": tables} if tables else dict(state)
+
+    def _tf_tables_of(self, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        tables: dict[str, dict[str, Any]] = dict(state.get("term_frequencies") or {})
+        missing = [f.label for f in self.params.fields if f.tf and f.label not in tables]
+        if missing:
+            raise ValueError(f"fellegi_sunter: the model holds no term frequencies of {missing}: fit it again (er train)")
+        return tables
+
+    def term_frequency_weights(
+        self, batch: Batch, pairs: Pairs, fit: EMFit, tables: Mapping[str, Any]
+    ) -> dict[int, npt.NDArray[np.float64]]:
+        """Per field with a term-frequency adjustment (:attr:`FSField.tf`): every pair's adjustment in bits,
+        ``log2(u_0 / p_v)`` where the two values are equal (level 0) and 0 elsewhere.
+
+        ``p_v`` is value v's share among the fitted records where the field is present (``tables``:
+        :meth:`term_frequency_tables`; Splink's term frequency: the chance that a non-matching record shows
+        v, given one does), ``u_0`` the model's u of exact agreement, so the field's weight of an exact
+        agreement becomes ``log2(m_0 / p_v)``. The fit itself (EM, sessions) does not use them, as in Splink.
+        """
+        out: dict[int, npt.NDArray[np.float64]] = {}
+        if len(pairs) == 0:
+            return out
+        rows = rows_of(len(batch.records), pairs.left, pairs.right)
+        for f, fld in enumerate(self.params.fields):
+            if not fld.tf:
+                continue
+            table = tables[fld.label]
+            col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits)
+            cl, cr = col.codes[pairs.left], col.codes[pairs.right]
+            equal = (cl >= 0) & (cl == cr)
+            agreed, inverse = np.unique(cl[equal], return_inverse=True)
+            known: dict[str, int] = table["counts"]
+            count = np.array([known.get(v, 1) for v in col.values[agreed].tolist()], dtype=np.float64)
+            share = count / max(float(table["present"]), 1.0)
+            adj = np.zeros(len(pairs))
+            adj[equal] = (np.log2(fit.u[f][0]) - np.log2(share))[inverse.reshape(-1)]
+            out[f] = adj
+            del col
+        return out
+
+    def _with_term_frequencies(
+        self,
+        batch: Batch,
+        pairs: Pairs,
+        codes: npt.NDArray[Any],
+        scores: npt.NDArray[np.float64],
+        fit: EMFit,
+        tables: Mapping[str, Any],
+    ) -> npt.NDArray[np.float64]:
+        """``scores`` with the term-frequency adjustments (:meth:`term_frequency_weights`) added to the log-odds
+        of the pairs that have one; the other pairs keep their pattern's probability, bit for bit."""
+        tf = self.term_frequency_weights(batch, pairs, fit, tables)
+        if not tf:
+            return scores
+        bits = np.sum(list(tf.values()), axis=0)
+        hit = np.flatnonzero(bits != 0.0)
+        if len(hit) == 0:
+            return scores
+        pats = decode(np.asarray(codes[hit], dtype=np.int64), self._n_levels())
+        out = scores.copy()
+        out[hit] = sigmoid(fit.logit(pats) + bits[hit] * math.log(2.0))
+        return out
 
     def score_codes(self, codes: npt.NDArray[np.int64], state: Mapping[str, Any]) -> npt.NDArray[np.float64]:
         """The match probability of each pattern code under a fitted ``state``."""
@@ -457,7 +694,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         for f, fld in enumerate(self.params.fields):
             entry: dict[str, Any] = {
                 "columns": field_columns(fld.field),
-                "comparison": fld.comparison,
+                "comparison": fld.comparison_text,
                 "levels": fld.level_names(),
                 "m": [float(x) for x in fit.m[f]],
                 "u": [float(x) for x in fit.u[f]],
@@ -477,10 +714,15 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sample_codes: npt.NDArray[np.int64],
         sample_counts: npt.NDArray[np.float64],
         labelled: LabelledCodes | None = None,
+        population: int = 0,
     ) -> tuple[npt.NDArray[np.float64], Fitted]:
-        """EM (:func:`fit_em`) on the candidates' distinct patterns and counts, u initialised (or fixed) from
-        the random pairs' level frequencies; or, with ``labelled`` (the labelled pairs' :meth:`pair_codes`),
-        m and u from the labels (:meth:`train`). The match probability of each pattern, and the fit."""
+        """The fit on the candidates' distinct patterns and counts, and the match probability of each pattern.
+
+        ``estimation: sessions`` (default, :meth:`fit_sessions`): u from the random pairs, m by EM in training
+        sessions, lambda over the ``population`` of record pairs (0: unknown, lambda among the candidates).
+        ``estimation: em``: EM (:func:`fit_em`), u initialised (or fixed) from the random pairs' level
+        frequencies. With ``labelled`` (the labelled pairs' :meth:`pair_codes`): m and u from the labels
+        (:meth:`train`)."""
         p = self.params
         n = int(counts.sum())
         if n == 0:
@@ -503,8 +745,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
                 u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
+        sessions: dict[str, Any] | None = None
         if labelled is not None:
             fit, lam0, training = self.train(patterns, counts, labelled)
+        elif p.estimation == "sessions" and u_random is not None:
+            fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
             m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
             u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
@@ -536,7 +781,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 if training["fit"] == "labels"
                 else ("EM, started from labelled non-matches, labelled pairs held")
             )
-        elif p.fix_u:
+        elif p.fix_u or sessions is not None:
             u_mode = "fixed from random pairs"
         else:
             u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
@@ -545,14 +790,17 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "patterns": int(len(uniq)),
             "lambda": float(fit.lam),
             "lambda_initial": lam0,
-            "expected_matches": round(float(fit.lam) * n, 1),
+            "expected_matches": round(float(fit.lam) * (population if sessions is not None and population else n), 1),
+            "expected_matches_in_candidates": round(float(counts @ table), 1),
             "iterations": fit.iterations,
             "converged": fit.converged,
             "label_swapped": fit.swapped,
-            "estimation": self.estimation(training),
+            "estimation": self.estimation(training, sessions),
             "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
             "u_mode": u_mode,
             "training": training,
+            "sessions": sessions,
+            "population_pairs": population or None,
             "random_pairs": n_random,
             "loglik": [round(x, 6) for x in fit.loglik],
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
@@ -560,7 +808,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         }
         return table, Fitted(state=self.state_of(fit), report=report)
 
-    def estimation(self, training: dict[str, Any] | None) -> str:
+    def estimation(self, training: dict[str, Any] | None, sessions: dict[str, Any] | None = None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
         p = self.params
         order = (
@@ -576,8 +824,156 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             else:
                 how = f"m and u by EM on the candidates, started from {labels}, each labelled pair held at its label"
             return f"trained: {how}; {lam}; {order}"
+        if sessions is not None:
+            lam = (
+                "lambda = P(match) of two records over every record pair"
+                if sessions["lambda_over"] == "population"
+                else "lambda among the candidates"
+            )
+            return (
+                f"training sessions: u from random pairs (held); m by EM in {len(sessions['sessions'])} session(s) on "
+                f"candidates agreeing on blocking keys; {lam}; {order}"
+            )
         u = "u fixed from random pairs" if p.fix_u else "u by EM"
         return f"unsupervised EM on the candidates (m by EM, {u}); {order}"
+
+    def session_fields(self) -> list[tuple[int, ...]]:
+        """The training sessions as field indices: ``sessions`` when set, else one per blocking key of the job
+        (:attr:`~er_framework.components.Context.blocking_keys`): the fields sharing a column with the key.
+        Repeated sessions, and sessions that fix every field, are dropped."""
+        p = self.params
+        cols = [set(field_columns(f.field)) for f in p.fields]
+        labels = [f.label for f in p.fields]
+        out: list[tuple[int, ...]] = []
+        if p.sessions is not None:
+            chosen = [tuple(sorted({f for x in sess for f in range(len(cols)) if x == labels[f] or x in cols[f]})) for sess in p.sessions]
+        else:
+            keys = [set(k) for k in self.context.blocking_keys]
+            chosen = [tuple(f for f in range(len(cols)) if cols[f] & k) for k in keys]
+        for fixed in chosen:
+            if fixed and len(fixed) < len(cols) and fixed not in out:
+                out.append(fixed)
+        return out
+
+    def fit_sessions(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+    ) -> tuple[EMFit, float, dict[str, Any]]:
+        """u held at the random pairs' ``u``; m by EM in training sessions (:func:`fit_session`), each field's m
+        the mean of the sessions that estimated it; lambda over the ``population`` of record pairs
+        (:func:`population_lambda`), or among the candidates when it is unknown (0).
+
+        A session is the candidates at level 0 on the fields of a blocking key: a key makes every pair
+        agreeing on it a candidate, so within the session the other fields are compared as among all pairs
+        and u of random pairs holds for their non-matches (it would not over all the candidates: a pair
+        blocked on the name agrees on the name, match or not). A field no session estimates (it is in every
+        key, or there is none) takes m of the unsupervised EM on the candidates (:func:`fit_em`, u free).
+        """
+        p = self.params
+        n_levels = [f.n_levels for f in p.fields]
+        F = len(n_levels)
+        fits: list[SessionFit] = []
+        for fixed in self.session_fields():
+            sf = fit_session(
+                patterns, counts, n_levels, fixed, u, lam0=0.5, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            if sf is not None:
+                fits.append(sf)
+        # a session estimating one field cannot tell its share of matches from that field's m (with u held,
+        # the level shares q = lam m + (1 - lam) u fit any lam above a bound): it is refitted below with its
+        # share held at what the rest of the model says of its pairs
+        used = [sf for sf in fits if sf.pairs * sf.lam >= SESSION_MIN_MATCHES and sum(x is not None for x in sf.m) >= 2]
+        single = [sf for sf in fits if sum(x is not None for x in sf.m) == 1] if population > 0 else []
+        estimates: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+        for sf in used:
+            for f, mf in enumerate(sf.m):
+                if mf is not None:
+                    estimates[f].append(mf)
+        fallback = [f for f in range(F) if not estimates[f]]
+        m: list[npt.NDArray[np.float64]] = [floor_normalize(np.mean(e, axis=0)) if e else np.zeros(0) for e in estimates]
+        em_fit: EMFit | None = None
+        if fallback:
+            m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+            g = EMFit(lam=0.5, m=m0, u=u).probability(patterns)
+            lam_c = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+            em_fit = fit_em(
+                patterns, counts, n_levels, lam_c, m0, u, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            for f in fallback:
+                # EM's m against the held u: the order of the weights kept (the monotone M-step with u fixed,
+                # EM's m as the expected matches per level)
+                m[f] = monotone_m_step(em_fit.m[f], u[f], u[f])[0] if p.monotone else em_fit.m[f]
+        lone: list[SessionFit] = []
+        if population > 0:
+            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+            lone = [sf for sf in single if next(f for f, x in enumerate(sf.m) if x is not None) in fallback]
+            for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
+                refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+                for sf in lone:
+                    f_est = next(f for f, x in enumerate(sf.m) if x is not None)
+                    held = [f for f in range(F) if f != f_est and sf.m[f] is None]
+                    # P(match | the session's fields agree), from lambda and the other fields' m and u
+                    z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
+                    share = float(sigmoid(np.array([z]))[0])
+                    again = fit_session(
+                        patterns,
+                        counts,
+                        n_levels,
+                        sf.fixed,
+                        u,
+                        lam0=min(max(share, EPS), 1 - EPS),
+                        fix_lam=True,
+                        monotone=p.monotone,
+                        max_iter=p.max_iter,
+                        tol=p.tol,
+                        smoothing=p.smoothing,
+                    )
+                    got = None if again is None else again.m[f_est]
+                    if got is not None:
+                        refits[f_est].append(got)
+                for f in range(F):
+                    if refits[f]:
+                        m[f] = floor_normalize(np.mean(refits[f], axis=0))
+                before = lam
+                lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+                if abs(lam - before) <= 1e-4 * before:
+                    break
+            fallback = [f for f in fallback if not any(next(g for g, x in enumerate(sf.m) if x is not None) == f for sf in lone)]
+        else:
+            cand = fit_em(
+                patterns, counts, n_levels, 0.1, m, u, fix_m=True, fix_u=True, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+            )
+            lam, lam_iter, lam_ok = cand.lam, cand.iterations, cand.converged
+        converged = lam_ok and all(sf.converged for sf in used) and (em_fit is None or em_fit.converged)
+        fit = EMFit(lam=lam, m=m, u=list(u), iterations=lam_iter, converged=converged)
+        labels = [f.label for f in p.fields]
+        report = {
+            "lambda_over": "population" if population > 0 else "candidates",
+            "sessions": [
+                {
+                    "agree_on": [labels[f] for f in sf.fixed],
+                    "tied_to_key": [labels[f] for f in sf.tied],
+                    "pairs": int(sf.pairs),
+                    "lambda": float(sf.lam),
+                    "iterations": sf.iterations,
+                    "converged": sf.converged,
+                    "used": sf in used or sf in lone,
+                    # a one-field session: its share of matches held at what the rest of the model says
+                    "share_held": sf in lone,
+                    "m": {labels[f]: [float(x) for x in mf] for f, mf in enumerate(sf.m) if mf is not None},
+                    "weight_log2": {
+                        labels[f]: [round(float(x), 6) for x in np.log2(mf / u[f])] for f, mf in enumerate(sf.m) if mf is not None
+                    },
+                }
+                for sf in fits
+            ],
+            "m_from_candidate_em": [labels[f] for f in fallback],
+            "m_from_one_field_sessions": [labels[f] for f in range(F) if any(sf.m[f] is not None for sf in lone)] if population > 0 else [],
+        }
+        return fit, lam, report
 
     def train(
         self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], lab: LabelledCodes
@@ -690,7 +1086,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
-        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing); ``match_weight`` =
+        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing), with a term-frequency
+        field's adjustment included and also given alone as ``tf_<f>``; ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
 
         Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
@@ -702,13 +1099,20 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
         out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
         total = np.full(len(pairs), prior)
+        tables = self._tf_tables_of(state)
+        tf = self.term_frequency_weights(batch, pairs, fit, tables)
         for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
             lv = levels[:, f]
             ok = lv >= 0
             wf = np.where(ok, w[np.where(ok, lv, 0)], 0.0)
             out[f"level_{fld.label}"] = lv.astype(np.int64)
+            if f in tf:
+                wf = wf + tf[f]
             out[f"weight_{fld.label}"] = wf
+            if f in tf:  # the term-frequency part of the weight (bits)
+                out[f"tf_{fld.label}"] = tf[f]
             total = total + wf
         out["match_weight"] = total
-        out["score"] = fit.probability(levels)
+        codes = self.pair_codes(batch, pairs) if len(pairs) else np.zeros(0, np.int64)
+        out["score"] = self._with_term_frequencies(batch, pairs, codes, fit.probability(levels), fit, tables)
         return out

@@ -1,5 +1,6 @@
 """The ``date`` normalizer (see :mod:`er_plugins.normalizers` for the family): common date formats -> ISO
-``YYYY-MM-DD``."""
+``YYYY-MM-DD``. A date written as a float (``19151111.0``, ``1.9151111e7``: a ``YYYYMMDD`` column read as
+floats) is read as the integer it stands for (:func:`~er_plugins.normalize_text.float_integer`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import date as _date
 from pydantic import Field
 
 from er_framework.components import Normalizer, Params
-from er_plugins.normalize_text import PerValue, Value
+from er_plugins.normalize_text import PerValue, Value, float_integer
 
 __all__ = ["Date", "DateParams"]
 
@@ -57,6 +58,8 @@ def _make_date(dayfirst: bool = False, yy_pivot: int | None = None) -> PerValue:
 
     def date(s: str) -> Value:
         t = s.strip().casefold()
+        if ("." in t or "e" in t) and (number := float_integer(t)) is not None:
+            t = number  # 19151111.0 -> 19151111; "" (a number with a fraction) is no date
         if t[:1].isdigit():
             if (m := _ISO.fullmatch(t)) is not None:
                 return _ymd(int(m[1]), int(m[2]), int(m[3]))
@@ -109,7 +112,7 @@ class DateParams(Params):
 
 class Date(Normalizer[DateParams]):
     name = "date"
-    summary = "common date formats -> ISO YYYY-MM-DD; unparseable -> missing"
+    summary = "common date formats -> ISO YYYY-MM-DD (19151111.0 read as 19151111); unparseable -> missing"
     Params = DateParams
 
     def per_value(self) -> PerValue:

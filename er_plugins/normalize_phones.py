@@ -24,6 +24,7 @@ from er_plugins.normalize_text import (
     Value,
     ascii_digits,
     by_parts,
+    float_integer,
     objects,
 )
 
@@ -34,7 +35,6 @@ __all__ = ["Phone", "PhoneParams", "phone_regions"]
 # phones
 
 _EXTENSION = re.compile(r"\s*(?:ext(?:ension)?\.?|x|#)\s*:?\s*\d{1,7}\s*$", re.IGNORECASE)
-_EXCEL_FLOAT = re.compile(r"\d+\.0")
 
 
 @cache
@@ -146,8 +146,8 @@ def _phone_functions(
         s = s.strip()
         if not s.isascii():
             s = ascii_digits(s)
-        if _EXCEL_FLOAT.fullmatch(s):
-            s = s[:-2]
+        if ("." in s or "e" in s or "E" in s) and (number := float_integer(s)):
+            s = number  # a number read as a float: 5551234567.0, 5.551234567e9 -> 5551234567
         if "x" in s or "X" in s or "#" in s or "t" in s or "T" in s:
             s = _EXTENSION.sub("", s)
         plus = s.lstrip("\"'([ ").startswith("+")
@@ -270,9 +270,9 @@ def _phones_from_digits(
 # ---------------------------------------------------------------------------
 # batches (see er_plugins.normalize_text)
 
-#: phones with a possible extension ("x12", "ext 12", "#12", "t"), a "(0)" or a spreadsheet's ".0":
-#: the per-value path
-_PHONE_SLOW = re.compile(r"[xX#tT]|\(0\)|\.0")
+#: phones with a possible extension ("x12", "ext 12", "#12", "t"), a "(0)" or written as a float (a
+#: spreadsheet's ".0", an exponent "5.551234567e9"): the per-value path
+_PHONE_SLOW = re.compile(r"[xX#tT]|\(0\)|\.0|[0-9][eE][+-]?[0-9]")
 #: a value that starts with "+" (after whitespace and quotes, brackets, spaces), at a NUL of the joined text
 _PHONE_PLUS = re.compile(SEP + r"[ \t\n\x0b\x0c\r\x1c-\x1f]*[\"'(\[ ]*\+")
 

@@ -10,6 +10,7 @@ import re
 import string
 import unicodedata
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from itertools import compress, repeat
 from typing import Any, ClassVar
 
@@ -21,6 +22,8 @@ from er_framework.components import Normalizer
 __all__ = [
     "BATCH_MIN",
     "BATCH_SLICE",
+    "FLOAT_LITERAL",
+    "FLOAT_LITERAL_IN_JOINED",
     "NON_DIGITS",
     "NON_DIGITS_KEEP_SEP",
     "SEP",
@@ -33,6 +36,7 @@ __all__ = [
     "ascii_digits",
     "ascii_texts",
     "by_parts",
+    "float_integer",
     "objects",
     "text_key",
 ]
@@ -116,6 +120,41 @@ def _make_text() -> PerValue:
 
 
 # ---------------------------------------------------------------------------
+# numbers written as floats
+
+_FLOAT_BODY = r"[+-]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-][0-9]+)"
+#: A number written as a float, surrounding whitespace allowed: digits with a decimal point (``1999.0``,
+#: ``1999.00``, ``.5``, ``-3.``), optionally with an exponent (``1.9151111e7``), or digits with a *signed*
+#: exponent (``1e+16``, as Python and numpy write large floats; ``3E5`` is read as text, not as a number).
+FLOAT_LITERAL = re.compile(r"\s*" + _FLOAT_BODY + r"\s*")
+#: :data:`FLOAT_LITERAL` as one whole value of a NUL-joined batch (a ``slow_pattern`` of :func:`by_parts`)
+FLOAT_LITERAL_IN_JOINED = re.compile(r"(?<![^\x00])[^\S\x00]*" + _FLOAT_BODY + r"[^\S\x00]*(?![^\x00])")
+#: the largest exponent (digits before the point, less one) of a float literal read as an integer
+_FLOAT_MAX_ADJUSTED = 40
+
+
+def float_integer(s: str) -> str | None:
+    """The integer a float literal stands for, as text; ``None`` when ``s`` is no float literal.
+
+    Numbers often arrive as floats (a spreadsheet's or pandas' column of years, dates written
+    ``19151111``, phone numbers): ``"1999.0"``, ``"1999.00"``, ``"1.9151111e7"``, ``"1e+16"``. For such a
+    value (:data:`FLOAT_LITERAL`) whose value is a whole number this gives the integer's text (``"1999"``,
+    ``"19151111"``, ``"10000000000000000"``; ``"-5.0"`` -> ``"-5"``), read exactly (as a decimal, not as a
+    binary float). A float literal with a non-zero fraction (``"12.5"``), or with more than 40 digits before
+    the point, gives ``""``: a number that is no integer.
+    """
+    if FLOAT_LITERAL.fullmatch(s) is None:
+        return None
+    try:
+        d = Decimal(s.strip())
+    except InvalidOperation:  # (the pattern admits only what Decimal reads)
+        return None
+    if d.adjusted() > _FLOAT_MAX_ADJUSTED or d != d.to_integral_value():
+        return ""
+    return str(int(d))
+
+
+# ---------------------------------------------------------------------------
 # simple ones
 
 NON_DIGITS = re.compile(r"[^0-9]+")
@@ -127,9 +166,13 @@ def ascii_digits(s: str) -> str:
 
 
 def _make_digits() -> PerValue:
-    def digits(s: str) -> str:
+    def digits(s: str) -> Value:
         if not s.isascii():
             s = ascii_digits(s)
+        if "." in s or "e" in s or "E" in s:
+            number = float_integer(s)
+            if number is not None:  # "1999.0" -> "1999"; "12.5" -> "" (missing: a number with a fraction)
+                return NON_DIGITS.sub("", number) or None
         return NON_DIGITS.sub("", s)
 
     return digits
@@ -238,8 +281,9 @@ def _texts(values: list[str]) -> list[Value]:
 
 
 def _digit_strings(values: list[str], one: PerValue) -> list[Value]:
-    """``[one(v) for v in values]`` for the ``digits`` function ``one``: ASCII values in one regex pass."""
-    return by_parts(values, lambda _, big: list(big.translate(NON_DIGITS_KEEP_SEP).split(SEP)), one)
+    """``[one(v) for v in values]`` for the ``digits`` function ``one``: ASCII values in one regex pass
+    (float literals, such as ``1999.0``, by ``one``)."""
+    return by_parts(values, lambda _, big: list(big.translate(NON_DIGITS_KEEP_SEP).split(SEP)), one, FLOAT_LITERAL_IN_JOINED)
 
 
 # ---------------------------------------------------------------------------
@@ -261,7 +305,7 @@ class Text(Normalizer):
 
 class Digits(Normalizer):
     name = "digits"
-    summary = "digits only"
+    summary = "digits only; a number written as a float: its integer (1999.0 -> 1999), missing if it has a fraction"
     batch_first: ClassVar[bool] = True
 
     def per_value(self) -> PerValue:

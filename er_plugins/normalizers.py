@@ -32,7 +32,8 @@ module registers them.
     not in the list are unchanged. Use after ``name``. Option ``tokens``: ``all`` (default) or
     ``first``. (Put ``sort_tokens`` in a ``name`` step *after* it.)
 ``phone``
-    Digits only (extension, formatting and Unicode digits handled), the
+    Digits only (extension, formatting, Unicode digits and numbers written
+    as floats, ``5551234567.0``, handled), the
     country code and trunk prefix of ``default_region`` removed; see
     :mod:`er_plugins.normalize_phones`.
 ``address``
@@ -46,14 +47,63 @@ module registers them.
     non-empty parts and no whitespace, else missing. Option ``gmail_dots``.
 ``date``
     ISO ``YYYY-MM-DD`` from ``YYYY-MM-DD`` / ``YYYY/MM/DD`` / ``YYYY.MM.DD``
-    (a time part is ignored), ``YYYYMMDD``, ``DD/MM/YYYY`` or
+    (a time part is ignored), ``YYYYMMDD`` (also written as a float:
+    ``19151111.0``), ``DD/MM/YYYY`` or
     ``MM/DD/YYYY`` (option ``dayfirst``; when the preferred order gives no
     valid date the other one is tried, so 25/12/1980 is read either way),
     and dates with English month names (``March 5, 1980``, ``5 Mar 1980``,
     ``1980-Mar-05``, ``Wednesday, 5th of March 1980``). Two-digit years only
     with option ``yy_pivot``.
 ``digits`` / ``lower`` / ``strip``
-    Digits only / casefold only / strip only.
+    Digits only / casefold only / strip only. ``digits`` reads a number
+    written as a float (see below): ``1999.0`` -> ``1999``, and ``12.5`` ->
+    missing.
+
+Numbers written as floats
+-------------------------
+
+Numbers often arrive as floats: pandas reads a column of years with an
+empty cell as ``1999.0``, a ``YYYYMMDD`` column as ``19151111.0``, a
+spreadsheet writes phone numbers as ``5551234567.0`` or ``5.551234567E+09``.
+A *float literal* is a whole value made of an optional sign, digits with a
+decimal point (``1999.0``, ``1999.00``, ``.5``) and an optional exponent
+(``1.9151111e7``), or digits with a signed exponent (``1e+16``; ``3E5`` is
+text, not a number); surrounding whitespace is allowed
+(:func:`~er_plugins.normalize_text.float_integer`, read exactly as a decimal).
+
+* ``digits``, ``date`` and ``phone`` read a float literal whose value is a
+  whole number as that integer: ``digits`` of ``1999.0`` is ``1999`` (not
+  ``19990``), ``date`` of ``19151111.0`` or ``1.9151111e7`` is
+  ``1915-11-11``, ``phone`` of ``5.551234567e9`` is ``5551234567``. Python
+  floats given as values arrive as their text (``str(1999.0)``), so the same.
+* A float literal with a fraction is a measurement, not an identifier:
+  ``digits`` of ``12.5`` is missing (counted as *unparsed*, below), so is
+  ``date`` of ``19151111.5``. ``phone`` keeps its digits as before
+  (``555.1234`` -> ``5551234``: a local number written with a dot). Text
+  that is not one float literal keeps the plain rules: ``digits`` of
+  ``555.123.4567`` is ``5551234567``, of ``$12.50`` is ``1250``; so a bare
+  ``555.1234`` under ``digits`` is missing: use ``phone`` for phones.
+* Tables given as DataFrames or Arrow tables, and Parquet files, go further:
+  a float column whose present values are all whole numbers is read as
+  integers (``"1999"``), see :mod:`er_framework.io.frames`.
+
+Unparsed values
+---------------
+
+A value is *unparsed* when it was present (not ``None``/NaN, not blank, not
+a placeholder such as ``N/A`` or ``unknown``: those are missing, and counted
+as such) and the field's chain turned it into missing: a ``date`` that does
+not parse (``31/02/1999``, ``hello``), an ``email`` without exactly one
+``@`` (``foo``), ``digits`` of a value without digits (``no digits``)
+or of a number with a fraction (``12.5``), a ``phone`` with
+too few digits or one repeated digit, a ``name`` made only of titles. The
+normalize stage counts them per field (report.json ``normalize``:
+``unparseable``, ``unparseable_share`` of the present values, up to five
+``unparseable_examples``); ``er run`` prints a warning line and report.html
+shows it for a field above 1%
+(:data:`~er_framework.normalize.UNPARSED_WARN_SHARE`), and the job setting
+``normalize_strict: true`` makes any of them an error (exit 2, before any
+output is written).
 
 Speed
 -----

@@ -40,6 +40,7 @@ from er_framework.kernels.records_bounds import (
     bag_signatures,
     similarity_upper_bound,
 )
+from er_plugins.normalize_text import float_integer
 
 if TYPE_CHECKING:  # pyarrow (~35 ms) is imported where it is used (start-up)
     import pyarrow as pa
@@ -231,6 +232,13 @@ class FieldColumn:
         if bounds and scorer in BOUNDED_SCORERS and len(dictionary):
             self.bounds = bag_signatures(*_utf8_buffers(dictionary))
 
+    def bag_bounds(self) -> BagSignatures | None:
+        """The values' character signatures (:attr:`bounds`, or made now whatever the column's scorer: a comparison
+        ladder bounds each of its scorers with them); None without values."""
+        if self.bounds is None and len(self.dictionary):
+            self.bounds = bag_signatures(*_utf8_buffers(self.dictionary))
+        return self.bounds
+
     @property
     def values(self) -> npt.NDArray[np.object_]:
         """The distinct values as Python strings (made on first use)."""
@@ -294,10 +302,14 @@ class FieldColumn:
         out[todo] = level_of(self.compare(a, b, workers), thresholds)
         return out
 
-    def compare(self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int) -> npt.NDArray[np.float64]:
-        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads)."""
+    def compare(
+        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]], workers: int, scorer: str | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Similarity 0..100 of the value pairs ``(values[a[k]], values[b[k]])`` (rapidfuzz, on ``workers`` threads),
+        by the column's scorer or another similarity scorer of :data:`SCORERS` (``scorer``; a comparison ladder
+        compares one column with several)."""
 
-        fn, mult = SCORERS[self.scorer]
+        fn, mult = SCORERS[self.scorer if scorer is None else scorer]
         assert fn is not None
         inverse = None
         if self.dedup:
@@ -342,13 +354,25 @@ _NOT_DIGITS = re.compile(r"[^0-9]+")
 
 def _prepared_values(values: list[str | None], scorer: str, last_digits: int | None) -> list[str | None]:
     """:func:`_dictionary_encoded`'s preparation in Python: only the digits for ``digits`` (the last
-    ``last_digits``), blank -> ``None``; other scorers' values unchanged."""
+    ``last_digits``; a whole number written as a float is its integer: ``1999.0`` -> ``1999``, see
+    :func:`~er_plugins.normalize_text.float_integer`), blank -> ``None``; other scorers' values unchanged."""
     if scorer != "digits":
         return values
-    out = [None if v is None else _NOT_DIGITS.sub("", v) for v in values]
+    out = [None if v is None else _NOT_DIGITS.sub("", _integer_text(v)) for v in values]
     if last_digits is not None:
         out = [None if v is None else v[-last_digits:] for v in out]
     return [v or None for v in out]
+
+
+#: where a value may be a float literal (a digit next to a point or an exponent): those are checked in Python
+_MAYBE_FLOAT = r"[0-9][.eE]|\.[0-9]"
+
+
+def _integer_text(v: str) -> str:
+    """``v``, or the integer it stands for when it is a whole number written as a float (``1999.0``)."""
+    if "." in v or "e" in v or "E" in v:
+        return float_integer(v) or v
+    return v
 
 
 def _encoded(values: list[str | None]) -> tuple[list[str], list[int]]:
@@ -384,6 +408,9 @@ def _dictionary_encoded(v: pa.Array, scorer: str, last_digits: int | None) -> pa
     import pyarrow.compute as pc
 
     if scorer == "digits":
+        maybe = pc.fill_null(pc.match_substring_regex(v, _MAYBE_FLOAT), scalar(False))
+        if pc.any(maybe).as_py():  # whole numbers written as floats (1999.0): their integer, as in Python
+            v = pc.replace_with_mask(v, maybe, pa.array([_integer_text(x) for x in pc.filter(v, maybe).to_pylist()], v.type))
         v = pc.replace_substring_regex(v, r"[^0-9]+", "")
         if last_digits is not None:
             v = pc.utf8_slice_codeunits(v, start=-last_digits)

@@ -507,6 +507,12 @@ class FieldHash(Reporting, GroupedKeys, LimitedKeys, Blocker[FieldHashParams]):
     Params = FieldHashParams
     needs = frozenset({"fields"})
 
+    @classmethod
+    def agreement_keys(cls, params: Any) -> list[list[str]]:
+        """Every key's fields (an ``any_order`` key's too: a pair equal on them shares its bucket)."""
+        assert isinstance(params, FieldHashParams)
+        return [[k] if isinstance(k, str) else list(k.any_order) if isinstance(k, AnyOrderKey) else list(k) for k in params.fields]
+
     def block(self, batch: Batch) -> Blocked:
         p = self.params
         records = batch.records

@@ -15,11 +15,17 @@ from er_framework.components import Normalizer, Params
 from er_framework.errors import PluginError
 from er_framework.normalize import (
     PLACEHOLDER_KEYS,
+    UNPARSED_WARN_SHARE,
     check_steps,
     is_missing,
     normalize_column,
     normalize_column_with_stats,
+    normalize_column_with_stats_reference,
     resolve_steps,
+    step_names,
+    unparsed_problem,
+    unparsed_text,
+    unparsed_warning,
 )
 from er_framework.registry import build_registry
 
@@ -122,6 +128,61 @@ def test_stats():
     ) == (2, 1, 1)
     many = [f"bad{i}" for i in range(20)]
     assert normalize_column_with_stats(many, ["date"])[1]["unparseable_examples"] == many[:5]
+
+
+def test_unparsed_counts_of_a_small_table():
+    # 12 values: 2 missing (None, blank), 2 placeholders (N/A, null), 8 present; of those, 4 not read
+    dates = [
+        "1980-03-05", None, " ", "N/A", "null", "31/02/1999", "hello", "hello", "19151111.0", "19151111.0x", "5 Mar 1980", "1.9151111e7",
+    ]  # fmt: skip
+    out, st = normalize_column_with_stats(dates, ["date"])
+    assert out == [
+        "1980-03-05", None, None, None, None, None, None, None, "1915-11-11", None, "1980-03-05", "1915-11-11",
+    ]  # fmt: skip
+    assert (st["values"], st["missing_before"], st["placeholders"], st["unparseable"]) == (12, 2, 2, 4)
+    assert st["unparseable_share"] == 0.5  # 4 of the 8 present values
+    assert st["unparseable_examples"] == ["31/02/1999", "hello", "19151111.0x"]
+    assert st["steps"] == ["date"] and st["missing_after"] == 8
+    assert (out, st) == normalize_column_with_stats_reference(dates, ["date"])
+    # email without @, digits of a number with a fraction, a placeholder that is not "unparsed"
+    _, em = normalize_column_with_stats(["a@b.com", "foo", "", "unknown", "x@y"], "email")
+    assert (em["unparseable"], em["unparseable_share"], em["unparseable_examples"]) == (1, round(1 / 3, 6), ["foo"])
+    _, dg = normalize_column_with_stats(["1999.0", "12.5", "n/a", "no digits", 7.25, None], [{"type": "digits"}])
+    assert (dg["unparseable"], dg["placeholders"], dg["missing_before"]) == (3, 1, 1)
+    assert dg["unparseable_examples"] == ["12.5", "no digits", "7.25"]  # as text
+    assert dg["steps"] == ["digits"] and dg["unparseable_share"] == 0.75
+    # nothing present: share 0
+    assert normalize_column_with_stats([None, "N/A"], "date")[1]["unparseable_share"] == 0.0
+
+
+def test_step_names():
+    assert step_names("date") == ["date"]
+    assert step_names(["name", {"type": "nickname", "tokens": "first"}, {"oops": 1}]) == ["name", "nickname", "?"]
+    assert step_names([]) == []
+
+
+def test_unparsed_warning_and_problem():
+    st = {
+        "steps": ["text", "date"], "values": 5200, "missing_before": 150, "placeholders": 50, "unparseable": 812,
+        "unparseable_share": 812 / 5000, "unparseable_examples": ["19151111.0x", "31/02/99"],
+    }  # fmt: skip
+    assert unparsed_text("dob", st) == (
+        "dob: 812 of 5,000 values (16.2%) could not be read by [text, date] and became missing, e.g. '19151111.0x', '31/02/99'"
+    )
+    warning = unparsed_warning("dob", st)
+    assert warning is not None and warning.startswith("warning: dob: 812 of 5,000 values (16.2%)")
+    assert warning.endswith(
+        "fix the values or the field's normalizers (er plugins lists their options), or set normalize_strict: true to stop on them"
+    )
+    at = {**st, "unparseable": 50, "unparseable_share": UNPARSED_WARN_SHARE}  # 1% exactly (50 of 5,000): no warning
+    assert UNPARSED_WARN_SHARE == 50 / 5000
+    assert unparsed_warning("dob", at) is None
+    assert unparsed_warning("dob", {**at, "unparseable": 51, "unparseable_share": 51 / 5000}) is not None
+    problem = unparsed_problem("dob", {**st, "unparseable": 1, "unparseable_share": 1 / 5000}, "job.yaml")
+    assert problem is not None and problem.path == "normalize.dob" and problem.where == "job.yaml"
+    assert "1 of 5,000 values (<0.1%) could not be read by [text, date]" in problem.message
+    assert "remove normalize_strict: true" in problem.fix
+    assert unparsed_problem("dob", {**st, "unparseable": 0}, "job.yaml") is None
 
 
 # ---------------------------------------------------------------------------

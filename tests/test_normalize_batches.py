@@ -188,9 +188,28 @@ def test_phone(params: dict) -> None:
     _check(n, _column("phone"))
 
 
+def _floats(seed: int, k: int = 600) -> list[str]:
+    """Numbers written as floats, whole or not, alone or inside other text (the batch's slow pattern marks only
+    whole values)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(k):
+        n = rng.randrange(10**11)
+        body = rng.choice([f"{n}.0", f"{n}.00", f"{n}.5", f"{float(n):e}", f"{float(n):.10e}", repr(float(n) * 1e6), f"{n}e+3", f"{n}E5"])
+        lead, tail = rng.choice(["", "", " ", "-", "+", "x", "\x00"]), rng.choice(["", "", " ", "\t", "x", ".", "\x00"])
+        out.append(lead + body + tail)
+    return list(dict.fromkeys(out))
+
+
 def test_digits() -> None:
     n = Digits(Digits.Params(), Context())
     _check(n, _hostile(6) + _column("zip") + _column("phone"))
+    _check(n, _floats(7) + _column("zip"))
+
+
+def test_phone_floats() -> None:
+    n = Phone(Phone.Params(), Context())
+    _check(n, _floats(8) + _column("phone"))
 
 
 @pytest.mark.parametrize("cls", [Text, Address, Email, Phone, Digits])

@@ -66,7 +66,33 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             default = "required" if prm["required"] else f"default {json.dumps(prm['default'], default=str)}"
             desc = f"  {prm['description']}" if prm["description"] else ""
             print(f"      {prm['name']:<20} {prm['type']:<14} {default}{desc}")
+            _print_nested(c.cls.Params.model_fields[prm["name"]].annotation, "        ", set())
     return 0
+
+
+def _print_nested(annotation: Any, indent: str, seen: set[type]) -> None:
+    """The keys of the models a parameter's type holds (``fields: list[FSField]``: every key of an FSField), indented."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from er_framework.registry import type_text
+
+    args = typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return
+        seen.add(annotation)
+        print(f"{indent}{annotation.__name__}:")
+        for name, f in annotation.model_fields.items():
+            key = f.alias or name
+            default = "required" if f.is_required() else f"default {json.dumps(f.get_default(call_default_factory=True), default=str)}"
+            desc = f"  {f.description}" if f.description else ""
+            print(f"{indent}  {key:<18} {type_text(f.annotation, f.metadata):<14} {default}{desc}")
+            _print_nested(f.annotation, indent + "    ", seen)
+        return
+    for arg in args:
+        _print_nested(arg, indent, seen)
 
 
 def add_parser(sub: Any) -> None:

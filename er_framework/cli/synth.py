@@ -1,8 +1,8 @@
-"""``er synth fingerprints|customers|news``: test data with known truth.
+"""``er synth fingerprints|customers|persons|news``: test data with known truth.
 
 Every size is checked before anything is generated: the data are built in
 memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
-:data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`) that keeps a run within a few GB, and a bad value is a
+:data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`, :data:`MAX_PERSONS`) that keeps a run within a few GB, and a bad value is a
 message with exit 2, never a traceback or a run that eats the machine.
 """
 
@@ -19,17 +19,22 @@ __all__ = [
     "MAX_CELLS",
     "MAX_CUSTOMERS",
     "MAX_NEWS_PAGES",
+    "MAX_PERSONS",
     "MAX_PRINTS",
     "add_parser",
     "cmd_synth_customers",
     "cmd_synth_fingerprints",
     "cmd_synth_news",
+    "cmd_synth_persons",
     "count_arg",
 ]
 
 #: most records per company: both companies are generated in memory, about 1.1 KB per record
 #: (measured: 318 MB peak for 2 x 200k), so 2 x 5M records take about 11 GB
 MAX_CUSTOMERS = 5_000_000
+#: most person records: generated in memory one Python dict per record, about 2 KB each
+#: (measured: 250 MB peak and 10 s for 100,000 records), so 2M records take about 4 GB and four minutes
+MAX_PERSONS = 2_000_000
 #: most prints (fingers x impressions): simulated in memory, about 6.5 KB per print
 #: (measured: 1.3 GB peak for 200k geometric prints), so 1M prints take about 6.5 GB
 MAX_PRINTS = 1_000_000
@@ -101,6 +106,46 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
         raise ErError(f"er synth customers: {exc}") from None
     paths = write_customers(data, args.out)
     print(f"wrote {paths['a']} ({args.n:,} records), {paths['b']} ({args.n:,} records), {paths['truth']} ({len(data.truth):,} pairs)")
+    return 0
+
+
+def cmd_synth_persons(args: argparse.Namespace) -> int:
+    """Person records for deduplication: OUT/persons.csv (or .parquet) and OUT/truth.csv (id, entity)."""
+    from er_framework.synth.persons import generate_persons, write_persons
+
+    cmd = "er synth persons"
+    problems = _size_problem(
+        f"{cmd} --n",
+        args.n,
+        2,
+        MAX_PERSONS,
+        f"the records are generated in memory (about 2 KB each: {MAX_PERSONS:,} take about 4 GB); "
+        "generate several smaller files with different --seed values instead",
+    ) + _seed_problem(cmd, args.seed)
+    if not problems:
+        problems += _size_problem(
+            f"{cmd} --duplicates", args.duplicates, 0, args.n - 1, "each duplicate copies another record: fewer duplicates than --n"
+        )
+    if not problems:
+        problems += _size_problem(
+            f"{cmd} --triples", args.triples, 0, args.duplicates // 2, "a triple is two of the duplicates (copies of one person)"
+        )
+    if args.float_dates is not None:
+        problems += _float_problem(f"{cmd} --float-dates", args.float_dates, 0.0, 1.0)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        problems.append(
+            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
+        )
+    if problems:
+        raise ErError(problems)
+    try:
+        data = generate_persons(args.n, args.duplicates, args.seed, triples=args.triples)
+    except ValueError as exc:
+        raise ErError(f"{cmd}: {exc}") from None
+    paths = write_persons(data, out, fmt=args.format, float_share=args.float_dates)
+    pairs = args.duplicates + args.triples
+    print(f"wrote {paths['persons']} ({args.n:,} records, {pairs:,} duplicate pairs) and {paths['truth']} (id, entity)")
     return 0
 
 
@@ -260,6 +305,29 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv and truth.csv")
     f.set_defaults(func=cmd_synth_customers)
+    f = synth_sub.add_parser(
+        "persons",
+        help="person records to deduplicate (persons.csv or .parquet, truth.csv)",
+        description="Person records with DUPLICATES copies of other records' people, every copy with at least one "
+        "error (typos, nicknames, swapped names, day/month swapped, year off by one, a missing part, a move, a "
+        "married surname, a new phone); skewed name frequencies, households sharing surname and address, clustered "
+        "birth years. Deterministic for a seed (with the same Faker and nicknames versions).",
+    )
+    f.add_argument("--n", type=count_arg, default=10_000, help=f"records, duplicates included (10,000; at most {MAX_PERSONS:,})")
+    f.add_argument("--duplicates", type=count_arg, default=1_000, help="records that copy another record's person (1,000)")
+    f.add_argument("--triples", type=count_arg, default=0, help="of the duplicates, second copies of a person that has one (0)")
+    f.add_argument("--format", choices=["csv", "parquet"], default="csv", help="persons.csv or persons.parquet (csv)")
+    f.add_argument(
+        "--float-dates",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="share of the rows whose birth year, month and day are written as floats (1999.0), as pandas writes a "
+        "column with missing values (CSV: 0.2; Parquet: 0, any share > 0 makes the three columns float64)",
+    )
+    f.add_argument("--seed", type=count_arg, default=0)
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for persons.csv (or .parquet) and truth.csv")
+    f.set_defaults(func=cmd_synth_persons)
     f = synth_sub.add_parser(
         "news",
         help="news pages of template families (pages/<site>/<story>.html, truth.csv, shared.csv)",

@@ -498,7 +498,8 @@ def field_references(params: BaseModel, path: YamlPath = ()) -> list[tuple[YamlP
     """
     out: list[tuple[YamlPath, str]] = []
     for name, info in type(params).model_fields.items():
-        out += _refs_in(getattr(params, name), info.annotation, tuple(info.metadata), path + (name,))
+        # a parameter's YAML key is its alias when it has one (``with``: a Python keyword)
+        out += _refs_in(getattr(params, name), info.annotation, tuple(info.metadata), path + (info.alias or name,))
     return out
 
 
@@ -657,6 +658,13 @@ def _resolve_components(
         out[fam.name] = None if section is None else _resolve_one(fam.name, section, (fam.section,), filename, lines, registry, problems)
     # cross-component rules
     context.peers = {name: spec.params for name, spec in out.items() if isinstance(spec, ComponentSpec)}
+    blockers = out.get("blocker")
+    context.blocking_keys = [
+        key
+        for b in (blockers if isinstance(blockers, list) else [blockers])
+        if isinstance(b, ComponentSpec) and issubclass(b.cls, Blocker)
+        for key in b.cls.agreement_keys(b.params)
+    ]
     problems += _rule_problems(out, data, lines, filename, registry, context, checks=checks)
     return out
 

@@ -266,6 +266,11 @@ class JobSpec(_Strict):
         description="per field, a normalizer or a chain of them applied to every source before any other stage, "
         "e.g. {first_name: [name, nickname], phone: phone}; missing values stay missing (er plugins lists them)",
     )
+    normalize_strict: bool = Field(
+        default=False,
+        description="true: a present value that a normalize: chain cannot read (a date that does not parse, an email "
+        "without @, ...) is an error (exit 2, before any output is written) instead of becoming missing with a warning",
+    )
     chunk_records: int = Field(
         default=10000,
         ge=1,

@@ -29,6 +29,7 @@ __all__ = [
     "LAMBDA_HIGH",
     "LAMBDA_LOW",
     "SILENT_FIELD_BITS",
+    "candidate_lambda",
     "warning",
     "warnings_of",
 ]
@@ -137,13 +138,13 @@ def _model_warnings(report: Mapping[str, Any], verifier: Mapping[str, Any]) -> l
     """The fitted model's checks (Fellegi-Sunter's report keys: lambda, expected_matches, per_field, converged)."""
     out: list[dict[str, str]] = []
     name = str(verifier.get("type") or verifier.get("name") or "the verifier")
-    lam = _number(verifier.get("lambda"))
+    lam = candidate_lambda(verifier)
     if lam is not None and (lam < LAMBDA_LOW or lam > LAMBDA_HIGH):
         side = "match" if lam > LAMBDA_HIGH else "non-match"
         out.append(
             warning(
                 "lambda_at_boundary",
-                f"{name} fitted lambda = {lam:.6g} (the share of matches among the candidates): the model put "
+                f"{name} fitted lambda = {lam:.6g} among the candidates (their share of matches): the model put "
                 f"(nearly) every candidate into the {side} class, so its weights and scores mean nothing",
                 (
                     "remove fix_u: true (u from random pairs makes every blocked pair look like a match), or give "
@@ -172,6 +173,7 @@ def _model_warnings(report: Mapping[str, Any], verifier: Mapping[str, Any]) -> l
                         "most records cannot tell matches apart: drop it from fields: or compare it differently",
                     )
                 )
+    out += _session_warnings(name, verifier)
     if verifier.get("converged") is False:
         iterations = verifier.get("iterations")
         out.append(
@@ -183,6 +185,38 @@ def _model_warnings(report: Mapping[str, Any], verifier: Mapping[str, Any]) -> l
                 "on each other (join them into one field) or a lambda at a boundary",
             )
         )
+    return out
+
+
+def candidate_lambda(verifier: Mapping[str, Any]) -> float | None:
+    """The fitted share of matches among the candidates: ``lambda``, or, when the model gives lambda over
+    every record pair (training sessions: ``sessions.lambda_over == "population"``, far below 1e-6 on a
+    large job and rightly so), the expected matches among the candidates over the pairs scored."""
+    sessions = verifier.get("sessions")
+    if isinstance(sessions, Mapping) and sessions.get("lambda_over") == "population":
+        expected = _number(verifier.get("expected_matches_in_candidates"))
+        scored = _number(verifier.get("pairs_scored"))
+        return expected / scored if expected is not None and scored else None
+    return _number(verifier.get("lambda"))
+
+
+def _session_warnings(name: str, verifier: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Training sessions (Fellegi-Sunter's ``sessions.sessions``) whose EM was used but did not converge."""
+    sessions = verifier.get("sessions")
+    listed = sessions.get("sessions") if isinstance(sessions, Mapping) else None
+    out = []
+    for s in listed if isinstance(listed, list) else []:
+        if isinstance(s, Mapping) and s.get("used", True) and s.get("converged") is False:
+            agree = "+".join(str(f) for f in s.get("agree_on") or []) or "?"
+            out.append(
+                warning(
+                    "em_not_converged",
+                    f"{name}'s EM of the training session on the pairs agreeing on {agree} stopped after "
+                    f"{s.get('iterations')} iterations without converging: its m estimates are not a maximum of the likelihood",
+                    "raise max_iter (or tol) of the verifier, or choose the sessions: (blocking keys whose pairs hold "
+                    "matches and non-matches)",
+                )
+            )
     return out
 
 
@@ -201,11 +235,13 @@ def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | N
     else:
         limit = EXPECTED_PER_RECORD_DEDUP * n
         basis = f"{n:,} records"
+    sessions = verifier.get("sessions")
+    over = "every record pair" if isinstance(sessions, Mapping) and sessions.get("lambda_over") == "population" else "the candidates"
     if n > 0 and expected > limit:
         out.append(
             warning(
                 "expected_matches_high",
-                f"{name} expects {expected:,.0f} matching pairs among the candidates, more than the {basis} make "
+                f"{name} expects {expected:,.0f} matching pairs among {over}, more than the {basis} make "
                 f"plausible (at most {limit:,.0f}): the model's match class holds many non-matches",
                 "check lambda and the per-field weights in report.json (verifier); fields that agree on most candidates "
                 "(blocking keys) pull non-matches into the match class: give prior:, or train from labelled pairs (er review)",
@@ -214,6 +250,8 @@ def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | N
     kept = _number(verifier.get("pairs_at_or_above_threshold"))
     if kept is None:
         kept = _number(report.get("verified_pairs"))
+    among = _number(verifier.get("expected_matches_in_candidates"))  # (expected_matches may be over every pair)
+    expected = among if among is not None else expected
     if kept is not None and kept > 0 and expected < EXPECTED_SHARE_OF_KEPT_MIN * kept:
         out.append(
             warning(

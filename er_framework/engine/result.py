@@ -14,8 +14,9 @@ from er_framework.data import Pairs, Records
 from er_framework.engine.model import Model
 from er_framework.engine.stages.clustering import Answer
 from er_framework.engine.stages.exact import Exact
+from er_framework.normalize import unparsed_warning
 
-__all__ = ["Result", "warning_lines"]
+__all__ = ["Result", "unparsed_lines", "warning_lines"]
 
 
 def warning_lines(report: dict[str, Any]) -> list[str]:
@@ -78,7 +79,17 @@ class Result:
                 f"{b} records matched to {a}: {link['matched'][b]:,} of {r['records']['per_source'][b]:,} "
                 f"(score >= {link['threshold']:g}, after clustering)"
             )
+        lines += unparsed_lines(r)
         lines += warning_lines(r)
         for path in self.outputs.values():
             lines.append(f"wrote {path}")
         return "\n".join(lines)
+
+
+def unparsed_lines(report: dict[str, Any]) -> list[str]:
+    """The summary's warnings: one line per normalized field whose chain could not read more than
+    :data:`~er_framework.normalize.UNPARSED_WARN_SHARE` of its present values (report.json ``normalize``)."""
+    fields = report.get("normalize")
+    if not isinstance(fields, dict):
+        return []
+    return [line for name, stats in fields.items() if (line := unparsed_warning(str(name), stats)) is not None]

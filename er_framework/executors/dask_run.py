@@ -25,7 +25,7 @@ from er_framework.capabilities import (
 )
 from er_framework.config.executor_params import DaskParams
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records
+from er_framework.data import Pairs, Records, pair_population
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
@@ -53,6 +53,7 @@ from er_framework.executors.dask_tasks import (
     task_codes,
     task_forest,
     task_frequencies,
+    task_record_counts,
     task_scan,
     task_score_codes,
     task_serve,
@@ -269,7 +270,15 @@ class DaskRun:
             return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
 
         if fitted:
-            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, info)
+            population = pair_population(scanned.source[scanned.exact.active], self.engine.link)
+            verifier = engine.verifier
+            assert isinstance(verifier, CodeFitted)
+            count_futs = (
+                [self.submit(task_record_counts, self.ref, p, self._active_of(scanned, i)) for i, p in enumerate(self.parts)]
+                if verifier.needs_record_counts()
+                else []
+            )
+            ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, population, count_futs, info)
         else:
             ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
@@ -340,6 +349,8 @@ class DaskRun:
         serve_futs: list[Any],
         sample: Pairs,
         sample_need: list[Int64Array],
+        population: int,
+        count_futs: list[Any],
         info: dict[str, Any],
     ) -> list[Any]:
         """A fitted verifier: pair codes on the workers, counts summed, one fit on the client, scores by code."""
@@ -352,10 +363,17 @@ class DaskRun:
         s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
-        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None)  # on the client, as locally
-        self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": fitted.state}))
+        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None, population=population)  # as locally
+        state = fitted.state
+        if count_futs and state:  # the state holds counts over the records (term frequencies): summed here
+            state = verifier.with_record_counts(state, [c for c in self.client.gather(count_futs) if c is not None])
+        self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": state}))
         self.verifier_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
+        if count_futs and state:
+            # scores by more than the pair's code: the model's score_with on the pairs' records, as locally
+            self.send_model()
+            return [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(self.n_parts)]
         return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table) for j in range(self.n_parts)]
 
     def _forest(self, ver_futs: list[Any], info: dict[str, Any]) -> tuple[Int64Array, Int64Array] | None:

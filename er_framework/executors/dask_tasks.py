@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import GroupedKeys, Keyed, ability
+from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, ability
 from er_framework.config.resolve import resolve_job
 from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Batch, Pairs, Records
@@ -281,6 +281,16 @@ def task_codes(
     return codes, uniq.astype(np.int64), counts.astype(np.float64)
 
 
+def task_record_counts(ref: JobRef, part: Part, active: Int64Array) -> dict[str, Any] | None:
+    """A fitted verifier's counts over one partition's active records (:meth:`CodeFitted.record_counts`),
+    summed by the client into the fitted state."""
+    eng = engine(ref)
+    verifier = eng.verifier
+    assert isinstance(verifier, CodeFitted)
+    recs = _read(ref, part).take(active)
+    return verifier.record_counts(Batch(records=recs, cross_source_only=eng.link, seed=eng.job.context.seed))
+
+
 def task_score_codes(
     ref: JobRef,
     packed: npt.NDArray[np.uint64],
@@ -325,6 +335,7 @@ __all__ = [
     "task_codes",
     "task_forest",
     "task_frequencies",
+    "task_record_counts",
     "task_scan",
     "task_score_codes",
     "task_serve",

@@ -23,6 +23,10 @@ Conversion to Arrow (:func:`frame_to_arrow`):
   object column mixing value types (``["a", 7]``, which Arrow and Parquet
   cannot store as one column) is read value by value with the JSON Lines rules
   (``7 -> "7"``, ``True -> "true"``, see :mod:`er_framework.io.source_files`).
+  A float column of whole numbers (``1999.0``, NaN: pandas' integers with a
+  missing value, a ``YYYYMMDD`` date column read by ``read_csv``) is read as
+  integers (``"1999"``, ``"19151111"``; for every kind of table, as for a
+  Parquet file: :func:`~er_framework.io.parquet_read.integral_floats_as_integers`).
 * polars: ``DataFrame.to_arrow()`` (numbers are not copied). A ``LazyFrame``
   is refused: it is a query, ``.collect()`` it first.
 * Arrow: a ``Table`` as it is, a ``RecordBatch`` as a table of one batch, a
@@ -55,7 +59,15 @@ from er_framework.io.parquet_read import TableWords, arrow_columns_to_read, read
 from er_framework.io.source_files import records_from_columns
 from er_framework.kernels.arrow import numeric_array, string_array
 
-__all__ = ["ACCEPTED", "KINDS", "arrow_table", "as_kind", "frame_kind", "frame_to_arrow", "records_from_frame"]
+__all__ = [
+    "ACCEPTED",
+    "KINDS",
+    "arrow_table",
+    "as_kind",
+    "frame_kind",
+    "frame_to_arrow",
+    "records_from_frame",
+]
 
 #: The kinds of table objects, as :func:`frame_kind` names them and :func:`as_kind` makes them.
 KINDS = ("arrow", "pandas", "polars")
@@ -283,7 +295,8 @@ def records_from_frame(
     The same records, and the same problems, as writing ``frame_to_arrow(obj, where)`` to a
     Parquet file and reading it with :func:`~er_framework.io.source_files.read_source` (same
     parameters), with ``where`` in place of the file name: every value becomes text or ``None``
-    (numbers ``7 -> "7"``, ``0.5 -> "0.5"``, NaN/None/NA missing, booleans ``"true"``, dates ISO
+    (numbers ``7 -> "7"``, ``0.5 -> "0.5"``, a float field whose present values are all whole numbers as
+    integers: ``1999.0 -> "1999"``, NaN/None/NA missing, booleans ``"true"``, dates ISO
     8601, lists and structs JSON), ids strings or integers, non-empty and unique (``layout=
     "wide"``), a table without rows is an error, a row larger than ``max_record_mb`` (MB of its
     text and binary values; ``None``: no limit) is refused. Only the id column and ``fields``

@@ -3,8 +3,9 @@
 :mod:`er_framework.io.frames`) with the same rules and messages.
 
 The input rules are those of :mod:`er_framework.io.source_files`: values are converted to text as
-JSON values are (dates and timestamps as ISO 8601 text, decimals as ``str``), rows are numbered
-from 1. pyarrow is imported when a table is read.
+JSON values are (dates and timestamps as ISO 8601 text, decimals as ``str``), except that a float
+field whose present values are all whole numbers is read as integers (``1999.0 -> "1999"``:
+:func:`integral_floats_as_integers`); rows are numbered from 1. pyarrow is imported when a table is read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from er_framework.errors import InputError, Problem
 from er_framework.io.data_file import Locator, missing_columns, open_data_file, repeated_columns, too_big_problem
 
-__all__ = ["TableWords", "arrow_columns_to_read", "read_arrow_columns", "read_parquet_columns"]
+__all__ = ["TableWords", "arrow_columns_to_read", "integral_floats_as_integers", "read_arrow_columns", "read_parquet_columns"]
 
 
 def read_parquet_columns(
@@ -108,6 +109,7 @@ def read_arrow_columns(
     read = arrow_columns_to_read(present, wanted)
     if whole and table.num_rows == 0 and not problems:
         problems.append(Problem(where=file, message=f"{words.table} has no rows{hint}: a source without any record", fix=words.fill))
+    table = integral_floats_as_integers(table, [c for c in read if c != id_column])
     arrow: dict[str, Any] = {}
     for c in read:
         col = _plain_column(table.column(c))
@@ -143,6 +145,33 @@ def read_arrow_columns(
                 )
             )
     return columns, Locator(file, None, "row"), problems
+
+
+def integral_floats_as_integers(table: Any, columns: Sequence[str]) -> Any:
+    """``table`` with each of ``columns`` that is a float column whose present values are all whole numbers
+    (NaN and nulls are missing) cast to 64-bit integers, so that its values read as ``"1999"``, not
+    ``"1999.0"``: a pandas column of integers with a missing value is a float column (``1999.0``, NaN), and so
+    is a ``YYYYMMDD`` date read by ``read_csv`` (``19151111.0``). A column holding a fraction (``12.5``), an
+    infinity or a number beyond 64 bits is kept as it is (its values read as floats: ``"12.5"``). Columns
+    that are not in the table or not floats are untouched."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in columns:
+        if name not in table.column_names or table.column_names.count(name) != 1:
+            continue
+        col = table.column(name)
+        if not pa.types.is_floating(col.type):
+            continue
+        nan = pc.is_nan(col)
+        if pc.any(nan).as_py():
+            col = pc.if_else(nan, pa.scalar(None, col.type), col)
+        try:
+            ints = pc.cast(col, pa.int64(), safe=True)  # ArrowInvalid for a fraction, an infinity, out of range
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        table = table.set_column(table.column_names.index(name), name, ints)
+    return table
 
 
 def _plain_column(col: Any) -> Any:

@@ -14,7 +14,9 @@ Input rules (the same for every format):
   (``json.dumps``: ``0.8 -> "0.8"``, ``7.0 -> "7.0"``); booleans become
   ``"true"``/``"false"``; lists and objects become their ``json.dumps`` text
   (non-ASCII kept). Parquet values are converted the same way (dates and
-  timestamps as ISO 8601 text, decimals as ``str``). A float NaN is missing
+  timestamps as ISO 8601 text, decimals as ``str``), but a float column whose
+  present values are all whole numbers is read as integers (``1999.0 ->
+  "1999"``: a pandas integer column with a missing value). A float NaN is missing
   (``None``) in every format: pandas writes missing values as NaN.
 * Ids must be non-empty strings or integers (integers become text); they are
   kept exactly (no stripping) and must be unique within a source.

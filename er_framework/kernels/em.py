@@ -30,6 +30,10 @@ __all__ = [
     "isotonic_decreasing_reference",
     "level_of",
     "monotone_m_step",
+    "SESSION_TIED_SHARE",
+    "SessionFit",
+    "fit_session",
+    "population_lambda",
     "pattern_counts",
     "pattern_radix",
     "sigmoid",
@@ -429,3 +433,127 @@ def fit_em(
         if votes < 0:
             fit = EMFit(lam=1 - lam, m=u, u=m, iterations=it, converged=converged, loglik=trace, swapped=True)
     return fit
+
+
+# ---------------------------------------------------------------------------
+# training sessions (m) and lambda over every record pair
+
+
+#: a field at level 0 in at least this share of a training session's pairs (where present) is taken as
+#: tied to the session's key and not estimated there
+SESSION_TIED_SHARE = 0.98
+
+
+@dataclass
+class SessionFit:
+    """One training session: the candidates agreeing (level 0) on the fields ``fixed``, and the m it
+    estimated for every other field (``m[f]`` is None for a field of ``fixed`` or ``tied``)."""
+
+    fixed: tuple[int, ...]
+    tied: tuple[int, ...]
+    pairs: float
+    lam: float
+    m: list[npt.NDArray[np.float64] | None]
+    iterations: int
+    converged: bool
+
+
+def fit_session(
+    patterns: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.float64],
+    n_levels: Sequence[int],
+    fixed: Sequence[int],
+    u: Sequence[npt.NDArray[np.float64]],
+    *,
+    lam0: float = 0.5,
+    fix_lam: bool = False,
+    monotone: bool = True,
+    max_iter: int = 500,
+    tol: float = 1e-7,
+    smoothing: float = 1.0,
+) -> SessionFit | None:
+    """m of the fields not in ``fixed`` by EM on the pairs at level 0 of every field of ``fixed``, u held.
+
+    The pairs a blocking key produces agree on the key's fields, so among them those fields say nothing
+    of the class; every other field is compared as among random pairs (conditional independence), whose
+    level frequencies ``u`` are known (random pairs). In this session the ``fixed`` fields are left out
+    of the model (as if missing: factor 1 in both classes), u is held and EM fits lambda (the session's
+    own share of matches, not kept) and m of the other fields: the training sessions of Splink
+    ("estimate_parameters_using_expectation_maximisation" on a blocking rule; Fellegi & Sunter 1969,
+    Winkler 1988 for EM). None when no pair of the candidates is in the session.
+
+    ``fix_lam``: the session's share of matches is held at ``lam0`` (a session estimating one field cannot
+    tell it from that field's m; the caller knows it from the other fields' fit).
+    """
+    pat = np.asarray(patterns, dtype=np.int64)
+    sel = np.ones(len(pat), dtype=bool)
+    for f in fixed:
+        sel &= pat[:, f] == 0
+    if not sel.any():
+        return None
+    sp = pat[sel].copy()
+    sc = np.asarray(counts, dtype=np.float64)[sel]
+    # a field that agrees (level 0) in almost every pair of the session is tied to its key (a city to its
+    # zip), not evidence of the class: it is left out with the key's fields
+    tied = []
+    for f in range(len(n_levels)):
+        ok = sp[:, f] >= 0
+        shown = float(sc[ok].sum())
+        if f not in fixed and shown > 0 and float(sc[ok & (sp[:, f] == 0)].sum()) >= SESSION_TIED_SHARE * shown:
+            tied.append(f)
+    fixed = tuple(sorted(set(fixed) | set(tied)))
+    sp[:, list(fixed)] = -1
+    m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+    fit = fit_em(
+        sp,
+        sc,
+        n_levels,
+        lam0,
+        m0,
+        [np.asarray(x, dtype=np.float64) for x in u],
+        fix_u=True,
+        fix_lam=fix_lam,
+        monotone=monotone,
+        max_iter=max_iter,
+        tol=tol,
+        guard=False,
+        smoothing=smoothing,
+    )
+    m: list[npt.NDArray[np.float64] | None] = [None if f in fixed else fit.m[f] for f in range(len(n_levels))]
+    return SessionFit(tuple(f for f in fixed if f not in tied), tuple(tied), float(sc.sum()), fit.lam, m, fit.iterations, fit.converged)
+
+
+def population_lambda(
+    patterns: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.float64],
+    m: Sequence[npt.NDArray[np.float64]],
+    u: Sequence[npt.NDArray[np.float64]],
+    population: float,
+    *,
+    max_iter: int = 2000,
+    tol: float = 1e-9,
+) -> tuple[float, int, bool]:
+    """P(match) of two records drawn from all ``population`` record pairs, m and u held: EM on lambda alone.
+
+    The candidates are the pairs of ``patterns`` / ``counts``; every other pair of the population is
+    taken as a non-match (blocking's purpose: the candidates hold the matches). The maximum-likelihood
+    lambda then solves ``lambda = sum_p c_p g_p(lambda) / population`` (g_p: the posterior of pattern p
+    under lambda), reached by EM's fixed-point iteration (the likelihood never decreases). Stops when
+    lambda moves by less than ``tol`` relative to itself. Returns ``(lambda, iterations, converged)``.
+    """
+    pat = np.asarray(patterns, dtype=np.int64)
+    cnt = np.asarray(counts, dtype=np.float64)
+    N = float(population)
+    if float(cnt.sum()) > N or N <= 0:
+        raise ValueError(f"population of {N:g} pairs is smaller than the {float(cnt.sum()):g} candidates")
+    bf = _class_logs(pat, list(m)) - _class_logs(pat, list(u))  # natural-log Bayes factor of each pattern
+    lam = float(np.clip(float(cnt.sum()) / N * 0.5, EPS, 0.5))
+    for it in range(1, max_iter + 1):
+        z = np.clip(bf + (math.log(lam) - math.log1p(-lam)), -700.0, 700.0)
+        g = 1.0 / (1.0 + np.exp(-z))
+        new = float(np.clip(float(cnt @ g) / N, EPS, 1 - EPS))
+        done = abs(new - lam) <= tol * max(lam, EPS)
+        lam = new
+        if done:
+            return lam, it, True
+    return lam, max_iter, False

@@ -66,6 +66,7 @@ from er_framework.report.sections import (
     components_section,
     guarded,
     job_section,
+    normalize_section,
     pruning_section,
     scores_section,
     section_html,
@@ -367,6 +368,7 @@ def render_report(
     falls = guarded("Waterfalls", lambda: waterfalls(report, fetched[0], fetched[1])) if has_review else None
     sections = [
         ("summary", "Summary", summary_section(report)),
+        *([("normalize", "Normalized fields", normalize_section(report))] if report.get("normalize") else []),
         ("blocking", "Blocking", blocking_section(report)),
         *(
             [("threshold", "Threshold chosen from the data", threshold_section(report))]

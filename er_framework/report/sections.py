@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from er_framework.normalize import unparsed_warning
 from er_framework.report.plots import plot_cluster_sizes, plot_points, plot_s_curve, plot_scores, plot_threshold
 from er_framework.report.review import Values, candidate_scores, match_weights
 from er_framework.report.review import esc as _e
@@ -30,6 +31,7 @@ __all__ = [
     "components_section",
     "guarded",
     "job_section",
+    "normalize_section",
     "pruning_section",
     "scores_section",
     "section_html",
@@ -630,6 +632,42 @@ def cluster_sections(report: dict[str, Any], view: ClusterView | None, max_examp
         text += " Fields holding [x, y] points (minutiae) are also drawn, one colour per record, on the shingler's grid."
     parts.append(_note(text))
     return "".join(dist), "".join(parts)
+
+
+def normalize_section(report: dict[str, Any]) -> str:
+    """The ``normalize:`` chains' counts per field (report.json ``normalize``), and a warning for each field
+    whose chain could not read more than :data:`~er_framework.normalize.UNPARSED_WARN_SHARE` of its present
+    values (the same line as ``er run``'s summary)."""
+    fields = report.get("normalize")
+    if not isinstance(fields, dict) or not fields:
+        return _note("No field is normalized (the job has no normalize: section).")
+    warnings = [w for name, st in fields.items() if isinstance(st, dict) and (w := unparsed_warning(str(name), st)) is not None]
+    rows = []
+    for name, st in fields.items():
+        if not isinstance(st, dict):
+            continue
+        share = st.get("unparseable_share")
+        unparsed = st.get("unparseable")
+        rows.append(
+            [
+                name,
+                ", ".join(str(x) for x in st.get("steps") or []),
+                st.get("values"),
+                st.get("missing_before"),
+                st.get("placeholders"),
+                unparsed if not isinstance(share, (int, float)) or not unparsed else f"{unparsed:,} ({share:.1%})",
+                ", ".join(repr(str(e)) for e in st.get("unparseable_examples") or []),
+                st.get("distinct_before"),
+                st.get("distinct_after"),
+            ]
+        )
+    head = ["field", "chain", "values", "missing", "placeholders", "could not be read", "e.g.", "distinct before", "distinct after"]
+    table = _table(head, rows, [False, False, True, True, True, True, False, True, True])
+    note = _note(
+        "Could not be read: present values (neither missing nor a placeholder such as N/A) that the chain turned into "
+        "missing values; they take no part in matching. normalize_strict: true makes them an error."
+    )
+    return "".join(f'<p class="note warn">{_e(w)}</p>' for w in warnings) + table + note
 
 
 def stages_section(report: dict[str, Any]) -> str:

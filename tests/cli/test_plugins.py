@@ -16,6 +16,9 @@ def test_plugins_text_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert "num_perm" in out and "default 128" in out
     # the normalizers a job's normalize: section may name, with their options
     assert "normalizers" in out and "nickname" in out and "default_region" in out
+    # the keys of nested models (fellegi_sunter's fields and their ladder rules), with their descriptions
+    assert "FSField:" in out and "Rule:" in out and "transposed_day_month" in out
+    assert "swapped: the other column(s)" in out
 
 
 def test_plugins_json_lists_normalizers(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,49 @@ def test_report_must_be_a_boolean(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["validate", str(_job_with_output(tmp_path, "{report: sometimes}"))]) == 2
     err = capsys.readouterr().err
     assert "output.report" in err and "Traceback" not in err
+
+
+def _dates_job(tmp: Path, strict: bool) -> Path:
+    """A link job over two CSV files whose date column holds values the ``date`` normalizer cannot read."""
+    (tmp / "a.csv").write_text("id,name,dob\na1,Ann Lee,19151111\na2,Bob Roy,1980-03-05\na3,Cy Day,2001-01-01\n", encoding="utf-8")
+    (tmp / "b.csv").write_text("id,name,dob\nb1,Ann Lee,19151111.0x\nb2,Bob Roy,31/02/1999\nb3,Cy Day,N/A\n", encoding="utf-8")
+    job = tmp / "job.yaml"
+    job.write_text(
+        "mode: link\n"
+        "sources:\n"
+        "  - {name: a, path: a.csv, id: id, fields: [name, dob]}\n"
+        "  - {name: b, path: b.csv, id: id, fields: [name, dob]}\n"
+        "normalize: {name: name, dob: date}\n"
+        f"normalize_strict: {'true' if strict else 'false'}\n"
+        "exact_duplicates: false\n"
+        "blockers: [{type: field_hash, fields: [name]}]\n"
+        "verifier: {type: field_score, threshold: 100, fields: [{field: name, scorer: ratio}, {field: dob, scorer: exact}]}\n",
+        encoding="utf-8",
+    )
+    return job
+
+
+def _run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "er_framework", "run", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_run_warns_of_values_a_normalizer_could_not_read(tmp_path: Path) -> None:
+    done = _run_cli("job.yaml", "--out", "out", cwd=_dates_job(tmp_path, strict=False).parent)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stdout.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: dob: 2 of 5 values (40.0%) could not be read by [date] and became missing, e.g. '19151111.0x', "
+        "'31/02/1999'; fix the values or the field's normalizers (er plugins lists their options), or set "
+        "normalize_strict: true to stop on them"
+    ]
+    assert (tmp_path / "out" / "pairs.csv").exists()
+
+
+def test_run_strict_stops_on_values_a_normalizer_could_not_read(tmp_path: Path) -> None:
+    done = _run_cli("job.yaml", "--out", "out", cwd=_dates_job(tmp_path, strict=True).parent)
+    assert done.returncode == 2
+    err = done.stderr
+    assert "job.yaml: normalize.dob: 2 of 5 values (40.0%) could not be read by [date]" in err
+    assert "'19151111.0x', '31/02/1999'" in err and "fix: fix the values" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

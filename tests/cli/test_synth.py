@@ -145,3 +145,66 @@ def test_synth_news_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[st
     for needle in needles:
         assert needle in err
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- er synth persons (issue 29)
+
+
+def test_synth_persons_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p"
+    assert main(["synth", "persons", "--n", "300", "--duplicates", "40", "--triples", "5", "--seed", "3", "--out", str(out)]) == 0
+    assert "persons.csv (300 records, 45 duplicate pairs)" in capsys.readouterr().out
+    with open(out / "persons.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    with open(out / "truth.csv", newline="", encoding="utf-8") as f:
+        truth = list(csv.DictReader(f))
+    assert len(rows) == 300 and list(truth[0]) == ["id", "entity"]
+    assert sorted(r["id"] for r in rows) == sorted(t["id"] for t in truth)
+    groups: dict[str, int] = {}
+    for t in truth:
+        groups[t["entity"]] = groups.get(t["entity"], 0) + 1
+    assert sum(k * (k - 1) // 2 for k in groups.values()) == 45
+    assert any(r["birth_year"].endswith(".0") for r in rows)  # CSV: 20% float rows by default
+    first = (out / "persons.csv").read_bytes()
+    assert main(["synth", "persons", "--n", "300", "--duplicates", "40", "--triples", "5", "--seed", "3", "--out", str(out)]) == 0
+    assert (out / "persons.csv").read_bytes() == first  # deterministic for a seed
+
+
+def test_synth_persons_parquet_without_floats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    assert main(["synth", "persons", "--n", "100", "--duplicates", "10", "--format", "parquet", "--out", str(tmp_path)]) == 0
+    table = pq.read_table(tmp_path / "persons.parquet")
+    assert table.num_rows == 100 and str(table.schema.field("birth_year").type) == "int64"
+    assert str(table.schema.field("previous_cities").type).startswith("list<")
+    assert main(["synth", "persons", "--n", "100", "--duplicates", "10", "--float-dates", "0", "--out", str(tmp_path / "c")]) == 0
+    with open(tmp_path / "c" / "persons.csv", newline="", encoding="utf-8") as f:
+        assert not any(r["birth_year"].endswith(".0") for r in csv.DictReader(f))
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--n", "1e12"], ["er synth persons --n: must be from 2 to 2,000,000, got 1,000,000,000,000", "in memory"]),
+        (["--n", "1"], ["--n: must be from 2"]),
+        (["--n", "100", "--duplicates", "100"], ["--duplicates: must be from 0 to 99, got 100", "fewer duplicates than --n"]),
+        (["--n", "100", "--duplicates", "10", "--triples", "6"], ["--triples: must be from 0 to 5, got 6"]),
+        (
+            ["--n", "100", "--seed", "-1", "--float-dates", "1.5"],
+            ["--seed: must be from 0", "--float-dates: must be a finite number in [0, 1]"],
+        ),
+    ],
+)
+def test_synth_persons_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]) -> None:
+    assert main(["synth", "persons", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_synth_persons_out_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    assert main(["synth", "persons", "--n", "10", "--duplicates", "1", "--out", str(tmp_path / "f")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

@@ -104,6 +104,49 @@ def test_lambda_at_a_boundary(lam: float, fires: bool) -> None:
         assert ("fix_u" in fix) is (lam > 0.5)
 
 
+def test_lambda_over_every_record_pair_is_checked_among_the_candidates() -> None:
+    """Training sessions give lambda over every record pair (5e-7 for a million records a side, rightly):
+    the boundary is checked on the expected matches among the candidates over the pairs scored."""
+    r = sound()
+    r["verifier"].update(
+        {
+            "lambda": 5e-7,
+            "sessions": {"lambda_over": "population", "sessions": []},
+            "pairs_scored": 36000,
+            "expected_matches_in_candidates": 6500.0,
+        }
+    )
+    assert pl.candidate_lambda(r["verifier"]) == pytest.approx(6500 / 36000)
+    assert codes(r) == []
+    r["verifier"]["expected_matches_in_candidates"] = 35999.0
+    assert codes(r) == ["lambda_at_boundary"]
+    assert "lambda = 0.999972 among the candidates" in warnings_of(r)[0]["message"]
+    r["verifier"]["expected_matches_in_candidates"] = 0.01  # and then far fewer than the 6,500 pairs kept
+    assert codes(r) == ["lambda_at_boundary", "expected_matches_low"]
+    r["verifier"]["expected_matches_in_candidates"] = 6500.0
+    r["verifier"]["expected_matches"] = 20000.0  # over every record pair: 4 per record of 5,000
+    r["verifier"]["pairs_at_or_above_threshold"] = r["verified_pairs"] = 6500
+    got = warnings_of(r)
+    assert [w["code"] for w in got] == ["expected_matches_high"] and "among every record pair" in got[0]["message"]
+
+
+def test_a_training_session_that_did_not_converge() -> None:
+    r = sound()
+    r["verifier"]["sessions"] = {
+        "lambda_over": "population",
+        "sessions": [
+            {"agree_on": ["given_name"], "iterations": 500, "converged": False, "used": True},
+            {"agree_on": ["surname"], "iterations": 500, "converged": False, "used": False},  # not used: no matter
+            {"agree_on": ["dob"], "iterations": 9, "converged": True, "used": True},
+        ],
+    }
+    r["verifier"]["expected_matches_in_candidates"] = 6500.0
+    r["verifier"]["pairs_scored"] = 36000
+    got = warnings_of(r)
+    assert [w["code"] for w in got] == ["em_not_converged"]
+    assert "session on the pairs agreeing on given_name stopped after 500 iterations" in got[0]["message"]
+
+
 def test_lambda_of_a_verifier_that_fits_nothing_is_not_checked() -> None:
     r = sound()
     r["verifier"] = {"type": "jaccard", "threshold": 0.5}
@@ -176,8 +219,8 @@ def test_the_checks_do_not_change_the_report() -> None:
 
 # ---------------------------------------------------------------- a run that collapses
 
-#: Febrl3 blocked on the given name and on the surname alone (no cap), compared on both names with u held
-#: at a few hundred random pairs' estimate (fix_u): every candidate agrees on one name, which random pairs
+#: Febrl3 blocked on the given name and on the surname alone (no cap), compared on both names by EM on the
+#: candidates with u held at a few hundred random pairs' estimate (fix_u): every candidate agrees on one name, which random pairs
 #: almost never do, so EM puts every candidate into the match class (lambda -> 1) and the names chain
 #: most of the 5,000 records into one cluster
 COLLAPSING = """
@@ -193,6 +236,7 @@ blockers:
 verifier:
   type: fellegi_sunter
   threshold: 0.5
+  estimation: em
   fix_u: true
   u_from_random_pairs: 300
   fields:

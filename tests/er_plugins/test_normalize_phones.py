@@ -57,3 +57,11 @@ def test_phone_missing_short_and_placeholders():
 )
 def test_phone_idempotent(value, region, foreign):
     idempotent("phone", value, default_region=region, foreign_country_code=foreign)
+
+
+def test_phone_written_as_a_float():
+    # a phone column read as floats: the integer's digits; a number with a fraction keeps its digits as before
+    assert normalize("phone", ["5551234567.0", "5551234567.00", "5.551234567e9", "5.551234567E+09"]) == ["5551234567"] * 4
+    assert normalize("phone", [5551234567.0, "555.1234"]) == ["5551234567", "5551234"]
+    many = [f"{5551230000 + i}.0" for i in range(100)] + [f"{5.55123e9 + i:.9e}" for i in range(100)]
+    assert normalize("phone", many) == [norm("phone", v) for v in many] == [str(int(float(v))) for v in many]

@@ -140,3 +140,19 @@ def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(work
     other_scores, other_fit = other.fit_score(batch, pairs, None)
     assert np.array_equal(other_scores, scores)
     assert other_fit.report["per_field"] == ref_fit.report["per_field"]
+
+
+@pytest.mark.parametrize("copies", [1, 6_000])  # fewer than ARROW_MIN_VALUES rows: prepared in Python; more: in Arrow
+def test_digits_of_a_whole_number_written_as_a_float(copies: int) -> None:
+    # the comparison `digits` reads "1999.0" as 1999 (as the digits normalizer does); other values keep their digits
+    base = ["1999.0", "1999", "1.9151111e7", "19151111", "12.5", "125", "555.123.4567", "5551234567", "1999.00", "2001", None, "3E5"]
+    values = base * copies
+    n = len(values)
+    records = Records(ids=[f"r{i}" for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["A"], fields={"year": values})
+    left = np.array([0, 2, 4, 6, 8, 0, 10], dtype=np.int64)
+    right = np.array([1, 3, 5, 7, 1, 9, 11], dtype=np.int64)
+    col = rc.FieldColumn(records, ["year"], "digits", np.arange(n, dtype=np.int64))
+    scores = col.scores(left, right, 1)
+    assert scores[:5].tolist() == [100.0] * 5
+    assert scores[5] < 100.0 and np.isnan(scores[6])
+    assert rc.FieldColumn(records, ["year"], "digits", np.arange(n, dtype=np.int64), last_digits=2).scores(left, right, 1)[0] == 100.0

@@ -73,14 +73,25 @@ def test_end_to_end_truth_plus_random_pairs(customers):
     s = fs.score(c["batch"], pairs)
     f_prf = prf(s >= fs.threshold, y, n_true)
     sweep = {t: round(prf(s >= t, y, n_true)[2], 4) for t in (160, 180, 200, 220, 240)}
-    fsun = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
+    # EM on the candidates (estimation: em) estimates lambda among them; the default (training sessions,
+    # none here: no blocking keys) is checked below
+    fsun = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
     p, fitted = fsun.fit_score(c["batch"], pairs, None)
     rep = {**fsun.describe(), **fitted.report}
     json.dumps(rep)
     json.dumps(fs.describe())
     s_prf = prf(p >= fsun.threshold, y, n_true)
-    fixed = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True), Context(workers=2, threshold=0.5, seed=1))
+    fixed = FellegiSunter(
+        FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1)
+    )
     x_prf = prf(fixed.score(c["batch"], pairs) >= 0.5, y, n_true)
+    default = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
+    d_scores, d_fit = default.fit_score(c["batch"], pairs, None)
+    d_prf = prf(d_scores >= 0.5, y, n_true)
+    # lambda over every record pair: the expected matches among the candidates are the true ones
+    assert d_fit.report["sessions"]["lambda_over"] == "population"
+    assert abs(d_fit.report["expected_matches_in_candidates"] - n_true) < 0.02 * n_true
+    assert d_prf[2] >= 0.95
     print(
         f"\ntruth + 200k random pairs ({len(pairs)} candidates, {n_true} true):"
         f"\n  field_score >= 200: P {f_prf[0]:.4f} R {f_prf[1]:.4f} F1 {f_prf[2]:.4f}; F1 by threshold {sweep}"
@@ -112,10 +123,21 @@ def test_end_to_end_seed_blocking(customers):
     n_true = len(c["truth_left"])
     s = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200), Context(workers=2)).score(c["batch"], pairs)
     f_prf = prf(s >= 200, y, n_true)
-    free = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
+    free = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
     free_scores, free_fit = free.fit_score(c["batch"], pairs, None)
     s_prf = prf(free_scores >= 0.5, y, n_true)
-    fixed = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True), Context(workers=2, threshold=0.5, seed=1))
+    # the default: u of random pairs held, m in training sessions on the blocking keys (whose pairs are
+    # all candidates, so within a session the other fields are compared as among random pairs)
+    keys = [["first_name", "last_name"], ["address"], ["phone"]]
+    sess = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1, blocking_keys=keys))
+    sess_scores, sess_fit = sess.fit_score(c["batch"], pairs, None)
+    t_prf = prf(sess_scores >= 0.5, y, n_true)
+    used = [x["agree_on"] for x in sess_fit.report["sessions"]["sessions"] if x["used"]]
+    assert used == [["first_name", "last_name"], ["location"], ["phone"]], used
+    assert t_prf[2] >= 0.95 and t_prf[2] >= s_prf[2] - 0.005, (t_prf, s_prf)
+    fixed = FellegiSunter(
+        FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1)
+    )
     fixed_scores, fixed_fit = fixed.fit_score(c["batch"], pairs, None)
     x_prf = prf(fixed_scores >= 0.5, y, n_true)
     print(
@@ -124,6 +146,7 @@ def test_end_to_end_seed_blocking(customers):
         f"\n  fellegi_sunter >= 0.5: P {s_prf[0]:.4f} R {s_prf[1]:.4f} F1 {s_prf[2]:.4f}"
         f" (lambda {free_fit.report['lambda']:.4f}, true {y.mean():.4f})"
         f"\n  fellegi_sunter fix_u: P {x_prf[0]:.4f} R {x_prf[1]:.4f} F1 {x_prf[2]:.4f} (lambda {fixed_fit.report['lambda']:.4f})"
+        f"\n  fellegi_sunter sessions: P {t_prf[0]:.4f} R {t_prf[1]:.4f} F1 {t_prf[2]:.4f}"
     )
     assert f_prf[2] >= 0.95
     assert s_prf[2] >= 0.95

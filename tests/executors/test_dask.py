@@ -318,7 +318,11 @@ def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: Lo
                 "one_to_one",
                 "link",
             ),
-            ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0, "fields": FS_FIELDS}, "greedy_modularity", "link"),
+            (
+                {"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0, "estimation": "em", "fields": FS_FIELDS},
+                "greedy_modularity",
+                "link",
+            ),
             # exact duplicates collapsed: the random pairs are drawn over the active records, as locally
             (
                 {"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000, "fields": FS_FIELDS},

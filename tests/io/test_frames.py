@@ -278,7 +278,8 @@ def test_long_layout_as_parquet(tmp_path: Path) -> None:
     df = pd.DataFrame({"id": ["f1", "f1", "f2", "f1"], "x": [1, 2, 3, None], "y": ["a", "b", "c", "d"]})
     recs = from_frame(df, ["x", "y"], layout="long")
     assert recs.ids == ["f1", "f2"]
-    assert recs.fields == {"x": ['["1.0", "2.0", null]', '["3.0"]'], "y": ['["a", "b", "d"]', '["c"]']}
+    # x is a float column in pandas (1.0, 2.0, 3.0, NaN): whole numbers, read as integers
+    assert recs.fields == {"x": ['["1", "2", null]', '["3"]'], "y": ['["a", "b", "d"]', '["c"]']}
     assert_same_records(recs, from_parquet(write_parquet(df, tmp_path / "d.parquet"), ["x", "y"], layout="long"))
 
 
@@ -479,3 +480,27 @@ def test_as_kind_round_trips() -> None:
     assert frame_to_arrow(polars_frame, WHERE).cast(table.schema).equals(table)
     with pytest.raises(ValueError, match="unknown table kind 'spark'"):
         as_kind(table, "spark")
+
+
+def test_float_columns_of_whole_numbers_are_read_as_integers(tmp_path: Path) -> None:
+    # pandas.read_csv of a year / YYYYMMDD column with an empty cell: float64 with NaN
+    df = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "year": [1999.0, np.nan, 2001.0],
+            "dob": [19151111.0, 1.9151111e7, np.nan],
+            "score": [0.5, 1.0, np.nan],
+            "nullable": pd.array([1.0, None, 3.0], dtype="Float64"),
+        }
+    )
+    want = {
+        "year": ["1999", None, "2001"],
+        "dob": ["19151111", "19151111", None],
+        "score": ["0.5", "1.0", None],
+        "nullable": ["1", None, "3"],
+    }
+    fields = list(want)
+    assert from_frame(df, fields).fields == want
+    assert from_frame(pl.from_pandas(df), fields).fields == want
+    assert from_frame(pa.Table.from_pandas(df, preserve_index=False), fields).fields == want
+    assert_same_records(from_frame(df, fields), from_parquet(write_parquet(df, tmp_path / "d.parquet"), fields))

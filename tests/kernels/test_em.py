@@ -22,13 +22,16 @@ from hypothesis import strategies as st
 
 from er_framework.kernels.em import (
     EPS,
+    SESSION_TIED_SHARE,
     EMFit,
     fit_em,
+    fit_session,
     isotonic_decreasing,
     isotonic_decreasing_reference,
     level_of,
     monotone_m_step,
     pattern_counts,
+    population_lambda,
     sigmoid,
 )
 
@@ -393,3 +396,95 @@ def test_sigmoid_is_scipy_expit_bit_for_bit():
     assert np.array_equal(sigmoid(grid), expit(grid))
     assert sigmoid(np.zeros(0)).shape == (0,)
     assert np.all((got >= 0) & (got <= 1))
+
+
+# ---------------------------------------------------------------------------
+# training sessions and lambda over every record pair
+
+
+def _latent_pairs(rng, n_match, n_non, m, u):
+    """Levels of pairs drawn from a known latent-class model (fields independent given the class)."""
+    rows = []
+    for cls, k in ((m, n_match), (u, n_non)):
+        rows.append(np.stack([rng.choice(len(p), size=k, p=p) for p in cls], axis=1))
+    return np.concatenate(rows)
+
+
+def test_fit_session_recovers_m_of_the_other_fields_with_u_held():
+    """Pairs agreeing on a blocking key (field 0 at level 0), the other fields drawn from the known model:
+    the session's EM, u held at the true u, recovers m of fields 1 and 2 and leaves field 0 out."""
+    rng = np.random.default_rng(3)
+    m = [np.array([0.9, 0.1]), np.array([0.7, 0.2, 0.1]), np.array([0.8, 0.2])]
+    u = [np.array([0.01, 0.99]), np.array([0.02, 0.08, 0.9]), np.array([0.1, 0.9])]
+    lv = _latent_pairs(rng, 20_000, 60_000, m, u)
+    lv[:, 0] = 0  # the session: every pair agrees on the key's field
+    pats, counts, _ = pattern_counts(lv, [2, 3, 2])
+    sf = fit_session(pats, counts, [2, 3, 2], (0,), u, monotone=False, smoothing=0.0)
+    assert sf is not None and sf.fixed == (0,) and sf.tied == () and sf.m[0] is None
+    assert sf.lam == pytest.approx(0.25, abs=0.01)
+    np.testing.assert_allclose(sf.m[1], m[1], atol=0.01)
+    np.testing.assert_allclose(sf.m[2], m[2], atol=0.01)
+    # equal to fit_em on the session's patterns with the key's field set missing (the naive way)
+    sp = pats.copy()
+    sp[:, 0] = -1
+    ref = fit_em(
+        sp,
+        counts,
+        [2, 3, 2],
+        0.5,
+        [np.array([8.0, 1.0]) / 9, np.array([64.0, 8, 1]) / 73, np.array([8.0, 1.0]) / 9],
+        u,
+        fix_u=True,
+        guard=False,
+    )
+    np.testing.assert_allclose(sf.m[1], ref.m[1], rtol=1e-9)
+    assert sf.lam == pytest.approx(ref.lam, rel=1e-9)
+    # no pair in the session: None
+    none = pats[pats[:, 1] != 0]
+    assert fit_session(none, np.ones(len(none)), [2, 3, 2], (1,), u) is None
+
+
+def test_fit_session_leaves_out_a_field_tied_to_the_key():
+    """A field at level 0 in (almost) every pair of the session (a city under its zip) is not estimated."""
+    rng = np.random.default_rng(4)
+    m = [np.array([0.9, 0.1]), np.array([0.7, 0.3]), np.array([0.8, 0.2])]
+    u = [np.array([0.01, 0.99]), np.array([0.05, 0.95]), np.array([0.1, 0.9])]
+    lv = _latent_pairs(rng, 2_000, 8_000, m, u)
+    lv[:, 0] = 0
+    lv[:, 1] = 0  # tied to field 0
+    lv[: int(len(lv) * (1 - SESSION_TIED_SHARE) / 2), 1] = 1  # a few disagree: still tied
+    pats, counts, _ = pattern_counts(lv, [2, 2, 2])
+    sf = fit_session(pats, counts, [2, 2, 2], (0,), u)
+    assert sf is not None and sf.tied == (1,) and sf.m[1] is None and sf.m[2] is not None
+
+
+def _loglik_over_population(lam, pats, counts, m, u, population):
+    """Log-likelihood of lambda: the candidates' mixture terms, every other pair a non-match (naive loops)."""
+    total = 0.0
+    for p, c in zip(pats, counts):
+        pm = math.prod(float(m[f][k]) for f, k in enumerate(p) if k >= 0)
+        pu = math.prod(float(u[f][k]) for f, k in enumerate(p) if k >= 0)
+        total += c * math.log(lam * pm + (1 - lam) * pu)
+    return total + (population - counts.sum()) * math.log(1 - lam)
+
+
+def test_population_lambda_is_the_maximum_likelihood():
+    rng = np.random.default_rng(5)
+    m = [np.array([0.9, 0.1]), np.array([0.7, 0.2, 0.1])]
+    u = [np.array([0.01, 0.99]), np.array([0.02, 0.08, 0.9])]
+    # every pair of a population of 200,300 drawn from the model; the candidates: the pairs agreeing somewhere
+    # (the blocking), the others, far from any match, are left out as non-matches
+    lv = _latent_pairs(rng, 300, 200_000, m, u)
+    population = len(lv)
+    lv = lv[(lv[:, 0] == 0) | (lv[:, 1] < 2)]
+    pats, counts, _ = pattern_counts(lv, [2, 3])
+    lam, iters, ok = population_lambda(pats, counts, m, u, population)
+    assert ok
+    grid = np.exp(np.linspace(math.log(lam) - 0.05, math.log(lam) + 0.05, 201))
+    ll = [_loglik_over_population(x, pats, counts, m, u, population) for x in grid]
+    best = grid[int(np.argmax(ll))]
+    assert lam == pytest.approx(best, rel=1e-3)
+    # the expected matches are about the drawn matches
+    assert lam * population == pytest.approx(300, rel=0.15)
+    with pytest.raises(ValueError, match="smaller than"):
+        population_lambda(pats, counts, m, u, 10)

@@ -9,6 +9,7 @@ from pathlib import Path
 from report_pages import assert_self_contained
 
 from er_framework.report.page import write_report
+from er_framework.report.sections import normalize_section
 
 
 def test_lsh_report_shows_measured_s_curve(shipped: dict[str, Path]) -> None:
@@ -96,3 +97,40 @@ def test_the_page_puts_the_warnings_on_top(shipped: dict[str, Path], tmp_path: P
     page = write_report(out).read_text()
     box = page.index('<section id="warnings" class="warnings">')
     assert box < page.index('<section id="job">') and "one cluster holds 90% of the records" in page[box:]
+
+
+def test_normalize_section_counts_and_warns() -> None:
+    stats = {
+        "steps": ["date"], "values": 5200, "missing_before": 150, "placeholders": 50, "unparseable": 812,
+        "unparseable_share": 0.1624, "unparseable_examples": ["19151111.0x", "<b>31/02/99</b>"],
+        "missing_after": 1012, "distinct_before": 4000, "distinct_after": 3500,
+    }  # fmt: skip
+    fine = {**stats, "steps": ["name", "nickname"], "unparseable": 3, "unparseable_share": 0.0006, "unparseable_examples": ["Mr"]}
+    body = normalize_section({"normalize": {"dob": stats, "first_name": fine}})
+    assert body.count('class="note warn"') == 1  # only dob is above the share
+    assert "warning: dob: 812 of 5,000 values (16.2%) could not be read by [date]" in body
+    assert "812 (16.2%)" in body and "name, nickname" in body and "3 (0.1%)" in body
+    assert "&lt;b&gt;31/02/99&lt;/b&gt;" in body and "<b>31" not in body  # values are escaped
+    assert "normalize_strict: true" in body
+    assert "No field is normalized" in normalize_section({})
+
+
+def test_page_shows_the_normalize_section_when_fields_are_normalized(shipped: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "norm"
+    out.mkdir()
+    for f in ("pairs.csv", "clusters.csv"):
+        (out / f).write_bytes((shipped["documents"] / f).read_bytes())
+    report = json.loads((shipped["documents"] / "report.json").read_text())
+    assert not report.get("normalize")  # documents normalizes nothing: no section
+    assert '<a href="#normalize">' not in write_report(shipped["documents"]).read_text(encoding="utf-8")
+    report["normalize"] = {
+        "text": {
+            "steps": ["date"], "values": 100, "missing_before": 0, "placeholders": 0, "unparseable": 40,
+            "unparseable_share": 0.4, "unparseable_examples": ["hello"], "missing_after": 40, "distinct_before": 90, "distinct_after": 50,
+        }
+    }  # fmt: skip
+    (out / "report.json").write_text(json.dumps(report))
+    page = write_report(out).read_text(encoding="utf-8")
+    assert '<a href="#normalize">Normalized fields</a>' in page
+    assert "warning: text: 40 of 100 values (40.0%) could not be read by [date]" in page
+    assert_self_contained(page)

@@ -16,7 +16,7 @@ from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
 from er_framework.io.source_files import merge_files, read_source_with_stats
 from er_framework.kernels.parallel import ForkedWorker, map_processes
-from er_framework.normalize import normalize_column_keeping_input
+from er_framework.normalize import normalize_column_keeping_input, unparsed_problem
 
 __all__ = [
     "FILE_BACKED_MIN_BYTES",
@@ -27,6 +27,7 @@ __all__ = [
     "normalize_keeping_input",
     "read",
     "read_sources",
+    "require_parsed",
 ]
 
 #: from this many values (all normalized fields together) normalizers run in forked worker processes, one
@@ -175,9 +176,23 @@ def normalize_fields(
 
 
 def normalize(job: Job, records: Records, workers: int = 1) -> tuple[Records, dict[str, Any]]:
-    """The job's ``normalize:`` steps applied to ``records``: a new :class:`Records` and per-field stats."""
+    """The job's ``normalize:`` steps applied to ``records``: a new :class:`Records` and per-field stats.
+
+    Raises :class:`~er_framework.errors.InputError` when the job says ``normalize_strict: true`` and a chain
+    could not read some present values (:func:`require_parsed`)."""
     normalized, stats, _ = normalize_keeping_input(job, records, workers)
     return normalized, stats
+
+
+def require_parsed(job: Job, stats: dict[str, Any]) -> None:
+    """With ``normalize_strict: true``: :class:`~er_framework.errors.InputError` naming every field whose chain
+    could not read some of its present values (the count, the share, examples and the fix), from the
+    normalize stage's ``stats``; nothing otherwise (the run then reports them as a warning)."""
+    if not job.spec.normalize_strict:
+        return
+    problems = [p for name, st in stats.items() if (p := unparsed_problem(name, st, str(job.config_path))) is not None]
+    if problems:
+        raise InputError(problems)
 
 
 def normalize_keeping_input(
@@ -195,6 +210,7 @@ def normalize_keeping_input(
     stats: dict[str, Any] = {}
     for name, (values, st, kept) in normalize_fields(records, job.normalizer_chains(), workers, worker).items():
         fields[name], stats[name], given[name] = values, st, kept
+    require_parsed(job, stats)
     return (
         Records(records.ids, records.source, records.source_names, fields),
         stats,
