@@ -365,32 +365,34 @@ class CodeFitted(Learner):
         sample_counts: Float64Array,
         labelled: LabelledCodes | None,
         population: int = 0,
+        record_counts: list[dict[str, Any]] | None = None,
     ) -> tuple[Float64Array, Fitted]:
         """Fit on the distinct codes of all candidate pairs (sorted) with their counts, those of the
         :meth:`sample_pairs` and the labelled pairs' codes; the score of each of ``codes`` and the fit.
         ``population``: how many record pairs the job could compare (:func:`~er_framework.data.pair_population`
-        of the records' sources; 0 when unknown), for a fit whose prior is over every pair."""
+        of the records' sources; 0 when unknown), for a fit whose prior is over every pair;
+        ``record_counts``: the :meth:`record_counts` of every part of the records (None: none)."""
         raise NotImplementedError
 
     def score_codes(self, codes: Int64Array, state: Mapping[str, Any]) -> Float64Array:
         """The score of each code under a fitted ``state``."""
         raise NotImplementedError
 
+    def scores_by_records(self, state: Mapping[str, Any]) -> bool:
+        """Whether a pair's score under ``state`` depends on more than its code (e.g. term frequencies of its
+        values): an executor then scores with :meth:`Learner.score_with`, not :meth:`score_codes`. Default False."""
+        return False
+
     def needs_record_counts(self) -> bool:
-        """Whether the fitted state holds counts over the records (:meth:`record_counts`); default False."""
+        """Whether the fit also counts over the records (:meth:`record_counts`); default False."""
         return False
 
     def record_counts(self, batch: Batch) -> dict[str, Any] | None:
-        """Counts over the batch's records that the fitted state also holds (e.g. value frequencies), summed
-        over an executor's partitions by :meth:`with_record_counts`; None (default): the state needs none.
-
-        A state holding them scores pairs by more than their code: an executor then scores with
-        :meth:`Learner.score_with` on the pairs' records, not with :meth:`score_codes`."""
+        """Counts over the batch's records the fit needs besides the pair codes (e.g. value frequencies),
+        one part of the records at a time: :meth:`fit_counts` sums the parts (``record_counts=``). None
+        (default): none. A fit whose state scores a pair by more than its code (its records' values) is
+        applied by an executor with :meth:`Learner.score_with` on the pairs' records."""
         return None
-
-    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-        """``state`` completed by the :meth:`record_counts` of every part of the records (default: as is)."""
-        return dict(state)
 
 
 class Explainable:

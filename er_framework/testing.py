@@ -414,6 +414,9 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
     scores = _scores(verifier, batch, pairs, who)
     uniq, counts = np.unique(codes, return_counts=True)
     s_uniq, s_counts = np.unique(codes_of(batch, sample) if len(sample) else np.zeros(0, np.int64), return_counts=True)
+    # counts over the records (when the fit takes them) in two parts, as an executor's partitions give them
+    half = np.arange(n) < n // 2
+    halves = [fitter.record_counts(batch.subset(np.flatnonzero(h))) for h in (half, ~half)] if fitter.needs_record_counts() else []
     raw, fitted = fitter.fit_counts(
         uniq.astype(np.int64),
         counts.astype(np.float64),
@@ -421,24 +424,17 @@ def check_pair_codes(verifier: Verifier | type[Verifier], batch: Batch, pairs: P
         s_counts.astype(np.float64),
         None,
         population=pair_population(source, bool(batch.cross_source_only)),
+        record_counts=[c for c in halves if c is not None] or None,
     )
     table = np.asarray(raw, dtype=np.float64)
     assert table.shape == uniq.shape, f"{who}: fit_counts must give one score per distinct code ({len(uniq)})"
     via_codes = table[np.searchsorted(uniq, codes)] if m else np.zeros(0)
-    if fitter.needs_record_counts() and m:
-        # the state also holds counts over the records (summed over an executor's parts, two halves here):
-        # scores by score_with on the pairs' records
-        half = np.arange(n) < n // 2
-        halves = [fitter.record_counts(batch.subset(np.flatnonzero(h))) for h in (half, ~half)]
-        state = fitter.with_record_counts(fitted.state, [c for c in halves if c is not None])
-        assert state == fitter.with_record_counts(fitted.state, [c for c in [fitter.record_counts(batch)] if c is not None]), (
-            f"{who}: with_record_counts of two halves of the records differs from that of all of them"
-        )
-        learner = cast(Learner, verifier)
-        via_codes = np.asarray(learner.score_with(batch, pairs, state), dtype=np.float64)
+    if fitter.scores_by_records(fitted.state) and m:
+        via_codes = np.asarray(cast(Learner, verifier).score_with(batch, pairs, fitted.state), dtype=np.float64)
     assert np.array_equal(via_codes, scores), (
-        f"{who}: score() differs from fit_counts on the codes' counts, looked up by code (with the record counts: "
-        "score_with); an executor working partition by partition scores through the codes"
+        f"{who}: score() differs from fit_counts on the codes' counts and the records' counts in two parts, looked "
+        "up by code (or scored by score_with when the state scores by the records); an executor working partition "
+        "by partition scores so"
     )
     if m:
         applied = np.asarray(fitter.score_codes(uniq.astype(np.int64), fitted.state), dtype=np.float64)

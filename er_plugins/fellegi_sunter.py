@@ -8,6 +8,7 @@ Registered by :mod:`er_plugins.records_scoring` (the comparisons and the field s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, mod
 from er_framework.capabilities import CodeFitted, Explainable, Fitted, LabelledCodes, Trainable
 from er_framework.components import FieldRef, Params, Verifier
 from er_framework.data import Batch, LabelledPairs, Pairs, pair_population
+from er_framework.kernels.dependence import agreeing_pairs, combined_keys, dependence_correction, keyed_counts, merge_keyed, value_keys
 from er_framework.kernels.em import (
     EPS,
     EMFit,
@@ -61,6 +63,16 @@ TEXT_RULES = frozenset({"exact", "phonetic", "swapped", *SCORERS})
 #: rounds of refitting the fields that only one-field sessions estimate (each round: lambda, then those
 #: sessions' m with their share of matches held at what lambda and the other fields say)
 SINGLE_SESSION_ROUNDS = 20
+
+#: a dependence of two exact agreements among non-matches is used when at least this many non-matching
+#: pairs agree on both (fewer: too little evidence of it)
+DEPENDENCE_MIN_PAIRS = 10.0
+#: ... between fields whose exact agreements are at most this share the independence fit's expected matches
+#: (and leave at least twice DEPENDENCE_MIN_PAIRS non-matching pairs): a phone agrees almost only between
+#: duplicates, and what is left of its pairs is too few and too uncertain to measure a dependence on
+DEPENDENCE_MAX_MATCH_SHARE = 0.95
+#: rounds of finding the implied agreements and lambda together (the matches taken out are the fit's)
+DEPENDENCE_ROUNDS = 4
 
 #: a training session whose EM finds fewer matches than this is not used (its m would rest on a handful of pairs)
 SESSION_MIN_MATCHES = 10.0
@@ -117,18 +129,21 @@ class FSField(Params):
             raise ValueError("delimiter is used only by a ladder with jaccard or overlap rules")
         if self.last_digits is not None and self.comparison != "digits":
             raise ValueError("last_digits is used only with comparison: digits")
-        lv = self.levels
-        if lv is not None:
-            if not lv or any(not (0.0 < x <= 100.0) for x in lv) or any(a <= b for a, b in zip(lv, lv[1:])):
-                raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
-            if self.comparison in ("exact", "digits") and lv != [100.0]:
-                raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
+        self._check_levels()
         if self.term_frequency and not self.tf_capable:
             raise ValueError(
                 f"term_frequency adjusts exact agreements: it needs a first level of 100 and a comparison of "
                 f"{sorted(EQUAL_AT_100)} (comparison {self.comparison!r}, levels {self.thresholds})"
             )
         return self
+
+    def _check_levels(self) -> None:
+        lv = self.levels
+        if lv is not None:
+            if not lv or any(not (0.0 < x <= 100.0) for x in lv) or any(a <= b for a, b in zip(lv, lv[1:])):
+                raise ValueError(f"levels must be strictly decreasing thresholds in (0, 100], got {lv}")
+            if self.comparison in ("exact", "digits") and lv != [100.0]:
+                raise ValueError(f"comparison {self.comparison!r} scores 0 or 100: levels must be [100]")
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -256,6 +271,13 @@ class FellegiSunterParams(Params):
         "(the candidates agreeing on a blocking key's fields estimate the other fields), lambda = P(match) of two "
         "records over every record pair; em - the former unsupervised EM of lambda, m and u on the candidates",
     )
+    dependence: bool = Field(
+        default=True,
+        description="count dependent exact agreements once: two fields compared exactly that agree together among "
+        "random records more often than independence says (a zip and its city; an address, its zip and city; a "
+        "household's surname and address) have the joint chance of agreeing in place of the product (measured on "
+        "the records; kernels/dependence.py); false: the fields independent",
+    )
     sessions: list[list[str]] | None = Field(
         default=None,
         description="training sessions: each a list of fields (labels or columns) the session's pairs agree on "
@@ -281,7 +303,13 @@ class FellegiSunterParams(Params):
 
 
 class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explainable):
-    """Unsupervised Fellegi-Sunter scoring: EM on the candidates' comparison patterns.
+    """Unsupervised Fellegi-Sunter scoring on the candidates' comparison patterns.
+
+    Default estimation (``estimation: sessions``, :meth:`fit_sessions`; docs/record-matching.md): u from
+    random pairs, held; m by EM in training sessions (the candidates agreeing on a blocking key estimate the
+    other fields); lambda over every record pair. Exact name agreements are adjusted by the value's
+    frequency (:meth:`term_frequency_weights`) and dependent exact agreements are not counted twice
+    (:meth:`dependence_of`). What follows describes the former EM (``estimation: em``) and what both share.
 
     Each field's similarity (0..100) is cut into levels by ``levels`` (e.g.
     [100, 90, 70]: exact / >= 90 / >= 70 / else), plus a *missing* level
@@ -486,11 +514,12 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
             coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
-        table, fitted = self.fit_counts(uniq, counts, s_uniq, s_counts, coded, population=population)
-        scores = self._lookup(codes, uniq, table, space)
         counted = self.record_counts(batch)
-        if fitted.state and counted is not None:
-            fitted = Fitted(state=self.with_record_counts(fitted.state, [counted]), report=fitted.report)
+        table, fitted = self.fit_counts(
+            uniq, counts, s_uniq, s_counts, coded, population=population, record_counts=None if counted is None else [counted]
+        )
+        scores = self._lookup(codes, uniq, table, space)
+        if fitted.state and self.scores_by_records(fitted.state):
             scores = self._with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state), self._tf_tables_of(fitted.state))
         return scores, fitted
 
@@ -519,44 +548,162 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
 
     # -- term frequencies ---------------------------------------------------------
 
-    def needs_record_counts(self) -> bool:
-        """A field with a term-frequency adjustment: the state holds the records' value counts."""
+    def scores_by_records(self, state: Mapping[str, Any]) -> bool:
+        """A field with term frequencies: a pair's score depends on its values, not its code alone."""
         return any(f.tf for f in self.params.fields)
 
+    def exact_fields(self) -> list[int]:
+        """The fields whose level 0 is equality of the compared values (:attr:`FSField.tf_capable`)."""
+        return [f for f, fld in enumerate(self.params.fields) if fld.tf_capable]
+
+    def needs_record_counts(self) -> bool:
+        """The state holds counts over the records: a field with term frequencies, or (``dependence``) two
+        fields compared exactly, whose dependence among non-matches is measured on the records."""
+        p = self.params
+        return any(f.tf for f in p.fields) or (p.dependence and len(self.exact_fields()) >= 2)
+
     def record_counts(self, batch: Batch) -> dict[str, Any] | None:
-        """The records' value counts of every field with a term-frequency adjustment (:attr:`FSField.tf`), by
-        label: ``present`` = records where the field is present, ``counts`` = records per value; None
-        without such a field. Summed over the parts of the records by :meth:`with_record_counts`."""
-        fields = [f for f in self.params.fields if f.tf]
+        """Counts over the batch's records, summed over an executor's parts by :meth:`fit_counts`: per field
+        with term frequencies (:attr:`FSField.tf`) its ``present`` records and their count per value; with
+        ``dependence``, per exact field (:meth:`exact_fields`) and per two of them, the records' count per
+        value (a 64-bit key, :func:`~er_framework.kernels.dependence.keyed_counts`). None when the state
+        needs none (:meth:`needs_record_counts`)."""
         if not self.needs_record_counts():
             return None
-        out: dict[str, Any] = {}
-        every = np.arange(len(batch.records), dtype=np.int64)
-        for fld in fields:
+        p = self.params
+        n = len(batch.records)
+        every = np.arange(n, dtype=np.int64)
+        src = np.asarray(batch.records.source, dtype=np.int32)
+        exact = self.exact_fields() if p.dependence else []
+        keys: dict[int, tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]] = {}
+        tf: dict[str, Any] = {}
+        for f, fld in enumerate(p.fields):
+            if not (fld.tf or f in exact):
+                continue
             col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, every, fld.last_digits)
             present = col.codes >= 0
-            counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
-            out[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            if fld.tf:
+                counts = np.bincount(col.codes[present], minlength=len(col.dictionary))
+                tf[fld.label] = {"present": int(present.sum()), "counts": dict(zip(col.values.tolist(), counts.tolist()))}
+            if f in exact:
+                k = np.zeros(n, dtype=np.uint64)
+                k[present] = value_keys(col.values.tolist())[col.codes[present]]
+                keys[f] = (k, present)
             del col
-        return out
+        labels = [f.label for f in p.fields]
+        singles = {labels[f]: keyed_counts(k, ok, src) for f, (k, ok) in keys.items()}
+        joint = {
+            f"{labels[a]}|{labels[b]}": keyed_counts(combined_keys(keys[a][0], keys[b][0]), keys[a][1] & keys[b][1], src)
+            for i, a in enumerate(exact)
+            for b in exact[i + 1 :]
+        }
+        return {"cross_source_only": bool(batch.cross_source_only), "term_frequencies": tf, "exact": singles, "joint": joint}
 
-    def with_record_counts(self, state: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-        """``state`` with the term-frequency tables summed from the parts' :meth:`record_counts`: per field,
-        ``present`` and the ``counts`` of the values seen at least twice (a value seen once, or never,
-        counts 1). Saved in the model, so a saved model scores new records (``er run --model``,
-        ``er index``) with the frequencies of the records it was fitted on."""
+    def counted_state(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the state holds of the records (:meth:`record_counts` of every part, summed).
+
+        ``term_frequencies``: per field, ``present`` and the counts of the values seen at least twice (a
+        value seen once, or never, counts 1); saved in the model, so a saved model scores new records
+        (``er run --model``, ``er index``) with the frequencies of the records it was fitted on.
+        ``dependence``: the exact fields from the rarest agreement among random pairs to the commonest
+        (``order``) and the log lift of every two of them (``log_lift``, 0 when not above 1:
+        :mod:`er_framework.kernels.dependence`)."""
+        p = self.params
+        out: dict[str, Any] = {}
+        if not parts:
+            return out
         tables: dict[str, dict[str, Any]] = {}
-        for fld in self.params.fields:
+        for fld in p.fields:
             if not fld.tf:
                 continue
             total: Counter[str] = Counter()
             present = 0
             for part in parts:
-                got = part[fld.label]
+                got = part["term_frequencies"][fld.label]
                 present += int(got["present"])
                 total.update(got["counts"])
             tables[fld.label] = {"present": present, "counts": {v: c for v, c in total.items() if c >= 2}}
-        return {**state, "term_frequencies": tables} if tables else dict(state)
+        if tables:
+            out["term_frequencies"] = tables
+        cross = bool(parts[0]["cross_source_only"])
+        labels = [f.label for f in p.fields]
+        exact = [labels[f] for f in self.exact_fields()] if p.dependence else []
+        if len(exact) >= 2:
+            out["agreement"] = {
+                "exact": {x: agreeing_pairs(merge_keyed([q["exact"][x] for q in parts]), cross) for x in exact},
+                "joint": {
+                    f"{a}|{b}": agreeing_pairs(merge_keyed([q["joint"][f"{a}|{b}"] for q in parts]), cross)
+                    for i, a in enumerate(exact)
+                    for b in exact[i + 1 :]
+                },
+            }
+        return out
+
+    def dependence_of(
+        self,
+        agreement: Mapping[str, Any],
+        fit: EMFit,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        population: int,
+        reliable: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """The dependence of exact agreements among non-matches.
+
+        ``agreement`` (:meth:`counted_state`) counts the record pairs agreeing exactly on each exact field
+        and on every two of them. The matches are among the candidates: ``fit``'s expected matches of the
+        candidates' ``patterns`` (their posterior times ``counts``) agreeing on f (and g) are taken out,
+        leaving the non-matches' counts ``n_f``, ``n_g``, ``n_fg`` (rare fields, a phone, agree mostly
+        between duplicates). Their log lift ``log(n_fg n / (n_f n_g))`` (``n``: the non-matching pairs of the
+        ``population``) is kept when positive, at least :data:`DEPENDENCE_MIN_PAIRS` non-matching pairs
+        agree on both, and both fields are ``reliable`` (default: matches make at most
+        :data:`DEPENDENCE_MAX_MATCH_SHARE` of their agreeing pairs; listed as ``measured``); ``order``:
+        the exact fields from the rarest agreement to the commonest
+        (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
+        labels = [f.label for f in self.params.fields]
+        g = fit.probability(patterns) * counts  # expected matches of each candidate pattern
+        agree = patterns == 0
+        nm: dict[str, float] = {}
+        measured: dict[str, bool] = {}
+        for x, pairs_agreeing in agreement["exact"].items():
+            matched = float(g[agree[:, labels.index(x)]].sum())
+            nm[x] = max(float(pairs_agreeing) - matched, 0.0)
+            # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
+            # small and too uncertain (the pairs less the fit's matches) to measure a dependence on
+            ok_x = matched <= DEPENDENCE_MAX_MATCH_SHARE * float(pairs_agreeing) and nm[x] >= 2 * DEPENDENCE_MIN_PAIRS
+            measured[x] = ok_x if reliable is None else x in reliable
+        total = max(float(population) - float(g.sum()), 1.0)
+        lifts: dict[str, float] = {}
+        for key, both in agreement["joint"].items():
+            a, b = key.split("|")
+            matched = float(g[agree[:, labels.index(a)] & agree[:, labels.index(b)]].sum())
+            nm_both = max(float(both) - matched, 0.0)
+            ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0 and measured[a] and measured[b]
+            lifts[key] = round(max(0.0, math.log(nm_both * total / (nm[a] * nm[b]))), 9) if ok else 0.0
+        return {
+            "order": sorted(nm, key=lambda x: (nm[x], labels.index(x))),
+            "measured": [x for x in nm if measured[x]],
+            "non_matching_pairs_agreeing": {x: round(v, 1) for x, v in nm.items()},
+            "log_lift": lifts,
+        }
+
+    def _dependence_of(self, extra: Mapping[str, Any]) -> tuple[npt.NDArray[np.float64] | None, list[int]]:
+        """The lift matrix and order of a state's ``dependence`` (None: none)."""
+        dep = extra.get("dependence")
+        if not dep:
+            return None, []
+        labels = [f.label for f in self.params.fields]
+        try:
+            order = [labels.index(x) for x in dep["order"]]
+            lift = np.zeros((len(labels), len(labels)))
+            for key, v in dep["log_lift"].items():
+                a, b = (labels.index(x) for x in key.split("|"))
+                lift[a, b] = lift[b, a] = float(v)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"fellegi_sunter: the model's dependence section does not fit these fields ({e})") from None
+        if not (np.all(np.isfinite(lift)) and np.all(lift >= 0)):
+            raise ValueError("fellegi_sunter: the model's dependence lifts must be numbers >= 0")
+        return lift, order
 
     def _tf_tables_of(self, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         tables: dict[str, dict[str, Any]] = dict(state.get("term_frequencies") or {})
@@ -669,7 +816,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         lam = float(state["lambda"])
         if not 0.0 < lam < 1.0:
             raise ValueError(f"fellegi_sunter: lambda {lam} of the model is not between 0 and 1")
-        return EMFit(lam=lam, m=m, u=u, converged=True)
+        log_lift, order = self._dependence_of(state)
+        return EMFit(lam=lam, m=m, u=u, converged=True, log_lift=log_lift, order=order)
 
     def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """What the report says of a loaded model's fit: lambda and every field's levels, m, u and weights."""
@@ -715,6 +863,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sample_counts: npt.NDArray[np.float64],
         labelled: LabelledCodes | None = None,
         population: int = 0,
+        record_counts: list[dict[str, Any]] | None = None,
     ) -> tuple[npt.NDArray[np.float64], Fitted]:
         """The fit on the candidates' distinct patterns and counts, and the match probability of each pattern.
 
@@ -722,69 +871,34 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         sessions, lambda over the ``population`` of record pairs (0: unknown, lambda among the candidates).
         ``estimation: em``: EM (:func:`fit_em`), u initialised (or fixed) from the random pairs' level
         frequencies. With ``labelled`` (the labelled pairs' :meth:`pair_codes`): m and u from the labels
-        (:meth:`train`)."""
+        (:meth:`train`). ``record_counts``: the :meth:`record_counts` of the parts of the records (term
+        frequencies, the dependence of exact agreements: :meth:`counted_state`), kept in the state."""
         p = self.params
         n = int(counts.sum())
         if n == 0:
             return np.zeros(0), Fitted(state={}, report={"pairs_scored": 0})
         n_levels = [f.n_levels for f in p.fields]
-        F = len(p.fields)
         uniq = np.asarray(codes, dtype=np.int64)
         patterns = decode(uniq, n_levels)
 
-        # u from random pairs (with 0.5 added to every level count)
-        u_random: list[npt.NDArray[np.float64]] | None = None
+        u_random = self.random_pair_u(sample_codes, sample_counts)
         n_random = int(np.asarray(sample_counts).sum())
-        if n_random:
-            rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
-            u_random = []
-            for f in range(F):
-                lv = rpat[:, f]
-                ok = lv >= 0
-                # counts are whole numbers: the weighted sums are exact, whatever their order
-                acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=n_levels[f]).astype(np.float64) + 0.5
-                u_random.append(acc / acc.sum())
         training: dict[str, Any] | None = None
         sessions: dict[str, Any] | None = None
+        extra = self.counted_state(record_counts or [])
+        agreement = extra.pop("agreement", None)
         if labelled is not None:
             fit, lam0, training = self.train(patterns, counts, labelled)
         elif p.estimation == "sessions" and u_random is not None:
             fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
-            m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
-            u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
-            if p.prior is not None:
-                lam0 = float(p.prior)
-            else:
-                g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
-                lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
-            fit = fit_em(
-                patterns,
-                counts,
-                n_levels,
-                lam0,
-                m0,
-                u0,
-                fix_u=p.fix_u,
-                monotone=p.monotone,
-                max_iter=p.max_iter,
-                tol=p.tol,
-                smoothing=p.smoothing,
-            )
+            fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
+        if agreement is not None:
+            fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=sessions is not None)
         table = fit.probability(patterns)
 
         weights = fit.weights()
         t = self.job_default("threshold")
-        if training is not None:
-            u_mode = (
-                "from labelled non-matches"
-                if training["fit"] == "labels"
-                else ("EM, started from labelled non-matches, labelled pairs held")
-            )
-        elif p.fix_u or sessions is not None:
-            u_mode = "fixed from random pairs"
-        else:
-            u_mode = "EM, initialised from random pairs" if u_random is not None else "EM"
         report = {
             "pairs_scored": n,
             "patterns": int(len(uniq)),
@@ -797,7 +911,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "label_swapped": fit.swapped,
             "estimation": self.estimation(training, sessions),
             "weights_monotone": all(bool(np.all(np.diff(w) <= 1e-12)) for w in weights),
-            "u_mode": u_mode,
+            "u_mode": self.u_mode(training, sessions is not None, u_random is not None),
             "training": training,
             "sessions": sessions,
             "population_pairs": population or None,
@@ -806,7 +920,93 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "pairs_at_or_above_threshold": None if t is None else int(counts[table >= t].sum()),
             "per_field": self._per_field(fit, u_random, counts, patterns),
         }
-        return table, Fitted(state=self.state_of(fit), report=report)
+        if "dependence" in extra:
+            report["dependence"] = extra["dependence"]
+        return table, Fitted(state={**self.state_of(fit), **extra}, report=report)
+
+    def random_pair_u(
+        self, sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64]
+    ) -> list[npt.NDArray[np.float64]] | None:
+        """u of every field from the random pairs' level counts (0.5 added to every level); None without any."""
+        if int(np.asarray(sample_counts).sum()) == 0:
+            return None
+        n_levels = self._n_levels()
+        rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
+        u: list[npt.NDArray[np.float64]] = []
+        for f, k in enumerate(n_levels):
+            lv = rpat[:, f]
+            ok = lv >= 0
+            # counts are whole numbers: the weighted sums are exact, whatever their order
+            acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=k).astype(np.float64) + 0.5
+            u.append(acc / acc.sum())
+        return u
+
+    def fit_candidates_em(
+        self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], u_random: list[npt.NDArray[np.float64]] | None
+    ) -> tuple[EMFit, float]:
+        """``estimation: em``: EM of lambda, m and u on the candidates (u initialised, or with ``fix_u`` held,
+        at the random pairs'); the fit and the initial lambda."""
+        p = self.params
+        n_levels = self._n_levels()
+        m0 = [floor_normalize(8.0 ** -np.arange(K, dtype=np.float64)) for K in n_levels]
+        u0 = u_random if u_random is not None else [floor_normalize(8.0 ** (np.arange(K, dtype=np.float64) - K + 1)) for K in n_levels]
+        if p.prior is not None:
+            lam0 = float(p.prior)
+        else:
+            g = EMFit(lam=0.5, m=m0, u=u0).probability(patterns)
+            lam0 = float(np.clip((counts @ g) / counts.sum(), 1e-3, 0.5))
+        fit = fit_em(
+            patterns,
+            counts,
+            n_levels,
+            lam0,
+            m0,
+            u0,
+            fix_u=p.fix_u,
+            monotone=p.monotone,
+            max_iter=p.max_iter,
+            tol=p.tol,
+            smoothing=p.smoothing,
+        )
+        return fit, lam0
+
+    def with_dependence(
+        self,
+        fit: EMFit,
+        agreement: Mapping[str, Any],
+        extra: dict[str, Any],
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        population: int,
+        refit_lambda: bool,
+    ) -> EMFit:
+        """``fit`` with the dependence of exact agreements (:meth:`dependence_of`, put in ``extra``) and, with
+        ``refit_lambda`` (training sessions), lambda over every pair again with it (m, u held). The matches
+        taken out of the counts are the fit's, so the two are found together, in a few rounds."""
+        reliable: list[str] | None = None  # the fields measured: judged once, on the independence model's fit
+        for _ in range(DEPENDENCE_ROUNDS):
+            extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()), reliable)
+            reliable = list(extra["dependence"]["measured"])
+            log_lift, order = self._dependence_of(extra)
+            before = fit.log_lift
+            fit = dataclasses.replace(fit, log_lift=log_lift, order=order)
+            if refit_lambda and population > 0 and log_lift is not None and log_lift.any():
+                correction = dependence_correction(patterns, log_lift, order)
+                lam, _, _ = population_lambda(patterns, counts, fit.m, fit.u, population, correction=correction)
+                fit = dataclasses.replace(fit, lam=lam)
+            if before is not None and log_lift is not None and np.allclose(before, log_lift, atol=1e-3):
+                break
+        return fit
+
+    def u_mode(self, training: dict[str, Any] | None, sessions: bool, random_pairs: bool) -> str:
+        """How u was estimated, for the report."""
+        if training is not None:
+            return (
+                "from labelled non-matches" if training["fit"] == "labels" else "EM, started from labelled non-matches, labelled pairs held"
+            )
+        if self.params.fix_u or sessions:
+            return "fixed from random pairs"
+        return "EM, initialised from random pairs" if random_pairs else "EM"
 
     def estimation(self, training: dict[str, Any] | None, sessions: dict[str, Any] | None = None) -> str:
         """One line for the report: how m, u and lambda were estimated and whether the weights are monotone."""
@@ -908,39 +1108,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 m[f] = monotone_m_step(em_fit.m[f], u[f], u[f])[0] if p.monotone else em_fit.m[f]
         lone: list[SessionFit] = []
         if population > 0:
-            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
             lone = [sf for sf in single if next(f for f, x in enumerate(sf.m) if x is not None) in fallback]
-            for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
-                refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
-                for sf in lone:
-                    f_est = next(f for f, x in enumerate(sf.m) if x is not None)
-                    held = [f for f in range(F) if f != f_est and sf.m[f] is None]
-                    # P(match | the session's fields agree), from lambda and the other fields' m and u
-                    z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
-                    share = float(sigmoid(np.array([z]))[0])
-                    again = fit_session(
-                        patterns,
-                        counts,
-                        n_levels,
-                        sf.fixed,
-                        u,
-                        lam0=min(max(share, EPS), 1 - EPS),
-                        fix_lam=True,
-                        monotone=p.monotone,
-                        max_iter=p.max_iter,
-                        tol=p.tol,
-                        smoothing=p.smoothing,
-                    )
-                    got = None if again is None else again.m[f_est]
-                    if got is not None:
-                        refits[f_est].append(got)
-                for f in range(F):
-                    if refits[f]:
-                        m[f] = floor_normalize(np.mean(refits[f], axis=0))
-                before = lam
-                lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
-                if abs(lam - before) <= 1e-4 * before:
-                    break
+            lam, lam_iter, lam_ok = self.refit_one_field_sessions(patterns, counts, m, u, population, lone)
             fallback = [f for f in fallback if not any(next(g for g, x in enumerate(sf.m) if x is not None) == f for sf in lone)]
         else:
             cand = fit_em(
@@ -949,8 +1118,70 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             lam, lam_iter, lam_ok = cand.lam, cand.iterations, cand.converged
         converged = lam_ok and all(sf.converged for sf in used) and (em_fit is None or em_fit.converged)
         fit = EMFit(lam=lam, m=m, u=list(u), iterations=lam_iter, converged=converged)
-        labels = [f.label for f in p.fields]
-        report = {
+        report = self.sessions_report(fits, used, lone, fallback, u, population)
+        return fit, lam, report
+
+    def refit_one_field_sessions(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        m: list[npt.NDArray[np.float64]],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+        lone: list[SessionFit],
+    ) -> tuple[float, int, bool]:
+        """Lambda over every pair (:func:`population_lambda`), and the m of the fields that only one-field
+        sessions (``lone``) estimate, refitted in rounds with each such session's share of matches held at
+        what lambda and the other fields' m and u say of its pairs (``m`` is updated in place)."""
+        p = self.params
+        n_levels = self._n_levels()
+        F = len(n_levels)
+        lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+        for _ in range(SINGLE_SESSION_ROUNDS if lone else 0):
+            refits: list[list[npt.NDArray[np.float64]]] = [[] for _ in range(F)]
+            for sf in lone:
+                f_est = next(f for f, x in enumerate(sf.m) if x is not None)
+                held = [f for f in range(F) if f != f_est and sf.m[f] is None]
+                # P(match | the session's fields agree), from lambda and the other fields' m and u
+                z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
+                share = float(sigmoid(np.array([z]))[0])
+                again = fit_session(
+                    patterns,
+                    counts,
+                    n_levels,
+                    sf.fixed,
+                    u,
+                    lam0=min(max(share, EPS), 1 - EPS),
+                    fix_lam=True,
+                    monotone=p.monotone,
+                    max_iter=p.max_iter,
+                    tol=p.tol,
+                    smoothing=p.smoothing,
+                )
+                got = None if again is None else again.m[f_est]
+                if got is not None:
+                    refits[f_est].append(got)
+            for f in range(F):
+                if refits[f]:
+                    m[f] = floor_normalize(np.mean(refits[f], axis=0))
+            before = lam
+            lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
+            if abs(lam - before) <= 1e-4 * before:
+                break
+        return lam, lam_iter, lam_ok
+
+    def sessions_report(
+        self,
+        fits: list[SessionFit],
+        used: list[SessionFit],
+        lone: list[SessionFit],
+        fallback: list[int],
+        u: list[npt.NDArray[np.float64]],
+        population: int,
+    ) -> dict[str, Any]:
+        """The report's ``sessions``: every session's fields, pairs, share of matches and estimates side by side."""
+        labels = [f.label for f in self.params.fields]
+        return {
             "lambda_over": "population" if population > 0 else "candidates",
             "sessions": [
                 {
@@ -971,9 +1202,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 for sf in fits
             ],
             "m_from_candidate_em": [labels[f] for f in fallback],
-            "m_from_one_field_sessions": [labels[f] for f in range(F) if any(sf.m[f] is not None for sf in lone)] if population > 0 else [],
+            "m_from_one_field_sessions": [labels[f] for f in range(len(labels)) if any(sf.m[f] is not None for sf in lone)],
         }
-        return fit, lam, report
 
     def train(
         self, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64], lab: LabelledCodes
@@ -1087,7 +1317,9 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
         """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
         -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing), with a term-frequency
-        field's adjustment included and also given alone as ``tf_<f>``; ``match_weight`` =
+        field's adjustment included and also given alone as ``tf_<f>``, and what a field loses to dependent
+        exact agreements (:meth:`EMFit.dependence`) included and given alone as ``dependence_<f>`` (when
+        any pair loses some); ``match_weight`` =
         their sum; ``score`` = 2**match_weight / (1 + 2**match_weight), the match probability of :meth:`score`.
 
         Uses the fitted ``state`` (the model's verifier part: :meth:`fit_score`, or a saved model)."""
@@ -1101,6 +1333,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         total = np.full(len(pairs), prior)
         tables = self._tf_tables_of(state)
         tf = self.term_frequency_weights(batch, pairs, fit, tables)
+        dep = fit.dependence(levels) / math.log(2.0) if fit.log_lift is not None else None
         for f, (fld, w) in enumerate(zip(p.fields, fit.weights())):
             lv = levels[:, f]
             ok = lv >= 0
@@ -1108,9 +1341,13 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             out[f"level_{fld.label}"] = lv.astype(np.int64)
             if f in tf:
                 wf = wf + tf[f]
+            if dep is not None and dep[:, f].any():
+                wf = wf - dep[:, f]
             out[f"weight_{fld.label}"] = wf
             if f in tf:  # the term-frequency part of the weight (bits)
                 out[f"tf_{fld.label}"] = tf[f]
+            if dep is not None and dep[:, f].any():  # what the field's agreement loses to a dependent one (bits)
+                out[f"dependence_{fld.label}"] = -dep[:, f]
             total = total + wf
         out["match_weight"] = total
         codes = self.pair_codes(batch, pairs) if len(pairs) else np.zeros(0, np.int64)

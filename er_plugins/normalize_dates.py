@@ -47,31 +47,40 @@ def _ymd(y: int, m: int, d: int) -> str | None:
     return f"{y:04d}-{m:02d}-{d:02d}"
 
 
+def _year_of(text: str, yy_pivot: int | None) -> int | None:
+    """A four-digit year, or a two-digit one with ``yy_pivot``; None otherwise."""
+    y = int(text)
+    if len(text) == 4:
+        return y
+    if len(text) == 2 and yy_pivot is not None:
+        return 2000 + y if y < yy_pivot else 1900 + y
+    return None
+
+
+def _numeric_date(t: str, dayfirst: bool, yy_pivot: int | None) -> Value | bool:
+    """A date written in digits (ISO, compact, D/M/Y or M/D/Y); False: not written so."""
+    if (m := _ISO.fullmatch(t)) is not None or (m := _COMPACT.fullmatch(t)) is not None:
+        return _ymd(int(m[1]), int(m[2]), int(m[3]))
+    if (m := _NUMERIC.fullmatch(t)) is not None:
+        y = _year_of(m[3], yy_pivot)
+        if y is None:
+            return None
+        a, b = int(m[1]), int(m[2])
+        day, month = (a, b) if dayfirst else (b, a)
+        return _ymd(y, month, day) or _ymd(y, day, month)
+    return False
+
+
 def _make_date(dayfirst: bool = False, yy_pivot: int | None = None) -> PerValue:
     def year(text: str) -> int | None:
-        y = int(text)
-        if len(text) == 4:
-            return y
-        if len(text) == 2 and yy_pivot is not None:
-            return 2000 + y if y < yy_pivot else 1900 + y
-        return None
+        return _year_of(text, yy_pivot)
 
     def date(s: str) -> Value:
         t = s.strip().casefold()
         if ("." in t or "e" in t) and (number := float_integer(t)) is not None:
             t = number  # 19151111.0 -> 19151111; "" (a number with a fraction) is no date
-        if t[:1].isdigit():
-            if (m := _ISO.fullmatch(t)) is not None:
-                return _ymd(int(m[1]), int(m[2]), int(m[3]))
-            if (m := _COMPACT.fullmatch(t)) is not None:
-                return _ymd(int(m[1]), int(m[2]), int(m[3]))
-            if (m := _NUMERIC.fullmatch(t)) is not None:
-                y = year(m[3])
-                if y is None:
-                    return None
-                a, b = int(m[1]), int(m[2])
-                day, month = (a, b) if dayfirst else (b, a)
-                return _ymd(y, month, day) or _ymd(y, day, month)
+        if t[:1].isdigit() and (got := _numeric_date(t, dayfirst, yy_pivot)) is not False:
+            return None if got is True else got
         if not any(c.isalpha() for c in t):
             return None
         tokens = [x for x in _DATE_TOKENS.findall(_CLOCK.sub(" ", t)) if x not in _DATE_NOISE]

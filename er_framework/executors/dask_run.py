@@ -363,14 +363,15 @@ class DaskRun:
         s_codes, s_counts = _sum_counts([s_counted]) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
-        table, fitted = verifier.fit_counts(pat_codes, pat_counts, s_codes, s_counts, None, population=population)  # as locally
+        counted = [c for c in self.client.gather(count_futs) if c is not None] if count_futs else None
+        table, fitted = verifier.fit_counts(
+            pat_codes, pat_counts, s_codes, s_counts, None, population=population, record_counts=counted
+        )  # on the client, as locally
         state = fitted.state
-        if count_futs and state:  # the state holds counts over the records (term frequencies): summed here
-            state = verifier.with_record_counts(state, [c for c in self.client.gather(count_futs) if c is not None])
         self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": state}))
         self.verifier_report = dict(fitted.report)
         info["patterns"] = int(len(pat_codes))
-        if count_futs and state:
+        if count_futs and state and verifier.scores_by_records(state):
             # scores by more than the pair's code: the model's score_with on the pairs' records, as locally
             self.send_model()
             return [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(self.n_parts)]

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.kernels.dependence import dependence_correction, dependence_terms
+
 __all__ = [
     "EPS",
     "EMFit",
@@ -117,18 +119,31 @@ class EMFit:
     converged: bool = False
     loglik: list[float] = dc_field(default_factory=list)
     swapped: bool = False
+    #: the dependence of exact agreements among non-matches (:mod:`er_framework.kernels.dependence`):
+    #: ``log_lift[f, g]`` and the fields from the rarest exact agreement on; None: fields independent
+    log_lift: npt.NDArray[np.float64] | None = None
+    order: list[int] = dc_field(default_factory=list)
 
     def weights(self) -> list[npt.NDArray[np.float64]]:
         """Match weight log2(m / u) per field and level."""
         return [np.log2(m / u) for m, u in zip(self.m, self.u)]
 
+    def dependence(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """``(P, F)`` natural-log weight each field loses in each pattern for dependent exact agreements."""
+        if self.log_lift is None:
+            return np.zeros((len(patterns), len(self.m)))
+        return dependence_terms(patterns, self.log_lift, self.order)
+
     def logit(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        """Natural-log posterior odds of a match per pattern (a missing level adds 0)."""
+        """Natural-log posterior odds of a match per pattern (a missing level adds 0; dependent exact
+        agreements less: :meth:`dependence`)."""
         z = np.full(len(patterns), math.log(self.lam) - math.log1p(-self.lam))
         for f, (m, u) in enumerate(zip(self.m, self.u)):
             lv = patterns[:, f]
             ok = lv >= 0
             z += np.where(ok, np.log(m / u)[np.where(ok, lv, 0)], 0.0)
+        if self.log_lift is not None:
+            z -= dependence_correction(patterns, self.log_lift, self.order)
         return z
 
     def probability(self, patterns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
@@ -530,6 +545,7 @@ def population_lambda(
     u: Sequence[npt.NDArray[np.float64]],
     population: float,
     *,
+    correction: npt.NDArray[np.float64] | None = None,
     max_iter: int = 2000,
     tol: float = 1e-9,
 ) -> tuple[float, int, bool]:
@@ -538,7 +554,8 @@ def population_lambda(
     The candidates are the pairs of ``patterns`` / ``counts``; every other pair of the population is
     taken as a non-match (blocking's purpose: the candidates hold the matches). The maximum-likelihood
     lambda then solves ``lambda = sum_p c_p g_p(lambda) / population`` (g_p: the posterior of pattern p
-    under lambda), reached by EM's fixed-point iteration (the likelihood never decreases). Stops when
+    under lambda), reached by EM's fixed-point iteration (the likelihood never decreases); ``correction``
+    is subtracted from each pattern's log Bayes factor (:func:`dependence_correction`). Stops when
     lambda moves by less than ``tol`` relative to itself. Returns ``(lambda, iterations, converged)``.
     """
     pat = np.asarray(patterns, dtype=np.int64)
@@ -547,6 +564,8 @@ def population_lambda(
     if float(cnt.sum()) > N or N <= 0:
         raise ValueError(f"population of {N:g} pairs is smaller than the {float(cnt.sum()):g} candidates")
     bf = _class_logs(pat, list(m)) - _class_logs(pat, list(u))  # natural-log Bayes factor of each pattern
+    if correction is not None:  # dependent agreements (EMFit.dependence)
+        bf = bf - correction
     lam = float(np.clip(float(cnt.sum()) / N * 0.5, EPS, 0.5))
     for it in range(1, max_iter + 1):
         z = np.clip(bf + (math.log(lam) - math.log1p(-lam)), -700.0, 700.0)

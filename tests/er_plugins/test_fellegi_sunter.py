@@ -70,7 +70,9 @@ def test_fellegi_sunter_missing_weighs_zero_and_agreement_raises_probability(cus
     n = len(rec)
     probe_pairs = Pairs(np.array([a0, a0, a0]), np.array([n, n + 1, n + 2]))
     both = Pairs(np.concatenate([pairs.left, probe_pairs.left]), np.concatenate([pairs.right, probe_pairs.right]))
-    v = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(threshold=0.5, seed=2))
+    # (no term frequencies: a pair's score is then its pattern's probability, the property checked here)
+    fields = [{**f.model_dump(), "term_frequency": False} for f in FellegiSunterParams(fields=CUSTOMER_FS_FIELDS).fields]
+    v = FellegiSunter(FellegiSunterParams(fields=fields, dependence=False), Context(threshold=0.5, seed=2))
     batch = Batch(all_rec, cross_source_only=True)
     scores, fitted = v.fit_score(batch, both, None)
     p = scores[-3:]
@@ -264,7 +266,9 @@ def test_training_needs_both_classes_and_codes(shipped):
         uniq, cnt.astype(float), np.zeros(0, np.int64), np.zeros(0), LabelledCodes(lcodes, labelled.match, labelled.lam)
     )
     # (fit_score adds the term-frequency adjustments to the table's scores: off here, to compare the table)
-    v2 = _fs(d, fields=[{**f.model_dump(), "term_frequency": False} for f in d["job"].verifier.params.fields])
+    # (nor the record counts: the dependence of exact agreements)
+    no_tf = [{**f.model_dump(), "term_frequency": False} for f in d["job"].verifier.params.fields]
+    v2 = _fs(d, fields=no_tf, dependence=False)
     np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.fit_score(batch, pairs, labelled)[0])
 
 
@@ -306,7 +310,16 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
     assert tf == {"given_name", "surname", "suburb"}  # jaro_winkler fields with an exact level: term frequencies by default
     expected = (
         ["prior_weight"]
-        + [x for lab in labels for x in (f"level_{lab}", f"weight_{lab}", *([f"tf_{lab}"] if lab in tf else []))]
+        + [
+            x
+            for lab in labels
+            for x in (
+                f"level_{lab}",
+                f"weight_{lab}",
+                *([f"tf_{lab}"] if lab in tf else []),
+                *([f"dependence_{lab}"] if f"dependence_{lab}" in cmp else []),
+            )
+        ]
         + ["match_weight", "score"]
     )
     assert list(cmp) == expected
@@ -324,6 +337,7 @@ def test_fellegi_sunter_comparisons_sum_to_the_score(shipped):
         w = np.asarray(rep["per_field"][lab]["weight_log2"])
         ok = lv >= 0
         adj = cmp[f"tf_{lab}"][ok] if lab in tf else 0.0  # the term-frequency part, in the weight
+        adj = adj + (cmp[f"dependence_{lab}"][ok] if f"dependence_{lab}" in cmp else 0.0)  # and the dependence
         np.testing.assert_allclose(cmp[f"weight_{lab}"][ok] - adj, w[lv[ok]], atol=1e-6)  # the report rounds to 1e-6
         if lab in tf:
             assert np.all(cmp[f"tf_{lab}"][lv != 0] == 0.0) and np.any(cmp[f"tf_{lab}"][lv == 0] != 0.0)

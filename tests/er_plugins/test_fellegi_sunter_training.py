@@ -145,7 +145,9 @@ def test_term_frequency_equals_a_naive_computation(people):
     p_v = the value's share among the records where the field is present."""
     rec, _, keys, pairs, _ = people
     fields = [dict(FIELDS[0]), {**FIELDS[1], "term_frequency": True}, FIELDS[2], FIELDS[3]]
-    v = FellegiSunter(FellegiSunterParams(fields=fields), Context(threshold=0.5, seed=3, blocking_keys=keys))
+    # (dependence off: the scores are then the independence model's plus the term frequencies; the
+    # dependence has its own test)
+    v = FellegiSunter(FellegiSunterParams(fields=fields, dependence=False), Context(threshold=0.5, seed=3, blocking_keys=keys))
     batch = Batch(rec)
     scores, fitted = v.fit_score(batch, pairs, None)
     fit = v.fit_of(fitted.state)
@@ -194,3 +196,68 @@ def test_term_frequency_on_ladders():
     assert not years.tf_capable and not years.tf
     with pytest.raises(ValidationError, match="term_frequency"):
         FSField(field="y", ladder=["exact", {"comparison": "difference", "at_most": 1}], term_frequency=True)
+
+
+def _households(seed: int) -> tuple[Records, list[int]]:
+    """People living in households (a surname, an address and a city shared), a fifth of them copied with an
+    independent change per field: relatives agree on three rare fields without being the same person."""
+    rng = np.random.default_rng(seed)
+    first, last, addr, city, year = [], [], [], [], []
+    for h in range(900):
+        size = int(rng.integers(1, 5))
+        sur, street, town = f"s{int(rng.integers(0, 600))}", f"a{h}", f"c{int(rng.integers(0, 60))}"
+        for _ in range(size):
+            first.append(f"f{int(rng.integers(0, 300))}")
+            last.append(sur)
+            addr.append(street)
+            city.append(town)
+            year.append(str(int(rng.integers(1930, 2010))))
+    n = len(first)
+    entity = list(range(n))
+    for i in rng.choice(n, size=n // 5, replace=False).tolist():
+        change = rng.random(4) < 0.25
+        first.append(first[i] + "x" if change[0] else first[i])
+        last.append(last[i])
+        addr.append(f"a{int(rng.integers(0, 900))}" if change[1] else addr[i])
+        city.append(city[i] if not change[1] else f"c{int(rng.integers(0, 60))}")
+        year.append(str(int(year[i]) + 1) if change[2] else year[i])
+        entity.append(i)
+    fields = {"first": first, "last": last, "addr": addr, "city": city, "year": year}
+    return Records.from_columns([str(k) for k in range(len(first))], fields), entity
+
+
+def test_dependence_of_exact_agreements_among_relatives():
+    """Households: the surname, address and city of relatives agree together. With dependence (default)
+    the report shows their lifts, the non-matches' co-agreement, and fewer relatives are taken for
+    duplicates than with the fields independent."""
+    rec, entity = _households(5)
+    keys = [["first", "last"], ["year"]]
+    fields = [
+        {"field": "first", "comparison": "jaro_winkler", "levels": [100, 85]},
+        {"field": "last", "comparison": "exact"},
+        {"field": "addr", "comparison": "exact"},
+        {"field": "city", "comparison": "exact"},
+        {"field": "year", "comparison": "exact"},
+    ]
+    pairs = _candidates(rec, keys + [["last", "addr"]])
+    y = np.array([entity[a] == entity[b] for a, b in zip(pairs.left.tolist(), pairs.right.tolist())])
+    got = {}
+    for dependence in (True, False):
+        v = FellegiSunter(
+            FellegiSunterParams(fields=fields, dependence=dependence),
+            Context(threshold=0.5, seed=3, blocking_keys=keys + [["last", "addr"]]),
+        )
+        scores, fitted = v.fit_score(Batch(rec), pairs, None)
+        keep = scores >= 0.5
+        got[dependence] = (int((keep & ~y).sum()), int((keep & y).sum()), fitted)
+    dep = got[True][2].report["dependence"]
+    assert dep["log_lift"]["last|addr"] > 2.0 and dep["log_lift"]["addr|city"] > 2.0, dep["log_lift"]
+    assert dep["order"][0] == "addr"  # the rarest agreement among non-matches speaks first
+    assert "dependence" in got[True][2].state and "dependence" not in got[False][2].state
+    n_true = int(y.sum())
+
+    def f1(fp: int, tp: int) -> float:
+        return 2 * tp / (2 * tp + fp + (n_true - tp))
+
+    # measured: 15 false and 361 true pairs with the dependence, 2,859 and 421 without (F1 0.90 vs 0.23)
+    assert got[True][0] < got[False][0] / 10 and f1(*got[True][:2]) > f1(*got[False][:2]) + 0.3
