@@ -28,7 +28,7 @@ import numpy as np
 from er_framework.config.resolve import Job, parse_job, resolve_job
 from er_framework.config.yaml_load import load_yaml, read_job_text
 from er_framework.data import Pairs
-from er_framework.engine.explain import Explanation, explanation, find_record, row_of_terms
+from er_framework.engine.explain import Explanation, among_candidates, explanation, find_record, row_of_terms
 from er_framework.engine.model import Model, check_model
 from er_framework.engine.result import Result as RunResult
 from er_framework.engine.stages.exact import exact_groups
@@ -277,4 +277,7 @@ class Result:
                 )
             )
         terms = r.explain_terms(Pairs(np.array([a]), np.array([b])))
-        return explanation(r.records, a, b, row_of_terms(terms, 0), described, threshold)
+        found = explanation(r.records, a, b, row_of_terms(terms, 0), described, threshold)
+        if r.candidates is not None:  # a pair no blocker made was never scored: not verified, whatever its score
+            found.candidate = among_candidates(r.candidates, r.exact, a, b)
+        return found

@@ -203,25 +203,27 @@ class FSField(Params):
         return self.comparison if self.ladder is None else ladder_text(self.ladder)
 
 
-DEFAULT_FS_FIELDS: list[dict[str, Any]] = [
+#: an example of ``fields:`` (customer records), shown when a job leaves ``fields:`` out: the fields a
+#: verifier compares are the job's own choice, never a default (a default naming columns the job does not
+#: read gave one error per column the user never wrote)
+FS_FIELDS_EXAMPLE: list[dict[str, Any]] = [
     {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
     {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
     # one field: a move changes all three together, and as three fields they would break the
     # model's conditional independence and count a move three times (see FellegiSunter)
     {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
     {"field": "phone", "comparison": "digits", "last_digits": 10},
-    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
     {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
 ]
 
 
 class FellegiSunterParams(Params):
     fields: list[FSField] = Field(
-        default_factory=lambda: [dict(r) for r in DEFAULT_FS_FIELDS],
-        validate_default=True,
         min_length=1,
-        description="compared fields and their agreement levels; default: the customer fields first_name, last_name, "
-        "location (address + city + zip), phone, email, dob",
+        examples=[FS_FIELDS_EXAMPLE],
+        description="compared fields and their agreement levels (required: one entry per field to compare, e.g. "
+        "{field: last_name, comparison: jaro_winkler, levels: [100, 92, 80]}; several columns compared as one: "
+        "{field: [address, city, zip], name: location, comparison: ratio})",
     )
     threshold: float | None = Field(
         default=None, gt=0.0, le=1.0, description="keep pairs with match probability >= threshold (default: the job threshold)"
@@ -338,8 +340,8 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     Initial lambda: ``prior``, or else the mean posterior of the candidates
     under the initial m and u with lambda = 0.5, clipped to [0.001, 0.5].
 
-    Fields should be close to independent given the class. The default fields
-    join address, city and zip into one ``location`` field: a customer who
+    Fields should be close to independent given the class. The example fields
+    (configs/customers.yaml) join address, city and zip into one ``location`` field: a customer who
     moved differs in all three, and as three fields EM learns "all three
     differ" as a sure sign of a non-match (m = 0) and rejects the movers. On
     candidates of the seed's blocking (one of name, address, phone identical)

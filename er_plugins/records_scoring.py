@@ -6,8 +6,8 @@ already normalized by the engine; a missing value is ``None``):
 
 ``field_score``
     The seed's scheme (SEEDS §5): every field is compared with a string
-    similarity on a 0..100 scale, weighted, and summed; with the default
-    fields (name, address, phone) a pair scores out of 300. Its threshold is
+    similarity on a 0..100 scale, weighted, and summed; with three fields
+    (e.g. name, address, phone) a pair scores out of 300. Its threshold is
     on that total scale, so it must be set on the verifier itself.
 ``fellegi_sunter``
     Unsupervised probabilistic record linkage (Fellegi & Sunter 1969): the
@@ -17,7 +17,8 @@ already normalized by the engine; a missing value is ``None``):
     or trained from labelled pairs), and each pair is scored with its posterior
     match probability in [0, 1] (ordinary verifier threshold semantics).
 
-Both explain a score (``comparisons``: per-field levels and weights in bits,
+Both compare the fields the job lists in ``fields:`` (required: no default
+columns). Both explain a score (``comparisons``: per-field levels and weights in bits,
 or similarities and points).
 
 The code: :mod:`er_plugins.record_columns` (a compared field's values over

@@ -197,3 +197,6 @@ def test_explain_weights_sum_to_the_score(readme_run: dict[str, Any]) -> None:
     assert "soc_sec_id" in str(ex) and "probability" in str(ex)
     with pytest.raises(ErError, match="no record"):
         readme_run["result"].explain("nobody", "rec-1070-dup-0")
+    assert ex.candidate is True and ex.verified
+    other = readme_run["result"].explain("rec-1070-org", "rec-1-dup-0")  # two people no blocker paired
+    assert other.candidate is False and not other.verified and "not a candidate" in str(other)

@@ -6,18 +6,25 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from er_framework.cli.common import run_with_progress, workers_arg
+from er_framework.cli.common import run_with_progress, stderr, workers_arg
 
-__all__ = ["add_parser", "cmd_run"]
+__all__ = ["WARNINGS_EXIT", "add_parser", "cmd_run"]
+
+#: the exit code of a run that warned (report.json ``warnings``) with ``fail_on_warnings: true``
+WARNINGS_EXIT = 3
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from er_framework.engine.model import check_model, load_model
+    from er_framework.engine.result import warning_lines
     from er_framework.executors import run_job
 
     model = load_model(args.model) if args.model is not None else None
+    fail_on_warnings = False
 
     def run(job: Any, update: Any) -> Any:
+        nonlocal fail_on_warnings
+        fail_on_warnings = bool(job.spec.fail_on_warnings)
         if args.report is not None:  # --report / --no-report over output.report of the YAML
             job.spec.output.report = args.report
         if model is not None:
@@ -27,6 +34,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run_with_progress(args, run)
     if not args.quiet:
         print(result.summary())
+    else:
+        for line in warning_lines(result.report):  # --quiet drops the summary, never the warnings
+            stderr(line)
+    warnings = result.report.get("warnings") or []
+    if warnings and fail_on_warnings:
+        stderr(
+            f"er: {len(warnings)} plausibility warning{'s' if len(warnings) != 1 else ''} and fail_on_warnings: true: exit {WARNINGS_EXIT}"
+        )
+        return WARNINGS_EXIT
     return 0
 
 

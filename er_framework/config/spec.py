@@ -291,6 +291,12 @@ class JobSpec(_Strict):
         default=None, description="{labels: FILE, prior: em|labels}: the verifier learns from labelled pairs"
     )
     plugins: PluginsSpec = Field(default_factory=PluginsSpec)
+    fail_on_warnings: bool = Field(
+        default=False,
+        description="er run exits 3 (after writing the outputs) when the run's plausibility check warns (report.json "
+        "warnings: one giant cluster, every candidate a match, a degenerate fitted model …); default: the warnings "
+        "are printed and the run exits 0",
+    )
     executor: ExecutorSpec = Field(
         default_factory=ExecutorSpec,
         description="local (default) or dask: {type: dask, address: tcp://host:8786} or {type: dask, local_cluster: {n_workers: 2}}",
@@ -498,7 +504,7 @@ def pydantic_problems(
                     where=where_of(filename, lines, path[:-1]) if len(path) > 1 else filename,
                     path=render_path(path),
                     message=f"{subject + ' needs' if subject else 'required key'} {key!r}" + ("" if subject else " is missing"),
-                    fix=(_MISSING_FIX.get(key, "") if not prefix else "") or f"add {key}: … here",
+                    fix=(_MISSING_FIX.get(key, "") if not prefix else "") or _example_fix(model, loc) or f"add {key}: … here",
                 )
             )
         else:
@@ -524,6 +530,44 @@ _MISSING_FIX = {
     "path": "add path: FILE (.csv, .tsv, .jsonl, .parquet; relative to the YAML file)",
     "fields": "add fields: [COLUMN, …] (the columns the job reads)",
 }
+
+
+def _example_fix(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """How to add the required key at ``loc`` of ``model``, from the first of the field's ``examples``
+    (``Field(examples=[...])``), written as one line of YAML; "" when it declares none."""
+    if model is None or not loc or not isinstance(loc[-1], str):
+        return ""
+    names = _nested_keys(model, loc[:-1]) if len(loc) > 1 else list(model.model_fields)
+    if not names or loc[-1] not in names:
+        return ""
+    owner: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        ann = owner.model_fields[part].annotation
+        subs = [a for a in typing.get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)]
+        owner = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else subs[0]
+    examples = owner.model_fields[loc[-1]].examples
+    if not examples:
+        return ""
+    return f"add e.g. {loc[-1]}: {flow_yaml(examples[0])}"
+
+
+def flow_yaml(value: Any) -> str:
+    """``value`` (JSON-like) as one line of YAML flow style: ``[{field: a, levels: [100, 90]}, b]``."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {flow_yaml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(flow_yaml(v) for v in value) + "]"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    text = str(value)
+    plain = text and all(c.isalnum() or c in "_-." for c in text) and not text[0].isdigit() and text not in ("true", "false", "null")
+    return text if plain else json.dumps(text)
 
 
 def _nested_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:

@@ -20,16 +20,31 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import Explainable, has
+from er_framework.capabilities import Explainable, GroupedKeys, Keyed, Partitionable, WholeCorpus, Windowed, ability, has
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records
+from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
-from er_framework.engine.stages.exact import exact_keys
+from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
 
-__all__ = ["BORDERLINE", "Explanation", "FieldTerm", "explain_run", "explanation", "find_record", "row_of_terms"]
+__all__ = [
+    "BORDERLINE",
+    "Batches",
+    "BlockerTerm",
+    "Explanation",
+    "FieldTerm",
+    "KeyTerm",
+    "among_candidates",
+    "blocking_of_pair",
+    "explain_run",
+    "explanation",
+    "find_record",
+    "row_of_terms",
+]
+
+Int64Array = npt.NDArray[np.int64]
 
 #: pairs listed on each side of the threshold by the review (report.json ``review``, ``er review``)
 BORDERLINE = 10
@@ -51,6 +66,51 @@ class FieldTerm:
 
 
 @dataclass
+class KeyTerm:
+    """One key (or sort pass) of a blocker, for both records of a pair: whether they share it."""
+
+    key: str  # the key's label ("given_name+surname", "date_of_birth", "pass 1")
+    left: str | None  # the record's values of the key's fields (None: missing, the record is not keyed)
+    right: str | None
+    shared: bool  # the records share the key (keyed blockers), or sort within one window (windowed)
+    note: str = ""  # why sharing did not make a pair (a purged bucket), or how far apart they sort
+    kind: str = "key"  # "key" (records sharing it are paired) or "sort" (records sorting near are paired)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class BlockerTerm:
+    """What one blocker of the job did with a pair: paired it (``candidate``) or not, and by which keys."""
+
+    blocker: str  # its place and type ("blockers[0] field_hash")
+    candidate: bool
+    keys: list[KeyTerm] = field(default_factory=list)
+    how: str = ""  # how it was decided: "keys", "windows" or "candidates" (the blocker run again)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"blocker": self.blocker, "candidate": self.candidate, "how": self.how, "keys": [k.to_json() for k in self.keys]}
+
+    def lines(self) -> list[str]:
+        """The blocker's lines of the printed explanation."""
+        verdict = "paired them" if self.candidate else "did not pair them"
+        out = [f"  {self.blocker}: {verdict}"]
+        for k in self.keys:
+            if k.kind == "sort":
+                state = "in one window" if k.shared else "not in one window"
+            else:
+                state = "shared" if k.shared else "not shared"
+            values = f"{_value(k.left)} vs {_value(k.right)}"
+            out.append(f"    {k.key}: {state}  ({values})" + (f"  {k.note}" if k.note else ""))
+        return out
+
+
+def _value(v: str | None) -> str:
+    return "(missing)" if v is None else repr(v)
+
+
+@dataclass
 class Explanation:
     """The terms of one pair's score; ``str()`` is the waterfall ``er explain`` prints."""
 
@@ -64,10 +124,16 @@ class Explanation:
     prior_weight: float | None = None
     match_weight: float | None = None
     tokens: dict[str, int] = field(default_factory=dict)  # sets: shared, left_only, right_only
+    #: whether the run's blockers made this pair a candidate (None: not checked, e.g. a pair of a run held
+    #: in memory); a pair that is no candidate was never scored by the run, whatever its score here
+    candidate: bool | None = None
+    #: per blocker: did it pair the records, and which of its keys they share (when ``candidate`` was checked)
+    blocking: list[BlockerTerm] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
-        return bool(self.score >= self.threshold)
+        """The run kept the pair: a candidate (or exact copies) scoring at or above the threshold."""
+        return bool(self.candidate is not False and self.score >= self.threshold)
 
     def total(self) -> float:
         """The terms summed: the match weight in bits, the points, or Jaccard from the token counts."""
@@ -93,11 +159,13 @@ class Explanation:
             "match_weight": self.match_weight,
             "fields": [f.to_json() for f in self.fields],
             "tokens": self.tokens,
+            "candidate": self.candidate,
+            "blocking": [b.to_json() for b in self.blocking],
         }
 
     def __str__(self) -> str:
         head = f"{self.left[0]} {self.left[1]}  vs  {self.right[0]} {self.right[1]}  ({self.verifier})"
-        lines = [head]
+        lines = [head, *self._blocking_lines()]
         width = max([len(f.name) for f in self.fields] + [12])
         vw = 28
         if self.kind == "weights":
@@ -132,9 +200,28 @@ class Explanation:
             lines.append(f"  Jaccard = shared / union = {t['shared']:,} / {union:,} = {self.total():.6f}")
         elif self.kind == "exact":
             lines.append("  exact copies: the same text after the exact-duplicate stage's normalization (score 1.0)")
-        side = "at or above" if self.verified else "below"
-        lines.append(f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}")
+        lines += self._verdict_lines()
         return "\n".join(lines)
+
+    def _blocking_lines(self) -> list[str]:
+        """A pair no blocker produced: said first, with what each blocker did with it."""
+        if self.candidate is not False:
+            return []
+        lines = ["  not a candidate: no blocker produced this pair, so the run never scored it (verified: False)"]
+        for b in self.blocking:
+            lines += b.lines()
+        lines.append("  what the verifier would say of the pair, had a blocker proposed it:")
+        return lines
+
+    def _verdict_lines(self) -> list[str]:
+        """The score against the threshold (never "at or above" for a pair the run did not score) and the verdict."""
+        if self.candidate is False:
+            side = "would be at or above" if self.score >= self.threshold else "would be below"
+            line = f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}, but the pair is not a candidate"
+        else:
+            side = "at or above" if self.verified else "below"
+            line = f"  score {self.score:.6f}  {side} the threshold {self.threshold:g}"
+        return [line, f"  verified: {self.verified}"]
 
 
 def _prob(weight: float) -> float:
@@ -235,6 +322,211 @@ def _joined(records: Records, columns: list[str], row: int) -> str | None:
     return " ".join(present) if present else None
 
 
+# ------------------------------------------------------------------ was the pair a candidate?
+
+
+def _key_values(records: Records, fields: list[str], row: int) -> str | None:
+    """A record's values of a key's fields joined by `` | `` (None when one is missing: the record is not keyed)."""
+    vals = [records.fields[f][row] if f in records.fields else None for f in fields]
+    if not fields or any(v is None or str(v).strip() == "" for v in vals):
+        return None
+    return " | ".join(str(v) for v in vals)
+
+
+def _per_key(report: dict[str, Any], g: int) -> tuple[str, list[str]]:
+    """The label and fields of a blocker's key number ``g`` from its report section (``per_key``)."""
+    per_key = report.get("per_key") or []
+    if g < len(per_key) and isinstance(per_key[g], dict):
+        info = per_key[g]
+        return str(info.get("key") or f"key {g + 1}"), [str(f) for f in info.get("fields") or []]
+    return ("keys" if g == 0 and not per_key else f"key {g + 1}"), []
+
+
+def _keyed_terms(keyed: Keyed, blocker: Any, pair: Batches, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
+    """A keyed blocker: the records are candidates when they share a key whose bucket is within the cap.
+
+    The two records' keys come from a batch of the two alone when their keys depend on them alone (the
+    contract of :class:`~er_framework.capabilities.Keyed`, as ``er index`` looks items up); the buckets'
+    sizes, needed only for a shared key under a cap, from every active record."""
+    batch, a, b = pair.small(blocker)
+    rows, keys = keyed.lookup_keys(batch)
+    rows = np.asarray(rows, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.uint64)
+    grouped = ability(blocker, GroupedKeys)
+    groups = np.asarray(grouped.lookup_groups(batch), dtype=np.int64) if grouped is not None else np.zeros(len(rows), dtype=np.int64)
+    cap = keyed.lookup_cap()
+    n_groups = max(len(report.get("per_key") or []), int(groups.max()) + 1 if len(groups) else 1)
+    terms: list[KeyTerm] = []
+    candidate = False
+    for g in range(n_groups):
+        label, fields = _per_key(report, g)
+        ka = set(keys[(rows == a) & (groups == g)].tolist())
+        kb = set(keys[(rows == b) & (groups == g)].tolist())
+        shared = ka & kb
+        # no fields named (e.g. LSH bands of signatures): how many keys each record has
+        left = _key_values(batch.records, fields, a) if fields else (f"{len(ka)} keys" if ka else None)
+        right = _key_values(batch.records, fields, b) if fields else (f"{len(kb)} keys" if kb else None)
+        note = ""
+        pairs_them = False
+        for k in sorted(shared):
+            size = pair.bucket_size(keyed, blocker, k) if cap is not None else 0
+            if cap is not None and size > cap:
+                note = f"but its bucket of {size:,} records was purged (over the cap {cap:,}: max_block_size)"
+            else:
+                pairs_them = True
+                break
+        if pairs_them:
+            note = ""
+        elif not shared and (left is None or right is None):
+            note = "a key field is missing: that record is not keyed"
+        candidate |= pairs_them
+        terms.append(KeyTerm(label, left, right, bool(shared), note))
+    return candidate, terms
+
+
+def _sort_value(records: Records, fields: list[str], row: int, sort_key: Any) -> str:
+    """A record's values of a sort pass's fields (the sort key itself, control characters shown as `` | ``,
+    when the report names no fields)."""
+    shown = _key_values(records, fields, row) if fields else None
+    if shown is not None:
+        return shown
+    parts = [p for p in "".join(c if c.isprintable() else "\x00" for c in str(sort_key)).split("\x00") if p]
+    return " | ".join(parts)
+
+
+def _windowed_terms(windowed: Windowed, batch: Batch, a: int, b: int, report: dict[str, Any]) -> tuple[bool, list[KeyTerm]]:
+    """A windowed blocker: candidates when, in some pass, they sort fewer than ``window_size()`` rows apart."""
+    window = int(windowed.window_size())
+    candidate = False
+    terms: list[KeyTerm] = []
+    for p, (rows, sort_keys) in enumerate(windowed.window_keys(batch)):
+        rows = np.asarray(rows, dtype=np.int64)
+        by_row = np.argsort(rows, kind="stable")
+        order = by_row[np.argsort(sort_keys[by_row], kind="stable")]  # by (key, row), as the contract sorts
+        position = np.empty(len(rows), dtype=np.int64)
+        position[order] = np.arange(len(rows), dtype=np.int64)
+        at_a, at_b = np.flatnonzero(rows == a), np.flatnonzero(rows == b)
+        label, fields = _per_key(report, p)
+        records = batch.records
+        left = _sort_value(records, fields, a, sort_keys[at_a[0]]) if len(at_a) else None
+        right = _sort_value(records, fields, b, sort_keys[at_b[0]]) if len(at_b) else None
+        if len(at_a) and len(at_b):
+            apart = abs(int(position[at_a[0]]) - int(position[at_b[0]]))
+            near = apart < window
+            note = f"{apart:,} records apart in the sort order (window {window})"
+        else:
+            near, note = False, "a key field is missing: that record is not sorted in this pass"
+        candidate |= near
+        terms.append(KeyTerm(label, left, right, near, note, kind="sort"))
+    return candidate, terms
+
+
+def _representative(exact: Exact, row: int) -> int:
+    """The record a collapsed copy was collapsed onto (the copies are linked as a star to it), else ``row``."""
+    hit = np.flatnonzero(exact.pairs.right == row)
+    return int(exact.pairs.left[hit[0]]) if len(hit) else row
+
+
+def among_candidates(candidates: Pairs, exact: Exact | None, a: int, b: int) -> bool:
+    """Whether a run's ``candidates`` (global indices, normalized) hold the pair of records ``a`` and ``b``:
+    of their representatives, when the exact-duplicate stage collapsed copies (``exact``)."""
+    if exact is not None and exact.stats.get("records_collapsed", 0):
+        a, b = _representative(exact, a), _representative(exact, b)
+    lo, hi = min(a, b), max(a, b)
+    return bool(np.any((candidates.left == lo) & (candidates.right == hi)))
+
+
+class Batches:
+    """The batches a pair's blocking is decided on, each made when first needed: every active record (the
+    run's blocking batch, with only what a blocker reads: a sort key needs no signatures of every record)
+    and the two records alone (for keys that depend on the record alone)."""
+
+    def __init__(self, engine: Engine, records: Records, active: Int64Array, a: int, b: int) -> None:
+        self.engine = engine
+        #: exact copies were collapsed: the active records are fewer than the records
+        self.collapsed = len(active) != len(records)
+        self.sub = records.take(active) if self.collapsed else records
+        self.active = active
+        #: the two records' rows among the active ones
+        self.a, self.b = int(np.searchsorted(active, a)), int(np.searchsorted(active, b))
+        self._full: dict[tuple[bool, bool], Batch] = {}
+        self._small: dict[tuple[bool, bool], Batch] = {}
+        self._keys: dict[int, npt.NDArray[np.uint64]] = {}
+        sh = engine.shingler
+        #: a record's tokens depend on that record alone (else its keys need the whole corpus)
+        self.alone = sh is None or not has(sh, WholeCorpus) or has(sh, Partitionable)
+
+    @staticmethod
+    def _needs(blocker: Any) -> tuple[bool, bool]:
+        return "tokens" in blocker.needs, "signatures" in blocker.needs or "tokens" in blocker.needs
+
+    def full(self, blocker: Any) -> tuple[Batch, int, int]:
+        """Every active record, with what ``blocker`` reads; the pair's rows in it."""
+        need = self._needs(blocker)
+        if need not in self._full:
+            batch = self.engine.batch(self.sub, tokens=need[0], signatures=need[1])
+            batch.active = self.active if self.collapsed else None
+            self._full[need] = batch
+        return self._full[need], self.a, self.b
+
+    def small(self, blocker: Any) -> tuple[Batch, int, int]:
+        """The two records alone (rows 0 and 1) when their keys depend on them alone, else :meth:`full`."""
+        if not self.alone:
+            return self.full(blocker)
+        need = self._needs(blocker)
+        if need not in self._small:
+            two = self.sub.take(np.array([self.a, self.b], dtype=np.int64))
+            self._small[need] = self.engine.batch(two, tokens=need[0], signatures=need[1])
+        return self._small[need], 0, 1
+
+    def bucket_size(self, keyed: Keyed, blocker: Any, key: int) -> int:
+        """How many active records hold ``key`` of ``blocker`` (every record's keys, computed once)."""
+        if id(blocker) not in self._keys:
+            batch, _a, _b = self.full(blocker)
+            self._keys[id(blocker)] = np.asarray(keyed.lookup_keys(batch)[1], dtype=np.uint64)
+        return int(np.count_nonzero(self._keys[id(blocker)] == np.uint64(key)))
+
+
+def blocking_of_pair(engine: Engine, records: Records, a: int, b: int, reports: list[dict[str, Any]]) -> list[BlockerTerm]:
+    """What each blocker of the job does with the records ``a`` and ``b`` of ``records`` (all the job's records,
+    normalized): paired them or not, and per key (or sort pass) whether they share it.
+
+    As the run blocks: exact copies collapsed onto their representative first (the dedup modes), the
+    blockers given the active records. A :class:`~er_framework.capabilities.Keyed` blocker is asked for
+    the two records' keys (candidates share a key whose bucket is within :meth:`~Keyed.lookup_cap`: the
+    bucket's size from every record's keys), a :class:`~er_framework.capabilities.Windowed` one for every
+    record's sort keys (candidates sort within one window), any other for its candidates of every record.
+    ``reports``: the run's blocker sections (their ``per_key`` labels and fields).
+    """
+    exact = exact_duplicates(engine.job, records)
+    group_of, starts, _sizes, members = exact_groups(exact, len(records))
+    pair = Batches(engine, records, exact.active, int(members[starts[group_of[a]]]), int(members[starts[group_of[b]]]))
+    same_source = int(records.source[a]) == int(records.source[b])
+    out: list[BlockerTerm] = []
+    for i, blocker in enumerate(engine.blockers):
+        label = f"blockers[{i}] {blocker.name}"
+        report = reports[i] if i < len(reports) and isinstance(reports[i], dict) else {}
+        keyed = ability(blocker, Keyed)
+        windowed = ability(blocker, Windowed)
+        if keyed is not None:
+            candidate, terms = _keyed_terms(keyed, blocker, pair, report)
+            how = "keys"
+        elif windowed is not None:
+            candidate, terms = _windowed_terms(windowed, *pair.full(blocker), report)
+            how = "windows"
+        else:
+            batch, ra, rb = pair.full(blocker)
+            got = engine.checked_candidates(blocker, blocker.candidates(batch), batch)
+            lo, hi = min(ra, rb), max(ra, rb)
+            candidate = bool(np.any((np.asarray(got.left) == lo) & (np.asarray(got.right) == hi)))
+            terms, how = [], "candidates"
+        if engine.link and same_source:
+            candidate = False  # link mode pairs records of different sources only
+            how += "; link mode: both records are of one source"
+        out.append(BlockerTerm(label, bool(candidate), terms, how))
+    return out
+
+
 # ------------------------------------------------------------------ a finished run's pair
 
 
@@ -311,7 +603,11 @@ def explain_run(
             "the job prunes shingles by corpus frequency (prune_shingles) and the run folder holds no "
             "model.json with the dropped shingles, so these counts include them and may differ from the run's"
         )
+    blocking = blocking_of_pair(engine, records, a, b, [r for r in report.get("blockers") or [] if isinstance(r, dict)])
     pair = records.take(np.array([a, b], dtype=np.int64))
     batch = engine.batch(pair, tokens="tokens" in engine.verifier.needs, signatures=False)
     terms = engine.comparisons(batch, Pairs(np.array([0]), np.array([1])))
-    return explanation(pair, 0, 1, row_of_terms(terms, 0), described, threshold), notes
+    found = explanation(pair, 0, 1, row_of_terms(terms, 0), described, threshold)
+    found.blocking = blocking
+    found.candidate = any(t.candidate for t in blocking)
+    return found, notes

@@ -22,6 +22,7 @@ from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.explain import BORDERLINE, row_of_terms
 from er_framework.engine.log import StageLog
+from er_framework.engine.plausibility import warnings_of
 from er_framework.engine.result import Result
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
@@ -367,7 +368,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     if mode != "dedup":
         assert facts.candidates is not None, "link modes report every candidate's score"
         link = link_answer(records.source, records.source_names, facts.candidates, facts.scores, facts.labels, engine.threshold)
-    return {
+    report: dict[str, Any] = {
         "job": job.spec.name,
         "config": str(job.config_path),
         "config_resolved": str(Path(job.config_path).resolve()),
@@ -403,6 +404,9 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "stages": log.stages,
         "versions": versions(job),
     }
+    # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
+    report["warnings"] = warnings_of(report)
+    return report
 
 
 def model_section(engine: Engine) -> dict[str, Any]:

@@ -16,7 +16,17 @@ from er_framework.engine.stages.clustering import Answer
 from er_framework.engine.stages.exact import Exact
 from er_framework.normalize import unparsed_warning
 
-__all__ = ["Result", "unparsed_lines"]
+__all__ = ["Result", "unparsed_lines", "warning_lines"]
+
+
+def warning_lines(report: dict[str, Any]) -> list[str]:
+    """The plausibility warnings of a run's report (``warnings``, :mod:`er_framework.engine.plausibility`),
+    one ``warning: <message> - <fix>`` line each."""
+    lines = []
+    for w in report.get("warnings") or []:
+        fix = f" - {w['fix']}" if w.get("fix") else ""
+        lines.append(f"warning: {w['message']}{fix}")
+    return lines
 
 
 @dataclass
@@ -70,6 +80,7 @@ class Result:
                 f"(score >= {link['threshold']:g}, after clustering)"
             )
         lines += unparsed_lines(r)
+        lines += warning_lines(r)
         for path in self.outputs.values():
             lines.append(f"wrote {path}")
         return "\n".join(lines)

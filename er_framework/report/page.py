@@ -73,6 +73,7 @@ from er_framework.report.sections import (
     stages_section,
     summary_section,
     threshold_section,
+    warnings_section,
 )
 
 __all__ = ["render_report", "write_report"]
@@ -412,7 +413,7 @@ def render_report(
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(f'er report: {name}')}</title><style>{PAGE_CSS}{REVIEW_CSS}</style></head><body><main>"
-        f"<h1>Entity-resolution report: {_e(name)}</h1>"
+        f"<h1>Entity-resolution report: {_e(name)}</h1>{warnings_section(report)}"
         f'<section id="job">{job_section(report, out if shown_dir is None else Path(shown_dir))}</section>'
         f"<nav>{nav}</nav>{warn}{body}"
         f'<section id="raw"><details><summary>report.json</summary><pre>{_e(raw)}</pre></details></section>'

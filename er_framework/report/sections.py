@@ -38,6 +38,7 @@ __all__ = [
     "stages_section",
     "summary_section",
     "threshold_section",
+    "warnings_section",
 ]
 
 #: Characters of each field shown for an example record.
@@ -139,9 +140,25 @@ td:has(code.longid){min-width:200px;max-width:280px}
 img{max-width:100%;height:auto;display:block;margin:6px 0}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;overflow-wrap:anywhere}
 .bar{display:inline-block;height:9px;background:#8fb3d9;vertical-align:middle}
+section.warnings{border:2px solid #c0392b;background:#fdf0ee}section.warnings h2{color:#a12a1c;border-color:#e8b4ab}
+section.warnings li{margin:4px 0 8px}section.warnings .fix{color:#444}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px;background:#f6f7f9;padding:8px;max-height:480px;overflow:auto}
 nav a{margin-right:12px;color:#1f5fa8;text-decoration:none}
 """
+
+
+def warnings_section(report: dict[str, Any]) -> str:
+    """The run's plausibility warnings (report.json ``warnings``) as a box for the top of the page; "" when none."""
+    found = [w for w in report.get("warnings") or [] if isinstance(w, dict) and w.get("message")]
+    if not found:
+        return ""
+    n = len(found)
+    items = "".join(
+        f"<li><b>{_e(w['message'])}</b>" + (f'<br><span class="fix">fix: {_e(w["fix"])}</span>' if w.get("fix") else "") + "</li>"
+        for w in found
+    )
+    title = f"{n} warning{'s' if n != 1 else ''}: check the answer before using it"
+    return f'<section id="warnings" class="warnings"><h2>{_e(title)}</h2><ul>{items}</ul></section>'
 
 
 def section_html(sid: str, title: str, body: str) -> str:

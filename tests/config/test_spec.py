@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from job_files import GOOD, expect_error
 
-from er_framework.config.spec import JobSpec, type_problems
+from er_framework.config.spec import JobSpec, flow_yaml, type_problems
 
 
 def test_unknown_top_level_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,3 +41,38 @@ def test_type_problems_refuse_bools_and_strings_for_numbers_only() -> None:
         ("exact_duplicates.enabled", "0 is a whole number; expected true or false"),
         ("sources[0].max_record_mb", '"2" is a string; expected a number'),
     ]
+
+
+def test_flow_yaml_writes_one_line_of_yaml() -> None:
+    import yaml
+
+    value = [{"field": ["address", "city"], "name": "location", "levels": [100, 85.5]}, {"field": "a b", "x": None, "y": True}]
+    text = flow_yaml(value)
+    assert text == '[{field: [address, city], name: location, levels: [100, 85.5]}, {field: "a b", x: null, y: true}]'
+    assert yaml.safe_load(text) == value
+    assert flow_yaml("true") == '"true"' and flow_yaml("7up") == '"7up"' and yaml.safe_load(flow_yaml("7up")) == "7up"
+
+
+def test_a_job_without_the_verifiers_fields_gets_one_problem_with_an_example(tmp_path: Path) -> None:
+    """A verifier has no default fields: leaving them out is one problem naming the verifier, whose fix is
+    an example list (not one problem per column of a default the user never wrote)."""
+    import yaml
+
+    from er_framework.config import parse_job
+    from er_framework.errors import ConfigError
+
+    (tmp_path / "p.csv").write_text("id,given,family\n1,ann,lee\n")
+    for verifier, first in (("fellegi_sunter", "first_name"), ("field_score", "[first_name, last_name]")):
+        (tmp_path / "job.yaml").write_text(
+            "sources: [{name: p, path: p.csv, id: id, fields: [given, family]}]\n"
+            "blockers: [{type: field_hash, fields: [family]}]\n"
+            f"verifier: {{type: {verifier}, threshold: 0.5}}\n"
+        )
+        with pytest.raises(ConfigError) as got:
+            parse_job(tmp_path / "job.yaml")
+        assert len(got.value.problems) == 1
+        problem = got.value.problems[0]
+        assert problem.path == "verifier.fields" and problem.message == f"verifier {verifier!r} needs 'fields'"
+        assert problem.fix.startswith(f"add e.g. fields: [{{field: {first},")
+        example = yaml.safe_load(problem.fix.removeprefix("add e.g. fields: "))
+        assert isinstance(example, list) and all("field" in f for f in example)

@@ -129,7 +129,16 @@ def test_lsh_on_field_qgrams_joins_the_field_blockers(tmp_path: Path) -> None:
         blockers:
           - {{type: field_hash, fields: [phone]}}
           - {{type: lsh_bands, threshold: 0.5}}
-        verifier: {{type: fellegi_sunter, threshold: 0.9}}
+        verifier:
+          type: fellegi_sunter
+          threshold: 0.9
+          fields:
+            - {{field: first_name, comparison: jaro_winkler, levels: [100, 92, 80]}}
+            - {{field: last_name, comparison: jaro_winkler, levels: [100, 92, 80]}}
+            - {{field: [address, city, zip], name: location, comparison: ratio, levels: [100, 85, 70]}}
+            - {{field: phone, comparison: digits, last_digits: 10}}
+            - {{field: email, comparison: ratio, levels: [100, 80]}}
+            - {{field: dob, comparison: levenshtein, levels: [100, 80]}}
         cluster: {{type: one_to_one}}
     """)
     )

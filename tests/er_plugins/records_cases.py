@@ -10,6 +10,24 @@ import numpy as np
 
 from er_framework.data import Batch, Pairs
 
+#: the customer fields the records verifiers compared when ``fields:`` had a default (configs/customers.yaml
+#: lists them): a verifier has no default fields now
+CUSTOMER_FS_FIELDS: list[dict[str, Any]] = [
+    {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
+    {"field": "phone", "comparison": "digits", "last_digits": 10},
+    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
+    {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
+]
+#: field_score's customer fields (a pair scores out of 300)
+CUSTOMER_FIELD_RULES: list[dict[str, Any]] = [
+    {"field": ["first_name", "last_name"], "name": "name", "scorer": "token_sort_ratio"},
+    {"field": "address", "scorer": "ratio"},
+    {"field": "phone", "scorer": "digits", "last_digits": 10},
+]
+
+
 # ---------------------------------------------------------------------------
 # generated customers (the customers fixture)
 

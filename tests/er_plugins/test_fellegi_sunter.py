@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from records_cases import CONFIGS, SHIPPED, candidates_and_labels, febrl4_sample, prf, truth_plus_random
+from records_cases import CONFIGS, CUSTOMER_FS_FIELDS, SHIPPED, candidates_and_labels, febrl4_sample, prf, truth_plus_random
 
 from er_framework.capabilities import Fitted, LabelledCodes
 from er_framework.components import Context
@@ -30,7 +30,11 @@ from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
 
 
 def test_fellegi_sunter_params():
-    p = FellegiSunterParams()
+    with pytest.raises(ValidationError, match="fields"):
+        FellegiSunterParams()  # no default fields: the job names the fields it compares
+    example = FellegiSunterParams.model_fields["fields"].examples  # shown when a job leaves fields: out
+    assert example and FellegiSunterParams(fields=example[0]).fields[2].label == "location"
+    p = FellegiSunterParams(fields=CUSTOMER_FS_FIELDS)
     assert [f.label for f in p.fields] == ["first_name", "last_name", "location", "phone", "email", "dob"]
     assert p.fields[2].field == ["address", "city", "zip"]
     assert p.fields[3].thresholds == [100.0] and p.fields[0].level_names() == ["=100", ">=92", ">=80", "<80"]
@@ -43,9 +47,9 @@ def test_fellegi_sunter_params():
     ):
         with pytest.raises(ValidationError):
             FellegiSunterParams(**bad)
-    assert FellegiSunter.check(FellegiSunterParams(), Context()) != []  # no threshold anywhere
-    assert FellegiSunter.check(FellegiSunterParams(), Context(threshold=0.5)) == []
-    assert FellegiSunter(FellegiSunterParams(), Context(threshold=0.5)).threshold == 0.5
+    assert FellegiSunter.check(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context()) != []  # no threshold anywhere
+    assert FellegiSunter.check(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(threshold=0.5)) == []
+    assert FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(threshold=0.5)).threshold == 0.5
 
 
 # ---------------------------------------------------------------------------
@@ -67,7 +71,7 @@ def test_fellegi_sunter_missing_weighs_zero_and_agreement_raises_probability(cus
     probe_pairs = Pairs(np.array([a0, a0, a0]), np.array([n, n + 1, n + 2]))
     both = Pairs(np.concatenate([pairs.left, probe_pairs.left]), np.concatenate([pairs.right, probe_pairs.right]))
     # (no term frequencies: a pair's score is then its pattern's probability, the property checked here)
-    fields = [{**f.model_dump(), "term_frequency": False} for f in FellegiSunterParams().fields]
+    fields = [{**f.model_dump(), "term_frequency": False} for f in FellegiSunterParams(fields=CUSTOMER_FS_FIELDS).fields]
     v = FellegiSunter(FellegiSunterParams(fields=fields, dependence=False), Context(threshold=0.5, seed=2))
     batch = Batch(all_rec, cross_source_only=True)
     scores, fitted = v.fit_score(batch, both, None)

@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 from rapidfuzz import fuzz
 from rapidfuzz.distance import JaroWinkler, Levenshtein
-from records_cases import febrl4_sample
+from records_cases import CUSTOMER_FIELD_RULES, febrl4_sample
 
 import er_plugins.record_columns as rc
 from er_framework.capabilities import Explainable, Learner, Trainable, has
@@ -150,7 +150,7 @@ def _seed_records(name_b: tuple[str, str]) -> tuple[Batch, Pairs]:
 
 def test_seed_totals_out_of_300():
     """SEEDS §5: same address and phone, a one-letter misspelling -> ~290; very different names -> ~240."""
-    v = FieldScore(FieldScoreParams(threshold=200))
+    v = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200))
     scored = v.score_reported(*_seed_records(("jon", "smith")))
     close = float(scored.scores[0])
     assert scored.report["scale"] == 300.0
@@ -189,16 +189,20 @@ def test_seed_240_is_a_name_similarity_of_about_40(customers):
 
 
 def test_field_score_params_and_threshold_scale():
-    p = FieldScoreParams()
+    with pytest.raises(ValidationError, match="fields"):
+        FieldScoreParams(threshold=200)  # no default fields: the job names the fields it compares
+    example = FieldScoreParams.model_fields["fields"].examples  # shown when a job leaves fields: out
+    assert example and FieldScoreParams(fields=example[0], threshold=200).scale == 300.0
+    p = FieldScoreParams(fields=CUSTOMER_FIELD_RULES)
     assert p.scale == 300.0 and [r.label for r in p.fields] == ["name", "address", "phone"]
     ctx = Context(threshold=0.8)
-    assert any("total scale 0..300" in m for m in FieldScore.check(FieldScoreParams(), ctx))
-    assert any("looks like a fraction" in m for m in FieldScore.check(FieldScoreParams(threshold=0.8), ctx))
-    assert any("exceeds" in m for m in FieldScore.check(FieldScoreParams(threshold=301), ctx))
-    assert FieldScore.check(FieldScoreParams(threshold=240), ctx) == []
-    assert FieldScore(FieldScoreParams(threshold=240), ctx).threshold == 240.0
+    assert any("total scale 0..300" in m for m in FieldScore.check(FieldScoreParams(fields=CUSTOMER_FIELD_RULES), ctx))
+    assert any("looks like a fraction" in m for m in FieldScore.check(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=0.8), ctx))
+    assert any("exceeds" in m for m in FieldScore.check(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=301), ctx))
+    assert FieldScore.check(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=240), ctx) == []
+    assert FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=240), ctx).threshold == 240.0
     with pytest.raises(ValueError, match="no threshold"):
-        _ = FieldScore(FieldScoreParams(), ctx).threshold  # the top-level fraction is not used
+        _ = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES), ctx).threshold  # the top-level fraction is not used
     weighted = FieldScoreParams(fields=[{"field": "a", "weight": 2.0}, {"field": "b", "weight": 0.5}], threshold=200)
     assert weighted.scale == 250.0
     for bad in (

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from rapidfuzz import fuzz
 from rapidfuzz.distance import JaroWinkler, Levenshtein
+from records_cases import CUSTOMER_FS_FIELDS
 
 import er_plugins.record_columns as rc
 from er_framework.components import Context
@@ -120,11 +121,11 @@ def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(work
     records = _records(600, seed=9)
     pairs = _pairs(records, 9000, seed=4)
     batch = Batch(records=records, cross_source_only=True, seed=1)
-    ref = FellegiSunter(FellegiSunterParams(), Context(workers=1, threshold=0.5, seed=1))
+    ref = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=1, threshold=0.5, seed=1))
     codes = ref.pair_codes(batch, pairs)
     scores, ref_fit = ref.fit_score(batch, pairs, None)
     # the reference codes: level_of of the exact scores, field by field
-    p = FellegiSunterParams()
+    p = FellegiSunterParams(fields=CUSTOMER_FS_FIELDS)
     n_levels = [len(f.thresholds) + 1 for f in p.fields]
     radix = pattern_radix(n_levels)
     rows = rc.rows_of(len(records), pairs.left, pairs.right)
@@ -134,7 +135,7 @@ def test_fellegi_sunter_codes_and_scores_do_not_depend_on_chunks_or_workers(work
         want += (level_of(col.scores(pairs.left, pairs.right, 1), fld.thresholds) + 1) * radix[f]
     assert np.array_equal(codes, want)
     monkeypatch.setattr(rc, "CHUNK_PAIRS", 777)
-    other = FellegiSunter(FellegiSunterParams(), Context(workers=workers, threshold=0.5, seed=1))
+    other = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=workers, threshold=0.5, seed=1))
     assert np.array_equal(other.pair_codes(batch, pairs), codes)
     other_scores, other_fit = other.fit_score(batch, pairs, None)
     assert np.array_equal(other_scores, scores)

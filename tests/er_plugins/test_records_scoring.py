@@ -13,7 +13,7 @@ import json
 import re
 
 import numpy as np
-from records_cases import prf, truth_labels, truth_plus_random
+from records_cases import CUSTOMER_FIELD_RULES, CUSTOMER_FS_FIELDS, prf, truth_labels, truth_plus_random
 
 import er_plugins.records_scoring as rs
 from er_framework.components import Context
@@ -69,21 +69,23 @@ def test_end_to_end_truth_plus_random_pairs(customers):
     c = customers
     pairs, y = truth_plus_random(c)
     n_true = len(c["truth_left"])
-    fs = FieldScore(FieldScoreParams(threshold=200), Context(workers=2))
+    fs = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200), Context(workers=2))
     s = fs.score(c["batch"], pairs)
     f_prf = prf(s >= fs.threshold, y, n_true)
     sweep = {t: round(prf(s >= t, y, n_true)[2], 4) for t in (160, 180, 200, 220, 240)}
     # EM on the candidates (estimation: em) estimates lambda among them; the default (training sessions,
     # none here: no blocking keys) is checked below
-    fsun = FellegiSunter(FellegiSunterParams(estimation="em"), Context(workers=2, threshold=0.5, seed=1))
+    fsun = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
     p, fitted = fsun.fit_score(c["batch"], pairs, None)
     rep = {**fsun.describe(), **fitted.report}
     json.dumps(rep)
     json.dumps(fs.describe())
     s_prf = prf(p >= fsun.threshold, y, n_true)
-    fixed = FellegiSunter(FellegiSunterParams(fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
+    fixed = FellegiSunter(
+        FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1)
+    )
     x_prf = prf(fixed.score(c["batch"], pairs) >= 0.5, y, n_true)
-    default = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1))
+    default = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1))
     d_scores, d_fit = default.fit_score(c["batch"], pairs, None)
     d_prf = prf(d_scores >= 0.5, y, n_true)
     # lambda over every record pair: the expected matches among the candidates are the true ones
@@ -119,21 +121,23 @@ def test_end_to_end_seed_blocking(customers):
     pairs = _seed_blocking(c)
     y = truth_labels(c, pairs)
     n_true = len(c["truth_left"])
-    s = FieldScore(FieldScoreParams(threshold=200), Context(workers=2)).score(c["batch"], pairs)
+    s = FieldScore(FieldScoreParams(fields=CUSTOMER_FIELD_RULES, threshold=200), Context(workers=2)).score(c["batch"], pairs)
     f_prf = prf(s >= 200, y, n_true)
-    free = FellegiSunter(FellegiSunterParams(estimation="em"), Context(workers=2, threshold=0.5, seed=1))
+    free = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
     free_scores, free_fit = free.fit_score(c["batch"], pairs, None)
     s_prf = prf(free_scores >= 0.5, y, n_true)
     # the default: u of random pairs held, m in training sessions on the blocking keys (whose pairs are
     # all candidates, so within a session the other fields are compared as among random pairs)
     keys = [["first_name", "last_name"], ["address"], ["phone"]]
-    sess = FellegiSunter(FellegiSunterParams(), Context(workers=2, threshold=0.5, seed=1, blocking_keys=keys))
+    sess = FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(workers=2, threshold=0.5, seed=1, blocking_keys=keys))
     sess_scores, sess_fit = sess.fit_score(c["batch"], pairs, None)
     t_prf = prf(sess_scores >= 0.5, y, n_true)
     used = [x["agree_on"] for x in sess_fit.report["sessions"]["sessions"] if x["used"]]
     assert used == [["first_name", "last_name"], ["location"], ["phone"]], used
     assert t_prf[2] >= 0.95 and t_prf[2] >= s_prf[2] - 0.005, (t_prf, s_prf)
-    fixed = FellegiSunter(FellegiSunterParams(fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1))
+    fixed = FellegiSunter(
+        FellegiSunterParams(fields=CUSTOMER_FS_FIELDS, fix_u=True, estimation="em"), Context(workers=2, threshold=0.5, seed=1)
+    )
     fixed_scores, fixed_fit = fixed.fit_score(c["batch"], pairs, None)
     x_prf = prf(fixed_scores >= 0.5, y, n_true)
     print(

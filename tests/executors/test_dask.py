@@ -22,6 +22,21 @@ from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the compared fields of configs/customers.yaml's fellegi_sunter (a verifier has no default fields)
+FS_FIELDS: list[dict[str, Any]] = [
+    {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
+    {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
+    {"field": "phone", "comparison": "digits", "last_digits": 10},
+    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
+    {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
+]
+#: field_score's customer fields: name, address, phone (a pair scores out of 300)
+FIELD_RULES: list[dict[str, Any]] = [
+    {"field": ["first_name", "last_name"], "name": "name", "scorer": "token_sort_ratio"},
+    {"field": "address", "scorer": "ratio"},
+    {"field": "phone", "scorer": "digits", "last_digits": 10},
+]
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +290,13 @@ def test_sorted_neighbourhood_windows_cross_many_small_ranges(tmp_path: Path, cl
         normalize: {{first_name: [name, nickname], last_name: name, address: address, phone: phone}}
         blockers:
           - {{type: sorted_neighbourhood, keys: [[last_name, first_name], [zip, dob]], prefix: {{first_name: 2}}, window: 60}}
-        verifier: {{type: field_score, threshold: 150}}
+        verifier:
+          type: field_score
+          threshold: 150
+          fields:
+            - {{field: [first_name, last_name], name: name, scorer: token_sort_ratio}}
+            - {{field: address, scorer: ratio}}
+            - {{field: phone, scorer: digits, last_digits: 10}}
         cluster: {{type: label_propagation}}
     """)
     (tmp_path / "local.yaml").write_text(job)
@@ -292,10 +313,22 @@ def test_fellegi_sunter_variants_on_dask_equal_local(tmp_path: Path, cluster: Lo
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.04}
     for k, (verifier, clusterer, mode) in enumerate(
         [
-            ({"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3}, "one_to_one", "link"),
-            ({"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0, "estimation": "em"}, "greedy_modularity", "link"),
+            (
+                {"type": "fellegi_sunter", "threshold": 0.8, "u_from_random_pairs": 3000, "fix_u": True, "seed": 3, "fields": FS_FIELDS},
+                "one_to_one",
+                "link",
+            ),
+            (
+                {"type": "fellegi_sunter", "threshold": 0.95, "u_from_random_pairs": 0, "estimation": "em", "fields": FS_FIELDS},
+                "greedy_modularity",
+                "link",
+            ),
             # exact duplicates collapsed: the random pairs are drawn over the active records, as locally
-            ({"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000}, "connected_components", "link_and_dedup"),
+            (
+                {"type": "fellegi_sunter", "threshold": 0.9, "u_from_random_pairs": 5000, "fields": FS_FIELDS},
+                "connected_components",
+                "link_and_dedup",
+            ),
         ]
     ):
         tmp = tmp_path / str(k)
@@ -419,7 +452,11 @@ def test_field_hash_reports_on_dask_what_it_reports_locally(tmp_path: Path, clus
         }
     ]
     executor = {"type": "dask", "address": cluster.scheduler_address, "partition_mb": 0.05}
-    changes: dict[str, Any] = {"blockers": blockers, "mode": mode, "verifier": {"type": "field_score", "threshold": 150}}
+    changes: dict[str, Any] = {
+        "blockers": blockers,
+        "mode": mode,
+        "verifier": {"type": "field_score", "threshold": 150, "fields": FIELD_RULES},
+    }
     local, dask = _run_both(
         tmp_path,
         _shipped("customers.yaml", tmp_path, None, "local", **changes),

@@ -26,7 +26,7 @@ sources:
   - {{name: A, path: {data}/a.csv, id: id, fields: [first_name, last_name, address, city, zip, phone, email, dob]}}
   - {{name: B, path: {data}/b.csv, id: id, fields: [first_name, last_name, address, city, zip, phone, email, dob]}}
 exact_duplicates: false
-verifier: {{type: fellegi_sunter, threshold: 0.9}}
+verifier: {{type: fellegi_sunter, threshold: 0.9, fields: [{{field: last_name, levels: [100, 90]}}, {{field: phone, comparison: digits}}]}}
 cluster: {{type: one_to_one}}
 workers: 1
 """

@@ -71,6 +71,34 @@ def test_a_bounded_probe_is_said_on_the_page(shipped: dict[str, Path], tmp_path:
     assert "The probe was bounded: 2 records longer than 800,000 characters" in page
 
 
+def test_the_warnings_box() -> None:
+    from er_framework.report.sections import warnings_section
+
+    assert warnings_section({}) == "" and warnings_section({"warnings": []}) == ""
+    box = warnings_section(
+        {"warnings": [{"code": "giant_cluster", "message": "one cluster holds <all>", "fix": "raise the threshold"}, {"message": "m"}]}
+    )
+    assert box.startswith('<section id="warnings" class="warnings"><h2>2 warnings: check the answer before using it</h2>')
+    assert '<li><b>one cluster holds &lt;all&gt;</b><br><span class="fix">fix: raise the threshold</span></li>' in box
+    assert "<li><b>m</b></li>" in box  # no fix: no fix line
+
+
+def test_the_page_puts_the_warnings_on_top(shipped: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(next(iter(shipped.values())), out)
+    report = json.loads((out / "report.json").read_text())
+    assert not report.get("warnings")
+    page = write_report(out).read_text()
+    assert 'id="warnings"' not in page
+    report["warnings"] = [{"code": "giant_cluster", "message": "one cluster holds 90% of the records", "fix": "check the verifier"}]
+    (out / "report.json").write_text(json.dumps(report))
+    page = write_report(out).read_text()
+    box = page.index('<section id="warnings" class="warnings">')
+    assert box < page.index('<section id="job">') and "one cluster holds 90% of the records" in page[box:]
+
+
 def test_normalize_section_counts_and_warns() -> None:
     stats = {
         "steps": ["date"], "values": 5200, "missing_before": 150, "placeholders": 50, "unparseable": 812,

@@ -65,3 +65,60 @@ def test_unknown_ids_and_folders_are_clear_errors(febrl4: Path, tmp_path: Path, 
     assert "no record 'nobody'" in capsys.readouterr().err
     assert main(["explain", str(tmp_path), "--left", "a", "--right", "b"]) == 2
     assert "no report.json" in capsys.readouterr().err
+
+
+#: two records of one person (same names) that differ in every blocking key: phone and email (field_hash)
+#: and the city they sort by (sorted_neighbourhood, window 2, three other records between them)
+NO_CANDIDATE_JOB = """
+mode: dedup
+sources: [{name: p, path: p.csv, id: id, fields: [first_name, last_name, phone, email, city]}]
+exact_duplicates: false
+blockers:
+  - {type: field_hash, fields: [phone, email]}
+  - {type: sorted_neighbourhood, key: [city], window: 2}
+verifier: {type: field_score, threshold: 150, fields: [{field: first_name, scorer: ratio}, {field: last_name, scorer: ratio}]}
+cluster: {type: connected_components}
+"""
+NO_CANDIDATE_ROWS = """id,first_name,last_name,phone,email,city
+x,maria,lopez,555-0001,maria@a.org,aberdeen
+y,maria,lopez,555-0002,mlopez@b.org,zurich
+c1,john,smith,555-0003,john@c.org,bristol
+c2,jane,doe,555-0003,jane@c.org,cardiff
+c3,paul,kim,555-0004,jane@c.org,dover
+"""
+
+
+def test_a_pair_no_blocker_produced_is_not_a_candidate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "p.csv").write_text(NO_CANDIDATE_ROWS)
+    (tmp_path / "job.yaml").write_text(NO_CANDIDATE_JOB)
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "job.yaml"), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(out), "--left", "x", "--right", "y"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[1] == "  not a candidate: no blocker produced this pair, so the run never scored it (verified: False)"
+    assert "  blockers[0] field_hash: did not pair them" in lines
+    assert "    phone: not shared  ('555-0001' vs '555-0002')" in lines
+    assert "    email: not shared  ('maria@a.org' vs 'mlopez@b.org')" in lines
+    assert "  blockers[1] sorted_neighbourhood: did not pair them" in lines
+    assert any(line.startswith("    city: not in one window  ('aberdeen' vs 'zurich')  4 records apart") for line in lines)
+    # the names are equal: the verifier would keep the pair, but the run never scored it
+    assert "score 200.000000  would be at or above the threshold 150, but the pair is not a candidate" in text
+    assert "  at or above the threshold" not in text and lines[-1] == "  verified: False"
+    assert main(["explain", str(out), "--left", "x", "--right", "y", "--json"]) == 0
+    ex = json.loads(capsys.readouterr().out)
+    assert ex["candidate"] is False and ex["verified"] is False and ex["score"] == 200.0
+    assert [b["candidate"] for b in ex["blocking"]] == [False, False]
+    # a pair a blocker did produce (the shared phone) is a candidate, scored by the run
+    assert main(["explain", str(out), "--left", "c1", "--right", "c2", "--json"]) == 0
+    ex = json.loads(capsys.readouterr().out)
+    assert ex["candidate"] is True and ex["blocking"][0]["candidate"] is True
+    assert ex["blocking"][0]["keys"][0] == {
+        "key": "phone",
+        "left": "555-0003",
+        "right": "555-0003",
+        "shared": True,
+        "note": "",
+        "kind": "key",
+    }

@@ -1,0 +1,281 @@
+"""The plausibility check of a finished run: what in its report says the answer is probably wrong.
+
+:func:`warnings_of` reads the finished ``report.json`` dict (:func:`er_framework.engine.report.build_report`)
+and returns one warning per implausible finding, each ``{"code", "message", "fix"}``: a run whose
+verifier accepted every candidate, whose clusters merged most records into one, or whose fitted
+Fellegi-Sunter model sits at a boundary says so in the summary, in report.json (``warnings``) and at the
+top of report.html, instead of exiting 0 with "clusters 1 (largest 10000)" and nothing else.
+
+The checks read only the report (no records, no pairs), so every executor gets the same warnings, and a
+report of an older run can be checked again. The thresholds are the module constants below, each with
+the reason for its value. The verifier's own warnings (a ``warnings`` list in its report section) are
+passed on after the checks' own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "EVERY_CANDIDATE_MIN",
+    "EVERY_CANDIDATE_SHARE",
+    "EXPECTED_PER_RECORD_DEDUP",
+    "EXPECTED_PER_RECORD_LINK",
+    "EXPECTED_SHARE_OF_KEPT_MIN",
+    "GIANT_CLUSTER_MIN",
+    "GIANT_CLUSTER_SHARE",
+    "LAMBDA_HIGH",
+    "LAMBDA_LOW",
+    "SILENT_FIELD_BITS",
+    "candidate_lambda",
+    "warning",
+    "warnings_of",
+]
+
+#: a cluster holding more than this share of the records is a giant cluster: entity resolution finds
+#: entities with a few records each (Febrl3's largest holds 6 of 5,000), and a cluster of most records
+#: is what a verifier accepting nearly every pair, chained through the clusterer, produces
+GIANT_CLUSTER_SHARE = 0.5
+#: ... and more than this many records: a small job may rightly hold one entity with most of its records
+GIANT_CLUSTER_MIN = 100
+#: verified pairs at or above this share of the candidates: the verifier accepts nearly everything the
+#: blockers propose (blockers are built to propose many non-matches: on Febrl3 18% of the candidates match)
+EVERY_CANDIDATE_SHARE = 0.95
+#: ... with more than this many candidates (a handful of candidates may all be matches)
+EVERY_CANDIDATE_MIN = 1000
+#: a fitted lambda (P(match) among the candidates) below this: EM put every candidate into the
+#: non-match class, so no weight means anything (the match class holds nothing to estimate m from)
+LAMBDA_LOW = 1e-6
+#: ... above this: every candidate into the match class (``fix_u: true`` on blocked candidates drives it
+#: to 1: the random pairs' u makes every blocked pair look like a match)
+LAMBDA_HIGH = 0.99
+#: dedup: more expected matching pairs than this many per record is implausible. An entity of k records
+#: holds k (k - 1) / 2 pairs, (k - 1) / 2 per record: 2 per record needs every record in an entity of 5 on
+#: average, and a record matching more than a few others is rare in deduplication (Febrl3, built with up to
+#: 5 copies of each original, expects 1.3 per record; the measured broken run 3,014 among 10,000 records
+#: was caught by its silent fields, not by this)
+EXPECTED_PER_RECORD_DEDUP = 2.0
+#: link: more expected matching pairs than this many per record of the smaller source (each record of a
+#: source matches at most one or two of the other, usually)
+EXPECTED_PER_RECORD_LINK = 2.0
+#: expected matches below this share of the pairs kept: the model says the pairs it keeps are mostly
+#: non-matches (a threshold far below the probabilities it gives, or scores inconsistent with the fit)
+EXPECTED_SHARE_OF_KEPT_MIN = 0.01
+#: a compared field whose every level weighs less than this in bits (either sign) says nothing about a
+#: match: 0.1 bits is a likelihood ratio of 1.07 (a field worth keeping weighs several bits at its top level)
+SILENT_FIELD_BITS = 0.1
+
+
+def warning(code: str, message: str, fix: str) -> dict[str, str]:
+    """One warning as the report holds it."""
+    return {"code": code, "message": message, "fix": fix}
+
+
+def warnings_of(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The warnings of a finished run's report: the checks' own, then the verifier's (its ``warnings``)."""
+    out: list[dict[str, str]] = []
+    out += _cluster_warnings(report)
+    out += _acceptance_warnings(report)
+    verifier = report.get("verifier")
+    if isinstance(verifier, Mapping):
+        out += _model_warnings(report, verifier)
+        out += _own_warnings(verifier)
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or None (absent, null, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def _records_total(report: Mapping[str, Any]) -> int:
+    records = report.get("records")
+    return int(records.get("total") or 0) if isinstance(records, Mapping) else 0
+
+
+def _cluster_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    clusters = report.get("clusters")
+    n = _records_total(report)
+    if not isinstance(clusters, Mapping) or n <= 0:
+        return []
+    largest = int(clusters.get("largest") or 0)
+    if largest > GIANT_CLUSTER_SHARE * n and largest > GIANT_CLUSTER_MIN:
+        count = int(clusters.get("count") or 0)
+        return [
+            warning(
+                "giant_cluster",
+                f"one cluster holds {largest:,} of the {n:,} records ({largest / n:.0%}; {count:,} clusters in all): "
+                "entities rarely have that many records, the verifier accepted pairs that chain most records together",
+                "check the verifier first (the other warnings, and report.html's score histogram and borderline pairs): "
+                "raise its threshold or fix its model; a clusterer that cuts weak links (louvain, or connected_components "
+                "with split: {bridge_max_score: ...}) only hides the cause",
+            )
+        ]
+    return []
+
+
+def _acceptance_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    candidates = int(_number(report.get("candidate_pairs")) or 0)
+    verified = int(_number(report.get("verified_pairs")) or 0)
+    if candidates > EVERY_CANDIDATE_MIN and verified >= EVERY_CANDIDATE_SHARE * candidates:
+        return [
+            warning(
+                "every_candidate_matches",
+                f"{verified:,} of the {candidates:,} candidate pairs ({verified / candidates:.1%}) are verified: the "
+                "verifier accepts nearly every pair the blockers propose, and blockers propose mostly non-matches",
+                "raise the verifier's threshold, or check its model (report.json verifier: lambda and the per-field "
+                "weights); with fellegi_sunter, fix_u: true on blocked candidates drives lambda to 1",
+            )
+        ]
+    return []
+
+
+def _model_warnings(report: Mapping[str, Any], verifier: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The fitted model's checks (Fellegi-Sunter's report keys: lambda, expected_matches, per_field, converged)."""
+    out: list[dict[str, str]] = []
+    name = str(verifier.get("type") or verifier.get("name") or "the verifier")
+    lam = candidate_lambda(verifier)
+    if lam is not None and (lam < LAMBDA_LOW or lam > LAMBDA_HIGH):
+        side = "match" if lam > LAMBDA_HIGH else "non-match"
+        out.append(
+            warning(
+                "lambda_at_boundary",
+                f"{name} fitted lambda = {lam:.6g} among the candidates (their share of matches): the model put "
+                f"(nearly) every candidate into the {side} class, so its weights and scores mean nothing",
+                (
+                    "remove fix_u: true (u from random pairs makes every blocked pair look like a match), or give "
+                    "prior: (the expected share of matches), or train from labelled pairs (er review, training:)"
+                )
+                if lam > LAMBDA_HIGH
+                else (
+                    "check that the blockers propose matches at all (pairs.csv, er explain) and that the fields differ "
+                    "between matches and non-matches; give prior:, or train from labelled pairs (er review, training:)"
+                ),
+            )
+        )
+    out += _expected_warnings(report, name, _number(verifier.get("expected_matches")), verifier)
+    per_field = verifier.get("per_field")
+    if isinstance(per_field, Mapping):
+        for label, info in per_field.items():
+            weights = [w for w in (_number(x) for x in (info or {}).get("weight_log2") or []) if w is not None]
+            if weights and max(abs(w) for w in weights) < SILENT_FIELD_BITS:
+                levels = ", ".join(f"{w:+.2f}" for w in weights)
+                out.append(
+                    warning(
+                        "field_says_nothing",
+                        f"{name} field {label!r} weighs ~0 bits at every level ({levels}): it says nothing about a match",
+                        "check the field's values after normalize: (report.json normalize: missing or all alike?) and its "
+                        "comparison and levels; a field equal on nearly every candidate (a blocking key) or missing on "
+                        "most records cannot tell matches apart: drop it from fields: or compare it differently",
+                    )
+                )
+    out += _session_warnings(name, verifier)
+    if verifier.get("converged") is False:
+        iterations = verifier.get("iterations")
+        out.append(
+            warning(
+                "em_not_converged",
+                f"{name}'s EM stopped after {iterations} iterations without converging: the fitted model is not a "
+                "maximum of the likelihood",
+                "raise max_iter (or tol) of the verifier; an EM that does not settle often means fields that depend "
+                "on each other (join them into one field) or a lambda at a boundary",
+            )
+        )
+    return out
+
+
+def candidate_lambda(verifier: Mapping[str, Any]) -> float | None:
+    """The fitted share of matches among the candidates: ``lambda``, or, when the model gives lambda over
+    every record pair (training sessions: ``sessions.lambda_over == "population"``, far below 1e-6 on a
+    large job and rightly so), the expected matches among the candidates over the pairs scored."""
+    sessions = verifier.get("sessions")
+    if isinstance(sessions, Mapping) and sessions.get("lambda_over") == "population":
+        expected = _number(verifier.get("expected_matches_in_candidates"))
+        scored = _number(verifier.get("pairs_scored"))
+        return expected / scored if expected is not None and scored else None
+    return _number(verifier.get("lambda"))
+
+
+def _session_warnings(name: str, verifier: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Training sessions (Fellegi-Sunter's ``sessions.sessions``) whose EM was used but did not converge."""
+    sessions = verifier.get("sessions")
+    listed = sessions.get("sessions") if isinstance(sessions, Mapping) else None
+    out = []
+    for s in listed if isinstance(listed, list) else []:
+        if isinstance(s, Mapping) and s.get("used", True) and s.get("converged") is False:
+            agree = "+".join(str(f) for f in s.get("agree_on") or []) or "?"
+            out.append(
+                warning(
+                    "em_not_converged",
+                    f"{name}'s EM of the training session on the pairs agreeing on {agree} stopped after "
+                    f"{s.get('iterations')} iterations without converging: its m estimates are not a maximum of the likelihood",
+                    "raise max_iter (or tol) of the verifier, or choose the sessions: (blocking keys whose pairs hold "
+                    "matches and non-matches)",
+                )
+            )
+    return out
+
+
+def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | None, verifier: Mapping[str, Any]) -> list[dict[str, str]]:
+    if expected is None:
+        return []
+    out: list[dict[str, str]] = []
+    mode = str(report.get("mode") or "dedup")
+    records = report.get("records")
+    per_source = records.get("per_source") if isinstance(records, Mapping) else None
+    n = _records_total(report)
+    if mode == "link" and isinstance(per_source, Mapping) and per_source:
+        smallest = min(int(v) for v in per_source.values())
+        limit = EXPECTED_PER_RECORD_LINK * smallest
+        basis = f"{smallest:,} records in the smaller source"
+    else:
+        limit = EXPECTED_PER_RECORD_DEDUP * n
+        basis = f"{n:,} records"
+    sessions = verifier.get("sessions")
+    over = "every record pair" if isinstance(sessions, Mapping) and sessions.get("lambda_over") == "population" else "the candidates"
+    if n > 0 and expected > limit:
+        out.append(
+            warning(
+                "expected_matches_high",
+                f"{name} expects {expected:,.0f} matching pairs among {over}, more than the {basis} make "
+                f"plausible (at most {limit:,.0f}): the model's match class holds many non-matches",
+                "check lambda and the per-field weights in report.json (verifier); fields that agree on most candidates "
+                "(blocking keys) pull non-matches into the match class: give prior:, or train from labelled pairs (er review)",
+            )
+        )
+    kept = _number(verifier.get("pairs_at_or_above_threshold"))
+    if kept is None:
+        kept = _number(report.get("verified_pairs"))
+    among = _number(verifier.get("expected_matches_in_candidates"))  # (expected_matches may be over every pair)
+    expected = among if among is not None else expected
+    if kept is not None and kept > 0 and expected < EXPECTED_SHARE_OF_KEPT_MIN * kept:
+        out.append(
+            warning(
+                "expected_matches_low",
+                f"{name} expects {expected:,.1f} matching pairs but keeps {kept:,.0f}: by its own model nearly every "
+                "pair it keeps is a non-match",
+                "raise the threshold (it is far below the match probabilities the model gives), or check the fit",
+            )
+        )
+    return out
+
+
+def _own_warnings(verifier: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The verifier's own warnings: its section's ``warnings``, or those of a mapping inside it."""
+    found: list[Any] = []
+    if isinstance(verifier.get("warnings"), list):
+        found += verifier["warnings"]
+    for key, value in verifier.items():
+        if key != "warnings" and isinstance(value, Mapping) and isinstance(value.get("warnings"), list):
+            found += value["warnings"]
+    out = []
+    for w in found:
+        if isinstance(w, Mapping) and w.get("message"):
+            out.append(warning(str(w.get("code") or "verifier"), str(w["message"]), str(w.get("fix") or "")))
+        elif isinstance(w, str) and w:
+            out.append(warning("verifier", w, ""))
+    return out

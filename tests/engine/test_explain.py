@@ -1,0 +1,178 @@
+"""er_framework/engine/explain.py: whether the blockers of a job pair two records (blocking_of_pair),
+checked against the candidates a run really made, and the printed explanation of a pair no blocker made."""
+
+from __future__ import annotations
+
+import csv
+import random
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from er_framework.config import parse_job
+from er_framework.engine.engine import Engine
+from er_framework.engine.explain import BlockerTerm, Explanation, FieldTerm, KeyTerm, among_candidates, blocking_of_pair
+from er_framework.engine.stages.exact import exact_groups
+from er_framework.executors import run_job
+
+FIRST = ["ann", "bob", "cara", "dan", "eve", "finn", "gus"]
+LAST = ["smith", "jones", "brown", "lee"]
+CITY = ["ayr", "bath", "cork", "derby", "ely"]
+
+
+def people(path: Path, n: int = 70, seed: int = 5) -> None:
+    """Records from small vocabularies (many shared keys, buckets over the cap), a few exact copies."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        rows.append([f"r{i}", rng.choice(FIRST), rng.choice(LAST), rng.choice(CITY), f"555-{rng.randrange(30):04d}"])
+    for i in range(0, 12, 3):  # exact copies (collapsed onto their representative in the dedup modes)
+        rows.append([f"copy{i}", *rows[i][1:]])
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "first_name", "last_name", "city", "phone"])
+        w.writerows(rows)
+
+
+JOB = """
+mode: {mode}
+sources:
+{sources}
+blockers:
+  - {{type: field_hash, fields: [phone, [last_name, city]], max_block_size: 4}}
+  - {{type: sorted_neighbourhood, keys: [[first_name, city]], window: 3}}
+verifier: {{type: field_score, threshold: 50, fields: [{{field: [first_name, last_name], name: name, scorer: ratio}}]}}
+cluster: {{type: connected_components}}
+"""
+
+
+def job_file(tmp_path: Path, mode: str) -> Path:
+    people(tmp_path / "p.csv")
+    if mode == "dedup":
+        sources = "  - {name: p, path: p.csv, id: id, fields: [first_name, last_name, city, phone]}"
+    else:
+        lines = (tmp_path / "p.csv").read_text().splitlines(True)
+        (tmp_path / "a.csv").write_text("".join(lines[:40]))
+        (tmp_path / "b.csv").write_text(lines[0] + "".join(lines[40:]))
+        sources = "\n".join(f"  - {{name: {s}, path: {s}.csv, id: id, fields: [first_name, last_name, city, phone]}}" for s in ("a", "b"))
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(JOB).format(mode=mode, sources=sources))
+    return path
+
+
+@pytest.mark.parametrize("mode", ["dedup", "link"])
+def test_blocking_of_pair_agrees_with_the_runs_candidates(tmp_path: Path, mode: str) -> None:
+    """The naive reference: a pair is a candidate exactly when the run's candidates hold the pair of the two
+    records' representatives (exact copies collapsed)."""
+    job = parse_job(job_file(tmp_path, mode))
+    result = run_job(job, write=False)
+    assert result.candidates is not None and result.exact is not None
+    records = result.records
+    n = len(records)
+    group_of, starts, _sizes, members = exact_groups(result.exact, n)
+    rep = members[starts[group_of]]
+    made = set(zip(result.candidates.left.tolist(), result.candidates.right.tolist()))
+
+    def reference(a: int, b: int) -> bool:
+        x, y = int(rep[a]), int(rep[b])
+        return (min(x, y), max(x, y)) in made
+
+    rng = random.Random(1)
+    every = [(a, b) for a in range(n) for b in range(a + 1, n) if rep[a] != rep[b]]
+    wanted = [p for p in every if reference(*p)]
+    assert len(wanted) > 20
+    sample = wanted[:60] + rng.sample([p for p in every if not reference(*p)], 60)
+    copies = np.flatnonzero(rep != np.arange(n))  # collapsed exact copies (dedup modes)
+    assert (len(copies) > 0) is (mode == "dedup")
+    for copy in copies[:2].tolist():  # a copy's pairs are its representative's
+        sample += [(copy, b) for b in range(0, n, 5) if rep[b] != rep[copy]]
+    if mode == "link":  # pairs of one source are never candidates in link mode
+        assert any(records.source[a] == records.source[b] for a, b in sample)
+    engine = Engine(job, result.model)
+    purged = shared_keys = 0
+    for a, b in sample:
+        terms = blocking_of_pair(engine, records, a, b, result.report["blockers"])
+        assert [t.blocker for t in terms] == ["blockers[0] field_hash", "blockers[1] sorted_neighbourhood"]
+        assert any(t.candidate for t in terms) is reference(a, b), (a, b, terms)
+        keys = terms[0].keys
+        assert [k.key for k in keys] == ["phone", "last_name+city"]
+        purged += sum("purged" in k.note for k in keys)
+        shared_keys += sum(k.shared for k in keys)
+        if mode == "link" and records.source[a] == records.source[b]:
+            assert not any(t.candidate for t in terms)
+    assert purged > 0 and shared_keys > purged  # shared keys of kept and of purged buckets were both met
+
+
+def test_keys_show_the_records_values(tmp_path: Path) -> None:
+    job = parse_job(job_file(tmp_path, "dedup"))
+    result = run_job(job, write=False)
+    records = result.records
+    a, b = 0, 1
+    terms = blocking_of_pair(Engine(job, result.model), records, a, b, result.report["blockers"])
+    phone = terms[0].keys[0]
+    assert phone.left == records.fields["phone"][a] and phone.right == records.fields["phone"][b]
+    assert phone.shared is (phone.left == phone.right)
+    window = terms[1].keys[0]
+    assert window.kind == "sort" and window.key == "first_name+city"
+    assert window.left == f"{records.fields['first_name'][a]} | {records.fields['city'][a]}"
+    assert "records apart in the sort order (window 3)" in window.note
+
+
+def test_a_non_candidate_is_never_verified() -> None:
+    ex = Explanation(("s", "1"), ("s", "2"), 1.0, 0.5, "points", "field_score", [FieldTerm("name", "ann", "ann", weight=100.0)])
+    assert ex.verified and "at or above the threshold 0.5" in str(ex) and "verified: True" in str(ex)
+    ex.candidate = False
+    ex.blocking = [BlockerTerm("blockers[0] field_hash", False, [KeyTerm("phone", "555-1", "555-2", False)], "keys")]
+    text = str(ex)
+    assert not ex.verified and ex.to_json()["verified"] is False and ex.to_json()["candidate"] is False
+    assert text.splitlines()[1].startswith("  not a candidate: no blocker produced this pair")
+    assert "    phone: not shared  ('555-1' vs '555-2')" in text
+    assert " at or above the threshold" not in text.replace("would be at or above", "")
+    assert "would be at or above the threshold 0.5, but the pair is not a candidate" in text
+    assert text.splitlines()[-1] == "  verified: False"
+
+
+def test_among_candidates_of_a_run_in_memory(tmp_path: Path) -> None:
+    """A run held in memory knows its candidates: a pair of representatives or of their copies is among them
+    exactly when the candidates hold the representatives' pair (the reference: a set of every pair)."""
+    job = parse_job(job_file(tmp_path, "dedup"))
+    result = run_job(job, write=False)
+    assert result.candidates is not None and result.exact is not None
+    n = len(result.records)
+    group_of, starts, _sizes, members = exact_groups(result.exact, n)
+    rep = members[starts[group_of]]
+    made = set(zip(result.candidates.left.tolist(), result.candidates.right.tolist()))
+    assert (rep != np.arange(n)).any()
+    for a in range(0, n, 3):
+        for b in range(n):
+            if rep[a] != rep[b]:
+                x, y = sorted((int(rep[a]), int(rep[b])))
+                assert among_candidates(result.candidates, result.exact, a, b) is ((x, y) in made)
+
+
+def test_blocking_of_pair_of_lsh_bands_on_signatures() -> None:
+    """A keyed blocker on signatures (the shipped documents job, exact copies collapsed): the two records'
+    keys from their own signatures decide as the run's candidates did."""
+    job = parse_job(Path(__file__).resolve().parents[2] / "configs" / "documents.yaml")
+    result = run_job(job, write=False)
+    assert result.candidates is not None and result.exact is not None
+    n = len(result.records)
+    group_of, starts, _sizes, members = exact_groups(result.exact, n)
+    rep = members[starts[group_of]]
+    made = set(zip(result.candidates.left.tolist(), result.candidates.right.tolist()))
+    rng = random.Random(3)
+    wanted = sorted(made)[:: max(1, len(made) // 15)][:15]
+    others = []
+    while len(others) < 15:
+        a, b = sorted(rng.sample(range(n), 2))
+        if rep[a] != rep[b] and tuple(sorted((int(rep[a]), int(rep[b])))) not in made:
+            others.append((a, b))
+    assert len(wanted) >= 10
+    engine = Engine(job, result.model)
+    for a, b in wanted + others:
+        terms = blocking_of_pair(engine, result.records, a, b, result.report["blockers"])
+        assert terms[0].how == "keys" and terms[0].candidate is (tuple(sorted((int(rep[a]), int(rep[b])))) in made)
+        (key,) = terms[0].keys  # the bands of signatures: one line, how many keys each record has
+        assert key.key == "keys" and key.left == key.right == "13 keys" and key.shared is terms[0].candidate
