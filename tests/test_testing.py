@@ -1127,7 +1127,11 @@ def test_check_comparisons_on_every_explainable_builtin() -> None:
     fields = [{"field": "name", "comparison": "jaro_winkler"}, {"field": "city", "comparison": "exact"}]
     rules = [{"field": "name", "scorer": "jaro_winkler"}, {"field": "city", "scorer": "exact", "missing": "penalize"}]
     check_comparisons(FieldScore(FieldScoreParams(fields=rules, threshold=50), ctx), Batch(records=people), pp)
-    fs = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=0), ctx)
+    # the default training (random pairs, term frequencies on the name, the dependence of exact agreements)
+    # and the former EM without random pairs
+    fs_default = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=50), ctx)
+    check_comparisons(fs_default, Batch(records=people), pp)
+    fs = FellegiSunter(FellegiSunterParams(fields=fields, u_from_random_pairs=0, estimation="em"), ctx)
     cols = check_comparisons(fs, Batch(records=people), pp)
     assert [c for c in cols if c.startswith("level_")] == ["level_name", "level_city"]
 

@@ -32,7 +32,7 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
     assert len(got) == 20 and {r["side"] for r in got} == {"above", "below"}
     assert all(r["match"] == "" for r in got)
     scores = [float(r["score"]) for r in got]
-    assert all(s >= 0.9 for s in scores[:10]) and all(s < 0.9 for s in scores[10:])
+    assert all(s >= 0.5 for s in scores[:10]) and all(s < 0.5 for s in scores[10:])  # the job threshold, 0.5
     # label them from the truth and train: the job runs with the labels and says so
     truth = {(r["a_id"], r["b_id"]) for r in rows(ROOT / "configs" / "data" / "customers" / "truth.csv")}
     for r in got:
