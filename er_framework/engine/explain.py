@@ -171,8 +171,7 @@ class Explanation:
         if self.kind == "weights":
             lam = 1.0 / (1.0 + 2.0 ** -(self.prior_weight or 0.0))
             lines.append(
-                f"  {'prior':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {self.prior_weight:+8.2f} bits"
-                f"   (prior P(match) {lam:.4g})"
+                f"  {'prior':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {self.prior_weight:+8.2f} bits   (prior P(match) {lam:.4g})"
             )
             for f in self.fields:
                 lines.append(

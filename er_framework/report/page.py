@@ -55,6 +55,7 @@ from er_framework.report.review import (
     waterfalls,
 )
 from er_framework.report.review import esc as _e
+from er_framework.report.training import training_section
 from er_framework.report.sections import (
     PAGE_CSS,
     ClusterView,
@@ -365,6 +366,7 @@ def render_report(
     all_scores = report.get("scores")
     has_review = isinstance(report.get("review"), dict)
     weights = guarded("Match weights per field", lambda: match_weights(report))
+    trained = guarded("How the weights were learned", lambda: training_section(report))
     falls = guarded("Waterfalls", lambda: waterfalls(report, fetched[0], fetched[1])) if has_review else None
     sections = [
         ("summary", "Summary", summary_section(report)),
@@ -392,6 +394,7 @@ def render_report(
             else []
         ),
         *([("weights", "Match weights per field", weights)] if weights is not None else []),
+        *([("training", "How the weights were learned", trained)] if trained is not None else []),
         *([("waterfalls", "Waterfalls", falls)] if falls is not None else []),
         *(
             [("pruning", "Shingles pruned by frequency", pruning_section(report))]

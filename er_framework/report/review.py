@@ -606,7 +606,9 @@ def match_weights(report: dict[str, Any]) -> str | None:
         )
     if lam is not None:
         pw = _logit2(lam)
-        intro.append(f"λ, the share of candidate pairs that match, is {lam:.4g}: prior weight log2(λ / (1 − λ)) = {_bits(pw)} bits.")
+        over = (v.get("sessions") or {}).get("lambda_over") == "population"
+        what = "the chance that two records match (over every record pair)" if over else "the share of candidate pairs that match"
+        intro.append(f"λ, {what}, is {lam:.4g}: prior weight log2(λ / (1 − λ)) = {_bits(pw)} bits.")
     if v.get("u_mode"):
         intro.append(f"u: {v['u_mode']}.")
     intro.append(
