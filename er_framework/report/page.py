@@ -55,7 +55,6 @@ from er_framework.report.review import (
     waterfalls,
 )
 from er_framework.report.review import esc as _e
-from er_framework.report.training import training_section
 from er_framework.report.sections import (
     PAGE_CSS,
     ClusterView,
@@ -76,6 +75,7 @@ from er_framework.report.sections import (
     threshold_section,
     warnings_section,
 )
+from er_framework.report.training import training_section
 
 __all__ = ["render_report", "write_report"]
 
