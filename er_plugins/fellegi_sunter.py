@@ -895,6 +895,12 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
         if agreement is not None:
             fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=sessions is not None)
+            if sessions is not None and u_random is not None and fit.log_lift is not None and fit.log_lift.any():
+                # the sessions again, their non-matches' u conditioned on the key by the dependence found,
+                # then the dependence again from that fit
+                lifted = fit.log_lift
+                fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population, lifted)
+                fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=True)
         table = fit.probability(patterns)
 
         weights = fit.weights()
@@ -1078,6 +1084,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         counts: npt.NDArray[np.float64],
         u: list[npt.NDArray[np.float64]],
         population: int,
+        log_lift: npt.NDArray[np.float64] | None = None,
     ) -> tuple[EMFit, float, dict[str, Any]]:
         """u held at the random pairs' ``u``; m by EM in training sessions (:func:`fit_session`), each field's m
         the mean of the sessions that estimated it; lambda over the ``population`` of record pairs
@@ -1088,14 +1095,18 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         and u of random pairs holds for their non-matches (it would not over all the candidates: a pair
         blocked on the name agrees on the name, match or not). A field no session estimates (it is in every
         key, or there is none) takes m of the unsupervised EM on the candidates (:func:`fit_em`, u free).
+        With ``log_lift`` (the dependence of exact agreements among non-matches, :meth:`dependence_of`), a
+        session's non-matches agree on a field dependent on the key as often as the dependence says
+        (:meth:`session_u`): relatives within a surname-and-zip session share an address.
         """
         p = self.params
         n_levels = [f.n_levels for f in p.fields]
         F = len(n_levels)
         fits: list[SessionFit] = []
         for fixed in self.session_fields():
+            u_s = u if log_lift is None else self.session_u(u, fixed, log_lift)
             sf = fit_session(
-                patterns, counts, n_levels, fixed, u, lam0=0.5, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
+                patterns, counts, n_levels, fixed, u_s, lam0=0.5, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
             )
             if sf is not None:
                 fits.append(sf)
@@ -1137,6 +1148,24 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         fit = EMFit(lam=lam, m=m, u=list(u), iterations=lam_iter, converged=converged)
         report = self.sessions_report(fits, used, lone, fallback, u, population)
         return fit, lam, report
+
+    @staticmethod
+    def session_u(
+        u: list[npt.NDArray[np.float64]], fixed: Sequence[int], log_lift: npt.NDArray[np.float64]
+    ) -> list[npt.NDArray[np.float64]]:
+        """u of the non-matches of a session agreeing on the ``fixed`` fields: a field g's exact agreement is
+        ``exp(max log_lift[f, g])`` times more likely (f of the session's fields; at most 0.99), its other
+        levels scaled to sum to the rest."""
+        out = []
+        for g, ug in enumerate(u):
+            lift = max((float(log_lift[f, g]) for f in fixed), default=0.0)
+            if g in fixed or lift <= 0.0 or len(ug) < 2:
+                out.append(ug)
+                continue
+            u0 = min(float(ug[0]) * math.exp(lift), 0.99)
+            rest = ug[1:] * ((1.0 - u0) / max(float(ug[1:].sum()), EPS))
+            out.append(floor_normalize(np.concatenate([[u0], rest])))
+        return out
 
     def refit_one_field_sessions(
         self,
