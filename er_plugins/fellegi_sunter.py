@@ -71,6 +71,9 @@ DEPENDENCE_MIN_PAIRS = 10.0
 #: (and leave at least twice DEPENDENCE_MIN_PAIRS non-matching pairs): a phone agrees almost only between
 #: duplicates, and what is left of its pairs is too few and too uncertain to measure a dependence on
 DEPENDENCE_MAX_MATCH_SHARE = 0.95
+#: a candidate pattern with at least this match probability counts as matches only when the dependence is
+#: measured (the rest of its posterior is no evidence of non-matching pairs)
+DEPENDENCE_SURE = 0.99
 #: rounds of finding the implied agreements and lambda together (the matches taken out are the fit's)
 DEPENDENCE_ROUNDS = 4
 
@@ -661,7 +664,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         the exact fields from the rarest agreement to the commonest
         (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
         labels = [f.label for f in self.params.fields]
-        g = fit.probability(patterns) * counts  # expected matches of each candidate pattern
+        post = fit.probability(patterns)
+        # expected matches of each candidate pattern; a pattern the fit is sure of (DEPENDENCE_SURE) is all
+        # matches: its sliver of non-matches (1 - g of tens of thousands of duplicates sharing an email and a
+        # birth date) is the model's rounding, not pairs, and would make a lift of noise
+        g = np.where(post >= DEPENDENCE_SURE, 1.0, post) * counts
         agree = patterns == 0
         nm: dict[str, float] = {}
         measured: dict[str, bool] = {}
