@@ -673,11 +673,13 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         nm: dict[str, float] = {}
         measured: dict[str, bool] = {}
         for x, pairs_agreeing in agreement["exact"].items():
-            matched = float(g[agree[:, labels.index(x)]].sum())
-            nm[x] = max(float(pairs_agreeing) - matched, 0.0)
+            at = agree[:, labels.index(x)]
+            nm[x] = max(float(pairs_agreeing) - float(g[at].sum()), 0.0)
             # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
-            # small and too uncertain (the pairs less the fit's matches) to measure a dependence on
-            ok_x = matched <= DEPENDENCE_MAX_MATCH_SHARE * float(pairs_agreeing) and nm[x] >= 2 * DEPENDENCE_MIN_PAIRS
+            # small and too uncertain (the pairs less the fit's matches) to measure a dependence on (judged on
+            # the fit's own posterior)
+            soft = float((post * counts)[at].sum())
+            ok_x = soft <= DEPENDENCE_MAX_MATCH_SHARE * float(pairs_agreeing) and float(pairs_agreeing) - soft >= 2 * DEPENDENCE_MIN_PAIRS
             measured[x] = ok_x if reliable is None else x in reliable
         total = max(float(population) - float(g.sum()), 1.0)
         lifts: dict[str, float] = {}
