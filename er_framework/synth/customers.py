@@ -68,6 +68,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "keyboard_neighbour",
     "COLUMNS",
     "PHONE_FORMATS",
     "PLACEHOLDER_PHONE",
@@ -423,7 +424,7 @@ def _neighbours() -> dict[str, str]:
 _NEAR = _neighbours()
 
 
-def _near(c: str, v: float) -> str:
+def keyboard_neighbour(c: str, v: float) -> str:
     """A QWERTY neighbour of ``c`` (any letter for a non-letter), chosen by ``v`` in [0, 1)."""
     pool = _NEAR.get(c.lower(), _LETTERS)
     return pool[int(v * len(pool))]
@@ -437,7 +438,7 @@ def _typo(s: str, op: int, u: float, v: float) -> str:
     """
     n = len(s)
     if n == 0:
-        return _near("a", v)
+        return keyboard_neighbour("a", v)
     if (op == 1 and n <= 1) or (op == 3 and n < 2):
         op = 2
     if op == 3:
@@ -451,7 +452,7 @@ def _typo(s: str, op: int, u: float, v: float) -> str:
             return s[:i] + na + nb + s[i + 2 :]
     if op == 0:
         i = min(int(u * (n + 1)), n)
-        c = _near(s[i - 1] if i > 0 else s[0], v)
+        c = keyboard_neighbour(s[i - 1] if i > 0 else s[0], v)
         if i == 0 and s[0].isupper():
             return c.upper() + s[0].lower() + s[1:]
         return s[:i] + (c.upper() if s.isupper() else c) + s[i:]
@@ -460,7 +461,7 @@ def _typo(s: str, op: int, u: float, v: float) -> str:
         t = s[:i] + s[i + 1 :]
         return t[0].upper() + t[1:] if i == 0 and s[0].isupper() else t
     i = min(int(u * n), n - 1)
-    c = _near(s[i], v)
+    c = keyboard_neighbour(s[i], v)
     return s[:i] + (c.upper() if s[i].isupper() else c) + s[i + 1 :]
 
 

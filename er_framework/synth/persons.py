@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from er_framework.io import write_outputs
-from er_framework.synth.customers import PHONE_FORMATS, STREET_SUFFIXES, value_pools
+from er_framework.synth.customers import PHONE_FORMATS, STREET_SUFFIXES, keyboard_neighbour, value_pools
 
 __all__ = [
     "COLUMNS",
@@ -130,8 +130,6 @@ ERRORS: tuple[str, ...] = (
     "address_format",
 )
 
-_QWERTY = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _TAIL_LOCALES = ("en_IE", "de_DE", "it_IT", "en_IN")
 _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 #: parts a "missing_part" error may blank (a name is blanked rarely: it is what people give first)
@@ -265,19 +263,6 @@ def name_pools() -> _Names:
 # typos
 
 
-def _neighbours() -> dict[str, str]:
-    pos = {c: (r, i) for r, row in enumerate(_QWERTY) for i, c in enumerate(row)}
-    return {c: "".join(d for d, (r2, i2) in pos.items() if d != c and abs(r2 - r) <= 1 and abs(i2 - i) <= 1) for c, (r, i) in pos.items()}
-
-
-_NEAR = _neighbours()
-
-
-def _near(c: str, v: float) -> str:
-    pool = _NEAR.get(c.lower(), _LETTERS)
-    return pool[int(v * len(pool))]
-
-
 def typo(s: str, op: int, u: float, v: float) -> str:
     """One keyboard typo in ``s``: insert (0), delete (1), substitute (2) or transpose (3); always changes ``s``.
 
@@ -286,7 +271,7 @@ def typo(s: str, op: int, u: float, v: float) -> str:
     """
     n = len(s)
     if n == 0:
-        return _near("a", v)
+        return keyboard_neighbour("a", v)
     if (op == 1 and n <= 1) or (op == 3 and (n < 2 or len(set(s.lower())) < 2)):
         op = 2
     if op == 3:
@@ -297,7 +282,7 @@ def typo(s: str, op: int, u: float, v: float) -> str:
         return s[:i] + (b.upper() if a.isupper() else b.lower()) + (a.upper() if b.isupper() else a.lower()) + s[i + 2 :]
     if op == 0:
         i = min(int(u * (n + 1)), n)
-        c = _near(s[i - 1] if i > 0 else s[0], v)
+        c = keyboard_neighbour(s[i - 1] if i > 0 else s[0], v)
         if i == 0 and s[0].isupper():
             return c.upper() + s[0].lower() + s[1:]
         return s[:i] + c + s[i:]
@@ -306,7 +291,7 @@ def typo(s: str, op: int, u: float, v: float) -> str:
         t = s[:i] + s[i + 1 :]
         return t[0].upper() + t[1:] if i == 0 and s[0].isupper() else t
     i = min(int(u * n), n - 1)
-    c = _near(s[i], v)
+    c = keyboard_neighbour(s[i], v)
     return s[:i] + (c.upper() if s[i].isupper() else c) + s[i + 1 :]
 
 

@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from er_framework.data import Batch, Pairs
 
-#: the customer fields the records verifiers compared when ``fields:`` had a default (configs/customers.yaml
-#: lists them): a verifier has no default fields now
-CUSTOMER_FS_FIELDS: list[dict[str, Any]] = [
-    {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
-    {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
-    {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
-    {"field": "phone", "comparison": "digits", "last_digits": 10},
-    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
-    {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
-]
+#: the fields configs/customers.yaml's fellegi_sunter compares (a verifier has no default fields)
+CUSTOMER_FS_FIELDS: list[dict[str, Any]] = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "customers.yaml").read_text())[
+    "verifier"
+]["fields"]
 #: field_score's customer fields (a pair scores out of 300)
 CUSTOMER_FIELD_RULES: list[dict[str, Any]] = [
     {"field": ["first_name", "last_name"], "name": "name", "scorer": "token_sort_ratio"},

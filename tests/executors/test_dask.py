@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from distributed import Client, LocalCluster
 
 from er_framework.config.resolve import parse_job
@@ -23,14 +24,7 @@ from er_framework.synth.documents import planted_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the compared fields of configs/customers.yaml's fellegi_sunter (a verifier has no default fields)
-FS_FIELDS: list[dict[str, Any]] = [
-    {"field": "first_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
-    {"field": "last_name", "comparison": "jaro_winkler", "levels": [100, 92, 80]},
-    {"field": ["address", "city", "zip"], "name": "location", "comparison": "ratio", "levels": [100, 85, 70]},
-    {"field": "phone", "comparison": "digits", "last_digits": 10},
-    {"field": "email", "comparison": "ratio", "levels": [100, 80]},
-    {"field": "dob", "comparison": "levenshtein", "levels": [100, 80]},
-]
+FS_FIELDS: list[dict[str, Any]] = yaml.safe_load((ROOT / "configs" / "customers.yaml").read_text())["verifier"]["fields"]
 #: field_score's customer fields: name, address, phone (a pair scores out of 300)
 FIELD_RULES: list[dict[str, Any]] = [
     {"field": ["first_name", "last_name"], "name": "name", "scorer": "token_sort_ratio"},
