@@ -45,6 +45,7 @@ from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.source_files import merge_files, read_source
+from er_framework.report.learned import training_section
 from er_framework.report.review import (
     REVIEW_CSS,
     Values,
@@ -75,7 +76,6 @@ from er_framework.report.sections import (
     threshold_section,
     warnings_section,
 )
-from er_framework.report.training import training_section
 
 __all__ = ["render_report", "write_report"]
 

@@ -1,8 +1,8 @@
-"""Tests of er_framework.report.training: the sessions side by side and the dependence in report.html."""
+"""Tests of er_framework.report.learned: the sessions side by side and the dependence in report.html."""
 
 from __future__ import annotations
 
-from er_framework.report.training import training_section
+from er_framework.report.learned import training_section
 
 
 def _report() -> dict:
