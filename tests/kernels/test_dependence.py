@@ -22,6 +22,7 @@ from er_framework.kernels.dependence import (
     keyed_counts,
     merge_keyed,
     value_keys,
+    value_keys_reference,
 )
 
 
@@ -113,3 +114,15 @@ def test_dependence_terms_equal_the_chain_rule_per_pattern():
     # the rarest agreeing field keeps its weight; no dependence, nothing lost
     assert np.all(got[:, order[0]] == 0)
     assert not dependence_terms(patterns, np.zeros((F, F)), order).any()
+
+
+def test_value_keys_equal_their_reference():
+    rng = np.random.default_rng(9)
+    alphabet = list("abcé ☃\x00z")
+    vals = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 12)))) for _ in range(500)]
+    vals += ["x" * 300, "y" * 300, "", "a", "a\x00"]
+    np.testing.assert_array_equal(value_keys(vals), value_keys_reference(vals))
+    keys = value_keys(vals)
+    distinct = {v: k for v, k in zip(vals, keys.tolist())}
+    assert len(set(distinct.values())) == len(distinct)  # different texts, different keys
+    assert len(value_keys([])) == 0
