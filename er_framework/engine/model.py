@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import Learner
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.io.safe_write import write_text_file
@@ -357,6 +358,22 @@ def load_model(path: str | Path) -> Model:
     return Model.from_json(doc, where)
 
 
+def _state_problems(model: Model, job: Job) -> list[str]:
+    """The verifier's own check of the model's fitted state (a hand-edited or damaged file): what it says is
+    wrong with it (:meth:`~er_framework.capabilities.Learner.state_report` raises ValueError), else nothing."""
+    state = model.verifier_state
+    if state is None:
+        return []
+    verifier = job.verifier.instantiate(job.context)
+    if not isinstance(verifier, Learner):
+        return []
+    try:
+        verifier.state_report(state)
+    except (ValueError, KeyError, TypeError) as e:
+        return [f"its fitted verifier state is damaged: {e}"]
+    return []
+
+
 def check_model(model: Model, job: Job) -> None:
     """Refuse ``model`` for ``job`` when the job's sections or its plugins' versions changed since the fit.
 
@@ -376,6 +393,8 @@ def check_model(model: Model, job: Job) -> None:
             )
     if model.job.get("threshold") == "auto" and model.threshold is None:
         problems.append("threshold: auto, but the model holds no chosen threshold")
+    if not problems:
+        problems += _state_problems(model, job)
     if problems:
         shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
         raise ConfigError(

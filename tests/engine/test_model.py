@@ -213,6 +213,26 @@ def test_the_model_fits_its_own_job(fitted: tuple[Job, Model]) -> None:
     check_model(Model.from_json(json.loads(json.dumps(model.to_json())), "m.json"), job)
 
 
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda st: st.update({"lambda": 2.0}), "lambda 2.0 of the model is not between 0 and 1"),
+        (lambda st: st["dependence"].update({"log_lift": {"nope|surname": 1.0}}), "dependence section does not fit these fields"),
+        (lambda st: st.pop("term_frequencies"), "holds no term frequencies"),
+    ],
+)
+def test_a_damaged_verifier_state_is_refused(fitted: tuple[Job, Model], damage: Any, said: str) -> None:
+    """A hand-edited state (its lambda, its dependence, its term frequencies) is a message naming what is
+    wrong, not an error inside the run."""
+    job, model = fitted
+    doc = json.loads(json.dumps(model.to_json()))
+    damage(doc["verifier"]["state"])
+    with pytest.raises(ConfigError) as err:
+        check_model(Model.from_json(doc, "m.json"), job)
+    (line,) = _problems(err)
+    assert "its fitted verifier state is damaged" in line and said in line, line
+
+
 def test_a_job_whose_verifier_fields_changed_is_refused(tmp_path: Path, fitted: tuple[Job, Model]) -> None:
     _, model = fitted
 
