@@ -831,6 +831,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
     def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
         """What the report says of a loaded model's fit: lambda and every field's levels, m, u and weights."""
         fit = self.fit_of(state)
+        self._tf_tables_of(state)  # the term-frequency tables the fields need are there
         weights = fit.weights()
         return {
             "lambda": float(fit.lam),
@@ -1114,9 +1115,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         fits: list[SessionFit] = []
         for fixed in self.session_fields():
             u_s = u if log_lift is None else self.session_u(u, fixed, log_lift)
-            sf = fit_session(
-                patterns, counts, n_levels, fixed, u_s, lam0=0.5, monotone=p.monotone, max_iter=p.max_iter, tol=p.tol, smoothing=p.smoothing
-            )
+            sf = self.session_fit(patterns, counts, fixed, u_s)
             if sf is not None:
                 fits.append(sf)
         # a session estimating one field cannot tell its share of matches from that field's m (with u held,
@@ -1158,6 +1157,31 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         report = self.sessions_report(fits, used, lone, fallback, u, population)
         return fit, lam, report
 
+    def session_fit(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        fixed: Sequence[int],
+        u: list[npt.NDArray[np.float64]],
+        lam0: float = 0.5,
+        fix_lam: bool = False,
+    ) -> SessionFit | None:
+        """One training session (:func:`fit_session`) with this verifier's EM settings."""
+        p = self.params
+        return fit_session(
+            patterns,
+            counts,
+            self._n_levels(),
+            fixed,
+            u,
+            lam0=lam0,
+            fix_lam=fix_lam,
+            monotone=p.monotone,
+            max_iter=p.max_iter,
+            tol=p.tol,
+            smoothing=p.smoothing,
+        )
+
     @staticmethod
     def session_u(
         u: list[npt.NDArray[np.float64]], fixed: Sequence[int], log_lift: npt.NDArray[np.float64]
@@ -1188,7 +1212,6 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         """Lambda over every pair (:func:`population_lambda`), and the m of the fields that only one-field
         sessions (``lone``) estimate, refitted in rounds with each such session's share of matches held at
         what lambda and the other fields' m and u say of its pairs (``m`` is updated in place)."""
-        p = self.params
         n_levels = self._n_levels()
         F = len(n_levels)
         lam, lam_iter, lam_ok = population_lambda(patterns, counts, m, u, population)
@@ -1200,19 +1223,7 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
                 # P(match | the session's fields agree), from lambda and the other fields' m and u
                 z = math.log(lam) - math.log1p(-lam) + sum(math.log(m[f][0] / u[f][0]) for f in held)
                 share = float(sigmoid(np.array([z]))[0])
-                again = fit_session(
-                    patterns,
-                    counts,
-                    n_levels,
-                    sf.fixed,
-                    u,
-                    lam0=min(max(share, EPS), 1 - EPS),
-                    fix_lam=True,
-                    monotone=p.monotone,
-                    max_iter=p.max_iter,
-                    tol=p.tol,
-                    smoothing=p.smoothing,
-                )
+                again = self.session_fit(patterns, counts, sf.fixed, u, lam0=min(max(share, EPS), 1 - EPS), fix_lam=True)
                 got = None if again is None else again.m[f_est]
                 if got is not None:
                     refits[f_est].append(got)
