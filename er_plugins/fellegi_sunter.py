@@ -664,22 +664,15 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         the exact fields from the rarest agreement to the commonest
         (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
         labels = [f.label for f in self.params.fields]
-        post = fit.probability(patterns)
-        # expected matches of each candidate pattern; a pattern the fit is sure of (DEPENDENCE_SURE) is all
-        # matches: its sliver of non-matches (1 - g of tens of thousands of duplicates sharing an email and a
-        # birth date) is the model's rounding, not pairs, and would make a lift of noise
-        g = np.where(post >= DEPENDENCE_SURE, 1.0, post) * counts
+        g, nm, soft = self.non_match_agreements(agreement, fit, patterns, counts)
         agree = patterns == 0
-        nm: dict[str, float] = {}
         measured: dict[str, bool] = {}
         for x, pairs_agreeing in agreement["exact"].items():
-            at = agree[:, labels.index(x)]
-            nm[x] = max(float(pairs_agreeing) - float(g[at].sum()), 0.0)
             # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
             # small and too uncertain (the pairs less the fit's matches) to measure a dependence on (judged on
             # the fit's own posterior)
-            soft = float((post * counts)[at].sum())
-            ok_x = soft <= DEPENDENCE_MAX_MATCH_SHARE * float(pairs_agreeing) and float(pairs_agreeing) - soft >= 2 * DEPENDENCE_MIN_PAIRS
+            a = float(pairs_agreeing)
+            ok_x = soft[x] <= DEPENDENCE_MAX_MATCH_SHARE * a and a - soft[x] >= 2 * DEPENDENCE_MIN_PAIRS
             measured[x] = ok_x if reliable is None else x in reliable
         total = max(float(population) - float(g.sum()), 1.0)
         lifts: dict[str, float] = {}
@@ -695,6 +688,26 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             "non_matching_pairs_agreeing": {x: round(v, 1) for x, v in nm.items()},
             "log_lift": lifts,
         }
+
+    def non_match_agreements(
+        self, agreement: Mapping[str, Any], fit: EMFit, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.float64], dict[str, float], dict[str, float]]:
+        """The expected matches of each candidate pattern (``g``; a pattern the fit is sure of,
+        :data:`DEPENDENCE_SURE`, is all matches: its sliver of non-matches, 1 - g of tens of thousands of
+        duplicates sharing an email and a birth date, is the model's rounding, not pairs), and per exact field
+        of ``agreement`` (:meth:`counted_state`) the record pairs agreeing on it less the matches among them
+        (``nm``) and the fit's expected matches among them (``soft``)."""
+        labels = [f.label for f in self.params.fields]
+        post = fit.probability(patterns)
+        g = np.where(post >= DEPENDENCE_SURE, 1.0, post) * counts
+        agree = patterns == 0
+        nm: dict[str, float] = {}
+        soft: dict[str, float] = {}
+        for x, pairs_agreeing in agreement["exact"].items():
+            at = agree[:, labels.index(x)]
+            nm[x] = max(float(pairs_agreeing) - float(g[at].sum()), 0.0)
+            soft[x] = float((post * counts)[at].sum())
+        return g, nm, soft
 
     def _dependence_of(self, extra: Mapping[str, Any]) -> tuple[npt.NDArray[np.float64] | None, list[int]]:
         """The lift matrix and order of a state's ``dependence`` (None: none)."""
@@ -901,6 +914,11 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
             fit, lam0, training = self.train(patterns, counts, labelled)
         elif p.estimation == "sessions" and u_random is not None:
             fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
+            if population > 0:
+                # the random pairs hold matches too (about lambda of them): u is refitted from their
+                # expected non-matches, then the sessions again
+                u_random = self.random_pair_u(sample_codes, sample_counts, fit) or u_random
+                fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
             fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
         if agreement is not None:
@@ -958,19 +976,32 @@ class FellegiSunter(Verifier[FellegiSunterParams], CodeFitted, Trainable, Explai
         ]
 
     def random_pair_u(
-        self, sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64]
+        self, sample_codes: npt.NDArray[np.int64], sample_counts: npt.NDArray[np.float64], fit: EMFit | None = None
     ) -> list[npt.NDArray[np.float64]] | None:
-        """u of every field from the random pairs' level counts (0.5 added to every level); None without any."""
+        """u of every field from the random pairs' level counts (0.5 added to every level); None without any.
+
+        With a ``fit`` whose lambda is over all record pairs, each random pair counts as the non-match it is
+        by that fit's posterior (1 - P(match)): a random sample of all pairs holds about lambda matches,
+        and on a field that identifies a person (a social security number) those few agreeing matches
+        would otherwise be most of u's exact level, and halve its weight."""
         if int(np.asarray(sample_counts).sum()) == 0:
             return None
         n_levels = self._n_levels()
         rpat = decode(np.asarray(sample_codes, dtype=np.int64), n_levels)
+        weight = np.asarray(sample_counts, dtype=np.float64)
+        if fit is not None:
+            post = fit.probability(rpat) * weight
+            # at most lambda of the pairs: where the fit finds more (relatives sharing an address and a
+            # phone look like duplicates), the excess is the model's error, and taking those pairs out of
+            # u would make the agreements they share weigh more still
+            expected = float(fit.lam) * float(weight.sum())
+            found = float(post.sum())
+            weight = weight - post * (min(1.0, expected / found) if found > 0 else 0.0)
         u: list[npt.NDArray[np.float64]] = []
         for f, k in enumerate(n_levels):
             lv = rpat[:, f]
             ok = lv >= 0
-            # counts are whole numbers: the weighted sums are exact, whatever their order
-            acc = np.bincount(lv[ok], weights=sample_counts[ok], minlength=k).astype(np.float64) + 0.5
+            acc = np.bincount(lv[ok], weights=weight[ok], minlength=k).astype(np.float64) + 0.5
             u.append(acc / acc.sum())
         return u
 
