@@ -56,8 +56,8 @@ A step never sees a missing value and the chain never returns ``""``:
 
 Other values that are not strings (numbers read from a CSV or JSON) are
 given to the steps as ``str(value)``: a float ``1999.0`` reaches them as
-``"1999.0"``, which the built-in ``digits``, ``date`` and ``phone`` read as
-the integer 1999 (see "Numbers written as floats" in
+``"1999.0"``, which the built-in ``digits``, ``date``, ``phone`` and ``text``
+read as the integer 1999 (see "Numbers written as floats" in
 :mod:`er_plugins.normalizers`).
 
 Unparsed values

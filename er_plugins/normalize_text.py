@@ -115,8 +115,19 @@ def text_key(s: str) -> str:
     return cur
 
 
+def text_value(s: str) -> str:
+    """The ``text`` normalizer of one non-missing value: :func:`text_key`, except that a float literal whose
+    value is a whole number is that integer first (``"1999.0"`` -> ``"1999"``, not ``"1999 0"``:
+    :func:`float_integer`)."""
+    if "." in s or "e" in s or "E" in s:
+        number = float_integer(s)
+        if number:
+            return text_key(number)
+    return text_key(s)
+
+
 def _make_text() -> PerValue:
-    return text_key
+    return text_value
 
 
 # ---------------------------------------------------------------------------
@@ -276,8 +287,8 @@ def ascii_texts(big: str) -> list[str]:
 
 
 def _texts(values: list[str]) -> list[Value]:
-    """``[text_key(v) for v in values]``."""
-    return by_parts(values, lambda _, big: list(ascii_texts(big)), text_key)
+    """``[text_value(v) for v in values]``: ASCII values in one pass (float literals by :func:`text_value`)."""
+    return by_parts(values, lambda _, big: list(ascii_texts(big)), text_value, FLOAT_LITERAL_IN_JOINED)
 
 
 def _digit_strings(values: list[str], one: PerValue) -> list[Value]:
@@ -292,7 +303,7 @@ def _digit_strings(values: list[str], one: PerValue) -> list[Value]:
 
 class Text(Normalizer):
     name = "text"
-    summary = "NFKC, casefold, accents stripped, apostrophes removed, punctuation -> space, whitespace collapsed"
+    summary = "NFKC, casefold, accents and apostrophes removed, punctuation -> space, spaces collapsed; 1999.0 -> 1999"
     #: chains run normalize() (the whole batch in a few passes; per_value() is its reference)
     batch_first: ClassVar[bool] = True
 

@@ -71,11 +71,12 @@ decimal point (``1999.0``, ``1999.00``, ``.5``) and an optional exponent
 text, not a number); surrounding whitespace is allowed
 (:func:`~er_plugins.normalize_text.float_integer`, read exactly as a decimal).
 
-* ``digits``, ``date`` and ``phone`` read a float literal whose value is a
-  whole number as that integer: ``digits`` of ``1999.0`` is ``1999`` (not
-  ``19990``), ``date`` of ``19151111.0`` or ``1.9151111e7`` is
-  ``1915-11-11``, ``phone`` of ``5.551234567e9`` is ``5551234567``. Python
-  floats given as values arrive as their text (``str(1999.0)``), so the same.
+* ``digits``, ``date``, ``phone`` and ``text`` read a float literal whose
+  value is a whole number as that integer: ``digits`` of ``1999.0`` is
+  ``1999`` (not ``19990``), ``date`` of ``19151111.0`` or ``1.9151111e7`` is
+  ``1915-11-11``, ``phone`` of ``5.551234567e9`` is ``5551234567``, ``text``
+  of ``1999.0`` is ``1999`` (not ``1999 0``). Python floats given as values
+  arrive as their text (``str(1999.0)``), so the same.
 * A float literal with a fraction is a measurement, not an identifier:
   ``digits`` of ``12.5`` is missing (counted as *unparsed*, below), so is
   ``date`` of ``19151111.5``. ``phone`` keeps its digits as before

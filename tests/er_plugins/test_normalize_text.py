@@ -114,6 +114,23 @@ def test_digits_of_floats():
     assert normalize("digits", many)[:3] == ["0", "1", "2"] and normalize("digits", many)[100] is None
 
 
+@given(float_literals())
+def test_text_of_a_whole_float_is_its_integer(value):
+    """``text`` of a float literal: the integer when it is a whole number (a year 1999.0 is "1999", as a year
+    1999 is), else the plain text rules (``12.5`` -> ``12 5``)."""
+    ref = _float_literal_reference(value)
+    assert norm("text", value) == (norm("text", ref) if ref else norm("text", value.replace(".", " ")))
+
+
+def test_text_of_floats():
+    values = ["1999.0", "Berlin 2.0", "12.5", "-5.0", " 1e+3 ", "3E5", "x"]
+    assert normalize("text", values) == ["1999", "berlin 2 0", "12 5", "5", "1000", "3e5", "x"]
+    # the batch (joined fast path) agrees with the values one by one, floats among them
+    many = [f"{i}.0" for i in range(100)] + [f"{i}.5" for i in range(100)] + [f"Rue {i}" for i in range(100)]
+    assert normalize("text", many) == [norm("text", v) for v in many]
+    assert normalize("text", many)[:2] == ["0", "1"] and normalize("text", many)[100] == "0 5"
+
+
 @idempotence_settings
 @given(float_literals() | text_values)
 def test_digits_idempotent(value):
