@@ -133,14 +133,33 @@ def merge_keyed(parts: Sequence[KeyCounts]) -> KeyCounts:
     return _summed(k, s, c)
 
 
+#: at most this many low bits of a key give way to the source in :func:`_summed` (more sources: two sorts)
+SOURCE_BITS = 8
+
+
 def _summed(k: npt.NDArray[np.uint64], s: npt.NDArray[np.int32], c: npt.NDArray[np.int64]) -> KeyCounts:
-    """Counts ``c`` summed per (key ``k``, source ``s``), sorted by key, then source."""
+    """Counts ``c`` summed per (key ``k``, source ``s``), sorted by key, then source.
+
+    The source takes the place of the key's lowest bits (as many as the largest source needs, one for two
+    sources), so that one unstable sort of 64-bit numbers orders both (a lexsort of the two took five times
+    as long: 20 ms for 200,000 records). The keys returned have those bits cleared: two keys that differ only
+    there count as one, a chance of 2**-63 per two values with one bit, like a collision of the hash itself.
+    """
     if len(k) == 0:
         return k, s, c
-    order = np.lexsort((s, k))
-    k, s, c = k[order], s[order], c[order]
-    start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (s[1:] != s[:-1])])
-    return k[start], s[start], np.add.reduceat(c, start)
+    bits = max(1, int(s.max()).bit_length())
+    if bits > SOURCE_BITS:
+        order = np.lexsort((s, k))
+        k, s, c = k[order], s[order], c[order]
+        start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (s[1:] != s[:-1])])
+        return k[start], s[start], np.add.reduceat(c, start)
+    low = np.uint64((1 << bits) - 1)
+    folded = (k & ~low) | s.astype(np.uint64)
+    order = np.argsort(folded)
+    folded = folded[order]
+    start = np.flatnonzero(np.r_[True, folded[1:] != folded[:-1]])
+    at = folded[start]
+    return at & ~low, (at & low).astype(np.int32), np.add.reduceat(c[order], start)
 
 
 def agreeing_pairs(counted: KeyCounts, cross_source_only: bool) -> float:

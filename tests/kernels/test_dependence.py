@@ -126,3 +126,26 @@ def test_value_keys_equal_their_reference():
     distinct = {v: k for v, k in zip(vals, keys.tolist())}
     assert len(set(distinct.values())) == len(distinct)  # different texts, different keys
     assert len(value_keys([])) == 0
+
+
+@pytest.mark.parametrize("n_sources", [1, 2, 5, 300])
+def test_keyed_counts_equal_a_naive_count_per_key_and_source(n_sources):
+    """Counts per (key, source), sorted by key then source, for one source, a few (the source folded into
+    the key's low bits) and more than SOURCE_BITS allow (a lexsort); the keys as given, low bits cleared."""
+    from er_framework.kernels.dependence import SOURCE_BITS
+
+    rng = np.random.default_rng(n_sources)
+    keys = rng.integers(0, 2**63, 40, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
+    keys = keys[rng.integers(0, 40, 3000)]
+    src = rng.integers(0, n_sources, 3000).astype(np.int32)
+    present = rng.random(3000) < 0.9
+    got_k, got_s, got_c = keyed_counts(keys, present, src)
+    bits = max(1, (n_sources - 1).bit_length())
+    mask = np.uint64((1 << bits) - 1) if bits <= SOURCE_BITS else np.uint64(0)
+    want: dict[tuple[int, int], int] = {}
+    for k, s, ok in zip(keys.tolist(), src.tolist(), present.tolist()):
+        if ok:
+            key = (int(np.uint64(k) & ~mask), s)
+            want[key] = want.get(key, 0) + 1
+    assert list(zip(got_k.tolist(), got_s.tolist())) == sorted(want)
+    assert got_c.tolist() == [want[x] for x in sorted(want)]
