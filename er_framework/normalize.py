@@ -122,6 +122,7 @@ __all__ = [
     "normalize_column_with_stats",
     "normalize_column_with_stats_reference",
     "batch_first",
+    "merge_stats",
     "resolve_steps",
     "step_list",
     "step_names",
@@ -588,7 +589,7 @@ def normalize_column_keeping_input(
         else:
             unparseable += c
             unparseable_distinct += 1
-            if len(examples) < 5:
+            if len(examples) < UNPARSED_EXAMPLES:
                 examples.append(k)
     after = set(results)
     after.discard(None)
@@ -638,6 +639,34 @@ def _stats(
         "distinct_before": distinct_before,
         "distinct_after": distinct_after,
     }
+
+
+#: how many values a field's stats show that its chain could not read
+UNPARSED_EXAMPLES = 5
+
+
+def merge_stats(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The per-field stats of several parts of the records (each :func:`normalize_column_keeping_input`'s,
+    per field) as those of the whole: counts summed, the share recomputed, the first
+    :data:`UNPARSED_EXAMPLES` distinct examples in the parts' order. ``distinct_before`` and
+    ``distinct_after`` count within a part: a value in two parts would count twice, so the whole's are
+    ``None`` (not known) when there are several parts."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for name, st in part.items():
+            got = out.get(name)
+            if got is None:
+                out[name] = {**st, "unparseable_examples": list(st.get("unparseable_examples") or [])}
+                continue
+            for k in ("values", "missing_before", "placeholders", "unparseable", "missing_after"):
+                got[k] = int(got.get(k, 0)) + int(st.get(k, 0))
+            shown = got["unparseable_examples"]
+            shown += [e for e in st.get("unparseable_examples") or [] if e not in shown][: UNPARSED_EXAMPLES - len(shown)]
+            got["distinct_before"] = got["distinct_after"] = None
+    for st in out.values():
+        present = int(st.get("values", 0)) - int(st.get("missing_before", 0)) - int(st.get("placeholders", 0))
+        st["unparseable_share"] = round(int(st.get("unparseable", 0)) / present, 6) if present else 0.0
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -759,7 +788,7 @@ def normalize_column_with_stats_reference(
         present += 1
         if table[k] is None:
             unparseable += c
-            if len(examples) < 5:
+            if len(examples) < UNPARSED_EXAMPLES:
                 examples.append(k)
     out = list(map(table.__getitem__, values))
     shown = [e if isinstance(e, str) else str(e) for e in examples]

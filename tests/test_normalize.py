@@ -18,6 +18,7 @@ from er_framework.normalize import (
     UNPARSED_WARN_SHARE,
     check_steps,
     is_missing,
+    merge_stats,
     normalize_column,
     normalize_column_with_stats,
     normalize_column_with_stats_reference,
@@ -153,6 +154,21 @@ def test_unparsed_counts_of_a_small_table():
     assert dg["steps"] == ["digits"] and dg["unparseable_share"] == 0.75
     # nothing present: share 0
     assert normalize_column_with_stats([None, "N/A"], "date")[1]["unparseable_share"] == 0.0
+
+
+@pytest.mark.parametrize("cuts", [[0, 40], [0, 7, 8, 25, 40], [0, 1, 2, 3, 39, 40]])
+def test_merged_stats_of_parts_equal_the_whole(cuts):
+    """The stats of a column normalized in parts (Dask partitions), merged, equal those of the whole column,
+    examples included (the first five distinct, in order); distinct counts are not known across parts."""
+    rng = random.Random(len(cuts))
+    pool = ["1980-03-05", None, " ", "N/A", "31/02/1999", "hello", "x1", "x2", "x3", "x4", "x5", "19151111.0", "2001-01-01"]
+    dates = [rng.choice(pool) for _ in range(40)]
+    whole = normalize_column_with_stats(dates, ["date"])[1]
+    parts = [{"dob": normalize_column_with_stats(dates[a:b], ["date"])[1]} for a, b in zip(cuts, cuts[1:])]
+    merged = merge_stats(parts)["dob"]
+    many = len(parts) > 1
+    assert merged == {**whole, **({"distinct_before": None, "distinct_after": None} if many else {})}
+    assert merge_stats([]) == {}
 
 
 def test_step_names():

@@ -188,6 +188,7 @@ def run_dask(
         shingler=blocked.shingler,
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb, "cluster_on": ex.cluster_on},
         verifier_report=run.verifier_report,
+        normalize_stats=scanned.normalize_stats,
     )
     return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
 

@@ -61,6 +61,7 @@ from er_framework.executors.dask_tasks import (
 )
 from er_framework.kernels.df import DocFreq
 from er_framework.kernels.groups import pack_pairs, unpack_pairs
+from er_framework.normalize import merge_stats
 
 
 def options(job: Job) -> DaskParams:
@@ -86,6 +87,8 @@ class Scanned:
     offsets: Int64Array
     exact: stages.Exact
     n_workers: int
+    #: the normalize stage's per-field stats over every partition (:func:`~er_framework.normalize.merge_stats`)
+    normalize_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -160,12 +163,15 @@ class DaskRun:
             _check_unique_ids(job, ids, source)
             n_workers = len(client.scheduler_info()["workers"])
             info.update({"records": len(ids), "partitions": len(self.parts), "workers": n_workers})
+        with log.stage("normalize") as info:  # normalized on the workers as they read: the stats are merged here
+            normalize_stats = merge_stats([s[3] for s in scans])
+            info["fields"] = sorted(normalize_stats)
         with log.stage("exact_duplicates") as info:
             keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
             nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
             exact = stages.exact_from_keys(job, keys, nonempty, source)
             info.update(exact.stats)
-        return Scanned(ids, source, offsets, exact, n_workers)
+        return Scanned(ids, source, offsets, exact, n_workers, normalize_stats)
 
     def prune(self, scanned: Scanned, log: StageLog) -> None:
         """``prune_shingles:``: the partitions' shingle counts merged on the client, the dropped shingles

@@ -114,23 +114,29 @@ def _model_engine(ref: JobRef, model: Model | None) -> Engine:
 _MODEL_ENGINES: dict[tuple[str, int], tuple[Model, Engine]] = {}
 
 
-def _read(ref: JobRef, part: Part) -> Records:
-    """The partition's records, read and normalized by the engine's stages (as the local executor does)."""
+def _read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
+    """The partition's records, read and normalized by the engine's stages (as the local executor does),
+    and the normalize stage's per-field stats."""
     eng = engine(ref)
     spec = eng.job.spec.sources[part.source]
     recs = read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, **spec.read_options())
     stages.html_to_text(eng.job, part.source, recs)
-    recs = stages.normalize(eng.job, recs)[0]
+    recs, stats = stages.normalize(eng.job, recs)
     recs.source[:] = part.source
-    return recs
+    return recs, stats
 
 
-def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
-    """Ids and exact-duplicate hashes of a partition."""
-    recs = _read(ref, part)
+def _read(ref: JobRef, part: Part) -> Records:
+    """The partition's records, read and normalized (:func:`_read_normalized`)."""
+    return _read_normalized(ref, part)[0]
+
+
+def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.bool_], dict[str, Any]]:
+    """Ids, exact-duplicate hashes and normalize stats (per field, :func:`stages.normalize`) of a partition."""
+    recs, stats = _read_normalized(ref, part)
     eng = engine(ref)
     keys, nonempty = stages.exact_keys(recs, eng.job.exact.normalize)
-    return recs.ids, keys, nonempty
+    return recs.ids, keys, nonempty, stats
 
 
 def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array) -> tuple[npt.NDArray[np.uint64], Int64Array, int, Int64Array]:
