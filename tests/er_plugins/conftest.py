@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fs_cases import candidates_by_keys, people_records
 from records_cases import CONFIGS, SHIPPED
 
 from er_framework.config import parse_job
@@ -92,3 +93,13 @@ def shipped() -> dict[str, dict[str, Any]]:
         job = parse_job(CONFIGS / cfg)
         out[name] = {"job": job, "result": run_local(job, write=False), "truth": _read_truth_pairs(CONFIGS / truth)}
     return out
+
+
+@pytest.fixture(scope="module")
+def people() -> tuple[Records, list[int], list[list[str]], Pairs, np.ndarray]:
+    """People with skewed name frequencies (fs_cases.py), their candidates blocked on the name and on city + year."""
+    rec, entity = people_records(3000, 1)
+    keys = [["name"], ["city", "year"]]
+    pairs = candidates_by_keys(rec, keys)
+    y = np.array([entity[a] == entity[b] for a, b in zip(pairs.left.tolist(), pairs.right.tolist())])
+    return rec, entity, keys, pairs, y

@@ -1,9 +1,12 @@
 """Tests of er_plugins.fellegi_sunter: the fellegi_sunter verifier.
 
-* its parameters; on generated customers (er_framework.synth.customers) a missing
-  field weighs 0 and the probability rises with agreement; the verifier contract;
+* on generated customers (er_framework.synth.customers) a missing field weighs 0 and the
+  probability rises with agreement; the verifier contract;
 * the shipped jobs (Febrl3, Febrl4, customers): the default weights are monotone;
 * training from labelled pairs; explanations (comparisons) and the fitted state applied again.
+
+The parameters are tested in test_fs_params.py, the counts over the records (term frequencies, dependence)
+in test_fs_counts.py, the estimation (training sessions, random-pair u) in test_fs_training.py.
 
 Run with ``-s`` to see the measured numbers.
 """
@@ -17,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 from records_cases import CONFIGS, CUSTOMER_FS_FIELDS, SHIPPED, candidates_and_labels, febrl4_sample, prf, truth_plus_random
 
 from er_framework.capabilities import Fitted, LabelledCodes
@@ -27,30 +29,6 @@ from er_framework.data import Batch, LabelledPairs, Pairs, Records
 from er_framework.executors.local import run_local
 from er_framework.testing import check_verifier
 from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
-
-
-def test_fellegi_sunter_params():
-    with pytest.raises(ValidationError, match="fields"):
-        FellegiSunterParams()  # no default fields: the job names the fields it compares
-    example = FellegiSunterParams.model_fields["fields"].examples  # shown when a job leaves fields: out
-    assert example and FellegiSunterParams(fields=example[0]).fields[2].label == "location"
-    p = FellegiSunterParams(fields=CUSTOMER_FS_FIELDS)
-    assert [f.label for f in p.fields] == ["first_name", "last_name", "location", "phone", "email", "dob"]
-    assert p.fields[2].field == ["address", "city", "zip"]
-    assert p.fields[3].thresholds == [100.0] and p.fields[0].level_names() == ["=100", ">=92", ">=80", "<80"]
-    for bad in (
-        {"fields": [{"field": "a", "levels": [90, 100]}]},
-        {"fields": [{"field": "a", "levels": [100, 0]}]},
-        {"fields": [{"field": "a", "comparison": "exact", "levels": [100, 50]}]},
-        {"fix_u": True, "u_from_random_pairs": 0},
-        {"threshold": 2.0},
-    ):
-        with pytest.raises(ValidationError):
-            FellegiSunterParams(**bad)
-    assert FellegiSunter.check(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context()) != []  # no threshold anywhere
-    assert FellegiSunter.check(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(threshold=0.5)) == []
-    assert FellegiSunter(FellegiSunterParams(fields=CUSTOMER_FS_FIELDS), Context(threshold=0.5)).threshold == 0.5
-
 
 # ---------------------------------------------------------------------------
 # end to end on generated customers
