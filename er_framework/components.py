@@ -284,13 +284,18 @@ class Normalizer(Component[P]):
       step), and :meth:`normalize` maps it over the batch.
 
     A result must depend on its value alone (the same value anywhere in any
-    column gives the same key).
+    column gives the same key). A value that is a JSON list (``'["a", "b"]'``:
+    a Parquet or DataFrame list column) reaches the steps element by element,
+    and its key is the JSON list of its elements' keys.
     """
 
     family = "normalizer"
     #: Python modules the normalizer imports: a job naming it when one is not
     #: installed is a config error with the ``pip install`` to run
     requires: ClassVar[tuple[str, ...]] = ()
+    #: the normalizer turns a value into a list (a JSON list text, ``'["a", "b"]'``, such as ``split``):
+    #: the chain's later steps then take its elements one by one, as they do a list column's values
+    makes_lists: ClassVar[bool] = False
 
     def normalize(self, values: list[str]) -> list[str | None]:
         """Distinct non-missing strings -> one key (or ``None``) per value, in order."""

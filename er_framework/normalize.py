@@ -93,6 +93,7 @@ report's counts look only at the distinct values that came out missing.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import re
 import string
@@ -117,6 +118,8 @@ __all__ = [
     "StepProblem",
     "check_steps",
     "is_missing",
+    "json_list",
+    "list_text",
     "normalize_column",
     "normalize_column_keeping_input",
     "normalize_column_with_stats",
@@ -385,14 +388,86 @@ def _normalizers(steps: Any, registry: Registry | None) -> list[Normalizer]:
     return [s if isinstance(s, Normalizer) else s[0](s[1], context) for s in resolved]
 
 
+def json_list(value: Any) -> list[str] | None:
+    """The elements of a value that is a JSON list (``'["a", "b"]'``: how a Parquet or DataFrame list column
+    arrives, and what ``split`` makes), as text: ``null`` elements dropped, other non-strings as their JSON
+    text; ``None`` for any other value (text that is not a JSON list)."""
+    if value.__class__ is not str or value[:1] != "[":
+        return None
+    try:
+        loaded = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(loaded, list):
+        return None
+    return [x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in loaded if x is not None]
+
+
+def list_text(items: Iterable[Value]) -> Value:
+    """A list's elements as a JSON list (:func:`json_list`'s form): missing elements dropped, each element
+    once, in order of first appearance; ``None`` (missing) when none is left."""
+    kept = list(dict.fromkeys(x for x in items if x is not None))
+    return json.dumps(kept, ensure_ascii=False) if kept else None
+
+
+def _flat(results: Iterable[Value]) -> Iterable[Value]:
+    """Element results, an element a step made a list of (``split`` of ``"a;b"``) as its elements."""
+    for r in results:
+        items = json_list(r)
+        if items is None:
+            yield r
+        else:
+            yield from items
+
+
+def _element_wise(run: Callable[[list[Any]], list[Value]]) -> Callable[[list[Any]], list[Value]]:
+    """``run`` over distinct values, a JSON list (:func:`json_list`) element by element (:func:`list_text`
+    of its elements' results), every other value whole."""
+
+    def by_elements(keys: list[Any]) -> list[Value]:
+        lists = {i: items for i, k in enumerate(keys) if k.__class__ is str and k[:1] == "[" and (items := json_list(k)) is not None}
+        if not lists:
+            return run(keys)
+        whole = [k for i, k in enumerate(keys) if i not in lists]
+        done = iter(run(whole))
+        elements = list(dict.fromkeys(x for items in lists.values() for x in items))
+        table = dict(zip(elements, run(elements)))
+        return [list_text(_flat(table[x] for x in lists[i])) if i in lists else next(done) for i in range(len(keys))]
+
+    return by_elements
+
+
 def _chain(steps: Any, registry: Registry | None = None) -> Callable[[list[Any]], list[Value]]:
     """A function from a list of distinct raw values to their keys: the chain ``steps``, guarded.
+
+    A value that is a JSON list (:func:`json_list`) goes through the steps element by element; a step that
+    makes lists (:attr:`~er_framework.components.Normalizer.makes_lists`: ``split``) turns text into one, so
+    the steps after it take its elements one by one.
+    """
+    ns = _normalizers(steps, registry)
+    cut = next((i for i, n in enumerate(ns) if n.makes_lists), None)
+    if cut is None:  # (no step at all: values as given, lists too)
+        return _element_wise(_plain_chain(ns)) if ns else _plain_chain(ns)
+    head = _element_wise(_plain_chain(ns[: cut + 1]))
+    tail = _chain(ns[cut + 1 :], registry)
+
+    def run(keys: list[Any]) -> list[Value]:
+        made = head(keys)
+        distinct = list(dict.fromkeys(x for x in made if x is not None))
+        table = dict(zip(distinct, tail(distinct)))
+        return [None if x is None else table[x] for x in made]
+
+    return run
+
+
+def _plain_chain(ns: Sequence[Normalizer]) -> Callable[[list[Any]], list[Value]]:
+    """The steps ``ns`` over a list of distinct raw values, each value whole, guarded.
 
     Runs of per-value steps become one guarded function; a batch step gets the
     distinct strings that reach it.
     """
     parts: list[tuple[list[PerValue], list[str]] | Normalizer] = []
-    for n in _normalizers(steps, registry):
+    for n in ns:
         f = None if batch_first(n) else n.per_value()
         if f is None:
             parts.append(n)
@@ -822,6 +897,19 @@ def _reference_chain(fs: Sequence[tuple[str, Callable[[str], Any]]], value: Any)
     if is_missing(s):
         return None
     for name, f in fs:
+        items = json_list(s)
+        if items is not None:  # a list: the step on each element, a list it makes of one flattened
+            out: list[Value] = []
+            for element in items:
+                r = _reference_chain([(name, f)], element)
+                if r is not None:
+                    inner = json_list(r)
+                    out.extend(inner if inner is not None else [r])
+            kept = list_text(out)
+            if kept is None:
+                return None
+            s = kept
+            continue
         r = f(s)
         if r is None:
             return None

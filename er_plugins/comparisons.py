@@ -43,7 +43,6 @@ combinations once when values repeat; set rules once per distinct combination).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 import typing
@@ -58,6 +57,7 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 from er_framework.components import FieldRef, Params
 from er_framework.data import Records
 from er_framework.kernels.records_bounds import BOUNDED_SCORERS, bag_overlap, similarity_upper_bound
+from er_framework.normalize import json_list
 from er_plugins.record_columns import BOUND_MARGIN, FieldColumn, field_columns
 
 __all__ = [
@@ -353,29 +353,14 @@ def parse_date(text: str | None, parts: bool) -> tuple[int, int, int] | None:
 
 
 def parse_list(text: str | None, delimiter: str) -> frozenset[str] | None:
-    """The elements of a JSON list text (``["a", "b"]``) or else of text split by ``delimiter``: stripped, empty
-    ones dropped, as a set; None when there is none."""
+    """The elements of a JSON list text (``["a", "b"]``: :func:`~er_framework.normalize.json_list`) or else of
+    text split by ``delimiter``: stripped, empty ones dropped, as a set; None when there is none."""
     if text is None:
         return None
     t = text.strip()
-    items: list[Any] | None = None
-    if t.startswith("["):
-        try:
-            loaded = json.loads(t)
-        except ValueError:
-            loaded = None
-        if isinstance(loaded, list):
-            items = loaded
-    if items is None:
-        items = t.split(delimiter)
-    out = frozenset(s for s in (_element(x) for x in items) if s)
+    items = json_list(t)
+    out = frozenset(x for x in (e.strip() for e in (items if items is not None else t.split(delimiter))) if x)
     return out or None
-
-
-def _element(x: Any) -> str:
-    if x is None:
-        return ""
-    return (x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)).strip()
 
 
 def phonetic_code(text: str, algorithm: str) -> str:

@@ -16,8 +16,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import Field
 
-from er_framework.components import Normalizer
+from er_framework.components import Normalizer, Params
+from er_framework.normalize import json_list, list_text
 
 __all__ = [
     "BATCH_MIN",
@@ -30,6 +32,8 @@ __all__ = [
     "Digits",
     "Lower",
     "PerValue",
+    "Split",
+    "SplitListParams",
     "Strip",
     "Text",
     "Value",
@@ -340,3 +344,29 @@ class Strip(Normalizer):
 
     def per_value(self) -> PerValue:
         return _make_strip()
+
+
+class SplitListParams(Params):
+    delimiter: str = Field(default=";", min_length=1, strict=True, description="what separates the list's elements")
+
+
+class Split(Normalizer[SplitListParams]):
+    """Text -> a list: ``"H04L; G06F"`` -> ``'["H04L", "G06F"]'`` (elements stripped, empty ones dropped, each
+    once). A value that is a list already (a Parquet list column) keeps its elements. The steps after it in
+    the chain take the elements one by one (``coinventors: [split, name]``), and the list comparisons
+    (``jaccard``, ``overlap``) compare them as sets."""
+
+    name = "split"
+    summary = "text -> a list of its elements split at a delimiter (';'); later steps normalize each element"
+    Params = SplitListParams
+    makes_lists: ClassVar[bool] = True
+
+    def per_value(self) -> PerValue:
+        delimiter = self.params.delimiter
+
+        def split(s: str) -> Value:
+            items = json_list(s)
+            parts = items if items is not None else s.split(delimiter)
+            return list_text(x for x in (p.strip() for p in parts) if x)
+
+        return split

@@ -8,7 +8,7 @@ missing values and the distinct-value cache are the framework's
 runs as one function per distinct value.
 
 The normalizers are in :mod:`er_plugins.normalize_text` (``text``, ``digits``,
-``lower``, ``strip`` and the batch machinery), :mod:`er_plugins.normalize_names`,
+``lower``, ``strip``, ``split`` and the batch machinery), :mod:`er_plugins.normalize_names`,
 :mod:`er_plugins.normalize_phones`, :mod:`er_plugins.normalize_addresses`,
 :mod:`er_plugins.normalize_emails` and :mod:`er_plugins.normalize_dates`; this
 module registers them.
@@ -54,6 +54,12 @@ module registers them.
     and dates with English month names (``March 5, 1980``, ``5 Mar 1980``,
     ``1980-Mar-05``, ``Wednesday, 5th of March 1980``). Two-digit years only
     with option ``yy_pivot``.
+``split``
+    Text -> a list: ``"H04L; G06F"`` -> ``["H04L", "G06F"]`` (a JSON list
+    text; option ``delimiter``, default ``;``; elements stripped, empty ones
+    dropped, each once). A list already (a Parquet list column) keeps its
+    elements. Every step after it, like every step on a list column, takes
+    the elements one by one (``coinventors: [split, name]``).
 ``digits`` / ``lower`` / ``strip``
     Digits only / casefold only / strip only. ``digits`` reads a number
     written as a float (see below): ``1999.0`` -> ``1999``, and ``12.5`` ->
@@ -143,7 +149,7 @@ from er_plugins.normalize_dates import Date
 from er_plugins.normalize_emails import Email
 from er_plugins.normalize_names import Name, Nickname
 from er_plugins.normalize_phones import Phone
-from er_plugins.normalize_text import Digits, Lower, Strip, Text
+from er_plugins.normalize_text import Digits, Lower, Split, Strip, Text
 
 __all__ = ["BUILTIN_NORMALIZERS"]
 
@@ -159,6 +165,7 @@ BUILTIN_NORMALIZERS: tuple[type[Normalizer], ...] = (
     Digits,
     Lower,
     Strip,
+    Split,
 )
 
 

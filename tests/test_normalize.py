@@ -456,3 +456,49 @@ def test_a_missing_required_package_is_a_problem_with_the_install():
     assert check_steps("needs_it", registry=reg) == [
         "steps[0]: normalizer 'needs_it' needs the Python package 'no_such_module_er_test'; pip install no_such_module_er_test"
     ]
+
+
+LIST_VALUES = [
+    '["John  Smith", "jane DOE", null, "", "N/A", 3]',  # a Parquet list column's value, as it arrives
+    '["Jane Doe", "jane doe"]',
+    "[]",
+    "John Smith; Jane Doe;; ",
+    "Mary-Ann O'Neil",
+    '["a;b", "c"]',
+    "[not json",
+    None,
+    "N/A",
+    "  ",
+    '["Dr. Smith"]',
+]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        ["name"],
+        ["text"],
+        ["split"],
+        ["split", "name"],
+        [{"type": "split", "delimiter": ","}, "text"],
+        ["strip", "split", "text", "split"],
+        [],
+    ],
+    ids=str,
+)
+def test_lists_are_normalized_element_by_element_as_the_reference(steps):
+    """A JSON list value goes through the chain element by element (missing elements dropped, each key once);
+    ``split`` makes a list of text and the later steps take its elements; the batch path equals the naive
+    per-value reference, stats included."""
+    values = LIST_VALUES * 3
+    assert normalize_column_with_stats(values, steps) == normalize_column_with_stats_reference(values, steps)
+
+
+def test_split_and_list_elements():
+    got = normalize_column(LIST_VALUES, ["split", "name"])
+    assert got[0] == '["john smith", "jane doe", "3"]' and got[1] == '["jane doe"]'
+    assert got[2] is None and got[3] == '["john smith", "jane doe"]' and got[5] == '["a", "b", "c"]'
+    assert normalize_column(['["H04L", "g06f"]', "H04L;G06F"], "text") == ['["h04l", "g06f"]', "h04l g06f"]
+    # a list whose every element is unreadable is an unparsed value
+    _, st = normalize_column_with_stats(['["x", "y"]', '["1999-01-02"]'], "date")
+    assert (st["unparseable"], st["unparseable_examples"]) == (1, ['["x", "y"]'])

@@ -834,6 +834,7 @@ NORMALIZERS: dict[str, list[dict[str, Any]]] = {
     "digits": [{}],
     "lower": [{}],
     "strip": [{}],
+    "split": [{}, {"delimiter": ","}],
 }
 
 

@@ -9,7 +9,7 @@ BUILTINS = build_registry(autoload=False).components["normalizer"]
 
 def test_registry_names_and_descriptions():
     assert set(BUILTINS) == {
-        "text", "name", "nickname", "phone", "address", "email", "date", "digits", "lower", "strip",
+        "text", "name", "nickname", "phone", "address", "email", "date", "digits", "lower", "strip", "split",
     }  # fmt: skip
     for name, info in BUILTINS.items():
         assert info.cls.name == name and info.plugin.name == "normalizers"
