@@ -3,8 +3,7 @@
 Every size is checked before anything is generated: the data are built in
 memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
 :data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`, :data:`MAX_PERSONS`, :data:`MAX_INVENTOR_MENTIONS`) that keeps a run within
-a few GB, and a bad value is a
-message with exit 2, never a traceback or a run that eats the machine.
+a few GB, and a bad value is a message with exit 2, never a traceback or a run that eats the machine.
 """
 
 from __future__ import annotations
