@@ -520,6 +520,53 @@ def _check_args(n_mentions: int, seed: int) -> None:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
 
 
+def _patent_inventors(w: _World, team: _Team, by_field: dict[int, list[int]], room: int) -> list[tuple[int, int, str]]:
+    """(inventor, home place, country) of the inventors of one patent of ``team``: 1-6 of its members by their
+    weights, now and then one of another team of the field; at most ``room``."""
+    rng = w.rng
+    k = min(int(rng.choice(_SIZES, p=_SIZE_P)), len(team.members), room)
+    p = np.array([w.inventors[i].weight for i in team.members])
+    chosen = rng.choice(len(team.members), size=k, replace=False, p=p / p.sum()).tolist()
+    people = [(team.members[j], team.homes[j], team.country) for j in chosen]
+    others = [x for x in by_field.get(team.field[0], []) if w.teams[x] is not team]
+    if others and len(people) < room and rng.random() < 0.15:  # a collaborator of another team of the field
+        o = w.teams[others[int(rng.integers(0, len(others)))]]
+        j = int(rng.integers(0, len(o.members)))
+        if o.members[j] not in [x[0] for x in people]:
+            people.append((o.members[j], o.homes[j], o.country))
+    return people
+
+
+def _patent_classes(w: _World, team: _Team) -> list[str]:
+    """1-4 class codes: mostly the team's field (its main classes most often), sometimes any class."""
+    rng = w.rng
+    classes: list[str] = []
+    for _ in range(int(rng.choice([1, 2, 3, 4], p=[0.35, 0.35, 0.2, 0.1]))):
+        cls = team.field[min(int(rng.geometric(0.45)) - 1, len(team.field) - 1)] if rng.random() < 0.88 else w.pick(w.class_cdf)
+        if w.classes[cls] not in classes:
+            classes.append(w.classes[cls])
+    return classes
+
+
+def _mentions(w: _World, people: list[tuple[int, int, str]], noise: MentionNoise) -> list[tuple[dict[str, Any], int]]:
+    """The name and place columns of each inventor's mention on one patent, with the other mentions' names."""
+    rng = w.rng
+    names = [_render_name(rng, w.inventors[i], noise) for i, _, _ in people]
+    full = [" ".join(x for x in nm if x) for nm in names]
+    out: list[tuple[dict[str, Any], int]] = []
+    for j, ((inv, home, country), (first, middle, last)) in enumerate(zip(people, names)):
+        city, state = w.city_state(country, home)
+        if rng.random() < noise.city_typo:
+            city = typo(city, int(rng.integers(0, 4)), float(rng.random()), float(rng.random()))
+        elif rng.random() < noise.city_missing:
+            city = ""
+        if state and rng.random() < noise.state_missing:
+            state = ""
+        row = {"first_name": first, "middle_name": middle, "last_name": last, "city": city, "state": state, "country": country}
+        out.append(({**row, "coinventors": [f for m, f in enumerate(full) if m != j]}, inv))
+    return out
+
+
 def generate_inventors(n_mentions: int = 20_000, seed: int = 0, *, noise: MentionNoise | None = None) -> InventorData:
     """``n_mentions`` inventor mentions of generated patents, with the truth (which mentions are one inventor).
 
@@ -550,22 +597,8 @@ def generate_inventors(n_mentions: int = 20_000, seed: int = 0, *, noise: Mentio
     n_patent = 0
     while len(rows) < n:
         team = w.teams[w.pick(team_cdf)]
-        k = min(int(rng.choice(_SIZES, p=_SIZE_P)), len(team.members), n - len(rows))
-        p = np.array([w.inventors[i].weight for i in team.members])
-        chosen = rng.choice(len(team.members), size=k, replace=False, p=p / p.sum()).tolist()
-        people = [(team.members[j], team.homes[j], team.country) for j in chosen]
-        others = [x for x in by_field.get(team.field[0], []) if w.teams[x] is not team]
-        if others and len(rows) + len(people) < n and rng.random() < 0.15:  # a collaborator of another team of the field
-            o = w.teams[others[int(rng.integers(0, len(others)))]]
-            j = int(rng.integers(0, len(o.members)))
-            if o.members[j] not in [x[0] for x in people]:
-                people.append((o.members[j], o.homes[j], o.country))
-        n_classes = int(rng.choice([1, 2, 3, 4], p=[0.35, 0.35, 0.2, 0.1]))
-        classes: list[str] = []
-        for _ in range(n_classes):
-            cls = team.field[min(int(rng.geometric(0.45)) - 1, len(team.field) - 1)] if rng.random() < 0.88 else w.pick(w.class_cdf)
-            if w.classes[cls] not in classes:
-                classes.append(w.classes[cls])
+        people = _patent_inventors(w, team, by_field, n - len(rows))
+        classes = _patent_classes(w, team)
         if team.assignee < 0:
             assignee = ""
         else:
@@ -573,30 +606,8 @@ def generate_inventors(n_mentions: int = 20_000, seed: int = 0, *, noise: Mentio
             assignee = spellings[int(rng.integers(1, len(spellings)))] if rng.random() < noise.assignee_variant else spellings[0]
         patent_id = str(int(patent_numbers[n_patent]))
         n_patent += 1
-        names = [_render_name(rng, w.inventors[i], noise) for i, _, _ in people]
-        full = [" ".join(x for x in nm if x) for nm in names]
-        for j, ((inv, home, country), (first, middle, last)) in enumerate(zip(people, names)):
-            city, state = w.city_state(country, home)
-            if rng.random() < noise.city_typo:
-                city = typo(city, int(rng.integers(0, 4)), float(rng.random()), float(rng.random()))
-            elif rng.random() < noise.city_missing:
-                city = ""
-            if state and rng.random() < noise.state_missing:
-                state = ""
-            rows.append(
-                {
-                    "patent_id": patent_id,
-                    "first_name": first,
-                    "middle_name": middle,
-                    "last_name": last,
-                    "city": city,
-                    "state": state,
-                    "country": country,
-                    "assignee": assignee,
-                    "coinventors": [f for m, f in enumerate(full) if m != j],
-                    "classes": list(classes),
-                }
-            )
+        for row, inv in _mentions(w, people, noise):
+            rows.append({"patent_id": patent_id, **row, "assignee": assignee, "classes": list(classes)})
             entity.append(inv)
     order = rng.permutation(n)
     width = max(6, len(str(n)))
