@@ -1,9 +1,9 @@
-"""``er synth fingerprints|customers|persons|news``: test data with known truth.
+"""``er synth fingerprints|customers|persons|inventors|news``: test data with known truth.
 
 Every size is checked before anything is generated: the data are built in
 memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
-:data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`, :data:`MAX_PERSONS`) that keeps a run within a few GB, and a bad value is a
-message with exit 2, never a traceback or a run that eats the machine.
+:data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`, :data:`MAX_PERSONS`, :data:`MAX_INVENTOR_MENTIONS`) that keeps a run within
+a few GB, and a bad value is a message with exit 2, never a traceback or a run that eats the machine.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from er_framework.errors import ErError, Problem
 __all__ = [
     "MAX_CELLS",
     "MAX_CUSTOMERS",
+    "MAX_INVENTOR_MENTIONS",
     "MAX_NEWS_PAGES",
     "MAX_PERSONS",
     "MAX_PRINTS",
     "add_parser",
     "cmd_synth_customers",
     "cmd_synth_fingerprints",
+    "cmd_synth_inventors",
     "cmd_synth_news",
     "cmd_synth_persons",
     "count_arg",
@@ -35,6 +37,9 @@ MAX_CUSTOMERS = 5_000_000
 #: most person records: generated in memory one Python dict per record, about 2 KB each
 #: (measured: 250 MB peak and 10 s for 100,000 records), so 2M records take about 4 GB and four minutes
 MAX_PERSONS = 2_000_000
+#: most inventor mentions: generated in memory one Python dict per mention plus the inventors and teams, about 2 KB
+#: each (measured: 20,000 mentions in about 2 s), so 2M mentions take about 4 GB
+MAX_INVENTOR_MENTIONS = 2_000_000
 #: most prints (fingers x impressions): simulated in memory, about 6.5 KB per print
 #: (measured: 1.3 GB peak for 200k geometric prints), so 1M prints take about 6.5 GB
 MAX_PRINTS = 1_000_000
@@ -146,6 +151,40 @@ def cmd_synth_persons(args: argparse.Namespace) -> int:
     paths = write_persons(data, out, fmt=args.format, float_share=args.float_dates)
     pairs = args.duplicates + args.triples
     print(f"wrote {paths['persons']} ({args.n:,} records, {pairs:,} duplicate pairs) and {paths['truth']} (id, entity)")
+    return 0
+
+
+def cmd_synth_inventors(args: argparse.Namespace) -> int:
+    """Inventor mentions of patents: OUT/inventors.csv (or .parquet) and OUT/truth.csv (id, entity)."""
+    from er_framework.synth.inventors import generate_inventors, write_inventors
+
+    cmd = "er synth inventors"
+    problems = _size_problem(
+        f"{cmd} --n",
+        args.n,
+        1,
+        MAX_INVENTOR_MENTIONS,
+        f"the mentions are generated in memory (about 2 KB each: {MAX_INVENTOR_MENTIONS:,} take about 4 GB); "
+        "generate several smaller files with different --seed values instead",
+    ) + _seed_problem(cmd, args.seed)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        problems.append(
+            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
+        )
+    if problems:
+        raise ErError(problems)
+    try:
+        data = generate_inventors(args.n, args.seed)
+    except ValueError as exc:
+        raise ErError(f"{cmd}: {exc}") from None
+    paths = write_inventors(data, out, fmt=args.format)
+    n_inventors = len({e for _, e in data.truth})
+    n_patents = len(set(data.records["patent_id"]))
+    print(
+        f"wrote {paths['inventors']} ({args.n:,} mentions of {n_inventors:,} inventors on {n_patents:,} patents) "
+        f"and {paths['truth']} (id, entity)"
+    )
     return 0
 
 
@@ -328,6 +367,22 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--seed", type=count_arg, default=0)
     f.add_argument("--out", required=True, metavar="DIR", help="folder for persons.csv (or .parquet) and truth.csv")
     f.set_defaults(func=cmd_synth_persons)
+    f = synth_sub.add_parser(
+        "inventors",
+        help="inventor mentions of patents to disambiguate (inventors.csv or .parquet, truth.csv)",
+        description="Inventor mentions: one record per inventor named on a patent (id, patent_id, first, middle and "
+        "last name, city, state, country, assignee, coinventors and classes as lists), the truth says which mentions "
+        "are one inventor. Heavy-tailed patents per inventor (most 1-2, some 50+), teams of 1-6 inventors per patent "
+        "sharing assignee, classes and city, many different inventors with one full name (common Chinese, Korean, "
+        "Japanese, Vietnamese names), careers that change city and employer, noisy mentions (initials, middle names "
+        "present or not, typos, assignee spellings). Lists are ';'-joined in CSV, list<string> in Parquet. "
+        "Deterministic for a seed (with the same Faker version).",
+    )
+    f.add_argument("--n", type=count_arg, default=20_000, help=f"mentions (20,000; at most {MAX_INVENTOR_MENTIONS:,})")
+    f.add_argument("--format", choices=["csv", "parquet"], default="csv", help="inventors.csv or inventors.parquet (csv)")
+    f.add_argument("--seed", type=count_arg, default=0)
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for inventors.csv (or .parquet) and truth.csv")
+    f.set_defaults(func=cmd_synth_inventors)
     f = synth_sub.add_parser(
         "news",
         help="news pages of template families (pages/<site>/<story>.html, truth.csv, shared.csv)",

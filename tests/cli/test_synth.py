@@ -208,3 +208,65 @@ def test_synth_persons_out_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     (tmp_path / "f").write_text("x", encoding="utf-8")
     assert main(["synth", "persons", "--n", "10", "--duplicates", "1", "--out", str(tmp_path / "f")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- er synth inventors (issue 29)
+
+
+def test_synth_inventors_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "i"
+    assert main(["synth", "inventors", "--n", "400", "--seed", "3", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "inventors.csv (400 mentions of " in said and " patents) and " in said and "truth.csv (id, entity)" in said
+    with open(out / "inventors.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    with open(out / "truth.csv", newline="", encoding="utf-8") as f:
+        truth = list(csv.DictReader(f))
+    assert len(rows) == 400 and list(rows[0])[:3] == ["id", "patent_id", "first_name"] and list(truth[0]) == ["id", "entity"]
+    assert sorted(r["id"] for r in rows) == sorted(t["id"] for t in truth)
+    assert any(";" in r["coinventors"] for r in rows) and all(r["classes"] for r in rows)
+    first = (out / "inventors.csv").read_bytes()
+    assert main(["synth", "inventors", "--n", "400", "--seed", "3", "--out", str(out)]) == 0
+    assert (out / "inventors.csv").read_bytes() == first  # deterministic for a seed
+
+
+def test_synth_inventors_parquet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    assert main(["synth", "inventors", "--n", "200", "--format", "parquet", "--out", str(tmp_path)]) == 0
+    table = pq.read_table(tmp_path / "inventors.parquet")
+    assert table.num_rows == 200
+    for c in ("coinventors", "classes"):
+        assert str(table.schema.field(c).type).startswith("list<")
+    assert (tmp_path / "truth.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--n", "1e12"], ["er synth inventors --n: must be from 1 to 2,000,000, got 1,000,000,000,000", "in memory"]),
+        (["--n", "0"], ["--n: must be from 1"]),
+        (["--n", "100", "--seed", "-1"], ["--seed: must be from 0"]),
+    ],
+)
+def test_synth_inventors_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]) -> None:
+    assert main(["synth", "inventors", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_synth_inventors_out_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    assert main(["synth", "inventors", "--n", "10", "--out", str(tmp_path / "f")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert (tmp_path / "f").read_text(encoding="utf-8") == "x"
+
+
+def test_synth_inventors_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["synth", "inventors", "--help"])
+    text = capsys.readouterr().out
+    assert "--n" in text and "--format" in text and "coinventors" in text
