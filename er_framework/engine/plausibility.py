@@ -23,6 +23,7 @@ __all__ = [
     "EVERY_CANDIDATE_SHARE",
     "EXPECTED_PER_RECORD_DEDUP",
     "EXPECTED_PER_RECORD_LINK",
+    "EXPECTED_SHARE_IN_CLUSTERS",
     "EXPECTED_SHARE_OF_KEPT_MIN",
     "GIANT_CLUSTER_MIN",
     "GIANT_CLUSTER_SHARE",
@@ -60,6 +61,10 @@ EXPECTED_PER_RECORD_DEDUP = 2.0
 #: link: more expected matching pairs than this many per record of the smaller source (each record of a
 #: source matches at most one or two of the other, usually)
 EXPECTED_PER_RECORD_LINK = 2.0
+#: ... unless the clusters hold at least this share of the expected pairs: then the entities are large (an
+#: inventor with 70 patents is 2,415 pairs; 20,000 generated mentions hold 118,419 true pairs) and the
+#: run's own answer agrees with its model
+EXPECTED_SHARE_IN_CLUSTERS = 0.5
 #: expected matches below this share of the pairs kept: the model says the pairs it keeps are mostly
 #: non-matches (a threshold far below the probabilities it gives, or scores inconsistent with the fit)
 EXPECTED_SHARE_OF_KEPT_MIN = 0.01
@@ -237,12 +242,17 @@ def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | N
         basis = f"{n:,} records"
     sessions = verifier.get("sessions")
     over = "every record pair" if isinstance(sessions, Mapping) and sessions.get("lambda_over") == "population" else "the candidates"
-    if n > 0 and expected > limit:
+    clusters = report.get("clusters")
+    in_clusters = _number(clusters.get("pairs")) if isinstance(clusters, Mapping) else None
+    large_entities = in_clusters is not None and in_clusters >= EXPECTED_SHARE_IN_CLUSTERS * expected
+    if n > 0 and expected > limit and not large_entities:
         out.append(
             warning(
                 "expected_matches_high",
                 f"{name} expects {expected:,.0f} matching pairs among {over}, more than the {basis} make "
-                f"plausible (at most {limit:,.0f}): the model's match class holds many non-matches",
+                f"plausible (at most {limit:,.0f})"
+                + ("" if in_clusters is None else f" and more than twice the {in_clusters:,.0f} pairs its clusters hold")
+                + ": the model's match class holds many non-matches",
                 "check lambda and the per-field weights in report.json (verifier); fields that agree on most candidates "
                 "(blocking keys) pull non-matches into the match class: give prior:, or train from labelled pairs (er review)",
             )

@@ -227,6 +227,8 @@ def summary_section(report: dict[str, Any]) -> str:
     if isinstance(report.get("pairs"), dict) and "verified_pairs_listed" in report["pairs"]:
         rows.append(("verified pairs before the clusterer selected pairs (verified_pairs.csv)", report["pairs"]["verified_pairs_listed"]))
     rows.append(("records in clusters of 2 or more", clusters.get("records_in_multi_record_clusters")))
+    if "pairs" in clusters:
+        rows.append(("record pairs within clusters", clusters.get("pairs")))
     return body + _kv_table(rows) + _link_answer(report)
 
 

@@ -158,6 +158,12 @@ def test_expected_matches_too_many_for_the_records() -> None:
     r["verifier"]["expected_matches"] = pl.EXPECTED_PER_RECORD_DEDUP * 5000 + 1
     r["verifier"]["pairs_at_or_above_threshold"] = r["verified_pairs"] = 10_001
     assert codes(r) == ["expected_matches_high"]
+    # large entities (inventors with dozens of patents): the clusters hold as many pairs as the model expects
+    r["clusters"]["pairs"] = 5001
+    assert codes(r) == [] and pl.EXPECTED_SHARE_IN_CLUSTERS == 0.5
+    r["clusters"]["pairs"] = 5000
+    assert codes(r) == ["expected_matches_high"]
+    assert "more than twice the 5,000 pairs its clusters hold" in warnings_of(r)[0]["message"]
     r["verifier"]["expected_matches"] = pl.EXPECTED_PER_RECORD_DEDUP * 5000
     assert codes(r) == []
     link = sound()

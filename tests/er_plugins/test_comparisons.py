@@ -598,14 +598,16 @@ def test_list_columns_are_normalized_element_by_element_from_csv_and_parquet(tmp
     table["tags"] = [[t.upper() + " " for t in r["tags"].split(";")] for r in b_rows]
     pq.write_table(pa.table(table), tmp_path / "b.parquet")
     job["sources"][1]["path"] = str(tmp_path / "b.parquet")
-    job["verifier"]["fields"] = [f for f in job["verifier"]["fields"] if f["name" if "name" in f else "field"] in ("first", "last", "dob", "tags")]
+    keep = ("first", "last", "dob", "tags")
+    job["verifier"]["fields"] = [f for f in job["verifier"]["fields"] if f.get("name", f["field"]) in keep]
 
     def linked(normalize: dict[str, Any]) -> tuple[set[tuple[str, str]], dict[str, Any]]:
         out = tmp_path / f"out-{len(normalize)}"
         path = tmp_path / f"job-{len(normalize)}.yaml"
         path.write_text(json.dumps({**job, "normalize": normalize, "output": {"dir": str(out), "format": "csv"}}))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        res = subprocess.run([sys.executable, "-m", "er_framework", "run", str(path), "-q"], env=env, capture_output=True, text=True, timeout=600)
+        cmd = [sys.executable, "-m", "er_framework", "run", str(path), "-q"]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, res.stderr
         with open(out / "pairs.csv", newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))

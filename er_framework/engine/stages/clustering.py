@@ -40,6 +40,8 @@ def cluster_stats(labels: Int64Array) -> dict[str, int]:
         "singletons": int((counts == 1).sum()),
         "largest": int(counts.max()) if len(counts) else 0,
         "records_in_multi_record_clusters": int(counts[counts > 1].sum()),
+        # the record pairs the clusters put together (k (k - 1) / 2 per cluster of k)
+        "pairs": int((counts * (counts - 1) // 2).sum()),
     }
 
 

@@ -202,3 +202,12 @@ def test_comparisons_csv_breaks_every_candidates_score_into_its_terms(tmp_path: 
         total = float(row["prior_weight"]) + sum(float(row[c]) for c in weights)
         assert total == pytest.approx(float(row["match_weight"]), abs=1e-6)
         assert float(row["score"]) == pytest.approx(float(cand["score"]), abs=1e-12)
+
+
+def test_cluster_stats_count_the_pairs_the_clusters_hold() -> None:
+    labels = np.array([0, 0, 0, 1, 2, 2, 3, 3, 3, 3], dtype=np.int64)
+    got = clustering.cluster_stats(labels)
+    naive = sum(1 for a, b in combinations(range(len(labels)), 2) if labels[a] == labels[b])
+    assert got == {"count": 4, "singletons": 1, "largest": 4, "records_in_multi_record_clusters": 9, "pairs": naive}
+    assert naive == 3 + 1 + 6
+    assert clustering.cluster_stats(np.zeros(0, dtype=np.int64))["pairs"] == 0
