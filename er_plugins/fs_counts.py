@@ -145,6 +145,7 @@ class FSCounts:
         counts: npt.NDArray[np.float64],
         population: int,
         reliable: Sequence[str] | None = None,
+        lambda_over: int = 0,
     ) -> dict[str, Any]:
         """The dependence of exact agreements among non-matches.
 
@@ -159,8 +160,9 @@ class FSCounts:
         the exact fields from the rarest agreement to the commonest
         (:func:`~er_framework.kernels.dependence.dependence_terms`)."""
         labels = [f.label for f in self.params.fields]
-        g, nm, soft = self.non_match_agreements(agreement, fit, patterns, counts)
+        g, nm, soft = self.non_match_agreements(agreement, fit, patterns, counts, lambda_over)
         agree = patterns == 0
+        matches = float(fit.lam) * float(lambda_over)
         measured: dict[str, bool] = {}
         for x, pairs_agreeing in agreement["exact"].items():
             # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
@@ -173,7 +175,11 @@ class FSCounts:
         lifts: dict[str, float] = {}
         for key, both in agreement["joint"].items():
             a, b = key.split("|")
-            matched = float(g[agree[:, labels.index(a)] & agree[:, labels.index(b)]].sum())
+            ia, ib = labels.index(a), labels.index(b)
+            # the matches agreeing on both: the fit's posterior says, and at least what lambda and m say (the
+            # posterior alone feeds on itself: a lift makes the fit unsure of moved customers agreeing on an
+            # email and a birth date, which then count as non-matches sharing them, which raises the lift)
+            matched = max(float(g[agree[:, ia] & agree[:, ib]].sum()), matches * float(fit.m[ia][0]) * float(fit.m[ib][0]))
             nm_both = max(float(both) - matched, 0.0)
             ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0 and measured[a] and measured[b]
             lifts[key] = round(max(0.0, math.log(nm_both * total / (nm[a] * nm[b]))), 9) if ok else 0.0
@@ -185,13 +191,19 @@ class FSCounts:
         }
 
     def non_match_agreements(
-        self, agreement: Mapping[str, Any], fit: EMFit, patterns: npt.NDArray[np.int64], counts: npt.NDArray[np.float64]
+        self,
+        agreement: Mapping[str, Any],
+        fit: EMFit,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        lambda_over: int = 0,
     ) -> tuple[npt.NDArray[np.float64], dict[str, float], dict[str, float]]:
         """The expected matches of each candidate pattern (``g``; a pattern the fit is sure of,
         :data:`DEPENDENCE_SURE`, is all matches: its sliver of non-matches, 1 - g of tens of thousands of
         duplicates sharing an email and a birth date, is the model's rounding, not pairs), and per exact field
         of ``agreement`` (:meth:`counted_state`) the record pairs agreeing on it less the matches among them
-        (``nm``) and the fit's expected matches among them (``soft``)."""
+        (``nm``) and the fit's expected matches among them (``soft``). The matches taken out are at least
+        ``lambda x lambda_over x m_0`` (the pairs lambda is a share of: the model's matches agreeing on the field)."""
         labels = [f.label for f in self.params.fields]
         post = fit.probability(patterns)
         g = np.where(post >= DEPENDENCE_SURE, 1.0, post) * counts
@@ -200,7 +212,8 @@ class FSCounts:
         soft: dict[str, float] = {}
         for x, pairs_agreeing in agreement["exact"].items():
             at = agree[:, labels.index(x)]
-            nm[x] = max(float(pairs_agreeing) - float(g[at].sum()), 0.0)
+            matched = max(float(g[at].sum()), float(fit.lam) * float(lambda_over) * float(fit.m[labels.index(x)][0]))
+            nm[x] = max(float(pairs_agreeing) - matched, 0.0)
             soft[x] = float((post * counts)[at].sum())
         return g, nm, soft
 

@@ -12,6 +12,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pytest
 from fs_cases import FIELDS, candidates_by_keys
 
 from er_framework.components import Context
@@ -134,3 +135,37 @@ def test_dependence_of_exact_agreements_among_relatives():
 
     assert got[True][0] * 2.5 < got[False][0], (got[True][:2], got[False][:2], n_true)
     assert f1(*got[True][:2]) > f1(*got[False][:2]), (got[True][:2], got[False][:2], n_true)
+
+
+def test_the_matches_taken_out_of_two_agreements_are_at_least_what_lambda_and_m_say():
+    """The non-matches agreeing on two fields are the pairs agreeing on both less the matches among them; the
+    matches are the fit's posterior or, when more, lambda x pairs x m_a0 x m_b0. A fit unsure of the
+    matches agreeing on an email and a birth date (moved customers, posterior 0.5) would otherwise leave
+    half of them as "non-matches sharing both", a lift that makes it surer still that they are not matches."""
+    from er_framework.kernels.em import EMFit
+
+    fields = [{"field": "email", "comparison": "exact"}, {"field": "dob", "comparison": "exact"}]
+    v = FellegiSunter(FellegiSunterParams(fields=fields), Context(threshold=0.5, seed=3))
+    population = 10**8
+    # the candidates: 1,000 pairs agreeing on both, which the fit gives posterior 0.5; 9,000 agreeing on dob only
+    patterns = np.array([[0, 0], [1, 0]])
+    counts = np.array([1000.0, 9000.0])
+    m = [np.array([0.9, 0.1]), np.array([0.95, 0.05])]
+    u = [np.array([1e-5, 1 - 1e-5]), np.array([1e-4, 1 - 1e-4])]
+    fit = EMFit(lam=1.2e-5, m=m, u=u)  # 1,200 matches among all pairs
+    # choose u so that the posterior of the pattern agreeing on both is 0.5
+    odds = fit.lam / (1 - fit.lam) * (0.9 / 1e-5) * (0.95 / 1e-4)
+    u[0][0] *= odds
+    u[0][1] = 1 - u[0][0]
+    assert fit.probability(patterns)[0] == pytest.approx(0.5, rel=1e-6)
+    agreement = {"exact": {"email": 1100.0, "dob": 20000.0}, "joint": {"email|dob": 1000.0}}
+    dep = v.dependence_of(agreement, fit, patterns, counts, population, None, population)
+    lam_n = fit.lam * population
+    want_matched = max(0.5 * 1000.0, lam_n * 0.9 * 0.95)  # 1,026: lambda and m say more than the posterior's 500
+    nm_email = 1100.0 - max(0.5 * 1000.0, lam_n * 0.9)
+    nm_dob = 20000.0 - max(0.5 * 1000.0 + float(fit.probability(patterns)[1]) * 9000.0, lam_n * 0.95)
+    assert dep["non_matching_pairs_agreeing"] == {"email": round(nm_email, 1), "dob": round(nm_dob, 1)}
+    assert 1000.0 - want_matched < 0 and dep["log_lift"]["email|dob"] == 0.0
+    # without the bound (lambda_over 0: the posterior alone) 500 pairs would be non-matches agreeing on both
+    loose = v.dependence_of(agreement, fit, patterns, counts, population, None, 0)
+    assert loose["log_lift"]["email|dob"] > 5.0
