@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.data import Batch, Pairs
-from er_framework.kernels.dependence import agreeing_pairs, combined_keys, keyed_counts, merge_keyed, value_keys
+from er_framework.kernels.dependence import agreeing_pairs, combined_keys, keyed_counts, merge_keyed, present_pairs, value_keys
 from er_framework.kernels.em import EMFit, decode, sigmoid
 from er_plugins.fs_params import FellegiSunterParams
 from er_plugins.record_columns import FieldColumn, field_columns, rows_of
@@ -127,13 +127,13 @@ class FSCounts:
         labels = [f.label for f in p.fields]
         exact = [labels[f] for f in self.exact_fields()] if p.dependence else []
         if len(exact) >= 2:
+            singles = {x: merge_keyed([q["exact"][x] for q in parts]) for x in exact}
+            joint = {f"{a}|{b}": merge_keyed([q["joint"][f"{a}|{b}"] for q in parts]) for i, a in enumerate(exact) for b in exact[i + 1 :]}
             out["agreement"] = {
-                "exact": {x: agreeing_pairs(merge_keyed([q["exact"][x] for q in parts]), cross) for x in exact},
-                "joint": {
-                    f"{a}|{b}": agreeing_pairs(merge_keyed([q["joint"][f"{a}|{b}"] for q in parts]), cross)
-                    for i, a in enumerate(exact)
-                    for b in exact[i + 1 :]
-                },
+                "exact": {x: agreeing_pairs(k, cross) for x, k in singles.items()},
+                "joint": {x: agreeing_pairs(k, cross) for x, k in joint.items()},
+                # the pairs whose two records both have the field (both fields): where a match can agree
+                "present": {x: present_pairs(k, cross) for x, k in (singles | joint).items()},
             }
         return out
 
@@ -162,7 +162,7 @@ class FSCounts:
         labels = [f.label for f in self.params.fields]
         g, nm, soft = self.non_match_agreements(agreement, fit, patterns, counts, lambda_over)
         agree = patterns == 0
-        matches = float(fit.lam) * float(lambda_over)
+        share, present = self.match_share(agreement, fit, lambda_over)
         measured: dict[str, bool] = {}
         for x, pairs_agreeing in agreement["exact"].items():
             # a field whose agreements are nearly all the matches' (a phone) leaves a non-match count too
@@ -179,7 +179,8 @@ class FSCounts:
             # the matches agreeing on both: the fit's posterior says, and at least what lambda and m say (the
             # posterior alone feeds on itself: a lift makes the fit unsure of moved customers agreeing on an
             # email and a birth date, which then count as non-matches sharing them, which raises the lift)
-            matched = max(float(g[agree[:, ia] & agree[:, ib]].sum()), matches * float(fit.m[ia][0]) * float(fit.m[ib][0]))
+            floor = share * float(present.get(key, lambda_over)) * float(fit.m[ia][0]) * float(fit.m[ib][0])
+            matched = max(float(g[agree[:, ia] & agree[:, ib]].sum()), floor)
             nm_both = max(float(both) - matched, 0.0)
             ok = nm_both >= DEPENDENCE_MIN_PAIRS and nm[a] > 0 and nm[b] > 0 and measured[a] and measured[b]
             lifts[key] = round(max(0.0, math.log(nm_both * total / (nm[a] * nm[b]))), 9) if ok else 0.0
@@ -189,6 +190,14 @@ class FSCounts:
             "non_matching_pairs_agreeing": {x: round(v, 1) for x, v in nm.items()},
             "log_lift": lifts,
         }
+
+    @staticmethod
+    def match_share(agreement: Mapping[str, Any], fit: EMFit, lambda_over: int) -> tuple[float, dict[str, float]]:
+        """Lambda when it is a share of every record pair (``lambda_over`` > 0; else 0: no bound) and the pairs
+        whose records both have each field (two fields) of ``agreement``: the model's matches agreeing on f
+        are at least ``lambda x present_f x m_f0`` (m is P(agree | match) where both values are there: a
+        middle name most records lack is agreed on by few pairs, matches or not)."""
+        return (float(fit.lam) if lambda_over > 0 else 0.0), dict(agreement.get("present") or {})
 
     def non_match_agreements(
         self,
@@ -203,16 +212,18 @@ class FSCounts:
         duplicates sharing an email and a birth date, is the model's rounding, not pairs), and per exact field
         of ``agreement`` (:meth:`counted_state`) the record pairs agreeing on it less the matches among them
         (``nm``) and the fit's expected matches among them (``soft``). The matches taken out are at least
-        ``lambda x lambda_over x m_0`` (the pairs lambda is a share of: the model's matches agreeing on the field)."""
+        what lambda and m say (:meth:`match_share`; ``lambda_over``: the pairs lambda is a share of, 0 when it
+        is not every record pair)."""
         labels = [f.label for f in self.params.fields]
         post = fit.probability(patterns)
         g = np.where(post >= DEPENDENCE_SURE, 1.0, post) * counts
+        share, present = self.match_share(agreement, fit, lambda_over)
         agree = patterns == 0
         nm: dict[str, float] = {}
         soft: dict[str, float] = {}
         for x, pairs_agreeing in agreement["exact"].items():
             at = agree[:, labels.index(x)]
-            matched = max(float(g[at].sum()), float(fit.lam) * float(lambda_over) * float(fit.m[labels.index(x)][0]))
+            matched = max(float(g[at].sum()), share * float(present.get(x, lambda_over)) * float(fit.m[labels.index(x)][0]))
             nm[x] = max(float(pairs_agreeing) - matched, 0.0)
             soft[x] = float((post * counts)[at].sum())
         return g, nm, soft

@@ -145,8 +145,8 @@ class FSTraining(FSCounts):
         ``refit_lambda`` (training sessions), lambda over every pair again with it (m, u held). The matches
         taken out of the counts are the fit's, so the two are found together, in a few rounds."""
         reliable: list[str] | None = None  # the fields measured: judged once, on the independence model's fit
-        # the pairs lambda is a share of: every record pair (sessions), else the candidates
-        over = population if refit_lambda and population > 0 else int(counts.sum())
+        # the pairs lambda is a share of when it is every record pair (sessions; else no bound from it)
+        over = population if refit_lambda and population > 0 else 0
         for _ in range(DEPENDENCE_ROUNDS):
             extra["dependence"] = self.dependence_of(agreement, fit, patterns, counts, population or int(counts.sum()), reliable, over)
             reliable = list(extra["dependence"]["measured"])

@@ -38,6 +38,7 @@ __all__ = [
     "dependence_terms",
     "keyed_counts",
     "merge_keyed",
+    "present_pairs",
     "value_keys",
     "value_keys_reference",
 ]
@@ -173,22 +174,23 @@ def agreeing_pairs(counted: KeyCounts, cross_source_only: bool) -> float:
     return float((per_key * per_key - _sum_by_key(keys, c * c)).sum() / 2.0)
 
 
-def agreement_share(counted: KeyCounts, cross_source_only: bool) -> float:
-    """P(two random records agree on the key), among the pairs of records that both have one: within one
-    collection ``sum c (c - 1) / (N (N - 1))``; with ``cross_source_only`` over pairs of different sources,
-    ``sum_key [(sum_s c)^2 - sum_s c^2] / [(sum_s N_s)^2 - sum_s N_s^2]``. 0.0 when there is no such pair."""
-    keys, src, cnt = counted
+def present_pairs(counted: KeyCounts, cross_source_only: bool) -> float:
+    """How many pairs of records both have a key (within one collection ``N (N - 1) / 2`` of the ``N``
+    records counted; with ``cross_source_only``, pairs of different sources ``[(sum_s N_s)^2 - sum_s N_s^2] / 2``)."""
+    _, src, cnt = counted
     c = cnt.astype(np.float64)
     if not cross_source_only:
-        per_key = _sum_by_key(keys, c)
         n = float(c.sum())
-        den = n * (n - 1.0)
-        return float((per_key * (per_key - 1.0)).sum() / den) if den > 0 else 0.0
-    per_key = _sum_by_key(keys, c)
-    per_key_sq = _sum_by_key(keys, c * c)
+        return n * (n - 1.0) / 2.0
     sizes = np.bincount(src, weights=c) if len(src) else np.zeros(0)
-    den = float(sizes.sum()) ** 2 - float((sizes * sizes).sum())
-    return float((per_key * per_key - per_key_sq).sum() / den) if den > 0 else 0.0
+    return (float(sizes.sum()) ** 2 - float((sizes * sizes).sum())) / 2.0
+
+
+def agreement_share(counted: KeyCounts, cross_source_only: bool) -> float:
+    """P(two random records agree on the key), among the pairs of records that both have one:
+    :func:`agreeing_pairs` over :func:`present_pairs`. 0.0 when there is no such pair."""
+    den = present_pairs(counted, cross_source_only)
+    return agreeing_pairs(counted, cross_source_only) / den if den > 0 else 0.0
 
 
 def _sum_by_key(keys: npt.NDArray[np.uint64], values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

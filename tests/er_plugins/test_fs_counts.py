@@ -169,3 +169,9 @@ def test_the_matches_taken_out_of_two_agreements_are_at_least_what_lambda_and_m_
     # without the bound (lambda_over 0: the posterior alone) 500 pairs would be non-matches agreeing on both
     loose = v.dependence_of(agreement, fit, patterns, counts, population, None, 0)
     assert loose["log_lift"]["email|dob"] > 5.0
+    # m is P(agree | match) where both records have the values: the bound counts only such pairs (a field most
+    # records lack, such as a middle name, bounds nothing)
+    sparse = {**agreement, "present": {"email": population / 100, "dob": population / 100, "email|dob": population / 100}}
+    got = v.dependence_of(sparse, fit, patterns, counts, population, None, population)
+    assert got["log_lift"]["email|dob"] == loose["log_lift"]["email|dob"]
+    assert got["non_matching_pairs_agreeing"]["email"] == loose["non_matching_pairs_agreeing"]["email"]
