@@ -40,16 +40,13 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench_persons import Scenario, count_rows, measure_job
+from bench_persons import Scenario, count_rows, csv_list, measure_job, record_benchmark, splink_dedupe, version_of
 from whole_score import csv_pairs, dedupe_truth, er_pairs, prf
 
 HERE = Path(__file__).resolve().parent
@@ -100,57 +97,11 @@ def splink_inventors_settings() -> dict[str, Any]:
 
 
 def splink_inventors(path: Path, seed: int, u_pairs: float) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, Any]]:
-    """Splink 5 on DuckDB, ``dedupe_only``: lambda from deterministic rules, u by random sampling, m by EM in
-    sessions on the blocking rules, pairs at match probability >= 0.5, clusters of those at 0.5.
-    Returns (pairs, (id, cluster) of every record, details)."""
-    import logging
-
-    import duckdb
-    from splink import DuckDBAPI, Linker, SettingsCreator
-
-    logging.getLogger("splink").setLevel(logging.WARNING)
-    cfg = splink_inventors_settings()
-    con = duckdb.connect()
-    con.execute("create table inventors as " + cfg["clean_sql"].format(path=str(path).replace("'", "''")))
-    db_api = DuckDBAPI(connection=con)
-    df = db_api.register("inventors", dataset_display_name="inventors")
-    settings = SettingsCreator(
-        unique_id_column_name="id",
-        link_type="dedupe_only",
-        blocking_rules_to_generate_predictions=cfg["blocking"],
-        comparisons=cfg["comparisons"],
-        retain_intermediate_calculation_columns=False,
-    )
-    linker = Linker(df, settings)
-    stages: dict[str, float] = {}
-    t = time.perf_counter()
-
-    def mark(name: str) -> None:
-        nonlocal t
-        now = time.perf_counter()
-        stages[name] = round(now - t, 3)
-        t = now
-
-    linker.training.estimate_probability_two_random_records_match(cfg["deterministic"], recall=cfg["recall"])
-    mark("lambda")
-    linker.training.estimate_u_using_random_sampling(max_pairs=u_pairs, seed=seed)
-    mark("u")
-    for rule in cfg["em_rules"]:
-        linker.training.estimate_parameters_using_expectation_maximisation(rule, estimate_without_term_frequencies=True)
-    mark("em")
-    pred = linker.inference.predict(threshold_match_probability=THRESHOLD)
-    mark("predict")
-    pairs = [(str(a), str(b)) for a, b in pred.as_duckdbpyrelation().select("id_l, id_r").fetchall()]
-    mark("fetch")
-    clusters = linker.clustering.cluster_pairwise_predictions_at_threshold(pred, threshold_match_probability=THRESHOLD)
-    members = [(str(a), str(c)) for a, c in clusters.as_duckdbpyrelation().select("id, cluster_id").fetchall()]
-    mark("cluster")
-    detail = {
-        "stages": stages,
-        "setup": f"DuckDB; dedupe_only; estimate_probability_two_random_records_match(recall={cfg['recall']}); "
-        f"estimate_u_using_random_sampling(max_pairs={u_pairs:g}, seed={seed}); EM on the {len(cfg['em_rules'])} blocking rules; "
-        f"predict(threshold_match_probability={THRESHOLD}); cluster_pairwise_predictions_at_threshold({THRESHOLD})",
-    }
+    """Splink 5 on DuckDB, ``dedupe_only`` (:func:`bench_persons.splink_dedupe`): lambda from deterministic
+    rules, u by random sampling, m by EM in sessions on the blocking rules, pairs at match probability >= 0.5,
+    clusters of those at 0.5. Returns (pairs, (id, cluster) of every record, details)."""
+    pairs, members, detail = splink_dedupe(path, "inventors", splink_inventors_settings(), seed, u_pairs, cluster=True)
+    assert members is not None
     return pairs, members, detail
 
 
@@ -315,70 +266,28 @@ def markdown(scenarios: list[Scenario]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _version(python: str, dist: str) -> str:
-    proc = subprocess.run(
-        [python, "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"], capture_output=True, text=True, check=False
-    )
-    return proc.stdout.strip() or "?"
-
-
 def orchestrate(a: argparse.Namespace) -> int:
-    from bench_whole import prepare_bytecode
-    from common import code_fingerprint, machine_info
+    def intro(code: str) -> str:
+        return (
+            "# Held-out inventor mentions: er run vs Splink (benchmarks/bench_inventors.py)\n\n"
+            "Data: `er synth inventors` (one record per inventor named on a patent; heavy-tailed patents per inventor, "
+            "teams on one patent, many inventors sharing a full name, careers, noisy mentions), seeds not looked at while "
+            "writing the job. Whole processes measured by benchmarks/measure.py (wall seconds, peak RSS of the process tree); "
+            "er: `python -m er_framework run` with configs/inventors.yaml as shipped (paths replaced, untuned); "
+            f"Splink {version_of(a.python, 'splink')} (DuckDB) in a standard set-up (see the script), match probability >= "
+            f"{THRESHOLD} for both, Splink's clusters at {THRESHOLD}. Pairwise precision / recall / F1 of the pairs each lists, "
+            "and of the clusters (every pair of mentions in one cluster; er's clusters.csv, Splink's "
+            f"cluster_pairwise_predictions_at_threshold). {code}"
+        )
 
-    scratch = Path(tempfile.mkdtemp(prefix="er-bench-inventors-"))
-    t0 = time.time()
-    bytecode = prepare_bytecode(True)
-    code = code_fingerprint()
-    scenarios = make_scenarios(a, scratch)
-    for s in scenarios:
-        print(f"{s.name}: {s.note}", flush=True)
-        run_scenario(a, s, scratch)
-    table = markdown(scenarios)
-    print("\n" + table)
-    res_dir = Path(a.results_dir)
-    res_dir.mkdir(parents=True, exist_ok=True)
-    intro = (
-        "# Held-out inventor mentions: er run vs Splink (benchmarks/bench_inventors.py)\n\n"
-        "Data: `er synth inventors` (one record per inventor named on a patent; heavy-tailed patents per inventor, "
-        "teams on one patent, many inventors sharing a full name, careers, noisy mentions), seeds not looked at while "
-        "writing the job. Whole processes measured by benchmarks/measure.py (wall seconds, peak RSS of the process tree); "
-        "er: `python -m er_framework run` with configs/inventors.yaml as shipped (paths replaced, untuned); "
-        f"Splink {_version(a.python, 'splink')} (DuckDB) in a standard set-up (see the script), match probability >= "
-        f"{THRESHOLD} for both, Splink's clusters at {THRESHOLD}. Pairwise precision / recall / F1 of the pairs each lists, "
-        "and of the clusters (every pair of mentions in one cluster; er's clusters.csv, Splink's "
-        "cluster_pairwise_predictions_at_threshold). "
-        f"Code: {code.get('git_head', '?')}{' (uncommitted er changes)' if code.get('dirty_paths') else ''}; {bytecode}.\n\n"
-    )
-    (res_dir / "inventors-heldout.md").write_text(intro + table, encoding="utf-8")
-    doc = {
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "seconds": round(time.time() - t0, 1),
-        "argv": sys.argv[1:],
-        "python": a.python,
-        "machine": machine_info(("er-framework", "numpy", "splink", "duckdb", "pandas", "faker")),
-        "code": {k: v for k, v in code.items() if k != "files"},
-        "bytecode": bytecode,
-        "threshold": THRESHOLD,
-        "splink_inventors": {"clean_sql": splink_inventors_settings()["clean_sql"] if not a.skip_splink else None},
-        "scenarios": [{"name": s.name, "kind": s.kind, "note": s.note, "config": s.config, **s.results} for s in scenarios],
-    }
-    (res_dir / "inventors-heldout.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    print(f"wrote {res_dir / 'inventors-heldout.md'} and {res_dir / 'inventors-heldout.json'}")
-    if a.keep:
-        print(f"scratch kept: {scratch}")
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return 0
-
-
-def _csv_list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    extra = {"splink_inventors": {"clean_sql": splink_inventors_settings()["clean_sql"] if not a.skip_splink else None}}
+    packages = ("er-framework", "numpy", "splink", "duckdb", "pandas", "faker")
+    return record_benchmark(a, "inventors-heldout", make_scenarios, run_scenario, markdown, intro, extra, packages)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=lambda t: [int(x) for x in _csv_list(t)], default=[1, 2, 3], help="data seeds (1,2,3)")
+    p.add_argument("--seeds", type=lambda t: [int(x) for x in csv_list(t)], default=[1, 2, 3], help="data seeds (1,2,3)")
     p.add_argument("--n", type=int, default=20_000, help="mentions per seed (20,000)")
     p.add_argument("--results-dir", default=str(HERE / "results"))
     p.add_argument("--skip-splink", action="store_true", help="run er only")

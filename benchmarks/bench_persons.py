@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,20 +116,23 @@ def splink_persons_settings() -> dict[str, Any]:
     }
 
 
-def splink_persons(path: Path, seed: int, u_pairs: float) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """Splink 5 on DuckDB, ``dedupe_only``: lambda from deterministic rules, u by random sampling,
-    m by EM in sessions blocked on the names and on the date of birth, pairs at match probability >= 0.5."""
+def splink_dedupe(
+    path: Path, table: str, cfg: dict[str, Any], seed: int, u_pairs: float, cluster: bool = False
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]] | None, dict[str, Any]]:
+    """Splink 5 on DuckDB, ``dedupe_only``, the standard training of ``cfg`` (a ``splink_*_settings()``):
+    lambda from its deterministic rules, u by random sampling, m by EM on its ``em_rules``, pairs at match
+    probability >= 0.5 and, with ``cluster``, their clusters at 0.5 (``(id, cluster_id)`` of every record).
+    Returns (pairs, clusters or None, details with each stage's seconds)."""
     import logging
 
     import duckdb
     from splink import DuckDBAPI, Linker, SettingsCreator
 
     logging.getLogger("splink").setLevel(logging.WARNING)
-    cfg = splink_persons_settings()
     con = duckdb.connect()
-    con.execute("create table persons as " + cfg["clean_sql"].format(path=str(path).replace("'", "''")))
+    con.execute(f"create table {table} as " + cfg["clean_sql"].format(path=str(path).replace("'", "''")))
     db_api = DuckDBAPI(connection=con)
-    df = db_api.register("persons", dataset_display_name="persons")
+    df = db_api.register(table, dataset_display_name=table)
     settings = SettingsCreator(
         unique_id_column_name="id",
         link_type="dedupe_only",
@@ -157,12 +161,26 @@ def splink_persons(path: Path, seed: int, u_pairs: float) -> tuple[list[tuple[st
     mark("predict")
     pairs = [(str(a), str(b)) for a, b in pred.as_duckdbpyrelation().select("id_l, id_r").fetchall()]
     mark("fetch")
+    members = None
+    if cluster:
+        clusters = linker.clustering.cluster_pairwise_predictions_at_threshold(pred, threshold_match_probability=THRESHOLD)
+        members = [(str(a), str(c)) for a, c in clusters.as_duckdbpyrelation().select("id, cluster_id").fetchall()]
+        mark("cluster")
     detail = {
         "stages": stages,
         "setup": f"DuckDB; dedupe_only; estimate_probability_two_random_records_match(recall={cfg['recall']}); "
-        f"estimate_u_using_random_sampling(max_pairs={u_pairs:g}, seed={seed}); EM on {len(cfg['em_rules'])} rules; "
-        f"predict(threshold_match_probability={THRESHOLD})",
+        f"estimate_u_using_random_sampling(max_pairs={u_pairs:g}, seed={seed}); EM on the {len(cfg['em_rules'])} blocking rules; "
+        f"predict(threshold_match_probability={THRESHOLD})"
+        + (f"; cluster_pairwise_predictions_at_threshold({THRESHOLD})" if cluster else ""),
     }
+    return pairs, members, detail
+
+
+def splink_persons(path: Path, seed: int, u_pairs: float) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """Splink 5 on DuckDB, ``dedupe_only`` (:func:`splink_dedupe`): lambda from deterministic rules, u by
+    random sampling, m by EM in sessions blocked on the names and on the date of birth, pairs at match
+    probability >= 0.5."""
+    pairs, _, detail = splink_dedupe(path, "persons", splink_persons_settings(), seed, u_pairs)
     return pairs, detail
 
 
@@ -389,47 +407,50 @@ def markdown(scenarios: list[Scenario]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def orchestrate(a: argparse.Namespace) -> int:
+def record_benchmark(
+    a: argparse.Namespace,
+    stem: str,
+    scenarios_of: Callable[[argparse.Namespace, Path], list[Any]],
+    run_one: Callable[[argparse.Namespace, Any, Path], None],
+    table_of: Callable[[list[Any]], str],
+    intro_of: Callable[[str], str],
+    extra: dict[str, Any],
+    packages: tuple[str, ...],
+) -> int:
+    """Run every scenario of ``scenarios_of`` (``run_one`` each, in a scratch folder), print the table and
+    write ``<results-dir>/<stem>.md`` (``intro_of(code and bytecode line)`` + the table) and ``<stem>.json``
+    (every run, the settings and ``extra``, the machine with ``packages``' versions, the code's commit)."""
     from bench_whole import prepare_bytecode
     from common import code_fingerprint, machine_info
 
-    scratch = Path(tempfile.mkdtemp(prefix="er-bench-persons-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"er-bench-{stem}-"))
     t0 = time.time()
     bytecode = prepare_bytecode(True)
     code = code_fingerprint()
-    scenarios = make_scenarios(a, scratch)
+    scenarios = scenarios_of(a, scratch)
     for s in scenarios:
         print(f"{s.name}: {s.note}", flush=True)
-        run_scenario(a, s, scratch)
-    table = markdown(scenarios)
+        run_one(a, s, scratch)
+    table = table_of(scenarios)
     print("\n" + table)
     res_dir = Path(a.results_dir)
     res_dir.mkdir(parents=True, exist_ok=True)
-    intro = (
-        "# Held-out persons, Febrl 1-4 and customers: er run vs Splink (benchmarks/bench_persons.py)\n\n"
-        f"Whole processes measured by benchmarks/measure.py (wall seconds, peak RSS of the process tree); er: "
-        f"`python -m er_framework run` with the shipped config (paths replaced); Splink {_version(a.python, 'splink')} "
-        f"(DuckDB), match probability >= {THRESHOLD} for both. Pairwise precision / recall / F1 of er's pairs.csv "
-        "and Splink's predicted pairs against the truth. "
-        f"Code: {code.get('git_head', '?')}{' (uncommitted er changes)' if code.get('dirty_paths') else ''}; {bytecode}.\n\n"
-    )
-    (res_dir / "persons-heldout.md").write_text(intro + table, encoding="utf-8")
+    line = f"Code: {code.get('git_head', '?')}{' (uncommitted er changes)' if code.get('dirty_paths') else ''}; {bytecode}."
+    (res_dir / f"{stem}.md").write_text(intro_of(line) + "\n\n" + table, encoding="utf-8")
     doc = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seconds": round(time.time() - t0, 1),
         "argv": sys.argv[1:],
         "python": a.python,
-        "machine": machine_info(("er-framework", "numpy", "splink", "duckdb", "recordlinkage", "pandas")),
+        "machine": machine_info(packages),
         "code": {k: v for k, v in code.items() if k != "files"},
         "bytecode": bytecode,
         "threshold": THRESHOLD,
-        "splink_persons": {
-            "clean_sql": splink_persons_settings()["clean_sql"] if not a.skip_splink else None,
-        },
+        **extra,
         "scenarios": [{"name": s.name, "kind": s.kind, "note": s.note, "config": s.config, **s.results} for s in scenarios],
     }
-    (res_dir / "persons-heldout.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    print(f"wrote {res_dir / 'persons-heldout.md'} and {res_dir / 'persons-heldout.json'}")
+    (res_dir / f"{stem}.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    print(f"wrote {res_dir / (stem + '.md')} and {res_dir / (stem + '.json')}")
     if a.keep:
         print(f"scratch kept: {scratch}")
     else:
@@ -437,21 +458,36 @@ def orchestrate(a: argparse.Namespace) -> int:
     return 0
 
 
-def _version(python: str, dist: str) -> str:
+def orchestrate(a: argparse.Namespace) -> int:
+    def intro(code: str) -> str:
+        return (
+            "# Held-out persons, Febrl 1-4 and customers: er run vs Splink (benchmarks/bench_persons.py)\n\n"
+            f"Whole processes measured by benchmarks/measure.py (wall seconds, peak RSS of the process tree); er: "
+            f"`python -m er_framework run` with the shipped config (paths replaced); Splink {version_of(a.python, 'splink')} "
+            f"(DuckDB), match probability >= {THRESHOLD} for both. Pairwise precision / recall / F1 of er's pairs.csv "
+            f"and Splink's predicted pairs against the truth. {code}"
+        )
+
+    extra = {"splink_persons": {"clean_sql": splink_persons_settings()["clean_sql"] if not a.skip_splink else None}}
+    packages = ("er-framework", "numpy", "splink", "duckdb", "recordlinkage", "pandas")
+    return record_benchmark(a, "persons-heldout", make_scenarios, run_scenario, markdown, intro, extra, packages)
+
+
+def version_of(python: str, dist: str) -> str:
     proc = subprocess.run(
         [python, "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"], capture_output=True, text=True, check=False
     )
     return proc.stdout.strip() or "?"
 
 
-def _csv_list(text: str) -> list[str]:
+def csv_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenarios", type=_csv_list, default=SCENARIOS, help=f"comma-separated, of {','.join(SCENARIOS)} (all)")
-    p.add_argument("--seeds", type=lambda t: [int(x) for x in _csv_list(t)], default=[1, 2, 3], help="persons seeds (1,2,3)")
+    p.add_argument("--scenarios", type=csv_list, default=SCENARIOS, help=f"comma-separated, of {','.join(SCENARIOS)} (all)")
+    p.add_argument("--seeds", type=lambda t: [int(x) for x in csv_list(t)], default=[1, 2, 3], help="persons seeds (1,2,3)")
     p.add_argument("--persons", type=int, default=10_000, help="persons records per seed (10,000; a tenth are copies)")
     p.add_argument("--customers", type=int, default=20_000, help="customers per company (20,000)")
     p.add_argument("--results-dir", default=str(HERE / "results"))
