@@ -46,7 +46,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench_persons import Scenario, count_rows, csv_list, measure_job, record_benchmark, splink_dedupe, version_of
+from bench_persons import Scenario, csv_list, record_benchmark, run_tools, splink_dedupe, version_of
 from whole_score import csv_pairs, dedupe_truth, er_pairs, prf
 
 HERE = Path(__file__).resolve().parent
@@ -202,39 +202,17 @@ def make_scenarios(a: argparse.Namespace, scratch: Path) -> list[Scenario]:
 
 
 def run_scenario(a: argparse.Namespace, s: Scenario, scratch: Path) -> None:
-    from bench_whole import shipped_job
+    s.results["inventors"] = len(set(read_truth(s.truth).values()))
 
-    work = scratch / f"work-{s.name}"
-    work.mkdir(parents=True, exist_ok=True)
-    job = shipped_job(s.config, s.sources, work / "er_out", work / "job.yaml")
-    jobs = [("er", [a.python, "-m", "er_framework", "run", job["job"], "--out", str(work / "er_out"), "--force", "-q"])]
-    if not a.skip_splink:
-        jobs.append(("splink", s.splink_cmd))
-    s.results["job"] = {k: v for k, v in job.items() if k != "shipped"}
-    s.results["records"] = sum(count_rows(p) for p in s.sources.values())
-    entity_of = read_truth(s.truth)
-    s.results["inventors"] = len(set(entity_of.values()))
-    s.results["truth_pairs"] = None
-    for tool, cmd in jobs:
-        print(f"  {s.name}: {tool} ...", end="", flush=True)
-        run = measure_job(s, tool, cmd, work, a.timeout)
-        entry: dict[str, Any] = {"cmd": cmd, "run": run}
-        if "error" not in run:
-            entry["scores"] = score(s, tool, work)
-            s.results["truth_pairs"] = entry["scores"]["truth_pairs"]
-            out_txt = work / f"{s.name}-{tool}.out"
-            if tool == "splink" and out_txt.exists():
-                lines = out_txt.read_text(errors="replace").strip().splitlines()
-                entry["splink_stdout"] = lines[-1][:2000] if lines else ""
-            sc, cl = entry["scores"], entry["scores"]["clusters"]
-            print(
-                f" pairs F1 {sc['f1']:.4f} (P {sc['precision']:.4f}, R {sc['recall']:.4f}), clusters F1 {cl['f1']:.4f} "
-                f"(P {cl['precision']:.4f}, R {cl['recall']:.4f}, largest {cl['largest_cluster']:,}), "
-                f"{run['wall_s']:.2f} s, {run['peak_rss_mb']:.0f} MB"
-            )
-        else:
-            print(f" FAILED ({run['error']})")
-        s.results[tool] = entry
+    def line(sc: dict[str, Any], run: dict[str, Any]) -> str:
+        cl = sc["clusters"]
+        return (
+            f"pairs F1 {sc['f1']:.4f} (P {sc['precision']:.4f}, R {sc['recall']:.4f}), clusters F1 {cl['f1']:.4f} "
+            f"(P {cl['precision']:.4f}, R {cl['recall']:.4f}, largest {cl['largest_cluster']:,}), "
+            f"{run['wall_s']:.2f} s, {run['peak_rss_mb']:.0f} MB"
+        )
+
+    run_tools(a, s, scratch, score, line)
 
 
 def _f(v: Any, spec: str) -> str:

@@ -354,7 +354,16 @@ def score(s: Scenario, tool: str, work: Path) -> dict[str, Any]:
     return prf(csv_pairs(pairs_csv, ordered=not dedupe), truth)
 
 
-def run_scenario(a: argparse.Namespace, s: Scenario, scratch: Path) -> None:
+def run_tools(
+    a: argparse.Namespace,
+    s: Scenario,
+    scratch: Path,
+    scores_of: Callable[[Scenario, str, Path], dict[str, Any]],
+    line_of: Callable[[dict[str, Any], dict[str, Any]], str],
+) -> None:
+    """One scenario: the shipped job (paths replaced) as ``er run`` and, unless ``--skip-splink``, Splink's
+    worker, each a whole process (:func:`measure_job`), scored by ``scores_of(s, tool, work)``; the results
+    in ``s.results`` and one line per tool (``line_of(scores, run)``)."""
     from bench_whole import shipped_job
 
     work = scratch / f"work-{s.name}"
@@ -371,17 +380,23 @@ def run_scenario(a: argparse.Namespace, s: Scenario, scratch: Path) -> None:
         run = measure_job(s, tool, cmd, work, a.timeout)
         entry: dict[str, Any] = {"cmd": cmd, "run": run}
         if "error" not in run:
-            entry["scores"] = score(s, tool, work)
+            entry["scores"] = scores_of(s, tool, work)
             s.results["truth_pairs"] = entry["scores"]["truth_pairs"]
             out_txt = work / f"{s.name}-{tool}.out"
             if tool == "splink" and out_txt.exists():
                 lines = out_txt.read_text(errors="replace").strip().splitlines()
                 entry["splink_stdout"] = lines[-1][:2000] if lines else ""
-            sc = entry["scores"]
-            print(f" F1 {sc['f1']:.4f} (P {sc['precision']:.4f}, R {sc['recall']:.4f}), {run['wall_s']:.2f} s, {run['peak_rss_mb']:.0f} MB")
+            print(" " + line_of(entry["scores"], run))
         else:
             print(f" FAILED ({run['error']})")
         s.results[tool] = entry
+
+
+def run_scenario(a: argparse.Namespace, s: Scenario, scratch: Path) -> None:
+    def line(sc: dict[str, Any], run: dict[str, Any]) -> str:
+        return f"F1 {sc['f1']:.4f} (P {sc['precision']:.4f}, R {sc['recall']:.4f}), {run['wall_s']:.2f} s, {run['peak_rss_mb']:.0f} MB"
+
+    run_tools(a, s, scratch, score, line)
 
 
 def _f(v: Any, spec: str) -> str:

@@ -74,6 +74,14 @@ def _size_problem(flag: str, value: int, lo: int, hi: int, why: str) -> list[Pro
     return [Problem(where=flag, message=f"must be from {lo:,} to {hi:,}, got {value:,}", fix=why)]
 
 
+def _folder_problem(cmd: str, out: Path) -> list[Problem]:
+    """``--out`` names a file where a folder is wanted (a missing folder is created)."""
+    if out.exists() and not out.is_dir():
+        message = f"{str(out)!r} is a file, not a folder"
+        return [Problem(where=f"{cmd} --out", message=message, fix="name a folder (it is created when missing)")]
+    return []
+
+
 def _seed_problem(cmd: str, seed: int) -> list[Problem]:
     return _size_problem(f"{cmd} --seed", seed, 0, MAX_SEED, "a seed is a whole number >= 0 (below 2**63)")
 
@@ -138,10 +146,7 @@ def cmd_synth_persons(args: argparse.Namespace) -> int:
     if args.float_dates is not None:
         problems += _float_problem(f"{cmd} --float-dates", args.float_dates, 0.0, 1.0)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        problems.append(
-            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
-        )
+    problems += _folder_problem(cmd, out)
     if problems:
         raise ErError(problems)
     try:
@@ -168,10 +173,7 @@ def cmd_synth_inventors(args: argparse.Namespace) -> int:
         "generate several smaller files with different --seed values instead",
     ) + _seed_problem(cmd, args.seed)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        problems.append(
-            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
-        )
+    problems += _folder_problem(cmd, out)
     if problems:
         raise ErError(problems)
     try:
@@ -274,11 +276,8 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
         problems.append(Problem(where=f"{cmd} --families", message=str(exc), fix="e.g. --families heldout"))
     out = Path(args.out)
     pages_dir = out / "pages"
-    if out.exists() and not out.is_dir():
-        problems.append(
-            Problem(where=f"{cmd} --out", message=f"{str(out)!r} is a file, not a folder", fix="name a folder (it is created when missing)")
-        )
-    elif pages_dir.exists() and any(pages_dir.iterdir()) and not args.force:
+    problems += _folder_problem(cmd, out)
+    if out.is_dir() and pages_dir.exists() and any(pages_dir.iterdir()) and not args.force:
         problems.append(
             Problem(
                 where=f"{cmd} --out",
