@@ -7,6 +7,7 @@ a user never sees a traceback for bad configuration or bad input.
 from __future__ import annotations
 
 import difflib
+import errno as errno_names
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -76,3 +77,36 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 def choices_text(choices: Iterable[str]) -> str:
     items = sorted(choices)
     return ", ".join(items) if items else "(none)"
+
+
+#: what to do about an operating-system error, by errno name (the others: "check the path and its permissions")
+OS_FIXES = {
+    "ENOSPC": "free space on that disk (or write elsewhere), then run the command again",
+    "EDQUOT": "your disk quota is used up: free space (or write elsewhere), then run the command again",
+    "EROFS": "the file system is read-only: write to a folder on a writable disk",
+    "EACCES": "you may not do that there: fix the permissions, or use a folder you can write",
+    "EPERM": "the operation is not permitted there (an immutable file, a mount point?): use another path",
+    "EMFILE": "too many open files: raise the limit (ulimit -n) or lower workers, then run the command again",
+    "ENFILE": "the system has too many open files: close other programs or raise the limit, then try again",
+    "ENAMETOOLONG": "use a shorter path",
+    "ENOENT": "check that the path exists",
+    "ENOTDIR": "a part of the path is a file, not a folder: check the path",
+    "EISDIR": "the path is a folder: give a file name",
+    "EBUSY": "the file is in use (a mount point?): use another path",
+    "EIO": "the disk reported an input/output error: check the disk",
+    "EXDEV": "the file and its folder are on different file systems: use another path",
+}
+
+#: the errno names :func:`os_problem` treats as the environment's, not er's (the CLI's exit 2)
+ENVIRONMENT_ERRNOS = frozenset(OS_FIXES)
+
+
+def os_problem(exc: OSError, where: str, doing: str) -> Problem:
+    """The problem for an :class:`OSError` met while ``doing`` something ("write the labels file"): what
+    the system said, the file it named, and a fix that fits the error (a full disk, a read-only folder,
+    too many open files …)."""
+    name = errno_names.errorcode.get(exc.errno or 0, "")
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    file = exc.filename if exc.filename is not None else ""
+    at = f" ({file})" if file and str(file) != where else ""
+    return Problem(where=where, message=f"cannot {doing}: {reason}{at}", fix=OS_FIXES.get(name, "check the path and its permissions"))

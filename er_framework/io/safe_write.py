@@ -1,13 +1,29 @@
-"""The one writer of a single file outside an output folder (a model file, a labels file …).
+"""The one writer of every file er writes outside an output folder (a model, a labels file, generated data …).
 
-:func:`write_text_file` never writes over something that is not a regular
-file (a device such as ``/dev/null``, a FIFO, a socket, a folder), never over
-one of the job's inputs (its data, its YAML, its labels), and replaces the
-file atomically: the text goes to a temporary file beside the target, is
-flushed to disk, and is renamed over the target, so a reader sees the old
-file or the new one, never a part. A symbolic link is followed: the file it
-points to is replaced, the link stays. Every failure is an
-:class:`~er_framework.errors.InputError` saying what, where and how to fix it.
+:func:`open_for_write` (a text handle) and :func:`write_text_file` (a whole
+text) never write over:
+
+- something that is not a regular file (a device such as ``/dev/null``, a
+  FIFO, a socket, a folder): refused even where er runs as root;
+- one of the job's inputs (its data, its YAML, its labels, its model): the
+  caller names them;
+- an output of a run: a file of er's output names in a folder whose
+  ``report.json`` is er's, anything inside a run's temporary stage, the
+  commit journal;
+- an existing file that is not the kind being written (:class:`FileKind`:
+  a labels file must start with the labels header, a model file must be an
+  er model). Only the file's first bytes are read for that, and they are
+  never quoted in a message.
+
+The text goes to a temporary file beside the target (created with the
+umask's permissions, or given the replaced file's mode), is flushed to disk
+and renamed over the target, so a reader sees the old file or the new one,
+never a part; on any failure the temporary file is removed. Temporary files
+of writers that were killed (``kill -9``) are removed by the next write
+beside them. A symbolic link is followed: the file it points to is replaced,
+the link stays. Every failure is an :class:`~er_framework.errors.InputError`
+saying what, where and how to fix it (a full disk, a read-only folder, too
+many open files: :func:`~er_framework.errors.os_problem`).
 """
 
 from __future__ import annotations
@@ -15,12 +31,86 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
-from er_framework.errors import InputError, Problem
+from er_framework.errors import InputError, Problem, os_problem
 from er_framework.io.formats import file_kind
+from er_framework.io.outputs import JOURNAL, STAGE_PREFIX, is_er_output
 
-__all__ = ["write_text_file"]
+__all__ = ["TEMP_MARK", "FileKind", "clear_dead_temps", "csv_header_kind", "open_for_write", "pid_alive", "write_text_file"]
+
+#: the mark of this writer's temporary files: ``.NAME.er-tmp-PID-RANDOM``
+TEMP_MARK = ".er-tmp-"
+#: how many leading bytes of an existing file :class:`FileKind` looks at
+HEAD_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """What an existing file must be for er to write over it.
+
+    ``recognizes(head)`` is given the file's first bytes (at most
+    :data:`HEAD_BYTES`); ``description`` completes "… is not {description}"
+    in the refusal (say what is expected, never what the file holds). An
+    empty file is always accepted.
+    """
+
+    description: str
+    recognizes: Callable[[bytes], bool]
+
+
+def csv_header_kind(description: str, columns: Sequence[str]) -> FileKind:
+    """A CSV file whose header starts with ``columns`` (a byte-order mark, ``;`` or ``,`` separators, quotes
+    and surrounding spaces allowed: what a spreadsheet saves)."""
+    want = [c.lower() for c in columns]
+
+    def recognizes(head: bytes) -> bool:
+        text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+        first = text.splitlines()[0] if text else ""
+        for sep in (",", ";", "\t"):
+            cells = [c.strip().strip('"').strip().lower() for c in first.split(sep)]
+            if cells[: len(want)] == want:
+                return True
+        return False
+
+    return FileKind(description=f"{description} (its first line is not the header {','.join(columns)})", recognizes=recognizes)
+
+
+def pid_alive(pid: int) -> bool:
+    """Process ``pid`` exists (on this machine)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, owned by another user
+        return True
+    return True
+
+
+def clear_dead_temps(folder: Path, prefix: str) -> int:
+    """Remove the files ``folder/{prefix}{PID}…`` whose process is dead (debris of a writer killed by
+    ``kill -9``); returns how many. A file whose PID part is not a number is left alone."""
+    removed = 0
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix)]
+    except OSError:
+        return 0
+    for name in names:
+        digits = name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
+        if not digits.isdigit() or pid_alive(int(digits)):
+            continue
+        path = folder / name
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -30,64 +120,97 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def write_text_file(path: str | Path, text: str, *, what: str, inputs: list[Path] | None = None) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically; returns the path written (symbolic links resolved).
+def _refuse(raw: str, message: str, fix: str) -> InputError:
+    return InputError(Problem(where=raw, message=message, fix=fix))
 
-    ``what`` names the file in messages ("model file"); ``inputs`` are files the
-    caller reads (a job's sources, YAML, labels): ``path`` must be none of them.
-    """
+
+def _run_output(target: Path) -> str:
+    """Why ``target`` belongs to a run's output folder ('' when it does not)."""
+    folder = target.parent
+    if any(part.startswith(STAGE_PREFIX) for part in folder.parts):
+        return "it is inside a run's temporary folder"
+    if target.name == JOURNAL:
+        return "it is the commit journal of an output folder"
+    if target.name in is_er_output(folder):
+        return "it is an output of the er run in that folder (its report.json lists it)"
+    return ""
+
+
+def _checked_target(path: str | Path, what: str, inputs: Sequence[Path], kind: FileKind | None) -> tuple[Path, os.stat_result | None]:
+    """The resolved target and its stat (``None``: a new file), or the refusal."""
     raw = str(path)
     if not raw.strip():
-        raise InputError(
-            Problem(where="(empty path)", message=f"the {what}'s path is empty", fix=f"give the {what} a file name, e.g. model.json")
-        )
+        raise _refuse("(empty path)", f"the {what}'s path is empty", f"give the {what} a file name")
     target = Path(path)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, RuntimeError):
         target = target.resolve()
-    for inp in inputs or []:
-        if _same_file(target, inp):
-            raise InputError(
-                Problem(
-                    where=raw, message=f"the {what} would overwrite {inp}, an input of the job", fix=f"write the {what} to another file"
-                )
-            )
+    for inp in inputs:
+        if _same_file(target, Path(inp)):
+            raise _refuse(raw, f"the {what} would overwrite {inp}, an input of the job", f"write the {what} to another file")
+    why = _run_output(target)
+    if why:
+        raise _refuse(raw, f"the {what} is not written over {raw!r}: {why}", f"write the {what} to a file outside the output folder")
     try:
-        st = os.stat(target)
+        st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise InputError(
-            Problem(where=raw, message=f"cannot write the {what}: {exc.strerror or exc}", fix="check the path and its permissions")
-        ) from None
+        raise InputError(os_problem(exc, raw, f"write the {what}")) from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            Problem(
-                where=raw,
-                message=f"{raw!r} is {file_kind(st.st_mode)}, not a regular file: the {what} is not written over it",
-                fix=f"give the {what} the name of a new or existing regular file",
-            )
+        raise _refuse(
+            raw,
+            f"{raw!r} is {file_kind(st.st_mode)}, not a regular file: the {what} is not written over it",
+            f"give the {what} the name of a new or existing regular file",
         )
+    if st is not None and st.st_size and kind is not None:
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(HEAD_BYTES)
+        except OSError as exc:
+            raise InputError(os_problem(exc, raw, f"check the existing {what}")) from None
+        if not kind.recognizes(head):
+            raise _refuse(
+                raw,
+                f"{raw!r} exists and is not {kind.description}: er does not write over a file it did not write",
+                f"give a new file name for the {what}, or move the existing file away",
+            )
     folder = target.parent
     if not folder.is_dir():
-        raise InputError(
-            Problem(where=raw, message=f"the folder {str(folder)!r} does not exist", fix=f"create it first, or write the {what} elsewhere")
-        )
-    tmp = folder / f".{target.name}.er-tmp-{os.getpid()}"
-    data = text.encode("utf-8")
+        raise _refuse(raw, f"the folder {str(folder)!r} does not exist", f"create it first, or write the {what} elsewhere")
+    return target, st
+
+
+@contextlib.contextmanager
+def open_for_write(
+    path: str | Path, *, what: str, inputs: Sequence[Path] = (), kind: FileKind | None = None, newline: str = ""
+) -> Iterator[TextIO]:
+    """A UTF-8 text handle whose content replaces ``path`` atomically when the ``with`` block ends without
+    an exception (nothing changes otherwise). ``what`` names the file in messages ("labels file");
+    ``inputs`` are files the job reads: ``path`` must be none of them; ``kind``: what an existing file at
+    ``path`` must be. ``newline`` as for :func:`open` ("": written as given)."""
+    raw = str(path)
+    target, st = _checked_target(path, what, inputs, kind)
+    folder = target.parent
+    clear_dead_temps(folder, f".{target.name}{TEMP_MARK}")
+    tmp = folder / f".{target.name}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise InputError(os_problem(exc, raw, f"write the {what}")) from None
+    try:
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            if st is not None:
-                with contextlib.suppress(OSError):
-                    os.chmod(tmp, stat.S_IMODE(st.st_mode))  # the replaced file's permissions
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        except BaseException:
+            os.close(fd)
+            raise
+        with fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        if st is not None:
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))  # the replaced file's permissions
+        os.replace(tmp, target)
         with contextlib.suppress(OSError):
             dfd = os.open(folder, os.O_RDONLY)
             try:
@@ -95,9 +218,18 @@ def write_text_file(path: str | Path, text: str, *, what: str, inputs: list[Path
             finally:
                 os.close(dfd)
     except OSError as exc:
-        raise InputError(
-            Problem(
-                where=raw, message=f"cannot write the {what}: {exc.strerror or exc}", fix="check the folder's permissions and free space"
-            )
-        ) from None
+        raise InputError(os_problem(exc, raw, f"write the {what}")) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def write_text_file(path: str | Path, text: str, *, what: str, inputs: Sequence[Path] | None = None, kind: FileKind | None = None) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`open_for_write`; returns the path written (symbolic
+    links resolved)."""
+    with open_for_write(path, what=what, inputs=inputs or (), kind=kind) as fh:
+        fh.write(text)
+    target = Path(path)
+    with contextlib.suppress(OSError, RuntimeError):
+        target = target.resolve()
     return target
