@@ -10,11 +10,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "workers_arg"]
+__all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "terminal_text", "workers_arg"]
 
 
 def stderr(msg: str) -> None:
-    print(msg, file=sys.stderr)
+    print(terminal_text(msg), file=sys.stderr)
+
+
+#: C0 and C1 control characters but the line end and the tab, and DEL: a record value or a file name holding
+#: ESC [ ... could move the cursor, retitle the window or hide text on the user's terminal
+CONTROL_CHARS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
+CONTROL_CHARS.update({0x2028: "\\u2028", 0x2029: "\\u2029", 0x202E: "\\u202e", 0x202D: "\\u202d"})
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as it may reach a terminal: control characters (ESC, CR, BEL, C1, bidirectional overrides)
+    shown escaped (``\\x1b``); ``\\n`` and ``\\t`` kept. Every line er prints that may hold a record value,
+    an id or a file name goes through it."""
+    return text.translate(CONTROL_CHARS)
 
 
 class Terminated(BaseException):

@@ -24,3 +24,10 @@ def test_no_progress_bar_when_quiet() -> None:
     update, close = progress_bar(True)
     assert update is None
     close()
+
+
+def test_terminal_text_escapes_control_characters() -> None:
+    from er_framework.cli.common import terminal_text
+
+    assert terminal_text("a\x1b[31mred\r\nb\tc\x07\x9b\u202e") == "a\\x1b[31mred\\x0d\nb\tc\\x07\\x9b\\u202e"
+    assert terminal_text("plain é ü 名前") == "plain é ü 名前"
