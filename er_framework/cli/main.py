@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_name(args: argparse.Namespace) -> str:
+    """The verb as typed, with its action or domain: "run", "index build", "synth customers"."""
+    parts = [getattr(args, "command", None), getattr(args, "index_command", None), getattr(args, "domain", None)]
+    return " ".join(str(p) for p in parts if p)
+
+
 def debug_on(args: argparse.Namespace) -> bool:
     """``--debug`` given, or ``ER_DEBUG`` set to anything but "" or "0"."""
     return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
@@ -149,6 +155,34 @@ def environment_error(exc: BaseException) -> OSError | None:
     return None
 
 
+#: SQLite's result codes (the index's database) that mean the environment, not er: a full disk, a file size
+#: limit, an I/O error, a file that cannot be opened (too many open files, permissions), a read-only file
+SQLITE_ENVIRONMENT = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_NOLFS")
+
+
+def database_error(exc: BaseException, command: str) -> str | None:
+    """The exit-2 message when ``exc`` (or what it was raised from) is an SQLite error of the environment
+    (:data:`SQLITE_ENVIRONMENT`), else None. sqlite3 is looked up, never imported."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:
+        return None
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        name = str(getattr(cur, "sqlite_errorname", "") or "")
+        if isinstance(cur, sqlite3.Error) and name.startswith(SQLITE_ENVIRONMENT):
+            problem = Problem(
+                where=f"er {command}",
+                message=f"cannot complete `er {command}`: the index database reported {one_line(str(cur))!r} ({name})",
+                fix="check the free space, the file size limit (ulimit -f), the open-file limit (ulimit -n) and the "
+                "permissions of the index folder, then run the command again",
+            )
+            return InputError(problem).render()
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def environment_message(exc: OSError, command: str) -> str:
     """The exit-2 message of an environment error met by ``er COMMAND``: what, the file, the fix."""
     where = str(exc.filename) if exc.filename is not None else f"er {command}"
@@ -169,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stderr(STDOUT_CLOSED)
         return 2
     debug = debug_on(args)
-    command = str(getattr(args, "command", "") or "")
+    command = command_name(args)
     try:
         with signals_as_exceptions():
             return int(args.func(args))
@@ -203,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = environment_error(exc)
         if env is not None:
             stderr(environment_message(env, command))
+            return 2
+        database = database_error(exc, command)
+        if database is not None:
+            stderr(database)
             return 2
         if worker_died(exc):
             stderr(f"er: {exc}")
