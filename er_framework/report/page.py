@@ -43,7 +43,7 @@ from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
-from er_framework.io.outputs import find_job_file, publish, recover
+from er_framework.io.outputs import check_report, find_job_file, publish, recover
 from er_framework.io.source_files import merge_files, read_source
 from er_framework.report.learned import training_section
 from er_framework.report.review import (
@@ -101,7 +101,7 @@ def _load_report(out: Path) -> dict[str, Any]:
         raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")) from None
     if not isinstance(report, dict):
         raise InputError(Problem(where=str(path), message="report.json is not a JSON object", fix=fix + " (it rewrites the file)"))
-    return report
+    return check_report(report, path, deep=False)  # a malformed section is drawn as a note
 
 
 def _table_file(out: Path, name: str) -> Path | None:
