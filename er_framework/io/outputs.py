@@ -43,7 +43,7 @@ import signal
 import stat
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -586,6 +586,7 @@ REPORT_SHAPE: dict[str, Any] = {
             "fields": Each((_OBJ,)),
             "threshold": (_NUM, _STR, _NULL),
             "per_field": Each(Obj({"columns": Each((_STR,)), "levels": Each((_STR, _NUM))}, nullable=False), "map"),
+            "sessions": Obj({"sessions": Each((_OBJ,))}),
         }
     ),
     "model": Obj({"threshold": _THRESHOLD}),
@@ -604,11 +605,11 @@ REPORT_SHAPE: dict[str, Any] = {
     "review": Obj({"threshold": (_NUM,), "above": Each(_REVIEW_PAIR, nullable=False), "below": Each(_REVIEW_PAIR, nullable=False)}),
     "clusterer": (_OBJ, _NULL),
     "clusters": Obj({k: (_INT, _NULL) for k in ("count", "singletons", "largest", "records_in_multi_record_clusters", "pairs")}),
-    "chains": (_OBJ, _NULL),
+    "chains": Obj({"listed": Each((_OBJ,))}),
     "link": (_OBJ, _NULL),
     "diagnostics": (_OBJ, _NULL),
     "stages": Each((_OBJ,)),
-    "versions": (_OBJ, _NULL),
+    "versions": Obj({"components": Each((_OBJ, _NULL), "map")}),
     "warnings": (_LIST, _NULL),
     "seconds_total": (_NUM, _NULL),
     "peak_rss_mb": (_NUM, _NULL),
@@ -644,9 +645,12 @@ _KIND_NAMES = {
 }
 
 
-def _shape_problem(value: Any, shape: Any, path: str, deep: bool = True) -> str:
+def _shape_problem(value: Any, shape: Any, path: str, shallow: Collection[str] = (), pattern: str = "") -> str:
     """What is wrong with ``value`` at ``path`` for ``shape`` ('' when nothing): never the value itself.
-    Not ``deep``: a section's own kind only (an object, a list), not what it holds."""
+    ``pattern``: ``path`` with every list index and map key written ``[]``; a pattern in ``shallow`` is
+    checked for its own kind only (an object, a list), not for what it holds."""
+    pattern = pattern or path
+    deep = pattern not in shallow
     kind = _kind_of(value)
     if isinstance(shape, tuple):
         ok = kind in shape or (kind == _INT and _NUM in shape)
@@ -664,7 +668,7 @@ def _shape_problem(value: Any, shape: Any, path: str, deep: bool = True) -> str:
             return ""
         for key, sub in shape.keys.items():
             if key in value:
-                why = _shape_problem(value[key], sub, f"{path}.{key}")
+                why = _shape_problem(value[key], sub, f"{path}.{key}", shallow, f"{pattern}.{key}")
                 if why:
                     return why
         return ""
@@ -679,20 +683,21 @@ def _shape_problem(value: Any, shape: Any, path: str, deep: bool = True) -> str:
         else [(f"{path}[{i}]", item) for i, item in enumerate(value)]
     )
     for where, item in items:
-        why = _shape_problem(item, shape.item, where)
+        why = _shape_problem(item, shape.item, where, shallow, f"{pattern}[]")
         if why:
             return why
     return ""
 
 
-def check_report(data: Any, path: str | Path, *, deep: bool = True) -> dict[str, Any]:
+def check_report(data: Any, path: str | Path, *, shallow: Collection[str] = ()) -> dict[str, Any]:
     """``data`` (report.json's parsed JSON) if it has the shape of a report er wrote (:data:`REPORT_SHAPE`),
-    else an input error "PATH is not a report er wrote (why)" that never quotes the file. Not ``deep``:
-    only the kind of each top-level key (report.html draws a section whose content is malformed as a note)."""
+    else an input error "PATH is not a report er wrote (why)" that never quotes the file. ``shallow``: the
+    places (``scores``, ``review.above[]`` for the items of that list) checked for their own kind only
+    (report.html draws a section whose content is malformed as a note)."""
     if not isinstance(data, dict):
         why = f"it holds {_KIND_NAMES.get(_kind_of(data), 'something else')}, not an object"
     else:
-        why = next((w for w in (_shape_problem(data[k], s, k, deep) for k, s in REPORT_SHAPE.items() if k in data) if w), "")
+        why = next((w for w in (_shape_problem(data[k], s, k, shallow) for k, s in REPORT_SHAPE.items() if k in data) if w), "")
     if why:
         raise InputError(
             Problem(
