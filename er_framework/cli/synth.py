@@ -117,6 +117,7 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
         )
         + _seed_problem(cmd, args.seed)
         + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
+        + _folder_problem(cmd, Path(args.out))
     )
     if problems:
         raise ErError(problems)
@@ -235,6 +236,7 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     problems += _float_problem(f"{cmd} --width", args.width, 0.0, 1e9, lo_open=True)
     problems += _float_problem(f"{cmd} --height", args.height, 0.0, 1e9, lo_open=True)
     problems += _float_problem(f"{cmd} --sigma", args.sigma, 0.0, math.inf)
+    problems += _folder_problem(cmd, Path(args.out))
     if problems:
         raise ErError(problems)
     out = Path(args.out)
