@@ -410,3 +410,18 @@ def test_synth_news_force_leaves_a_users_page(tmp_path: Path) -> None:
     no_internal_error(ran)
     assert page.read_text(encoding="utf-8") == "<html><body>my page</body></html>\n"
     assert not (out / "truth.csv").exists()
+
+
+@pytest.mark.parametrize("verb", [["review", "out", "--labels", "l.csv"], ["schema"], ["explain", "out", "--left", "1", "--right", "2"]])
+def test_a_reader_that_stops_early_is_not_an_error(run_dir: Path, tmp_path: Path, verb: list[str]) -> None:
+    folder = copy_run(run_dir, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "ER_DEBUG"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "er_framework.cli.main", *verb], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()  # er ... | head -1
+    proc.stdout.close()
+    err = proc.stderr.read().decode("utf-8", "replace")
+    assert proc.wait(timeout=300) == 0, err
+    assert "internal error" not in err and TRACEBACK not in err
