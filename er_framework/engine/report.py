@@ -20,7 +20,7 @@ import numpy.typing as npt
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
-from er_framework.engine.explain import BORDERLINE, row_of_terms
+from er_framework.engine.explain import BORDERLINE, input_fingerprints, row_of_terms
 from er_framework.engine.log import StageLog
 from er_framework.engine.plausibility import NEAR_IDENTICAL_JACCARD, warnings_of
 from er_framework.engine.result import Result
@@ -446,6 +446,8 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "executor": {"type": job.spec.executor.type, **facts.executor},
         "records": {"total": n, "per_source": per_source},
         "sources": facts.source_stats,
+        # each input's fingerprint: er explain / er review refuse to read the sources again once one changed
+        "inputs": input_fingerprints(job),
         "normalize": facts.normalize_stats,
         "exact_duplicates": facts.exact.stats,
         "shingler": {**described["shingler"], **(facts.shingler or {})} if described["shingler"] is not None else None,
