@@ -46,7 +46,9 @@ def test_tabs_and_any_column_order_are_read(tmp_path: Path) -> None:
     path = tmp_path / "l.tsv"
     path.write_text("match\tright_id\tright_source\tleft_id\tleft_source\n1\t2\tB\t1\tA\n", encoding="utf-8")
     got = read_labels_file(path, fix="f")
-    assert got.separator == "\t" and got.records() == [{"match": "1", "right_id": "2", "right_source": "B", "left_id": "1", "left_source": "A"}]
+    assert got.separator == "\t" and got.records() == [
+        {"match": "1", "right_id": "2", "right_source": "B", "left_id": "1", "left_source": "A"}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -110,7 +112,7 @@ def test_the_writer_quotes_escaped_values_and_keeps_the_dialect(tmp_path: Path) 
     assert raw.startswith(b"\xef\xbb\xbfleft_source;") and raw.endswith(b"\r\n")
     row = raw.decode("utf-8-sig").split("\r\n")[1]
     # every cell a spreadsheet would evaluate starts with a quote character, inside quotes
-    assert row.split(";")[:4] == ['"\'=cmd|\' /C calc\'!A0"', "\"'-1\"", "\"'@x\"", "\"'+2\""]
+    assert row.split(";")[:4] == ["\"'=cmd|' /C calc'!A0\"", '"\'-1"', '"\'@x"', '"\'+2"']
     assert read_labels_file(path, fix="f").rows == labels.rows
 
 
@@ -159,7 +161,10 @@ def test_written_labels_read_back_equal(tmp_path: Path, rows: list[list[str]], s
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.binary(max_size=300), header=st.sampled_from([b"", HEADER.encode() + b"\n", b"\xef\xbb\xbf" + HEADER.replace(",", ";").encode() + b"\r\n"]))
+@given(
+    body=st.binary(max_size=300),
+    header=st.sampled_from([b"", HEADER.encode() + b"\n", b"\xef\xbb\xbf" + HEADER.replace(",", ";").encode() + b"\r\n"]),
+)
 def test_the_reader_gives_rows_or_an_input_error(tmp_path: Path, body: bytes, header: bytes) -> None:
     path = tmp_path / "fuzz.csv"
     path.write_bytes(header + body)
