@@ -105,5 +105,5 @@ def test_an_existing_labels_file_is_read_with_its_extra_columns_and_its_problems
     with pytest.raises(InputError) as exc:
         merge_labels(bad, [row])
     [problem] = exc.value.problems
-    assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: row 2")
+    assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: line 2")
     assert "give another --labels file" in problem.fix
