@@ -133,7 +133,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     if not entries:
         print(
             terminal_text(
-                f"{args.out_dir}: no candidate pairs to review (report.json has no review section: run the job again with this version of er)"
+                f"{args.out_dir}: no candidate pairs to review "
+                "(report.json has no review section: run the job again with this version of er)"
             )
         )
         return 0
