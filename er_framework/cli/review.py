@@ -22,7 +22,7 @@ from typing import Any
 
 from er_framework.cli.common import job_of_run, terminal_text
 from er_framework.errors import InputError, Problem
-from er_framework.io.labels_file import LABELS_HEADER, LabelsFile, read_labels_file, write_labels_file
+from er_framework.io.labels_file import LABELS_HEADER, LabelsFile, read_labels_file, update_labels_file
 
 __all__ = ["LABELS_HEADER", "add_parser", "cmd_review", "differing_passages", "job_inputs", "merge_labels"]
 
@@ -72,28 +72,29 @@ def merge_labels(path: Path, rows: list[dict[str, Any]], inputs: Sequence[Path] 
     """Write ``rows`` into the labels file ``path``, keeping the rows (labels, extra columns, separator) already
     there; atomically, never over one of ``inputs`` (the job's files), an output of a run, a device or a file
     that is not a labels file. Returns (rows added, rows in the file)."""
-    labels = LabelsFile()
-    if path.is_file():
-        labels = _read_labels(path)
-    header = labels.header
-    for name in LABELS_HEADER:
-        if name not in header:
-            header.append(name)  # a file with only the columns training needs gets score and side
-    width = len(header)
-    labels.rows = [(r + [""] * width)[:width] for r in labels.rows]
-    at = [header.index(c) for c in ("left_source", "left_id", "right_source", "right_id")]
-    seen = {tuple(r[i] for i in at) for r in labels.rows}
     added = 0
-    for r in rows:
-        key = (str(r["left_source"]), str(r["left_id"]), str(r["right_source"]), str(r["right_id"]))
-        rev = (key[2], key[3], key[0], key[1])
-        if key in seen or rev in seen:
-            continue
-        seen.add(key)
-        labels.rows.append([str(r.get(name, "")) for name in header])
-        added += 1
-    write_labels_file(path, labels, inputs=inputs)
-    return added, len(labels.rows)
+
+    def extend(labels: LabelsFile) -> LabelsFile:
+        nonlocal added
+        header = labels.header
+        for name in LABELS_HEADER:
+            if name not in header:
+                header.append(name)  # a file with only the columns training needs gets score and side
+        width = len(header)
+        labels.rows = [(r + [""] * width)[:width] for r in labels.rows]
+        at = [header.index(c) for c in ("left_source", "left_id", "right_source", "right_id")]
+        seen = {tuple(r[i] for i in at) for r in labels.rows}
+        for r in rows:
+            key = (str(r["left_source"]), str(r["left_id"]), str(r["right_source"]), str(r["right_id"]))
+            if key in seen or (key[2], key[3], key[0], key[1]) in seen:
+                continue
+            seen.add(key)
+            labels.rows.append([str(r.get(name, "")) for name in header])
+            added += 1
+        return labels
+
+    written = update_labels_file(path, extend, inputs=inputs, read=_read_labels)
+    return added, len(written.rows)
 
 
 def job_inputs(job: Any, labels: Path, report: dict[str, Any] | None = None) -> list[Path]:

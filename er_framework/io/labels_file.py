@@ -31,9 +31,10 @@ import io
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from er_framework.errors import InputError, Problem, os_problem
 from er_framework.io.formats import file_kind
@@ -51,6 +52,7 @@ __all__ = [
     "labels_header",
     "read_labels_file",
     "unescape_formula",
+    "update_labels_file",
     "write_labels_file",
 ]
 
@@ -252,16 +254,42 @@ def _cell(value: str, sep: str) -> str:
     return text
 
 
+def _write(fh: TextIO, labels: LabelsFile) -> None:
+    sep, end = labels.separator, labels.newline
+    width = len(labels.header)
+    if labels.bom:
+        fh.write("\ufeff")
+    fh.write(sep.join(_cell(c, sep) for c in labels.header) + end)
+    for row in labels.rows:
+        cells = (list(row) + [""] * width)[:width]
+        fh.write(sep.join(_cell(c, sep) for c in cells) + end)
+
+
 def write_labels_file(path: str | Path, labels: LabelsFile, *, inputs: Sequence[Path] = ()) -> None:
     """Write ``labels`` to ``path`` (atomically, through :func:`~er_framework.io.safe_write.open_for_write`:
     never over one of ``inputs``, an output of a run, a device, or an existing file that is not a labels
     file), in the file's own separator, byte-order mark and line ends, formula-like values escaped."""
-    sep, end = labels.separator, labels.newline
-    width = len(labels.header)
     with open_for_write(path, what="labels file", inputs=inputs, kind=LABELS_KIND, newline="") as fh:
-        if labels.bom:
-            fh.write("\ufeff")
-        fh.write(sep.join(_cell(c, sep) for c in labels.header) + end)
-        for row in labels.rows:
-            cells = (list(row) + [""] * width)[:width]
-            fh.write(sep.join(_cell(c, sep) for c in cells) + end)
+        _write(fh, labels)
+
+
+def update_labels_file(
+    path: str | Path,
+    update: Callable[[LabelsFile], LabelsFile],
+    *,
+    inputs: Sequence[Path] = (),
+    read: Callable[[Path], LabelsFile] | None = None,
+) -> LabelsFile:
+    """Read the labels file ``path`` (an empty :class:`LabelsFile` when there is none), pass it to ``update``
+    and write what it returns, as :func:`write_labels_file` does. The target is checked before anything is
+    read (an input of the job or an output of a run is refused as such, not read as a labels file), and
+    nothing changes when reading or ``update`` fails. ``read``: the reader (default
+    :func:`read_labels_file`, an empty file allowed). Returns what was written."""
+    target = Path(path)
+    with open_for_write(target, what="labels file", inputs=inputs, kind=LABELS_KIND, newline="") as fh:
+        current = LabelsFile()
+        if target.is_file():
+            current = read(target) if read is not None else read_labels_file(target, fix="give another labels file", allow_empty=True)
+        written = update(current)
+        _write(fh, written)
+    return written

@@ -74,7 +74,11 @@ def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path:
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["review", str(out), "--labels", str(tmp_path / "file" / "labels.csv")]) == 2
     assert "cannot write the labels file" in capsys.readouterr().err
-    (tmp_path / "bad.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
+    (tmp_path / "other.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
+    assert main(["review", str(out), "--labels", str(tmp_path / "other.csv")]) == 2
+    assert "is not a labels file" in capsys.readouterr().err
+    assert (tmp_path / "other.csv").read_bytes() == b"left_source,left_id\n\xff\xfe\n"
+    (tmp_path / "bad.csv").write_bytes(b"left_source,left_id,right_source,right_id,score,side,match\n\xff\xfe\n")
     assert main(["review", str(out), "--labels", str(tmp_path / "bad.csv")]) == 2
     assert "cannot read the labels file" in capsys.readouterr().err
 
