@@ -119,8 +119,7 @@ def _training_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
             warning(
                 "few_labels",
                 f"the verifier was trained from {labels} (fewer than {FEW_LABELS} of a kind): its weights rest on a "
-                "handful of pairs"
-                + ("" if linked is None else f"; it links {linked:,.0f} pairs"),
+                "handful of pairs" + ("" if linked is None else f"; it links {linked:,.0f} pairs"),
                 fix,
             )
         ]
