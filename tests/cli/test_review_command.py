@@ -111,3 +111,24 @@ def test_an_existing_labels_file_is_read_with_its_extra_columns_and_its_problems
     [problem] = exc.value.problems
     assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: line 2")
     assert "give another --labels file" in problem.fix
+
+
+def test_the_job_inputs_are_its_data_yaml_and_other_training_labels(tmp_path: Path) -> None:
+    from er_framework.cli.review import job_inputs
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("left_source,left_id,right_source,right_id,match\n", encoding="utf-8")
+    job = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
+    job = job.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + "\ntraining: {labels: labels.csv}\n"
+    (tmp_path / "job.yaml").write_text(job, encoding="utf-8")
+    parsed = parse_job(tmp_path / "job.yaml")
+    data = ROOT / "configs" / "data" / "customers"
+    others = {data / "a.csv", data / "b.csv", tmp_path / "job.yaml"}
+    assert set(job_inputs(parsed, tmp_path / "new.csv")) == others | {labels}
+    assert set(job_inputs(parsed, labels)) == others  # extending the training labels is what er review is for
+    model = tmp_path / "model.json"
+    model.write_text("{}", encoding="utf-8")
+    assert model in job_inputs(parsed, labels, {"model": {"origin": str(model)}})
+    assert merge_labels(labels, [], job_inputs(parsed, labels)) == (0, 0)
+    with pytest.raises(InputError, match="an input of the job"):
+        merge_labels(tmp_path / "job.yaml", [], job_inputs(parsed, labels))
