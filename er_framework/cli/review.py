@@ -18,13 +18,15 @@ import difflib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from er_framework.cli.common import job_of_run, terminal_text
 from er_framework.errors import InputError, Problem
-from er_framework.io.labels_file import LABELS_HEADER, LabelsFile, read_labels_file, update_labels_file
 
-__all__ = ["LABELS_HEADER", "add_parser", "cmd_review", "differing_passages", "job_inputs", "merge_labels"]
+if TYPE_CHECKING:
+    from er_framework.io.labels_file import LabelsFile
+
+__all__ = ["add_parser", "cmd_review", "differing_passages", "job_inputs", "merge_labels"]
 
 #: a value longer than this is shown by its differing passages
 LONG_VALUE = 120
@@ -49,9 +51,21 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def __getattr__(name: str) -> Any:
+    """``LABELS_HEADER``: the columns er review writes (:data:`er_framework.io.labels_file.LABELS_HEADER`),
+    loaded on first use: ``er --help`` does not load the readers and writers."""
+    if name == "LABELS_HEADER":
+        from er_framework.io.labels_file import LABELS_HEADER
+
+        return LABELS_HEADER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _read_labels(path: Path) -> LabelsFile:
     """The existing labels file ``path`` (read as CSV whatever its name, in the dialect it was saved in);
     InputError naming the file and line of what cannot be read, never quoting a file that is not one."""
+    from er_framework.io.labels_file import read_labels_file  # the readers: not loaded by er --help
+
     try:
         return read_labels_file(path, fix="give another --labels file (er review writes a new one)", allow_empty=True)
     except InputError as exc:
@@ -72,6 +86,8 @@ def merge_labels(path: Path, rows: list[dict[str, Any]], inputs: Sequence[Path] 
     """Write ``rows`` into the labels file ``path``, keeping the rows (labels, extra columns, separator) already
     there; atomically, never over one of ``inputs`` (the job's files), an output of a run, a device or a file
     that is not a labels file. Returns (rows added, rows in the file)."""
+    from er_framework.io.labels_file import LABELS_HEADER, update_labels_file
+
     added = 0
 
     def extend(labels: LabelsFile) -> LabelsFile:
