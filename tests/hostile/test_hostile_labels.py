@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TRACEBACK, run_er
+from conftest import run_er
 
 ROOT = Path(__file__).resolve().parents[2]
+TRACEBACK = "Traceback (most recent call last)"
 DATA = ROOT / "configs" / "data" / "customers"
 PREFIX = ("", "=", "-", "@", "+")
 #: an escape sequence that would retitle the terminal window, and one that clears the screen
