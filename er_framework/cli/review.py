@@ -51,16 +51,6 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def __getattr__(name: str) -> Any:
-    """``LABELS_HEADER``: the columns er review writes (:data:`er_framework.io.labels_file.LABELS_HEADER`),
-    loaded on first use: ``er --help`` does not load the readers and writers."""
-    if name == "LABELS_HEADER":
-        from er_framework.io.labels_file import LABELS_HEADER
-
-        return LABELS_HEADER
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _read_labels(path: Path) -> LabelsFile:
     """The existing labels file ``path`` (read as CSV whatever its name, in the dialect it was saved in);
     InputError naming the file and line of what cannot be read, never quoting a file that is not one."""
