@@ -31,6 +31,7 @@ __all__ = [
     "EXPECTED_PER_RECORD_LINK",
     "EXPECTED_SHARE_IN_CLUSTERS",
     "EXPECTED_SHARE_OF_KEPT_MIN",
+    "FEW_LABELS",
     "GIANT_CLUSTER_MIN",
     "GIANT_CLUSTER_SHARE",
     "LAMBDA_HIGH",
@@ -79,6 +80,11 @@ EXPECTED_SHARE_OF_KEPT_MIN = 0.01
 #: a compared field whose every level weighs less than this in bits (either sign) says nothing about a
 #: match: 0.1 bits is a likelihood ratio of 1.07 (a field worth keeping weighs several bits at its top level)
 SILENT_FIELD_BITS = 0.1
+#: training from fewer labelled matches or non-matches than this: a Fellegi-Sunter model estimates m and u
+#: per field and level (Febrl's 10 fields have 27 levels), so a handful of pairs leaves most levels to
+#: smoothing: 1 match and 1 non-match on Febrl3 with ``labels_fit: labels`` gives 50 pairs where the
+#: unlabelled fit gives 6,527
+FEW_LABELS = 10
 
 
 def warning(code: str, message: str, fix: str) -> dict[str, str]:
@@ -94,11 +100,41 @@ def warnings_of(report: Mapping[str, Any]) -> list[dict[str, str]]:
     out += _nothing_verified_warnings(report)
     out += _cluster_warnings(report)
     out += _acceptance_warnings(report)
+    out += _training_warnings(report)
     verifier = report.get("verifier")
     if isinstance(verifier, Mapping):
         out += _model_warnings(report, verifier)
         out += _own_warnings(verifier)
     return out
+
+
+def _training_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A verifier trained from labels that link nothing, or from too few labels of a kind to trust."""
+    training = report.get("training")
+    if not isinstance(training, Mapping):
+        return []
+    matches, non_matches = _number(training.get("matches")), _number(training.get("non_matches"))
+    if matches is None or non_matches is None:
+        return []
+    linked = _number(report.get("pairs_written"))
+    linked = _number(report.get("verified_pairs")) if linked is None else linked
+    labels = f"{matches:,.0f} labelled matches and {non_matches:,.0f} labelled non-matches"
+    fix = (
+        f"label at least {FEW_LABELS} pairs of each kind (er review OUT lists 20 pairs near the threshold; label them, "
+        "run again, review again), and compare with a run without training: (how many pairs it links)"
+    )
+    if linked == 0:
+        return [warning("training_no_links", f"the verifier trained from {labels} links no pair", fix)]
+    if min(matches, non_matches) < FEW_LABELS:
+        return [
+            warning(
+                "few_labels",
+                f"the verifier was trained from {labels} (fewer than {FEW_LABELS} of a kind): its weights rest on a "
+                "handful of pairs" + ("" if linked is None else f"; it links {linked:,.0f} pairs"),
+                fix,
+            )
+        ]
+    return []
 
 
 def _number(value: Any) -> float | None:

@@ -185,6 +185,20 @@ def test_expected_matches_too_few_for_what_is_kept() -> None:
     assert codes(r) == []
 
 
+def test_training_from_too_few_labels_or_with_no_links() -> None:
+    r = sound()
+    r["training"] = {"matches": 1, "non_matches": 1}
+    [w] = warnings_of(r)
+    assert w["code"] == "few_labels" and "1 labelled matches and 1 labelled non-matches" in w["message"]
+    assert "6,500 pairs" in w["message"] and "at least 10 pairs of each kind" in w["fix"]
+    r["training"] = {"matches": pl.FEW_LABELS, "non_matches": pl.FEW_LABELS}
+    assert codes(r) == []
+    r["verified_pairs"] = 0
+    assert codes(r) == ["training_no_links"]
+    del r["training"]
+    assert codes(r) == []
+
+
 def test_a_field_whose_every_level_weighs_nothing() -> None:
     r = sound()
     r["verifier"]["per_field"]["birth_month"] = {"weight_log2": [0.04, -0.09, 0.0]}
