@@ -463,6 +463,8 @@ def _nothing_verified_warnings(report: Mapping[str, Any]) -> list[dict[str, str]
     candidates = int(_number(report.get("candidate_pairs")) or 0)
     if found <= 0 or int(_number(report.get("verified_pairs")) or 0) > 0:
         return []
+    if _training_warnings(report):  # trained from labels that link nothing: training_no_links says so, with its fix
+        return []
     verifier = report.get("verifier")
     name = str(verifier.get("type") or "the verifier") if isinstance(verifier, Mapping) else "the verifier"
     trained = isinstance(report.get("training"), Mapping) and bool(report.get("training"))

@@ -366,5 +366,7 @@ def test_nothing_verified_needs_evidence() -> None:
     assert "best score was 0.4" in w["message"] and "check the threshold" in w["fix"]
     r["training"] = {"labels": "labels.csv", "pairs": 3}
     assert "too few labelled pairs" in warnings_of(r)[0]["fix"]
+    r["training"] = {"matches": 1, "non_matches": 1}  # training_no_links says it (one warning, not two)
+    assert codes(r).count("training_no_links") == 1 and "nothing_verified" not in codes(r)
     r["verified_pairs"] = 5
     assert "nothing_verified" not in codes(r)
