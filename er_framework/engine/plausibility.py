@@ -338,6 +338,11 @@ def _own_warnings(verifier: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def _listed(value: Any) -> list[Any]:
+    """``value`` if it is a list, else empty (a report of another version, or edited by hand)."""
+    return value if isinstance(value, list) else []
+
+
 def dropped_pairs_warning(blocker: str, cap: str, buckets: int, records: str, pairs: int, fix: str) -> dict[str, str]:
     """The one warning of pairs a cap dropped: ``buckets`` buckets (blocks) of blocker ``blocker`` were over
     ``cap`` and made no pair; ``records`` says how many records they held; they would have made ``pairs``
@@ -371,11 +376,11 @@ def capped_pairs(blocker: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "key": None,
             }
         )
-    for key in blocker.get("per_key") or []:
+    for key in _listed(blocker.get("per_key")):
         purged = key.get("purged") if isinstance(key, Mapping) else None
         if not isinstance(purged, Mapping) or not int(_number(purged.get("buckets")) or 0):
             continue
-        sizes = [int(_number(b.get("size")) or 0) for b in purged.get("largest") or [] if isinstance(b, Mapping)]
+        sizes = [int(_number(b.get("size")) or 0) for b in _listed(purged.get("largest")) if isinstance(b, Mapping)]
         cap = _number(blocker.get("max_block_size"))
         records = int(_number(purged.get("records")) or 0)
         out.append(
@@ -396,7 +401,7 @@ def _cap_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     exact = report.get("exact_duplicates")
     exact_off = isinstance(exact, Mapping) and exact.get("enabled") is False
-    for blocker in report.get("blockers") or []:
+    for blocker in _listed(report.get("blockers")):
         if not isinstance(blocker, Mapping):
             continue
         name = str(blocker.get("type") or blocker.get("name") or "?")
@@ -428,7 +433,7 @@ EMPTIED_SHARE_MIN = 0.0
 
 def _pruning_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """Records that ``prune_shingles:`` left without a shingle (the ``prune`` stage's ``records_emptied``)."""
-    stage = next((s for s in report.get("stages") or [] if isinstance(s, Mapping) and s.get("stage") == "prune"), None)
+    stage = next((s for s in _listed(report.get("stages")) if isinstance(s, Mapping) and s.get("stage") == "prune"), None)
     if stage is None:
         return []
     emptied = int(_number(stage.get("records_emptied")) or 0)

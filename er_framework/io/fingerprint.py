@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from er_framework.errors import ErError
 from er_framework.io.page_folder import list_pages
 
 __all__ = ["EDGE_BYTES", "WHOLE_HASH_MAX", "changed_inputs", "fingerprint"]
@@ -70,9 +71,16 @@ def fingerprint(path: str | Path) -> dict[str, Any]:
     p = Path(os.path.abspath(path))
     try:
         found = _folder_fingerprint(p) if p.is_dir() else _file_fingerprint(p)
-    except (OSError, ValueError) as exc:  # (a page folder too large to list: ValueError's subclass InputError)
-        return {"path": str(p), "error": str(getattr(exc, "strerror", None) or exc)[:200]}
+    except OSError as exc:
+        return {"path": str(p), "error": str(exc.strerror or exc)[:200]}
+    except ErError as exc:  # a page folder the walk refuses (too many entries, a system folder)
+        return {"path": str(p), "error": exc.problems[0].message[:200] if exc.problems else "refused"}
     return {"path": str(p), **found}
+
+
+def _count(value: Any) -> str:
+    """A number of report.json as text (a tampered report may hold anything: never a crash)."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
 
 
 def _difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
@@ -82,11 +90,11 @@ def _difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
     if then.get("error"):
         return None  # it could not be fingerprinted at the run: nothing to compare
     if then.get("kind") != now.get("kind"):
-        return f"it was a {then.get('kind')} and is now a {now.get('kind')}"
+        return f"it was a {'folder' if then.get('kind') == 'folder' else 'file'} and is now a {now.get('kind')}"
     if then.get("size") != now.get("size"):
-        return f"its size was {then.get('size'):,} bytes and is now {now.get('size'):,}"
+        return f"its size was {_count(then.get('size'))} bytes and is now {_count(now.get('size'))}"
     if then.get("kind") == "folder" and then.get("pages") != now.get("pages"):
-        return f"it held {then.get('pages'):,} pages and now holds {now.get('pages'):,}"
+        return f"it held {_count(then.get('pages'))} pages and now holds {_count(now.get('pages'))}"
     if then.get("sha256") != now.get("sha256"):
         return "its content differs" if then.get("kind") == "file" else "its pages were changed, renamed or touched"
     if then.get("hashed") != "whole" and then.get("mtime_ns") != now.get("mtime_ns"):

@@ -370,3 +370,20 @@ def test_nothing_verified_needs_evidence() -> None:
     assert codes(r).count("training_no_links") == 1 and "nothing_verified" not in codes(r)
     r["verified_pairs"] = 5
     assert "nothing_verified" not in codes(r)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        {"blockers": 5},
+        {"blockers": [{"oversized_buckets": "x", "per_key": 3}]},
+        {"blockers": [{"per_key": [{"purged": {"buckets": 2, "largest": "no"}}]}]},
+        {"stages": "prune"},
+        {"stages": [{"stage": "prune", "records_emptied": None}]},
+        {"scores": {"near_identical_rejected": {"near_identical": "3"}}, "verified_pairs": 0},
+    ],
+)
+def test_the_new_checks_read_a_report_edited_by_hand_without_a_crash(junk: dict[str, Any]) -> None:
+    r = sound()
+    r.update(junk)
+    assert isinstance(warnings_of(r), list)

@@ -57,3 +57,12 @@ def test_missing_and_unknown_inputs(tmp_path: Path) -> None:
     other.write_text("id\n1\n", encoding="utf-8")
     [(_, what)] = changed_inputs([got], [other])
     assert "did not read it" in what
+
+
+def test_a_tampered_record_is_a_change_never_a_crash(tmp_path: Path) -> None:
+    f = tmp_path / "a.csv"
+    f.write_text("id\n1\n", encoding="utf-8")
+    for then in ({"path": str(f), "kind": "file", "size": "big"}, {"path": str(f), "kind": ["x"]}, {"path": str(f)}):
+        [(_, what)] = changed_inputs([then], [f])
+        assert what
+    assert changed_inputs(["not a mapping", 3], [f]) == [(str(f), "the run did not read it (the job's sources changed since the run)")]
