@@ -494,10 +494,12 @@ def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str])
         except OSError as second:
             new, old = _which_run(out, stage, files, remove, backups)
             raise CommitUndone(exc, second, new, old) from None
-        os.unlink(out / JOURNAL)
+        with contextlib.suppress(OSError):  # left behind, it is a rollback a recovery repeats as a no-op
+            os.unlink(out / JOURNAL)
         fsync_dir(out)
         raise
-    os.unlink(out / JOURNAL)
+    with contextlib.suppress(OSError):  # left behind, it is a commit a recovery completes as a no-op
+        os.unlink(out / JOURNAL)
     fsync_dir(out)
 
 
@@ -533,6 +535,9 @@ def _roll_forward(out: Path) -> None:
         return
     stage = out / plan["stage"]
     files, remove, backups = plan["files"], plan["remove"], plan["backups"]
+    if not stage.is_dir():  # a finished commit or rollback whose journal could not be deleted (the stage goes last)
+        os.unlink(out / JOURNAL)
+        return
     if plan["state"] == "commit" and _all_new_present(out, stage, files, backups):
         try:
             _apply(out, stage, files, remove)
