@@ -38,6 +38,7 @@ from er_framework.index.sqlite import (
     connect_ro,
     damaged,
     files,
+    pause,
     problem,
     read_meta,
     rebuild_fix,
@@ -255,6 +256,7 @@ def _build(job: Job, path: Path, engine: Engine, progress: Callable[[str], None]
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
+        pause()  # test hook: the new file is complete, not yet in place (the lock is held)
         for f in files(path)[1:]:
             f.unlink(missing_ok=True)
         os.replace(tmp, path)
