@@ -66,7 +66,7 @@ _RECORD = re.compile(rb"\A(\d{1,10}) (\w{1,16})\n?\Z")
 def lock_path(index: str | Path) -> Path:
     """The lock file of the index at ``index``: ``.NAME.lock`` beside it."""
     p = Path(index)
-    return p.with_name(f".{p.name}.lock")
+    return Path(os.path.realpath(p.absolute().parent)) / f".{p.name}.lock"  # one lock whichever folder link names it
 
 
 def file_identity(path: str | Path) -> tuple[int, int] | None:

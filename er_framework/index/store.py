@@ -16,6 +16,11 @@ pipeline would find them (equality with a rebuild), are
 :mod:`er_framework.index.pairs`; stable cluster ids after a write are
 :mod:`er_framework.index.recluster`; building and opening an index are
 :mod:`er_framework.index.build`.
+
+One writer at a time: ``build`` (also ``--force``), ``add``, ``remove`` and
+``refit`` take the index's lock, an ``flock`` on ``.NAME.lock`` beside it
+(:mod:`er_framework.index.lock`: why not the index file itself, what a writer
+does when a build holds it, the debris of killed writers). Readers take none.
 """
 
 from __future__ import annotations

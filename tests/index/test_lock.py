@@ -29,9 +29,8 @@ def test_the_lock_file_is_beside_the_index_and_kept(tmp_path: Path) -> None:
     with index_lock(index, "add"):
         assert lock_path(index).read_text() == f"{os.getpid()} add\n"
     assert lock_path(index).exists()  # never deleted: a waiter may hold it open
-    with pytest.raises(ValueError, match="unknown index writer"):
-        with index_lock(index, "query"):
-            pass
+    with pytest.raises(ValueError, match="unknown index writer"), index_lock(index, "query"):
+        pass
 
 
 def test_a_writer_finding_a_build_fails_at_once_naming_its_process(tmp_path: Path) -> None:
@@ -48,9 +47,8 @@ def test_a_writer_finding_a_build_fails_at_once_naming_its_process(tmp_path: Pat
     try:
         assert held.wait(60)
         for command in ("add", "remove", "refit", "build"):
-            with pytest.raises(ErError, match=f"being rebuilt by process {os.getpid()}"):
-                with index_lock(index, command):
-                    pass
+            with pytest.raises(ErError, match=f"being rebuilt by process {os.getpid()}"), index_lock(index, command):
+                pass
     finally:
         release.set()
         t.join()
@@ -83,15 +81,13 @@ def test_a_lock_file_that_is_a_symlink_or_a_folder_is_refused_and_not_followed(t
     victim = tmp_path / "victim.txt"
     victim.write_text("keep\n", encoding="utf-8")
     lock_path(index).symlink_to(victim)
-    with pytest.raises(ErError, match="is a symbolic link"):
-        with index_lock(index, "add"):
-            pass
+    with pytest.raises(ErError, match="is a symbolic link"), index_lock(index, "add"):
+        pass
     assert victim.read_text(encoding="utf-8") == "keep\n"
     lock_path(index).unlink()
     lock_path(index).mkdir()
-    with pytest.raises(ErError, match="not a regular file|lock the index"):
-        with index_lock(index, "add"):
-            pass
+    with pytest.raises(ErError, match="not a regular file|lock the index"), index_lock(index, "add"):
+        pass
 
 
 def test_a_foreign_lock_file_is_locked_but_not_written(tmp_path: Path) -> None:
