@@ -665,7 +665,10 @@ class OutputStage:
 
     def commit(self, files: Sequence[str], *, replace_all: bool) -> dict[str, Path]:
         """Move ``files`` from the stage into the folder as one unit; with ``replace_all``, every other
-        output name of the tool in the folder is removed (the folder then holds exactly this set)."""
+        output name of the tool in the folder is removed (the folder then holds exactly this set).
+
+        On any failure the folder keeps (or gets back) the previous set and :class:`InputError` says so; if
+        even that fails, the error names the files of each run (see the module docstring: rollback)."""
         for name in files:
             if name not in OUTPUT_NAMES:
                 raise ValueError(f"{name!r} is not an output name of er")
