@@ -156,7 +156,10 @@ def build_index(
     model: Model | None = None,
 ) -> tuple[Index, dict[str, Any]]:
     """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed), with the model the run
-    fitted (or ``model``, a saved one, applied without fitting): queries and additions score with it."""
+    fitted (or ``model``, a saved one, applied without fitting): queries and additions score with it.
+
+    The index's writer lock (:mod:`er_framework.index.lock`) is held from before the job runs until the new
+    file is in place: an ``add``/``remove``/``refit`` meanwhile is refused, and debris of killed builds goes."""
     path = Path(path)
     check_target(path, force=force)  # before the job runs
     if model is not None:
