@@ -14,12 +14,14 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_er
 
 from er_framework.index.sqlite import PAUSE_ENV
@@ -203,3 +205,24 @@ def test_writers_during_a_rebuild_are_refused_and_a_killed_builds_debris_is_remo
     assert ran.code == 0, ran.err
     assert not [p.name for p in tmp_path.iterdir() if ".building-" in p.name]
     assert _records(index) == 200
+
+
+def test_an_immutable_output_makes_the_commit_roll_back_to_the_previous_set(tmp_path: Path) -> None:
+    """The case of the issue: one target file made immutable (chattr +i, refused even to root)."""
+    out = tmp_path / "out"
+    ran = run_er(["run", docs_job(tmp_path, 0.6), "--out", out, "-q"])
+    assert ran.code == 0, ran.err
+    before = snapshot(out)
+    target = out / "report.html"  # the last file the commit moves: the others are in place by then
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(target)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available on this file system")
+    try:
+        ran = run_er(["run", docs_job(tmp_path, 0.3), "--out", out, "-q"])
+        ran.assert_clean_error(2, "cannot write outputs", "the previous outputs were left as they were")
+        assert snapshot(out) == before
+        assert not (out / JOURNAL).exists() and not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
+    finally:
+        subprocess.run(["chattr", "-i", str(target)], check=False)
+    ran = run_er(["run", docs_job(tmp_path, 0.3), "--out", out, "-q"])
+    assert ran.code == 0, ran.err
+    assert snapshot(out) != before
