@@ -172,6 +172,41 @@ def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
+def _utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            Problem(
+                where=f"{where}:{_line_of(data, exc.start)}",
+                message=f"the labels file is not UTF-8 text (byte {exc.start + 1:,})",
+                fix="save it as UTF-8 (a spreadsheet's 'CSV UTF-8'), or fix that line",
+            )
+        ) from None
+
+
+def _header(raw_header: list[str], where: str, fix: str) -> list[str]:
+    """The header's column names (er's in their canonical case); refused when it is not a labels header
+    (not quoted) or names a column twice."""
+    names = [unescape_formula(c.strip()) for c in raw_header]
+    canonical = {c.lower(): c for c in LABELS_HEADER}
+    header = [canonical.get(n.lower(), n) for n in names]
+    if not set(LABEL_COLUMNS) <= set(header):
+        raise _not_labels(where, where, fix)
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in seen:
+            raise InputError(
+                Problem(
+                    where=f"{where}:1",
+                    message=f"the header names column {name!r} twice (columns {seen[name] + 1} and {i + 1})",
+                    fix="give every column its own name",
+                )
+            )
+        seen[name] = i
+    return header
+
+
 def read_labels_file(path: str | Path, *, fix: str, allow_empty: bool = False) -> LabelsFile:
     """Read the labels file ``path``. ``fix``: what the user can do about a file that is not a labels file
     (it names the setting that gave the path). An empty file is an error unless ``allow_empty`` (then an
@@ -187,16 +222,7 @@ def read_labels_file(path: str | Path, *, fix: str, allow_empty: bool = False) -
     sep = labels_header(data)
     if sep is None:
         raise _not_labels(where, where, fix)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            Problem(
-                where=f"{where}:{_line_of(data, exc.start)}",
-                message=f"the labels file is not UTF-8 text (byte {exc.start + 1:,})",
-                fix="save it as UTF-8 (a spreadsheet's 'CSV UTF-8'), or fix that line",
-            )
-        ) from None
+    text = _utf8(data, where)
     bom = text.startswith("\ufeff")
     text = text.removeprefix("\ufeff")
     first_end = min((i for i in (text.find("\n"), text.find("\r")) if i >= 0), default=len(text))
@@ -204,23 +230,7 @@ def read_labels_file(path: str | Path, *, fix: str, allow_empty: bool = False) -
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quotechar='"', doublequote=True, strict=False)
     out = LabelsFile(separator=sep, bom=bom, newline=newline)
     try:
-        raw_header = next(reader)
-        names = [unescape_formula(c.strip()) for c in raw_header]
-        canonical = {c.lower(): c for c in LABELS_HEADER}
-        header = [canonical.get(n.lower(), n) for n in names]
-        if not set(LABEL_COLUMNS) <= set(header):
-            raise _not_labels(where, where, fix)
-        seen: dict[str, int] = {}
-        for i, name in enumerate(header):
-            if name in seen:
-                raise InputError(
-                    Problem(
-                        where=f"{where}:1",
-                        message=f"the header names column {name!r} twice (columns {seen[name] + 1} and {i + 1})",
-                        fix="give every column its own name",
-                    )
-                )
-            seen[name] = i
+        header = _header(next(reader), where, fix)
         out.header = header
         width = len(header)
         start = reader.line_num + 1

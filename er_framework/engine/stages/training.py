@@ -67,6 +67,20 @@ def _label_rows(path: Path) -> list[tuple[str, list[str]]]:
     return [(f"{path}:{line}", [row[i] for i in at]) for line, row in zip(labels.lines, labels.rows)]
 
 
+def _missing_records(where: str, left: tuple[Any, int | None], right: tuple[Any, int | None], sources: list[str]) -> list[Problem]:
+    """The problems of a labels row naming a record no source holds (``(key, index or None)`` per side)."""
+    return [
+        Problem(
+            where=where,
+            path=f"{side}_id",
+            message=f"no record {key[1]!r} in source {key[0]!r}",
+            fix=f"sources: {', '.join(sources)}; ids as in the job's data",
+        )
+        for side, (key, found) in (("left", left), ("right", right))
+        if found is None
+    ]
+
+
 def read_labels(job: Job, records: Records) -> ReadLabels:
     """The labelled pairs of ``training: {labels: FILE}`` as global record indices.
 
@@ -104,17 +118,8 @@ def read_labels(job: Job, records: Records) -> ReadLabels:
             )
             continue
         a, b = index.get((str(ls), str(lid))), index.get((str(rs), str(rid)))
-        for side, key, found in (("left", (ls, lid), a), ("right", (rs, rid), b)):
-            if found is None:
-                problems.append(
-                    Problem(
-                        where=where,
-                        path=f"{side}_id",
-                        message=f"no record {key[1]!r} in source {key[0]!r}",
-                        fix=f"sources: {', '.join(records.source_names)}; ids as in the job's data",
-                    )
-                )
         if a is None or b is None:
+            problems += _missing_records(where, ((ls, lid), a), ((rs, rid), b), records.source_names)
             continue
         if a == b:
             problems.append(Problem(where=where, message=f"a record paired with itself ({ls!r} {lid!r})", fix="remove the row"))
