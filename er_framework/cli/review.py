@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from er_framework.cli.common import job_of_run, terminal_text
+from er_framework.cli.common import job_of_run, stderr, terminal_text
 from er_framework.errors import InputError, Problem
 
 if TYPE_CHECKING:
@@ -132,9 +132,11 @@ def cmd_review(args: argparse.Namespace) -> int:
     """Write or extend the labels file, then print the borderline pairs with both records' fields (the file
     is written first: ``er review OUT | head`` still writes it)."""
     from er_framework.engine import stages
-    from er_framework.engine.explain import explanation
+    from er_framework.engine.explain import check_inputs_unchanged, explanation
 
     report, job = job_of_run(args.out_dir, args.config)
+    for note in check_inputs_unchanged(report, job, allow_changed=args.allow_changed):  # refused when a source changed
+        stderr(f"note: {note}")
     review = report.get("review") or {}
     entries = [("above", e) for e in review.get("above", [])] + [("below", e) for e in review.get("below", [])]
     if not entries:
@@ -222,4 +224,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("out_dir", help="a folder written by er run")
     p.add_argument("--labels", default="labels.csv", help="labels file to write or extend (default labels.csv)")
     p.add_argument("--config", help="the job file, when it moved since the run")
+    p.add_argument(
+        "--allow-changed",
+        action="store_true",
+        help="review even when a source changed since the run (its fingerprint in report.json differs): the records "
+        "are read as they are now, and may not be those the run scored",
+    )
     p.set_defaults(func=cmd_review)

@@ -269,3 +269,15 @@ def test_explain_refuses_a_same_size_edit(febrl_run: tuple[Path, Path]) -> None:
     raw[i : i + 6] = b"harlez"
     data.write_bytes(bytes(raw))
     run_er(["explain", out, *PAIR]).assert_clean_error(2, "its content differs")
+
+
+def test_review_refuses_a_source_changed_after_the_run(febrl_run: tuple[Path, Path]) -> None:
+    data, out = febrl_run
+    labels = data.parent / "labels.csv"
+    text = data.read_text(encoding="utf-8")
+    data.write_text(text.replace("rec-552-dup-1,", "rec-552-dup-1,X", 1), encoding="utf-8")
+    ran = run_er(["review", out, "--labels", labels])
+    ran.assert_clean_error(2, str(data), "changed since the run", "--allow-changed")
+    assert not labels.exists()
+    allowed = run_er(["review", out, "--labels", labels, "--allow-changed"])
+    assert allowed.code == 0 and "--allow-changed reads it as it is now" in allowed.err and labels.is_file()
