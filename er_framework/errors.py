@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import errno as errno_names
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -117,3 +118,30 @@ def os_problem(exc: OSError, where: str, doing: str) -> Problem:
     file = exc.filename if exc.filename is not None else ""
     at = f" ({file})" if file and str(file) != where else ""
     return Problem(where=where, message=f"cannot {doing}: {reason}{at}", fix=OS_FIXES.get(name, "check the path and its permissions"))
+
+
+#: a column name as a message may quote it: printable, short, none of the characters of ``key=value`` or
+#: ``user:hash:…`` lines. A header that fails is not quoted (it may be the first line of a file that is no
+#: table at all: /etc/shadow, /proc/self/environ, a .env file)
+COLUMN_NAME_CHARS = re.compile(r"[^\x00-\x1f\x7f-\x9f=:*$\\|<>`{}]{1,64}")
+
+
+def looks_like_column_names(names: Sequence[str]) -> bool:
+    """Every name is printable, at most 64 characters and free of ``= : * $ \\ | < > ` { }``."""
+    return bool(names) and all(isinstance(n, str) and COLUMN_NAME_CHARS.fullmatch(n) is not None for n in names)
+
+
+def columns_text(names: Sequence[str]) -> str:
+    """The columns of a file's header for a message ("a, b, c"), or, when the header does not look like
+    column names (:func:`looks_like_column_names`), words saying so without quoting it: er never echoes
+    the content of a file that is not the kind it expected."""
+    if not names:
+        return "(none)"
+    if not looks_like_column_names(names):
+        return f"{len(names)} (not shown: the first line does not look like a header of column names)"
+    return ", ".join(sorted(names))
+
+
+def closest_column(value: str, names: Sequence[str]) -> str:
+    """:func:`did_you_mean` among ``names`` when they may be quoted (:func:`looks_like_column_names`), else ""."""
+    return did_you_mean(value, names) if looks_like_column_names(names) else ""

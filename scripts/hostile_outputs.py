@@ -1,6 +1,7 @@
 """Issue 18's stress check of the output transaction: concurrent runs and kills at random moments.
 
-    python scripts/hostile_outputs.py --concurrent 100 --kills 50 --n 200000 --work /tmp/hostile
+    python scripts/hostile_outputs.py                      # the defaults: 10 rounds, 10 kills, n = 20,000
+    python scripts/hostile_outputs.py --concurrent 100 --kills 50 --n 200000 --work /tmp/hostile   # longer
 
 Part 1: ``--concurrent`` rounds of two ``er run`` processes started together into ONE folder (the
 shipped documents job at two thresholds, so that their outputs differ). Part 2: ``--kills`` runs of a
@@ -28,11 +29,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = {f"{t}.{e}" for t in ("pairs", "clusters", "candidates") for e in ("csv", "parquet")} | {
-    "report.json",
-    "report.html",
-    "evaluation.json",
-}
+sys.path.insert(0, str(ROOT))  # this checkout's er_framework, as the er processes it starts (python -m from here)
+from er_framework.io.outputs import OUTPUT_NAMES  # noqa: E402 - after the path is set
+
+#: every name er writes into an output folder (verified_pairs, comparisons, model.json included)
+NAMES = OUTPUT_NAMES
+#: the er processes run this checkout's code too, wherever the script is started from
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
 
 
 def er(*args: str | Path, **kw: object) -> subprocess.Popen[bytes]:
@@ -41,6 +44,7 @@ def er(*args: str | Path, **kw: object) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env=ENV,
         **kw,
     )  # type: ignore[call-overload]
 
@@ -147,6 +151,7 @@ def kills(n_kills: int, n: int, work: Path, seed: int) -> dict[str, object]:
             [sys.executable, "-m", "er_framework.cli.main", "synth", "customers", "--n", str(n), "--out", str(data)],
             check=True,
             stdout=subprocess.DEVNULL,
+            env=ENV,
         )
     base = work / "customers-job" / "customers.yaml"
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +186,9 @@ def kills(n_kills: int, n: int, work: Path, seed: int) -> dict[str, object]:
             os.killpg(p.pid, signal.SIGKILL)
         if (out / ".er-commit.json").exists():
             journals += 1
-            subprocess.run([sys.executable, "-m", "er_framework.cli.main", "report", str(out)], stdout=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [sys.executable, "-m", "er_framework.cli.main", "report", str(out)], stdout=subprocess.DEVNULL, check=False, env=ENV
+            )
         problem = check(out, refs)
         if problem:
             failures.append(f"kill {k} ({signal.Signals(sig).name} after {delay:.2f} s): {problem}")
@@ -202,9 +209,9 @@ def main() -> int:
     # or the SIGINT half of the kills would test nothing
     signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--concurrent", type=int, default=100)
-    ap.add_argument("--kills", type=int, default=50)
-    ap.add_argument("--n", type=int, default=200_000, help="customers per company for the kill part")
+    ap.add_argument("--concurrent", type=int, default=10)
+    ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--n", type=int, default=20_000, help="customers per company for the kill part")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-concurrent", action="store_true")
     ap.add_argument("--work", type=Path, default=Path("/tmp/er-hostile"))

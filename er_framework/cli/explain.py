@@ -15,10 +15,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Print the waterfall of one pair (or its JSON with ``--json``)."""
     from pathlib import Path
 
-    from er_framework.engine.explain import explain_run
+    from er_framework.engine.explain import check_inputs_unchanged, explain_run
     from er_framework.engine.model import load_model
 
     report, job = job_of_run(args.out_dir, args.config)
+    for note in check_inputs_unchanged(report, job, allow_changed=args.allow_changed):  # refused when a source changed
+        stderr(f"note: {note}")
     saved = Path(args.out_dir) / "model.json"
     model = load_model(saved) if saved.is_file() else None
     found, notes = explain_run(
@@ -50,4 +52,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--right-source", help="source of the right record")
     p.add_argument("--config", help="the job file, when it moved since the run")
     p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.add_argument(
+        "--allow-changed",
+        action="store_true",
+        help="explain even when a source changed since the run (its fingerprint in report.json differs): the records "
+        "are read as they are now, and may not be those the run compared",
+    )
     p.set_defaults(func=cmd_explain)

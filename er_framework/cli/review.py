@@ -3,27 +3,31 @@
 The pairs are report.json's ``review`` (the 10 candidates just at or above the threshold and the
 10 just below, with their score's terms). The labels file (``--labels``, default ``labels.csv``)
 has the columns ``left_source,left_id,right_source,right_id,score,side,match``; fill ``match``
-with 1 or 0 and train from it: ``training: {labels: labels.csv}``. An existing file keeps its rows
-and labels; pairs not in it yet are added.
+with 1 or 0 and train from it: ``training: {labels: labels.csv}``. An existing file keeps its rows,
+labels, extra columns and dialect (a spreadsheet's ``;`` and byte-order mark); pairs not in it yet are
+added. The file is read and written by :mod:`er_framework.io.labels_file` (never over the job's own files,
+an output of a run, a device or a file that is not a labels file; formula-like values escaped), and
+written before anything is printed. Every printed value, id and name goes through
+:func:`~er_framework.cli.common.terminal_text`.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import difflib
-import io
 import os
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from er_framework.cli.common import job_of_run
+from er_framework.cli.common import job_of_run, stderr, terminal_text
 from er_framework.errors import InputError, Problem
 
-__all__ = ["LABELS_HEADER", "add_parser", "cmd_review", "differing_passages", "merge_labels"]
+if TYPE_CHECKING:
+    from er_framework.io.labels_file import LabelsFile
 
-LABELS_HEADER = ("left_source", "left_id", "right_source", "right_id", "score", "side", "match")
+__all__ = ["add_parser", "cmd_review", "differing_passages", "job_inputs", "merge_labels"]
+
 #: a value longer than this is shown by its differing passages
 LONG_VALUE = 120
 
@@ -47,22 +51,13 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _read_labels(path: Path) -> list[dict[str, str]]:
-    """The rows of an existing labels file (read as the CSV er review writes, whatever its name), each a dict
-    of every column; InputError naming the file and line of what cannot be read."""
-    from er_framework.io.table_file import FileRole, open_table  # the readers: not loaded by er --help
+def _read_labels(path: Path) -> LabelsFile:
+    """The existing labels file ``path`` (read as CSV whatever its name, in the dialect it was saved in);
+    InputError naming the file and line of what cannot be read, never quoting a file that is not one."""
+    from er_framework.io.labels_file import read_labels_file  # the readers: not loaded by er --help
 
-    # the messages start "cannot read the labels file to extend it", which names the file
-    role = FileRole(
-        what="labels file",
-        path_fix="give another --labels file",
-        dir_fix="give a --labels file",
-        header_fix=f"write the header {','.join(LABELS_HEADER)}",
-        hint="",
-    )
     try:
-        table = open_table(path, role, fmt="csv", allow_empty=True)
-        columns, _ = table.read(table.header)
+        return read_labels_file(path, fix="give another --labels file (er review writes a new one)", allow_empty=True)
     except InputError as exc:
         raise InputError(
             [
@@ -70,67 +65,86 @@ def _read_labels(path: Path) -> list[dict[str, str]]:
                     where=p.where,
                     path=p.path,
                     message=f"cannot read the labels file to extend it: {p.message}",
-                    fix=f"{p.fix}; or give another --labels file" if p.fix else "give another --labels file",
+                    fix=p.fix if "--labels" in p.fix else f"{p.fix}; or give another --labels file",
                 )
                 for p in exc.problems
             ]
         ) from None
-    return [dict(zip(table.header, row)) for row in zip(*(columns[c] for c in table.header))]
 
 
-def merge_labels(path: Path, rows: list[dict[str, Any]]) -> tuple[int, int]:
-    """Write ``rows`` into the labels file ``path``, keeping the rows (and labels) already there; atomically.
-    Returns (rows added, rows in the file)."""
-    kept: list[dict[str, str]] = []
-    if path.is_file():
-        kept = _read_labels(path)
-    seen = {(r.get("left_source"), r.get("left_id"), r.get("right_source"), r.get("right_id")) for r in kept}
+def merge_labels(path: Path, rows: list[dict[str, Any]], inputs: Sequence[Path] = ()) -> tuple[int, int]:
+    """Write ``rows`` into the labels file ``path``, keeping the rows (labels, extra columns, separator) already
+    there; atomically, never over one of ``inputs`` (the job's files), an output of a run, a device or a file
+    that is not a labels file. Returns (rows added, rows in the file)."""
+    from er_framework.io.labels_file import LABELS_HEADER, update_labels_file
+
     added = 0
-    for r in rows:
-        key = (r["left_source"], r["left_id"], r["right_source"], r["right_id"])
-        rev = (r["right_source"], r["right_id"], r["left_source"], r["left_id"])
-        if key in seen or rev in seen:
-            continue
-        seen.add(key)
-        kept.append({k: str(r.get(k, "")) for k in LABELS_HEADER})
-        added += 1
-    header = list(LABELS_HEADER) + [k for k in (kept[0] if kept else {}) if k not in LABELS_HEADER]
-    buf = io.StringIO(newline="")
-    writer = csv.DictWriter(buf, fieldnames=header, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(kept)
+
+    def extend(labels: LabelsFile) -> LabelsFile:
+        nonlocal added
+        header = labels.header
+        for name in LABELS_HEADER:
+            if name not in header:
+                header.append(name)  # a file with only the columns training needs gets score and side
+        width = len(header)
+        labels.rows = [(r + [""] * width)[:width] for r in labels.rows]
+        at = [header.index(c) for c in ("left_source", "left_id", "right_source", "right_id")]
+        seen = {tuple(r[i] for i in at) for r in labels.rows}
+        for r in rows:
+            key = (str(r["left_source"]), str(r["left_id"]), str(r["right_source"]), str(r["right_id"]))
+            if key in seen or (key[2], key[3], key[0], key[1]) in seen:
+                continue
+            seen.add(key)
+            labels.rows.append([str(r.get(name, "")) for name in header])
+            added += 1
+        return labels
+
+    written = update_labels_file(path, extend, inputs=inputs, read=_read_labels)
+    return added, len(written.rows)
+
+
+def job_inputs(job: Any, labels: Path, report: dict[str, Any] | None = None) -> list[Path]:
+    """The files the job reads, which the labels file must not replace: its sources' files, its YAML, its
+    training labels (unless they are the labels file: extending them is what er review is for) and the
+    model file the run applied (report.json's model origin, when it names a file)."""
+    found: list[Path] = []
+    for i in range(len(job.spec.sources)):
+        found += job.source_paths(i)
+    if job.config_path is not None:
+        found.append(Path(job.config_path))
+    training = job.training_path()
+    if training is not None and not _same(training, labels):
+        found.append(training)
+    origin = ((report or {}).get("model") or {}).get("origin")
+    if isinstance(origin, str) and origin and Path(origin).is_file():
+        found.append(Path(origin))
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".labels-", dir=path.parent)
-    except OSError as exc:
-        raise InputError(
-            Problem(
-                where=str(path),
-                message=f"cannot write the labels file: {exc.strerror or exc}",
-                fix="give a --labels path in a folder you can write",
-            )
-        ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return added, len(kept)
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    """Print the borderline pairs with both records' fields; write or extend the labels file."""
+    """Write or extend the labels file, then print the borderline pairs with both records' fields (the file
+    is written first: ``er review OUT | head`` still writes it)."""
     from er_framework.engine import stages
-    from er_framework.engine.explain import explanation
+    from er_framework.engine.explain import check_inputs_unchanged, explanation
 
     report, job = job_of_run(args.out_dir, args.config)
+    for note in check_inputs_unchanged(report, job, allow_changed=args.allow_changed):  # refused when a source changed
+        stderr(f"note: {note}")
     review = report.get("review") or {}
     entries = [("above", e) for e in review.get("above", [])] + [("below", e) for e in review.get("below", [])]
     if not entries:
         print(
-            f"{args.out_dir}: no candidate pairs to review (report.json has no review section: run the job again with this version of er)"
+            terminal_text(
+                f"{args.out_dir}: no candidate pairs to review "
+                "(report.json has no review section: run the job again with this version of er)"
+            )
         )
         return 0
     wanted = {(e[side]["source"], e[side]["id"]) for _, e in entries for side in ("left", "right")}
@@ -138,7 +152,20 @@ def cmd_review(args: argparse.Namespace) -> int:
     index = stages.record_rows(records, wanted)
     threshold = float(review.get("threshold", 0.0))
     described = dict(report.get("verifier") or {})
-    rows: list[dict[str, Any]] = []
+    rows = [
+        {
+            "left_source": e["left"]["source"],
+            "left_id": e["left"]["id"],
+            "right_source": e["right"]["source"],
+            "right_id": e["right"]["id"],
+            "score": f"{e['score']:.6f}",
+            "side": side,
+            "match": "",
+        }
+        for side, e in entries
+    ]
+    labels = Path(args.labels)
+    added, total = merge_labels(labels, rows, inputs=job_inputs(job, labels, report))
     print(
         f"pairs nearest the threshold {threshold:g} ({len(review.get('above', []))} at or above, "
         f"{len(review.get('below', []))} below); fields as read"
@@ -146,7 +173,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     for rank, (side, e) in enumerate(entries, 1):
         lk, rk = (e["left"]["source"], e["left"]["id"]), (e["right"]["source"], e["right"]["id"])
         print()
-        print(f"#{rank}  {side:<5}  score {e['score']:.6f}   {lk[0]} {lk[1]}  |  {rk[0]} {rk[1]}")
+        print(terminal_text(f"#{rank}  {side:<5}  score {e['score']:.6f}   {lk[0]} {lk[1]}  |  {rk[0]} {rk[1]}"))
         a, b = index.get(lk), index.get(rk)
         if a is None or b is None:
             print("    (a record is no longer in the sources)")
@@ -155,23 +182,13 @@ def cmd_review(args: argparse.Namespace) -> int:
         if e.get("terms") and a is not None and b is not None:
             ex = explanation(records, a, b, e["terms"], described, threshold)
             for line in str(ex).splitlines()[1:]:
-                print("  " + line)
-        rows.append(
-            {
-                "left_source": lk[0],
-                "left_id": lk[1],
-                "right_source": rk[0],
-                "right_id": rk[1],
-                "score": f"{e['score']:.6f}",
-                "side": side,
-                "match": "",
-            }
-        )
-    added, total = merge_labels(Path(args.labels), rows)
+                print(terminal_text("  " + line))
     print()
     print(
-        f"wrote {args.labels}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then "
-        f"add training: {{labels: {args.labels}}} to the job (a path relative to the job file) and run it again"
+        terminal_text(
+            f"wrote {args.labels}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then "
+            f"add training: {{labels: {args.labels}}} to the job (a path relative to the job file) and run it again"
+        )
     )
     return 0
 
@@ -183,16 +200,16 @@ def _print_fields(records: Any, a: int, b: int) -> None:
         xs = "(missing)" if x is None else " ".join(str(x).split())
         ys = "(missing)" if y is None else " ".join(str(y).split())
         if len(xs) > LONG_VALUE or len(ys) > LONG_VALUE:
-            print(f"    {name:<{width}}  {len(xs):,} and {len(ys):,} characters; where they differ:")
+            print(terminal_text(f"    {name:<{width}}  {len(xs):,} and {len(ys):,} characters; where they differ:"))
             passages = differing_passages(xs, ys)
             for left, right in passages:
-                print(f"    {'':<{width}}    left:  {left or '(nothing)'}")
-                print(f"    {'':<{width}}    right: {right or '(nothing)'}")
+                print(terminal_text(f"    {'':<{width}}    left:  {left or '(nothing)'}"))
+                print(terminal_text(f"    {'':<{width}}    right: {right or '(nothing)'}"))
             if not passages:
                 print(f"    {'':<{width}}    (the same words)")
         else:
             mark = "=" if xs == ys else "≠"
-            print(f"    {name:<{width}}  {_cut(xs, 40):<40} {mark} {_cut(ys, 40)}")
+            print(terminal_text(f"    {name:<{width}}  {_cut(xs, 40):<40} {mark} {_cut(ys, 40)}"))
 
 
 def add_parser(sub: Any) -> None:
@@ -207,4 +224,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("out_dir", help="a folder written by er run")
     p.add_argument("--labels", default="labels.csv", help="labels file to write or extend (default labels.csv)")
     p.add_argument("--config", help="the job file, when it moved since the run")
+    p.add_argument(
+        "--allow-changed",
+        action="store_true",
+        help="review even when a source changed since the run (its fingerprint in report.json differs): the records "
+        "are read as they are now, and may not be those the run scored",
+    )
     p.set_defaults(func=cmd_review)

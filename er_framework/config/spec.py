@@ -111,7 +111,14 @@ class PruneSpec(_Strict):
     @classmethod
     def _max_df(cls, v: int | float | None) -> int | float | None:
         if isinstance(v, bool) or (isinstance(v, int) and v < 1) or (isinstance(v, float) and not 0 < v <= 1):
-            raise ValueError(f"max_df must be a share 0 < x <= 1 (e.g. 0.05) or a whole number of records >= 1, got {v!r}")
+            raise ValueError(f"max_df must be a share 0 < x <= 1 (e.g. 0.05) or a whole number of records >= 2, got {v!r}")
+        if isinstance(v, int) and v == 1:
+            # a shingle held by 2 records is dropped: no two records can share a shingle, so no pair is ever found
+            raise ValueError(
+                "max_df: 1 (a whole number: a count of records) drops every shingle that two records share, so no "
+                "pair can be found; give a count of at least 2 (e.g. 50), or a share with a decimal point "
+                "(max_df: 1.0 is every record, 0.05 is 5% of them)"
+            )
         return v
 
     @field_validator("min_df")
@@ -125,6 +132,11 @@ class PruneSpec(_Strict):
     def _something(self) -> PruneSpec:
         if self.max_df is None and self.min_df is None:
             raise ValueError("prune_shingles needs max_df or min_df (or remove the section)")
+        if isinstance(self.max_df, int) and isinstance(self.min_df, int) and self.min_df > self.max_df:
+            raise ValueError(
+                f"min_df = {self.min_df} is above max_df = {self.max_df}: a shingle is kept only when held by at least "
+                "min_df and at most max_df records, so every shingle would be dropped; lower min_df or raise max_df"
+            )
         return self
 
 

@@ -28,6 +28,7 @@ from er_framework.engine.model import Model
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.errors import InputError, Problem
+from er_framework.io.fingerprint import changed_inputs, fingerprint
 
 __all__ = [
     "BORDERLINE",
@@ -38,6 +39,8 @@ __all__ = [
     "KeyTerm",
     "among_candidates",
     "blocking_of_pair",
+    "check_inputs_unchanged",
+    "input_fingerprints",
     "explain_run",
     "explanation",
     "find_record",
@@ -610,3 +613,36 @@ def explain_run(
     found.blocking = blocking
     found.candidate = any(t.candidate for t in blocking)
     return found, notes
+
+
+def input_fingerprints(job: Job) -> list[dict[str, Any]]:
+    """report.json's ``inputs``: the fingerprint (:func:`er_framework.io.fingerprint.fingerprint`) of every file or
+    page folder the job's sources read, each with its source's name (sources given in memory have none)."""
+    return [{"source": src.name, **fingerprint(path)} for i, src in enumerate(job.spec.sources) for path in job.source_paths(i)]
+
+
+def check_inputs_unchanged(report: dict[str, Any], job: Job, allow_changed: bool = False) -> list[str]:
+    """Refuse (:class:`InputError`, exit 2) to read a finished run's sources again when one changed since the
+    run: report.json's ``inputs`` fingerprints against the job's files now (``er explain``, ``er review``).
+    Returns notes for the caller to print: the changed inputs when ``allow_changed`` (read as they are now),
+    or that a run of an older version recorded no fingerprints (nothing to compare)."""
+    recorded = report.get("inputs")
+    if not isinstance(recorded, list):
+        return ["report.json records no fingerprints of the inputs (a run of an older version): the sources are read as they are now"]
+    paths = [path for i in range(len(job.spec.sources)) for path in job.source_paths(i)]
+    changed = changed_inputs(recorded, paths)
+    if not changed:
+        return []
+    if allow_changed:
+        return [f"{path} changed since the run ({what}): --allow-changed reads it as it is now" for path, what in changed]
+    raise InputError(
+        [
+            Problem(
+                where=path,
+                message=f"the input changed since the run: {what}; the run's answer and what would be read now differ",
+                fix="run the job again (er run JOB --out OUT) to work on the current data, restore the file the run read, "
+                "or pass --allow-changed to read it as it is now",
+            )
+            for path, what in changed
+        ]
+    )

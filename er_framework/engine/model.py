@@ -51,9 +51,10 @@ import numpy.typing as npt
 from er_framework.capabilities import Learner
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.errors import ConfigError, InputError, Problem
-from er_framework.io.safe_write import write_text_file
+from er_framework.io.safe_write import FileKind, write_text_file
 
 __all__ = [
+    "MODEL_FILE_KIND",
     "MODEL_FORMAT",
     "MODEL_VERSION",
     "Model",
@@ -290,7 +291,7 @@ class Model:
 
     def save(self, path: str | Path, *, inputs: list[Path] | None = None) -> Path:
         """Write the model to ``path`` (atomically, through :func:`er_framework.io.safe_write.write_text_file`)."""
-        return write_text_file(path, model_text(self), what="model file", inputs=inputs or [])
+        return write_text_file(path, model_text(self), what="model file", inputs=inputs or [], kind=MODEL_FILE_KIND)
 
     @classmethod
     def load(cls, path: str | Path) -> Model:
@@ -317,6 +318,14 @@ class Model:
         if self.training is not None:
             lines.append(f"trained from        {self.training.get('pairs', 0)} labelled pairs")
         return "\n".join(lines)
+
+
+#: what an existing file must be for :meth:`Model.save` to replace it: a model er wrote (its first lines
+#: name the format), never a data file, a job file or anything else that happens to have the name
+MODEL_FILE_KIND = FileKind(
+    description="an er model file (it does not start with the model format's name)",
+    recognizes=lambda head: f'"format": "{MODEL_FORMAT}"'.encode() in head[:200],
+)
 
 
 def model_text(model: Model) -> str:

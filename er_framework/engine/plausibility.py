@@ -6,6 +6,12 @@ verifier accepted every candidate, whose clusters merged most records into one, 
 Fellegi-Sunter model sits at a boundary says so in the summary, in report.json (``warnings``) and at the
 top of report.html, instead of exiting 0 with "clusters 1 (largest 10000)" and nothing else.
 
+Besides the answer's plausibility, the run's own losses are warnings (issue 31: nothing wrong passes
+silently): pairs a cap dropped (oversized LSH / grid buckets, purged blocks of ``max_block_size``:
+one :func:`dropped_pairs_warning` for every cap), records that ``prune_shingles:`` left without a shingle,
+and a verifier that kept no pair although near-identical candidates were among those it rejected
+(``scores.near_identical_rejected``, measured by the report builder).
+
 The checks read only the report (no records, no pairs), so every executor gets the same warnings, and a
 report of an older run can be checked again. The thresholds are the module constants below, each with
 the reason for its value. The verifier's own warnings (a ``warnings`` list in its report section) are
@@ -25,12 +31,15 @@ __all__ = [
     "EXPECTED_PER_RECORD_LINK",
     "EXPECTED_SHARE_IN_CLUSTERS",
     "EXPECTED_SHARE_OF_KEPT_MIN",
+    "FEW_LABELS",
     "GIANT_CLUSTER_MIN",
     "GIANT_CLUSTER_SHARE",
     "LAMBDA_HIGH",
     "LAMBDA_LOW",
     "SILENT_FIELD_BITS",
     "candidate_lambda",
+    "capped_pairs",
+    "dropped_pairs_warning",
     "warning",
     "warnings_of",
 ]
@@ -71,6 +80,11 @@ EXPECTED_SHARE_OF_KEPT_MIN = 0.01
 #: a compared field whose every level weighs less than this in bits (either sign) says nothing about a
 #: match: 0.1 bits is a likelihood ratio of 1.07 (a field worth keeping weighs several bits at its top level)
 SILENT_FIELD_BITS = 0.1
+#: training from fewer labelled matches or non-matches than this: a Fellegi-Sunter model estimates m and u
+#: per field and level (Febrl's 10 fields have 27 levels), so a handful of pairs leaves most levels to
+#: smoothing: 1 match and 1 non-match on Febrl3 with ``labels_fit: labels`` gives 50 pairs where the
+#: unlabelled fit gives 6,527
+FEW_LABELS = 10
 
 
 def warning(code: str, message: str, fix: str) -> dict[str, str]:
@@ -81,13 +95,46 @@ def warning(code: str, message: str, fix: str) -> dict[str, str]:
 def warnings_of(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """The warnings of a finished run's report: the checks' own, then the verifier's (its ``warnings``)."""
     out: list[dict[str, str]] = []
+    out += _cap_warnings(report)
+    out += _pruning_warnings(report)
+    out += _nothing_verified_warnings(report)
     out += _cluster_warnings(report)
     out += _acceptance_warnings(report)
+    out += _training_warnings(report)
     verifier = report.get("verifier")
     if isinstance(verifier, Mapping):
         out += _model_warnings(report, verifier)
         out += _own_warnings(verifier)
     return out
+
+
+def _training_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A verifier trained from labels that link nothing, or from too few labels of a kind to trust."""
+    training = report.get("training")
+    if not isinstance(training, Mapping):
+        return []
+    matches, non_matches = _number(training.get("matches")), _number(training.get("non_matches"))
+    if matches is None or non_matches is None:
+        return []
+    linked = _number(report.get("pairs_written"))
+    linked = _number(report.get("verified_pairs")) if linked is None else linked
+    labels = f"{matches:,.0f} labelled matches and {non_matches:,.0f} labelled non-matches"
+    fix = (
+        f"label at least {FEW_LABELS} pairs of each kind (er review OUT lists 20 pairs near the threshold; label them, "
+        "run again, review again), and compare with a run without training: (how many pairs it links)"
+    )
+    if linked == 0:
+        return [warning("training_no_links", f"the verifier trained from {labels} links no pair", fix)]
+    if min(matches, non_matches) < FEW_LABELS:
+        return [
+            warning(
+                "few_labels",
+                f"the verifier was trained from {labels} (fewer than {FEW_LABELS} of a kind): its weights rest on a "
+                "handful of pairs" + ("" if linked is None else f"; it links {linked:,.0f} pairs"),
+                fix,
+            )
+        ]
+    return []
 
 
 def _number(value: Any) -> float | None:
@@ -289,3 +336,159 @@ def _own_warnings(verifier: Mapping[str, Any]) -> list[dict[str, str]]:
         elif isinstance(w, str) and w:
             out.append(warning("verifier", w, ""))
     return out
+
+
+def _listed(value: Any) -> list[Any]:
+    """``value`` if it is a list, else empty (a report of another version, or edited by hand)."""
+    return value if isinstance(value, list) else []
+
+
+def dropped_pairs_warning(blocker: str, cap: str, buckets: int, records: str, pairs: int, fix: str) -> dict[str, str]:
+    """The one warning of pairs a cap dropped: ``buckets`` buckets (blocks) of blocker ``blocker`` were over
+    ``cap`` and made no pair; ``records`` says how many records they held; they would have made ``pairs``
+    pairs. Every cap that drops pairs is reported through this function."""
+    return warning(
+        "pairs_dropped_by_cap",
+        f"blocker {blocker} skipped {buckets:,} bucket{'s' if buckets != 1 else ''} over {cap} ({records}): "
+        f"the {pairs:,} pairs they would have made were never compared, and matches among them are missing "
+        "from the answer",
+        fix,
+    )
+
+
+def capped_pairs(blocker: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The caps of one blocker's report section that dropped pairs, ``{"cap", "setting", "buckets", "records",
+    "pairs", "key"}`` each: bucket blockers' ``oversized_buckets`` / ``pairs_skipped`` over ``max_bucket_size``
+    (``records``: the largest bucket's, a lower bound on the records in them: the section counts no more), and
+    key blockers' per-key ``purged`` buckets over ``max_block_size`` (``records``: their sum)."""
+    out: list[dict[str, Any]] = []
+    over = int(_number(blocker.get("oversized_buckets")) or 0)
+    if over > 0:
+        size = _number(blocker.get("max_bucket_size"))
+        largest = int(_number(blocker.get("largest_bucket")) or 0)
+        out.append(
+            {
+                "setting": "max_bucket_size",
+                "cap": "max_bucket_size" + ("" if size is None else f" = {int(size):,}"),
+                "buckets": over,
+                "records": f"at least {largest:,} records in them: the largest bucket holds that many",
+                "pairs": int(_number(blocker.get("pairs_skipped")) or 0),
+                "key": None,
+            }
+        )
+    for key in _listed(blocker.get("per_key")):
+        purged = key.get("purged") if isinstance(key, Mapping) else None
+        if not isinstance(purged, Mapping) or not int(_number(purged.get("buckets")) or 0):
+            continue
+        sizes = [int(_number(b.get("size")) or 0) for b in _listed(purged.get("largest")) if isinstance(b, Mapping)]
+        cap = _number(blocker.get("max_block_size"))
+        records = int(_number(purged.get("records")) or 0)
+        out.append(
+            {
+                "setting": "max_block_size",
+                "cap": "max_block_size" + ("" if cap is None else f" = {int(cap):,}"),
+                "buckets": int(_number(purged.get("buckets")) or 0),
+                "records": f"{records:,} records in them" + (f", the largest {max(sizes):,}" if sizes else ""),
+                "pairs": int(_number(purged.get("pairs_cost")) or 0),
+                "key": str(key.get("key") or "?"),
+            }
+        )
+    return out
+
+
+def _cap_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One warning per cap of a blocker that dropped pairs (:func:`capped_pairs`, :func:`dropped_pairs_warning`)."""
+    out: list[dict[str, str]] = []
+    exact = report.get("exact_duplicates")
+    exact_off = isinstance(exact, Mapping) and exact.get("enabled") is False
+    for blocker in _listed(report.get("blockers")):
+        if not isinstance(blocker, Mapping):
+            continue
+        name = str(blocker.get("type") or blocker.get("name") or "?")
+        for c in capped_pairs(blocker):
+            copies = "; turn exact_duplicates on (identical records then collapse to one before blocking)" if exact_off else ""
+            if c["key"] is not None:
+                who = f"{name!r} (key {c['key']!r})"
+                fix = (
+                    f"raise {c['setting']} (null: no cap) if the memory allows (~80 bytes per pair while blocking), or "
+                    f"make the key {c['key']!r} more selective (add a field) so that its blocks are smaller{copies}; "
+                    "another key or blocker may still pair these records (report.html's blocking section lists the "
+                    "purged values)"
+                )
+            else:
+                who = repr(name)
+                fix = (
+                    f"raise {c['setting']} (null: no cap) if the memory allows, or make the buckets smaller: more rows "
+                    f"per band (or a higher blocker threshold; cells per set for grid_bits){copies}, or block with a "
+                    "more selective blocker"
+                )
+            out.append(dropped_pairs_warning(who, c["cap"], c["buckets"], c["records"], c["pairs"], fix))
+    return out
+
+
+#: records left without a shingle by ``prune_shingles:``: warned about above this share of the records
+#: (a record without shingles is in no bucket and matches nothing: losing even one is worth a line)
+EMPTIED_SHARE_MIN = 0.0
+
+
+def _pruning_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Records that ``prune_shingles:`` left without a shingle (the ``prune`` stage's ``records_emptied``)."""
+    stage = next((s for s in _listed(report.get("stages")) if isinstance(s, Mapping) and s.get("stage") == "prune"), None)
+    if stage is None:
+        return []
+    emptied = int(_number(stage.get("records_emptied")) or 0)
+    n = int(_number(stage.get("records_counted")) or 0) or _records_total(report)
+    if emptied <= 0 or n <= 0 or emptied <= EMPTIED_SHARE_MIN * n:
+        return []
+    return [
+        warning(
+            "records_emptied_by_pruning",
+            f"prune_shingles left {emptied:,} of the {n:,} records ({emptied / n:.1%}) without any shingle "
+            f"(max_df {stage.get('max_df')}, min_df {stage.get('min_df')}): they are in no bucket and match nothing",
+            "raise max_df (a share such as 0.05, or a larger count) or lower min_df, or remove prune_shingles; "
+            "report.html's pruning section shows how many records hold the most frequent shingles",
+        )
+    ]
+
+
+#: a pair of records is near-identical when the sets of its records' character 3-grams (per field) have
+#: a Jaccard similarity of at least this: copies, and copies with a typo or two (a record of a dozen
+#: fields differing in one value keeps ~0.9 of its 3-grams)
+NEAR_IDENTICAL_JACCARD = 0.9
+
+
+def _nothing_verified_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A verifier that kept no pair while near-identical candidates were among those it rejected."""
+    scores = report.get("scores")
+    evidence = scores.get("near_identical_rejected") if isinstance(scores, Mapping) else None
+    if not isinstance(evidence, Mapping):
+        return []
+    found = int(_number(evidence.get("near_identical")) or 0)
+    sampled = int(_number(evidence.get("sampled")) or 0)
+    candidates = int(_number(report.get("candidate_pairs")) or 0)
+    if found <= 0 or int(_number(report.get("verified_pairs")) or 0) > 0:
+        return []
+    if _training_warnings(report):  # trained from labels that link nothing: training_no_links says so, with its fix
+        return []
+    verifier = report.get("verifier")
+    name = str(verifier.get("type") or "the verifier") if isinstance(verifier, Mapping) else "the verifier"
+    trained = isinstance(report.get("training"), Mapping) and bool(report.get("training"))
+    best = _number(evidence.get("best_score"))
+    return [
+        warning(
+            "nothing_verified",
+            f"{name} verified none of the {candidates:,} candidate pairs, yet {found:,} of the {sampled:,} candidates "
+            f"checked are near-identical records (>= {evidence.get('similarity', NEAR_IDENTICAL_JACCARD)} of their "
+            "character 3-grams shared)"
+            + (f"; the best score was {best:.6g}, below the threshold {evidence.get('threshold')}" if best is not None else "")
+            + ": the model or the threshold rejects what are almost certainly matches",
+            "check the threshold (report.json threshold, report.html's score histogram) and the model (report.json "
+            "verifier); "
+            + (
+                "a model trained from too few labelled pairs learns nothing: label more pairs (er review) or remove training:"
+                if trained
+                else "with fellegi_sunter give prior:, or train from labelled pairs (er review, training:)"
+            )
+            + "; er explain OUT --left ID --right ID shows why a pair scored what it did",
+        )
+    ]

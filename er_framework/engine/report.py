@@ -20,9 +20,9 @@ import numpy.typing as npt
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.data import Pairs, Records
 from er_framework.engine.engine import Engine
-from er_framework.engine.explain import BORDERLINE, row_of_terms
+from er_framework.engine.explain import BORDERLINE, input_fingerprints, row_of_terms
 from er_framework.engine.log import StageLog
-from er_framework.engine.plausibility import warnings_of
+from er_framework.engine.plausibility import NEAR_IDENTICAL_JACCARD, warnings_of
 from er_framework.engine.result import Result
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
@@ -45,6 +45,9 @@ __all__ = [
     "link_answer",
     "model_section",
     "link_answer_reference",
+    "near_identical_rejected",
+    "near_identical_rejected_reference",
+    "record_grams",
     "versions",
 ]
 
@@ -328,6 +331,70 @@ def review_section(
     return out
 
 
+#: candidates looked at by :func:`near_identical_rejected`: the best-scored ones, and as many spread evenly
+NEAR_IDENTICAL_SAMPLE = 1000
+
+
+def record_grams(records: Records, row: int) -> set[tuple[str, str]]:
+    """Record ``row``'s character 3-grams, each with its field's name (a value shorter than 3 characters is one gram)."""
+    grams: set[tuple[str, str]] = set()
+    for name, col in records.fields.items():
+        v = col[row]
+        if v is None or v == "":
+            continue
+        text = str(v)
+        grams.update((name, text[i : i + 3]) for i in range(max(1, len(text) - 2)))
+    return grams
+
+
+def _jaccard(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def near_identical_rejected(
+    records: Records, candidates: Pairs, scores: npt.NDArray[np.float64], threshold: float, sample: int = NEAR_IDENTICAL_SAMPLE
+) -> dict[str, Any]:
+    """The evidence that a run which verified nothing rejected matches: among the ``sample`` best-scored
+    candidates and ``sample`` more spread evenly over the rest, how many are near-identical records (a
+    Jaccard similarity of at least :data:`~er_framework.engine.plausibility.NEAR_IDENTICAL_JACCARD` of their
+    per-field character 3-grams, :func:`record_grams`). Only the chosen pairs' records are read (a
+    file-backed column reads those values alone). :func:`near_identical_rejected_reference` checks every pair."""
+    n = len(candidates)
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    if n > sample:
+        best = np.argpartition(-finite, sample - 1)[:sample]
+        spread = np.linspace(0, n - 1, num=sample).astype(np.int64)
+        chosen = np.unique(np.concatenate([best, spread]))
+    else:
+        chosen = np.arange(n, dtype=np.int64)
+    rows = np.unique(np.concatenate([candidates.left[chosen], candidates.right[chosen]]))
+    taken = records.take(rows)
+    where = {int(r): i for i, r in enumerate(rows)}
+    grams = [record_grams(taken, i) for i in range(len(rows))]
+    found = 0
+    for pos in chosen:
+        a, b = grams[where[int(candidates.left[pos])]], grams[where[int(candidates.right[pos])]]
+        found += _jaccard(a, b) >= NEAR_IDENTICAL_JACCARD
+    top = float(finite.max()) if n and np.isfinite(finite.max()) else None
+    sampled = int(len(chosen))
+    return {
+        "sampled": sampled,
+        "near_identical": int(found),
+        "similarity": NEAR_IDENTICAL_JACCARD,
+        "best_score": top,
+        "threshold": threshold,
+    }
+
+
+def near_identical_rejected_reference(records: Records, candidates: Pairs) -> int:
+    """Plain twin of :func:`near_identical_rejected` for a job of at most its sample: every pair's Jaccard (the tests' oracle)."""
+    return sum(
+        _jaccard(record_grams(records, int(a)), record_grams(records, int(b))) >= NEAR_IDENTICAL_JACCARD
+        for a, b in zip(candidates.left, candidates.right)
+    )
+
+
 @dataclass
 class RunFacts:
     """What a run found, in the form every executor can give it (the report's input)."""
@@ -379,6 +446,8 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "executor": {"type": job.spec.executor.type, **facts.executor},
         "records": {"total": n, "per_source": per_source},
         "sources": facts.source_stats,
+        # each input's fingerprint: er explain / er review refuse to read the sources again once one changed
+        "inputs": input_fingerprints(job),
         "normalize": facts.normalize_stats,
         "exact_duplicates": facts.exact.stats,
         "shingler": {**described["shingler"], **(facts.shingler or {})} if described["shingler"] is not None else None,
@@ -404,6 +473,9 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "stages": log.stages,
         "versions": versions(job),
     }
+    if len(facts.verified) == 0 and facts.candidates is not None and len(facts.candidates) and records.fields:
+        # nothing verified among candidates: are matches among the rejected? (plausibility: nothing_verified)
+        report["scores"]["near_identical_rejected"] = near_identical_rejected(records, facts.candidates, facts.scores, engine.threshold)
     # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
     report["warnings"] = warnings_of(report)
     return report

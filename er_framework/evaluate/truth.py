@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from er_framework.errors import InputError, Problem, choices_text, did_you_mean
+from er_framework.errors import InputError, Problem, closest_column, columns_text
 from er_framework.io.source_files import check_ids
 from er_framework.io.table_file import FileRole, TableFile, open_table
 
@@ -137,8 +137,8 @@ def _column_problem(table: TableFile, col: str, option: str) -> Problem:
     return Problem(
         where=table.file,
         path=f"column {col!r}",
-        message=f"column {col!r} not found in the truth file; columns present: {choices_text(table.header)}",
-        fix=f"{did_you_mean(col, table.header)}pass {option} with one of the columns present",
+        message=f"column {col!r} not found in the truth file; columns present: {columns_text(table.header)}",
+        fix=f"{closest_column(col, table.header)}pass {option} with one of the columns present",
     )
 
 
@@ -272,7 +272,7 @@ def _load_clusters(table: TableFile, id_column: str | None, cluster_column: str 
         raise InputError(
             Problem(
                 where=table.file,
-                message=f"cannot tell the truth's columns: found no {missing}; columns present: {choices_text(header)}",
+                message=f"cannot tell the truth's columns: found no {missing}; columns present: {columns_text(header)}",
                 fix=f"name them with --id-column and --cluster-column (a cluster truth), or use "
                 f"two id columns named {pair_names} (a pairs truth); auto-detected cluster "
                 f"columns: {', '.join(CLUSTER_COLUMNS)}",

@@ -136,7 +136,7 @@ def run_dask(
     """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs
     (``model``: a saved model applied instead of fitting, as locally)."""
     t_start = time.perf_counter()
-    out_path = stages.require_out_dir(job, out_dir, write)
+    out_path = stages.require_out_dir(job, out_dir, write, model)
     engine = Engine(job, model)
     _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")

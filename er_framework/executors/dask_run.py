@@ -215,6 +215,8 @@ class DaskRun:
         reports, blocker_parts, token_counts, lost = _partition_problems(self.job, self.client, block_futs)
         if self.pruning is not None:  # how much of each record went, as the local shingle stage reports it
             self.pruning.info.update(stages.pruned_share(self.pruning.sizes, np.concatenate(lost) if lost else np.zeros(0, np.int64)))
+            pruned = self.pruning.info
+            stages.check_pruning_leaves_shingles(int((self.pruning.sizes > 0).sum()), pruned["records_emptied"], pruned)
         partitionable = ability(engine.shingler, Partitionable)
         # the shingler's report over every record, from the partitions'
         shingler_report = partitionable.merge_reports(reports) if partitionable is not None else None

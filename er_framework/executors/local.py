@@ -34,7 +34,7 @@ def run_local(
     learns is fitted here. The result's :attr:`~er_framework.engine.result.Result.model` is the model used.
     """
     t_start = time.perf_counter()
-    out_path = stages.require_out_dir(job, out_dir, write)
+    out_path = stages.require_out_dir(job, out_dir, write, model)
     engine = Engine(job, model)
     log = StageLog(progress=progress)
 

@@ -29,6 +29,7 @@ from er_framework.engine.model import Model, check_model, model_text
 from er_framework.engine.report import er_version, versions
 from er_framework.errors import ErError, Problem
 from er_framework.executors.local import run_local
+from er_framework.index.lock import BUILDING, file_identity, index_lock
 from er_framework.index.sqlite import (
     FORMAT_VERSION,
     SCHEMA,
@@ -37,6 +38,7 @@ from er_framework.index.sqlite import (
     connect_ro,
     damaged,
     files,
+    pause,
     problem,
     read_meta,
     rebuild_fix,
@@ -68,6 +70,7 @@ def open_index(path: str | Path, *, readonly: bool = False) -> Index:
     ``meta`` table through a read-only connection) before anything can write to it.
     """
     path = Path(path)
+    identity = file_identity(path)  # before connecting: a writer checks under its lock that the path still names this file
     sniff(path)
     try:
         conn = connect_ro(path)
@@ -78,6 +81,7 @@ def open_index(path: str | Path, *, readonly: bool = False) -> Index:
     except BaseException:
         conn.close()
         raise
+    index.identity = identity
     if readonly:
         return index
     conn.close()  # known to be an index: now the read-write connection (WAL mode, as built)
@@ -152,13 +156,26 @@ def build_index(
     model: Model | None = None,
 ) -> tuple[Index, dict[str, Any]]:
     """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed), with the model the run
-    fitted (or ``model``, a saved one, applied without fitting): queries and additions score with it."""
+    fitted (or ``model``, a saved one, applied without fitting): queries and additions score with it.
+
+    The index's writer lock (:mod:`er_framework.index.lock`) is held from before the job runs until the new
+    file is in place: an ``add``/``remove``/``refit`` meanwhile is refused, and debris of killed builds goes."""
     path = Path(path)
     check_target(path, force=force)  # before the job runs
     if model is not None:
         check_model(model, job)
     engine = Engine(job, model)
     engine.require_lookup(str(job.config_path), "an index")  # refuse an unindexable job before any work
+    with index_lock(path, "build"):  # held until the new file is in place (see er_framework.index.lock)
+        if not force:
+            check_target(path)  # an index built by another process while this one waited
+        summary = _build(job, path, engine, progress, model)
+    index = open_index(path)
+    return index, summary
+
+
+def _build(job: Job, path: Path, engine: Engine, progress: Callable[[str], None] | None, model: Model | None) -> dict[str, Any]:
+    """Run the job and write the index (the lock is held): into ``.NAME.building-PID``, renamed over ``path``."""
     t0 = time.perf_counter()
     result = run_local(job, write=False, progress=progress, model=model)
     assert result.model is not None  # every run returns the model it used
@@ -166,7 +183,7 @@ def build_index(
     records = result.records  # normalized in place by the run
     n = len(records)
     fields = list(records.fields)
-    tmp = path.with_name(f".{path.name}.building-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}{BUILDING}{os.getpid()}")
     for f in files(tmp):
         f.unlink(missing_ok=True)
     conn = connect_db(tmp)
@@ -242,6 +259,7 @@ def build_index(
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
+        pause()  # test hook: the new file is complete, not yet in place (the lock is held)
         for f in files(path)[1:]:
             f.unlink(missing_ok=True)
         os.replace(tmp, path)
@@ -251,7 +269,7 @@ def build_index(
             f.unlink(missing_ok=True)
         raise
     summary["seconds"] = round(time.perf_counter() - t0, 4)
-    return open_index(path), {"run": result.report, **summary}
+    return {"run": result.report, **summary}
 
 
 def records_from_texts(texts: Sequence[str], field: str, ids: Sequence[str] | None = None) -> Records:

@@ -16,16 +16,22 @@ pipeline would find them (equality with a rebuild), are
 :mod:`er_framework.index.pairs`; stable cluster ids after a write are
 :mod:`er_framework.index.recluster`; building and opening an index are
 :mod:`er_framework.index.build`.
+
+One writer at a time: ``build`` (also ``--force``), ``add``, ``remove`` and
+``refit`` take the index's lock, an ``flock`` on ``.NAME.lock`` beside it
+(:mod:`er_framework.index.lock`: why not the index file itself, what a writer
+does when a build holds it, the debris of killed writers). Readers take none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -38,6 +44,7 @@ from er_framework.engine import stages
 from er_framework.engine.engine import Engine, signed_keys
 from er_framework.engine.log import StageLog
 from er_framework.engine.model import Model, model_text
+from er_framework.index.lock import file_identity, index_lock
 from er_framework.index.pairs import Int64Array, find_pairs, members_of_buckets, stored_records
 from er_framework.index.recluster import cluster_changes, recluster
 from er_framework.index.sqlite import (
@@ -117,6 +124,9 @@ class Index:
         self.conn = conn
         #: opened with ``open_index(path, readonly=True)``: queries only, the file is never written
         self.readonly = readonly
+        #: ``(device, inode)`` of the file when it was opened (:func:`~er_framework.index.lock.file_identity`): a
+        #: writer checks under the index's lock that the path still names it (a build may have replaced it)
+        self.identity: tuple[int, int] | None = None
         self.job = job
         self.meta = meta
         #: the model the index applies (the one it was built or last refitted with: meta ``model_json``)
@@ -140,10 +150,21 @@ class Index:
     def _read(self) -> Txn:
         return Txn(self.conn, "BEGIN")
 
-    def _write(self) -> Txn:
+    @contextlib.contextmanager
+    def _write(self, command: str) -> Iterator[None]:
+        """A write transaction under the index's writer lock (:mod:`er_framework.index.lock`), into the file
+        this index opened: a build that replaced it meanwhile stops the write before anything is written."""
         if self.readonly:
             raise problem(self.path, "the index was opened read-only", "open it with open_index(path) to add or remove records")
-        return Txn(self.conn, "BEGIN IMMEDIATE")
+        with index_lock(self.path, command):
+            if self.identity is not None and file_identity(self.path) != self.identity:
+                raise problem(
+                    self.path,
+                    f"the index was rebuilt (er index build --force) after this er index {command} opened it; nothing was written",
+                    "run the command again: it then writes into the rebuilt index",
+                )
+            with Txn(self.conn, "BEGIN IMMEDIATE"):
+                yield
 
     def check(self) -> str:
         """SQLite's ``PRAGMA quick_check`` of the whole file: ``"ok"`` or the first problems found.
@@ -316,7 +337,7 @@ class Index:
                 "give every new item its own id",
             )
         stats: dict[str, Any] = {"added": len(recs)}
-        with self._write():
+        with self._write("add"):
             if self.check_is_cheap():  # not into a damaged file (checked under the write lock)
                 self._require_intact()
             clash = self._existing(recs)
@@ -355,7 +376,7 @@ class Index:
         changed; the model is stored in the index.
         """
         t0 = time.perf_counter()
-        with self._write():
+        with self._write("refit"):
             if self.check_is_cheap():
                 self._require_intact()
             rids = [r for (r,) in self.conn.execute("SELECT rid FROM records ORDER BY rid")]
@@ -418,7 +439,7 @@ class Index:
         if source is not None and source not in self.sources:
             raise problem(self.path, f"no source {source!r} in this index", f"sources: {', '.join(self.sources)}")
         stats: dict[str, Any] = {"removed": 0}
-        with self._write():
+        with self._write("remove"):
             if self.check_is_cheap():
                 self._require_intact()
             found: dict[str, tuple[int, int, int | None]] = {}

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from er_framework.errors import InputError, Problem, choices_text, did_you_mean
+from er_framework.errors import InputError, Problem, closest_column, columns_text, did_you_mean
 from er_framework.io.formats import (
     FORMATS,
     MAX_ROW_PROBLEMS,
@@ -506,8 +506,8 @@ def missing_columns(
             Problem(
                 where=file,
                 path=f"column {col!r}",
-                message=f"{role} {col!r} not found{hint}; columns present: {choices_text(present)}",
-                fix=f"{did_you_mean(col, present)}use one of the columns present, or add the column to {container}{extra_fix}",
+                message=f"{role} {col!r} not found{hint}; columns present: {columns_text(present)}",
+                fix=f"{closest_column(col, present)}use one of the columns present, or add the column to {container}{extra_fix}",
             )
         )
     return problems

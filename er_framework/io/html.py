@@ -49,6 +49,7 @@ from er_framework.io.formats import (
     open_regular,
     record_limit,
 )
+from er_framework.io.page_folder import HTML_EXTENSIONS, check_pages_fit, list_pages
 
 __all__ = [
     "BOILERPLATE_MODES",
@@ -64,9 +65,6 @@ __all__ = [
     "revise_paragraph_classification",
     "visible_text",
 ]
-
-#: File extensions read from a folder source (matched case-insensitively).
-HTML_EXTENSIONS: tuple[str, ...] = (".html", ".htm")
 
 #: Values of ``boilerplate`` accepted by :func:`extract_text`.
 BOILERPLATE_MODES: tuple[str, ...] = ("keep", "drop")
@@ -207,15 +205,6 @@ def decode_html_bytes(raw: bytes) -> tuple[str, str | None]:
         return body.decode("cp1252", errors="replace"), "cp1252"
 
 
-def _html_stem(name: str) -> str | None:
-    """``name`` without its HTML extension, or ``None`` if it is not an HTML file."""
-    lower = name.lower()
-    for ext in HTML_EXTENSIONS:
-        if lower.endswith(ext) and len(name) > len(ext):
-            return name[: -len(ext)]
-    return None
-
-
 def _listing_text(items: Sequence[str], total: int, limit: int = 8) -> str:
     shown = ", ".join(repr(x) for x in items[:limit])
     if total > limit:
@@ -301,7 +290,9 @@ def read_html_dir(
         )
         raise InputError(problems)
 
-    pages, others, walk_errors = _list_pages(folder)
+    listing = list_pages(folder, hint)  # er output folders and pseudo file systems left out; bounded
+    pages, others, walk_errors = listing.pages, listing.others, listing.errors
+    check_pages_fit(folder, pages, hint)  # before any page is read
     unreadable = [
         Problem(
             where=str(e.filename or file),
@@ -311,7 +302,9 @@ def read_html_dir(
         for e in walk_errors
     ]
     if not pages and not walk_errors:
-        problems.append(_no_pages_problem(folder, file, others, hint, where_fix))
+        problems.append(
+            _no_pages_problem(folder, file, others + [f"{d} (an er output folder, not read)" for d in listing.er_outputs], hint, where_fix)
+        )
     problems += _duplicate_id_problems(pages, file, hint)
     read = _read_pages(folder, pages, file, hint, unreadable, record_limit(max_record_mb), follow_symlinks)
     problems += unreadable
@@ -340,7 +333,7 @@ def read_html_dir(
         source_names=[name],
         fields={k: v for k, v in columns.items()},
     )
-    return records, read.stats(others)
+    return records, read.stats(others) | listing.stats()
 
 
 def _field_problems(fields: Sequence[str], id_column: str, file: str, hint: str) -> list[Problem]:
@@ -362,29 +355,6 @@ def _field_problems(fields: Sequence[str], id_column: str, file: str, hint: str)
                 )
             )
     return problems
-
-
-def _list_pages(folder: Path) -> tuple[list[tuple[str, str]], list[str], list[OSError]]:
-    """``(pages, others, walk errors)``: the HTML files below ``folder`` as ``(relative path, id)``
-    and the other files (and symlinked folders, not followed), each sorted by relative path."""
-    walk_errors: list[OSError] = []
-    pages: list[tuple[str, str]] = []  # (relative path, id)
-    others: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=walk_errors.append):
-        rel_dir = Path(dirpath).relative_to(folder).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        for fname in filenames:
-            stem = _html_stem(fname)
-            if stem is None:
-                others.append(prefix + fname)
-            else:
-                pages.append((prefix + fname, prefix + stem))
-        for dname in dirnames:
-            if os.path.islink(os.path.join(dirpath, dname)):
-                others.append(prefix + dname + "/")
-    pages.sort()
-    others.sort()
-    return pages, others, walk_errors
 
 
 def _no_pages_problem(folder: Path, file: str, others: list[str], hint: str, where_fix: str) -> Problem:

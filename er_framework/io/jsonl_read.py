@@ -95,6 +95,16 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _line_shown(line: str, parsed: list[int]) -> str:
+    """``": LINE"`` (a snippet) when quoting the line is safe: it starts like JSON, or earlier lines of the
+    file were JSON objects (the file is JSON Lines with a bad line). A file of no JSON at all (a password
+    file, an environment dump given a .jsonl name) is never quoted."""
+    stripped = line.strip()
+    if parsed or stripped[:1] in ("{", "["):
+        return f": {snippet(stripped)}"
+    return " (the line is not shown: no line before it was JSON)"
+
+
 def read_jsonl_columns(
     text: str | Iterable[tuple[str, int]],
     file: str,
@@ -182,7 +192,7 @@ def read_jsonl_columns(
                     nonblank += 1
                     bad_json.add(
                         f"{file}:{number}",
-                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}): {snippet(line.strip())}",
+                        f"line {number} is not valid JSON: {e.msg} (column {e.colno}){_line_shown(line, lines)}",
                     )
                     continue
                 except RecursionError:
@@ -198,7 +208,7 @@ def read_jsonl_columns(
                     kind = kinds.get(type(obj), type(obj).__name__)
                     not_object.add(
                         f"{file}:{number}",
-                        f"line {number} holds {kind}, expected a JSON object: {snippet(line.strip())}",
+                        f"line {number} holds {kind}, expected a JSON object{_line_shown(line, lines)}",
                     )
                     continue
                 if ("\\ud" in line or "\\uD" in line) and _has_lone_surrogate(obj):

@@ -22,12 +22,28 @@ import numpy as np
 from er_framework.errors import InputError, Problem
 from er_framework.io.data_file import json_default
 from er_framework.io.outputs import fsync_dir, sync_files
+from er_framework.io.safe_write import pid_alive
 from er_framework.kernels.arrow import array_of
 
 __all__ = ["CSV_ROWS_PER_WRITE", "csv_texts", "write_files", "write_outputs"]
 
 
 _TMP_PREFIX = ".er-tmp-"
+#: :func:`write_outputs`'s temporary folder: ``OUT/.er-tmp-wPID-RANDOM`` (removed by the next call once PID is dead)
+_WRITER_PREFIX = _TMP_PREFIX + "w"
+
+
+def _clear_dead_writers(out: Path) -> None:
+    """Remove the temporary folders of :func:`write_outputs` calls whose process died (``kill -9``)."""
+    try:
+        names = [n for n in os.listdir(out) if n.startswith(_WRITER_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        digits = name[len(_WRITER_PREFIX) :].split("-", 1)[0]
+        path = out / name
+        if digits.isdigit() and not pid_alive(int(digits)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _check_name(name: str, kind: str) -> None:
@@ -140,7 +156,8 @@ def write_outputs(
     Atomicity: everything is first validated and serialized in memory (bad
     names, columns of different lengths, unserializable JSON raise
     ``ValueError`` before anything is written), then written and fsynced into
-    a temporary directory ``out_dir/.er-tmp-*``, then moved into place with
+    a temporary directory ``out_dir/.er-tmp-wPID-*`` (one left by a killed
+    process is removed by the next call), then moved into place with
     ``os.replace``. Existing outputs are hard-linked (or copied) aside first,
     so if a move fails every output already moved is rolled back: a failed
     call leaves ``out_dir`` as it was (an ``out_dir`` created by this call is
@@ -163,7 +180,8 @@ def write_outputs(
             out.mkdir(parents=True, exist_ok=True)
             if not out.is_dir():
                 raise NotADirectoryError(20, "Not a directory", str(out))
-            tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=out))
+            _clear_dead_writers(out)
+            tmp = Path(tempfile.mkdtemp(prefix=f"{_WRITER_PREFIX}{os.getpid()}-", dir=out))
             _write_files(tmp, tables, arrow_tables, json_text, fmt)
             _move_into_place(out, tmp, plan, moved, backups)
         except BaseException:

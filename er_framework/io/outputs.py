@@ -16,15 +16,43 @@ So:
    whose lock is free belongs to a dead run and is removed by the next one.
 3. :meth:`OutputStage.commit` fsyncs the staged files (together, on threads:
    they are written unsynced) and the stage, takes the folder's exclusive
-   lock (``flock`` on the folder itself, so no lock file is left), writes a journal (``OUT/.er-commit.json``: the stage,
-   the files it brings and the stale outputs it removes), removes the stale
-   outputs (``candidates.csv`` of an earlier run that wrote none, CSV beside
-   new Parquet, …), moves every staged file into place and deletes the
-   journal. SIGINT and SIGTERM are held back for those few renames. If the
-   process is killed in the middle anyway, the next command that opens the
-   folder (``er run``, ``er report``, ``er evaluate``) finds the journal and
-   completes the commit (:func:`recover`): the folder holds the previous
-   set or the new one, never a mix, once any er command has looked at it.
+   lock (``flock`` on the folder itself, so no lock file is left), and then:
+
+   a. keeps every current file it will replace or remove (the stale outputs:
+      ``candidates.csv`` of an earlier run that wrote none, CSV beside new
+      Parquet, …) in the stage as a backup, ``STAGE/.old-NAME`` (a hard link;
+      a copy where the file system refuses one), fsynced. The folder has not
+      changed yet: a failure here leaves it as it was;
+   b. writes the journal ``OUT/.er-commit.json`` (renamed into place whole):
+      the stage, the files it brings, the stale outputs it removes, the
+      backups, and the state ``commit``;
+   c. removes the stale outputs, moves every staged file into place and
+      deletes the journal. SIGINT and SIGTERM are held back for those few
+      renames.
+
+   **Rollback.** If a step of (c) fails (a target made immutable, a mount
+   point or a folder in the way, a full disk …), the journal's state becomes
+   ``rollback`` and the previous set is put back: each backup is renamed
+   over its name (unless that file was never replaced), and a file the
+   commit brought under a name that had none goes back into the stage. The
+   folder is then byte for byte as before and the error says so. If even the
+   rollback fails, the journal and the stage are kept and the message names
+   the files of each run; the next command that opens the folder finishes
+   the job.
+
+   **Recovery** (:func:`recover`, run under the lock by ``er run``, ``er
+   report``, ``er evaluate`` and every commit before its own). A journal
+   left by a killed or failed commit is finished in one direction: *forward*
+   (the stale outputs removed, the remaining staged files moved in) when its
+   state is ``commit`` and every file of the new set is still in the stage
+   or already in the folder (renames are atomic, so a file gone from the
+   stage was moved in; a moved file whose backup is gone was undone);
+   otherwise, or when moving forward fails, *back* to the previous set as
+   above. Both directions are idempotent, so a kill during a recovery is
+   recovered the same way. Once any er command has looked at the folder it
+   holds the previous set or the new one, never a mix. Stages of dead runs
+   (their ``.alive`` lock is free) are removed, except the one a journal
+   still names.
 
 Two runs into one folder each commit their own complete set; the later
 commit wins. Files of the tool's names are recognized as er's by the
@@ -61,6 +89,8 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = [
     "fsync_dir",
     "sync_files",
+    "BACKUP_PREFIX",
+    "CommitUndone",
     "JOURNAL",
     "OUTPUT_NAMES",
     "STAGE_PREFIX",
@@ -89,6 +119,8 @@ OUTPUT_NAMES = frozenset(f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", 
 }
 JOURNAL = ".er-commit.json"
 STAGE_PREFIX = ".er-tmp-"
+#: an old output kept in the stage during a commit: ``STAGE/.old-NAME`` (a hard link, or a copy)
+BACKUP_PREFIX = ".old-"
 _ALIVE = ".alive"
 #: a temporary folder without a lock file (written by an older version or by write_outputs) is stale after this
 _STALE_SECONDS = 3600.0
@@ -320,59 +352,220 @@ def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) 
             os.unlink(out / name)
     for name in files:
         src = stage / name
-        if src.exists():
-            if (out / name).is_dir():
-                raise IsADirectoryError(21, "Is a directory", str(out / name))
+        if os.path.lexists(src):
+            if (out / name).is_dir() and not (out / name).is_symlink():
+                raise IsADirectoryError(21, "a folder is in the way of an output file", str(out / name))
             os.replace(src, out / name)
     fsync_dir(out)
 
 
 def _test_pause(point: str) -> None:
     """For the crash tests only: ``ER_TEST_PAUSE=POINT:MARKER`` creates the file MARKER at POINT
-    (``before_commit``: staged, lock not taken; ``in_commit``: journal written, nothing moved) and sleeps,
-    so that a test can signal the process exactly there."""
+    (``before_commit``: staged, lock not taken; ``in_commit``: journal written, nothing moved) and waits
+    until the test removes it (at most 60 s), so that a test can signal the process exactly there or change
+    the folder before the run goes on."""
     spec = os.environ.get("ER_TEST_PAUSE", "")
     if spec.partition(":")[0] == point:
-        Path(spec.partition(":")[2]).touch()
-        time.sleep(60)
+        marker = Path(spec.partition(":")[2])
+        marker.touch()
+        deadline = time.monotonic() + 60
+        while marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _backup_name(name: str) -> str:
+    return BACKUP_PREFIX + name
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one file (a hard link) or regular files of equal bytes (a copy)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+        sa, sb = os.lstat(a), os.lstat(b)
+        if not (stat.S_ISREG(sa.st_mode) and stat.S_ISREG(sb.st_mode)) or sa.st_size != sb.st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(1 << 20), fb.read(1 << 20)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
+def _back_up(out: Path, stage: Path, names: Sequence[str]) -> list[str]:
+    """Keep the folder's current files ``names`` in the stage (a hard link, or a copy where the file system
+    refuses one), durable before the journal names them; returns the names kept. Nothing in ``out`` changes."""
+    kept: list[str] = []
+    copies: list[Path] = []
+    for name in names:
+        src, dst = out / name, stage / _backup_name(name)
+        if not os.path.lexists(src):
+            continue
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(src, dst, follow_symlinks=False)
+            if not dst.is_symlink():
+                copies.append(dst)
+        kept.append(name)
+    if copies:
+        sync_files(copies)
+    fsync_dir(stage)
+    return kept
+
+
+def _write_journal(out: Path, stage: Path, plan: dict[str, Any]) -> None:
+    tmp = stage / JOURNAL
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(plan))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, out / JOURNAL)
+    fsync_dir(out)
+
+
+def _all_new_present(out: Path, stage: Path, files: Sequence[str], backups: Sequence[str]) -> bool:
+    """Every file of the new set is still in the stage or already moved into the folder (a file gone from the
+    stage was moved: renames are atomic; a moved file whose backup was put back over it is gone)."""
+    for name in files:
+        if os.path.lexists(stage / name):
+            continue
+        if not os.path.lexists(out / name):
+            return False
+        if name in backups and not os.path.lexists(stage / _backup_name(name)):
+            return False  # a rollback put the old file back over it
+    return True
+
+
+def _undo(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str], backups: Sequence[str]) -> None:
+    """Put the previous set back (idempotent: a recovery repeats it): every kept old file returns to its
+    name, and a file the commit brought under a name that had none goes back into the stage."""
+    for name in (*files, *remove):
+        target, backup = out / name, stage / _backup_name(name)
+        if name in backups:
+            if not os.path.lexists(backup):
+                continue  # already put back
+            if os.path.lexists(target) and _same_file(target, backup):
+                continue  # never replaced (the commit stopped before it)
+            os.replace(backup, target)
+        elif name in files and not os.path.lexists(stage / name) and os.path.lexists(target):
+            os.replace(target, stage / name)
+    fsync_dir(out)
+
+
+def _which_run(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str], backups: Sequence[str]) -> tuple[list[str], list[str]]:
+    """After a failed rollback: the output names in ``out`` from the new run and those from the previous one."""
+    new: list[str] = []
+    old: list[str] = []
+    for name in dict.fromkeys((*files, *remove)):
+        target, backup = out / name, stage / _backup_name(name)
+        if not os.path.lexists(target):
+            continue
+        if name in backups and os.path.lexists(backup) and _same_file(target, backup):
+            old.append(name)
+        elif name in files and not os.path.lexists(stage / name) and (name not in backups or os.path.lexists(backup)):
+            new.append(name)
+        else:
+            old.append(name)
+    return new, old
+
+
+class CommitUndone(OSError):
+    """A commit failed and its rollback failed too: the folder holds files of two runs until the next
+    command completes or undoes the commit (its journal is kept)."""
+
+    def __init__(self, cause: OSError, second: OSError, new: list[str], old: list[str]) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), cause.filename)
+        self.cause, self.second, self.new, self.old = cause, second, new, old
 
 
 def _commit(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
-    journal = out / JOURNAL
-    text = json.dumps({"stage": stage.name, "files": list(files), "remove": list(remove)})
-    tmp = stage / JOURNAL
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, journal)
-    fsync_dir(out)
+    """Back up, journal, apply; on a failure put the previous set back (see the module docstring)."""
+    backups = _back_up(out, stage, list(dict.fromkeys((*files, *remove))))
+    plan: dict[str, Any] = {"stage": stage.name, "files": list(files), "remove": list(remove), "backups": backups, "state": "commit"}
+    _write_journal(out, stage, plan)
     _test_pause("in_commit")
-    _apply(out, stage, files, remove)
-    os.unlink(journal)
+    try:
+        _apply(out, stage, files, remove)
+    except OSError as exc:
+        plan["state"] = "rollback"
+        try:
+            with contextlib.suppress(OSError):  # a full disk may refuse the journal: the rollback goes on
+                _write_journal(out, stage, plan)
+            _undo(out, stage, files, remove, backups)
+        except OSError as second:
+            new, old = _which_run(out, stage, files, remove, backups)
+            raise CommitUndone(exc, second, new, old) from None
+        with contextlib.suppress(OSError):  # left behind, it is a rollback a recovery repeats as a no-op
+            os.unlink(out / JOURNAL)
+        fsync_dir(out)
+        raise
+    with contextlib.suppress(OSError):  # left behind, it is a commit a recovery completes as a no-op
+        os.unlink(out / JOURNAL)
     fsync_dir(out)
 
 
-def _roll_forward(out: Path) -> None:
-    """Complete a commit that was interrupted (the lock is held)."""
+def _read_journal(out: Path) -> dict[str, Any] | None:
+    """The journal's plan, checked (None: no journal; an unreadable or foreign one is removed: it was never
+    completely written - it is renamed into place whole - or is not er's, and nothing was moved by it)."""
     journal = out / JOURNAL
     try:
         plan = json.loads(journal.read_text(encoding="utf-8"))
-        stage = out / str(plan["stage"])
+        stage = str(plan["stage"])
         files = [str(n) for n in plan["files"]]
         remove = [str(n) for n in plan["remove"]]
+        backups = [str(n) for n in plan.get("backups", [])]
+        state = str(plan.get("state", "commit"))
     except FileNotFoundError:
-        return
-    except (OSError, ValueError, KeyError, TypeError):
-        os.unlink(journal)  # unreadable: it was never completely written, so no file was moved
-        return
-    bad = [n for n in (*files, *remove) if n not in OUTPUT_NAMES and n != JOURNAL]
-    if bad or not stage.name.startswith(STAGE_PREFIX):
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        os.unlink(journal)
+        return None
+    bad = [n for n in (*files, *remove, *backups) if n not in OUTPUT_NAMES]
+    if bad or not stage.startswith(STAGE_PREFIX) or "/" in stage or state not in ("commit", "rollback"):
         os.unlink(journal)  # not ours: move nothing
+        return None
+    return {"stage": stage, "files": files, "remove": remove, "backups": backups, "state": state}
+
+
+def _roll_forward(out: Path) -> None:
+    """Finish an interrupted commit (the lock is held): forward when its journal says ``commit`` and every
+    new file is still staged or moved in, otherwise (or when moving forward fails) back to the previous set.
+    Raises OSError when neither direction can be completed (the journal stays for the next command)."""
+    plan = _read_journal(out)
+    if plan is None:
         return
-    _apply(out, stage, files, remove)
-    os.unlink(journal)
+    stage = out / plan["stage"]
+    files, remove, backups = plan["files"], plan["remove"], plan["backups"]
+    if not stage.is_dir():  # a finished commit or rollback whose journal could not be deleted (the stage goes last)
+        os.unlink(out / JOURNAL)
+        return
+    if plan["state"] == "commit" and _all_new_present(out, stage, files, backups):
+        try:
+            _apply(out, stage, files, remove)
+        except OSError:
+            plan["state"] = "rollback"
+            if stage.is_dir():
+                with contextlib.suppress(OSError):
+                    _write_journal(out, stage, plan)
+        else:
+            os.unlink(out / JOURNAL)
+            fsync_dir(out)
+            return
+    _undo(out, stage, files, remove, backups)
+    os.unlink(out / JOURNAL)
     fsync_dir(out)
+
+
+def _journal_stage(out: Path) -> str:
+    try:
+        return str(json.loads((out / JOURNAL).read_text(encoding="utf-8"))["stage"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _clear_stale_stages(out: Path) -> None:
@@ -381,9 +574,10 @@ def _clear_stale_stages(out: Path) -> None:
         entries = [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
     except OSError:
         return
+    pending = _journal_stage(out)  # the stage of an unfinished commit holds its files and backups: kept
     for name in entries:
         path = out / name
-        if not path.is_dir() or path.is_symlink():
+        if not path.is_dir() or path.is_symlink() or name == pending:
             continue
         alive = path / _ALIVE
         if alive.exists():
@@ -447,6 +641,7 @@ class OutputStage:
         self.path = self.out  # set on enter
         self._alive: IO[str] | None = None
         self._created = False
+        self._keep_stage = False
         self.committed = False
 
     def __enter__(self) -> OutputStage:
@@ -476,7 +671,10 @@ class OutputStage:
 
     def commit(self, files: Sequence[str], *, replace_all: bool) -> dict[str, Path]:
         """Move ``files`` from the stage into the folder as one unit; with ``replace_all``, every other
-        output name of the tool in the folder is removed (the folder then holds exactly this set)."""
+        output name of the tool in the folder is removed (the folder then holds exactly this set).
+
+        On any failure the folder keeps (or gets back) the previous set and :class:`InputError` says so; if
+        even that fails, the error names the files of each run (see the module docstring: rollback)."""
         for name in files:
             if name not in OUTPUT_NAMES:
                 raise ValueError(f"{name!r} is not an output name of er")
@@ -494,6 +692,19 @@ class OutputStage:
                     stale = sorted(n for n in OUTPUT_NAMES - set(files) if (self.out / n).is_file())
                 _commit(self.out, self.path, files, stale)
                 self.committed = True
+        except CommitUndone as exc:
+            self._keep_stage = True  # its journal names it: the next command completes or undoes the commit from it
+            raise InputError(
+                Problem(
+                    where=str(self.out),
+                    message=f"cannot write outputs: {exc.strerror or exc} ({exc.filename or self.out}), and putting the "
+                    f"previous outputs back failed too ({exc.second.strerror or exc.second}): the folder now holds "
+                    f"{_listing(exc.new) if exc.new else 'no file'} from this run and "
+                    f"{_listing(exc.old) if exc.old else 'no file'} from the previous run",
+                    fix=f"fix the cause (permissions, free space, a folder or mount in the way); the next er run or "
+                    f"er report on {self.out} completes or undoes this commit (its journal {JOURNAL} is kept)",
+                )
+            ) from None
         except OSError as exc:
             raise InputError(
                 Problem(
@@ -509,7 +720,7 @@ class OutputStage:
         if self._alive is not None:
             self._alive.close()
             self._alive = None
-        if self.path != self.out:
+        if self.path != self.out and not self._keep_stage:
             shutil.rmtree(self.path, ignore_errors=True)
         if self._created and not self.committed:
             with contextlib.suppress(OSError):

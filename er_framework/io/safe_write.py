@@ -145,6 +145,21 @@ def _run_output(target: Path) -> str:
     return ""
 
 
+def _check_kind(target: Path, raw: str, what: str, kind: FileKind) -> None:
+    """Refuse the existing file ``target`` unless ``kind`` recognizes its first bytes (never quoted)."""
+    try:
+        with open(target, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError as exc:
+        raise InputError(os_problem(exc, raw, f"check the existing {what}")) from None
+    if not kind.recognizes(head):
+        raise _refuse(
+            raw,
+            f"{raw!r} exists and is not {kind.description}: er does not write over a file it did not write",
+            f"give a new file name for the {what}, or move the existing file away",
+        )
+
+
 def _checked_target(path: str | Path, what: str, inputs: Sequence[Path], kind: FileKind | None) -> tuple[Path, os.stat_result | None]:
     """The resolved target and its stat (``None``: a new file), or the refusal."""
     raw = str(path)
@@ -153,9 +168,9 @@ def _checked_target(path: str | Path, what: str, inputs: Sequence[Path], kind: F
     target = Path(path)
     with contextlib.suppress(OSError, RuntimeError):
         target = target.resolve()
-    for inp in inputs:
-        if _same_file(target, Path(inp)):
-            raise _refuse(raw, f"the {what} would overwrite {inp}, an input of the job", f"write the {what} to another file")
+    inp = next((Path(p) for p in inputs if _same_file(target, Path(p))), None)
+    if inp is not None:
+        raise _refuse(raw, f"the {what} would overwrite {inp}, an input of the job", f"write the {what} to another file")
     why = _run_output(target)
     if why:
         raise _refuse(raw, f"the {what} is not written over {raw!r}: {why}", f"write the {what} to a file outside the output folder")
@@ -172,17 +187,7 @@ def _checked_target(path: str | Path, what: str, inputs: Sequence[Path], kind: F
             f"give the {what} the name of a new or existing regular file",
         )
     if st is not None and st.st_size and kind is not None:
-        try:
-            with open(target, "rb") as fh:
-                head = fh.read(HEAD_BYTES)
-        except OSError as exc:
-            raise InputError(os_problem(exc, raw, f"check the existing {what}")) from None
-        if not kind.recognizes(head):
-            raise _refuse(
-                raw,
-                f"{raw!r} exists and is not {kind.description}: er does not write over a file it did not write",
-                f"give a new file name for the {what}, or move the existing file away",
-            )
+        _check_kind(target, raw, what, kind)
     folder = target.parent
     if not folder.is_dir():
         raise _refuse(raw, f"the folder {str(folder)!r} does not exist", f"create it first, or write the {what} elsewhere")

@@ -74,7 +74,11 @@ def test_a_labels_file_that_cannot_be_read_or_written_is_a_clear_error(tmp_path:
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["review", str(out), "--labels", str(tmp_path / "file" / "labels.csv")]) == 2
     assert "cannot write the labels file" in capsys.readouterr().err
-    (tmp_path / "bad.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
+    (tmp_path / "other.csv").write_bytes(b"left_source,left_id\n\xff\xfe\n")
+    assert main(["review", str(out), "--labels", str(tmp_path / "other.csv")]) == 2
+    assert "is not a labels file" in capsys.readouterr().err
+    assert (tmp_path / "other.csv").read_bytes() == b"left_source,left_id\n\xff\xfe\n"
+    (tmp_path / "bad.csv").write_bytes(b"left_source,left_id,right_source,right_id,score,side,match\n\xff\xfe\n")
     assert main(["review", str(out), "--labels", str(tmp_path / "bad.csv")]) == 2
     assert "cannot read the labels file" in capsys.readouterr().err
 
@@ -105,5 +109,26 @@ def test_an_existing_labels_file_is_read_with_its_extra_columns_and_its_problems
     with pytest.raises(InputError) as exc:
         merge_labels(bad, [row])
     [problem] = exc.value.problems
-    assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: row 2")
+    assert problem.where == f"{bad}:2" and problem.message.startswith("cannot read the labels file to extend it: line 2")
     assert "give another --labels file" in problem.fix
+
+
+def test_the_job_inputs_are_its_data_yaml_and_other_training_labels(tmp_path: Path) -> None:
+    from er_framework.cli.review import job_inputs
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("left_source,left_id,right_source,right_id,match\n", encoding="utf-8")
+    job = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
+    job = job.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + "\ntraining: {labels: labels.csv}\n"
+    (tmp_path / "job.yaml").write_text(job, encoding="utf-8")
+    parsed = parse_job(tmp_path / "job.yaml")
+    data = ROOT / "configs" / "data" / "customers"
+    others = {data / "a.csv", data / "b.csv", tmp_path / "job.yaml"}
+    assert set(job_inputs(parsed, tmp_path / "new.csv")) == others | {labels}
+    assert set(job_inputs(parsed, labels)) == others  # extending the training labels is what er review is for
+    model = tmp_path / "model.json"
+    model.write_text("{}", encoding="utf-8")
+    assert model in job_inputs(parsed, labels, {"model": {"origin": str(model)}})
+    assert merge_labels(labels, [], job_inputs(parsed, labels)) == (0, 0)
+    with pytest.raises(InputError, match="an input of the job"):
+        merge_labels(tmp_path / "job.yaml", [], job_inputs(parsed, labels))

@@ -176,3 +176,34 @@ def test_blocking_of_pair_of_lsh_bands_on_signatures() -> None:
         assert terms[0].how == "keys" and terms[0].candidate is (tuple(sorted((int(rep[a]), int(rep[b])))) in made)
         (key,) = terms[0].keys  # the bands of signatures: one line, how many keys each record has
         assert key.key == "keys" and key.left == key.right == "13 keys" and key.shared is terms[0].candidate
+
+
+def test_check_inputs_unchanged_compares_the_fingerprints_of_report_json(tmp_path: Path) -> None:
+    from er_framework.engine.explain import check_inputs_unchanged, input_fingerprints
+    from er_framework.errors import InputError
+
+    data = tmp_path / "people.csv"
+    data.write_text("id,name\n1,ann\n2,anne\n", encoding="utf-8")
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(
+        textwrap.dedent("""
+        name: fp
+        mode: dedup
+        threshold: 0.5
+        sources: [{name: p, path: people.csv, id: id, fields: [name]}]
+        blockers: [{type: field_hash, fields: [name]}]
+        verifier: {type: field_score, threshold: 50, fields: [{field: name, scorer: exact, weight: 1}]}
+        """),
+        encoding="utf-8",
+    )
+    job = parse_job(cfg)
+    report = {"inputs": input_fingerprints(job)}
+    assert [r["source"] for r in report["inputs"]] == ["p"] and report["inputs"][0]["path"] == str(data.resolve())
+    assert check_inputs_unchanged(report, job) == []
+    assert "no fingerprints" in check_inputs_unchanged({}, job)[0]  # a run of an older version
+    data.write_text("id,name\n1,ann\n2,bob\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        check_inputs_unchanged(report, job)
+    assert str(data.resolve()) in str(e.value) and "changed since the run" in str(e.value) and "bob" not in str(e.value)
+    [note] = check_inputs_unchanged(report, job, allow_changed=True)
+    assert "--allow-changed" in note

@@ -320,3 +320,17 @@ def test_section_changes_names_each_path() -> None:
     ]
     assert section_changes({"a": [1]}, {"a": [1, 2]}) == ["a: [1] in the model, [1, 2] in the job"]
     assert section_changes(1, 2) == ["job: 1 in the model, 2 in the job"]
+
+
+def test_save_replaces_a_model_but_never_another_file(fitted: tuple[Job, Model], tmp_path: Path) -> None:
+    from er_framework.engine.model import MODEL_FILE_KIND
+
+    _, model = fitted
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"my": "notes"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="not an er model file"):
+        model.save(notes)
+    assert notes.read_text(encoding="utf-8") == '{"my": "notes"}\n'
+    path = model.save(tmp_path / "m.json")
+    assert model.save(path) == path  # a model is replaced by the next one
+    assert MODEL_FILE_KIND.recognizes(b'{\n "format": "er-framework model",\n "version": 1\n}')

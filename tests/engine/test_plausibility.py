@@ -185,6 +185,20 @@ def test_expected_matches_too_few_for_what_is_kept() -> None:
     assert codes(r) == []
 
 
+def test_training_from_too_few_labels_or_with_no_links() -> None:
+    r = sound()
+    r["training"] = {"matches": 1, "non_matches": 1}
+    [w] = warnings_of(r)
+    assert w["code"] == "few_labels" and "1 labelled matches and 1 labelled non-matches" in w["message"]
+    assert "6,500 pairs" in w["message"] and "at least 10 pairs of each kind" in w["fix"]
+    r["training"] = {"matches": pl.FEW_LABELS, "non_matches": pl.FEW_LABELS}
+    assert codes(r) == []
+    r["verified_pairs"] = 0
+    assert codes(r) == ["training_no_links"]
+    del r["training"]
+    assert codes(r) == []
+
+
 def test_a_field_whose_every_level_weighs_nothing() -> None:
     r = sound()
     r["verifier"]["per_field"]["birth_month"] = {"weight_log2": [0.04, -0.09, 0.0]}
@@ -297,3 +311,79 @@ def test_fail_on_warnings_without_warnings_exits_0(tmp_path: Path) -> None:
     done = er("run", str(job), "--out", str(tmp_path / "out"), "--quiet", "--no-report")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
+
+
+# ---------------------------------------------------------------- issue 31: losses of the run itself
+
+
+def test_oversized_buckets_are_pairs_dropped_by_a_cap() -> None:
+    r = sound()
+    r["exact_duplicates"] = {"enabled": False}
+    r["blockers"] = [
+        {"type": "lsh_bands", "max_bucket_size": 500, "largest_bucket": 3000, "oversized_buckets": 13, "pairs_skipped": 58_480_500}
+    ]
+    [w] = [w for w in warnings_of(r) if w["code"] == "pairs_dropped_by_cap"]
+    assert "'lsh_bands' skipped 13 buckets over max_bucket_size = 500" in w["message"]
+    assert "at least 3,000 records" in w["message"] and "58,480,500 pairs" in w["message"]
+    assert "raise max_bucket_size" in w["fix"] and "exact_duplicates on" in w["fix"]
+    r["blockers"][0]["oversized_buckets"] = 0
+    assert "pairs_dropped_by_cap" not in codes(r)
+
+
+def test_purged_blocks_are_pairs_dropped_by_a_cap_per_key() -> None:
+    r = sound()
+    purged = {"buckets": 2, "records": 700, "pairs_cost": 200_000, "largest": [{"value": "smith", "size": 400}]}
+    none = {"buckets": 0, "records": 0, "pairs_cost": 0, "largest": []}
+    r["blockers"] = [
+        {"type": "field_hash", "max_block_size": 200, "per_key": [{"key": "surname", "purged": purged}, {"key": "dob", "purged": none}]}
+    ]
+    [w] = [w for w in warnings_of(r) if w["code"] == "pairs_dropped_by_cap"]
+    assert "key 'surname'" in w["message"] and "700 records in them, the largest 400" in w["message"] and "200,000 pairs" in w["message"]
+    assert "exact_duplicates" not in w["fix"] and "max_block_size" in w["fix"]
+    caps = pl.capped_pairs(r["blockers"][0])
+    assert [c["setting"] for c in caps] == ["max_block_size"]
+
+
+def test_records_emptied_by_pruning() -> None:
+    r = sound()
+    r["stages"] = [{"stage": "prune", "records_counted": 5000, "records_emptied": 50, "max_df": 3, "min_df": None}]
+    [w] = [w for w in warnings_of(r) if w["code"] == "records_emptied_by_pruning"]
+    assert "50 of the 5,000 records (1.0%)" in w["message"] and "raise max_df" in w["fix"]
+    r["stages"][0]["records_emptied"] = 0
+    assert "records_emptied_by_pruning" not in codes(r)
+
+
+def test_nothing_verified_needs_evidence() -> None:
+    r = sound()
+    r["verified_pairs"] = 0
+    r["scores"] = {
+        "near_identical_rejected": {"sampled": 2000, "near_identical": 0, "similarity": 0.9, "best_score": 0.4, "threshold": 0.9}
+    }
+    assert "nothing_verified" not in codes(r)  # truly distinct records: quiet
+    r["scores"]["near_identical_rejected"]["near_identical"] = 31
+    [w] = [w for w in warnings_of(r) if w["code"] == "nothing_verified"]
+    assert "none of the 36,000 candidate pairs" in w["message"] and "31 of the 2,000" in w["message"]
+    assert "best score was 0.4" in w["message"] and "check the threshold" in w["fix"]
+    r["training"] = {"labels": "labels.csv", "pairs": 3}
+    assert "too few labelled pairs" in warnings_of(r)[0]["fix"]
+    r["training"] = {"matches": 1, "non_matches": 1}  # training_no_links says it (one warning, not two)
+    assert codes(r).count("training_no_links") == 1 and "nothing_verified" not in codes(r)
+    r["verified_pairs"] = 5
+    assert "nothing_verified" not in codes(r)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        {"blockers": 5},
+        {"blockers": [{"oversized_buckets": "x", "per_key": 3}]},
+        {"blockers": [{"per_key": [{"purged": {"buckets": 2, "largest": "no"}}]}]},
+        {"stages": "prune"},
+        {"stages": [{"stage": "prune", "records_emptied": None}]},
+        {"scores": {"near_identical_rejected": {"near_identical": "3"}}, "verified_pairs": 0},
+    ],
+)
+def test_the_new_checks_read_a_report_edited_by_hand_without_a_crash(junk: dict[str, Any]) -> None:
+    r = sound()
+    r.update(junk)
+    assert isinstance(warnings_of(r), list)

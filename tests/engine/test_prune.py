@@ -157,6 +157,9 @@ def test_dask_executor_prunes_the_same(tmp_path: Path, corpus: tuple[Path, list[
         ("prune_shingles: {min_df: 1.0}", "min_df must be a share"),
         ("prune_shingles: {}", "needs max_df or min_df"),
         ("prune_shingles: {max_dff: 0.1}", "max_dff"),
+        # settings that guarantee no shared shingle (issue 31): refused before any work
+        ("prune_shingles: {max_df: 1}", "drops every shingle that two records share"),
+        ("prune_shingles: {max_df: 3, min_df: 4}", "min_df = 4 is above max_df = 3"),
     ],
 )
 def test_bad_settings_are_named(tmp_path: Path, corpus: tuple[Path, list[str], list[str]], prune: str, needle: str) -> None:

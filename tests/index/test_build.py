@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from er_framework.cli.main import main
 from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError
 from er_framework.index.build import build_index
+from er_framework.index.lock import index_lock
 
 
 def test_build_refuses_to_overwrite_and_errors_are_clear(tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,3 +115,31 @@ def test_build_checks_the_target_before_the_job_runs(tmp_path: Path, texts: list
         build_index(job, tmp_path / "foreign.erx", force=True)
     assert (tmp_path / "foreign.erx").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "folder.erx", "foreign.erx", "job.yaml"]
+
+
+def test_a_build_removes_killed_builds_debris_and_refuses_while_another_build_holds_the_lock(tmp_path: Path, texts: list[str]) -> None:
+    path, _ = small_index(tmp_path, texts)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # a process that is gone, as after kill -9
+    debris = [tmp_path / f".{path.name}.building-{proc.pid}{end}" for end in ("", "-wal", "-shm")]
+    for p in debris:
+        p.write_bytes(b"x" * 100)
+    job = parse_job(tmp_path / "job.yaml")
+    build_index(job, path, force=True)[0].close()
+    assert not [p for p in debris if p.exists()]
+    held, release = threading.Event(), threading.Event()
+
+    def other_build() -> None:
+        with index_lock(path, "build"):
+            held.set()
+            release.wait(60)
+
+    t = threading.Thread(target=other_build)
+    t.start()
+    try:
+        assert held.wait(60)
+        with pytest.raises(ErError, match="being rebuilt by process"):
+            build_index(job, path, force=True)
+    finally:
+        release.set()
+        t.join()

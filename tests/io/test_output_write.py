@@ -6,6 +6,8 @@ import csv
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,20 @@ def test_permission_denied_is_an_input_error(tmp_path: Path, monkeypatch: pytest
         write_outputs(tmp_path, {"t": {"a": [1]}}, {})
     assert "permission denied" in str(exc.value) and str(tmp_path) in str(exc.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_killed_writers_temporary_folder_is_removed_by_the_next_call(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    out = tmp_path / "out"
+    dead = out / f".er-tmp-w{proc.pid}-abc123"
+    dead.mkdir(parents=True)
+    (dead / "persons.csv").write_bytes(b"x" * 4096)  # what kill -9 leaves mid-write
+    live = out / f".er-tmp-w{os.getpid()}-def456"
+    live.mkdir()
+    other = out / ".er-tmp-wnotapid"
+    other.mkdir()
+    write_outputs(out, {"t": {"a": [1]}}, {})
+    assert not dead.exists()
+    assert live.exists() and other.exists()  # a live writer's, and a name that is not a writer's, stay
+    assert (out / "t.csv").read_bytes() == b"a\r\n1\r\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -162,6 +163,156 @@ def test_sync_files_on_threads_reports_a_missing_file(tmp_path: Path) -> None:
     sync_files(paths)
     with pytest.raises(FileNotFoundError):
         sync_files([*paths, tmp_path / "missing"])
+
+
+# ------------------------------------------------------------------ rollback: a failure or a kill at every step
+
+
+class _Killed(BaseException):
+    """A simulated kill -9: nothing after it runs in the process (no rollback, no cleanup)."""
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """The visible files of a folder and their bytes (er's hidden stage and journal aside)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(".") and p.is_file()}
+
+
+_OLD = {
+    "pairs.csv": "old pairs\n",
+    "clusters.csv": "old clusters\n",
+    "candidates.csv": "old cand\n",
+    "report.json": "{}\n",
+    "report.html": "old\n",
+}
+_NEW = {"pairs.csv": "new pairs\n", "clusters.csv": "new clusters\n", "report.json": '{"new": 1}\n', "model.json": "{}\n"}
+
+
+def _fresh(tmp_path: Path, k: int) -> Path:
+    out = tmp_path / f"out-{k}"
+    publish(out, _OLD)
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    return out
+
+
+def _faulty(monkeypatch: pytest.MonkeyPatch, plan: dict[int, BaseException]) -> list[int]:
+    """Make the n-th call of os.replace / os.unlink / os.link (counted together) raise ``plan[n]``."""
+    calls = [0]
+    for name in ("replace", "unlink", "link"):
+        real = getattr(os, name)
+
+        def fake(*args: object, _real: object = real, **kw: object) -> object:
+            calls[0] += 1
+            if calls[0] in plan:
+                raise plan[calls[0]]
+            return _real(*args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(os, name, fake)
+    return calls
+
+
+def _stage_new(out: Path) -> OutputStage:
+    stage = OutputStage(out).__enter__()
+    for name, text in _NEW.items():
+        stage.write_text(name, text)
+    return stage
+
+
+def _count_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    out = _fresh(tmp_path, 0)
+    stage = _stage_new(out)
+    with monkeypatch.context() as m:
+        calls = _faulty(m, {})
+        stage.commit(list(_NEW), replace_all=True)
+        n = calls[0]
+    stage.__exit__(None, None, None)
+    assert _files(out) == {**{k: v.encode() for k, v in _NEW.items()}, "notes.txt": b"mine\n"}
+    return n
+
+
+def test_a_commit_failing_at_any_step_leaves_the_folder_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _count_steps(tmp_path, monkeypatch)
+    assert steps >= len(_NEW) + 2  # backups, journal, removals, moves
+    new_set = {**{k: v.encode() for k, v in _NEW.items()}, "notes.txt": b"mine\n"}
+    failed = 0
+    for k in range(1, steps + 1):
+        out = _fresh(tmp_path, k)
+        before = _files(out)
+        stage = _stage_new(out)
+        with monkeypatch.context() as m:
+            _faulty(m, {k: PermissionError(1, "Operation not permitted", str(out / "x"))})
+            try:
+                stage.commit(list(_NEW), replace_all=True)
+            except InputError as err:
+                assert "previous outputs were left as they were" in str(err), (k, err)
+                assert _files(out) == before, k
+                failed += 1
+            else:  # a refused hard link is replaced by a copy; a journal that cannot be deleted is a no-op
+                assert _files(out) == new_set, k
+        stage.__exit__(None, None, None)
+        after = _files(out)
+        recover(out)  # the next command (a journal that could not be deleted is removed)
+        assert _files(out) == after, k
+        assert not (out / JOURNAL).exists(), k
+        assert not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)], k
+    assert failed >= steps - 6, (failed, steps)
+
+
+def test_a_kill_at_any_step_of_a_commit_or_its_rollback_recovers_to_one_whole_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _count_steps(tmp_path, monkeypatch)
+    old_set = {**{k: v.encode() for k, v in _OLD.items()}, "notes.txt": b"mine\n"}
+    new_set = {**{k: v.encode() for k, v in _NEW.items()}, "notes.txt": b"mine\n"}
+    seen = set()
+    cases = [{k: _Killed()} for k in range(1, steps + 1)]  # killed in the commit
+    # failed, then killed in the rollback
+    cases += [{k: OSError(5, "Input/output error"), j: _Killed()} for k in range(1, steps + 1) for j in range(k + 1, k + 12)]
+    for i, plan in enumerate(cases):
+        out = _fresh(tmp_path, 1000 + i)
+        stage = _stage_new(out)
+        with monkeypatch.context() as m:
+            _faulty(m, plan)
+            with contextlib.suppress(_Killed, InputError):
+                stage.commit(list(_NEW), replace_all=True)
+        assert stage._alive is not None
+        stage._alive.close()  # the process is gone: its stage's lock is free, its stage stays
+        recover(out)
+        after = _files(out)
+        assert after in (old_set, new_set), (plan, sorted(after))
+        seen.add("new" if after == new_set else "old")
+        assert not (out / JOURNAL).exists(), plan
+        assert not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)], plan
+    assert seen == {"old", "new"}
+
+
+def test_a_rollback_that_fails_too_names_the_files_of_each_run_and_the_next_command_undoes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _fresh(tmp_path, 0)
+    before = _files(out)
+    stage = _stage_new(out)
+    real = os.replace
+    broken = {"on": True}
+
+    def replace(src: object, dst: object) -> None:
+        # clusters.csv cannot be replaced (as if immutable): the commit fails there; putting pairs.csv back fails too
+        if broken["on"] and str(dst).endswith("clusters.csv") and str(src).endswith("clusters.csv"):
+            raise PermissionError(1, "Operation not permitted", str(dst))
+        if broken["on"] and Path(str(src)).name == ".old-pairs.csv":
+            raise PermissionError(1, "Operation not permitted", str(dst))
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(InputError) as err:
+        stage.commit(list(_NEW), replace_all=True)
+    stage.__exit__(None, None, None)
+    text = str(err.value)
+    assert "pairs.csv from this run" in text and "from the previous run" in text and "completes or undoes" in text, text
+    assert (out / JOURNAL).exists() and (out / "pairs.csv").read_text() == "new pairs\n"
+    recover(out)  # still broken: nothing changes, the journal stays
+    assert (out / JOURNAL).exists()
+    broken["on"] = False
+    recover(out)  # the next command finishes it
+    assert _files(out) in (before, {**{k: v.encode() for k, v in _NEW.items()}, "notes.txt": b"mine\n"})
+    assert not (out / JOURNAL).exists() and not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
 
 
 # --------------------------------------------------------------------------

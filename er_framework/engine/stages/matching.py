@@ -16,7 +16,7 @@ from er_framework.engine.stages.blocking import block, diagnostics
 from er_framework.engine.stages.clustering import cluster, cluster_stats
 from er_framework.engine.stages.exact import Exact, exact_duplicates
 from er_framework.engine.stages.shingling import Shingled, prune_shingles, shingle_and_sign
-from er_framework.engine.stages.training import training_labels
+from er_framework.engine.stages.training import ReadLabels, read_labels, training_labels
 from er_framework.engine.stages.verification import Verified, verify
 
 __all__ = ["Matched", "match_records"]
@@ -40,10 +40,17 @@ class Matched:
 
 
 def match_records(engine: Engine, records: Records, log: StageLog) -> Matched:
-    """exact duplicates -> [prune] -> shingle + sign -> block -> diagnostics -> [training labels] -> [fit] ->
-    verify -> cluster, on normalized ``records``; what the job learns goes into the returned engine's model."""
+    """[training labels] -> exact duplicates -> [prune] -> shingle + sign -> block -> diagnostics -> [fit] ->
+    verify -> cluster, on normalized ``records``; what the job learns goes into the returned engine's model.
+    The labels are read first, so that a labels file with a problem fails before the expensive stages."""
     job = engine.job
     n = len(records)
+    read: ReadLabels | None = None
+    training_info: dict[str, Any] = {}
+    if job.spec.training is not None and engine.verifier_state() is None:  # a saved model was trained already
+        with log.stage("training") as training_info:
+            read = read_labels(job, records)
+            training_info.update(read.stats)
     with log.stage("exact_duplicates") as info:
         exact = exact_duplicates(job, records)
         info.update(exact.stats)
@@ -62,10 +69,9 @@ def match_records(engine: Engine, records: Records, log: StageLog) -> Matched:
             info["entries"] = sorted(found)
     training: dict[str, Any] = {}
     labelled = None
-    if job.spec.training is not None and engine.verifier_state() is None:  # a saved model was trained already
-        with log.stage("training") as info:
-            labelled, training = training_labels(job, records, exact)
-            info.update(training)
+    if read is not None:
+        labelled, training = training_labels(job, records, exact, read)
+        training_info.update(training)
     ver = verify(engine, batch, candidates, exact, shingled, n, log, labelled)
     engine = ver.engine.with_model(ver.engine.run_model(records, len(candidates), training))
     with log.stage("cluster") as info:

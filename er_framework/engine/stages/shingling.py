@@ -31,6 +31,7 @@ __all__ = [
     "Shingled",
     "TOKEN_MEMORY_SHARE",
     "check_frequency_memory",
+    "check_pruning_leaves_shingles",
     "prune_shingles",
     "pruned_by_frequency",
     "pruned_share",
@@ -146,6 +147,8 @@ def pruned_by_frequency(job: Job, freq: DocFreq) -> tuple[npt.NDArray[np.uint64]
         "below_min_df": int(len(dropped)) - above,
         "most_frequent_df": [int(x) for x in top],  # records holding each of the 10 most frequent shingles
     }
+    if len(dropped) and len(dropped) == len(tokens):  # every shingle goes: refused before any record is signed
+        check_pruning_leaves_shingles(int(freq.records), int(freq.records), report)
     return dropped, report
 
 
@@ -166,6 +169,25 @@ def pruned_share(before: Int64Array, lost: Int64Array) -> dict[str, Any]:
         "records_pruned": int((lost > 0).sum()),
         "records_emptied": int(((before > 0) & (lost == before)).sum()),
     }
+
+
+def check_pruning_leaves_shingles(records: int, emptied: int, report: dict[str, Any]) -> None:
+    """Refuse a pruning that left every one of the ``records`` records that had shingles without any (``emptied``
+    of them): no record can then be in a bucket or match another, and the run would end with an empty answer.
+    A pruning that empties some records is a warning of the report (plausibility ``records_emptied_by_pruning``)."""
+    if records <= 0 or emptied < records:
+        return
+    raise InputError(
+        Problem(
+            where="prune_shingles",
+            message=f"max_df {report.get('max_df')}, min_df {report.get('min_df')} drop every shingle of "
+            f"every one of the {records:,} records ({report.get('shingles_pruned', '?')} of {report.get('vocabulary', '?')} "
+            f"distinct shingles; the most frequent is held by {(report.get('most_frequent_df') or ['?'])[0]} records): "
+            "no record could share a shingle with another, so the run would find nothing",
+            fix="raise max_df (a share such as 0.05, or a count above the records a shingle is shared by) or lower "
+            "min_df, or remove prune_shingles",
+        )
+    )
 
 
 @dataclass
@@ -195,9 +217,12 @@ def prune_shingles(engine: Engine, records: Records, log: StageLog) -> tuple[Eng
     with log.stage("prune") as info:
         freq, sizes, kept, reports = shingle_frequencies(engine, records, job.spec.token_memory_mb)
         dropped, report = pruned_by_frequency(job, freq)
+        with_tokens = int((sizes > 0).sum())
         engine = engine.with_model(engine.model.learned(pruned=dropped, prune_report=dict(report)))
         info.update(report)
         pruned = None if kept is None else drop_tokens(kept, dropped, sets=True, workers=job.context.workers)[0]
+        if pruned is not None:  # the pruned sets are known: refused before signing when every one is empty
+            check_pruning_leaves_shingles(with_tokens, int(((sizes > 0) & (pruned.sizes == 0)).sum()), report)
     return engine, Pruning(sizes, pruned, info, dropped, reports)
 
 
@@ -291,6 +316,7 @@ def shingle_and_sign(engine: Engine, records: Records, batch: Batch, log: StageL
             else (pruning.sizes - sizes if pruned is not None else np.zeros(len(sizes), dtype=np.int64))
         )  # nothing dropped
         pruning.info.update(pruned_share(pruning.sizes, lost))
+        check_pruning_leaves_shingles(int((pruning.sizes > 0).sum()), pruning.info["records_emptied"], pruning.info)
     if shingled.tokens is None:
         batch.token_source = lambda rows: shingler.shingle(records.take(rows))
     if builder is not None:

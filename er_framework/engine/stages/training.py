@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,9 +15,10 @@ from er_framework.config.resolve import Job
 from er_framework.data import LabelledPairs, Pairs, Records
 from er_framework.engine.stages.exact import Exact, exact_groups
 from er_framework.errors import InputError, Problem
+from er_framework.io.labels_file import LABEL_COLUMNS, read_labels_file
 from er_framework.io.table_file import FileRole, open_table
 
-__all__ = ["LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "read_labels", "record_rows", "training_labels"]
+__all__ = ["LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "ReadLabels", "read_labels", "record_rows", "training_labels"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -29,7 +32,6 @@ LABELS_FILE = FileRole(
     dir_fix="point training.labels to the labels CSV (er review writes one)",
     header_fix="write the header left_source,left_id,right_source,right_id,match",
 )
-LABEL_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "match")
 
 
 def record_rows(records: Records, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -42,26 +44,63 @@ def record_rows(records: Records, wanted: set[tuple[str, str]]) -> dict[tuple[st
     return {key: found[key] for key in wanted if key in found}
 
 
-def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt.NDArray[np.bool_], dict[str, Any]]:
-    """The labelled pairs of ``training: {labels: FILE}`` as global record indices: ``(left, right, match, stats)``.
+@dataclass(frozen=True)
+class ReadLabels:
+    """The labelled pairs of ``training: {labels: FILE}`` as global record indices, and the report's stats."""
+
+    left: Int64Array
+    right: Int64Array
+    match: npt.NDArray[np.bool_]
+    stats: dict[str, Any]
+
+
+def _label_rows(path: Path) -> list[tuple[str, list[str]]]:
+    """``(where, [left_source, left_id, right_source, right_id, match])`` per row of the labels file: a CSV
+    (whatever its name) through the one labels reader, a Parquet file through the table reader."""
+    if path.name.lower().endswith(".parquet"):
+        table = open_table(path, LABELS_FILE, fmt=None)
+        cols, loc = table.read(LABEL_COLUMNS)
+        texts = [[t or "" for t in table.texts(cols[c])] for c in LABEL_COLUMNS]
+        return [(loc.where(i), [col[i] for col in texts]) for i in range(len(texts[0]))]
+    labels = read_labels_file(path, fix=LABELS_FILE.dir_fix)
+    at = [labels.column(c) for c in LABEL_COLUMNS]
+    return [(f"{path}:{line}", [row[i] for i in at]) for line, row in zip(labels.lines, labels.rows)]
+
+
+def _missing_records(where: str, left: tuple[Any, int | None], right: tuple[Any, int | None], sources: list[str]) -> list[Problem]:
+    """The problems of a labels row naming a record no source holds (``(key, index or None)`` per side)."""
+    return [
+        Problem(
+            where=where,
+            path=f"{side}_id",
+            message=f"no record {key[1]!r} in source {key[0]!r}",
+            fix=f"sources: {', '.join(sources)}; ids as in the job's data",
+        )
+        for side, (key, found) in (("left", left), ("right", right))
+        if found is None
+    ]
+
+
+def read_labels(job: Job, records: Records) -> ReadLabels:
+    """The labelled pairs of ``training: {labels: FILE}`` as global record indices.
 
     Rows with an empty ``match`` are skipped (a file ``er review`` wrote and
-    nobody finished); ids no source holds, unreadable labels and a pair of a
-    record with itself are problems naming their line, all reported at once.
+    nobody finished); ids no source holds, unreadable labels, a pair of a
+    record with itself and a pair labelled both a match and a non-match (in
+    either orientation) are problems naming their line, all reported at once.
+    Ids are quoted in messages only as ``repr`` (control characters escaped),
+    and only from a file recognized as a labels file.
     """
     path = job.training_path()
     assert path is not None
-    # the one reader of a user's table (er review writes CSV whatever the name; a Parquet file is read as one)
-    table = open_table(path, LABELS_FILE, fmt=None if path.name.lower().endswith(".parquet") else "csv")
-    cols, loc = table.read(LABEL_COLUMNS)
-    texts = [[t or "" for t in table.texts(cols[c])] for c in LABEL_COLUMNS]
-    rows = [(loc.where(i), [col[i] for col in texts]) for i in range(len(texts[0]))]
+    rows = _label_rows(path)
     index = record_rows(records, {(str(r[0]), str(r[1])) for _, r in rows} | {(str(r[2]), str(r[3])) for _, r in rows})
     left: list[int] = []
     right: list[int] = []
     match: list[bool] = []
     problems: list[Problem] = []
     used: list[tuple[str, str, str, str, bool]] = []
+    first: dict[tuple[int, int], tuple[str, bool]] = {}  # each pair's first label and its line
     skipped = 0
     for where, (ls, lid, rs, rid, label) in rows:
         word = str(label or "").strip().lower()
@@ -79,25 +118,31 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
             )
             continue
         a, b = index.get((str(ls), str(lid))), index.get((str(rs), str(rid)))
-        for side, key, found in (("left", (ls, lid), a), ("right", (rs, rid), b)):
-            if found is None:
-                problems.append(
-                    Problem(
-                        where=where,
-                        path=f"{side}_id",
-                        message=f"no record {key[1]!r} in source {key[0]!r}",
-                        fix=f"sources: {', '.join(records.source_names)}; ids as in the job's data",
-                    )
-                )
         if a is None or b is None:
+            problems += _missing_records(where, ((ls, lid), a), ((rs, rid), b), records.source_names)
             continue
         if a == b:
-            problems.append(Problem(where=where, message=f"a record paired with itself ({ls} {lid})", fix="remove the row"))
+            problems.append(Problem(where=where, message=f"a record paired with itself ({ls!r} {lid!r})", fix="remove the row"))
+            continue
+        is_match = word in MATCH_WORDS
+        pair = (min(a, b), max(a, b))
+        before = first.setdefault(pair, (where, is_match))
+        if before[1] != is_match:
+            problems.append(
+                Problem(
+                    where=where,
+                    path="match",
+                    message=f"the pair {ls!r} {lid!r} | {rs!r} {rid!r} is labelled "
+                    f"{'a match' if is_match else 'a non-match'} here and {'a match' if before[1] else 'a non-match'} "
+                    f"at {before[0]}",
+                    fix="keep one label for the pair (delete or correct one of the two rows)",
+                )
+            )
             continue
         left.append(a)
         right.append(b)
-        match.append(word in MATCH_WORDS)
-        used.append((str(ls), str(lid), str(rs), str(rid), word in MATCH_WORDS))
+        match.append(is_match)
+        used.append((str(ls), str(lid), str(rs), str(rid), is_match))
         if len(problems) > 20:
             break
     if problems:
@@ -123,15 +168,21 @@ def read_labels(job: Job, records: Records) -> tuple[Int64Array, Int64Array, npt
         "prior": job.spec.training.prior if job.spec.training is not None else None,
         "sha256": digest,
     }
-    return np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), m, stats
+    return ReadLabels(np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64), m, stats)
 
 
-def training_labels(job: Job, records: Records, exact: Exact) -> tuple[LabelledPairs | None, dict[str, Any]]:
+def training_labels(
+    job: Job, records: Records, exact: Exact, labels: ReadLabels | None = None
+) -> tuple[LabelledPairs | None, dict[str, Any]]:
     """``training:``'s labelled pairs as rows of the verifier's batch (the active records; a collapsed copy
-    stands for its representative), or None without ``training:``; and the report's ``training`` stats."""
+    stands for its representative), or None without ``training:``; and the report's ``training`` stats.
+    ``labels``: what :func:`read_labels` read already (a run reads them right after the records, before
+    any expensive stage, so that a bad labels file fails first); read here when not given."""
     if job.spec.training is None:
         return None, {}
-    left, right, match, stats = read_labels(job, records)
+    if labels is None:
+        labels = read_labels(job, records)
+    left, right, match, stats = labels.left, labels.right, labels.match, dict(labels.stats)
     n = len(records)
     group_of, starts, _sizes, members = exact_groups(exact, n)
     rep = members[starts][group_of]  # each record's representative (itself when it has no copies)

@@ -128,8 +128,9 @@ def write(
     return {("report_html" if name == "report.html" else name.rsplit(".", 1)[0]): path for name, path in written.items()}
 
 
-def job_inputs(job: Job) -> list[tuple[str, Path]]:
-    """Every input of a job: ``(what, path)`` of the job file and of each source's files (or page folder)."""
+def job_inputs(job: Job, model: Model | None = None) -> list[tuple[str, Path]]:
+    """Every file a job reads: ``(what, path)`` of the job file, each source's files (or page folder), the
+    training labels of ``training:`` and the saved model applied (``model``, loaded from a file)."""
     inputs: list[tuple[str, Path]] = [("the job file", job.config_path)]
     for i, spec in enumerate(job.spec.sources):
         try:
@@ -137,13 +138,19 @@ def job_inputs(job: Job) -> list[tuple[str, Path]]:
         except ErError:
             paths = [job.source_path(i)]
         inputs += [(f"sources[{i}] {spec.name!r}", p) for p in paths]
+    labels = job.training_path()
+    if labels is not None:
+        inputs.append(("training.labels", labels))
+    if model is not None and model.origin != "fitted" and Path(model.origin).is_file():
+        inputs.append(("the model file (--model)", Path(model.origin)))
     return inputs
 
 
-def require_out_dir(job: Job, out_dir: str | Path | OutputDir | None, write: bool) -> Path | None:
+def require_out_dir(job: Job, out_dir: str | Path | OutputDir | None, write: bool, model: Model | None = None) -> Path | None:
     """The output folder of a run, checked before any work (:func:`er_framework.io.outputs.check_output_dir`):
-    an error when the run writes and none is given, when it is an empty string, holds an input, holds files
-    er did not write (unless forced) or cannot be written."""
+    an error when the run writes and none is given, when it is an empty string, when an output name in it is
+    an input of the job (:func:`job_inputs`: ``model`` is the saved model the run applies), when it holds an
+    input or files er did not write (unless forced), or when it cannot be written."""
     force = False
     where = "--out"
     if isinstance(out_dir, OutputDir):
@@ -164,4 +171,4 @@ def require_out_dir(job: Job, out_dir: str | Path | OutputDir | None, write: boo
                 fix="pass --out DIR or set output: {dir: …} in the YAML",
             )
         )
-    return check_output_dir(out_path, job_inputs(job), force=force, where=where)
+    return check_output_dir(out_path, job_inputs(job, model), force=force, where=where)

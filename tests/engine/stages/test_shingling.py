@@ -163,3 +163,15 @@ def test_step_bounds() -> None:
     assert step_bounds(recs, 4, 12) == [0, 2, 3, 4, 6, 8]
     empty = Records(ids=[], source=np.zeros(0, dtype=np.int64), source_names=["s"], fields={"text": []})
     assert step_bounds(empty, 10, 12) == [0, 0]
+
+
+def test_a_pruning_that_empties_every_record_is_refused() -> None:
+    from er_framework.engine.stages.shingling import check_pruning_leaves_shingles
+    from er_framework.errors import InputError
+
+    report = {"max_df": 2, "min_df": None, "shingles_pruned": 40, "vocabulary": 40, "most_frequent_df": [300]}
+    check_pruning_leaves_shingles(300, 299, report)  # one record keeps a shingle: a warning of the report, not a refusal
+    check_pruning_leaves_shingles(0, 0, report)  # no record had shingles: nothing pruning did
+    with pytest.raises(InputError) as e:
+        check_pruning_leaves_shingles(300, 300, report)
+    assert "every one of the 300 records" in str(e.value) and "raise max_df" in str(e.value)

@@ -86,3 +86,50 @@ def test_dask_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     job.write_text(job.read_text(encoding="utf-8") + "executor: {type: dask, local_cluster: {n_workers: 1}}\n", encoding="utf-8")
     with pytest.raises(ErError, match="dask executor cannot run it"):
         run_job(parse_job(job), write=False)
+
+
+def test_a_pair_labelled_both_ways_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    labels = [("A000001", "B000002", "1"), ("A000002", "B000003", "0"), ("A000001", "B000002", "no")]
+    with pytest.raises(InputError) as info:
+        run_job(parse_job(job_with(tmp_path, labels)), write=False)
+    [p] = info.value.problems
+    assert p.where.endswith("labels.csv:4") and "labelled a non-match here and a match at " in p.message
+    assert p.message.endswith("labels.csv:2")
+    # the other orientation of the same pair is the same pair
+    path = tmp_path / "labels.csv"
+    path.write_text(path.read_text(encoding="utf-8").replace("A,A000001,B,B000002,no", "B,B000002,A,A000001,0"), encoding="utf-8")
+    with pytest.raises(InputError, match="labelled a non-match here and a match at"):
+        run_job(parse_job(tmp_path / "job.yaml"), write=False)
+
+
+def test_bad_labels_fail_before_blocking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from er_framework.engine.stages import matching
+
+    def no_blocking(*args: object) -> None:
+        raise AssertionError("blocking ran before the labels were checked")
+
+    monkeypatch.setattr(matching, "exact_duplicates", no_blocking)
+    monkeypatch.setattr(matching, "block", no_blocking)
+    labels = [("A000001", "B000002", "1"), ("A000001", "B000002", "0")]
+    with pytest.raises(InputError, match="labelled a non-match here"):
+        run_job(parse_job(job_with(tmp_path, labels)), write=False)
+
+
+@pytest.mark.parametrize("secret", [b"SECRET=xyz123\x00HOME=/root\x00", b"root:xyz123:19000:0:99999:7:::\n"])
+def test_a_file_that_is_not_a_labels_file_is_never_quoted(tmp_path: Path, secret: bytes) -> None:
+    job = job_with(tmp_path, [])
+    (tmp_path / "labels.csv").write_bytes(secret)
+    with pytest.raises(InputError) as info:
+        run_job(parse_job(job), write=False)
+    text = info.value.render()
+    assert "is not a labels file" in text and "xyz123" not in text and "root" not in text.replace(str(tmp_path), "")
+
+
+def test_a_spreadsheet_saved_labels_file_trains(tmp_path: Path) -> None:
+    true = truth_pairs()[:12]
+    false = [(a, b2) for (a, _), (_, b2) in zip(true[:12], true[1:13])]
+    job = job_with(tmp_path, [])
+    lines = ["left_source;left_id;right_source;right_id;match"] + [f"A;{a};B;{b};1" for a, b in true] + [f"A;{a};B;{b};0" for a, b in false]
+    (tmp_path / "labels.csv").write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode())
+    res = run_job(parse_job(job), write=False)
+    assert (res.report["training"]["matches"], res.report["training"]["non_matches"]) == (12, len(false))
