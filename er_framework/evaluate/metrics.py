@@ -48,7 +48,8 @@ from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.evaluate.truth import Truth, load_truth
 from er_framework.io.output_read import large_strings, read_output_columns
 from er_framework.io.output_write import write_files
-from er_framework.io.outputs import OutputStage, check_report, recover
+from er_framework.io.outputs import OutputStage, recover
+from er_framework.io.report_json import check_report
 from er_framework.io.table_file import no_such_path_problem
 from er_framework.kernels.arrow import to_numpy
 from er_framework.kernels.graph import connected_component_labels

@@ -43,7 +43,8 @@ from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
-from er_framework.io.outputs import check_report, find_job_file, publish, recover
+from er_framework.io.outputs import find_job_file, publish, recover
+from er_framework.io.report_json import check_report
 from er_framework.io.source_files import merge_files, read_source
 from er_framework.report.learned import training_section
 from er_framework.report.review import (
