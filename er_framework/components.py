@@ -48,7 +48,7 @@ __all__ = [
 class Params(BaseModel):
     """Base of every component's parameter model: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)  # NaN, infinity: no setting's value
 
 
 #: :class:`Params` under a name that the ``Params`` attribute of a component class does not shadow: the

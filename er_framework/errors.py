@@ -96,6 +96,13 @@ OS_FIXES = {
     "EBUSY": "the file is in use (a mount point?): use another path",
     "EIO": "the disk reported an input/output error: check the disk",
     "EXDEV": "the file and its folder are on different file systems: use another path",
+    "EFBIG": "the file grew past the largest size allowed here (ulimit -f, or the file system's limit): "
+    "raise the limit or write elsewhere, then run the command again",
+    "ELOOP": "the path holds a loop of symbolic links: check the path",
+    "ENXIO": "the path is a device or a FIFO with nothing on the other side: give a regular file",
+    "ENODEV": "the path is a device that cannot be used that way: give a regular file",
+    "ETXTBSY": "the file is a running program: use another path",
+    "ESTALE": "the network file system lost the file: check the mount, then run the command again",
 }
 
 #: the errno names :func:`os_problem` treats as the environment's, not er's (the CLI's exit 2)

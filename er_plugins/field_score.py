@@ -137,6 +137,8 @@ class FieldScore(ScoreReporting, Explainable, Verifier[FieldScoreParams]):
                 f"field_score needs verifier.threshold on its total scale 0..{scale:g} (e.g. {0.8 * scale:g}); "
                 "the top-level threshold is a fraction and is not used"
             ]
+        if not t > 0:
+            return [f"field_score threshold {t:g} must be above 0 and at most the highest possible total {scale:g} (e.g. {0.8 * scale:g})"]
         if t > scale:
             return [f"field_score threshold {t:g} exceeds the highest possible total {scale:g} (100 * sum of weights)"]
         if t <= 1.0 and scale >= 10.0:

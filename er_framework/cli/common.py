@@ -10,11 +10,26 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "progress_bar", "run_with_progress", "signals_as_exceptions", "stderr", "terminal_text", "workers_arg"]
+__all__ = [
+    "Terminated",
+    "json_terminal_text",
+    "progress_bar",
+    "run_with_progress",
+    "say",
+    "signals_as_exceptions",
+    "stderr",
+    "terminal_text",
+    "workers_arg",
+]
 
 
 def stderr(msg: str) -> None:
     print(terminal_text(msg), file=sys.stderr)
+
+
+def say(text: str) -> None:
+    """Print ``text`` (a result that may hold record values, ids, file names) on stdout through :func:`terminal_text`."""
+    print(terminal_text(text))
 
 
 #: C0 and C1 control characters but the line end and the tab, and DEL: a record value or a file name holding
@@ -28,6 +43,17 @@ def terminal_text(text: str) -> str:
     shown escaped (``\\x1b``); ``\\n`` and ``\\t`` kept. Every line er prints that may hold a record value,
     an id or a file name goes through it."""
     return text.translate(CONTROL_CHARS)
+
+
+#: the characters of :data:`CONTROL_CHARS` as JSON escapes (``\u001b``): valid inside a JSON string
+JSON_CONTROL_CHARS = {c: f"\\u{c:04x}" for c in CONTROL_CHARS}
+
+
+def json_terminal_text(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) as it may reach a terminal: the control characters
+    that JSON leaves raw (C1, DEL, bidirectional overrides, line separators) written as ``\\uXXXX`` escapes,
+    so the text stays the same JSON."""
+    return text.translate(JSON_CONTROL_CHARS)
 
 
 class Terminated(BaseException):

@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from er_framework.cli.common import json_terminal_text, say
+
 __all__ = ["add_parser", "cmd_evaluate"]
 
 
@@ -30,10 +32,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     metrics = evaluate(args.out_dir, truth)
     path = write_metrics(args.out_dir, metrics)
     if getattr(args, "json", False):
-        print(json.dumps(metrics, indent=2, ensure_ascii=False))
+        print(json_terminal_text(json.dumps(metrics, indent=2, ensure_ascii=False)))
     else:
-        print(format_table(metrics))
-        print(f"\nwrote {path}")
+        say(format_table(metrics))  # source names, file names: control characters escaped
+        say(f"\nwrote {path}")
     return 0
 
 

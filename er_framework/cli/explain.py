@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from er_framework.cli.common import job_of_run, stderr
+from er_framework.cli.common import job_of_run, json_terminal_text, say, stderr
 
 __all__ = ["add_parser", "cmd_explain"]
 
@@ -27,9 +27,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         job, report, (args.left_source or args.source, args.left), (args.right_source or args.source, args.right), model
     )
     if args.json:
-        print(json.dumps(found.to_json(), indent=2))
+        print(json_terminal_text(json.dumps(found.to_json(), indent=2)))
     else:
-        print(found)
+        say(str(found))  # record values and ids: control characters escaped
     for note in notes:
         stderr(f"note: {note}")
     return 0

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from er_framework.cli.common import run_with_progress, workers_arg
+from er_framework.cli.common import json_terminal_text, run_with_progress, workers_arg
 from er_framework.errors import ErError, Problem
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     out = sys.stdout
     for matches in results:
         for m in matches:
-            out.write(json.dumps(m.as_dict(), ensure_ascii=False) + "\n")
+            out.write(json_terminal_text(json.dumps(m.as_dict(), ensure_ascii=False)) + "\n")
     return 0
 
 

@@ -20,7 +20,9 @@
 
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
 traceback), also out of memory (a message naming the settings that bound
-memory), 1 an unexpected error (a bug: one line on stderr, the traceback
+memory) and a problem of the environment (a full disk, a read-only folder,
+too many open files, a file too large, a closed standard output: what, the
+file and the fix), 1 an unexpected error (a bug: one line on stderr, the traceback
 with ``--debug``), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; 129
 SIGHUP). Worker processes never outlive ``er``.
 """
@@ -30,6 +32,8 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -37,7 +41,7 @@ from typing import NoReturn
 
 from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, train, tune, validate
 from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
-from er_framework.errors import ErError
+from er_framework.errors import ENVIRONMENT_ERRNOS, ErError, InputError, Problem, os_problem
 
 #: environment variable that turns ``--debug`` on (any value but "", "0")
 DEBUG_ENV = "ER_DEBUG"
@@ -69,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_name(args: argparse.Namespace) -> str:
+    """The verb as typed, with its action or domain: "run", "index build", "synth customers"."""
+    parts = [getattr(args, "command", None), getattr(args, "index_command", None), getattr(args, "domain", None)]
+    return " ".join(str(p) for p in parts if p)
+
+
 def debug_on(args: argparse.Namespace) -> bool:
     """``--debug`` given, or ``ER_DEBUG`` set to anything but "" or "0"."""
     return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "") not in ("", "0")
@@ -80,15 +90,120 @@ def debug_on(args: argparse.Namespace) -> bool:
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
+#: the message for a closed standard output (``er ... >&-``): er refuses before any work rather than lose
+#: its results (and a file it opens could otherwise take descriptor 1 and receive what it prints)
+STDOUT_CLOSED = (
+    "er: standard output is closed: er prints its results and summaries there; "
+    "send them to a file or discard them (>/dev/null) instead of closing it (>&-)"
+)
+
+
+def prepare_streams() -> bool:
+    """Make stdout and stderr safe to print to; False when stdout is closed (``er ... >&-``).
+
+    Both are reconfigured with ``errors="backslashreplace"``: a record value that the terminal's encoding
+    cannot show (``LANG=C``, ``PYTHONIOENCODING=ascii``) is printed as ``\\u00e9`` instead of ending the
+    command with a UnicodeEncodeError. A closed stderr (descriptor 2) is given /dev/null, so that no file er
+    opens later takes its number.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
+    if sys.stderr is None or not fd_open(2):
+        with contextlib.suppress(OSError):
+            if not fd_open(2):
+                fd = os.open(os.devnull, os.O_WRONLY)
+                if fd != 2:
+                    os.dup2(fd, 2)
+                    os.close(fd)
+    return sys.stdout is not None and stream_open(sys.stdout)
+
+
+def fd_open(fd: int) -> bool:
+    """File descriptor ``fd`` is open."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def stream_open(stream: object) -> bool:
+    """``stream``'s file descriptor is open (a stream without one, such as a test's capture, is)."""
+    fileno = getattr(stream, "fileno", None)
+    if fileno is None:
+        return True
+    try:
+        fd = fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return not getattr(stream, "closed", False)
+    return fd_open(fd)
+
+
+def environment_error(exc: BaseException) -> OSError | None:
+    """The :class:`OSError` of the environment (a full disk, a read-only folder, too many open files …:
+    :data:`~er_framework.errors.ENVIRONMENT_ERRNOS`) that ``exc`` is or was raised from, else None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and errno.errorcode.get(cur.errno or 0, "") in ENVIRONMENT_ERRNOS:
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+#: SQLite's result codes (the index's database) that mean the environment, not er: a full disk, a file size
+#: limit, an I/O error, a file that cannot be opened (too many open files, permissions), a read-only file
+SQLITE_ENVIRONMENT = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_NOLFS")
+
+
+def database_error(exc: BaseException, command: str) -> str | None:
+    """The exit-2 message when ``exc`` (or what it was raised from) is an SQLite error of the environment
+    (:data:`SQLITE_ENVIRONMENT`), else None. sqlite3 is looked up, never imported."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:
+        return None
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        name = str(getattr(cur, "sqlite_errorname", "") or "")
+        if isinstance(cur, sqlite3.Error) and name.startswith(SQLITE_ENVIRONMENT):
+            problem = Problem(
+                where=f"er {command}",
+                message=f"cannot complete `er {command}`: the index database reported {one_line(str(cur))!r} ({name})",
+                fix="check the free space, the file size limit (ulimit -f), the open-file limit (ulimit -n) and the "
+                "permissions of the index folder, then run the command again",
+            )
+            return InputError(problem).render()
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def environment_message(exc: OSError, command: str) -> str:
+    """The exit-2 message of an environment error met by ``er COMMAND``: what, the file, the fix."""
+    where = str(exc.filename) if exc.filename is not None else f"er {command}"
+    return InputError(os_problem(exc, where, f"complete `er {command}`")).render()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for name, value in BLAS_THREADS.items():
         os.environ.setdefault(name, value)
+    stdout_ok = prepare_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
-        parser.print_help()
+        if stdout_ok:
+            parser.print_help()
+        return 2
+    if not stdout_ok:
+        stderr(STDOUT_CLOSED)
         return 2
     debug = debug_on(args)
+    command = command_name(args)
     try:
         with signals_as_exceptions():
             return int(args.func(args))
@@ -116,6 +231,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        if isinstance(exc, OSError) and exc.errno == errno.EBADF and not stream_open(sys.stdout):
+            stderr(STDOUT_CLOSED)
+            return 2
+        env = environment_error(exc)
+        if env is not None:
+            stderr(environment_message(env, command))
+            return 2
+        database = database_error(exc, command)
+        if database is not None:
+            stderr(database)
+            return 2
         if worker_died(exc):
             stderr(f"er: {exc}")
             return 1
@@ -155,6 +281,8 @@ def entry() -> NoReturn:
     """
     code = main()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # closed when er started
+            continue
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (er ... | head): nothing more to say there
             stream.flush()
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)

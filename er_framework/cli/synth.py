@@ -4,6 +4,13 @@ Every size is checked before anything is generated: the data are built in
 memory, so each size has a maximum (:data:`MAX_CUSTOMERS`, :data:`MAX_PRINTS`,
 :data:`MAX_CELLS`, :data:`MAX_NEWS_PAGES`, :data:`MAX_PERSONS`, :data:`MAX_INVENTOR_MENTIONS`) that keeps a run within
 a few GB, and a bad value is a message with exit 2, never a traceback or a run that eats the machine.
+
+Every file is written through :mod:`er_framework.io.safe_write` (:mod:`er_framework.synth.files`): a file of
+the same name already in ``--out`` is replaced only when it is one synth wrote (the CSV header, the JSONL keys,
+the Parquet columns, the page frame synth writes), so re-running a command into the same folder works and a
+user's own ``truth.csv`` is refused (exit 2, nothing written: every target is checked before any is written).
+``er synth news --force`` removes the ``.html`` pages of an earlier corpus in ``--out/pages`` before writing
+the new one: only pages synth wrote; another ``.html`` file there is refused (and nothing is removed).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from er_framework.errors import ErError, Problem
+from er_framework.errors import ErError, Problem, os_problem
 
 __all__ = [
     "MAX_CELLS",
@@ -110,6 +117,7 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
         )
         + _seed_problem(cmd, args.seed)
         + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
+        + _folder_problem(cmd, Path(args.out))
     )
     if problems:
         raise ErError(problems)
@@ -228,6 +236,7 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     problems += _float_problem(f"{cmd} --width", args.width, 0.0, 1e9, lo_open=True)
     problems += _float_problem(f"{cmd} --height", args.height, 0.0, 1e9, lo_open=True)
     problems += _float_problem(f"{cmd} --sigma", args.sigma, 0.0, math.inf)
+    problems += _folder_problem(cmd, Path(args.out))
     if problems:
         raise ErError(problems)
     out = Path(args.out)
@@ -253,9 +262,32 @@ def cmd_synth_fingerprints(args: argparse.Namespace) -> int:
     return 0
 
 
+def _earlier_pages(pages_dir: Path) -> list[Path]:
+    """The ``.html``/``.htm`` files below ``pages_dir`` (deepest first); none when it is not a folder."""
+    if not pages_dir.is_dir() or pages_dir.is_symlink():
+        return []
+    found = (f for f in pages_dir.rglob("*.htm*") if f.suffix.lower() in (".html", ".htm"))
+    return sorted((f for f in found if f.is_file() or f.is_symlink()), reverse=True)
+
+
+def _synth_page(path: Path) -> bool:
+    """``path`` is a regular file (not a link) holding a page er synth news wrote (:data:`PAGE_KIND`)."""
+    from er_framework.io.safe_write import HEAD_BYTES
+    from er_framework.synth.news_corpus import PAGE_KIND
+
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            return PAGE_KIND.recognizes(fh.read(HEAD_BYTES))
+    except OSError:
+        return False
+
+
 def cmd_synth_news(args: argparse.Namespace) -> int:
     """News pages of the template families with truth: OUT/pages/<site>/<story>.html, truth.csv, shared.csv."""
-    from er_framework.synth.news_corpus import make_corpus, resolve_families, write_corpus
+    from er_framework.synth.files import check_targets
+    from er_framework.synth.news_corpus import make_corpus, resolve_families, table_targets, write_corpus
 
     cmd = "er synth news"
     problems = (
@@ -277,12 +309,23 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
     out = Path(args.out)
     pages_dir = out / "pages"
     problems += _folder_problem(cmd, out)
-    if out.is_dir() and pages_dir.exists() and any(pages_dir.iterdir()) and not args.force:
+    if out.is_dir() and pages_dir.is_dir() and any(pages_dir.iterdir()) and not args.force:
         problems.append(
             Problem(
                 where=f"{cmd} --out",
                 message=f"{str(pages_dir)!r} already holds pages (of an earlier corpus?)",
                 fix="choose an empty or new folder, or add --force to replace its .html pages, truth.csv and shared.csv",
+            )
+        )
+    old_pages = _earlier_pages(pages_dir) if args.force and not problems else []
+    foreign = [f for f in old_pages if not _synth_page(f)]
+    if foreign:
+        problems.append(
+            Problem(
+                where=f"{cmd} --force",
+                message=f"{str(pages_dir)!r} holds {len(foreign):,} .html file(s) er synth news did not write "
+                f"(e.g. {str(foreign[0])!r}): --force replaces only the pages of an earlier corpus",
+                fix="move those files away, or choose an empty or new folder",
             )
         )
     if problems:
@@ -291,13 +334,16 @@ def cmd_synth_news(args: argparse.Namespace) -> int:
         corpus = make_corpus(args.pages, args.families, args.seed, chrome_scale=args.chrome_scale)
     except ValueError as exc:
         raise ErError(f"{cmd}: {exc}") from None
-    if pages_dir.exists():  # --force: only the pages an earlier run wrote (.html files), then empty folders
-        for f in sorted(pages_dir.rglob("*.htm*"), reverse=True):
-            if f.is_file() and f.suffix.lower() in (".html", ".htm"):
+    check_targets(table_targets(out))  # truth.csv and shared.csv before any page is removed
+    if old_pages:  # --force: only the pages an earlier corpus wrote (checked above), then empty folders
+        try:
+            for f in old_pages:
                 f.unlink()
-        for d in sorted((d for d in pages_dir.rglob("*") if d.is_dir()), reverse=True):
-            if not any(d.iterdir()):
-                d.rmdir()
+            for d in sorted((d for d in pages_dir.rglob("*") if d.is_dir() and not d.is_symlink()), reverse=True):
+                if not any(d.iterdir()):
+                    d.rmdir()
+        except OSError as exc:
+            raise ErError(os_problem(exc, str(pages_dir), "remove the pages of the earlier corpus")) from None
     out.mkdir(parents=True, exist_ok=True)
     paths = write_corpus(corpus, out)
     n_sites = len({p.site for p in corpus.pages})

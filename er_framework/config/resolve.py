@@ -198,7 +198,25 @@ def parse_job(
     data, lines, problems = load_yaml(text, filename)
     if data is None:
         fail(problems)
+    if isinstance(data, dict) and not looks_like_job(data):
+        fail(
+            [
+                Problem(
+                    where=filename,
+                    message="this is not an er job file: none of its top-level keys is a job's (sources, blockers, verifier …)",
+                    fix="give the job's YAML file (see configs/febrl3.yaml)",
+                )
+            ]
+        )
     return resolve_job(data, lines, filename, path.resolve().parent, problems, registry, check_files=check_files, config_path=path)
+
+
+def looks_like_job(data: dict[Any, Any]) -> bool:
+    """One top-level key of ``data`` is a job's, or close to one (a typo): only then do the messages about the
+    file quote its keys and lines. A file that merely parses as a YAML mapping (``/etc/shadow``'s
+    ``root:*:…`` lines do) is not quoted back."""
+    known = list(JobSpec.model_fields)
+    return any(isinstance(k, str) and (k in known or did_you_mean(k, known)) for k in data)
 
 
 #: the job's top-level settings a component's own checks read (through its :class:`Context`)

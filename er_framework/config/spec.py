@@ -28,7 +28,7 @@ from er_framework.registry import executor_table
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN and infinity are no setting's value
 
 
 class HtmlSpec(_Strict):
@@ -417,7 +417,7 @@ def type_problems(value: Any, ann: Any, path: YamlPath, filename: str, lines: di
         if not wrong:
             return []
         shown = json.dumps(value)
-        hint = f"write {value} without quotes" if isinstance(value, str) and _looks_numeric(value) else ""
+        hint = numeric_text_hint(value) if isinstance(value, str) and _looks_numeric(value) else ""
         expected = _expected(arms) + "".join(f" or {w!r}" for w in words)
         return [
             problem_at(
@@ -455,6 +455,17 @@ def type_problems(value: Any, ann: Any, path: YamlPath, filename: str, lines: di
         for i, (v, a) in enumerate(zip(value, items)):
             out += type_problems(v, a, path + (i,), filename, lines)
     return out
+
+
+def numeric_text_hint(text: str) -> str:
+    """The fix for a number YAML read as text: quotes removed, or (YAML 1.1 reads ``1e-6`` and ``1.0e9`` as
+    text, not as numbers) a dot before the exponent and a sign in it: ``1.0e-6``, ``1.0e+9``."""
+    mantissa, e, exponent = text.strip().lower().partition("e")
+    if e and ("." not in mantissa or exponent[:1] not in ("+", "-")):
+        number = mantissa if "." in mantissa else f"{mantissa}.0"
+        signed = exponent if exponent[:1] in ("+", "-") else f"+{exponent}"
+        return f"write {number}e{signed} (YAML reads {text.strip()} as text: an exponent needs a dot before it and a sign), without quotes"
+    return f"write {text} without quotes"
 
 
 def _looks_numeric(text: str) -> bool:

@@ -49,6 +49,7 @@ from er_framework.evaluate.truth import Truth, load_truth
 from er_framework.io.output_read import large_strings, read_output_columns
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage, recover
+from er_framework.io.report_json import check_report
 from er_framework.io.table_file import no_such_path_problem
 from er_framework.kernels.arrow import to_numpy
 from er_framework.kernels.graph import connected_component_labels
@@ -241,11 +242,7 @@ def _read_report(out: Path) -> tuple[dict[str, Any] | None, str | None]:
         raise InputError(
             Problem(where=str(p), message=f"cannot read report.json: {e}", fix="run the job again to rewrite its outputs")
         ) from None
-    if not isinstance(report, dict):
-        raise InputError(
-            Problem(where=str(p), message="report.json does not hold a JSON object", fix="run the job again to rewrite its outputs")
-        )
-    return report, None
+    return check_report(report, p), None  # not an object, or a key of the wrong kind: not a report er wrote
 
 
 def _possible_pairs(report: dict[str, Any]) -> tuple[int | None, str]:

@@ -76,7 +76,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from er_framework.errors import InputError, Problem
+from er_framework.errors import InputError, Problem, os_problem
+from er_framework.io.report_json import check_report, is_job_file
 
 try:  # POSIX; elsewhere the folder is not locked (one writer at a time is then the user's care)
     import fcntl
@@ -735,8 +736,13 @@ def publish(out: str | Path, texts: dict[str, str]) -> dict[str, Path]:
 # ------------------------------------------------------------------ a finished run's folder
 
 
+#: the largest report.json read (er's are kilobytes to a few megabytes)
+MAX_REPORT_BYTES = 256 << 20
+
+
 def read_report(out_dir: str | Path) -> dict[str, Any]:
-    """report.json of the run written to ``out_dir``; an input error saying what is missing."""
+    """report.json of the run written to ``out_dir``, checked by :func:`check_report`; an input error saying
+    what is missing or wrong (never quoting the file)."""
     path = Path(out_dir) / "report.json"
     if not path.is_file():
         raise InputError(
@@ -747,18 +753,35 @@ def read_report(out_dir: str | Path) -> dict[str, Any]:
             )
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix="run the job again to write it")) from None
-    if not isinstance(data, dict):
-        raise InputError(Problem(where=str(path), message="report.json is not an er report", fix="run the job again"))
-    return data
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(os_problem(exc, str(path), "read report.json")) from None
+    if len(raw) > MAX_REPORT_BYTES:
+        why = f"larger than {MAX_REPORT_BYTES >> 20} MB"
+    else:
+        try:
+            return check_report(json.loads(raw.decode("utf-8")), path)
+        except UnicodeDecodeError:
+            why = "not UTF-8 text"
+        except RecursionError:
+            why = "nested too deeply"
+        except ValueError as exc:  # json.JSONDecodeError; its message names a position, not the text
+            why = f"not JSON: {str(exc).split(':')[0]}"
+    raise InputError(
+        Problem(
+            where="",
+            message=f"{path} is not a report er wrote ({why})",
+            fix="give the output folder of an er run, or run the job again to rewrite its outputs",
+        )
+    )
 
 
 def find_job_file(report: dict[str, Any], out: Path, config_path: str | Path | None) -> tuple[Path | None, list[Path]]:
     """The job file of a run: ``config_path`` if given, else report.json's ``config`` (as recorded: from
     the current folder, then below the output folder and its parent). Returns it (None when not found) and
-    the places tried."""
+    the places tried. A file report.json names that is not a job (:func:`is_job_file`: a tampered report
+    pointing at /etc/shadow) is an input error that never quotes the file."""
     if config_path is not None:
         p = Path(config_path)
         return (p.resolve() if p.is_file() else None), [p]
@@ -771,5 +794,13 @@ def find_job_file(report: dict[str, Any], out: Path, config_path: str | Path | N
         tried.append(Path(str(report["config_resolved"])))
     for candidate in tried:
         if candidate.is_file():
+            if not is_job_file(candidate):
+                raise InputError(
+                    Problem(
+                        where="",
+                        message=f"{candidate} is not an er job file (report.json of {out} names it as the run's job)",
+                        fix="pass the run's job file: --config JOB.yaml",
+                    )
+                )
             return candidate.resolve(), tried
     return None, tried

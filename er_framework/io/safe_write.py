@@ -41,7 +41,16 @@ from er_framework.errors import InputError, Problem, os_problem
 from er_framework.io.formats import file_kind
 from er_framework.io.outputs import JOURNAL, STAGE_PREFIX, is_er_output
 
-__all__ = ["TEMP_MARK", "FileKind", "clear_dead_temps", "csv_header_kind", "open_for_write", "pid_alive", "write_text_file"]
+__all__ = [
+    "TEMP_MARK",
+    "FileKind",
+    "check_target",
+    "clear_dead_temps",
+    "csv_header_kind",
+    "open_for_write",
+    "pid_alive",
+    "write_text_file",
+]
 
 #: the mark of this writer's temporary files: ``.NAME.er-tmp-PID-RANDOM``
 TEMP_MARK = ".er-tmp-"
@@ -238,3 +247,9 @@ def write_text_file(path: str | Path, text: str, *, what: str, inputs: Sequence[
     with contextlib.suppress(OSError, RuntimeError):
         target = target.resolve()
     return target
+
+
+def check_target(path: str | Path, *, what: str, inputs: Sequence[Path] = (), kind: FileKind | None = None) -> Path:
+    """The checks of :func:`open_for_write` without writing: the resolved target, or the refusal (an
+    :class:`~er_framework.errors.InputError`). A writer of several files checks them all before it writes any."""
+    return _checked_target(path, what, inputs, kind)[0]

@@ -109,6 +109,12 @@ def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.95) -
             cands.append((int(b_all[feasible[0]]), r))
     if not cands:
         need = _needed_num_perm(threshold, target_recall)
+        if need is None:
+            raise ValueError(
+                f"threshold {threshold} is too low for LSH banding: no signature of a usable length reaches recall "
+                f"{target_recall} at that similarity; raise the threshold (LSH finds pairs of similarity well above 0), "
+                "or block on exact keys instead (field_hash)"
+            )
         raise ValueError(
             f"num_perm={num_perm} cannot reach recall {target_recall} at threshold "
             f"{threshold} with any bands x rows <= {num_perm}; use num_perm >= {need[0]} "
@@ -121,21 +127,28 @@ def choose_bands(threshold: float, num_perm: int, target_recall: float = 0.95) -
     return cands[best]
 
 
-def _needed_num_perm(threshold: float, target_recall: float, max_rows: int = 64) -> tuple[int, int, int]:
-    """Smallest ``b * r`` (over ``r <= max_rows``) reaching ``target_recall`` at ``threshold``."""
+#: the longest signature :func:`_needed_num_perm` proposes (beyond it, a threshold is too low for banding)
+MAX_NEEDED_NUM_PERM = 1 << 20
+
+
+def _needed_num_perm(threshold: float, target_recall: float, max_rows: int = 64) -> tuple[int, int, int] | None:
+    """Smallest ``b * r`` (over ``r <= max_rows``) reaching ``target_recall`` at ``threshold``; None when even
+    that exceeds :data:`MAX_NEEDED_NUM_PERM` (a threshold near 0)."""
     best: tuple[int, int, int] | None = None
     for r in range(1, max_rows + 1):
         if best is not None and r >= best[0]:
             break  # b * r >= r cannot beat the best any more
         q = threshold**r
-        b = max(1, math.ceil(math.log1p(-target_recall) / math.log1p(-q)))
+        bands = math.log1p(-target_recall) / math.log1p(-q) if q > 0 else math.inf
+        if not bands * r <= MAX_NEEDED_NUM_PERM:
+            continue
+        b = max(1, math.ceil(bands))
         for _ in range(3):  # guard float rounding of the closed form
             if -math.expm1(b * math.log1p(-q)) >= target_recall:
                 break
             b += 1
         if best is None or b * r < best[0]:
             best = (b * r, b, r)
-    assert best is not None
     return best
 
 

@@ -44,6 +44,7 @@ from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover
+from er_framework.io.report_json import check_report
 from er_framework.io.source_files import merge_files, read_source
 from er_framework.report.learned import training_section
 from er_framework.report.review import (
@@ -99,9 +100,9 @@ def _load_report(out: Path) -> dict[str, Any]:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")) from None
-    if not isinstance(report, dict):
-        raise InputError(Problem(where=str(path), message="report.json is not a JSON object", fix=fix + " (it rewrites the file)"))
-    return report
+    # not an object, or a key of the wrong kind: "… is not a report er wrote" (check_report);
+    # the sections the page draws as a note when their content is malformed: only their kind is checked
+    return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]"))
 
 
 def _table_file(out: Path, name: str) -> Path | None:

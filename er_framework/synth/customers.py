@@ -55,10 +55,7 @@ records are Python lists of strings). Faker is called only for the pools
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -66,6 +63,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from er_framework.errors import InputError, os_problem
+from er_framework.synth.files import check_targets, csv_kind, write_csv
 
 __all__ = [
     "keyboard_neighbour",
@@ -770,32 +770,26 @@ def generate_customers(
 # writing
 
 
-def _write_csv(path: Path, header: Sequence[str], rows: object) -> None:
-    # a unique temporary name opened with "x" (not mkstemp: its files are 0600, these follow the umask)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "x", newline="", encoding="utf-8") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(header)
-            w.writerows(rows)  # type: ignore[arg-type]
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_customers(data: CustomerData, out_dir: str | Path) -> dict[str, Path]:
     """Write ``a.csv``, ``b.csv`` (columns :data:`COLUMNS`) and ``truth.csv`` (``a_id,b_id``) into ``out_dir``.
 
-    UTF-8, ``\\n`` line ends, a header line; each file is written to a
-    temporary file in ``out_dir`` and renamed over the target, so a reader
-    never sees a partial file. Returns ``{"a": path, "b": path, "truth": path}``.
+    UTF-8, ``\\n`` line ends, a header line; each file is written through
+    :mod:`er_framework.io.safe_write` (atomically; an existing file of that
+    name is replaced only when it has the header synth writes, and every
+    target is checked before any is written). Returns ``{"a": path, "b": path, "truth": path}``.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {"a": out / "a.csv", "b": out / "b.csv", "truth": out / "truth.csv"}
+    headers = {"a": COLUMNS, "b": COLUMNS, "truth": ("a_id", "b_id")}
+    whats = {"a": "company A's records", "b": "company B's records", "truth": "truth file (a_id,b_id)"}
+    kinds = {k: csv_kind(whats[k], headers[k]) for k in paths}
+    check_targets((paths[k], whats[k], kinds[k]) for k in paths)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(os_problem(exc, str(out), "create the folder")) from None
     for side in ("a", "b"):
         table = getattr(data, side)
-        _write_csv(paths[side], COLUMNS, zip(*(table[c] for c in COLUMNS)))
-    _write_csv(paths["truth"], ("a_id", "b_id"), data.truth)
+        write_csv(paths[side], whats[side], kinds[side], COLUMNS, zip(*(table[c] for c in COLUMNS)), lineterminator="\n")
+    write_csv(paths["truth"], whats["truth"], kinds["truth"], headers["truth"], data.truth, lineterminator="\n")
     return paths

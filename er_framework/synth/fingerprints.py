@@ -54,10 +54,7 @@ gives 0.982 and 0.059, within 0.01 of the seed's 0.985 and 0.063.
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -66,6 +63,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.kernels.bits import bits_from_bool
+from er_framework.synth.files import check_targets, csv_kind, jsonl_kind, write_csv, write_text
 
 __all__ = ["simulate_cells", "simulate_minutiae", "write_prints_jsonl"]
 
@@ -197,34 +195,26 @@ def write_prints_jsonl(
     """Write ``{"id": …, "minutiae": [[x, y], …]}`` lines, and a truth CSV ``id,finger``.
 
     Coordinates are rounded *down* to ``decimals`` digits (so they stay in
-    the frame). The truth file needs ``finger``. Files are written to a
-    temporary name and renamed.
+    the frame). The truth file needs ``finger``. Files are written through
+    :mod:`er_framework.io.safe_write` (atomically; an existing file is
+    replaced only when it is one synth wrote; both are checked first).
     """
     if len(ids) != len(minutiae):
         raise ValueError(f"{len(ids)} ids for {len(minutiae)} prints")
+    if truth_path is not None and (finger is None or len(finger) != len(ids)):
+        raise ValueError("the truth file needs one finger per id")
+    prints_kind = jsonl_kind("prints file", ("id", "minutiae"))
+    truth_kind = csv_kind("truth file (id,finger)", ("id", "finger"))
+    targets = [(Path(path), "prints file", prints_kind)]
+    if truth_path is not None:
+        targets.append((Path(truth_path), "truth file (id,finger)", truth_kind))
+    check_targets(targets)
     lines = []
     for i, pts in zip(ids, minutiae):
         r = _floor_decimals(np.asarray(pts, dtype=np.float64).reshape(-1, 2), decimals)
         lines.append(json.dumps({"id": str(i), "minutiae": r.tolist()}) + "\n")
-    _atomic_write(Path(path), "".join(lines))
+    write_text(Path(path), "prints file", prints_kind, "".join(lines))
     if truth_path is not None:
-        if finger is None or len(finger) != len(ids):
-            raise ValueError("the truth file needs one finger per id")
-        tmp = _tmp_name(Path(truth_path))
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["id", "finger"])
-            w.writerows([str(i), int(g)] for i, g in zip(ids, finger))
-        os.replace(tmp, truth_path)
-
-
-def _tmp_name(path: Path) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    return Path(name)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = _tmp_name(path)
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+        assert finger is not None
+        rows = ([str(i), int(g)] for i, g in zip(ids, finger))
+        write_csv(Path(truth_path), "truth file (id,finger)", truth_kind, ["id", "finger"], rows)

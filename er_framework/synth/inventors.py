@@ -63,6 +63,7 @@ import numpy as np
 
 from er_framework.io import write_outputs
 from er_framework.synth.customers import value_pools
+from er_framework.synth.files import check_targets, table_targets
 from er_framework.synth.persons import LIST_SEPARATOR, name_pools, typo
 
 __all__ = [
@@ -645,10 +646,13 @@ def inventors_table(data: InventorData, fmt: str = "csv") -> dict[str, Sequence[
 def write_inventors(data: InventorData, out: str | Path, fmt: str = "csv") -> dict[str, Path]:
     """Write ``inventors.csv`` or ``inventors.parquet`` (:func:`inventors_table`) and ``truth.csv`` (``id,entity``) into ``out``.
 
-    Written by :func:`er_framework.io.write_outputs` (each file complete or not at all).
-    Returns ``{"inventors": path, "truth": path}``.
+    Written by :func:`er_framework.io.write_outputs` (each file complete or not at all), after both targets
+    are checked (:func:`er_framework.synth.files.table_targets`: an existing file is replaced only when it
+    is one synth wrote). Returns ``{"inventors": path, "truth": path}``.
     """
-    paths = write_outputs(out, {"inventors": inventors_table(data, fmt)}, {}, fmt=fmt)
+    table = inventors_table(data, fmt)
+    check_targets(table_targets(Path(out), "inventors", "inventor mentions", list(table), fmt))
+    paths = write_outputs(out, {"inventors": table}, {}, fmt=fmt)
     truth: dict[str, Sequence[Any] | np.ndarray] = {"id": [t[0] for t in data.truth], "entity": [str(t[1]) for t in data.truth]}
     paths.update(write_outputs(out, {"truth": truth}, {}, fmt="csv"))
     return paths

@@ -47,7 +47,6 @@ and ``shared.csv`` (what each page carries of the shared text).
 from __future__ import annotations
 
 import ast
-import csv
 import html
 import math
 import re
@@ -59,6 +58,9 @@ from functools import cache
 from pathlib import Path
 from random import Random
 
+from er_framework.errors import InputError, os_problem
+from er_framework.io.safe_write import FileKind
+from er_framework.synth.files import check_targets, csv_kind, text_kind, write_csv, write_text
 from er_framework.synth.news import AdSet, Article, Template, make_ads, make_page, make_template
 
 __all__ = [
@@ -79,6 +81,8 @@ __all__ = [
     "resolve_families",
     "make_corpus",
     "write_corpus",
+    "PAGE_KIND",
+    "table_targets",
 ]
 
 # ----------------------------------------------------------------------------
@@ -846,6 +850,23 @@ TRUTH_COLUMNS = ("id", "story", "site", "family", "paragraphs", "cut")
 SHARED_COLUMNS = ("id", "story", "wire_disclaimer", "site_disclaimer", "background_from", "edits", "sentences")
 
 
+#: what a page er synth news wrote starts with and holds (:func:`er_framework.synth.news.make_page`'s frame):
+#: only such a page is written over (or removed by ``er synth news --force``)
+PAGE_KIND = text_kind(
+    "news page",
+    b'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>',
+    b'<script>window.dataLayer=window.dataLayer||[];dataLayer.push({"site":"',
+)
+
+
+def table_targets(out: Path) -> list[tuple[Path, str, FileKind]]:
+    """``truth.csv`` and ``shared.csv`` of a corpus in ``out``: (path, what, the kind an existing file must be)."""
+    return [
+        (out / "truth.csv", "truth file of a news corpus", csv_kind("truth file of a news corpus", TRUTH_COLUMNS)),
+        (out / "shared.csv", "shared-text file of a news corpus", csv_kind("shared-text file of a news corpus", SHARED_COLUMNS)),
+    ]
+
+
 def write_corpus(corpus: Corpus, out_dir: str | Path) -> dict[str, Path]:
     """Write ``out_dir/pages/<site>/<story>.html``, ``out_dir/truth.csv`` and ``out_dir/shared.csv``.
 
@@ -858,28 +879,29 @@ def write_corpus(corpus: Corpus, out_dir: str | Path) -> dict[str, Path]:
     """
     out = Path(out_dir)
     pages_dir = out / "pages"
-    for p in corpus.pages:
-        target = pages_dir / f"{p.page_id}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(p.html, encoding="utf-8")
-    with open(out / "truth.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(TRUTH_COLUMNS)
-        for p in corpus.pages:
-            w.writerow([p.page_id, p.story, p.site, p.family, p.paragraphs, int(p.cut)])
-    with open(out / "shared.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(SHARED_COLUMNS)
-        for p in corpus.pages:
-            w.writerow(
-                [
-                    p.page_id,
-                    p.story,
-                    p.wire_disclaimer or "",
-                    p.site_disclaimer or "",
-                    p.background_from or "",
-                    ";".join(p.edits),
-                    p.sentences,
-                ]
-            )
+    tables = table_targets(out)
+    pages = [(pages_dir / f"{p.page_id}.html", p) for p in corpus.pages]
+    check_targets([(target, "news page", PAGE_KIND) for target, _ in pages] + tables)
+    (_, truth_what, truth_kind), (_, shared_what, shared_kind) = tables
+    for target, p in pages:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(os_problem(exc, str(target.parent), "create the folder")) from None
+        write_text(target, "news page", PAGE_KIND, p.html)
+    truth_rows = ([p.page_id, p.story, p.site, p.family, p.paragraphs, int(p.cut)] for p in corpus.pages)
+    write_csv(out / "truth.csv", truth_what, truth_kind, TRUTH_COLUMNS, truth_rows)
+    shared_rows = (
+        [
+            p.page_id,
+            p.story,
+            p.wire_disclaimer or "",
+            p.site_disclaimer or "",
+            p.background_from or "",
+            ";".join(p.edits),
+            p.sentences,
+        ]
+        for p in corpus.pages
+    )
+    write_csv(out / "shared.csv", shared_what, shared_kind, SHARED_COLUMNS, shared_rows)
     return {"pages": pages_dir, "truth": out / "truth.csv", "shared": out / "shared.csv"}

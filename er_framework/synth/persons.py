@@ -74,6 +74,7 @@ import numpy as np
 
 from er_framework.io import write_outputs
 from er_framework.synth.customers import PHONE_FORMATS, STREET_SUFFIXES, keyboard_neighbour, value_pools
+from er_framework.synth.files import check_targets, table_targets
 
 __all__ = [
     "COLUMNS",
@@ -719,10 +720,12 @@ def persons_table(data: PersonsData, fmt: str = "csv", float_share: float | None
 def write_persons(data: PersonsData, out_dir: str | Path, fmt: str = "csv", float_share: float | None = None) -> dict[str, Path]:
     """Write ``persons.csv`` or ``persons.parquet`` (:func:`persons_table`) and ``truth.csv`` (``id,entity``) into ``out_dir``.
 
-    Written by :func:`er_framework.io.write_outputs` (each file complete or not at all).
-    Returns ``{"persons": path, "truth": path}``.
+    Written by :func:`er_framework.io.write_outputs` (each file complete or not at all), after both targets
+    are checked (:func:`er_framework.synth.files.table_targets`: an existing file is replaced only when it
+    is one synth wrote). Returns ``{"persons": path, "truth": path}``.
     """
     table = persons_table(data, fmt, float_share)
+    check_targets(table_targets(Path(out_dir), "persons", "person records", list(table), fmt))
     paths = write_outputs(out_dir, {"persons": table}, {}, fmt=fmt)
     paths.update(
         write_outputs(out_dir, {"truth": {"id": [t[0] for t in data.truth], "entity": [str(t[1]) for t in data.truth]}}, {}, fmt="csv")

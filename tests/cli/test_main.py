@@ -221,3 +221,121 @@ def test_the_command_ends_without_the_interpreters_teardown(tmp_path: Path) -> N
     assert not Path((tmp_path / "dir").read_text()).exists()  # the TemporaryDirectory's finalizer ran
     ok = subprocess.run([sys.executable, "-m", "er_framework", "--help"], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and "usage" in ok.stdout
+
+
+# --------------------------------------------------------------------------
+# the environment's errors: exit 2 with what, the file and the fix (issue 31)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("EROFS", "read-only"),
+        ("ENOSPC", "free space"),
+        ("EDQUOT", "quota"),
+        ("EMFILE", "ulimit -n"),
+        ("EACCES", "permissions"),
+        ("EFBIG", "ulimit -f"),
+        ("EIO", "check the disk"),
+    ],
+)
+def test_an_environment_error_is_exit_2_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], code: str, needle: str
+) -> None:
+    import errno
+    import os
+
+    from er_framework.cli import schema
+
+    def fails(args: object) -> int:
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), "/data/out/pairs.csv")
+
+    monkeypatch.setattr(schema, "cmd_schema", fails)
+    assert main(["schema"]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "/data/out/pairs.csv" in err and needle in err and "er schema" in err
+
+
+def test_an_environment_error_raised_from_another_is_found(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
+    from er_framework.cli import schema
+
+    def fails(args: object) -> int:
+        try:
+            raise OSError(errno.EROFS, "Read-only file system")
+        except OSError as exc:
+            raise RuntimeError("writing failed") from exc
+
+    monkeypatch.setattr(schema, "cmd_schema", fails)
+    assert main(["schema"]) == 2
+    assert "read-only" in capsys.readouterr().err
+
+
+def test_another_os_error_stays_a_bug(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
+    from er_framework.cli import schema
+
+    def fails(args: object) -> int:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(schema, "cmd_schema", fails)
+    assert main(["schema"]) == 1
+    assert "internal error" in capsys.readouterr().err
+
+
+def test_a_database_error_of_the_environment_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    from er_framework.cli import schema
+
+    def fails(args: object) -> int:
+        con = sqlite3.connect(":memory:")
+        try:
+            con.execute("ATTACH DATABASE '/nonexistent/folder/x.db' AS x")
+        finally:
+            con.close()
+        return 0
+
+    monkeypatch.setattr(schema, "cmd_schema", fails)
+    assert main(["schema"]) == 2
+    err = capsys.readouterr().err
+    assert "SQLITE_CANTOPEN" in err and "ulimit -n" in err
+
+
+def test_a_closed_stdout_refuses_before_work(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from er_framework.cli import schema
+
+    ran: list[bool] = []
+    monkeypatch.setattr(schema, "cmd_schema", lambda args: ran.append(True) or 0)
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["schema"]) == 2
+    assert not ran and "standard output is closed" in capsys.readouterr().err
+
+
+def test_streams_print_what_their_encoding_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from er_framework.cli.main import prepare_streams
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", out)
+    assert prepare_streams()
+    print("José")
+    out.flush()
+    assert raw.getvalue() == b"Jos\\xe9\n"
+
+
+def test_command_name_has_the_action() -> None:
+    from er_framework.cli.main import command_name
+
+    parser = build_parser()
+    assert command_name(parser.parse_args(["index", "build", "j.yaml", "--index", "i"])) == "index build"
+    assert command_name(parser.parse_args(["synth", "news", "--pages", "3", "--out", "o"])) == "synth news"
+    assert command_name(parser.parse_args(["schema"])) == "schema"

@@ -472,3 +472,25 @@ def test_an_empty_cluster_section_is_named(tmp_path: Path) -> None:
     assert [(p.where, p.path, p.message) for p in info.value.problems] == [
         (f"{path}:5", "cluster", "it is empty: the job must choose a clusterer here")
     ]
+
+
+def test_a_yaml_mapping_that_is_no_job_is_not_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:SECRET-HASH:20228:0:99999:7:::\nbin:*:20228:0:99999:7:::\n", encoding="utf-8")
+    code, out, err = run_cli(["validate", str(shadow)], capsys)
+    assert code == 2 and "not an er job file" in err
+    assert "SECRET-HASH" not in err and "SECRET-HASH" not in out
+
+
+def test_a_job_with_a_typo_in_every_key_is_still_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("sourcse: []\n", encoding="utf-8")
+    code, _, err = run_cli(["validate", str(job)], capsys)
+    assert code == 2 and "did you mean 'sources'" in err
+
+
+def test_looks_like_job() -> None:
+    from er_framework.config.resolve import looks_like_job
+
+    assert looks_like_job({"sources": []}) and looks_like_job({"verifer": {}})
+    assert not looks_like_job({"root:*:1:2": None}) and not looks_like_job({}) and not looks_like_job({1: 2})

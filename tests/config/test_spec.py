@@ -76,3 +76,37 @@ def test_a_job_without_the_verifiers_fields_gets_one_problem_with_an_example(tmp
         assert problem.fix.startswith(f"add e.g. fields: [{{field: {first},")
         example = yaml.safe_load(problem.fix.removeprefix("add e.g. fields: "))
         assert isinstance(example, list) and all("field" in f for f in example)
+
+
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("1e-6", "write 1.0e-6"),
+        ("1e9", "write 1.0e+9"),
+        ("2.5e3", "write 2.5e+3"),
+        ("-1E-3", "write -1.0e-3"),
+        ("0.5", "write 0.5 without quotes"),
+    ],
+)
+def test_a_number_yaml_read_as_text_gets_a_fix_that_parses(text: str, fix: str) -> None:
+    import yaml
+
+    from er_framework.config.spec import numeric_text_hint
+
+    hint = numeric_text_hint(text)
+    assert hint.startswith(fix)
+    written = hint.split()[1]
+    assert isinstance(yaml.safe_load(written), float)  # the fix is a number to YAML
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+@pytest.mark.parametrize("where", ["top", "verifier", "auto"])
+def test_nan_and_infinity_are_no_settings_value(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, where: str) -> None:
+    if where == "top":
+        text = GOOD.replace("threshold: 0.8", f"threshold: {value}")
+    elif where == "verifier":
+        text = GOOD.replace("  type: jaccard\n", f"  type: jaccard\n  threshold: {value}\n")
+    else:
+        text = GOOD.replace("threshold: 0.8", f"threshold: auto\nauto_threshold: {{low: 0.3, high: {value}}}")
+    err = expect_error(tmp_path, capsys, text, "finite number", command="validate")
+    assert "duplicate" not in err

@@ -270,3 +270,16 @@ def test_field_score_comparisons_on_febrl4(shipped):
     np.testing.assert_allclose(pts, s, rtol=0, atol=1e-9)
     assert has(FieldScore, Explainable) and has(FellegiSunter, Explainable) and has(FellegiSunter, Trainable)
     assert not has(FieldScore, Learner)
+
+
+@pytest.mark.parametrize("threshold", [0.0, -5.0, -1e-9])
+def test_a_threshold_not_above_0_is_refused_by_the_check(threshold: float) -> None:
+    params = FieldScoreParams(fields=[{"field": "x"}, {"field": "y"}], threshold=threshold)
+    problems = FieldScore.check(params, Context())
+    assert problems and "must be above 0" in problems[0]
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), float("inf")])
+def test_nan_and_infinity_thresholds_are_refused(threshold: float) -> None:
+    with pytest.raises(ValidationError, match="finite"):
+        FieldScoreParams(fields=[{"field": "x"}], threshold=threshold)

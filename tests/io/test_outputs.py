@@ -313,3 +313,31 @@ def test_a_rollback_that_fails_too_names_the_files_of_each_run_and_the_next_comm
     recover(out)  # the next command finishes it
     assert _files(out) in (before, {**{k: v.encode() for k, v in _NEW.items()}, "notes.txt": b"mine\n"})
     assert not (out / JOURNAL).exists() and not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
+
+
+# --------------------------------------------------------------------------
+# report.json read back: a report er wrote, or a message (issue 31)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"[1]", b"{", b"\xff\xfe", b"[" * 100000 + b"]" * 100000])
+def test_read_report_refuses_what_is_not_a_report(tmp_path: Path, content: bytes) -> None:
+    from er_framework.io.outputs import read_report
+
+    (tmp_path / "report.json").write_bytes(content)
+    with pytest.raises(InputError, match="is not a report er wrote"):
+        read_report(tmp_path)
+
+
+def test_find_job_file_refuses_a_named_file_that_is_not_a_job(tmp_path: Path) -> None:
+    from er_framework.io.outputs import find_job_file
+
+    secret = tmp_path / "shadow"
+    secret.write_text("root:TOPSECRET:1:2\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        find_job_file({"config": str(secret)}, tmp_path / "out", None)
+    assert "is not an er job file" in str(e.value) and "TOPSECRET" not in str(e.value)
+    job = tmp_path / "job.yaml"
+    job.write_text("sources: []\n", encoding="utf-8")
+    assert find_job_file({"config": str(job)}, tmp_path / "out", None)[0] == job.resolve()
+    assert find_job_file({"config": str(secret)}, tmp_path / "out", job)[0] == job.resolve()  # --config wins

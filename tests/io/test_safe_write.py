@@ -148,3 +148,17 @@ def test_os_errors_say_what_to_do(tmp_path: Path) -> None:
             write_text_file(ro / "t.txt", "x", what="file")
     finally:
         ro.chmod(0o700)
+
+
+def test_check_target_checks_without_writing(tmp_path: Path) -> None:
+    from er_framework.io.safe_write import check_target
+
+    kind = csv_header_kind("labels file", ["left_source", "left_id"])
+    new = tmp_path / "new.csv"
+    assert check_target(new, what="labels file", kind=kind) == new.resolve()
+    assert not new.exists()
+    (tmp_path / "mine.csv").write_text("a,b\n", encoding="utf-8")
+    with pytest.raises(InputError, match="did not write"):
+        check_target(tmp_path / "mine.csv", what="labels file", kind=kind)
+    with pytest.raises(InputError, match="an input of the job"):
+        check_target(tmp_path / "mine.csv", what="labels file", inputs=[tmp_path / "mine.csv"])

@@ -239,3 +239,14 @@ def test_band_keys_are_the_same_in_any_blocks_of_records(monkeypatch) -> None:
     for step in (1, 7, 999, 1000, 5000):
         monkeypatch.setattr(banding, "BAND_KEY_ROWS", step)
         assert np.array_equal(banding.band_keys(sig, 8, 5), whole)
+
+
+@pytest.mark.parametrize("threshold", [1e-6, 1e-12, 1e-300, 5e-324])
+def test_a_threshold_too_low_for_banding_is_a_message(threshold: float) -> None:
+    with pytest.raises(ValueError, match="too low for LSH banding"):
+        choose_bands(threshold, 128)
+
+
+def test_the_needed_signature_is_still_named_when_one_exists() -> None:
+    with pytest.raises(ValueError, match=r"use num_perm >= \d+"):
+        choose_bands(0.5, 4, 0.99)
