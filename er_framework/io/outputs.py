@@ -77,6 +77,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from er_framework.errors import InputError, Problem, os_problem
+from er_framework.io.output_names import JOURNAL, MAX_REPORT_BYTES, OUTPUT_NAMES, OUTPUT_TABLES, STAGE_PREFIX, is_er_output
 from er_framework.io.report_json import check_report, is_job_file
 
 try:  # POSIX; elsewhere the folder is not locked (one writer at a time is then the user's care)
@@ -103,17 +104,6 @@ __all__ = [
     "recover",
 ]
 
-#: the tables a run may write (pairs and clusters always; the others when the job asks or its clusterer selects pairs)
-OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons")
-#: every name er writes into an output folder (tables in either format, the reports, the model, er evaluate's metrics)
-OUTPUT_NAMES = frozenset(f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")) | {
-    "report.json",
-    "report.html",
-    "model.json",
-    "evaluation.json",
-}
-JOURNAL = ".er-commit.json"
-STAGE_PREFIX = ".er-tmp-"
 #: an old output kept in the stage during a commit: ``STAGE/.old-NAME`` (a hard link, or a copy)
 BACKUP_PREFIX = ".old-"
 _ALIVE = ".alive"
@@ -132,22 +122,6 @@ class OutputDir:
 
     path: str | Path
     force: bool = False
-
-
-def is_er_output(out: Path) -> set[str]:
-    """The names in ``out`` that an er run wrote: those its ``report.json`` lists (``outputs``), or, for a
-    report.json of an older version, the tool's output names. Empty when there is no er report.json."""
-    try:
-        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(report, dict) or "config_hash" not in report or "versions" not in report:
-        return set()
-    listed = report.get("outputs")
-    names = set(OUTPUT_NAMES)
-    if isinstance(listed, list):
-        names |= {n for n in listed if isinstance(n, str) and "/" not in n}
-    return names
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -734,10 +708,6 @@ def publish(out: str | Path, texts: dict[str, str]) -> dict[str, Path]:
 
 
 # ------------------------------------------------------------------ a finished run's folder
-
-
-#: the largest report.json read (er's are kilobytes to a few megabytes)
-MAX_REPORT_BYTES = 256 << 20
 
 
 def read_report(out_dir: str | Path) -> dict[str, Any]:

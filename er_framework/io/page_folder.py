@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.outputs import JOURNAL, STAGE_PREFIX, is_er_output
+from er_framework.io.output_names import JOURNAL, STAGE_PREFIX, is_er_output
 from er_framework.memory import available_memory, size_text
 
 __all__ = [

@@ -39,7 +39,7 @@ from typing import TextIO
 
 from er_framework.errors import InputError, Problem, os_problem
 from er_framework.io.formats import file_kind
-from er_framework.io.outputs import JOURNAL, STAGE_PREFIX, is_er_output
+from er_framework.io.output_names import JOURNAL, STAGE_PREFIX, is_er_output
 
 __all__ = [
     "TEMP_MARK",
