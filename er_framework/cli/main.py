@@ -195,13 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout_ok = prepare_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        if stdout_ok:
-            parser.print_help()
-        return 2
-    if not stdout_ok:
-        stderr(STDOUT_CLOSED)
-        return 2
+    if getattr(args, "func", None) is None or not stdout_ok:
+        return no_command(parser, stdout_ok)
     debug = debug_on(args)
     command = command_name(args)
     try:
@@ -231,26 +226,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        if isinstance(exc, OSError) and exc.errno == errno.EBADF and not stream_open(sys.stdout):
-            stderr(STDOUT_CLOSED)
-            return 2
-        env = environment_error(exc)
-        if env is not None:
-            stderr(environment_message(env, command))
-            return 2
-        database = database_error(exc, command)
-        if database is not None:
-            stderr(database)
-            return 2
-        if worker_died(exc):
-            stderr(f"er: {exc}")
-            return 1
-        # last resort: a bug, one line (the traceback with --debug)
-        stderr(
-            f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
-            f"--debug (or {DEBUG_ENV}=1) for the traceback and report it"
-        )
-        return 1
+        message, code = unexpected_error(exc, command)
+        stderr(message)
+        return code
+
+
+def no_command(parser: argparse.ArgumentParser, stdout_ok: bool) -> int:
+    """Exit 2 without running a verb: no verb given (the help, when stdout is open), or stdout closed."""
+    if stdout_ok:
+        parser.print_help()
+    else:
+        stderr(STDOUT_CLOSED)
+    return 2
+
+
+def unexpected_error(exc: Exception, command: str) -> tuple[str, int]:
+    """The message and exit code of an exception no verb turned into an :class:`ErError`: the environment's
+    problems (a closed stdout, a full disk, a read-only folder, a database the system could not write) are
+    exit 2 with what to do; a worker killed is exit 1 with what happened; anything else is a bug (exit 1,
+    one line, the traceback with ``--debug``)."""
+    if isinstance(exc, OSError) and exc.errno == errno.EBADF and not stream_open(sys.stdout):
+        return STDOUT_CLOSED, 2
+    env = environment_error(exc)
+    if env is not None:
+        return environment_message(env, command), 2
+    database = database_error(exc, command)
+    if database is not None:
+        return database, 2
+    if worker_died(exc):
+        return f"er: {exc}", 1
+    return (
+        f"er: internal error: {type(exc).__name__}: {one_line(str(exc))}; this is a bug — rerun with "
+        f"--debug (or {DEBUG_ENV}=1) for the traceback and report it"
+    ), 1
 
 
 def worker_died(exc: BaseException) -> bool:

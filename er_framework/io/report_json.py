@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,48 +137,48 @@ _KIND_NAMES = {
 }
 
 
+def _scalar_problem(value: Any, kind: str, shape: tuple[str, ...], path: str) -> str:
+    ok = kind in shape or (kind == _INT and _NUM in shape)
+    if ok and kind == _INT and abs(value) > MAX_REPORT_INT:
+        return f"{path} is a number too large for er to have written"
+    if ok and kind == _NUM and not math.isfinite(value):
+        return f"{path} is not a finite number"
+    return "" if ok else f"{path} is {_KIND_NAMES.get(kind, kind)}, not {' or '.join(_KIND_NAMES[k] for k in shape)}"
+
+
+def _first_problem(items: Iterable[tuple[Any, Any, str, str]], shallow: Collection[str]) -> str:
+    """The first problem among ``(value, shape, path, pattern)`` items ('' when none)."""
+    for value, shape, path, pattern in items:
+        why = _shape_problem(value, shape, path, shallow, pattern)
+        if why:
+            return why
+    return ""
+
+
 def _shape_problem(value: Any, shape: Any, path: str, shallow: Collection[str] = (), pattern: str = "") -> str:
     """What is wrong with ``value`` at ``path`` for ``shape`` ('' when nothing): never the value itself.
     ``pattern``: ``path`` with every list index and map key written ``[]``; a pattern in ``shallow`` is
     checked for its own kind only (an object, a list), not for what it holds."""
     pattern = pattern or path
-    deep = pattern not in shallow
     kind = _kind_of(value)
     if isinstance(shape, tuple):
-        ok = kind in shape or (kind == _INT and _NUM in shape)
-        if ok and kind == _INT and abs(value) > MAX_REPORT_INT:
-            return f"{path} is a number too large for er to have written"
-        if ok and kind == _NUM and not math.isfinite(value):
-            return f"{path} is not a finite number"
-        return "" if ok else f"{path} is {_KIND_NAMES.get(kind, kind)}, not {' or '.join(_KIND_NAMES[k] for k in shape)}"
+        return _scalar_problem(value, kind, shape, path)
     if value is None and shape.nullable:
         return ""
-    if isinstance(shape, Obj):
-        if kind != _OBJ:
-            return f"{path} is {_KIND_NAMES.get(kind, kind)}, not an object"
-        if not deep:
-            return ""
-        for key, sub in shape.keys.items():
-            if key in value:
-                why = _shape_problem(value[key], sub, f"{path}.{key}", shallow, f"{pattern}.{key}")
-                if why:
-                    return why
-        return ""
-    want = _OBJ if shape.kind == "map" else _LIST
+    want = _OBJ if isinstance(shape, Obj) or shape.kind == "map" else _LIST
     if kind != want:
         return f"{path} is {_KIND_NAMES.get(kind, kind)}, not {_KIND_NAMES[want]}"
-    if not deep:
+    if pattern in shallow:
         return ""
+    if isinstance(shape, Obj):
+        keyed = ((value[k], sub, f"{path}.{k}", f"{pattern}.{k}") for k, sub in shape.keys.items() if k in value)
+        return _first_problem(keyed, shallow)
     items = (
-        [(f"{path}[{key!r}]", item) for key, item in value.items()]
+        ((item, shape.item, f"{path}[{key!r}]", f"{pattern}[]") for key, item in value.items())
         if shape.kind == "map"
-        else [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+        else ((item, shape.item, f"{path}[{i}]", f"{pattern}[]") for i, item in enumerate(value))
     )
-    for where, item in items:
-        why = _shape_problem(item, shape.item, where, shallow, f"{pattern}[]")
-        if why:
-            return why
-    return ""
+    return _first_problem(items, shallow)
 
 
 def check_report(data: Any, path: str | Path, *, shallow: Collection[str] = ()) -> dict[str, Any]:

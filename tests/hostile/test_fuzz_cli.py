@@ -24,16 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from er_framework.cli.main import build_parser, main
-
-JOB = """\
-name: people
-mode: dedup
-seed: 3
-sources: [{name: s, path: people.csv, id: id, fields: [name, city]}]
-blockers: [{type: field_hash, fields: [city]}]
-verifier: {type: fellegi_sunter, threshold: 0.5, fields: [{field: name, comparison: jaro_winkler, levels: [100, 90, 80]}]}
-cluster: {type: connected_components}
-"""
+from tests.hostile.test_hostile_env import JOB
 
 DOCS_JOB = """\
 name: docs

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -26,6 +25,7 @@ from conftest import run_er
 
 from er_framework.index.sqlite import PAUSE_ENV
 from er_framework.io.outputs import JOURNAL, STAGE_PREFIX
+from tests.engine.stages.test_writing import trained_job
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi"]
@@ -113,28 +113,10 @@ def test_a_commit_failing_halfway_leaves_the_previous_outputs_and_says_so(tmp_pa
 # ------------------------------------------------------------------ inputs named like outputs
 
 
-def customers_job(folder: Path, labels: str) -> Path:
-    """configs/customers.yaml trained from ``labels`` (relative to the job), a labels file written there."""
-    data = ROOT / "configs" / "data" / "customers"
-    with (data / "truth.csv").open(encoding="utf-8") as fh:
-        truth = [(r["a_id"], r["b_id"]) for r in csv.DictReader(fh)][:40]
-    path = folder / labels
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["left_source", "left_id", "right_source", "right_id", "match"])
-        w.writerows(["A", a, "B", b, "1"] for a, b in truth)
-        w.writerows(["A", a, "B", b2, "0"] for (a, _), (_, b2) in zip(truth[:30], truth[1:31]))
-    text = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8").replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
-    job = folder / "job.yaml"
-    job.write_text(text + f"\ntraining: {{labels: {labels}}}\n", encoding="utf-8")
-    return job
-
-
 def test_labels_named_like_an_output_in_the_out_folder_are_refused_before_work(tmp_path: Path) -> None:
     for name in ("pairs.csv", "report.json"):
         folder = tmp_path / name
-        job = customers_job(folder, f"out/{name}")
+        job = trained_job(folder, f"out/{name}")
         before = (folder / "out" / name).read_bytes()
         for force in ([], ["--force"]):
             ran = run_er(["run", job, "--out", folder / "out", "-q", *force])
@@ -144,7 +126,7 @@ def test_labels_named_like_an_output_in_the_out_folder_are_refused_before_work(t
 
 
 def test_a_model_file_named_like_an_output_in_the_out_folder_is_refused(tmp_path: Path) -> None:
-    job = customers_job(tmp_path, "labels.csv")
+    job = trained_job(tmp_path, "labels.csv")
     out = tmp_path / "out"
     ran = run_er(["run", job, "--out", out, "-q"])
     assert ran.code == 0, ran.err
