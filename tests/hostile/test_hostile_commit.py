@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_er
 
 from er_framework.index.sqlite import PAUSE_ENV
 from er_framework.io.outputs import JOURNAL, STAGE_PREFIX
 from tests.engine.stages.test_writing import trained_job
+from tests.hostile.conftest import run_er
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi"]

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_er
+
+from tests.hostile.conftest import run_er
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACEBACK = "Traceback (most recent call last)"

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_er
 
 from er_framework.io.outputs import JOURNAL, OUTPUT_NAMES, STAGE_PREFIX, OutputStage, recover
+from tests.hostile.conftest import run_er
 
 
 def docs(n: int = 80, seed: int = 3) -> list[dict[str, str]]:
