@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,8 @@ def check_targets(targets: Iterable[tuple[Path, str, FileKind]]) -> None:
             continue
         try:
             check_target(path, what=what, kind=kind)
-        except InputError as exc:
-            problems.extend(exc.problems)
+        except InputError as exc:  # er synth's file names are fixed: the way out is another folder
+            problems.extend(replace(p, fix="choose another --out folder (new or empty), or move that file away") for p in exc.problems)
     if problems:
         raise InputError(problems)
 
