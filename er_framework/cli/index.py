@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from er_framework.cli.common import json_terminal_text, run_with_progress, workers_arg
+from er_framework.cli.common import json_terminal_text, run_with_progress, say, workers_arg
 from er_framework.errors import ErError, Problem
 
 if TYPE_CHECKING:
@@ -109,13 +109,13 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     info = index.info()
     index.close()
     if not args.quiet:
-        print(
+        say(
             f"index {args.index}: {info['records']:,} records, {info['clusters']:,} clusters, {info['pairs']:,} pairs, "
             f"{info['bucket_entries']:,} bucket entries, {info['bytes_on_disk'] / 2**20:.1f} MB "
             f"(run {rep['run_seconds']:.2f} s, total {rep['seconds']:.2f} s); model: {rep['model']}"
         )
         for note in rep.get("notes", []):
-            print(f"note: {note}")
+            say(f"note: {note}")
     return 0
 
 
@@ -125,7 +125,7 @@ def cmd_index_refit(args: argparse.Namespace) -> int:
     with open_index(args.index) as index:
         stats = index.refit()
     if args.json:
-        print(json.dumps(stats))
+        say(json_terminal_text(json.dumps(stats)))
     else:
         m = stats["model"]
         lam = (
@@ -137,7 +137,7 @@ def cmd_index_refit(args: argparse.Namespace) -> int:
                 else f"; lambda {m['lambda_after']:.4g}"
             )
         )
-        print(
+        say(
             f"refitted {args.index}: {stats['records']:,} records, {stats['pairs']:,} pairs; "
             f"{stats['clusters_changed']:,} of {stats['clusters_after']:,} clusters changed "
             f"({stats['clusters_before']:,} before), {stats['records_moved']:,} records moved{lam} "
@@ -152,7 +152,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     with open_index(args.index) as index:
         items = read_items(index, args.file, args.source)  # before anything is written
         stats = index.add(items, source=args.source)
-    print(json.dumps(stats) if args.json else _describe_write("added", stats))
+    say(json.dumps(stats) if args.json else _describe_write("added", stats))
     return 0
 
 
@@ -169,7 +169,7 @@ def cmd_index_remove(args: argparse.Namespace) -> int:
         raise ErError(Problem(where="er index remove", message="no ids given", fix="pass ids as arguments or --file IDS.txt"))
     with open_index(args.index) as index:
         stats = index.remove(ids, source=args.source)
-    print(json.dumps(stats) if args.json else _describe_write("removed", stats))
+    say(json.dumps(stats) if args.json else _describe_write("removed", stats))
     return 0
 
 
@@ -205,7 +205,7 @@ def cmd_index_info(args: argparse.Namespace) -> int:
     if integrity is not None:
         info["integrity"] = integrity
     if args.json:
-        print(json.dumps(info, indent=2))
+        say(json_terminal_text(json.dumps(info, indent=2)))
         return 0
     for key in (
         "path",
@@ -226,17 +226,17 @@ def cmd_index_info(args: argparse.Namespace) -> int:
         "threshold",
         "built_with",
     ):
-        print(f"{key:<16} {info[key]}")
-    print(f"{'integrity':<16} " + ("ok (SQLite quick_check)" if integrity else "not checked (a large file): er index info --check"))
-    print(f"{'size':<16} {info['bytes_on_disk'] / 2**20:.1f} MB")
-    print("history:")
+        say(f"{key:<16} {info[key]}")
+    say(f"{'integrity':<16} " + ("ok (SQLite quick_check)" if integrity else "not checked (a large file): er index info --check"))
+    say(f"{'size':<16} {info['bytes_on_disk'] / 2**20:.1f} MB")
+    say("history:")
     for e in info["events"]:
         rest = {k: v for k, v in e.items() if k not in ("seq", "at", "command")}
-        print(f"  {e['seq']:>4} {e['at']} {e['command']:<7} {json.dumps(rest)}")
+        say(f"  {e['seq']:>4} {e['at']} {e['command']:<7} {json.dumps(rest)}")
     if changes:
-        print("latest cluster id changes (seq, kind, id, now, records):")
+        say("latest cluster id changes (seq, kind, id, now, records):")
         for row in changes:
-            print("  " + "  ".join("-" if v is None else str(v) for v in row))
+            say("  " + "  ".join("-" if v is None else str(v) for v in row))
     return 0
 
 
