@@ -6,10 +6,11 @@ a user never sees a traceback for bad configuration or bad input.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno as errno_names
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -145,3 +146,15 @@ def columns_text(names: Sequence[str]) -> str:
 def closest_column(value: str, names: Sequence[str]) -> str:
     """:func:`did_you_mean` among ``names`` when they may be quoted (:func:`looks_like_column_names`), else ""."""
     return did_you_mean(value, names) if looks_like_column_names(names) else ""
+
+
+@contextlib.contextmanager
+def naming_file(path: object) -> Iterator[None]:
+    """Inside, an :class:`OSError` that names no file (``write()`` on a full disk: ENOSPC carries no file
+    name) is given ``path``, so that the message built from it (:func:`os_problem`) says which file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from er_framework.errors import InputError, Problem
+from er_framework.errors import InputError, Problem, naming_file
 from er_framework.io.data_file import json_default
 from er_framework.io.outputs import fsync_dir, sync_files
 from er_framework.io.safe_write import pid_alive
@@ -278,17 +278,18 @@ def _write_files(
     """Step 2 of :func:`write_outputs`: write (and with ``sync`` fsync) every file into the temporary directory."""
     for name, columns in tables.items():
         target = tmp / f"{name}.{fmt}"
-        if fmt == "csv":
-            _write_csv(target, columns, sync)
-        else:
-            import pyarrow.parquet as pq
+        with naming_file(target):
+            if fmt == "csv":
+                _write_csv(target, columns, sync)
+            else:
+                import pyarrow.parquet as pq
 
-            pq.write_table(arrow_tables[name], target)
-            if sync:
-                sync_files([target])
+                pq.write_table(arrow_tables[name], target)
+                if sync:
+                    sync_files([target])
     for name, text in json_text.items():
         target = tmp / f"{name}.json"
-        with open(target, "w", encoding="utf-8", newline="\n") as f:
+        with naming_file(target), open(target, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
             if sync:

@@ -76,7 +76,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from er_framework.errors import InputError, Problem, os_problem
+from er_framework.errors import InputError, Problem, naming_file, os_problem
 from er_framework.io.output_names import JOURNAL, MAX_REPORT_BYTES, OUTPUT_NAMES, OUTPUT_TABLES, STAGE_PREFIX, is_er_output
 from er_framework.io.report_json import check_report, is_job_file
 
@@ -635,7 +635,7 @@ class OutputStage:
 
     def write_text(self, name: str, text: str) -> None:
         """Write ``name`` into the stage (UTF-8; fsynced by :meth:`commit`, with the other files)."""
-        with open(self.path / name, "w", encoding="utf-8", newline="\n") as f:
+        with naming_file(self.path / name), open(self.path / name, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
 
     def commit(self, files: Sequence[str], *, replace_all: bool) -> dict[str, Path]:
