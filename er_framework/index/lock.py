@@ -38,14 +38,12 @@ files whose process is gone (:func:`er_framework.io.safe_write.clear_dead_temps`
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from er_framework.errors import ErError, Problem, os_problem
+from er_framework.errors import ErError, Problem
+from er_framework.io.lock_file import open_lock_file, read_holder, write_holder
 from er_framework.io.safe_write import clear_dead_temps
 
 try:  # POSIX; elsewhere one writer at a time is the user's care
@@ -60,7 +58,6 @@ WRITERS = ("build", "add", "remove", "refit")
 #: the temporary names of an index's writers beside it: ``.NAME{BUILDING}PID`` (+ -wal, -shm), ``.NAME{PROBE}PID``
 BUILDING = ".building-"
 PROBE = ".probe-"
-_RECORD = re.compile(rb"\A(\d{1,10}) (\w{1,16})\n?\Z")
 
 
 def lock_path(index: str | Path) -> Path:
@@ -91,46 +88,7 @@ def _problem(index: Path, message: str, fix: str) -> ErError:
 
 def _open(index: Path) -> int:
     """The lock file's descriptor (created when missing; a read-only one where the folder cannot be written)."""
-    lock = lock_path(index)
-    flags = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | flags, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _problem(
-                index, f"{lock} (the index's lock file) is a symbolic link", f"remove {lock}: er creates its own lock file"
-            ) from None
-        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise ErError(os_problem(exc, str(index), "lock the index for writing")) from None
-        try:
-            fd = os.open(lock, os.O_RDONLY | flags)  # flock works on a read-only descriptor
-        except OSError:
-            raise ErError(os_problem(exc, str(index), "lock the index for writing (its lock file beside it)")) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _problem(index, f"{lock} (the index's lock file) is not a regular file", f"remove {lock}: er creates its own lock file")
-    return fd
-
-
-def _holder(fd: int) -> tuple[int, str] | None:
-    """``(pid, command)`` written by the lock's holder (None: not written yet, or not er's)."""
-    try:
-        m = _RECORD.match(os.pread(fd, 64, 0))
-    except OSError:
-        return None
-    return (int(m.group(1)), m.group(2).decode()) if m else None
-
-
-def _record(fd: int, command: str) -> None:
-    """Write ``PID COMMAND`` into the lock file: only into er's own (empty, or holding such a line, one link)."""
-    try:
-        st = os.fstat(fd)
-        if st.st_nlink != 1 or (st.st_size and _RECORD.match(os.pread(fd, 64, 0)) is None):
-            return
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
-    except OSError:
-        pass  # a read-only descriptor: the lock holds, the waiters' messages name no process
+    return open_lock_file(lock_path(index), where=str(index), what="the index's lock file", doing="lock the index for writing")
 
 
 def _rebuilt(index: Path, pid: int) -> ErError:
@@ -156,11 +114,11 @@ def index_lock(index: str | Path, command: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _holder(fd)
+            holder = read_holder(fd)
             if holder is not None and holder[1] == "build":
                 raise _rebuilt(path, holder[0]) from None
             fcntl.flock(fd, fcntl.LOCK_EX)  # another add/remove/refit (or a build not yet recorded): wait for it
-        _record(fd, command)
+        write_holder(fd, command)
         clear_debris(path)
         yield
     finally:
