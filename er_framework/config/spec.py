@@ -43,8 +43,28 @@ class HtmlSpec(_Strict):
     )
 
 
+class CsvSpec(_Strict):
+    """How a CSV or TSV source is written (its dialect); the defaults read what the extension says."""
+
+    delimiter: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1,
+        description="the field separator, one character (default: ',' for .csv, a tab for .tsv), e.g. ';' or '|'",
+        examples=[";"],
+    )
+    quote: str = Field(default='"', min_length=1, max_length=1, description="the quote character, one character")
+    encoding: str = Field(
+        default="utf-8",
+        min_length=1,
+        description="the file's text encoding, a Python codec name (utf-8, utf-8-sig, latin-1, cp1252, utf-16 …); "
+        "bytes that do not decode are an error naming the row",
+    )
+
+
 class SourceSpec(_Strict):
-    """One input source."""
+    """One input source: a file (``path``), a database query or table (``database`` with ``query`` or
+    ``table``), or a DataFrame given in memory from Python."""
 
     name: str = Field(min_length=1, description="unique source name")
     path: str | None = Field(
@@ -53,8 +73,27 @@ class SourceSpec(_Strict):
         description="data file: .csv, .tsv, .jsonl, .parquet (relative to the YAML file), a glob, or a folder of "
         ".html pages; omit it only when the source is given as a DataFrame (er_framework.run(job, sources={name: df}))",
     )
+    database: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a database URL to read the source from, with query: or table: (sqlite:///file.db and "
+        "duckdb:///file.duckdb relative to the YAML file, postgresql://user@host:port/dbname; a password is "
+        "best left to PGPASSWORD or ~/.pgpass, ${VAR} in the URL is replaced by the environment variable VAR)",
+        examples=["sqlite:///customers.db"],
+    )
+    query: str | None = Field(default=None, min_length=1, description="with database: the SQL query whose rows are the records")
+    table: str | None = Field(
+        default=None, min_length=1, description="with database: the table (or view) whose rows are the records, e.g. crm.customers"
+    )
+    batch_rows: int = Field(default=50000, ge=1, description="with database: rows fetched per batch (bounds the driver's memory)")
     id: str = Field(default="id", min_length=1, description="id column; ids unique within the source")
-    fields: list[str] = Field(min_length=1, description="columns the job reads")
+    fields: list[str] = Field(min_length=1, description="the job's names of the columns it reads")
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="the source's own column names for the job's field names, e.g. {first_name: given_name, "
+        "zip: postcode}: fields not listed are read from the column of the same name",
+    )
+    csv: CsvSpec | None = Field(default=None, description="a CSV/TSV source's dialect: {delimiter, quote, encoding}")
     layout: Literal["wide", "long"] = Field(
         default="wide",
         description="long: rows sharing an id form one record, each field a JSON list of its values (e.g. minutiae rows id,x,y)",
@@ -68,6 +107,25 @@ class SourceSpec(_Strict):
         description="largest record accepted, in MB as written in the file (a JSONL line, a CSV row, a page file): "
         "a bigger one is refused, naming it",
     )
+
+    @model_validator(mode="after")
+    def _one_kind_of_source(self) -> SourceSpec:
+        if self.database is not None and self.path is not None:
+            raise ValueError("a source is read from a file (path:) or a database (database:), not both")
+        if self.database is not None and (self.query is None) == (self.table is None):
+            raise ValueError("a database source needs exactly one of query: (SQL) and table: (a table name)")
+        if self.database is None and (self.query is not None or self.table is not None):
+            raise ValueError("query: and table: are read only with database: URL")
+        if self.database is not None and self.csv is not None:
+            raise ValueError("csv: describes a CSV file; this source is read from a database")
+        unknown = sorted(set(self.columns) - set(self.fields))
+        if unknown:
+            raise ValueError(f"columns: names {unknown}, which are not among the fields {self.fields}: list them under fields too")
+        return self
+
+    def column_of(self, fieldname: str) -> str:
+        """The source's own column read for the job's field ``fieldname`` (``columns:``)."""
+        return self.columns.get(fieldname, fieldname)
 
     def read_options(self) -> dict[str, Any]:
         """The readers' keyword arguments for this source (``io.source_files.read_source`` and friends)."""
@@ -171,8 +229,48 @@ class AutoThresholdSpec(_Strict):
         return self
 
 
+class GoldenFieldSpec(_Strict):
+    """How one field of a golden record is chosen among its cluster's values."""
+
+    rule: str = Field(
+        description="most_frequent, most_recent (needs by:), longest, source_priority (needs order: or takes the "
+        "sources' order), or a rule a plugin registers",
+        examples=["most_recent"],
+    )
+    by: str | None = Field(default=None, description="most_recent: the field holding each record's date (ISO 8601 or a number)")
+    order: list[str] | None = Field(default=None, description="source_priority: source names, most trusted first")
+
+
+class GoldenSpec(_Strict):
+    """Golden records: one merged record per cluster, each field chosen by a rule, with its provenance."""
+
+    rule: str = Field(default="most_frequent", description="the rule of every field not listed under fields:")
+    fields: dict[str, str | GoldenFieldSpec] = Field(
+        default_factory=dict,
+        description="per field, a rule name or {rule, by, order}, e.g. {email: {rule: most_recent, by: updated}, address: longest}",
+    )
+    singletons: bool = Field(default=True, description="false: golden records only for clusters of two or more records")
+
+
 class OutputSpec(_Strict):
     dir: str | None = Field(default=None, description="output folder (relative to the YAML file); --out overrides")
+    database: str | None = Field(
+        default=None,
+        min_length=1,
+        description="also write the tables (pairs, clusters, golden …) to this database, in one transaction "
+        "(a URL as for sources: sqlite:///, duckdb:///, postgresql://)",
+        examples=["sqlite:///er.db"],
+    )
+    prefix: str = Field(
+        default="er_",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="with database: table names are PREFIX + the table's name (er_pairs, er_clusters, er_golden …)",
+    )
+    golden: GoldenSpec | None = Field(
+        default=None,
+        description="write golden.csv: one merged record per cluster, each field chosen by a rule, with the source "
+        "and id it came from ({rule: most_frequent, fields: {email: {rule: most_recent, by: updated}}})",
+    )
     format: Literal["csv", "parquet"] = "csv"
     candidates: bool = Field(
         default=False,
@@ -698,6 +796,8 @@ def _unknown_keys(data: dict[str, Any], lines: dict[YamlPath, int], filename: st
             problems += _extra_key_problems(s, SourceSpec, ("sources", i), filename, lines)
             if isinstance(s.get("html"), dict):
                 problems += _extra_key_problems(s["html"], HtmlSpec, ("sources", i, "html"), filename, lines)
+            if isinstance(s.get("csv"), dict):
+                problems += _extra_key_problems(s["csv"], CsvSpec, ("sources", i, "csv"), filename, lines)
     return problems
 
 
@@ -718,4 +818,6 @@ def _known_keys(data: dict[str, Any]) -> dict[str, Any]:
         for s in clean["sources"]:
             if isinstance(s, dict) and "html" in s:
                 s["html"] = only(s["html"], HtmlSpec)
+            if isinstance(s, dict) and "csv" in s:
+                s["csv"] = only(s["csv"], CsvSpec)
     return clean
