@@ -285,13 +285,14 @@ def splink_settings(dataset: str) -> dict[str, Any]:
 def splink_predict(
     paths: dict[str, Path], dataset: str, seed: int, u_pairs: float, clock: Clock
 ) -> tuple[Any, Any, Any, list[tuple[str, str]], dict[str, Any]]:
-    """Splink (DuckDB) set up as its Febrl4 example does, on one CSV (``dedupe_only``) or two (``link_only``).
+    """Splink (DuckDB) set up as its Febrl4 example does, on one CSV (``dedupe_only``) or several (``link_only``).
 
     ``paths`` maps the dataset display names to CSV files (``{"A": a, "B": b}`` links, one entry
     dedupes); ``dataset`` is ``febrl4`` (Febrl columns, id ``rec_id``) or anything else (customer
     columns, id ``id``). Marks ``load``, ``lambda``, ``u``, ``em``, ``predict`` and ``fetch`` on
     ``clock``. Returns ``(con, linker, pred, pairs, cfg)``; a link's pairs are (first source id,
-    second source id), a dedupe's (id_l, id_r).
+    second source id), a dedupe's (id_l, id_r); with three or more sources each pair is
+    (source_l, id_l, source_r, id_r).
     """
     import logging
 
@@ -326,7 +327,9 @@ def splink_predict(
     pred = linker.inference.predict(threshold_match_probability=THRESHOLD)
     clock.mark("predict")
     rel = pred.as_duckdbpyrelation()
-    if len(paths) > 1:
+    if len(paths) > 2:  # N sources: (source, id, source, id) per pair
+        pairs = list(rel.select(f"source_dataset_l, {uid}_l, source_dataset_r, {uid}_r").fetchall())
+    elif len(paths) > 1:
         first = next(iter(paths))
         rows = rel.select(f"source_dataset_l, {uid}_l, source_dataset_r, {uid}_r").fetchall()
         pairs = [(ul, ur) if sl == first else (ur, ul) for sl, ul, sr, ur in rows]

@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar="NAME=PATH",
-        help="an input file and its dataset name; twice to link, once to dedupe (splink)",
+        help="an input file and its dataset name; once to dedupe, twice or more to link (splink; "
+        "with three or more the pairs file has left_source,left_id,right_source,right_id)",
     )
     p.add_argument("--pairs", type=Path, required=True, help="output CSV of the predicted pairs")
     p.add_argument("--seed", type=int, default=7)
@@ -59,15 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    if len(paths) != len(a.csv) or not 1 <= len(paths) <= 2:
-        p.error("give one --csv (dedupe) or two with different names (link)")
+    if len(paths) != len(a.csv):
+        p.error("give one --csv (dedupe) or several with different names (link)")
     if a.tool == "recordlinkage" and len(paths) != 2:
         p.error("recordlinkage links two files")
     dataset = DATASETS[a.dataset]
     clock = Clock()
     if a.tool == "splink":
         pairs = splink_predict(paths, dataset, a.seed, a.u_pairs, clock)[3]
-        head = ["a_id", "b_id"] if len(paths) == 2 else ["id_l", "id_r"]
+        head = {1: ["id_l", "id_r"], 2: ["a_id", "b_id"]}.get(len(paths), ["left_source", "left_id", "right_source", "right_id"])
     else:
         (a_csv, b_csv) = paths.values()
         pairs = recordlinkage_link(a_csv, b_csv, dataset, clock)[0]
