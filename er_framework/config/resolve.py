@@ -582,6 +582,20 @@ def golden_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str, re
         )
         return None
 
+    columns = ["cluster_id", "size"]
+    for f in dict.fromkeys(declared):
+        for col in (f, f"{f}_source", f"{f}_id"):
+            if col in columns:
+                problems.append(
+                    problem_at(
+                        filename,
+                        lines,
+                        base,
+                        message=f"golden.csv would have two columns named {col!r} (field {f!r})",
+                        fix="rename the field in the sources' fields: (and columns: {FIELD: COLUMN} to read it)",
+                    )
+                )
+            columns.append(col)
     default = rule_of(golden.rule, (*base, "rule"))
     if default is not None and issubclass(default, GoldenRule) and default.needs_by:
         unset = [f for f in dict.fromkeys(declared) if f not in golden.fields]

@@ -114,6 +114,14 @@ def _string_dictionary(column: Sequence[Any]) -> tuple[pa.Array, Int64Array]:
     return dictionary, codes
 
 
+def _gather(table: npt.NDArray[Any], codes: Int64Array, missing: Any) -> npt.NDArray[Any]:
+    """``table[codes]``, ``missing`` where a code is -1 (``table`` may be empty)."""
+    ext = np.empty(len(table) + 1, dtype=table.dtype)
+    ext[: len(table)] = table
+    ext[len(table)] = missing
+    return ext[np.where(codes >= 0, codes, len(table))]
+
+
 def encode_column(column: Sequence[Any]) -> tuple[npt.NDArray[np.object_], Int64Array, Int64Array]:
     """``(values, codes, lengths)`` of :class:`~er_framework.components.GoldenValues` for one column as read:
     missing values (null, blank, placeholders such as "N/A": :func:`~er_framework.normalize.is_missing`)
@@ -122,12 +130,9 @@ def encode_column(column: Sequence[Any]) -> tuple[npt.NDArray[np.object_], Int64
     distinct = np.empty(len(dictionary), dtype=object)
     distinct[:] = dictionary.to_pylist()
     gone = np.fromiter((is_missing(v) or not v.strip() for v in distinct), dtype=bool, count=len(distinct))
-    remap = np.where(gone, -1, np.arange(len(distinct), dtype=np.int64))
-    codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+    codes = _gather(np.where(gone, -1, np.arange(len(distinct), dtype=np.int64)), codes, -1)
     dict_len = np.asarray(pc.utf8_length(dictionary).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    lengths = np.where(codes >= 0, dict_len[np.maximum(codes, 0)], 0).astype(np.int64)
-    values = np.where(codes >= 0, distinct[np.maximum(codes, 0)] if len(distinct) else None, None)
-    return values.astype(object), codes.astype(np.int64), lengths
+    return _gather(distinct, codes, None), codes, _gather(dict_len, codes, 0)
 
 
 def parse_date(text: str | None) -> float:
@@ -155,7 +160,7 @@ def parse_dates(column: Sequence[Any]) -> npt.NDArray[np.float64]:
     """:func:`parse_date` of every row of a column, each distinct value parsed once."""
     dictionary, codes = _string_dictionary(column)
     table = np.fromiter((parse_date(v) for v in dictionary.to_pylist()), dtype=np.float64, count=len(dictionary))
-    return np.where(codes >= 0, table[np.maximum(codes, 0)] if len(table) else math.nan, math.nan)
+    return _gather(table, codes, math.nan)
 
 
 def source_ranks(source_names: Sequence[str], order: Sequence[str] | None) -> Int64Array:
@@ -178,8 +183,9 @@ def golden_values(
     return GoldenValues(starts, members, values, codes, lengths, priority, dates)
 
 
-def _checked_choice(rule: GoldenRule, gv: GoldenValues) -> Int64Array:
-    """The rule's rows, checked: one per cluster, a member of that cluster holding a value, or -1."""
+def _checked_choice(rule: GoldenRule, gv: GoldenValues, cluster_of: Int64Array) -> Int64Array:
+    """The rule's rows, checked: one per cluster, a member of that cluster holding a value, or -1
+    (``cluster_of``: each row's cluster, -1 for a row in none)."""
     rows = np.asarray(rule.choose(gv))
     k = gv.clusters
     who = f"golden rule {rule.name!r}"
@@ -190,8 +196,6 @@ def _checked_choice(rule: GoldenRule, gv: GoldenValues) -> Int64Array:
     n = len(gv.codes)
     if (rows >= n).any() or (rows < -1).any():
         raise ValueError(f"{who} returned a row outside 0..{n - 1} (or below -1)")
-    cluster_of = np.empty(n, dtype=np.int64)
-    cluster_of[gv.members] = gv.cluster_of_members()
     bad = chosen & (cluster_of[np.maximum(rows, 0)] != np.arange(k))
     if bad.any():
         c = int(np.flatnonzero(bad)[0])
@@ -199,8 +203,8 @@ def _checked_choice(rule: GoldenRule, gv: GoldenValues) -> Int64Array:
     if (chosen & (gv.codes[np.maximum(rows, 0)] < 0)).any():
         raise ValueError(f"{who} chose a missing value")
     has_value = np.zeros(k, dtype=bool)
-    present = gv.codes[gv.members] >= 0
-    has_value[gv.cluster_of_members()[present]] = True
+    present = gv.codes >= 0
+    has_value[cluster_of[present & (cluster_of >= 0)]] = True
     if (has_value & ~chosen).any():
         raise ValueError(f"{who} chose no value for a cluster that has one")
     return rows
@@ -221,6 +225,8 @@ def golden_table(records: Records, labels: npt.ArrayLike, plans: Sequence[FieldP
     names = np.asarray(records.source_names, dtype=object)[records.source]
     rec_ids = np.asarray(records.ids, dtype=object)
     table: dict[str, Any] = {"cluster_id": ids, "size": sizes.astype(np.int64)}
+    cluster_of = np.full(len(records), -1, dtype=np.int64)
+    cluster_of[members] = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     parsed: dict[str, npt.NDArray[np.float64]] = {}
     for plan in plans:
         dates = None
@@ -229,12 +235,10 @@ def golden_table(records: Records, labels: npt.ArrayLike, plans: Sequence[FieldP
                 parsed[plan.by] = parse_dates(records.fields.get(plan.by) or [None] * len(records))
             dates = parsed[plan.by]
         gv = golden_values(records, starts, members, plan, dates)
-        rows = _checked_choice(plan.rule, gv)
-        chosen = rows >= 0
-        at = np.maximum(rows, 0)
-        table[plan.field] = np.where(chosen, gv.values[at] if len(at) else None, None).astype(object)
-        table[f"{plan.field}_source"] = np.where(chosen, names[at] if len(at) else "", "").astype(object)
-        table[f"{plan.field}_id"] = np.where(chosen, rec_ids[at] if len(at) else "", "").astype(object)
+        rows = _checked_choice(plan.rule, gv, cluster_of)
+        table[plan.field] = _gather(gv.values, rows, None)
+        table[f"{plan.field}_source"] = _gather(names, rows, "")
+        table[f"{plan.field}_id"] = _gather(rec_ids, rows, "")
     return table
 
 
