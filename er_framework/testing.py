@@ -818,7 +818,8 @@ def sample_golden_values(clusters: int = 60, seed: int = 0, dates: bool = True) 
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     pool = np.array(["ann", "anna", "bob", "rob", "robert", "x", "anne"], dtype=object)
     codes = rng.integers(-1, len(pool), n).astype(np.int64)
-    values = np.where(codes >= 0, pool[np.maximum(codes, 0)], None).astype(object)
+    values = np.empty(n, dtype=object)
+    values[:] = [None if c < 0 else pool[c] for c in codes.tolist()]
     lengths = np.array([0 if v is None else len(v) for v in values], dtype=np.int64)
     priority = rng.integers(0, 3, n).astype(np.int64)
     when = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 5, n).astype(np.float64)) if dates else None

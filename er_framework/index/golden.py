@@ -92,7 +92,9 @@ def touched_clusters(conn: sqlite3.Connection, seq: int, rids: Iterable[int] = (
     return out
 
 
-def refresh_golden(conn: sqlite3.Connection, job: Job, sources: Sequence[str], fields: Sequence[str], clusters: set[int] | None = None) -> int:
+def refresh_golden(
+    conn: sqlite3.Connection, job: Job, sources: Sequence[str], fields: Sequence[str], clusters: set[int] | None = None
+) -> int:
     """Make the golden records of ``clusters`` again (``None``: of every cluster) from the records they hold
     now; a cluster left without records loses its golden record. Returns how many golden records were written."""
     spec = job.spec.output.golden

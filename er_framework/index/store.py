@@ -366,7 +366,8 @@ class Index:
             stats["joined_existing"] = self._joined(rids)
             if has_golden(self.job):
                 store_inputs(self.conn, rids, as_read, self.fields)
-                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched_clusters(self.conn, seq, rids))
+                touched = touched_clusters(self.conn, seq, rids)
+                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched)
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
             pause()

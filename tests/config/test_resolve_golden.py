@@ -82,7 +82,9 @@ def test_order_names_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_a_field_whose_columns_clash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, _golden("rule: longest", GOOD.replace("fields: [text]", "fields: [text, size]")), "two columns named 'size'")
+    expect_error(
+        tmp_path, capsys, _golden("rule: longest", GOOD.replace("fields: [text]", "fields: [text, size]")), "two columns named 'size'"
+    )
 
 
 def test_the_dask_executor_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

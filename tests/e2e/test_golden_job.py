@@ -19,7 +19,11 @@ import er_framework as er
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = {
     "rule": "most_frequent",
-    "fields": {"email": {"rule": "most_recent", "by": "dob"}, "address": "longest", "phone": {"rule": "source_priority", "order": ["B", "A"]}},
+    "fields": {
+        "email": {"rule": "most_recent", "by": "dob"},
+        "address": "longest",
+        "phone": {"rule": "source_priority", "order": ["B", "A"]},
+    },
     "singletons": True,
 }
 
@@ -43,7 +47,9 @@ def test_golden_csv_has_a_traced_row_per_cluster(tmp_path: Path) -> None:
     job = _job(tmp_path)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "-m", "er_framework", "run", str(job), "--out", str(out), "-q"], env=env, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "er_framework", "run", str(job), "--out", str(out), "-q"], env=env, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     golden = _rows(out / "golden.csv")
     clusters = _rows(out / "clusters.csv")
@@ -82,7 +88,10 @@ def test_golden_csv_has_a_traced_row_per_cluster(tmp_path: Path) -> None:
     del data["output"]["golden"]
     (tmp_path / "plain.yaml").write_text(yaml.safe_dump(data))
     res = subprocess.run(
-        [sys.executable, "-m", "er_framework", "run", str(tmp_path / "plain.yaml"), "--out", str(plain), "-q"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "er_framework", "run", str(tmp_path / "plain.yaml"), "--out", str(plain), "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stderr
     assert (plain / "pairs.csv").read_text() == (out / "pairs.csv").read_text()

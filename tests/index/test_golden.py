@@ -68,7 +68,9 @@ def _by_member(table: dict[str, list], field: str) -> dict[str, str | None]:
 
 
 def _records(rows: list[dict[str, str]]) -> Records:
-    return Records.from_columns([r["id"] for r in rows], {k: [r[k] or None for r in rows] for k in ("name", "email", "city", "updated")}, "crm")
+    return Records.from_columns(
+        [r["id"] for r in rows], {k: [r[k] or None for r in rows] for k in ("name", "email", "city", "updated")}, "crm"
+    )
 
 
 def _from_scratch(index: Index, rows: list[dict[str, str]]) -> dict[str, list]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -39,8 +39,8 @@ def test_encode_column_codes_equal_values_and_drops_missing_ones() -> None:
 
 
 def test_dates_are_iso_8601_or_numbers_and_the_rest_is_nan() -> None:
-    assert parse_date("2024-01-05") == datetime(2024, 1, 5, tzinfo=timezone.utc).timestamp()
-    assert parse_date("2024-01-05T10:00:00+02:00") == datetime(2024, 1, 5, 8, tzinfo=timezone.utc).timestamp()
+    assert parse_date("2024-01-05") == datetime(2024, 1, 5, tzinfo=UTC).timestamp()
+    assert parse_date("2024-01-05T10:00:00+02:00") == datetime(2024, 1, 5, 8, tzinfo=UTC).timestamp()
     assert parse_date(" 17.5 ") == 17.5
     for bad in (None, "", "N/A", "yesterday", "2024-13-45", "inf", "nan"):
         assert math.isnan(parse_date(bad)), bad
@@ -66,7 +66,9 @@ def _records(n: int, seed: int) -> tuple[Records, np.ndarray]:
         "email": [pool[i] for i in rng.integers(0, len(pool), n)],
         "updated": [["2024-01-05", "2023-12-31T23:59:59", None, "garbage", "2024-01-05T00:00:01"][i] for i in rng.integers(0, 5, n)],
     }
-    records = Records(ids=[f"r{i}" for i in range(n)], source=rng.integers(0, 3, n).astype(np.int32), source_names=["crm", "web", "shop"], fields=fields)
+    records = Records(
+        ids=[f"r{i}" for i in range(n)], source=rng.integers(0, 3, n).astype(np.int32), source_names=["crm", "web", "shop"], fields=fields
+    )
     return records, rng.integers(0, max(1, n // 3), n)
 
 
@@ -86,7 +88,10 @@ def _naive(records: Records, labels: np.ndarray, plan: FieldPlan) -> dict[int, s
         elif plan.rule.name == "longest":
             key = {r: -len(col[r]) for r in present}
         elif plan.rule.name == "most_recent":
-            key = {r: -parse_date(records.fields[str(plan.by)][r]) if not math.isnan(parse_date(records.fields[str(plan.by)][r])) else math.inf for r in present}
+            key = {
+                r: -parse_date(records.fields[str(plan.by)][r]) if not math.isnan(parse_date(records.fields[str(plan.by)][r])) else math.inf
+                for r in present
+            }
         else:
             key = dict.fromkeys(present, 0)
         best = min(present, key=lambda r: (key[r], ranks[records.source[r]], r))
