@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import types
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from er_framework.components import GoldenRule, GoldenValues
+from er_framework.config.resolve import parse_job
+from er_framework.executors import run_job
+from er_framework.registry import build_registry
 from er_framework.testing import check_component, check_golden_rule, sample_golden_values
 from er_plugins.golden import BUILTIN_GOLDEN_RULES, Longest, MostFrequent, MostRecent, SourcePriority, value_counts
 
@@ -165,3 +170,39 @@ def test_value_counts_counts_within_each_cluster() -> None:
         for r in rows:
             want = 0 if gv.codes[r] < 0 else int((gv.codes[rows] == gv.codes[r]).sum())
             assert counts[r] == want
+
+
+# ---------------------------------------------------------------- the plugin example of docs/golden.md
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "golden.md"
+
+
+def _doc_plugin() -> types.ModuleType:
+    """The Python block of docs/golden.md, run as a module."""
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    module = types.ModuleType("golden_doc_plugin")
+    exec(compile(block, str(DOC), "exec"), module.__dict__)  # noqa: S102 - our own documentation
+    return module
+
+
+def test_the_documented_plugin_rule_registers_keeps_the_contract_and_runs(tmp_path: Path) -> None:
+    module = _doc_plugin()
+    registry = build_registry(extra_modules=[module], autoload=False)
+    cls = registry.get("golden_rule", "fewest_digits").cls
+    assert issubclass(cls, GoldenRule)
+    check_component(cls)
+    gv = _one_cluster(["Ann2", "Ann", "A1n1"], [0, 1, 0])
+    assert cls().choose(gv).tolist() == [1]
+    (tmp_path / "people.csv").write_text("id,name,email\n1,J0hn Smith,j@x.org\n2,John Smith,j@x.org\n3,Mary,m@y.org\n", encoding="utf-8")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "mode: dedup\nsources: [{name: crm, path: people.csv, id: id, fields: [name, email]}]\n"
+        "blockers: [{type: field_hash, fields: [email]}]\n"
+        "verifier: {type: field_score, threshold: 90, fields: [{field: email, scorer: ratio}]}\n"
+        "output: {golden: {rule: most_frequent, fields: {name: fewest_digits}}}\n",
+        encoding="utf-8",
+    )
+    result = run_job(parse_job(job, registry=registry), write=False)
+    golden = result.tables["golden"]
+    assert golden["name"].tolist() == ["John Smith", "Mary"] and golden["name_id"].tolist() == ["2", "3"]
