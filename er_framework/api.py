@@ -174,12 +174,14 @@ class Result:
 
     def table(self, name: str, kind: str | None = None) -> Any:
         """The output table ``name`` (``pairs``, ``clusters``, ``verified_pairs``, ``candidates``,
-        ``comparisons``) as ``kind`` (``arrow``, ``pandas``, ``polars``; default: the kind of the input)."""
+        ``comparisons``, ``golden``) as ``kind`` (``arrow``, ``pandas``, ``polars``; default: the kind of the input)."""
         tables = self.run.tables
         if name == "candidates" and name not in tables and self.run.candidates is not None:
             cols = pairs_table(self.run.records, self.run.candidates)
         elif name == "comparisons" and name not in tables:
             cols = self._comparisons()
+        elif name == "golden" and name not in tables:
+            raise KeyError("no golden records: the job has no output.golden (e.g. output: {golden: {rule: most_frequent}})")
         elif name not in tables:
             raise KeyError(f"no table {name!r}; this run has {sorted(tables)}")
         else:
@@ -211,6 +213,12 @@ class Result:
     def comparisons(self) -> Any:
         """Every candidate pair's score broken into its terms (comparisons.csv; see ``output: {comparisons: true}``)."""
         return self.table("comparisons")
+
+    @property
+    def golden(self) -> Any:
+        """One golden record per cluster (golden.csv; the job's ``output.golden``): ``cluster_id, size``, then per
+        field the chosen value, ``<field>_source`` and ``<field>_id`` (the record it came from)."""
+        return self.table("golden")
 
     @property
     def report(self) -> dict[str, Any]:

@@ -37,6 +37,8 @@ __all__ = [
     "Verifier",
     "Clusterer",
     "Normalizer",
+    "GoldenRule",
+    "GoldenValues",
     "FIELD_REF",
     "FieldRef",
     "FieldRefMarker",
@@ -310,6 +312,74 @@ class Normalizer(Component[P]):
 
 
 @dataclass(frozen=True)
+class GoldenValues:
+    """One field's values over every cluster at once: what a :class:`GoldenRule` chooses from.
+
+    Clusters are CSR: cluster ``c``'s records are the rows ``members[starts[c]:starts[c + 1]]``, in input
+    order. The other arrays are indexed by row (``n`` records): ``values[r]`` is the value as read (a ``str``;
+    ``None`` when missing: null, blank or a placeholder such as "N/A"), ``codes[r]`` the same value as an
+    integer (equal values, equal codes; ``-1`` when missing), ``lengths[r]`` its characters (0 when missing),
+    ``priority[r]`` the rank of the record's source (0: the most trusted; the field's ``order:``, else the
+    sources' order in the job), ``dates[r]`` the record's ``by:`` field as a number (POSIX seconds for an ISO
+    8601 date; NaN when missing or unparsable), or ``None`` when the field has no ``by:``.
+    """
+
+    starts: npt.NDArray[np.int64]
+    members: npt.NDArray[np.int64]
+    values: npt.NDArray[np.object_]
+    codes: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    priority: npt.NDArray[np.int64]
+    dates: npt.NDArray[np.float64] | None = None
+
+    @property
+    def clusters(self) -> int:
+        return len(self.starts) - 1
+
+    def cluster_of_members(self) -> npt.NDArray[np.int64]:
+        """The cluster of each entry of :attr:`members`."""
+        return np.repeat(np.arange(self.clusters, dtype=np.int64), np.diff(self.starts))
+
+    def best(self, score: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """Per cluster, the row with the highest ``score`` (one per row) among the rows with a value, or ``-1``
+        when none has one: the tie rule of every built-in rule. Ties go to the more trusted source
+        (:attr:`priority`), then to the first record in input order; a NaN score loses to any number."""
+        out = np.full(self.clusters, -1, dtype=np.int64)
+        grp = self.cluster_of_members()
+        rows = self.members
+        keep = self.codes[rows] >= 0
+        grp, rows = grp[keep], rows[keep]
+        if len(rows) == 0:
+            return out
+        s = np.asarray(score, dtype=np.float64)[rows]
+        neg = np.where(np.isnan(s), np.inf, -s)
+        order = np.lexsort((rows, self.priority[rows], neg, grp))
+        grp, rows = grp[order], rows[order]
+        first = np.ones(len(grp), dtype=bool)
+        first[1:] = grp[1:] != grp[:-1]
+        out[grp[first]] = rows[first]
+        return out
+
+
+class GoldenRule(Component[P]):
+    """A field's values in each cluster -> the row whose value the golden record takes (``output.golden``).
+
+    One call per field covers every cluster (:class:`GoldenValues`, CSR arrays): implement :meth:`choose`
+    with array operations, never a Python loop over clusters (a job has up to millions).
+    :meth:`GoldenValues.best` picks the best-scored row with the tie rule of the built-ins. The answer is
+    one row per cluster, a member of that cluster whose value is present, or ``-1`` when no member has a
+    value; it must depend on the cluster's members alone (not on the other clusters, not on the call).
+    ``needs_by``: the rule reads :attr:`GoldenValues.dates` (the job then needs ``by:``).
+    """
+
+    family = "golden_rule"
+    needs_by: ClassVar[bool] = False
+
+    def choose(self, values: GoldenValues) -> npt.NDArray[np.int64]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
 class Family:
     """One component family: its base class, its registration hook and where a job names its members.
 
@@ -326,6 +396,9 @@ class Family:
     summary: str
     many: str | None = None
     per_field: bool = False
+    #: the YAML naming a member when the family is named inside another section (``section`` is then its
+    #: dotted path): the generic component sections, their checks and their schema leave it to its own
+    shape: str | None = None
 
     def __post_init__(self) -> None:
         if self.base.family != self.name:
@@ -333,7 +406,9 @@ class Family:
 
     @property
     def sections(self) -> tuple[str, ...]:
-        """The job keys of this family."""
+        """The top-level job keys of this family (none when it is named inside another section)."""
+        if self.shape is not None:
+            return ()
         return (self.section,) if self.many is None else (self.section, self.many)
 
 
@@ -354,5 +429,13 @@ FAMILIES: dict[str, Family] = {
         Family("blocker", Blocker, "er_register_blockers", "blocker", "a batch -> candidate pairs", many="blockers"),
         Family("verifier", Verifier, "er_register_verifiers", "verifier", "candidate pairs -> scores"),
         Family("clusterer", Clusterer, "er_register_clusterers", "cluster", "verified pairs -> a cluster label per record"),
+        Family(
+            "golden_rule",
+            GoldenRule,
+            "er_register_golden_rules",
+            "output.golden",
+            "a cluster's values of a field -> the golden record's value",
+            shape="output: {golden: {rule: NAME, fields: {FIELD: NAME or {rule: NAME, by: FIELD, order: [SOURCE, …]}}}}",
+        ),
     )
 }

@@ -28,6 +28,7 @@ each family's hook; a test checks that the two agree):
 * ``er_register_blockers`` -- :class:`~er_framework.components.Blocker` classes
 * ``er_register_verifiers`` -- :class:`~er_framework.components.Verifier` classes
 * ``er_register_clusterers`` -- :class:`~er_framework.components.Clusterer` classes
+* ``er_register_golden_rules`` -- :class:`~er_framework.components.GoldenRule` classes (``output.golden``)
 
 Each hook takes no argument, returns a list of classes and is called once
 when the plugin manager is built, never per record. Every returned class
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import pluggy
 
-from er_framework.components import Blocker, Clusterer, Normalizer, Shingler, SignatureBuilder, Verifier
+from er_framework.components import Blocker, Clusterer, GoldenRule, Normalizer, Shingler, SignatureBuilder, Verifier
 
 __all__ = ["PROJECT", "ErSpecs", "hookimpl", "hookspec"]
 
@@ -84,4 +85,9 @@ class ErSpecs:
     @hookspec
     def er_register_clusterers(self) -> list[type[Clusterer]]:  # pragma: no cover - a specification
         """Return Clusterer classes: verified pairs -> a cluster label per record."""
+        raise NotImplementedError
+
+    @hookspec
+    def er_register_golden_rules(self) -> list[type[GoldenRule]]:  # pragma: no cover - a specification
+        """Return GoldenRule classes: a cluster's values of a field -> the golden record's value."""
         raise NotImplementedError

@@ -11,7 +11,7 @@
 :func:`check_component` runs the check of the component's family
 (:func:`check_shingler`, :func:`check_signature_builder`,
 :func:`check_blocker`, :func:`check_verifier`, :func:`check_clusterer`,
-:func:`check_normalizer`) and, through it, the check of every ability it
+:func:`check_normalizer`, :func:`check_golden_rule`) and, through it, the check of every ability it
 declares (:mod:`er_framework.capabilities`; :func:`check_abilities` of
 :mod:`er_framework.testing_abilities`: :func:`check_lookup_keys`,
 :func:`check_window_keys`, :func:`check_reporting`, :func:`check_partitionable`,
@@ -62,6 +62,8 @@ from er_framework.components import (
     Blocker,
     Clusterer,
     Component,
+    GoldenRule,
+    GoldenValues,
     Normalizer,
     Shingler,
     SignatureBuilder,
@@ -108,6 +110,7 @@ __all__ = [
     "check_comparisons",
     "check_component",
     "check_diagnostic",
+    "check_golden_rule",
     "check_grouped_keys",
     "check_keyed_reports",
     "check_lookup_keys",
@@ -124,6 +127,7 @@ __all__ = [
     "check_window_keys",
     "pairs_in_windows",
     "pairs_sharing_keys",
+    "sample_golden_values",
     "sample_graph",
     "sample_records",
     "sample_values",
@@ -800,6 +804,83 @@ def _check_normalize_column(n: Normalizer, column: list[Any], keys: dict[str, st
     return got[: len(column)]
 
 
+# ---------------------------------------------------------------- golden rules
+
+
+def sample_golden_values(clusters: int = 60, seed: int = 0, dates: bool = True) -> GoldenValues:
+    """Clusters of 1 to 6 records from 3 sources, with repeated, missing and equally long values, and dates
+    (some missing) when ``dates``: what :func:`check_golden_rule` runs a rule on."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 7, clusters)
+    n = int(sizes.sum())
+    labels = rng.permutation(np.repeat(np.arange(clusters), sizes))
+    members = np.argsort(labels, kind="stable").astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    pool = np.array(["ann", "anna", "bob", "rob", "robert", "x", "anne"], dtype=object)
+    codes = rng.integers(-1, len(pool), n).astype(np.int64)
+    values = np.empty(n, dtype=object)
+    values[:] = [None if c < 0 else pool[c] for c in codes.tolist()]
+    lengths = np.array([0 if v is None else len(v) for v in values], dtype=np.int64)
+    priority = rng.integers(0, 3, n).astype(np.int64)
+    when = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 5, n).astype(np.float64)) if dates else None
+    return GoldenValues(starts, members, values, codes, lengths, priority, when)
+
+
+def _golden_subset(values: GoldenValues, keep: npt.NDArray[np.int64]) -> GoldenValues:
+    """The clusters ``keep`` of ``values`` alone (rows keep their numbers)."""
+    sizes = np.diff(values.starts)[keep]
+    members = np.concatenate([values.members[values.starts[c] : values.starts[c + 1]] for c in keep]) if len(keep) else values.members[:0]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return dataclasses.replace(values, starts=starts, members=members.astype(np.int64))
+
+
+def _chosen(rule: GoldenRule, values: GoldenValues, who: str) -> Int64Array:
+    rows = np.asarray(rule.choose(values))
+    k = values.clusters
+    assert rows.shape == (k,), f"{who} returned shape {rows.shape} for {k} clusters (one row per cluster)"
+    assert k == 0 or rows.dtype.kind in "iu", f"{who}: rows must be integers (int64), got {rows.dtype}"
+    rows = rows.astype(np.int64)
+    for c in range(k):
+        group = values.members[values.starts[c] : values.starts[c + 1]]
+        present = group[values.codes[group] >= 0]
+        r = int(rows[c])
+        if len(present) == 0:
+            assert r == -1, f"{who}: cluster {c} has no value but the rule chose row {r} (expected -1)"
+        else:
+            assert r in present, (
+                f"{who}: cluster {c} (rows {group.tolist()}, present {present.tolist()}) got row {r}: "
+                "the answer must be a member holding a value"
+            )
+    return rows
+
+
+def check_golden_rule(rule: GoldenRule | type[GoldenRule], values: GoldenValues | None = None) -> Int64Array:
+    """The :class:`GoldenRule` contract on ``values`` (default :func:`sample_golden_values`).
+
+    One integer row per cluster: a member of the cluster whose value is present, or ``-1`` exactly when no
+    member has one; deterministic (again, and with a fresh instance); the row of a cluster depends on that
+    cluster alone (the same on any subset of the clusters); no clusters give no rows.
+    """
+    rule = instance_of(rule, GoldenRule)
+    who = f"golden rule {rule.name!r}"
+    if values is None:
+        values = sample_golden_values()
+    rows = _chosen(rule, values, who)
+    assert np.array_equal(_chosen(rule, values, who), rows), f"{who} is not deterministic: two calls choose other rows"
+    fresh = type(rule)(rule.params, rule.context)
+    assert np.array_equal(_chosen(fresh, values, who), rows), f"{who} is not deterministic: a new instance chooses other rows"
+    rng = np.random.default_rng(1)
+    keep = np.sort(rng.choice(values.clusters, size=values.clusters // 2, replace=False)).astype(np.int64)
+    part = _chosen(rule, _golden_subset(values, keep), who + " (a subset of the clusters)")
+    assert np.array_equal(part, rows[keep]), (
+        f"{who}: a cluster's row depends on the other clusters (clusters {keep[part != rows[keep]][:8].tolist()} differ "
+        "when chosen among half of the clusters)"
+    )
+    none = _chosen(rule, _golden_subset(values, keep[:0]), who + " (no clusters)")
+    assert none.shape == (0,)
+    return rows
+
+
 # ---------------------------------------------------------------- any component
 
 
@@ -818,6 +899,8 @@ def check_component(component: Component | type[Component], batch: Batch | None 
         return check_shingler(component, batch.records if batch is not None else None)  # type: ignore[arg-type]
     if family == "normalizer":
         return check_normalizer(component)  # type: ignore[arg-type]
+    if family == "golden_rule":
+        return check_golden_rule(component)  # type: ignore[arg-type]
     if family == "clusterer":
         n = len(batch) if batch is not None and pairs is not None else None
         return check_clusterer(component, n, pairs)  # type: ignore[arg-type]

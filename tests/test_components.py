@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from er_framework.components import Context
+from er_framework.components import FAMILIES, Context, GoldenRule, GoldenValues
 from er_framework.data import Batch, Pairs, Records
 from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.testing import (
@@ -164,3 +164,22 @@ def test_chunked_shingling_equals_whole_batch(max_chars: int) -> None:
     texts = [r or "" for r in sample_records().fields["text"]] * 3
     for fn in (lambda t: char_shingles(t, 4), lambda t: word_ngrams(t, 2)):
         assert shingle_in_chunks(texts, fn, max_chars=max_chars).equals(fn(texts))
+
+
+def test_golden_values_best_prefers_score_then_priority_then_input_order() -> None:
+    # clusters: rows [0, 2, 4], [1, 3], [5] (row 5 missing)
+    values = np.array(["a", "b", "cc", "d", "e", None], dtype=object)
+    gv = GoldenValues(
+        starts=np.array([0, 3, 5, 6]),
+        members=np.array([0, 2, 4, 1, 3, 5]),
+        values=values,
+        codes=np.array([0, 1, 2, 3, 4, -1]),
+        lengths=np.array([1, 1, 2, 1, 1, 0]),
+        priority=np.array([1, 0, 1, 0, 0, 0]),
+    )
+    assert gv.clusters == 3 and gv.cluster_of_members().tolist() == [0, 0, 0, 1, 1, 2]
+    assert gv.best(np.array([1.0, 0, 5, 0, 0, 9])).tolist() == [2, 1, -1]  # the highest score; a missing value never
+    assert gv.best(np.zeros(6)).tolist() == [4, 1, -1]  # ties: priority 0 (row 4), then the first row (1 before 3)
+    assert gv.best(np.array([np.nan, 0, np.nan, np.nan, np.nan, 0])).tolist() == [4, 1, -1]  # NaN loses to a number
+    fam = FAMILIES["golden_rule"]
+    assert fam.base is GoldenRule and fam.hook == "er_register_golden_rules" and fam.sections == () and fam.shape is not None

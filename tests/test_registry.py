@@ -238,7 +238,7 @@ def test_one_family_table_drives_hooks_registry_and_job_keys() -> None:
 
     hooks = {name for name in dir(ErSpecs) if name.startswith("er_register_")}
     assert hooks == {f.hook for f in FAMILIES.values()}
-    assert list(FAMILIES) == ["normalizer", "shingler", "signature", "blocker", "verifier", "clusterer"]
+    assert list(FAMILIES) == ["normalizer", "shingler", "signature", "blocker", "verifier", "clusterer", "golden_rule"]
     reg = build_registry()
     assert list(reg.components) == list(FAMILIES)
     for fam in FAMILIES.values():

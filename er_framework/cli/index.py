@@ -191,6 +191,33 @@ def _describe_write(verb: str, s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cmd_index_golden(args: argparse.Namespace) -> int:
+    """``er index golden INDEX [--out FILE] [--json]``: the index's golden records, as CSV (stdout or FILE) or JSON."""
+    import csv
+    import io
+
+    from er_framework.index.build import open_index
+    from er_framework.io.safe_write import write_text_file
+
+    with open_index(args.index, readonly=True) as index:
+        table = index.golden()
+    if args.json:
+        text = json.dumps(table, ensure_ascii=False) + "\n"
+    else:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(list(table))
+        w.writerows(zip(*[["" if v is None else v for v in col] for col in table.values()]))
+        text = buf.getvalue()
+    if args.out:
+        path = write_text_file(args.out, text, what="golden records", inputs=[Path(args.index)])
+        if not args.quiet:
+            say(f"wrote {len(table['cluster_id']):,} golden records to {path}")
+    else:
+        sys.stdout.write(json_terminal_text(text) if args.json else text)
+    return 0
+
+
 def cmd_index_info(args: argparse.Namespace) -> int:
     from er_framework.index.build import open_index
 
@@ -310,6 +337,13 @@ def add_parser(sub: Any) -> None:
         "~1 s per GB); a file up to 256 MB is always checked",
     )
     i.set_defaults(func=cmd_index_info)
+
+    g = isub.add_parser("golden", help="the golden records (output.golden): one merged record per cluster, with provenance")
+    g.add_argument("index", metavar="PATH")
+    g.add_argument("--out", metavar="FILE", help="write the CSV (or JSON) to FILE instead of printing it")
+    g.add_argument("--json", action="store_true", help="JSON columns instead of CSV")
+    g.add_argument("--quiet", "-q", action="store_true")
+    g.set_defaults(func=cmd_index_golden)
 
     q = sub.add_parser(
         "query",

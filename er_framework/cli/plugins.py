@@ -53,7 +53,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         if c.family != family:
             family = c.family
             fam = FAMILIES[family]
-            if fam.per_field:
+            if fam.shape is not None:
+                where = fam.shape
+            elif fam.per_field:
                 where = f"{fam.section}: {{FIELD: NAME or [NAME, {{type: NAME, option: value}}, …]}}"
             else:
                 where = f"{fam.many}: [{{type: NAME}}, …]" if fam.many else f"{fam.section}: {{type: NAME}}"

@@ -35,6 +35,7 @@ from er_framework.components import (
     Component,
     Context,
     Family,
+    GoldenRule,
     Normalizer,
     Params,
     Verifier,
@@ -43,6 +44,7 @@ from er_framework.config.spec import (
     AutoThresholdSpec,
     ExactSpec,
     ExecutorSpec,
+    GoldenFieldSpec,
     JobSpec,
     pydantic_problems,
     type_problems,
@@ -272,6 +274,7 @@ def resolve_job(
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
+    problems += golden_problems(spec, lines, filename, registry)
     declared = [f for s in spec.sources for f in s.fields]
     context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode, workers=resolve_workers(spec.workers))
     normalizers = _resolve_normalizers(spec.normalize, declared, lines, filename, registry, problems)
@@ -550,6 +553,122 @@ def _parse_path(rendered: str) -> YamlPath:
     """The inverse of :func:`render_path`: ``"blockers[0].fields"`` -> ``("blockers", 0, "fields")``."""
     parts = rendered.replace("[", ".").replace("]", "").split(".")
     return tuple(int(x) if x.isdigit() else x for x in parts if x)
+
+
+def golden_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str, registry: Registry) -> list[Problem]:
+    """``output.golden``: every rule installed (did you mean, the installed list), a rule that reads dates given
+    ``by:`` (a field some source reads), ``order:`` naming sources, ``fields:`` naming fields some source reads,
+    an executor that holds the records' values (not dask)."""
+    golden = spec.output.golden
+    if golden is None:
+        return []
+    problems: list[Problem] = []
+    base: YamlPath = ("output", "golden")
+    declared = [f for s in spec.sources for f in s.fields]
+    sources = [s.name for s in spec.sources]
+    installed = registry.names("golden_rule")
+
+    def rule_of(name: str, path: YamlPath) -> type[Component] | None:
+        if name in installed:
+            return registry.get("golden_rule", name).cls
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                path,
+                message=f"no golden rule named {name!r}",
+                fix=f"{did_you_mean(name, installed)}installed: {choices_text(installed)} (er plugins describes them)",
+            )
+        )
+        return None
+
+    columns = ["cluster_id", "size"]
+    for f in dict.fromkeys(declared):
+        for col in (f, f"{f}_source", f"{f}_id"):
+            if col in columns:
+                problems.append(
+                    problem_at(
+                        filename,
+                        lines,
+                        base,
+                        message=f"golden.csv would have two columns named {col!r} (field {f!r})",
+                        fix="rename the field in the sources' fields: (and columns: {FIELD: COLUMN} to read it)",
+                    )
+                )
+            columns.append(col)
+    default = rule_of(golden.rule, (*base, "rule"))
+    if default is not None and issubclass(default, GoldenRule) and default.needs_by:
+        unset = [f for f in dict.fromkeys(declared) if f not in golden.fields]
+        if unset:
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    (*base, "rule"),
+                    message=f"rule {golden.rule!r} needs by: (a date field), which only a field's own rule can give "
+                    f"(fields using this default: {', '.join(unset)})",
+                    fix=f"use another default rule, and write e.g. fields: {{{unset[0]}: {{rule: {golden.rule}, by: FIELD}}}}",
+                )
+            )
+    for fname, entry in golden.fields.items():
+        path: YamlPath = (*base, "fields", fname)
+        if fname not in declared:
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    path,
+                    message=f"field {fname!r} is not read by any source",
+                    fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
+                )
+            )
+        fs = entry if isinstance(entry, GoldenFieldSpec) else GoldenFieldSpec(rule=entry)
+        rule_path = (*path, "rule") if isinstance(entry, GoldenFieldSpec) else path
+        cls = rule_of(fs.rule, rule_path)
+        if fs.by is not None and fs.by not in declared:
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    (*path, "by"),
+                    message=f"by: field {fs.by!r} is not read by any source",
+                    fix=did_you_mean(fs.by, declared) + f"name a date field of the sources: {choices_text(set(declared))}",
+                )
+            )
+        if fs.by is None and cls is not None and issubclass(cls, GoldenRule) and cls.needs_by:
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    path,
+                    message=f"rule {fs.rule!r} needs by: the field holding each record's date",
+                    fix=f"write {fname}: {{rule: {fs.rule}, by: FIELD}} (an ISO 8601 date or a number)",
+                )
+            )
+        for i, name in enumerate(fs.order or []):
+            if name not in sources:
+                problems.append(
+                    problem_at(
+                        filename,
+                        lines,
+                        (*path, "order", i),
+                        message=f"order: {name!r} is not a source of the job",
+                        fix=did_you_mean(name, sources) + f"sources: {choices_text(sources)}",
+                    )
+                )
+            elif name in (fs.order or [])[:i]:
+                problems.append(problem_at(filename, lines, (*path, "order", i), message=f"order: source {name!r} is listed twice"))
+    if spec.executor.type == "dask":
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                base,
+                message="golden records are not built by the dask executor (its client does not hold the records' values)",
+                fix="run the job on the local executor (executor: {type: local}), or drop output.golden",
+            )
+        )
+    return problems
 
 
 def _field_ref_problems(comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str) -> list[Problem]:

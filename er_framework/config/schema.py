@@ -83,6 +83,8 @@ def job_json_schema(registry: Registry | None = None) -> dict[str, Any]:
     props["executor"] = {"description": props["executor"].get("description", ""), **_executor_schema(schema)}
     schema["$defs"].pop(ExecutorSpec.__name__, None)
     for fam in FAMILIES.values():
+        if fam.shape is not None:
+            continue  # named inside another section (output.golden's rules), described by that section's model
         if fam.per_field:
             props[fam.section] = _per_field_schema(registry, fam.name, props.get(fam.section, {}).get("description", ""))
             continue

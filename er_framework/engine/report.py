@@ -26,7 +26,9 @@ from er_framework.engine.plausibility import NEAR_IDENTICAL_JACCARD, warnings_of
 from er_framework.engine.result import Result
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
+from er_framework.engine.stages.golden import golden_plan, golden_section, golden_table
 from er_framework.engine.stages.writing import comparisons_table, output_tables, write
+from er_framework.errors import ErError, Problem
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
@@ -42,6 +44,7 @@ __all__ = [
     "er_version",
     "finish_report",
     "finish_run",
+    "golden_of_run",
     "link_answer",
     "model_section",
     "link_answer_reference",
@@ -501,6 +504,25 @@ def finish_report(report: dict[str, Any], log: StageLog, t_start: float) -> None
     report["peak_rss_mb"] = log.peak_mb()
 
 
+def golden_of_run(job: Job, as_read: Records | None, labels: Int64Array, log: StageLog) -> dict[str, Any] | None:
+    """The golden table of a job that asks for one (``output.golden``), from the records as read."""
+    spec = job.spec.output.golden
+    if spec is None:
+        return None
+    if as_read is None:
+        raise ErError(
+            Problem(
+                where=f"{job.config_path}: output.golden",
+                message=f"the {job.spec.executor.type} executor does not hold the records' values the golden records are made of",
+                fix="run the job on the local executor, or drop output.golden",
+            )
+        )
+    with log.stage("golden") as info:
+        table = golden_table(as_read, labels, golden_plan(job), singletons=spec.singletons)
+        info["rows"] = int(len(table["cluster_id"]))
+    return table
+
+
 def finish_run(
     job: Job,
     engine: Engine,
@@ -518,8 +540,16 @@ def finish_run(
     comparisons = None
     if job.spec.output.comparisons and candidates is not None and facts.explain is not None:
         comparisons = comparisons_table(facts.records, candidates, facts.explain)
+    golden = golden_of_run(job, as_read, facts.labels, log)
+    if golden is not None:
+        report["golden"] = golden_section(job, golden)
     tables = output_tables(
-        facts.records, found, facts.labels, candidates=candidates if job.spec.output.candidates else None, comparisons=comparisons
+        facts.records,
+        found,
+        facts.labels,
+        candidates=candidates if job.spec.output.candidates else None,
+        comparisons=comparisons,
+        golden=golden,
     )
     result = Result(
         records=facts.records,

@@ -29,6 +29,7 @@ from er_framework.engine.model import Model, check_model, model_text
 from er_framework.engine.report import er_version, versions
 from er_framework.errors import ErError, Problem
 from er_framework.executors.local import run_local
+from er_framework.index.golden import has_golden, refresh_golden, store_inputs
 from er_framework.index.lock import BUILDING, file_identity, index_lock
 from er_framework.index.sqlite import (
     FORMAT_VERSION,
@@ -247,6 +248,10 @@ def _build(job: Job, path: Path, engine: Engine, progress: Callable[[str], None]
             "model_json": model_text(result.model),
         }
         conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta.items())
+        if has_golden(job):
+            assert result.as_read is not None  # the local run holds the records as read
+            store_inputs(conn, range(n), result.as_read, fields)
+            refresh_golden(conn, job, records.source_names, fields)
         summary = {
             "records": n,
             "pairs": len(p),

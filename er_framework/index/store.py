@@ -44,6 +44,8 @@ from er_framework.engine import stages
 from er_framework.engine.engine import Engine, signed_keys
 from er_framework.engine.log import StageLog
 from er_framework.engine.model import Model, model_text
+from er_framework.engine.stages.golden import job_fields
+from er_framework.index.golden import forget_inputs, has_golden, read_golden, refresh_golden, store_inputs, touched_clusters
 from er_framework.index.lock import file_identity, index_lock
 from er_framework.index.pairs import Int64Array, find_pairs, members_of_buckets, stored_records
 from er_framework.index.recluster import cluster_changes, recluster
@@ -328,7 +330,9 @@ class Index:
     def add(self, records: Records, *, source: str | None = None, command: str = "add") -> dict[str, Any]:
         """Add ``records`` (ids new to their source): block, verify and cluster them in one transaction."""
         t0 = time.perf_counter()
-        recs = stages.normalize(self.job, self._as_records(records, source))[0]
+        given = self._as_records(records, source)
+        as_read = Records(given.ids, given.source, given.source_names, {f: list(c) for f, c in given.fields.items()})
+        recs = stages.normalize(self.job, given)[0]
         dup = sorted(i for i, c in Counter(recs.ids).items() if c > 1)
         if dup:
             raise problem(
@@ -360,6 +364,10 @@ class Index:
             )
             stats.update(recluster(self.conn, self.engine.clusterer, set(rids), seq))
             stats["joined_existing"] = self._joined(rids)
+            if has_golden(self.job):
+                store_inputs(self.conn, rids, as_read, self.fields)
+                touched = touched_clusters(self.conn, seq, rids)
+                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched)
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
             pause()
@@ -406,6 +414,8 @@ class Index:
             stats.update(recluster(self.conn, self.engine.clusterer, set(rids), seq))
             after = {rid: c for rid, c in self.conn.execute("SELECT rid, cluster FROM records")}
             stats.update(cluster_changes(before, after))
+            if has_golden(self.job):
+                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields)
             stats["model"] = {
                 "lambda_before": (old_model.verifier_state or {}).get("lambda"),
                 "lambda_after": (engine.model.verifier_state or {}).get("lambda"),
@@ -507,12 +517,32 @@ class Index:
             stats["removed"] = len(rids)
             stats["copies_relinked"] = len(orphans)
             stats.update(recluster(self.conn, self.engine.clusterer, neighbours - gone, seq, removed_clusters))
+            if has_golden(self.job):
+                forget_inputs(self.conn, rids)
+                touched = touched_clusters(self.conn, seq, sorted(neighbours - gone), removed_clusters.values())
+                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched)
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
             pause()
         return stats
 
     # ---------------------------------------------------------------- reading
+
+    @_guarded
+    def golden(self) -> dict[str, list[Any]]:
+        """The golden records (the job's ``output.golden``) as columns: ``cluster_id``, ``size``, then per field its
+        value, ``<field>_source`` and ``<field>_id``; kept up to date by every add, remove and refit."""
+        if not has_golden(self.job):
+            raise problem(
+                self.path,
+                "the index's job has no output.golden: it keeps no golden records",
+                "add output: {golden: {rule: most_frequent}} to the job and build the index again (er index build --force)",
+            )
+        with self._read():
+            present = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'golden'").fetchone()
+            if present is None:
+                raise damaged(self.path, "its job asks for golden records but it has no golden table", self.meta.get("config_path"))
+            return read_golden(self.conn, job_fields(self.job))
 
     @_guarded
     def clusters(self) -> dict[tuple[str, str], int]:

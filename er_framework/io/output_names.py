@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ["JOURNAL", "MAX_REPORT_BYTES", "OUTPUT_NAMES", "OUTPUT_TABLES", "STAGE_PREFIX", "is_er_output"]
 
 #: the tables a run may write (pairs and clusters always; the others when the job asks or its clusterer selects pairs)
-OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons")
+OUTPUT_TABLES = ("pairs", "clusters", "verified_pairs", "candidates", "comparisons", "golden")
 #: every name er writes into an output folder (tables in either format, the reports, the model, er evaluate's metrics)
 OUTPUT_NAMES = frozenset(f"{t}.{ext}" for t in OUTPUT_TABLES for ext in ("csv", "parquet")) | {
     "report.json",

@@ -56,9 +56,11 @@ def output_tables(
     *,
     candidates: Pairs | None = None,
     comparisons: dict[str, Any] | None = None,
+    golden: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The tables of a run, by name: ``pairs`` and ``clusters`` (ids and source names), ``verified_pairs``
-    with a pair-selecting clusterer, ``candidates`` and ``comparisons`` when given."""
+    with a pair-selecting clusterer, ``candidates``, ``comparisons`` and ``golden`` (the golden records of
+    :func:`~er_framework.engine.stages.golden.golden_table`) when given."""
     tables = {
         "pairs": pairs_table(records, found.pairs),
         "clusters": {
@@ -73,6 +75,8 @@ def output_tables(
         tables["candidates"] = pairs_table(records, candidates)
     if comparisons is not None:
         tables["comparisons"] = comparisons
+    if golden is not None:
+        tables["golden"] = golden
     return tables
 
 
