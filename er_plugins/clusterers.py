@@ -643,9 +643,7 @@ class OneToOne(SourceAware, Clusterer):
     """
 
     name = "one_to_one"
-    summary = (
-        "greedy one-to-one matching by descending score (link mode: at most one partner per record of each other source)"
-    )
+    summary = "greedy one-to-one matching by descending score (link mode: at most one partner per record of each other source)"
     # its answer is the matched pairs: pairs.csv lists them, verified_pairs.csv the pairs before matching
     selects_pairs = True
 

@@ -498,7 +498,14 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     if mode != "dedup":
         assert facts.candidates is not None, "link modes report every candidate's score"
         link = link_answer(
-            records.source, records.source_names, facts.candidates, facts.scores, facts.labels, engine.threshold, facts.verified, found.pairs
+            records.source,
+            records.source_names,
+            facts.candidates,
+            facts.scores,
+            facts.labels,
+            engine.threshold,
+            facts.verified,
+            found.pairs,
         )
     report: dict[str, Any] = {
         "job": job.spec.name,

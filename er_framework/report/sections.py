@@ -259,7 +259,8 @@ def _source_pairs(link: dict[str, Any]) -> str:
         return ""
     head = ["sources", "candidate pairs", "verified pairs", "final pairs (pairs.csv)"]
     rows = [
-        [" – ".join(str(s) for s in r.get("sources") or []), r.get("candidate_pairs"), r.get("verified_pairs"), r.get("pairs")] for r in per_pair
+        [" – ".join(str(s) for s in r.get("sources") or []), r.get("candidate_pairs"), r.get("verified_pairs"), r.get("pairs")]
+        for r in per_pair
     ]
     return "<h3>Pairs per pair of sources</h3>" + _table(head, rows, [False, True, True, True])
 

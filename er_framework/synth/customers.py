@@ -66,6 +66,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -724,14 +725,16 @@ def _b_dobs(e: _Edits, cr: CorruptionRates) -> list[str]:
 
 def _concat_people(a: _People, b: _People) -> _People:
     """People ``a`` followed by people ``b`` (every attribute concatenated)."""
-    out = {}
+    out: dict[str, Any] = {}
     for f in fields(_People):
         x, y = getattr(a, f.name), getattr(b, f.name)
         out[f.name] = x + y if isinstance(x, list) else np.concatenate([x, y])
     return _People(**out)
 
 
-def _edited_records(e: _Edits, cr: CorruptionRates, pop: PopulationRates, prefix: str, numbers: IntArray, width: int) -> dict[str, list[str]]:
+def _edited_records(
+    e: _Edits, cr: CorruptionRates, pop: PopulationRates, prefix: str, numbers: IntArray, width: int
+) -> dict[str, list[str]]:
     """The records of the rows of ``e`` (their people seen through a company's data entry: every edit of ``cr``)."""
     first, last = _b_names(e, cr)
     address, city, zip_ = _b_addresses(e, cr, pop)
