@@ -55,6 +55,7 @@ __all__ = [
     "Trainable",
     "Scored",
     "ScoreReporting",
+    "SourceAware",
     "CAPABILITIES",
     "capabilities_of",
     "has",
@@ -453,6 +454,25 @@ class ScoreReporting:
         return self.score_reported(batch, pairs).scores
 
 
+# ---------------------------------------------------------------- clusterers
+
+
+class SourceAware:
+    """Clusterer ability: in link mode the clusters depend on the records' sources as well.
+
+    In link mode (pairs across sources only) the engine calls
+    :meth:`cluster_sources` with the source index of every record instead of
+    the family's ``cluster`` (e.g. ``one_to_one`` with three or more sources:
+    at most one record of each source per cluster). Everywhere else (dedup,
+    link_and_dedup, the index) it calls ``cluster``. Clusterers without the
+    ability are called as always.
+    """
+
+    def cluster_sources(self, n: int, pairs: Pairs, source: npt.NDArray[np.int32]) -> Int64Array:
+        """A cluster label per record, given the source (``0 .. k-1``) of each of the ``n`` records."""
+        raise NotImplementedError
+
+
 #: every ability, by the name ``er plugins`` shows
 CAPABILITIES: dict[str, type] = {
     "whole_corpus": WholeCorpus,
@@ -471,6 +491,7 @@ CAPABILITIES: dict[str, type] = {
     "code_fitted": CodeFitted,
     "explainable": Explainable,
     "trainable": Trainable,
+    "source_aware": SourceAware,
 }
 
 

@@ -12,7 +12,8 @@ score, a splitting pass and a one-to-one matching for record linkage:
 * ``greedy_modularity``    – networkx ``greedy_modularity_communities``
   (Clauset–Newman–Moore, weighted, deterministic without a seed);
 * ``one_to_one``           – greedy matching by descending score: every record
-  in at most one pair (link mode: at most one record of the other source).
+  in at most one pair (link mode: at most one record of each other source,
+  no cluster holding two records of one source).
 
 Leiden is not offered: networkx 3.6 ships ``leiden_communities`` only as an
 API that dispatches to a backend (``NotImplementedError`` with plain
@@ -69,6 +70,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from er_framework.capabilities import SourceAware
 from er_framework.components import Clusterer, Params
 from er_framework.data import Pairs
 from er_framework.kernels.graph import connected_component_labels
@@ -570,21 +572,78 @@ def greedy_matching(n: int, pairs: Pairs, chunk: int = 1 << 20) -> Int64Array:
     return partner
 
 
-class OneToOne(Clusterer):
+def source_matching(n: int, pairs: Pairs, source: npt.NDArray[np.integer]) -> Int64Array:
+    """Clusters of the greedy matching by descending score with at most one record of each source per cluster.
+
+    Pairs are taken in the order (score descending, left, right), as
+    :func:`greedy_matching` takes them; a pair joins the clusters of its two
+    records when they are different clusters holding no common source (the
+    two records' clusters would otherwise hold two records of one source),
+    and is left out otherwise (a pair inside one cluster already changes
+    nothing). Union-find over the records, each cluster's sources a bit set
+    (a Python int, so any number of sources). Returns a label per record: the
+    smallest record index of its cluster. With two sources and pairs across
+    them only, this is exactly :func:`greedy_matching`'s pairs.
+    """
+    left, right, weight = canonical_pairs(pairs)
+    src = np.asarray(source, dtype=np.int64)
+    if len(src) != n:
+        raise ValueError(f"source has {len(src)} entries for {n} records")
+    if len(left) == 0:
+        return np.arange(n, dtype=np.int64)
+    order = np.lexsort((right, left, -weight))
+    parent = list(range(n))
+    sources = [1 << s for s in src.tolist()]  # per root: its cluster's sources
+
+    def find(x: int) -> int:
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:  # path compression
+            parent[x], x = root, parent[x]
+        return root
+
+    got_a: list[int] = []
+    got_b: list[int] = []
+    for a, b in zip(left[order].tolist(), right[order].tolist()):
+        ra, rb = find(a), find(b)
+        if ra == rb or sources[ra] & sources[rb]:
+            continue
+        if rb < ra:
+            ra, rb = rb, ra
+        parent[rb] = ra
+        sources[ra] |= sources[rb]
+        got_a.append(a)
+        got_b.append(b)
+    return connected_component_labels(n, np.asarray(got_a, dtype=np.int64), np.asarray(got_b, dtype=np.int64))
+
+
+class OneToOne(SourceAware, Clusterer):
     """Greedy one-to-one matching for record linkage.
 
     Pairs are accepted in order of descending score (ties broken by
     ``(left, right)``) when neither record has been matched yet; unmatched
     records are singletons. In link mode with two sources every record is
-    therefore matched to at most one record of the other source. The rule
-    does not look at sources: with three or more sources a record still gets
-    at most one partner in all, and in dedup mode the clusters are pairs
-    (a greedy matching), not entities — use it for 1:1 linkage only.
-    Greedy matching is a 1/2-approximation of the maximum-weight matching.
+    therefore matched to at most one record of the other source.
+
+    **Link mode with three or more sources** (``cluster_sources``, given the
+    records' sources by the engine): each record is matched to at most one
+    record *of each other source*, consistently — a cluster never holds two
+    records of one source (the same customer in three companies' files is
+    one cluster of three records). The rule (:func:`source_matching`): pairs
+    in order of descending score, ties by ``(left, right)``; a pair joins
+    its records' clusters when they are different clusters with no source in
+    common, and is left out otherwise. With two sources the engine's answer
+    is that of the rule above (byte for byte).
+
+    Outside link mode the rule does not look at sources: in link_and_dedup a
+    record gets at most one partner in all, and in dedup mode the clusters
+    are pairs (a greedy matching), not entities — use it for 1:1 linkage
+    only. Greedy matching is a 1/2-approximation of the maximum-weight matching.
     """
 
     name = "one_to_one"
-    summary = "greedy one-to-one matching by descending score (link mode: at most one partner per record)"
+    summary = "greedy one-to-one matching by descending score (link mode: at most one partner per record of each other source)"
     # its answer is the matched pairs: pairs.csv lists them, verified_pairs.csv the pairs before matching
     selects_pairs = True
 
@@ -594,6 +653,11 @@ class OneToOne(Clusterer):
         has = partner >= 0
         labels[has] = np.minimum(labels[has], partner[has])
         return labels
+
+    def cluster_sources(self, n: int, pairs: Pairs, source: npt.NDArray[np.int32]) -> Int64Array:
+        if len(np.unique(source)) <= 2:  # two sources: the one-partner matching, as without sources
+            return self.cluster(n, pairs)
+        return source_matching(n, pairs, source)
 
 
 BUILTIN_CLUSTERERS: list[type[Clusterer]] = [

@@ -799,7 +799,7 @@ class SortedNeighbourhood(Reporting, Windowed, Blocker[SortedNeighbourhoodParams
     out of that key's sort. Ties keep record order (stable sort). Each record
     is paired with the next ``window - 1`` records of the sorted order; in
     link mode only the cross-source ones among those (the window slides over
-    the merged order of both sources). ``keys`` runs several passes, one per
+    the merged order of all sources). ``keys`` runs several passes, one per
     key, and unions their candidates. A key ``{any_order: [given_name,
     surname]}`` sorts by the record's values of those fields in sorted order
     (its smallest value first), so a record whose given name and surname are

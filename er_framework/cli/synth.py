@@ -103,7 +103,7 @@ def _float_problem(flag: str, value: float, lo: float, hi: float, *, lo_open: bo
 
 
 def cmd_synth_customers(args: argparse.Namespace) -> int:
-    from er_framework.synth.customers import generate_customers, write_customers
+    from er_framework.synth.customers import MAX_SOURCES, generate_customers, write_customers
 
     cmd = "er synth customers"
     problems = (
@@ -115,18 +115,29 @@ def cmd_synth_customers(args: argparse.Namespace) -> int:
             f"the records of both companies are generated in memory (about 1.1 KB each: {MAX_CUSTOMERS:,} per "
             "company take about 11 GB); generate several smaller files with different --seed values instead",
         )
+        + _size_problem(f"{cmd} --sources", args.sources, 2, MAX_SOURCES, "the companies are named A to Z")
         + _seed_problem(cmd, args.seed)
         + _float_problem(f"{cmd} --overlap", args.overlap, 0.0, 1.0)
         + _folder_problem(cmd, Path(args.out))
     )
+    if not problems and args.n * args.sources > 2 * MAX_CUSTOMERS:
+        problems += _size_problem(
+            f"{cmd} --n",
+            args.n,
+            1,
+            2 * MAX_CUSTOMERS // args.sources,
+            f"the records of all {args.sources} companies are generated in memory (about 1.1 KB each: at most "
+            f"{2 * MAX_CUSTOMERS:,} records in all); generate several smaller files with different --seed values instead",
+        )
     if problems:
         raise ErError(problems)
     try:
-        data = generate_customers(args.n, args.overlap, args.seed)
+        data = generate_customers(args.n, args.overlap, args.seed, sources=args.sources)
     except ValueError as exc:
         raise ErError(f"er synth customers: {exc}") from None
     paths = write_customers(data, args.out)
-    print(f"wrote {paths['a']} ({args.n:,} records), {paths['b']} ({args.n:,} records), {paths['truth']} ({len(data.truth):,} pairs)")
+    files = ", ".join(f"{paths[side]} ({args.n:,} records)" for side in paths if side != "truth")
+    print(f"wrote {files}, {paths['truth']} ({len(data.truth):,} pairs)")
     return 0
 
 
@@ -379,15 +390,21 @@ def add_parser(sub: Any) -> None:
     f.set_defaults(func=cmd_synth_fingerprints)
     f = synth_sub.add_parser(
         "customers",
-        help="customer records of two companies (a.csv, b.csv, truth.csv)",
+        help="customer records of two or more companies (a.csv, b.csv, …, truth.csv)",
         description="Customer records of company A and company B: B holds corrupted copies of OVERLAP*N of A's "
         "customers (typos, nicknames, swapped names, changed phones, moved addresses, missing fields, other "
-        "formatting) and new people. Deterministic for a seed (with the same Faker and nicknames versions).",
+        "formatting) and new people; truth.csv lists the pairs (a_id,b_id). With --sources 3 or more, companies "
+        "C, D, … follow (c.csv, …; A and B are as with two): each holds corrupted copies of OVERLAP*N distinct "
+        "people of the companies before it and new people, so every pair of companies shares customers, and "
+        "truth.csv (left_id,right_id) lists every pair of records of one person in two companies (er evaluate "
+        "reads it; ids start with their company's letter). Deterministic for a seed (with the same Faker and "
+        "nicknames versions).",
     )
     f.add_argument("--n", type=count_arg, required=True, help=f"records per company (at most {MAX_CUSTOMERS:,})")
-    f.add_argument("--overlap", type=float, default=0.5, help="share of B's records copied from A (0.5)")
+    f.add_argument("--overlap", type=float, default=0.5, help="share of each later company's records copied from the earlier ones (0.5)")
+    f.add_argument("--sources", type=count_arg, default=2, help="companies: 2 (A, B) to 26 (A … Z) (2)")
     f.add_argument("--seed", type=count_arg, default=0)
-    f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv and truth.csv")
+    f.add_argument("--out", required=True, metavar="DIR", help="folder for a.csv, b.csv (c.csv, …) and truth.csv")
     f.set_defaults(func=cmd_synth_customers)
     f = synth_sub.add_parser(
         "persons",

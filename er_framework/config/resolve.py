@@ -425,15 +425,16 @@ def _source_problems(
 def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) -> list[Problem]:
     """The mode's number of sources; one of 'blocker' and 'blockers'."""
     problems: list[Problem] = []
-    expected = {"dedup": (1, 1), "link": (2, 2), "link_and_dedup": (1, 1000)}[spec.mode]
+    expected = {"dedup": (1, 1), "link": (2, 1000), "link_and_dedup": (1, 1000)}[spec.mode]
     if not expected[0] <= len(spec.sources) <= expected[1]:
-        want = "exactly one source" if spec.mode == "dedup" else ("exactly two sources" if spec.mode == "link" else "at least one source")
+        want = "exactly one source" if spec.mode == "dedup" else ("at least two sources" if spec.mode == "link" else "at least one source")
         problems.append(
             Problem(
                 where=where_of(filename, lines, ("sources",)),
                 path="sources",
                 message=f"mode {spec.mode!r} needs {want}, got {len(spec.sources)}",
-                fix="use mode: link for two sources, link_and_dedup for several, dedup for one",
+                fix="use mode: link for two or more sources (pairs across sources only), link_and_dedup for pairs within "
+                "and across sources, dedup for one",
             )
         )
     for fam in FAMILIES.values():

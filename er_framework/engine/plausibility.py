@@ -68,7 +68,8 @@ LAMBDA_HIGH = 0.99
 #: was caught by its silent fields, not by this)
 EXPECTED_PER_RECORD_DEDUP = 2.0
 #: link: more expected matching pairs than this many per record of the smaller source (each record of a
-#: source matches at most one or two of the other, usually)
+#: source matches at most one or two of the other, usually); with three or more sources, per record of the
+#: smaller source of each pair of sources, summed over the pairs
 EXPECTED_PER_RECORD_LINK = 2.0
 #: ... unless the clusters hold at least this share of the expected pairs: then the entities are large (an
 #: inventor with 70 patents is 2,415 pairs; 20,000 generated mentions hold 118,419 true pairs) and the
@@ -281,9 +282,15 @@ def _expected_warnings(report: Mapping[str, Any], name: str, expected: float | N
     per_source = records.get("per_source") if isinstance(records, Mapping) else None
     n = _records_total(report)
     if mode == "link" and isinstance(per_source, Mapping) and per_source:
-        smallest = min(int(v) for v in per_source.values())
-        limit = EXPECTED_PER_RECORD_LINK * smallest
-        basis = f"{smallest:,} records in the smaller source"
+        sizes = sorted(int(v) for v in per_source.values())
+        # per pair of sources, the smaller one's records: sum over i < j of min(n_i, n_j)
+        paired = sum(size * (len(sizes) - 1 - i) for i, size in enumerate(sizes))
+        limit = EXPECTED_PER_RECORD_LINK * paired
+        basis = (
+            f"{sizes[0]:,} records in the smaller source"
+            if len(sizes) <= 2
+            else f"{len(sizes)} sources ({paired:,} records of the smaller source summed over the pairs of sources)"
+        )
     else:
         limit = EXPECTED_PER_RECORD_DEDUP * n
         basis = f"{n:,} records"

@@ -48,6 +48,7 @@ __all__ = [
     "link_answer",
     "model_section",
     "link_answer_reference",
+    "SOURCE_PAIR_ROWS",
     "near_identical_rejected",
     "near_identical_rejected_reference",
     "record_grams",
@@ -88,6 +89,8 @@ def link_answer(
     scores: npt.NDArray[np.float64],
     labels: Int64Array,
     threshold: float,
+    verified: Pairs | None = None,
+    final: Pairs | None = None,
 ) -> dict[str, Any]:
     """Link modes: how many records of each source matched another source.
 
@@ -103,6 +106,15 @@ def link_answer(
     the cross-source pairs scoring at least the grid's lowest threshold are
     looked at for ``by_threshold`` (each record's best such score, counted
     per threshold). :func:`link_answer_reference` is the plain twin.
+
+    ``by_source_pair`` counts per pair of sources (A–B, A–C, B–C, …) the
+    candidate pairs, the ``verified`` pairs (at or above the threshold) and
+    the ``final`` pairs (the answer: ``pairs.csv``), each pair of records
+    counted under its two records' sources (a pair within one source, of
+    link_and_dedup, under that source twice). Every pair of two different
+    sources is listed when there are at most :data:`SOURCE_PAIR_ROWS`
+    sources; pairs within a source, and with more sources every pair of
+    sources, only when one of their counts is not zero.
     """
     src = source
     n_src = len(names)
@@ -141,7 +153,43 @@ def link_answer(
             for i in range(n_src):
                 row[names[i]] = int(np.count_nonzero(reached & (src == i)))
             by_threshold.append(row)
-    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi)
+    per_pair = {
+        "candidate_pairs": _source_pair_counts(src, n_src, candidates),
+        "verified_pairs": _source_pair_counts(src, n_src, verified),
+        "pairs": _source_pair_counts(src, n_src, final),
+    }
+    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi, _source_pair_rows(names, per_pair))
+
+
+#: with at most this many sources, report.json's ``link.by_source_pair`` lists every pair of sources
+SOURCE_PAIR_ROWS = 10
+
+
+def _source_pair_counts(src: npt.NDArray[Any], n_src: int, pairs: Pairs | None) -> dict[tuple[int, int], int] | None:
+    """How many of ``pairs`` join records of sources ``(s, t)``, ``s <= t`` (a bincount over ``s * k + t``, in steps)."""
+    if pairs is None:
+        return None
+    k = max(n_src, 1)
+    counts = np.zeros(k * k, dtype=np.int64)
+    for a in range(0, len(pairs), 1 << 22):
+        b = a + (1 << 22)
+        sl, sr = src[pairs.left[a:b]].astype(np.int64), src[pairs.right[a:b]].astype(np.int64)
+        counts += np.bincount(np.minimum(sl, sr) * k + np.maximum(sl, sr), minlength=k * k)
+    return {(int(i // k), int(i % k)): int(counts[i]) for i in np.flatnonzero(counts).tolist()}
+
+
+def _source_pair_rows(names: list[str], per_pair: dict[str, dict[tuple[int, int], int] | None]) -> list[dict[str, Any]]:
+    """``by_source_pair``: one row per pair of sources (see :func:`link_answer`)."""
+    keys = {key for counts in per_pair.values() if counts for key in counts}
+    if len(names) <= SOURCE_PAIR_ROWS:
+        keys |= {(s, t) for s in range(len(names)) for t in range(s + 1, len(names))}
+    rows = []
+    for s, t in sorted(keys):
+        row: dict[str, Any] = {"sources": [names[s], names[t]]}
+        for what, counts in per_pair.items():
+            row[what] = None if counts is None else counts.get((s, t), 0)
+        rows.append(row)
+    return rows
 
 
 def _link_answer_of(
@@ -151,6 +199,7 @@ def _link_answer_of(
     by_threshold: list[dict[str, Any]],
     finite: npt.NDArray[np.float64],
     hi: float,
+    by_source_pair: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The link answer's dict, with the histogram of the cross-source scores ``finite`` (at most ``hi``)."""
     lo = float(finite.min()) if len(finite) else 0.0
@@ -164,6 +213,7 @@ def _link_answer_of(
         "matched": matched,
         "by_threshold": by_threshold,
         "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+        "by_source_pair": by_source_pair,
     }
 
 
@@ -180,6 +230,8 @@ def link_answer_reference(
     scores: npt.NDArray[np.float64],
     labels: Int64Array,
     threshold: float,
+    verified: Pairs | None = None,
+    final: Pairs | None = None,
 ) -> dict[str, Any]:
     """Plain twin of :func:`link_answer` (clusters' sources by a sort, every threshold's records by a
     distinct count of the pairs above it): the tests' oracle."""
@@ -204,7 +256,18 @@ def link_answer_reference(
         for i in range(n_src):
             row[names[i]] = int(len(sorted_unique(np.concatenate([lk[src[lk] == i], rk[src[rk] == i]]))))
         by_threshold.append(row)
-    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi)
+    rows = []
+    for s in range(n_src):
+        for t in range(s, n_src):
+            row = {"sources": [names[s], names[t]]}
+            for what, pairs in (("candidate_pairs", candidates), ("verified_pairs", verified), ("pairs", final)):
+                if pairs is None:
+                    row[what] = None
+                    continue
+                row[what] = sum(1 for a, b in zip(src[pairs.left].tolist(), src[pairs.right].tolist()) if {a, b} == {s, t})
+            if (s < t and n_src <= SOURCE_PAIR_ROWS) or any(row[w] for w in ("candidate_pairs", "verified_pairs", "pairs")):
+                rows.append(row)
+    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi, rows)
 
 
 #: scores looked at per step by :func:`borderline` (its memory: a few arrays of this length)
@@ -437,7 +500,16 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
     link = None
     if mode != "dedup":
         assert facts.candidates is not None, "link modes report every candidate's score"
-        link = link_answer(records.source, records.source_names, facts.candidates, facts.scores, facts.labels, engine.threshold)
+        link = link_answer(
+            records.source,
+            records.source_names,
+            facts.candidates,
+            facts.scores,
+            facts.labels,
+            engine.threshold,
+            facts.verified,
+            found.pairs,
+        )
     report: dict[str, Any] = {
         "job": job.spec.name,
         "config": str(job.config_path),

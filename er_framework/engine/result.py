@@ -73,12 +73,15 @@ class Result:
             f"seconds           {r['seconds_total']:>12.2f}  peak memory {r['peak_rss_mb']:.0f} MB",
         ]
         link = r.get("link")
-        if link:
-            a, b = link["sources"][0], link["sources"][-1]
+        if link and len(link["sources"]) == 2:
+            a, b = link["sources"]
             lines.append(
                 f"{b} records matched to {a}: {link['matched'][b]:,} of {r['records']['per_source'][b]:,} "
                 f"(score >= {link['threshold']:g}, after clustering)"
             )
+        elif link:  # three or more sources: each source's records matched to another source
+            each = ", ".join(f"{name} {link['matched'][name]:,} of {r['records']['per_source'][name]:,}" for name in link["sources"])
+            lines.append(f"records matched to another source: {each} (score >= {link['threshold']:g}, after clustering)")
         lines += unparsed_lines(r)
         lines += warning_lines(r)
         for path in self.outputs.values():

@@ -22,6 +22,10 @@ from the output is never predicted to match anything):
 * **pairwise** – precision, recall and F1 of the written pairs
   (``pairs.csv``) and of the cluster-implied pairs (all within-cluster pairs
   of ``clusters.csv``) against the true pairs;
+* **per source pair** (two to :data:`SOURCE_PAIR_MAX` output sources) – the
+  same pairwise precision, recall and F1 for the pairs of each pair of
+  sources (A–B, A–C, B–C, …; within one source too when there are such
+  pairs), each pair counted under its two records' sources;
 * **clusters** – B-cubed precision/recall/F1 (per-record averages, singletons
   included) and the adjusted Rand index, over the records of
   ``clusters.csv``; truth records missing from the output are left out (and
@@ -55,6 +59,7 @@ from er_framework.kernels.arrow import to_numpy
 from er_framework.kernels.graph import connected_component_labels
 
 __all__ = [
+    "SOURCE_PAIR_MAX",
     "adjusted_rand_index",
     "bcubed",
     "contingency",
@@ -260,7 +265,7 @@ def _possible_pairs(report: dict[str, Any]) -> tuple[int | None, str]:
     n = int(total)
     if mode == "link":
         cross = (n * n - sum(s * s for s in sizes)) // 2
-        what = " × ".join(f"{s:,}" for s in sizes) if len(sizes) == 2 else "cross-source pairs"
+        what = " × ".join(f"{s:,}" for s in sizes) if len(sizes) == 2 else f"cross-source pairs of {len(sizes)} sources"
         return cross, f"link: {what}"
     if mode == "link_and_dedup":
         return n * (n - 1) // 2, "link_and_dedup: within- plus cross-source pairs, n(n-1)/2"
@@ -332,6 +337,7 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         notes.append(f"pairs.csv holds {len(pr['left_id']) - len(pred_keys)} repeated or self pair(s): counted once")
     # 6. metrics ----------------------------------------------------------
     pairwise, clusters_section = _pairwise_and_cluster_metrics(recs, uni, labels, P, pred_keys)
+    per_source_pair = _per_source_pair(recs, uni, labels, P, pred_keys, notes)
     blocking = _blocking_metrics(files, recs, uni, labels, pred_keys)
     records = _records_section(recs, uni, truth, notes)
 
@@ -347,6 +353,7 @@ def evaluate(out_dir: str | Path, truth: Truth | str | Path) -> dict[str, Any]:
         "records": records,
         "blocking": blocking,
         "pairwise": pairwise,
+        "per_source_pair": per_source_pair,
         "clusters": clusters_section,
         "notes": notes,
     }
@@ -657,6 +664,84 @@ def _pairwise_and_cluster_metrics(
     return pairwise, clusters_section
 
 
+#: most output sources for which ``per_source_pair`` is computed (a table of labels x sources is counted)
+SOURCE_PAIR_MAX = 10
+
+
+class _BySourcePair:
+    """Pair counts per pair of sources ``(s, t)``, ``s <= t``, of the universe records (source ``k`` = not in the output)."""
+
+    def __init__(self, usrc: Int64Array, k: int) -> None:
+        self.usrc, self.k = usrc, k
+
+    def of_pairs(self, lo: Int64Array, hi: Int64Array) -> Int64Array:
+        """A ``(k + 1) x (k + 1)`` table (upper triangle) of listed pairs of universe records."""
+        w = self.k + 1
+        a, b = self.usrc[lo], self.usrc[hi]
+        return np.bincount(np.minimum(a, b) * w + np.maximum(a, b), minlength=w * w).reshape(w, w)
+
+    def of_labels(self, labels: Int64Array) -> Int64Array:
+        """The same table of the pairs inside the clusters of ``labels`` (one per universe record)."""
+        w = self.k + 1
+        lab = _compact(labels)
+        table = np.bincount(lab * w + self.usrc, minlength=(int(lab.max()) + 1 if len(lab) else 0) * w).reshape(-1, w)
+        out = np.zeros((w, w), dtype=np.int64)
+        for s in range(w):
+            out[s, s] = int((table[:, s] * (table[:, s] - 1) // 2).sum())
+            for t in range(s + 1, w):
+                out[s, t] = int((table[:, s] * table[:, t]).sum())
+        return out
+
+
+def _per_source_pair(
+    recs: _Records, uni: _Universe, labels: _TruthLabels, P: Int64Array, pred_keys: Int64Array, notes: list[str]
+) -> list[dict[str, Any]] | None:
+    """Step 6: the ``per_source_pair`` section: precision, recall and F1 of the listed and the cluster pairs
+    per pair of output sources (A–B, A–C, B–C, …; pairs within one source too when any are predicted or
+    true). ``None`` with fewer than two or more than :data:`SOURCE_PAIR_MAX` output sources."""
+    k = len(recs.names)
+    if k < 2:
+        return None
+    if k > SOURCE_PAIR_MAX:
+        notes.append(f"the output has {k} sources: metrics per pair of sources are given for at most {SOURCE_PAIR_MAX}")
+        return None
+    U, n = uni.size, recs.n
+    usrc = np.full(U, k, dtype=np.int64)
+    usrc[:n] = recs.osrc
+    if len(uni.extra_keys):
+        extra = uni.extra_keys // np.int64(recs.n_ids)
+        usrc[n:] = np.where((extra >= 0) & (extra < k), extra, k)
+    by = _BySourcePair(usrc, k)
+    lo, hi = np.divmod(pred_keys, np.int64(max(U, 1)))
+    listed = by.of_pairs(lo, hi)
+    if labels.true_pair_keys is not None:
+        tlo, thi = np.divmod(labels.true_pair_keys, np.int64(max(U, 1)))
+        listed_tp = by.of_pairs(lo[np.isin(pred_keys, labels.true_pair_keys)], hi[np.isin(pred_keys, labels.true_pair_keys)])
+        true = by.of_pairs(tlo, thi)
+        same = P[tlo] == P[thi]
+        cluster_tp = by.of_pairs(tlo[same], thi[same])
+    else:
+        hit = labels.T[lo] == labels.T[hi]
+        listed_tp = by.of_pairs(lo[hit], hi[hit])
+        true = by.of_labels(labels.T)
+        width = np.int64(int(P.max()) + 1 if len(P) else 1)
+        cluster_tp = by.of_labels(_compact(labels.T) * width + P)
+    cluster = by.of_labels(P)
+    rows = []
+    for s in range(k):
+        for t in range(s, k):
+            if s == t and not (listed[s, s] or true[s, s] or cluster[s, s]):
+                continue
+            rows.append(
+                {
+                    "sources": [recs.names[s], recs.names[t]],
+                    "verified_pairs": _prf(int(listed_tp[s, t]), int(listed[s, t]), int(true[s, t])),
+                    "cluster_pairs": _prf(int(cluster_tp[s, t]), int(cluster[s, t]), int(true[s, t])),
+                }
+            )
+    return rows
+
+
 def _blocking_metrics(files: _OutputFiles, recs: _Records, uni: _Universe, labels: _TruthLabels, pred_keys: Int64Array) -> dict[str, Any]:
     """Step 6: the ``blocking`` section (reduction ratio; pair completeness with a candidates file)."""
     report, cd, cand_path = files.report, files.cd, files.cand_path
@@ -785,6 +870,14 @@ def format_table(metrics: dict[str, Any]) -> str:
             f"{label:<32}{_num(m['predicted']):>12}{_num(m['true']):>12}{_num(m['true_positives']):>12}"
             f"{_num(m['precision']):>11}{_num(m['recall']):>9}{_num(m['f1']):>9}"
         )
+    for row in metrics.get("per_source_pair") or []:
+        pair = " – ".join(row["sources"])
+        for key, label in (("verified_pairs", "pairs listed"), ("cluster_pairs", "cluster pairs")):
+            m = row[key]
+            lines.append(
+                f"{f'  {pair}: {label}':<32}{_num(m['predicted']):>12}{_num(m['true']):>12}{_num(m['true_positives']):>12}"
+                f"{_num(m['precision']):>11}{_num(m['recall']):>9}{_num(m['f1']):>9}"
+            )
     c = metrics["clusters"]
     lines += [
         "",

@@ -166,7 +166,7 @@ def run_dask(
             fr = np.concatenate([found.forest[1], scanned.exact.pairs.right])
             labels = canonical_labels(connected_component_labels(len(scanned.ids), fl, fr))
         else:
-            labels = stages.cluster(engine, len(scanned.ids), pairs)
+            labels = stages.cluster(engine, len(scanned.ids), pairs, scanned.source)
         info.update(stages.cluster_stats(labels))
     records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
     engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))

@@ -248,7 +248,21 @@ def _link_answer(report: dict[str, Any]) -> str:
         + "".join(f"<p>{line}</p>" for line in lines)
         + _note("Per threshold: records having at least one cross-source candidate pair at or above it (before clustering).")
         + _table(head, rows)
+        + _source_pairs(link)
     )
+
+
+def _source_pairs(link: dict[str, Any]) -> str:
+    """Link modes: candidate, verified and final pairs per pair of sources (report.json ``link.by_source_pair``)."""
+    per_pair = link.get("by_source_pair") or []
+    if len(per_pair) < 2:  # two sources: the counts above say it
+        return ""
+    head = ["sources", "candidate pairs", "verified pairs", "final pairs (pairs.csv)"]
+    rows = [
+        [" – ".join(str(s) for s in r.get("sources") or []), r.get("candidate_pairs"), r.get("verified_pairs"), r.get("pairs")]
+        for r in per_pair
+    ]
+    return "<h3>Pairs per pair of sources</h3>" + _table(head, rows, [False, True, True, True])
 
 
 def blocking_section(report: dict[str, Any]) -> str:

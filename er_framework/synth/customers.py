@@ -1,4 +1,4 @@
-"""Generated customer records of two companies with known truth (seeded, reproducible).
+"""Generated customer records of two (or more) companies with known truth (seeded, reproducible).
 
 Company A referred some of its customers to company B. :func:`generate_customers`
 makes ``n`` records for A and ``n`` for B; ``round(overlap * n)`` of B's are
@@ -6,6 +6,12 @@ copies of distinct A customers, seen through B's data entry (typos, nicknames,
 a move, a new phone, other formatting, missing fields, ...), and the rest of B
 are new people. ``truth`` lists the ``(a_id, b_id)`` pairs.
 :func:`write_customers` writes ``a.csv``, ``b.csv`` and ``truth.csv``.
+
+With ``sources=3`` or more, companies C, D, … follow (``c.csv``, …): A and B
+are as with two, and each further company copies ``round(overlap * n)``
+distinct people of the earlier companies (so every pair of companies shares
+customers) and adds new people; the truth (``left_id,right_id``) lists every
+pair of records of one person in two companies.
 
 Columns (all strings; a missing value is the empty string)::
 
@@ -60,11 +66,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from er_framework.errors import InputError, os_problem
+from er_framework.io.safe_write import FileKind
 from er_framework.synth.files import check_targets, csv_kind, write_csv
 
 __all__ = [
@@ -76,8 +84,10 @@ __all__ = [
     "CorruptionRates",
     "CustomerData",
     "PopulationRates",
+    "MAX_SOURCES",
     "generate_customers",
     "record_ids",
+    "source_letter",
     "value_pools",
     "write_customers",
 ]
@@ -91,6 +101,9 @@ PHONE_FORMATS: tuple[str, ...] = (
     "+1 {0:03d} {1:03d} {2:04d}",
     "{0:03d}.{1:03d}.{2:04d}",
 )
+
+#: most companies (their ids are prefixed A … Z)
+MAX_SOURCES = 26
 
 #: What a clerk types when the customer gives no number (shown as is, in any style).
 PLACEHOLDER_PHONE = "000-000-0000"
@@ -238,10 +251,11 @@ class PopulationRates:
 
 @dataclass
 class CustomerData:
-    """Records of A and B (column -> values, in :data:`COLUMNS` order) and the truth.
+    """Records of A and B (column -> values, in :data:`COLUMNS` order), of C, D, … (``more``) and the truth.
 
     ``truth`` holds the ``(a_id, b_id)`` pairs of the referred customers,
-    sorted by ``a_id``. ``applied`` maps each edit of :class:`CorruptionRates`
+    sorted by ``a_id`` (with three or more companies: every pair of records
+    of one person in two companies, the earlier company's id first, sorted). ``applied`` maps each edit of :class:`CorruptionRates`
     (``name_typo`` split into ``first_name_typo`` / ``last_name_typo``) and
     ``placeholder_phone`` to a boolean array over B's rows: which edits were
     made to each B record. ``b_is_copy`` marks B's rows that are copies (for
@@ -254,9 +268,16 @@ class CustomerData:
     truth: list[tuple[str, str]]
     applied: dict[str, BoolArray] = field(default_factory=dict)
     b_is_copy: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: the records of companies C, D, … (``generate_customers(..., sources=3 or more)``)
+    more: list[dict[str, list[str]]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.a["id"])
+
+    @property
+    def tables(self) -> list[dict[str, list[str]]]:
+        """The records of every company in order: A, B, C, …"""
+        return [self.a, self.b, *self.more]
 
 
 # ---------------------------------------------------------------------------
@@ -702,6 +723,49 @@ def _b_dobs(e: _Edits, cr: CorruptionRates) -> list[str]:
     return _render_dobs(dob)
 
 
+def _concat_people(a: _People, b: _People) -> _People:
+    """People ``a`` followed by people ``b`` (every attribute concatenated)."""
+    out: dict[str, Any] = {}
+    for f in fields(_People):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        out[f.name] = x + y if isinstance(x, list) else np.concatenate([x, y])
+    return _People(**out)
+
+
+def _edited_records(
+    e: _Edits, cr: CorruptionRates, pop: PopulationRates, prefix: str, numbers: IntArray, width: int
+) -> dict[str, list[str]]:
+    """The records of the rows of ``e`` (their people seen through a company's data entry: every edit of ``cr``)."""
+    first, last = _b_names(e, cr)
+    address, city, zip_ = _b_addresses(e, cr, pop)
+    _b_case(e, cr, (first, last, address, city))
+    phone, email, dob = _b_phones(e, cr, pop), _b_emails(e, cr), _b_dobs(e, cr)
+    for col, values, rate in (
+        ("missing_email", email, cr.missing_email),
+        ("missing_phone", phone, cr.missing_phone),
+        ("missing_dob", dob, cr.missing_dob),
+    ):
+        _blank(values, e.flag(col, rate))
+    return {
+        "id": record_ids(prefix, numbers, width),
+        "first_name": first,
+        "last_name": last,
+        "address": address,
+        "city": city,
+        "zip": zip_,
+        "phone": phone,
+        "email": email,
+        "dob": dob,
+    }
+
+
+def source_letter(i: int) -> str:
+    """The name of the ``i``-th company (0 -> ``"A"``, 1 -> ``"B"``, …): its ids' prefix and, lower case, its file's name."""
+    if not 0 <= i < MAX_SOURCES:
+        raise ValueError(f"a source number must be from 0 to {MAX_SOURCES - 1}, got {i!r}")
+    return chr(ord("A") + i)
+
+
 def generate_customers(
     n: int,
     overlap: float,
@@ -709,16 +773,29 @@ def generate_customers(
     *,
     corruption: CorruptionRates | None = None,
     population: PopulationRates | None = None,
+    sources: int = 2,
 ) -> CustomerData:
-    """``n`` customers of A and ``n`` of B, ``round(overlap * n)`` of B's being edited copies of A's.
+    """``n`` customers of each of ``sources`` companies (A, B, C, …), ``round(overlap * n)`` of every
+    company after A being edited copies of customers of the companies before it.
 
-    The copies are of distinct A records chosen at random. ``corruption``
-    sets B's edits (default :class:`CorruptionRates`), ``population`` how
-    both companies' records look (default :class:`PopulationRates`).
-    Deterministic in all arguments (and the Faker and nicknames versions).
+    With two sources (the default): B's copies are of distinct A records
+    chosen at random. With more, company A and B are made exactly as with two
+    (their records are the same for the same arguments), then each further
+    company's ``round(overlap * n)`` copies are of distinct people chosen at
+    random among everyone the earlier companies hold (A's customers and the
+    earlier companies' new people), and its other customers are new people;
+    so every pair of companies shares customers, and some people are in
+    three or more files. A person is at most once in a company's file.
+    ``corruption`` sets the edits of every company after A (default
+    :class:`CorruptionRates`), ``population`` how all companies' records look
+    (default :class:`PopulationRates`). Deterministic in all arguments (and
+    the Faker and nicknames versions). ``truth`` lists every pair of records
+    of one person in two companies.
     """
     _check_customer_args(n, overlap, seed)
-    n, seed = int(n), int(seed)
+    if isinstance(sources, bool) or not isinstance(sources, (int, np.integer)) or not 2 <= sources <= MAX_SOURCES:
+        raise ValueError(f"sources must be an integer from 2 to {MAX_SOURCES}, got {sources!r}")
+    n, seed, sources = int(n), int(seed), int(sources)
     cr = corruption if corruption is not None else CorruptionRates()
     pop = population if population is not None else PopulationRates()
 
@@ -738,32 +815,30 @@ def generate_customers(
     b_num = rng.permutation(n) + 1
 
     e = _Edits(rng, pools, people, src)
-    b_first, b_last = _b_names(e, cr)
-    b_address, b_city, b_zip = _b_addresses(e, cr, pop)
-    _b_case(e, cr, (b_first, b_last, b_address, b_city))
-    b_phone, b_email, b_dob = _b_phones(e, cr, pop), _b_emails(e, cr), _b_dobs(e, cr)
-    for col, values, rate in (
-        ("missing_email", b_email, cr.missing_email),
-        ("missing_phone", b_phone, cr.missing_phone),
-        ("missing_dob", b_dob, cr.missing_dob),
-    ):
-        _blank(values, e.flag(col, rate))
-
-    b = {
-        "id": record_ids("B", b_num, width),
-        "first_name": b_first,
-        "last_name": b_last,
-        "address": b_address,
-        "city": b_city,
-        "zip": b_zip,
-        "phone": b_phone,
-        "email": b_email,
-        "dob": b_dob,
-    }
+    b = _edited_records(e, cr, pop, "B", b_num, width)
     copy_rows = np.flatnonzero(is_copy)
-    pairs = sorted(zip(src[copy_rows].tolist(), b_num[copy_rows].tolist()))
-    truth = [(f"A{ai + 1:0{width}d}", f"B{bi:0{width}d}") for ai, bi in pairs]
-    return CustomerData(a=a, b=b, truth=truth, applied=e.applied, b_is_copy=is_copy)
+    if sources == 2:
+        pairs = sorted(zip(src[copy_rows].tolist(), b_num[copy_rows].tolist()))
+        truth = [(f"A{ai + 1:0{width}d}", f"B{bi:0{width}d}") for ai, bi in pairs]
+        return CustomerData(a=a, b=b, truth=truth, applied=e.applied, b_is_copy=is_copy)
+
+    # --- C, D, ...: k copies of distinct people seen so far, n - k new people, rows shuffled
+    holders: list[list[str]] = [[a["id"][i]] for i in range(n)] + [[] for _ in range(n - k)]  # person -> its record ids
+    for row, person in enumerate(src.tolist()):
+        holders[person].append(b["id"][row])
+    more: list[dict[str, list[str]]] = []
+    for j in range(2, sources):
+        seen = len(people.first)
+        people = _concat_people(people, _people(rng, pools, n - k, pop))
+        holders += [[] for _ in range(n - k)]
+        copied = rng.choice(seen, size=k, replace=False) if k else np.zeros(0, dtype=np.int64)
+        src = np.concatenate([copied.astype(np.int64), np.arange(seen, seen + (n - k), dtype=np.int64)])[rng.permutation(n)]
+        table = _edited_records(_Edits(rng, pools, people, src), cr, pop, source_letter(j), rng.permutation(n) + 1, width)
+        for row, person in enumerate(src.tolist()):
+            holders[person].append(table["id"][row])
+        more.append(table)
+    truth = sorted((x, y) for ids in holders for i, x in enumerate(ids) for y in ids[i + 1 :])
+    return CustomerData(a=a, b=b, truth=truth, applied=e.applied, b_is_copy=is_copy, more=more)
 
 
 # ---------------------------------------------------------------------------
@@ -771,25 +846,32 @@ def generate_customers(
 
 
 def write_customers(data: CustomerData, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``a.csv``, ``b.csv`` (columns :data:`COLUMNS`) and ``truth.csv`` (``a_id,b_id``) into ``out_dir``.
+    """Write ``a.csv``, ``b.csv`` (``c.csv`` … for more companies; columns :data:`COLUMNS`) and ``truth.csv`` into ``out_dir``.
 
+    The truth has the columns ``a_id,b_id`` for two companies and
+    ``left_id,right_id`` for more (ids are unique across companies: their
+    prefix is the company's letter, so ``er evaluate`` finds each id's source).
     UTF-8, ``\\n`` line ends, a header line; each file is written through
     :mod:`er_framework.io.safe_write` (atomically; an existing file of that
     name is replaced only when it has the header synth writes, and every
-    target is checked before any is written). Returns ``{"a": path, "b": path, "truth": path}``.
+    target is checked before any is written). Returns ``{"a": path, "b": path, …, "truth": path}``.
     """
     out = Path(out_dir)
-    paths = {"a": out / "a.csv", "b": out / "b.csv", "truth": out / "truth.csv"}
-    headers = {"a": COLUMNS, "b": COLUMNS, "truth": ("a_id", "b_id")}
-    whats = {"a": "company A's records", "b": "company B's records", "truth": "truth file (a_id,b_id)"}
+    sides = [source_letter(i).lower() for i in range(len(data.tables))]
+    paths = {**{side: out / f"{side}.csv" for side in sides}, "truth": out / "truth.csv"}
+    truth_header = ("a_id", "b_id") if len(sides) == 2 else ("left_id", "right_id")
+    headers = {**{side: COLUMNS for side in sides}, "truth": truth_header}
+    whats = {**{side: f"company {side.upper()}'s records" for side in sides}, "truth": f"truth file ({','.join(truth_header)})"}
     kinds = {k: csv_kind(whats[k], headers[k]) for k in paths}
+    # either truth header is one synth wrote: a folder of two companies' files can be regenerated with three
+    either = [csv_kind(whats["truth"], h) for h in (("a_id", "b_id"), ("left_id", "right_id"))]
+    kinds["truth"] = FileKind(kinds["truth"].description, lambda head: any(k.recognizes(head) for k in either))
     check_targets((paths[k], whats[k], kinds[k]) for k in paths)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(os_problem(exc, str(out), "create the folder")) from None
-    for side in ("a", "b"):
-        table = getattr(data, side)
+    for side, table in zip(sides, data.tables):
         write_csv(paths[side], whats[side], kinds[side], COLUMNS, zip(*(table[c] for c in COLUMNS)), lineterminator="\n")
     write_csv(paths["truth"], whats["truth"], kinds["truth"], headers["truth"], data.truth, lineterminator="\n")
     return paths

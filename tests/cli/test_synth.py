@@ -20,6 +20,31 @@ def test_synth_customers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert len(list(csv.DictReader(f))) == 10
 
 
+def test_synth_customers_three_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["synth", "customers", "--n", "30", "--sources", "3", "--seed", "2", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "c.csv (30 records)" in out and "truth.csv" in out
+    with open(tmp_path / "truth.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and set(rows[0]) == {"left_id", "right_id"}
+    assert {(r["left_id"][0], r["right_id"][0]) for r in rows} == {("A", "B"), ("A", "C"), ("B", "C")}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--sources", "1"], "--sources: must be from 2 to 26, got 1"),
+        (["--sources", "27"], "--sources: must be from 2 to 26, got 27"),
+        (["--n", "5000000", "--sources", "3"], "--n: must be from 1 to 3,333,333"),
+    ],
+)
+def test_synth_customers_bad_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
+    base = ["synth", "customers", "--n", "20", "--out", str(tmp_path / "o")]
+    assert main(base + argv) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_synth_customers_bad_overlap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["synth", "customers", "--n", "20", "--overlap", "2", "--out", str(tmp_path)]) == 2
     assert "er synth customers" in capsys.readouterr().err

@@ -117,7 +117,7 @@ def test_duplicate_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_mode_link_needs_two_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"), "mode 'link' needs exactly two sources, got 1")
+    expect_error(tmp_path, capsys, GOOD.replace("mode: dedup", "mode: link"), "mode 'link' needs at least two sources, got 1")
 
 
 def test_verifier_without_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

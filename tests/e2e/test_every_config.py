@@ -59,7 +59,7 @@ def local_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_every_config_is_tested() -> None:
-    assert {"documents.yaml", "customers.yaml", "customers_index.yaml", "news.yaml", "fingerprints.yaml"} <= set(CONFIGS)
+    assert {"documents.yaml", "customers.yaml", "customers3.yaml", "customers_index.yaml", "news.yaml", "fingerprints.yaml"} <= set(CONFIGS)
 
 
 @pytest.mark.parametrize("name", CONFIGS)

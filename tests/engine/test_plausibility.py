@@ -175,6 +175,13 @@ def test_expected_matches_too_many_for_the_records() -> None:
     assert "5,000 records in the smaller source" in warnings_of(link)[0]["message"]
     link["verifier"]["expected_matches"] = 10_000.0
     assert codes(link) == []
+    # three sources: per pair of sources the smaller one's records, summed (5,000 + 5,000 + 8,000)
+    link["records"] = {"total": 23000, "per_source": {"A": 10000, "B": 5000, "C": 8000}}
+    link["verifier"]["expected_matches"] = pl.EXPECTED_PER_RECORD_LINK * 18_000 + 1
+    assert codes(link) == ["expected_matches_high"]
+    assert "3 sources (18,000 records of the smaller source summed over the pairs of sources)" in warnings_of(link)[0]["message"]
+    link["verifier"]["expected_matches"] = pl.EXPECTED_PER_RECORD_LINK * 18_000
+    assert codes(link) == []
 
 
 def test_expected_matches_too_few_for_what_is_kept() -> None:

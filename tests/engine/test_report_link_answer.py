@@ -37,6 +37,35 @@ def test_link_answer_equals_reference(seed: int, n_src: int, threshold: float) -
     )
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_src", [2, 3, 4, 12])
+def test_link_answer_per_source_pair_equals_reference(seed: int, n_src: int) -> None:
+    source, cands, scores, labels = _case(seed, 200, 1500, n_src)
+    names = [f"S{i}" for i in range(n_src)]
+    verified = cands.select(np.nan_to_num(scores) >= 0.5)
+    final = verified.select(labels[verified.left] == labels[verified.right])
+    got = link_answer(source, names, cands, scores, labels, 0.5, verified, final)
+    assert got == link_answer_reference(source, names, cands, scores, labels, 0.5, verified, final)
+    rows = got["by_source_pair"]
+    assert sum(r["candidate_pairs"] for r in rows) == len(cands)
+    assert sum(r["verified_pairs"] for r in rows) == len(verified) and sum(r["pairs"] for r in rows) == len(final)
+    pairs = [tuple(r["sources"]) for r in rows]
+    assert pairs == sorted(pairs, key=lambda p: (names.index(p[0]), names.index(p[1])))
+    if n_src <= report_module.SOURCE_PAIR_ROWS:  # every pair of two different sources is listed
+        assert {(a, b) for a, b in pairs if a != b} == {(a, b) for i, a in enumerate(names) for b in names[i + 1 :]}
+
+
+def test_link_answer_without_verified_pairs_counts_candidates_only() -> None:
+    source = np.array([0, 1, 2, 0], dtype=np.int32)
+    cands = Pairs(np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3]))
+    got = link_answer(source, ["A", "B", "C"], cands, np.array([0.9, 0.2, 0.8, 0.7]), np.arange(4), 0.5)
+    assert got["by_source_pair"] == [
+        {"sources": ["A", "B"], "candidate_pairs": 1, "verified_pairs": None, "pairs": None},
+        {"sources": ["A", "C"], "candidate_pairs": 2, "verified_pairs": None, "pairs": None},
+        {"sources": ["B", "C"], "candidate_pairs": 1, "verified_pairs": None, "pairs": None},
+    ]
+
+
 def test_link_answer_without_candidates_or_records() -> None:
     empty = Pairs(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     src = np.array([0, 1, 1], dtype=np.int32)

@@ -100,3 +100,15 @@ def test_the_summary_prints_each_warning_before_the_files_written() -> None:
     assert lines[4].startswith("clusters") and "(largest 10000" in lines[4]
     assert lines[-2:] == ["warning: one cluster holds 10,000 of the 10,000 records - check the verifier", "wrote /o/pairs.csv"]
     assert not any(line.startswith("warning") for line in result([]).summary().splitlines())
+
+
+def test_the_summary_line_of_the_link_answer_for_two_and_three_sources() -> None:
+    none = np.zeros(0, dtype=np.int64)
+    r = report([])
+    r["records"]["per_source"] = {"A": 4000, "B": 3000, "C": 3000}
+    r["link"] = {"sources": ["A", "B", "C"], "threshold": 0.5, "matched": {"A": 1200, "B": 1100, "C": 900}}
+    lines = Result(records=None, pairs=Pairs(none, none), labels=none, report=r).summary().splitlines()  # type: ignore[arg-type]
+    assert "records matched to another source: A 1,200 of 4,000, B 1,100 of 3,000, C 900 of 3,000 (score >= 0.5, after clustering)" in lines
+    r["link"] = {"sources": ["A", "B"], "threshold": 0.5, "matched": {"A": 1100, "B": 1100}}
+    lines = Result(records=None, pairs=Pairs(none, none), labels=none, report=r).summary().splitlines()  # type: ignore[arg-type]
+    assert "B records matched to A: 1,100 of 3,000 (score >= 0.5, after clustering)" in lines

@@ -23,6 +23,7 @@ from er_plugins.clusterers import (
     OneToOne,
     SplitParams,
     greedy_matching,
+    source_matching,
 )
 
 CLUSTERERS = {c.name: c for c in BUILTIN_CLUSTERERS}
@@ -426,3 +427,65 @@ def test_label_propagation_of_small_cliques_does_not_import_networkx() -> None:
         "assert 'networkx' not in sys.modules and 'scipy.sparse' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------- one_to_one with three or more sources
+
+
+def naive_source_matching(n: int, edges: list[tuple[int, int, float]], source: list[int]) -> list[int]:
+    """Plain reference: pairs by (score desc, left, right); join two clusters when they share no source."""
+    cluster = {i: {i} for i in range(n)}  # record -> the set of its cluster's records (shared objects)
+    for a, b, _ in sorted(((min(a, b), max(a, b), w) for a, b, w in edges if a != b), key=lambda e: (-e[2], e[0], e[1])):
+        ca, cb = cluster[a], cluster[b]
+        if ca is cb or {source[x] for x in ca} & {source[x] for x in cb}:
+            continue
+        merged = ca | cb
+        for x in merged:
+            cluster[x] = merged
+    return [min(cluster[i]) for i in range(n)]
+
+
+def random_link_pairs(seed: int, n: int, k: int, m: int) -> tuple[Pairs, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    source = rng.integers(0, k, n).astype(np.int32)
+    left, right = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = (source[left] != source[right]) & (left != right)
+    scores = np.round(rng.random(int(keep.sum())), 1)  # many ties
+    return Pairs(left[keep], right[keep], scores), source
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("k", [3, 4, 7])
+def test_source_matching_equals_naive_reference(seed: int, k: int) -> None:
+    pairs, source = random_link_pairs(seed, 80, k, 400)
+    edges = list(zip(pairs.left.tolist(), pairs.right.tolist(), pairs.score.tolist()))
+    want = naive_source_matching(80, edges, source.tolist())
+    got = source_matching(80, pairs, source)
+    assert got.tolist() == want
+    # no cluster holds two records of one source, and order of the pairs does not matter
+    assert np.unique(got * k + source, return_counts=True)[1].max() == 1
+    perm = np.random.default_rng(seed).permutation(len(pairs))
+    assert source_matching(80, Pairs(pairs.right[perm], pairs.left[perm], pairs.score[perm]), source).tolist() == want
+
+
+def test_three_sources_make_one_cluster_per_customer() -> None:
+    # records 0, 1, 2 of sources A, B, C are one customer; 3 (source B) is a weaker rival of 1
+    source = np.array([0, 1, 2, 1], dtype=np.int32)
+    pairs = pairs_of([(0, 1, 0.99), (1, 2, 0.95), (0, 2, 0.9), (0, 3, 0.8), (2, 3, 0.7)])
+    labels = OneToOne().cluster_sources(4, pairs, source)
+    assert groups(labels) == {frozenset({0, 1, 2}), frozenset({3})}
+    # without sources: at most one partner in all
+    assert groups(OneToOne().cluster(4, pairs)) == {frozenset({0, 1}), frozenset({2, 3})}
+
+
+def test_two_sources_keep_the_one_partner_matching() -> None:
+    for seed in range(5):
+        pairs, source = random_link_pairs(seed, 60, 2, 300)
+        one = OneToOne()
+        assert one.cluster_sources(60, pairs, source).tolist() == one.cluster(60, pairs).tolist()
+        assert groups(source_matching(60, pairs, source)) == groups(one.cluster(60, pairs))
+
+
+def test_source_matching_checks_the_sources_length() -> None:
+    with pytest.raises(ValueError, match="3 entries for 4 records"):
+        source_matching(4, pairs_of([(0, 1, 0.9)]), np.zeros(3, dtype=np.int32))

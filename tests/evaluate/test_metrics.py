@@ -286,3 +286,81 @@ def test_documents_job_against_planted_truth(tmp_path: Path) -> None:
     assert m["records"]["output"] == 270
     assert 0.99 < m["blocking"]["reduction_ratio"] < 1.0
     assert m["blocking"]["reduction_ratio"] == pytest.approx(1 - m["blocking"]["candidate_pairs"] / (270 * 269 / 2))
+
+
+def _naive_per_source_pair(clusters, pairs, truth_pairs=None, truth_clusters=None):
+    """Plain reference of ``per_source_pair``: sets of record pairs, grouped by their sources."""
+    records = [(s, i) for s, i, _ in clusters]
+    cid = {(s, i): c for s, i, c in clusters}
+    listed = {frozenset({(a, b), (c, d)}) for a, b, c, d in pairs}
+    in_clusters = {frozenset({x, y}) for x, y in itertools.combinations(records, 2) if cid[x] == cid[y]}
+    if truth_pairs is not None:
+        true = {frozenset({(a, b), (c, d)}) for a, b, c, d in truth_pairs}
+    else:
+        tc = {(s, i): c for s, i, c in truth_clusters}
+        members = sorted(tc)
+        true = {frozenset({x, y}) for x, y in itertools.combinations(members, 2) if tc[x] == tc[y]}
+
+    def key(p):
+        return tuple(sorted(r[0] for r in p))
+
+    names = sorted({s for s, _, _ in clusters})
+    out = {}
+    for s, t in itertools.combinations_with_replacement(names, 2):
+        row = {}
+        for what, predicted in (("verified_pairs", listed), ("cluster_pairs", in_clusters)):
+            pr = {p for p in predicted if key(p) == (s, t)}
+            tr = {p for p in true if key(p) == (s, t)}
+            row[what] = (len(pr), len(tr), len(pr & tr))
+        if s != t or any(any(v[:2]) for v in row.values()):
+            out[(s, t)] = row
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kind", ["pairs", "clusters"])
+def test_per_source_pair_equals_naive_reference(tmp_path: Path, seed: int, kind: str) -> None:
+    rng = np.random.default_rng(seed)
+    names = ["A", "B", "C", "D"][: 3 + seed % 2]
+    clusters = [(s, str(i), int(rng.integers(0, 12))) for s in names for i in range(8)]
+    records = [(s, i) for s, i, _ in clusters]
+    picks = rng.integers(0, len(records), size=(30, 2))
+    pairs = sorted({(*records[a], *records[b]) for a, b in picks.tolist() if a < b})
+    mode = "link_and_dedup" if seed % 3 == 0 else "link"
+    out = write_run(tmp_path / "o", clusters, pairs, mode=mode, per_source=dict.fromkeys(names, 8))
+    if kind == "pairs":
+        tp = sorted({(*records[a], *records[b]) for a, b in rng.integers(0, len(records), size=(25, 2)).tolist() if a != b})
+        tp.append(("A", "99", "B", "99"))  # a truth record absent from the output
+        text = "left_source,left_id,right_source,right_id\n" + "".join(f"{a},{b},{c},{d}\n" for a, b, c, d in tp)
+        want = _naive_per_source_pair(clusters, pairs, truth_pairs=[p for p in tp if p[1] != "99"])
+        want_extra = 1
+    else:
+        tc = [(s, i, int(rng.integers(0, 10))) for s, i in records if rng.random() < 0.8]
+        text = "source,id,cluster\n" + "".join(f"{s},{i},{c}\n" for s, i, c in tc)
+        want = _naive_per_source_pair(clusters, pairs, truth_clusters=tc)
+        want_extra = 0
+    m = evaluate(out, load_truth(write_text(tmp_path / "t.csv", text)))
+    got = {}
+    for row in m["per_source_pair"]:
+        got[tuple(row["sources"])] = {
+            k: (row[k]["predicted"], row[k]["true"], row[k]["true_positives"]) for k in ("verified_pairs", "cluster_pairs")
+        }
+    if want_extra:  # the A/99 - B/99 truth pair is a true A-B pair that no output record holds
+        for k in ("verified_pairs", "cluster_pairs"):
+            p, t, tp_ = want[("A", "B")][k]
+            want[("A", "B")][k] = (p, t + 1, tp_)
+    assert got == want
+    # the rows add up to the overall counts
+    for k in ("verified_pairs", "cluster_pairs"):
+        assert sum(v[k][0] for v in got.values()) == m["pairwise"][k]["predicted"]
+        assert sum(v[k][2] for v in got.values()) == m["pairwise"][k]["true_positives"]
+    assert "A – B: pairs listed" in format_table(m)
+
+
+def test_per_source_pair_only_with_two_to_ten_sources(tmp_path: Path) -> None:
+    one = write_run(tmp_path / "one", {"1": 0, "2": 0}, [("1", "2")])
+    assert evaluate(one, load_truth(write_text(tmp_path / "t.csv", "id,cluster\n1,x\n2,x\n")))["per_source_pair"] is None
+    names = [f"S{i}" for i in range(11)]
+    many = write_run(tmp_path / "many", [(s, f"{s}-1", 0) for s in names], [], mode="link")
+    m = evaluate(many, load_truth(write_text(tmp_path / "t2.csv", "left_id,right_id\nS0-1,S1-1\n")))
+    assert m["per_source_pair"] is None and any("at most 10" in n for n in m["notes"])

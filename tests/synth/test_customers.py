@@ -368,3 +368,61 @@ def test_write_customers_roundtrip(tmp_path: Path) -> None:
     # overwriting in place works and leaves no temp files
     write_customers(d, out)
     assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.csv", "truth.csv"]
+
+
+# ---------------------------------------------------------------------------
+# three or more companies
+
+
+def test_more_sources_keep_a_and_b_and_add_companies() -> None:
+    two = generate_customers(600, 0.5, 4)
+    three = generate_customers(600, 0.5, 4, sources=3)
+    four = generate_customers(600, 0.5, 4, sources=4)
+    assert three.a == two.a and three.b == two.b and four.more[0] == three.more[0]  # earlier companies unchanged
+    assert [t["id"][0][0] for t in four.tables] == ["A", "B", "C", "D"]
+    assert all(len(t["id"]) == 600 and len(set(t["id"])) == 600 for t in four.tables)
+    assert two.more == [] and generate_customers(600, 0.5, 4, sources=4).truth == four.truth  # deterministic
+
+
+def test_truth_of_three_sources_is_every_pair_of_one_persons_records() -> None:
+    d = generate_customers(1500, 0.5, 6, sources=3)
+    by_pair: dict[tuple[str, str], int] = {}
+    for left, right in d.truth:
+        assert left[0] < right[0]  # the earlier company's id first; never a pair inside one company
+        by_pair[(left[0], right[0])] = by_pair.get((left[0], right[0]), 0) + 1
+    assert by_pair[("A", "B")] == 750 and by_pair[("A", "C")] > 300 and by_pair[("B", "C")] > 300
+    assert d.truth == sorted(set(d.truth))
+    # the truth is transitively closed (a person in three files gives three pairs) and a person is at most once per company
+    partner: dict[str, set[str]] = {}
+    for x, y in d.truth:
+        partner.setdefault(x, set()).add(y)
+        partner.setdefault(y, set()).add(x)
+    for x, ys in partner.items():
+        letters = [y[0] for y in ys]
+        assert len(letters) == len(set(letters)) and x[0] not in letters
+        for y in ys:
+            assert ys - {y} <= partner[y] | {x}
+    # C's copies are edited like B's: most names are equal to the partner's, some differ
+    rows = {r["id"]: r for t in d.tables for r in ({c: t[c][i] for c in COLUMNS} for i in range(len(t["id"])))}
+    same_last = sum(rows[x]["last_name"] == rows[y]["last_name"] for x, y in d.truth if y[0] == "C")
+    n_c = sum(1 for _, y in d.truth if y[0] == "C")
+    assert 0.75 * n_c < same_last < n_c
+
+
+@pytest.mark.parametrize("sources", [1, 27, True, 2.5])
+def test_bad_number_of_sources(sources: object) -> None:
+    with pytest.raises(ValueError, match="sources must be an integer from 2 to 26"):
+        generate_customers(10, 0.5, 0, sources=sources)  # type: ignore[arg-type]
+
+
+def test_write_three_companies_and_rewrite_with_two(tmp_path: Path) -> None:
+    paths = write_customers(generate_customers(200, 0.5, 3, sources=3), tmp_path)
+    assert sorted(paths) == ["a", "b", "c", "truth"]
+    with open(paths["truth"], newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["left_id", "right_id"] and len(rows) - 1 == len(generate_customers(200, 0.5, 3, sources=3).truth)
+    with open(paths["c"], newline="", encoding="utf-8") as f:
+        assert next(csv.reader(f)) == list(COLUMNS)
+    # the folder can be regenerated with two companies (truth.csv is one synth wrote, either header)
+    again = write_customers(generate_customers(200, 0.5, 3), tmp_path)
+    assert open(again["truth"], encoding="utf-8").readline() == "a_id,b_id\n"

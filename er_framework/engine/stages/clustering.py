@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import SourceAware, ability
 from er_framework.config.resolve import Job
 from er_framework.data import Pairs
 from er_framework.engine.engine import Engine
@@ -24,9 +25,17 @@ __all__ = ["ANSWER_MEMORY_SHARE", "ANSWER_PAIR_BYTES", "Answer", "answer", "clus
 Int64Array = npt.NDArray[np.int64]
 
 
-def cluster(engine: Engine, n: int, pairs: Pairs) -> Int64Array:
-    """The job's clusterer over the verified pairs: canonical labels (0, 1, … in order of first record)."""
-    raw = np.asarray(engine.clusterer.cluster(n, pairs))
+def cluster(engine: Engine, n: int, pairs: Pairs, source: npt.NDArray[np.int32] | None = None) -> Int64Array:
+    """The job's clusterer over the verified pairs: canonical labels (0, 1, … in order of first record).
+
+    In link mode a :class:`~er_framework.capabilities.SourceAware` clusterer is given ``source`` (every
+    record's source index) through ``cluster_sources``; other clusterers, and every clusterer in the other
+    modes, through ``cluster``."""
+    aware = ability(engine.clusterer, SourceAware)
+    if aware is not None and engine.link and source is not None:
+        raw = np.asarray(aware.cluster_sources(n, pairs, source))
+    else:
+        raw = np.asarray(engine.clusterer.cluster(n, pairs))
     if raw.shape != (n,):
         raise ErError(f"clusterer {engine.distribution(engine.clusterer)} returned {raw.shape} labels for {n} records")
     return canonical_labels(raw)

@@ -75,6 +75,6 @@ def match_records(engine: Engine, records: Records, log: StageLog) -> Matched:
     ver = verify(engine, batch, candidates, exact, shingled, n, log, labelled)
     engine = ver.engine.with_model(ver.engine.run_model(records, len(candidates), training))
     with log.stage("cluster") as info:
-        labels = cluster(engine, n, ver.pairs)
+        labels = cluster(engine, n, ver.pairs, records.source)
         info.update(cluster_stats(labels))
     return Matched(engine, exact, batch, shingled, candidates, blocker_reports, found, training, ver, labels)

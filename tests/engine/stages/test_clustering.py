@@ -6,16 +6,20 @@ import csv
 import json
 from itertools import combinations
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import er_framework as er
+from er_framework.capabilities import SourceAware, has
 from er_framework.config import parse_job
+from er_framework.data import Pairs
 from er_framework.engine.stages import clustering
 from er_framework.engine.stages.exact import Exact
 from er_framework.errors import InputError
 from er_framework.executors import run_job
+from er_plugins.clusterers import OneToOne
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -211,3 +215,16 @@ def test_cluster_stats_count_the_pairs_the_clusters_hold() -> None:
     assert got == {"count": 4, "singletons": 1, "largest": 4, "records_in_multi_record_clusters": 9, "pairs": naive}
     assert naive == 3 + 1 + 6
     assert clustering.cluster_stats(np.zeros(0, dtype=np.int64))["pairs"] == 0
+
+
+def test_the_cluster_stage_gives_a_source_aware_clusterer_the_sources_in_link_mode_only() -> None:
+    """one_to_one declares SourceAware: with three sources in link mode the stage passes every record's source,
+    so the customer of A, B and C is one cluster; without sources (or outside link mode) ``cluster`` is called."""
+    assert has(OneToOne, SourceAware)
+    pairs = Pairs(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([0.99, 0.95, 0.9]))
+    source = np.array([0, 1, 2], dtype=np.int32)
+    link = SimpleNamespace(clusterer=OneToOne(), link=True, distribution=str)
+    assert clustering.cluster(link, 3, pairs, source).tolist() == [0, 0, 0]  # type: ignore[arg-type]
+    assert clustering.cluster(link, 3, pairs).tolist() == [0, 0, 1]  # type: ignore[arg-type]
+    dedup = SimpleNamespace(clusterer=OneToOne(), link=False, distribution=str)
+    assert clustering.cluster(dedup, 3, pairs, source).tolist() == [0, 0, 1]  # type: ignore[arg-type]
