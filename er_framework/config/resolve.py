@@ -556,6 +556,33 @@ def _parse_path(rendered: str) -> YamlPath:
     return tuple(int(x) if x.isdigit() else x for x in parts if x)
 
 
+@dataclass
+class _GoldenCheck:
+    """What the checks of ``output.golden`` share: where problems go and what the job declares."""
+
+    lines: dict[YamlPath, int]
+    filename: str
+    registry: Registry
+    declared: list[str]
+    sources: list[str]
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, path: YamlPath, message: str, fix: str = "") -> None:
+        self.problems.append(problem_at(self.filename, self.lines, path, message=message, fix=fix))
+
+    def rule(self, name: str, path: YamlPath) -> type[Component] | None:
+        """The installed rule ``name``, or None with a problem (did you mean, the installed list)."""
+        installed = self.registry.names("golden_rule")
+        if name in installed:
+            return self.registry.get("golden_rule", name).cls
+        self.add(
+            path,
+            f"no golden rule named {name!r}",
+            f"{did_you_mean(name, installed)}installed: {choices_text(installed)} (er plugins describes them)",
+        )
+        return None
+
+
 def golden_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str, registry: Registry) -> list[Problem]:
     """``output.golden``: every rule installed (did you mean, the installed list), a rule that reads dates given
     ``by:`` (a field some source reads), ``order:`` naming sources, ``fields:`` naming fields some source reads,
@@ -563,113 +590,77 @@ def golden_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str, re
     golden = spec.output.golden
     if golden is None:
         return []
-    problems: list[Problem] = []
     base: YamlPath = ("output", "golden")
     declared = [f for s in spec.sources for f in s.fields]
-    sources = [s.name for s in spec.sources]
-    installed = registry.names("golden_rule")
-
-    def rule_of(name: str, path: YamlPath) -> type[Component] | None:
-        if name in installed:
-            return registry.get("golden_rule", name).cls
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                path,
-                message=f"no golden rule named {name!r}",
-                fix=f"{did_you_mean(name, installed)}installed: {choices_text(installed)} (er plugins describes them)",
-            )
-        )
-        return None
-
-    columns = ["cluster_id", "size"]
-    for f in dict.fromkeys(declared):
-        for col in (f, f"{f}_source", f"{f}_id"):
-            if col in columns:
-                problems.append(
-                    problem_at(
-                        filename,
-                        lines,
-                        base,
-                        message=f"golden.csv would have two columns named {col!r} (field {f!r})",
-                        fix="rename the field in the sources' fields: (and columns: {FIELD: COLUMN} to read it)",
-                    )
-                )
-            columns.append(col)
-    default = rule_of(golden.rule, (*base, "rule"))
+    check = _GoldenCheck(lines, filename, registry, declared, [s.name for s in spec.sources])
+    _golden_column_clashes(check, base)
+    default = check.rule(golden.rule, (*base, "rule"))
     if default is not None and issubclass(default, GoldenRule) and default.needs_by:
         unset = [f for f in dict.fromkeys(declared) if f not in golden.fields]
         if unset:
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    (*base, "rule"),
-                    message=f"rule {golden.rule!r} needs by: (a date field), which only a field's own rule can give "
-                    f"(fields using this default: {', '.join(unset)})",
-                    fix=f"use another default rule, and write e.g. fields: {{{unset[0]}: {{rule: {golden.rule}, by: FIELD}}}}",
-                )
+            check.add(
+                (*base, "rule"),
+                f"rule {golden.rule!r} needs by: (a date field), which only a field's own rule can give "
+                f"(fields using this default: {', '.join(unset)})",
+                f"use another default rule, and write e.g. fields: {{{unset[0]}: {{rule: {golden.rule}, by: FIELD}}}}",
             )
     for fname, entry in golden.fields.items():
-        path: YamlPath = (*base, "fields", fname)
-        if fname not in declared:
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    path,
-                    message=f"field {fname!r} is not read by any source",
-                    fix=did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
-                )
-            )
-        fs = entry if isinstance(entry, GoldenFieldSpec) else GoldenFieldSpec(rule=entry)
-        rule_path = (*path, "rule") if isinstance(entry, GoldenFieldSpec) else path
-        cls = rule_of(fs.rule, rule_path)
-        if fs.by is not None and fs.by not in declared:
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    (*path, "by"),
-                    message=f"by: field {fs.by!r} is not read by any source",
-                    fix=did_you_mean(fs.by, declared) + f"name a date field of the sources: {choices_text(set(declared))}",
-                )
-            )
-        if fs.by is None and cls is not None and issubclass(cls, GoldenRule) and cls.needs_by:
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    path,
-                    message=f"rule {fs.rule!r} needs by: the field holding each record's date",
-                    fix=f"write {fname}: {{rule: {fs.rule}, by: FIELD}} (an ISO 8601 date or a number)",
-                )
-            )
-        for i, name in enumerate(fs.order or []):
-            if name not in sources:
-                problems.append(
-                    problem_at(
-                        filename,
-                        lines,
-                        (*path, "order", i),
-                        message=f"order: {name!r} is not a source of the job",
-                        fix=did_you_mean(name, sources) + f"sources: {choices_text(sources)}",
-                    )
-                )
-            elif name in (fs.order or [])[:i]:
-                problems.append(problem_at(filename, lines, (*path, "order", i), message=f"order: source {name!r} is listed twice"))
+        _golden_field_problems(check, (*base, "fields", fname), fname, entry)
     if spec.executor.type == "dask":
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                base,
-                message="golden records are not built by the dask executor (its client does not hold the records' values)",
-                fix="run the job on the local executor (executor: {type: local}), or drop output.golden",
-            )
+        check.add(
+            base,
+            "golden records are not built by the dask executor (its client does not hold the records' values)",
+            "run the job on the local executor (executor: {type: local}), or drop output.golden",
         )
-    return problems
+    return check.problems
+
+
+def _golden_column_clashes(check: _GoldenCheck, base: YamlPath) -> None:
+    """golden.csv's columns (cluster_id, size, then FIELD, FIELD_source, FIELD_id per field) must be distinct."""
+    columns = ["cluster_id", "size"]
+    for f in dict.fromkeys(check.declared):
+        for col in (f, f"{f}_source", f"{f}_id"):
+            if col in columns:
+                check.add(
+                    base,
+                    f"golden.csv would have two columns named {col!r} (field {f!r})",
+                    "rename the field in the sources' fields: (and columns: {FIELD: COLUMN} to read it)",
+                )
+            columns.append(col)
+
+
+def _golden_field_problems(check: _GoldenCheck, path: YamlPath, fname: str, entry: str | GoldenFieldSpec) -> None:
+    """One entry of ``output.golden.fields``: the field, its rule, ``by:`` and ``order:``."""
+    declared = check.declared
+    if fname not in declared:
+        check.add(
+            path,
+            f"field {fname!r} is not read by any source",
+            did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
+        )
+    fs = entry if isinstance(entry, GoldenFieldSpec) else GoldenFieldSpec(rule=entry)
+    cls = check.rule(fs.rule, (*path, "rule") if isinstance(entry, GoldenFieldSpec) else path)
+    if fs.by is not None and fs.by not in declared:
+        check.add(
+            (*path, "by"),
+            f"by: field {fs.by!r} is not read by any source",
+            did_you_mean(fs.by, declared) + f"name a date field of the sources: {choices_text(set(declared))}",
+        )
+    if fs.by is None and cls is not None and issubclass(cls, GoldenRule) and cls.needs_by:
+        check.add(
+            path,
+            f"rule {fs.rule!r} needs by: the field holding each record's date",
+            f"write {fname}: {{rule: {fs.rule}, by: FIELD}} (an ISO 8601 date or a number)",
+        )
+    for i, name in enumerate(fs.order or []):
+        if name not in check.sources:
+            check.add(
+                (*path, "order", i),
+                f"order: {name!r} is not a source of the job",
+                did_you_mean(name, check.sources) + f"sources: {choices_text(check.sources)}",
+            )
+        elif name in (fs.order or [])[:i]:
+            check.add((*path, "order", i), f"order: source {name!r} is listed twice")
 
 
 def _field_ref_problems(comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str) -> list[Problem]:

@@ -31,7 +31,7 @@ import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -517,14 +517,19 @@ class Index:
             stats["removed"] = len(rids)
             stats["copies_relinked"] = len(orphans)
             stats.update(recluster(self.conn, self.engine.clusterer, neighbours - gone, seq, removed_clusters))
-            if has_golden(self.job):
-                forget_inputs(self.conn, rids)
-                touched = touched_clusters(self.conn, seq, sorted(neighbours - gone), removed_clusters.values())
-                stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched)
+            self._golden_after_remove(stats, seq, rids, sorted(neighbours - gone), removed_clusters.values())
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             self.conn.execute("UPDATE events SET summary = ? WHERE seq = ?", (json.dumps(stats), seq))
             pause()
         return stats
+
+    def _golden_after_remove(self, stats: dict[str, Any], seq: int, rids: list[int], kept: list[int], clusters: Iterable[int]) -> None:
+        """With golden records: forget the removed records' values and redo the clusters the removal touched."""
+        if not has_golden(self.job):
+            return
+        forget_inputs(self.conn, rids)
+        touched = touched_clusters(self.conn, seq, kept, clusters)
+        stats["golden_updated"] = refresh_golden(self.conn, self.job, self.sources, self.fields, touched)
 
     # ---------------------------------------------------------------- reading
 
