@@ -101,5 +101,7 @@ def postgres_url() -> Iterator[str]:
         pytest.fail(f"could not start the test PostgreSQL server: {' '.join(exc.cmd)}:\n{exc.stdout}")
     finally:
         if started:
-            subprocess.run(_as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, cwd=tmp)
+            subprocess.run(
+                _as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True, cwd=tmp
+            )
         shutil.rmtree(tmp, ignore_errors=True)

@@ -76,7 +76,7 @@ SCHEMES = {
 }
 _SCHEME_FIX = "write sqlite:///FILE.db, duckdb:///FILE.duckdb or postgresql://USER@HOST:PORT/DBNAME"
 _VAR = re.compile(r"\$\{([^}]*)\}")
-_USERINFO_PASSWORD = re.compile(r"^([A-Za-z0-9+.-]+://[^:/@?#]*):([^@/?#]*)@")
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z0-9+.-]+://[^:/@?#]*):([^/?#]*)@")  # up to the last @ of the host part
 _PARAM_PASSWORD = re.compile(r"(?i)\b(password=)([^&\s]*)")
 #: seconds a PostgreSQL connection may take to open (libpq's connect_timeout), unless the URL says otherwise
 CONNECT_TIMEOUT = 10
@@ -115,6 +115,8 @@ class DatabaseUrl:
 
 
 def _expand_vars(url: str, where: str, path: str) -> str:
+    """``url`` with every ``${VAR}`` replaced by the environment variable's value."""
+
     def value(m: re.Match[str]) -> str:
         name = m.group(1)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -162,14 +164,14 @@ def parse_url(url: str, base_dir: str | Path, *, where: str = "", path: str = "d
     kind = SCHEMES[key]
     text = _expand_vars(url, where, path)
     if kind == "postgresql":
-        secrets = []
+        secrets: list[str] = []
         m = _USERINFO_PASSWORD.match(text)
         if m:
             secrets.append(m.group(2))
             secrets.append(urllib.parse.unquote(m.group(2)))
         secrets += [p.group(2) for p in _PARAM_PASSWORD.finditer(text)]
         conninfo = "postgresql://" + text.partition("://")[2]
-        return DatabaseUrl(kind, shown, conninfo=conninfo, secrets=tuple(s for s in secrets if s))
+        return DatabaseUrl(kind, shown, conninfo=conninfo, secrets=tuple(sorted({s for s in secrets if s}, key=len, reverse=True)))
     rest = text.partition("://")[2]
     if not rest.startswith("/") or rest in ("/", "//"):
         raise InputError(
@@ -428,7 +430,8 @@ def _batches(conn: Any, sql: str, batch_rows: int) -> Iterator[list[list[Any]]]:
     """The result of ``sql`` in batches of at most ``batch_rows`` rows, each as its columns' value lists."""
     kind = _kind_of(conn)
     if kind == "duckdb":
-        reader = conn.execute(sql).fetch_record_batch(batch_rows)
+        rel = conn.sql(sql)  # DuckDB 2 calls it to_arrow_reader, DuckDB 1 fetch_arrow_reader
+        reader = rel.to_arrow_reader(batch_rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_arrow_reader(batch_rows)
         for batch in reader:
             yield [c.to_pylist() for c in batch.columns]
         return
@@ -620,7 +623,8 @@ def _write_one(conn: Any, kind: str, table: str, cols: list[tuple[str, str, list
     ident = quote_identifier_part(table)
     names = ", ".join(quote_identifier_part(c) for c, _, _ in cols)
     n = len(cols[0][2]) if cols else 0
-    cur = conn.cursor()
+    # (a DuckDB cursor is a connection of its own, outside this one's transaction)
+    cur = conn if kind == "duckdb" else conn.cursor()
     try:
         cur.execute(f"DROP TABLE IF EXISTS {ident}")
         cur.execute(f"CREATE TABLE {ident} ({', '.join(f'{quote_identifier_part(c)} {t}' for c, t, _ in cols)})")
@@ -644,7 +648,8 @@ def _write_one(conn: Any, kind: str, table: str, cols: list[tuple[str, str, list
             marks = ", ".join("?" for _ in cols)
             cur.executemany(f"INSERT INTO {ident} ({names}) VALUES ({marks})", zip(*(v for _, _, v in cols)))
     finally:
-        cur.close()
+        if cur is not conn:
+            cur.close()
     return n
 
 
