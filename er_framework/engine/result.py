@@ -86,7 +86,7 @@ class Result:
         database = r.get("outputs_database")
         if self.outputs and isinstance(database, dict):  # (written with the files)
             for table in database.get("tables", []):
-                lines.append(f"wrote table {table['name']} ({table['rows']:,} rows) to {database['url']}")
+                lines.append(f"wrote table {table['name']} ({table['rows']:,} row{'s' if table['rows'] != 1 else ''}) to {database['url']}")
         return "\n".join(lines)
 
 

@@ -41,6 +41,7 @@ import numpy.typing as npt
 from er_framework.config.resolve import parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.database import read_database
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover
@@ -168,8 +169,15 @@ def _example_records(report: dict[str, Any], out: Path, config_path: str | Path 
             ids_wanted = {rid for s, rid in wanted if s == src.name}
             if not ids_wanted:
                 continue
-            files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
-            recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
+            if src.database is not None:  # a database query or table, read again
+                opts = {k: v for k, v in src.read_options().items() if k != "follow_symlinks"}
+                columns_of = {f: src.column_of(f) for f in src.fields}
+                recs = read_database(
+                    src.database, job.base_dir, query=src.query, table=src.table, columns=columns_of, where=f"{path}: sources[{i}]", **opts
+                )[0]
+            else:
+                files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
+                recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
             rows = [j for j, rid in enumerate(recs.ids) if rid in ids_wanted]
             html_cols = set((src.html.fields or src.fields) if src.html is not None else [])
             for col in src.fields:
