@@ -437,74 +437,12 @@ def database_problems(
     there is refused."""
     problems: list[Problem] = []
     for i, s in enumerate(spec.sources):
-        if s.database is None or s.name in frames:
-            continue
-        at: YamlPath = ("sources", i, "database")
-        try:
-            url = parse_url(s.database, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-            if not check_files:
-                continue
-            conn = connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-        except ErError as exc:
-            problems += exc.problems
-            continue
-        part: YamlPath = ("sources", i, "table" if s.table is not None else "query")
-        try:
-            present = query_columns(conn, query=s.query, table=s.table, where=where_of(filename, lines, part), path=render_path(part))
-        except ErError as exc:
-            problems += exc.problems
-            continue
-        finally:
-            conn.close()
-        what = f"the {'table ' + repr(s.table) if s.table is not None else 'query'} of source {s.name!r}"
-        if s.id not in present:
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    ("sources", i, "id"),
-                    message=f"{what} has no id column {s.id!r}; its columns are {present}",
-                    fix=f"{closest_column(s.id, present)}name the id column with id:, or select it in the query",
-                )
-            )
-        for j, f in enumerate(s.fields):
-            column = s.column_of(f)
-            if column in present:
-                continue
-            at_field: YamlPath = ("sources", i, "columns", f) if f in s.columns else ("sources", i, "fields", j)
-            mapped = f" (read for field {f!r})" if column != f else ""
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    at_field,
-                    message=f"{what} has no column {column!r}{mapped}; its columns are {present}",
-                    fix=f"{closest_column(column, present)}map the field to a column of the source with columns: "
-                    f"{{{f}: COLUMN}}, or select it in the query",
-                )
-            )
-    out = spec.output.database
-    if out is not None:
-        at = ("output", "database")
-        try:
-            url = parse_url(out, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-            if check_files and url.file is not None and not url.file.parent.is_dir():
-                problems.append(
-                    problem_at(
-                        filename,
-                        lines,
-                        at,
-                        message=f"the folder {str(url.file.parent)!r} of the output database does not exist",
-                        fix="create the folder, or name a database file in an existing one (relative to the YAML file's folder)",
-                    )
-                )
-            elif check_files and url.kind == "postgresql":
-                connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at)).close()
-        except ErError as exc:
-            problems += exc.problems
-    used = [("sources", i, "database") for i, s in enumerate(spec.sources) if s.database is not None] + (
-        [("output", "database")] if out is not None else []
-    )
+        if s.database is not None and s.name not in frames:
+            problems += _database_source_problems(i, spec, lines, filename, base_dir, check_files)
+    if spec.output.database is not None:
+        problems += _output_database_problems(spec.output.database, lines, filename, base_dir, check_files)
+    used: list[YamlPath] = [("sources", i, "database") for i, s in enumerate(spec.sources) if s.database is not None]
+    used += [("output", "database")] if spec.output.database is not None else []
     if spec.executor.type == "dask" and used:
         problems.append(
             problem_at(
@@ -518,6 +456,78 @@ def database_problems(
             )
         )
     return problems
+
+
+def _database_source_problems(
+    i: int, spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool
+) -> list[Problem]:
+    """Source ``i``'s URL understood; with ``check_files`` its query or table and every column it reads present."""
+    s = spec.sources[i]
+    assert s.database is not None
+    at: YamlPath = ("sources", i, "database")
+    part: YamlPath = ("sources", i, "table" if s.table is not None else "query")
+    try:
+        url = parse_url(s.database, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        if not check_files:
+            return []
+        conn = connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        try:
+            present = query_columns(conn, query=s.query, table=s.table, where=where_of(filename, lines, part), path=render_path(part))
+        finally:
+            conn.close()
+    except ErError as exc:
+        return exc.problems
+    problems: list[Problem] = []
+    what = f"the {'table ' + repr(s.table) if s.table is not None else 'query'} of source {s.name!r}"
+    if s.id not in present:
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "id"),
+                message=f"{what} has no id column {s.id!r}; its columns are {present}",
+                fix=f"{closest_column(s.id, present)}name the id column with id:, or select it in the query",
+            )
+        )
+    for j, f in enumerate(s.fields):
+        column = s.column_of(f)
+        if column in present:
+            continue
+        mapped = f" (read for field {f!r})" if column != f else ""
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "columns", f) if f in s.columns else ("sources", i, "fields", j),
+                message=f"{what} has no column {column!r}{mapped}; its columns are {present}",
+                fix=f"{closest_column(column, present)}map the field to a column of the source with columns: "
+                f"{{{f}: COLUMN}}, or select it in the query",
+            )
+        )
+    return problems
+
+
+def _output_database_problems(out: str, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool) -> list[Problem]:
+    """``output.database`` understood; with ``check_files`` its folder present (SQLite, DuckDB) or the server
+    connected to (PostgreSQL)."""
+    at: YamlPath = ("output", "database")
+    try:
+        url = parse_url(out, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        if check_files and url.file is not None and not url.file.parent.is_dir():
+            return [
+                problem_at(
+                    filename,
+                    lines,
+                    at,
+                    message=f"the folder {str(url.file.parent)!r} of the output database does not exist",
+                    fix="create the folder, or name a database file in an existing one (relative to the YAML file's folder)",
+                )
+            ]
+        if check_files and url.kind == "postgresql":
+            connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at)).close()
+    except ErError as exc:
+        return exc.problems
+    return []
 
 
 def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) -> list[Problem]:

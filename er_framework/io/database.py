@@ -255,48 +255,8 @@ def connect(
     an :class:`InputError` at ``where``/``path``, the URL shown with its password masked."""
     db = url if isinstance(url, DatabaseUrl) else parse_url(url, base_dir, where=where, path=path)
     if db.kind == "postgresql":
-        import psycopg
-
-        assert db.conninfo is not None
-        try:
-            if "connect_timeout" in db.conninfo:
-                conn = psycopg.connect(db.conninfo)
-            else:
-                conn = psycopg.connect(db.conninfo, connect_timeout=CONNECT_TIMEOUT)
-        except psycopg.Error as exc:
-            msg = _message(exc, db)
-            raise InputError(Problem(where, f"cannot connect to {db.shown!r}: {msg}", path, _postgres_fix(msg))) from None
-        if not write:
-            conn.read_only = True
-        return conn
-    assert db.file is not None
-    file = db.file
-    if write:
-        if not file.parent.is_dir():
-            raise InputError(
-                Problem(
-                    where,
-                    f"cannot write the database {db.shown!r}: the folder {str(file.parent)!r} does not exist",
-                    path,
-                    "create the folder first, or name a file in an existing folder (relative to the YAML file's folder)",
-                )
-            )
-        if file.is_dir():
-            raise InputError(Problem(where, f"the database file of {db.shown!r} is a folder ({file})", path, "name a file, not a folder"))
-    else:
-        if not file.exists():
-            raise InputError(
-                Problem(
-                    where,
-                    f"database file {str(file)!r} of {db.shown!r} does not exist",
-                    path,
-                    f"{db.kind} URLs are relative to the YAML file's folder ({db.kind}:///data/x.db); an absolute path has four slashes ({db.kind}:////abs/x.db)",
-                )
-            )
-        if not file.is_file():
-            raise InputError(
-                Problem(where, f"the database file of {db.shown!r} is not a regular file ({file})", path, "name the database file")
-            )
+        return _connect_postgres(db, write, where, path)
+    file = _database_file(db, write, where, path)
     try:
         if db.kind == "duckdb":
             import duckdb
@@ -311,6 +271,56 @@ def connect(
                 where, f"cannot open the database {db.shown!r}: {_message(exc, db)}", path, f"check that it is a {db.kind} database file"
             )
         ) from None
+
+
+def _connect_postgres(db: DatabaseUrl, write: bool, where: str, path: str) -> Any:
+    import psycopg
+
+    assert db.conninfo is not None
+    try:
+        if "connect_timeout" in db.conninfo:
+            conn = psycopg.connect(db.conninfo)
+        else:
+            conn = psycopg.connect(db.conninfo, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        msg = _message(exc, db)
+        raise InputError(Problem(where, f"cannot connect to {db.shown!r}: {msg}", path, _postgres_fix(msg))) from None
+    if not write:
+        conn.read_only = True
+    return conn
+
+
+def _database_file(db: DatabaseUrl, write: bool, where: str, path: str) -> Path:
+    """The file of a sqlite/duckdb URL, checked: to read, a regular file that exists; to write, a file or
+    nothing (it is created) in a folder that exists."""
+    assert db.file is not None
+    file = db.file
+    if write and not file.parent.is_dir():
+        raise InputError(
+            Problem(
+                where,
+                f"cannot write the database {db.shown!r}: the folder {str(file.parent)!r} does not exist",
+                path,
+                "create the folder first, or name a file in an existing folder (relative to the YAML file's folder)",
+            )
+        )
+    if not write and not file.exists():
+        raise InputError(
+            Problem(
+                where,
+                f"database file {str(file)!r} of {db.shown!r} does not exist",
+                path,
+                f"{db.kind} URLs are relative to the YAML file's folder ({db.kind}:///data/x.db); "
+                f"an absolute path has four slashes ({db.kind}:////abs/x.db)",
+            )
+        )
+    if file.is_dir():
+        raise InputError(Problem(where, f"the database file of {db.shown!r} is a folder ({file})", path, "name a file, not a folder"))
+    if file.exists() and not file.is_file():
+        raise InputError(
+            Problem(where, f"the database file of {db.shown!r} is not a regular file ({file})", path, "name the database file")
+        )
+    return file
 
 
 # ------------------------------------------------------------------ names and columns
@@ -518,20 +528,7 @@ def read_database(
                 )
             )
         wanted = list(dict.fromkeys([id_column, *source_of.values()]))
-        problems = []
-        for col in wanted:
-            if col not in present:
-                named = [f for f, c in source_of.items() if c == col and f != c]
-                as_field = f" (field {named[0]!r})" if named else (" (the id column)" if col == id_column else "")
-                problems.append(
-                    Problem(
-                        origin,
-                        f"the result has no column {col!r}{as_field}; its columns are {present}",
-                        f"column {col!r}",
-                        f"{closest_column(col, present)}name a column of the result (columns: maps a field to its column), "
-                        "or select it in the query",
-                    )
-                )
+        problems = _missing_columns(wanted, present, source_of, id_column, origin)
         if problems:
             raise InputError(problems)
         sql = f"SELECT {', '.join(quote_identifier_part(c) for c in wanted)} FROM {_from_clause(query, table)}"
@@ -574,6 +571,26 @@ def read_database(
         by_field, loc, [], file=origin, id_column=id_column, fields=list(fields), name=name, fmt="csv", layout=layout
     )
     return recs, {"database": db.shown, "rows": rows}
+
+
+def _missing_columns(wanted: list[str], present: list[str], source_of: dict[str, str], id_column: str, origin: str) -> list[Problem]:
+    """A problem for each column of ``wanted`` the result does not have (naming the field read from it)."""
+    problems = []
+    for col in wanted:
+        if col in present:
+            continue
+        named = [f for f, c in source_of.items() if c == col and f != c]
+        as_field = f" (field {named[0]!r})" if named else (" (the id column)" if col == id_column else "")
+        problems.append(
+            Problem(
+                origin,
+                f"the result has no column {col!r}{as_field}; its columns are {present}",
+                f"column {col!r}",
+                f"{closest_column(col, present)}name a column of the result (columns: maps a field to its column), "
+                "or select it in the query",
+            )
+        )
+    return problems
 
 
 def _part(table: str | None) -> str:

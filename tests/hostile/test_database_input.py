@@ -44,7 +44,7 @@ def _job(tmp: Path, source: str, extra: str = "") -> Path:
         ("database: 'postgresql://u@127.0.0.1:1/x?password=hunter2secret', table: c", ["connection refused", "password=***"]),
         ("database: 'postgresql://u:${ER_UNSET_VAR_X}@h/x', table: c", ["ER_UNSET_VAR_X", "not set"]),
         ("database: 'sqlite:///job.yaml', table: c", ["sources[0]"]),
-        ("database: 'sqlite:///.', table: c", ["not a regular file"]),
+        ("database: 'sqlite:///.', table: c", ["is a folder"]),
     ],
 )
 def test_a_bad_database_source_is_a_clear_error(source: str, needles: list[str], tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "normalize_keeping_input",
     "read",
     "read_database_source",
+    "read_frame_source",
     "read_sources",
     "source_columns",
     "require_parsed",
@@ -73,28 +74,9 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
         src = job.spec.sources[i]
         files: list[Records] = []
         st: dict[str, Any] = {}
-        if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
+        if src.name in job.frames or src.database is not None:  # given in memory, or a SQL query or table
             try:
-                opts = src.read_options()
-                recs = records_from_frame(
-                    job.frames[src.name],
-                    id_column=opts["id_column"],
-                    fields=opts["fields"],
-                    name=src.name,
-                    where=f"sources[{i}] {src.name!r} (given in memory)",
-                    layout=opts["layout"],
-                    max_record_mb=opts["max_record_mb"],
-                )
-            except ErError as exc:
-                problems.extend(exc.problems)
-                continue
-            st = {"given_in_memory": True, **html_to_text(job, i, recs)}
-            stats[src.name] = st
-            parts.append(recs)
-            continue
-        if src.database is not None:  # a SQL query or table
-            try:
-                recs, st = read_database_source(job, i)
+                recs, st = read_frame_source(job, i) if src.name in job.frames else read_database_source(job, i)
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue
@@ -127,6 +109,23 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
         stats[src.name] = st
         parts.append(recs)
     return parts, stats, problems
+
+
+def read_frame_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
+    """Source ``source`` of ``job`` given in memory (``er_framework.run(job, sources={name: DataFrame})``) as
+    :class:`Records`, and its statistics (``given_in_memory``)."""
+    src = job.spec.sources[source]
+    opts = src.read_options()
+    recs = records_from_frame(
+        job.frames[src.name],
+        id_column=opts["id_column"],
+        fields=opts["fields"],
+        name=src.name,
+        where=f"sources[{source}] {src.name!r} (given in memory)",
+        layout=opts["layout"],
+        max_record_mb=opts["max_record_mb"],
+    )
+    return recs, {"given_in_memory": True}
 
 
 def source_columns(job: Job, source: int) -> dict[str, str]:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from er_framework.config.resolve import parse_job
@@ -76,3 +79,12 @@ def test_a_password_is_masked_in_the_report(tmp_path: Path) -> None:
     job = parse_job(_job(tmp_path), check_files=True)
     job.spec.output.database = "postgresql://bob:s3cret@db.example/crm"
     assert database_outputs(job, {"pairs": {"a": []}})["url"] == "postgresql://bob:***@db.example/crm"
+
+
+def test_er_report_reads_a_database_source_again(tmp_path: Path) -> None:
+    run_job(parse_job(_job(tmp_path)), tmp_path / "out")
+    (tmp_path / "out" / "report.html").unlink()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    ran = subprocess.run([sys.executable, "-m", "er_framework", "report", str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert "ann lee" in (tmp_path / "out" / "report.html").read_text()
