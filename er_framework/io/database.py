@@ -13,7 +13,7 @@ The one module that knows databases. A database is named by a URL:
 ``${VAR}`` in a URL is replaced by the environment variable ``VAR`` (a missing one is an error naming it). A
 URL is shown in messages as written, its password masked (:func:`mask_url`).
 
-Reading (:func:`read_database`): the rows are fetched ``batch_rows`` at a time (a psycopg server-side cursor
+Reading (:func:`~er_framework.io.database_read.read_database`): the rows are fetched ``batch_rows`` at a time (a psycopg server-side cursor
 for PostgreSQL, Arrow record batches for DuckDB, ``fetchmany`` for SQLite) into the column lists the file
 readers produce, then made :class:`~er_framework.data.Records` by
 :func:`~er_framework.io.source_files.records_from_columns` (the ids checked as for files). Values become text
@@ -28,13 +28,11 @@ this run's.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
 import re
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,30 +40,27 @@ from typing import Any
 
 import numpy as np
 
-from er_framework.data import Records
-from er_framework.errors import InputError, Problem, closest_column, did_you_mean
-from er_framework.io.data_file import Capped, Locator, snippet
-from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, RECORD_FIX, mb_text, record_limit
-from er_framework.io.source_files import records_from_columns
+from er_framework.errors import InputError, Problem, did_you_mean
 
 __all__ = [
-    "DEFAULT_BATCH_ROWS",
     "SCHEMES",
     "DatabaseUrl",
     "connect",
-    "db_text",
+    "driver_errors",
+    "driver_message",
+    "from_clause",
+    "kind_of",
     "mask_url",
     "parse_url",
     "query_columns",
     "quote_identifier",
     "quote_identifier_part",
-    "read_database",
+    "reset_after_error",
+    "source_text",
     "table_names",
     "write_tables",
 ]
 
-#: rows fetched per batch when none is given (a source's ``batch_rows``)
-DEFAULT_BATCH_ROWS = 50000
 #: the URL schemes understood, and the database each names
 SCHEMES = {
     "sqlite": "sqlite",
@@ -190,7 +185,7 @@ def parse_url(url: str, base_dir: str | Path, *, where: str = "", path: str = "d
 # ------------------------------------------------------------------ connections
 
 
-def _driver_errors(kind: str) -> tuple[type[BaseException], ...]:
+def driver_errors(kind: str) -> tuple[type[BaseException], ...]:
     if kind == "duckdb":
         import duckdb
 
@@ -202,7 +197,7 @@ def _driver_errors(kind: str) -> tuple[type[BaseException], ...]:
     return (sqlite3.Error,)
 
 
-def _kind_of(conn: Any) -> str:
+def kind_of(conn: Any) -> str:
     if isinstance(conn, sqlite3.Connection):
         return "sqlite"
     module = type(conn).__module__
@@ -213,7 +208,7 @@ def _kind_of(conn: Any) -> str:
     raise TypeError(f"not a connection of sqlite3, duckdb or psycopg: {type(conn).__name__}")
 
 
-def _message(exc: BaseException, url: DatabaseUrl | None = None, limit: int = 600) -> str:
+def driver_message(exc: BaseException, url: DatabaseUrl | None = None, limit: int = 600) -> str:
     """A driver's message on one line or a few, shortened, the password removed."""
     text = str(exc).strip() or type(exc).__name__
     if url is not None:
@@ -265,10 +260,13 @@ def connect(
         if write:
             return sqlite3.connect(str(file), isolation_level=None)
         return sqlite3.connect(f"file:{urllib.parse.quote(str(file))}?mode=ro", uri=True, isolation_level=None)
-    except _driver_errors(db.kind) as exc:
+    except driver_errors(db.kind) as exc:
         raise InputError(
             Problem(
-                where, f"cannot open the database {db.shown!r}: {_message(exc, db)}", path, f"check that it is a {db.kind} database file"
+                where,
+                f"cannot open the database {db.shown!r}: {driver_message(exc, db)}",
+                path,
+                f"check that it is a {db.kind} database file",
             )
         ) from None
 
@@ -283,7 +281,7 @@ def _connect_postgres(db: DatabaseUrl, write: bool, where: str, path: str) -> An
         else:
             conn = psycopg.connect(db.conninfo, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
-        msg = _message(exc, db)
+        msg = driver_message(exc, db)
         raise InputError(Problem(where, f"cannot connect to {db.shown!r}: {msg}", path, _postgres_fix(msg))) from None
     if not write:
         conn.read_only = True
@@ -331,7 +329,7 @@ def quote_identifier(name: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
 
-def _from_clause(query: str | None, table: str | None) -> str:
+def from_clause(query: str | None, table: str | None) -> str:
     if table is not None:
         return quote_identifier(table)
     assert query is not None
@@ -341,7 +339,7 @@ def _from_clause(query: str | None, table: str | None) -> str:
 
 def table_names(conn: Any) -> list[str]:
     """The tables and views of the database (``schema.table`` outside the default schema), for did-you-mean."""
-    kind = _kind_of(conn)
+    kind = kind_of(conn)
     if kind == "sqlite":
         sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name"
     else:
@@ -355,21 +353,25 @@ def table_names(conn: Any) -> list[str]:
         cur.execute(sql)
         names = [str(r[0]) for r in cur.fetchall()]
         cur.close()
-    except _driver_errors(kind):
-        _reset(conn, kind)
+    except driver_errors(kind):
+        reset_after_error(conn, kind)
         return []
     return names
 
 
-def _reset(conn: Any, kind: str) -> None:
+def reset_after_error(conn: Any, kind: str) -> None:
     """After a failed statement: PostgreSQL's transaction must be rolled back before the next one."""
     if kind == "postgresql":
         with contextlib.suppress(Exception):  # a broken connection: the next statement says so
             conn.rollback()
 
 
-def _what(query: str | None, table: str | None) -> str:
-    return f"table {table!r}" if table is not None else f"query {snippet(' '.join((query or '').split()), 70)}"
+def source_text(query: str | None, table: str | None) -> str:
+    """``table 'NAME'`` or ``query 'SELECT …'`` (its whitespace folded, shortened): a source in a message."""
+    if table is not None:
+        return f"table {table!r}"
+    text = " ".join((query or "").split())
+    return f"query {text!r}" if len(text) <= 70 else f"query {text[:70]!r}…"
 
 
 def query_columns(conn: Any, *, query: str | None = None, table: str | None = None, where: str = "", path: str = "") -> list[str]:
@@ -378,223 +380,22 @@ def query_columns(conn: Any, *, query: str | None = None, table: str | None = No
     is an :class:`InputError` at ``where``/``path`` showing the driver's message."""
     if (query is None) == (table is None):
         raise ValueError("give exactly one of query and table")
-    kind = _kind_of(conn)
+    kind = kind_of(conn)
     try:
         cur = conn.cursor()
-        cur.execute(f"SELECT * FROM {_from_clause(query, table)} LIMIT 0")
+        cur.execute(f"SELECT * FROM {from_clause(query, table)} LIMIT 0")
         names = [str(d[0]) for d in cur.description or []]
         cur.close()
-    except _driver_errors(kind) as exc:
-        _reset(conn, kind)
-        msg = _message(exc)
+    except driver_errors(kind) as exc:
+        reset_after_error(conn, kind)
+        msg = driver_message(exc)
         if table is not None:
             hint = did_you_mean(table, table_names(conn))
             fix = f"{hint}name a table or view of the database (schema.table for another schema), or write query: SELECT …"
         else:
             fix = "correct the SQL of query: (it runs on the database as written)"
-        raise InputError(Problem(where, f"{_what(query, table)} cannot be read: {msg}", path, fix)) from None
+        raise InputError(Problem(where, f"{source_text(query, table)} cannot be read: {msg}", path, fix)) from None
     return names
-
-
-# ------------------------------------------------------------------ reading
-
-
-def db_text(value: Any) -> str | None:
-    """A database value as the text a CSV file gives (see the module's doc); bytes raise TypeError."""
-    if value is None:
-        return None
-    cls = value.__class__
-    if cls is str:
-        return value or None
-    if cls is bool:
-        return "true" if value else "false"
-    if cls is int:
-        return str(value)
-    if cls is float:
-        return None if value != value else ("Infinity" if value == math.inf else "-Infinity" if value == -math.inf else repr(value))
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError("binary")
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, str):
-        return str(value) or None
-    return str(value)
-
-
-def _texts(col: Sequence[Any], column: str, first_row: int, binary: Capped, loc: str) -> list[str | None]:
-    kinds = set(map(type, col))
-    if kinds <= {str, type(None)}:
-        return [v or None for v in col] if "" in col else list(col)
-    out: list[str | None] = []
-    for i, v in enumerate(col):
-        try:
-            out.append(db_text(v))
-        except TypeError:
-            row = first_row + i
-            binary.add(loc, f"row {row}, column {column!r}: a binary value ({len(bytes(v))} bytes), expected text", f"row {row}")
-            out.append(None)
-    return out
-
-
-def _batches(conn: Any, sql: str, batch_rows: int) -> Iterator[list[list[Any]]]:
-    """The result of ``sql`` in batches of at most ``batch_rows`` rows, each as its columns' value lists."""
-    kind = _kind_of(conn)
-    if kind == "duckdb":
-        rel = conn.sql(sql)  # DuckDB 2 calls it to_arrow_reader, DuckDB 1 fetch_arrow_reader
-        reader = rel.to_arrow_reader(batch_rows) if hasattr(rel, "to_arrow_reader") else rel.fetch_arrow_reader(batch_rows)
-        for batch in reader:
-            yield [c.to_pylist() for c in batch.columns]
-        return
-    if kind == "postgresql":
-        cur = conn.cursor(name="er_read")  # a server-side cursor: the server keeps the rows not fetched yet
-        cur.itersize = batch_rows
-    else:
-        cur = conn.cursor()
-    try:
-        cur.execute(sql)
-        while True:
-            rows = cur.fetchmany(batch_rows)
-            if not rows:
-                return
-            yield [list(c) for c in zip(*rows)]
-    finally:
-        cur.close()
-
-
-def _check_sizes(columns: list[list[str | None]], ids: list[str | None], first_row: int, limit: int, origin: str) -> None:
-    """:class:`InputError` for the first row whose text is more than ``limit`` bytes (``max_record_mb``);
-    a batch whose text all together is within the limit costs one pass of ``len`` per value."""
-    total = sum(sum(map(len, filter(None, col))) for col in columns)
-    if total <= limit // 4:
-        return
-    n = len(columns[0]) if columns else 0
-    chars = np.zeros(n, dtype=np.int64)
-    for col in columns:
-        chars += np.fromiter((len(v) if v else 0 for v in col), dtype=np.int64, count=n)
-    for i in np.flatnonzero(chars * 4 > limit).tolist():  # a character is at most 4 bytes of UTF-8
-        size = sum(len(v.encode("utf-8")) for col in columns if (v := col[i]))
-        if size > limit:
-            row = first_row + i
-            shown = f" (id {snippet(str(ids[i]), 40)})" if ids[i] is not None else ""
-            raise InputError(
-                Problem(
-                    origin,
-                    f"the record on row {row}{shown} is {mb_text(size)}, larger than the limit of {mb_text(limit)} (max_record_mb)",
-                    f"row {row}",
-                    RECORD_FIX,
-                )
-            )
-
-
-def read_database(
-    url: str,
-    base_dir: str | Path = ".",
-    *,
-    id_column: str,
-    fields: Sequence[str],
-    name: str,
-    query: str | None = None,
-    table: str | None = None,
-    columns: Mapping[str, str] | None = None,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    layout: str = "wide",
-    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
-    where: str | None = None,
-) -> tuple[Records, dict[str, Any]]:
-    """The rows of ``query`` or ``table`` on the database of ``url`` as the :class:`Records` of source ``name``
-    and the reading statistics (``database``: the URL masked, ``rows``).
-
-    ``fields`` are the job's field names; ``columns`` maps a field to the result's column holding it (a field
-    not in it is read from the column of its own name). Only the id column and those columns are fetched,
-    ``batch_rows`` rows at a time. Raises :class:`InputError` with every problem: the connection's, missing
-    columns (each with did-you-mean), binary values, missing/duplicate ids, a result without rows, a record
-    larger than ``max_record_mb``."""
-    columns = dict(columns or {})
-    db = parse_url(url, base_dir, where=where or "", path="database")
-    origin = f"{where}: " if where else ""
-    origin += f"source {name!r} ({db.shown}, {_what(query, table)})"
-    conn = connect(db, base_dir, where=origin, path="database")
-    kind = _kind_of(conn)
-    try:
-        present = query_columns(conn, query=query, table=table, where=origin, path=_part(table))
-        source_of = {f: columns.get(f, f) for f in fields}
-        if source_of.get(id_column, id_column) != id_column:
-            raise InputError(
-                Problem(
-                    origin,
-                    f"the field {id_column!r} is the id column, but columns: reads it from {source_of[id_column]!r}",
-                    "columns",
-                    "read the id's field from the id column, or name another id column (id:)",
-                )
-            )
-        wanted = list(dict.fromkeys([id_column, *source_of.values()]))
-        problems = _missing_columns(wanted, present, source_of, id_column, origin)
-        if problems:
-            raise InputError(problems)
-        sql = f"SELECT {', '.join(quote_identifier_part(c) for c in wanted)} FROM {_from_clause(query, table)}"
-        raw: dict[str, list[str | None]] = {c: [] for c in wanted}
-        binary = Capped(
-            origin, "binary values", "cast the column to text in the query (CAST(col AS TEXT), encode(col, 'hex')), or leave it out"
-        )
-        limit = record_limit(max_record_mb)
-        rows = 0
-        try:
-            for batch in _batches(conn, sql, batch_rows):
-                texts = [_texts(col, c, rows + 1, binary, origin) for c, col in zip(wanted, batch)]
-                if limit is not None:
-                    _check_sizes(texts, texts[0], rows + 1, limit, origin)
-                for c, values in zip(wanted, texts):
-                    raw[c] += values
-                rows += len(texts[0])
-        except _driver_errors(kind) as exc:
-            _reset(conn, kind)
-            raise InputError(
-                Problem(origin, f"reading the rows failed: {_message(exc, db)}", _part(table), "check the query and the database")
-            ) from None
-    finally:
-        conn.close()
-    bad = binary.problems()
-    if bad:
-        raise InputError(bad)
-    if rows == 0:
-        raise InputError(
-            Problem(
-                origin,
-                "the result has no rows: a source needs at least one record",
-                _part(table),
-                "check the query's WHERE clause, or the table's contents",
-            )
-        )
-    by_field = {id_column: raw[id_column], **{f: raw[c] for f, c in source_of.items()}}
-    loc = Locator(origin, None, "row")
-    recs = records_from_columns(
-        by_field, loc, [], file=origin, id_column=id_column, fields=list(fields), name=name, fmt="csv", layout=layout
-    )
-    return recs, {"database": db.shown, "rows": rows}
-
-
-def _missing_columns(wanted: list[str], present: list[str], source_of: dict[str, str], id_column: str, origin: str) -> list[Problem]:
-    """A problem for each column of ``wanted`` the result does not have (naming the field read from it)."""
-    problems = []
-    for col in wanted:
-        if col in present:
-            continue
-        named = [f for f, c in source_of.items() if c == col and f != c]
-        as_field = f" (field {named[0]!r})" if named else (" (the id column)" if col == id_column else "")
-        problems.append(
-            Problem(
-                origin,
-                f"the result has no column {col!r}{as_field}; its columns are {present}",
-                f"column {col!r}",
-                f"{closest_column(col, present)}name a column of the result (columns: maps a field to its column), "
-                "or select it in the query",
-            )
-        )
-    return problems
-
-
-def _part(table: str | None) -> str:
-    return "table" if table is not None else "query"
 
 
 def quote_identifier_part(name: str) -> str:
@@ -631,7 +432,8 @@ def _text_value(v: Any) -> str | None:
         return str(v.item())
     if isinstance(v, (int, float, str)):
         return str(v)
-    raise TypeError(f"a value of type {type(v).__name__} ({snippet(repr(v), 40)}) in a text column")
+    shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:40] + "…"
+    raise TypeError(f"a value of type {type(v).__name__} ({shown}) in a text column")
 
 
 def _write_one(conn: Any, kind: str, table: str, cols: list[tuple[str, str, list[Any]]]) -> int:
@@ -716,7 +518,7 @@ def write_tables(
     :class:`InputError` naming the table and the driver's message."""
     db = parse_url(url, base_dir, where=where, path=path)
     conn = connect(db, base_dir, write=True, where=where, path=path)
-    kind = _kind_of(conn)
+    kind = kind_of(conn)
     written: list[dict[str, Any]] = []
     current = ""
     try:
@@ -728,12 +530,12 @@ def write_tables(
                 except TypeError as exc:
                     raise InputError(Problem(where, f"table {current!r} cannot be written to {db.shown!r}: {exc}", path)) from None
                 written.append({"name": current, "rows": _write_one(conn, kind, current, cols)})
-    except _driver_errors(kind) as exc:
+    except driver_errors(kind) as exc:
         raise InputError(
             Problem(
                 where,
                 f"writing table {current!r} to {db.shown!r} failed, nothing was written (the transaction was rolled back): "
-                + _message(exc, db),
+                + driver_message(exc, db),
                 path,
                 "check that the database can be written by this user and that the table name is free (a view of that name is not replaced)",
             )

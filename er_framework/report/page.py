@@ -41,7 +41,7 @@ import numpy.typing as npt
 from er_framework.config.resolve import Job, parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
-from er_framework.io.database import read_database
+from er_framework.io.database_read import read_database
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover

@@ -12,7 +12,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Records
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.errors import ErError, InputError, Problem
-from er_framework.io.database import read_database
+from er_framework.io.database_read import read_database
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
