@@ -52,7 +52,8 @@ from er_framework.config.spec import (
     without_repeats,
 )
 from er_framework.config.yaml_load import YamlPath, fail, load_yaml, problem_at, read_job_text, render_path, where_of
-from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
+from er_framework.errors import ConfigError, ErError, Problem, choices_text, closest_column, did_you_mean
+from er_framework.io.database import connect, parse_url, query_columns
 from er_framework.io.html import check_boilerplate_options
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
@@ -273,6 +274,7 @@ def resolve_job(
         _resolve_executor(data, lines, filename, problems)
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
+    problems += database_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
     problems += golden_problems(spec, lines, filename, registry)
     declared = [f for s in spec.sources for f in s.fields]
@@ -387,7 +389,7 @@ def _source_problems(
             except ValueError as exc:
                 problems.append(problem_at(filename, lines, ("sources", i, "html", "language"), message=str(exc)))
         if s.path is None or s.name in frames:
-            if s.name not in frames:
+            if s.name not in frames and s.database is None:
                 problems.append(
                     problem_at(
                         filename,
@@ -420,6 +422,115 @@ def _source_problems(
                 )
             )
     return problems
+
+
+def database_problems(
+    spec: JobSpec,
+    lines: dict[YamlPath, int],
+    filename: str,
+    base_dir: Path,
+    check_files: bool,
+    frames: Collection[str] = (),
+) -> list[Problem]:
+    """The databases of the job (issue 33): every ``database:`` URL understood (scheme, ``${VAR}``), and with
+    ``check_files`` each database source connected to and its query or table's header read
+    (:func:`~er_framework.io.database.query_columns`, no row fetched): the id column and every field's column
+    must be there (each missing one reported, with did-you-mean); ``output.database`` connected to
+    (PostgreSQL) or its folder present (SQLite, DuckDB). The Dask executor reads files only: a database
+    there is refused."""
+    problems: list[Problem] = []
+    for i, s in enumerate(spec.sources):
+        if s.database is not None and s.name not in frames:
+            problems += _database_source_problems(i, spec, lines, filename, base_dir, check_files)
+    if spec.output.database is not None:
+        problems += _output_database_problems(spec.output.database, lines, filename, base_dir, check_files)
+    used: list[YamlPath] = [("sources", i, "database") for i, s in enumerate(spec.sources) if s.database is not None]
+    used += [("output", "database")] if spec.output.database is not None else []
+    if spec.executor.type == "dask" and used:
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("executor", "type"),
+                message=f"the Dask executor reads sources from files on its workers and writes files only, but this job "
+                f"names a database at {', '.join(render_path(p) for p in used)}",
+                fix="run the job with the local executor (executor: {type: local}), or export the query to a Parquet "
+                "file and name that file as the source's path",
+            )
+        )
+    return problems
+
+
+def _database_source_problems(
+    i: int, spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool
+) -> list[Problem]:
+    """Source ``i``'s URL understood; with ``check_files`` its query or table and every column it reads present."""
+    s = spec.sources[i]
+    assert s.database is not None
+    at: YamlPath = ("sources", i, "database")
+    part: YamlPath = ("sources", i, "table" if s.table is not None else "query")
+    try:
+        url = parse_url(s.database, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        if not check_files:
+            return []
+        conn = connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        try:
+            present = query_columns(conn, query=s.query, table=s.table, where=where_of(filename, lines, part), path=render_path(part))
+        finally:
+            conn.close()
+    except ErError as exc:
+        return exc.problems
+    problems: list[Problem] = []
+    what = f"the {'table ' + repr(s.table) if s.table is not None else 'query'} of source {s.name!r}"
+    if s.id not in present:
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "id"),
+                message=f"{what} has no id column {s.id!r}; its columns are {present}",
+                fix=f"{closest_column(s.id, present)}name the id column with id:, or select it in the query",
+            )
+        )
+    for j, f in enumerate(s.fields):
+        column = s.column_of(f)
+        if column in present:
+            continue
+        mapped = f" (read for field {f!r})" if column != f else ""
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "columns", f) if f in s.columns else ("sources", i, "fields", j),
+                message=f"{what} has no column {column!r}{mapped}; its columns are {present}",
+                fix=f"{closest_column(column, present)}map the field to a column of the source with columns: "
+                f"{{{f}: COLUMN}}, or select it in the query",
+            )
+        )
+    return problems
+
+
+def _output_database_problems(out: str, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool) -> list[Problem]:
+    """``output.database`` understood; with ``check_files`` its folder present (SQLite, DuckDB) or the server
+    connected to (PostgreSQL)."""
+    at: YamlPath = ("output", "database")
+    try:
+        url = parse_url(out, base_dir, where=where_of(filename, lines, at), path=render_path(at))
+        if check_files and url.file is not None and not url.file.parent.is_dir():
+            return [
+                problem_at(
+                    filename,
+                    lines,
+                    at,
+                    message=f"the folder {str(url.file.parent)!r} of the output database does not exist",
+                    fix="create the folder, or name a database file in an existing one (relative to the YAML file's folder)",
+                )
+            ]
+        if check_files and url.kind == "postgresql":
+            connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at)).close()
+    except ErError as exc:
+        return exc.problems
+    return []
 
 
 def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) -> list[Problem]:

@@ -86,6 +86,10 @@ class Result:
         lines += warning_lines(r)
         for path in self.outputs.values():
             lines.append(f"wrote {path}")
+        database = r.get("outputs_database")
+        if self.outputs and isinstance(database, dict):  # (written with the files)
+            for table in database.get("tables", []):
+                lines.append(f"wrote table {table['name']} ({table['rows']:,} row{'s' if table['rows'] != 1 else ''}) to {database['url']}")
         return "\n".join(lines)
 
 

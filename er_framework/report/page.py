@@ -38,9 +38,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.config.resolve import parse_job
+from er_framework.config.resolve import Job, parse_job
 from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.database_read import read_database
 from er_framework.io.html import extract_text
 from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover
@@ -137,6 +138,19 @@ def _html_title(page: str | None) -> str | None:
     return None
 
 
+def _read_source(job: Job, i: int, path: Path) -> Records:
+    """Source ``i`` of ``job`` read again (its files, or its database query or table)."""
+    src = job.spec.sources[i]
+    if src.database is not None:
+        opts = {k: v for k, v in src.read_options().items() if k != "follow_symlinks"}
+        columns_of = {f: src.column_of(f) for f in src.fields}
+        return read_database(
+            src.database, job.base_dir, query=src.query, table=src.table, columns=columns_of, where=f"{path}: sources[{i}]", **opts
+        )[0]
+    files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
+    return files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
+
+
 def _example_records(report: dict[str, Any], out: Path, config_path: str | Path | None, wanted: set[tuple[str, str]]) -> Fetched:
     """The values ``(source, id) -> {column: text or None}`` of the wanted records (HTML columns as their
     page title and visible text), re-read from the job's sources; the column names, and a problem (or None)."""
@@ -168,8 +182,7 @@ def _example_records(report: dict[str, Any], out: Path, config_path: str | Path 
             ids_wanted = {rid for s, rid in wanted if s == src.name}
             if not ids_wanted:
                 continue
-            files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
-            recs = files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
+            recs = _read_source(job, i, path)
             rows = [j for j, rid in enumerate(recs.ids) if rid in ids_wanted]
             html_cols = set((src.html.fields or src.fields) if src.html is not None else [])
             for col in src.fields:

@@ -1,8 +1,9 @@
-"""The read and normalize stages: every source of a job as :class:`~er_framework.data.Records` (files or
-DataFrames given in memory, HTML columns replaced by their visible text) and the job's ``normalize:`` steps."""
+"""The read and normalize stages: every source of a job as :class:`~er_framework.data.Records` (files, database
+queries or tables, or DataFrames given in memory, HTML columns replaced by their visible text) and the job's ``normalize:`` steps."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Records
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.database_read import read_database
 from er_framework.io.frames import records_from_frame
 from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
@@ -26,7 +28,10 @@ __all__ = [
     "normalize_fields",
     "normalize_keeping_input",
     "read",
+    "read_database_source",
+    "read_frame_source",
     "read_sources",
+    "source_columns",
     "require_parsed",
 ]
 
@@ -69,22 +74,13 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
         src = job.spec.sources[i]
         files: list[Records] = []
         st: dict[str, Any] = {}
-        if src.name in job.frames:  # given in memory (er_framework.run(job, sources={name: DataFrame}))
+        if src.name in job.frames or src.database is not None:  # given in memory, or a SQL query or table
             try:
-                opts = src.read_options()
-                recs = records_from_frame(
-                    job.frames[src.name],
-                    id_column=opts["id_column"],
-                    fields=opts["fields"],
-                    name=src.name,
-                    where=f"sources[{i}] {src.name!r} (given in memory)",
-                    layout=opts["layout"],
-                    max_record_mb=opts["max_record_mb"],
-                )
+                recs, st = read_frame_source(job, i) if src.name in job.frames else read_database_source(job, i)
             except ErError as exc:
                 problems.extend(exc.problems)
                 continue
-            st = {"given_in_memory": True, **html_to_text(job, i, recs)}
+            st.update(html_to_text(job, i, recs))
             stats[src.name] = st
             parts.append(recs)
             continue
@@ -113,6 +109,56 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
         stats[src.name] = st
         parts.append(recs)
     return parts, stats, problems
+
+
+def read_frame_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
+    """Source ``source`` of ``job`` given in memory (``er_framework.run(job, sources={name: DataFrame})``) as
+    :class:`Records`, and its statistics (``given_in_memory``)."""
+    src = job.spec.sources[source]
+    opts = src.read_options()
+    recs = records_from_frame(
+        job.frames[src.name],
+        id_column=opts["id_column"],
+        fields=opts["fields"],
+        name=src.name,
+        where=f"sources[{source}] {src.name!r} (given in memory)",
+        layout=opts["layout"],
+        max_record_mb=opts["max_record_mb"],
+    )
+    return recs, {"given_in_memory": True}
+
+
+def source_columns(job: Job, source: int) -> dict[str, str]:
+    """The column of source ``source`` read for each of its fields (``columns:``; a field not listed is read
+    from the column of its own name): the job's field names to the source's own column names."""
+    spec = job.spec.sources[source]
+    return {f: spec.column_of(f) for f in spec.fields}
+
+
+def read_database_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
+    """Source ``source`` of ``job``, a database query or table (``database:``), as :class:`Records` whose fields
+    are the job's field names (:func:`source_columns`), and its reading statistics (``database``: the URL
+    masked, ``rows``, ``seconds``)."""
+    spec = job.spec.sources[source]
+    assert spec.database is not None
+    opts = spec.read_options()
+    t0 = time.perf_counter()
+    recs, stats = read_database(
+        spec.database,
+        job.base_dir,
+        query=spec.query,
+        table=spec.table,
+        columns=source_columns(job, source),
+        batch_rows=spec.batch_rows,
+        id_column=opts["id_column"],
+        fields=opts["fields"],
+        name=spec.name,
+        layout=opts["layout"],
+        max_record_mb=opts["max_record_mb"],
+        where=f"{job.config_path}: sources[{source}]",
+    )
+    stats["seconds"] = round(time.perf_counter() - t0, 4)
+    return recs, stats
 
 
 def file_backed(job: Job, source: int, path: Path) -> bool:

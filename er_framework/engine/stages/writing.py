@@ -16,11 +16,21 @@ from er_framework.data import Pairs, Records
 from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.clustering import Answer
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.io.database import mask_url, write_tables
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputDir, OutputStage, check_output_dir
 from er_framework.report.page import RunData, render_report
 
-__all__ = ["comparisons_table", "job_inputs", "output_tables", "pairs_table", "require_out_dir", "write"]
+__all__ = [
+    "comparisons_table",
+    "database_outputs",
+    "job_inputs",
+    "output_tables",
+    "pairs_table",
+    "require_out_dir",
+    "write",
+    "write_database",
+]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -95,7 +105,9 @@ def write(
 ) -> dict[str, Path]:
     """The run's ``tables`` (:func:`output_tables`), report.json and report.html, committed as one set
     (``pairs``: the pairs of the pairs table, which report.html's cluster examples show), and ``model``
-    (what the job learned) as model.json.
+    (what the job learned) as model.json. With ``output.database`` the tables are also written to that
+    database in one transaction (:func:`write_database`), after the files are staged and before they are
+    committed: a failure there commits no file.
 
     Everything is written into a stage beside the outputs and swapped in
     under the folder's lock (:mod:`er_framework.io.outputs`); outputs of an
@@ -111,11 +123,14 @@ def write(
         [f"{t}.{fmt}" for t in tables] + ["report.json"] + (["model.json"] if model is not None else []) + (["report.html"] if html else [])
     )
     report["outputs"] = names
+    if job.spec.output.database is not None:
+        report["outputs_database"] = database_outputs(job, tables)
     with OutputStage(out_path) as stage:
         write_files(stage.path, tables, {"report": report}, fmt=fmt)
         if model is not None:
             stage.write_text("model.json", model_text(model))
         if not html:
+            write_database(job, tables)
             return {name.rsplit(".", 1)[0]: path for name, path in stage.commit(names, replace_all=True).items()}
         try:  # the visual report is derived from the outputs; a failure must not lose them
             run = RunData(as_read, pairs, labels) if as_read is not None else None
@@ -127,9 +142,29 @@ def write(
                 f"(the other outputs are complete; retry with: er report {out_path})",
                 file=sys.stderr,
             )
+        write_database(job, tables)  # the files are committed only when the database holds the tables
         written = stage.commit(names, replace_all=True)
     # keys: the table names, "report" (report.json) and "report_html"
     return {("report_html" if name == "report.html" else name.rsplit(".", 1)[0]): path for name, path in written.items()}
+
+
+def database_outputs(job: Job, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """report.json's ``outputs_database``: the URL of ``output.database`` (its password masked) and the tables
+    :func:`write_database` writes there, ``[{name, rows}]``."""
+    assert job.spec.output.database is not None
+    prefix = job.spec.output.prefix
+    return {
+        "url": mask_url(job.spec.output.database),
+        "tables": [{"name": prefix + name, "rows": len(next(iter(t.values()), ()))} for name, t in tables.items()],
+    }
+
+
+def write_database(job: Job, tables: dict[str, dict[str, Any]]) -> None:
+    """With ``output.database``: every table of ``tables`` written there as ``output.prefix`` + its name, in one
+    transaction (:func:`~er_framework.io.database.write_tables`); nothing without it."""
+    if job.spec.output.database is None:
+        return
+    write_tables(job.spec.output.database, job.base_dir, job.spec.output.prefix, tables, where=str(job.config_path), path="output.database")
 
 
 def job_inputs(job: Job, model: Model | None = None) -> list[tuple[str, Path]]:
