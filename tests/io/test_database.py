@@ -14,8 +14,8 @@ import pytest
 from er_framework.errors import InputError
 from er_framework.io.database import connect, mask_url, parse_url, query_columns, table_names, write_tables
 from er_framework.io.database_read import read_database
-from tests.conftest import POSTGRES_TEST_PASSWORD
 from tests.io.database_data import COLUMNS, KINDS, make_database
+from tests.postgres_server import POSTGRES_TEST_PASSWORD
 
 # ------------------------------------------------------------------ URLs and connections
 
