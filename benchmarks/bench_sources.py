@@ -61,7 +61,7 @@ def synth(out: Path, n: int, sources: int, seed: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [*er_command(), "synth", "customers", "--n", str(n), "--overlap", "0.5", "--seed", str(seed), "--out", str(out)]
     if sources != 2:
-        cmd[4:4] = ["--sources", str(sources)]
+        cmd += ["--sources", str(sources)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     print(f"generated {out} in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -235,7 +235,7 @@ def databases(a: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     load_duckdb(dict(zip(tables.values(), files.values())), work / "customers.duckdb")
     t_duck = time.perf_counter() - t0
     sqlite_url, duckdb_url = f"sqlite:///{work / 'customers.db'}", f"duckdb:///{work / 'customers.duckdb'}"
-    with running_postgres(scratch / "pg") as url:
+    with running_postgres() as url:
         t0 = time.perf_counter()
         load_postgres(dict(zip(tables.values(), files.values())), url)
         t_pg = time.perf_counter() - t0
@@ -288,6 +288,41 @@ def postgres_counts(url: str, tables: list[str]) -> dict[str, int | None]:
     return out
 
 
+def summary(doc: dict[str, Any]) -> str:
+    """The results as markdown tables: wall, memory and F1 per pair of sources; the database variants."""
+    lines: list[str] = []
+    three = doc.get("three-sources")
+    if three:
+        lines += [
+            f"three-sources: {three['records']} records, {three['truth_pairs']:,} true cross-source pairs ({three['data']})",
+            "",
+            "| job | wall s | peak MB | F1 A-B | F1 A-C | F1 B-C | F1 all | cluster-pair F1 all |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, j in three["jobs"].items():
+            m, pr, cl = j["measured"] or {}, j.get("pairs") or {}, j.get("cluster_pairs") or {}
+            f1 = [f"{pr[k]['f1']:.4f}" if k in pr else "-" for k in ("A-B", "A-C", "B-C", "all")]
+            lines.append(
+                f"| {name} | {m.get('wall_s', '-')} | {m.get('peak_rss_mb', '-')} | {' | '.join(f1)} | {cl['all']['f1']:.4f} |"
+                if cl
+                else f"| {name} | {m.get('wall_s', '-')} | {m.get('peak_rss_mb', '-')} | {' | '.join(f1)} | - |"
+            )
+        lines.append("")
+    db = doc.get("databases")
+    if db:
+        lines += [
+            f"databases: {db['records']} records; loading the tables took {db['load_seconds']} s (not in the figures); "
+            f"rows written to PostgreSQL: {db['sink_rows']}",
+            "",
+            "| job | wall s | peak MB | pairs.csv equal to the CSV run |",
+            "|---|---|---|---|",
+        ]
+        for name, j in db["jobs"].items():
+            m = j["measured"] or {}
+            lines.append(f"| {name} | {m.get('wall_s', '-')} | {m.get('peak_rss_mb', '-')} | {j['pairs_equal_csv_run']} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenarios", default="three-sources,databases")
@@ -300,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-dir", default=str(HERE / "results"))
     a = p.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="bench-sources-"))
-    doc: dict[str, Any] = {"machine": machine_info(), "args": vars(a), "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+    machine = machine_info(("er-framework", "numpy", "splink", "duckdb", "psycopg"))
+    doc: dict[str, Any] = {"machine": machine, "args": vars(a), "when": time.strftime("%Y-%m-%d %H:%M:%S")}
     try:
         for name in a.scenarios.split(","):
             print(f"== {name}", flush=True)
@@ -309,8 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     out = Path(a.results_dir) / f"sources-{a.n}.json"
     out.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    print(json.dumps({k: v for k, v in doc.items() if k not in ("machine",)}, indent=1, default=str)[:6000])
-    print(f"wrote {out}")
+    text = summary(doc)
+    (out.with_suffix(".md")).write_text(f"python benchmarks/bench_sources.py {' '.join(argv or sys.argv[1:])}\n\n{text}", encoding="utf-8")
+    print(text)
+    print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0
 
 

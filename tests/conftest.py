@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from distributed import LocalCluster
@@ -42,9 +40,8 @@ def postgres_url() -> Iterator[str]:
     on a unix socket in a temporary folder, with a database ``er_test``; stopped at the end. Skipped when
     PostgreSQL cannot run here, unless ``ER_REQUIRE_POSTGRES=1`` (set by ``.ci/run``, which installs Debian's
     package): then its absence fails the tests instead of hiding them."""
-    folder = Path(tempfile.mkdtemp(prefix="er-pg-"))
     try:
-        with running_postgres(folder) as url:
+        with running_postgres() as url:
             yield url
     except PostgresUnavailable as exc:
         if os.environ.get("ER_REQUIRE_POSTGRES") == "1":

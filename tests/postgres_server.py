@@ -13,6 +13,7 @@ import glob
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,8 +62,9 @@ def _give_to_postgres(folder: Path) -> None:
 
 
 @contextmanager
-def running_postgres(folder: Path) -> Iterator[str]:
-    """A server whose data and socket live in ``folder`` (created; removed at the end): yields
+def running_postgres(folder: Path | None = None) -> Iterator[str]:
+    """A server whose data and socket live in ``folder`` (default: a new temporary folder; every folder above it
+    must be searchable by the server's user; removed at the end): yields
     ``postgresql://er@/er_test?host=FOLDER`` (the superuser ``er`` needs no password on the socket, the role
     ``er_pw`` needs :data:`POSTGRES_TEST_PASSWORD`). Raises :class:`PostgresUnavailable` when PostgreSQL is not
     installed, and ``subprocess.CalledProcessError`` when it does not start."""
@@ -73,6 +75,7 @@ def running_postgres(folder: Path) -> Iterator[str]:
         )
     import psycopg
 
+    folder = Path(tempfile.mkdtemp(prefix="er-pg-")) if folder is None else folder
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / "data"
     started = False
