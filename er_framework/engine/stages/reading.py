@@ -80,6 +80,7 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
                     where=f"sources[{i}] {src.name!r} (given in memory)",
                     layout=opts["layout"],
                     max_record_mb=opts["max_record_mb"],
+                    columns=opts["columns"],
                 )
             except ErError as exc:
                 problems.extend(exc.problems)
