@@ -44,14 +44,18 @@ from er_framework.config.spec import (
     ExactSpec,
     ExecutorSpec,
     JobSpec,
+    SourceSpec,
     pydantic_problems,
     type_problems,
     validate_spec,
     without_repeats,
 )
 from er_framework.config.yaml_load import YamlPath, fail, load_yaml, problem_at, read_job_text, render_path, where_of
-from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
+from er_framework.errors import ConfigError, ErError, Problem, choices_text, closest_column, columns_text, did_you_mean
+from er_framework.io.column_map import ColumnMap
+from er_framework.io.csv_dialect import CsvDialect
 from er_framework.io.html import check_boilerplate_options
+from er_framework.io.source_header import file_format, other_separator_fix, read_header
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
 from er_framework.registry import BUILTIN_EXECUTORS, Registry, build_registry, default_registry, executor_params_model
@@ -271,6 +275,7 @@ def resolve_job(
         _resolve_executor(data, lines, filename, problems)
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
+    problems += source_column_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
     declared = [f for s in spec.sources for f in s.fields]
     context = Context(seed=spec.seed, threshold=spec.design_threshold(), mode=spec.mode, workers=resolve_workers(spec.workers))
@@ -414,6 +419,126 @@ def _source_problems(
                     ("sources", i, "path"),
                     message=f"data file {s.path!r} does not exist (looked at {(base_dir / s.path).resolve()})",
                     fix="paths are relative to the YAML file's folder; check the path",
+                )
+            )
+    return problems
+
+
+def source_column_problems(
+    spec: JobSpec,
+    lines: dict[YamlPath, int],
+    filename: str,
+    base_dir: Path,
+    check_files: bool,
+    frames: Collection[str] = (),
+) -> list[Problem]:
+    """Every column a file source names is in its file: the id column (at ``sources[i].id``) and each field's
+    column (``sources[i].fields[j]``, or ``sources[i].columns.FIELD`` for a mapped one), all reported at
+    once, with a "did you mean"; and ``csv:`` only on a CSV/TSV file, with a dialect Python can read.
+
+    Reads the header only (:func:`~er_framework.io.source_header.read_header`: a CSV/TSV file's header row in
+    its dialect, a Parquet file's schema, the keys of a JSON Lines file's first objects, ``id`` and ``html``
+    for a folder of pages), so it stays fast. A glob is checked on its first file (the message says so). A
+    JSON Lines key absent from the first objects is reported only when those were the whole file: a key may
+    be left out of the lines where it is null, and appear later on. Sources given in memory (``frames``),
+    read from a database or without a file (reported by :func:`_source_problems`) are not checked here.
+    """
+    problems: list[Problem] = []
+    for i, s in enumerate(spec.sources):
+        dialect: CsvDialect | None = None
+        if s.csv is not None:
+            try:
+                dialect = CsvDialect(s.csv.delimiter, s.csv.quote, s.csv.encoding)
+            except ValueError as exc:
+                key = "encoding" if "encoding" in str(exc) else ("quote" if "quote" in str(exc) else "delimiter")
+                problems.append(problem_at(filename, lines, ("sources", i, "csv", key), message=str(exc)))
+                continue
+        if s.path is None or s.name in frames:
+            if s.csv is not None and s.name in frames:
+                problems.append(
+                    problem_at(
+                        filename,
+                        lines,
+                        ("sources", i, "csv"),
+                        message=f"csv: describes a CSV or TSV file, and source {s.name!r} is given in memory (a DataFrame)",
+                        fix="remove csv: from the source",
+                    )
+                )
+            continue
+        detected = file_format(Path(s.path))
+        if s.csv is not None and (detected is None or detected[0] not in ("csv", "tsv")):
+            what = f"a {detected[0]} file" if detected is not None else "not a .csv or .tsv file"
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    ("sources", i, "csv"),
+                    message=f"csv: describes a CSV or TSV file, and the path {s.path!r} of source {s.name!r} is {what}",
+                    fix="remove csv: from the source (it applies to .csv and .tsv files only)",
+                )
+            )
+            continue
+        if not check_files:
+            continue
+        paths = expand_source_path(base_dir, s.path)
+        if not paths or not paths[0].exists():
+            continue  # reported by _source_problems
+        first = paths[0]
+        shown = s.path if not is_glob(s.path) else f"{first.name} (the first of {len(paths)} files matching {s.path!r})"
+        hint = f" (source {s.name!r})"
+        try:
+            header = read_header(first, s.id, dialect, hint)
+        except ErError as exc:
+            problems.extend(exc.problems)
+            continue
+        except ValueError:
+            continue  # not a data file: the reader says what it expected
+        if not header.complete:
+            continue
+        problems += _missing_column_problems(s, i, header.columns, header.fmt, shown, dialect, lines, filename)
+    return problems
+
+
+def _missing_column_problems(
+    s: SourceSpec, i: int, present: list[str], fmt: str, shown: str, dialect: CsvDialect | None, lines: dict[YamlPath, int], filename: str
+) -> list[Problem]:
+    """The columns of source ``i`` that its file's header ``present`` lacks, or names twice."""
+    problems: list[Problem] = []
+    mapping = ColumnMap(s.fields, s.columns)
+    extra_fix = ""
+    if fmt in ("csv", "tsv"):
+        delimiter = (dialect or CsvDialect()).delimiter_for(fmt)
+        extra_fix = other_separator_fix(present, delimiter, True)
+    where = "page folder" if fmt == "pages" else "file"
+    columns = f"columns present: {columns_text(present)}"
+    wanted: list[tuple[YamlPath, str, str]] = [(("sources", i, "id"), s.id, f"id column {s.id!r}")]
+    for j, f in enumerate(s.fields):
+        column = mapping.of.get(f, f)
+        path: YamlPath = ("sources", i, "columns", f) if f in s.columns else ("sources", i, "fields", j)
+        wanted.append((path, column, "column " + mapping.label(column)))
+    counts = {c: present.count(c) for c in {c for _, c, _ in wanted}}
+    reported: set[str] = set()
+    for path, column, label in wanted:
+        if counts[column] == 0:
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    path,
+                    message=f"{label} is not in the {where} {shown} (source {s.name!r}); {columns}",
+                    fix=f"{closest_column(column, present)}name a column of the {where}, or map the field to one with "
+                    f"columns: {{FIELD: COLUMN}}{extra_fix}",
+                )
+            )
+        elif counts[column] > 1 and column not in reported:
+            reported.add(column)
+            problems.append(
+                problem_at(
+                    filename,
+                    lines,
+                    path,
+                    message=f"{label} appears {counts[column]} times in the header of {shown} (source {s.name!r})",
+                    fix="rename the columns of the file so that every name is unique",
                 )
             )
     return problems

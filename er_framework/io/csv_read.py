@@ -33,7 +33,7 @@ from er_framework.io.data_file import (
     snippet,
     too_big_problem,
 )
-from er_framework.io.source_header import MALFORMED_FIX
+from er_framework.io.source_header import MALFORMED_FIX, other_separator_fix
 
 __all__ = ["MALFORMED_FIX", "read_csv_columns"]
 
@@ -308,31 +308,9 @@ def _csv_header_problems(
 ) -> list[Problem]:
     """Wanted columns missing from the header (with a hint at another separator) or in it twice."""
     missing = [c for c in wanted if c not in positions]
-    extra_fix = _other_separator(header, delimiter, dialect_option) if missing else ""
+    extra_fix = other_separator_fix(header, delimiter, dialect_option) if missing else ""
     problems = missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
     return problems + repeated_columns(positions, wanted, f"{file}:{header_line}", " in the header")
-
-
-#: the separators a header of one cell may be split by instead: (the separator, its name, as YAML writes it)
-_SEPARATORS = ((";", "';'", '";"'), ("\t", "tab", '"\\t"'), ("|", "'|'", '"|"'), (",", "','", '","'))
-
-
-def _other_separator(header: list[str], delimiter: str, dialect_option: bool) -> str:
-    """A header of one cell that holds another separator: the fix naming it (``dialect_option``: a source's,
-    whose ``csv: {delimiter: …}`` is named)."""
-    if len(header) != 1:
-        return ""
-    for other, label, yaml in _SEPARATORS:
-        if other != delimiter and other in header[0]:
-            if dialect_option:
-                return f"; the header {header[0]!r} looks {label}-separated: set csv: {{delimiter: {yaml}}} on the source"
-            if delimiter == ",":
-                return (
-                    f"; the header {header[0]!r} looks {label}-separated: a CSV must be "
-                    "comma-separated (or name the file .tsv if tab-separated)"
-                )
-            return f"; the header {header[0]!r} looks {label}-separated"
-    return ""
 
 
 def _csv_rows(

@@ -28,7 +28,7 @@ from er_framework.errors import InputError, Problem
 from er_framework.io.csv_dialect import DEFAULT_DIALECT, CsvDialect, decoded_chunks
 from er_framework.io.formats import FORMATS, not_regular_problem, open_regular
 
-__all__ = ["HEADER_OBJECTS", "MALFORMED_FIX", "Header", "csv_header", "file_format", "jsonl_keys", "read_header"]
+__all__ = ["HEADER_OBJECTS", "MALFORMED_FIX", "Header", "csv_header", "file_format", "jsonl_keys", "other_separator_fix", "read_header"]
 
 #: How many objects of a JSON Lines file name its columns (the union of their keys).
 HEADER_OBJECTS = 1000
@@ -146,3 +146,25 @@ def jsonl_keys(pieces: Iterable[tuple[str, int]]) -> tuple[list[str], bool]:
                 keys.update(dict.fromkeys(obj))
             seen += 1
     return list(keys), True
+
+
+#: the separators a header of one cell may be split by instead: (the separator, its name, as YAML writes it)
+_SEPARATORS = ((";", "';'", '";"'), ("\t", "tab", '"\\t"'), ("|", "'|'", '"|"'), (",", "','", '","'))
+
+
+def other_separator_fix(header: list[str], delimiter: str, dialect_option: bool) -> str:
+    """A header of one cell that holds another separator: the fix naming it (``dialect_option``: a source's,
+    whose ``csv: {delimiter: …}`` is named)."""
+    if len(header) != 1:
+        return ""
+    for other, label, yaml in _SEPARATORS:
+        if other != delimiter and other in header[0]:
+            if dialect_option:
+                return f"; the header {header[0]!r} looks {label}-separated: set csv: {{delimiter: {yaml}}} on the source"
+            if delimiter == ",":
+                return (
+                    f"; the header {header[0]!r} looks {label}-separated: a CSV must be "
+                    "comma-separated (or name the file .tsv if tab-separated)"
+                )
+            return f"; the header {header[0]!r} looks {label}-separated"
+    return ""
