@@ -493,8 +493,8 @@ def source_column_problems(
             continue
         except ValueError:
             continue  # not a data file: the reader says what it expected
-        if not header.complete:
-            continue
+        if not header.complete or not header.columns:
+            continue  # not known from the header; an empty file: the reader says so
         problems += _missing_column_problems(s, i, header.columns, header.fmt, shown, dialect, lines, filename)
     return problems
 

@@ -28,7 +28,17 @@ from er_framework.errors import InputError, Problem
 from er_framework.io.csv_dialect import DEFAULT_DIALECT, CsvDialect, decoded_chunks
 from er_framework.io.formats import FORMATS, not_regular_problem, open_regular
 
-__all__ = ["HEADER_OBJECTS", "MALFORMED_FIX", "Header", "csv_header", "file_format", "jsonl_keys", "other_separator_fix", "read_header"]
+__all__ = [
+    "HEADER_BYTES",
+    "HEADER_OBJECTS",
+    "MALFORMED_FIX",
+    "Header",
+    "csv_header",
+    "file_format",
+    "jsonl_keys",
+    "other_separator_fix",
+    "read_header",
+]
 
 #: How many objects of a JSON Lines file name its columns (the union of their keys).
 HEADER_OBJECTS = 1000
@@ -40,6 +50,26 @@ MALFORMED_FIX = (
 
 #: bytes read at a time for a header
 _HEADER_CHUNK = 1 << 16
+#: the most bytes (decompressed) read for a header: a file whose header (CSV/TSV: with the blank lines
+#: before it; JSON Lines: its first objects) is not found in them is not known (``Header.complete`` false)
+HEADER_BYTES = 8 << 20
+
+
+class _Budget:
+    """A binary stream that ends after ``budget`` bytes; ``cut`` tells whether there was more."""
+
+    def __init__(self, f: BinaryIO | gzip.GzipFile, budget: int) -> None:
+        self.f = f
+        self.left = budget
+        self.cut = False
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            self.cut = self.cut or bool(self.f.read(1))
+            return b""
+        data = self.f.read(min(n, self.left) if n >= 0 else self.left)
+        self.left -= len(data)
+        return data
 
 
 @dataclass(frozen=True)
@@ -49,7 +79,8 @@ class Header:
     columns: list[str]
     #: ``"csv"``, ``"tsv"``, ``"jsonl"``, ``"parquet"`` or ``"pages"``
     fmt: str
-    #: JSON Lines: every line of the file was read (its keys are all the keys there are)
+    #: the columns are all there are (false: a JSON Lines file longer than its first objects, or a header
+    #: not found within :data:`HEADER_BYTES`; ``columns`` are then those seen)
     complete: bool = True
 
 
@@ -64,8 +95,9 @@ def file_format(path: Path) -> tuple[str, bool] | None:
 
 def read_header(path: Path, id_column: str, dialect: CsvDialect | None = None, hint: str = "") -> Header:
     """The columns of the data file (or page folder) ``path``, reading no data row (JSON Lines: the first
-    :data:`HEADER_OBJECTS` objects). InputError for a file that cannot be opened, is not a regular file, or
-    whose header cannot be parsed or decoded; ValueError for a path of no supported format."""
+    :data:`HEADER_OBJECTS` objects), and at most :data:`HEADER_BYTES`. InputError for a file that cannot be
+    opened, is not a regular file, or whose header cannot be parsed or decoded; ValueError for a path of no
+    supported format."""
     detected = file_format(path)
     if detected is None:
         if path.is_dir():
@@ -84,13 +116,14 @@ def read_header(path: Path, id_column: str, dialect: CsvDialect | None = None, h
     if f is None:
         raise InputError(not_regular_problem(file, mode, hint))
     with f:
-        stream: BinaryIO = gzip.GzipFile(fileobj=f, mode="rb") if compressed else f  # type: ignore[assignment]
+        stream = _Budget(gzip.GzipFile(fileobj=f, mode="rb") if compressed else f, HEADER_BYTES)
         d = dialect or DEFAULT_DIALECT
-        pieces = decoded_chunks(stream, file, compressed, hint, None, d.encoding, chunk=_HEADER_CHUNK)
+        pieces = decoded_chunks(stream, file, compressed, hint, None, d.encoding, chunk=_HEADER_CHUNK)  # type: ignore[arg-type]
         if fmt == "jsonl":
             keys, complete = jsonl_keys(pieces)
-            return Header(keys, fmt, complete)
-        return Header(csv_header(pieces, d.delimiter_for(fmt), file, hint, d.quote), fmt)
+            return Header(keys, fmt, complete and not stream.cut)
+        columns = csv_header(pieces, d.delimiter_for(fmt), file, hint, d.quote)
+        return Header(columns, fmt, not stream.cut or bool(columns))
 
 
 def _parquet_names(p: Path, file: str, hint: str) -> list[str]:
