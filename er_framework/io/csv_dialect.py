@@ -151,6 +151,16 @@ def decoded_chunks(
             raise InputError(
                 _decode_problem(file, line_at, offset, bytes(e.object[e.start : e.start + 1]), encoding, e.reason, compressed, hint)
             ) from None
+        except UnicodeError as e:  # e.g. UTF-16 without its byte order mark
+            where = f"{file}:{line + carry.count(chr(10))}"
+            raise InputError(
+                Problem(
+                    where=where,
+                    message=f"the file cannot be read as {encoding}: {e}{hint}",
+                    fix="name the file's encoding on the source with its byte order, e.g. csv: {encoding: utf-16-le} "
+                    "(or utf-16-be), or csv: {encoding: utf-8}",
+                )
+            ) from None
         consumed += len(raw)
         if first and text:
             first = False
