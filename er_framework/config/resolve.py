@@ -450,8 +450,10 @@ def source_column_problems(
             try:
                 dialect = CsvDialect(s.csv.delimiter, s.csv.quote, s.csv.encoding)
             except ValueError as exc:
-                key = "encoding" if "encoding" in str(exc) else ("quote" if "quote" in str(exc) else "delimiter")
-                problems.append(problem_at(filename, lines, ("sources", i, "csv", key), message=str(exc)))
+                path: YamlPath = ("sources", i, "csv")
+                if str(exc).startswith("unknown encoding"):
+                    path += ("encoding",)
+                problems.append(problem_at(filename, lines, path, message=str(exc)))
                 continue
         if s.path is None or s.name in frames:
             if s.csv is not None and s.name in frames:
