@@ -445,60 +445,53 @@ def source_column_problems(
     """
     problems: list[Problem] = []
     for i, s in enumerate(spec.sources):
-        dialect: CsvDialect | None = None
-        if s.csv is not None:
-            try:
-                dialect = CsvDialect(s.csv.delimiter, s.csv.quote, s.csv.encoding)
-            except ValueError as exc:
-                path: YamlPath = ("sources", i, "csv")
-                if str(exc).startswith("unknown encoding"):
-                    path += ("encoding",)
-                problems.append(problem_at(filename, lines, path, message=str(exc)))
-                continue
-        if s.path is None or s.name in frames:
-            if s.csv is not None and s.name in frames:
-                problems.append(
-                    problem_at(
-                        filename,
-                        lines,
-                        ("sources", i, "csv"),
-                        message=f"csv: describes a CSV or TSV file, and source {s.name!r} is given in memory (a DataFrame)",
-                        fix="remove csv: from the source",
-                    )
-                )
-            continue
-        detected = file_format(Path(s.path))
-        if s.csv is not None and (detected is None or detected[0] not in ("csv", "tsv")):
-            what = f"a {detected[0]} file" if detected is not None else "not a .csv or .tsv file"
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    ("sources", i, "csv"),
-                    message=f"csv: describes a CSV or TSV file, and the path {s.path!r} of source {s.name!r} is {what}",
-                    fix="remove csv: from the source (it applies to .csv and .tsv files only)",
-                )
-            )
-            continue
-        if not check_files:
+        dialect, csv_problems = _csv_setting_problems(s, i, frames, lines, filename)
+        problems += csv_problems
+        if csv_problems or not check_files or s.path is None or s.name in frames:
             continue
         paths = expand_source_path(base_dir, s.path)
         if not paths or not paths[0].exists():
             continue  # reported by _source_problems
         first = paths[0]
         shown = s.path if not is_glob(s.path) else f"{first.name} (the first of {len(paths)} files matching {s.path!r})"
-        hint = f" (source {s.name!r})"
         try:
-            header = read_header(first, s.id, dialect, hint)
+            header = read_header(first, s.id, dialect, f" (source {s.name!r})")
         except ErError as exc:
             problems.extend(exc.problems)
             continue
         except ValueError:
             continue  # not a data file: the reader says what it expected
-        if not header.complete or not header.columns:
-            continue  # not known from the header; an empty file: the reader says so
-        problems += _missing_column_problems(s, i, header.columns, header.fmt, shown, dialect, lines, filename)
+        if header.complete and header.columns:  # else not known from the header; an empty file: the reader says so
+            problems += _missing_column_problems(s, i, header.columns, header.fmt, shown, dialect, lines, filename)
     return problems
+
+
+def _csv_setting_problems(
+    s: SourceSpec, i: int, frames: Collection[str], lines: dict[YamlPath, int], filename: str
+) -> tuple[CsvDialect | None, list[Problem]]:
+    """Source ``i``'s dialect (``csv:``), and the problems of a dialect Python cannot read or of ``csv:`` on a
+    source that is not a CSV/TSV file."""
+    if s.csv is None:
+        return None, []
+    try:
+        dialect = CsvDialect(s.csv.delimiter, s.csv.quote, s.csv.encoding)
+    except ValueError as exc:
+        path: YamlPath = ("sources", i, "csv")
+        if str(exc).startswith("unknown encoding"):
+            path += ("encoding",)
+        return None, [problem_at(filename, lines, path, message=str(exc))]
+    what = ""
+    if s.name in frames:
+        what = f"source {s.name!r} is given in memory (a DataFrame)"
+    elif s.path is not None:
+        detected = file_format(Path(s.path))
+        if detected is None or detected[0] not in ("csv", "tsv"):
+            kind = f"a {detected[0]} file" if detected is not None else "not a .csv or .tsv file"
+            what = f"the path {s.path!r} of source {s.name!r} is {kind}"
+    if what:
+        fix = "remove csv: from the source (it applies to .csv and .tsv files only)"
+        return None, [problem_at(filename, lines, ("sources", i, "csv"), message=f"csv: describes a CSV or TSV file, and {what}", fix=fix)]
+    return dialect, []
 
 
 def _missing_column_problems(

@@ -127,49 +127,19 @@ def decoded_chunks(
     consumed = 0  # bytes fed to the decoder
     first = True
     while True:
-        try:
-            raw = f.read(chunk)
-        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-            raise InputError(
-                Problem(
-                    where=file,
-                    message=f"not a valid gzip file ({e}){hint}",
-                    fix="re-compress the file with gzip, or remove the .gz extension if it is not compressed",
-                )
-            ) from None
-        except OSError as e:
-            raise InputError(
-                Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}", fix="check the file's permissions")
-            ) from None
+        raw = _read(f, chunk, file, hint)
         final = not raw
         try:
             text = decoder.decode(raw, final)
-        except UnicodeDecodeError as e:
-            pending = len(e.object) - len(raw)  # bytes the decoder held from the previous read
-            offset = consumed - pending + e.start
-            line_at = line + carry.count("\n") + _lines_before(e.object[: e.start], encoding)
-            raise InputError(
-                _decode_problem(file, line_at, offset, bytes(e.object[e.start : e.start + 1]), encoding, e.reason, compressed, hint)
-            ) from None
-        except UnicodeError as e:  # e.g. UTF-16 without its byte order mark
-            where = f"{file}:{line + carry.count(chr(10))}"
-            raise InputError(
-                Problem(
-                    where=where,
-                    message=f"the file cannot be read as {encoding}: {e}{hint}",
-                    fix="name the file's encoding on the source with its byte order, e.g. csv: {encoding: utf-16-le} "
-                    "(or utf-16-be), or csv: {encoding: utf-8}",
-                )
-            ) from None
+        except UnicodeError as e:
+            raise InputError(_undecodable(e, raw, consumed, line + carry.count("\n"), encoding, file, compressed, hint)) from None
         consumed += len(raw)
         if first and text:
             first = False
-            if text[0] == "\ufeff":
-                text = text[1:]
+            text = text[1:] if text[0] == "\ufeff" else text
         if final:
-            rest = carry + text
-            if rest:
-                yield rest, line
+            if carry + text:
+                yield carry + text, line
             return
         nl = text.rfind("\n")
         if nl < 0:
@@ -179,18 +149,58 @@ def decoded_chunks(
             carry = text[nl + 1 :]
             yield piece, line
             line += piece.count("\n")
-        if limit is not None and len(carry) > limit // 4 and len(carry.encode("utf-8", "surrogatepass")) > limit:
-            size = len(carry.encode("utf-8", "surrogatepass"))
-            problem = (
-                too_big(line, size, carry[:4096])
-                if too_big is not None
-                else Problem(
-                    where=f"{file}:{line}",
-                    message=f"the record on line {line} is larger than the limit of {mb_text(limit)} (max_record_mb){hint}",
-                    fix=RECORD_FIX,
-                )
+        if limit is not None and len(carry) > limit // 4:
+            _check_size(carry, line, limit, too_big, file, hint)
+
+
+def _read(f: BinaryIO, chunk: int, file: str, hint: str) -> bytes:
+    """The next ``chunk`` bytes of ``f``; InputError for a broken gzip stream or a read that fails."""
+    try:
+        return f.read(chunk)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InputError(
+            Problem(
+                where=file,
+                message=f"not a valid gzip file ({e}){hint}",
+                fix="re-compress the file with gzip, or remove the .gz extension if it is not compressed",
             )
-            raise InputError(problem)
+        ) from None
+    except OSError as e:
+        raise InputError(
+            Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}", fix="check the file's permissions")
+        ) from None
+
+
+def _undecodable(e: UnicodeError, raw: bytes, consumed: int, line: int, encoding: str, file: str, compressed: bool, hint: str) -> Problem:
+    """The problem of bytes that do not decode (``raw``: the bytes just read, ``consumed``: the bytes fed to the
+    decoder before them, ``line``: the line the decoder's text had reached)."""
+    if isinstance(e, UnicodeDecodeError):
+        pending = len(e.object) - len(raw)  # bytes the decoder held from the previous read
+        offset = consumed - pending + e.start
+        line_at = line + _lines_before(e.object[: e.start], encoding)
+        return _decode_problem(file, line_at, offset, bytes(e.object[e.start : e.start + 1]), encoding, e.reason, compressed, hint)
+    return Problem(  # e.g. UTF-16 without its byte order mark
+        where=f"{file}:{line}",
+        message=f"the file cannot be read as {encoding}: {e}{hint}",
+        fix="name the file's encoding on the source with its byte order, e.g. csv: {encoding: utf-16-le} "
+        "(or utf-16-be), or csv: {encoding: utf-8}",
+    )
+
+
+def _check_size(carry: str, line: int, limit: int, too_big: Callable[[int, int, str], Problem] | None, file: str, hint: str) -> None:
+    """InputError when the line under way (``carry``, from line ``line``) is larger than ``limit`` bytes of UTF-8."""
+    size = len(carry.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return
+    if too_big is not None:
+        raise InputError(too_big(line, size, carry[:4096]))
+    raise InputError(
+        Problem(
+            where=f"{file}:{line}",
+            message=f"the record on line {line} is larger than the limit of {mb_text(limit)} (max_record_mb){hint}",
+            fix=RECORD_FIX,
+        )
+    )
 
 
 def _lines_before(data: bytes, encoding: str) -> int:

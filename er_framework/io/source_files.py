@@ -569,37 +569,17 @@ def read_raw_columns(
     text_csv = fmt in ("csv", "tsv")
     if text_csv:
         ids.delimiter = d.delimiter_for(fmt)
-    transcoded = text_csv and not d.utf8
     with open_data_file(p, file, hint) as raw:
-        f: BinaryIO = raw
         pieces: Iterable[tuple[str, int]]
         if byte_range is not None:
-            start, end = byte_range
-            if transcoded:
+            if text_csv and not d.utf8:
                 raise ValueError(f"a file in {d.encoding} cannot be read by byte range")
-            head = _range_start(f, start, text_csv, limit, file, hint, d.quote.encode())
-            pos = f.tell()
-            if pos >= end:
+            got = _range_pieces(raw, byte_range, text_csv, limit, file, hint, d.quote.encode(), ids, spans)
+            if got is None:
                 return None
-            if spans is not None and pos > 0:
-                spans.start = pos  # the range's first line (a byte order mark is only at 0)
-            body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos, first_line=2 if head else 1, ids=ids)
-            if head:
-                pieces = chain([(_decode_head(head, file, hint), 1)], body)
-            else:
-                pieces = body
+            pieces = got
         else:
-            if compressed:
-                f = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-            if transcoded:
-
-                def too_big(line: int, size: int, text: str) -> Problem:
-                    assert limit is not None
-                    return too_big_problem(file, line, size, limit, hint, "line", ids(text), partial=True)
-
-                pieces = decoded_chunks(f, file, compressed, hint, limit, d.encoding, too_big=too_big)
-            else:
-                pieces = text_chunks(f, file, compressed, hint, limit, ids=ids)
+            pieces = _file_pieces(raw, compressed, text_csv and not d.utf8, d.encoding, limit, file, hint, ids)
         whole = whole and byte_range is None
         if fmt == "jsonl":
             if spans is not None:
@@ -623,6 +603,45 @@ def read_raw_columns(
             if dialect is None:
                 raise
             raise InputError([_encoding_hint(q) for q in exc.problems]) from None
+
+
+def _range_pieces(
+    f: BinaryIO,
+    byte_range: tuple[int, int],
+    header: bool,
+    limit: int | None,
+    file: str,
+    hint: str,
+    quote: bytes,
+    ids: RecordIds,
+    spans: SpanCollector | None,
+) -> Iterable[tuple[str, int]] | None:
+    """The text of the lines starting in ``byte_range`` of the UTF-8 file ``f`` (after the file's header record
+    when ``header``); ``None`` when no line starts there."""
+    start, end = byte_range
+    head = _range_start(f, start, header, limit, file, hint, quote)
+    pos = f.tell()
+    if pos >= end:
+        return None
+    if spans is not None and pos > 0:
+        spans.start = pos  # the range's first line (a byte order mark is only at 0)
+    body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos, first_line=2 if head else 1, ids=ids)
+    return chain([(_decode_head(head, file, hint), 1)], body) if head else body
+
+
+def _file_pieces(
+    raw: BinaryIO, compressed: bool, transcoded: bool, encoding: str, limit: int | None, file: str, hint: str, ids: RecordIds
+) -> Iterable[tuple[str, int]]:
+    """The text of the whole file ``raw`` (gzip decompressed; ``transcoded``: decoded from ``encoding``)."""
+    f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw  # type: ignore[assignment]
+    if not transcoded:
+        return text_chunks(f, file, compressed, hint, limit, ids=ids)
+
+    def too_big(line: int, size: int, text: str) -> Problem:
+        assert limit is not None
+        return too_big_problem(file, line, size, limit, hint, "line", ids(text), partial=True)
+
+    return decoded_chunks(f, file, compressed, hint, limit, encoding, too_big=too_big)
 
 
 def dialect_problem(file: str, fmt: str, hint: str) -> Problem:
