@@ -35,16 +35,16 @@ from er_framework.components import (
     Component,
     Context,
     Family,
-    GoldenRule,
     Normalizer,
     Params,
     Verifier,
 )
+from er_framework.config.golden_checks import golden_problems
+from er_framework.config.source_checks import database_problems, expand_source_path, is_glob, source_column_problems
 from er_framework.config.spec import (
     AutoThresholdSpec,
     ExactSpec,
     ExecutorSpec,
-    GoldenFieldSpec,
     JobSpec,
     pydantic_problems,
     type_problems,
@@ -52,8 +52,7 @@ from er_framework.config.spec import (
     without_repeats,
 )
 from er_framework.config.yaml_load import YamlPath, fail, load_yaml, problem_at, read_job_text, render_path, where_of
-from er_framework.errors import ConfigError, ErError, Problem, choices_text, closest_column, did_you_mean
-from er_framework.io.database import connect, parse_url, query_columns
+from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
 from er_framework.io.html import check_boilerplate_options
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
@@ -172,22 +171,6 @@ class Job:
         return out
 
 
-def is_glob(path: str) -> bool:
-    """A source path with ``*``, ``?`` or ``[``: a pattern naming several files of one source."""
-    return any(c in path for c in "*?[")
-
-
-def expand_source_path(base_dir: Path, path: str) -> list[Path]:
-    """``[base_dir / path]``, or for a glob pattern the matching files sorted by name (their records
-    are read in that order, so a source's record order does not depend on the filesystem)."""
-    if not is_glob(path):
-        return [(base_dir / path).resolve()]
-    import glob
-
-    pattern = str(base_dir / path)
-    return sorted(Path(p).resolve() for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
-
-
 def parse_job(
     path: str | Path,
     registry: Registry | None = None,
@@ -275,6 +258,7 @@ def resolve_job(
         fail(problems)
     problems += _source_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += database_problems(spec, lines, filename, base_dir, check_files, frames)
+    problems += source_column_problems(spec, lines, filename, base_dir, check_files, frames)
     problems += _shape_problems(spec, lines, filename)
     problems += golden_problems(spec, lines, filename, registry)
     declared = [f for s in spec.sources for f in s.fields]
@@ -424,115 +408,6 @@ def _source_problems(
     return problems
 
 
-def database_problems(
-    spec: JobSpec,
-    lines: dict[YamlPath, int],
-    filename: str,
-    base_dir: Path,
-    check_files: bool,
-    frames: Collection[str] = (),
-) -> list[Problem]:
-    """The databases of the job (issue 33): every ``database:`` URL understood (scheme, ``${VAR}``), and with
-    ``check_files`` each database source connected to and its query or table's header read
-    (:func:`~er_framework.io.database.query_columns`, no row fetched): the id column and every field's column
-    must be there (each missing one reported, with did-you-mean); ``output.database`` connected to
-    (PostgreSQL) or its folder present (SQLite, DuckDB). The Dask executor reads files only: a database
-    there is refused."""
-    problems: list[Problem] = []
-    for i, s in enumerate(spec.sources):
-        if s.database is not None and s.name not in frames:
-            problems += _database_source_problems(i, spec, lines, filename, base_dir, check_files)
-    if spec.output.database is not None:
-        problems += _output_database_problems(spec.output.database, lines, filename, base_dir, check_files)
-    used: list[YamlPath] = [("sources", i, "database") for i, s in enumerate(spec.sources) if s.database is not None]
-    used += [("output", "database")] if spec.output.database is not None else []
-    if spec.executor.type == "dask" and used:
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                ("executor", "type"),
-                message=f"the Dask executor reads sources from files on its workers and writes files only, but this job "
-                f"names a database at {', '.join(render_path(p) for p in used)}",
-                fix="run the job with the local executor (executor: {type: local}), or export the query to a Parquet "
-                "file and name that file as the source's path",
-            )
-        )
-    return problems
-
-
-def _database_source_problems(
-    i: int, spec: JobSpec, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool
-) -> list[Problem]:
-    """Source ``i``'s URL understood; with ``check_files`` its query or table and every column it reads present."""
-    s = spec.sources[i]
-    assert s.database is not None
-    at: YamlPath = ("sources", i, "database")
-    part: YamlPath = ("sources", i, "table" if s.table is not None else "query")
-    try:
-        url = parse_url(s.database, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-        if not check_files:
-            return []
-        conn = connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-        try:
-            present = query_columns(conn, query=s.query, table=s.table, where=where_of(filename, lines, part), path=render_path(part))
-        finally:
-            conn.close()
-    except ErError as exc:
-        return exc.problems
-    problems: list[Problem] = []
-    what = f"the {'table ' + repr(s.table) if s.table is not None else 'query'} of source {s.name!r}"
-    if s.id not in present:
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                ("sources", i, "id"),
-                message=f"{what} has no id column {s.id!r}; its columns are {present}",
-                fix=f"{closest_column(s.id, present)}name the id column with id:, or select it in the query",
-            )
-        )
-    for j, f in enumerate(s.fields):
-        column = s.column_of(f)
-        if column in present:
-            continue
-        mapped = f" (read for field {f!r})" if column != f else ""
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                ("sources", i, "columns", f) if f in s.columns else ("sources", i, "fields", j),
-                message=f"{what} has no column {column!r}{mapped}; its columns are {present}",
-                fix=f"{closest_column(column, present)}map the field to a column of the source with columns: "
-                f"{{{f}: COLUMN}}, or select it in the query",
-            )
-        )
-    return problems
-
-
-def _output_database_problems(out: str, lines: dict[YamlPath, int], filename: str, base_dir: Path, check_files: bool) -> list[Problem]:
-    """``output.database`` understood; with ``check_files`` its folder present (SQLite, DuckDB) or the server
-    connected to (PostgreSQL)."""
-    at: YamlPath = ("output", "database")
-    try:
-        url = parse_url(out, base_dir, where=where_of(filename, lines, at), path=render_path(at))
-        if check_files and url.file is not None and not url.file.parent.is_dir():
-            return [
-                problem_at(
-                    filename,
-                    lines,
-                    at,
-                    message=f"the folder {str(url.file.parent)!r} of the output database does not exist",
-                    fix="create the folder, or name a database file in an existing one (relative to the YAML file's folder)",
-                )
-            ]
-        if check_files and url.kind == "postgresql":
-            connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at)).close()
-    except ErError as exc:
-        return exc.problems
-    return []
-
-
 def _shape_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str) -> list[Problem]:
     """The mode's number of sources; one of 'blocker' and 'blockers'."""
     problems: list[Problem] = []
@@ -665,113 +540,6 @@ def _parse_path(rendered: str) -> YamlPath:
     """The inverse of :func:`render_path`: ``"blockers[0].fields"`` -> ``("blockers", 0, "fields")``."""
     parts = rendered.replace("[", ".").replace("]", "").split(".")
     return tuple(int(x) if x.isdigit() else x for x in parts if x)
-
-
-@dataclass
-class _GoldenCheck:
-    """What the checks of ``output.golden`` share: where problems go and what the job declares."""
-
-    lines: dict[YamlPath, int]
-    filename: str
-    registry: Registry
-    declared: list[str]
-    sources: list[str]
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, path: YamlPath, message: str, fix: str = "") -> None:
-        self.problems.append(problem_at(self.filename, self.lines, path, message=message, fix=fix))
-
-    def rule(self, name: str, path: YamlPath) -> type[Component] | None:
-        """The installed rule ``name``, or None with a problem (did you mean, the installed list)."""
-        installed = self.registry.names("golden_rule")
-        if name in installed:
-            return self.registry.get("golden_rule", name).cls
-        self.add(
-            path,
-            f"no golden rule named {name!r}",
-            f"{did_you_mean(name, installed)}installed: {choices_text(installed)} (er plugins describes them)",
-        )
-        return None
-
-
-def golden_problems(spec: JobSpec, lines: dict[YamlPath, int], filename: str, registry: Registry) -> list[Problem]:
-    """``output.golden``: every rule installed (did you mean, the installed list), a rule that reads dates given
-    ``by:`` (a field some source reads), ``order:`` naming sources, ``fields:`` naming fields some source reads,
-    an executor that holds the records' values (not dask)."""
-    golden = spec.output.golden
-    if golden is None:
-        return []
-    base: YamlPath = ("output", "golden")
-    declared = [f for s in spec.sources for f in s.fields]
-    check = _GoldenCheck(lines, filename, registry, declared, [s.name for s in spec.sources])
-    _golden_column_clashes(check, base)
-    default = check.rule(golden.rule, (*base, "rule"))
-    if default is not None and issubclass(default, GoldenRule) and default.needs_by:
-        unset = [f for f in dict.fromkeys(declared) if f not in golden.fields]
-        if unset:
-            check.add(
-                (*base, "rule"),
-                f"rule {golden.rule!r} needs by: (a date field), which only a field's own rule can give "
-                f"(fields using this default: {', '.join(unset)})",
-                f"use another default rule, and write e.g. fields: {{{unset[0]}: {{rule: {golden.rule}, by: FIELD}}}}",
-            )
-    for fname, entry in golden.fields.items():
-        _golden_field_problems(check, (*base, "fields", fname), fname, entry)
-    if spec.executor.type == "dask":
-        check.add(
-            base,
-            "golden records are not built by the dask executor (its client does not hold the records' values)",
-            "run the job on the local executor (executor: {type: local}), or drop output.golden",
-        )
-    return check.problems
-
-
-def _golden_column_clashes(check: _GoldenCheck, base: YamlPath) -> None:
-    """golden.csv's columns (cluster_id, size, then FIELD, FIELD_source, FIELD_id per field) must be distinct."""
-    columns = ["cluster_id", "size"]
-    for f in dict.fromkeys(check.declared):
-        for col in (f, f"{f}_source", f"{f}_id"):
-            if col in columns:
-                check.add(
-                    base,
-                    f"golden.csv would have two columns named {col!r} (field {f!r})",
-                    "rename the field in the sources' fields: (and columns: {FIELD: COLUMN} to read it)",
-                )
-            columns.append(col)
-
-
-def _golden_field_problems(check: _GoldenCheck, path: YamlPath, fname: str, entry: str | GoldenFieldSpec) -> None:
-    """One entry of ``output.golden.fields``: the field, its rule, ``by:`` and ``order:``."""
-    declared = check.declared
-    if fname not in declared:
-        check.add(
-            path,
-            f"field {fname!r} is not read by any source",
-            did_you_mean(fname, declared) + f"fields of the sources: {choices_text(set(declared))}",
-        )
-    fs = entry if isinstance(entry, GoldenFieldSpec) else GoldenFieldSpec(rule=entry)
-    cls = check.rule(fs.rule, (*path, "rule") if isinstance(entry, GoldenFieldSpec) else path)
-    if fs.by is not None and fs.by not in declared:
-        check.add(
-            (*path, "by"),
-            f"by: field {fs.by!r} is not read by any source",
-            did_you_mean(fs.by, declared) + f"name a date field of the sources: {choices_text(set(declared))}",
-        )
-    if fs.by is None and cls is not None and issubclass(cls, GoldenRule) and cls.needs_by:
-        check.add(
-            path,
-            f"rule {fs.rule!r} needs by: the field holding each record's date",
-            f"write {fname}: {{rule: {fs.rule}, by: FIELD}} (an ISO 8601 date or a number)",
-        )
-    for i, name in enumerate(fs.order or []):
-        if name not in check.sources:
-            check.add(
-                (*path, "order", i),
-                f"order: {name!r} is not a source of the job",
-                did_you_mean(name, check.sources) + f"sources: {choices_text(check.sources)}",
-            )
-        elif name in (fs.order or [])[:i]:
-            check.add((*path, "order", i), f"order: source {name!r} is listed twice")
 
 
 def _field_ref_problems(comps: list[ComponentSpec], declared: list[str], lines: dict[YamlPath, int], filename: str) -> list[Problem]:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from er_framework.components import FAMILIES
 from er_framework.config.yaml_load import YamlPath, problem_at, render_path, where_of
 from er_framework.errors import Problem, choices_text, did_you_mean
+from er_framework.io.csv_dialect import CsvDialect
 from er_framework.registry import executor_table
 
 # ----------------------------------------------------------------------------
@@ -136,6 +137,8 @@ class SourceSpec(_Strict):
             "layout": self.layout,
             "max_record_mb": self.max_record_mb,
             "follow_symlinks": self.html.follow_symlinks if self.html is not None else False,
+            "columns": dict(self.columns),
+            "dialect": CsvDialect(self.csv.delimiter, self.csv.quote, self.csv.encoding) if self.csv is not None else None,
         }
 
 

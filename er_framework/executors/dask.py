@@ -84,7 +84,7 @@ def plan_parts(job: Job, partition_mb: float) -> list[Part]:
     for i, src in enumerate(job.spec.sources):
         for file in job.source_paths(i):  # a glob pattern: every file, in name order
             path = str(file)
-            ranges = partition_ranges(path, int(partition_mb * 2**20)) if src.layout == "wide" else None
+            ranges = partition_ranges(path, int(partition_mb * 2**20), src.read_options()["dialect"]) if src.layout == "wide" else None
             if ranges is None:
                 parts.append(Part(i, path, None))
             else:

@@ -33,13 +33,9 @@ from er_framework.io.data_file import (
     snippet,
     too_big_problem,
 )
+from er_framework.io.source_header import MALFORMED_FIX, other_separator_fix
 
 __all__ = ["MALFORMED_FIX", "read_csv_columns"]
-
-#: How to fix a row the csv module cannot parse.
-MALFORMED_FIX = (
-    'enclose values that contain the separator, a quote or a newline in double quotes, and double the quotes inside them ("say ""hi""")'
-)
 
 
 class _TooBig(Exception):
@@ -90,6 +86,8 @@ def read_csv_columns(
     whole: bool = True,
     ids: RecordIds | None = None,
     split_whole: bool = True,
+    quote: str = '"',
+    dialect_option: bool = False,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
     """Raw string columns of a CSV/TSV text (empty cells still ``""``).
 
@@ -109,7 +107,7 @@ def read_csv_columns(
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     guard = _RowGuard(max_record_bytes) if max_record_bytes is not None else None
     source = _Pieces(pieces_of(text))
-    reader = csv.reader(_guarded_lines(source, guard), delimiter=delimiter, strict=True)
+    reader = csv.reader(_guarded_lines(source, guard), delimiter=delimiter, quotechar=quote, strict=True)
     too_big = _TooBigRow(file, hint, guard, ids)
     with too_big.caught():
         header, header_line, problems = _csv_header(reader, file, delimiter, wanted, id_column, hint)
@@ -120,22 +118,24 @@ def read_csv_columns(
         positions.setdefault(name, []).append(i)
     if ids is not None and id_column in positions:
         ids.position = positions[id_column][0]
-    problems += _csv_header_problems(header, header_line, positions, file, delimiter, wanted, id_column, hint)
+    problems += _csv_header_problems(header, header_line, positions, file, delimiter, wanted, id_column, hint, dialect_option)
     keep = [positions[c][0] for c in wanted if c in positions]
     cells: list[list[Any]] = [[] for _ in keep]
     lines: list[int] = []
     row_problems: list[Problem] = []
     first = source.last[0] if source.last is not None else ""
-    if split_whole and source.count == 1 and _plain(first, delimiter):  # the header ended in the first piece
+    if split_whole and source.count == 1 and _plain(first, delimiter, quote):  # the header ended in the first piece
         done = header_line  # lines read so far
         rest = first.split("\n", done)[done] if first.count("\n") >= done else ""
         with gc_paused():
             for piece in chain([rest], (p for p, _ in source)):
-                got = _simple_piece(piece, delimiter, len(header), keep, max_record_bytes) if _plain(piece, delimiter) else None
+                got = _simple_piece(piece, delimiter, len(header), keep, max_record_bytes) if _plain(piece, delimiter, quote) else None
                 if got is None:  # csv.reader from this piece on
                     if guard is not None:
                         guard.lines = done
-                    reader = csv.reader(_guarded_lines(chain([(piece, 0)], source), guard), delimiter=delimiter, strict=True)
+                    reader = csv.reader(
+                        _guarded_lines(chain([(piece, 0)], source), guard), delimiter=delimiter, quotechar=quote, strict=True
+                    )
                     with too_big.caught():
                         rows, row_lines, row_problems = _csv_rows(reader, file, delimiter, header, keep, guard, done)
                     _add_rows(cells, rows, len(keep))
@@ -187,10 +187,10 @@ class _Pieces:
         return self.last
 
 
-def _plain(text: str, delimiter: str) -> bool:
+def _plain(text: str, delimiter: str, quote: str = '"') -> bool:
     """Whether ``text`` holds no quote, carriage return or NUL: ``csv.reader`` reads each of its lines as
     the line split at the delimiter (a blank line as no row)."""
-    return '"' not in text and "\r" not in text and "\x00" not in text and delimiter not in '"\r\n\x00'
+    return quote not in text and "\r" not in text and "\x00" not in text and delimiter not in quote + "\r\n\x00"
 
 
 def _simple_piece(
@@ -304,18 +304,11 @@ def _csv_header_problems(
     wanted: list[str],
     id_column: str,
     hint: str,
+    dialect_option: bool = False,
 ) -> list[Problem]:
     """Wanted columns missing from the header (with a hint at another separator) or in it twice."""
-    extra_fix = ""
-    if len(header) == 1 and delimiter == ",":
-        for other, label in ((";", "';'"), ("\t", "tab"), ("|", "'|'")):
-            if other in header[0]:
-                extra_fix = (
-                    f"; the header {header[0]!r} looks {label}-separated: a CSV must be "
-                    "comma-separated (or name the file .tsv if tab-separated)"
-                )
-                break
     missing = [c for c in wanted if c not in positions]
+    extra_fix = other_separator_fix(header, delimiter, dialect_option) if missing else ""
     problems = missing_columns(missing, header, f"{file}:{header_line}", id_column, hint, extra_fix)
     return problems + repeated_columns(positions, wanted, f"{file}:{header_line}", " in the header")
 

@@ -53,6 +53,7 @@ import numpy as np
 
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
+from er_framework.io.column_map import ColumnMap
 from er_framework.io.data_file import as_texts
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, record_limit
 from er_framework.io.parquet_read import TableWords, arrow_columns_to_read, read_arrow_columns
@@ -289,6 +290,7 @@ def records_from_frame(
     where: str,
     layout: str = "wide",
     max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
+    columns: Mapping[str, str] | None = None,
 ) -> Records:
     """Read a source given as a table object into :class:`Records` of a single source.
 
@@ -300,7 +302,8 @@ def records_from_frame(
     8601, lists and structs JSON), ids strings or integers, non-empty and unique (``layout=
     "wide"``), a table without rows is an error, a row larger than ``max_record_mb`` (MB of its
     text and binary values; ``None``: no limit) is refused. Only the id column and ``fields``
-    are converted to Arrow.
+    are converted to Arrow. ``columns``: the table's own column for a field (``columns:`` of the
+    source, :class:`~er_framework.io.column_map.ColumnMap`), as for a file.
 
     Raises
     ------
@@ -309,22 +312,25 @@ def records_from_frame(
         a suggestion), columns named twice, empty, missing, non-integer or duplicated ids,
         strings that are not valid UTF-8, no rows.
     """
-    wanted = list(dict.fromkeys([id_column, *fields]))
-    converted = _to_arrow(obj, where, wanted)
+    mapping = ColumnMap(fields, columns)
+    wanted = list(dict.fromkeys([id_column, *mapping.read]))
     hint = f" (source {name!r})"
-    columns, loc, problems = read_arrow_columns(
-        converted.table,
-        converted.present,
-        where,
-        wanted,
-        id_column,
-        hint,
-        max_record_bytes=record_limit(max_record_mb),
-        words=converted.words,
-    )
-    return records_from_columns(
-        columns, loc, problems, file=where, id_column=id_column, fields=fields, name=name, fmt="arrow", layout=layout
-    )
+    with mapping.named():
+        converted = _to_arrow(obj, where, wanted)
+        raw, loc, problems = read_arrow_columns(
+            converted.table,
+            converted.present,
+            where,
+            wanted,
+            id_column,
+            hint,
+            max_record_bytes=record_limit(max_record_mb),
+            words=converted.words,
+        )
+        recs = records_from_columns(
+            raw, loc, problems, file=where, id_column=id_column, fields=mapping.read, name=name, fmt="arrow", layout=layout
+        )
+    return mapping.records(recs)
 
 
 # --------------------------------------------------------------------------

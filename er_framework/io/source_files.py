@@ -65,7 +65,8 @@ import gzip
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -74,6 +75,8 @@ import numpy as np
 
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem
+from er_framework.io.column_map import ColumnMap
+from er_framework.io.csv_dialect import DEFAULT_DIALECT, CsvDialect, decoded_chunks
 from er_framework.io.csv_read import read_csv_columns
 from er_framework.io.data_file import (
     READ_CHUNK,
@@ -99,6 +102,7 @@ from er_framework.io.parquet_read import read_parquet_columns
 __all__ = [
     "check_ids",
     "check_ids_reference",
+    "dialect_problem",
     "merge_files",
     "partition_ranges",
     "read_raw_columns",
@@ -108,7 +112,7 @@ __all__ = [
 ]
 
 
-def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, int]] | None:
+def partition_ranges(path: str | Path, partition_bytes: int, dialect: CsvDialect | None = None) -> list[tuple[int, int]] | None:
     """Byte ranges splitting an uncompressed JSONL/CSV/TSV file into partitions of about
     ``partition_bytes``; ``None`` for files that cannot be split (gzip, Parquet, page folders).
 
@@ -117,10 +121,15 @@ def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, 
     hold every line exactly once. CSV/TSV ranges are cut only where a record
     starts: after a newline that is outside every quoted value (RFC 4180
     escapes a quote by doubling it, so a newline is inside a quoted value iff
-    an odd number of ``"`` precede it; found with one streaming count over the
-    file). A file with a ``"`` inside an unquoted value (``5"6``, which the
+    an odd number of quotes precede it; found with one streaming count over the
+    file). A file with a quote inside an unquoted value (``5"6``, which the
     csv module accepts but which breaks the parity rule) is cut by parsing it
     with the csv module instead (slower, same cuts for valid files).
+
+    ``dialect``: a CSV/TSV file's separator and quote (``csv:`` of the source) are those cut by. A file
+    in another encoding than UTF-8, or whose separator or quote is not ASCII, is not split (``None``:
+    one partition): the byte-range reader finds line and quote bytes in UTF-8 text only, and a
+    multi-byte character of another encoding may hold a byte that looks like one.
     """
     p = Path(path)
     detected = detect_format(p)
@@ -131,10 +140,13 @@ def partition_ranges(path: str | Path, partition_bytes: int) -> list[tuple[int, 
     if detected[0] == "jsonl":
         bounds = list(range(0, size, step)) + [size]
     else:
-        delimiter = b"\t" if detected[0] == "tsv" else b","
-        cuts = _csv_cuts_by_parity(p, step, delimiter)
+        d = dialect or DEFAULT_DIALECT
+        sep, quote = d.delimiter_for(detected[0]), d.quote
+        if not d.utf8 or not (sep.isascii() and quote.isascii()):
+            return None
+        cuts = _csv_cuts_by_parity(p, step, sep.encode(), quote.encode())
         if cuts is None:
-            cuts = _csv_cuts_by_parsing(p, step, delimiter.decode())
+            cuts = _csv_cuts_by_parsing(p, step, sep, quote)
         bounds = [0] + [c for c in cuts if 0 < c < size] + [size]
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
 
@@ -143,11 +155,11 @@ def _next_target(cut: int, step: int) -> int:
     return (cut // step + 1) * step
 
 
-def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes) -> list[int] | None:
+def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes, quote: bytes = b'"') -> list[int] | None:
     """Record starts at or after every multiple of ``step`` (quote parity); ``None`` if a quote
     stands inside an unquoted value (neither neighbour a quote, the separator or a line end)."""
-    others = b'[^"\r\n' + re.escape(delimiter) + b"]"
-    stray = re.compile(others + b'"' + others)
+    others = b"[^" + re.escape(quote) + b"\r\n" + re.escape(delimiter) + b"]"
+    stray = re.compile(others + re.escape(quote) + others)
     cuts: list[int] = []
     target = step
     parity = 0  # number of quotes before the chunk, mod 2
@@ -158,7 +170,7 @@ def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes) -> list[int] | Non
             chunk = f.read(READ_CHUNK)
             if not chunk:
                 return cuts
-            if b'"' in chunk and stray.search(tail + chunk if tail else chunk):
+            if quote in chunk and stray.search(tail + chunk if tail else chunk):
                 return None
             counted = 0  # quotes counted up to this position of the chunk
             k = max(target - offset - 1, 0)
@@ -166,7 +178,7 @@ def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes) -> list[int] | Non
                 nl = chunk.find(b"\n", k)
                 if nl < 0:
                     break
-                parity ^= chunk.count(b'"', counted, nl) & 1
+                parity ^= chunk.count(quote, counted, nl) & 1
                 counted = nl
                 if parity == 0:  # a record ends here
                     cut = offset + nl + 1
@@ -175,12 +187,12 @@ def _csv_cuts_by_parity(p: Path, step: int, delimiter: bytes) -> list[int] | Non
                     k = max(target - offset - 1, nl + 1)
                 else:
                     k = nl + 1
-            parity ^= chunk.count(b'"', counted) & 1
+            parity ^= chunk.count(quote, counted) & 1
             offset += len(chunk)
             tail = chunk[-1:]
 
 
-def _csv_cuts_by_parsing(p: Path, step: int, delimiter: str) -> list[int]:
+def _csv_cuts_by_parsing(p: Path, step: int, delimiter: str, quote: str = '"') -> list[int]:
     """Record starts at or after every multiple of ``step``, found by the csv module."""
     cuts: list[int] = []
     target = step
@@ -192,7 +204,7 @@ def _csv_cuts_by_parsing(p: Path, step: int, delimiter: str) -> list[int]:
                 pos[0] += len(raw)
                 yield raw.decode("utf-8", "replace")
 
-    reader = csv.reader(lines(), delimiter=delimiter)
+    reader = csv.reader(lines(), delimiter=delimiter, quotechar=quote)
     while True:
         try:
             next(reader)
@@ -205,7 +217,7 @@ def _csv_cuts_by_parsing(p: Path, step: int, delimiter: str) -> list[int]:
             target = _next_target(pos[0], step)
 
 
-def _range_start(f: BinaryIO, start: int, header: bool, limit: int | None, file: str, hint: str) -> bytes:
+def _range_start(f: BinaryIO, start: int, header: bool, limit: int | None, file: str, hint: str, quote: bytes = b'"') -> bytes:
     """Move ``f`` to the first line starting at or after ``start``; return the file's header
     record (its first line, and the next ones while a quoted value is open) when ``header``
     and ``start > 0``, else ``b""``."""
@@ -213,7 +225,7 @@ def _range_start(f: BinaryIO, start: int, header: bool, limit: int | None, file:
     if header and start > 0:
         cap = -1 if limit is None else limit + 1
         head = f.readline(cap)
-        while head.count(b'"') % 2:
+        while head.count(quote) % 2:
             more = f.readline(cap)
             if not more:
                 break
@@ -331,6 +343,8 @@ def read_source(
     max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
     follow_symlinks: bool = False,
     file_backed: bool = False,
+    columns: Mapping[str, str] | None = None,
+    dialect: CsvDialect | None = None,
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
 
@@ -363,6 +377,14 @@ def read_source(
     where:
         Optional location of the source in the job file (e.g.
         ``"job.yaml: sources[0].path"``), mentioned in file-level messages.
+    columns:
+        The source's own column for a field (``columns:`` of the source, see
+        :class:`~er_framework.io.column_map.ColumnMap`): that column is read, and
+        the records name it by the field; messages about it name both.
+    dialect:
+        A CSV/TSV file's separator, quote and encoding (``csv:`` of the source;
+        default: what the extension says, UTF-8). A file in another encoding is
+        transcoded as it is read; it is not read by byte range.
     max_record_mb:
         The largest record accepted (a source's ``max_record_mb``; ``None``:
         no limit), in MB (2**20 bytes) of its UTF-8 text as it is in the
@@ -402,9 +424,36 @@ def read_source(
     p = Path(path)
     if _is_page_folder(p):
         return read_source_with_stats(
-            p, id_column=id_column, fields=fields, name=name, where=where, max_record_mb=max_record_mb, follow_symlinks=follow_symlinks
+            p,
+            id_column=id_column,
+            fields=fields,
+            name=name,
+            where=where,
+            max_record_mb=max_record_mb,
+            follow_symlinks=follow_symlinks,
+            columns=columns,
         )[0]
-    file = str(path)
+    mapping = ColumnMap(fields, columns)
+    with mapping.named():
+        return mapping.records(
+            _read_file(p, str(path), id_column, mapping.read, name, where, layout, byte_range, max_record_mb, file_backed, dialect)
+        )
+
+
+def _read_file(
+    p: Path,
+    file: str,
+    id_column: str,
+    fields: list[str],
+    name: str,
+    where: str | None,
+    layout: str,
+    byte_range: tuple[int, int] | None,
+    max_record_mb: float | None,
+    file_backed: bool,
+    dialect: CsvDialect | None,
+) -> Records:
+    """:func:`read_source` of a data file, with ``fields`` the file's own columns."""
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
     problems = check_path(p, file, hint, where)
     if problems:
@@ -412,21 +461,39 @@ def read_source(
     detected = detect_format(p)
     assert detected is not None  # checked by check_path
     fmt, compressed = detected
+    if dialect is not None and fmt not in ("csv", "tsv"):
+        raise InputError(dialect_problem(file, fmt, hint))
     wanted = list(dict.fromkeys([id_column, *fields]))
     if byte_range is not None and fmt != "parquet":
         if compressed:
             raise ValueError("a compressed file cannot be read by byte range")
+        if dialect is not None and not dialect.utf8 and fmt != "jsonl":
+            raise ValueError(f"a file in {dialect.encoding} cannot be read by byte range (partition_ranges does not split it)")
         file = f"{file} (bytes {byte_range[0]}-{byte_range[1]})"
     else:
         byte_range = None
     spans = None
     if file_backed and fmt == "jsonl" and not compressed and layout == "wide":
         spans = SpanCollector(p, [f for f in fields if f != id_column], as_texts)
-    read = read_raw_columns(p, file, fmt, compressed, wanted, id_column, hint, byte_range, record_limit(max_record_mb), spans)
+    read = read_raw_columns(
+        p,
+        file,
+        fmt,
+        compressed,
+        wanted,
+        id_column,
+        hint,
+        byte_range,
+        record_limit(max_record_mb),
+        spans,
+        dialect=dialect or DEFAULT_DIALECT,
+    )
     if read is None or not read[0] and not read[2]:  # no line starts in this byte range
         return Records(ids=[], source=np.zeros(0, dtype=np.int32), source_names=[name], fields={f: [] for f in fields})
-    columns, loc, problems = read
-    recs = records_from_columns(columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name, fmt=fmt, layout=layout)
+    raw_columns, loc, problems = read
+    recs = records_from_columns(
+        raw_columns, loc, problems, file=file, id_column=id_column, fields=fields, name=name, fmt=fmt, layout=layout
+    )
     if spans is not None:
         for f in spans.fields:
             recs.fields[f] = spans.column(f)
@@ -484,41 +551,120 @@ def read_raw_columns(
     limit: int | None = None,
     spans: SpanCollector | None = None,
     whole: bool = True,
+    dialect: CsvDialect | None = None,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]] | None:
     """The raw columns of a data file of format ``fmt`` (of the lines starting in ``byte_range``
     of an uncompressed text file); ``None`` when no line starts in that range. Text files are
     read in a stream (see :func:`~er_framework.io.data_file.text_chunks`); ``limit``: the largest record, in bytes.
-    ``whole=False``: a file without rows is no problem (a byte range never is one)."""
+    ``whole=False``: a file without rows is no problem (a byte range never is one).
+
+    ``dialect``: a source's CSV/TSV dialect (its messages then name the ``csv:`` setting to try); a
+    file in another encoding than UTF-8 is transcoded as it is read
+    (:func:`~er_framework.io.csv_dialect.decoded_chunks`), a UTF-8 file keeps the fast path. ``None``:
+    the extension's dialect, UTF-8 (a user's table file)."""
     if fmt == "parquet":
         return read_parquet_columns(p, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole)
     ids = RecordIds(fmt, id_column)
+    d = dialect or DEFAULT_DIALECT
+    text_csv = fmt in ("csv", "tsv")
+    if text_csv:
+        ids.delimiter = d.delimiter_for(fmt)
     with open_data_file(p, file, hint) as raw:
-        f: BinaryIO = raw
         pieces: Iterable[tuple[str, int]]
         if byte_range is not None:
-            start, end = byte_range
-            head = _range_start(f, start, fmt in ("csv", "tsv"), limit, file, hint)
-            pos = f.tell()
-            if pos >= end:
+            if text_csv and not d.utf8:
+                raise ValueError(f"a file in {d.encoding} cannot be read by byte range")
+            got = _range_pieces(raw, byte_range, text_csv, limit, file, hint, d.quote.encode(), ids, spans)
+            if got is None:
                 return None
-            if spans is not None and pos > 0:
-                spans.start = pos  # the range's first line (a byte order mark is only at 0)
-            body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos, first_line=2 if head else 1, ids=ids)
-            if head:
-                pieces = chain([(_decode_head(head, file, hint), 1)], body)
-            else:
-                pieces = body
+            pieces = got
         else:
-            if compressed:
-                f = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-            pieces = text_chunks(f, file, compressed, hint, limit, ids=ids)
+            pieces = _file_pieces(raw, compressed, text_csv and not d.utf8, d.encoding, limit, file, hint, ids)
         whole = whole and byte_range is None
         if fmt == "jsonl":
             if spans is not None:
                 pieces = spans.pieces(pieces)
             return read_jsonl_columns(pieces, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole, ids=ids, spans=spans)
-        delimiter = "\t" if fmt == "tsv" else ","
-        return read_csv_columns(pieces, file, delimiter, wanted, id_column, hint, max_record_bytes=limit, whole=whole, ids=ids)
+        try:
+            return read_csv_columns(
+                pieces,
+                file,
+                d.delimiter_for(fmt),
+                wanted,
+                id_column,
+                hint,
+                max_record_bytes=limit,
+                whole=whole,
+                ids=ids,
+                quote=d.quote,
+                dialect_option=dialect is not None,
+            )
+        except InputError as exc:
+            if dialect is None:
+                raise
+            raise InputError([_encoding_hint(q) for q in exc.problems]) from None
+
+
+def _range_pieces(
+    f: BinaryIO,
+    byte_range: tuple[int, int],
+    header: bool,
+    limit: int | None,
+    file: str,
+    hint: str,
+    quote: bytes,
+    ids: RecordIds,
+    spans: SpanCollector | None,
+) -> Iterable[tuple[str, int]] | None:
+    """The text of the lines starting in ``byte_range`` of the UTF-8 file ``f`` (after the file's header record
+    when ``header``); ``None`` when no line starts there."""
+    start, end = byte_range
+    head = _range_start(f, start, header, limit, file, hint, quote)
+    pos = f.tell()
+    if pos >= end:
+        return None
+    if spans is not None and pos > 0:
+        spans.start = pos  # the range's first line (a byte order mark is only at 0)
+    body = text_chunks(f, file, False, hint, limit, stop=end, offset=pos, first_line=2 if head else 1, ids=ids)
+    return chain([(_decode_head(head, file, hint), 1)], body) if head else body
+
+
+def _file_pieces(
+    raw: BinaryIO, compressed: bool, transcoded: bool, encoding: str, limit: int | None, file: str, hint: str, ids: RecordIds
+) -> Iterable[tuple[str, int]]:
+    """The text of the whole file ``raw`` (gzip decompressed; ``transcoded``: decoded from ``encoding``)."""
+    f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw  # type: ignore[assignment]
+    if not transcoded:
+        return text_chunks(f, file, compressed, hint, limit, ids=ids)
+
+    def too_big(line: int, size: int, text: str) -> Problem:
+        assert limit is not None
+        return too_big_problem(file, line, size, limit, hint, "line", ids(text), partial=True)
+
+    return decoded_chunks(f, file, compressed, hint, limit, encoding, too_big=too_big)
+
+
+def dialect_problem(file: str, fmt: str, hint: str) -> Problem:
+    """The problem of ``csv:`` on a source that is not a CSV/TSV file (``fmt``: its format, ``"pages"`` for a
+    folder of web pages)."""
+    what = {"jsonl": "a JSON Lines file (always UTF-8)", "parquet": "a Parquet file", "pages": "a folder of web pages"}.get(fmt, fmt)
+    return Problem(
+        where=file,
+        message=f"csv: describes a CSV or TSV file, and this source is {what}{hint}",
+        fix="remove csv: from the source (it applies to .csv and .tsv files only)",
+    )
+
+
+def _encoding_hint(problem: Problem) -> Problem:
+    """A source's problem of bytes that are not UTF-8, with the ``csv: {encoding: …}`` to try."""
+    if not problem.message.startswith("the file is not valid UTF-8"):
+        return problem
+    if "UTF-16" in problem.message:
+        return replace(problem, fix=f"name the file's encoding on the source, csv: {{encoding: utf-16}}, or {problem.fix}")
+    return replace(
+        problem,
+        fix=f"name the file's encoding on the source, e.g. csv: {{encoding: cp1252}} or csv: {{encoding: latin-1}}; or {problem.fix}",
+    )
 
 
 def _decode_head(head: bytes, file: str, hint: str) -> str:
@@ -577,6 +723,8 @@ def read_source_with_stats(
     max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
     follow_symlinks: bool = False,
     file_backed: bool = False,
+    columns: Mapping[str, str] | None = None,
+    dialect: CsvDialect | None = None,
 ) -> tuple[Records, dict[str, Any]]:
     """:func:`read_source`, plus the reader's stats for ``report.json``.
 
@@ -586,9 +734,20 @@ def read_source_with_stats(
     """
     p = Path(path)
     if _is_page_folder(p):
-        return read_html_dir(
-            p, id_column=id_column, fields=fields, name=name, where=where, max_record_mb=max_record_mb, follow_symlinks=follow_symlinks
-        )
+        if dialect is not None:
+            raise InputError(dialect_problem(str(path), "pages", f" (source {name!r})"))
+        mapping = ColumnMap(fields, columns)
+        with mapping.named():
+            recs, stats = read_html_dir(
+                p,
+                id_column=id_column,
+                fields=mapping.read,
+                name=name,
+                where=where,
+                max_record_mb=max_record_mb,
+                follow_symlinks=follow_symlinks,
+            )
+        return mapping.records(recs), stats
     return read_source(
         path,
         id_column=id_column,
@@ -598,6 +757,8 @@ def read_source_with_stats(
         layout=layout,
         max_record_mb=max_record_mb,
         file_backed=file_backed,
+        columns=columns,
+        dialect=dialect,
     ), {}
 
 

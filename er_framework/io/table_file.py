@@ -17,27 +17,20 @@ Values are raw (CSV/TSV cells are text, ``""`` when empty; JSON and Parquet valu
 from __future__ import annotations
 
 import contextlib
-import csv
 import gzip
-import io
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from er_framework.errors import InputError, Problem, did_you_mean
-from er_framework.io.csv_read import MALFORMED_FIX
+from er_framework.io.csv_dialect import CsvDialect, decoded_chunks
 from er_framework.io.data_file import Locator, as_texts, detect_format, open_data_file, text_chunks
 from er_framework.io.formats import SUPPORTED_EXTENSIONS
-from er_framework.io.jsonl_read import split_lines
 from er_framework.io.source_files import read_raw_columns
+from er_framework.io.source_header import HEADER_OBJECTS, csv_header, jsonl_keys
 
 __all__ = ["HEADER_OBJECTS", "FileRole", "TableFile", "no_such_path_problem", "open_table"]
-
-#: How many objects of a JSON Lines file name its columns (the union of their keys).
-HEADER_OBJECTS = 1000
 
 
 @dataclass(frozen=True)
@@ -79,6 +72,8 @@ class TableFile:
     role: FileRole
     #: a file without rows (or without a header) is a table of no rows, not a problem
     allow_empty: bool = False
+    #: a CSV/TSV file's separator, quote and encoding (``None``: the extension's, UTF-8)
+    dialect: CsvDialect | None = None
 
     def read(self, columns: Sequence[str], id_column: str = "") -> tuple[dict[str, list[Any]], Locator]:
         """The raw values of ``columns`` (by name) and where each row is; InputError with every problem:
@@ -88,7 +83,16 @@ class TableFile:
         if not self.header:  # an empty file, opened with allow_empty: every column, no row
             return {c: [] for c in columns}, Locator(self.file, [], "line" if self.fmt == "jsonl" else "row")
         read = read_raw_columns(
-            self.path, self.file, self.fmt, self.compressed, list(columns), id_column, self.role.suffix, None, whole=not self.allow_empty
+            self.path,
+            self.file,
+            self.fmt,
+            self.compressed,
+            list(columns),
+            id_column,
+            self.role.suffix,
+            None,
+            whole=not self.allow_empty,
+            dialect=self.dialect,
         )
         assert read is not None  # (None only for a byte range)
         values, loc, problems = read
@@ -119,7 +123,9 @@ def no_such_path_problem(p: Path, what: str, fix: str) -> Problem:
     return Problem(where=str(p), message=f"no such {what}: {str(absolute)!r}{detail}", fix=f"{suggestion}{fix}")
 
 
-def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None = None, allow_empty: bool = False) -> TableFile:
+def open_table(
+    path: str | Path, role: FileRole = FileRole(), *, fmt: str | None = None, allow_empty: bool = False, dialect: CsvDialect | None = None
+) -> TableFile:
     """Check ``path`` and read its header; InputError for an extension of no supported format, a path
     that does not exist or is a directory (or not a regular file), a Parquet file that cannot be read,
     bytes that are not UTF-8 before the header's end, a header row that cannot be parsed, and a file
@@ -127,6 +133,7 @@ def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None
 
     ``fmt``: read the file in this format (``"csv"``, ``"tsv"``, ``"jsonl"``, ``"parquet"``) whatever its
     extension (gzip-compressed when its name ends with ``.gz``), for a file a command writes in one format.
+    ``dialect``: a CSV/TSV file's separator, quote and encoding (default: the extension's, UTF-8).
     """
     p = Path(path)
     file = str(path)
@@ -155,16 +162,20 @@ def open_table(path: str | Path, role: FileRole = FileRole(), *, fmt: str | None
     else:
         with open_data_file(p, file, hint) as raw:
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw  # type: ignore[assignment]
-            pieces = text_chunks(f, file, compressed, hint, None)
-            if kind == "jsonl":
-                header = _jsonl_keys(pieces)
+            if dialect is not None and not dialect.utf8 and kind != "jsonl":
+                pieces = decoded_chunks(f, file, compressed, hint, None, dialect.encoding)
             else:
-                header = _csv_header(pieces, "\t" if kind == "tsv" else ",", file, hint)
+                pieces = text_chunks(f, file, compressed, hint, None)
+            if kind == "jsonl":
+                header = jsonl_keys(pieces)[0]
+            else:
+                d = dialect or CsvDialect()
+                header = csv_header(pieces, d.delimiter_for(kind), file, hint, d.quote)
     if not header and not allow_empty:
         raise InputError(
             Problem(where=file, message=f"the {role.what} is empty (no header row or no JSON object){hint}", fix=role.header_fix)
         )
-    return TableFile(p, file, kind, compressed, header, role, allow_empty)
+    return TableFile(p, file, kind, compressed, header, role, allow_empty, dialect)
 
 
 def _parquet_header(p: Path, file: str, hint: str) -> list[str]:
@@ -180,39 +191,3 @@ def _parquet_header(p: Path, file: str, hint: str) -> list[str]:
                 where=file, message=f"cannot read the Parquet file: {e}{hint}", fix="check that the file is a complete, valid Parquet file"
             )
         ) from None
-
-
-def _csv_header(pieces: Iterable[tuple[str, int]], delimiter: str, file: str, hint: str) -> list[str]:
-    """The first row that is not blank (``[]``: none)."""
-    lines = chain.from_iterable(io.StringIO(piece, newline="") for piece, _ in pieces)
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)  # as read_csv_columns reads it
-    try:
-        for row in reader:
-            if row:
-                return row
-    except csv.Error as e:
-        raise InputError(
-            Problem(where=f"{file}:{reader.line_num}", message=f"the header row cannot be parsed: {e}{hint}", fix=MALFORMED_FIX)
-        ) from None
-    return []
-
-
-def _jsonl_keys(pieces: Iterable[tuple[str, int]]) -> list[str]:
-    """The keys of the first :data:`HEADER_OBJECTS` JSON values that are objects, in order of first appearance
-    (lines that are not JSON are skipped here: :meth:`TableFile.read` reports them)."""
-    keys: dict[str, None] = {}
-    seen = 0
-    for piece, _ in pieces:
-        for line in split_lines(piece):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):
-                continue  # reported when the file is read
-            if isinstance(obj, dict):
-                keys.update(dict.fromkeys(obj))
-            seen += 1
-            if seen >= HEADER_OBJECTS:
-                return list(keys)
-    return list(keys)

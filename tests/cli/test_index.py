@@ -57,3 +57,24 @@ def test_item_files_are_relative_to_the_working_directory(
         assert "job file" not in err
     assert main(["index", "info", "docs.erx", "--check"]) == 0
     assert "integrity        ok (SQLite quick_check)" in capsys.readouterr().out
+
+
+def test_an_index_of_a_mapped_source_reads_items_in_the_sources_own_columns(
+    tmp_path: Path, docs: list[dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the documents job with its file's "text" column named "body": the job maps text onto it
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"id": d["id"], "body": d["text"]}) + "\n" for d in docs), encoding="utf-8")
+    job = (ROOT / "configs/documents.yaml").read_text(encoding="utf-8")
+    job = job.replace("path: data/docs.jsonl", "path: docs.jsonl\n    columns: {text: body}")
+    assert "columns: {text: body}" in job
+    (tmp_path / "job.yaml").write_text(job, encoding="utf-8")
+    path = tmp_path / "docs.erx"
+    assert main(["index", "build", str(tmp_path / "job.yaml"), "--index", str(path), "-q"]) == 0
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "new", "body": docs[0]["text"]}) + "\n", encoding="utf-8")
+    assert main(["query", str(path), "--file", str(items), "--top-k", "1"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["id"] == docs[0]["id"]
+    assert main(["index", "add", str(path), str(items)]) == 0
+    capsys.readouterr()
+    assert main(["index", "info", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == len(docs) + 1

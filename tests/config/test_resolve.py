@@ -494,3 +494,144 @@ def test_looks_like_job() -> None:
 
     assert looks_like_job({"sources": []}) and looks_like_job({"verifer": {}})
     assert not looks_like_job({"root:*:1:2": None}) and not looks_like_job({}) and not looks_like_job({1: 2})
+
+
+# ---------------------------------------------------------------- columns:, csv: and the header check (issue 33)
+
+DOCS_CSV = [["id", "body", "title"]] + [[f"r{i}", f"document number {i} with some text", f"t{i}"] for i in range(5)]
+
+
+def write_rows(path: Path, rows: list[list[str]], delimiter: str = ",", encoding: str = "utf-8") -> Path:
+    import csv
+
+    with open(path, "w", encoding=encoding, newline="") as f:
+        csv.writer(f, delimiter=delimiter).writerows(rows)
+    return path
+
+
+def csv_job(source: str) -> str:
+    """GOOD with its source replaced by ``source`` (YAML lines of one source, indented by four)."""
+    head, rest = GOOD.split("sources:\n", 1)
+    return (
+        head + "sources:\n  - name: docs\n" + textwrap.indent(textwrap.dedent(source), "    ") + "shingler:" + rest.split("shingler:", 1)[1]
+    )
+
+
+def test_validate_reports_every_missing_column_at_its_yaml_path_and_run_says_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_rows(tmp_path / "a.csv", DOCS_CSV)
+    yaml = csv_job("""\
+        path: a.csv
+        id: key
+        fields: [text, titel]
+        columns: {text: bdy}
+        """)
+    err = expect_error(
+        tmp_path,
+        capsys,
+        yaml,
+        "sources[0].id: id column 'key' is not in the file a.csv (source 'docs'); columns present: body, id, title",
+        "sources[0].columns.text: column 'bdy' (field text, via columns:) is not in the file a.csv",
+        "did you mean 'body'?",
+        "sources[0].fields[1]: column 'titel' is not in the file a.csv",
+        "did you mean 'title'?",
+        command="validate",
+    )
+    assert "3 problems found" in err
+    run_err = expect_error(tmp_path, capsys, yaml, "column 'bdy' (field text, via columns:) is not in the file a.csv")
+    assert "sources[0].columns.text" in run_err
+
+
+def test_a_mapped_csv_job_runs_as_the_job_over_the_file_renamed_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [["id", "body"]] + [[f"r{i}", "the same words every time" if i < 3 else f"other text {i}"] for i in range(6)]
+    write_rows(tmp_path / "renamed.csv", [["id", "text"], *rows[1:]])
+    write_rows(tmp_path / "latin.csv", [["id", "body"], *[[i, t.replace("words", "wördß")] for i, t in rows[1:]]], ";", "latin-1")
+    write_rows(tmp_path / "utf8.csv", [["id", "body"], *[[i, t.replace("words", "wördß")] for i, t in rows[1:]]])
+    outs = {}
+    for name, source in {
+        "by_hand": "path: renamed.csv\nfields: [text]\n",
+        "mapped": "path: utf8.csv\nfields: [text]\ncolumns: {text: body}\n",
+        "latin": 'path: latin.csv\nfields: [text]\ncolumns: {text: body}\ncsv: {delimiter: ";", encoding: latin-1}\n',
+    }.items():
+        if name == "by_hand":
+            write_rows(tmp_path / "renamed.csv", [["id", "text"], *[[i, t.replace("words", "wördß")] for i, t in rows[1:]]])
+        job = tmp_path / f"{name}.yaml"
+        job.write_text(csv_job(source))
+        code, _, err = run_cli(["validate", str(job)], capsys)
+        assert code == 0, err
+        code, _, err = run_cli(["run", str(job), "--out", str(tmp_path / name), "--quiet"], capsys)
+        assert code == 0, err
+        outs[name] = (tmp_path / name / "pairs.csv").read_bytes(), (tmp_path / name / "clusters.csv").read_bytes()
+    assert outs["mapped"] == outs["by_hand"] == outs["latin"]
+    assert outs["by_hand"][0].count(b"\n") == 4  # a header and the three pairs of the three copies
+
+
+def test_validate_checks_the_first_file_of_a_glob_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_rows(tmp_path / "p1.csv", [["id", "body"], ["a", "x"]])
+    write_rows(tmp_path / "p2.csv", [["id", "text"], ["b", "y"]])
+    expect_error(
+        tmp_path,
+        capsys,
+        csv_job("path: p*.csv\nfields: [text]\n"),
+        "column 'text' is not in the file p1.csv (the first of 2 files matching 'p*.csv')",
+        command="validate",
+    )
+
+
+def test_a_semicolon_file_without_csv_settings_is_refused_by_validate_naming_the_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_rows(tmp_path / "a.csv", DOCS_CSV, ";")
+    expect_error(tmp_path, capsys, csv_job("path: a.csv\nfields: [body]\n"), 'set csv: {delimiter: ";"} on the source', command="validate")
+
+
+@pytest.mark.parametrize(
+    ("source", "needles"),
+    [
+        ("path: docs.jsonl\nfields: [text]\ncsv: {delimiter: ';'}\n", ["sources[0].csv: csv: describes a CSV or TSV file", "a jsonl file"]),
+        ("path: a.csv\nfields: [body]\ncsv: {encoding: klingon}\n", ["sources[0].csv.encoding: unknown encoding 'klingon'"]),
+        (
+            'path: a.csv\nfields: [body]\ncsv: {delimiter: "\'", quote: "\'"}\n',
+            ["sources[0].csv: csv: delimiter and quote are both", "must differ"],
+        ),
+        ("path: a.csv\nfields: [body]\ncsv: {encoding: utf-16}\n", ["cannot be read as utf-16", "utf-16-le"]),
+    ],
+)
+def test_csv_settings_that_cannot_apply_are_config_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, needles: list[str]
+) -> None:
+    write_rows(tmp_path / "a.csv", DOCS_CSV)
+    expect_error(tmp_path, capsys, csv_job(source), *needles, command="validate")
+
+
+def test_jsonl_parquet_and_page_folder_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    expect_error(
+        tmp_path, capsys, csv_job("path: docs.jsonl\nfields: [txt]\n"), "column 'txt' is not in the file docs.jsonl", command="validate"
+    )
+    pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "a.parquet")
+    expect_error(
+        tmp_path, capsys, csv_job("path: a.parquet\nfields: [text]\ncolumns: {text: bod}\n"), "did you mean 'body'?", command="validate"
+    )
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "a.html").write_text("<p>x</p>")
+    expect_error(
+        tmp_path,
+        capsys,
+        csv_job("path: pages\nfields: [text]\n"),
+        "column 'text' is not in the page folder pages (source 'docs'); columns present: html, id",
+        command="validate",
+    )
+    job = setup(tmp_path, csv_job("path: pages\nfields: [text]\ncolumns: {text: html}\n"))
+    assert parse_job(job).spec.sources[0].column_of("text") == "html"
+
+
+def test_a_jsonl_key_absent_from_the_first_objects_of_a_longer_file_is_left_to_the_reader(tmp_path: Path) -> None:
+    from er_framework.io.source_header import HEADER_OBJECTS
+
+    rows = [{"id": f"r{i}"} for i in range(HEADER_OBJECTS)] + [{"id": "late", "text": "x"}]
+    job = setup(tmp_path, GOOD, rows)  # "text" first appears after the first objects: it may be a key left out when null
+    parse_job(job)

@@ -276,14 +276,13 @@ def test_link_and_dedup_reports_pairs_within_and_across_sources(tmp_path: Path) 
 
 
 def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tmp_path: Path) -> None:
-    from er_framework.errors import InputError
+    from er_framework.errors import ConfigError, InputError
 
     (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "x"}\n{"id": "1", "text": "y"}\n')
     (tmp_path / "b.csv").write_text("key,text\n1,hello\n")
-    job = parse_job(
-        job_yaml(
-            tmp_path,
-            """
+    path = job_yaml(
+        tmp_path,
+        """
         mode: link
         threshold: 0.7
         sources:
@@ -294,8 +293,12 @@ def test_bad_rows_in_two_sources_are_reported_together_and_nothing_is_written(tm
         blockers: [{type: lsh_bands}]
         verifier: {type: jaccard}
     """,
-        )
     )
+    # the header's missing id column is found when the job is checked (issue 33: er validate reads headers) ...
+    with pytest.raises(ConfigError, match="sources\\[1\\].id: id column 'id' is not in the file b.csv"):
+        parse_job(path)
+    # ... and by the readers, together with the other source's bad rows, when the files are not checked first
+    job = parse_job(path, check_files=False)
     with pytest.raises(InputError) as err:
         run_job(job, tmp_path / "o")
     text = str(err.value)

@@ -505,3 +505,48 @@ def test_lsh_bands_and_tokens_report_on_dask_what_they_report_locally(
     assert {k: v for k, v in dask["tokens"].items() if k in same} == same and set(dask["tokens"]) == set(local["tokens"])
     assert local["tokens"]["tokens_counted"] == ("with repeats" if shipped == "documents.yaml" else "distinct")
     assert dask["tokens"]["chunks"] == dask["executor"]["partitions"] and dask["tokens"]["token_sets_kept"] is False
+
+
+def _customers_as_users_have_them(tmp_path: Path, delimiter: str, quote: str, encoding: str) -> str:
+    """configs/customers_index.yaml over copies of its files written with ``delimiter``, ``quote`` and
+    ``encoding`` and with first_name renamed to ``given``: the job maps it back (``columns:``, ``csv:``)."""
+    import csv
+
+    text = (ROOT / "configs" / "customers_index.yaml").read_text()
+    for name in ("a", "b"):
+        with open(ROOT / "configs" / "data" / "customers" / f"{name}.csv", encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        rows[0] = ["given" if c == "first_name" else c for c in rows[0]]
+        with open(tmp_path / f"{name}.csv", "w", encoding=encoding, newline="") as f:
+            csv.writer(f, delimiter=delimiter, quotechar=quote, quoting=csv.QUOTE_NONNUMERIC).writerows(rows)
+        text = text.replace(
+            f"path: data/customers/{name}.csv",
+            f"path: {tmp_path / f'{name}.csv'}\n    columns: {{first_name: given}}\n"
+            f"    csv: {{delimiter: {json.dumps(delimiter)}, quote: {json.dumps(quote)}, encoding: {encoding}}}",
+        )
+    return text
+
+
+def test_dask_partitions_of_mapped_semicolon_files_equal_local_on_the_original_files(tmp_path: Path, cluster: LocalCluster) -> None:
+    from er_framework.executors.dask import plan_parts
+
+    original = (ROOT / "configs" / "customers_index.yaml").read_text().replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
+    (tmp_path / "local.yaml").write_text(original)
+    text = _customers_as_users_have_them(tmp_path, ";", "'", "utf-8")
+    (tmp_path / "dask.yaml").write_text(text + f"executor: {{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.05}}\n")
+    parts = plan_parts(parse_job(tmp_path / "dask.yaml"), 0.05)
+    assert len(parts) > 4 and all(p.byte_range is not None for p in parts)
+    assert _outputs(tmp_path / "dask.yaml", tmp_path / "d") == _outputs(tmp_path / "local.yaml", tmp_path / "l")
+
+
+def test_a_source_of_another_encoding_is_one_partition_read_like_its_utf8_twin(tmp_path: Path) -> None:
+    from er_framework.executors.dask import plan_parts
+
+    (tmp_path / "latin.yaml").write_text(_customers_as_users_have_them(tmp_path, "|", '"', "cp1252"))
+    job = parse_job(tmp_path / "latin.yaml")
+    parts = plan_parts(job, 0.05)
+    assert [p.byte_range for p in parts] == [None, None]
+    spec = job.spec.sources[0]
+    latin = read_source(parts[0].path, **spec.read_options())
+    utf8 = read_source(ROOT / "configs" / "data" / "customers" / "a.csv", id_column="id", fields=spec.fields, name=spec.name)
+    assert latin.ids == utf8.ids and latin.fields == utf8.fields

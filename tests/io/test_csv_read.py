@@ -153,3 +153,27 @@ def test_record_limit_counts_utf8_bytes(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="larger than the limit"):
         read(path, ["t"], max_record_mb=1000 / 2**20)
     assert read(path, ["t"], max_record_mb=1300 / 2**20).fields["t"] == ["é" * 600]
+
+
+# ---------------------------------------------------------------- csv: quote and separator (issue 33)
+
+
+def test_another_quote_character_whole_split_and_reference_agree() -> None:
+    from er_framework.io.csv_read import read_csv_columns
+
+    text = "id|name|note\n1|'a|b'|x\"y\n2|'it''s'|'two\nlines'\n3|c|\n"
+    fast = read_csv_columns(text, "f.csv", "|", ["id", "name", "note"], "id", "", quote="'")
+    slow = read_csv_columns(text, "f.csv", "|", ["id", "name", "note"], "id", "", quote="'", split_whole=False)
+    assert fast[0] == slow[0] == {"id": ["1", "2", "3"], "name": ["a|b", "it's", "c"], "note": ['x"y', "two\nlines", ""]}
+    assert fast[1].numbers == slow[1].numbers == [2, 3, 5]
+    plain = 'id|name\n1|say "hi"\n2|b\n'  # a double quote is a plain character when ' quotes
+    assert read_csv_columns(plain, "f.csv", "|", ["name"], "id", "", quote="'")[0] == {"name": ['say "hi"', "b"]}
+
+
+def test_a_sources_header_of_another_separator_names_the_csv_setting() -> None:
+    from er_framework.io.csv_read import read_csv_columns
+
+    _, _, problems = read_csv_columns("id;name\n1;a\n", "f.csv", ",", ["id", "name"], "id", "", dialect_option=True)
+    assert all('set csv: {delimiter: ";"} on the source' in p.fix for p in problems) and len(problems) == 2
+    _, _, problems = read_csv_columns("id,name\n1,a\n", "f.csv", ";", ["id", "name"], "id", "", dialect_option=True)
+    assert 'set csv: {delimiter: ","} on the source' in problems[0].fix

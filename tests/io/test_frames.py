@@ -504,3 +504,24 @@ def test_float_columns_of_whole_numbers_are_read_as_integers(tmp_path: Path) -> 
     assert from_frame(pl.from_pandas(df), fields).fields == want
     assert from_frame(pa.Table.from_pandas(df, preserve_index=False), fields).fields == want
     assert_same_records(from_frame(df, fields), from_parquet(write_parquet(df, tmp_path / "d.parquet"), fields))
+
+
+# ---------------------------------------------------------------- columns: (issue 33)
+
+
+def test_a_mapped_frame_reads_as_the_frame_with_its_columns_renamed_by_hand() -> None:
+    df = pd.DataFrame({"id": ["1", "2"], "given": ["Ann", None], "postcode": [1010, 2020], "city": ["X", "Y"]})
+    mapping = {"first_name": "given", "zip": "postcode"}
+    mapped = from_frame(df, ["first_name", "zip", "city"], columns=mapping)
+    by_hand = from_frame(df.rename(columns={"given": "first_name", "postcode": "zip"}), ["first_name", "zip", "city"])
+    assert_same_records(mapped, by_hand)
+    assert mapped.fields["zip"] == ["1010", "2020"] and mapped.fields["first_name"] == ["Ann", None]
+    assert_same_records(from_frame(pl.from_pandas(df), ["first_name", "zip", "city"], columns=mapping), by_hand)
+
+
+def test_a_missing_mapped_column_of_a_frame_names_the_field() -> None:
+    df = pd.DataFrame({"id": ["1"], "given_name": ["Ann"]})
+    with pytest.raises(InputError) as exc:
+        from_frame(df, ["first_name"], columns={"first_name": "given"})
+    text = str(exc.value)
+    assert "column 'given' (field first_name, via columns:) not found" in text and "did you mean 'given_name'?" in text

@@ -134,3 +134,150 @@ def test_csv_partition_ranges_cut_at_even_quote_parity(tmp_path: Path) -> None:
     # every range starts a record: after the header line, after line 'a' (3 lines), after 'b'
     assert starts == [0, data.index(b"a,"), data.index(b"b,"), data.index(b"c,")]
     assert ranges[-1][1] == len(data)
+
+
+# ---------------------------------------------------------------- columns: and csv: (issue 33)
+
+CUSTOMERS = [
+    ["id", "given", "sur", "postcode", "note"],
+    ["1", "Zoë", "Ölz", "1010", 'says "hi"; then, bye'],
+    ["2", "Ærø", "", "2020", "line one\nline two"],
+    ["3", "Bob", "Smith", "", ""],
+]
+MAPPING = {"first_name": "given", "last_name": "sur", "zip": "postcode"}
+JOB_FIELDS = ["first_name", "last_name", "zip", "note"]
+
+
+def renamed_by_hand(rows: list[list[Any]]) -> list[list[Any]]:
+    """The reference: the header renamed as a user would before er read the file."""
+    back = {c: f for f, c in MAPPING.items()}
+    return [[back.get(c, c) for c in rows[0]], *rows[1:]]
+
+
+def same(a: Records, b: Records) -> None:
+    assert a.ids == b.ids and list(a.fields) == list(b.fields) and a.fields == b.fields and a.source_names == b.source_names
+
+
+def test_a_mapped_csv_reads_as_the_same_file_with_its_columns_renamed_by_hand(tmp_path: Path) -> None:
+    mapped = read(write_csv(tmp_path / "a.csv", CUSTOMERS), JOB_FIELDS, columns=MAPPING)
+    by_hand = read(write_csv(tmp_path / "b.csv", renamed_by_hand(CUSTOMERS)), JOB_FIELDS)
+    same(mapped, by_hand)
+    assert mapped.fields["first_name"] == ["Zoë", "Ærø", "Bob"] and mapped.fields["last_name"] == ["Ölz", None, "Smith"]
+
+
+def test_a_mapped_jsonl_and_parquet_read_as_renamed_by_hand(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    objs = [dict(zip(CUSTOMERS[0], r)) for r in CUSTOMERS[1:]]
+    hand = [dict(zip(renamed_by_hand(CUSTOMERS)[0], r)) for r in CUSTOMERS[1:]]
+    same(
+        read(write_jsonl(tmp_path / "a.jsonl", objs), JOB_FIELDS, columns=MAPPING),
+        read(write_jsonl(tmp_path / "b.jsonl", hand), JOB_FIELDS),
+    )
+    pq.write_table(pa.Table.from_pylist(objs), tmp_path / "a.parquet")
+    pq.write_table(pa.Table.from_pylist(hand), tmp_path / "b.parquet")
+    same(read(tmp_path / "a.parquet", JOB_FIELDS, columns=MAPPING), read(tmp_path / "b.parquet", JOB_FIELDS))
+    # file-backed JSON Lines: the columns read again from the file keep the job's names
+    backed = read(tmp_path / "a.jsonl", JOB_FIELDS, columns=MAPPING, file_backed=True)
+    assert list(backed.fields) == JOB_FIELDS and list(backed.fields["first_name"]) == ["Zoë", "Ærø", "Bob"]
+
+
+def test_a_mapped_long_layout_and_a_page_folder(tmp_path: Path) -> None:
+    write_csv(tmp_path / "m.csv", [["id", "px", "py"], ["a", "1", "2"], ["a", "3", "4"], ["b", "5", "6"]])
+    long = read(tmp_path / "m.csv", ["x", "y"], layout="long", columns={"x": "px", "y": "py"})
+    assert long.ids == ["a", "b"] and long.fields == {"x": ['["1", "3"]', '["5"]'], "y": ['["2", "4"]', '["6"]']}
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "p1.html").write_text("<p>hello</p>")
+    pages = read(tmp_path / "pages", ["page"], columns={"page": "html"})
+    assert pages.ids == ["p1"] and pages.fields == {"page": ["<p>hello</p>"]}
+    with pytest.raises(InputError) as exc:
+        read(tmp_path / "pages", ["page"], columns={"page": "body"})
+    assert "column 'body' (field page, via columns:) not found" in problems_text(exc)
+
+
+def test_two_fields_may_read_one_column(tmp_path: Path) -> None:
+    r = read(write_csv(tmp_path / "a.csv", CUSTOMERS), ["given", "first_name"], columns={"first_name": "given"})
+    assert r.fields["given"] == r.fields["first_name"] == ["Zoë", "Ærø", "Bob"]
+    assert r.fields["given"] is not r.fields["first_name"]
+
+
+def test_a_missing_mapped_column_names_the_column_and_the_field(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "a.csv", CUSTOMERS)
+    with pytest.raises(InputError) as exc:
+        read(path, JOB_FIELDS, columns={**MAPPING, "first_name": "givn"})
+    text = problems_text(exc)
+    assert "column 'givn' (field first_name, via columns:) not found" in text
+    assert "did you mean 'given'?" in text and "columns present: given, id, note, postcode, sur" in text
+
+
+def test_a_semicolon_latin1_file_reads_as_its_comma_utf8_twin(tmp_path: Path) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    twin = write_csv(tmp_path / "utf8.csv", CUSTOMERS)
+    with open(tmp_path / "latin.csv", "w", encoding="latin-1", newline="") as f:
+        csv.writer(f, delimiter=";").writerows(CUSTOMERS)
+    latin = read(tmp_path / "latin.csv", JOB_FIELDS, columns=MAPPING, dialect=CsvDialect(delimiter=";", encoding="latin-1"))
+    same(latin, read(twin, JOB_FIELDS, columns=MAPPING))
+    # utf-16 with its byte order mark, tab-separated, quotes '
+    with open(tmp_path / "u16.csv", "w", encoding="utf-16", newline="") as f:
+        csv.writer(f, delimiter="\t", quotechar="'").writerows(CUSTOMERS)
+    u16 = read(tmp_path / "u16.csv", JOB_FIELDS, columns=MAPPING, dialect=CsvDialect(delimiter="\t", quote="'", encoding="utf-16"))
+    same(u16, read(twin, JOB_FIELDS, columns=MAPPING))
+
+
+def test_the_wrong_encoding_or_separator_says_which_csv_setting_to_write(tmp_path: Path) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    with open(tmp_path / "latin.csv", "w", encoding="latin-1", newline="") as f:
+        csv.writer(f, delimiter=";").writerows(CUSTOMERS)
+    with pytest.raises(InputError) as exc:
+        read(tmp_path / "latin.csv", ["given"])
+    assert "not valid UTF-8" in problems_text(exc) and "csv: {encoding: cp1252}" in problems_text(exc)
+    with pytest.raises(InputError) as exc:
+        read(tmp_path / "latin.csv", ["given"], dialect=CsvDialect(encoding="latin-1"))
+    assert "looks ';'-separated: set csv: {delimiter: \";\"} on the source" in problems_text(exc)
+    with pytest.raises(InputError) as exc:
+        read(tmp_path / "latin.csv", ["given"], dialect=CsvDialect(delimiter=";", encoding="utf-16"))
+    assert "cannot be read as utf-16: UTF-16 stream does not start with BOM" in problems_text(exc)
+
+
+def test_csv_settings_on_a_file_that_is_not_csv_are_refused(tmp_path: Path) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    path = write_jsonl(tmp_path / "a.jsonl", [{"id": "1", "x": "y"}])
+    with pytest.raises(InputError, match="csv: describes a CSV or TSV file, and this source is a JSON Lines file"):
+        read(path, ["x"], dialect=CsvDialect(delimiter=";"))
+
+
+@pytest.mark.parametrize("step", [1, 16, 50, 10**9])
+def test_partitions_of_a_semicolon_file_with_another_quote(tmp_path: Path, step: int) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    rows = [["id", "name", "note"]] + [[f"r{i}", f"n;{i}" if i % 3 else f"n{i}", "a\nb" if i % 5 == 0 else f"x'{i}'"] for i in range(60)]
+    path = tmp_path / "s.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, delimiter=";", quotechar="'").writerows(rows)
+    d = CsvDialect(delimiter=";", quote="'")
+    whole = read(path, ["name", "note"], dialect=d)
+    assert whole.fields["name"][1] == "n;1" and whole.fields["note"][0] == "a\nb"
+    ranges = partition_ranges(path, step, d)
+    assert ranges is not None
+    ids: list[str] = []
+    names: list[str | None] = []
+    for r in ranges:
+        part = read(path, ["name", "note"], dialect=d, byte_range=r)
+        ids += part.ids
+        names += part.fields["name"]
+    assert ids == whole.ids and names == whole.fields["name"]
+
+
+def test_a_file_of_another_encoding_is_one_partition(tmp_path: Path) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    path = write_csv(tmp_path / "a.csv", CUSTOMERS)
+    assert partition_ranges(path, 10, CsvDialect(encoding="latin-1")) is None
+    assert partition_ranges(path, 10, CsvDialect(delimiter="§")) is None
+    assert partition_ranges(path, 10, CsvDialect()) is not None
+    with pytest.raises(ValueError, match="cannot be read by byte range"):
+        read(path, ["given"], dialect=CsvDialect(encoding="latin-1"), byte_range=(0, 10))

@@ -120,3 +120,14 @@ def test_a_format_given_is_read_whatever_the_name(tmp_path: Path) -> None:
     path.write_text("id,x\n1,a\n", encoding="utf-8")
     table = open_table(path, fmt="csv")
     assert table.fmt == "csv" and table.read(["x"])[0] == {"x": ["a"]}
+
+
+def test_a_table_file_in_another_dialect(tmp_path: Path) -> None:
+    from er_framework.io.csv_dialect import CsvDialect
+
+    path = tmp_path / "t.csv"
+    path.write_bytes("id;x\n1;'é;è'\n2;b\n".encode("cp1252"))
+    table = open_table(path, ROLE, dialect=CsvDialect(delimiter=";", quote="'", encoding="cp1252"))
+    assert table.header == ["id", "x"]
+    columns, _ = table.read(["id", "x"])
+    assert columns == {"id": ["1", "2"], "x": ["é;è", "b"]}

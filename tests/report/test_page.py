@@ -220,3 +220,19 @@ def test_the_review_rows_of_a_run_point_at_its_records() -> None:
         )
         == {}
     )
+
+
+def test_the_example_records_of_a_mapped_latin1_source_are_read_again_with_its_settings(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes(
+        "id;body\n1;Zoë's tricky record about things\n2;Zoë's tricky record about things!\n3;unrelated\n".encode("latin-1")
+    )
+    cfg = small_job(tmp_path, ROWS)
+    cfg.write_text(
+        cfg.read_text().replace(
+            "sources: [{name: src, path: a.jsonl, fields: [text]}]",
+            "sources: [{name: src, path: a.csv, fields: [text], columns: {text: body}, csv: {delimiter: ';', encoding: latin-1}}]",
+        )
+    )
+    page = write_report(run(cfg, tmp_path / "o")).read_text(encoding="utf-8")
+    assert "cluster 0: 2 records" in page and "could not be read again" not in page
+    assert "Zoë&#x27;s tricky record about things!" in page

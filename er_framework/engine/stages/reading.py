@@ -31,7 +31,6 @@ __all__ = [
     "read_database_source",
     "read_frame_source",
     "read_sources",
-    "source_columns",
     "require_parsed",
 ]
 
@@ -124,20 +123,14 @@ def read_frame_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
         where=f"sources[{source}] {src.name!r} (given in memory)",
         layout=opts["layout"],
         max_record_mb=opts["max_record_mb"],
+        columns=opts["columns"],
     )
     return recs, {"given_in_memory": True}
 
 
-def source_columns(job: Job, source: int) -> dict[str, str]:
-    """The column of source ``source`` read for each of its fields (``columns:``; a field not listed is read
-    from the column of its own name): the job's field names to the source's own column names."""
-    spec = job.spec.sources[source]
-    return {f: spec.column_of(f) for f in spec.fields}
-
-
 def read_database_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
     """Source ``source`` of ``job``, a database query or table (``database:``), as :class:`Records` whose fields
-    are the job's field names (:func:`source_columns`), and its reading statistics (``database``: the URL
+    are the job's field names (``columns:`` maps them onto the result's columns), and its reading statistics (``database``: the URL
     masked, ``rows``, ``seconds``)."""
     spec = job.spec.sources[source]
     assert spec.database is not None
@@ -148,7 +141,7 @@ def read_database_source(job: Job, source: int) -> tuple[Records, dict[str, Any]
         job.base_dir,
         query=spec.query,
         table=spec.table,
-        columns=source_columns(job, source),
+        columns=opts["columns"],
         batch_rows=spec.batch_rows,
         id_column=opts["id_column"],
         fields=opts["fields"],

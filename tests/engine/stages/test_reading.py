@@ -65,3 +65,34 @@ def test_strict_must_be_a_boolean(tmp_path: Path) -> None:
     path.write_text(path.read_text(encoding="utf-8") + "normalize_strict: 1\n", encoding="utf-8")
     with pytest.raises(Exception, match="normalize_strict"):
         parse_job(path)
+
+
+def test_read_maps_the_columns_of_files_and_of_frames_given_in_memory(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from er_framework.config.resolve import resolve_job
+
+    (tmp_path / "a.csv").write_bytes("id;given;postcode\n1;Zoë;1010\n2;Ann;2020\n".encode("latin-1"))
+    data = {
+        "mode": "link",
+        "sources": [
+            {
+                "name": "A",
+                "path": "a.csv",
+                "fields": ["first_name", "zip"],
+                "columns": {"first_name": "given", "zip": "postcode"},
+                "csv": {"delimiter": ";", "encoding": "latin-1"},
+            },
+            {"name": "B", "fields": ["first_name", "zip"], "columns": {"first_name": "vorname", "zip": "plz"}},
+        ],
+        "blockers": [{"type": "field_hash", "fields": ["zip"]}],
+        "verifier": {"type": "field_score", "threshold": 100, "fields": [{"field": "zip", "scorer": "exact"}]},
+    }
+    job = resolve_job(data, {}, "<job>", tmp_path, frames=["B"])
+    job.frames = {"B": pd.DataFrame({"id": ["b1"], "vorname": ["Zoe"], "plz": ["1010"]})}
+    records, _ = read(job)
+    assert records.ids == ["1", "2", "b1"]
+    assert records.fields == {"first_name": ["Zoë", "Ann", "Zoe"], "zip": ["1010", "2020", "1010"]}
+    job.frames = {"B": pd.DataFrame({"id": ["b1"], "first_name": ["Zoe"], "plz": ["1010"]})}
+    with pytest.raises(InputError, match=r"column 'vorname' \(field first_name, via columns:\) not found"):
+        read(job)

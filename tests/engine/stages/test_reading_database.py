@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from er_framework.config.resolve import parse_job
-from er_framework.engine.stages.reading import read, read_database_source, source_columns
+from er_framework.engine.stages.reading import read, read_database_source
 from er_framework.errors import InputError
 
 ROWS = [("1", "Ann", "Lee", "2000"), ("2", "Bob", None, "3000"), ("3", "", "Ng", "2000")]
@@ -47,7 +47,7 @@ def _job(tmp: Path, b: str = "table: people") -> Path:
 def test_database_sources_read_as_the_same_csv_file(tmp_path: Path) -> None:
     _data(tmp_path)
     job = parse_job(_job(tmp_path))
-    assert source_columns(job, 1) == {"first": "given", "last": "surname", "zip": "postcode"}
+    assert job.spec.sources[1].read_options()["columns"] == {"first": "given", "last": "surname", "zip": "postcode"}
     records, stats = read(job)
     assert records.source_names == ["A", "B", "C"]
     n = len(ROWS)
