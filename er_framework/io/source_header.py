@@ -37,6 +37,7 @@ __all__ = [
     "file_format",
     "jsonl_keys",
     "other_separator_fix",
+    "parquet_names",
     "read_header",
 ]
 
@@ -106,7 +107,7 @@ def read_header(path: Path, id_column: str, dialect: CsvDialect | None = None, h
     fmt, compressed = detected
     file = str(path)
     if fmt == "parquet":
-        return Header(_parquet_names(path, file, hint), fmt)
+        return Header(parquet_names(path, file, hint), fmt)
     try:
         f, mode = open_regular(path)
     except OSError as e:
@@ -126,7 +127,7 @@ def read_header(path: Path, id_column: str, dialect: CsvDialect | None = None, h
         return Header(columns, fmt, not stream.cut or bool(columns))
 
 
-def _parquet_names(p: Path, file: str, hint: str) -> list[str]:
+def parquet_names(p: Path, file: str, hint: str) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

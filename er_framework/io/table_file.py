@@ -28,7 +28,7 @@ from er_framework.io.csv_dialect import CsvDialect, decoded_chunks
 from er_framework.io.data_file import Locator, as_texts, detect_format, open_data_file, text_chunks
 from er_framework.io.formats import SUPPORTED_EXTENSIONS
 from er_framework.io.source_files import read_raw_columns
-from er_framework.io.source_header import HEADER_OBJECTS, csv_header, jsonl_keys
+from er_framework.io.source_header import HEADER_OBJECTS, csv_header, jsonl_keys, parquet_names
 
 __all__ = ["HEADER_OBJECTS", "FileRole", "TableFile", "no_such_path_problem", "open_table"]
 
@@ -158,7 +158,7 @@ def open_table(
     kind, compressed = detected
     hint = role.suffix
     if kind == "parquet":
-        header = _parquet_header(p, file, hint)
+        header = parquet_names(p, file, hint)
     else:
         with open_data_file(p, file, hint) as raw:
             f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw  # type: ignore[assignment]
@@ -176,18 +176,3 @@ def open_table(
             Problem(where=file, message=f"the {role.what} is empty (no header row or no JSON object){hint}", fix=role.header_fix)
         )
     return TableFile(p, file, kind, compressed, header, role, allow_empty, dialect)
-
-
-def _parquet_header(p: Path, file: str, hint: str) -> list[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        with open_data_file(p, file, hint) as f:
-            return list(pq.read_schema(f).names)
-    except (pa.ArrowException, OSError) as e:
-        raise InputError(
-            Problem(
-                where=file, message=f"cannot read the Parquet file: {e}{hint}", fix="check that the file is a complete, valid Parquet file"
-            )
-        ) from None
