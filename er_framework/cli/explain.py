@@ -15,16 +15,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Print the waterfall of one pair (or its JSON with ``--json``)."""
     from pathlib import Path
 
-    from er_framework.engine.explain import check_inputs_unchanged, explain_run
+    from er_framework.engine.explain import check_files_unchanged, explain_run
     from er_framework.engine.model import load_model
 
     report, job = job_of_run(args.out_dir, args.config)
-    for note in check_inputs_unchanged(report, job, allow_changed=args.allow_changed):  # refused when a source changed
+    # refused when a source changed: the files before reading, the database sources as explain_run reads them
+    for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
         stderr(f"note: {note}")
     saved = Path(args.out_dir) / "model.json"
     model = load_model(saved) if saved.is_file() else None
     found, notes = explain_run(
-        job, report, (args.left_source or args.source, args.left), (args.right_source or args.source, args.right), model
+        job,
+        report,
+        (args.left_source or args.source, args.left),
+        (args.right_source or args.source, args.right),
+        model,
+        allow_changed=args.allow_changed,
     )
     if args.json:
         print(json_terminal_text(json.dumps(found.to_json(), indent=2)))

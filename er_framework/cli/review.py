@@ -132,10 +132,11 @@ def cmd_review(args: argparse.Namespace) -> int:
     """Write or extend the labels file, then print the borderline pairs with both records' fields (the file
     is written first: ``er review OUT | head`` still writes it)."""
     from er_framework.engine import stages
-    from er_framework.engine.explain import check_inputs_unchanged, explanation
+    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, explanation
 
     report, job = job_of_run(args.out_dir, args.config)
-    for note in check_inputs_unchanged(report, job, allow_changed=args.allow_changed):  # refused when a source changed
+    # refused when a source changed: the files before reading, the database sources with what is read
+    for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
         stderr(f"note: {note}")
     review = report.get("review") or {}
     entries = [("above", e) for e in review.get("above", [])] + [("below", e) for e in review.get("below", [])]
@@ -148,7 +149,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         )
         return 0
     wanted = {(e[side]["source"], e[side]["id"]) for _, e in entries for side in ("left", "right")}
-    records, _ = stages.read(job)
+    records, read_stats = stages.read(job)
+    for note in check_databases_unchanged(report, job, read_stats, allow_changed=args.allow_changed):
+        stderr(f"note: {note}")
     index = stages.record_rows(records, wanted)
     threshold = float(review.get("threshold", 0.0))
     described = dict(report.get("verifier") or {})

@@ -14,6 +14,7 @@ Jaccard = shared / (shared + left only + right only).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,10 @@ from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
-from er_framework.engine.stages.reading import normalize, read
+from er_framework.engine.stages.reading import normalize, read, read_database_source
 from er_framework.errors import InputError, Problem
-from er_framework.io.fingerprint import changed_inputs, fingerprint
+from er_framework.io.database import mask_url, source_text
+from er_framework.io.fingerprint import changed_inputs, database_difference, database_fingerprint, fingerprint
 
 __all__ = [
     "BORDERLINE",
@@ -39,7 +41,10 @@ __all__ = [
     "KeyTerm",
     "among_candidates",
     "blocking_of_pair",
+    "check_databases_unchanged",
+    "check_files_unchanged",
     "check_inputs_unchanged",
+    "database_sources",
     "input_fingerprints",
     "explain_run",
     "explanation",
@@ -564,13 +569,17 @@ def explain_run(
     left: tuple[str | None, str],
     right: tuple[str | None, str],
     model: Model | None = None,
+    *,
+    allow_changed: bool = False,
 ) -> tuple[Explanation, list[str]]:
     """The explanation of one pair of a finished run (``er explain``): the records read and normalized
     again through the job, the run's model applied (its model.json: the verifier's fitted state and the
     pruned shingles; no refit), the pair compared. Returns it with notes on what may differ from the run
-    (``(source, id)`` per side; a source of None: any)."""
-    notes: list[str] = []
-    records, _stats = read(job)
+    (``(source, id)`` per side; a source of None: any). The database sources read are compared with the run's
+    digests (:func:`check_databases_unchanged`: refused when one changed, unless ``allow_changed``); the caller
+    checks the files before (:func:`check_files_unchanged`)."""
+    records, stats = read(job)
+    notes = check_databases_unchanged(report, job, stats, allow_changed)
     records, _norm = normalize(job, records, job.context.workers)
     a = find_record(records, left[1], left[0], "--left")
     b = find_record(records, right[1], right[0], "--right")
@@ -615,34 +624,131 @@ def explain_run(
     return found, notes
 
 
-def input_fingerprints(job: Job) -> list[dict[str, Any]]:
-    """report.json's ``inputs``: the fingerprint (:func:`er_framework.io.fingerprint.fingerprint`) of every file or
-    page folder the job's sources read, each with its source's name (sources given in memory have none)."""
-    return [{"source": src.name, **fingerprint(path)} for i, src in enumerate(job.spec.sources) for path in job.source_paths(i)]
+def database_sources(job: Job) -> list[int]:
+    """The indices of the sources of ``job`` read from a database (``database:``; not those given in memory)."""
+    return [i for i, src in enumerate(job.spec.sources) if src.database is not None and src.name not in job.frames]
 
 
-def check_inputs_unchanged(report: dict[str, Any], job: Job, allow_changed: bool = False) -> list[str]:
-    """Refuse (:class:`InputError`, exit 2) to read a finished run's sources again when one changed since the
-    run: report.json's ``inputs`` fingerprints against the job's files now (``er explain``, ``er review``).
-    Returns notes for the caller to print: the changed inputs when ``allow_changed`` (read as they are now),
-    or that a run of an older version recorded no fingerprints (nothing to compare)."""
-    recorded = report.get("inputs")
-    if not isinstance(recorded, list):
-        return ["report.json records no fingerprints of the inputs (a run of an older version): the sources are read as they are now"]
-    paths = [path for i in range(len(job.spec.sources)) for path in job.source_paths(i)]
-    changed = changed_inputs(recorded, paths)
+def input_fingerprints(job: Job, source_stats: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """report.json's ``inputs``, in the sources' order: the fingerprint (:func:`er_framework.io.fingerprint.fingerprint`)
+    of every file or page folder the job's sources read, each with its source's name, and of every database
+    source the digest of its rows as read (:func:`~er_framework.io.fingerprint.database_fingerprint`, from
+    ``source_stats``, the reading statistics of the run: a database source without them is left out). Sources
+    given in memory have none."""
+    stats = source_stats or {}
+    databases = set(database_sources(job))
+    out: list[dict[str, Any]] = []
+    for i, src in enumerate(job.spec.sources):
+        if i in databases:
+            st = stats.get(src.name)
+            if isinstance(st, Mapping) and st.get("sha256"):
+                out.append(database_fingerprint(src.name, st, table=src.table, query=src.query))
+            continue
+        out += [{"source": src.name, **fingerprint(path)} for path in job.source_paths(i)]
+    return out
+
+
+#: what to do when an input changed since the run (a file's and a database source's words)
+_FIX = "run the job again (er run JOB --out OUT) to work on the current data, {restore}, or pass --allow-changed to read it as it is now"
+
+
+def _refused_or_noted(changed: list[tuple[str, str, str]], allow_changed: bool) -> list[str]:
+    """``changed``: ``(where, what changed, what to restore)``; notes when ``allow_changed``, else :class:`InputError`."""
     if not changed:
         return []
     if allow_changed:
-        return [f"{path} changed since the run ({what}): --allow-changed reads it as it is now" for path, what in changed]
+        return [f"{where} changed since the run ({what}): --allow-changed reads it as it is now" for where, what, _ in changed]
     raise InputError(
         [
             Problem(
-                where=path,
+                where=where,
                 message=f"the input changed since the run: {what}; the run's answer and what would be read now differ",
-                fix="run the job again (er run JOB --out OUT) to work on the current data, restore the file the run read, "
-                "or pass --allow-changed to read it as it is now",
+                fix=_FIX.format(restore=restore),
             )
-            for path, what in changed
+            for where, what, restore in changed
         ]
     )
+
+
+def _file_changes(report: Mapping[str, Any], job: Job) -> list[tuple[str, str, str]]:
+    recorded = report.get("inputs")
+    assert isinstance(recorded, list)
+    paths = [path for i in range(len(job.spec.sources)) for path in job.source_paths(i)]
+    return [(path, what, "restore the file the run read") for path, what in changed_inputs(recorded, paths)]
+
+
+def _database_changes(report: Mapping[str, Any], job: Job, read_stats: Mapping[str, Any]) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """The changed database sources of ``job`` (``(where, what, restore)``) and notes, ``read_stats`` the reading
+    statistics of the sources as read now."""
+    recorded = [r for r in report.get("inputs") or [] if isinstance(r, Mapping)]
+    run_stats = report.get("sources") if isinstance(report.get("sources"), Mapping) else {}
+    changed: list[tuple[str, str, str]] = []
+    notes: list[str] = []
+    for i in database_sources(job):
+        src = job.spec.sources[i]
+        assert src.database is not None
+        where = f"source {src.name!r} ({mask_url(src.database)}, {source_text(src.query, src.table)})"
+        now_stats = read_stats.get(src.name)
+        if not isinstance(now_stats, Mapping):
+            continue  # not read now: nothing of it is used
+        now = database_fingerprint(src.name, now_stats, table=src.table, query=src.query)
+        then = next((r for r in recorded if r.get("source") == src.name and r.get("kind") == "database"), None)
+        if then is None:
+            was = (run_stats or {}).get(src.name)
+            if any(r.get("source") == src.name for r in recorded):
+                what = "the run read it from files, the job now reads it from a database"
+            elif isinstance(was, Mapping) and "database" in was:
+                notes.append(f"report.json holds no digest of {where} (a run of an older version of er): it is read as it is now")
+                continue
+            else:
+                what = "the run did not read it (the job's sources changed since the run)"
+        else:
+            what_or_none = database_difference(then, now)
+            if what_or_none is None:
+                continue
+            what = what_or_none
+        changed.append((where, what, "restore the rows the run read"))
+    return changed, notes
+
+
+def check_files_unchanged(report: Mapping[str, Any], job: Job, allow_changed: bool = False) -> list[str]:
+    """The files and page folders of :func:`check_inputs_unchanged` (before the sources are read again);
+    the database sources are compared once read (:func:`check_databases_unchanged`)."""
+    if not isinstance(report.get("inputs"), list):
+        return ["report.json records no fingerprints of the inputs (a run of an older version): the sources are read as they are now"]
+    return _refused_or_noted(_file_changes(report, job), allow_changed)
+
+
+def check_databases_unchanged(report: Mapping[str, Any], job: Job, read_stats: Mapping[str, Any], allow_changed: bool = False) -> list[str]:
+    """The database sources of :func:`check_inputs_unchanged`, ``read_stats`` the reading statistics of the sources
+    as read again now (:func:`~er_framework.engine.stages.reading.read`'s second value): the digest of the rows
+    read now against the run's (nothing when report.json records no fingerprints at all:
+    :func:`check_files_unchanged` notes it)."""
+    if not isinstance(report.get("inputs"), list):
+        return []
+    changed, notes = _database_changes(report, job, read_stats)
+    return notes + _refused_or_noted(changed, allow_changed)
+
+
+def check_inputs_unchanged(
+    report: Mapping[str, Any], job: Job, allow_changed: bool = False, read_stats: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Refuse (:class:`InputError`, exit 2) to read a finished run's sources again when one changed since the
+    run: report.json's ``inputs`` fingerprints against the job's files now, and the digest of each database
+    source's rows (:class:`~er_framework.io.fingerprint.RowsDigest`) against the digest of the rows read now
+    (``er explain``, ``er review``). ``read_stats``: the reading statistics of the sources as the caller read them
+    (:func:`~er_framework.engine.stages.reading.read`); without them the database sources are read here. Returns
+    notes for the caller to print: the changed inputs when ``allow_changed`` (read as they are now), or that a
+    run of an older version recorded no fingerprints (nothing to compare). ``er explain`` and ``er review``
+    check the files before reading (:func:`check_files_unchanged`) and the databases with what they read
+    (:func:`check_databases_unchanged`), reading each source once."""
+    if not isinstance(report.get("inputs"), list):
+        return check_files_unchanged(report, job, allow_changed)
+    changed = _file_changes(report, job)
+    notes: list[str] = []
+    if database_sources(job):
+        if read_stats is None:
+            read_stats = {job.spec.sources[i].name: read_database_source(job, i)[1] for i in database_sources(job)}
+        found, notes = _database_changes(report, job, read_stats)
+        changed += found
+    return notes + _refused_or_noted(changed, allow_changed)

@@ -522,7 +522,7 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "records": {"total": n, "per_source": per_source},
         "sources": facts.source_stats,
         # each input's fingerprint: er explain / er review refuse to read the sources again once one changed
-        "inputs": input_fingerprints(job),
+        "inputs": input_fingerprints(job, facts.source_stats),
         "normalize": facts.normalize_stats,
         "exact_duplicates": facts.exact.stats,
         "shingler": {**described["shingler"], **(facts.shingler or {})} if described["shingler"] is not None else None,

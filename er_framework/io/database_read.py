@@ -6,6 +6,8 @@ batches for DuckDB, ``fetchmany`` for SQLite) into the column lists the file rea
 records by :func:`~er_framework.io.source_files.records_from_columns` (the ids checked as for files). Values
 become text as a CSV file gives them: NULL and ``''`` are missing (``None``), numbers, dates and decimals their
 ``str`` (``7``, ``0.8``, ``2024-01-31``), booleans ``true``/``false``; binary values are refused, naming the row.
+While the batches are read, a digest of the rows as read is computed (:class:`~er_framework.io.fingerprint.RowsDigest`,
+order-free): report.json records it, and ``er explain`` compares it with the digest of what it reads again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from er_framework.io.database import (
     reset_after_error,
     source_text,
 )
+from er_framework.io.fingerprint import RowsDigest
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, RECORD_FIX, mb_text, record_limit
 from er_framework.io.source_files import records_from_columns
 
@@ -145,7 +148,8 @@ def read_database(
     where: str | None = None,
 ) -> tuple[Records, dict[str, Any]]:
     """The rows of ``query`` or ``table`` on the database of ``url`` as the :class:`Records` of source ``name``
-    and the reading statistics (``database``: the URL masked, ``rows``).
+    and the reading statistics (``database``: the URL masked, ``rows``, ``sha256``: the digest of the rows as read,
+    the id and the fields' columns, :class:`~er_framework.io.fingerprint.RowsDigest`: independent of the rows' order).
 
     ``fields`` are the job's field names; ``columns`` maps a field to the result's column holding it (a field
     not in it is read from the column of its own name). Only the id column and those columns are fetched,
@@ -181,11 +185,13 @@ def read_database(
         )
         limit = record_limit(max_record_mb)
         rows = 0
+        digest = RowsDigest(wanted)
         try:
             for batch in _batches(conn, sql, batch_rows):
                 texts = [_texts(col, c, rows + 1, binary, origin) for c, col in zip(wanted, batch)]
                 if limit is not None:
                     _check_sizes(texts, texts[0], rows + 1, limit, origin)
+                digest.update(texts)
                 for c, values in zip(wanted, texts):
                     raw[c] += values
                 rows += len(texts[0])
@@ -213,7 +219,7 @@ def read_database(
     recs = records_from_columns(
         by_field, loc, [], file=origin, id_column=id_column, fields=list(fields), name=name, fmt="csv", layout=layout
     )
-    return recs, {"database": db.shown, "rows": rows}
+    return recs, {"database": db.shown, "rows": rows, "sha256": digest.hexdigest()}
 
 
 def _missing_columns(wanted: list[str], present: list[str], source_of: dict[str, str], id_column: str, origin: str) -> list[Problem]:

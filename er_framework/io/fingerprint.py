@@ -12,6 +12,10 @@ different data if a source changed after the run. The run records each input's f
 * A **folder of pages**: the number of pages, their total size, and the SHA-256 of the sorted listing of
   every page's relative path, size and ``mtime_ns`` (the pages are not read again: a corpus of a million
   pages is fingerprinted by one walk).
+* A **database source** (a query or table, :mod:`er_framework.io.database_read`): the number of rows and a
+  digest of the rows as read (:class:`RowsDigest`, computed while the reader fetches them, no second query),
+  with the URL (password masked) and the table or query (:func:`database_fingerprint`). A command that reads
+  the source again computes the digest of what it reads and compares (:func:`database_difference`).
 """
 
 from __future__ import annotations
@@ -22,10 +26,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from er_framework.errors import ErError
 from er_framework.io.page_folder import list_pages
 
-__all__ = ["EDGE_BYTES", "WHOLE_HASH_MAX", "changed_inputs", "fingerprint"]
+__all__ = [
+    "EDGE_BYTES",
+    "ROWS_DIGEST_VERSION",
+    "WHOLE_HASH_MAX",
+    "RowsDigest",
+    "changed_inputs",
+    "database_difference",
+    "database_fingerprint",
+    "fingerprint",
+]
 
 #: bytes hashed at each end of a large file
 EDGE_BYTES = 1 << 20
@@ -117,3 +132,91 @@ def changed_inputs(recorded: Sequence[Mapping[str, Any]], paths: Sequence[str | 
         if diff is not None:
             out.append((str(path), diff))
     return out
+
+
+# ------------------------------------------------------------------ database sources
+
+#: the version of :class:`RowsDigest`'s definition, hashed into every digest (a changed definition never
+#: compares equal to an old digest by accident)
+ROWS_DIGEST_VERSION = "er-rows-v1"
+
+
+def _escaped(col: Sequence[str | None]) -> Sequence[str]:
+    """A column's values as :class:`RowsDigest` hashes them: ``None`` is ``"\\x01"``, a text has each ``\\x01``
+    doubled and each ``\\x00`` written ``\\x01\\x02``; a column holding neither (nearly all) is only checked."""
+    present = "".join(filter(None, col))
+    if "\x00" in present or "\x01" in present:
+        return ["\x01" if v is None else v.replace("\x01", "\x01\x01").replace("\x00", "\x01\x02") for v in col]
+    if None in col:
+        return ["\x01" if v is None else v for v in col]
+    return col  # type: ignore[return-value]  # no None in it
+
+
+class RowsDigest:
+    """An order-free SHA-256 digest of a source's rows as read, fed a batch at a time (:meth:`update`).
+
+    Each row (its id and the fields' values, each text or ``None``) is hashed on its own: SHA-256 of the
+    values joined by ``\\x00``, each escaped so that the joining cannot be ambiguous (``None`` is ``\\x01``, a
+    ``\\x01`` in a text ``\\x01\\x01``, a ``\\x00`` ``\\x01\\x02``). The row hashes are **added**: read as four
+    64-bit words each, summed word by word modulo 2**64 (numpy, a batch at a time). The digest is the SHA-256 of
+    :data:`ROWS_DIGEST_VERSION`, the column names, the number of rows and the four sums.
+
+    Why a sum: a query without ``ORDER BY`` may return its rows in another order the next time (PostgreSQL after
+    a ``VACUUM``, a parallel plan), and that is not a change of the data: a sum does not depend on the order of
+    the rows, nor on how they were split into batches. Sorting by id would do the same, but needs every row's
+    hash held and sorted at the end; the sum streams in constant memory. A sum rather than an XOR: an XOR
+    cancels two equal rows (a row read twice would look like no row), a sum counts them. A changed value, an
+    added or a removed row changes the digest (and the count) but for a chance of about 2**-256 per change.
+    This is a check against accidents, not against forgery: rows built on purpose could collide.
+    """
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.rows = 0
+        self._sums = np.zeros(4, dtype=np.uint64)
+
+    def update(self, values: Sequence[Sequence[str | None]]) -> None:
+        """Add a batch: ``values`` holds one list per column (in :attr:`columns`' order), of equal lengths."""
+        if len(values) != len(self.columns):
+            raise ValueError(f"RowsDigest.update: {len(values)} columns given, {len(self.columns)} expected")
+        n = len(values[0]) if values else 0
+        if n == 0:
+            return
+        sha, join = hashlib.sha256, "\x00".join
+        hashes = b"".join([sha(join(row).encode("utf-8", "surrogatepass")).digest() for row in zip(*map(_escaped, values))])
+        words = np.frombuffer(hashes, dtype="<u8").reshape(-1, 4)
+        self._sums += words.sum(axis=0, dtype=np.uint64)  # uint64 sums wrap around: modulo 2**64
+        self.rows += n
+
+    def hexdigest(self) -> str:
+        """The digest of the rows added so far (hexadecimal SHA-256)."""
+        h = hashlib.sha256(ROWS_DIGEST_VERSION.encode())
+        for name in self.columns:
+            h.update(b"\x00" + name.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00\x00" + str(self.rows).encode() + b"\x00" + self._sums.astype("<u8").tobytes())
+        return h.hexdigest()
+
+
+def database_fingerprint(source: str, stats: Mapping[str, Any], *, table: str | None = None, query: str | None = None) -> dict[str, Any]:
+    """report.json's ``inputs`` entry of database source ``source``, from its reading statistics ``stats``
+    (:func:`~er_framework.io.database_read.read_database`'s: ``database``, the URL masked, ``rows``, ``sha256``)
+    and its ``table`` or ``query``."""
+    what = {"table": table} if table is not None else {"query": query}
+    rows, sha256 = stats.get("rows"), stats.get("sha256")
+    return {"source": source, "kind": "database", "database": stats.get("database"), **what, "rows": rows, "sha256": sha256}
+
+
+def database_difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    """What differs between two :func:`database_fingerprint` of one source (None: unchanged): the database, the
+    table or query read, the number of rows, the rows' values (never the values themselves)."""
+    if then.get("database") != now.get("database"):
+        return f"the run read the database {then.get('database')!r}, the job now names {now.get('database')!r}"
+    for key in ("table", "query"):
+        if then.get(key) != now.get(key):
+            was = f"{key} {then[key]!r}" if then.get(key) is not None else f"another {'query' if key == 'table' else 'table'}"
+            return f"the run read {was}, the job now reads {'table' if now.get('table') is not None else 'a query'} instead"
+    if then.get("rows") != now.get("rows"):
+        return f"it held {_count(then.get('rows'))} rows and now holds {_count(now.get('rows'))}"
+    if then.get("sha256") != now.get("sha256"):
+        return "the values of its rows differ (their digest differs; the order of the rows is not compared)"
+    return None
