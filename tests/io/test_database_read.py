@@ -4,17 +4,21 @@ reference): values, batches, column mapping, and every problem named."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import psycopg
 import pytest
 
 from er_framework.errors import InputError
 from er_framework.io.database import quote_identifier
 from er_framework.io.database_read import db_text, read_database
+from er_framework.io.fingerprint import RowsDigest
 from er_framework.io.source_files import read_source
 from tests.io.database_data import FIELDS, KINDS, ROWS, make_database, same_records, write_csv
 
@@ -27,7 +31,7 @@ def test_a_table_or_query_reads_as_the_same_data_in_a_csv_file(kind: str, how: s
     given = {"table": "people"} if how == "table" else {"query": "SELECT * FROM people ORDER BY cid;"}
     recs, stats = read_database(url, tmp_path, id_column="cid", fields=FIELDS, name="p", **given)  # type: ignore[arg-type]
     same_records(recs, reference)
-    assert stats == {"database": url, "rows": len(ROWS)}
+    assert stats == {"database": url, "rows": len(ROWS), "sha256": stats["sha256"]} and len(stats["sha256"]) == 64
     # the values as a CSV gives them: NULL and '' missing, numbers and dates as their str, spaces kept
     assert recs.fields["given"][2] is None and recs.fields["given"][6] == "  Ed "
     assert recs.fields["age"][:2] == ["34", None] and recs.fields["score"][5] == "1e-07" and recs.fields["born"][0] == "1990-01-02"
@@ -186,3 +190,31 @@ def test_a_record_larger_than_max_record_mb_is_refused(tmp_path: Path) -> None:
     assert p.path == "row 2" and "(id 'big') is 0.9 MB, larger than the limit of 0.5 MB (max_record_mb)" in p.message
     recs, _ = read_database("sqlite:///big.db", tmp_path, id_column="id", fields=["a", "b"], name="n", table="t", max_record_mb=1)
     assert len(recs) == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_digest_of_the_rows_is_free_of_their_order_and_batches_and_sees_a_change(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = make_database(kind, tmp_path, request)
+    read = {"id_column": "cid", "fields": FIELDS, "name": "p"}
+    _, table = read_database(url, tmp_path, table="people", **read)  # type: ignore[arg-type]
+    _, desc = read_database(url, tmp_path, query="SELECT * FROM people ORDER BY cid DESC", batch_rows=2, **read)  # type: ignore[arg-type]
+    assert desc["sha256"] == table["sha256"]  # another order, other batches: the same rows read
+    # the digest is of the rows as read: the ids and the fields' columns, as text (the naive reference: RowsDigest fed once)
+    recs, _ = read_database(url, tmp_path, table="people", **read)  # type: ignore[arg-type]
+    ref = RowsDigest(["cid", *FIELDS])
+    ref.update([list(recs.ids), *[list(recs.fields[f]) for f in FIELDS]])
+    assert table["sha256"] == ref.hexdigest()
+    _, fewer = read_database(url, tmp_path, query="SELECT * FROM people WHERE cid <> 'a3'", **read)  # type: ignore[arg-type]
+    assert fewer["rows"] == len(ROWS) - 1 and fewer["sha256"] != table["sha256"]
+    conn: Any = sqlite3.connect(tmp_path / "people.db") if kind == "sqlite" else None
+    if kind == "duckdb":
+        conn = duckdb.connect(str(tmp_path / "people.duckdb"))
+    elif kind == "postgresql":
+        conn = psycopg.connect(url)
+    with contextlib.closing(conn):
+        conn.cursor().execute("UPDATE people SET surname = 'Miller' WHERE cid = 'a1'")
+        conn.commit()
+    _, updated = read_database(url, tmp_path, table="people", **read)  # type: ignore[arg-type]
+    assert updated["rows"] == len(ROWS) and updated["sha256"] != table["sha256"]
