@@ -146,7 +146,14 @@ def test_the_rows_digest_tells_apart_what_a_plain_join_would_mix_up() -> None:
 def test_database_difference_names_what_changed_never_the_values() -> None:
     stats = {"database": "sqlite:///crm.db", "rows": 5, "sha256": _digest(ROWS)}
     then = fp.database_fingerprint("crm", stats, table="customers")
-    assert then == {"source": "crm", "kind": "database", "database": "sqlite:///crm.db", "table": "customers", "rows": 5, "sha256": stats["sha256"]}
+    assert then == {
+        "source": "crm",
+        "kind": "database",
+        "database": "sqlite:///crm.db",
+        "table": "customers",
+        "rows": 5,
+        "sha256": stats["sha256"],
+    }
     assert fp.database_difference(then, dict(then)) is None
     assert fp.database_difference(then, {**then, "sha256": _digest(ROWS[::-1])}) is None
     changed = fp.database_difference(then, {**then, "sha256": _digest([("A1", "ann", "99999"), *ROWS[1:]])})
