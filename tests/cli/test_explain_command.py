@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import sqlite3
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from er_framework.cli.main import main
@@ -122,3 +128,68 @@ def test_a_pair_no_blocker_produced_is_not_a_candidate(tmp_path: Path, capsys: p
         "note": "",
         "kind": "key",
     }
+
+
+# ------------------------------------------------------------------ a database source changed since the run
+
+CUSTOMERS = [("c1", "ann", "111"), ("c2", "anne", "111"), ("c3", "bob", "222"), ("c4", "bobby", "222"), ("c5", "carl", "333")]
+
+
+def _er(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "er_framework", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_explain_and_review_refuse_a_database_source_updated_since_the_run(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    table = "customers" if kind == "sqlite" else f"customers_{uuid.uuid4().hex[:10]}"
+    if kind == "sqlite":
+        url = "sqlite:///crm.db"
+
+        def execute(sql: str, rows: list[tuple[str, ...]] | None = None) -> None:
+            with sqlite3.connect(tmp_path / "crm.db") as conn:
+                conn.executemany(sql, rows) if rows else conn.execute(sql)
+            conn.close()
+
+    else:
+        url = str(request.getfixturevalue("postgres_url"))
+
+        def execute(sql: str, rows: list[tuple[str, ...]] | None = None) -> None:
+            with psycopg.connect(url) as conn:
+                sql = sql.replace("?", "%s")
+                conn.cursor().executemany(sql, rows) if rows else conn.execute(sql)
+
+        request.addfinalizer(lambda: execute(f"DROP TABLE IF EXISTS {table}"))
+    execute(f"CREATE TABLE {table} (cid text, name text, zip text)")
+    execute(f"INSERT INTO {table} VALUES (?, ?, ?)", CUSTOMERS)
+    (tmp_path / "job.yaml").write_text(
+        f"""\
+mode: dedup
+sources:
+  - {{name: crm, database: {json.dumps(url)}, table: {table}, id: cid, fields: [name, zip]}}
+blockers: [{{type: field_hash, fields: [zip]}}]
+verifier: {{type: field_score, threshold: 50, fields: [{{field: name, scorer: jaro_winkler, weight: 1}}]}}
+""",
+        encoding="utf-8",
+    )
+    assert _er(["run", "job.yaml", "--out", "out", "-q"], tmp_path).returncode == 0
+    explain = ["explain", "out", "--left", "c1", "--right", "c2"]
+    review = ["review", "out", "--labels", "labels.csv"]
+    unchanged = _er(explain, tmp_path)
+    assert unchanged.returncode == 0 and "changed" not in unchanged.stderr and "ann" in unchanged.stdout
+    assert _er(review, tmp_path).returncode == 0
+    execute(f"UPDATE {table} SET name = 'zed' WHERE cid = 'c1'")
+    where = f"source 'crm' ({url}, table '{table}')"
+    for args in (explain, review):
+        refused = _er(args, tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert f"{where}: the input changed since the run: the values of its rows differ" in refused.stderr
+        assert "--allow-changed" in refused.stderr and "zed" not in refused.stderr + refused.stdout
+    allowed = _er([*explain, "--allow-changed"], tmp_path)
+    assert allowed.returncode == 0 and "zed" in allowed.stdout
+    assert f"note: {where} changed since the run" in allowed.stderr
+    execute(f"UPDATE {table} SET name = 'ann' WHERE cid = 'c1'")  # the rows the run read again: unchanged
+    again = _er(explain, tmp_path)
+    assert again.returncode == 0 and "changed" not in again.stderr

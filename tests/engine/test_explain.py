@@ -207,3 +207,88 @@ def test_check_inputs_unchanged_compares_the_fingerprints_of_report_json(tmp_pat
     assert str(data.resolve()) in str(e.value) and "changed since the run" in str(e.value) and "bob" not in str(e.value)
     [note] = check_inputs_unchanged(report, job, allow_changed=True)
     assert "--allow-changed" in note
+
+
+def _sqlite_job(tmp_path: Path) -> Path:
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "crm.db") as conn:
+        conn.execute("CREATE TABLE customers (cid text, name text, zip text)")
+        conn.executemany("INSERT INTO customers VALUES (?, ?, ?)", [("c1", "ann", "111"), ("c2", "anne", "111"), ("c3", "bob", "222")])
+    conn.close()
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(
+        textwrap.dedent("""
+        name: fpdb
+        mode: link_and_dedup
+        sources:
+          - {name: p, path: people.csv, id: id, fields: [name, zip]}
+          - {name: crm, database: "sqlite:///crm.db", table: customers, id: cid, fields: [name, zip]}
+        blockers: [{type: field_hash, fields: [zip]}]
+        verifier: {type: field_score, threshold: 50, fields: [{field: name, scorer: jaro_winkler, weight: 1}]}
+        """),
+        encoding="utf-8",
+    )
+    (tmp_path / "people.csv").write_text("id,name,zip\n1,ann,111\n2,carl,333\n", encoding="utf-8")
+    return cfg
+
+
+def test_check_inputs_unchanged_compares_a_database_sources_rows_with_the_runs_digest(tmp_path: Path) -> None:
+    import sqlite3
+
+    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, check_inputs_unchanged
+    from er_framework.engine.stages.reading import read
+    from er_framework.errors import InputError
+
+    job = parse_job(_sqlite_job(tmp_path))
+    report = run_job(job, tmp_path / "out").report
+    db = [r for r in report["inputs"] if r["source"] == "crm"]
+    assert [r["source"] for r in report["inputs"]] == ["p", "crm"]
+    assert db == [
+        {
+            "source": "crm",
+            "kind": "database",
+            "database": "sqlite:///crm.db",
+            "table": "customers",
+            "rows": 3,
+            "sha256": report["sources"]["crm"]["sha256"],
+        }
+    ]
+    assert check_inputs_unchanged(report, job) == []  # the database read here
+    assert check_databases_unchanged(report, job, read(job)[1]) == []
+    with sqlite3.connect(tmp_path / "crm.db") as conn:  # the same rows in another physical order: unchanged
+        conn.execute("CREATE TABLE t AS SELECT * FROM customers ORDER BY cid DESC")
+        conn.execute("DROP TABLE customers")
+        conn.execute("ALTER TABLE t RENAME TO customers")
+    conn.close()
+    assert read(job)[0].ids[2:] == ["c3", "c2", "c1"] and check_inputs_unchanged(report, job) == []
+    with sqlite3.connect(tmp_path / "crm.db") as conn:
+        conn.execute("UPDATE customers SET zip = '999' WHERE cid = 'c1'")
+    conn.close()
+    assert check_files_unchanged(report, job) == []  # the file did not change
+    for check in (
+        lambda **kw: check_inputs_unchanged(report, job, **kw),
+        lambda **kw: check_databases_unchanged(report, job, read(job)[1], **kw),
+    ):
+        with pytest.raises(InputError) as e:
+            check()
+        (problem,) = e.value.problems
+        assert problem.where == "source 'crm' (sqlite:///crm.db, table 'customers')"
+        assert "changed since the run: the values of its rows differ" in problem.message and "999" not in str(e.value)
+        assert "restore the rows the run read" in problem.fix and "--allow-changed" in problem.fix
+        [note] = check(allow_changed=True)
+        assert note.startswith("source 'crm' (sqlite:///crm.db, table 'customers') changed since the run") and "--allow-changed" in note
+    with sqlite3.connect(tmp_path / "crm.db") as conn:
+        conn.execute("INSERT INTO customers VALUES ('c4', 'dora', '444')")
+    conn.close()
+    with pytest.raises(InputError, match="it held 3 rows and now holds 4"):
+        check_inputs_unchanged(report, job)
+    # a run of an older er: the database source's reading statistics but no digest in inputs
+    older = {**report, "inputs": [r for r in report["inputs"] if r["source"] != "crm"]}
+    [note] = check_inputs_unchanged(older, job)
+    assert "holds no digest of source 'crm'" in note and "older version" in note
+    # a source the run did not read from this database (another job's report)
+    other = {**older, "sources": {"p": report["sources"]["p"]}}
+    with pytest.raises(InputError, match="the run did not read it"):
+        check_inputs_unchanged(other, job)
+    assert "no fingerprints" in check_inputs_unchanged({}, job)[0]  # nothing recorded at all: one note
