@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import random
+import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -13,8 +14,20 @@ import pytest
 
 from er_framework.config import parse_job
 from er_framework.engine.engine import Engine
-from er_framework.engine.explain import BlockerTerm, Explanation, FieldTerm, KeyTerm, among_candidates, blocking_of_pair
+from er_framework.engine.explain import (
+    BlockerTerm,
+    Explanation,
+    FieldTerm,
+    KeyTerm,
+    among_candidates,
+    blocking_of_pair,
+    check_databases_unchanged,
+    check_files_unchanged,
+    check_inputs_unchanged,
+)
 from er_framework.engine.stages.exact import exact_groups
+from er_framework.engine.stages.reading import read
+from er_framework.errors import InputError
 from er_framework.executors import run_job
 
 FIRST = ["ann", "bob", "cara", "dan", "eve", "finn", "gus"]
@@ -210,8 +223,6 @@ def test_check_inputs_unchanged_compares_the_fingerprints_of_report_json(tmp_pat
 
 
 def _sqlite_job(tmp_path: Path) -> Path:
-    import sqlite3
-
     with sqlite3.connect(tmp_path / "crm.db") as conn:
         conn.execute("CREATE TABLE customers (cid text, name text, zip text)")
         conn.executemany("INSERT INTO customers VALUES (?, ?, ?)", [("c1", "ann", "111"), ("c2", "anne", "111"), ("c3", "bob", "222")])
@@ -234,12 +245,6 @@ def _sqlite_job(tmp_path: Path) -> Path:
 
 
 def test_check_inputs_unchanged_compares_a_database_sources_rows_with_the_runs_digest(tmp_path: Path) -> None:
-    import sqlite3
-
-    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, check_inputs_unchanged
-    from er_framework.engine.stages.reading import read
-    from er_framework.errors import InputError
-
     job = parse_job(_sqlite_job(tmp_path))
     report = run_job(job, tmp_path / "out").report
     db = [r for r in report["inputs"] if r["source"] == "crm"]
