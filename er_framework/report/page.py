@@ -142,10 +142,9 @@ def _read_source(job: Job, i: int, path: Path) -> Records:
     """Source ``i`` of ``job`` read again (its files, or its database query or table)."""
     src = job.spec.sources[i]
     if src.database is not None:
-        opts = {k: v for k, v in src.read_options().items() if k != "follow_symlinks"}
-        columns_of = {f: src.column_of(f) for f in src.fields}
+        opts = {k: v for k, v in src.read_options().items() if k not in ("follow_symlinks", "dialect")}
         return read_database(
-            src.database, job.base_dir, query=src.query, table=src.table, columns=columns_of, where=f"{path}: sources[{i}]", **opts
+            src.database, job.base_dir, query=src.query, table=src.table, batch_rows=src.batch_rows, where=f"{path}: sources[{i}]", **opts
         )[0]
     files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
     return files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
