@@ -167,3 +167,10 @@ def test_boilerplate_languages_are_justexts_stop_lists() -> None:
     from er_framework.io.html import boilerplate_languages
 
     assert boilerplate_languages() == sorted(justext.get_stoplists())
+
+
+def test_a_csv_record_job_loads_no_arrow_or_database_driver(tmp_path: Path) -> None:
+    """``er run configs/febrl3.yaml`` (CSV in, CSV out, no golden records, no database) loads neither pyarrow
+    (~36 MB of memory) nor a database driver: those come with the features that need them."""
+    modules = loaded_after(run_main("run", str(ROOT / "configs" / "febrl3.yaml"), "--out", str(tmp_path / "out"), "-q"))
+    assert found(modules, ("pyarrow", "duckdb", "psycopg")) == []

@@ -17,12 +17,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from er_framework.components import GoldenRule, GoldenValues
 from er_framework.config.resolve import Job
@@ -30,6 +28,9 @@ from er_framework.config.spec import GoldenFieldSpec
 from er_framework.data import Records
 from er_framework.kernels.arrow import ArrowValues, array_of
 from er_framework.normalize import is_missing
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "FieldPlan",
@@ -100,6 +101,9 @@ def cluster_groups(labels: npt.ArrayLike) -> tuple[Int64Array, Int64Array, Int64
 
 def _string_dictionary(column: Sequence[Any]) -> tuple[pa.Array, Int64Array]:
     """A column as ``(distinct values, code per row)`` (a null: code ``-1``)."""
+    import pyarrow as pa  # only when golden records are built: a run without them does not load pyarrow
+    import pyarrow.compute as pc
+
     arr: Any = column.array if isinstance(column, ArrowValues) else array_of(column if isinstance(column, list) else list(column))
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -126,6 +130,8 @@ def encode_column(column: Sequence[Any]) -> tuple[npt.NDArray[np.object_], Int64
     """``(values, codes, lengths)`` of :class:`~er_framework.components.GoldenValues` for one column as read:
     missing values (null, blank, placeholders such as "N/A": :func:`~er_framework.normalize.is_missing`)
     are ``None`` with code ``-1`` and length 0; equal values share a code."""
+    import pyarrow.compute as pc
+
     dictionary, codes = _string_dictionary(column)
     distinct = np.empty(len(dictionary), dtype=object)
     distinct[:] = dictionary.to_pylist()
