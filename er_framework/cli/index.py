@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from er_framework.cli.common import json_terminal_text, run_with_progress, say, workers_arg
+from er_framework.cli.common import json_terminal_text, run_with_progress, say, terminal_text, workers_arg
 from er_framework.errors import ErError, Problem
 
 if TYPE_CHECKING:
@@ -214,7 +214,8 @@ def cmd_index_golden(args: argparse.Namespace) -> int:
         if not args.quiet:
             say(f"wrote {len(table['cluster_id']):,} golden records to {path}")
     else:
-        sys.stdout.write(json_terminal_text(text) if args.json else text)
+        # to the terminal, control characters in values are shown escaped (--out writes the values exactly)
+        sys.stdout.write(json_terminal_text(text) if args.json else terminal_text(text))
     return 0
 
 

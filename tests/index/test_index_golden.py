@@ -141,3 +141,19 @@ def test_an_index_without_golden_records_says_how_to_get_them(tmp_path: Path, ca
     assert main(["index", "golden", str(tmp_path / "people.erx")]) == 2
     err = capsys.readouterr().err
     assert "no output.golden" in err and "Traceback" not in err
+
+
+def test_the_golden_command_shows_control_characters_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A value holding ESC reaches the terminal escaped (``\\x1b``), as every value er prints; ``--out`` keeps
+    the value exactly."""
+    rows = [*ROWS[:3], {**ROWS[3], "city": "Red\x1b[31mCity"}]
+    data = _write(tmp_path / "crm.csv", rows)
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(JOB.format(data=data, golden=GOLDEN))
+    build_index(parse_job(cfg), tmp_path / "people.erx")[0].close()
+    capsys.readouterr()
+    assert main(["index", "golden", str(tmp_path / "people.erx")]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "Red\\x1b[31mCity" in shown
+    assert main(["index", "golden", str(tmp_path / "people.erx"), "--out", str(tmp_path / "g.csv"), "-q"]) == 0
+    assert "Red\x1b[31mCity" in (tmp_path / "g.csv").read_text(encoding="utf-8")
