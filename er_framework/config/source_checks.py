@@ -18,7 +18,7 @@ from er_framework.config.yaml_load import YamlPath, problem_at, render_path, whe
 from er_framework.errors import ErError, Problem, closest_column, columns_text
 from er_framework.io.column_map import ColumnMap
 from er_framework.io.csv_dialect import CsvDialect
-from er_framework.io.database import connect, parse_url, query_columns
+from er_framework.io.database import check_database_file, connect, parse_url, query_columns
 from er_framework.io.source_header import file_format, other_separator_fix, read_header
 
 __all__ = ["database_problems", "expand_source_path", "is_glob", "source_column_problems"]
@@ -142,6 +142,8 @@ def _output_database_problems(out: str, lines: dict[YamlPath, int], filename: st
                     fix="create the folder, or name a database file in an existing one (relative to the YAML file's folder)",
                 )
             ]
+        if check_files and url.file is not None:
+            check_database_file(url, True, where_of(filename, lines, at), render_path(at))
         if check_files and url.kind == "postgresql":
             connect(url, base_dir, where=where_of(filename, lines, at), path=render_path(at)).close()
     except ErError as exc:

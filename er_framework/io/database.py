@@ -43,6 +43,8 @@ import numpy as np
 from er_framework.errors import InputError, Problem, did_you_mean
 
 __all__ = [
+    "DATABASE_MAGIC",
+    "check_database_file",
     "SCHEMES",
     "DatabaseUrl",
     "connect",
@@ -251,7 +253,7 @@ def connect(
     db = url if isinstance(url, DatabaseUrl) else parse_url(url, base_dir, where=where, path=path)
     if db.kind == "postgresql":
         return _connect_postgres(db, write, where, path)
-    file = _database_file(db, write, where, path)
+    file = check_database_file(db, write, where, path)
     try:
         if db.kind == "duckdb":
             import duckdb
@@ -288,9 +290,15 @@ def _connect_postgres(db: DatabaseUrl, write: bool, where: str, path: str) -> An
     return conn
 
 
-def _database_file(db: DatabaseUrl, write: bool, where: str, path: str) -> Path:
+#: how each kind's files begin: SQLite's 16-byte header string; DuckDB's "DUCK" after an 8-byte checksum
+DATABASE_MAGIC = {"sqlite": (0, b"SQLite format 3\x00"), "duckdb": (8, b"DUCK")}
+
+
+def check_database_file(db: DatabaseUrl, write: bool, where: str, path: str) -> Path:
     """The file of a sqlite/duckdb URL, checked: to read, a regular file that exists; to write, a file or
-    nothing (it is created) in a folder that exists."""
+    nothing (it is created) in a folder that exists. A non-empty file must be a database of the URL's kind
+    (:data:`DATABASE_MAGIC`): DuckDB 2 opens any other file (a CSV, a source of the job) without an error and
+    the tables "written" to it are lost, and SQLite fails only after the run; neither is ever written to."""
     assert db.file is not None
     file = db.file
     if write and not file.parent.is_dir():
@@ -318,7 +326,28 @@ def _database_file(db: DatabaseUrl, write: bool, where: str, path: str) -> Path:
         raise InputError(
             Problem(where, f"the database file of {db.shown!r} is not a regular file ({file})", path, "name the database file")
         )
+    if file.is_file() and not _is_database_of_kind(file, db.kind):
+        raise InputError(
+            Problem(
+                where,
+                f"the file {str(file)!r} of {db.shown!r} is not a {db.kind} database (it does not begin as one); "
+                "it is neither read as one nor written to",
+                path,
+                f"name a {db.kind} database file, or a new file name ({db.kind} creates it)",
+            )
+        )
     return file
+
+
+def _is_database_of_kind(file: Path, kind: str) -> bool:
+    """Whether ``file`` is empty or begins as a database of ``kind`` (:data:`DATABASE_MAGIC`)."""
+    offset, magic = DATABASE_MAGIC[kind]
+    try:
+        with open(file, "rb") as f:
+            head = f.read(offset + len(magic))
+    except OSError:
+        return True  # the driver reports what is wrong with it
+    return not head or head[offset:] == magic
 
 
 # ------------------------------------------------------------------ names and columns

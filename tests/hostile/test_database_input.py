@@ -107,3 +107,20 @@ def test_a_query_cannot_change_a_postgres_database(tmp_path: Path, postgres_url:
         assert "Traceback" not in ran.err and ran.code in (0, 2), ran.err
     with psycopg.connect(postgres_url) as pg:
         assert pg.execute("SELECT count(*) FROM hostile_c").fetchone() == (2,)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "duckdb"])
+def test_a_file_that_is_not_a_database_is_neither_read_nor_written(kind: str, tmp_path: Path) -> None:
+    """DuckDB 2 opens any file without an error (a CSV, an input of the job), and the tables 'written' there
+    were lost while the run said it wrote them: a file of another kind is refused, as a source and as the
+    output database, and left as it was."""
+    _db(tmp_path)
+    csv_file = tmp_path / "people.csv"
+    csv_file.write_bytes(b"id,name\n1,ann\n2,bob\n")
+    before = csv_file.read_bytes()
+    path = _job(tmp_path, "database: 'sqlite:///crm.db', table: c", f"output: {{database: '{kind}:///people.csv'}}\n")
+    run_er(["run", path, "--out", tmp_path / "out"], cwd=tmp_path).assert_clean_error(2, "output.database", f"is not a {kind} database")
+    assert not (tmp_path / "out" / "pairs.csv").exists()
+    path = _job(tmp_path, f"database: '{kind}:///people.csv', table: c")
+    run_er(["run", path, "--out", tmp_path / "out"], cwd=tmp_path).assert_clean_error(2, "sources[0].database", f"is not a {kind} database")
+    assert csv_file.read_bytes() == before
