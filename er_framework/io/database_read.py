@@ -22,6 +22,7 @@ import numpy as np
 
 from er_framework.data import Records
 from er_framework.errors import InputError, Problem, closest_column
+from er_framework.io.column_map import ColumnMap
 from er_framework.io.data_file import Capped, Locator, snippet
 from er_framework.io.database import (
     connect,
@@ -156,7 +157,6 @@ def read_database(
     ``batch_rows`` rows at a time. Raises :class:`InputError` with every problem: the connection's, missing
     columns (each with did-you-mean), binary values, missing/duplicate ids, a result without rows, a record
     larger than ``max_record_mb``."""
-    columns = dict(columns or {})
     db = parse_url(url, base_dir, where=where or "", path="database")
     origin = f"{where}: " if where else ""
     origin += f"source {name!r} ({db.shown}, {source_text(query, table)})"
@@ -164,7 +164,8 @@ def read_database(
     kind = kind_of(conn)
     try:
         present = query_columns(conn, query=query, table=table, where=origin, path=_part(table))
-        source_of = {f: columns.get(f, f) for f in fields}
+        mapping = ColumnMap(fields, columns)
+        source_of = mapping.of
         if source_of.get(id_column, id_column) != id_column:
             raise InputError(
                 Problem(
@@ -174,7 +175,7 @@ def read_database(
                     "read the id's field from the id column, or name another id column (id:)",
                 )
             )
-        wanted = list(dict.fromkeys([id_column, *source_of.values()]))
+        wanted = list(dict.fromkeys([id_column, *mapping.read]))
         problems = _missing_columns(wanted, present, source_of, id_column, origin)
         if problems:
             raise InputError(problems)
@@ -214,12 +215,9 @@ def read_database(
                 "check the query's WHERE clause, or the table's contents",
             )
         )
-    by_field = {id_column: raw[id_column], **{f: raw[c] for f, c in source_of.items()}}
     loc = Locator(origin, None, "row")
-    recs = records_from_columns(
-        by_field, loc, [], file=origin, id_column=id_column, fields=list(fields), name=name, fmt="csv", layout=layout
-    )
-    return recs, {"database": db.shown, "rows": rows, "sha256": digest.hexdigest()}
+    recs = records_from_columns(raw, loc, [], file=origin, id_column=id_column, fields=mapping.read, name=name, fmt="csv", layout=layout)
+    return mapping.records(recs), {"database": db.shown, "rows": rows, "sha256": digest.hexdigest()}
 
 
 def _missing_columns(wanted: list[str], present: list[str], source_of: dict[str, str], id_column: str, origin: str) -> list[Problem]:
