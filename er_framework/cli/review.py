@@ -134,6 +134,10 @@ def cmd_review(args: argparse.Namespace) -> int:
     from er_framework.engine import stages
     from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, explanation
 
+    if args.serve:  # the pairs and clusters in a browser (er_framework/cli/serve.py)
+        from er_framework.cli.serve import cmd_serve
+
+        return cmd_serve(args)
     report, job = job_of_run(args.out_dir, args.config)
     # refused when a source changed: the files before reading, the database sources with what is read
     for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
@@ -233,4 +237,7 @@ def add_parser(sub: Any) -> None:
         help="review even when a source changed since the run (its fingerprint in report.json differs): the records "
         "are read as they are now, and may not be those the run scored",
     )
+    p.add_argument("--serve", action="store_true", help="label the pairs and split clusters in a browser (a local server)")
+    p.add_argument("--port", type=int, help="with --serve: the port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-open", action="store_true", help="with --serve: print the page's address, do not open a browser")
     p.set_defaults(func=cmd_review)
