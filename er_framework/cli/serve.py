@@ -297,7 +297,7 @@ class ReviewSession:
     # -- the clusters ------------------------------------------------------
 
     def cluster_list(self) -> dict[str, Any]:
-        multi = sorted(((cid, len(m)) for cid, m in self.clusters.items() if len(m) > 1), key=lambda c: (-c[1], c[0]))
+        multi = sorted(((cid, len(m)) for cid, m in self.clusters.items() if len(m) > 1), key=_cluster_order)
         shown = multi[:CLUSTERS_LISTED]
         note = f"{len(multi):,} clusters of two records or more, largest first"
         if len(multi) > len(shown):
@@ -346,6 +346,13 @@ class ReviewSession:
             f"labelled not a match (0), {len(within):,} pairs within a group a match (1), in {self.store.path}"
         )
         return self.progress() | {"message": message, "across": len(across), "within": len(within)}
+
+
+def _cluster_order(item: tuple[str, int]) -> tuple[int, int, int, str]:
+    """Largest first; ids that are numbers in their order (2 before 10), the others after them by text."""
+    cid, size = item
+    number = cid.isascii() and cid.isdigit()
+    return (-size, 0 if number else 1, int(cid) if number else 0, cid)
 
 
 class ReviewServer(ThreadingHTTPServer):
@@ -475,6 +482,8 @@ class ReviewHandler(BaseHTTPRequestHandler):
             self._refuse(exc.status, exc.message)
         except ErError as exc:
             self._refuse(400, exc.render())
+        except OSError as exc:  # the labels file cannot be written (a full disk, a folder gone)
+            self._refuse(500, f"cannot save: {exc.strerror or exc}")
 
     def _page(self, method: str, path: str) -> None:
         if path != "/":

@@ -29,7 +29,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color
 header{background:#1f3b57;color:#fff;padding:8px 16px;display:flex;gap:16px;align-items:center;flex-wrap:wrap}
 header h1{font-size:16px;margin:0;font-weight:600}header .file{opacity:.8;font-size:12.5px}
 nav button{background:#2d5277;color:#fff;border:0;border-radius:4px;padding:4px 10px;cursor:pointer}
-nav button.on{background:#fff;color:#1f3b57}
+nav button.on{background:#fff;color:#1f3b57}nav kbd{color:#1d1f23}
 main{padding:10px 16px;max-width:1280px}
 .bar{height:6px;background:#e2e4e8;border-radius:3px;overflow:hidden;width:220px;display:inline-block;vertical-align:middle}
 .bar span{display:block;height:6px;background:#2f9e44;width:0}
