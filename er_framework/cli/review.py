@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from er_framework.cli import serve
 from er_framework.cli.common import job_of_run, stderr, terminal_text
 from er_framework.errors import InputError, Problem
 
@@ -134,10 +135,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     from er_framework.engine import stages
     from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, explanation
 
-    if args.serve:  # the pairs and clusters in a browser (er_framework/cli/serve.py)
-        from er_framework.cli.serve import cmd_serve
-
-        return cmd_serve(args)
+    if args.serve:  # the pairs and clusters in a browser
+        return serve.cmd_serve(args, job_inputs, merge_labels)
     report, job = job_of_run(args.out_dir, args.config)
     # refused when a source changed: the files before reading, the database sources with what is read
     for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):

@@ -35,27 +35,27 @@ import os
 import secrets
 import sys
 import threading
-import webbrowser
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from er_framework.cli.common import job_of_run, stderr, terminal_text
-from er_framework.cli.review import job_inputs, merge_labels
-from er_framework.data import Records
-from er_framework.engine import stages
-from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged
-from er_framework.engine.stages.training import MATCH_WORDS, NON_MATCH_WORDS
 from er_framework.errors import ErError, InputError, Problem
-from er_framework.io.label_rows import PairKey, Previous, pair_key, restore_label_rows, set_label_rows
-from er_framework.io.labels_file import LabelsFile, read_labels_file, update_labels_file
-from er_framework.io.output_read import read_clusters_csv
-from er_framework.report.label_page import cluster_view, label_page, pair_view
-from er_framework.report.review import Values
+
+if TYPE_CHECKING:  # the engine, readers and page are loaded when the server starts, not by er --help
+    from er_framework.data import Records
+    from er_framework.io.label_rows import PairKey, Previous
+    from er_framework.io.labels_file import LabelsFile
+    from er_framework.report.review import Values
+
+#: ``er review``'s :func:`~er_framework.cli.review.job_inputs` and :func:`~er_framework.cli.review.merge_labels`,
+#: handed over by its dispatch (this module is imported by cli/review.py and does not import it back)
+JobInputs = Callable[[Any, Path, "dict[str, Any] | None"], "list[Path]"]
+MergeLabels = Callable[..., tuple[int, int]]
 
 __all__ = [
     "CLUSTERS_LISTED",
@@ -162,6 +162,8 @@ class RecordValues:
 
     def values(self, keys: set[tuple[str, str]]) -> Values:
         """The values (as text; None = missing) of each of ``keys`` found among the records."""
+        from er_framework.engine import stages
+
         out: Values = {}
         for key, row in stages.record_rows(self.records, keys).items():
             out[key] = {f: (None if col[row] is None else str(col[row])) for f, col in self.records.fields.items()}
@@ -170,6 +172,8 @@ class RecordValues:
 
 def match_word(value: str) -> str:
     """A labels file's ``match`` as "1", "0" or "" (empty, or a word training does not read)."""
+    from er_framework.engine.stages.training import MATCH_WORDS, NON_MATCH_WORDS
+
     word = value.strip().lower()
     return "1" if word in MATCH_WORDS else "0" if word in NON_MATCH_WORDS else ""
 
@@ -185,10 +189,14 @@ class LabelStore:
         self.history: list[tuple[str, list[Previous], dict[str, Any]]] = []
 
     def _read(self, path: Path) -> LabelsFile:
+        from er_framework.io.labels_file import read_labels_file
+
         return read_labels_file(path, fix="give another labels file: er review OUT --serve --labels FILE", allow_empty=True)
 
     def matches(self) -> dict[PairKey, str]:
         """Each pair of the file (both orientations) -> its ``match`` ("1", "0" or "")."""
+        from er_framework.io.label_rows import pair_key
+
         if not self.path.is_file():
             return {}
         out: dict[PairKey, str] = {}
@@ -200,6 +208,9 @@ class LabelStore:
     def change(self, rows: Sequence[dict[str, str]], what: str, where: dict[str, Any]) -> None:
         """Write ``rows`` (their ``match`` set) into the file; ``what`` says what was done, ``where`` where
         the page shows it (for undo)."""
+        from er_framework.io.label_rows import set_label_rows
+        from er_framework.io.labels_file import update_labels_file
+
         with self.lock:
             before: list[Previous] = []
 
@@ -212,6 +223,9 @@ class LabelStore:
 
     def undo(self) -> tuple[str, dict[str, Any]] | None:
         """Put back what the last change of this session replaced; None when there is nothing to undo."""
+        from er_framework.io.label_rows import restore_label_rows
+        from er_framework.io.labels_file import update_labels_file
+
         with self.lock:
             if not self.history:
                 return None
@@ -272,6 +286,8 @@ class ReviewSession:
         return value
 
     def pair(self, i: Any) -> dict[str, Any]:
+        from er_framework.report.label_page import pair_view
+
         p = self.pairs[self._pair(i)]
         values = self.records.values({p.key[:2], p.key[2:]})
         html = pair_view(self.report, p.entry(), i + 1, values, self.records.fields)
@@ -311,6 +327,8 @@ class ReviewSession:
         return self.clusters[cid]
 
     def cluster(self, cid: Any) -> dict[str, Any]:
+        from er_framework.report.label_page import cluster_view
+
         members = self._members(cid)
         values = self.records.values(set(members))
         return {"html": cluster_view(cid, members, values, self.records.fields), "size": len(members)}
@@ -490,6 +508,8 @@ class ReviewHandler(BaseHTTPRequestHandler):
             raise ApiError(404, f"no such page: {path}")
         if method != "GET":
             raise ApiError(405, f"the page takes GET, not {method}")
+        from er_framework.report.label_page import label_page
+
         nonce = secrets.token_urlsafe(16)
         store = self.server.session.store
         page = label_page(self.server.token, nonce, self.server.session.title, str(store.path))
@@ -538,6 +558,8 @@ def _clusters_file(out: Path) -> Path | None:
 
 def read_clusters(out: Path) -> dict[str, list[tuple[str, str]]]:
     """The run's clusters (clusters.csv or .parquet): cluster id -> its records in file order (none: {})."""
+    from er_framework.io.output_read import read_clusters_csv
+
     path = _clusters_file(out)
     clusters: dict[str, list[tuple[str, str]]] = {}
     if path is not None:
@@ -546,9 +568,13 @@ def read_clusters(out: Path) -> dict[str, list[tuple[str, str]]]:
     return clusters
 
 
-def load_session(args: argparse.Namespace) -> ReviewSession:
+def load_session(args: argparse.Namespace, job_inputs: JobInputs, merge_labels: MergeLabels) -> ReviewSession:
     """The session of ``er review OUT --serve``: the run's report, job, records, clusters and labels file;
-    the proposed pairs written into the labels file first (with an empty ``match``), as ``er review`` does."""
+    the proposed pairs written into the labels file first (with an empty ``match``), as ``er review`` does
+    (``job_inputs`` and ``merge_labels``: er review's)."""
+    from er_framework.engine import stages
+    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged
+
     report, job = job_of_run(args.out_dir, args.config)
     for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
         stderr(f"note: {note}")
@@ -589,9 +615,11 @@ def start_server(session: ReviewSession, port: int | None) -> ReviewServer:
         ) from None
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace, job_inputs: JobInputs, merge_labels: MergeLabels) -> int:
     """Start the server, print (and open) the page's address, serve until interrupted."""
-    session = load_session(args)
+    import webbrowser
+
+    session = load_session(args, job_inputs, merge_labels)
     server = start_server(session, args.port)
     clusters = sum(1 for m in session.clusters.values() if len(m) > 1)
     print(f"er review: {len(session.pairs)} pairs to label, {clusters:,} clusters to inspect", flush=True)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from er_framework.cli.main import main
+from er_framework.cli.review import job_inputs, merge_labels
 from er_framework.cli.serve import (
     MAX_BODY,
     TOKEN_HEADER,
@@ -51,7 +52,7 @@ def namespace(out: Path, labels: Path) -> argparse.Namespace:
 @pytest.fixture(scope="module")
 def loaded(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ReviewSession:
     """One session (its records read once); each test gets a copy with a labels file of its own."""
-    return load_session(namespace(run_dir, tmp_path_factory.mktemp("labels") / "first.csv"))
+    return load_session(namespace(run_dir, tmp_path_factory.mktemp("labels") / "first.csv"), job_inputs, merge_labels)
 
 
 @dataclass
@@ -217,7 +218,7 @@ def test_labels_are_written_atomically(live: Live, monkeypatch: pytest.MonkeyPat
         labels.rows.append(["A", "x", "B", "y", "", "", "1"])
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("er_framework.cli.serve.set_label_rows", fails)
+    monkeypatch.setattr("er_framework.io.label_rows.set_label_rows", fails)
     status, _, body = live.request("POST", "/api/label", json.dumps({"pair": 1, "match": 1}).encode())
     assert status in (400, 500) and "No space left on device" in json.loads(body)["error"], body
     assert live.labels.read_bytes() == before
@@ -333,7 +334,7 @@ def test_a_labels_file_that_is_an_input_of_the_job_is_refused(run_dir: Path) -> 
         pytest.skip("the febrl4 data file is elsewhere")
     before = source.read_bytes()
     with pytest.raises(InputError):
-        load_session(namespace(run_dir, source))
+        load_session(namespace(run_dir, source), job_inputs, merge_labels)
     assert source.read_bytes() == before
 
 
