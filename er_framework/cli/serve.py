@@ -240,6 +240,10 @@ class LabelStore:
             return what, where
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _pair_text(key: PairKey) -> str:
     return f"{key[0]} {key[1]} ~ {key[2]} {key[3]}"
 
@@ -360,8 +364,8 @@ class ReviewSession:
         what = f"the split of cluster {cid} ({len(a)} + {len(b)} records)"
         self.store.change(within + across, what, {"cluster": cid})
         message = (
-            f"saved the split of cluster {cid} into {len(a)} and {len(b)} records: {len(across):,} pairs across the groups "
-            f"labelled not a match (0), {len(within):,} pairs within a group a match (1), in {self.store.path}"
+            f"saved the split of cluster {cid} into {len(a)} and {len(b)} records: {_count(len(across), 'pair')} across the "
+            f"groups labelled not a match (0), {_count(len(within), 'pair')} within a group a match (1), in {self.store.path}"
         )
         return self.progress() | {"message": message, "across": len(across), "within": len(within)}
 

@@ -44,6 +44,7 @@ kbd{border:1px solid #bbb;border-bottom-width:2px;border-radius:3px;padding:0 4p
 #list button.m1{background:#c3e6cb}#list button.m0{background:#f5c2c0}#list button.at{outline:2px solid #1f3b57}
 table.cl td,table.cl th{border-bottom:1px solid #e6e8eb;padding:3px 6px;text-align:left;vertical-align:top}
 table.cl{border-collapse:collapse;width:100%}table.cl td.g{white-space:nowrap}
+#clusters{max-height:190px;overflow:auto;border:1px solid #e2e4e8;border-radius:4px;padding:4px;background:#fff}
 #clusters button.c{border:1px solid #ccd;background:#fff;border-radius:3px;margin:2px;padding:2px 8px;cursor:pointer}
 #clusters button.c.at{background:#1f3b57;color:#fff}
 .hidden{display:none}

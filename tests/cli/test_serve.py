@@ -244,7 +244,7 @@ def test_a_split_is_saved_as_labels(live: Live) -> None:
     live.session.clusters["big"] = members
     got = live.api("/api/split", {"cluster": "big", "groups": [[0, 1, 4], [2, 3]]})
     assert got["across"] == 6 and got["within"] == 4
-    assert "6 pairs across the groups labelled not a match (0), 4 pairs within a group a match (1)" in got["message"]
+    assert "6 pairs across the groups labelled not a match (0), 4 pairs within a group a match (1)" in got["message"], got
     got_labels = {frozenset((r["left_id"], r["right_id"])): r["match"] for r in live.rows()}
     group = {0: "a", 1: "a", 4: "a", 2: "b", 3: "b"}
     want = {frozenset((members[i][1], members[j][1])): "1" if group[i] == group[j] else "0" for i in range(5) for j in range(i + 1, 5)}
