@@ -53,7 +53,8 @@ def run_console(block: Block, work: Path, env: dict[str, str]) -> None:
         done = subprocess.run(
             ["bash", "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        assert matches(expected, done.stdout.split("\n")), mismatch(block.where, f"$ {command}", expected, done.stdout.split("\n"))
+        if not matches(expected, done.stdout.split("\n")):
+            pytest.fail(mismatch(block.where, f"$ {command}", expected, done.stdout.split("\n")), pytrace=False)
 
 
 def run_python(block: Block, scope: dict[str, Any], expected: Block | None) -> None:
@@ -62,7 +63,8 @@ def run_python(block: Block, scope: dict[str, Any], expected: Block | None) -> N
         exec(compile(block.body, block.where, "exec"), scope)  # noqa: S102 - the page's own example
     if expected is not None:
         want, got = expected.body.split("\n"), printed.getvalue().split("\n")
-        assert matches(want, got), mismatch(block.where, "the python block", want, got)
+        if not matches(want, got):
+            pytest.fail(mismatch(block.where, "the python block", want, got), pytrace=False)
 
 
 def check_yaml(block: Block, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,6 +168,6 @@ def test_a_wrong_output_fails(tmp_path: Path) -> None:
     """A console block whose shown output is not printed fails, naming the page line and both texts."""
     work, env = scratch_folder(tmp_path)
     block = parse("```console\n$ echo hello\nhullo\n```\n", "p.md")[0]
-    with pytest.raises(AssertionError, match=r"p\.md:1.*--- shown ---\nhullo\n--- printed ---\nhello"):
+    with pytest.raises(pytest.fail.Exception, match=r"p\.md:1.*--- shown ---\nhullo\n--- printed ---\nhello"):
         run_console(block, work, env)
     run_console(parse("```console\n$ echo hello; echo there\n...\nthere\n```\n", "p.md")[0], work, env)
