@@ -168,6 +168,6 @@ def test_a_wrong_output_fails(tmp_path: Path) -> None:
     """A console block whose shown output is not printed fails, naming the page line and both texts."""
     work, env = scratch_folder(tmp_path)
     block = parse("```console\n$ echo hello\nhullo\n```\n", "p.md")[0]
-    with pytest.raises(pytest.fail.Exception, match=r"p\.md:1.*--- shown ---\nhullo\n--- printed ---\nhello"):
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)p\.md:1.*--- shown ---\nhullo\n--- printed ---\nhello"):
         run_console(block, work, env)
     run_console(parse("```console\n$ echo hello; echo there\n...\nthere\n```\n", "p.md")[0], work, env)
