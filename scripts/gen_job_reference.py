@@ -170,7 +170,10 @@ def component_options(schema: dict[str, Any]) -> list[dict[str, Any]]:
 def component_section(section: str, schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
     lines = [f"## `{section}`", ""]
     if section == "normalize":
-        lines += ["A map of field to a normalizer: its name, `{type: NAME, ...options}`, or a list of them (a chain, applied in order).", ""]
+        lines += [
+            "A map of field to a normalizer: its name, `{type: NAME, ...options}`, or a list of them (a chain, applied in order).",
+            "",
+        ]
     elif schema.get("description"):
         lines += [schema["description"], ""]
     if section == "blockers":
@@ -193,7 +196,11 @@ def def_section(name: str, schema: dict[str, Any]) -> list[str]:
         lines += [" ".join(schema["description"].split()), ""]
     if schema.get("type") == "object" and "properties" in schema:
         return lines + property_table(schema, owner=name)
-    return [*lines, f"Type: {type_text(schema)}" + (f"; values: {', '.join(f'`{v}`' for v in schema['enum'])}" if "enum" in schema else ""), ""]
+    return [
+        *lines,
+        f"Type: {type_text(schema)}" + (f"; values: {', '.join(f'`{v}`' for v in schema['enum'])}" if "enum" in schema else ""),
+        "",
+    ]
 
 
 def render(schema: dict[str, Any]) -> str:

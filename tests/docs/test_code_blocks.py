@@ -51,7 +51,13 @@ def scratch_folder(tmp: Path) -> tuple[Path, dict[str, str]]:
 def run_console(block: Block, work: Path, env: dict[str, str]) -> None:
     for command, expected in console_steps(block):
         done = subprocess.run(
-            ["bash", "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            ["bash", "-c", command],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         if not matches(expected, done.stdout.split("\n")):
             pytest.fail(mismatch(block.where, f"$ {command}", expected, done.stdout.split("\n")), pytrace=False)
@@ -134,7 +140,10 @@ def test_readme_set_up_commands_are_what_ci_runs() -> None:
 
 
 def test_parse_marks_not_run_and_outputs() -> None:
-    text = "a\n\n<!-- not run: needs a cluster -->\n\n```yaml\nx: 1\n```\n\n```python\nprint(1)\n```\n\n```text\n1\n```\ntext\n```text\n2\n```\n"
+    text = (
+        "a\n\n<!-- not run: needs a cluster -->\n\n```yaml\nx: 1\n```\n\n"
+        "```python\nprint(1)\n```\n\n```text\n1\n```\ntext\n```text\n2\n```\n"
+    )
     blocks = parse(text, "p.md")
     assert [(b.lang, b.not_run, b.after_python, b.line) for b in blocks] == [
         ("yaml", "needs a cluster", False, 5),
