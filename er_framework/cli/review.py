@@ -154,14 +154,21 @@ def cmd_review(args: argparse.Namespace) -> int:
     ``er review OUT | head`` still writes it) and how the refit moved the weights and the expected F1."""
     from er_framework.config.resolve import job_labels_path
     from er_framework.engine.active import propose
+    from er_framework.io.labels_file import LABELS_KIND
+    from er_framework.io.safe_write import check_target
 
     report, job = job_of_run(args.out_dir, args.config)
     where = job_labels_path(job, args.labels)
+    inputs = job_inputs(job, where.path, report)
+    # refused before anything is read: an input of the job, an output of a run, a file that is not labels
+    check_target(where.path, what="labels file", inputs=inputs, kind=LABELS_KIND)
+    if where.path.is_file():
+        _read_labels(where.path)
     found = propose(job, args.out_dir, where.path, args.count, report=report, allow_changed=args.allow_changed)
     for note in found.notes:
         stderr(f"note: {note}")
-    shown = args.labels if args.labels is not None else str(where.path)
-    added, total = merge_labels(where.path, found.label_rows(), inputs=job_inputs(job, where.path, report))
+    shown = args.labels if args.labels is not None else _shown(where.path)
+    added, total = merge_labels(where.path, found.label_rows(), inputs=inputs)
     _print_refit(found, shown)
     if not found.rows:
         print(terminal_text(f"{args.out_dir}: no pair left to propose (every candidate and near-miss is in {shown})"))
@@ -181,6 +188,14 @@ def cmd_review(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` as printed: relative to the current folder when it lies below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _print_refit(found: Any, labels: str) -> None:

@@ -27,12 +27,13 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
     labels = tmp_path / "labels.csv"
     assert main(["review", str(out), "--labels", str(labels)]) == 0
     text = capsys.readouterr().out
-    assert "#1  above" in text and "#11  below" in text and "bits" in text
+    assert "#1  uncertain" in text and "#20  " in text and "bits" in text
     got = rows(labels)
     assert len(got) == 20 and {r["side"] for r in got} == {"above", "below"}
-    assert all(r["match"] == "" for r in got)
-    scores = [float(r["score"]) for r in got]
-    assert all(s >= 0.5 for s in scores[:10]) and all(s < 0.5 for s in scores[10:])  # the job threshold, 0.5
+    assert all(r["match"] == "" for r in got) and {r["round"] for r in got} == {"1"}
+    assert {r["reason"] for r in got} <= {"uncertain", "disagreement", "near-miss"}
+    for r in got:  # the job threshold, 0.5
+        assert (float(r["score"]) >= 0.5) == (r["side"] == "above")
     # label them from the truth and train: the job runs with the labels and says so
     truth = {(r["a_id"], r["b_id"]) for r in rows(ROOT / "configs" / "data" / "customers" / "truth.csv")}
     for r in got:
@@ -42,9 +43,10 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
         w = csv.DictWriter(fh, fieldnames=list(got[0]))
         w.writeheader()
         w.writerows(got)
-    # a second review keeps the labels already written
+    # a second review keeps the labels already written, and adds a round of new pairs
     assert main(["review", str(out), "--labels", str(labels)]) == 0
-    assert [r["match"] for r in rows(labels)] == [r["match"] for r in got]
+    assert [r["match"] for r in rows(labels)][:20] == [r["match"] for r in got]
+    assert len(rows(labels)) == 40
     job = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
     job = job.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + f"\ntraining: {{labels: {labels}}}\n"
     (tmp_path / "trained.yaml").write_text(job, encoding="utf-8")
