@@ -66,11 +66,13 @@ from er_framework.io.outputs import read_report
 
 __all__ = [
     "DEFAULT_COUNT",
+    "BlockedRound",
     "KIND_SHARES",
     "LabelledSoFar",
     "Proposal",
     "Proposals",
     "Refit",
+    "block_round",
     "block_with_votes",
     "kind_quotas",
     "labelled_so_far",
@@ -228,8 +230,8 @@ def block_with_votes(engine: Engine, batch: Batch, exact: Exact) -> tuple[Pairs,
 
 
 @dataclass
-class _Blocked:
-    """The stages of a round up to the candidates."""
+class BlockedRound:
+    """The stages of a round up to the candidates (:func:`block_round`)."""
 
     engine: Engine
     exact: Exact
@@ -239,7 +241,8 @@ class _Blocked:
     votes: Int64Array
 
 
-def _block(job: Job, records: Records, log: StageLog) -> _Blocked:
+def block_round(job: Job, records: Records, log: StageLog) -> BlockedRound:
+    """Exact duplicates, pruning, shingling and blocking of the normalized ``records``, as a run does them."""
     engine = Engine(job)
     exact = exact_duplicates(job, records)
     sub = records.take(exact.active) if len(exact.active) != len(records) else records
@@ -247,7 +250,7 @@ def _block(job: Job, records: Records, log: StageLog) -> _Blocked:
     engine, pruning = prune_shingles(engine, sub, log)
     shingled = shingle_and_sign(engine, sub, batch, log, pruning)
     candidates, votes = block_with_votes(engine, batch, exact)
-    return _Blocked(engine, exact, batch, shingled, candidates, votes)
+    return BlockedRound(engine, exact, batch, shingled, candidates, votes)
 
 
 def _labels_job(job: Job, path: Path) -> Job:
@@ -265,7 +268,7 @@ def _subset(read_: ReadLabels, keep: npt.NDArray[np.bool_]) -> ReadLabels | None
     return ReadLabels(read_.left[keep], read_.right[keep], match, dict(read_.stats))
 
 
-def _fit(blocked: _Blocked, records: Records, job: Job, labels: ReadLabels | None, log: StageLog) -> tuple[Verified, Refit]:
+def _fit(blocked: BlockedRound, records: Records, job: Job, labels: ReadLabels | None, log: StageLog) -> tuple[Verified, Refit]:
     """The verify stage with ``labels`` (None: unsupervised) and the fit it made."""
     labelled: LabelledPairs | None = None
     training: dict[str, Any] = {}
@@ -282,7 +285,7 @@ def _fit(blocked: _Blocked, records: Records, job: Job, labels: ReadLabels | Non
 
 
 def _refits(
-    job: Job, blocked: _Blocked, records: Records, path: Path, so_far: LabelledSoFar, log: StageLog
+    job: Job, blocked: BlockedRound, records: Records, path: Path, so_far: LabelledSoFar, log: StageLog
 ) -> tuple[Verified, Refit, Refit, list[str]]:
     """The *after* fit (every label) with its verify stage, the *before* fit, and notes on what was fitted."""
     notes: list[str] = []
@@ -433,7 +436,7 @@ def _with_terms(engine: Engine, compared: Records, rows: list[Proposal]) -> list
 
 
 def _choose(
-    job: Job, blocked: _Blocked, ver: Verified, compared: Records, so_far: LabelledSoFar, count: int, seed: int
+    job: Job, blocked: BlockedRound, ver: Verified, compared: Records, so_far: LabelledSoFar, count: int, seed: int
 ) -> list[Proposal]:
     """The round's proposals: each kind up to its quota, then the shortfall from the others."""
     engine = ver.engine
@@ -488,7 +491,7 @@ def propose(
     path = Path(labels_path)
     so_far = labelled_so_far(path)
     log = StageLog()
-    blocked = _block(job, compared, log)
+    blocked = block_round(job, compared, log)
     ver, before, after, fit_notes = _refits(job, blocked, compared, path, so_far, log)
     seed = int(job.spec.seed) * 1_000_003 + so_far.next_round
     rows = _choose(job, blocked, ver, compared, so_far, count, seed)
