@@ -21,9 +21,10 @@ one writer (:func:`er_framework.io.labels_file.update_labels_file`, with the rul
 :mod:`er_framework.io.label_rows`); undo puts back what the file held. A cluster split saves the pairs across
 the two groups as non-matches (0) and those within a group as matches (1).
 
-The pairs to label: :func:`report_pairs` (report.json's review pairs, as ``er review`` lists them). The server
-is written against :class:`PairRow` (a pair, its score, why it is proposed, and its terms when known) and
-:class:`RecordValues` (both records' values), so that another proposal of pairs only has to give such rows.
+The pairs to label: a round of active labelling (:func:`er_framework.engine.active.propose`, as ``er review``
+proposes them: the model refitted from every label so far); the page's "Next round" proposes the next. The
+server is written against :class:`PairRow` (a pair, its score, why it is proposed, its terms when known) and
+:class:`RecordValues` (both records' values).
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ __all__ = [
     "ReviewSession",
     "cmd_serve",
     "load_session",
-    "report_pairs",
+    "proposal_rows",
+    "round_summary",
+    "shown_path",
 ]
 
 #: the header that carries the token on API requests
@@ -97,8 +100,9 @@ class ApiError(Exception):
 
 @dataclass(frozen=True)
 class PairRow:
-    """A pair to label: both records, the score, why it is proposed (``side``: ``above`` / ``below`` the
-    threshold, or a reason) and the verifier's terms of its score when known (they draw the waterfall)."""
+    """A pair to label: both records, the score, where it is (``side``: above / below the threshold), why it is
+    proposed (``reason``, ``detail``), the verifier's terms of its score when known (they draw the waterfall)
+    and its row of the labels file (``row``, without ``match``)."""
 
     left_source: str
     left_id: str
@@ -107,19 +111,21 @@ class PairRow:
     score: float | None
     side: str
     terms: dict[str, Any] | None = None
+    reason: str = ""
+    detail: str = ""
+    row: dict[str, str] | None = None
 
     @property
     def key(self) -> PairKey:
         return (self.left_source, self.left_id, self.right_source, self.right_id)
 
     def label_row(self, match: str) -> dict[str, str]:
-        """The pair as a row of the labels file."""
-        score = "" if self.score is None else f"{self.score:.6f}"
-        return dict(zip(("left_source", "left_id", "right_source", "right_id"), self.key)) | {
-            "score": score,
+        """The pair as a row of the labels file, its ``match`` given."""
+        base = dict(zip(("left_source", "left_id", "right_source", "right_id"), self.key)) | {
+            "score": "" if self.score is None else f"{self.score:.6f}",
             "side": self.side,
-            "match": match,
         }
+        return base | dict(self.row or {}) | {"match": match}
 
     def entry(self) -> dict[str, Any]:
         """The pair as a review entry of report.json (what the report's pair card draws)."""
@@ -130,27 +136,31 @@ class PairRow:
             "terms": self.terms,
         }
 
+    def listed(self, match: str) -> dict[str, Any]:
+        """The pair as the page lists it."""
+        return {
+            "left": [self.left_source, self.left_id],
+            "right": [self.right_source, self.right_id],
+            "score": self.score,
+            "side": self.side,
+            "reason": self.reason,
+            "detail": self.detail,
+            "match": match,
+        }
 
-def report_pairs(report: dict[str, Any]) -> list[PairRow]:
-    """report.json's review pairs (nearest the threshold, above then below), as ``er review`` lists them."""
-    review = report.get("review") or {}
-    out = []
-    for side in ("above", "below"):
-        for e in review.get(side) or []:
-            score = e.get("score")
-            terms = e.get("terms")
-            out.append(
-                PairRow(
-                    str(e["left"]["source"]),
-                    str(e["left"]["id"]),
-                    str(e["right"]["source"]),
-                    str(e["right"]["id"]),
-                    float(score) if isinstance(score, (int, float)) else None,
-                    side,
-                    terms if isinstance(terms, dict) else None,
-                )
-            )
-    return out
+
+@dataclass(frozen=True)
+class Round:
+    """A round of pairs to label: the pairs (already in the labels file, their ``match`` empty), the records
+    their values come from, and what the round was (printed and shown)."""
+
+    pairs: list[PairRow]
+    records: RecordValues
+    summary: str
+
+
+#: proposes the next round and writes its pairs into the labels file
+Proposer = Callable[[], Round]
 
 
 class RecordValues:
@@ -184,6 +194,7 @@ class LabelStore:
 
     def __init__(self, path: Path, inputs: Sequence[Path] = ()) -> None:
         self.path = path
+        self.shown = shown_path(path)
         self.inputs = list(inputs)
         self.lock = threading.Lock()
         self.history: list[tuple[str, list[Previous], dict[str, Any]]] = []
@@ -240,6 +251,14 @@ class LabelStore:
             return what, where
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as printed and shown: relative to the current folder when it lies below it, else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -260,6 +279,7 @@ class ReviewSession:
         clusters: dict[str, list[tuple[str, str]]],
         store: LabelStore,
         title: str = "",
+        proposer: Proposer | None = None,
     ) -> None:
         self.report = report
         self.pairs = list(pairs)
@@ -267,6 +287,9 @@ class ReviewSession:
         self.clusters = clusters
         self.store = store
         self.title = title
+        self.proposer = proposer
+        self.rounds = threading.Lock()
+        self.summary = ""
 
     # -- the pairs ---------------------------------------------------------
 
@@ -278,10 +301,9 @@ class ReviewSession:
 
     def pair_list(self) -> dict[str, Any]:
         info = self.progress()
-        info["pairs"] = [
-            {"left": [p.left_source, p.left_id], "right": [p.right_source, p.right_id], "score": p.score, "side": p.side, "match": m}
-            for p, m in zip(self.pairs, info["pairs"])
-        ]
+        info["pairs"] = [p.listed(m) for p, m in zip(self.pairs, info["pairs"])]
+        info["rounds"] = self.proposer is not None
+        info["summary"] = self.summary
         return info
 
     def _pair(self, value: Any) -> int:
@@ -304,15 +326,35 @@ class ReviewSession:
             raise ApiError(400, f"match must be 1 (a match) or 0 (not a match), not {match!r}")
         p = self.pairs[i]
         word = "a match" if match == 1 else "not a match"
-        self.store.change([p.label_row(str(match))], f"{_pair_text(p.key)} labelled {word}", {"pair": i})
-        return self.progress() | {"message": f"saved: pair {i + 1} is {word} ({self.store.path})", "pair": i}
+        self.store.change([p.label_row(str(match))], f"{_pair_text(p.key)} labelled {word}", {"key": p.key})
+        return self.progress() | {"message": f"saved: pair {i + 1} is {word} ({self.store.shown})", "pair": i}
 
     def undo(self) -> dict[str, Any]:
         done = self.store.undo()
         if done is None:
             return self.progress() | {"message": "nothing to undo"}
         what, where = done
-        return self.progress() | {"message": f"undone: {what} ({self.store.path})"} | where
+        out = self.progress() | {"message": f"undone: {what} ({self.store.shown})"}
+        if "cluster" in where:
+            out["cluster"] = where["cluster"]
+        at = [i for i, p in enumerate(self.pairs) if where.get("key") in (p.key, (p.key[2], p.key[3], p.key[0], p.key[1]))]
+        if at:
+            out["pair"] = at[0]  # the pair is in this round: the page shows it again
+        return out
+
+    def next_round(self) -> dict[str, Any]:
+        """The next round of active labelling: the model refitted from every label so far, new pairs proposed
+        (and written into the labels file); the page lists them."""
+        if self.proposer is None:
+            raise ApiError(409, "this session has no rounds: its pairs are fixed")
+        if not self.rounds.acquire(blocking=False):
+            raise ApiError(409, "a round is being proposed already")
+        try:
+            found = self.proposer()
+        finally:
+            self.rounds.release()
+        self.pairs, self.records, self.summary = list(found.pairs), found.records, found.summary
+        return self.pair_list() | {"message": found.summary}
 
     # -- the clusters ------------------------------------------------------
 
@@ -354,10 +396,11 @@ class ReviewSession:
         if len(members) > MAX_SPLIT:
             raise ApiError(400, f"cluster {cid} has {len(members):,} records; a split in the page is for clusters of at most {MAX_SPLIT}")
         a, b = self._groups(members, body.get("groups"))
-        side = f"split of cluster {cid}"
+        reason = f"split of cluster {cid}"
 
         def row(x: tuple[str, str], y: tuple[str, str], match: str) -> dict[str, str]:
-            return {"left_source": x[0], "left_id": x[1], "right_source": y[0], "right_id": y[1], "score": "", "side": side, "match": match}
+            pair = {"left_source": x[0], "left_id": x[1], "right_source": y[0], "right_id": y[1]}
+            return pair | {"score": "", "side": "", "reason": reason, "match": match}
 
         within = [row(x, y, "1") for g in (a, b) for x, y in combinations(g, 2)]
         across = [row(x, y, "0") for x in a for y in b]
@@ -365,7 +408,7 @@ class ReviewSession:
         self.store.change(within + across, what, {"cluster": cid})
         message = (
             f"saved the split of cluster {cid} into {len(a)} and {len(b)} records: {_count(len(across), 'pair')} across the "
-            f"groups labelled not a match (0), {_count(len(within), 'pair')} within a group a match (1), in {self.store.path}"
+            f"groups labelled not a match (0), {_count(len(within), 'pair')} within a group a match (1), in {self.store.shown}"
         )
         return self.progress() | {"message": message, "across": len(across), "within": len(within)}
 
@@ -421,6 +464,7 @@ POST_ROUTES: dict[str, Callable[[ReviewSession, dict[str, Any]], dict[str, Any]]
     "/api/label": lambda s, b: s.label(b),
     "/api/undo": lambda s, b: s.undo(),
     "/api/split": lambda s, b: s.split(b),
+    "/api/round": lambda s, b: s.next_round(),
 }
 
 
@@ -516,7 +560,7 @@ class ReviewHandler(BaseHTTPRequestHandler):
 
         nonce = secrets.token_urlsafe(16)
         store = self.server.session.store
-        page = label_page(self.server.token, nonce, self.server.session.title, str(store.path))
+        page = label_page(self.server.token, nonce, self.server.session.title, store.shown)
         self._send(200, page.encode("utf-8"), "text/html; charset=utf-8", nonce)
 
     def _body(self) -> dict[str, Any]:
@@ -572,25 +616,69 @@ def read_clusters(out: Path) -> dict[str, list[tuple[str, str]]]:
     return clusters
 
 
+def round_summary(found: Any) -> str:
+    """One line on a round of :func:`er_framework.engine.active.propose`: its pairs, what the model was refitted
+    from and how the expected F1 moved."""
+    kinds = ", ".join(f"{sum(p.reason == k for p in found.rows)} {k}" for k in ("uncertain", "disagreement", "near-miss"))
+    text = f"round {found.round}: {_count(len(found.rows), 'new pair')} ({kinds})"
+    after, before = found.after, found.before
+    if after.matches + after.non_matches:
+        text += f"; the model refitted from {_count(after.matches + after.non_matches, 'labelled pair')}"
+        text += f" ({after.matches} matches, {after.non_matches} non-matches)"
+    if after.expected is not None and before.expected is not None:
+        text += f"; expected F1 {before.expected.f1:.3f} -> {after.expected.f1:.3f}"
+    return text
+
+
+def proposal_rows(found: Any) -> list[PairRow]:
+    """The pairs of a round of :func:`er_framework.engine.active.propose`, with their labels file rows."""
+    rows = found.label_rows()
+    return [
+        PairRow(
+            p.left_source,
+            p.left_id,
+            p.right_source,
+            p.right_id,
+            p.score,
+            row["side"],
+            p.terms or None,
+            p.reason,
+            p.detail,
+            {k: str(v) for k, v in row.items() if k != "match"},
+        )
+        for p, row in zip(found.rows, rows)
+    ]
+
+
 def load_session(args: argparse.Namespace, job_inputs: JobInputs, merge_labels: MergeLabels) -> ReviewSession:
-    """The session of ``er review OUT --serve``: the run's report, job, records, clusters and labels file;
-    the proposed pairs written into the labels file first (with an empty ``match``), as ``er review`` does
+    """The session of ``er review OUT --serve``: the run's report, job, clusters and labels file (placed as
+    ``er review`` places it), and the first round of pairs (:func:`er_framework.engine.active.propose`, as
+    ``er review`` proposes them), written into the labels file with an empty ``match`` before the server starts
     (``job_inputs`` and ``merge_labels``: er review's)."""
-    from er_framework.engine import stages
-    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged
+    from er_framework.config.resolve import job_labels_path
+    from er_framework.engine.active import propose
+    from er_framework.io.labels_file import LABELS_KIND
+    from er_framework.io.safe_write import check_target
 
     report, job = job_of_run(args.out_dir, args.config)
-    for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
-        stderr(f"note: {note}")
-    records, read_stats = stages.read(job)
-    for note in check_databases_unchanged(report, job, read_stats, allow_changed=args.allow_changed):
-        stderr(f"note: {note}")
-    pairs = report_pairs(report)
-    labels = Path(args.labels)
+    labels = job_labels_path(job, args.labels).path
     inputs = job_inputs(job, labels, report)
-    merge_labels(labels, [p.label_row("") for p in pairs], inputs=inputs)
+    check_target(labels, what="labels file", inputs=inputs, kind=LABELS_KIND)  # refused before anything is read
+    store = LabelStore(labels, inputs)
+    store.matches()  # a labels file that cannot be read is an error now, not at the first key press
+
+    def proposer() -> Round:
+        found = propose(job, args.out_dir, labels, args.count, report=report, allow_changed=args.allow_changed)
+        for note in found.notes:
+            stderr(f"note: {note}")
+        merge_labels(labels, found.label_rows(), inputs=inputs)
+        return Round(proposal_rows(found), RecordValues(found.records), round_summary(found))
+
+    first = proposer()
     title = f"{report.get('job') or Path(args.out_dir).name} ({args.out_dir})"
-    return ReviewSession(report, pairs, RecordValues(records), read_clusters(Path(args.out_dir)), LabelStore(labels, inputs), title)
+    session = ReviewSession(report, first.pairs, first.records, read_clusters(Path(args.out_dir)), store, title, proposer)
+    session.summary = first.summary
+    return session
 
 
 def _can_open_browser() -> bool:
@@ -626,8 +714,9 @@ def cmd_serve(args: argparse.Namespace, job_inputs: JobInputs, merge_labels: Mer
     session = load_session(args, job_inputs, merge_labels)
     server = start_server(session, args.port)
     clusters = sum(1 for m in session.clusters.values() if len(m) > 1)
+    print(terminal_text(session.summary), flush=True)
     print(f"er review: {len(session.pairs)} pairs to label, {clusters:,} clusters to inspect", flush=True)
-    print(terminal_text(f"labels saved to {session.store.path}"), flush=True)
+    print(terminal_text(f"labels saved to {session.store.shown}"), flush=True)
     print(f"open {server.url}", flush=True)
     if not args.no_open and _can_open_browser():
         webbrowser.open(server.url)

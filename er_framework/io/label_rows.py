@@ -1,9 +1,9 @@
 """Rows of a labels file by pair: add pairs, set their ``match``, and put back what was there before.
 
 The rules are those of ``er review`` (:func:`er_framework.cli.review.merge_labels`): the header gains the
-columns of :data:`~er_framework.io.labels_file.LABELS_HEADER` it lacks, short rows are padded, and a pair is
-found in either orientation (``A x ~ B y`` is the row ``B y ~ A x`` too). These functions change a
-:class:`~er_framework.io.labels_file.LabelsFile` in memory; the file is written by the one writer,
+columns of :data:`~er_framework.io.labels_file.LABELS_HEADER` and of the rows it lacks, short rows are padded,
+and a pair is found in either orientation (``A x ~ B y`` is the row ``B y ~ A x`` too). These functions
+change a :class:`~er_framework.io.labels_file.LabelsFile` in memory; the file is written by the one writer,
 :func:`~er_framework.io.labels_file.update_labels_file` (atomically, never over an input of the job).
 
 ``er review OUT --serve`` sets one pair's ``match`` per key press and a cluster split's pairs at once
@@ -41,10 +41,14 @@ def pair_key(row: Mapping[str, object]) -> PairKey:
     return (str(row["left_source"]), str(row["left_id"]), str(row["right_source"]), str(row["right_id"]))
 
 
-def widen_header(labels: LabelsFile) -> None:
-    """Add the columns of :data:`LABELS_HEADER` the header lacks (a file with only the columns training needs
-    gets ``score`` and ``side``) and pad every row to the header's width."""
-    for name in LABELS_HEADER:
+def widen_header(labels: LabelsFile, rows: Sequence[Mapping[str, object]] = ()) -> None:
+    """Add the columns of :data:`LABELS_HEADER` and of ``rows`` (dicts by column name) the header lacks (a file
+    with only the columns training needs gets ``score``, ``side`` and the rows' ``reason`` and ``round``), and
+    pad every row to the header's width. A new file (no rows, the default header) gets the columns in the
+    order of the first of ``rows``, as ``er review`` writes them."""
+    if not labels.rows and rows and labels.header == list(LABELS_HEADER):
+        labels.header[:] = list(dict.fromkeys([*rows[0], "match"]))
+    for name in [*LABELS_HEADER, *(str(k) for r in rows for k in r)]:
         if name not in labels.header:
             labels.header.append(name)
     width = len(labels.header)
@@ -68,7 +72,7 @@ def set_label_rows(labels: LabelsFile, rows: Sequence[Mapping[str, object]]) -> 
     ``score`` and ``side``) in ``labels``: on every row of the pair when it has some (other columns kept),
     else on a new row holding the given values. Returns what each pair held before, for
     :func:`restore_label_rows`."""
-    widen_header(labels)
+    widen_header(labels, rows)
     header = labels.header
     m = header.index("match")
     where = _rows_by_pair(labels)

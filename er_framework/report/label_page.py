@@ -7,7 +7,7 @@ report.html (:func:`~er_framework.report.review.pair_card` and
 :func:`~er_framework.report.review.waterfall_svg`): every text taken from the data is escaped.
 
 Keys on the pairs view: ``m`` or ``y`` a match, ``n`` not a match, ``s`` skip, ``u`` or Backspace undo,
-the arrow keys move; ``p`` and ``c`` switch between the pairs and the clusters.
+the arrow keys move, ``r`` the next round of pairs; ``p`` and ``c`` switch between the pairs and the clusters.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ LABEL_PAGE_SCRIPT = r"""
 "use strict";
 const TOKEN = document.querySelector('meta[name="er-token"]').content;
 const $ = (id) => document.getElementById(id);
-const st = {pairs: [], at: 0, view: "pairs", cluster: null};
+const st = {pairs: [], at: 0, view: "pairs", cluster: null, rounds: false};
 let chain = Promise.resolve();
 
 function queue(fn) { chain = chain.then(fn).catch((e) => say(e.message, true)); return chain; }
@@ -99,7 +99,8 @@ async function show(i) {
   const d = await api("/api/pair?i=" + st.at);
   const p = st.pairs[st.at];
   p.match = d.match;
-  $("where").textContent = "pair " + (st.at + 1) + " of " + st.pairs.length + " · " + p.side;
+  $("where").textContent = ["pair " + (st.at + 1) + " of " + st.pairs.length, p.reason, p.side].filter(Boolean).join(" · ");
+  $("why").textContent = p.detail ? "why: " + p.detail : "";
   const lab = $("label");
   lab.textContent = word(d.match);
   lab.className = d.match ? "lab" + d.match : "lab";
@@ -112,7 +113,8 @@ async function label(match) {
   const i = st.at;
   const d = await api("/api/label", {pair: i, match: match});
   progress(d);
-  say(d.message);
+  const more = st.rounds && d.labelled === d.total ? "; every pair of this round is labelled: r for the next round" : "";
+  say(d.message + more);
   await show(i + 1 < st.pairs.length ? i + 1 : i);
 }
 
@@ -124,12 +126,23 @@ async function undo() {
   else if (d.cluster !== undefined && d.cluster !== null) { setView("clusters"); await openCluster(d.cluster); }
 }
 
-async function loadPairs() {
-  const d = await api("/api/pairs");
+function takePairs(d) {
   st.pairs = d.pairs;
+  st.rounds = d.rounds;
+  $("summary").textContent = d.summary || "";
+  $("bround").classList.toggle("hidden", !d.rounds);
   progress(d);
   const first = st.pairs.findIndex((p) => !p.match);
-  await show(first < 0 ? 0 : first);
+  return show(first < 0 ? 0 : first);
+}
+
+async function loadPairs() { await takePairs(await api("/api/pairs")); }
+
+async function nextRound() {
+  say("proposing the next round: the model is refitted from every label so far …");
+  const d = await api("/api/round", {});
+  await takePairs(d);
+  say(d.message);
 }
 
 async function loadClusters() {
@@ -178,7 +191,7 @@ function setView(v) {
 
 const KEYS = {
   m: () => label(1), y: () => label(1), n: () => label(0), s: () => show(st.at + 1),
-  u: undo, Backspace: undo, ArrowRight: () => show(st.at + 1), ArrowDown: () => show(st.at + 1),
+  u: undo, Backspace: undo, r: () => (st.rounds ? nextRound() : null), ArrowRight: () => show(st.at + 1), ArrowDown: () => show(st.at + 1),
   ArrowLeft: () => show(st.at - 1), ArrowUp: () => show(st.at - 1),
 };
 
@@ -202,6 +215,7 @@ $("bundo").addEventListener("click", () => queue(undo));
 $("bprev").addEventListener("click", () => queue(() => show(st.at - 1)));
 $("bnext").addEventListener("click", () => queue(() => show(st.at + 1)));
 $("bsplit").addEventListener("click", () => queue(split));
+$("bround").addEventListener("click", () => queue(nextRound));
 $("tabpairs").addEventListener("click", () => setView("pairs"));
 $("tabclusters").addEventListener("click", () => setView("clusters"));
 queue(loadPairs);
@@ -214,13 +228,16 @@ _BODY = """
 <main>
 <div id="status" role="status" aria-live="polite"></div>
 <section id="pairsview">
+<p class="note" id="summary"></p>
 <div class="tools"><span id="where"></span> <span id="label" class="lab"></span></div>
+<p class="note" id="why"></p>
 <div class="tools">
 <button id="bmatch" class="yes">Match <kbd>m</kbd></button>
 <button id="bnon" class="no">Not a match <kbd>n</kbd></button>
 <button id="bskip">Skip <kbd>s</kbd></button>
 <button id="bundo">Undo <kbd>u</kbd></button>
 <button id="bprev">◀ <kbd>←</kbd></button><button id="bnext"><kbd>→</kbd> ▶</button>
+<button id="bround" class="hidden">Next round <kbd>r</kbd></button>
 </div>
 <div id="list"></div>
 <div id="pair"></div>

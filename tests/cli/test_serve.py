@@ -46,7 +46,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def namespace(out: Path, labels: Path) -> argparse.Namespace:
-    return argparse.Namespace(out_dir=str(out), config=None, allow_changed=False, labels=str(labels), port=None, no_open=True)
+    return argparse.Namespace(out_dir=str(out), config=None, allow_changed=False, labels=str(labels), count=20, port=None, no_open=True)
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +163,9 @@ def test_label_then_undo(live: Live) -> None:
     assert got["labelled"] == 1 and got["pairs"][2] == "1" and "saved" in got["message"]
     got = live.api("/api/label", {"pair": 12, "match": 0})
     assert got["labelled"] == 2
-    rows = live.rows()
     pairs = live.session.pairs
-    assert [(r["left_id"], r["right_id"], r["match"], r["side"]) for r in rows] == [
-        (pairs[2].left_id, pairs[2].right_id, "1", "above"),
-        (pairs[12].left_id, pairs[12].right_id, "0", "below"),
-    ]
-    assert [r["score"] for r in rows] == [f"{pairs[2].score:.6f}", f"{pairs[12].score:.6f}"]
+    assert live.rows() == [pairs[2].label_row("1"), pairs[12].label_row("0")]  # the columns of er review's rows
+    assert {"reason", "round", "score", "side"} <= set(live.rows()[0])
     # relabel: one row, the new label
     live.api("/api/label", {"pair": 2, "match": 0})
     assert [r["match"] for r in live.rows()] == ["0", "0"]
@@ -188,7 +184,7 @@ def test_a_written_labels_file_is_what_training_reads(live: Live) -> None:
         live.api("/api/label", {"pair": i, "match": m})
     text = (ROOT / "configs" / "febrl4.yaml").read_text(encoding="utf-8")
     text = text.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + f"\ntraining: {{labels: {live.labels}}}\n"
-    (live.labels.parent / "job.yaml").write_text(text, encoding="utf-8")
+    (live.labels.parent / "job.yaml").write_text(text, encoding="utf-8")  # a job that trains from the file
     labels = read_labels(parse_job(live.labels.parent / "job.yaml"), live.session.records.records)
     assert sorted(labels.match.tolist()) == [False, True, True]
 
@@ -249,7 +245,7 @@ def test_a_split_is_saved_as_labels(live: Live) -> None:
     group = {0: "a", 1: "a", 4: "a", 2: "b", 3: "b"}
     want = {frozenset((members[i][1], members[j][1])): "1" if group[i] == group[j] else "0" for i in range(5) for j in range(i + 1, 5)}
     assert got_labels == want and len(live.rows()) == 10
-    assert {r["side"] for r in live.rows()} == {"split of cluster big"}
+    assert {r["reason"] for r in live.rows()} == {"split of cluster big"} and {r["side"] for r in live.rows()} == {""}
     undone = live.api("/api/undo", {})
     assert undone["cluster"] == "big" and live.rows() == []
 
@@ -324,8 +320,49 @@ def test_methods_paths_and_sizes(live: Live) -> None:
 
 def test_load_session_writes_the_pairs_into_the_labels_file(run_dir: Path, loaded: ReviewSession) -> None:
     rows = read_labels_file(loaded.store.path, fix="-").records()
-    assert len(rows) == 20 and {r["match"] for r in rows} == {""} and {r["side"] for r in rows} == {"above", "below"}
-    assert len(loaded.pairs) == 20 and loaded.clusters == read_clusters(run_dir)
+    assert len(rows) == 20 and {r["match"] for r in rows} == {""} and {r["round"] for r in rows} == {"1"}
+    assert {r["reason"] for r in rows} <= {"uncertain", "disagreement", "near-miss"}
+    assert [(r["left_id"], r["right_id"]) for r in rows] == [(p.left_id, p.right_id) for p in loaded.pairs]
+    assert loaded.summary.startswith("round 1: 20 new pairs") and loaded.clusters == read_clusters(run_dir)
+
+
+def truth(p: Any) -> int:
+    """Febrl4's truth: rec-N-org and rec-N-dup-0 are one person."""
+    return int(p.left_id.split("-")[1] == p.right_id.split("-")[1])
+
+
+def test_the_next_round_refits_and_proposes_new_pairs(run_dir: Path, tmp_path: Path) -> None:
+    session = load_session(namespace(run_dir, tmp_path / "rounds.csv"), job_inputs, merge_labels)
+    server = start_server(session, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        live = Live(server, session, tmp_path / "rounds.csv")
+        first = [tuple(p["left"] + p["right"]) for p in live.api("/api/pairs")["pairs"]]
+        for i, p in enumerate(session.pairs):
+            live.api("/api/label", {"pair": i, "match": truth(p)})
+        got = live.api("/api/round", {})
+        assert got["message"].startswith("round 2: 20 new pairs") and "refitted from 20 labelled pairs" in got["message"]
+        second = [tuple(p["left"] + p["right"]) for p in got["pairs"]]
+        assert len(second) == 20 and not set(first) & set(second) and got["labelled"] == 0
+        rows = live.rows()
+        assert len(rows) == 40 and [r["round"] for r in rows] == ["1"] * 20 + ["2"] * 20
+        assert all(r["match"] for r in rows[:20]) and not any(r["match"] for r in rows[20:])
+        # the new pairs are labelled as the first ones were; an undo of a label of round 1 still works
+        live.api("/api/label", {"pair": 0, "match": 1})
+        live.api("/api/undo", {})
+        undone = live.api("/api/undo", {})
+        assert "pair" not in undone and undone["message"].startswith("undone:")  # a pair of round 1: not listed now
+        assert sum(1 for r in live.rows() if r["match"]) == 19
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_session_without_rounds(live: Live) -> None:
+    status, _, body = live.request("POST", "/api/round", b"{}")
+    assert status == 409 and "no rounds" in json.loads(body)["error"]
 
 
 def test_a_labels_file_that_is_an_input_of_the_job_is_refused(run_dir: Path) -> None:

@@ -147,6 +147,10 @@ def test_label_five_pairs_by_keyboard_then_split_a_cluster(driver: Any, server: 
     assert [m for _, _, m in filled] == ["1", "0", "1", "1", "1"]  # pairs 1 to 5 in file order
     assert [(r["left_id"], r["right_id"]) for r in rows[:5]] == [f[:2] for f in filled]
 
+    # the next round: the model refitted from the labels so far, 20 new pairs
+    press(d, "r", lambda d: text_of(d, "summary").startswith("round 2: 20 new pairs") and text_of(d, "progress") == "0 of 20 labelled")
+    assert len(read_labels_file(labels, fix="-").rows) == 40
+
     # the cluster view: open the largest cluster, put its second record in group B, save the split
     press(d, "c", lambda d: d.find_elements("css selector", "#clusters button.c"))
     first = d.find_elements("css selector", "#clusters button.c")[0]
@@ -157,7 +161,7 @@ def test_label_five_pairs_by_keyboard_then_split_a_cluster(driver: Any, server: 
     d.find_element("id", "bsplit").click()
     wait_for(d, lambda d: text_of(d, "status").startswith(f"saved the split of cluster {cid}"))
     assert "labelled not a match (0)" in text_of(d, "status")
-    split = [r for r in read_labels_file(labels, fix="-").records() if r["side"] == f"split of cluster {cid}"]
+    split = [r for r in read_labels_file(labels, fix="-").records() if r["reason"] == f"split of cluster {cid}"]
     assert split and {r["match"] for r in split} <= {"0", "1"} and "0" in {r["match"] for r in split}
     assert not [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]  # no script error, nothing blocked
 
