@@ -294,7 +294,7 @@ def _print_fields(records: Any, a: int, b: int) -> None:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "review",
-        help="a round of active labelling: new pairs to label, and a labels file",
+        help="active labelling: new pairs to label each round",
         description="Refit the model of a finished run from every label of the labels file, propose new pairs to "
         "label (the pairs the model is least sure of, pairs the blockers, the model and the clusterer disagree "
         "on, near-misses no blocker produced), add them to the labels file "
