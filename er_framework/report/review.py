@@ -819,6 +819,19 @@ def _weight_row(f: dict[str, Any], i: int, w: float | None, scale: float, seen: 
     )
 
 
+def _step_tip(cols: Sequence[str], left: dict[str, Any], right: dict[str, Any], compared: tuple[dict[str, Any], dict[str, Any]]) -> str:
+    """A waterfall step's tip: each column's two values, and the compared ones where they differ."""
+    vals = []
+    for c in cols:
+        va, vb = left.get(c), right.get(c)
+        text = f"{c}: {_short(va)} | {_short(vb)}"
+        ca, cb = compared[0].get(c, va), compared[1].get(c, vb)
+        if not (_same_text(ca, va) and _same_text(cb, vb)):
+            text += f" (compared: {_short(ca)} | {_short(cb)})"
+        vals.append(text)
+    return "; ".join(vals)
+
+
 def waterfall_svg(
     terms: dict[str, Any],
     report: dict[str, Any],
@@ -838,16 +851,7 @@ def waterfall_svg(
     for label in labels:
         w = _num(terms.get(f"weight_{label}")) or 0.0
         level = _level_name(pf, label, terms.get(f"level_{label}"))
-        cols = _columns_of(label, pf, fields)
-        vals = []
-        for c in cols:
-            va, vb = (left or {}).get(c), (right or {}).get(c)
-            text = f"{c}: {_short(va)} | {_short(vb)}"
-            ca, cb = compared[0].get(c, va), compared[1].get(c, vb)
-            if not (_same_text(ca, va) and _same_text(cb, vb)):
-                text += f" (compared: {_short(ca)} | {_short(cb)})"
-            vals.append(text)
-        steps.append((label, level, w, "; ".join(vals)))
+        steps.append((label, level, w, _step_tip(_columns_of(label, pf, fields), left or {}, right or {}, compared)))
     total = _num(terms.get("match_weight"))
     if total is None:
         total = sum(s[2] for s in steps)
