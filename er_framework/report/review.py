@@ -186,7 +186,7 @@ def candidate_scores(section: dict[str, Any]) -> str:
 #: probabilities named above a match-weight axis, the most telling first (a tick too near one placed is left out)
 PROBABILITY_TICKS = (0.5, 0.001, 0.999, 1e-6, 1 - 1e-6, 0.1, 0.9, 0.01, 0.99, 1e-9, 1 - 1e-9, 1e-12, 1 - 1e-12)
 #: pixels kept between two probability ticks
-_TICK_GAP = 44.0
+_TICK_GAP = 64.0
 
 
 def _prob_label(p: float) -> str:
