@@ -38,6 +38,9 @@ __all__ = [
     "review_pairs",
     "review_records",
     "review_rows",
+    "probability_ticks",
+    "secondary_axis",
+    "weight_histogram",
     "waterfall_svg",
     "waterfalls",
 ]
@@ -273,7 +276,7 @@ def histogram_svg(
     top = 52 if secondary else 22
     ys = Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear")
     chart = Chart(Scale(lo, hi), ys, height=270 + top - 22, top=top, label=label)
-    _secondary_axis(chart, secondary, secondary_label)
+    secondary_axis(chart, secondary, secondary_label)
     if log and cmax > 0:
         yt = [0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(cmax))) + 1)]
     else:
@@ -302,7 +305,7 @@ def histogram_svg(
     return chart.svg()
 
 
-def _secondary_axis(chart: Chart, ticks: Sequence[tuple[float, str]], label: str) -> None:
+def secondary_axis(chart: Chart, ticks: Sequence[tuple[float, str]], label: str) -> None:
     """Tick labels of a second unit above the plot area (``class="axis2"``), with their name."""
     if not ticks:
         return
