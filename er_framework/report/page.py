@@ -104,7 +104,7 @@ def _load_report(out: Path) -> dict[str, Any]:
         raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")) from None
     # not an object, or a key of the wrong kind: "… is not a report er wrote" (check_report);
     # the sections the page draws as a note when their content is malformed: only their kind is checked
-    return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]"))
+    return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]", "threshold_curve"))
 
 
 def _table_file(out: Path, name: str) -> Path | None:
