@@ -56,10 +56,10 @@ def candidate_truth(cols: dict[str, list[Any]], truth: Truth) -> npt.NDArray[np.
         with_source = bool(srcs) and all(s is not None for s in srcs)
         half = len(truth.left_ids)
         lk, rk = _keys(srcs[:half], truth.left_ids, with_source), _keys(srcs[half:], truth.right_ids, with_source)
-        true_pairs = {frozenset((a, b)) for a, b in zip(lk, rk) if a != b}
+        true_pairs = set(zip(lk, rk)) | set(zip(rk, lk))  # either order
         left = _keys(cols["left_source"], cols["left_id"], with_source)
         right = _keys(cols["right_source"], cols["right_id"], with_source)
-        return np.fromiter((frozenset((a, b)) in true_pairs for a, b in zip(left, right)), dtype=bool, count=len(left))
+        return np.fromiter(((a, b) in true_pairs for a, b in zip(left, right)), dtype=bool, count=len(left))
     srcs = [s if s is not None else truth.source for s in truth.sources]
     with_source = bool(srcs) and all(s is not None for s in srcs)
     label = {k: c for k, c in zip(_keys(srcs, truth.ids, with_source), truth.labels) if c is not None}

@@ -1,0 +1,35 @@
+"""er report --truth (evaluate/threshold_truth.py): which candidates the truth says are true pairs."""
+
+from __future__ import annotations
+
+from er_framework.evaluate.threshold_truth import candidate_truth
+from er_framework.evaluate.truth import Truth
+
+COLS = {
+    "left_source": ["A", "A", "A", "B"],
+    "left_id": ["1", "2", "3", "9"],
+    "right_source": ["B", "B", "B", "B"],
+    "right_id": ["1", "3", "3", "8"],
+}
+
+
+def test_pairs_truth_by_id_either_order() -> None:
+    truth = Truth(
+        path="t.csv",
+        kind="pairs",
+        columns={},
+        left_ids=["1", "3"],
+        right_ids=["1", "3"],
+        left_sources=[None, None],
+        right_sources=[None, None],
+    )
+    assert candidate_truth(COLS, truth).tolist() == [True, False, True, False]
+    flipped = Truth(path="t.csv", kind="pairs", columns={}, left_ids=["3"], right_ids=["2"], left_sources=["B"], right_sources=["A"])
+    assert candidate_truth(COLS, flipped).tolist() == [False, True, False, False]  # by source and id, either order
+
+
+def test_cluster_truth_pairs_within_a_cluster() -> None:
+    truth = Truth(
+        path="t.csv", kind="clusters", columns={}, ids=["1", "2", "3", "9", "8"], labels=["x", "x", "y", None, None], sources=[None] * 5
+    )
+    assert candidate_truth(COLS, truth).tolist() == [True, False, True, False]  # records without a cluster: singletons
