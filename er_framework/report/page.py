@@ -388,8 +388,6 @@ def render_report(
     curve = guarded("Choosing the threshold", lambda: threshold_curve_section(report.get("threshold_curve")))
     sections = [
         ("summary", "Summary", summary_section(report)),
-        *([("normalize", "Normalized fields", normalize_section(report))] if report.get("normalize") else []),
-        ("blocking", "Blocking", blocking_section(report)),
         *(
             [("threshold", "Threshold chosen from the data", threshold_section(report))]
             if (report.get("threshold") or {}).get("auto")
@@ -415,6 +413,9 @@ def render_report(
         *([("weights", "Match weights per field", weights)] if weights is not None else []),
         *([("training", "How the weights were learned", trained)] if trained is not None else []),
         *([("waterfalls", "Waterfalls", falls)] if falls is not None else []),
+        # what made the candidates: after the threshold's sections (a reviewer decides the threshold first)
+        *([("normalize", "Normalized fields", normalize_section(report))] if report.get("normalize") else []),
+        ("blocking", "Blocking", blocking_section(report)),
         *(
             [("pruning", "Shingles pruned by frequency", pruning_section(report))]
             if any(s.get("stage") == "prune" for s in report.get("stages") or [])
