@@ -16,10 +16,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     curve = None
     if getattr(args, "truth", None):
         from er_framework.evaluate.threshold_truth import truth_curve
-        from er_framework.evaluate.truth import load_truth
 
-        truth = load_truth(args.truth, id_column=getattr(args, "id_column", None), cluster_column=getattr(args, "cluster_column", None))
-        curve = truth_curve(args.out_dir, truth)
+        options = {"id_column": getattr(args, "id_column", None), "cluster_column": getattr(args, "cluster_column", None)}
+        curve = truth_curve(args.out_dir, args.truth, **options)
     path = write_report(
         args.out_dir,
         config_path=getattr(args, "config", None),
@@ -41,8 +40,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--examples", dest="max_examples", type=int, default=5, help="example records per cluster (5)")
     p.add_argument(
         "--truth",
-        help="a truth file (pairs or clusters, as er evaluate reads): adds precision, recall and F1 by threshold "
-        "(needs the run's candidates: output: {candidates: true})",
+        help="a truth file (pairs or clusters, as er evaluate reads; or a labels file: over the labelled pairs only): "
+        "adds precision, recall and F1 by threshold (needs the run's candidates: output: {candidates: true})",
     )
     p.add_argument("--id-column", help="id column of a cluster-column truth file")
     p.add_argument("--cluster-column", help="cluster/entity column of the truth file")
