@@ -1,5 +1,6 @@
-"""report.json's review and threshold curve (engine/report.py): pairs nearest the threshold by match weight,
-the values the verifier compared, and the curve over a job's labelled pairs checked against a loop."""
+"""report.json's review and threshold curve (engine/report.py; the basename test_report.py is tests/cli's): the
+pairs nearest the threshold by match weight, the values the verifier compared, and the curve over a job's
+labelled pairs checked against a loop."""
 
 from __future__ import annotations
 
