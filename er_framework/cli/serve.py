@@ -134,6 +134,7 @@ class PairRow:
             "right": {"source": self.right_source, "id": self.right_id},
             "score": self.score,
             "terms": self.terms,
+            "weight": (self.terms or {}).get("match_weight"),  # the card is titled by it, as in report.html
         }
 
     def listed(self, match: str) -> dict[str, Any]:
