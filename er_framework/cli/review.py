@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from er_framework.cli import serve
 from er_framework.cli.common import job_of_run, stderr, terminal_text
 from er_framework.errors import InputError, Problem
 
@@ -157,6 +158,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     from er_framework.io.labels_file import LABELS_KIND
     from er_framework.io.safe_write import check_target
 
+    if args.serve:  # the pairs and clusters in a browser
+        return serve.cmd_serve(args, job_inputs, merge_labels)
     report, job = job_of_run(args.out_dir, args.config)
     where = job_labels_path(job, args.labels)
     inputs = job_inputs(job, where.path, report)
@@ -315,4 +318,7 @@ def add_parser(sub: Any) -> None:
         help="review even when a source changed since the run (its fingerprint in report.json differs): the records "
         "are read as they are now, and may not be those the run scored",
     )
+    p.add_argument("--serve", action="store_true", help="label the pairs and split clusters in a browser (a local server)")
+    p.add_argument("--port", type=int, help="with --serve: the port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-open", action="store_true", help="with --serve: print the page's address, do not open a browser")
     p.set_defaults(func=cmd_review)

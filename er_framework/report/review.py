@@ -35,6 +35,7 @@ __all__ = [
     "histogram_svg",
     "match_weights",
     "nice_ticks",
+    "pair_card",
     "review_pairs",
     "review_records",
     "review_rows",
@@ -649,6 +650,13 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
         extra += '<p class="note warn">not found among the records read: ' + esc(", ".join(f"{s}: {i}" for s, i in missing)) + "</p>"
     table = f"<table><colgroup>{hcols}</colgroup><thead>{thead}</thead><tbody>{''.join(rows)}</tbody></table>"
     return f'<div class="rv">{head}{extra}{table}</div>'
+
+
+def pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: float | None, values: Values, fields: Sequence[str]) -> str:
+    """One pair as the report shows it (``e``: a review entry, ``{left: {source, id}, right: ..., score, terms}``):
+    both records' fields side by side with the differences marked and the verifier's terms; also the pair
+    shown by ``er review OUT --serve``."""
+    return _pair_card(report, e, rank, threshold, values, fields)
 
 
 def _set_line(terms: dict[str, Any]) -> str:
