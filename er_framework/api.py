@@ -177,7 +177,10 @@ def progress_callback(progress: bool | ProgressCallback | None) -> Iterator[Prog
             line.close()
         return
     if not callable(progress):
-        raise TypeError(f"progress= is True, False, None or a callable taking a Progress value, not {type(progress).__name__}")
+        raise ValueError(
+            f"progress={progress!r}: expected True (a progress line on stderr), False/None (silent) or a callable taking "
+            "a Progress value (er_framework.engine.log.Progress)"
+        )
     yield progress
 
 

@@ -70,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"a full traceback on an unexpected error (also {DEBUG_ENV}=1)",
     )
-    parser.add_argument("--version", action=VersionAction, help="print er-framework's, Python's and the plugin packages' versions")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
+    parser.add_argument("--version", action=VersionAction, help="the versions of er-framework, Python and plugins")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log each stage on stderr (-vv: each batch)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb in VERBS:
         verb.add_parser(sub)

@@ -26,7 +26,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
-from er_framework.engine.reprs import box, kv_table, text_block, waterfall_html
+from er_framework.engine.reprs import TERMS_SHOWN, box, kv_table, rows_table, text_block, waterfall_html
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read, read_database_source
 from er_framework.errors import InputError, Problem
@@ -190,7 +190,8 @@ class Explanation:
         if self.kind == "weights":
             parts.append(waterfall_html(self.fields, self.prior_weight or 0.0, self.match_weight, self.threshold))
         elif self.kind == "points":
-            parts.append(kv_table([(f.name, f"{f.left!r} vs {f.right!r}: {(f.weight or 0.0):+.2f} points") for f in self.fields]))
+            rows = [(f.name, f.left, f.right, f"{(f.weight or 0.0):+.2f}") for f in self.fields[:TERMS_SHOWN]]
+            parts.append(rows_table(("field", "left", "right", "points"), rows + [("total", "", "", f"{self.total():+.2f}")]))
         elif self.kind == "sets":
             parts.append(kv_table([(k.replace("_", " "), f"{v:,}") for k, v in self.tokens.items()] + [("Jaccard", f"{self.total():.6f}")]))
         elif self.kind == "exact":

@@ -174,12 +174,15 @@ class ProgressLine:
     """A progress callback showing one line on ``stream``, rewritten in place (``\\r``) at every call:
     ``er: [3] block: 2/8 (25%), 0.4 s``. ``close()`` ends it: the line is erased (``keep=False``: a
     terminal, where the command's output follows) or ended with a newline and the total time (``keep=True``:
-    a notebook cell). Plain text: a terminal and Jupyter's output area both rewrite a line on ``\\r``."""
+    a notebook cell). Plain text: a terminal and Jupyter's output area both rewrite a line on ``\\r``. Batch
+    updates closer than ``interval`` seconds are skipped (the last batch of a stage is always shown)."""
 
-    def __init__(self, stream: TextIO, *, keep: bool = False, width: int | None = None) -> None:
+    def __init__(self, stream: TextIO, *, keep: bool = False, width: int | None = None, interval: float = 0.1) -> None:
         self.stream = stream
         self.keep = keep
         self.width = width
+        self.interval = interval  # seconds between two batch updates shown (starts and ends are always shown)
+        self.last = 0.0  # when the line was last written
         self.shown = 0  # characters of the line on screen
         self.count = 0  # stages started
         self.t0 = time.perf_counter()
@@ -196,6 +199,10 @@ class ProgressLine:
     def __call__(self, p: Progress) -> None:
         if p.event == "start":
             self.count += 1
+        now = time.perf_counter()
+        if p.event == "batch" and p.done != p.total and now - self.last < self.interval:
+            return  # many small batches: a line a tenth of a second is enough
+        self.last = now
         self.show(f"er: [{self.count}] {p}")
 
     def close(self) -> None:

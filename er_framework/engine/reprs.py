@@ -23,13 +23,16 @@ __all__ = [
     "CELL_CHARS",
     "HTML_LIMIT",
     "LEVELS_SHOWN",
+    "NAME_CHARS",
     "ROWS_SHOWN",
+    "STYLE",
     "TERMS_SHOWN",
     "WARNINGS_SHOWN",
     "box",
     "clip",
     "kv_table",
     "level_weight",
+    "rows_table",
     "table_html",
     "text_block",
     "waterfall_html",
@@ -44,14 +47,19 @@ CELL_CHARS = 80
 #: warnings shown of a run's report
 WARNINGS_SHOWN = 20
 #: rows (field × level) shown of a model's weights
-LEVELS_SHOWN = 200
+LEVELS_SHOWN = 120
 #: terms (fields) shown of one pair's explanation
 TERMS_SHOWN = 60
 #: the bound the tests hold every ``_repr_html_`` to, in bytes, whatever the data
 HTML_LIMIT = 50_000
 
-STYLE_TABLE = 'style="border-collapse:collapse;font-size:12px;margin:4px 0"'
-STYLE_CELL = 'style="border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top"'
+#: the one style sheet of a view, inside it and scoped to its class ``er-repr`` (no file, no script)
+STYLE = (
+    "<style>.er-repr{font-family:sans-serif;font-size:13px}.er-repr table{border-collapse:collapse;font-size:12px;margin:4px 0}"
+    ".er-repr td,.er-repr th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}</style>"
+)
+#: characters shown of a field's or a level's name in the weights table
+NAME_CHARS = 40
 
 
 def clip(value: Any, n: int = CELL_CHARS) -> str:
@@ -71,7 +79,7 @@ def esc(value: Any, n: int = CELL_CHARS) -> str:
 
 def box(title: str, body: str) -> str:
     """One self-contained block: a bold title line, then ``body`` (HTML)."""
-    return f'<div class="er-repr" style="font-family:sans-serif;font-size:13px"><b>{html.escape(title)}</b>{body}</div>'
+    return f'<div class="er-repr">{STYLE}<b>{html.escape(title)}</b>{body}</div>'
 
 
 def text_block(text: str, max_lines: int = 40) -> str:
@@ -86,8 +94,15 @@ def text_block(text: str, max_lines: int = 40) -> str:
 
 def kv_table(rows: Sequence[tuple[str, Any]]) -> str:
     """A two-column table of names and values."""
-    body = "".join(f"<tr><th {STYLE_CELL}>{esc(k)}</th><td {STYLE_CELL}>{esc(v)}</td></tr>" for k, v in rows)
-    return f"<table {STYLE_TABLE}>{body}</table>"
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def rows_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A table of ``rows`` under ``header`` (every cell clipped and escaped)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def column_head(column: Any, n: int) -> list[Any]:
@@ -102,11 +117,11 @@ def table_html(caption: str, columns: Mapping[str, Any], rows: int = ROWS_SHOWN)
     total = len(columns[names[0]]) if names else 0
     shown = min(rows, total)
     heads = {name: column_head(columns[name], shown) for name in names}
-    head = "".join(f"<th {STYLE_CELL}>{esc(name)}</th>" for name in names)
-    body = "".join("<tr>" + "".join(f"<td {STYLE_CELL}>{esc(heads[name][i])}</td>" for name in names) + "</tr>" for i in range(shown))
+    head = "".join(f"<th>{esc(name)}</th>" for name in names)
+    body = "".join("<tr>" + "".join(f"<td>{esc(heads[name][i])}</td>" for name in names) + "</tr>" for i in range(shown))
     more = f", the first {shown} shown" if shown < total else ""
     cap = f"<caption style=\"text-align:left\">{html.escape(caption)} ({total:,} row{'s' if total != 1 else ''}{more})</caption>"
-    return f"<table {STYLE_TABLE}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def level_weight(m: float, u: float) -> float:
@@ -147,14 +162,14 @@ def weights_html(state: Mapping[str, Any]) -> str:
     if not rows:
         kinds = ", ".join(sorted(str(k) for k in state)) or "nothing"
         return out + f"<p>fitted state: {esc(kinds, 4 * CELL_CHARS)} (no per-level weights to show)</p>"
-    head = "".join(f"<th {STYLE_CELL}>{h}</th>" for h in ("field", "level", "m", "u", "weight (bits)"))
+    head = "".join(f"<th>{h}</th>" for h in ("field", "level", "m", "u", "weight (bits)"))
     body = "".join(
-        f"<tr><td {STYLE_CELL}>{esc(f)}</td><td {STYLE_CELL}>{esc(lv)}</td><td {STYLE_CELL}>{m:.4g}</td>"
-        f"<td {STYLE_CELL}>{u:.4g}</td><td {STYLE_CELL}>{w:+.2f}</td></tr>"
+        f"<tr><td>{esc(f, NAME_CHARS)}</td><td>{esc(lv, NAME_CHARS)}</td><td>{m:.4g}</td>"
+        f"<td>{u:.4g}</td><td>{w:+.2f}</td></tr>"
         for f, lv, m, u, w in rows[:LEVELS_SHOWN]
     )
     more = f"<p>… {len(rows) - LEVELS_SHOWN} more levels</p>" if len(rows) > LEVELS_SHOWN else ""
-    return out + f"<table {STYLE_TABLE}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>" + more
+    return out + f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>" + more
 
 
 def waterfall_html(fields: Sequence[Any], prior: float, match_weight: float | None, threshold: float) -> str:

@@ -63,8 +63,9 @@ class Result:
     model: Model | None = None
 
     def __repr__(self) -> str:
-        """One line: the counts, the verifier and the threshold (never the data)."""
-        return "<Result: " + counts_text(result_counts(self.report)) + ">"
+        """One line: the counts, the verifier and the threshold (never the data; no seconds: it is the same
+        for the same run)."""
+        return "<Result: " + counts_text([(k, v) for k, v in result_counts(self.report) if k != "seconds"]) + ">"
 
     def _repr_html_(self) -> str:
         """A notebook's view: the counts, the first rows of the pairs and the clusters, the warnings (escaped,
