@@ -120,7 +120,7 @@ def table_html(caption: str, columns: Mapping[str, Any], rows: int = ROWS_SHOWN)
     head = "".join(f"<th>{esc(name)}</th>" for name in names)
     body = "".join("<tr>" + "".join(f"<td>{esc(heads[name][i])}</td>" for name in names) + "</tr>" for i in range(shown))
     more = f", the first {shown} shown" if shown < total else ""
-    cap = f"<caption style=\"text-align:left\">{html.escape(caption)} ({total:,} row{'s' if total != 1 else ''}{more})</caption>"
+    cap = f'<caption style="text-align:left">{html.escape(caption)} ({total:,} row{"s" if total != 1 else ""}{more})</caption>'
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -164,8 +164,7 @@ def weights_html(state: Mapping[str, Any]) -> str:
         return out + f"<p>fitted state: {esc(kinds, 4 * CELL_CHARS)} (no per-level weights to show)</p>"
     head = "".join(f"<th>{h}</th>" for h in ("field", "level", "m", "u", "weight (bits)"))
     body = "".join(
-        f"<tr><td>{esc(f, NAME_CHARS)}</td><td>{esc(lv, NAME_CHARS)}</td><td>{m:.4g}</td>"
-        f"<td>{u:.4g}</td><td>{w:+.2f}</td></tr>"
+        f"<tr><td>{esc(f, NAME_CHARS)}</td><td>{esc(lv, NAME_CHARS)}</td><td>{m:.4g}</td><td>{u:.4g}</td><td>{w:+.2f}</td></tr>"
         for f, lv, m, u, w in rows[:LEVELS_SHOWN]
     )
     more = f"<p>… {len(rows) - LEVELS_SHOWN} more levels</p>" if len(rows) > LEVELS_SHOWN else ""
