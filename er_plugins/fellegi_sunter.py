@@ -371,6 +371,8 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
             }
             if counts is not None and patterns is not None:
                 entry["missing_pairs"] = int(counts[patterns[:, f] < 0].sum())
+                # candidate pairs per level: a level no candidate reaches has a weight that was not learned from one
+                entry["candidate_pairs"] = [int(counts[patterns[:, f] == lv].sum()) for lv in range(len(entry["levels"]))]
             entry["missing_weight"] = 0.0
             out[fld.label] = entry
         return out

@@ -1,4 +1,4 @@
-"""er_framework.run / validate / Result: the README's notebook example, DataFrames in and out, explanations."""
+"""er_framework.run / validate / Result: the notebook example of docs/python.md, DataFrames in and out, explanations."""
 
 from __future__ import annotations
 
@@ -20,25 +20,25 @@ ROOT = Path(__file__).resolve().parents[1]
 FEBRL = ROOT / "configs" / "data" / "febrl"
 
 
-def readme_python_example() -> str:
-    """The first ```python block of the README's section "From Python"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## From Python", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's Python section opens with a python block"
+def python_page_example() -> str:
+    """The first ```python block of docs/python.md (tests/docs runs it too and compares what it prints; here
+    its tables are checked)."""
+    text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.S)
+    assert match, "docs/python.md opens with a python block"
     return match.group(1)
 
 
 @pytest.fixture(scope="module")
-def readme_run() -> dict[str, Any]:
-    """The README's example, executed as written, from the repository root."""
+def python_page_run() -> dict[str, Any]:
+    """The example of docs/python.md, executed as written, from the repository root."""
     import os
 
     here = os.getcwd()
     os.chdir(ROOT)
     try:
         scope: dict[str, Any] = {}
-        exec(compile(readme_python_example(), "README.md", "exec"), scope)  # noqa: S102 - our own README
+        exec(compile(python_page_example(), "docs/python.md", "exec"), scope)  # noqa: S102 - our own docs
     finally:
         os.chdir(here)
     return scope
@@ -52,42 +52,42 @@ def f1_of(pairs: set[tuple[str, str]]) -> float:
     return 2 * p * r / (p + r)
 
 
-def test_readme_example_links_febrl4_from_pandas(readme_run: dict[str, Any]) -> None:
-    links = readme_run["links"]
+def test_python_page_example_links_febrl4_from_pandas(python_page_run: dict[str, Any]) -> None:
+    links = python_page_run["links"]
     assert isinstance(links, pd.DataFrame)
     assert list(links.columns) == ["left_source", "left_id", "right_source", "right_id", "score"]
-    assert readme_run["f1"] >= 0.999
-    assert f1_of(set(zip(links.left_id, links.right_id))) == pytest.approx(readme_run["f1"])
+    assert python_page_run["f1"] >= 0.999
+    assert f1_of(set(zip(links.left_id, links.right_id))) == pytest.approx(python_page_run["f1"])
     # one-to-one: every record in at most one link, and each link inside a cluster
     assert links.left_id.is_unique and links.right_id.is_unique
-    result = readme_run["result"]
+    result = python_page_run["result"]
     clusters = result.clusters
     assert isinstance(clusters, pd.DataFrame) and len(clusters) == 10_000
     cid = dict(zip(zip(clusters.source, clusters.id), clusters.cluster_id))
     assert all(cid[("A", x)] == cid[("B", y)] for x, y in zip(links.left_id, links.right_id))
 
 
-def job_dict(readme_run: dict[str, Any]) -> dict[str, Any]:
-    return readme_run["job"]
+def job_dict(python_page_run: dict[str, Any]) -> dict[str, Any]:
+    return python_page_run["job"]
 
 
-def test_polars_in_polars_out(readme_run: dict[str, Any]) -> None:
+def test_polars_in_polars_out(python_page_run: dict[str, Any]) -> None:
     a = pl.read_csv(FEBRL / "febrl4_a.csv", infer_schema=False)
     b = pl.read_csv(FEBRL / "febrl4_b.csv", infer_schema=False)
-    result = er.run(job_dict(readme_run), sources={"A": a, "B": b})
+    result = er.run(job_dict(python_page_run), sources={"A": a, "B": b})
     links = result.pairs
     assert isinstance(links, pl.DataFrame)
     assert f1_of(set(zip(links["left_id"].to_list(), links["right_id"].to_list()))) >= 0.999
     # the same answer as from pandas
-    pd_links = readme_run["links"]
+    pd_links = python_page_run["links"]
     assert sorted(zip(links["left_id"].to_list(), links["right_id"].to_list())) == sorted(zip(pd_links.left_id, pd_links.right_id))
 
 
-def test_arrow_tables_and_a_job_file(readme_run: dict[str, Any], tmp_path: Path) -> None:
+def test_arrow_tables_and_a_job_file(python_page_run: dict[str, Any], tmp_path: Path) -> None:
     a = pa_csv.read_csv(
         FEBRL / "febrl4_a.csv",
         convert_options=pa_csv.ConvertOptions(
-            column_types={c: pa.string() for c in ["rec_id", *readme_run["fields"]]}, strings_can_be_null=False
+            column_types={c: pa.string() for c in ["rec_id", *python_page_run["fields"]]}, strings_can_be_null=False
         ),
     )
     result = er.run(ROOT / "configs" / "febrl4.yaml", sources={"A": a})  # B read from the file the YAML names
@@ -99,12 +99,12 @@ def test_arrow_tables_and_a_job_file(readme_run: dict[str, Any], tmp_path: Path)
     assert np.allclose(again.score, from_files.score)
 
 
-def test_the_tables_are_the_written_files(readme_run: dict[str, Any], tmp_path: Path) -> None:
-    result = readme_run["result"]
+def test_the_tables_are_the_written_files(python_page_run: dict[str, Any], tmp_path: Path) -> None:
+    result = python_page_run["result"]
     written = result.write(tmp_path / "out")
     assert {"pairs", "clusters", "verified_pairs", "report", "report_html"} <= set(written)
     pairs = pd.read_csv(written["pairs"], dtype={"left_id": str, "right_id": str})
-    links = readme_run["links"]
+    links = python_page_run["links"]
     assert list(pairs.left_id) == list(links.left_id) and np.allclose(pairs.score, links.score)
     verified = pd.read_csv(written["verified_pairs"])
     assert len(verified) == len(result.verified_pairs) >= len(links)
@@ -186,19 +186,19 @@ def test_bad_sources_are_clear_errors() -> None:
         er.run(job, sources={"d": pd.DataFrame({"id": ["1"], "body": ["x"]})})
 
 
-def test_explain_weights_sum_to_the_score(readme_run: dict[str, Any]) -> None:
-    ex = readme_run["result"].explain("rec-1070-org", "rec-1070-dup-0")
+def test_explain_weights_sum_to_the_score(python_page_run: dict[str, Any]) -> None:
+    ex = python_page_run["result"].explain("rec-1070-org", "rec-1070-dup-0")
     assert ex.kind == "weights" and len(ex.fields) == 10
     total = ex.prior_weight + sum(f.weight for f in ex.fields)
     assert total == pytest.approx(ex.match_weight, abs=1e-9)
     assert 1 / (1 + 2**-total) == pytest.approx(ex.score, abs=1e-12)
-    links = readme_run["links"]
+    links = python_page_run["links"]
     assert ex.score == pytest.approx(float(links.score[links.left_id == "rec-1070-org"].iloc[0]))
     assert "soc_sec_id" in str(ex) and "probability" in str(ex)
     with pytest.raises(ErError, match="no record"):
-        readme_run["result"].explain("nobody", "rec-1070-dup-0")
+        python_page_run["result"].explain("nobody", "rec-1070-dup-0")
     assert ex.candidate is True and ex.verified
-    other = readme_run["result"].explain("rec-1070-org", "rec-1-dup-0")  # two people no blocker paired
+    other = python_page_run["result"].explain("rec-1070-org", "rec-1-dup-0")  # two people no blocker paired
     assert other.candidate is False and not other.verified and "not a candidate" in str(other)
 
 

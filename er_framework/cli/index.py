@@ -297,7 +297,7 @@ def add_parser(sub: Any) -> None:
         "index",
         help="a persistent index: build, add, remove, info",
         description="A saved index that answers queries and grows without recomputing everything; "
-        "cluster ids stay stable (see README: Persistent index).",
+        "cluster ids stay stable (see docs/guide/persistent-index.md).",
     )
     isub = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     b = isub.add_parser("build", help="run a job and persist it as an index")

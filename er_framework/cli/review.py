@@ -1,13 +1,18 @@
-"""``er review OUT``: the pairs nearest the threshold, side by side, and a labels file to edit.
+"""``er review OUT``: a round of active labelling, the proposed pairs side by side, and a labels file to edit.
 
-The pairs are report.json's ``review`` (the 10 candidates just at or above the threshold and the
-10 just below, with their score's terms). The labels file (``--labels``, default ``labels.csv``)
-has the columns ``left_source,left_id,right_source,right_id,score,side,match``; fill ``match``
-with 1 or 0 and train from it: ``training: {labels: labels.csv}``. An existing file keeps its rows,
-labels, extra columns and dialect (a spreadsheet's ``;`` and byte-order mark); pairs not in it yet are
-added. The file is read and written by :mod:`er_framework.io.labels_file` (never over the job's own files,
-an output of a run, a device or a file that is not a labels file; formula-like values escaped), and
-written before anything is printed. Every printed value, id and name goes through
+Each round (:func:`er_framework.engine.active.propose`) refits the job's model from every label of the
+labels file, proposes ``--count`` new pairs (default 20: the pairs the model is least sure of, pairs the
+blockers, the model and the clusterer disagree on, and near-misses no blocker produced), adds them to the
+file and prints them with both records' fields and the terms of their scores, after how the refit moved
+the weights and the model's expected F1. The labels file (``--labels``, relative to the current folder;
+default the job's ``training: {labels: ...}`` file, else ``labels.csv`` beside the job file:
+:func:`~er_framework.config.resolve.job_labels_path`, the rule ``training:`` follows too) has the columns
+``left_source,left_id,right_source,right_id,score,side,reason,round,match``; fill ``match`` with 1 or 0
+and run ``er review`` again, or train from it: ``training: {labels: FILE}``. An existing file keeps its
+rows, labels, extra columns and dialect (a spreadsheet's ``;`` and byte-order mark); pairs not in it yet
+are added. The file is read and written by :mod:`er_framework.io.labels_file` (never over the job's own
+files, an output of a run, a device or a file that is not a labels file; formula-like values escaped),
+and written before anything is printed. Every printed value, id and name goes through
 :func:`~er_framework.cli.common.terminal_text`.
 """
 
@@ -26,10 +31,23 @@ from er_framework.errors import InputError, Problem
 if TYPE_CHECKING:
     from er_framework.io.labels_file import LabelsFile
 
-__all__ = ["add_parser", "cmd_review", "differing_passages", "job_inputs", "merge_labels"]
+__all__ = ["add_parser", "cmd_review", "count_arg", "differing_passages", "job_inputs", "merge_labels"]
 
 #: a value longer than this is shown by its differing passages
 LONG_VALUE = 120
+#: the weights printed after a refit (the largest changes)
+WEIGHTS_SHOWN = 8
+
+
+def count_arg(text: str) -> int:
+    """``--count``: a whole number of pairs, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of pairs (e.g. --count 20)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} pairs: give at least 1 (e.g. --count 20)")
+    return value
 
 
 def differing_passages(a: str, b: str, limit: int = 3, width: int = 100) -> list[tuple[str, str]]:
@@ -83,9 +101,11 @@ def merge_labels(path: Path, rows: list[dict[str, Any]], inputs: Sequence[Path] 
     def extend(labels: LabelsFile) -> LabelsFile:
         nonlocal added
         header = labels.header
-        for name in LABELS_HEADER:
+        if not labels.rows and rows and header == list(LABELS_HEADER):
+            header[:] = list(rows[0])  # a new file: the columns in the rows' order (match last)
+        for name in [*LABELS_HEADER, *(k for r in rows for k in r)]:
             if name not in header:
-                header.append(name)  # a file with only the columns training needs gets score and side
+                header.append(name)  # a file with only the columns training needs gets score, side, reason, round
         width = len(header)
         labels.rows = [(r + [""] * width)[:width] for r in labels.rows]
         at = [header.index(c) for c in ("left_source", "left_id", "right_source", "right_id")]
@@ -129,71 +149,124 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    """Write or extend the labels file, then print the borderline pairs with both records' fields (the file
-    is written first: ``er review OUT | head`` still writes it)."""
-    from er_framework.engine import stages
-    from er_framework.engine.explain import check_databases_unchanged, check_files_unchanged, explanation
+    """One round of active labelling: the model refitted from every label so far, new pairs proposed and
+    added to the labels file, then printed with both records' fields (the file is written first:
+    ``er review OUT | head`` still writes it) and how the refit moved the weights and the expected F1."""
+    from er_framework.config.resolve import job_labels_path
+    from er_framework.engine.active import propose
+    from er_framework.io.labels_file import LABELS_KIND
+    from er_framework.io.safe_write import check_target
 
     report, job = job_of_run(args.out_dir, args.config)
-    # refused when a source changed: the files before reading, the database sources with what is read
-    for note in check_files_unchanged(report, job, allow_changed=args.allow_changed):
+    where = job_labels_path(job, args.labels)
+    inputs = job_inputs(job, where.path, report)
+    # refused before anything is read: an input of the job, an output of a run, a file that is not labels
+    check_target(where.path, what="labels file", inputs=inputs, kind=LABELS_KIND)
+    if where.path.is_file():
+        _read_labels(where.path)
+    found = propose(job, args.out_dir, where.path, args.count, report=report, allow_changed=args.allow_changed)
+    for note in found.notes:
         stderr(f"note: {note}")
-    review = report.get("review") or {}
-    entries = [("above", e) for e in review.get("above", [])] + [("below", e) for e in review.get("below", [])]
-    if not entries:
-        print(
-            terminal_text(
-                f"{args.out_dir}: no candidate pairs to review "
-                "(report.json has no review section: run the job again with this version of er)"
-            )
-        )
-        return 0
-    wanted = {(e[side]["source"], e[side]["id"]) for _, e in entries for side in ("left", "right")}
-    records, read_stats = stages.read(job)
-    for note in check_databases_unchanged(report, job, read_stats, allow_changed=args.allow_changed):
-        stderr(f"note: {note}")
-    index = stages.record_rows(records, wanted)
-    threshold = float(review.get("threshold", 0.0))
-    described = dict(report.get("verifier") or {})
-    rows = [
-        {
-            "left_source": e["left"]["source"],
-            "left_id": e["left"]["id"],
-            "right_source": e["right"]["source"],
-            "right_id": e["right"]["id"],
-            "score": f"{e['score']:.6f}",
-            "side": side,
-            "match": "",
-        }
-        for side, e in entries
-    ]
-    labels = Path(args.labels)
-    added, total = merge_labels(labels, rows, inputs=job_inputs(job, labels, report))
-    print(
-        f"pairs nearest the threshold {threshold:g} ({len(review.get('above', []))} at or above, "
-        f"{len(review.get('below', []))} below); fields as read"
-    )
-    for rank, (side, e) in enumerate(entries, 1):
-        lk, rk = (e["left"]["source"], e["left"]["id"]), (e["right"]["source"], e["right"]["id"])
-        print()
-        print(terminal_text(f"#{rank}  {side:<5}  score {e['score']:.6f}   {lk[0]} {lk[1]}  |  {rk[0]} {rk[1]}"))
-        a, b = index.get(lk), index.get(rk)
-        if a is None or b is None:
-            print("    (a record is no longer in the sources)")
-        else:
-            _print_fields(records, a, b)
-        if e.get("terms") and a is not None and b is not None:
-            ex = explanation(records, a, b, e["terms"], described, threshold)
-            for line in str(ex).splitlines()[1:]:
-                print(terminal_text("  " + line))
+    shown = args.labels if args.labels is not None else _shown(where.path)
+    added, total = merge_labels(where.path, found.label_rows(), inputs=inputs)
+    _print_refit(found, shown)
+    if not found.rows:
+        print(terminal_text(f"{args.out_dir}: no pair left to propose (every candidate and near-miss is in {shown})"))
+    for rank, p in enumerate(found.rows, 1):
+        _print_proposal(found, rank, p)
     print()
+    trains = job.training_path() is not None and _same(job.training_path() or where.path, where.path)
+    hint = (
+        "the job trains from it already; run it again to apply the labels"
+        if trains
+        else f"to train the job from them add training: {{labels: {where.in_job}}} to the job (a path relative to the job file)"
+    )
     print(
         terminal_text(
-            f"wrote {args.labels}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then "
-            f"add training: {{labels: {args.labels}}} to the job (a path relative to the job file) and run it again"
+            f"wrote {shown}: {added} new pairs ({total} in the file). Fill the match column with 1 or 0, then run "
+            f"er review again for the next round; {hint}"
         )
     )
     return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` as printed: relative to the current folder when it lies below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _print_refit(found: Any, labels: str) -> None:
+    """The round's header: what the model was refitted from, how its weights and expected F1 moved."""
+    after, before = found.after, found.before
+    kinds = ", ".join(f"{sum(p.reason == k for p in found.rows)} {k}" for k in ("uncertain", "disagreement", "near-miss"))
+    if after.matches + after.non_matches:
+        print(
+            terminal_text(
+                f"round {found.round}: the model refitted from {after.matches + after.non_matches} labelled pairs "
+                f"({after.matches} matches, {after.non_matches} non-matches) of {labels}"
+            )
+        )
+        if before.matches + before.non_matches:
+            print(f"    before: the {before.matches + before.non_matches} pairs labelled before the last round")
+        else:
+            print("    before: the unsupervised fit (no labels of both kinds before the last round)")
+    elif found.trainable:
+        print(terminal_text(f"round {found.round}: no labels of both kinds in {labels} yet; the model is the unsupervised fit"))
+    else:
+        print(f"round {found.round}: the verifier does not learn from labels; pairs are proposed by its scores")
+    _print_weights(found.weights)
+    _print_expected(found)
+    print()
+    print(f"{len(found.rows)} new pairs ({kinds}); threshold {found.threshold:g}; fields as read")
+
+
+def _print_weights(weights: list[Any]) -> None:
+    moved = [w for w in weights if abs(w.change) >= 0.005][:WEIGHTS_SHOWN]
+    if not weights:
+        return
+    if not moved:
+        print("    weights: unchanged")
+        return
+    print(f"    weights that moved most (bits, before -> after; {len(weights)} levels):")
+    width = max(len(w.field) for w in moved)
+    for w in moved:
+        print(terminal_text(f"      {w.field:<{width}}  {w.level:<10} {w.before:+7.2f} -> {w.after:+7.2f}  ({w.change:+.2f})"))
+
+
+def _print_expected(found: Any) -> None:
+    before, after = found.before.expected, found.after.expected
+    if after is None or before is None:
+        print("    expected F1: not estimated (the verifier's scores are not match probabilities)")
+        return
+    print(
+        f"    expected F1 {before.f1:.3f} -> {after.f1:.3f} (precision {before.precision:.3f} -> {after.precision:.3f}, "
+        f"recall {before.recall:.3f} -> {after.recall:.3f})"
+    )
+    print(
+        f"      the model's own estimate over the {found.candidates:,} candidates: their scores taken as match "
+        "probabilities (matches no blocker produced are not counted)"
+    )
+
+
+def _print_proposal(found: Any, rank: int, p: Any) -> None:
+    side = "above" if p.score >= found.threshold else "below"
+    print()
+    print(
+        terminal_text(
+            f"#{rank}  {p.reason:<12} {side:<5}  score {p.score:.6f}   {p.left_source} {p.left_id}  |  {p.right_source} {p.right_id}"
+        )
+    )
+    print(terminal_text(f"    why: {p.detail}"))
+    _print_fields(found.records, p.left, p.right)
+    if p.terms:
+        from er_framework.engine.explain import explanation
+
+        ex = explanation(found.records, p.left, p.right, p.terms, found.described, found.threshold)
+        for line in str(ex).splitlines()[1:]:
+            print(terminal_text("  " + line))
 
 
 def _print_fields(records: Any, a: int, b: int) -> None:
@@ -218,14 +291,23 @@ def _print_fields(records: Any, a: int, b: int) -> None:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "review",
-        help="the pairs nearest the threshold, and a labels file",
-        description="Print the candidate pairs just at or above and just below the threshold of a finished run, with "
-        "both records' fields and the terms of their scores, and write (or extend) a labels file "
-        "(left_source,left_id,right_source,right_id,score,side,match) whose match column you fill with 1 or 0; "
-        "training: {labels: FILE} in the job then trains the verifier from it.",
+        help="active labelling: new pairs to label each round",
+        description="Refit the model of a finished run from every label of the labels file, propose new pairs to "
+        "label (the pairs the model is least sure of, pairs the blockers, the model and the clusterer disagree "
+        "on, near-misses no blocker produced), add them to the labels file "
+        "(left_source,left_id,right_source,right_id,score,side,reason,round,match) and print them with both records' "
+        "fields and the terms of their scores. Fill the match column with 1 or 0 and run er review again for the "
+        "next round; training: {labels: FILE} in the job trains the verifier from the file.",
     )
     p.add_argument("out_dir", help="a folder written by er run")
-    p.add_argument("--labels", default="labels.csv", help="labels file to write or extend (default labels.csv)")
+    p.add_argument(
+        "--labels",
+        help="labels file to write or extend, relative to the current folder (default: the job's training: labels "
+        "file, else labels.csv beside the job file)",
+    )
+    p.add_argument(
+        "--count", type=count_arg, default=20, metavar="N", help="pairs to propose this round (default 20)"
+    )
     p.add_argument("--config", help="the job file, when it moved since the run")
     p.add_argument(
         "--allow-changed",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import types
 import typing
 from collections.abc import Collection
@@ -136,10 +137,11 @@ class Job:
         return expand_source_path(self.base_dir, path)
 
     def training_path(self) -> Path | None:
-        """The labels file of ``training:`` (relative to the job file's folder), or None."""
+        """The labels file of ``training:`` (relative to the job file's folder), or None
+        (:func:`labels_path`: the one rule of ``training:`` and ``er review``)."""
         if self.spec.training is None:
             return None
-        return (self.base_dir / self.spec.training.labels).resolve()
+        return labels_path(self.base_dir, self.spec.training.labels).path
 
     def output_dir(self, override: str | Path | None = None) -> Path | None:
         if override is not None:
@@ -178,6 +180,47 @@ class Job:
         if self.normalizers:  # (absent when empty: the hash of a job without normalizers is unchanged)
             out["normalize"] = {f: [comp(s) for s in chain] for f, chain in self.normalizers.items()}
         return out
+
+
+#: the labels file ``er review`` writes when neither ``--labels`` nor the job's ``training: {labels: ...}`` names one
+DEFAULT_LABELS = "labels.csv"
+
+
+@dataclass(frozen=True)
+class LabelsPath:
+    """A labels file: where it is, and how ``training: {labels: ...}`` of the job names it."""
+
+    #: the file, absolute
+    path: Path
+    #: the path as written in the job's ``training: {labels: ...}``: relative to the job file's folder
+    in_job: str
+
+
+def labels_path(base_dir: Path, in_job: str | None = None, given: str | Path | None = None, cwd: Path | None = None) -> LabelsPath:
+    """The one rule that places a labels file, for ``training:`` and ``er review`` alike.
+
+    ``given`` (``er review --labels FILE``): relative to ``cwd`` (the current folder by default), as every
+    path on the command line. Else ``in_job`` (the job's ``training: {labels: ...}``): relative to the job
+    file's folder ``base_dir``. Else :data:`DEFAULT_LABELS` beside the job file. The answer also says how
+    the job names the file (:attr:`LabelsPath.in_job`).
+    """
+    base = Path(base_dir).resolve()
+    if given is not None:
+        path = ((Path.cwd() if cwd is None else Path(cwd)) / Path(given)).resolve()
+    else:
+        path = (base / (in_job or DEFAULT_LABELS)).resolve()
+    try:
+        rel = os.path.relpath(path, base)
+    except ValueError:  # another drive (Windows): only an absolute path names it
+        rel = str(path)
+    return LabelsPath(path=path, in_job=Path(rel).as_posix())
+
+
+def job_labels_path(job: Job, given: str | Path | None = None, cwd: Path | None = None) -> LabelsPath:
+    """:func:`labels_path` of ``job``: ``given`` (relative to ``cwd``), else its ``training: {labels: ...}``,
+    else ``labels.csv`` beside the job file."""
+    in_job = job.spec.training.labels if job.spec.training is not None else None
+    return labels_path(job.base_dir, in_job, given, cwd)
 
 
 def parse_job(

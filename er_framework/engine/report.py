@@ -24,10 +24,13 @@ from er_framework.engine.explain import BORDERLINE, input_fingerprints, row_of_t
 from er_framework.engine.log import StageLog
 from er_framework.engine.plausibility import NEAR_IDENTICAL_JACCARD, warnings_of
 from er_framework.engine.result import Result
+from er_framework.engine.score_scale import Weights, is_weight_scored, match_weights, weight_of_threshold
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
 from er_framework.engine.stages.golden import golden_plan, golden_section, golden_table
+from er_framework.engine.stages.training import read_labels
 from er_framework.engine.stages.writing import comparisons_table, output_tables, write
+from er_framework.engine.threshold_curve import threshold_curve
 from er_framework.errors import ErError, Problem
 from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
@@ -41,6 +44,8 @@ __all__ = [
     "RunFacts",
     "build_report",
     "chained_clusters",
+    "labels_curve",
+    "weights_section",
     "er_version",
     "finish_report",
     "finish_run",
@@ -297,22 +302,47 @@ def chained_clusters(records: Records, pairs: Pairs, labels: Int64Array) -> dict
 SCORE_BINS = 50
 
 
+def _histogram(values: npt.NDArray[np.float64], threshold: float, floor: float = -np.inf) -> dict[str, Any]:
+    """:data:`SCORE_BINS` bins from the lowest to the highest finite value (the threshold inside the range);
+    values at or below ``floor`` (clipped weights) are counted in the lowest bin, not stretching the range."""
+    finite = values[np.isfinite(values)]
+    body = finite[finite > floor]
+    lo = min(float(body.min()), threshold) if len(body) else min(0.0, threshold)
+    hi = max(float(body.max()), threshold) if len(body) else max(1.0, threshold)
+    if hi <= lo:
+        hi = lo + 1e-9
+    if not len(finite):
+        return {"edges": [], "counts": []}
+    counts, edges = np.histogram(np.clip(finite, lo, hi), bins=SCORE_BINS, range=(lo, hi))
+    return {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]}
+
+
 def scores_section(scores: npt.NDArray[np.float64], threshold: float, score: dict[str, Any]) -> dict[str, Any]:
     """The report's ``scores``: every candidate's score, below and above the threshold, as a histogram."""
     finite = scores[np.isfinite(scores)]
-    lo = min(float(finite.min()), threshold) if len(finite) else 0.0
-    hi = max(float(finite.max()), threshold) if len(finite) else 1.0
-    if hi <= lo:
-        hi = lo + 1e-9
-    counts, edges = np.histogram(finite, bins=SCORE_BINS, range=(lo, hi)) if len(finite) else (np.zeros(0), np.zeros(0))
     return {
         "threshold": threshold,
         "candidates": int(len(scores)),
         "above": int((finite >= threshold).sum()),
         "below": int((finite < threshold).sum()),
         "nan": int(len(scores) - len(finite)),
-        "histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
+        "histogram": _histogram(scores, threshold),
         "score": "; ".join(str(v) for k, v in score.items() if k != "verifier"),
+    }
+
+
+def weights_section(weights: Weights, threshold: float) -> dict[str, Any]:
+    """The report's ``scores.weights`` (a verifier whose score is a match probability): every candidate's match
+    weight in bits as a histogram, the threshold in bits, and how the weights were obtained."""
+    tw = weight_of_threshold(threshold)
+    w = weights.weights
+    finite = w[np.isfinite(w)]
+    return {
+        **weights.describe(),
+        "threshold": round(tw, 6),
+        "above": int((finite >= tw).sum()),
+        "below": int((finite < tw).sum()),
+        "histogram": _histogram(w, tw, floor=-1000.0),
     }
 
 
@@ -368,33 +398,102 @@ def borderline_reference(scores: npt.NDArray[np.float64], threshold: float, k: i
     return up, down
 
 
+def _side(records: Records, row: int, compared: dict[int, dict[str, str | None]] | None) -> dict[str, Any]:
+    side: dict[str, Any] = {"source": records.source_names[int(records.source[row])], "id": str(records.ids[row]), "row": row}
+    if compared is not None:
+        side["compared"] = compared[row]
+    return side
+
+
+def compared_values(records: Records, rows: Int64Array, fields: list[str]) -> dict[int, dict[str, str | None]] | None:
+    """The values the verifier compared (after the job's ``normalize:`` steps) of the ``fields`` of the records at
+    ``rows``, by row; None when the records hold no values (an executor that keeps none in this process)."""
+    fields = [f for f in fields if f in records.fields]
+    if not fields:
+        return None
+    uniq = np.unique(rows)
+    taken = records.take(uniq)
+    out: dict[int, dict[str, str | None]] = {}
+    for i, r in enumerate(uniq.tolist()):
+        out[int(r)] = {f: None if taken.fields[f][i] is None else str(taken.fields[f][i]) for f in fields}
+    return out
+
+
 def review_section(
     records: Records,
     candidates: Pairs | None,
     scores: npt.NDArray[np.float64],
     threshold: float,
     explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
+    weights: npt.NDArray[np.float64] | None = None,
+    normalized: list[str] | None = None,
 ) -> dict[str, Any]:
     """The report's ``review``: the candidate pairs nearest the threshold on both sides, with their score's terms
     (``terms``: one row of the verifier's comparisons; None when the executor cannot compute them) and each
-    record's ``row``, its position in the run's input (report.html finds its values there without a search)."""
+    record's ``row``, its position in the run's input (report.html finds its values there without a search).
+
+    ``weights``: every candidate's match weight in bits (a verifier scoring match probabilities): the pairs are
+    then the nearest by weight to the threshold's weight, and each entry gives its ``weight``. ``normalized``: the
+    fields the job normalizes; each side then gives the values the verifier compared (``compared``), which
+    report.html shows beside the values as read."""
     out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
     if candidates is None or len(candidates) == 0:
         return out
-    up, down = borderline(scores, threshold)
+    if weights is not None:
+        out["weight_threshold"] = round(weight_of_threshold(threshold), 6)
+        up, down = borderline(weights, weight_of_threshold(threshold))
+    else:
+        up, down = borderline(scores, threshold)
     chosen = np.concatenate([up, down])
     terms = explain(Pairs(candidates.left[chosen], candidates.right[chosen])) if explain is not None else {}
-    names, ids, src = records.source_names, records.ids, records.source
+    ends = np.concatenate([candidates.left[chosen], candidates.right[chosen]]).astype(np.int64)
+    compared = compared_values(records, ends, normalized or [])
     for j, pos in enumerate(chosen):
         a, b = int(candidates.left[pos]), int(candidates.right[pos])
         entry = {
-            "left": {"source": names[int(src[a])], "id": str(ids[a]), "row": a},
-            "right": {"source": names[int(src[b])], "id": str(ids[b]), "row": b},
+            "left": _side(records, a, compared),
+            "right": _side(records, b, compared),
             "score": float(scores[pos]),
+            **({"weight": float(weights[pos])} if weights is not None else {}),
             "terms": row_of_terms(terms, j) if terms else None,
         }
         out["above" if j < len(up) else "below"].append(entry)
     return out
+
+
+def labels_curve(
+    job: Job, records: Records, candidates: Pairs | None, values: npt.NDArray[np.float64], threshold: float, scale: str
+) -> dict[str, Any] | None:
+    """The ``threshold_curve`` of a job trained on labels (``training: {labels: FILE}``), over the labelled pairs
+    only: each labelled pair's value is its candidate's (a labelled pair no blocker produced is never kept);
+    recall is over the labelled matches. None without labels or candidates."""
+    if job.spec.training is None or candidates is None:
+        return None
+    labels = read_labels(job, records)
+    n = len(records)
+    marked = np.zeros(n, dtype=bool)
+    marked[labels.left] = marked[labels.right] = True
+    lab_keys = np.minimum(labels.left, labels.right) * np.int64(n) + np.maximum(labels.left, labels.right)
+    found_keys: list[Int64Array] = []
+    found_vals: list[npt.NDArray[np.float64]] = []
+    for a in range(0, len(candidates), BORDERLINE_STEP):  # in steps: only the candidates of labelled records are kept
+        lt, rt = candidates.left[a : a + BORDERLINE_STEP], candidates.right[a : a + BORDERLINE_STEP]
+        hit = np.flatnonzero(marked[lt] & marked[rt])
+        found_keys.append(np.minimum(lt[hit], rt[hit]).astype(np.int64) * np.int64(n) + np.maximum(lt[hit], rt[hit]))
+        found_vals.append(values[a + hit])
+    keys, vals = np.concatenate(found_keys), np.concatenate(found_vals)
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    at = np.searchsorted(keys, lab_keys)
+    inside = at < len(keys)
+    inside[inside] = keys[at[inside]] == lab_keys[inside]
+    lab_vals = np.full(len(lab_keys), -np.inf)
+    lab_vals[inside] = vals[at[inside]]
+    over = (
+        f"the {len(lab_keys):,} labelled pairs of {labels.stats['file']} only (their candidates' values; "
+        f"{int((~inside).sum()):,} labelled pairs are no candidate and never kept): precision and recall among labelled pairs"
+    )
+    return threshold_curve(lab_vals, labels.match, int(labels.match.sum()), threshold, scale=scale, over=over)
 
 
 #: candidates looked at by :func:`near_identical_rejected`: the best-scored ones, and as many spread evenly
@@ -510,6 +609,8 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
             facts.verified,
             found.pairs,
         )
+    scaled = match_weights(facts.scores, facts.candidates, facts.explain) if is_weight_scored(described["verifier"]) else None
+    weights = scaled.weights if scaled is not None else None
     report: dict[str, Any] = {
         "job": job.spec.name,
         "config": str(job.config_path),
@@ -538,7 +639,15 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "score": engine.score_definition(),
         "threshold": engine.threshold_report(),
         "scores": scores_section(facts.scores, engine.threshold, engine.score_definition()),
-        "review": review_section(records, facts.candidates, facts.scores, engine.threshold, facts.explain),
+        "review": review_section(
+            records,
+            facts.candidates,
+            facts.scores,
+            engine.threshold,
+            facts.explain,
+            weights,
+            sorted(job.normalizers) if job.normalizers else None,
+        ),
         **({"training": facts.training} if facts.training else {}),
         "clusterer": described["clusterer"],
         "clusters": cluster_stats(facts.labels),
@@ -548,6 +657,15 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         "stages": log.stages,
         "versions": versions(job),
     }
+    if scaled is not None:
+        report["scores"]["weights"] = weights_section(scaled, engine.threshold)
+    curve = (
+        labels_curve(job, records, facts.candidates, facts.scores, engine.threshold, "score")
+        if scaled is None
+        else labels_curve(job, records, facts.candidates, scaled.weights, weight_of_threshold(engine.threshold), "bits")
+    )
+    if curve is not None:
+        report["threshold_curve"] = curve
     if len(facts.verified) == 0 and facts.candidates is not None and len(facts.candidates) and records.fields:
         # nothing verified among candidates: are matches among the rejected? (plausibility: nothing_verified)
         report["scores"]["near_identical_rejected"] = near_identical_rejected(records, facts.candidates, facts.scores, engine.threshold)

@@ -43,8 +43,13 @@ class Each:
 MAX_REPORT_INT = 2**63 - 1
 _STR, _INT, _NUM, _BOOL, _NULL, _OBJ, _LIST = "str", "int", "num", "bool", "null", "obj", "list"
 _ID = (_STR, _INT)
-_SIDE = Obj({"source": (_STR,), "id": _ID, "row": (_INT, _NULL)}, nullable=False)
-_REVIEW_PAIR = Obj({"left": _SIDE, "right": _SIDE, "score": (_NUM, _NULL), "terms": Each((_NUM, _NULL, _BOOL), "map")}, nullable=False)
+_SIDE = Obj({"source": (_STR,), "id": _ID, "row": (_INT, _NULL), "compared": Each((_STR, _NULL), "map")}, nullable=False)
+_REVIEW_PAIR = Obj(
+    {"left": _SIDE, "right": _SIDE, "score": (_NUM, _NULL), "weight": (_NUM, _NULL), "terms": Each((_NUM, _NULL, _BOOL), "map")},
+    nullable=False,
+)
+_HISTOGRAM = Obj({"edges": Each((_NUM,)), "counts": Each((_INT,))})
+_METRICS = Obj({"precision": (_NUM, _NULL), "recall": (_NUM, _NULL), "f1": (_NUM, _NULL), "kept": (_INT, _NULL)})
 _THRESHOLD = Obj({"value": (_NUM,), "chosen": (_STR, _NULL), "auto": (_OBJ, _NULL)})
 
 #: the shape of the keys of report.json that er's verbs read (er explain, review, report, evaluate): a key
@@ -77,7 +82,9 @@ REPORT_SHAPE: dict[str, Any] = {
             "name": (_STR, _NULL),
             "fields": Each((_OBJ,)),
             "threshold": (_NUM, _STR, _NULL),
-            "per_field": Each(Obj({"columns": Each((_STR,)), "levels": Each((_STR, _NUM))}, nullable=False), "map"),
+            "per_field": Each(
+                Obj({"columns": Each((_STR,)), "levels": Each((_STR, _NUM)), "candidate_pairs": Each((_INT,))}, nullable=False), "map"
+            ),
             "sessions": Obj({"sessions": Each((_OBJ,))}),
         }
     ),
@@ -91,10 +98,42 @@ REPORT_SHAPE: dict[str, Any] = {
             "above": (_INT, _NULL),
             "below": (_INT, _NULL),
             "nan": (_INT, _NULL),
-            "histogram": Obj({"edges": Each((_NUM,)), "counts": Each((_INT,))}),
+            "histogram": _HISTOGRAM,
+            # a verifier scoring match probabilities: every candidate's match weight in bits
+            "weights": Obj(
+                {
+                    "unit": (_STR,),
+                    "threshold": (_NUM,),
+                    "above": (_INT,),
+                    "below": (_INT,),
+                    "from_terms": (_INT,),
+                    "clipped": (_INT,),
+                    "histogram": _HISTOGRAM,
+                }
+            ),
         }
     ),
-    "review": Obj({"threshold": (_NUM,), "above": Each(_REVIEW_PAIR, nullable=False), "below": Each(_REVIEW_PAIR, nullable=False)}),
+    "review": Obj(
+        {
+            "threshold": (_NUM,),
+            "weight_threshold": (_NUM,),
+            "above": Each(_REVIEW_PAIR, nullable=False),
+            "below": Each(_REVIEW_PAIR, nullable=False),
+        }
+    ),
+    # precision, recall and F1 by threshold (a job trained on labels, or er report --truth)
+    "threshold_curve": Obj(
+        {
+            "scale": (_STR,),
+            "over": (_STR, _NULL),
+            "pairs": (_INT,),
+            "true_pairs": (_INT,),
+            "threshold": (_NUM,),
+            "at_threshold": _METRICS,
+            "best": Obj({"threshold": (_NUM, _NULL), "probability": (_NUM, _NULL)}),
+            "curve": Obj({k: Each((_NUM, _NULL)) for k in ("threshold", "precision", "recall", "f1")}),
+        }
+    ),
     "clusterer": (_OBJ, _NULL),
     "clusters": Obj({k: (_INT, _NULL) for k in ("count", "singletons", "largest", "records_in_multi_record_clusters", "pairs")}),
     "chains": Obj({"listed": Each((_OBJ,))}),

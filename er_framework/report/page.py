@@ -78,6 +78,7 @@ from er_framework.report.sections import (
     threshold_section,
     warnings_section,
 )
+from er_framework.report.threshold_chart import threshold_curve_section
 
 __all__ = ["render_report", "write_report"]
 
@@ -103,7 +104,7 @@ def _load_report(out: Path) -> dict[str, Any]:
         raise InputError(Problem(where=str(path), message=f"cannot read report.json: {exc}", fix=fix + " (it rewrites the file)")) from None
     # not an object, or a key of the wrong kind: "… is not a report er wrote" (check_report);
     # the sections the page draws as a note when their content is malformed: only their kind is checked
-    return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]"))
+    return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]", "threshold_curve"))
 
 
 def _table_file(out: Path, name: str) -> Path | None:
@@ -335,11 +336,14 @@ def render_report(
     max_examples: int = 5,
     run: RunData | None = None,
     shown_dir: str | Path | None = None,
+    threshold_curve: dict[str, Any] | None = None,
 ) -> str:
     """The report page of ``out_dir`` as HTML text (see :func:`write_report`); ``shown_dir`` is the folder the
     page names (default ``out_dir``; a run draws the page in its stage before the outputs move in)."""
     out = Path(out_dir)
     report = _load_report(out)
+    if threshold_curve is not None:
+        report["threshold_curve"] = threshold_curve
     notes: list[str] = []
 
     pairs_file = _table_file(out, "pairs")
@@ -381,10 +385,9 @@ def render_report(
     weights = guarded("Match weights per field", lambda: match_weights(report))
     trained = guarded("How the weights were learned", lambda: training_section(report))
     falls = guarded("Waterfalls", lambda: waterfalls(report, fetched[0], fetched[1])) if has_review else None
+    curve = guarded("Choosing the threshold", lambda: threshold_curve_section(report.get("threshold_curve")))
     sections = [
         ("summary", "Summary", summary_section(report)),
-        *([("normalize", "Normalized fields", normalize_section(report))] if report.get("normalize") else []),
-        ("blocking", "Blocking", blocking_section(report)),
         *(
             [("threshold", "Threshold chosen from the data", threshold_section(report))]
             if (report.get("threshold") or {}).get("auto")
@@ -395,6 +398,7 @@ def render_report(
             if isinstance(all_scores, dict)
             else ("scores", "Verified pair scores", scores_section(report, scores, pairs_file))
         ),
+        *([("threshold-curve", "Choosing the threshold", curve)] if curve is not None else []),
         *(
             [
                 (
@@ -409,6 +413,9 @@ def render_report(
         *([("weights", "Match weights per field", weights)] if weights is not None else []),
         *([("training", "How the weights were learned", trained)] if trained is not None else []),
         *([("waterfalls", "Waterfalls", falls)] if falls is not None else []),
+        # what made the candidates: after the threshold's sections (a reviewer decides the threshold first)
+        *([("normalize", "Normalized fields", normalize_section(report))] if report.get("normalize") else []),
+        ("blocking", "Blocking", blocking_section(report)),
         *(
             [("pruning", "Shingles pruned by frequency", pruning_section(report))]
             if any(s.get("stage") == "prune" for s in report.get("stages") or [])
@@ -437,19 +444,33 @@ def render_report(
     )
 
 
-def write_report(out_dir: str | Path, *, config_path: str | Path | None = None, max_examples: int = 5, run: RunData | None = None) -> Path:
+def write_report(
+    out_dir: str | Path,
+    *,
+    config_path: str | Path | None = None,
+    max_examples: int = 5,
+    run: RunData | None = None,
+    threshold_curve: dict[str, Any] | None = None,
+) -> Path:
     """Write ``out_dir/report.html`` from the outputs of a run (swapped in under the folder's lock,
     :func:`er_framework.io.outputs.publish`); return its path.
 
     Reads ``report.json``, the pairs and the clusters table (CSV or Parquet)
     of ``out_dir``; example records of the largest clusters are read from
     the job's sources through the job file named in ``report.json`` (or
-    ``config_path``). ``max_examples`` records are shown per cluster.
+    ``config_path``). ``max_examples`` records are shown per cluster. ``threshold_curve``: precision,
+    recall and F1 by threshold against a truth (computed by ``er report --truth``): drawn, and kept in
+    report.json (``threshold_curve``), which is swapped in with the page.
     Raises :class:`InputError` when ``report.json`` is missing or unreadable
     or the page cannot be written; problems with the other files are noted
     on the page instead.
     """
     out = Path(out_dir)
     recover(out)
-    text = render_report(out, config_path=config_path, max_examples=max_examples, run=run)
-    return publish(out, {"report.html": text})["report.html"]
+    text = render_report(out, config_path=config_path, max_examples=max_examples, run=run, threshold_curve=threshold_curve)
+    files = {"report.html": text}
+    if threshold_curve is not None:
+        report = _load_report(out)
+        report["threshold_curve"] = threshold_curve
+        files["report.json"] = json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return publish(out, files)["report.html"]

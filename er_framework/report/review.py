@@ -38,6 +38,9 @@ __all__ = [
     "review_pairs",
     "review_records",
     "review_rows",
+    "probability_ticks",
+    "secondary_axis",
+    "weight_histogram",
     "waterfall_svg",
     "waterfalls",
 ]
@@ -64,7 +67,8 @@ REVIEW_CSS = (
 .rv h4{margin:2px 0 4px;font-size:13.5px;font-weight:600}
 .rv table{width:100%;table-layout:fixed}.rv td{overflow-wrap:anywhere}
 .rv col.f{width:13%}.rv col.t{width:9%}.rv col.w{width:8%}
-mark.l{background:#fcd9d2;padding:0 1px}mark.r{background:#cfe8cf;padding:0 1px}
+mark.l{background:#fcd9d2;padding:0 1px}
+.cmp{color:#555;font-size:12px}.never{color:#888;font-style:italic}mark.r{background:#cfe8cf;padding:0 1px}
 .elide{color:#777;font-style:italic;font-size:12px}.miss{color:#999;font-style:italic}
 .same{color:#555}.pos{color:#1a7f1a}.neg{color:#b3261e}
 tr.tot td{border-top:2px solid #ccd;font-weight:600}
@@ -164,7 +168,10 @@ def candidate_scores(section: dict[str, Any]) -> str:
         and all(e is not None for e in edges)
         and all(c is not None and c >= 0 for c in counts)
     )
-    if ok:
+    bits = weight_histogram(section.get("weights"))
+    if bits is not None:
+        parts.append(bits)
+    elif ok:
         parts.append(histogram_svg([float(e) for e in edges], [float(c) for c in counts], t))  # type: ignore[arg-type]
     else:
         parts.append('<p class="note">report.json holds no usable histogram of the scores.</p>')
@@ -179,6 +186,68 @@ def candidate_scores(section: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+#: probabilities named above a match-weight axis, the most telling first (a tick too near one placed is left out)
+PROBABILITY_TICKS = (0.5, 0.001, 0.999, 1e-6, 1 - 1e-6, 0.1, 0.9, 0.01, 0.99, 1e-9, 1 - 1e-9, 1e-12, 1 - 1e-12)
+#: pixels kept between two probability ticks
+_TICK_GAP = 64.0
+
+
+def _prob_label(p: float) -> str:
+    if p >= 0.9999:
+        return f"1 − {1 - p:.0e}".replace("e-0", "e-")
+    return f"{p:g}"
+
+
+def probability_ticks(lo: float, hi: float, width: float = 682.0) -> list[tuple[float, str]]:
+    """Ticks of the probability ``2^w / (1 + 2^w)`` on a match-weight axis from ``lo`` to ``hi`` bits drawn
+    ``width`` pixels wide: :data:`PROBABILITY_TICKS` in order, each kept when it is in range and at least
+    :data:`_TICK_GAP` pixels from those kept before it."""
+    if hi <= lo:
+        return []
+    placed: list[tuple[float, str]] = []
+    for p in PROBABILITY_TICKS:
+        w = _logit2(p)
+        if w is None or not lo <= w <= hi:
+            continue
+        if all(abs(w - x) * width / (hi - lo) >= _TICK_GAP for x, _ in placed):
+            placed.append((w, _prob_label(p)))
+    return sorted(placed)
+
+
+def weight_histogram(section: Any) -> str | None:
+    """report.json's ``scores.weights`` (a verifier scoring match probabilities) drawn: every candidate's match
+    weight in bits, the threshold in bits marked, the probability named above the axis, and how the weights were
+    read; None when the section is absent or malformed."""
+    if not isinstance(section, dict):
+        return None
+    hist = section.get("histogram") or {}
+    edges = [_num(x) for x in _list(hist.get("edges"))]
+    counts = [_num(x) for x in _list(hist.get("counts"))]
+    if len(edges) < 2 or len(counts) != len(edges) - 1 or any(e is None for e in edges) or any(c is None or c < 0 for c in counts):
+        return None
+    tw = _num(section.get("threshold"))
+    e = [float(x) for x in edges if x is not None]
+    c = [float(x) for x in counts if x is not None]
+    lo, hi = min(e[0], tw if tw is not None else e[0]), max(e[-1], tw if tw is not None else e[-1])
+    svg = histogram_svg(
+        e,
+        c,
+        tw,
+        x_label="match weight of the candidate pair (bits: log2 of the Bayes factor, prior included)",
+        label="histogram of every candidate's match weight",
+        secondary=probability_ticks(lo, hi),
+        secondary_label="match probability 2^w / (1 + 2^w)",
+        t_label=None if tw is None else f"threshold {tw:+.2f} bits (p = {_sigmoid2(tw):.4g})",
+    )
+    words = (
+        f"{fmt_value(section.get('above'))} candidate pairs weigh at least the threshold's {_bits(tw)} bits, "
+        f"{fmt_value(section.get('below'))} less. The weights: {section.get('how', '')}."
+    )
+    if section.get("from_terms"):
+        words += f" {fmt_value(section.get('from_terms'))} weights were read from the verifier's terms."
+    return svg + f'<p class="note">{esc(words)}</p>'
+
+
 def histogram_svg(
     edges: Sequence[float],
     counts: Sequence[float],
@@ -187,11 +256,15 @@ def histogram_svg(
     x_label: str = "score of the candidate pair",
     label: str = "histogram of every candidate score",
     unit: str = "pairs",
+    secondary: Sequence[tuple[float, str]] = (),
+    secondary_label: str = "",
+    t_label: str | None = None,
 ) -> str:
     """A histogram drawn from its bins (``edges``, one more than ``counts``) as inline SVG: one bar per bin,
     the bins at or above the threshold ``t`` darker (those holding it in a middle shade, all one colour
     without a threshold), the threshold dashed; counts on a log scale when they span more than 50×.
-    Hovering a bar shows its bin and count."""
+    Hovering a bar shows its bin and count. ``secondary``: ``(x, label)`` ticks drawn above the plot (another
+    unit of the same axis, e.g. the probability of a match weight), named ``secondary_label``."""
     lo, hi = float(edges[0]), float(edges[-1])
     if t is not None and math.isfinite(t):
         lo, hi = min(lo, t), max(hi, t)
@@ -200,7 +273,10 @@ def histogram_svg(
     positive = [c for c in counts if c > 0]
     cmax = max(counts) if len(counts) else 0.0
     log = bool(positive) and cmax / min(positive) > 50
-    chart = Chart(Scale(lo, hi), Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear"), height=270, top=22, label=label)
+    top = 52 if secondary else 22
+    ys = Scale(0.0, cmax if cmax > 0 else 1.0, "symlog" if log else "linear")
+    chart = Chart(Scale(lo, hi), ys, height=270 + top - 22, top=top, label=label)
+    secondary_axis(chart, secondary, secondary_label)
     if log and cmax > 0:
         yt = [0.0] + [10.0**k for k in range(0, int(math.floor(math.log10(cmax))) + 1)]
     else:
@@ -223,10 +299,27 @@ def histogram_svg(
         anchor = "end" if xt > chart.left + chart.pw * 0.8 else "start"
         dx = -4 if anchor == "end" else 4
         chart.raw(
-            f'<text x="{xt + dx:.1f}" y="{chart.top + 4}" text-anchor="{anchor}" fill="#d62728" '
-            f'style="fill:#d62728">threshold {esc(fmt_value(t))}</text>'
+            f'<text x="{xt + dx:.1f}" y="{chart.top + 12}" text-anchor="{anchor}" fill="#d62728" '
+            f'style="fill:#d62728">{esc(t_label or f"threshold {fmt_value(t)}")}</text>'
         )
     return chart.svg()
+
+
+def secondary_axis(chart: Chart, ticks: Sequence[tuple[float, str]], label: str) -> None:
+    """Tick labels of a second unit above the plot area (``class="axis2"``), with their name."""
+    if not ticks:
+        return
+    y0 = chart.top
+    for x, name in ticks:
+        if not chart.xs.low <= x <= chart.xs.high:
+            continue
+        xx = chart.px(x)
+        chart.raw(
+            f'<g class="axis2"><line x1="{xx:.1f}" x2="{xx:.1f}" y1="{y0 - 4}" y2="{y0}" stroke="#555"/>'
+            f'<text x="{xx:.1f}" y="{y0 - 7}" text-anchor="middle">{esc(name)}</text></g>'
+        )
+    chart.raw(f'<line x1="{chart.left}" x2="{chart.left + chart.pw}" y1="{y0}" y2="{y0}" stroke="#bbb"/>')
+    chart.raw(f'<text x="{chart.left + chart.pw / 2:.1f}" y="{y0 - 24}" text-anchor="middle">{esc(label)}</text>')
 
 
 # --------------------------------------------------------------------------
@@ -418,18 +511,57 @@ def _level_name(report_pf: dict[str, Any], label: str, level: Any) -> str:
     return f"level {int(lv)}"
 
 
-def _cells(cols: Sequence[str], lv: dict[str, str | None] | None, rv: dict[str, str | None] | None) -> tuple[str, str]:
-    """Left and right cells of one or more columns, with the differences marked."""
+def _cells(
+    cols: Sequence[str],
+    lv: dict[str, str | None] | None,
+    rv: dict[str, str | None] | None,
+    compared: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
+) -> tuple[str, str]:
+    """Left and right cells of one or more columns, with the differences marked; a value the verifier compared
+    differently (after the job's ``normalize:``, ``compared``: each side's values by field) is shown under it,
+    ``→ compared``, with the differences of the compared values marked."""
     left, right = [], []
     for c in cols:
         a = lv.get(c) if lv is not None else None
         b = rv.get(c) if rv is not None else None
         ma, mb = diff_markup(a, b)
+        ca, cb = compared[0].get(c, a), compared[1].get(c, b)
+        if (c in compared[0] or c in compared[1]) and not (_same_text(ca, a) and _same_text(cb, b)):
+            xa, xb = diff_markup(ca, cb)
+            ma += f'<br><span class="cmp">→ compared: {xa}</span>'
+            mb += f'<br><span class="cmp">→ compared: {xb}</span>'
         if len(cols) > 1:
             ma, mb = f'<span class="note">{esc(c)}:</span> {ma}', f'<span class="note">{esc(c)}:</span> {mb}'
         left.append(ma)
         right.append(mb)
     return "<br>".join(left), "<br>".join(right)
+
+
+def _same_text(a: str | None, b: str | None) -> bool:
+    """Equal ignoring case and spacing (how the cards compare values), both missing included."""
+    if a is None or b is None:
+        return a is b
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _compared(e: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values each side's verifier compared (report.json's ``compared``; empty when not recorded)."""
+    out = []
+    for s in ("left", "right"):
+        c = e[s].get("compared")
+        out.append({str(k): (None if v is None else str(v)) for k, v in c.items()} if isinstance(c, dict) else {})
+    return out[0], out[1]
+
+
+def _card_title(e: dict[str, Any], rank: int, threshold: float | None, weight_threshold: float | None) -> str:
+    """A review pair's heading: its match weight in bits and the probability (a weight-scored verifier), else its score."""
+    w = _num(e.get("weight"))
+    if w is not None:
+        delta = f" ({w - weight_threshold:+.2f} bits from the threshold)" if weight_threshold is not None else ""
+        return f"{rank}. match weight {_bits(w)} bits{delta} · probability {_score_text(e.get('score'))}"
+    score = _num(e.get("score"))
+    delta = f" ({score - threshold:+.4f} from the threshold)" if score is not None and threshold is not None else ""
+    return f"{rank}. score {_score_text(e.get('score'))}{delta}"
 
 
 def _rec_head(side: dict[str, Any]) -> str:
@@ -439,12 +571,11 @@ def _rec_head(side: dict[str, Any]) -> str:
 def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: float | None, values: Values, fields: Sequence[str]) -> str:
     lk, rk = _key(e["left"]), _key(e["right"])
     lv, rv = values.get(lk), values.get(rk)
-    score = _num(e.get("score"))
-    delta = f" ({score - threshold:+.4f} from the threshold)" if score is not None and threshold is not None else ""
+    cmp = _compared(e)
     raw_terms = e.get("terms")
     terms: dict[str, Any] = raw_terms if isinstance(raw_terms, dict) else {}
     pf = _per_field(report)
-    head = f"<h4>{rank}. score {esc(_score_text(e.get('score')))}{esc(delta)}</h4>"
+    head = f"<h4>{esc(_card_title(e, rank, threshold, _num((report.get('review') or {}).get('weight_threshold'))))}</h4>"
     rows: list[str] = []
     kind = "none"
     labels = _labels(terms)
@@ -471,7 +602,7 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
         for label in labels:
             cols = _columns_of(label, pf, fields)
             used.update(cols)
-            lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
+            lc, rc = _cells(cols, lv, rv, cmp) if cols else ('<span class="miss">—</span>',) * 2
             w = _num(terms.get(f"weight_{label}"))
             cls = "pos" if w is not None and w > 0 else "neg" if w is not None and w < 0 else ""
             rows.append(
@@ -491,7 +622,7 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
         for label in labels:
             cols = _columns_of(label, pf, fields)
             used.update(cols)
-            lc, rc = _cells(cols, lv, rv) if cols else ('<span class="miss">—</span>',) * 2
+            lc, rc = _cells(cols, lv, rv, cmp) if cols else ('<span class="miss">—</span>',) * 2
             sim = _num(terms.get(f"similarity_{label}"))
             rows.append(
                 f"<tr><td>{esc(label)}</td><td>{lc}</td><td>{rc}</td>"
@@ -510,7 +641,7 @@ def _pair_card(report: dict[str, Any], e: dict[str, Any], rank: int, threshold: 
     for f in fields:
         if f in used:
             continue
-        lc, rc = _cells([f], lv, rv)
+        lc, rc = _cells([f], lv, rv, cmp)
         pad = "<td></td><td></td>" if kind in ("fs", "points") else ""
         rows.append(f"<tr><td>{esc(f)}</td><td>{lc}</td><td>{rc}</td>{pad}</tr>")
     missing = [k for k, v in ((lk, lv), (rk, rv)) if v is None]
@@ -617,32 +748,25 @@ def match_weights(report: dict[str, Any]) -> str | None:
         "2^w / (1 + 2^w). A missing value weighs 0. Hover a u for its value on random pairs."
     )
     cards = []
-    flagged = []
+    flagged: list[str] = []
+    unseen: list[str] = []
     for label, f in pf.items():
-        levels, m, u, w = _list(f.get("levels")), _list(f.get("m")), _list(f.get("u")), _list(f.get("weight_log2"))
-        ur = _list(f.get("u_random_pairs"))
+        levels, w = _list(f.get("levels")), _list(f.get("weight_log2"))
         n = max(len(levels), len(w))
         ws = [_num(w[i]) if i < len(w) else None for i in range(n)]
         nums = [x for x in ws if x is not None]
         if any(b > a + 1e-9 for a, b in zip(nums, nums[1:])):
             flagged.append(str(label))
-        rows = []
-        for i in range(n):
-            mi = _num(m[i]) if i < len(m) else None
-            ui = _num(u[i]) if i < len(u) else None
-            rand = f' title="{esc("u on random pairs: " + _prob(ur[i]))}"' if i < len(ur) else ""
-            rows.append(
-                f"<tr><td>{esc(levels[i] if i < len(levels) else f'level {i}')}</td>"
-                f'<td><span class="mbar" style="width:{40 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
-                f'<td{rand}><span class="ubar" style="width:{40 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>'
-                f'<td>{_wbar(ws[i], scale)}</td><td class="num {"pos" if (ws[i] or 0) > 0 else "neg"}">'
-                f"{esc(_bits(ws[i]))}</td></tr>"
-            )
+        seen = [_num(x) for x in _list(f.get("candidate_pairs"))]
+        never = [i for i in range(n) if i < len(seen) and seen[i] == 0]
+        if never:
+            unseen.append(f"{label}: {', '.join(str(levels[i]) if i < len(levels) else f'level {i}' for i in never)}")
+        rows = [_weight_row(f, i, ws[i], scale, seen[i] if i < len(seen) else None) for i in range(n)]
         cols = f.get("columns")
         sub = ", ".join(str(c) for c in cols) if isinstance(cols, list) else ""
         what = " · ".join(x for x in (str(f.get("comparison") or ""), f"columns {sub}" if sub and sub != label else "") if x)
         miss = f.get("missing_pairs")
-        head = '<tr><th>level</th><th>m</th><th>u</th><th>weight</th><th class="num">bits</th></tr>'
+        head = '<tr><th>level</th><th class="num">pairs</th><th>m</th><th>u</th><th>weight</th><th class="num">bits</th></tr>'
 
         cards.append(
             f"<div><h3>{esc(label)}</h3>"
@@ -662,8 +786,53 @@ def match_weights(report: dict[str, Any]) -> str | None:
             )
             + "</p>"
         )
+    if unseen:
+        out += (
+            '<p class="note warn">'
+            + esc(
+                "Never seen among the candidates (no candidate pair reached the level, so its weight was not learned "
+                f"from any; it comes from the smoothing and the monotone constraint): {'; '.join(unseen)}."
+            )
+            + "</p>"
+        )
     out += f'<p class="note">{esc(f"Bars on one scale: ±{scale:.2f} bits at the ends.")}</p><div class="wgrid">{"".join(cards)}</div>'
     return out
+
+
+def _weight_row(f: dict[str, Any], i: int, w: float | None, scale: float, seen: float | None) -> str:
+    """One level's row of the match-weights table: its name, the candidate pairs at it, m, u and the weight;
+    a level no candidate reached (``seen`` 0) shows "never seen" instead of a weight."""
+    levels, m, u, ur = _list(f.get("levels")), _list(f.get("m")), _list(f.get("u")), _list(f.get("u_random_pairs"))
+    mi = _num(m[i]) if i < len(m) else None
+    ui = _num(u[i]) if i < len(u) else None
+    rand = f' title="{esc("u on random pairs: " + _prob(ur[i]))}"' if i < len(ur) else ""
+    if seen == 0:
+        weight = (
+            f'<td><span class="never">never seen</span></td><td class="num never" title="{esc(f"weight {_bits(w)} bits, not learned")}">'
+            "—</td>"
+        )
+    else:
+        weight = f'<td>{_wbar(w, scale)}</td><td class="num {"pos" if (w or 0) > 0 else "neg"}">{esc(_bits(w))}</td>'
+    return (
+        f"<tr><td>{esc(levels[i] if i < len(levels) else f'level {i}')}</td>"
+        f'<td class="num">{esc("—" if seen is None else fmt_value(int(seen)))}</td>'
+        f'<td><span class="mbar" style="width:{40 * (mi or 0):.1f}px"></span>{esc(_prob(mi))}</td>'
+        f'<td{rand}><span class="ubar" style="width:{40 * (ui or 0):.1f}px"></span>{esc(_prob(ui))}</td>'
+        f"{weight}</tr>"
+    )
+
+
+def _step_tip(cols: Sequence[str], left: dict[str, Any], right: dict[str, Any], compared: tuple[dict[str, Any], dict[str, Any]]) -> str:
+    """A waterfall step's tip: each column's two values, and the compared ones where they differ."""
+    vals = []
+    for c in cols:
+        va, vb = left.get(c), right.get(c)
+        text = f"{c}: {_short(va)} | {_short(vb)}"
+        ca, cb = compared[0].get(c, va), compared[1].get(c, vb)
+        if not (_same_text(ca, va) and _same_text(cb, vb)):
+            text += f" (compared: {_short(ca)} | {_short(cb)})"
+        vals.append(text)
+    return "; ".join(vals)
 
 
 def waterfall_svg(
@@ -672,6 +841,7 @@ def waterfall_svg(
     left: dict[str, str | None] | None = None,
     right: dict[str, str | None] | None = None,
     fields: Sequence[str] = (),
+    compared: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
 ) -> str:
     """One pair's waterfall (inline SVG): the prior, then each field's weight (its level named) stacked
     from the running total, then the total match weight and its probability; the threshold's weight
@@ -684,11 +854,7 @@ def waterfall_svg(
     for label in labels:
         w = _num(terms.get(f"weight_{label}")) or 0.0
         level = _level_name(pf, label, terms.get(f"level_{label}"))
-        cols = _columns_of(label, pf, fields)
-        vals = []
-        for c in cols:
-            vals.append(f"{c}: {_short((left or {}).get(c))} | {_short((right or {}).get(c))}")
-        steps.append((label, level, w, "; ".join(vals)))
+        steps.append((label, level, w, _step_tip(_columns_of(label, pf, fields), left or {}, right or {}, compared)))
     total = _num(terms.get("match_weight"))
     if total is None:
         total = sum(s[2] for s in steps)
@@ -782,10 +948,12 @@ def waterfalls(report: dict[str, Any], values: Values, fields: Sequence[str], sh
             if not isinstance(terms, dict) or "match_weight" not in terms and "prior_weight" not in terms:
                 continue
             lk, rk = _key(e["left"]), _key(e["right"])
-            head = (
-                f"<h4>{esc(word)} #{k + 1}: {_rec_head(e['left'])} ~ {_rec_head(e['right'])}, score {esc(_score_text(e.get('score')))}</h4>"
-            )
-            block = f'<div class="rv">{head}{waterfall_svg(terms, report, values.get(lk), values.get(rk), fields)}</div>'
+            w = _num(e.get("weight"))
+            what = f"match weight {_bits(w)} bits, probability" if w is not None else "score"
+            pair = f"{_rec_head(e['left'])} ~ {_rec_head(e['right'])}"
+            head = f"<h4>{esc(word)} #{k + 1}: {pair}, {esc(what)} {esc(_score_text(e.get('score')))}</h4>"
+            svg = waterfall_svg(terms, report, values.get(lk), values.get(rk), fields, _compared(e))
+            block = f'<div class="rv">{head}{svg}</div>'
             (open_parts if k < shown else folded).append(block)
     if not open_parts and not folded:
         return None

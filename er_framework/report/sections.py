@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from er_framework.normalize import unparsed_warning
+from er_framework.report.blocking import blocker_tables
 from er_framework.report.plots import plot_cluster_sizes, plot_points, plot_s_curve, plot_scores, plot_threshold
 from er_framework.report.review import Values, candidate_scores, match_weights
 from er_framework.report.review import esc as _e
@@ -401,10 +402,12 @@ def blocking_section(report: dict[str, Any]) -> str:
             used.discard("agreement")
         else:
             used.add("agreement")
+        used.add("per_key")  # (its table follows)
         rest = [(k, v) for k, v in blk.items() if k not in used]
         model = [(k, v) for k, v in shown if v is not None]
         counts = [(k, v) for k, v in stats if v is not None] + rest
         parts.append('<div class="grid">' + "".join(f"<div>{_kv_table(t)}</div>" for t in (model, counts) if t) + "</div>")
+        parts.append(blocker_tables(blk, report.get("mode")))
     return "".join(parts)
 
 

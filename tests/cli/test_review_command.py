@@ -27,12 +27,13 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
     labels = tmp_path / "labels.csv"
     assert main(["review", str(out), "--labels", str(labels)]) == 0
     text = capsys.readouterr().out
-    assert "#1  above" in text and "#11  below" in text and "bits" in text
+    assert "#1  uncertain" in text and "#20  " in text and "bits" in text
     got = rows(labels)
     assert len(got) == 20 and {r["side"] for r in got} == {"above", "below"}
-    assert all(r["match"] == "" for r in got)
-    scores = [float(r["score"]) for r in got]
-    assert all(s >= 0.5 for s in scores[:10]) and all(s < 0.5 for s in scores[10:])  # the job threshold, 0.5
+    assert all(r["match"] == "" for r in got) and {r["round"] for r in got} == {"1"}
+    assert {r["reason"] for r in got} <= {"uncertain", "disagreement", "near-miss"}
+    for r in got:  # the job threshold, 0.5
+        assert (float(r["score"]) >= 0.5) == (r["side"] == "above")
     # label them from the truth and train: the job runs with the labels and says so
     truth = {(r["a_id"], r["b_id"]) for r in rows(ROOT / "configs" / "data" / "customers" / "truth.csv")}
     for r in got:
@@ -42,9 +43,10 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
         w = csv.DictWriter(fh, fieldnames=list(got[0]))
         w.writeheader()
         w.writerows(got)
-    # a second review keeps the labels already written
+    # a second review keeps the labels already written, and adds a round of new pairs
     assert main(["review", str(out), "--labels", str(labels)]) == 0
-    assert [r["match"] for r in rows(labels)] == [r["match"] for r in got]
+    assert [r["match"] for r in rows(labels)][:20] == [r["match"] for r in got]
+    assert len(rows(labels)) == 40
     job = (ROOT / "configs" / "customers.yaml").read_text(encoding="utf-8")
     job = job.replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/") + f"\ntraining: {{labels: {labels}}}\n"
     (tmp_path / "trained.yaml").write_text(job, encoding="utf-8")
@@ -132,3 +134,36 @@ def test_the_job_inputs_are_its_data_yaml_and_other_training_labels(tmp_path: Pa
     assert merge_labels(labels, [], job_inputs(parsed, labels)) == (0, 0)
     with pytest.raises(InputError, match="an input of the job"):
         merge_labels(tmp_path / "job.yaml", [], job_inputs(parsed, labels))
+
+
+def test_two_rounds_of_er_review_propose_different_pairs_beside_the_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = (ROOT / "configs" / "febrl4.yaml").read_text(encoding="utf-8").replace("path: data/", f"path: {ROOT / 'configs' / 'data'}/")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "f4.yaml").write_text(job, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "jobs" / "f4.yaml"), "--out", str(out), "--quiet"]) == 0
+    assert main(["review", str(out), "--count", "6"]) == 0
+    text = capsys.readouterr().out
+    labels = tmp_path / "jobs" / "labels.csv"  # no --labels, no training: labels.csv beside the job file
+    first = rows(labels)
+    assert len(first) == 6 and "6 new pairs" in text and "training: {labels: labels.csv}" in text
+    truth = {(r["a_id"], r["b_id"]) for r in rows(ROOT / "configs" / "data" / "febrl" / "febrl4_truth.csv")}
+    for r in first:
+        r["match"] = "1" if (r["left_id"], r["right_id"]) in truth else "0"
+    with labels.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(first[0]))
+        w.writeheader()
+        w.writerows(first)
+    assert main(["review", str(out), "--count", "6", "--labels", str(labels)]) == 0
+    text = capsys.readouterr().out
+    second = rows(labels)[6:]
+    assert len(second) == 6 and {r["round"] for r in second} == {"2"}
+    assert not {(r["left_id"], r["right_id"]) for r in second} & {(r["left_id"], r["right_id"]) for r in first}
+    assert "round 2: the model refitted from 6 labelled pairs" in text and "expected F1" in text
+
+
+@pytest.mark.parametrize("count", ["0", "-3", "many"])
+def test_a_bad_count_is_refused(count: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["review", "out", "--count", count])
+    assert exc.value.code == 2 and "--count" in capsys.readouterr().err

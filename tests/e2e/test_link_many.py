@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -125,14 +124,3 @@ def test_link_and_dedup_with_three_sources_pairs_within_and_across(tmp_path: Pat
     report = json.loads((out / "report.json").read_text())
     got = {tuple(r["sources"]): r["pairs"] for r in report["link"]["by_source_pair"]}
     assert got[("A", "A")] >= 1 and {("A", "B"), ("A", "C"), ("B", "C")} <= set(got)
-
-
-def test_the_readme_shows_what_er_run_prints_for_customers3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """README.md, "Many companies, databases, golden records": the summary line shown is the one printed."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Many companies, databases, golden records", 1)[1].split("\n### ", 1)[0]
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", section, flags=re.M | re.S)
-    shown = next(body for lang, body in blocks if lang == "").strip()  # the block without a language: the output
-    assert main(["run", str(ROOT / "configs" / "customers3.yaml"), "--out", str(tmp_path / "out")]) == 0
-    printed = capsys.readouterr().out
-    assert shown in printed.splitlines()

@@ -26,6 +26,12 @@ def test_check_report_accepts_a_report_and_a_partial_one(tmp_path: Path) -> None
     }
     assert check_report(good, tmp_path / "report.json") is good
     assert check_report({"job": "t"}, "r.json") == {"job": "t"}  # an older report: fewer keys
+    weighted = {
+        "scores": {"weights": {"unit": "bits", "threshold": 0.0, "histogram": {"edges": [-1.0, 1.0], "counts": [3]}}},
+        "review": {"threshold": 0.5, "weight_threshold": 0.0, "above": [], "below": []},
+        "threshold_curve": {"scale": "bits", "best": None, "curve": {"threshold": [0.0], "f1": [None]}},
+    }
+    assert check_report(weighted, "r.json") is weighted
 
 
 @pytest.mark.parametrize(
@@ -44,6 +50,13 @@ def test_check_report_accepts_a_report_and_a_partial_one(tmp_path: Path) -> None
         ({"review": {"threshold": 0.5, "above": [{"left": "x"}], "below": []}}, "review.above[0].left is a string"),
         ({"verifier": {"per_field": "x"}}, "verifier.per_field is a string"),
         ({"outputs": [1]}, "outputs[0] is a whole number"),
+        ({"scores": {"weights": {"threshold": "0"}}}, "scores.weights.threshold is a string"),
+        (
+            {"review": {"threshold": 0.5, "above": [{"left": {"source": "a", "id": "1", "compared": {"f": 3}}}], "below": []}},
+            "compared['f']",
+        ),
+        ({"threshold_curve": {"best": {"threshold": "x"}}}, "threshold_curve.best.threshold is a string"),
+        ({"threshold_curve": {"curve": {"f1": [0.5, "x"]}}}, "threshold_curve.curve.f1[1] is a string"),
     ],
 )
 def test_check_report_names_what_is_wrong_without_quoting(doc: object, why: str) -> None:

@@ -21,8 +21,11 @@ from er_framework.report.review import (
     diff_markup,
     match_weights,
     nice_ticks,
+    probability_ticks,
+    review_pairs,
     review_records,
     waterfall_svg,
+    weight_histogram,
 )
 
 EVIL_ID = "<img src=x onerror=alert(1)>"
@@ -541,3 +544,102 @@ def test_review_through_a_run_from_memory_and_from_files(tmp_path: Path) -> None
         assert "quick brown fox" in review
         assert_safe(page)
     assert section(from_run, "review") == section(from_files, "review")
+
+
+# --------------------------------------------------------------------------
+# the match-weight scale, compared values, levels never seen (issue 32)
+# --------------------------------------------------------------------------
+
+
+def _fs_report() -> dict[str, Any]:
+    return {
+        "verifier": {
+            "lambda": 0.01,
+            "per_field": {
+                "street": {
+                    "columns": ["street"],
+                    "levels": ["=100", ">=99", "<99"],
+                    "m": [0.8, 0.1, 0.1],
+                    "u": [0.01, 0.001, 0.989],
+                    "weight_log2": [6.3, 6.6, -3.3],
+                    "candidate_pairs": [40, 0, 900],
+                }
+            },
+        },
+        "review": {
+            "threshold": 0.5,
+            "weight_threshold": 0.0,
+            "above": [
+                {
+                    "left": {"source": "A", "id": "1", "compared": {"street": "rose ln ctr"}},
+                    "right": {"source": "B", "id": "2", "compared": {"street": "rose ln entre"}},
+                    "score": 0.75,
+                    "weight": 1.585,
+                    "terms": {"prior_weight": -6.6, "level_street": 2, "weight_street": -3.3, "match_weight": 1.585, "score": 0.75},
+                }
+            ],
+            "below": [],
+        },
+    }
+
+
+def test_probability_ticks_fit_their_labels_and_sit_at_their_weights() -> None:
+    ticks = probability_ticks(-40.0, 60.0, 682.0)
+    xs = [x for x, _ in ticks]
+    assert xs == sorted(xs) and all((b - a) * 682.0 / 100.0 >= 64.0 for a, b in zip(xs, xs[1:]))
+    assert (0.0, "0.5") in ticks
+    for x, label in ticks:
+        p = 1.0 - float(label.split("−")[1]) if "−" in label else float(label)
+        assert math.isclose(x, math.log2(p / (1 - p)), abs_tol=1e-6)
+    assert probability_ticks(1.0, 1.0) == []
+
+
+def test_weight_histogram_draws_bits_and_refuses_a_malformed_section() -> None:
+    section = {
+        "unit": "bits",
+        "threshold": 0.0,
+        "above": 3,
+        "below": 5,
+        "how": "log2",
+        "histogram": {"edges": [-10.0, 0.0, 10.0], "counts": [5, 3]},
+    }
+    html = weight_histogram(section)
+    assert html is not None and "match weight of the candidate pair" in html and "threshold +0.00 bits (p = 0.5)" in html
+    assert weight_histogram({"histogram": {"edges": [0.0], "counts": [1, 2]}}) is None
+    assert weight_histogram(None) is None
+    body = candidate_scores(
+        {
+            "threshold": 0.5,
+            "candidates": 8,
+            "above": 3,
+            "below": 5,
+            "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [5, 3]},
+            "weights": section,
+        }
+    )
+    assert "match weight of the candidate pair" in body
+    plain = candidate_scores(
+        {"threshold": 0.5, "candidates": 8, "above": 3, "below": 5, "histogram": {"edges": [0.0, 0.5, 1.0], "counts": [5, 3]}}
+    )
+    assert "match weight" not in plain and "score of the candidate pair" in plain  # other verifiers: the score scale
+
+
+def test_cards_show_the_weight_and_the_compared_values_beside_the_raw_ones() -> None:
+    values = {("A", "1"): {"street": "Rose Lane Centre"}, ("B", "2"): {"street": "rose lane entre"}}
+    html = review_pairs(_fs_report(), values, ["street"])
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "match weight +1.58 bits (+1.58 bits from the threshold) · probability 0.7500" in text
+    assert "Rose Lane Centre→ compared: rose ln ctr" in text and "rose lane entre→ compared: rose ln entre" in text
+    same = {("A", "1"): {"street": "Rose Ln Ctr"}, ("B", "2"): {"street": "rose ln entre"}}
+    assert "→ compared" not in review_pairs(_fs_report(), same, ["street"])  # equal but for case: nothing more to show
+
+
+def test_a_level_no_candidate_reached_is_never_seen() -> None:
+    html = match_weights(_fs_report()) or ""
+    rows = re.findall(r"<tr><td>(.*?)</tr>", html)
+    never = [r for r in rows if r.startswith("&gt;=99")]
+    assert len(never) == 1 and "never seen" in never[0] and ">+6.60<" not in never[0]  # in the tip only, not shown as learned
+    assert "Never seen among the candidates" in html and "street: &gt;=99" in html
+    old = _fs_report()
+    del old["verifier"]["per_field"]["street"]["candidate_pairs"]  # an older report.json: no counts, no claim
+    assert "never seen" not in (match_weights(old) or "")
