@@ -8,6 +8,7 @@ the component base classes and batch types here are what a plugin is written aga
 """
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from er_framework.errors import ConfigError, ErError, InputError, PluginError, Problem
@@ -28,9 +29,13 @@ if TYPE_CHECKING:
     from er_framework.data import Batch, LabelledPairs, Pairs, Records, Signatures, TokenSets
     from er_framework.hookspecs import hookimpl, hookspec
 
-__version__ = "0.1.0"
+#: the package's loggers are silent unless the application configures logging (the library convention);
+#: ``er -v`` and ``ER_LOG_LEVEL`` print them (:mod:`er_framework.engine.log`)
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "__version__",
+    "installed_version",
     "Batch",
     "LabelledPairs",
     "Model",
@@ -76,7 +81,21 @@ _CONTRACT: dict[str, str] = {
 }
 
 
+def installed_version() -> str:
+    """er-framework's version from the installed package's metadata (``importlib.metadata``); ``0+unknown``
+    when the package is not installed (a source tree on ``PYTHONPATH`` only)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("er-framework")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the metadata on first use, then kept
+        value = globals()["__version__"] = installed_version()
+        return value
     if name in _API:
         from er_framework import api
 

@@ -18,7 +18,9 @@ tables ``er run`` writes, built by the same function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from er_framework.config.resolve import Job, parse_job, resolve_job
 from er_framework.config.yaml_load import load_yaml, read_job_text
 from er_framework.data import Pairs
 from er_framework.engine.explain import Explanation, among_candidates, explanation, find_record, row_of_terms
+from er_framework.engine.log import ProgressCallback, ProgressLine
 from er_framework.engine.model import Model, check_model
 from er_framework.engine.result import Result as RunResult
 from er_framework.engine.stages.exact import exact_groups
@@ -38,7 +41,7 @@ from er_framework.executors import run_job
 from er_framework.io.frames import arrow_table, as_kind, frame_kind
 from er_framework.io.outputs import OutputDir
 
-__all__ = ["Model", "Result", "fit", "run", "validate", "load_job"]
+__all__ = ["Model", "Result", "fit", "run", "validate", "load_job", "progress_callback"]
 
 
 def _is_path(job: str | Path) -> bool:
@@ -106,7 +109,7 @@ def run(
     report: bool | None = None,
     *,
     force: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: bool | ProgressCallback | None = None,
     model: Model | str | Path | None = None,
 ) -> Result:
     """Run a job and return its :class:`Result`.
@@ -124,13 +127,19 @@ def run(
     Bad input raises :class:`~er_framework.errors.ConfigError` or
     :class:`~er_framework.errors.InputError` (both :class:`~er_framework.errors.ErError`), whose
     ``problems`` say what is wrong, where, and how to fix it.
+
+    ``progress``: ``True`` shows a progress line on stderr (rewritten in place; in a notebook, under the
+    cell); a callable is called with a :class:`~er_framework.engine.log.Progress` (``stage``, ``done``,
+    ``total`` or None, ``seconds``, ``event``) at every stage's start and end and at batch boundaries; ``None``
+    or ``False`` (default): silent. Stage records also go to the ``er_framework`` logger (INFO).
     """
     parsed = load_job(job, sources)
     given = Model.load(model) if isinstance(model, (str, Path)) else model
     if given is not None:
         check_model(given, parsed)
     target: OutputDir | None = OutputDir(Path(out), force=force) if out is not None else None
-    inner = run_job(parsed, target, progress=progress, write=False, model=given)
+    with progress_callback(progress) as callback:
+        inner = run_job(parsed, target, progress=callback, write=False, model=given)
     result = Result(parsed, inner, _kind_of(sources))
     if out is not None:
         result.write(out, force=force, report=report)
@@ -141,15 +150,38 @@ def fit(
     job: str | Path | Mapping[str, Any],
     sources: Mapping[str, Any] | None = None,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: bool | ProgressCallback | None = None,
 ) -> Model:
     """Fit what a job learns (``er train``) and return it as a :class:`~er_framework.engine.model.Model`:
     ``model.save(path)`` writes it, ``Model.load(path)`` reads it back, ``run(job, model=model)`` applies it.
-    ``job`` and ``sources`` as for :func:`run`."""
+    ``job``, ``sources`` and ``progress`` as for :func:`run`."""
     parsed = load_job(job, sources)
-    model = run_job(parsed, None, progress=progress, write=False).model
+    with progress_callback(progress) as callback:
+        model = run_job(parsed, None, progress=callback, write=False).model
     assert model is not None  # every executor returns the model it used
     return model
+
+
+@contextmanager
+def progress_callback(progress: bool | ProgressCallback | None) -> Iterator[ProgressCallback | None]:
+    """The callback of ``progress=`` (:func:`run`): ``True``, a :class:`~er_framework.engine.log.ProgressLine`
+    on stderr, ended (with a newline) when the run ends or fails; a callable, itself; else None."""
+    if progress is None or progress is False:
+        yield None
+        return
+    if progress is True:
+        line = ProgressLine(sys.stderr, keep=True)
+        try:
+            yield line
+        finally:
+            line.close()
+        return
+    if not callable(progress):
+        raise ValueError(
+            f"progress={progress!r}: expected True (a progress line on stderr), False/None (silent) or a callable taking "
+            "a Progress value (er_framework.engine.log.Progress)"
+        )
+    yield progress
 
 
 def _kind_of(sources: Mapping[str, Any] | None) -> str:
@@ -169,6 +201,14 @@ class Result:
     run: RunResult
     kind: str = "arrow"
     outputs: dict[str, Path] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """One line: the counts, the verifier and the threshold (never the data; ``summary()`` says more)."""
+        return repr(self.run).replace("<Result:", f"<Result ({self.kind} tables):", 1)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the counts, the first rows of the pairs and the clusters, the warnings."""
+        return self.run._repr_html_()
 
     # ---------------------------------------------------------------- tables
 
@@ -265,7 +305,8 @@ class Result:
     def explain(self, left: str, right: str, *, left_source: str | None = None, right_source: str | None = None) -> Explanation:
         """Why the pair (``left``, ``right``) scored what it scored: its terms (per field: the values as
         compared, the comparison level and its weight; for document jobs the shared and differing
-        shingles), their total and the score against the threshold. ``print()`` shows the waterfall."""
+        shingles), their total and the score against the threshold. ``print()`` shows the waterfall as text;
+        a notebook shows it as a chart (``_repr_html_``)."""
         a = find_record(self.run.records, left, left_source, "explain: left")
         b = find_record(self.run.records, right, right_source, "explain: right")
         r = self.run

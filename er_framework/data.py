@@ -49,6 +49,14 @@ class Records:
     source_names: list[str]
     fields: dict[str, Sequence[str | None]]
 
+    def __repr__(self) -> str:
+        """One line: how many records per source and the fields' names (never the values)."""
+        counts = np.bincount(self.source, minlength=len(self.source_names)) if len(self.source) else np.zeros(len(self.source_names), int)
+        per = ", ".join(f"{name} {int(c):,}" for name, c in zip(self.source_names[:10], counts[:10]))
+        names = list(self.fields)
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        return f"<Records: {len(self.ids):,} ({per}); fields {shown or '(none)'}>"
+
     def __post_init__(self) -> None:
         self.source = np.asarray(self.source, dtype=np.int32)
         n = len(self.ids)

@@ -200,3 +200,41 @@ def test_explain_weights_sum_to_the_score(python_page_run: dict[str, Any]) -> No
     assert ex.candidate is True and ex.verified
     other = python_page_run["result"].explain("rec-1070-org", "rec-1-dup-0")  # two people no blocker paired
     assert other.candidate is False and not other.verified and "not a candidate" in str(other)
+
+
+# ---------------------------------------------------------------- notebooks: progress, repr, _repr_html_
+
+
+def test_progress_true_shows_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    result = er.run(ROOT / "configs" / "documents.yaml", progress=True)
+    got = capsys.readouterr()
+    assert got.out == ""
+    assert got.err.count("\n") == 1 and got.err.endswith("\n") and got.err.rstrip().endswith(" s")
+    shown = got.err.split("\r")[1:]
+    assert shown[0].startswith("er: [1] read: started")
+    assert re.match(r"er: \d+ stages done in \d+\.\d s *\n$", shown[-1])
+    assert len([s for s in shown if s.rstrip().endswith(": started")]) == len(
+        {s["stage"] for s in result.report["stages"]} - {"signatures"}  # shingle+signatures: one stage shown
+    )
+
+
+def test_progress_callback_and_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    from er_framework.engine.log import Progress
+
+    got: list[Progress] = []
+    model = er.fit(ROOT / "configs" / "febrl4.yaml", progress=got.append)
+    assert model.verifier is not None
+    assert ("fit", "end") in [(p.stage, p.event) for p in got]
+    assert all(isinstance(p.seconds, float) and p.seconds >= 0 for p in got)
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ValueError, match="progress='yes': expected True"):
+        er.run(ROOT / "configs" / "documents.yaml", progress="yes")  # type: ignore[arg-type]
+
+
+def test_a_result_shows_a_line_and_a_small_view() -> None:
+    result = er.run(ROOT / "configs" / "documents.yaml")
+    text = repr(result)
+    assert "\n" not in text and len(text) < 300
+    assert text.startswith("<Result (arrow tables): 270 records, ") and "verifier jaccard, threshold 0.8" in text
+    html = result._repr_html_()
+    assert html == result.run._repr_html_() and len(html) < 50_000 and "pairs (" in html

@@ -1,8 +1,10 @@
-"""What the ``er`` commands share: messages on stderr, the stage progress bar, parsing the job."""
+"""What the ``er`` commands share: messages on stderr, the stage progress line, log records, parsing the job."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import signal
 import sys
 import threading
@@ -12,12 +14,16 @@ from typing import Any
 
 __all__ = [
     "Terminated",
+    "LOGGER",
+    "LOG_LEVEL_ENV",
     "json_terminal_text",
+    "log_level",
     "progress_bar",
     "run_with_progress",
     "say",
     "signals_as_exceptions",
     "stderr",
+    "stderr_logging",
     "terminal_text",
     "workers_arg",
 ]
@@ -93,28 +99,64 @@ def signals_as_exceptions() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def progress_bar(quiet: bool) -> tuple[Callable[[str], None] | None, Callable[[], None]]:
-    """A stage progress bar on stderr; off when quiet or not a terminal."""
-    if quiet or not sys.stderr.isatty():
+def progress_bar(quiet: bool) -> tuple[Any, Callable[[], None]]:
+    """The stage progress line on stderr (:class:`~er_framework.engine.log.ProgressLine`: one line rewritten in
+    place, erased at the end) and its ``close``; off when quiet, when stderr is not a terminal (logs and pipes get
+    the ``-v`` records instead) and when ``-v`` already prints the stages' records there."""
+    if quiet or not sys.stderr.isatty() or logging.getLogger(LOGGER).isEnabledFor(logging.INFO):
         return None, lambda: None
-    from tqdm import tqdm
+    from er_framework.engine.log import ProgressLine
 
-    from er_framework.engine.log import STAGES
+    line = ProgressLine(sys.stderr)
+    return line, line.close
 
-    bar = tqdm(total=len(STAGES), unit="stage", file=sys.stderr, leave=False, dynamic_ncols=True)
-    started: list[str] = []
 
-    def update(name: str) -> None:
-        if started:
-            bar.update(1)
-        started.append(name)
-        bar.set_description(name)
+#: the logger of the package (:data:`er_framework.engine.log.LOGGER_NAME`; named here so that the parser
+#: imports no engine)
+LOGGER = "er_framework"
 
-    def close() -> None:
-        bar.update(bar.total - bar.n)
-        bar.close()
+#: the environment variable setting the log level of the ``er`` command (a level name or number), as ``-v``
+LOG_LEVEL_ENV = "ER_LOG_LEVEL"
 
-    return update, close
+
+def log_level(verbose: int) -> int | None:
+    """The level of ``er``'s log records on stderr: ``-v`` INFO, ``-vv`` DEBUG, else :data:`LOG_LEVEL_ENV`
+    (``INFO``, ``debug``, ``20``), else None (only warnings). A value that is no level is an
+    :class:`~er_framework.errors.InputError` naming the variable and the levels."""
+    if verbose:
+        return logging.INFO if verbose == 1 else logging.DEBUG
+    text = os.environ.get(LOG_LEVEL_ENV, "").strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    level = logging.getLevelName(text.upper())
+    if not isinstance(level, int):
+        from er_framework.errors import InputError, Problem
+
+        raise InputError(
+            Problem(where=LOG_LEVEL_ENV, message=f"{text!r} is not a log level", fix="set it to DEBUG, INFO, WARNING or ERROR, or unset it")
+        )
+    return level
+
+
+@contextmanager
+def stderr_logging(level: int | None) -> Iterator[None]:
+    """Inside: the ``er_framework`` logger's records at ``level`` and above (WARNING when None) printed on stderr,
+    one line each, with a timestamp when stderr is not a terminal (a cron mail, a CI log); the handler and level
+    are removed after."""
+    log = logging.getLogger(LOGGER)
+    handler = logging.StreamHandler(sys.stderr)
+    timestamps = not sys.stderr.isatty()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s er: %(message)s" if timestamps else "er: %(message)s"))
+    old_level = log.level
+    log.setLevel(logging.WARNING if level is None else level)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old_level)
 
 
 def workers_arg(text: str) -> int | str:
@@ -129,9 +171,9 @@ def workers_arg(text: str) -> int | str:
     return n
 
 
-def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Callable[[str], None] | None], Any]) -> Any:
+def run_with_progress(args: argparse.Namespace, run: Callable[[Any, Any], Any]) -> Any:
     """Parse ``args.config`` (``args.workers`` overrides the YAML) and call ``run(job, progress)``
-    with the stage progress bar shown unless ``args.quiet``."""
+    with the stage progress line shown unless ``args.quiet`` (``progress``: a progress callback or None)."""
     from er_framework.config.resolve import parse_job
     from er_framework.kernels.parallel import resolve_workers
 

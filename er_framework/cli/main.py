@@ -17,6 +17,9 @@
     er query PATH --text T [--top-k K]      near-duplicates of new items (JSON lines)
 
     er --debug COMMAND ...                  a full traceback on an unexpected error (or ER_DEBUG=1)
+    er -v COMMAND ... / er -vv COMMAND ...  each stage's start and end (-vv: and batches) on stderr, timestamped
+                                            off a terminal (or ER_LOG_LEVEL=INFO / DEBUG); -v also after the verb
+    er --version                            er-framework's, Python's and the plugin packages' versions
 
 Exit codes: 0 success, 2 bad config or bad input (a message, never a
 traceback), also out of memory (a message naming the settings that bound
@@ -37,10 +40,10 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from er_framework.cli import evaluate, explain, index, plugins, report, review, run, schema, synth, train, tune, validate
-from er_framework.cli.common import Terminated, signals_as_exceptions, stderr
+from er_framework.cli.common import Terminated, log_level, signals_as_exceptions, stderr, stderr_logging
 from er_framework.errors import ENVIRONMENT_ERRNOS, ErError, InputError, Problem, os_problem
 
 #: environment variable that turns ``--debug`` on (any value but "", "0")
@@ -67,10 +70,65 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"a full traceback on an unexpected error (also {DEBUG_ENV}=1)",
     )
+    parser.add_argument("--version", action=VersionAction, help="the versions of er-framework, Python and plugins")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log each stage on stderr (-vv: each batch)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb in VERBS:
         verb.add_parser(sub)
+    add_verbose(sub)
     return parser
+
+
+VERBOSE_HELP = (
+    "print each stage's start and end (counts, seconds, peak memory) on stderr as it happens, timestamped when "
+    "stderr is not a terminal; -vv also each batch (also ER_LOG_LEVEL=INFO or DEBUG)"
+)
+
+
+def add_verbose(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``-v`` after the verb too (``er run JOB -v``), in every verb's parser and its own verbs' (``er index build``)."""
+    for parser in sub.choices.values():
+        parser.add_argument("-v", "--verbose", dest="verbose_verb", action="count", default=0, help=VERBOSE_HELP)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                add_verbose(action)
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """How many ``-v`` were given, before and after the verb."""
+    return int(getattr(args, "verbose", 0) or 0) + int(getattr(args, "verbose_verb", 0) or 0)
+
+
+def version_lines() -> list[str]:
+    """What ``er --version`` prints: er-framework's version, Python's, and one line per distribution that
+    provides plugins or executors (its version and its entry points), read from the installed metadata
+    (nothing is imported)."""
+    import platform
+    from importlib import metadata
+
+    from er_framework import __version__
+
+    lines = [f"er-framework {__version__}", f"Python {platform.python_version()} ({platform.python_implementation()})"]
+    provided: dict[tuple[str, str], list[str]] = {}
+    for group, kind in (("er_framework", ""), ("er_framework.executors", "executor ")):
+        for ep in metadata.entry_points(group=group):
+            dist = ep.dist
+            key = (dist.metadata["Name"] or "?", dist.version) if dist is not None else ("?", "?")
+            provided.setdefault(key, []).append(kind + ep.name)
+    for (name, version), names in sorted(provided.items()):
+        lines.append(f"plugins from {name} {version}: {', '.join(sorted(names))}")
+    return lines
+
+
+class VersionAction(argparse.Action):
+    """``--version``: print :func:`version_lines` on stdout and exit 0 (computed only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        print("\n".join(version_lines()))
+        parser.exit(0)
 
 
 def command_name(args: argparse.Namespace) -> str:
@@ -200,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = debug_on(args)
     command = command_name(args)
     try:
-        with signals_as_exceptions():
+        with signals_as_exceptions(), stderr_logging(log_level(verbosity(args))):
             return int(args.func(args))
     except ErError as exc:
         stderr(exc.render())

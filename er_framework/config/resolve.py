@@ -100,6 +100,15 @@ class Job:
     #: read from these objects instead of a file
     frames: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line: the job file, its mode, sources, blockers, verifier and executor (never the settings' detail)."""
+        sources = ", ".join(s.name for s in self.spec.sources)
+        blockers = ", ".join(b.cls.name for b in self.blockers)
+        return (
+            f"<Job {self.config_path.name}: {self.spec.mode} of {sources}; blockers {blockers or '(none)'}, "
+            f"verifier {self.verifier.cls.name}, executor {self.spec.executor.type}>"
+        )
+
     @property
     def exact(self) -> ExactSpec:
         assert isinstance(self.spec.exact_duplicates, ExactSpec)

@@ -26,6 +26,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
+from er_framework.engine.reprs import TERMS_SHOWN, box, kv_table, rows_table, text_block, waterfall_html
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_groups, exact_keys
 from er_framework.engine.stages.reading import normalize, read, read_database_source
 from er_framework.errors import InputError, Problem
@@ -170,6 +171,32 @@ class Explanation:
             "candidate": self.candidate,
             "blocking": [b.to_json() for b in self.blocking],
         }
+
+    def __repr__(self) -> str:
+        """One line: the pair, its score against the threshold and the verdict (``str()`` is the waterfall)."""
+        return (
+            f"<Explanation: {self.left[0]} {self.left[1]!r} vs {self.right[0]} {self.right[1]!r}, {self.verifier} "
+            f"score {self.score:.6g} ({self.kind}), threshold {self.threshold:g}, verified {self.verified}>"
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the pair and the verdict, then for Fellegi-Sunter the report's waterfall (SVG), else
+        the terms as a table (escaped; small: :mod:`er_framework.engine.reprs`)."""
+        title = f"{self.left[0]} {self.left[1]} vs {self.right[0]} {self.right[1]} ({self.verifier})"
+        verdict = kv_table([("score", f"{self.score:.6f}"), ("threshold", f"{self.threshold:g}"), ("verified", str(self.verified))])
+        parts = [verdict]
+        if self.candidate is False:
+            parts.append(text_block("\n".join(self._blocking_lines())))
+        if self.kind == "weights":
+            parts.append(waterfall_html(self.fields, self.prior_weight or 0.0, self.match_weight, self.threshold))
+        elif self.kind == "points":
+            rows = [(f.name, f.left, f.right, f"{(f.weight or 0.0):+.2f}") for f in self.fields[:TERMS_SHOWN]]
+            parts.append(rows_table(("field", "left", "right", "points"), rows + [("total", "", "", f"{self.total():+.2f}")]))
+        elif self.kind == "sets":
+            parts.append(kv_table([(k.replace("_", " "), f"{v:,}") for k, v in self.tokens.items()] + [("Jaccard", f"{self.total():.6f}")]))
+        elif self.kind == "exact":
+            parts.append("<p>exact copies: the same text after the exact-duplicate stage's normalization (score 1.0)</p>")
+        return box(title, "".join(parts))
 
     def __str__(self) -> str:
         head = f"{self.left[0]} {self.left[1]}  vs  {self.right[0]} {self.right[1]}  ({self.verifier})"

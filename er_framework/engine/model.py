@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from er_framework.capabilities import Learner
 from er_framework.config.resolve import ComponentSpec, Job
+from er_framework.engine.reprs import box, kv_table, weights_html
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.io.safe_write import FileKind, write_text_file
 
@@ -299,6 +300,44 @@ class Model:
         return load_model(path)
 
     # ---------------------------------------------------------------- for people
+
+    def __repr__(self) -> str:
+        """One line: the verifier, what it was fitted on, the threshold, the job (never the fitted state)."""
+        parts = [f"verifier {self.verifier.get('type')} fitted" if self.verifier is not None else "no fitted verifier"]
+        if self.fitted_on.get("records") is not None:
+            parts.append(f"on {self.fitted_on['records']:,} records")
+        if self.threshold is not None:
+            parts.append(f"threshold {self.threshold.value:g} ({self.threshold.chosen})")
+        if self.pruned is not None:
+            parts.append(f"{len(self.pruned):,} shingles pruned")
+        parts.append(f"job {self.job_file or '?'}")
+        if self.origin != "fitted":
+            parts.append(f"from {self.origin}")
+        return "<Model: " + ", ".join(parts) + ">"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: :meth:`summary`'s facts, then the weights table (m, u and the weight in bits of every
+        field and level; :func:`~er_framework.engine.reprs.weights_html`)."""
+        head = kv_table(self.facts())
+        state = self.verifier_state
+        body = weights_html(state) if state is not None else "<p>no fitted verifier state</p>"
+        return box("er-framework model", head + body)
+
+    def facts(self) -> list[tuple[str, str]]:
+        """What the model holds, as (name, value) rows (its HTML view)."""
+        out = [("job", self.job_file or "?"), ("er-framework", self.er_framework), ("origin", self.origin)]
+        if self.fitted_on:
+            out.append(("fitted on", ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in self.fitted_on.items() if isinstance(v, int))))
+        if self.threshold is not None:
+            out.append(("threshold", f"{self.threshold.value:g} ({self.threshold.chosen})"))
+        if self.pruned is not None:
+            out.append(("pruned shingles", f"{len(self.pruned):,}"))
+        out += [(f"blocker {b.get('type')}", f"{b['bands']} bands x {b['rows']} rows") for b in self.blocking if "bands" in b]
+        if self.verifier is not None:
+            out.append(("verifier", str(self.verifier.get("type"))))
+        if self.training is not None:
+            out.append(("trained from", f"{self.training.get('pairs', 0)} labelled pairs"))
+        return out
 
     def summary(self) -> str:
         """A few lines saying what the model holds."""

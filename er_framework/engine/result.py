@@ -12,11 +12,12 @@ import numpy.typing as npt
 
 from er_framework.data import Pairs, Records
 from er_framework.engine.model import Model
+from er_framework.engine.reprs import WARNINGS_SHOWN, box, kv_table, table_html, text_block
 from er_framework.engine.stages.clustering import Answer
 from er_framework.engine.stages.exact import Exact
 from er_framework.normalize import unparsed_warning
 
-__all__ = ["Result", "unparsed_lines", "warning_lines"]
+__all__ = ["Result", "counts_text", "result_counts", "unparsed_lines", "warning_lines"]
 
 
 def warning_lines(report: dict[str, Any]) -> list[str]:
@@ -61,6 +62,24 @@ class Result:
     #: what the job learned (fitted by this run, or the saved model it applied): written as model.json
     model: Model | None = None
 
+    def __repr__(self) -> str:
+        """One line: the counts, the verifier and the threshold (never the data; no seconds: it is the same
+        for the same run)."""
+        return "<Result: " + counts_text([(k, v) for k, v in result_counts(self.report) if k != "seconds"]) + ">"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the counts, the first rows of the pairs and the clusters, the warnings (escaped,
+        small whatever the run's size: :mod:`er_framework.engine.reprs`)."""
+        parts = [kv_table(result_counts(self.report))]
+        for name in ("pairs", "clusters"):
+            if self.tables.get(name):
+                parts.append(table_html(f"{name}", self.tables[name]))
+        warnings = warning_lines(self.report) + unparsed_lines(self.report)
+        if warnings:
+            more = [f"… {len(warnings) - WARNINGS_SHOWN} more warnings (report.json)"] if len(warnings) > WARNINGS_SHOWN else []
+            parts.append(text_block("\n".join(warnings[:WARNINGS_SHOWN] + more), WARNINGS_SHOWN + 1))
+        return box("er-framework result", "".join(parts))
+
     def summary(self) -> str:
         r = self.report
         lines = [
@@ -100,3 +119,40 @@ def unparsed_lines(report: dict[str, Any]) -> list[str]:
     if not isinstance(fields, dict):
         return []
     return [line for name, stats in fields.items() if (line := unparsed_warning(str(name), stats)) is not None]
+
+
+def result_counts(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a result's ``repr`` and HTML view say of a run (from its report): records, candidate and verified pairs,
+    clusters, the verifier, the threshold and the seconds; what the report lacks is left out."""
+    clusters = report.get("clusters") or {}
+    threshold = report.get("threshold") or {}
+    verifier = report.get("verifier") or {}
+    found: list[tuple[str, Any]] = [
+        ("records", (report.get("records") or {}).get("total")),
+        ("candidate pairs", report.get("candidate_pairs")),
+        ("verified pairs", report.get("verified_pairs")),
+        ("clusters", clusters.get("count")),
+        ("verifier", verifier.get("type")),
+        ("threshold", threshold.get("value")),
+        ("seconds", report.get("seconds_total")),
+    ]
+    out: list[tuple[str, str]] = []
+    for name, value in found:
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            out.append((name, f"{value:,}"))
+        elif isinstance(value, float):
+            out.append((name, f"{value:.2f}" if name == "seconds" else f"{value:g}"))
+        else:
+            out.append((name, str(value)))
+    if report.get("warnings"):
+        out.append(("warnings", str(len(report["warnings"]))))
+    return out
+
+
+def counts_text(counts: list[tuple[str, str]]) -> str:
+    """:func:`result_counts` on one line: ``10,000 records, 4,999 verified pairs, …; verifier fellegi_sunter, …``."""
+    numbers = [f"{v} {k}" for k, v in counts if k not in ("verifier", "threshold", "seconds", "warnings")]
+    named = [f"{v} s" if k == "seconds" else f"{k} {v}" for k, v in counts if k in ("verifier", "threshold", "seconds", "warnings")]
+    return ", ".join(numbers) + ("; " + ", ".join(named) if named else "")

@@ -1,6 +1,8 @@
 """Where a job's stages run. An executor is one module plus one registration.
 
 An executor is a function ``run(job, out_dir, *, progress, write, model) -> Result``
+(``progress``: a :data:`~er_framework.engine.log.ProgressCallback` or None, told by the run's
+:class:`~er_framework.engine.log.StageLog`)
 that drives the engine's stages (:mod:`er_framework.engine.stages`) and ends
 with :func:`er_framework.engine.report.finish_run` (the one report builder
 and writer). It is registered by name, as ``"module:function"``: the
@@ -18,11 +20,11 @@ function finds them, validated, in ``job.executor_params``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from er_framework.config.resolve import Job
+from er_framework.engine.log import ProgressCallback
 from er_framework.engine.model import Model
 from er_framework.engine.result import Result
 from er_framework.errors import ConfigError, PluginError, Problem, choices_text
@@ -40,7 +42,7 @@ class Executor(Protocol):
         job: Job,
         out_dir: str | Path | OutputDir | None = None,
         *,
-        progress: Callable[[str], None] | None = None,
+        progress: ProgressCallback | None = None,
         write: bool = True,
         model: Model | None = None,
     ) -> Result: ...
@@ -62,7 +64,7 @@ def run_job(
     job: Job,
     out_dir: str | Path | OutputDir | None = None,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     write: bool = True,
     force: bool = False,
     model: Model | None = None,

@@ -65,7 +65,7 @@ from er_framework.config.resolve import Job
 from er_framework.data import Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
-from er_framework.engine.log import StageLog
+from er_framework.engine.log import ProgressCallback, StageLog
 from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
@@ -129,7 +129,7 @@ def run_dask(
     job: Job,
     out_dir: str | Path | OutputDir | None = None,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     write: bool = True,
     model: Model | None = None,
 ) -> Result:
@@ -153,7 +153,7 @@ def run_dask(
         with log.stage("block") as info:
             blocked = run.block(scanned, info)
         with log.stage("verify") as info:
-            found = run.verify(scanned, blocked, info)
+            found = run.verify(scanned, blocked, info, log)
         # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
     finally:
         close()

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from distributed import as_completed
 
 from er_framework.capabilities import (
     CodeFitted,
@@ -147,11 +148,17 @@ class DaskRun:
     def submit(self, fn: Callable[..., Any], *args: Any, retries: int = 3) -> Any:
         return self.client.submit(fn, *args, pure=False, retries=retries)
 
+    def gather(self, futures: list[Any], log: StageLog) -> list[Any]:
+        """The results of ``futures`` in their order, telling ``log`` of each one finished (a batch boundary)."""
+        for done, _ in enumerate(as_completed(futures), 1):
+            log.batch(done, len(futures))
+        return list(self.client.gather(futures))
+
     def scan(self, log: StageLog) -> Scanned:
         """read + exact_duplicates: ids and exact-text hashes of every partition, numbered as locally."""
         client, job = self.client, self.job
         with log.stage("read") as info:
-            scans = client.gather([self.submit(task_scan, self.ref, p) for p in self.parts])
+            scans = self.gather([self.submit(task_scan, self.ref, p) for p in self.parts], log)
             counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             ids = [i for s in scans for i in s[0]]
@@ -259,7 +266,7 @@ class DaskRun:
             shingler_report,
         )
 
-    def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any]) -> Found:
+    def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any], log: StageLog | None = None) -> Found:
         """The candidates joined with their records and scored (pairwise, or by a verifier fitted on code counts)."""
         engine, n_parts = self.engine, self.n_parts
         fitted = engine.learns() and engine.verifier_state() is None
@@ -290,7 +297,7 @@ class DaskRun:
         else:
             ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(n_parts)]
         forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
-        verified = self.client.gather(ver_futs)
+        verified = self.gather(ver_futs, log) if log is not None else self.client.gather(ver_futs)
         per_blocker = (
             np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
             if blocked.dedup

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
 from er_framework.config.resolve import Job
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
-from er_framework.engine.log import StageLog
+from er_framework.engine.log import ProgressCallback, StageLog
 from er_framework.engine.model import Model
 from er_framework.engine.report import RunFacts, finish_run
 from er_framework.engine.result import Result
@@ -24,7 +23,7 @@ def run_local(
     job: Job,
     out_dir: str | Path | OutputDir | None = None,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     write: bool = True,
     model: Model | None = None,
 ) -> Result:

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
+from er_framework.engine.log import ProgressCallback
 from er_framework.engine.model import Model, check_model, model_text
 from er_framework.engine.report import er_version, versions
 from er_framework.errors import ErError, Problem
@@ -153,7 +154,7 @@ def build_index(
     path: str | Path,
     *,
     force: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     model: Model | None = None,
 ) -> tuple[Index, dict[str, Any]]:
     """Run ``job`` and persist it as an index at ``path`` (written aside, then renamed), with the model the run
@@ -175,7 +176,7 @@ def build_index(
     return index, summary
 
 
-def _build(job: Job, path: Path, engine: Engine, progress: Callable[[str], None] | None, model: Model | None) -> dict[str, Any]:
+def _build(job: Job, path: Path, engine: Engine, progress: ProgressCallback | None, model: Model | None) -> dict[str, Any]:
     """Run the job and write the index (the lock is held): into ``.NAME.building-PID``, renamed over ``path``."""
     t0 = time.perf_counter()
     result = run_local(job, write=False, progress=progress, model=model)

@@ -339,3 +339,94 @@ def test_command_name_has_the_action() -> None:
     assert command_name(parser.parse_args(["index", "build", "j.yaml", "--index", "i"])) == "index build"
     assert command_name(parser.parse_args(["synth", "news", "--pages", "3", "--out", "o"])) == "synth news"
     assert command_name(parser.parse_args(["schema"])) == "schema"
+
+
+# ---------------------------------------------------------------- --version, -v, ER_LOG_LEVEL
+
+
+def test_version_prints_er_python_and_the_plugin_packages(capsys: pytest.CaptureFixture[str]) -> None:
+    import platform
+    from importlib import metadata
+
+    import er_framework
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"er-framework {metadata.version('er-framework')}" == f"er-framework {er_framework.__version__}"
+    assert lines[1] == f"Python {platform.python_version()} ({platform.python_implementation()})"
+    builtin = [line for line in lines[2:] if line.startswith("plugins from er-framework ")]
+    assert len(builtin) == 1 and "core" in builtin[0] and "records_scoring" in builtin[0]
+    assert all(line.startswith("plugins from ") for line in lines[2:])
+
+
+def test_the_version_of_a_source_tree_is_marked_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    import er_framework
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert er_framework.installed_version() == "0+unknown"
+
+
+@pytest.fixture
+def no_log_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ER_LOG_LEVEL", raising=False)
+
+
+def _run(tmp_path: Path, *flags: str, after: tuple[str, ...] = ()) -> list[str]:
+    return [*flags, "run", str(ROOT / "configs" / "documents.yaml"), "--out", str(tmp_path / "out"), "--force", *after]
+
+
+@pytest.mark.usefixtures("no_log_level")
+def test_verbose_prints_each_stage_with_a_timestamp_off_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+    import re
+
+    assert main(_run(tmp_path)) == 0
+    plain = capsys.readouterr()
+    assert plain.err == ""
+    assert main(_run(tmp_path, "-v")) == 0
+    verbose = capsys.readouterr()
+    strip = re.compile(r"(?m)^seconds .*$")
+    assert strip.sub("", verbose.out) == strip.sub("", plain.out)  # stdout is the summary, as without -v
+    lines = verbose.err.splitlines()
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO er: "
+    assert all(re.match(stamp, line) for line in lines), lines
+    assert re.match(stamp + "stage read started$", lines[0])
+    assert re.match(stamp + r"stage read done in \d+\.\d\d s, peak memory \d+ MB, records=270$", lines[1])
+    assert any(re.match(stamp + "stage write done in ", line) for line in lines)
+    assert not any(" DEBUG " in line for line in lines)
+    # -vv (here after the verb): the batches too
+    assert main(_run(tmp_path, after=("-vv",))) == 0
+    assert re.search(r" DEBUG er: stage shingle\+signatures: 1 of 1 batches, ", capsys.readouterr().err)
+    # the command's handler is gone after it
+    assert not [h for h in logging.getLogger("er_framework").handlers if not isinstance(h, logging.NullHandler)]
+    assert logging.getLogger("er_framework").level == logging.NOTSET
+
+
+def test_er_log_level_sets_the_level(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ER_LOG_LEVEL", "info")
+    assert main(_run(tmp_path, after=("-q",))) == 0
+    got = capsys.readouterr()
+    assert got.out == "" and " INFO er: stage cluster done in " in got.err
+    monkeypatch.setenv("ER_LOG_LEVEL", "10")
+    assert main(_run(tmp_path, after=("-q",))) == 0
+    assert " DEBUG er: " in capsys.readouterr().err
+    monkeypatch.setenv("ER_LOG_LEVEL", "loud")
+    assert main(_run(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert "ER_LOG_LEVEL: 'loud' is not a log level" in err and "fix: set it to DEBUG, INFO, WARNING or ERROR, or unset it" in err
+    assert "Traceback" not in err
+
+
+def test_verbose_is_on_every_verb() -> None:
+    parser = build_parser()
+    for argv, _, _ in PARSED:
+        args = parser.parse_args([*argv, "-v"])
+        assert args.verbose_verb == 1, argv
+    assert parser.parse_args(["-vv", "run", "j.yaml"]).verbose == 2

@@ -118,6 +118,12 @@ def test_help_loads_nothing_heavy(help_modules: set[str]) -> None:
     assert found(help_modules, NEVER + NEVER_OURS + NOT_FOR_THE_PARSER) == []
 
 
+def test_version_loads_nothing_heavy() -> None:
+    """``er --version`` reads the installed metadata: no plugin, no contract, no engine is imported."""
+    modules = loaded_after(run_main("--version"))
+    assert found(modules, NEVER + NEVER_OURS + NOT_FOR_THE_PARSER + ("er_plugins",)) == []
+
+
 def test_importing_the_package_loads_no_contract_until_used() -> None:
     modules = loaded_after("import er_framework\nassert er_framework.ErError.__name__ == 'ErError'")
     assert found(modules, ("numpy", "pydantic", "pluggy", "er_framework.components", "er_framework.data")) == []

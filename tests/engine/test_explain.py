@@ -7,6 +7,7 @@ import csv
 import random
 import sqlite3
 import textwrap
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -297,3 +298,80 @@ def test_check_inputs_unchanged_compares_a_database_sources_rows_with_the_runs_d
     with pytest.raises(InputError, match="the run did not read it"):
         check_inputs_unchanged(other, job)
     assert "no fingerprints" in check_inputs_unchanged({}, job)[0]  # nothing recorded at all: one note
+
+
+# ---------------------------------------------------------------- notebooks: repr and _repr_html_
+
+HOSTILE = '<script>alert("x")</script>"><img src=x onerror=alert(1)>'
+
+
+class Tags(HTMLParser):
+    """The tags of an HTML text (to check that a hostile value made none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+
+
+def tags_of(text: str) -> set[str]:
+    parser = Tags()
+    parser.feed(text)
+    return parser.tags
+
+
+def weights_explanation(n_fields: int = 3, value: str = HOSTILE) -> Explanation:
+    fields = [FieldTerm(f"f{i}{HOSTILE}", value * 100, "other", level=f"=100{HOSTILE}", weight=2.0 - i) for i in range(n_fields)]
+    total = -3.0 + sum(2.0 - i for i in range(n_fields))
+    score = 1 / (1 + 2 ** -max(total, -1000.0))
+    return Explanation(("A", HOSTILE), ("B", "b1"), score, 0.5, "weights", "fellegi_sunter", fields, prior_weight=-3.0, match_weight=total)
+
+
+def test_the_repr_is_one_line_and_str_the_waterfall() -> None:
+    e = weights_explanation()
+    text = repr(e)
+    assert "\n" not in text and text.startswith("<Explanation: A '<script>") and "fellegi_sunter score 0.5 (weights)" in text
+    assert text.endswith("threshold 0.5, verified True>")
+    lines = str(e).splitlines()
+    assert lines[0].startswith(f"A {HOSTILE}  vs  B b1  (fellegi_sunter)")
+    assert lines[1].lstrip().startswith("prior") and "bits" in lines[-3] and lines[-1] == "  verified: True"
+
+
+def test_the_html_is_the_reports_waterfall_escaped() -> None:
+    e = weights_explanation()
+    html = e._repr_html_()
+    assert tags_of(html) <= {"style", "div", "b", "table", "tr", "th", "td", "svg", "line", "text", "g", "title", "rect", "p"}
+    assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
+    assert 'aria-label="waterfall of the match weight"' in html
+    assert html.count("<rect") == 1 + 3 + 1  # the prior, one bar per field, the total
+    assert "+2.00" in html and "-0.00" not in html and "threshold 0.5" in html
+    assert "=100" in html  # the level's name
+
+
+def test_the_html_stays_small_for_many_long_fields() -> None:
+    from er_framework.engine.reprs import HTML_LIMIT, TERMS_SHOWN
+
+    e = weights_explanation(n_fields=500, value="v" * 10_000)
+    html = e._repr_html_()
+    assert len(html.encode()) < HTML_LIMIT
+    assert f"… {500 - TERMS_SHOWN} more fields" in html
+    assert len(str(e).splitlines()) > 500  # str() keeps every field
+
+
+def test_the_html_of_points_sets_exact_and_non_candidates() -> None:
+    points = Explanation(("A", "a"), ("B", "b"), 180.0, 150.0, "points", "field_score", [FieldTerm("name", HOSTILE, "x", weight=90.0)])
+    html = points._repr_html_()
+    assert ">+90.00<" in html and ">points<" in html and "&lt;script&gt;" in html and "<script" not in html
+    sets = Explanation(("A", "a"), ("A", "b"), 0.5, 0.6, "sets", "jaccard", tokens={"shared": 10, "left_only": 5, "right_only": 5})
+    html = sets._repr_html_()
+    assert "shared" in html and ">0.500000<" in html and ">False<" in html
+    exact = Explanation(("A", "a"), ("A", "b"), 1.0, 0.6, "exact", "jaccard")
+    assert "exact copies" in exact._repr_html_()
+    far = Explanation(
+        ("A", "a"), ("A", "b"), 0.9, 0.6, "sets", "jaccard", tokens={"shared": 9, "left_only": 1, "right_only": 0}, candidate=False
+    )
+    html = far._repr_html_()
+    assert "not a candidate" in html and ">False<" in html
+    assert "verified False" in repr(far)

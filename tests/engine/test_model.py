@@ -334,3 +334,69 @@ def test_save_replaces_a_model_but_never_another_file(fitted: tuple[Job, Model],
     path = model.save(tmp_path / "m.json")
     assert model.save(path) == path  # a model is replaced by the next one
     assert MODEL_FILE_KIND.recognizes(b'{\n "format": "er-framework model",\n "version": 1\n}')
+
+
+# ---------------------------------------------------------------- notebooks: repr and _repr_html_
+
+HOSTILE = '<script>alert("x")</script>"><img src=x onerror=alert(1)>'
+
+
+def test_the_repr_is_one_short_line(fitted: tuple[Job, Model]) -> None:
+    _, model = fitted
+    text = repr(model)
+    assert "\n" not in text and len(text) < 300
+    assert text.startswith("<Model: verifier fellegi_sunter fitted, on 10,000 records, threshold 0.5 (fixed), job ")
+    assert "0.69" not in text and "lambda" not in text  # never the fitted state
+    loaded = Model.from_json(model.to_json(), "saved/model.json")
+    assert repr(loaded).endswith(", from saved/model.json>")
+
+
+def test_the_html_is_the_weights_table(fitted: tuple[Job, Model]) -> None:
+    import math
+
+    _, model = fitted
+    html = model._repr_html_()
+    state = model.verifier_state
+    assert state is not None
+    given = state["fields"]["given_name"]
+    assert "<th>field</th>" in html and ">weight (bits)</th>" in html
+    assert html.count("<td>") >= 5 * sum(len(f["m"]) for f in state["fields"].values())
+    exact = math.log2(given["m"][0] / given["u"][0])
+    assert f">{exact:+.2f}</td>" in html and ">given_name</td>" in html and "&gt;=92" in html
+    assert ">threshold</th>" in html and ">0.5 (fixed)</td>" in html
+
+
+def test_the_html_is_escaped_and_small_for_a_large_state() -> None:
+    from html.parser import HTMLParser
+
+    from er_framework.engine.reprs import HTML_LIMIT, LEVELS_SHOWN
+
+    fields = {
+        f"{HOSTILE}{i}": {"levels": [f"{HOSTILE}{k}" * 20 for k in range(50)], "m": [0.02] * 50, "u": [0.02] * 49 + [0.0]}
+        for i in range(100)
+    }
+    model = Model(job={}, plugins={}, job_file=HOSTILE, verifier={"type": HOSTILE, "state": {"lambda": 0.01, "fields": fields}})
+    html = model._repr_html_()
+    assert len(html.encode()) < HTML_LIMIT
+    assert f"… {100 * 50 - LEVELS_SHOWN} more levels" in html
+
+    class Tags(HTMLParser):
+        tags: set[str] = set()
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.tags.add(tag)
+
+    parser = Tags()
+    parser.feed(html)
+    assert parser.tags <= {"style", "div", "b", "table", "thead", "tbody", "tr", "th", "td", "p"}
+    assert "&lt;script&gt;" in html and "<script" not in html
+    assert ">+0.00</td>" in html and ">+inf</td>" in html  # m = u: no evidence; u = 0: the level proves a match
+    assert "\n" not in repr(model) and len(repr(model)) < 400
+
+
+def test_the_html_of_a_state_without_weights() -> None:
+    plain = Model(job={}, plugins={}, verifier={"type": "custom", "state": {"centroids": [[1, 2]], "scale": 2.5}})
+    html = plain._repr_html_()
+    assert "fitted state: centroids, scale (no per-level weights to show)" in html and ">2.5</td>" in html
+    assert "no fitted verifier state" in Model(job={}, plugins={})._repr_html_()
+    assert repr(Model(job={}, plugins={})) == "<Model: no fitted verifier, job ?>"

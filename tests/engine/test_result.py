@@ -3,13 +3,14 @@ plausibility warnings)."""
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from er_framework.data import Pairs, Records
-from er_framework.engine.result import Result, unparsed_lines, warning_lines
+from er_framework.engine.result import Result, counts_text, result_counts, unparsed_lines, warning_lines
 
 
 def _stats(values: int, unparsed: int, missing: int = 0, examples: tuple[str, ...] = ("x",)) -> dict[str, Any]:
@@ -112,3 +113,88 @@ def test_the_summary_line_of_the_link_answer_for_two_and_three_sources() -> None
     r["link"] = {"sources": ["A", "B"], "threshold": 0.5, "matched": {"A": 1100, "B": 1100}}
     lines = Result(records=None, pairs=Pairs(none, none), labels=none, report=r).summary().splitlines()  # type: ignore[arg-type]
     assert "B records matched to A: 1,100 of 3,000 (score >= 0.5, after clustering)" in lines
+
+
+# ---------------------------------------------------------------- notebooks: repr and _repr_html_
+
+HOSTILE = '<script>alert("x")</script>"><img src=x onerror=alert(1)>&amp;'
+
+
+class Tags(HTMLParser):
+    """The tags of an HTML text (to check that a hostile value made none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+
+
+def tags_of(text: str) -> set[str]:
+    parser = Tags()
+    parser.feed(text)
+    return parser.tags
+
+
+def big_result(n: int = 300_000) -> Result:
+    """A result of ``n`` records whose first ids and values are hostile, with every table full size."""
+    ids = [f"r{i}" for i in range(n)]
+    ids[0] = HOSTILE
+    source = np.zeros(n, dtype=np.int32)
+    records = Records(ids=ids, source=source, source_names=["s"], fields={"name": [HOSTILE * 50] * n})
+    left, right = np.arange(0, n - 1, 2, dtype=np.int64), np.arange(1, n, 2, dtype=np.int64)
+    pairs = Pairs(left, right, np.full(len(left), 0.9))
+    labels = left.repeat(2)[:n]
+    ids_arr = np.array(ids, dtype=object)
+    tables = {
+        "pairs": {"left_source": np.full(len(left), "s", dtype=object), "left_id": ids_arr[left],
+                  "right_source": np.full(len(left), "s", dtype=object), "right_id": ids_arr[right], "score": pairs.score},
+        "clusters": {"source": np.full(n, "s", dtype=object), "id": ids_arr, "cluster_id": labels},
+    }  # fmt: skip
+    rep = report([{"code": "w", "message": HOSTILE, "fix": "x"}] * 100)
+    rep["records"] = {"total": n, "per_source": {"s": n}}
+    rep["threshold"] = {"value": 0.5}
+    rep["verifier"] = {"type": "jaccard"}
+    return Result(records=records, pairs=pairs, labels=labels, report=rep, tables=tables)
+
+
+def test_the_repr_is_one_short_line() -> None:
+    r = big_result()
+    text = repr(r)
+    assert "\n" not in text and len(text) < 300
+    assert text == (
+        "<Result: 300,000 records, 50,000 candidate pairs, 49,990 verified pairs, 1 clusters; "
+        "verifier jaccard, threshold 0.5, warnings 100>"
+    )
+    assert repr(result([])) == "<Result: 10,000 records, 50,000 candidate pairs, 49,990 verified pairs, 1 clusters>"
+
+
+def test_the_html_is_small_escaped_and_has_the_first_rows() -> None:
+    from er_framework.engine.reprs import HTML_LIMIT, ROWS_SHOWN, WARNINGS_SHOWN
+
+    r = big_result()
+    html = r._repr_html_()
+    assert len(html.encode()) < HTML_LIMIT
+    assert tags_of(html) <= {"style", "div", "b", "table", "caption", "thead", "tbody", "tr", "th", "td", "pre"}
+    assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
+    assert "pairs (150,000 rows, the first 10 shown)" in html and "clusters (300,000 rows, the first 10 shown)" in html
+    assert html.count("<tr>") == 2 * (ROWS_SHOWN + 1) + len(result_counts(r.report))
+    assert ">r19<" in html and ">r20<" not in html  # the first rows only (10 pairs: r0 … r19)
+    assert f"… {100 - WARNINGS_SHOWN} more warnings (report.json)" in html
+    assert "300,000" in html and "jaccard" in html
+
+
+def test_the_html_of_a_run_without_tables() -> None:
+    html = result([])._repr_html_()
+    assert "<caption" not in html and "10,000" in html and "seconds" in html
+
+
+def test_result_counts_leave_out_what_the_report_lacks() -> None:
+    assert result_counts({}) == []
+    assert result_counts({"candidate_pairs": 3, "seconds_total": 1.234, "threshold": {"value": 0.25}}) == [
+        ("candidate pairs", "3"),
+        ("threshold", "0.25"),
+        ("seconds", "1.23"),
+    ]
+    assert counts_text([("records", "5"), ("verifier", "v"), ("seconds", "1.00")]) == "5 records; verifier v, 1.00 s"

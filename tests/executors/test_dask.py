@@ -100,6 +100,22 @@ def test_dask_outputs_equal_the_local_executor_byte_for_byte(tmp_path: Path, doc
     assert local[0].count(b"\n") > 300  # pairs were found (exact copies and near-duplicates)
 
 
+def test_the_dask_executor_tells_the_stages_and_the_partitions(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
+    """The progress callback of a Dask run: every stage's start and end, and each partition read and verified
+    (a batch boundary), told from the client's one StageLog."""
+    from er_framework.engine.log import Progress
+
+    got: list[Progress] = []
+    executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02}}"
+    result = run_job(parse_job(_docs_job(tmp_path, docs, executor)), tmp_path / "out", progress=got.append)
+    starts = [p.stage for p in got if p.event == "start"]
+    assert starts == [p.stage for p in got if p.event == "end"]
+    assert starts == [s["stage"] for s in result.report["stages"]]
+    for stage in ("read", "verify"):
+        batches = [p for p in got if p.event == "batch" and p.stage == stage]
+        assert len(batches) > 5 and [p.done for p in batches] == list(range(1, batches[0].total + 1))  # type: ignore[operator]
+
+
 def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
     import numpy as np
 

@@ -426,7 +426,7 @@ def _shingle_chunks(
     text_chars = (chars if chars is not None else records.text_sizes()) if fused else None
     spent = [0.0, 0.0]  # the fused slices' time shingling and signing, summed over the threads
     with log.interleaved(names) as timer:
-        for a, b in zip(bounds[:-1], bounds[1:]):  # one step per chunk of records
+        for step, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]), 1):  # one step per chunk of records
             pieces: list[tuple[Int64Array, TokenSets, Signatures | None]] = []
             if fused:  # slices shingled, made sets and signed on the workers, in record order
                 want_sets = keep == "none" and kept and buffer is not None
@@ -482,6 +482,7 @@ def _shingle_chunks(
                     elif kept:
                         kept, buffer = False, None  # over budget: stream from here on
             del pieces
+            log.batch(step, len(bounds) - 1)
     if fused and builder is not None and sum(spent) > 0:
         # the fused slices' wall time is shared between the two stages by the time the workers spent on each
         shingle_info, sign_info = log.stages[-2], log.stages[-1]
