@@ -160,6 +160,9 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     if args.serve:  # the pairs and clusters in a browser
         return serve.cmd_serve(args, job_inputs, merge_labels)
+    if args.port is not None or args.no_open:
+        flag = "--port" if args.port is not None else "--no-open"
+        raise InputError([Problem(where=flag, message=f"{flag} is an option of the browser page", fix=f"add --serve, or leave out {flag}")])
     report, job = job_of_run(args.out_dir, args.config)
     where = job_labels_path(job, args.labels)
     inputs = job_inputs(job, where.path, report)

@@ -167,3 +167,11 @@ def test_a_bad_count_is_refused(count: str, capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit) as exc:
         main(["review", "out", "--count", count])
     assert exc.value.code == 2 and "--count" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--port", "8080"], ["--no-open"]])
+def test_browser_options_without_serve_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: list[str]) -> None:
+    """--port and --no-open belong to --serve: given alone they are an error naming the flag, not ignored."""
+    assert main(["review", str(tmp_path / "out"), *flag]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} is an option of the browser page" in err and "add --serve" in err
