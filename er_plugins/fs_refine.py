@@ -104,7 +104,9 @@ class LabelledAgreements(LabelledCodes):
 def _design(features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """The features with a first column of ones (the intercept b0)."""
     x = np.asarray(features, dtype=np.float64)
-    return np.column_stack([np.ones(len(x)), x.reshape(len(x), -1)])
+    if x.ndim == 1:
+        x = x[:, None]
+    return np.column_stack([np.ones(len(x)), x])
 
 
 def log_posterior(

@@ -551,7 +551,7 @@ class FSTraining(FSCounts):
             "labelled_pairs": int(len(y)),
             "matches": int(y.sum()),
             "non_matches": int((~y).sum()),
-            "lambda": "unsupervised",
+            "lambda": "unsupervised fit's (training prior not used by labels_fit: refine)",
             "fit": "refine",
         }
         if len(y) == 0:
