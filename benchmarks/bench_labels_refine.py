@@ -31,7 +31,7 @@ from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10, 20, 40, 80)
-PRIOR_SCALES = (0.25, 0.5, 1.0, 2.0)
+PRIOR_SCALES = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
 INTERCEPT_SCALES = (2.0, 4.0, 8.0)
 #: the shipped job, and the same candidates compared on fewer fields: the shipped model makes no error for
 #: the labels to correct (F1 1.0); these make some (F1 0.93-0.97 unsupervised)

@@ -424,7 +424,9 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         else:
             fit, lam0, sessions, u_random = self.fit_unsupervised(patterns, counts, sample_codes, sample_counts, population, u_random)
         if agreement is not None:
-            fit, lam0, sessions = self.dependence_and_sessions(fit, lam0, sessions, agreement, extra, patterns, counts, population, u_random)
+            fit, lam0, sessions = self.dependence_and_sessions(
+                fit, lam0, sessions, agreement, extra, patterns, counts, population, u_random
+            )
         if labelled is not None and p.labels_fit == "refine":
             fit, training = self.refine(fit, labelled, extra.get("term_frequencies") or {})
         table = fit.probability(patterns)

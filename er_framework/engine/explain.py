@@ -189,7 +189,8 @@ class Explanation:
                     f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  {(f.level or ''):<10} {(f.weight or 0.0):+8.2f} bits"
                 )
             if self.labels_correction is not None:
-                lines.append(f"  {'labels':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {self.labels_correction:+8.2f} bits   (labels' correction)")
+                correction = f"{self.labels_correction:+8.2f} bits   (labels' correction)"
+                lines.append(f"  {'labels':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {correction}")
             total = self.total()
             lines.append(f"  {'total':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {total:+8.2f} bits  -> probability {_prob(total):.6f}")
         elif self.kind == "points":
