@@ -160,7 +160,7 @@ class FSField(Params):
 
 #: ``labels_prior_scale`` / ``labels_intercept_scale`` defaults: chosen on Febrl4 labels only
 #: (benchmarks/bench_labels_refine.py); persons and inventors are the held-out measurement
-LABELS_PRIOR_SCALE = 0.5
+LABELS_PRIOR_SCALE = 0.25
 LABELS_INTERCEPT_SCALE = 4.0
 
 #: an example of ``fields:`` (customer records), shown when a job leaves ``fields:`` out: the fields a
