@@ -98,10 +98,12 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
     bench_fs_weights.py). ``monotone: false`` is the EM of before.
 
     Training (:class:`~er_framework.capabilities.Trainable`): given labelled pairs (the job's
-    ``training: {labels: FILE}``), :meth:`train` estimates m and u from the
-    labelled pairs' levels and, by default (``labels_fit: em``), continues
-    with EM on the candidates, every labelled pair held at its label; lambda
-    from the labels' share or by EM (``labelled.lam``).
+    ``training: {labels: FILE}``), by default (``labels_fit: refine``) the fit is the unsupervised one,
+    refined by a Bayesian logistic regression on the labelled pairs' per-field weights
+    (:meth:`refine`, :mod:`er_plugins.fs_refine`: beta per field, the labels' correction b0, in the
+    state). ``labels_fit: em`` / ``labels``: :meth:`train` estimates m and u from the labelled pairs'
+    levels and (``em``) continues with EM on the candidates, every labelled pair held at its label;
+    lambda from the labels' share or by EM (``labelled.lam``).
 
     Explanations (:class:`~er_framework.capabilities.Explainable`): :meth:`comparisons` gives every
     pair's level and weight (bits) per field, the prior weight, their sum and the probability, from

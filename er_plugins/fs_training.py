@@ -1,8 +1,9 @@
 """How the ``fellegi_sunter`` verifier estimates its model (:class:`FSTraining`, a mixin of
 :class:`er_plugins.fellegi_sunter.FellegiSunter`): u from random pairs, m by EM in training sessions and
 lambda over every record pair (``estimation: sessions``), the former EM on the candidates (``estimation:
-em``), the fit from labelled pairs (:meth:`FSTraining.train`), the dependence of exact agreements folded in,
-and what the report says of the estimation.
+em``), the fit refined by labelled pairs (:meth:`FSTraining.refine`, the default) or from them
+(:meth:`FSTraining.train`), the dependence of exact agreements folded in, and what the report says of the
+estimation.
 """
 
 from __future__ import annotations
@@ -415,7 +416,7 @@ class FSTraining(FSCounts):
         ``monotone`` the constrained estimate of :func:`monotone_m_step` on the
         same counts (their maximum likelihood under the order).
 
-        ``labels_fit: labels`` holds m and u there. ``labels_fit: em`` (default)
+        ``labels_fit: labels`` holds m and u there. ``labels_fit: em``
         starts :func:`fit_em` from them and fits m, u (and lambda) on the
         candidates, every labelled pair entering the M-step with its class
         known (``known``): semi-supervised, the labels and every candidate's

@@ -294,7 +294,7 @@ class WeightChange:
 
 def _weights(state: Mapping[str, Any]) -> dict[tuple[str, str], float]:
     """Every level's weight of a state's ``fields`` (log2 m/u, times the field's beta of a ``labels_refinement``),
-    and with them the labels' correction b0 (0 without a refinement)."""
+    and with them the labels' correction b0 of a refinement."""
     out: dict[tuple[str, str], float] = {}
     refinement = state.get("labels_refinement")
     refinement = refinement if isinstance(refinement, Mapping) else {}
@@ -308,7 +308,7 @@ def _weights(state: Mapping[str, Any]) -> dict[tuple[str, str], float]:
         for level, m, u in zip(levels, f["m"], f["u"]):
             if m > 0 and u > 0:
                 out[(str(name), str(level))] = scale * math.log2(m / u)
-    if out:
+    if out and refinement:
         out[LABELS_CORRECTION] = float(refinement.get("b0", 0.0))
     return out
 
@@ -324,5 +324,8 @@ def weight_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | 
     if not before or not after:
         return []
     a, b = _weights(before), _weights(after)
+    if a and b and (LABELS_CORRECTION in a or LABELS_CORRECTION in b):  # no refinement: a correction of 0 bits
+        a.setdefault(LABELS_CORRECTION, 0.0)
+        b.setdefault(LABELS_CORRECTION, 0.0)
     changes = [WeightChange(k[0], k[1], a[k], b[k]) for k in a if k in b]
     return sorted(changes, key=lambda c: (-abs(c.change), c.field, c.level))
