@@ -61,14 +61,20 @@ def fill(path: Path, truth: set[frozenset[str]] | dict[str, str]) -> None:
         w.writerows(rows)
 
 
-def f1_with(work: Path, job: Path, labels: Path | None, args: argparse.Namespace, name: str) -> dict[str, float]:
+def f1_with(work: Path, job: Path, labels: Path | None, args: argparse.Namespace, name: str) -> dict[str, float] | None:
+    """Precision, recall and F1 of the job run with ``labels``; None when the run refuses labels of one kind only."""
     text = job.read_text(encoding="utf-8")
     if labels is not None:
         text += f"\ntraining: {{labels: {labels}}}\n"
     trained = job.with_name(f"{name}.yaml")
     trained.write_text(text, encoding="utf-8")
     out = work / "out" / name
-    er("run", str(trained), "--out", str(out), "-q", cwd=work)
+    try:
+        er("run", str(trained), "--out", str(out), "-q", cwd=work)
+    except SystemExit as e:
+        if "training needs both" in str(e):
+            return None
+        raise
     extra = ["--id-column", args.id_column, "--cluster-column", args.cluster_column] if args.cluster_column else []
     got = json.loads(er("evaluate", str(out), "--truth", str(args.truth), "--json", *extra, cwd=work))
     pw = got["pairwise"]["verified_pairs"]
@@ -89,6 +95,12 @@ def fixed_labels(work: Path, job: Path, n: int, truth: set[frozenset[str]] | dic
         w.writerow(["left_source", "left_id", "right_source", "right_id", "match"])
         for c in above + below:
             w.writerow([c[ls], c[li], c[rs], c[ri], "1" if is_match(truth, c[li], c[ri]) else "0"])
+
+
+def cell(got: dict[str, float] | None) -> str:
+    if got is None:
+        return "refused: labels of one kind only"
+    return f"{got['precision']} / {got['recall']} / **{got['f1']}**"
 
 
 def main() -> None:
@@ -128,7 +140,7 @@ def main() -> None:
              "| labels | active rounds of 10: P / R / F1 | one fixed round: P / R / F1 |", "|---:|---|---|"]
     for n in SIZES:
         a, f = results["active"][str(n)], results["fixed"][str(n)]  # type: ignore[index]
-        lines.append(f"| {n} | {a['precision']} / {a['recall']} / **{a['f1']}** | {f['precision']} / {f['recall']} / **{f['f1']}** |")
+        lines.append(f"| {n} | {cell(a)} | {cell(f)} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -29,6 +29,7 @@ from er_framework.kernels.parallel import map_ordered
 from er_framework.kernels.records_memory import release_free_memory
 from er_plugins.comparisons import LadderColumn
 from er_plugins.fs_params import FellegiSunterParams, FSField
+from er_plugins.fs_refine import LabelledAgreements, RefinedFit, refinement_of, refinement_state
 from er_plugins.fs_training import FSTraining
 from er_plugins.record_columns import FieldColumn, field_columns, pair_chunks, rows_of
 
@@ -97,10 +98,12 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
     bench_fs_weights.py). ``monotone: false`` is the EM of before.
 
     Training (:class:`~er_framework.capabilities.Trainable`): given labelled pairs (the job's
-    ``training: {labels: FILE}``), :meth:`train` estimates m and u from the
-    labelled pairs' levels and, by default (``labels_fit: em``), continues
-    with EM on the candidates, every labelled pair held at its label; lambda
-    from the labels' share or by EM (``labelled.lam``).
+    ``training: {labels: FILE}``), by default (``labels_fit: refine``) the fit is the unsupervised one,
+    refined by a Bayesian logistic regression on the labelled pairs' per-field weights
+    (:meth:`refine`, :mod:`er_plugins.fs_refine`: beta per field, the labels' correction b0, in the
+    state). ``labels_fit: em`` / ``labels``: :meth:`train` estimates m and u from the labelled pairs'
+    levels and (``em``) continues with EM on the candidates, every labelled pair held at its label;
+    lambda from the labels' share or by EM (``labelled.lam``).
 
     Explanations (:class:`~er_framework.capabilities.Explainable`): :meth:`comparisons` gives every
     pair's level and weight (bits) per field, the prior weight, their sum and the probability, from
@@ -249,7 +252,7 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         coded = None
         if labelled is not None:
             lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
-            coded = LabelledCodes(lcodes, labelled.match, labelled.lam)
+            coded = LabelledAgreements(lcodes, labelled.match, labelled.lam, agreements=self.tf_agreements(batch, labelled.pairs))
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
         counted = self.record_counts(batch)
         table, fitted = self.fit_counts(
@@ -302,14 +305,20 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
     # -- the fitted state (the model's verifier part) ----------------------------
 
     def state_of(self, fit: EMFit) -> dict[str, Any]:
-        """The model's state of a fit: lambda, and per field (by label) m and u of every level."""
-        return {
+        """The model's state of a fit: lambda, and per field (by label) m and u of every level; a fit refined by
+        labels also its ``labels_refinement`` (b0, beta per field: :func:`refinement_state`)."""
+        out: dict[str, Any] = {
             "lambda": float(fit.lam),
             "fields": {
                 fld.label: {"levels": fld.level_names(), "m": [float(x) for x in fit.m[f]], "u": [float(x) for x in fit.u[f]]}
                 for f, fld in enumerate(self.params.fields)
             },
         }
+        if isinstance(fit, RefinedFit):
+            p = self.params
+            scales = {"prior_scale": p.labels_prior_scale, "intercept_scale": p.labels_intercept_scale}
+            out["labels_refinement"] = refinement_state(fit, [f.label for f in p.fields], scales)
+        return out
 
     def fit_of(self, state: Mapping[str, Any]) -> EMFit:
         """The fit a state holds (:meth:`state_of`); ValueError naming what does not match this verifier's fields."""
@@ -336,6 +345,9 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         if not 0.0 < lam < 1.0:
             raise ValueError(f"fellegi_sunter: lambda {lam} of the model is not between 0 and 1")
         log_lift, order = self.dependence_lifts(state)
+        refined = refinement_of(state, labels)
+        if refined is not None:
+            return RefinedFit(lam=lam, m=m, u=u, converged=True, log_lift=log_lift, order=order, beta=refined[0], b0=refined[1])
         return EMFit(lam=lam, m=m, u=u, converged=True, log_lift=log_lift, order=order)
 
     def state_report(self, state: Mapping[str, Any]) -> dict[str, Any]:
@@ -374,6 +386,8 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
                 # candidate pairs per level: a level no candidate reaches has a weight that was not learned from one
                 entry["candidate_pairs"] = [int(counts[patterns[:, f] == lv].sum()) for lv in range(len(entry["levels"]))]
             entry["missing_weight"] = 0.0
+            if isinstance(fit, RefinedFit):  # weight_log2 is the refined weight: the unsupervised one times beta
+                entry["labels_beta"] = fit.scale(f)
             out[fld.label] = entry
         return out
 
@@ -409,25 +423,16 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         sessions: dict[str, Any] | None = None
         extra = self.counted_state(record_counts or [])
         agreement = extra.pop("agreement", None)
-        if labelled is not None:
+        if labelled is not None and p.labels_fit != "refine":
             fit, lam0, training = self.train(patterns, counts, labelled)
-        elif p.estimation == "sessions" and u_random is not None:
-            fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
-            if population > 0:
-                # the random pairs hold matches too (about lambda of them): u is refitted from their
-                # expected non-matches, then the sessions again
-                u_random = self.random_pair_u(sample_codes, sample_counts, fit) or u_random
-                fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
         else:
-            fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
+            fit, lam0, sessions, u_random = self.fit_unsupervised(patterns, counts, sample_codes, sample_counts, population, u_random)
         if agreement is not None:
-            fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=sessions is not None)
-            if sessions is not None and u_random is not None and fit.log_lift is not None and fit.log_lift.any():
-                # the sessions again, their non-matches' u conditioned on the key by the dependence found,
-                # then the dependence again from that fit
-                lifted = fit.log_lift
-                fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population, lifted)
-                fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=True)
+            fit, lam0, sessions = self.dependence_and_sessions(
+                fit, lam0, sessions, agreement, extra, patterns, counts, population, u_random
+            )
+        if labelled is not None and p.labels_fit == "refine":
+            fit, training = self.refine(fit, labelled, extra.get("term_frequencies") or {})
         table = fit.probability(patterns)
 
         weights = fit.weights()
@@ -458,11 +463,57 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         report["warnings"] = self.fit_warnings(sessions)
         return table, Fitted(state={**self.state_of(fit), **extra}, report=report)
 
+    def fit_unsupervised(
+        self,
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        sample_codes: npt.NDArray[np.int64],
+        sample_counts: npt.NDArray[np.float64],
+        population: int,
+        u_random: list[npt.NDArray[np.float64]] | None,
+    ) -> tuple[EMFit, float, dict[str, Any] | None, list[npt.NDArray[np.float64]] | None]:
+        """The fit without labels (before the dependence): training sessions, or EM on the candidates; the
+        fit, the initial lambda, the sessions' report (None under EM) and u of the random pairs."""
+        if self.params.estimation == "sessions" and u_random is not None:
+            fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
+            if population > 0:
+                # the random pairs hold matches too (about lambda of them): u is refitted from their
+                # expected non-matches, then the sessions again
+                u_random = self.random_pair_u(sample_codes, sample_counts, fit) or u_random
+                fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population)
+            return fit, lam0, sessions, u_random
+        fit, lam0 = self.fit_candidates_em(patterns, counts, u_random)
+        return fit, lam0, None, u_random
+
+    def dependence_and_sessions(
+        self,
+        fit: EMFit,
+        lam0: float,
+        sessions: dict[str, Any] | None,
+        agreement: Mapping[str, Any],
+        extra: dict[str, Any],
+        patterns: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.float64],
+        population: int,
+        u_random: list[npt.NDArray[np.float64]] | None,
+    ) -> tuple[EMFit, float, dict[str, Any] | None]:
+        """``fit`` with the dependence of exact agreements (:meth:`with_dependence`); under training sessions,
+        the sessions again with their non-matches' u conditioned on the key by the dependence found, then the
+        dependence again from that fit."""
+        fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=sessions is not None)
+        if sessions is not None and u_random is not None and fit.log_lift is not None and fit.log_lift.any():
+            lifted = fit.log_lift
+            fit, lam0, sessions = self.fit_sessions(patterns, counts, u_random, population, lifted)
+            fit = self.with_dependence(fit, agreement, extra, patterns, counts, population, refit_lambda=True)
+        return fit, lam0, sessions
+
     # -- explanations ------------------------------------------------------------
 
     def comparisons(self, batch: Batch, pairs: Pairs, state: Mapping[str, Any] | None = None) -> dict[str, npt.NDArray[Any]]:
-        """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)); per field ``level_<f>`` (0 = closest,
-        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing), with a term-frequency
+        """Per pair: ``prior_weight`` = log2(lambda / (1 - lambda)) (plus, for a fit refined by labels, the labels'
+        correction b0, also given alone as ``labels_correction``); per field ``level_<f>`` (0 = closest,
+        -1 = missing) and ``weight_<f>`` = log2(m / u) of that level (0 when missing; times the field's beta
+        when refined by labels), with a term-frequency
         field's adjustment included and also given alone as ``tf_<f>``, and what a field loses to dependent
         exact agreements (:meth:`EMFit.dependence`) included and given alone as ``dependence_<f>`` (when
         any pair loses some); ``match_weight`` =
@@ -475,7 +526,11 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         fit = self.fit_of(state)
         levels = self.comparison_levels(batch, pairs) if len(pairs) else np.zeros((0, len(p.fields)), np.int64)
         prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
+        if isinstance(fit, RefinedFit):  # the labels' correction b0 (bits), a part of the prior weight
+            prior = prior + fit.b0
         out: dict[str, npt.NDArray[Any]] = {"prior_weight": np.full(len(pairs), prior)}
+        if isinstance(fit, RefinedFit):
+            out["labels_correction"] = np.full(len(pairs), fit.b0)
         total = np.full(len(pairs), prior)
         tables = self.tf_tables_of(state)
         tf = self.term_frequency_weights(batch, pairs, fit, tables)

@@ -19,6 +19,7 @@ from er_framework.data import Batch, Pairs
 from er_framework.kernels.dependence import agreeing_pairs, combined_keys, keyed_counts, merge_keyed, present_pairs, value_keys
 from er_framework.kernels.em import EMFit, decode, sigmoid
 from er_plugins.fs_params import FellegiSunterParams
+from er_plugins.fs_refine import RefinedFit, TFAgreements
 from er_plugins.record_columns import FieldColumn, field_columns, rows_of
 
 __all__ = [
@@ -263,26 +264,43 @@ class FSCounts:
         :meth:`term_frequency_tables`; Splink's term frequency: the chance that a non-matching record shows
         v, given one does), ``u_0`` the model's u of exact agreement, so the field's weight of an exact
         agreement becomes ``log2(m_0 / p_v)``. The fit itself (EM, sessions) does not use them, as in Splink.
+        A fit refined by labels (:class:`~er_plugins.fs_refine.RefinedFit`) scales them by the field's beta.
         """
-        out: dict[int, npt.NDArray[np.float64]] = {}
+        return self.tf_from_agreements(self.tf_agreements(batch, pairs), len(pairs), fit, tables)
+
+    def tf_agreements(self, batch: Batch, pairs: Pairs) -> dict[int, TFAgreements]:
+        """Per term-frequency field: which pairs have equal values and those values (what
+        :meth:`tf_from_agreements` needs of the records)."""
+        out: dict[int, TFAgreements] = {}
         if len(pairs) == 0:
             return out
         rows = rows_of(len(batch.records), pairs.left, pairs.right)
         for f, fld in enumerate(self.params.fields):
             if not fld.tf:
                 continue
-            table = tables[fld.label]
             col = FieldColumn(batch.records, field_columns(fld.field), fld.comparison, rows, fld.last_digits)
             cl, cr = col.codes[pairs.left], col.codes[pairs.right]
             equal = (cl >= 0) & (cl == cr)
             agreed, inverse = np.unique(cl[equal], return_inverse=True)
-            known: dict[str, int] = table["counts"]
-            count = np.array([known.get(v, 1) for v in col.values[agreed].tolist()], dtype=np.float64)
-            share = count / max(float(table["present"]), 1.0)
-            adj = np.zeros(len(pairs))
-            adj[equal] = (np.log2(fit.u[f][0]) - np.log2(share))[inverse.reshape(-1)]
-            out[f] = adj
+            out[f] = TFAgreements(equal, list(col.values[agreed].tolist()), inverse.reshape(-1))
             del col
+        return out
+
+    def tf_from_agreements(
+        self, agreements: Mapping[int, TFAgreements], n: int, fit: EMFit, tables: Mapping[str, Any]
+    ) -> dict[int, npt.NDArray[np.float64]]:
+        """The adjustments of :meth:`term_frequency_weights` from the pairs' :meth:`tf_agreements` (``n`` pairs)."""
+        out: dict[int, npt.NDArray[np.float64]] = {}
+        for f, ag in agreements.items():
+            table = tables[self.params.fields[f].label]
+            known: dict[str, int] = table["counts"]
+            count = np.array([known.get(v, 1) for v in ag.values], dtype=np.float64)
+            share = count / max(float(table["present"]), 1.0)
+            adj = np.zeros(n)
+            adj[ag.equal] = (np.log2(fit.u[f][0]) - np.log2(share))[ag.inverse]
+            if isinstance(fit, RefinedFit):
+                adj = adj * fit.scale(f)
+            out[f] = adj
         return out
 
     def with_term_frequencies(

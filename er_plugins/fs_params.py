@@ -16,6 +16,8 @@ from er_plugins.record_columns import SCORERS, Scorer, field_columns, field_labe
 __all__ = [
     "EQUAL_AT_100",
     "FS_FIELDS_EXAMPLE",
+    "LABELS_INTERCEPT_SCALE",
+    "LABELS_PRIOR_SCALE",
     "TEXT_RULES",
     "TF_DEFAULT_SCORERS",
     "FSField",
@@ -156,6 +158,11 @@ class FSField(Params):
         return self.comparison if self.ladder is None else ladder_text(self.ladder)
 
 
+#: ``labels_prior_scale`` / ``labels_intercept_scale`` defaults: chosen on Febrl4 labels only
+#: (benchmarks/bench_labels_refine.py); persons and inventors are the held-out measurement
+LABELS_PRIOR_SCALE = 0.25
+LABELS_INTERCEPT_SCALE = 4.0
+
 #: an example of ``fields:`` (customer records), shown when a job leaves ``fields:`` out: the fields a
 #: verifier compares are the job's own choice, never a default (a default naming columns the job does not
 #: read gave one error per column the user never wrote)
@@ -211,11 +218,27 @@ class FellegiSunterParams(Params):
         description="every field's match weight log2(m/u) non-increasing from the closest level to the last "
         "(EM's M-step is the maximum likelihood under that order: pool adjacent violators); false: unconstrained EM",
     )
-    labels_fit: Literal["em", "labels"] = Field(
-        default="em",
-        description="with the job's training labels: em - EM on the candidates started from the labels' m and u, "
-        "every labelled pair held at its label (semi-supervised); labels - m and u from the labelled pairs alone "
-        "(their level frequencies), only lambda fitted. fix_u and prior are not used with labels",
+    labels_fit: Literal["refine", "em", "labels"] = Field(
+        default="refine",
+        description="with the job's training labels: refine - the model fitted as without labels, then a Bayesian "
+        "logistic regression on the labelled pairs rescales each field's weights (beta, prior mean 1) and adds a "
+        "correction in bits (b0, prior mean 0); em - EM on the candidates started from the labels' m and u, every "
+        "labelled pair held at its label (semi-supervised); labels - m and u from the labelled pairs alone (their "
+        "level frequencies), only lambda fitted. fix_u and prior are not used with em or labels",
+    )
+    labels_prior_scale: float = Field(
+        default=LABELS_PRIOR_SCALE,
+        gt=0.0,
+        le=100.0,
+        description="labels_fit: refine - standard deviation of the Gaussian prior of every field's beta around 1 "
+        "(smaller: the labels move the weights less)",
+    )
+    labels_intercept_scale: float = Field(
+        default=LABELS_INTERCEPT_SCALE,
+        gt=0.0,
+        le=1000.0,
+        description="labels_fit: refine - standard deviation (bits) of the Gaussian prior of the labels' correction "
+        "b0 around 0",
     )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
     estimation: Literal["sessions", "em"] = Field(

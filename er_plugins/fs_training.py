@@ -1,8 +1,9 @@
 """How the ``fellegi_sunter`` verifier estimates its model (:class:`FSTraining`, a mixin of
 :class:`er_plugins.fellegi_sunter.FellegiSunter`): u from random pairs, m by EM in training sessions and
 lambda over every record pair (``estimation: sessions``), the former EM on the candidates (``estimation:
-em``), the fit from labelled pairs (:meth:`FSTraining.train`), the dependence of exact agreements folded in,
-and what the report says of the estimation.
+em``), the fit refined by labelled pairs (:meth:`FSTraining.refine`, the default) or from them
+(:meth:`FSTraining.train`), the dependence of exact agreements folded in, and what the report says of the
+estimation.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from er_framework.kernels.em import (
     sigmoid,
 )
 from er_plugins.fs_counts import FSCounts
+from er_plugins.fs_refine import LN2, LabelledAgreements, RefinedFit, fit_logistic
 from er_plugins.record_columns import field_columns
 
 __all__ = [
@@ -163,7 +165,7 @@ class FSTraining(FSCounts):
 
     def u_mode(self, training: dict[str, Any] | None, sessions: bool, random_pairs: bool) -> str:
         """How u was estimated, for the report."""
-        if training is not None:
+        if training is not None and training["fit"] != "refine":
             return (
                 "from labelled non-matches" if training["fit"] == "labels" else "EM, started from labelled non-matches, labelled pairs held"
             )
@@ -179,6 +181,8 @@ class FSTraining(FSCounts):
             if p.monotone
             else "weights unconstrained (a looser level may weigh more than a closer one)"
         )
+        if training is not None and training["fit"] == "refine":
+            return f"{self.estimation(None, sessions)}; {self.refined_text(training)}"
         if training is not None:
             lam = "lambda = the labels' share of matches" if training["lambda"] == "labels" else "lambda by EM on the candidates"
             labels = f"{training['matches']} labelled matches and {training['non_matches']} labelled non-matches"
@@ -412,7 +416,7 @@ class FSTraining(FSCounts):
         ``monotone`` the constrained estimate of :func:`monotone_m_step` on the
         same counts (their maximum likelihood under the order).
 
-        ``labels_fit: labels`` holds m and u there. ``labels_fit: em`` (default)
+        ``labels_fit: labels`` holds m and u there. ``labels_fit: em``
         starts :func:`fit_em` from them and fits m, u (and lambda) on the
         candidates, every labelled pair entering the M-step with its class
         known (``known``): semi-supervised, the labels and every candidate's
@@ -507,3 +511,59 @@ class FSTraining(FSCounts):
             "level_counts": per_field,
         }
         return fit, lam0, training
+
+    @staticmethod
+    def refined_text(training: Mapping[str, Any]) -> str:
+        """The report's words for a refinement by labels."""
+        beta = ", ".join(f"{k} {v:.3g}" for k, v in training["beta"].items())
+        return (
+            f"refined by {training['matches']} labelled matches and {training['non_matches']} labelled non-matches "
+            f"(Bayesian logistic regression on the fields' weights: beta {beta}; labels' correction {training['b0']:+.3g} bits)"
+        )
+
+    def labelled_features(
+        self, fit: EMFit, lab: LabelledCodes, tables: Mapping[str, Any]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The labelled pairs' features under the unsupervised ``fit``: per field its match weight in bits (the
+        level's, plus the term-frequency adjustment when ``lab`` carries the agreements; 0 where missing), and
+        the offset: the prior weight less what dependent exact agreements lose (bits)."""
+        n_levels = self.n_levels()
+        lpat = decode(np.asarray(lab.codes, dtype=np.int64), n_levels)
+        feats = np.zeros((len(lpat), len(n_levels)))
+        for f, w in enumerate(fit.weights()):
+            lv = lpat[:, f]
+            ok = lv >= 0
+            feats[:, f] = np.where(ok, w[np.where(ok, lv, 0)], 0.0)
+        if isinstance(lab, LabelledAgreements) and lab.agreements:
+            for f, adj in self.tf_from_agreements(lab.agreements, len(lpat), fit, tables).items():
+                feats[:, f] += adj
+        prior = math.log2(fit.lam) - math.log2(1.0 - fit.lam)
+        offset = np.full(len(lpat), prior) - fit.dependence(lpat).sum(axis=1) / LN2
+        return feats, offset
+
+    def refine(self, fit: EMFit, lab: LabelledCodes, tables: Mapping[str, Any]) -> tuple[EMFit, dict[str, Any]]:
+        """``labels_fit: refine``: the unsupervised ``fit`` refined by the labelled pairs (:mod:`er_plugins.fs_refine`):
+        beta per field and b0 by Newton's method on the log posterior. No labelled pair: ``fit`` unchanged."""
+        p = self.params
+        y = np.asarray(lab.match, dtype=bool)
+        if len(lab.codes) != len(y):
+            raise ValueError(f"fellegi_sunter: {len(lab.codes)} codes of labelled pairs for {len(y)} labels")
+        training: dict[str, Any] = {
+            "labelled_pairs": int(len(y)),
+            "matches": int(y.sum()),
+            "non_matches": int((~y).sum()),
+            "lambda": "unsupervised fit's (training prior not used by labels_fit: refine)",
+            "fit": "refine",
+        }
+        if len(y) == 0:
+            return fit, {**training, "beta": {f.label: 1.0 for f in p.fields}, "b0": 0.0, "iterations": 0}
+        feats, offset = self.labelled_features(fit, lab, tables)
+        F = len(p.fields)
+        mean = np.r_[0.0, np.ones(F)]
+        scale = np.r_[p.labels_intercept_scale, np.full(F, p.labels_prior_scale)]
+        coef, iterations = fit_logistic(feats, offset, y, mean, scale)
+        refined = RefinedFit(
+            **{fd.name: getattr(fit, fd.name) for fd in dataclasses.fields(EMFit)}, beta=np.asarray(coef[1:]), b0=float(coef[0])
+        )
+        beta = {fld.label: float(b) for fld, b in zip(p.fields, coef[1:])}
+        return refined, {**training, "beta": beta, "b0": float(coef[0]), "iterations": iterations}

@@ -33,6 +33,7 @@ from er_framework.kernels.hashing import mix64
 __all__ = [
     "PROBE_MAX_DF",
     "PROBE_MAX_RECORDS",
+    "LABELS_CORRECTION",
     "ExpectedQuality",
     "WeightChange",
     "disagreements",
@@ -292,22 +293,39 @@ class WeightChange:
 
 
 def _weights(state: Mapping[str, Any]) -> dict[tuple[str, str], float]:
+    """Every level's weight of a state's ``fields`` (log2 m/u, times the field's beta of a ``labels_refinement``),
+    and with them the labels' correction b0 of a refinement."""
     out: dict[tuple[str, str], float] = {}
+    refinement = state.get("labels_refinement")
+    refinement = refinement if isinstance(refinement, Mapping) else {}
+    beta = refinement.get("beta")
+    beta = beta if isinstance(beta, Mapping) else {}
     for name, f in (state.get("fields") or {}).items():
         if not isinstance(f, Mapping) or "m" not in f or "u" not in f:
             continue
         levels = list(f.get("levels") or range(len(f["m"])))
+        scale = float(beta.get(name, 1.0))
         for level, m, u in zip(levels, f["m"], f["u"]):
             if m > 0 and u > 0:
-                out[(str(name), str(level))] = math.log2(m / u)
+                out[(str(name), str(level))] = scale * math.log2(m / u)
+    if out and refinement:
+        out[LABELS_CORRECTION] = float(refinement.get("b0", 0.0))
     return out
 
 
+#: the (field, level) of the labels' correction b0 among the weight changes
+LABELS_CORRECTION = ("labels' correction", "b0")
+
+
 def weight_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[WeightChange]:
-    """Every level's weight in both fitted states (a verifier's ``fields`` of m and u per level), largest
-    change first; empty when either state holds no such weights."""
+    """Every level's weight in both fitted states (a verifier's ``fields`` of m and u per level; a fit refined
+    by labels: times the field's beta, and the labels' correction b0 as one more entry), largest change first;
+    empty when either state holds no such weights."""
     if not before or not after:
         return []
     a, b = _weights(before), _weights(after)
+    if a and b and (LABELS_CORRECTION in a or LABELS_CORRECTION in b):  # no refinement: a correction of 0 bits
+        a.setdefault(LABELS_CORRECTION, 0.0)
+        b.setdefault(LABELS_CORRECTION, 0.0)
     changes = [WeightChange(k[0], k[1], a[k], b[k]) for k in a if k in b]
     return sorted(changes, key=lambda c: (-abs(c.change), c.field, c.level))

@@ -132,6 +132,8 @@ class Explanation:
     fields: list[FieldTerm] = field(default_factory=list)
     prior_weight: float | None = None
     match_weight: float | None = None
+    #: bits the training labels add to every pair's weight (fellegi_sunter ``labels_fit: refine``); None: none
+    labels_correction: float | None = None
     tokens: dict[str, int] = field(default_factory=dict)  # sets: shared, left_only, right_only
     #: whether the run's blockers made this pair a candidate (None: not checked, e.g. a pair of a run held
     #: in memory); a pair that is no candidate was never scored by the run, whatever its score here
@@ -147,7 +149,7 @@ class Explanation:
     def total(self) -> float:
         """The terms summed: the match weight in bits, the points, or Jaccard from the token counts."""
         if self.kind == "weights":
-            return float((self.prior_weight or 0.0) + sum(f.weight or 0.0 for f in self.fields))
+            return float((self.prior_weight or 0.0) + (self.labels_correction or 0.0) + sum(f.weight or 0.0 for f in self.fields))
         if self.kind == "points":
             return float(sum(f.weight or 0.0 for f in self.fields))
         if self.kind == "sets":
@@ -166,6 +168,7 @@ class Explanation:
             "verifier": self.verifier,
             "prior_weight": self.prior_weight,
             "match_weight": self.match_weight,
+            "labels_correction": self.labels_correction,
             "fields": [f.to_json() for f in self.fields],
             "tokens": self.tokens,
             "candidate": self.candidate,
@@ -212,6 +215,9 @@ class Explanation:
                 lines.append(
                     f"  {f.name:<{width}}  {_cell(f.left, vw)}  {_cell(f.right, vw)}  {(f.level or ''):<10} {(f.weight or 0.0):+8.2f} bits"
                 )
+            if self.labels_correction is not None:
+                correction = f"{self.labels_correction:+8.2f} bits   (labels' correction)"
+                lines.append(f"  {'labels':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {correction}")
             total = self.total()
             lines.append(f"  {'total':<{width}}  {'':<{vw}}  {'':<{vw}}  {'':<10} {total:+8.2f} bits  -> probability {_prob(total):.6f}")
         elif self.kind == "points":
@@ -319,6 +325,7 @@ def explanation(
             term.weight = float(terms[f"points_{label}"] or 0.0)
         fields.append(term)
     if "prior_weight" in terms:
+        correction = float(terms["labels_correction"]) if "labels_correction" in terms else None
         return Explanation(
             lk,
             rk,
@@ -327,8 +334,9 @@ def explanation(
             "weights",
             verifier,
             fields,
-            prior_weight=float(terms["prior_weight"]),
+            prior_weight=float(terms["prior_weight"]) - (correction or 0.0),  # the comparisons' prior holds the correction
             match_weight=float(terms["match_weight"]),
+            labels_correction=correction,
         )
     if any(f"points_{f.name}" in terms for f in fields):
         return Explanation(lk, rk, score, threshold, "points", verifier, fields)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from er_framework.engine.active_select import (
+    LABELS_CORRECTION,
     disagreements,
     distance_to_threshold,
     expected_quality,
@@ -105,6 +106,15 @@ def test_weight_changes_largest_first() -> None:
     assert [(c.field, c.level) for c in got] == [("a", "="), ("a", "<")]  # +1.17 bits, then -1.08
     assert math.isclose(got[1].change, math.log2(0.1 / 0.95) - math.log2(0.2 / 0.9))
     assert weight_changes(None, after) == []
+
+
+def test_weight_changes_of_a_refined_fit_show_beta_and_the_labels_correction() -> None:
+    before = {"fields": {"a": {"levels": ["=", "<"], "m": [0.8, 0.2], "u": [0.1, 0.9]}}}
+    after = {**before, "labels_refinement": {"b0": -1.5, "beta": {"a": 0.5}}}
+    got = {(c.field, c.level): c for c in weight_changes(before, after)}
+    assert set(got) == {("a", "="), ("a", "<"), LABELS_CORRECTION}
+    assert math.isclose(got[("a", "=")].after, 0.5 * math.log2(8.0)) and math.isclose(got[("a", "=")].before, 3.0)
+    assert got[LABELS_CORRECTION].before == 0.0 and got[LABELS_CORRECTION].after == -1.5
 
 
 def test_pair_keys_are_unordered() -> None:

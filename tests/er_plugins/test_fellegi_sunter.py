@@ -25,7 +25,7 @@ from records_cases import CONFIGS, CUSTOMER_FS_FIELDS, SHIPPED, candidates_and_l
 from er_framework.capabilities import Fitted, LabelledCodes
 from er_framework.components import Context
 from er_framework.config import parse_job
-from er_framework.data import Batch, LabelledPairs, Pairs, Records
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, pair_population
 from er_framework.executors.local import run_local
 from er_framework.testing import check_verifier
 from er_plugins.fellegi_sunter import FellegiSunter, FellegiSunterParams
@@ -228,12 +228,12 @@ def test_training_needs_both_classes_and_codes(shipped):
     d = shipped["febrl4"]
     batch, pairs, y = candidates_and_labels(d)
     for cls in (True, False):
-        v = _fs(d)
+        v = _fs(d, labels_fit="em")  # (labels_fit: refine fits one kind too: tests/er_plugins/test_fs_refine.py)
         idx = np.flatnonzero(y == cls)[:20]
         with pytest.raises(ValueError, match="at least one of each"):
             v.fit_score(batch, pairs, _labelled(pairs, y, idx))
     # an executor calling fit_counts itself hands over the labelled pairs' codes (LabelledCodes), one per label
-    v = _fs(d)
+    v = _fs(d, labels_fit="em")
     labelled = _labelled(pairs, y, np.arange(50))
     codes = v.pair_codes(batch, pairs)
     uniq, cnt = np.unique(codes, return_counts=True)
@@ -246,8 +246,17 @@ def test_training_needs_both_classes_and_codes(shipped):
     # (fit_score adds the term-frequency adjustments to the table's scores: off here, to compare the table)
     # (nor the record counts: the dependence of exact agreements)
     no_tf = [{**f.model_dump(), "term_frequency": False} for f in d["job"].verifier.params.fields]
-    v2 = _fs(d, fields=no_tf, dependence=False)
+    v2 = _fs(d, fields=no_tf, dependence=False, labels_fit="em")
     np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v2.fit_score(batch, pairs, labelled)[0])
+    # labels_fit: refine, from the codes with the random pairs and the population as fit_score has them
+    v3 = _fs(d, fields=no_tf, dependence=False)
+    sample = v3.sample_pairs(batch.records.source, batch.cross_source_only)
+    s_uniq, s_cnt = np.unique(v3.pair_codes(batch, sample), return_counts=True)
+    population = pair_population(batch.records.source, bool(batch.cross_source_only))
+    table, _ = v3.fit_counts(
+        uniq, cnt.astype(float), s_uniq, s_cnt.astype(float), LabelledCodes(lcodes, labelled.match, labelled.lam), population=population
+    )
+    np.testing.assert_array_equal(table[np.searchsorted(uniq, codes)], v3.fit_score(batch, pairs, labelled)[0])
 
 
 def test_training_through_a_job(tmp_path, shipped):
@@ -268,6 +277,13 @@ def test_training_through_a_job(tmp_path, shipped):
     (tmp_path / "job.yaml").write_text(text + "\ntraining:\n  labels: labels.csv\n  prior: labels\n")
     res = run_local(parse_job(tmp_path / "job.yaml"), write=False)
     rep = res.report["verifier"]
+    # labels_fit: refine (default): the unsupervised fit, refined; the training prior is not used
+    assert rep["training"]["matches"] == int(y[idx].sum()) and rep["training"]["fit"] == "refine"
+    assert rep["estimation"].startswith("training sessions:") and "refined by" in rep["estimation"]
+    text = text.replace("type: fellegi_sunter ", "type: fellegi_sunter\n  labels_fit: em\n ", 1)
+    assert "labels_fit: em" in text
+    (tmp_path / "job.yaml").write_text(text + "\ntraining:\n  labels: labels.csv\n  prior: labels\n")
+    rep = run_local(parse_job(tmp_path / "job.yaml"), write=False).report["verifier"]
     assert rep["training"]["matches"] == int(y[idx].sum()) and rep["training"]["lambda"] == "labels"
     assert rep["estimation"].startswith("trained: m and u by EM")
     assert rep["weights_monotone"]
