@@ -236,7 +236,7 @@ def _print_weights(weights: list[Any]) -> None:
     if not moved:
         print("    weights: unchanged")
         return
-    print(f"    weights that moved most (bits, before -> after; {len(weights)} levels):")
+    print(f"    weights that moved most (bits, before -> after; {len(weights)} weights):")
     width = max(len(w.field) for w in moved)
     for w in moved:
         print(terminal_text(f"      {w.field:<{width}}  {w.level:<10} {w.before:+7.2f} -> {w.after:+7.2f}  ({w.change:+.2f})"))

@@ -121,7 +121,7 @@ def _training_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     linked = _number(report.get("verified_pairs")) if linked is None else linked
     labels = f"{matches:,.0f} labelled matches and {non_matches:,.0f} labelled non-matches"
     fix = (
-        f"label at least {FEW_LABELS} pairs of each kind (er review OUT lists 20 pairs near the threshold; label them, "
+        f"label at least {FEW_LABELS} pairs of each kind (er review OUT proposes 20 pairs a round, --count N more; label them, "
         "run again, review again), and compare with a run without training: (how many pairs it links)"
     )
     if linked == 0:
