@@ -7,7 +7,6 @@ import csv
 import random
 import sqlite3
 import textwrap
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ from er_framework.engine.stages.exact import exact_groups
 from er_framework.engine.stages.reading import read
 from er_framework.errors import InputError
 from er_framework.executors import run_job
+from tests.html_tags import HOSTILE, tags_of
 
 FIRST = ["ann", "bob", "cara", "dan", "eve", "finn", "gus"]
 LAST = ["smith", "jones", "brown", "lee"]
@@ -301,25 +301,6 @@ def test_check_inputs_unchanged_compares_a_database_sources_rows_with_the_runs_d
 
 
 # ---------------------------------------------------------------- notebooks: repr and _repr_html_
-
-HOSTILE = '<script>alert("x")</script>"><img src=x onerror=alert(1)>'
-
-
-class Tags(HTMLParser):
-    """The tags of an HTML text (to check that a hostile value made none)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: set[str] = set()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.add(tag)
-
-
-def tags_of(text: str) -> set[str]:
-    parser = Tags()
-    parser.feed(text)
-    return parser.tags
 
 
 def weights_explanation(n_fields: int = 3, value: str = HOSTILE) -> Explanation:

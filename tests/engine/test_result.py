@@ -3,7 +3,6 @@ plausibility warnings)."""
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from er_framework.data import Pairs, Records
 from er_framework.engine.result import Result, counts_text, result_counts, unparsed_lines, warning_lines
+from tests.html_tags import HOSTILE, tags_of
 
 
 def _stats(values: int, unparsed: int, missing: int = 0, examples: tuple[str, ...] = ("x",)) -> dict[str, Any]:
@@ -116,25 +116,6 @@ def test_the_summary_line_of_the_link_answer_for_two_and_three_sources() -> None
 
 
 # ---------------------------------------------------------------- notebooks: repr and _repr_html_
-
-HOSTILE = '<script>alert("x")</script>"><img src=x onerror=alert(1)>&amp;'
-
-
-class Tags(HTMLParser):
-    """The tags of an HTML text (to check that a hostile value made none)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: set[str] = set()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.add(tag)
-
-
-def tags_of(text: str) -> set[str]:
-    parser = Tags()
-    parser.feed(text)
-    return parser.tags
 
 
 def big_result(n: int = 300_000) -> Result:
