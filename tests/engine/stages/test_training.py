@@ -179,6 +179,9 @@ def test_matches_alone_train_fs_refine_and_link_more(tmp_path: Path, unsupervise
     after = dict(zip(_candidate_keys(res), np.asarray(res.candidates.score).tolist()))
     assert all(after[keys[i]] > s[i] for i in below)
     assert int((np.asarray(res.candidates.score) >= 0.5).sum()) > int((s >= 0.5).sum())
+    # the report's threshold chart reads the same labels (one kind is enough for its curve)
+    curve = res.report["threshold_curve"]
+    assert (curve["pairs"], curve["true_among_pairs"]) == (10, 10)
 
 
 def test_non_matches_alone_train_fs_refine_and_link_fewer(tmp_path: Path, unsupervised: Any) -> None:
