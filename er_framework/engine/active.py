@@ -4,8 +4,8 @@ pairs whose labels teach it most (:func:`propose`).
 A round reads the job's records again (checked against the run's fingerprints), blocks them, reads the
 labels file and fits the verifier twice through the verify stage: from every labelled pair (*after*) and
 from the pairs labelled before the last labelled round (*before*; the unsupervised fit when those cannot be
-learned from: none, or one kind only for a verifier that needs both). The proposals are chosen under the *after* model, from three kinds
-(:mod:`er_framework.engine.active_select` says how each is ranked):
+learned from: none, or one kind only for a verifier that needs both). The proposals are chosen under the
+*after* model, from three kinds (:mod:`er_framework.engine.active_select` says how each is ranked):
 
 * ``uncertain``: candidates nearest the threshold (half the round);
 * ``disagreement``: candidates the blockers, the model and the clusterer disagree on (a quarter);
