@@ -430,7 +430,16 @@ class Trainable(Learner):
 
     The engine passes the labelled pairs to :meth:`Learner.fit_score` (and
     :class:`CodeFitted` verifiers receive them as :class:`LabelledCodes`).
+    Labels of one kind only (all matches, or all non-matches) are refused
+    before the verifier sees them unless :meth:`learns_from_one_kind` says
+    it can learn from them.
     """
+
+    def learns_from_one_kind(self) -> bool:
+        """Whether labels of one kind only (matches and no non-match, or the reverse) are enough to learn from
+        under this component's parameters: the engine (a run, ``er review``'s rounds) then passes them on
+        instead of refusing them. Default False: the labels must hold both kinds."""
+        return False
 
 
 @dataclass(frozen=True)

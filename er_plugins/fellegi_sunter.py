@@ -103,7 +103,8 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
     (:meth:`refine`, :mod:`er_plugins.fs_refine`: beta per field, the labels' correction b0, in the
     state). ``labels_fit: em`` / ``labels``: :meth:`train` estimates m and u from the labelled pairs'
     levels and (``em``) continues with EM on the candidates, every labelled pair held at its label;
-    lambda from the labels' share or by EM (``labelled.lam``).
+    lambda from the labels' share or by EM (``labelled.lam``). Only ``refine`` learns from labels of one
+    kind (:meth:`learns_from_one_kind`); the engine refuses them for ``em`` and ``labels``.
 
     Explanations (:class:`~er_framework.capabilities.Explainable`): :meth:`comparisons` gives every
     pair's level and weight (bits) per field, the prior weight, their sum and the probability, from
@@ -146,6 +147,12 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         else:
             right = (left + 1 + rng.integers(0, n - 1, size=k)) % n
         return left.astype(np.int64), right.astype(np.int64)
+
+    def learns_from_one_kind(self) -> bool:
+        """``labels_fit: refine`` learns from labels of one kind (the prior centred at the unsupervised fit keeps
+        it finite: ten matches and no non-match move the labels' correction b0); ``em`` and ``labels`` estimate
+        m and u from the labels' two classes and need both (:meth:`train` refuses one kind)."""
+        return self.params.labels_fit == "refine"
 
     def _pattern_codes(
         self, batch: Batch, pair_sets: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]

@@ -204,6 +204,10 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+#: what the verifier needs before it refits, as the round's header says it (by whether one kind is enough)
+_KINDS = {True: "", False: " of both kinds"}
+
+
 def _print_refit(found: Any, labels: str) -> None:
     """The round's header: what the model was refitted from, how its weights and expected F1 moved."""
     after, before = found.after, found.before
@@ -218,9 +222,9 @@ def _print_refit(found: Any, labels: str) -> None:
         if before.matches + before.non_matches:
             print(f"    before: the {before.matches + before.non_matches} pairs labelled before the last round")
         else:
-            print("    before: the unsupervised fit (no labels of both kinds before the last round)")
+            print(f"    before: the unsupervised fit (no labels{_KINDS[found.one_kind]} before the last round)")
     elif found.trainable:
-        print(terminal_text(f"round {found.round}: no labels of both kinds in {labels} yet; the model is the unsupervised fit"))
+        print(terminal_text(f"round {found.round}: no labels{_KINDS[found.one_kind]} in {labels} yet; the model is the unsupervised fit"))
     else:
         print(f"round {found.round}: the verifier does not learn from labels; pairs are proposed by its scores")
     _print_weights(found.weights)

@@ -3,9 +3,9 @@ pairs whose labels teach it most (:func:`propose`).
 
 A round reads the job's records again (checked against the run's fingerprints), blocks them, reads the
 labels file and fits the verifier twice through the verify stage: from every labelled pair (*after*) and
-from the pairs labelled before the last labelled round (*before*; the unsupervised fit when those hold no
-match or no non-match). The proposals are chosen under the *after* model, from three kinds
-(:mod:`er_framework.engine.active_select` says how each is ranked):
+from the pairs labelled before the last labelled round (*before*; the unsupervised fit when those cannot be
+learned from: none, or one kind only for a verifier that needs both). The proposals are chosen under the
+*after* model, from three kinds (:mod:`er_framework.engine.active_select` says how each is ranked):
 
 * ``uncertain``: candidates nearest the threshold (half the round);
 * ``disagreement``: candidates the blockers, the model and the clusterer disagree on (a quarter);
@@ -17,8 +17,10 @@ ordered, ties broken by a hash of the pair and the job's seed: the same job, lab
 proposals.
 
 Only a trainable verifier (``fellegi_sunter``) learns from labels; another verifier's scores stay as they
-are and its proposals still follow them. Labels of one kind only (all matches, or all non-matches) cannot
-be trained from: the model stays the unsupervised fit until both kinds are labelled.
+are and its proposals still follow them. Labels of one kind only (all matches, or all non-matches) are
+learned from as soon as they are labelled when the verifier can (``learns_from_one_kind``: ``fellegi_sunter``
+with ``labels_fit: refine``, the default); for another trainable verifier the model stays the unsupervised
+fit until both kinds are labelled (the rule a run applies: :func:`~er_framework.engine.stages.training.read_labels`).
 """
 
 from __future__ import annotations
@@ -59,7 +61,15 @@ from er_framework.engine.stages.clustering import cluster
 from er_framework.engine.stages.exact import Exact, exact_duplicates
 from er_framework.engine.stages.reading import normalize, read
 from er_framework.engine.stages.shingling import Shingled, prune_shingles, shingle_and_sign
-from er_framework.engine.stages.training import MATCH_WORDS, NON_MATCH_WORDS, ReadLabels, read_labels, record_rows, training_labels
+from er_framework.engine.stages.training import (
+    MATCH_WORDS,
+    NON_MATCH_WORDS,
+    ReadLabels,
+    learns_from_one_kind,
+    read_labels,
+    record_rows,
+    training_labels,
+)
 from er_framework.engine.stages.verification import Verified, verify
 from er_framework.io.labels_file import LabelsFile, read_labels_file
 from er_framework.io.outputs import read_report
@@ -166,6 +176,8 @@ class Proposals:
     notes: list[str]
     candidates: int
     trainable: bool
+    #: whether the verifier learns from labels of one kind only (else it needs both before it refits)
+    one_kind: bool = False
 
     def label_rows(self) -> list[dict[str, Any]]:
         """The rows to add to the labels file."""
@@ -260,10 +272,11 @@ def _labels_job(job: Job, path: Path) -> Job:
     return replace(job, spec=spec)
 
 
-def _subset(read_: ReadLabels, keep: npt.NDArray[np.bool_]) -> ReadLabels | None:
-    """The labels ``keep`` selects, or None when they hold no match or no non-match."""
+def _subset(read_: ReadLabels, keep: npt.NDArray[np.bool_], one_kind: bool) -> ReadLabels | None:
+    """The labels ``keep`` selects, or None when they cannot be learned from: none, or (unless ``one_kind``)
+    no match or no non-match."""
     match = read_.match[keep]
-    if not match.any() or match.all():
+    if not _learnable(int(match.sum()), int((~match).sum()), one_kind):
         return None
     return ReadLabels(read_.left[keep], read_.right[keep], match, dict(read_.stats))
 
@@ -284,22 +297,28 @@ def _fit(blocked: BlockedRound, records: Records, job: Job, labels: ReadLabels |
     return ver, Refit(model, engine.threshold, expected, matches, non_matches)
 
 
+def _learnable(matches: int, non_matches: int, one_kind: bool) -> bool:
+    """Whether labels of these counts can be learned from: at least one, and both kinds unless ``one_kind``."""
+    return matches + non_matches > 0 and (one_kind or (matches > 0 and non_matches > 0))
+
+
 def _refits(
     job: Job, blocked: BlockedRound, records: Records, path: Path, so_far: LabelledSoFar, log: StageLog
 ) -> tuple[Verified, Refit, Refit, list[str]]:
     """The *after* fit (every label) with its verify stage, the *before* fit, and notes on what was fitted."""
     notes: list[str] = []
     trainable = isinstance(blocked.engine.verifier, Trainable)
-    if not trainable or so_far.matches == 0 or so_far.non_matches == 0:
+    one_kind = learns_from_one_kind(blocked.engine.verifier)
+    if not trainable or not _learnable(so_far.matches, so_far.non_matches, one_kind):
         if trainable and so_far.matches + so_far.non_matches:
             notes.append(
-                f"the labels hold {so_far.matches} matches and {so_far.non_matches} non-matches: the model learns from "
-                "labels once both kinds are labelled, until then it is the unsupervised fit"
+                f"the labels hold {so_far.matches} matches and {so_far.non_matches} non-matches: the verifier learns from "
+                "labels once both kinds are labelled, until then the model is the unsupervised fit"
             )
         ver, fit = _fit(blocked, records, job, None, log)
         return ver, fit, fit, notes
     labels_job = _labels_job(job, path)
-    read_ = read_labels(labels_job, records)
+    read_ = read_labels(labels_job, records, one_kind=one_kind)
     ids, names = records.ids, records.source_names
     key_of = [
         (names[int(records.source[a])], str(ids[a]), names[int(records.source[b])], str(ids[b]))
@@ -307,7 +326,7 @@ def _refits(
     ]
     round_of = [so_far.rounds.get(k, so_far.rounds.get((k[2], k[3], k[0], k[1]), 0)) for k in key_of]
     last = max(round_of) if round_of else 0
-    earlier = _subset(read_, np.asarray([r < last for r in round_of], dtype=bool)) if last > 0 else None
+    earlier = _subset(read_, np.asarray([r < last for r in round_of], dtype=bool), one_kind) if last > 0 else None
     ver, after = _fit(blocked, records, labels_job, read_, log)
     before = _fit(blocked, records, labels_job, earlier, log)[1]
     return ver, before, after, notes
@@ -510,4 +529,5 @@ def propose(
         notes=notes + fit_notes,
         candidates=len(blocked.candidates),
         trainable=isinstance(blocked.engine.verifier, Trainable),
+        one_kind=learns_from_one_kind(blocked.engine.verifier),
     )

@@ -469,7 +469,7 @@ def labels_curve(
     recall is over the labelled matches. None without labels or candidates."""
     if job.spec.training is None or candidates is None:
         return None
-    labels = read_labels(job, records)
+    labels = read_labels(job, records, one_kind=True)  # the report's curve: any labelled pairs (the run checked them for training)
     n = len(records)
     marked = np.zeros(n, dtype=bool)
     marked[labels.left] = marked[labels.right] = True

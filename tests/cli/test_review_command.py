@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from er_framework.capabilities import Trainable
 from er_framework.cli.main import main
 from er_framework.cli.review import differing_passages, merge_labels
 from er_framework.config import parse_job
 from er_framework.errors import InputError
 from er_framework.executors import run_job
+from er_plugins.fellegi_sunter import FellegiSunter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,3 +177,39 @@ def test_browser_options_without_serve_are_refused(tmp_path: Path, capsys: pytes
     assert main(["review", str(tmp_path / "out"), *flag]) == 2
     err = capsys.readouterr().err
     assert f"{flag[0]} is an option of the browser page" in err and "add --serve" in err
+
+
+def _fill(path: Path, word: str) -> None:
+    got = rows(path)
+    for r in got:
+        r["match"] = r["match"] or word
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(got[0]))
+        w.writeheader()
+        w.writerows(got)
+
+
+@pytest.mark.parametrize("one_kind", [True, False])
+def test_the_round_header_says_what_the_verifier_needs_to_refit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, one_kind: bool
+) -> None:
+    """fellegi_sunter (labels_fit: refine) refits from a round of non-matches only; a verifier that needs both
+    kinds (the base class's answer) keeps the unsupervised fit, and the header says which."""
+    if not one_kind:
+        monkeypatch.setattr(FellegiSunter, "learns_from_one_kind", Trainable.learns_from_one_kind)
+    out = tmp_path / "customers"
+    assert main(["run", str(ROOT / "configs" / "customers.yaml"), "--out", str(out), "--quiet"]) == 0
+    labels = tmp_path / "labels.csv"
+    capsys.readouterr()
+    assert main(["review", str(out), "--labels", str(labels), "--count", "6"]) == 0
+    kinds = "" if one_kind else " of both kinds"
+    assert f"round 1: no labels{kinds} in {labels} yet; the model is the unsupervised fit" in capsys.readouterr().out
+    _fill(labels, "0")
+    assert main(["review", str(out), "--labels", str(labels), "--count", "6"]) == 0
+    got = capsys.readouterr()
+    if one_kind:
+        assert "round 2: the model refitted from 6 labelled pairs (0 matches, 6 non-matches)" in got.out
+        assert "before: the unsupervised fit (no labels before the last round)" in got.out
+    else:
+        assert f"round 2: no labels of both kinds in {labels} yet; the model is the unsupervised fit" in got.out
+        assert "0 matches and 6 non-matches: the verifier learns from labels once both kinds are labelled" in got.err

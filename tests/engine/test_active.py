@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from er_framework.capabilities import Trainable
 from er_framework.cli.review import merge_labels
 from er_framework.config import parse_job
 from er_framework.engine import stages
@@ -16,6 +17,7 @@ from er_framework.engine.active_select import expected_quality, pair_keys
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.executors import run_job
+from er_plugins.fellegi_sunter import FellegiSunter
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "configs" / "febrl4.yaml"
@@ -78,6 +80,57 @@ def test_rounds_propose_new_pairs_refit_from_all_labels_and_are_deterministic(ru
         assert (p.right_id, p.left_id) not in set(keys(first)) | set(keys(second))
     records = {p.left for p in third.rows} | {p.right for p in third.rows}
     assert len(records) == 2 * len(third.rows)  # no record in two proposals of a round
+
+
+def label_every(path: Path, word: str) -> None:
+    """Fill every empty match of the labels file with ``word`` (a reviewer who says one thing only)."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["match"] = r["match"] or word
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_a_round_of_only_matches_is_learned_from(run: Path, tmp_path: Path) -> None:
+    """fellegi_sunter with labels_fit: refine (febrl4's default) refits from a round labelled all matches: the
+    labels' correction rises, and the round after has the one-kind labels as its *before* fit."""
+    job = parse_job(JOB)
+    labels = tmp_path / "labels.csv"
+    first = propose(job, run, labels, 8)
+    assert first.one_kind and first.trainable
+    merge_labels(labels, first.label_rows())
+    label_every(labels, "1")
+    second = propose(job, run, labels, 8)
+    assert (second.after.matches, second.after.non_matches) == (8, 0) and second.before.matches == 0
+    assert second.notes == []
+    training = second.after.model.training
+    assert training is not None and (training["matches"], training["non_matches"]) == (8, 0)
+    b0 = second.after.model.verifier_state["labels_refinement"]["b0"]
+    assert b0 > 0 and "labels_refinement" not in (second.before.model.verifier_state or {})
+    assert second.weights and second.after.expected != second.before.expected
+    merge_labels(labels, second.label_rows())
+    label_every(labels, "1")
+    third = propose(job, run, labels, 8)
+    assert (third.before.matches, third.before.non_matches) == (8, 0)  # the one-kind round before the last
+    assert (third.after.matches, third.after.non_matches) == (16, 0)
+    assert not set(keys(third)) & (set(keys(first)) | set(keys(second)))
+
+
+def test_a_verifier_that_needs_both_kinds_keeps_the_unsupervised_fit(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the capability (the base class's answer) one kind is not learned from, and a note says why."""
+    monkeypatch.setattr(FellegiSunter, "learns_from_one_kind", Trainable.learns_from_one_kind)
+    job = parse_job(JOB)
+    labels = tmp_path / "labels.csv"
+    first = propose(job, run, labels, 6)
+    assert not first.one_kind
+    merge_labels(labels, first.label_rows())
+    label_every(labels, "0")
+    second = propose(job, run, labels, 6)
+    assert (second.after.matches, second.after.non_matches) == (0, 0) and second.after.model.training is None
+    assert any("0 matches and 6 non-matches" in n and "once both kinds are labelled" in n for n in second.notes)
 
 
 def test_near_misses_are_not_candidates_and_scores_are_the_models(run: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from er_framework.engine.stages.blocking import block, diagnostics
 from er_framework.engine.stages.clustering import cluster, cluster_stats
 from er_framework.engine.stages.exact import Exact, exact_duplicates
 from er_framework.engine.stages.shingling import Shingled, prune_shingles, shingle_and_sign
-from er_framework.engine.stages.training import ReadLabels, read_labels, training_labels
+from er_framework.engine.stages.training import ReadLabels, learns_from_one_kind, read_labels, training_labels
 from er_framework.engine.stages.verification import Verified, verify
 
 __all__ = ["Matched", "match_records"]
@@ -49,7 +49,7 @@ def match_records(engine: Engine, records: Records, log: StageLog) -> Matched:
     training_info: dict[str, Any] = {}
     if job.spec.training is not None and engine.verifier_state() is None:  # a saved model was trained already
         with log.stage("training") as training_info:
-            read = read_labels(job, records)
+            read = read_labels(job, records, one_kind=learns_from_one_kind(engine.verifier))
             training_info.update(read.stats)
     with log.stage("exact_duplicates") as info:
         exact = exact_duplicates(job, records)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from er_framework.capabilities import Trainable, ability
 from er_framework.config.resolve import Job
 from er_framework.data import LabelledPairs, Pairs, Records
 from er_framework.engine.stages.exact import Exact, exact_groups
@@ -18,7 +19,16 @@ from er_framework.errors import InputError, Problem
 from er_framework.io.labels_file import LABEL_COLUMNS, read_labels_file
 from er_framework.io.table_file import FileRole, open_table
 
-__all__ = ["LABEL_COLUMNS", "MATCH_WORDS", "NON_MATCH_WORDS", "ReadLabels", "read_labels", "record_rows", "training_labels"]
+__all__ = [
+    "LABEL_COLUMNS",
+    "MATCH_WORDS",
+    "NON_MATCH_WORDS",
+    "ReadLabels",
+    "learns_from_one_kind",
+    "read_labels",
+    "record_rows",
+    "training_labels",
+]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -81,7 +91,28 @@ def _missing_records(where: str, left: tuple[Any, int | None], right: tuple[Any,
     ]
 
 
-def read_labels(job: Job, records: Records) -> ReadLabels:
+def learns_from_one_kind(verifier: object) -> bool:
+    """Whether ``verifier`` learns from labels of one kind only (a :class:`Trainable` whose
+    :meth:`~Trainable.learns_from_one_kind` says so under its parameters)."""
+    trainable = ability(verifier, Trainable)
+    return trainable is not None and bool(trainable.learns_from_one_kind())
+
+
+def _check_kinds(path: Path, match: npt.NDArray[np.bool_], skipped: int, one_kind: bool) -> None:
+    """Refuse labels that cannot be learned from: none at all, or (unless ``one_kind``) one kind only."""
+    matches, non_matches = int(match.sum()), int((~match).sum())
+    if len(match) and (one_kind or (matches and non_matches)):
+        return
+    if one_kind:
+        message = f"the labels hold no labelled pair ({skipped} rows without a label): training needs at least one"
+        fix = "fill the match column of some rows with 1 or 0 (er review OUT proposes pairs to label)"
+    else:
+        message = f"the labels hold {matches} matches and {non_matches} non-matches ({skipped} rows without a label): training needs both"
+        fix = "label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)"
+    raise InputError(Problem(where=str(path), path="match", message=message, fix=fix))
+
+
+def read_labels(job: Job, records: Records, *, one_kind: bool = False) -> ReadLabels:
     """The labelled pairs of ``training: {labels: FILE}`` as global record indices.
 
     Rows with an empty ``match`` are skipped (a file ``er review`` wrote and
@@ -89,7 +120,10 @@ def read_labels(job: Job, records: Records) -> ReadLabels:
     record with itself and a pair labelled both a match and a non-match (in
     either orientation) are problems naming their line, all reported at once.
     Ids are quoted in messages only as ``repr`` (control characters escaped),
-    and only from a file recognized as a labels file.
+    and only from a file recognized as a labels file. No labelled pair at all
+    is refused; so are labels of one kind only (all matches, or all
+    non-matches) unless ``one_kind`` (the verifier learns from them:
+    :func:`learns_from_one_kind`).
     """
     path = job.training_path()
     assert path is not None
@@ -148,16 +182,7 @@ def read_labels(job: Job, records: Records) -> ReadLabels:
     if problems:
         raise InputError(problems[:20])
     m = np.asarray(match, dtype=bool)
-    if not m.any() or m.all():
-        raise InputError(
-            Problem(
-                where=str(path),
-                path="match",
-                message=f"the labels hold {int(m.sum())} matches and {int((~m).sum())} non-matches "
-                f"({skipped} rows without a label): training needs both",
-                fix="label pairs of both kinds (er review OUT lists pairs on both sides of the threshold)",
-            )
-        )
+    _check_kinds(path, m, skipped, one_kind)
     # what the labels say, whatever the file's layout: the model records it (its training digest)
     digest = hashlib.sha256(json.dumps(sorted(used), separators=(",", ":")).encode()).hexdigest()
     stats = {
