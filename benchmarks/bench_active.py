@@ -135,9 +135,14 @@ def main() -> None:
             print(n, results["active"][str(n)], results["fixed"][str(n)], flush=True)  # type: ignore[index]
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    lines = [f"# Active labelling on {results['job']} (held out; rules written on febrl4)", "",
-             f"No labels: F1 {results['none']['f1']}", "",  # type: ignore[index]
-             "| labels | active rounds of 10: P / R / F1 | one fixed round: P / R / F1 |", "|---:|---|---|"]
+    lines = [
+        f"# Active labelling on {results['job']} (held out; rules written on febrl4)",
+        "",
+        f"No labels: F1 {results['none']['f1']}",
+        "",  # type: ignore[index]
+        "| labels | active rounds of 10: P / R / F1 | one fixed round: P / R / F1 |",
+        "|---:|---|---|",
+    ]
     for n in SIZES:
         a, f = results["active"][str(n)], results["fixed"][str(n)]  # type: ignore[index]
         lines.append(f"| {n} | {cell(a)} | {cell(f)} |")

@@ -237,8 +237,7 @@ class FellegiSunterParams(Params):
         default=LABELS_INTERCEPT_SCALE,
         gt=0.0,
         le=1000.0,
-        description="labels_fit: refine - standard deviation (bits) of the Gaussian prior of the labels' correction "
-        "b0 around 0",
+        description="labels_fit: refine - standard deviation (bits) of the Gaussian prior of the labels' correction b0 around 0",
     )
     seed: int | None = Field(default=None, ge=0, description="seed of the random pairs (default: the job seed)")
     estimation: Literal["sessions", "em"] = Field(

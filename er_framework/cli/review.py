@@ -315,9 +315,7 @@ def add_parser(sub: Any) -> None:
         help="labels file to write or extend, relative to the current folder (default: the job's training: labels "
         "file, else labels.csv beside the job file)",
     )
-    p.add_argument(
-        "--count", type=count_arg, default=20, metavar="N", help="pairs to propose this round (default 20)"
-    )
+    p.add_argument("--count", type=count_arg, default=20, metavar="N", help="pairs to propose this round (default 20)")
     p.add_argument("--config", help="the job file, when it moved since the run")
     p.add_argument(
         "--allow-changed",

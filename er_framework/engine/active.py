@@ -470,6 +470,7 @@ def _choose(
     same = _same_cluster(engine, ver, compared, cand)[free]
     near = _near_misses(engine, compared, blocked.exact, keys, excluded, seed, count)
     near.used = pool.used
+
     def room(cap: int) -> int:
         return max(min(cap, count - len(pool.chosen) - len(near.chosen)), 0)
 

@@ -445,9 +445,9 @@ class Index:
             raise problem(
                 self.path, f"this index has several sources ({', '.join(self.sources)})", "name the source of the ids (--source NAME)"
             )
-        src = self.sources.index(source) if source is not None else 0
         if source is not None and source not in self.sources:
             raise problem(self.path, f"no source {source!r} in this index", f"sources: {', '.join(self.sources)}")
+        src = self.sources.index(source) if source is not None else 0
         stats: dict[str, Any] = {"removed": 0}
         with self._write("remove"):
             if self.check_is_cheap():

@@ -174,9 +174,7 @@ def test_block_with_votes_gives_the_block_stages_candidates() -> None:
 
 def test_labels_so_far_and_quotas(tmp_path: Path) -> None:
     path = tmp_path / "l.csv"
-    path.write_text(
-        "left_source,left_id,right_source,right_id,match,round\nA,1,B,2,1,1\nA,3,B,4,,2\nA,5,B,6,no,\n", encoding="utf-8"
-    )
+    path.write_text("left_source,left_id,right_source,right_id,match,round\nA,1,B,2,1,1\nA,3,B,4,,2\nA,5,B,6,no,\n", encoding="utf-8")
     got = labelled_so_far(path)
     assert (got.matches, got.non_matches, got.next_round) == (1, 1, 3)
     assert ("B", "4", "A", "3") in got.keys and got.rounds == {("A", "1", "B", "2"): 1, ("A", "5", "B", "6"): 0}

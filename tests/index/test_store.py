@@ -97,6 +97,8 @@ def test_remove_equals_a_rebuild_without_the_records(tmp_path: Path, texts: list
     labels, pairs = _rebuild(docs_job(tmp_path, write_docs(tmp_path / "left.jsonl", left), "left.yaml"))
     assert _partition(index.clusters()) == _partition(labels)
     assert index.pairs().keys() == pairs.keys()
+    with pytest.raises(ErError, match="no source 'out' in this index"):  # a source the index lacks: named, not a crash
+        index.remove(["d1"], source="out")
     with pytest.raises(ErError, match="not in the index"):
         index.remove(["d0"])
     index.close()
