@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10, 20, 40, 80)
@@ -103,6 +104,21 @@ def cell(got: dict[str, float] | None) -> str:
     return f"{got['precision']} / {got['recall']} / **{got['f1']}**"
 
 
+def ceiling(results: dict[str, object]) -> dict[str, object]:
+    """The ceiling (the best F1 measured, either arm, any N) and per arm the fewest labels that reach it
+    (None: not within the largest N), and the fewest that reach the arm's own best."""
+    arms = {arm: {n: (results[arm][str(n)] or {}).get("f1", 0.0) for n in SIZES} for arm in ("active", "fixed")}  # type: ignore[index]
+    best = max(max(f.values()) for f in arms.values())
+    out: dict[str, object] = {"f1": best}
+    for arm, f1s in arms.items():
+        out[arm] = {
+            "labels_to_ceiling": next((n for n in SIZES if f1s[n] >= best), None),
+            "best_f1": max(f1s.values()),
+            "labels_to_own_best": next(n for n in SIZES if f1s[n] >= max(f1s.values())),
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--job", default=str(ROOT / "configs" / "persons.yaml"))
@@ -117,6 +133,8 @@ def main() -> None:
         work = Path(tmp)
         shutil.copytree(ROOT / "configs", work / "configs")
         job = work / "configs" / Path(args.job).name
+        if not job.exists():  # a job outside configs/ (a tuning sample): its sources' paths must be absolute
+            shutil.copy(args.job, job)
         text = job.read_text(encoding="utf-8")
         job.write_text(re.sub(r"\n  format: csv\n", "\n  format: csv\n  candidates: true\n", text, count=1), encoding="utf-8")
         er("run", str(job), "--out", str(work / "out" / "candidates"), "-q", cwd=work)
@@ -133,6 +151,7 @@ def main() -> None:
             fixed_labels(work, job, n, truth, fixed)
             results["fixed"][str(n)] = f1_with(work, job, fixed, args, f"fixed{n}")  # type: ignore[index]
             print(n, results["active"][str(n)], results["fixed"][str(n)], flush=True)  # type: ignore[index]
+    results["ceiling"] = ceiling(results)
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     lines = [
@@ -146,6 +165,14 @@ def main() -> None:
     for n in SIZES:
         a, f = results["active"][str(n)], results["fixed"][str(n)]  # type: ignore[index]
         lines.append(f"| {n} | {cell(a)} | {cell(f)} |")
+    top: dict[str, Any] = results["ceiling"]  # type: ignore[assignment]
+    lines += ["", f"Ceiling (best F1 measured, either arm): {top['f1']}", ""]
+    for arm in ("active", "fixed"):
+        reach = top[arm]["labels_to_ceiling"]
+        lines.append(
+            f"- {arm}: reaches the ceiling with {reach if reach is not None else f'not within {SIZES[-1]}'} labels; "
+            f"its best {top[arm]['best_f1']} first at {top[arm]['labels_to_own_best']} labels"
+        )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
