@@ -162,8 +162,8 @@ def main() -> None:
     lines = [
         f"# Active labelling on {results['job']} (held out; proposal shares tuned on er synth samples of seed 1)",
         "",
-        f"No labels: F1 {results['none']['f1']}",
-        "",  # type: ignore[index]
+        f"No labels: F1 {results['none']['f1']}",  # type: ignore[index]
+        "",
         "| labels | active rounds of 10: P / R / F1 | one fixed round: P / R / F1 |",
         "|---:|---|---|",
     ]
