@@ -7,11 +7,15 @@ from the pairs labelled before the last labelled round (*before*; the unsupervis
 learned from: none, or one kind only for a verifier that needs both). The proposals are chosen under the
 *after* model, from three kinds (:mod:`er_framework.engine.active_select` says how each is ranked):
 
-* ``uncertain``: candidates nearest the threshold (half the round);
-* ``disagreement``: candidates the blockers, the model and the clusterer disagree on (a quarter);
-* ``near-miss``: pairs no blocker produced that share rare values (a quarter);
+* ``uncertain``: candidates nearest the threshold (most of the round: 8 of 10);
+* ``disagreement``: candidates the blockers, the model and the clusterer disagree on (1 of 10);
+* ``near-miss``: pairs no blocker produced that share rare values (1 of 10);
 
-a kind with too few pairs leaves its share to the others. No pair already in the labels file (labelled or
+a disagreement or a near-miss is proposed only when the refit model puts it as near the threshold as the
+round's farthest uncertain pick (a pair far from the threshold teaches the model little: its label is what
+the model already says); a kind with too few such pairs leaves its share to the others (uncertain first).
+The shares were tuned on generated samples (``er synth inventors/persons --seed 1``), not on the shipped
+configs (benchmarks/results/active-tune-*.md). No pair already in the labels file (labelled or
 not, in either order) is proposed, and no record appears in two proposals of a round. Every choice is
 ordered, ties broken by a hash of the pair and the job's seed: the same job, labels and seed give the same
 proposals.
@@ -94,7 +98,7 @@ Int64Array = npt.NDArray[np.int64]
 #: pairs proposed in a round when the caller names no count
 DEFAULT_COUNT = 20
 #: each kind's share of a round: uncertain, disagreement, near-miss
-KIND_SHARES = (("uncertain", 0.5), ("disagreement", 0.25), ("near-miss", 0.25))
+KIND_SHARES = (("uncertain", 0.8), ("disagreement", 0.1), ("near-miss", 0.1))
 #: how many of the nearest candidates per proposal are compared to spread the uncertain ones by pattern
 SHORTLIST_PER_PROPOSAL = 25
 
@@ -397,10 +401,14 @@ def _take_uncertain(pool: _Pool, engine: Engine, compared: Records, count: int, 
     pool.chosen += [(int(short[i]), "uncertain", "the model is least sure of it") for i in at]
 
 
-def _take_disagreements(pool: _Pool, engine: Engine, votes: Int64Array | None, same: npt.NDArray[np.bool_] | None, count: int) -> None:
+def _take_disagreements(
+    pool: _Pool, engine: Engine, votes: Int64Array | None, same: npt.NDArray[np.bool_] | None, count: int, allowed: npt.NDArray[np.bool_]
+) -> None:
+    """Up to ``count`` disagreements among the ``allowed`` pairs of the pool, round robin over their kinds."""
     if count <= 0:
         return
     kinds = disagreements(pool.scores, engine.keep(pool.scores), votes, len(engine.blockers), same, pool.ties)
+    kinds = [(what, order[allowed[order]]) for what, order in kinds]
     picked = [(what, pick_spread(order, pool.left, pool.right, count, set(pool.used))) for what, order in kinds]
     taken = 0
     for k in range(count):  # round robin over the kinds
@@ -454,10 +462,17 @@ def _with_terms(engine: Engine, compared: Records, rows: list[Proposal]) -> list
     return [replace(p, terms=row_of_terms(terms, i)) for i, p in enumerate(rows)]
 
 
+def _near(distance: npt.NDArray[np.float64], cutoff: float) -> npt.NDArray[np.bool_]:
+    """The pairs at most ``cutoff`` from the threshold (the round's farthest uncertain pick)."""
+    return np.asarray(distance <= cutoff, dtype=bool)
+
+
 def _choose(
     job: Job, blocked: BlockedRound, ver: Verified, compared: Records, so_far: LabelledSoFar, count: int, seed: int
 ) -> list[Proposal]:
-    """The round's proposals: each kind up to its quota, then the shortfall from the others."""
+    """The round's proposals: uncertain pairs up to their quota; disagreements and near-misses up to theirs,
+    only those as near the threshold as the round's farthest uncertain pick; then the shortfall from the
+    others in the same order."""
     engine = ver.engine
     n = len(compared)
     cand = blocked.candidates
@@ -470,6 +485,8 @@ def _choose(
     same = _same_cluster(engine, ver, compared, cand)[free]
     near = _near_misses(engine, compared, blocked.exact, keys, excluded, seed, count)
     near.used = pool.used
+    distance = distance_to_threshold(pool.scores, engine.threshold, probability)
+    near_distance = distance_to_threshold(near.scores, engine.threshold, probability)
 
     def room(cap: int) -> int:
         return max(min(cap, count - len(pool.chosen) - len(near.chosen)), 0)
@@ -477,9 +494,10 @@ def _choose(
     quotas = kind_quotas(count)
     for fill in (False, True):  # each kind up to its quota, then the shortfall from the others in the same order
         _take_uncertain(pool, engine, compared, room(count if fill else quotas["uncertain"]), probability)
-        _take_disagreements(pool, engine, votes, same, room(count if fill else quotas["disagreement"]))
-        everything = np.arange(len(near.left), dtype=np.int64)
-        at = pick_spread(everything, near.left, near.right, room(count if fill else quotas["near-miss"]), near.used)
+        cutoff = max((float(distance[c[0]]) for c in pool.chosen if c[1] == "uncertain"), default=math.inf)
+        _take_disagreements(pool, engine, votes, same, room(count if fill else quotas["disagreement"]), _near(distance, cutoff))
+        ok = np.flatnonzero(_near(near_distance, cutoff)).astype(np.int64)
+        at = pick_spread(ok, near.left, near.right, room(count if fill else quotas["near-miss"]), near.used)
         near.chosen += [(i, "near-miss", "no blocker produced it; it shares rare values") for i in at]
     rows = [_proposal(compared, pool, c, True) for c in pool.chosen] + [_proposal(compared, near, c, False) for c in near.chosen]
     return _with_terms(engine, compared, rows)
