@@ -174,10 +174,8 @@ def main() -> None:
     lines += ["", f"Ceiling (best F1 measured, either arm): {top['f1']}", ""]
     for arm in ("active", "fixed"):
         reach = top[arm]["labels_to_ceiling"]
-        lines.append(
-            f"- {arm}: reaches the ceiling with {reach if reach is not None else f'not within {SIZES[-1]}'} labels; "
-            f"its best {top[arm]['best_f1']} first at {top[arm]['labels_to_own_best']} labels"
-        )
+        reached = f"reaches the ceiling with {reach}" if reach is not None else f"does not reach the ceiling within {SIZES[-1]}"
+        lines.append(f"- {arm}: {reached} labels; its best {top[arm]['best_f1']} first at {top[arm]['labels_to_own_best']} labels")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
