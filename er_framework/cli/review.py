@@ -229,8 +229,24 @@ def _print_refit(found: Any, labels: str) -> None:
         print(f"round {found.round}: the verifier does not learn from labels; pairs are proposed by its scores")
     _print_weights(found.weights)
     _print_expected(found)
+    _print_missed(found.missed)
     print()
     print(f"{len(found.rows)} new pairs ({kinds}); threshold {found.threshold:g}; fields as read")
+
+
+def _print_missed(missed: Any) -> None:
+    """What the near-miss probe says of blocking: the pairs no blocker produced that the model matches."""
+    if missed is None or not missed.probed:
+        return
+    if not missed.matched:
+        print(f"    blocking: the model matches none of the {missed.probed:,} pairs sharing rare values that no blocker produced")
+        return
+    print(
+        f"    blocking may lose pairs: the model matches {missed.matched:,} of the {missed.probed:,} pairs sharing rare values "
+        "that no blocker produced; widen the blockers if they are matches"
+    )
+    for p in missed.examples:
+        print(terminal_text(f"      {p.left_source} {p.left_id}  |  {p.right_source} {p.right_id}  score {p.score:.6f}"))
 
 
 def _print_weights(weights: list[Any]) -> None:

@@ -79,6 +79,7 @@ from er_framework.io.labels_file import LabelsFile, read_labels_file
 from er_framework.io.outputs import read_report
 
 __all__ = [
+    "Missed",
     "DEFAULT_COUNT",
     "BlockedRound",
     "KIND_SHARES",
@@ -161,6 +162,21 @@ class LabelledSoFar:
 
 
 @dataclass(frozen=True)
+class Missed:
+    """What the near-miss probe says of blocking: how many pairs no blocker produced it scored (the pairs
+    sharing the rarest values), how many of them the refit model puts at or above the threshold (pairs the
+    blockers may lose), and the best of those (at most :data:`MISSED_SHOWN`, proposed or not)."""
+
+    probed: int
+    matched: int
+    examples: list[Proposal]
+
+
+#: how many of the near-misses the model matches a round names
+MISSED_SHOWN = 3
+
+
+@dataclass(frozen=True)
 class Proposals:
     """A round of active labelling (:func:`propose`)."""
 
@@ -182,6 +198,8 @@ class Proposals:
     trainable: bool
     #: whether the verifier learns from labels of one kind only (else it needs both before it refits)
     one_kind: bool = False
+    #: the near-miss probe's pairs that the model matches (what blocking may lose)
+    missed: Missed | None = None
 
     def label_rows(self) -> list[dict[str, Any]]:
         """The rows to add to the labels file."""
@@ -467,12 +485,23 @@ def _near(distance: npt.NDArray[np.float64], cutoff: float) -> npt.NDArray[np.bo
     return np.asarray(distance <= cutoff, dtype=bool)
 
 
+def _missed(engine: Engine, compared: Records, near: _Pool) -> Missed:
+    """The probed near-misses the model scores at or above the threshold (:class:`Missed`); ``near`` is
+    ordered by score, best first."""
+    at_or_above = np.flatnonzero(near.scores >= engine.threshold)
+    shown = [
+        _proposal(compared, near, (int(i), "near-miss", "the model matches it; no blocker produced it"), False)
+        for i in at_or_above[:MISSED_SHOWN]
+    ]
+    return Missed(probed=len(near.scores), matched=len(at_or_above), examples=shown)
+
+
 def _choose(
     job: Job, blocked: BlockedRound, ver: Verified, compared: Records, so_far: LabelledSoFar, count: int, seed: int
-) -> list[Proposal]:
+) -> tuple[list[Proposal], Missed]:
     """The round's proposals: uncertain pairs up to their quota; disagreements and near-misses up to theirs,
     only those as near the threshold as the round's farthest uncertain pick; then the shortfall from the
-    others in the same order."""
+    others in the same order. With them, what the near-miss probe says of blocking (:func:`_missed`)."""
     engine = ver.engine
     n = len(compared)
     cand = blocked.candidates
@@ -500,7 +529,7 @@ def _choose(
         at = pick_spread(ok, near.left, near.right, room(count if fill else quotas["near-miss"]), near.used)
         near.chosen += [(i, "near-miss", "no blocker produced it; it shares rare values") for i in at]
     rows = [_proposal(compared, pool, c, True) for c in pool.chosen] + [_proposal(compared, near, c, False) for c in near.chosen]
-    return _with_terms(engine, compared, rows)
+    return _with_terms(engine, compared, rows), _missed(engine, compared, near)
 
 
 def propose(
@@ -532,7 +561,7 @@ def propose(
     blocked = block_round(job, compared, log)
     ver, before, after, fit_notes = _refits(job, blocked, compared, path, so_far, log)
     seed = int(job.spec.seed) * 1_000_003 + so_far.next_round
-    rows = _choose(job, blocked, ver, compared, so_far, count, seed)
+    rows, missed = _choose(job, blocked, ver, compared, so_far, count, seed)
     described = dict(report.get("verifier") or {})
     return Proposals(
         rows=rows,
@@ -549,4 +578,5 @@ def propose(
         candidates=len(blocked.candidates),
         trainable=isinstance(blocked.engine.verifier, Trainable),
         one_kind=learns_from_one_kind(blocked.engine.verifier),
+        missed=missed,
     )

@@ -30,6 +30,8 @@ def test_review_prints_both_sides_and_writes_labels(tmp_path: Path, capsys: pyte
     assert main(["review", str(out), "--labels", str(labels)]) == 0
     text = capsys.readouterr().out
     assert "#1  uncertain" in text and "#20  " in text and "bits" in text
+    # what the near-miss probe says of blocking: a line either way (the counts are engine/active.py's, tested there)
+    assert "    blocking: the model matches none of the " in text or "    blocking may lose pairs: the model matches " in text
     got = rows(labels)
     assert len(got) == 20 and {r["side"] for r in got} == {"above", "below"}
     assert all(r["match"] == "" for r in got) and {r["round"] for r in got} == {"1"}

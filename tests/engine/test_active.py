@@ -157,6 +157,27 @@ def test_near_misses_are_not_candidates_and_scores_are_the_models(run: Path, tmp
         assert p.terms and abs(float(p.terms["score"]) - p.score) < 1e-9
 
 
+def test_the_pairs_blocking_loses_are_named_non_candidates_the_model_matches(tmp_path: Path) -> None:
+    """persons.yaml: its candidates hold 197 of the 200 true pairs; the round names the probe's pairs that no
+    blocker produced and the model matches, best first: on this sample they are the 3 true pairs lost."""
+    job = parse_job(ROOT / "configs" / "persons.yaml")
+    out = tmp_path / "out"
+    run_job(job, out_dir=out)
+    found = propose(job, out, tmp_path / "l.csv", 10)
+    missed = found.missed
+    assert missed is not None and missed.probed > 0 and missed.matched == len(missed.examples) == 3
+    compared, _ = stages.normalize(job, stages.read(job)[0])
+    blocked = block_round(job, compared, StageLog())
+    n = len(compared)
+    cand = set(pair_keys(blocked.candidates.left, blocked.candidates.right, n).tolist())
+    scores = [p.score for p in missed.examples]
+    assert scores == sorted(scores, reverse=True) and min(scores) >= found.threshold
+    assert all(int(pair_keys(np.array([p.left]), np.array([p.right]), n)[0]) not in cand for p in missed.examples)
+    with (ROOT / "configs" / "data" / "persons" / "truth.csv").open(encoding="utf-8", newline="") as fh:
+        entity = {r["id"]: r["entity"] for r in csv.DictReader(fh)}
+    assert all(entity[p.left_id] == entity[p.right_id] for p in missed.examples)
+
+
 def test_the_expected_quality_is_the_models_over_the_candidates(run: Path, tmp_path: Path) -> None:
     job = parse_job(JOB)
     found = propose(job, run, tmp_path / "l.csv", 4)
