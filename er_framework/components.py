@@ -340,15 +340,18 @@ class GoldenValues:
         """The cluster of each entry of :attr:`members`."""
         return np.repeat(np.arange(self.clusters, dtype=np.int64), np.diff(self.starts))
 
+    def with_value(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The members that hold a value (code >= 0): each one's cluster and its row, in :attr:`members` order."""
+        grp, rows = self.cluster_of_members(), self.members
+        keep = self.codes[rows] >= 0
+        return grp[keep], rows[keep]
+
     def best(self, score: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
         """Per cluster, the row with the highest ``score`` (one per row) among the rows with a value, or ``-1``
         when none has one: the tie rule of every built-in rule. Ties go to the more trusted source
         (:attr:`priority`), then to the first record in input order; a NaN score loses to any number."""
         out = np.full(self.clusters, -1, dtype=np.int64)
-        grp = self.cluster_of_members()
-        rows = self.members
-        keep = self.codes[rows] >= 0
-        grp, rows = grp[keep], rows[keep]
+        grp, rows = self.with_value()
         if len(rows) == 0:
             return out
         s = np.asarray(score, dtype=np.float64)[rows]

@@ -22,10 +22,7 @@ def value_counts(values: GoldenValues) -> npt.NDArray[np.float64]:
     """Per row, how many records of its cluster hold its value (0 for a missing value)."""
     n = len(values.codes)
     out = np.zeros(n, dtype=np.float64)
-    grp = values.cluster_of_members()
-    rows = values.members
-    keep = values.codes[rows] >= 0
-    grp, rows = grp[keep], rows[keep]
+    grp, rows = values.with_value()
     if len(rows) == 0:
         return out
     codes = values.codes[rows]
