@@ -43,6 +43,7 @@ __all__ = [
     "PrunedShingler",
     "PrunedWholeCorpus",
     "SignedBatch",
+    "kept_scores",
     "pruned_shingler",
     "signed_keys",
 ]
@@ -154,6 +155,12 @@ class SignedBatch:
     report: dict[str, Any] | None = None
 
 
+def kept_scores(scores: npt.NDArray[np.float64], threshold: float) -> npt.NDArray[np.bool_]:
+    """Which scores make a pair under ``threshold``: ``score >= threshold`` (:meth:`Engine.keep`; an executor
+    applying a threshold chosen after its workers scored)."""
+    return np.asarray(scores >= threshold, dtype=bool)
+
+
 class Engine:
     """The components of a job, instantiated once.
 
@@ -216,7 +223,7 @@ class Engine:
 
     def keep(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
         """Which scores make a pair: ``score >= threshold`` (the one rule, wherever pairs are kept)."""
-        return np.asarray(scores >= self.threshold, dtype=bool)
+        return kept_scores(scores, self.threshold)
 
     def choose_threshold(self, scores: npt.NDArray[np.float64]) -> ThresholdChoice:
         """``threshold: auto``: the threshold chosen from every candidate's score (a value; later stages keep
@@ -246,14 +253,18 @@ class Engine:
     def run_model(self, records: Records, candidates: int, training: dict[str, Any] | None) -> Model:
         """The model of this run: what it fitted (or the saved model it applied, unchanged), with the threshold
         used, the blockers' settings (the LSH bands and rows), what it was fitted on and the labels' digest."""
+        names = records.source_names
+        counts = np.bincount(np.asarray(records.source, dtype=np.int64), minlength=len(names))
+        return self.model_of_counts(dict(zip(names, (int(c) for c in counts.tolist()))), candidates, training)
+
+    def model_of_counts(self, per_source: dict[str, int], candidates: int, training: dict[str, Any] | None) -> Model:
+        """:meth:`run_model` from the records per source (an executor that does not hold the records)."""
         if self.model.origin != "fitted":
             return self.model
         blocking = [{k: v for k, v in b.describe().items() if k in BLOCKING_KEYS} for b in self.blockers]
-        names = records.source_names
-        counts = np.bincount(np.asarray(records.source, dtype=np.int64), minlength=len(names))
         fitted_on = {
-            "records": int(len(records)),
-            "per_source": {nm: int(c) for nm, c in zip(names, counts.tolist())},
+            "records": int(sum(per_source.values())),
+            "per_source": {nm: int(c) for nm, c in per_source.items()},
             "candidate_pairs": int(candidates),
         }
         trained = None

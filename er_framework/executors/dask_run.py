@@ -26,11 +26,24 @@ from er_framework.capabilities import (
 )
 from er_framework.config.executor_params import DaskParams
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records, pair_population
+from er_framework.data import Pairs, Records
 from er_framework.engine import stages
-from er_framework.engine.engine import Engine
+from er_framework.engine.engine import Engine, kept_scores
 from er_framework.engine.log import StageLog
 from er_framework.errors import ErError, InputError, Problem
+from er_framework.executors.dask_scan import (
+    EXACT_STATS,
+    ExactPart,
+    scan_summary,
+    task_active,
+    task_exact_pairs_split,
+    task_exact_part,
+    task_exact_split,
+    task_id_check,
+    task_id_split,
+    task_ids,
+    task_scan,
+)
 from er_framework.executors.dask_shuffle import (
     BUCKET_STATS,
     GROUP_STATS,
@@ -55,13 +68,12 @@ from er_framework.executors.dask_tasks import (
     task_forest,
     task_frequencies,
     task_record_counts,
-    task_scan,
     task_score_codes,
     task_serve,
     task_verify,
 )
 from er_framework.kernels.df import DocFreq
-from er_framework.kernels.groups import pack_pairs, unpack_pairs
+from er_framework.kernels.groups import unpack_pairs
 from er_framework.normalize import merge_stats
 
 
@@ -81,15 +93,30 @@ def options(job: Job) -> DaskParams:
 
 @dataclass
 class Scanned:
-    """What the client knows after reading: ids, sources, partition offsets, exact duplicates."""
+    """What the client knows after reading: O(partitions) numbers, and futures of what the workers hold."""
 
-    ids: list[str]
-    source: npt.NDArray[np.int32]
-    offsets: Int64Array
-    exact: stages.Exact
+    counts: Int64Array  # records per partition
+    offsets: Int64Array  # global index of each partition's first record (and the total, last)
+    source_of_part: Int64Array  # each partition's source
+    exact_stats: dict[str, Any]
+    #: per exact part: an :class:`~er_framework.executors.dask_scan.ExactPart`
+    exact_parts: list[Any]
+    #: per partition: its active records, numbered within it (futures), and their counts
+    active: list[Any]
+    active_counts: Int64Array
+    #: per partition: its ids (futures, kept on the workers for the written tables)
+    ids: list[Any]
     n_workers: int
     #: the normalize stage's per-field stats over every partition (:func:`~er_framework.normalize.merge_stats`)
     normalize_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.offsets[-1])
+
+    def per_source(self, n_sources: int, counts: Int64Array | None = None) -> Int64Array:
+        """Records (default) or ``counts`` per source."""
+        return np.bincount(self.source_of_part, weights=self.counts if counts is None else counts, minlength=n_sources).astype(np.int64)
 
 
 @dataclass
@@ -111,16 +138,15 @@ class BlockedFutures:
 
 @dataclass
 class Found:
-    """The verified pairs (and, in link modes, every candidate's score) gathered on the client."""
+    """What verification left on the workers (futures, one per pair part) and the counts the client keeps."""
 
-    left: Int64Array
-    right: Int64Array
-    scores: npt.NDArray[np.float64]
+    #: ``(left, right, score)`` of the pairs at or above the threshold
+    verified: list[Any]
+    #: ``(left, right, score)`` of every candidate, in the part's packed order
+    candidates: list[Any]
     n_candidates: int
+    n_verified: int
     per_blocker: Int64Array
-    candidates: Pairs | None  # not gathered in dedup mode: the report needs their count only
-    candidate_scores: npt.NDArray[np.float64]
-    forest: tuple[Int64Array, Int64Array] | None
     #: each blocker's report of the run, as its ``block`` gives it locally (``{}``: none merged)
     blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -155,30 +181,69 @@ class DaskRun:
         return list(self.client.gather(futures))
 
     def scan(self, log: StageLog) -> Scanned:
-        """read + exact_duplicates: ids and exact-text hashes of every partition, numbered as locally."""
-        client, job = self.client, self.job
+        """read + exact_duplicates (:mod:`~er_framework.executors.dask_scan`): the partitions read on the workers,
+        numbered by offsets, ids checked and exact copies grouped by shuffles; the client keeps counts."""
+        client = self.client
         with log.stage("read") as info:
-            scans = self.gather([self.submit(task_scan, self.ref, p) for p in self.parts], log)
-            counts = np.array([len(s[0]) for s in scans], dtype=np.int64)
+            scan_futs = [self.submit(task_scan, self.ref, p) for p in self.parts]
+            summaries = self.gather([self.submit(scan_summary, f, retries=0) for f in scan_futs], log)
+            counts = np.array([c for c, _ in summaries], dtype=np.int64)
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-            ids = [i for s in scans for i in s[0]]
-            source = (
-                np.concatenate([np.full(c, p.source, dtype=np.int32) for c, p in zip(counts, self.parts)])
-                if self.parts
-                else np.zeros(0, np.int32)
-            )
-            _check_unique_ids(job, ids, source)
+            source_of_part = np.array([p.source for p in self.parts], dtype=np.int64)
+            self._check_ids(scan_futs)
             n_workers = len(client.scheduler_info()["workers"])
-            info.update({"records": len(ids), "partitions": len(self.parts), "workers": n_workers})
+            info.update({"records": int(offsets[-1]), "partitions": len(self.parts), "workers": n_workers})
         with log.stage("normalize") as info:  # normalized on the workers as they read: the stats are merged here
-            normalize_stats = merge_stats([s[3] for s in scans])
+            normalize_stats = merge_stats([st for _, st in summaries])
             info["fields"] = sorted(normalize_stats)
         with log.stage("exact_duplicates") as info:
-            keys = np.concatenate([s[1] for s in scans]) if scans else np.zeros(0, np.uint64)
-            nonempty = np.concatenate([s[2] for s in scans]) if scans else np.zeros(0, bool)
-            exact = stages.exact_from_keys(job, keys, nonempty, source)
-            info.update(exact.stats)
-        return Scanned(ids, source, offsets, exact, n_workers, normalize_stats)
+            exact_parts, active, stats = self._exact(scan_futs, offsets, counts)
+            info.update(stats)
+        active_counts = np.array(client.gather([self.submit(len, a, retries=0) for a in active]), dtype=np.int64)
+        ids = [self.submit(task_ids, f, retries=0) for f in scan_futs]
+        return Scanned(counts, offsets, source_of_part, stats, exact_parts, active, active_counts, ids, n_workers, normalize_stats)
+
+    def _check_ids(self, scan_futs: list[Any]) -> None:
+        """Ids must be unique within a source across partitions (each partition checked its own): a shuffle by id."""
+        split = [self.submit(task_id_split, f, p.source, self.n_parts) for f, p in zip(scan_futs, self.parts)]
+        checks = [self.submit(task_id_check, *[self.submit(_pick, sp, j, retries=0) for sp in split]) for j in range(self.n_parts)]
+        found = self.client.gather(checks)
+        count = sum(c for c, _ in found)
+        if count:
+            names = [s.name for s in self.job.spec.sources]
+            bad = sorted(f"{names[s]}/{i}" for _, ex in found for s, i in ex)[:5]
+            raise InputError(
+                Problem(
+                    where=str(self.job.config_path),
+                    path="sources",
+                    message=f"{count} id(s) appear more than once in a source (in different partitions or files): {', '.join(bad)}",
+                    fix="ids must be unique within a source",
+                )
+            )
+
+    def _exact(self, scan_futs: list[Any], offsets: Int64Array, counts: Int64Array) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        """The exact-duplicate stage as a shuffle by key: the parts' groups, each partition's active records, the stats."""
+        job, n_out = self.job, self.n_parts
+        enabled = job.exact.enabled
+        if enabled:
+            off_f = self.submit(_same, offsets, retries=0)
+            split = [
+                self.submit(task_exact_split, f, int(offsets[i]), p.source, n_out) for i, (f, p) in enumerate(zip(scan_futs, self.parts))
+            ]
+            exact_parts = [
+                self.submit(task_exact_part, job.spec.mode != "link", off_f, *[self.submit(_pick, sp, j, retries=0) for sp in split])
+                for j in range(n_out)
+            ]
+            sums = np.sum(self.client.gather([self.submit(_exact_stats, e, retries=0) for e in exact_parts]), axis=0)
+        else:
+            exact_parts, sums = [], np.zeros(len(EXACT_STATS), np.int64)
+        stats: dict[str, Any] = {k: int(v) for k, v in zip(EXACT_STATS, sums)}
+        stats["enabled"] = enabled
+        active = [
+            self.submit(task_active, int(counts[i]), int(offsets[i]), *[self.submit(_pick_collapsed, e, i, retries=0) for e in exact_parts])
+            for i in range(len(self.parts))
+        ]
+        return exact_parts, active, stats
 
     def prune(self, scanned: Scanned, log: StageLog) -> None:
         """``prune_shingles:``: the partitions' shingle counts merged on the client, the dropped shingles
@@ -205,12 +270,9 @@ class DaskRun:
         if m.pruned is not None or m.verifier is not None:
             self.model = self.submit(_same, m, retries=0)
 
-    def _active_of(self, scanned: Scanned, i: int) -> Int64Array:
-        """The active records of partition ``i``, numbered within it."""
-        a, b = scanned.offsets[i], scanned.offsets[i + 1]
-        active = scanned.exact.active
-        local: Int64Array = active[(active >= a) & (active < b)] - a
-        return local
+    def _active_of(self, scanned: Scanned, i: int) -> Any:
+        """The active records of partition ``i``, numbered within it (a future)."""
+        return scanned.active[i]
 
     def block(self, scanned: Scanned, info: dict[str, Any]) -> BlockedFutures:
         """Bucket keys and sort windows per partition, shuffled; candidate pairs deduplicated per pair part."""
@@ -245,16 +307,16 @@ class DaskRun:
         bucket_futs = [self.submit(task_buckets, self.ref, f, self.n_parts) for f in sorted_futs]
         window_futs = _submit_windows(self.client, engine, self.job, block_futs, self.n_parts)
         info["window_passes"] = len(window_futs)
-        ep = scanned.exact.pairs
-        exact_packed = pack_pairs(ep.left, ep.right) if len(ep) else np.zeros(0, np.uint64)
-        # small arrays every dedup task reads: tasks, not scattered data, so that the
-        # scheduler can compute them again if the worker holding them dies
-        exact_f = self.submit(_same, exact_packed, retries=0)
+        # the exact pairs sent by pair hash as the candidates are: each dedup part removes its own
+        exact_split = [self.submit(task_exact_pairs_split, e, self.n_parts) for e in scanned.exact_parts]
+        # a small array every dedup task reads: a task, not scattered data, so that the
+        # scheduler can compute it again if the worker holding it dies
         off_f = self.submit(_same, offsets, retries=0)
         dedup_futs = []
         for j in range(self.n_parts):
             pieces = [self.submit(_pick, f, j, retries=0) for f in bucket_futs + window_futs]
-            dedup_futs.append(self.submit(task_dedup, pieces, exact_f, off_f, len(engine.blockers)))
+            exact_j = [self.submit(_pick, e, j, retries=0) for e in exact_split]
+            dedup_futs.append(self.submit(task_dedup, pieces, exact_j, off_f, len(engine.blockers)))
         return BlockedFutures(
             block_futs,
             dedup_futs,
@@ -285,7 +347,7 @@ class DaskRun:
             return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
 
         if fitted:
-            population = pair_population(scanned.source[scanned.exact.active], self.engine.link)
+            population = population_of(scanned.per_source(len(self.job.spec.sources), scanned.active_counts), self.engine.link)
             verifier = engine.verifier
             assert isinstance(verifier, CodeFitted)
             count_futs = (
@@ -296,35 +358,21 @@ class DaskRun:
             ver_futs = self._fit_and_score(packed_futs, served_and_wanted, serve_futs, sample, sample_need, population, count_futs, info)
         else:
             ver_futs = [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(n_parts)]
-        forest = self._forest(ver_futs, info) if options(self.job).cluster_on == "workers" else None
-        verified = self.gather(ver_futs, log) if log is not None else self.client.gather(ver_futs)
+        if log is not None:  # every verify task finished: a batch boundary each (the results stay on the workers)
+            for done, _ in enumerate(as_completed(ver_futs), 1):
+                log.batch(done, len(ver_futs))
         per_blocker = (
             np.sum(self.client.gather([self.submit(_pick, f, 2, retries=0) for f in blocked.dedup]), axis=0)
             if blocked.dedup
             else np.zeros(len(engine.blockers), np.int64)
         )
-        candidates: Pairs | None = None
-        cand_scores = np.zeros(0)
-        if self.job.spec.mode != "dedup":  # every candidate's score, for the link answer
-            cand_packed = self.client.gather(packed_futs)
-            cl, cr = unpack_pairs(np.concatenate(cand_packed)) if cand_packed else (np.zeros(0, np.int64),) * 2
-            sc = np.concatenate([v[4] for v in verified]) if verified else np.zeros(0)
-            order = np.lexsort((cr, cl))
-            candidates, cand_scores = Pairs(cl[order], cr[order]), sc[order]
-        n_cand = int(sum(v[3] for v in verified))
-        found = Found(
-            left=np.concatenate([v[0] for v in verified]) if verified else np.zeros(0, np.int64),
-            right=np.concatenate([v[1] for v in verified]) if verified else np.zeros(0, np.int64),
-            scores=np.concatenate([v[2] for v in verified]) if verified else np.zeros(0),
-            n_candidates=n_cand,
-            per_blocker=per_blocker,
-            candidates=candidates,
-            candidate_scores=cand_scores,
-            forest=forest,
-        )
+        n_cand = int(sum(self.client.gather([self.submit(_pick, v, 3, retries=0) for v in ver_futs])))
         engine = self.engine  # with the verifier's fitted state when fitted here
         if engine.auto and engine.model.threshold is None:  # threshold: auto, chosen on the client, as locally
-            choice = engine.choose_threshold(np.concatenate([v[4] for v in verified]) if verified else np.zeros(0))
+            # every candidate's score comes to the client (8 bytes a candidate): the choice looks at them all
+            every = self.client.gather([self.submit(_pick, v, 4, retries=0) for v in ver_futs])
+            choice = engine.choose_threshold(np.concatenate(every) if every else np.zeros(0))
+            del every
             engine = self.engine = engine.with_model(engine.model.learned(threshold=choice))
             auto = choice.auto or {}
             info["threshold_chosen"] = {
@@ -333,29 +381,36 @@ class DaskRun:
                 "reason": auto.get("reason"),
                 "n_scores": int(auto.get("n_scores", 0)),
             }
-            keep = engine.keep(found.scores)  # the workers kept the pairs at or above the lowest it may choose
-            found.left, found.right, found.scores = found.left[keep], found.right[keep], found.scores[keep]
-        info.update(
-            {
-                "candidate_pairs": n_cand,
-                "verified_pairs": int(len(found.left)),
-                "threshold": engine.threshold,
-                "rejected_pairs": n_cand - int(len(found.left)),
-            }
-        )
+        # the workers kept the pairs at or above the lowest threshold it may choose: kept again at the chosen one
+        threshold = engine.threshold
+        verified = [self.submit(task_kept, v, threshold, engine.auto, retries=0) for v in ver_futs]
+        candidates = [self.submit(task_candidates, packed_futs[j], ver_futs[j], retries=0) for j in range(n_parts)]
+        n_ver = int(sum(self.client.gather([self.submit(_n_pairs, v, retries=0) for v in verified])))
+        info.update({"candidate_pairs": n_cand, "verified_pairs": n_ver, "threshold": threshold, "rejected_pairs": n_cand - n_ver})
+        found = Found(verified, candidates, n_cand, n_ver, per_blocker)
         found.blocker_reports = self._merge_blocker_reports(blocked, scanned, per_blocker)
         return found
 
     def _sample(self, scanned: Scanned) -> tuple[Pairs, list[Int64Array]]:
-        """The verifier's sample pairs (random pairs), drawn as locally over the active records, and who serves them."""
-        active, offsets = scanned.exact.active, scanned.offsets
+        """The verifier's sample pairs (random pairs), drawn as locally over the active records, and who serves them.
+
+        The draw needs the source of every active record in order (the local executor's input): built from
+        the partitions' active counts, 4 bytes per active record for the time of the draw; the drawn
+        positions are turned into global indices by the partitions holding them."""
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
-        local_sample = verifier.sample_pairs(scanned.source[active], self.engine.link)
-        sample = Pairs(active[local_sample.left], active[local_sample.right])
-        need = np.unique(np.concatenate([sample.left, sample.right]))
-        owner = np.searchsorted(offsets, need, side="right") - 1
-        return sample, [need[owner == i] for i in range(len(self.parts))]
+        act = scanned.active_counts
+        local_sample = verifier.sample_pairs(np.repeat(scanned.source_of_part.astype(np.int32), act), self.engine.link)
+        ranks = np.unique(np.concatenate([local_sample.left, local_sample.right]))
+        starts = np.concatenate([[0], np.cumsum(act)]).astype(np.int64)
+        owner = np.searchsorted(starts, ranks, side="right") - 1
+        futs = [
+            self.submit(_take, scanned.active[i], ranks[owner == i] - starts[i], int(scanned.offsets[i]), retries=0)
+            for i in range(len(self.parts))
+        ]
+        gidx = np.concatenate(self.client.gather(futs)) if futs else np.zeros(0, np.int64)  # ranks in order: owners ascend
+        sample = Pairs(gidx[np.searchsorted(ranks, local_sample.left)], gidx[np.searchsorted(ranks, local_sample.right)])
+        return sample, [gidx[owner == i] for i in range(len(self.parts))]
 
     def _fit_and_score(
         self,
@@ -458,6 +513,49 @@ class DaskRun:
 
 def _pick(obj: Any, i: int) -> Any:
     return obj[i]
+
+
+def _n_pairs(pairs: Any) -> int:
+    return len(pairs[0])
+
+
+def task_kept(verified: Any, threshold: float, auto: bool) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+    """A verify task's kept pairs ``(left, right, score)``, at or above the chosen ``threshold`` (``auto``:
+    the task kept those at or above the lowest threshold the choice could give)."""
+    left, right, score = verified[0], verified[1], verified[2]
+    if auto:
+        keep = kept_scores(score, threshold)
+        return left[keep], right[keep], score[keep]
+    return left, right, score
+
+
+def task_candidates(packed: npt.NDArray[np.uint64], verified: Any) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64]]:
+    """Every candidate of a part with its score ``(left, right, score)``."""
+    left, right = unpack_pairs(packed)
+    return left, right, verified[4]
+
+
+def _pick_collapsed(part: ExactPart, i: int) -> Int64Array:
+    return part.collapsed[i]
+
+
+def _exact_stats(part: ExactPart) -> Int64Array:
+    return part.stats
+
+
+def _take(active: Int64Array, at: Int64Array, offset: int) -> Int64Array:
+    """Global indices of the active records at positions ``at`` of a partition's active list."""
+    out: Int64Array = active[at] + offset
+    return out
+
+
+def population_of(per_source: Int64Array, cross_source_only: bool) -> int:
+    """:func:`~er_framework.data.pair_population` from the records per source."""
+    n = int(per_source.sum())
+    total = n * (n - 1) // 2
+    if not cross_source_only:
+        return total
+    return int(total - sum(int(k) * (int(k) - 1) // 2 for k in per_source.tolist()))
 
 
 def _pick_attr(obj: Any, name: str, i: int) -> Any:
@@ -567,24 +665,6 @@ def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
 
 def _same(obj: Any) -> Any:
     return obj
-
-
-def _check_unique_ids(job: Job, ids: list[str], source: npt.NDArray[np.int32]) -> None:
-    """Ids must be unique within a source across partitions (each partition checked its own)."""
-    from collections import Counter
-
-    keys = list(zip(source.tolist(), ids))
-    if len(set(keys)) == len(keys):
-        return
-    bad = sorted(f"{job.spec.sources[s].name}/{i}" for (s, i), c in Counter(keys).items() if c > 1)
-    raise InputError(
-        Problem(
-            where=str(job.config_path),
-            path="sources",
-            message=f"{len(bad)} id(s) appear more than once in a source (in different partitions or files): {', '.join(bad[:5])}",
-            fix="ids must be unique within a source",
-        )
-    )
 
 
 def _sum_counts(parts: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> tuple[Int64Array, npt.NDArray[np.float64]]:

@@ -245,10 +245,15 @@ def task_buckets(ref: JobRef, buckets: Buckets, n_parts: int) -> list[tuple[npt.
 
 
 def task_dedup(
-    pieces: list[tuple[npt.NDArray[np.uint64], Int64Array]], exact: npt.NDArray[np.uint64], offsets: Int64Array, n_blockers: int
+    pieces: list[tuple[npt.NDArray[np.uint64], Int64Array]],
+    exact_pieces: list[npt.NDArray[np.uint64]],
+    offsets: Int64Array,
+    n_blockers: int,
 ) -> tuple[npt.NDArray[np.uint64], list[Int64Array], Int64Array]:
-    """Unique candidate pairs of one part (exact pairs removed), the records needed per input partition,
-    and each blocker's count of distinct pairs in this part (before the exact pairs are removed, as locally)."""
+    """Unique candidate pairs of one part (the exact pairs sent to this part removed), the records needed per
+    input partition, and each blocker's count of distinct pairs in this part (before the exact pairs are
+    removed, as locally)."""
+    exact = np.concatenate(exact_pieces) if exact_pieces else np.zeros(0, np.uint64)
     packed = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.uint64)
     blocker = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
     per_blocker = np.array([len(np.unique(packed[blocker == b])) for b in range(n_blockers)], dtype=np.int64)

@@ -114,7 +114,7 @@ def _model_engine(ref: JobRef, model: Model | None) -> Engine:
 _MODEL_ENGINES: dict[tuple[str, int], tuple[Model, Engine]] = {}
 
 
-def _read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
+def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
     """The partition's records, read and normalized by the engine's stages (as the local executor does),
     and the normalize stage's per-field stats."""
     eng = engine(ref)
@@ -127,16 +127,8 @@ def _read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
 
 
 def _read(ref: JobRef, part: Part) -> Records:
-    """The partition's records, read and normalized (:func:`_read_normalized`)."""
-    return _read_normalized(ref, part)[0]
-
-
-def task_scan(ref: JobRef, part: Part) -> tuple[list[str], npt.NDArray[np.uint64], npt.NDArray[np.bool_], dict[str, Any]]:
-    """Ids, exact-duplicate hashes and normalize stats (per field, :func:`stages.normalize`) of a partition."""
-    recs, stats = _read_normalized(ref, part)
-    eng = engine(ref)
-    keys, nonempty = stages.exact_keys(recs, eng.job.exact.normalize)
-    return recs.ids, keys, nonempty, stats
+    """The partition's records, read and normalized (:func:`read_normalized`)."""
+    return read_normalized(ref, part)[0]
 
 
 def task_frequencies(ref: JobRef, part: Part, active_local: Int64Array) -> tuple[npt.NDArray[np.uint64], Int64Array, int, Int64Array]:
@@ -252,10 +244,28 @@ def task_verify(
         time.sleep(float(slow))
     eng = _model_engine(ref, model)
     recs, left, right, li, ri = _join(packed, served, needed)
-    scores = eng.score(recs, Pairs(li, ri))
+    scores = stages.screened_scores(eng, recs, Pairs(li, ri))  # skip_unlikely's screen, as locally
     keep = eng.keep(scores)
-    all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
+    all_scores = scores  # every candidate's score: the report's histograms and review, the link answer
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
+
+
+def task_comparisons(
+    ref: JobRef,
+    packed: npt.NDArray[np.uint64],
+    served: list[Records],
+    needed: list[Int64Array],
+    verified: tuple[Any, ...],
+    model: Model | None = None,
+) -> tuple[Int64Array, Int64Array, npt.NDArray[np.float64], dict[str, npt.NDArray[Any]]]:
+    """The ``comparisons`` rows of one part's candidates: ``(left, right, the run's score, the verifier's
+    terms)`` (:meth:`Engine.comparisons` without its own score column, which the run's score replaces)."""
+    eng = _model_engine(ref, model)
+    recs, left, right, li, ri = _join(packed, served, needed)
+    needs = eng.verifier.needs
+    terms = eng.comparisons(eng.batch(recs, tokens="tokens" in needs, signatures="signatures" in needs), Pairs(li, ri)) if len(left) else {}
+    terms.pop("score", None)
+    return left, right, verified[4], terms
 
 
 def _join(
@@ -312,7 +322,7 @@ def task_score_codes(
     left, right = unpack_pairs(packed)
     scores = np.asarray(table, dtype=np.float64)[np.searchsorted(table_codes, coded[0])] if len(packed) else np.zeros(0)
     keep = eng.keep(scores)
-    all_scores = scores if eng.mode != "dedup" or eng.auto else np.zeros(0)
+    all_scores = scores  # every candidate's score: the report's histograms and review, the link answer
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
@@ -337,12 +347,13 @@ __all__ = [
     "SAMPLE_KEYS",
     "SLOW_ENV",
     "engine",
+    "read_normalized",
     "task_block",
     "task_codes",
+    "task_comparisons",
     "task_forest",
     "task_frequencies",
     "task_record_counts",
-    "task_scan",
     "task_score_codes",
     "task_serve",
     "task_verify",

@@ -48,7 +48,7 @@ from er_framework.engine.stages.shingling import (
     shingle_frequencies,
 )
 from er_framework.engine.stages.training import record_rows, training_labels
-from er_framework.engine.stages.verification import Verified, explainer, verify, with_exact
+from er_framework.engine.stages.verification import Verified, explainer, screened_scores, verify, with_exact
 from er_framework.engine.stages.writing import output_tables, require_out_dir, write
 
 __all__ = [
@@ -82,6 +82,7 @@ __all__ = [
     "read_sources",
     "record_rows",
     "require_out_dir",
+    "screened_scores",
     "shingle_and_sign",
     "shingle_frequencies",
     "training_labels",

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.capabilities import Explainable, Learner, ScoreReporting, SignatureScreen, Trainable, ability, has
-from er_framework.data import Batch, LabelledPairs, Pairs, TokenSets
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, TokenSets
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import StageLog
 from er_framework.engine.stages.exact import Exact, exact_groups
@@ -35,6 +35,8 @@ __all__ = [
     "score_candidates",
     "score_streamed",
     "score_windowed",
+    "screened_scores",
+    "signature_screen",
     "fit_verifier",
     "verify",
     "with_exact",
@@ -337,9 +339,7 @@ def score_candidates(
     :class:`~er_framework.capabilities.ScoreReporting` verifier reports of them (else None): a signature screen
     first when the verifier has one (jaccard's skip_unlikely; not with ``threshold: auto`` still to choose,
     which needs every candidate's own score), the token sets of a streamed corpus a window at a time."""
-    screen = ability(engine.verifier, SignatureScreen)
-    choosing = engine.auto and engine.model.threshold is None
-    decided = screen.decided_by_signatures(batch, local_cand) if screen is not None and not choosing else None
+    decided = signature_screen(engine, batch, local_cand)
     todo = local_cand
     report: dict[str, Any] | None = None
     if decided is not None:
@@ -364,6 +364,32 @@ def score_candidates(
     scores = np.asarray(estimate, dtype=np.float64).copy()
     scores[~skip] = scored
     return scores, report
+
+
+def signature_screen(engine: Engine, batch: Batch, pairs: Pairs) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]] | None:
+    """The verifier's signature screen of ``pairs`` (jaccard's ``skip_unlikely``): which pairs are rejected from
+    their signatures alone and every pair's estimate; None without a screen, or with ``threshold: auto`` still to
+    choose (which needs every candidate's own score)."""
+    screen = ability(engine.verifier, SignatureScreen)
+    choosing = engine.auto and engine.model.threshold is None
+    return screen.decided_by_signatures(batch, pairs) if screen is not None and not choosing else None
+
+
+def screened_scores(engine: Engine, records: Records, pairs: Pairs) -> npt.NDArray[np.float64]:
+    """Every pair's score as :func:`score_candidates` gives it, for an executor holding only the pairs'
+    records: the signature screen first (signatures of every record), then the verifier on the pairs it
+    kept, with the token sets of their records only; the rejected pairs keep their estimate."""
+    if ability(engine.verifier, SignatureScreen) is None or len(pairs) == 0:
+        return engine.score(records, pairs)
+    decided = signature_screen(engine, engine.batch(records, tokens=False, signatures=True), pairs)
+    if decided is None:
+        return engine.score(records, pairs)
+    skip, estimate = decided
+    todo = pairs.select(~skip)
+    rows = np.unique(np.concatenate([todo.left, todo.right]))
+    scores = np.asarray(estimate, dtype=np.float64).copy()
+    scores[~skip] = engine.score(records.take(rows), Pairs(np.searchsorted(rows, todo.left), np.searchsorted(rows, todo.right)))
+    return scores
 
 
 def explainer(engine: Engine, batch: Batch, exact: Exact, n: int) -> Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None:
