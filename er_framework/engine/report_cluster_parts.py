@@ -497,10 +497,11 @@ class ChainsPart:
     flags: list[tuple[tuple[float, int, int], dict[str, Any]]]
 
 
-def _named(flag: ChainFlag, ids: npt.NDArray[Any], source: npt.NDArray[Any], names: list[str]) -> dict[str, Any]:
+def _named(flag: ChainFlag, ids: Sequence[Any] | npt.NDArray[Any], source: npt.ArrayLike, names: list[str]) -> dict[str, Any]:
     """The flag's report entry, its bridge records (positions in the part) named by source and id."""
     item = flag.to_json()
-    item["bridge"] = [[names[int(source[r])], str(ids[r])] for r in flag.bridge]
+    src = np.asarray(source)
+    item["bridge"] = [[names[int(src[r])], str(ids[r])] for r in flag.bridge]
     return item
 
 
@@ -509,8 +510,8 @@ def chains_part(
     left: npt.ArrayLike,
     right: npt.ArrayLike,
     score: npt.ArrayLike | None,
-    ids: npt.NDArray[Any],
-    source: npt.NDArray[Any],
+    ids: Sequence[Any] | npt.NDArray[Any],
+    source: npt.ArrayLike,
     names: list[str],
     rows: npt.ArrayLike | None = None,
 ) -> ChainsPart:
