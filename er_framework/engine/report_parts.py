@@ -152,14 +152,20 @@ def merge_value_summaries(parts: Iterable[ValueSummary]) -> ValueSummary:
 
 def histogram_range(summary: ValueSummary, threshold: float) -> tuple[float, float] | None:
     """The histogram's ``(lo, hi)`` from the merged pass 1: the body's range with the threshold inside (``0..1``
-    without a body); None without a finite value (the histogram is then empty)."""
+    without a body; at least ``1e-9`` wide, relative beyond 1); None without a finite value (the histogram is then
+    empty)."""
     if not summary.finite:
         return None
     lo = min(summary.body_min, threshold) if summary.body else min(0.0, threshold)
     hi = max(summary.body_max, threshold) if summary.body else max(1.0, threshold)
-    if hi <= lo:
-        hi = lo + 1e-9
-    return lo, hi
+    return lo, _wide_enough(lo, hi)
+
+
+def _wide_enough(lo: float, hi: float) -> float:
+    """``hi``, or ``lo + 1e-9`` (relative beyond 1) when the range is narrower: :data:`SCORE_BINS` bins of a range
+    of a few float steps (a score a step above the threshold) would not be distinct, which numpy refuses."""
+    width = 1e-9 * max(1.0, abs(lo))
+    return hi if hi - lo >= width else lo + width
 
 
 def histogram_part(values: npt.ArrayLike, rng: tuple[float, float] | None) -> Int64Array:
