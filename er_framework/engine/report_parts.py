@@ -266,9 +266,7 @@ def weights_section_of(
 def weights_section_parts(parts: Sequence[Weights], weight_threshold: float) -> dict[str, Any]:
     """The report's ``scores.weights`` of the parts' weights (both passes here)."""
     summary, histogram = _two_passes([p.weights for p in parts], weight_threshold, WEIGHT_FLOOR)
-    return weights_section_of(
-        summary, histogram, weight_threshold, sum(p.from_terms for p in parts), sum(p.clipped for p in parts)
-    )
+    return weights_section_of(summary, histogram, weight_threshold, sum(p.from_terms for p in parts), sum(p.clipped for p in parts))
 
 
 # ---------------------------------------------------------------- the k nearest (review, near-identical sample)
@@ -350,6 +348,7 @@ class Borderline:
 def borderline_part(values: npt.ArrayLike, threshold: float, k: int = BORDERLINE, part: int = 0, step: int = BORDERLINE_STEP) -> Borderline:
     """The review's choice in one part: its ``k`` finite values nearest ``threshold`` on each side (nearest first,
     ties by position); a part's k are a superset of what it gives to the merged k."""
+
     def above(s: Float64Array) -> tuple[Int64Array, Float64Array]:
         idx = np.flatnonzero(np.isfinite(s) & (s >= threshold))
         return idx, s[idx]

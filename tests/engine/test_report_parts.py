@@ -100,7 +100,8 @@ def test_summaries_merge_in_any_grouping() -> None:
     rng = np.random.default_rng(1)
     scores = rng.random(500)
     sums = [rp.value_summary(scores[s], 0.5) for s in split(500, rng, 6)]
-    assert rp.merge_value_summaries([rp.merge_value_summaries(sums[:3]), rp.merge_value_summaries(sums[3:])]) == rp.merge_value_summaries(sums)
+    merged = rp.merge_value_summaries(sums)
+    assert rp.merge_value_summaries([rp.merge_value_summaries(sums[:3]), rp.merge_value_summaries(sums[3:])]) == merged
     assert rp.value_summary(scores, 0.5) == rp.merge_value_summaries(sums)
     assert rp.histogram_range(rp.merge_value_summaries([]), 0.5) is None
     assert rp.merge_histogram_parts([]).tolist() == [0] * rp.SCORE_BINS
@@ -215,7 +216,9 @@ def test_near_identical_rejected_takes_the_first_of_tied_scores() -> None:
     assert got["near_identical"] == 1 and got["best_score"] == 0.2
 
 
-def labelled_reference(left: np.ndarray, right: np.ndarray, values: np.ndarray, lab_keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def labelled_reference(
+    left: np.ndarray, right: np.ndarray, values: np.ndarray, lab_keys: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The whole report's lookup: every candidate's key, a stable sort, the first of each labelled key."""
     keys = np.minimum(left, right) * n + np.maximum(left, right)
     order = np.argsort(keys, kind="stable")
