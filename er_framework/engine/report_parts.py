@@ -299,25 +299,26 @@ def nearest(idx: Int64Array, key: Float64Array, k: int, keep_ties: bool = False)
 def nearest_part(
     values: npt.ArrayLike,
     k: int,
-    chunk_key: Callable[[Float64Array], tuple[Int64Array, Float64Array]],
+    chunk_keys: Callable[[Float64Array], list[tuple[Int64Array, Float64Array]]],
     part: int = 0,
     step: int = BORDERLINE_STEP,
-) -> Nearest:
-    """The ``k`` entries of smallest key of one part: ``chunk_key`` gives, for a slice of ``values``, the positions
-    (in the slice) that take part and their keys; the values are looked at in slices of ``step`` (no index or key
-    array of every position)."""
+) -> list[Nearest]:
+    """The ``k`` entries of smallest key of one part, for each of a few sides: ``chunk_keys`` gives, for a slice
+    of ``values``, per side the positions (in the slice) that take part and their keys; the values are looked at
+    in slices of ``step`` (no index or key array of every position)."""
     v = _f64(values)
-    idx_parts: list[Int64Array] = []
-    key_parts: list[Float64Array] = []
+    found: list[list[tuple[Int64Array, Float64Array]]] = []
     for a in range(0, len(v), step):
-        idx, key = chunk_key(v[a : a + step])
-        got_idx, got_key = nearest(idx.astype(np.int64) + a, key, k, keep_ties=True)  # a step's k nearest and their ties
-        idx_parts.append(got_idx)
-        key_parts.append(got_key)
-    if not idx_parts:
-        return _nearest_of(np.zeros(0), np.zeros(0, dtype=np.int64), part)
-    pos, kk = nearest(np.concatenate(idx_parts), np.concatenate(key_parts), k)
-    return _nearest_of(kk, pos, part)
+        sides = chunk_keys(v[a : a + step])
+        # a step's k nearest and their ties: a superset of what it gives to the part's k
+        found.append([nearest(idx.astype(np.int64) + a, key, k, keep_ties=True) for idx, key in sides])
+    if not found:
+        return [_nearest_of(np.zeros(0), np.zeros(0, dtype=np.int64), part) for _ in chunk_keys(v[:0])]
+    out = []
+    for side in zip(*found):
+        pos, kk = nearest(np.concatenate([i for i, _ in side]), np.concatenate([key for _, key in side]), k)
+        out.append(_nearest_of(kk, pos, part))
+    return out
 
 
 def _nearest_of(key: Float64Array, pos: Int64Array, part: int) -> Nearest:
@@ -349,15 +350,14 @@ def borderline_part(values: npt.ArrayLike, threshold: float, k: int = BORDERLINE
     """The review's choice in one part: its ``k`` finite values nearest ``threshold`` on each side (nearest first,
     ties by position); a part's k are a superset of what it gives to the merged k."""
 
-    def above(s: Float64Array) -> tuple[Int64Array, Float64Array]:
-        idx = np.flatnonzero(np.isfinite(s) & (s >= threshold))
-        return idx, s[idx]
+    def sides(s: Float64Array) -> list[tuple[Int64Array, Float64Array]]:
+        ok = np.isfinite(s)
+        up = np.flatnonzero(ok & (s >= threshold))
+        down = np.flatnonzero(ok & (s < threshold))
+        return [(up, s[up]), (down, -s[down])]
 
-    def below(s: Float64Array) -> tuple[Int64Array, Float64Array]:
-        idx = np.flatnonzero(np.isfinite(s) & (s < threshold))
-        return idx, -s[idx]
-
-    return Borderline(above=nearest_part(values, k, above, part, step), below=nearest_part(values, k, below, part, step))
+    above, below = nearest_part(values, k, sides, part, step)
+    return Borderline(above=above, below=below)
 
 
 def merge_borderline(parts: Iterable[Borderline], k: int = BORDERLINE) -> Borderline:
@@ -393,10 +393,10 @@ def top_scores_part(scores: npt.ArrayLike, sample: int = NEAR_IDENTICAL_SAMPLE, 
     finite = np.where(np.isfinite(s), s, -np.inf)
     best = _zero(float(finite.max())) if len(s) else -np.inf
 
-    def key(c: Float64Array) -> tuple[Int64Array, Float64Array]:
-        return np.arange(len(c), dtype=np.int64), -np.where(np.isfinite(c), c, -np.inf)
+    def key(c: Float64Array) -> list[tuple[Int64Array, Float64Array]]:
+        return [(np.arange(len(c), dtype=np.int64), -np.where(np.isfinite(c), c, -np.inf))]
 
-    return TopScores(int(len(s)), best, nearest_part(s, sample, key, part))
+    return TopScores(int(len(s)), best, nearest_part(s, sample, key, part)[0])
 
 
 def merge_top_scores(parts: Iterable[TopScores], sample: int = NEAR_IDENTICAL_SAMPLE) -> TopScores:
