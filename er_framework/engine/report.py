@@ -67,6 +67,7 @@ __all__ = [
     "SCORE_BINS",
     "borderline",
     "borderline_reference",
+    "review_entries",
     "review_section",
     "scores_section",
     "RunFacts",
@@ -354,28 +355,48 @@ def review_section(
     then the nearest by weight to the threshold's weight, and each entry gives its ``weight``. ``normalized``: the
     fields the job normalizes; each side then gives the values the verifier compared (``compared``), which
     report.html shows beside the values as read."""
-    out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
     if candidates is None or len(candidates) == 0:
-        return out
+        return review_entries(records, Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64)), 0, threshold, explain, None)
     if weights is not None:
-        out["weight_threshold"] = round(weight_of_threshold(threshold), 6)
         up, down = borderline(weights, weight_of_threshold(threshold))
     else:
         up, down = borderline(scores, threshold)
     chosen = np.concatenate([up, down])
-    terms = explain(Pairs(candidates.left[chosen], candidates.right[chosen])) if explain is not None else {}
-    ends = np.concatenate([candidates.left[chosen], candidates.right[chosen]]).astype(np.int64)
-    compared = compared_values(records, ends, normalized or [])
-    for j, pos in enumerate(chosen):
-        a, b = int(candidates.left[pos]), int(candidates.right[pos])
+    pairs = Pairs(candidates.left[chosen], candidates.right[chosen], scores[chosen])
+    return review_entries(records, pairs, len(up), threshold, explain, None if weights is None else weights[chosen], normalized)
+
+
+def review_entries(
+    records: Records,
+    pairs: Pairs,
+    above: int,
+    threshold: float,
+    explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
+    weights: npt.NDArray[np.float64] | None,
+    normalized: list[str] | None = None,
+) -> dict[str, Any]:
+    """The report's ``review`` of the chosen pairs (global record indices, with their scores): the first ``above``
+    are the ones at or above the threshold, nearest first, then the ones below (an executor that holds the
+    candidates in parts fetches them by :func:`~er_framework.engine.report_parts.fetch_plan` of the merged
+    :func:`~er_framework.engine.report_parts.borderline_part`); ``weights``: theirs, when chosen by weight.
+    ``records``: the run's records (ids and sources; values when ``normalized`` fields are shown)."""
+    out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
+    if weights is not None:
+        out["weight_threshold"] = round(weight_of_threshold(threshold), 6)
+    if not len(pairs):
+        return out
+    terms = explain(Pairs(pairs.left, pairs.right)) if explain is not None else {}
+    compared = compared_values(records, np.concatenate([pairs.left, pairs.right]).astype(np.int64), normalized or [])
+    scores = pairs.score if pairs.score is not None else np.ones(len(pairs))
+    for j in range(len(pairs)):
         entry = {
-            "left": _side(records, a, compared),
-            "right": _side(records, b, compared),
-            "score": float(scores[pos]),
-            **({"weight": float(weights[pos])} if weights is not None else {}),
+            "left": _side(records, int(pairs.left[j]), compared),
+            "right": _side(records, int(pairs.right[j]), compared),
+            "score": float(scores[j]),
+            **({"weight": float(weights[j])} if weights is not None else {}),
             "terms": row_of_terms(terms, j) if terms else None,
         }
-        out["above" if j < len(up) else "below"].append(entry)
+        out["above" if j < above else "below"].append(entry)
     return out
 
 

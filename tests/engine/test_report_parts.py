@@ -11,7 +11,14 @@ import pytest
 
 from er_framework.data import Pairs, Records
 from er_framework.engine import report_parts as rp
-from er_framework.engine.report import borderline_reference, near_identical_rejected, scores_section, weights_section
+from er_framework.engine.report import (
+    borderline_reference,
+    near_identical_rejected,
+    review_entries,
+    review_section,
+    scores_section,
+    weights_section,
+)
 from er_framework.engine.score_scale import Weights, match_weights, weight_of_threshold
 
 
@@ -247,3 +254,21 @@ def test_labelled_values_from_parts_equal_the_whole(seed: int) -> None:
     np.testing.assert_array_equal(got_vals, want_vals)
     np.testing.assert_array_equal(got_in, want_in)
     assert len(rp.labelled_pair_values(rp.merge_labelled_values([]), lab_keys)[0]) == 40
+
+
+def test_review_of_fetched_pairs_equals_the_review_of_the_whole() -> None:
+    """The review's entries from the merged choice, the pairs fetched from the parts by the fetch plan."""
+    rng = np.random.default_rng(5)
+    n, m = 40, 600
+    records = Records(ids=[f"r{i}" for i in range(n)], source=np.zeros(n, dtype=np.int32), source_names=["a"], fields={})
+    cands = Pairs(rng.integers(0, n, m), rng.integers(0, n, m))
+    scores = np.round(rng.random(m), 2)
+    pieces = split(m, rng)
+    merged = rp.merge_borderline(rp.borderline_part(scores[s], 0.5, part=i) for i, s in enumerate(pieces))
+    chosen = [(merged.above.part, merged.above.pos), (merged.below.part, merged.below.pos)]
+    plan = rp.fetch_plan(np.concatenate([c[0] for c in chosen]), np.concatenate([c[1] for c in chosen]))
+    fetched = {(p, int(q)): pieces[p].start + int(q) for p, pos in plan.items() for q in pos}  # a part serves its pairs
+    rows = np.array([fetched[(int(p), int(q))] for part, pos in chosen for p, q in zip(part, pos)], dtype=np.int64)
+    pairs = Pairs(cands.left[rows], cands.right[rows], scores[rows])
+    got = review_entries(records, pairs, len(merged.above.pos), 0.5, None, None)
+    assert json.dumps(got) == json.dumps(review_section(records, cands, scores, 0.5, None))
