@@ -20,12 +20,16 @@ Sections and their summaries (sizes per part):
   the verifier's terms only when :func:`refine_weights` says so for the sum of every part's
   :func:`near_one_count`); then the same two passes with the weight floor; :func:`weights_section_of`.
 * ``review`` (:func:`borderline_part` -> :class:`Borderline` of 2k entries, :func:`merge_borderline`;
-  :func:`fetch_plan` says which pairs each part serves).
+  :func:`fetch_plan` says which pairs each part serves; ``report.review_entries`` writes the entries of the
+  fetched pairs, the above ones first).
 * ``scores.near_identical_rejected`` (:func:`top_scores_part` -> ``sample`` entries, :func:`merge_top_scores`,
   :func:`near_identical_choice` from the parts' candidate counts, :func:`fetch_plan`; the fetched pairs' records
   are compared by :func:`er_framework.engine.report.near_identical_found`).
-* ``threshold_curve`` of labels (:func:`labelled_values_part` -> O(labels), :func:`merge_labelled_values`,
-  :func:`labelled_pair_values`).
+* ``threshold_curve`` of labels (:func:`pair_keys` of the labelled pairs; :func:`labelled_values_part` -> O(labels),
+  :func:`merge_labelled_values`, :func:`labelled_pair_values`; then ``threshold_curve`` as ``report.labels_curve``).
+
+A histogram's range is at least ``1e-9`` wide (relative beyond 1): numpy refuses 50 bins of a range of a few
+float steps (one score a step above the threshold), which made the whole report fail before.
 
 Zeros: a minimum or maximum that is ``-0.0`` is reported as ``0.0`` (which of ``0.0`` and ``-0.0`` numpy's
 ``min`` returns depends on the order of the values; the report must not).
@@ -70,6 +74,7 @@ __all__ = [
     "near_identical_choice",
     "near_identical_section",
     "near_one_count",
+    "pair_keys",
     "nearest",
     "nearest_part",
     "part_weights",
