@@ -23,6 +23,32 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.explain import BORDERLINE, input_fingerprints, row_of_terms
 from er_framework.engine.log import StageLog
 from er_framework.engine.plausibility import NEAR_IDENTICAL_JACCARD, warnings_of
+from er_framework.engine.report_cluster_parts import (
+    CHAINS_LISTED,
+    LINK_BINS,
+    SOURCE_PAIR_ROWS,
+    chains_part,
+    chains_section,
+    link_answer_dict,
+    merge_chains,
+    source_pair_rows,
+    threshold_grid,
+)
+from er_framework.engine.report_parts import (
+    BORDERLINE_STEP,
+    NEAR_IDENTICAL_SAMPLE,
+    SCORE_BINS,
+    LabelledValues,
+    borderline_part,
+    labelled_pair_values,
+    merge_labelled_values,
+    merge_top_scores,
+    near_identical_choice,
+    near_identical_section,
+    scores_section_parts,
+    top_scores_part,
+    weights_section_parts,
+)
 from er_framework.engine.result import Result
 from er_framework.engine.score_scale import Weights, is_weight_scored, match_weights, weight_of_threshold
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
@@ -32,13 +58,16 @@ from er_framework.engine.stages.training import read_labels
 from er_framework.engine.stages.writing import comparisons_table, output_tables, write
 from er_framework.engine.threshold_curve import threshold_curve
 from er_framework.errors import ErError, Problem
-from er_framework.kernels.chains import chain_flags
 from er_framework.kernels.groups import sorted_unique
 
 __all__ = [
+    "BORDERLINE_STEP",
+    "CHAINS_LISTED",
+    "NEAR_IDENTICAL_SAMPLE",
     "SCORE_BINS",
     "borderline",
     "borderline_reference",
+    "review_entries",
     "review_section",
     "scores_section",
     "RunFacts",
@@ -54,6 +83,7 @@ __all__ = [
     "model_section",
     "link_answer_reference",
     "SOURCE_PAIR_ROWS",
+    "near_identical_found",
     "near_identical_rejected",
     "near_identical_rejected_reference",
     "record_grams",
@@ -141,7 +171,7 @@ def link_answer(
     ok = np.isfinite(sc)
     finite = sc if ok.all() else sc[ok]
     hi = float(finite.max()) if len(finite) else threshold
-    grid = _threshold_grid(threshold, hi)
+    grid = threshold_grid(threshold, hi)
     by_threshold = []
     if grid:
         # the pairs that count for some threshold of the grid, and each record's best score among them
@@ -163,11 +193,7 @@ def link_answer(
         "verified_pairs": _source_pair_counts(src, n_src, verified),
         "pairs": _source_pair_counts(src, n_src, final),
     }
-    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi, _source_pair_rows(names, per_pair))
-
-
-#: with at most this many sources, report.json's ``link.by_source_pair`` lists every pair of sources
-SOURCE_PAIR_ROWS = 10
+    return _link_answer_of(names, threshold, matched, by_threshold, finite, hi, source_pair_rows(names, per_pair))
 
 
 def _source_pair_counts(src: npt.NDArray[Any], n_src: int, pairs: Pairs | None) -> dict[tuple[int, int], int] | None:
@@ -183,20 +209,6 @@ def _source_pair_counts(src: npt.NDArray[Any], n_src: int, pairs: Pairs | None) 
     return {(int(i // k), int(i % k)): int(counts[i]) for i in np.flatnonzero(counts).tolist()}
 
 
-def _source_pair_rows(names: list[str], per_pair: dict[str, dict[tuple[int, int], int] | None]) -> list[dict[str, Any]]:
-    """``by_source_pair``: one row per pair of sources (see :func:`link_answer`)."""
-    keys = {key for counts in per_pair.values() if counts for key in counts}
-    if len(names) <= SOURCE_PAIR_ROWS:
-        keys |= {(s, t) for s in range(len(names)) for t in range(s + 1, len(names))}
-    rows = []
-    for s, t in sorted(keys):
-        row: dict[str, Any] = {"sources": [names[s], names[t]]}
-        for what, counts in per_pair.items():
-            row[what] = None if counts is None else counts.get((s, t), 0)
-        rows.append(row)
-    return rows
-
-
 def _link_answer_of(
     names: list[str],
     threshold: float,
@@ -209,23 +221,11 @@ def _link_answer_of(
     """The link answer's dict, with the histogram of the cross-source scores ``finite`` (at most ``hi``)."""
     lo = float(finite.min()) if len(finite) else 0.0
     if len(finite):
-        counts, edges = np.histogram(finite, bins=20, range=(min(lo, threshold), max(hi, threshold)))
+        counts, edges = np.histogram(finite, bins=LINK_BINS, range=(min(lo, threshold), max(hi, threshold)))
     else:
         counts, edges = np.zeros(0), np.zeros(0)
-    return {
-        "sources": names,
-        "threshold": threshold,
-        "matched": matched,
-        "by_threshold": by_threshold,
-        "score_histogram": {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]},
-        "by_source_pair": by_source_pair,
-    }
-
-
-def _threshold_grid(threshold: float, hi: float) -> list[float]:
-    """The thresholds of ``by_threshold``: the chosen one and a few around it, up to the best score."""
-    grid = sorted({round(threshold * f, 6) for f in (0.8, 0.9, 1.0, 1.05, 1.1)} | {round(threshold, 6)})
-    return [t for t in grid if t <= max(hi, threshold)]
+    histogram = {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]}
+    return link_answer_dict(names, threshold, matched, by_threshold, histogram, by_source_pair)
 
 
 def link_answer_reference(
@@ -254,7 +254,7 @@ def link_answer_reference(
     finite = sc[np.isfinite(sc)]
     hi = float(finite.max()) if len(finite) else threshold
     by_threshold = []
-    for t in _threshold_grid(threshold, hi):
+    for t in threshold_grid(threshold, hi):
         keep = sc >= t
         lk, rk = left[keep], right[keep]
         row: dict[str, Any] = {"threshold": t, "pairs": int(keep.sum())}
@@ -275,75 +275,24 @@ def link_answer_reference(
     return _link_answer_of(names, threshold, matched, by_threshold, finite, hi, rows)
 
 
-#: scores looked at per step by :func:`borderline` (its memory: a few arrays of this length)
-BORDERLINE_STEP = 1 << 22
-
-
-#: flagged clusters listed in report.json (the count says how many there were)
-CHAINS_LISTED = 20
-
-
 def chained_clusters(records: Records, pairs: Pairs, labels: Int64Array) -> dict[str, Any]:
     """The report's ``chains`` section: clusters whose written pairs look like a chain of two entities
     (a low-score bridge between dense parts, :func:`er_framework.kernels.chains.chain_flags`), the most
     severe first, each with the two records of its strongest pair across the cut."""
-    score = pairs.score if pairs.score is not None else np.ones(len(pairs))
-    flags, stats = chain_flags(labels, pairs.left, pairs.right, score)
-    names, ids, src = records.source_names, records.ids, records.source
-    listed = []
-    for f in flags[:CHAINS_LISTED]:
-        item = f.to_json()
-        item["bridge"] = [[names[int(src[r])], str(ids[r])] for r in f.bridge]
-        listed.append(item)
-    return {**stats, "listed": listed}
-
-
-#: bins of the report's histogram of every candidate's score
-SCORE_BINS = 50
-
-
-def _histogram(values: npt.NDArray[np.float64], threshold: float, floor: float = -np.inf) -> dict[str, Any]:
-    """:data:`SCORE_BINS` bins from the lowest to the highest finite value (the threshold inside the range);
-    values at or below ``floor`` (clipped weights) are counted in the lowest bin, not stretching the range."""
-    finite = values[np.isfinite(values)]
-    body = finite[finite > floor]
-    lo = min(float(body.min()), threshold) if len(body) else min(0.0, threshold)
-    hi = max(float(body.max()), threshold) if len(body) else max(1.0, threshold)
-    if hi <= lo:
-        hi = lo + 1e-9
-    if not len(finite):
-        return {"edges": [], "counts": []}
-    counts, edges = np.histogram(np.clip(finite, lo, hi), bins=SCORE_BINS, range=(lo, hi))
-    return {"edges": [round(float(e), 6) for e in edges], "counts": [int(c) for c in counts]}
+    part = chains_part(labels, pairs.left, pairs.right, pairs.score, records.ids, records.source, records.source_names)
+    return chains_section(merge_chains([part]))  # one part: :mod:`er_framework.engine.report_cluster_parts`
 
 
 def scores_section(scores: npt.NDArray[np.float64], threshold: float, score: dict[str, Any]) -> dict[str, Any]:
-    """The report's ``scores``: every candidate's score, below and above the threshold, as a histogram."""
-    finite = scores[np.isfinite(scores)]
-    return {
-        "threshold": threshold,
-        "candidates": int(len(scores)),
-        "above": int((finite >= threshold).sum()),
-        "below": int((finite < threshold).sum()),
-        "nan": int(len(scores) - len(finite)),
-        "histogram": _histogram(scores, threshold),
-        "score": "; ".join(str(v) for k, v in score.items() if k != "verifier"),
-    }
+    """The report's ``scores``: every candidate's score, below and above the threshold, as a histogram
+    (:data:`SCORE_BINS` bins; one part of :func:`~er_framework.engine.report_parts.scores_section_parts`)."""
+    return scores_section_parts([scores], threshold, score)
 
 
 def weights_section(weights: Weights, threshold: float) -> dict[str, Any]:
     """The report's ``scores.weights`` (a verifier whose score is a match probability): every candidate's match
     weight in bits as a histogram, the threshold in bits, and how the weights were obtained."""
-    tw = weight_of_threshold(threshold)
-    w = weights.weights
-    finite = w[np.isfinite(w)]
-    return {
-        **weights.describe(),
-        "threshold": round(tw, 6),
-        "above": int((finite >= tw).sum()),
-        "below": int((finite < tw).sum()),
-        "histogram": _histogram(w, tw, floor=-1000.0),
-    }
+    return weights_section_parts([weights], weight_of_threshold(threshold))
 
 
 def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE) -> tuple[Int64Array, Int64Array]:
@@ -351,40 +300,10 @@ def borderline(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDE
     (nearest first; ties by position).
 
     Only the scores at least as near as the ``k``-th nearest (found by a partition, not a sort of
-    millions of candidates) are sorted; :func:`borderline_reference` sorts them all."""
-    ups: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
-    downs: list[tuple[Int64Array, npt.NDArray[np.float64]]] = []
-    for a in range(0, len(scores), BORDERLINE_STEP):  # in steps: no index array of millions of candidates
-        s = scores[a : a + BORDERLINE_STEP]
-        ok = np.isfinite(s)
-        for side, mask, sign in ((ups, ok & (s >= threshold), 1.0), (downs, ok & (s < threshold), -1.0)):
-            idx = np.flatnonzero(mask)
-            key = sign * s[idx]
-            idx += a
-            near = _nearest(idx, key, k, keep_ties=True)  # a step's k nearest and their ties: a superset
-            side.append((near[0], near[1]))
-
-    def pick(side: list[tuple[Int64Array, npt.NDArray[np.float64]]]) -> Int64Array:
-        if not side:
-            return np.zeros(0, dtype=np.int64)
-        return _nearest(np.concatenate([i for i, _ in side]), np.concatenate([v for _, v in side]), k)[0]
-
-    return pick(ups), pick(downs)
-
-
-def _nearest(idx: Int64Array, key: npt.NDArray[np.float64], k: int, keep_ties: bool = False) -> tuple[Int64Array, npt.NDArray[np.float64]]:
-    """The ``k`` positions ``idx`` of the smallest ``key`` and their keys, smallest first, ties by position
-    (``keep_ties``: also every other position whose key equals the ``k``-th, in no order)."""
-    if k <= 0:
-        return idx[:0].astype(np.int64), key[:0]
-    if len(idx) > k:
-        cut = np.partition(key, k - 1)[k - 1]  # the k-th smallest key: every one of the k is at most it
-        near = key <= cut
-        idx, key = idx[near], key[near]
-    if keep_ties:
-        return idx.astype(np.int64), key
-    order = np.lexsort((idx, key))[:k]
-    return idx[order].astype(np.int64), key[order]
+    millions of candidates) are sorted; :func:`borderline_reference` sorts them all. One part of
+    :func:`~er_framework.engine.report_parts.borderline_part` (in steps of :data:`BORDERLINE_STEP`)."""
+    found = borderline_part(scores, threshold, k, step=BORDERLINE_STEP)
+    return found.above.pos, found.below.pos
 
 
 def borderline_reference(scores: npt.NDArray[np.float64], threshold: float, k: int = BORDERLINE) -> tuple[Int64Array, Int64Array]:
@@ -436,28 +355,48 @@ def review_section(
     then the nearest by weight to the threshold's weight, and each entry gives its ``weight``. ``normalized``: the
     fields the job normalizes; each side then gives the values the verifier compared (``compared``), which
     report.html shows beside the values as read."""
-    out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
     if candidates is None or len(candidates) == 0:
-        return out
+        return review_entries(records, Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64)), 0, threshold, explain, None)
     if weights is not None:
-        out["weight_threshold"] = round(weight_of_threshold(threshold), 6)
         up, down = borderline(weights, weight_of_threshold(threshold))
     else:
         up, down = borderline(scores, threshold)
     chosen = np.concatenate([up, down])
-    terms = explain(Pairs(candidates.left[chosen], candidates.right[chosen])) if explain is not None else {}
-    ends = np.concatenate([candidates.left[chosen], candidates.right[chosen]]).astype(np.int64)
-    compared = compared_values(records, ends, normalized or [])
-    for j, pos in enumerate(chosen):
-        a, b = int(candidates.left[pos]), int(candidates.right[pos])
+    pairs = Pairs(candidates.left[chosen], candidates.right[chosen], scores[chosen])
+    return review_entries(records, pairs, len(up), threshold, explain, None if weights is None else weights[chosen], normalized)
+
+
+def review_entries(
+    records: Records,
+    pairs: Pairs,
+    above: int,
+    threshold: float,
+    explain: Callable[[Pairs], dict[str, npt.NDArray[Any]]] | None,
+    weights: npt.NDArray[np.float64] | None,
+    normalized: list[str] | None = None,
+) -> dict[str, Any]:
+    """The report's ``review`` of the chosen pairs (global record indices, with their scores): the first ``above``
+    are the ones at or above the threshold, nearest first, then the ones below (an executor that holds the
+    candidates in parts fetches them by :func:`~er_framework.engine.report_parts.fetch_plan` of the merged
+    :func:`~er_framework.engine.report_parts.borderline_part`); ``weights``: theirs, when chosen by weight.
+    ``records``: the run's records (ids and sources; values when ``normalized`` fields are shown)."""
+    out: dict[str, Any] = {"threshold": threshold, "above": [], "below": []}
+    if weights is not None:
+        out["weight_threshold"] = round(weight_of_threshold(threshold), 6)
+    if not len(pairs):
+        return out
+    terms = explain(Pairs(pairs.left, pairs.right)) if explain is not None else {}
+    compared = compared_values(records, np.concatenate([pairs.left, pairs.right]).astype(np.int64), normalized or [])
+    scores = pairs.score if pairs.score is not None else np.ones(len(pairs))
+    for j in range(len(pairs)):
         entry = {
-            "left": _side(records, a, compared),
-            "right": _side(records, b, compared),
-            "score": float(scores[pos]),
-            **({"weight": float(weights[pos])} if weights is not None else {}),
+            "left": _side(records, int(pairs.left[j]), compared),
+            "right": _side(records, int(pairs.right[j]), compared),
+            "score": float(scores[j]),
+            **({"weight": float(weights[j])} if weights is not None else {}),
             "terms": row_of_terms(terms, j) if terms else None,
         }
-        out["above" if j < len(up) else "below"].append(entry)
+        out["above" if j < above else "below"].append(entry)
     return out
 
 
@@ -476,28 +415,22 @@ def labels_curve(
     lab_keys = np.minimum(labels.left, labels.right) * np.int64(n) + np.maximum(labels.left, labels.right)
     found_keys: list[Int64Array] = []
     found_vals: list[npt.NDArray[np.float64]] = []
+    found_pos: list[Int64Array] = []
     for a in range(0, len(candidates), BORDERLINE_STEP):  # in steps: only the candidates of labelled records are kept
         lt, rt = candidates.left[a : a + BORDERLINE_STEP], candidates.right[a : a + BORDERLINE_STEP]
         hit = np.flatnonzero(marked[lt] & marked[rt])
         found_keys.append(np.minimum(lt[hit], rt[hit]).astype(np.int64) * np.int64(n) + np.maximum(lt[hit], rt[hit]))
         found_vals.append(values[a + hit])
-    keys, vals = np.concatenate(found_keys), np.concatenate(found_vals)
-    order = np.argsort(keys, kind="stable")
-    keys, vals = keys[order], vals[order]
-    at = np.searchsorted(keys, lab_keys)
-    inside = at < len(keys)
-    inside[inside] = keys[at[inside]] == lab_keys[inside]
-    lab_vals = np.full(len(lab_keys), -np.inf)
-    lab_vals[inside] = vals[at[inside]]
+        found_pos.append((a + hit).astype(np.int64))
+    keys, positions = np.concatenate(found_keys), np.concatenate(found_pos)
+    part = LabelledValues(keys, np.concatenate(found_vals), np.zeros(len(keys), dtype=np.int64), positions)
+    # one part of report_parts.labelled_values_part (there by a search among the labelled keys, here by the marks)
+    lab_vals, inside = labelled_pair_values(merge_labelled_values([part]), lab_keys)
     over = (
         f"the {len(lab_keys):,} labelled pairs of {labels.stats['file']} only (their candidates' values; "
         f"{int((~inside).sum()):,} labelled pairs are no candidate and never kept): precision and recall among labelled pairs"
     )
     return threshold_curve(lab_vals, labels.match, int(labels.match.sum()), threshold, scale=scale, over=over)
-
-
-#: candidates looked at by :func:`near_identical_rejected`: the best-scored ones, and as many spread evenly
-NEAR_IDENTICAL_SAMPLE = 1000
 
 
 def record_grams(records: Records, row: int) -> set[tuple[str, str]]:
@@ -524,32 +457,25 @@ def near_identical_rejected(
     candidates and ``sample`` more spread evenly over the rest, how many are near-identical records (a
     Jaccard similarity of at least :data:`~er_framework.engine.plausibility.NEAR_IDENTICAL_JACCARD` of their
     per-field character 3-grams, :func:`record_grams`). Only the chosen pairs' records are read (a
-    file-backed column reads those values alone). :func:`near_identical_rejected_reference` checks every pair."""
-    n = len(candidates)
-    finite = np.where(np.isfinite(scores), scores, -np.inf)
-    if n > sample:
-        best = np.argpartition(-finite, sample - 1)[:sample]
-        spread = np.linspace(0, n - 1, num=sample).astype(np.int64)
-        chosen = np.unique(np.concatenate([best, spread]))
-    else:
-        chosen = np.arange(n, dtype=np.int64)
-    rows = np.unique(np.concatenate([candidates.left[chosen], candidates.right[chosen]]))
+    file-backed column reads those values alone). :func:`near_identical_rejected_reference` checks every pair.
+    Of tied scores, the first candidates are taken; the choice is one part's of
+    :func:`~er_framework.engine.report_parts.near_identical_choice`."""
+    top = merge_top_scores([top_scores_part(scores, sample)], sample)
+    _, chosen = near_identical_choice(top, [len(candidates)], sample)
+    found = near_identical_found(records, candidates.left[chosen], candidates.right[chosen])
+    return near_identical_section(len(chosen), found, top.best, threshold, NEAR_IDENTICAL_JACCARD)
+
+
+def near_identical_found(records: Records, left: npt.ArrayLike, right: npt.ArrayLike) -> int:
+    """How many of the pairs ``(left, right)`` (record indices of ``records``) are near-identical records (a
+    Jaccard similarity of their :func:`record_grams` of at least
+    :data:`~er_framework.engine.plausibility.NEAR_IDENTICAL_JACCARD`); only their records are read."""
+    lt, rt = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    rows = np.unique(np.concatenate([lt, rt]))
     taken = records.take(rows)
     where = {int(r): i for i, r in enumerate(rows)}
     grams = [record_grams(taken, i) for i in range(len(rows))]
-    found = 0
-    for pos in chosen:
-        a, b = grams[where[int(candidates.left[pos])]], grams[where[int(candidates.right[pos])]]
-        found += _jaccard(a, b) >= NEAR_IDENTICAL_JACCARD
-    top = float(finite.max()) if n and np.isfinite(finite.max()) else None
-    sampled = int(len(chosen))
-    return {
-        "sampled": sampled,
-        "near_identical": int(found),
-        "similarity": NEAR_IDENTICAL_JACCARD,
-        "best_score": top,
-        "threshold": threshold,
-    }
+    return sum(_jaccard(grams[where[int(a)]], grams[where[int(b)]]) >= NEAR_IDENTICAL_JACCARD for a, b in zip(lt.tolist(), rt.tolist()))
 
 
 def near_identical_rejected_reference(records: Records, candidates: Pairs) -> int:
