@@ -5,8 +5,11 @@ What the client has when clustering starts: ``P`` input partitions, partition ``
 ``offsets[i] .. offsets[i+1]-1`` (global indices), each of one source (``source_of_partition``), and the
 verified graph as futures of edge parts ``(left, right, score)`` (global indices, ``left < right``, any
 partition on either end; the union of the parts is the graph the local executor clusters, each pair in
-one part). Node ``v`` is *owned* by the input partition holding it; every shuffle below routes a value to
-the owner of a node, as ``P`` pieces per task picked by small tasks (the pattern of ``dask_run``).
+one part). Every shuffle below routes a value to the *owner* of a node, as one piece per destination
+picked by small tasks (the pattern of ``dask_run``: ``D²`` tasks for ``D`` destinations). In (a) and (b)
+the owner is a *group* of consecutive input partitions: ``G = min(P, ceil(edges / EDGES_PER_GROUP))``
+groups (the client gathers one edge count per part), so that a graph small for its partitions is not
+cut into ``P²`` tiny pieces per step; in (c) the owner is the input partition holding the node.
 
 **(a) Connected components** (*alternating stars*, Kiveris et al., "Connected Components in MapReduce
 and Beyond", SoCC 2014). Each edge part is first reduced to a spanning forest of its own (one edge
@@ -52,13 +55,15 @@ numbers to the client, prefix sums there: ``base``); the roots of partition ``j`
 :func:`~er_framework.kernels.graph.canonical_labels` numbers them) and every non-root gets its root's id
 pushed to its partition. A singleton never leaves its partition.
 
-**Cost.** Rounds: ``R`` alternating-star rounds (two shuffles of the current edges each, at most the
-forest edges of the parts), one synchronous gather of ``P`` ints per round, plus 3 shuffles in (b)
-(the verified edges twice, the members once) and one in (c) (the non-root members). Shuffle volume: per
-round ``O(forest edges)`` (16 bytes an edge, each edge twice in the large star); (b) ``O(verified
-edges)``; (c) ``O(records in clusters of 2 or more)``. Worker memory: one partition's records (8 bytes
-a record) plus one shuffle part, and in (b) the components rooted in one partition (the largest
-component whole: networkx needs it in one process). Client: ``O(P)`` numbers per round, ``O(P)`` futures.
+**Cost.** Rounds: ``R`` alternating-star rounds (two shuffles of the current edges among the ``G``
+groups each, at most the forest edges of the parts), one synchronous gather of ``G`` ints per round,
+plus 3 shuffles in (b) (the verified edges twice, the members once) and one among the ``P`` partitions
+in (c) (the non-root members). Tasks: ``R (2 G² + 3 G)`` in (a), ``3 G² + ...`` in (b), ``P² + 5 P`` in
+(c). Shuffle volume: per round ``O(forest edges)`` (16 bytes an edge, each edge twice in the large
+star); (b) ``O(verified edges)``; (c) ``O(records in clusters of 2 or more)``. Worker memory: one
+group's edges (``EDGES_PER_GROUP`` order) or one partition's records (8 bytes a record) plus one
+shuffle part, and in (b) the components rooted in one group (the largest component whole: networkx
+needs it in one process). Client: ``O(P)`` numbers per round and ``O(P)`` futures.
 
 :func:`cluster_sizes` sums the sizes where the roots are (the clusters rooted in partition ``j`` have the
 ids ``base[j] .. base[j+1]-1``: a dense array per partition) and merges per-partition summaries:
@@ -259,19 +264,20 @@ class ClusterCall:
 
     clusterer: Any
     link: bool
-    #: the source of each input partition, and every source present in the run (records in it)
+    #: the input partitions' offsets and sources, and every source present in the run (records in it)
+    offsets: Int64Array
     source_of_partition: Int64Array
     sources_present: Int64Array
 
 
-def cluster_group(call: ClusterCall, offsets: Int64Array, nodes: Int64Array, pairs: Pairs) -> Int64Array:
+def cluster_group(call: ClusterCall, nodes: Int64Array, pairs: Pairs) -> Int64Array:
     """The clusterer's raw labels of whole components (``nodes`` ascending, ``pairs`` numbered
     ``0 .. len(nodes)-1``, normalized): as the whole graph's answer gives them (module docstring, (b))."""
     k = len(nodes)
     by_ids: Callable[[Int64Array, Pairs], Any] | None = getattr(call.clusterer, "cluster_ids", None)
     aware = ability(call.clusterer, SourceAware)
     if aware is not None and call.link:
-        src = call.source_of_partition[owner_of(offsets, nodes)]
+        src = call.source_of_partition[owner_of(call.offsets, nodes)]
         source = np.concatenate([src, call.sources_present]).astype(np.int32)
         raw = np.asarray(aware.cluster_sources(k + len(call.sources_present), pairs, source))[:k]
     elif by_ids is not None:
@@ -284,15 +290,15 @@ def cluster_group(call: ClusterCall, offsets: Int64Array, nodes: Int64Array, pai
 
 
 def task_communities(call: ClusterCall, offsets: Int64Array, *pieces: tuple[npt.NDArray[Any], ...]) -> list[Members]:
-    """The clusterer over the components rooted in one partition: every non-root (at its owner) and
-    every ``(member, root)`` (at the root's owner), one :class:`Members` piece per partition."""
+    """The clusterer over the components rooted in one group: every non-root (at its owner) and every
+    ``(member, root)`` (at the root's owner), one :class:`Members` piece per group (``offsets``: the groups')."""
     n_parts = len(offsets) - 1
     p = Pairs(concat(list(pieces), 0), concat(list(pieces), 1), concat(list(pieces), 2, np.float64)).normalized()
     if len(p) == 0:
         return [Members() for _ in range(n_parts)]
     nodes = np.unique(np.concatenate([p.left, p.right]))
     local = Pairs(np.searchsorted(nodes, p.left).astype(np.int64), np.searchsorted(nodes, p.right).astype(np.int64), p.score)
-    raw = cluster_group(call, offsets, nodes, local)
+    raw = cluster_group(call, nodes, local)
     _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
     smallest = np.full(len(first), len(nodes), dtype=np.int64)
     np.minimum.at(smallest, inverse.reshape(-1), np.arange(len(nodes), dtype=np.int64))
@@ -310,12 +316,19 @@ def _by_root(member: Int64Array, root: Int64Array) -> tuple[Int64Array, Int64Arr
 
 
 def task_merge_members(*pieces: Members) -> Members:
-    """One partition's :class:`Members` from the pieces the groups sent it."""
+    """One group's :class:`Members` from the pieces the groups sent it."""
     nonroot = np.concatenate([_empty()] + [p.nonroot for p in pieces])
     nonroot_root = np.concatenate([_empty()] + [p.nonroot_root for p in pieces])
     order = np.argsort(nonroot, kind="stable")
     member, root = _by_root(np.concatenate([_empty()] + [p.member for p in pieces]), np.concatenate([_empty()] + [p.root for p in pieces]))
     return Members(nonroot[order], nonroot_root[order], member, root)
+
+
+def task_part_members(members: Members, offsets: Int64Array, j: int) -> Members:
+    """Partition ``j``'s share of its group's :class:`Members`: its non-roots, the members of its roots."""
+    a, b = np.searchsorted(members.nonroot, offsets[j : j + 2])
+    c, d = np.searchsorted(members.root, offsets[j : j + 2])
+    return Members(members.nonroot[a:b], members.nonroot_root[a:b], members.member[c:d], members.root[c:d])
 
 
 # ------------------------------------------------------------------ (c) canonical ids: tasks
@@ -389,7 +402,8 @@ class Submitter:
 
 
 def components(submit: Submitter, edge_parts: list[Any], off: Any, n_parts: int) -> tuple[list[Any], int]:
-    """(a): per partition a future of its :class:`Members` (the component stars), and the rounds taken."""
+    """(a): per group of partitions (``off``: their offsets, ``n_parts`` of them) a future of its
+    :class:`Members` (the component stars), and the rounds taken."""
     entries = [submit(task_start, e, off) for e in edge_parts]
     for rounds in range(1, MAX_ROUNDS + 1):
         large = [submit(task_large_star, off, *submit.column(entries, j)) for j in range(n_parts)]
@@ -401,7 +415,7 @@ def components(submit: Submitter, edge_parts: list[Any], off: Any, n_parts: int)
 
 
 def communities(submit: Submitter, edge_parts: list[Any], members: list[Any], off: Any, call: ClusterCall, n_parts: int) -> list[Any]:
-    """(b): per partition a future of its :class:`Members` under the job's clusterer."""
+    """(b): per group of partitions a future of its :class:`Members` under the job's clusterer."""
     call_f = submit(_same, call)
     by_left = [submit(task_by_left, e, off) for e in edge_parts]
     by_root = [submit(task_by_root, members[j], off, *submit.column(by_left, j)) for j in range(n_parts)]
@@ -411,6 +425,24 @@ def communities(submit: Submitter, edge_parts: list[Any], members: list[Any], of
 
 def _same(x: Any) -> Any:
     return x
+
+
+#: verified edges per group of partitions in (a) and (b): every shuffle there has (groups)² pieces, each
+#: one small task, so the partitions are taken together in groups of about this many edges (in all, not
+#: per partition: a graph of 1M edges is clustered by one task per step)
+EDGES_PER_GROUP = 2_000_000
+
+
+def group_offsets(offsets: Int64Array, total_edges: int, edges_per_group: int) -> tuple[Int64Array, Int64Array]:
+    """The groups of consecutive partitions for (a) and (b): ``(first partition of each group and P, their offsets)``."""
+    n_parts = len(offsets) - 1
+    n_groups = min(n_parts, max(1, -(-total_edges // max(1, edges_per_group))))
+    first = np.unique(np.round(np.linspace(0, n_parts, n_groups + 1)).astype(np.int64))
+    return first, offsets[first]
+
+
+def _edge_count(edges: tuple[Int64Array, Int64Array, Float64Array]) -> int:
+    return len(edges[0])
 
 
 def plain_components(clusterer: Any) -> bool:
@@ -426,21 +458,29 @@ def cluster_labels(
     *,
     link: bool,
     source_of_partition: list[int] | Int64Array,
+    edges_per_group: int = EDGES_PER_GROUP,
 ) -> ClusterLabels:
     """The job's clusters on the workers, with the canonical ids the local executor gives
-    (``stages.cluster``): the module docstring tells the algorithm and its cost."""
+    (``stages.cluster``): the module docstring tells the algorithm and its cost. ``edges_per_group``:
+    :data:`EDGES_PER_GROUP`."""
     offsets = np.asarray(offsets, dtype=np.int64)
     n_parts = len(offsets) - 1
     src = np.asarray(source_of_partition, dtype=np.int64).reshape(-1)
     if n_parts < 1 or len(src) != n_parts:
         raise ValueError(f"cluster_labels: {n_parts} partitions (offsets) and {len(src)} sources of partitions")
     submit = Submitter(client)
-    off = submit(_same, offsets)
-    members, rounds = components(submit, edge_parts, off, n_parts)
+    total = sum(client.gather([submit(_edge_count, e) for e in edge_parts]))  # one int per edge part
+    first, goffsets = group_offsets(offsets, int(total), edges_per_group)
+    n_groups = len(first) - 1
+    goff = submit(_same, goffsets)
+    grouped, rounds = components(submit, edge_parts, goff, n_groups)
     if not plain_components(clusterer):
         present = np.unique(src[np.diff(offsets) > 0])
-        call = ClusterCall(clusterer, link, src, present)
-        members = communities(submit, edge_parts, members, off, call, n_parts)
+        call = ClusterCall(clusterer, link, offsets, src, present)
+        grouped = communities(submit, edge_parts, grouped, goff, call, n_groups)
+    off = submit(_same, offsets)
+    group_of = np.searchsorted(first, np.arange(n_parts), side="right") - 1
+    members = [submit(task_part_members, grouped[group_of[j]], off, j) for j in range(n_parts)]
     counts = client.gather([submit(root_count, members[j], off, j) for j in range(n_parts)])  # P ints
     base = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     pushed = [submit(task_push, members[j], off, j, int(base[j])) for j in range(n_parts)]
@@ -541,6 +581,7 @@ def members_of(client: Any, labels: ClusterLabels | list[Any], offsets: Int64Arr
 __all__ = [
     "MAX_ROUNDS",
     "TOP",
+    "EDGES_PER_GROUP",
     "ClusterCall",
     "ClusterLabels",
     "ClusterSizes",
@@ -555,6 +596,7 @@ __all__ = [
     "communities",
     "components",
     "concat",
+    "group_offsets",
     "local_forest",
     "members_of",
     "merge_summaries",
@@ -571,6 +613,7 @@ __all__ = [
     "task_large_star",
     "task_members_of",
     "task_merge_members",
+    "task_part_members",
     "task_push",
     "task_size_summary",
     "task_sizes",

@@ -24,9 +24,11 @@ from er_framework.components import Context
 from er_framework.data import Pairs
 from er_framework.engine.stages.clustering import cluster, cluster_stats
 from er_framework.executors.dask_graph import (
+    EDGES_PER_GROUP,
     Members,
     cluster_labels,
     cluster_sizes,
+    group_offsets,
     local_forest,
     members_of,
     merge_summaries,
@@ -161,12 +163,13 @@ def labels_of(client: Any, got: Any) -> np.ndarray:
 
 @pytest.mark.parametrize("name, params", VARIANTS, ids=lambda v: str(v))
 @pytest.mark.parametrize("kind", ["many", "chains", "giant", "random"])
-def test_labels_equal_the_local_cluster_stage(name: str, params: dict[str, Any], kind: str) -> None:
+@pytest.mark.parametrize("per_group", [1, 150, EDGES_PER_GROUP])  # a group per partition, 3 to 4 groups, one group
+def test_labels_equal_the_local_cluster_stage(name: str, params: dict[str, Any], kind: str, per_group: int) -> None:
     n, pairs = graph(kind, seed=len(kind))
     clusterer = make(name, params)
     client = InProcess()
     parts = [client.scatter(p) for p in edge_parts(pairs, 5, seed=1)]
-    got = cluster_labels(client, parts, OFFSETS, clusterer, link=False, source_of_partition=sources(1))
+    got = cluster_labels(client, parts, OFFSETS, clusterer, link=False, source_of_partition=sources(1), edges_per_group=per_group)
     labels = labels_of(client, got)
     want = local_answer(clusterer, n, pairs, record_sources(sources(1)), link=False)
     assert np.array_equal(labels, want)
@@ -175,7 +178,8 @@ def test_labels_equal_the_local_cluster_stage(name: str, params: dict[str, Any],
 
 @pytest.mark.parametrize("n_sources", [2, 3])
 @pytest.mark.parametrize("kind", ["many", "random", "giant"])
-def test_one_to_one_in_link_mode_equals_local(n_sources: int, kind: str) -> None:
+@pytest.mark.parametrize("per_group", [1, EDGES_PER_GROUP])
+def test_one_to_one_in_link_mode_equals_local(n_sources: int, kind: str, per_group: int) -> None:
     """``cluster_sources``: with three sources the matching keeps one record per source per cluster, and
     the choice of rule follows the sources of the whole run, not of one group of components."""
     n, pairs = graph(kind, seed=11)
@@ -184,7 +188,7 @@ def test_one_to_one_in_link_mode_equals_local(n_sources: int, kind: str) -> None
     clusterer = make("one_to_one")
     client = InProcess()
     parts = [client.scatter(p) for p in edge_parts(pairs, 3, seed=2)]
-    got = cluster_labels(client, parts, OFFSETS, clusterer, link=True, source_of_partition=sources(n_sources))
+    got = cluster_labels(client, parts, OFFSETS, clusterer, link=True, source_of_partition=sources(n_sources), edges_per_group=per_group)
     assert np.array_equal(labels_of(client, got), local_answer(clusterer, n, pairs, source, link=True))
 
 
@@ -235,7 +239,9 @@ def test_a_long_chain_takes_logarithmic_rounds(order: str) -> None:
     client = InProcess()
     deal = np.random.default_rng(1).integers(0, 4, n - 1)  # each part a scattering of the chain's edges
     parts = [client.scatter((left[deal == k], right[deal == k], np.ones(int((deal == k).sum())))) for k in range(4)]
-    got = cluster_labels(client, parts, offsets, make("connected_components"), link=False, source_of_partition=[0] * 8)
+    got = cluster_labels(
+        client, parts, offsets, make("connected_components"), link=False, source_of_partition=[0] * 8, edges_per_group=1000
+    )
     assert np.array_equal(np.concatenate(client.gather(got.labels)), np.zeros(n, np.int64))
     assert got.rounds <= 2 * math.ceil(math.log2(n)), got.rounds
 
@@ -289,6 +295,11 @@ def test_helpers_against_naive_versions() -> None:
     assert roots_of(Members(), nodes[:3]).tolist() == [0, 1, 2]
     assert plain_components(make("connected_components")) and not plain_components(make("connected_components", VARIANTS[1][1]))
     assert not plain_components(make("louvain"))
+    offsets = np.array([0, 5, 5, 9, 20, 30], dtype=np.int64)
+    assert [x.tolist() for x in group_offsets(offsets, 10, 100)] == [[0, 5], [0, 30]]
+    assert [x.tolist() for x in group_offsets(offsets, 10, 5)] == [[0, 2, 5], [0, 5, 30]]
+    assert [x.tolist() for x in group_offsets(offsets, 10, 1)] == [list(range(6)), offsets.tolist()]
+    assert [x.tolist() for x in group_offsets(offsets, 0, 1)] == [[0, 5], [0, 30]]
 
 
 def test_a_large_star_counts_the_nodes_that_are_not_yet_a_centre_or_a_leaf() -> None:
@@ -349,8 +360,9 @@ def test_on_a_local_cluster_the_client_receives_o_partitions(
     with monkeypatch.context() as mp:
         mp.setattr(client, "gather", counting_gather)
         mp.setattr(Future, "result", no_result)
-        got = cluster_labels(client, parts, OFFSETS, clusterer, link=False, source_of_partition=sources(1))
-        assert received == [n_parts] * (got.rounds + 1)  # one count per partition a round, then the root counts
+        got = cluster_labels(client, parts, OFFSETS, clusterer, link=False, source_of_partition=sources(1), edges_per_group=1)
+        # the edge parts' sizes, one count per group (here a group per partition) a round, the root counts
+        assert received == [len(parts)] + [n_parts] * got.rounds + [n_parts]
         sizes = cluster_sizes(client, got, top=top)
         distinct = len(sizes.summary.histogram)
         assert received[-1] <= n_parts * (5 + 2 * top + 2 * distinct)
