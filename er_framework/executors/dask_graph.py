@@ -9,7 +9,9 @@ one part). Every shuffle below routes a value to the *owner* of a node, as one p
 picked by small tasks (the pattern of ``dask_run``: ``D²`` tasks for ``D`` destinations). In (a) and (b)
 the owner is a *group* of consecutive input partitions: ``G = min(P, ceil(edges / EDGES_PER_GROUP))``
 groups (the client gathers one edge count per part), so that a graph small for its partitions is not
-cut into ``P²`` tiny pieces per step; in (c) the owner is the input partition holding the node.
+cut into ``P²`` tiny pieces per step; with one group, (a) is one task (the union-find kernel of
+:mod:`er_framework.kernels.graph` over every edge part). In (c) the owner is the input partition
+holding the node.
 
 **(a) Connected components** (*alternating stars*, Kiveris et al., "Connected Components in MapReduce
 and Beyond", SoCC 2014). Each edge part is first reduced to a spanning forest of its own (one edge
@@ -215,6 +217,15 @@ def task_small_star(offsets: Int64Array, *pieces: tuple[npt.NDArray[Any], ...]) 
     return both_ways(a[keep], b[keep], offsets)
 
 
+def task_whole_components(*parts: tuple[Int64Array, Int64Array, Float64Array]) -> Members:
+    """(a) in one task, when the graph is one group: the components by the union-find kernel, as stars."""
+    left = np.concatenate([_empty()] + [np.asarray(e[0], np.int64) for e in parts])
+    right = np.concatenate([_empty()] + [np.asarray(e[1], np.int64) for e in parts])
+    root, node = local_forest(left, right)
+    order = np.argsort(node)
+    return Members(node[order], root[order], *_by_root(node, root))
+
+
 def _pick(obj: Any, i: int) -> Any:
     return obj[i]
 
@@ -403,7 +414,9 @@ class Submitter:
 
 def components(submit: Submitter, edge_parts: list[Any], off: Any, n_parts: int) -> tuple[list[Any], int]:
     """(a): per group of partitions (``off``: their offsets, ``n_parts`` of them) a future of its
-    :class:`Members` (the component stars), and the rounds taken."""
+    :class:`Members` (the component stars), and the rounds taken (0: one group, one task)."""
+    if n_parts == 1:
+        return [submit(task_whole_components, *edge_parts)], 0
     entries = [submit(task_start, e, off) for e in edge_parts]
     for rounds in range(1, MAX_ROUNDS + 1):
         large = [submit(task_large_star, off, *submit.column(entries, j)) for j in range(n_parts)]
@@ -619,5 +632,6 @@ __all__ = [
     "task_sizes",
     "task_small_star",
     "task_start",
+    "task_whole_components",
     "unique_edges",
 ]

@@ -216,7 +216,7 @@ def test_a_graph_without_edges_and_only_empty_parts() -> None:
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     for clusterer in (make("connected_components"), make("louvain")):
         got = cluster_labels(client, [client.scatter(empty)] * 3, OFFSETS, clusterer, link=False, source_of_partition=sources(1))
-        assert np.array_equal(labels_of(client, got), np.arange(600)) and got.count == 600 and got.rounds == 1
+        assert np.array_equal(labels_of(client, got), np.arange(600)) and got.count == 600 and got.rounds == 0
         got = cluster_labels(client, [], OFFSETS, clusterer, link=False, source_of_partition=sources(1))
         assert np.array_equal(labels_of(client, got), np.arange(600))
 
