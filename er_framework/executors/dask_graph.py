@@ -394,7 +394,7 @@ class ClusterLabels:
     #: per partition, a future of its :class:`Members` (the members of the clusters it roots)
     members: list[Any]
     offsets: Int64Array
-    #: alternating-star rounds the connected components took
+    #: alternating-star rounds the connected components took (0: one group, the union-find kernel in one task)
     rounds: int
 
 

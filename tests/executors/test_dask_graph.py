@@ -39,7 +39,7 @@ from er_framework.executors.dask_graph import (
     task_size_summary,
     unique_edges,
 )
-from er_framework.kernels.graph import connected_component_labels
+from er_framework.kernels.graph import canonical_labels, connected_component_labels
 from er_framework.report.page import largest_clusters
 from er_plugins.clusterers import BUILTIN_CLUSTERERS
 
@@ -227,6 +227,28 @@ def test_bad_partition_sources_are_a_clear_error() -> None:
 
 
 # ------------------------------------------------------------------ rounds of the alternating stars
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_alternating_stars_on_random_graphs_and_partitions(seed: int) -> None:
+    """Random sizes, densities, partitions (some empty) and edge parts, a group per partition: the
+    components' labels equal the kernel's."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    m = int(rng.integers(0, 2 * n))
+    left, right = rng.integers(0, n, m), rng.integers(0, n, m)
+    pairs = Pairs(left, right, rng.random(m)).normalized()
+    n_parts = int(rng.integers(1, 9))
+    offsets = np.sort(np.concatenate([[0, n], rng.integers(0, n + 1, n_parts - 1)])).astype(np.int64)
+    client = InProcess()
+    deal = rng.integers(0, 3, len(pairs))
+    parts = [client.scatter((pairs.left[deal == k], pairs.right[deal == k], pairs.score[deal == k])) for k in range(3)]  # type: ignore[index]
+    got = cluster_labels(
+        client, parts, offsets, make("connected_components"), link=False, source_of_partition=[0] * n_parts, edges_per_group=1
+    )
+    want = canonical_labels(connected_component_labels(n, pairs.left, pairs.right))
+    assert np.array_equal(np.concatenate(client.gather(got.labels)), want)
+    assert cluster_sizes(client, got).summary.stats == cluster_stats(want)
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending", "random"])
