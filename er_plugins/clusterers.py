@@ -294,6 +294,7 @@ def communities_per_component(
     seed: int,
     split: SplitParams | None = None,
     settled: Callable[[Float64Array, npt.NDArray[np.bool_]], npt.NDArray[np.bool_]] | None = None,
+    ids: Int64Array | None = None,
 ) -> Int64Array:
     """Split (optional) and run ``detect(graph, seed)`` on each connected component.
 
@@ -305,6 +306,12 @@ def communities_per_component(
     nodes, given as dense ``(m, k, k)`` weight and adjacency matrices (rows
     and columns in node order), which of them ``detect`` is known to leave
     whole; those are not handed to ``detect`` (see :func:`lpa_single_community`).
+
+    ``ids`` (ascending, one per record): the records are whole components of a larger graph, where
+    record ``i`` is ``ids[i]`` (the Dask executor clusters groups of components on its workers). The
+    graphs handed to ``split`` and ``detect`` then carry those numbers, so that each component's answer
+    is the one it gets in the whole graph: networkx's results may depend on the node numbers (the
+    iteration order of sets of them), not only on their order. Labels are still local (``0 .. n-1``).
     """
     left, right, weight = canonical_pairs(pairs)
     if len(left) == 0:
@@ -327,16 +334,33 @@ def communities_per_component(
     for c in big.tolist():
         nodes = node_order[node_start[c] : node_start[c + 1]]
         e = edge_order[edge_start[c] : edge_start[c + 1]]
-        piece = _Piece(nodes, left[e], right[e], weight[e])
-        pieces = split_piece(piece, split) if split is not None else [piece]
-        for p in pieces:
-            out[p.nodes] = p.nodes[0]
-            if detect is None or len(p.nodes) < 3:
-                continue
-            for community in detect(p.graph(), seed):
-                members = np.fromiter(community, dtype=np.int64)
-                out[members] = members.min()
+        if ids is None:
+            piece = _Piece(nodes, left[e], right[e], weight[e])
+        else:
+            piece = _Piece(ids[nodes], ids[left[e]], ids[right[e]], weight[e])
+        _component_communities(out, piece, detect, seed, split, ids)
     return out
+
+
+def _component_communities(
+    out: Int64Array, piece: _Piece, detect: Detect | None, seed: int, split: SplitParams | None, ids: Int64Array | None
+) -> None:
+    """Label one component's communities in ``out`` (each by its smallest record): the pieces of the
+    splitting pass, each handed to ``detect``; ``ids``: the numbers ``piece`` carries (see
+    :func:`communities_per_component`), mapped back to positions in ``out``."""
+
+    def local(x: Int64Array) -> Int64Array:
+        return x if ids is None else np.searchsorted(ids, x).astype(np.int64)
+
+    pieces = split_piece(piece, split) if split is not None else [piece]
+    for p in pieces:
+        at = local(p.nodes)
+        out[at] = at[0]
+        if detect is None or len(p.nodes) < 3:
+            continue
+        for community in detect(p.graph(), seed):
+            members = local(np.fromiter(community, dtype=np.int64))
+            out[members] = members.min()
 
 
 #: components of up to this many nodes are offered to a clusterer's ``settled`` test (5 nodes: 51
@@ -455,10 +479,20 @@ class ConnectedComponents(Clusterer[ConnectedComponentsParams]):
     Params = ConnectedComponentsParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        return self._labels(n, pairs, None)
+
+    def cluster_ids(self, ids: Int64Array, pairs: Pairs) -> Int64Array:
+        """:meth:`cluster` of whole connected components of a larger graph, where record ``i`` here
+        (``pairs`` are numbered ``0 .. len(ids)-1``) is ``ids[i]`` (ascending): the labels these records
+        get in the whole graph's answer (:func:`communities_per_component`). The Dask executor clusters
+        groups of components on its workers with it."""
+        return self._labels(len(ids), pairs, ids)
+
+    def _labels(self, n: int, pairs: Pairs, ids: Int64Array | None) -> Int64Array:
         split = self.params.split
         if split is None:
             return connected_component_labels(n, pairs.left, pairs.right)
-        return communities_per_component(n, pairs, None, self.seed, split)
+        return communities_per_component(n, pairs, None, self.seed, split, ids=ids)
 
 
 class LabelPropagationParams(ComponentParams):
@@ -481,7 +515,14 @@ class LabelPropagation(Clusterer[LabelPropagationParams]):
     Params = LabelPropagationParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
-        return communities_per_component(n, pairs, asyn_lpa, self.seed, self.params.split, settled=lpa_single_community)
+        return self._labels(n, pairs, None)
+
+    def cluster_ids(self, ids: Int64Array, pairs: Pairs) -> Int64Array:
+        """As :meth:`ConnectedComponents.cluster_ids`."""
+        return self._labels(len(ids), pairs, ids)
+
+    def _labels(self, n: int, pairs: Pairs, ids: Int64Array | None) -> Int64Array:
+        return communities_per_component(n, pairs, asyn_lpa, self.seed, self.params.split, settled=lpa_single_community, ids=ids)
 
 
 class LouvainParams(ComponentParams):
@@ -498,6 +539,13 @@ class Louvain(Clusterer[LouvainParams]):
     Params = LouvainParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        return self._labels(n, pairs, None)
+
+    def cluster_ids(self, ids: Int64Array, pairs: Pairs) -> Int64Array:
+        """As :meth:`ConnectedComponents.cluster_ids`."""
+        return self._labels(len(ids), pairs, ids)
+
+    def _labels(self, n: int, pairs: Pairs, ids: Int64Array | None) -> Int64Array:
         import networkx as nx
 
         p = self.params
@@ -507,6 +555,7 @@ class Louvain(Clusterer[LouvainParams]):
             lambda g, seed: nx.community.louvain_communities(g, weight="weight", resolution=p.resolution, threshold=p.threshold, seed=seed),
             self.seed,
             p.split,
+            ids=ids,
         )
 
 
@@ -527,6 +576,13 @@ class GreedyModularity(Clusterer[GreedyModularityParams]):
     Params = GreedyModularityParams
 
     def cluster(self, n: int, pairs: Pairs) -> Int64Array:
+        return self._labels(n, pairs, None)
+
+    def cluster_ids(self, ids: Int64Array, pairs: Pairs) -> Int64Array:
+        """As :meth:`ConnectedComponents.cluster_ids`."""
+        return self._labels(len(ids), pairs, ids)
+
+    def _labels(self, n: int, pairs: Pairs, ids: Int64Array | None) -> Int64Array:
         import networkx as nx
 
         p = self.params
@@ -536,6 +592,7 @@ class GreedyModularity(Clusterer[GreedyModularityParams]):
             lambda g, seed: nx.community.greedy_modularity_communities(g, weight="weight", resolution=p.resolution),
             self.seed,
             p.split,
+            ids=ids,
         )
 
 

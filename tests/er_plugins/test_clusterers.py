@@ -489,3 +489,22 @@ def test_two_sources_keep_the_one_partner_matching() -> None:
 def test_source_matching_checks_the_sources_length() -> None:
     with pytest.raises(ValueError, match="3 entries for 4 records"):
         source_matching(4, pairs_of([(0, 1, 0.9)]), np.zeros(3, dtype=np.int32))
+
+
+@pytest.mark.parametrize("name,params", [v for v in VARIANTS if v[0] != "one_to_one"], ids=lambda v: str(v))
+def test_cluster_ids_of_some_components_give_their_whole_graph_labels(name: str, params: dict) -> None:
+    """``cluster_ids`` (the Dask executor's per-group call): components taken out of the graph, renumbered
+    0..k-1 in order, get the labels the whole graph gives them (networkx sees their global numbers)."""
+    pairs = random_graph(3, n=400)
+    n = 420
+    whole = make(name, params, seed=5).cluster(n, pairs)
+    comp = ConnectedComponents().cluster(n, pairs)
+    rng = np.random.default_rng(1)
+    roots = np.unique(comp)
+    for chosen in (roots[rng.random(len(roots)) < 0.5], roots):
+        ids = np.flatnonzero(np.isin(comp, chosen))
+        keep = np.isin(pairs.left, ids)
+        local = Pairs(np.searchsorted(ids, pairs.left[keep]), np.searchsorted(ids, pairs.right[keep]), pairs.score[keep])
+        got = make(name, params, seed=5).cluster_ids(ids, local)
+        assert groups(canonical_labels(got)) == groups(canonical_labels(whole[ids]))
+        assert np.array_equal(ids[got], whole[ids])  # labels are smallest members, in local numbers
