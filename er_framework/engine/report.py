@@ -71,6 +71,8 @@ __all__ = [
     "review_section",
     "scores_section",
     "RunFacts",
+    "RunSections",
+    "report_document",
     "build_report",
     "chained_clusters",
     "labels_curve",
@@ -514,11 +516,94 @@ class RunFacts:
     verifier_report: dict[str, Any] | None = None
 
 
+@dataclass
+class RunSections:
+    """The sections of report.json computed from a run's data (whole arrays locally, per-part summaries merged
+    on Dask); :func:`report_document` puts them with the job's and the engine's sections in the one order."""
+
+    executor: dict[str, Any]
+    records: dict[str, Any]
+    sources: dict[str, Any]
+    normalize: dict[str, Any]
+    exact_duplicates: dict[str, Any]
+    shingler: dict[str, Any] | None
+    tokens: dict[str, Any]
+    blockers: list[dict[str, Any]]
+    candidate_pairs: int
+    verified_pairs: int
+    pairs: dict[str, Any]
+    scores: dict[str, Any]
+    review: dict[str, Any]
+    clusters: dict[str, Any]
+    chains: dict[str, Any]
+    link: dict[str, Any] | None
+    diagnostics: dict[str, Any]
+    training: dict[str, Any] = field(default_factory=dict)
+    verifier_report: dict[str, Any] | None = None
+    #: ``scores.weights`` of a verifier scoring match probabilities
+    weights: dict[str, Any] | None = None
+    threshold_curve: dict[str, Any] | None = None
+    #: ``scores.near_identical_rejected`` (nothing verified among candidates)
+    near_identical_rejected: dict[str, Any] | None = None
+
+
+def report_document(job: Job, engine: Engine, run: RunSections, log: StageLog) -> dict[str, Any]:
+    """``report.json`` from the job, the engine and a run's :class:`RunSections`: the same document whichever
+    executor computed the sections; the plausibility warnings last."""
+    described = engine.describe(run.verifier_report)
+    report: dict[str, Any] = {
+        "job": job.spec.name,
+        "config": str(job.config_path),
+        "config_resolved": str(Path(job.config_path).resolve()),
+        "config_hash": job.config_hash(),
+        "mode": job.spec.mode,
+        "seed": job.context.seed,
+        "workers": job.context.workers,
+        "executor": {"type": job.spec.executor.type, **run.executor},
+        "records": run.records,
+        "sources": run.sources,
+        # each input's fingerprint: er explain / er review refuse to read the sources again once one changed
+        "inputs": input_fingerprints(job, run.sources),
+        "normalize": run.normalize,
+        "exact_duplicates": run.exact_duplicates,
+        "shingler": {**described["shingler"], **(run.shingler or {})} if described["shingler"] is not None else None,
+        "tokens": run.tokens,
+        "signature": described["signature"],
+        "blockers": run.blockers,
+        "candidate_pairs": int(run.candidate_pairs),
+        "verified_pairs": int(run.verified_pairs),
+        "pairs_written": run.pairs["pairs_listed"],
+        "pairs": run.pairs,
+        "verifier": described["verifier"],
+        "model": model_section(engine),
+        "score": engine.score_definition(),
+        "threshold": engine.threshold_report(),
+        "scores": run.scores,
+        "review": run.review,
+        **({"training": run.training} if run.training else {}),
+        "clusterer": described["clusterer"],
+        "clusters": run.clusters,
+        "chains": run.chains,
+        "link": run.link,
+        "diagnostics": run.diagnostics,
+        "stages": log.stages,
+        "versions": versions(job),
+    }
+    if run.weights is not None:
+        report["scores"]["weights"] = run.weights
+    if run.threshold_curve is not None:
+        report["threshold_curve"] = run.threshold_curve
+    if run.near_identical_rejected is not None:
+        report["scores"]["near_identical_rejected"] = run.near_identical_rejected
+    # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
+    report["warnings"] = warnings_of(report)
+    return report
+
+
 def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found: Answer) -> dict[str, Any]:
-    """``report.json``: the same sections whichever executor ran the job (timings aside); ``found`` is the
-    answer (:func:`er_framework.engine.stages.clustering.answer`), the pairs the run lists."""
+    """``report.json`` from a run's whole arrays (:func:`report_document`); ``found`` is the answer
+    (:func:`er_framework.engine.stages.clustering.answer`), the pairs the run lists."""
     records = facts.records
-    n = len(records)
     mode = job.spec.mode
     described = engine.describe(facts.verifier_report)
     per_source = {name: int((records.source == i).sum()) for i, name in enumerate(records.source_names)}
@@ -537,35 +622,29 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
         )
     scaled = match_weights(facts.scores, facts.candidates, facts.explain) if is_weight_scored(described["verifier"]) else None
     weights = scaled.weights if scaled is not None else None
-    report: dict[str, Any] = {
-        "job": job.spec.name,
-        "config": str(job.config_path),
-        "config_resolved": str(Path(job.config_path).resolve()),
-        "config_hash": job.config_hash(),
-        "mode": mode,
-        "seed": job.context.seed,
-        "workers": job.context.workers,
-        "executor": {"type": job.spec.executor.type, **facts.executor},
-        "records": {"total": n, "per_source": per_source},
-        "sources": facts.source_stats,
-        # each input's fingerprint: er explain / er review refuse to read the sources again once one changed
-        "inputs": input_fingerprints(job, facts.source_stats),
-        "normalize": facts.normalize_stats,
-        "exact_duplicates": facts.exact.stats,
-        "shingler": {**described["shingler"], **(facts.shingler or {})} if described["shingler"] is not None else None,
-        "tokens": facts.tokens,
-        "signature": described["signature"],
-        "blockers": facts.blockers,
-        "candidate_pairs": int(facts.candidate_count),
-        "verified_pairs": int(len(facts.verified)),
-        "pairs_written": found.stats["pairs_listed"],
-        "pairs": found.stats,
-        "verifier": described["verifier"],
-        "model": model_section(engine),
-        "score": engine.score_definition(),
-        "threshold": engine.threshold_report(),
-        "scores": scores_section(facts.scores, engine.threshold, engine.score_definition()),
-        "review": review_section(
+    curve = (
+        labels_curve(job, records, facts.candidates, facts.scores, engine.threshold, "score")
+        if scaled is None
+        else labels_curve(job, records, facts.candidates, scaled.weights, weight_of_threshold(engine.threshold), "bits")
+    )
+    near = None
+    if len(facts.verified) == 0 and facts.candidates is not None and len(facts.candidates) and records.fields:
+        # nothing verified among candidates: are matches among the rejected? (plausibility: nothing_verified)
+        near = near_identical_rejected(records, facts.candidates, facts.scores, engine.threshold)
+    run = RunSections(
+        executor=facts.executor,
+        records={"total": len(records), "per_source": per_source},
+        sources=facts.source_stats,
+        normalize=facts.normalize_stats,
+        exact_duplicates=facts.exact.stats,
+        shingler=facts.shingler,
+        tokens=facts.tokens,
+        blockers=facts.blockers,
+        candidate_pairs=int(facts.candidate_count),
+        verified_pairs=int(len(facts.verified)),
+        pairs=found.stats,
+        scores=scores_section(facts.scores, engine.threshold, engine.score_definition()),
+        review=review_section(
             records,
             facts.candidates,
             facts.scores,
@@ -574,30 +653,17 @@ def build_report(job: Job, engine: Engine, facts: RunFacts, log: StageLog, found
             weights,
             sorted(job.normalizers) if job.normalizers else None,
         ),
-        **({"training": facts.training} if facts.training else {}),
-        "clusterer": described["clusterer"],
-        "clusters": cluster_stats(facts.labels),
-        "chains": chained_clusters(records, facts.pairs, facts.labels),
-        "link": link,
-        "diagnostics": facts.diagnostics,
-        "stages": log.stages,
-        "versions": versions(job),
-    }
-    if scaled is not None:
-        report["scores"]["weights"] = weights_section(scaled, engine.threshold)
-    curve = (
-        labels_curve(job, records, facts.candidates, facts.scores, engine.threshold, "score")
-        if scaled is None
-        else labels_curve(job, records, facts.candidates, scaled.weights, weight_of_threshold(engine.threshold), "bits")
+        clusters=cluster_stats(facts.labels),
+        chains=chained_clusters(records, facts.pairs, facts.labels),
+        link=link,
+        diagnostics=facts.diagnostics,
+        training=facts.training,
+        verifier_report=facts.verifier_report,
+        weights=weights_section(scaled, engine.threshold) if scaled is not None else None,
+        threshold_curve=curve,
+        near_identical_rejected=near,
     )
-    if curve is not None:
-        report["threshold_curve"] = curve
-    if len(facts.verified) == 0 and facts.candidates is not None and len(facts.candidates) and records.fields:
-        # nothing verified among candidates: are matches among the rejected? (plausibility: nothing_verified)
-        report["scores"]["near_identical_rejected"] = near_identical_rejected(records, facts.candidates, facts.scores, engine.threshold)
-    # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
-    report["warnings"] = warnings_of(report)
-    return report
+    return report_document(job, engine, run, log)
 
 
 def model_section(engine: Engine) -> dict[str, Any]:
