@@ -400,8 +400,13 @@ def _dataset_fresh(tmp_path: Path, k: int, old: _Set) -> Path:
 _SCENARIOS = [(_DATASET_OLD, _DATASET_NEW), (_DATASET_NEW, _DATASET_OLD), (_OLD, _DATASET_NEW)]
 
 
-@pytest.mark.parametrize("old, new", _SCENARIOS, ids=["datasets-over-datasets", "files-over-datasets", "datasets-over-files"])
-def test_a_commit_of_dataset_folders_replaces_the_set_and_removes_stale_outputs_of_either_kind(tmp_path: Path, old: _Set, new: _Set) -> None:
+_IDS = ["datasets-over-datasets", "files-over-datasets", "datasets-over-files"]
+
+
+@pytest.mark.parametrize("old, new", _SCENARIOS, ids=_IDS)
+def test_a_commit_of_dataset_folders_replaces_the_set_and_removes_stale_outputs_of_either_kind(
+    tmp_path: Path, old: _Set, new: _Set
+) -> None:
     out = _dataset_fresh(tmp_path, 0, old)
     assert _tree(out) == {**_as_tree(old), "notes.txt": b"mine\n"}
     stage = _stage_set(out, new)
@@ -442,7 +447,7 @@ def _dataset_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: _Set, n
     return n
 
 
-@pytest.mark.parametrize("old, new", _SCENARIOS, ids=["datasets-over-datasets", "files-over-datasets", "datasets-over-files"])
+@pytest.mark.parametrize("old, new", _SCENARIOS, ids=_IDS)
 def test_a_failure_or_kill_at_any_step_of_a_dataset_commit_recovers_to_one_whole_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: _Set, new: _Set
 ) -> None:
