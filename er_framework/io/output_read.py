@@ -122,20 +122,7 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
             )
         )
     if p.name.lower().endswith(".parquet"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            present = list(pq.read_schema(p).names)
-            missing = [c for c in required if c not in present]
-            if missing:
-                raise InputError(missing_columns(missing, present, file, "", ""))
-            table = pq.read_table(p, columns=list(required))
-        except (pa.ArrowException, OSError) as e:
-            raise InputError(Problem(where=file, message=f"cannot read the Parquet file: {e}")) from None
-        cols = [table.column(c).to_pylist() for c in required]
-        for i, values in enumerate(zip(*cols)):
-            yield f"{file} row {i + 1}", list(values)
+        yield from _parquet_rows(p, file, required)
         return
     text = decode_utf8(read_bytes(p, p.name.lower().endswith(".gz"), file, ""), file, False, "")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -159,6 +146,24 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
             yield f"{file}:{start}", [row[k] for k in index]
     except csv.Error as e:
         raise InputError(Problem(where=f"{file}:{reader.line_num}", message=f"cannot parse the CSV file: {e}")) from None
+
+
+def _parquet_rows(p: Path, file: str, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+    """The rows of a Parquet output file (``file row N``: ``file`` is the path as given)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        present = list(pq.read_schema(p).names)
+        missing = [c for c in required if c not in present]
+        if missing:
+            raise InputError(missing_columns(missing, present, file, "", ""))
+        table = pq.read_table(p, columns=list(required))
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(Problem(where=file, message=f"cannot read the Parquet file: {e}")) from None
+    cols = [table.column(c).to_pylist() for c in required]
+    for i, values in enumerate(zip(*cols)):
+        yield f"{file} row {i + 1}", list(values)
 
 
 def _dataset_rows(folder: Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
