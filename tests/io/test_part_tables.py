@@ -6,6 +6,7 @@ Parquet the same rows and schema read back with pyarrow.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -20,9 +21,12 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from distributed import Client, LocalCluster
 
+from er_framework.config.resolve import parse_job
 from er_framework.errors import ErError, InputError
+from er_framework.executors import run_job
 from er_framework.io import output_write
 from er_framework.io.output_names import DATASET_MANIFEST, is_dataset_dir
 from er_framework.io.output_read import find_table, read_manifest, read_output_columns, read_output_table
@@ -328,3 +332,77 @@ def test_a_kill_between_the_parts_and_the_commit_leaves_one_whole_set(tmp_path: 
         rows = [v for _, v in read_output_table(find_table(out, "pairs") or out, ["left_id", "right_id"])]
         assert rows == [["1", "5"], ["2", "6"], ["3", "7"], ["4", "8"]]
     assert not (out / JOURNAL).exists() and not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)]
+
+
+# ------------------------------------------------------------------ a run's folder with its tables as dataset folders
+
+
+def as_datasets(out: Path, n_parts: int = 3) -> list[str]:
+    """Rewrite the tables of the run in ``out`` (``NAME.csv`` / ``NAME.parquet``) as dataset folders ``NAME/`` of
+    ``n_parts`` parts (as a Dask run writes them), committed with a copy of its report.json; returns the tables."""
+    names = [p.name.rsplit(".", 1)[0] for p in sorted(out.iterdir()) if p.suffix in (".csv", ".parquet") and p.is_file()]
+    with OutputStage(out) as stage:
+        for name in names:
+            path = find_table(out, name)
+            assert path is not None
+            table = pq.read_table(path) if path.suffix == ".parquet" else None
+            cols = read_output_columns(path, table.schema.names if table is not None else _csv_header(path))
+            values = {c: (table.column(c).to_pylist() if table is not None else a.to_pylist()) for c, a in cols.items()}
+            size = length(values)
+            for k in range(n_parts):
+                write_table_part(stage.path, name, k, rows_of(values, k * size // n_parts, (k + 1) * size // n_parts), "parquet")
+        assemble_tables(stage, {n: list(_columns_of(out, n)) for n in names}, n_parts, "parquet")
+        (stage.path / "report.json").write_bytes((out / "report.json").read_bytes())
+        stage.commit([*names, "report.json"], replace_all=True)
+    return names
+
+
+def _csv_header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return next(csv.reader(f))
+
+
+def _columns_of(out: Path, name: str) -> list[str]:
+    path = out / f"{name}.parquet"
+    return list(pq.read_schema(path).names) if path.is_file() else _csv_header(out / f"{name}.csv")
+
+
+def test_find_table_finds_a_dataset_only_with_its_manifest_and_read_manifest_checks_its_parts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    reference_set(out, {"clusters": CLUSTERS}, {"job": "t", "config_hash": "h", "versions": {}}, "csv")
+    assert find_table(out, "clusters") == out / "clusters.csv" and find_table(out, "pairs") is None
+    (out / "pairs").mkdir()
+    (out / "pairs" / "part-00000.parquet").write_bytes(b"")
+    assert find_table(out, "pairs") is None  # no manifest: an unfinished write, not a table
+    assert as_datasets(out, 2) == ["clusters"]
+    assert find_table(out, "clusters") == out / "clusters" and not (out / "clusters.csv").exists()
+    rows = [v for _, v in read_output_table(out / "clusters", ["id", "cluster_id"])]
+    assert rows == [[f"r{i}", str(c)] for i, c in enumerate(CLUSTERS["cluster_id"].tolist())]  # as read from clusters.csv
+    assert read_manifest(out / "clusters").rows == [4, 5]
+    part = out / "clusters" / "part-00001.parquet"
+    kept = part.read_bytes()
+    part.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="part-00001.parquet is not a Parquet file"):
+        read_manifest(out / "clusters")
+    pq.write_table(pq.read_table(out / "clusters" / "part-00000.parquet"), part)  # a part of other rows
+    with pytest.raises(InputError, match="part-00001.parquet holds 4 rows, its manifest says 5"):
+        read_output_columns(out / "clusters", ["id"])
+    part.unlink()
+    with pytest.raises(InputError, match="the part part-00001.parquet its manifest lists is missing"):
+        list(read_output_table(out / "clusters", ["id"]))
+    part.write_bytes(kept)
+    (out / "clusters" / DATASET_MANIFEST).write_text("{", encoding="utf-8")
+    with pytest.raises(InputError, match="not a complete dataset folder er wrote: _manifest.json cannot be read"):
+        read_manifest(out / "clusters")
+
+
+def documents_run(tmp_path: Path) -> Path:
+    """configs/documents.yaml run with every candidate written (``output: {candidates: true}``): its output folder."""
+    job = yaml.safe_load((ROOT / "configs" / "documents.yaml").read_text(encoding="utf-8"))
+    job["sources"][0]["path"] = str(ROOT / "configs" / "data" / "docs.jsonl")
+    job["output"] = {"format": "csv", "candidates": True}
+    path = tmp_path / "documents.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    out = tmp_path / "documents-out"
+    run_job(parse_job(path), out)
+    return out
