@@ -600,16 +600,12 @@ class ReviewHandler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------
 
 
-def _clusters_file(out: Path) -> Path | None:
-    found = [p for p in (out / "clusters.csv", out / "clusters.parquet") if p.is_file()]
-    return max(found, key=lambda p: p.stat().st_mtime_ns) if found else None
-
-
 def read_clusters(out: Path) -> dict[str, list[tuple[str, str]]]:
-    """The run's clusters (clusters.csv or .parquet): cluster id -> its records in file order (none: {})."""
-    from er_framework.io.output_read import read_clusters_csv
+    """The run's clusters (clusters.csv, .parquet or the dataset clusters/): cluster id -> its records in file
+    order (none: {})."""
+    from er_framework.io.output_read import find_table, read_clusters_csv
 
-    path = _clusters_file(out)
+    path = find_table(out, "clusters")
     clusters: dict[str, list[tuple[str, str]]] = {}
     if path is not None:
         for source, rid, cid in read_clusters_csv(path):

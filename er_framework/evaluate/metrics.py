@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 
 from er_framework.errors import InputError, Problem, choices_text, did_you_mean
 from er_framework.evaluate.truth import Truth, load_truth
-from er_framework.io.output_read import large_strings, read_output_columns
+from er_framework.io.output_read import find_table, large_strings, read_output_columns
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage, recover
 from er_framework.io.report_json import check_report
@@ -226,14 +226,6 @@ def adjusted_rand_index(truth: Int64Array, pred: Int64Array) -> float | None:
 # --------------------------------------------------------------------------
 
 
-def _output_file(out: Path, name: str) -> Path | None:
-    """``name.csv`` or ``name.parquet`` in ``out`` (the newer one if both exist)."""
-    found = [p for p in (out / f"{name}.csv", out / f"{name}.parquet") if p.is_file()]
-    if not found:
-        return None
-    return max(found, key=lambda p: p.stat().st_mtime)
-
-
 _PAIR_COLS = ("left_source", "left_id", "right_source", "right_id")
 
 
@@ -384,14 +376,16 @@ def _read_output_files(out_dir: str | Path) -> _OutputFiles:
             if not out.exists()
             else Problem(where=str(out), message=f"{str(out)!r} {what}", fix="pass the folder written by er run")
         )
-    clusters_path = _output_file(out, "clusters")
-    pairs_path = _output_file(out, "pairs")
+    clusters_path = find_table(out, "clusters")
+    pairs_path = find_table(out, "pairs")
     missing = [n for n, p in (("clusters.csv", clusters_path), ("pairs.csv", pairs_path)) if p is None]
     if missing:
         raise InputError(
             [
                 Problem(
-                    where=str(out), message=f"no {m} (or .parquet) in the output folder", fix="run the job with this folder as --out first"
+                    where=str(out),
+                    message=f"no {m} (or .parquet, or the dataset folder {m.split('.')[0]}/) in the output folder",
+                    fix="run the job with this folder as --out first",
                 )
                 for m in missing
             ]
@@ -399,7 +393,7 @@ def _read_output_files(out_dir: str | Path) -> _OutputFiles:
     assert clusters_path is not None and pairs_path is not None
     cl = read_output_columns(clusters_path, ("source", "id", "cluster_id"))
     pr = read_output_columns(pairs_path, _PAIR_COLS)
-    cand_path = _output_file(out, "candidates")
+    cand_path = find_table(out, "candidates")
     cd = read_output_columns(cand_path, _PAIR_COLS) if cand_path is not None else None
     report, report_note = _read_report(out)
     return _OutputFiles(out, clusters_path, pairs_path, cand_path, cl, pr, cd, report, report_note)

@@ -25,7 +25,7 @@ from er_framework.errors import InputError, Problem
 from er_framework.evaluate.metrics import evaluate
 from er_framework.evaluate.truth import Truth, load_truth
 from er_framework.io.labels_file import labels_header, read_labels_file
-from er_framework.io.output_read import read_output_columns
+from er_framework.io.output_read import find_table, read_output_columns
 from er_framework.io.outputs import read_report
 
 __all__ = ["candidate_truth", "is_labels_file", "labelled_values", "truth_curve"]
@@ -34,8 +34,8 @@ _CANDIDATE_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "sco
 
 
 def _candidates_file(out: Path) -> Path:
-    found = [p for p in (out / "candidates.csv", out / "candidates.parquet") if p.is_file()]
-    if not found:
+    found = find_table(out, "candidates")
+    if found is None:
         raise InputError(
             Problem(
                 where=str(out),
@@ -43,7 +43,7 @@ def _candidates_file(out: Path) -> Path:
                 fix="run the job with output: {candidates: true} (it writes every candidate pair and its score), then er report --truth",
             )
         )
-    return max(found, key=lambda p: p.stat().st_mtime_ns)
+    return found
 
 
 def _keys(sources: list[Any], ids: list[Any], with_source: bool) -> list[Any]:

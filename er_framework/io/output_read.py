@@ -1,5 +1,9 @@
-"""Reading er's own outputs back: the tables :mod:`er_framework.io.output_write` wrote (CSV or Parquet)
-for ``er report``, ``er evaluate`` and the training labels.
+"""Reading er's own outputs back: the tables :mod:`er_framework.io.output_write` wrote (CSV or Parquet) or
+:mod:`er_framework.io.part_tables` assembled (a Parquet dataset folder ``pairs/`` with its manifest) for
+``er report``, ``er evaluate``, ``er review`` and the training labels.
+
+:func:`find_table` finds a run's table in its output folder (``NAME.csv``, ``NAME.parquet`` or the dataset
+folder ``NAME/``), the one place that knows where a table may be; every reader below accepts each kind.
 
 :func:`read_output_table` yields the rows with where each is (``file:LINE``, ``file row N``);
 :func:`read_pairs_csv` and :func:`read_clusters_csv` read the pairs and clusters tables;
@@ -9,9 +13,12 @@ cannot read is read again by :func:`read_output_table`, whose messages name the 
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
+import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +26,93 @@ import numpy as np
 
 from er_framework.errors import InputError, Problem
 from er_framework.io.data_file import Capped, decode_utf8, missing_columns, read_bytes, value_text
+from er_framework.io.output_names import DATASET_MANIFEST, is_dataset_dir
 from er_framework.kernels.arrow import string_array
 
-__all__ = ["large_strings", "read_clusters_csv", "read_output_columns", "read_output_table", "read_pairs_csv"]
+__all__ = [
+    "DatasetManifest",
+    "find_table",
+    "large_strings",
+    "read_clusters_csv",
+    "read_manifest",
+    "read_output_columns",
+    "read_output_table",
+    "read_pairs_csv",
+]
+
+
+def find_table(out: str | Path, name: str) -> Path | None:
+    """Table ``name`` of the run in the output folder ``out``: ``NAME.csv``, ``NAME.parquet`` or the dataset
+    folder ``NAME/`` (only with its manifest: :func:`~er_framework.io.output_names.is_dataset_dir`); the newest
+    when there are several (a dataset: its manifest's time); None when there is none."""
+    folder = Path(out)
+    found = [p for p in (folder / f"{name}.csv", folder / f"{name}.parquet") if p.is_file()]
+    if is_dataset_dir(folder / name):
+        found.append(folder / name / DATASET_MANIFEST)
+    if not found:
+        return None
+    newest = max(found, key=lambda p: p.stat().st_mtime_ns)
+    return newest.parent if newest.name == DATASET_MANIFEST else newest
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """A dataset folder's manifest, checked: its ``parts`` (paths, in order), their ``rows``, the Arrow ``schema``."""
+
+    folder: Path
+    parts: list[Path]
+    rows: list[int]
+    schema: Any
+
+
+def _manifest_problem(folder: Path, what: str) -> InputError:
+    return InputError(
+        Problem(
+            where=str(folder),
+            message=f"not a complete dataset folder er wrote: {what}",
+            fix="run the job again to rewrite its outputs (a dataset is trusted only with its whole manifest)",
+        )
+    )
+
+
+def read_manifest(folder: str | Path) -> DatasetManifest:
+    """The manifest ``_manifest.json`` of the dataset folder ``folder``, checked (every part it lists is there
+    with its rows); an :class:`InputError` naming what is missing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = Path(folder)
+    try:
+        doc = json.loads((where / DATASET_MANIFEST).read_text(encoding="utf-8"))
+        files = [str(e["file"]) for e in doc["parts"]]
+        rows = [int(e["rows"]) for e in doc["parts"]]
+        schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(doc["arrow_schema"])))
+    except FileNotFoundError:
+        raise _manifest_problem(where, f"no {DATASET_MANIFEST}") from None
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+        raise _manifest_problem(where, f"{DATASET_MANIFEST} cannot be read ({type(exc).__name__})") from None
+    parts = []
+    for file, n in zip(files, rows):
+        path = where / file
+        if "/" in file or not path.is_file():
+            raise _manifest_problem(where, f"the part {file} its manifest lists is missing")
+        try:
+            found = pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowException):
+            raise _manifest_problem(where, f"the part {file} is not a Parquet file") from None
+        if found != n:
+            raise _manifest_problem(where, f"the part {file} holds {found} rows, its manifest says {n}")
+        parts.append(path)
+    return DatasetManifest(where, parts, rows, schema)
 
 
 def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
     """Yield ``(where, [values of required columns])`` per row of a CSV or Parquet output."""
     p = Path(path)
     file = str(path)
+    if p.is_dir():
+        yield from _dataset_rows(p, required)
+        return
     if not p.is_file():
         raise InputError(
             Problem(
@@ -37,20 +122,7 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
             )
         )
     if p.name.lower().endswith(".parquet"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            present = list(pq.read_schema(p).names)
-            missing = [c for c in required if c not in present]
-            if missing:
-                raise InputError(missing_columns(missing, present, file, "", ""))
-            table = pq.read_table(p, columns=list(required))
-        except (pa.ArrowException, OSError) as e:
-            raise InputError(Problem(where=file, message=f"cannot read the Parquet file: {e}")) from None
-        cols = [table.column(c).to_pylist() for c in required]
-        for i, values in enumerate(zip(*cols)):
-            yield f"{file} row {i + 1}", list(values)
+        yield from _parquet_rows(p, file, required)
         return
     text = decode_utf8(read_bytes(p, p.name.lower().endswith(".gz"), file, ""), file, False, "")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -74,6 +146,41 @@ def read_output_table(path: str | Path, required: Sequence[str]) -> Iterator[tup
             yield f"{file}:{start}", [row[k] for k in index]
     except csv.Error as e:
         raise InputError(Problem(where=f"{file}:{reader.line_num}", message=f"cannot parse the CSV file: {e}")) from None
+
+
+def _parquet_rows(p: Path, file: str, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+    """The rows of a Parquet output file (``file row N``: ``file`` is the path as given)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        present = list(pq.read_schema(p).names)
+        missing = [c for c in required if c not in present]
+        if missing:
+            raise InputError(missing_columns(missing, present, file, "", ""))
+        table = pq.read_table(p, columns=list(required))
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(Problem(where=file, message=f"cannot read the Parquet file: {e}")) from None
+    cols = [table.column(c).to_pylist() for c in required]
+    for i, values in enumerate(zip(*cols)):
+        yield f"{file} row {i + 1}", list(values)
+
+
+def _dataset_rows(folder: Path, required: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+    """The rows of a dataset folder, a batch of one part at a time (``part-00003.parquet row N``)."""
+    import pyarrow.parquet as pq
+
+    manifest = read_manifest(folder)
+    missing = [c for c in required if c not in manifest.schema.names]
+    if missing:
+        raise InputError(missing_columns(missing, list(manifest.schema.names), str(folder), "", ""))
+    for part in manifest.parts:
+        row = 0
+        for batch in pq.ParquetFile(part).iter_batches(columns=list(required)):
+            cols = [batch.column(c).to_pylist() for c in required]
+            for values in zip(*cols):
+                row += 1
+                yield f"{part} row {row}", list(values)
 
 
 def read_pairs_csv(path: str | Path) -> list[tuple[str, str, str, str, float]]:
@@ -132,13 +239,25 @@ def large_strings(values: Any) -> Any:
     return values
 
 
+def _dataset_table(folder: Path, required: Sequence[str]) -> Any:
+    """The columns ``required`` of a dataset folder as one Arrow table (its manifest's types)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    manifest = read_manifest(folder)
+    schema = pa.schema([manifest.schema.field(c) for c in required])
+    return pa.concat_tables([pq.read_table(p, columns=list(required)).cast(schema) for p in manifest.parts] or [schema.empty_table()])
+
+
 def read_output_columns(path: Path, required: Sequence[str]) -> dict[str, Any]:
     """String columns of an output table (fast: pyarrow; errors: the io reader's messages), as
     :func:`large_strings` arrays."""
     import pyarrow as pa
 
     try:
-        if path.name.lower().endswith(".parquet"):
+        if path.is_dir():
+            table = _dataset_table(path, required)
+        elif path.name.lower().endswith(".parquet"):
             import pyarrow.parquet as pq
 
             table = pq.read_table(path, columns=list(required))

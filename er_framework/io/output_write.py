@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from er_framework.io.outputs import fsync_dir, sync_files
 from er_framework.io.safe_write import pid_alive
 from er_framework.kernels.arrow import array_of
 
-__all__ = ["CSV_ROWS_PER_WRITE", "csv_texts", "write_files", "write_outputs"]
+__all__ = ["CSV_ROWS_PER_WRITE", "csv_header_text", "csv_texts", "table_arrow", "write_csv_rows", "write_files", "write_outputs"]
 
 
 _TMP_PREFIX = ".er-tmp-"
@@ -82,24 +83,39 @@ def _csv_column(col: Sequence[Any] | np.ndarray) -> list[Any]:
 
 
 def _write_csv(target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray], sync: bool = True) -> None:
-    names = list(columns)
     with open(target, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator="\r\n")
-        if names:
-            writer.writerow(names)
-            cells = [_csv_column(columns[c]) for c in names]
-            texts = csv_texts(cells)
-            if texts is None:
-                writer.writerows(zip(*cells))
-            else:  # no cell needs quoting: the rows are the cells joined (what csv.writer writes)
-                del cells
-                for lo in range(0, len(texts[0]), CSV_ROWS_PER_WRITE):
-                    part = [t[lo : lo + CSV_ROWS_PER_WRITE] for t in texts]
-                    f.write("\r\n".join(map(",".join, zip(*part))))
-                    f.write("\r\n")
+        if columns:
+            f.write(csv_header_text(list(columns)))
+            write_csv_rows(f, columns)
         f.flush()
         if sync:
             os.fsync(f.fileno())
+
+
+def csv_header_text(names: Sequence[str]) -> str:
+    """The header row of a CSV output with columns ``names`` (what ``csv.writer`` writes: CRLF ended)."""
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\r\n").writerow(list(names))
+    return buf.getvalue()
+
+
+def write_csv_rows(f: TextIO, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
+    """Write the rows of ``columns`` (no header) to ``f`` (opened with ``newline=""``): the rows of a CSV output.
+
+    The text of a row depends on that row alone, so the rows of a table written in parts and concatenated
+    are the rows written at once (:mod:`er_framework.io.part_tables`)."""
+    cells = [_csv_column(columns[c]) for c in columns]
+    if not cells:
+        return
+    texts = csv_texts(cells)
+    if texts is None:
+        csv.writer(f, lineterminator="\r\n").writerows(zip(*cells))
+        return
+    del cells  # no cell needs quoting: the rows are the cells joined (what csv.writer writes)
+    for lo in range(0, len(texts[0]), CSV_ROWS_PER_WRITE):
+        part = [t[lo : lo + CSV_ROWS_PER_WRITE] for t in texts]
+        f.write("\r\n".join(map(",".join, zip(*part))))
+        f.write("\r\n")
 
 
 #: rows joined and written per step by :func:`_write_csv` (the text of one step is held in memory)
@@ -219,13 +235,8 @@ def _serialize_outputs(
         plan.append((name, f"{name}.{fmt}"))
     arrow_tables: dict[str, Any] = {}
     if fmt == "parquet":
-        import pyarrow as pa
-
         for name, columns in tables.items():
-            try:
-                arrow_tables[name] = pa.Table.from_arrays([array_of(v) for v in columns.values()], names=list(columns))
-            except (pa.ArrowException, TypeError, ValueError) as e:
-                raise ValueError(f"table {name!r} cannot be converted to Parquet: {e}") from e
+            arrow_tables[name] = table_arrow(name, columns)
     json_text: dict[str, str] = {}
     for name, doc in json_files.items():
         _check_name(name, "json file")
@@ -247,6 +258,17 @@ def _serialize_outputs(
             raise ValueError(f"{name}.json cannot be written as JSON: {e}") from e
         plan.append((name, f"{name}.json"))
     return plan, arrow_tables, json_text
+
+
+def table_arrow(name: str, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> Any:
+    """The Arrow table a Parquet output of table ``name`` holds for ``columns`` (types inferred by
+    :func:`~er_framework.kernels.arrow.array_of`); ``ValueError`` naming the table when it cannot be built."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_arrays([array_of(v) for v in columns.values()], names=list(columns))
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise ValueError(f"table {name!r} cannot be converted to Parquet: {e}") from e
 
 
 def write_files(

@@ -54,6 +54,18 @@ So:
    (their ``.alive`` lock is free) are removed, except the one a journal
    still names.
 
+**Dataset folders.** A table written in parts by the workers of a Dask run
+(:mod:`er_framework.io.part_tables`) may be a Parquet dataset, the folder
+``pairs/`` (its parts and ``_manifest.json``): such a folder is one entry of
+the set like a file. Its backup is a folder of hard links (or copies) of its
+files; moving it in removes the previous folder first (its manifest first, so
+a half-removed folder is never taken for a dataset); a rollback or recovery
+puts the backup folder back whole. ``replace_all`` removes a stale dataset
+folder beside a new ``pairs.parquet`` file and a stale file beside a new
+dataset, but never a folder that is not a dataset er wrote
+(:func:`~er_framework.io.output_names.is_dataset_dir`): one in the way of an
+output is an error before anything changes.
+
 Two runs into one folder each commit their own complete set; the later
 commit wins. Files of the tool's names are recognized as er's by the
 ``report.json`` beside them (an er report names the files it came with in
@@ -77,7 +89,17 @@ from types import TracebackType
 from typing import IO, Any
 
 from er_framework.errors import InputError, Problem, naming_file, os_problem
-from er_framework.io.output_names import JOURNAL, MAX_REPORT_BYTES, OUTPUT_NAMES, OUTPUT_TABLES, STAGE_PREFIX, is_er_output
+from er_framework.io.output_names import (
+    DATASET_MANIFEST,
+    JOURNAL,
+    MAX_REPORT_BYTES,
+    OUTPUT_DATASETS,
+    OUTPUT_NAMES,
+    OUTPUT_TABLES,
+    STAGE_PREFIX,
+    is_dataset_dir,
+    is_er_output,
+)
 from er_framework.io.report_json import check_report, is_job_file
 
 try:  # POSIX; elsewhere the folder is not locked (one writer at a time is then the user's care)
@@ -314,16 +336,35 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
-    """Remove the stale outputs, move the staged files in (idempotent: a roll-forward repeats it)."""
-    for name in remove:
+def _is_tree(path: Path) -> bool:
+    """``path`` is a folder (a dataset output or its backup), not a symlink to one."""
+    return path.is_dir() and not path.is_symlink()
+
+
+def _remove_entry(path: Path) -> None:
+    """Remove an output: a file (or symlink) unlinked; a dataset folder removed, its manifest first (a folder
+    half removed is then no dataset for a reader). A missing one is no error."""
+    if _is_tree(path):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(out / name)
+            os.unlink(path / DATASET_MANIFEST)
+        shutil.rmtree(path)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _apply(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str]) -> None:
+    """Remove the stale outputs, move the staged files and dataset folders in (idempotent: a roll-forward
+    repeats it)."""
+    for name in remove:
+        _remove_entry(out / name)
     for name in files:
         src = stage / name
         if os.path.lexists(src):
-            if (out / name).is_dir() and not (out / name).is_symlink():
-                raise IsADirectoryError(21, "a folder is in the way of an output file", str(out / name))
+            if _is_tree(out / name):
+                if not _is_tree(src):
+                    raise IsADirectoryError(21, "a folder is in the way of an output file", str(out / name))
+                _remove_entry(out / name)  # the previous dataset (kept as the backup)
             os.replace(src, out / name)
     fsync_dir(out)
 
@@ -344,6 +385,19 @@ def _test_pause(point: str) -> None:
 
 def _backup_name(name: str) -> str:
     return BACKUP_PREFIX + name
+
+
+def _same_entry(a: Path, b: Path) -> bool:
+    """:func:`_same_file`, or for two folders (a dataset and its backup): the same names, each the same file."""
+    if not (_is_tree(a) or _is_tree(b)):
+        return _same_file(a, b)
+    try:
+        names = sorted(os.listdir(a))
+        if not (_is_tree(a) and _is_tree(b)) or names != sorted(os.listdir(b)):
+            return False
+    except OSError:
+        return False
+    return all(_same_file(a / n, b / n) for n in names)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -374,17 +428,28 @@ def _back_up(out: Path, stage: Path, names: Sequence[str]) -> list[str]:
         src, dst = out / name, stage / _backup_name(name)
         if not os.path.lexists(src):
             continue
-        try:
-            os.link(src, dst, follow_symlinks=False)
-        except OSError:
-            shutil.copy2(src, dst, follow_symlinks=False)
-            if not dst.is_symlink():
-                copies.append(dst)
+        if _is_tree(src):
+            dst.mkdir()
+            for entry in sorted(os.listdir(src)):
+                _link_or_copy(src / entry, dst / entry, copies)
+            fsync_dir(dst)
+        else:
+            _link_or_copy(src, dst, copies)
         kept.append(name)
     if copies:
         sync_files(copies)
     fsync_dir(stage)
     return kept
+
+
+def _link_or_copy(src: Path, dst: Path, copies: list[Path]) -> None:
+    """``dst`` a hard link of ``src`` (a copy, added to ``copies`` to be fsynced, where the file system refuses one)."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+        if not dst.is_symlink():
+            copies.append(dst)
 
 
 def _write_journal(out: Path, stage: Path, plan: dict[str, Any]) -> None:
@@ -418,8 +483,10 @@ def _undo(out: Path, stage: Path, files: Sequence[str], remove: Sequence[str], b
         if name in backups:
             if not os.path.lexists(backup):
                 continue  # already put back
-            if os.path.lexists(target) and _same_file(target, backup):
+            if os.path.lexists(target) and _same_entry(target, backup):
                 continue  # never replaced (the commit stopped before it)
+            if _is_tree(target):
+                _remove_entry(target)  # the new dataset, or the previous one half removed (its backup is whole)
             os.replace(backup, target)
         elif name in files and not os.path.lexists(stage / name) and os.path.lexists(target):
             os.replace(target, stage / name)
@@ -434,7 +501,7 @@ def _which_run(out: Path, stage: Path, files: Sequence[str], remove: Sequence[st
         target, backup = out / name, stage / _backup_name(name)
         if not os.path.lexists(target):
             continue
-        if name in backups and os.path.lexists(backup) and _same_file(target, backup):
+        if name in backups and os.path.lexists(backup) and _same_entry(target, backup):
             old.append(name)
         elif name in files and not os.path.lexists(stage / name) and (name not in backups or os.path.lexists(backup)):
             new.append(name)
@@ -591,6 +658,23 @@ def _names(folder: Path) -> list[str]:
         return []
 
 
+def _is_output(path: Path, name: str) -> bool:
+    """``path`` (of the output name ``name``) is an output er wrote: a regular file, or a dataset folder."""
+    return is_dataset_dir(path) if name in OUTPUT_DATASETS else path.is_file()
+
+
+def _check_in_the_way(out: Path, files: Sequence[str]) -> None:
+    """An OSError when a folder is where an output file goes, or anything but er's dataset folder is where a
+    dataset goes (nothing has changed yet)."""
+    for name in files:
+        target = out / name
+        if name in OUTPUT_DATASETS:
+            if os.path.lexists(target) and not is_dataset_dir(target):
+                raise FileExistsError(17, "something that is not a dataset folder er wrote is in the way of an output folder", str(target))
+        elif target.is_dir():
+            raise IsADirectoryError(21, "a folder is in the way of an output file", str(target))
+
+
 # ------------------------------------------------------------------ the stage
 
 
@@ -647,18 +731,17 @@ class OutputStage:
         for name in files:
             if name not in OUTPUT_NAMES:
                 raise ValueError(f"{name!r} is not an output name of er")
+            if name in OUTPUT_DATASETS and not is_dataset_dir(self.path / name):
+                raise ValueError(f"{name!r} in the stage is not a dataset folder with its {DATASET_MANIFEST} (assemble it first)")
         stale: list[str] = []
         _test_pause("before_commit")
         try:
-            sync_files([self.path / name for name in files])
-            fsync_dir(self.path)
-            in_the_way = [n for n in files if (self.out / n).is_dir()]
-            if in_the_way:
-                raise IsADirectoryError(21, "a folder is in the way of an output file", str(self.out / in_the_way[0]))
+            self._sync(files)
+            _check_in_the_way(self.out, files)
             with _folder_lock(self.out), _signals_held():
                 _roll_forward(self.out)
                 if replace_all:
-                    stale = sorted(n for n in OUTPUT_NAMES - set(files) if (self.out / n).is_file())
+                    stale = sorted(n for n in OUTPUT_NAMES - set(files) if _is_output(self.out / n, n))
                 _commit(self.out, self.path, files, stale)
                 self.committed = True
         except CommitUndone as exc:
@@ -684,6 +767,15 @@ class OutputStage:
                 )
             ) from None
         return {name: self.out / name for name in files}
+
+    def _sync(self, files: Sequence[str]) -> None:
+        """fsync the staged files, the files of the staged dataset folders, those folders and the stage."""
+        folders = [self.path / n for n in files if _is_tree(self.path / n)]
+        inside = [f / e for f in folders for e in sorted(os.listdir(f))]
+        sync_files([self.path / n for n in files if n not in OUTPUT_DATASETS] + inside)
+        for folder in folders:
+            fsync_dir(folder)
+        fsync_dir(self.path)
 
     def _cleanup(self) -> None:
         if self._alive is not None:

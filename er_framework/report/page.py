@@ -43,7 +43,7 @@ from er_framework.data import Pairs, Records
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.database_read import read_database
 from er_framework.io.html import extract_text
-from er_framework.io.output_read import read_clusters_csv, read_pairs_csv
+from er_framework.io.output_read import find_table, read_clusters_csv, read_pairs_csv
 from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.report_json import check_report
 from er_framework.io.source_files import merge_files, read_source
@@ -105,14 +105,6 @@ def _load_report(out: Path) -> dict[str, Any]:
     # not an object, or a key of the wrong kind: "… is not a report er wrote" (check_report);
     # the sections the page draws as a note when their content is malformed: only their kind is checked
     return check_report(report, path, shallow=("scores", "review.above[]", "review.below[]", "verifier.per_field[]", "threshold_curve"))
-
-
-def _table_file(out: Path, name: str) -> Path | None:
-    """``name.csv`` or ``name.parquet`` in ``out`` (the newer if both exist)."""
-    found = [p for p in (out / f"{name}.csv", out / f"{name}.parquet") if p.is_file()]
-    if not found:
-        return None
-    return max(found, key=lambda p: p.stat().st_mtime_ns)
 
 
 # --------------------------------------------------------------------------
@@ -346,7 +338,7 @@ def render_report(
         report["threshold_curve"] = threshold_curve
     notes: list[str] = []
 
-    pairs_file = _table_file(out, "pairs")
+    pairs_file = find_table(out, "pairs")
     pairs: list[tuple[str, str, str, str, float]] | None = None
     scores: np.ndarray | None = None
     view: ClusterView | None = None
@@ -359,7 +351,7 @@ def render_report(
             scores = np.array([p[4] for p in pairs], dtype=np.float64)
         except ErError as exc:
             notes.append(f"{pairs_file.name} could not be read: {exc}")
-    clusters_file = _table_file(out, "clusters")
+    clusters_file = find_table(out, "clusters")
     members: dict[str, list[tuple[str, str]]] | None = None
     if run is None and clusters_file is not None:
         try:

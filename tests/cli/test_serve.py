@@ -380,3 +380,12 @@ def test_a_taken_port_is_an_error_naming_the_option(live: Live) -> None:
         start_server(live.session, live.server.port)
     with pytest.raises(InputError, match="not a port"):
         start_server(live.session, 70000)
+
+
+def test_read_clusters_reads_a_clusters_dataset_folder(tmp_path: Path) -> None:
+    from tests.io.test_part_tables import as_datasets, documents_run
+
+    out = documents_run(tmp_path)
+    before = read_clusters(out)
+    as_datasets(out)
+    assert (out / "clusters").is_dir() and read_clusters(out) == before and len(before) > 10

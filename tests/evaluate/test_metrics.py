@@ -364,3 +364,17 @@ def test_per_source_pair_only_with_two_to_ten_sources(tmp_path: Path) -> None:
     many = write_run(tmp_path / "many", [(s, f"{s}-1", 0) for s in names], [], mode="link")
     m = evaluate(many, load_truth(write_text(tmp_path / "t2.csv", "left_id,right_id\nS0-1,S1-1\n")))
     assert m["per_source_pair"] is None and any("at most 10" in n for n in m["notes"])
+
+
+def test_dataset_folders_evaluate_as_the_files_they_replace(tmp_path: Path) -> None:
+    """A run whose clusters, pairs and candidates are dataset folders (a Dask run's, issue 30) evaluates the same."""
+    from tests.io.test_part_tables import as_datasets, documents_run
+
+    out = documents_run(tmp_path)
+    truth = load_truth(ROOT / "configs" / "data" / "docs_truth.csv")
+    before = evaluate(out, truth)
+    assert sorted(as_datasets(out)) == ["candidates", "clusters", "pairs"]
+    after = evaluate(out, truth)
+    for key in ("clusters", "pairwise", "records"):
+        assert after[key] == before[key], key
+    assert after["blocking"]["pair_completeness"] == before["blocking"]["pair_completeness"] is not None

@@ -48,3 +48,16 @@ def test_a_labels_file_is_recognized_and_read_over_the_labelled_pairs(tmp_path) 
     values, match = labelled_values(COLS, np.array([5.0, -2.0, 1.0, 0.0]), labels)
     assert values.tolist() == [5.0, -2.0, -np.inf]  # either order; a pair no blocker produced is never kept; no label: skipped
     assert match.tolist() == [True, False, True]
+
+
+def test_the_curve_of_a_run_whose_candidates_are_a_dataset_folder(tmp_path) -> None:
+    from er_framework.evaluate.threshold_truth import truth_curve
+    from tests.io.test_part_tables import ROOT, as_datasets, documents_run
+
+    out = documents_run(tmp_path)
+    truth = ROOT / "configs" / "data" / "docs_truth.csv"
+    before = truth_curve(out, truth)
+    as_datasets(out)
+    after = truth_curve(out, truth)
+    assert (out / "candidates").is_dir() and "of candidates (65)" in after.pop("over") and "of candidates.csv (65)" in before.pop("over")
+    assert after == before

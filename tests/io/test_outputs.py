@@ -341,3 +341,136 @@ def test_find_job_file_refuses_a_named_file_that_is_not_a_job(tmp_path: Path) ->
     job.write_text("sources: []\n", encoding="utf-8")
     assert find_job_file({"config": str(job)}, tmp_path / "out", None)[0] == job.resolve()
     assert find_job_file({"config": str(secret)}, tmp_path / "out", job)[0] == job.resolve()  # --config wins
+
+
+# ------------------------------------------------------------------ dataset folders in the transaction (issue 30)
+
+#: an output set: a file's text, or a dataset folder's files (name -> text)
+_Set = dict[str, "str | dict[str, str]"]
+
+_DATASET_OLD: _Set = {
+    "pairs": {"_manifest.json": "{}\n", "part-00000.parquet": "old p0\n", "part-00001.parquet": "old p1\n"},
+    "clusters.parquet": "old clusters\n",
+    "candidates": {"_manifest.json": "{}\n", "part-00000.parquet": "old c0\n"},
+    "report.json": "{}\n",
+}
+_DATASET_NEW: _Set = {
+    "pairs": {"_manifest.json": '{"new": 1}\n', "part-00000.parquet": "new p0\n"},
+    "clusters": {"_manifest.json": '{"new": 1}\n', "part-00000.parquet": "new c0\n", "part-00001.parquet": "new c1\n"},
+    "candidates.csv": "new cand\n",
+    "report.json": '{"new": 1}\n',
+}
+
+
+def _tree(folder: Path) -> dict[str, object]:
+    """The visible files and folders of an output folder, with their bytes (er's hidden entries aside)."""
+    out: dict[str, object] = {}
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        out[p.name] = _tree(p) if p.is_dir() else p.read_bytes()
+    return out
+
+
+def _as_tree(spec: _Set) -> dict[str, object]:
+    return {k: (v.encode() if isinstance(v, str) else {n: t.encode() for n, t in v.items()}) for k, v in spec.items()}
+
+
+def _stage_set(out: Path, spec: _Set) -> OutputStage:
+    stage = OutputStage(out).__enter__()
+    for name, value in spec.items():
+        if isinstance(value, str):
+            stage.write_text(name, value)
+        else:
+            (stage.path / name).mkdir()
+            for file, text in value.items():
+                (stage.path / name / file).write_text(text, encoding="utf-8")
+    return stage
+
+
+def _dataset_fresh(tmp_path: Path, k: int, old: _Set) -> Path:
+    out = tmp_path / f"ds-{k}"
+    stage = _stage_set(out, old)
+    stage.commit(list(old), replace_all=True)
+    stage.__exit__(None, None, None)
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    return out
+
+
+_SCENARIOS = [(_DATASET_OLD, _DATASET_NEW), (_DATASET_NEW, _DATASET_OLD), (_OLD, _DATASET_NEW)]
+
+
+_IDS = ["datasets-over-datasets", "files-over-datasets", "datasets-over-files"]
+
+
+@pytest.mark.parametrize("old, new", _SCENARIOS, ids=_IDS)
+def test_a_commit_of_dataset_folders_replaces_the_set_and_removes_stale_outputs_of_either_kind(
+    tmp_path: Path, old: _Set, new: _Set
+) -> None:
+    out = _dataset_fresh(tmp_path, 0, old)
+    assert _tree(out) == {**_as_tree(old), "notes.txt": b"mine\n"}
+    stage = _stage_set(out, new)
+    stage.commit(list(new), replace_all=True)
+    stage.__exit__(None, None, None)
+    assert _tree(out) == {**_as_tree(new), "notes.txt": b"mine\n"}
+    assert not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)] and not (out / JOURNAL).exists()
+
+
+def test_a_folder_that_is_not_an_er_dataset_is_never_removed_and_is_in_the_way(tmp_path: Path) -> None:
+    out = _dataset_fresh(tmp_path, 0, _OLD)
+    (out / "golden").mkdir()
+    (out / "golden" / "mine.txt").write_text("keep\n", encoding="utf-8")
+    stage = _stage_set(out, _DATASET_NEW)
+    stage.commit(list(_DATASET_NEW), replace_all=True)  # golden/ holds a file of the user's: not a stale output
+    stage.__exit__(None, None, None)
+    assert (out / "golden" / "mine.txt").read_text() == "keep\n"
+    (out / "clusters" / "notes.txt").write_text("mine\n", encoding="utf-8")  # no longer a dataset er wrote
+    before = _tree(out)
+    stage = _stage_set(out, _DATASET_NEW)
+    with pytest.raises(InputError, match="not a dataset folder er wrote is in the way"):
+        stage.commit(list(_DATASET_NEW), replace_all=True)
+    stage.__exit__(None, None, None)
+    assert _tree(out) == before
+    with pytest.raises(ValueError, match="not a dataset folder"), OutputStage(out) as stage:
+        stage.write_text("pairs", "a file named like a dataset\n")
+        stage.commit(["pairs"], replace_all=False)
+
+
+def _dataset_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: _Set, new: _Set) -> int:
+    out = _dataset_fresh(tmp_path, 0, old)
+    stage = _stage_set(out, new)
+    with monkeypatch.context() as m:
+        calls = _faulty(m, {})
+        stage.commit(list(new), replace_all=True)
+        n = calls[0]
+    stage.__exit__(None, None, None)
+    return n
+
+
+@pytest.mark.parametrize("old, new", _SCENARIOS, ids=_IDS)
+def test_a_failure_or_kill_at_any_step_of_a_dataset_commit_recovers_to_one_whole_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: _Set, new: _Set
+) -> None:
+    steps = _dataset_steps(tmp_path, monkeypatch, old, new)
+    old_set = {**_as_tree(old), "notes.txt": b"mine\n"}
+    new_set = {**_as_tree(new), "notes.txt": b"mine\n"}
+    cases: list[dict[int, BaseException]] = [{k: PermissionError(1, "Operation not permitted")} for k in range(1, steps + 1)]
+    cases += [{k: _Killed()} for k in range(1, steps + 1)]
+    cases += [{k: OSError(5, "Input/output error"), j: _Killed()} for k in range(1, steps + 1, 2) for j in range(k + 1, k + 10)]
+    seen = set()
+    for i, plan in enumerate(cases):
+        out = _dataset_fresh(tmp_path, 1 + i, old)
+        stage = _stage_set(out, new)
+        with monkeypatch.context() as m:
+            _faulty(m, plan)
+            with contextlib.suppress(_Killed, InputError):
+                stage.commit(list(new), replace_all=True)
+        assert stage._alive is not None
+        stage._alive.close()  # the process is gone (or done): its stage's lock is free
+        recover(out)
+        after = _tree(out)
+        assert after in (old_set, new_set), (plan, after)
+        seen.add("new" if after == new_set else "old")
+        assert not (out / JOURNAL).exists(), plan
+        assert not [e for e in os.listdir(out) if e.startswith(STAGE_PREFIX)], plan
+    assert seen == {"old", "new"}

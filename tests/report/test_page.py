@@ -236,3 +236,18 @@ def test_the_example_records_of_a_mapped_latin1_source_are_read_again_with_its_s
     page = write_report(run(cfg, tmp_path / "o")).read_text(encoding="utf-8")
     assert "cluster 0: 2 records" in page and "could not be read again" not in page
     assert "Zoë&#x27;s tricky record about things!" in page
+
+
+def test_the_page_of_a_run_whose_tables_are_dataset_folders_is_the_page_of_its_files(tmp_path: Path) -> None:
+    import re
+
+    from er_framework.report.page import render_report
+    from tests.io.test_part_tables import as_datasets, documents_run
+
+    out = documents_run(tmp_path)
+    before = render_report(out)
+    as_datasets(out)
+    after = render_report(out)
+    for pattern in (r"<h3>cluster [^<]*</h3>", r'<span class="rec">([^<]*)</span>', r"min / median / max</th><td[^>]*>([^<]*)<"):
+        assert re.findall(pattern, after) == re.findall(pattern, before), pattern
+    assert re.findall(r"<h3>cluster [^<]*</h3>", after) and "could not be read" not in after
