@@ -149,13 +149,12 @@ class PeakSampler:
 
     def sample(self) -> None:
         with self._lock:
-            roots = dict(self.roots)
-        for role, root in roots.items():
-            for pid in [root, *descendants(root)]:
-                kb = proc_status_kb(pid, "VmHWM")
+            for role, root in self.roots.items():
                 seen = self.hwm_kb[role]
-                if kb > seen.get(pid, 0):
-                    seen[pid] = kb
+                for pid in [root, *descendants(root)]:
+                    kb = proc_status_kb(pid, "VmHWM")
+                    if kb > seen.get(pid, 0):
+                        seen[pid] = kb
 
     def _run(self) -> None:
         while not self._done.wait(self.interval):
@@ -170,6 +169,7 @@ class PeakSampler:
     def peaks(self) -> dict[str, dict[str, Any]]:
         """Per role: the largest process's peak (the worker, not its nanny) and every process's, MB."""
         out: dict[str, dict[str, Any]] = {}
+        self.sample()
         for role, seen in self.hwm_kb.items():
             per = {str(pid): round(kb / 1024, 1) for pid, kb in sorted(seen.items())}
             out[role] = {"peak_rss_mb": max(per.values(), default=None), "processes_mb": per}
@@ -291,31 +291,46 @@ def report_facts(out: Path) -> dict[str, Any]:
     return facts
 
 
+def measure_job(label: str, text: str, a: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Write the job ``work/<label>.yaml``, measure ``er run`` of it into ``work/<label>/``."""
+    out = work / label
+    shutil.rmtree(out, ignore_errors=True)
+    job = work / f"{label}.yaml"
+    job.write_text(text, encoding="utf-8")
+    cmd = er_command(job, out, a.report)
+    got: dict[str, Any] = {"run": measured(cmd, work / f"{label}-measure.json", work / f"{label}.log", a.timeout)}
+    got["command"] = ["python" if c == sys.executable else c for c in cmd]
+    got["report"] = report_facts(out)
+    got["ok"] = got["run"]["exit_code"] == 0 and not got["run"]["timed_out"]
+    if not got["ok"]:
+        got["log_tail"] = (work / f"{label}.log").read_text(encoding="utf-8", errors="replace")[-3000:]
+    return got
+
+
+def with_baseline(row: dict[str, Any], name: str, a: argparse.Namespace, work: Path, address: str | None) -> None:
+    """The fixed cost: the same job on ``--baseline-docs`` documents, after the measured run, on the same cluster."""
+    if not a.baseline_docs or not row["ok"]:
+        return
+    data, corpus = scale_corpus.ensure_corpus(Path(a.data_dir), a.baseline_docs, a.seed)
+    text = job_text(TEMPLATE.read_text(encoding="utf-8"), data, address, a.partition_mb if address else None)
+    base = measure_job(f"{name}-baseline", text, a, work)
+    row["baseline"] = {"docs": a.baseline_docs, "bytes": corpus["bytes"], **base}
+    shutil.rmtree(work / f"{name}-baseline", ignore_errors=True)
+
+
 def run_executor(name: str, a: argparse.Namespace, data: Path, work: Path) -> dict[str, Any]:
     """One measured ``er run`` of the documents job on ``name`` (local or dask); outputs in work/<name>."""
-    out = work / name
-    shutil.rmtree(out, ignore_errors=True)
-    job = work / f"{name}.yaml"
-    cmd = er_command(job, out, a.report)
     template = TEMPLATE.read_text(encoding="utf-8")
-    row: dict[str, Any] = {"executor": name}
     if name == "local":
-        job.write_text(job_text(template, data), encoding="utf-8")
-        row["run"] = measured(cmd, work / f"{name}-measure.json", work / f"{name}.log", a.timeout)
-    else:
-        with DaskProcesses(work / "dask-cluster", a.workers, a.memory_limit) as cluster:
-            job.write_text(job_text(template, data, cluster.address, a.partition_mb), encoding="utf-8")
-            row["run"] = measured(cmd, work / f"{name}-measure.json", work / f"{name}.log", a.timeout)
-            cluster.stop()
-            row["processes"] = cluster.peaks()
-        row["memory_limit"] = a.memory_limit
-        row["n_workers"] = a.workers
-    row["command"] = ["python" if c == sys.executable else c for c in cmd]
-    row["job"] = job.read_text(encoding="utf-8")
-    row["report"] = report_facts(out)
-    row["ok"] = row["run"]["exit_code"] == 0 and not row["run"]["timed_out"]
-    if not row["ok"]:
-        row["log_tail"] = (work / f"{name}.log").read_text(encoding="utf-8", errors="replace")[-3000:]
+        row = {"executor": name, **measure_job(name, job_text(template, data), a, work)}
+        with_baseline(row, name, a, work, None)
+        return row
+    with DaskProcesses(work / "dask-cluster", a.workers, a.memory_limit) as cluster:
+        row = {"executor": name, **measure_job(name, job_text(template, data, cluster.address, a.partition_mb), a, work)}
+        row["processes"] = cluster.peaks()  # before the baseline run (its peaks are below these anyway)
+        with_baseline(row, name, a, work, cluster.address)
+    row["memory_limit"] = a.memory_limit
+    row["n_workers"] = a.workers
     return row
 
 
@@ -420,6 +435,8 @@ def run_line(row: dict[str, Any]) -> str:
     procs = row.get("processes", {})
     workers = ", ".join(fmt_mb(v["peak_rss_mb"]) for k, v in sorted(procs.items()) if k.startswith("worker")) or "–"
     executor = rep.get("executor")
+    records = rep.get("records")
+    records = records.get("total") if isinstance(records, dict) else records
     partitions = executor.get("partitions", "–") if isinstance(executor, dict) else "–"
     name = row["executor"] + ("" if row["ok"] else " (failed)")
     scheduler = fmt_mb(procs.get("scheduler", {}).get("peak_rss_mb"))
@@ -469,6 +486,10 @@ def markdown(res: dict[str, Any]) -> str:
     lines += ["|---|---:|---:|---:|---:|---:|---:|---:|", *(run_line(row) for row in res["runs"])]
     if "ratio" in res:
         lines += ["", f"Dask / local wall time: **{res['ratio']:.2f}×**."]
+    fixed = [f"{r['executor']} {r['baseline']['run']['wall_s']:.2f} s" for r in res["runs"] if r.get("baseline", {}).get("ok")]
+    if fixed:
+        docs = next(r["baseline"]["docs"] for r in res["runs"] if "baseline" in r)
+        lines += ["", f"Fixed cost (the same job on {docs:,} documents, same session and cluster): {', '.join(fixed)}."]
     lines += ["", *(answer_line(name, cmp) for name, cmp in res.get("answers", {}).items())]
     lines += ["", "Seconds per stage (report.json `stages`):", "", *stage_table(res["runs"])]
     lines += ["", "Commands:", "", "```console", f"$ {res['command']}", *(f"$ {' '.join(row['command'])}" for row in res["runs"])]
@@ -543,6 +564,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--data-dir", default="/tmp/bench-data/scale", help="corpora and run folders (default /tmp/bench-data/scale)")
     p.add_argument("--results", default=str(HERE / "results"), help="folder of scale-<N>.json/.md (default benchmarks/results)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per er run (default none)")
+    p.add_argument("--baseline-docs", type=int, default=1000, help="the fixed cost: a run this small after each run (0: none)")
     p.add_argument("--keep", action="store_true", help="keep the output folders of the runs")
     a = p.parse_args(argv)
     if a.no_local:
