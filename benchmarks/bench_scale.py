@@ -170,9 +170,10 @@ class PeakSampler:
         """Per role: the largest process's peak (the worker, not its nanny) and every process's, MB."""
         out: dict[str, dict[str, Any]] = {}
         self.sample()
-        for role, seen in self.hwm_kb.items():
-            per = {str(pid): round(kb / 1024, 1) for pid, kb in sorted(seen.items())}
-            out[role] = {"peak_rss_mb": max(per.values(), default=None), "processes_mb": per}
+        with self._lock:
+            for role, seen in self.hwm_kb.items():
+                per = {str(pid): round(kb / 1024, 1) for pid, kb in sorted(seen.items())}
+                out[role] = {"peak_rss_mb": max(per.values(), default=None), "processes_mb": per}
         return out
 
 
