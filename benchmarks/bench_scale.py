@@ -448,7 +448,7 @@ def run_line(row: dict[str, Any]) -> str:
         scheduler,
         workers,
         partitions,
-        rep.get("records"),
+        records,
         rep.get("verified_pairs"),
     ]
     return "| " + " | ".join("–" if c is None else str(c) for c in cells) + " |"
