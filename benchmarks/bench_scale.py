@@ -143,6 +143,7 @@ class PeakSampler:
         with self._lock:
             self.roots[role] = pid
             self.hwm_kb.setdefault(role, {})
+        self.sample()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()

@@ -13,8 +13,8 @@
 
 * ``a`` — worker-seconds per input byte: the seconds of the stages that run on
   the workers (report.json ``stages`` not in ``--client-stages``; today read,
-  block and verify) above the baseline's, times the fit's parallelism
-  ``min(W_f, P_f)``, over the bytes above the baseline's. A stage's seconds are
+  block and verify) above the baseline's, over the bytes per worker
+  ``B / min(W, P)`` above the baseline's. A stage's seconds are
   its wall time on the client while every worker works, so the work is taken
   as spread evenly over the workers, never over more workers than partitions.
 * ``c`` — client seconds per record: the client stages (``--client-stages``:
@@ -134,14 +134,15 @@ def fit(run: Run, client_stages: tuple[str, ...] = CLIENT_STAGES) -> Fit:
     """The model's constants from one run and its baseline (see the module docstring)."""
     w, c = split_seconds(run.wall_s, run.stages, client_stages)
     bw, bc = split_seconds(run.base_wall_s, run.base_stages, client_stages) if run.base_docs else (0.0, 0.0)
-    d_bytes = max(run.bytes - run.base_bytes, 1)
     d_docs = max(run.docs - run.base_docs, 1)
-    a = max(w - bw, 0.0) * min(run.workers, run.partitions) / d_bytes
+    # worker seconds = a * B / min(W, P) for the run and for its baseline (one partition, or a few)
+    base_partitions = max(1, math.ceil(run.base_bytes / (run.partition_mb * 2**20)))
+    base_share = run.base_bytes / min(run.workers, base_partitions)
+    a = max(w - bw, 0.0) / max(run.bytes / min(run.workers, run.partitions) - base_share, 1.0)
     per_record = max(c - bc, 0.0) / d_docs
     m = max(run.client_mb - run.base_client_mb, 0.0) / d_docs
-    # the constants take the baseline's own (small) variable part out, so that the fit run is reproduced
-    base_partitions = max(1, math.ceil(run.base_bytes / (run.partition_mb * 2**20)))
-    t0 = run.base_wall_s - a * run.base_bytes / min(run.workers, base_partitions) - per_record * run.base_docs
+    # the constants take the baseline's own (small) variable part out: the fit run is reproduced exactly
+    t0 = run.base_wall_s - a * base_share - per_record * run.base_docs
     m0 = run.base_client_mb - m * run.base_docs
     return Fit(run=run, t0=t0, a=a, c=per_record, m0=m0, m=m, client_stages=client_stages)
 
