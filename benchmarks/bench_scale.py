@@ -579,15 +579,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     command = "python benchmarks/bench_scale.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # finally blocks stop the cluster
+    # finally blocks stop the cluster on SIGTERM and on Ctrl-C (also when started where SIGINT was ignored)
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)), signal.signal(signal.SIGINT, signal.default_int_handler)
     failed = False
     try:
         for n in a.docs:
             res = bench_size(n, a, command)
             print(f"wrote {write_results(res, Path(a.results))}", flush=True)
             failed |= not all(r["ok"] for r in res["runs"]) or not all(c["equal"] for c in res["answers"].values())
+    except KeyboardInterrupt:
+        print("interrupted: the er run, the scheduler and the workers were stopped", file=sys.stderr)
+        return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
     return 1 if failed else 0
 
 
