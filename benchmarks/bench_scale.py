@@ -309,15 +309,20 @@ def measure_job(label: str, text: str, a: argparse.Namespace, work: Path) -> dic
     return got
 
 
-def with_baseline(row: dict[str, Any], name: str, a: argparse.Namespace, work: Path, address: str | None) -> None:
-    """The fixed cost: the same job on ``--baseline-docs`` documents, after the measured run, on the same cluster."""
+def with_baseline(row: dict[str, Any], name: str, a: argparse.Namespace, work: Path) -> None:
+    """The fixed cost: the same job on ``--baseline-docs`` documents after the measured run (Dask: on a fresh cluster too)."""
     if not a.baseline_docs or not row["ok"]:
         return
     data, corpus = scale_corpus.ensure_corpus(Path(a.data_dir), a.baseline_docs, a.seed)
-    text = job_text(TEMPLATE.read_text(encoding="utf-8"), data, address, a.partition_mb if address else None)
-    base = measure_job(f"{name}-baseline", text, a, work)
+    template = TEMPLATE.read_text(encoding="utf-8")
+    label = f"{name}-baseline"
+    if name == "local":
+        base = measure_job(label, job_text(template, data), a, work)
+    else:
+        with DaskProcesses(work / "dask-cluster-baseline", a.workers, a.memory_limit) as cluster:
+            base = measure_job(label, job_text(template, data, cluster.address, a.partition_mb), a, work)
     row["baseline"] = {"docs": a.baseline_docs, "bytes": corpus["bytes"], **base}
-    shutil.rmtree(work / f"{name}-baseline", ignore_errors=True)
+    shutil.rmtree(work / label, ignore_errors=True)
 
 
 def run_executor(name: str, a: argparse.Namespace, data: Path, work: Path) -> dict[str, Any]:
@@ -325,14 +330,14 @@ def run_executor(name: str, a: argparse.Namespace, data: Path, work: Path) -> di
     template = TEMPLATE.read_text(encoding="utf-8")
     if name == "local":
         row = {"executor": name, **measure_job(name, job_text(template, data), a, work)}
-        with_baseline(row, name, a, work, None)
-        return row
-    with DaskProcesses(work / "dask-cluster", a.workers, a.memory_limit) as cluster:
-        row = {"executor": name, **measure_job(name, job_text(template, data, cluster.address, a.partition_mb), a, work)}
-        row["processes"] = cluster.peaks()  # before the baseline run (its peaks are below these anyway)
-        with_baseline(row, name, a, work, cluster.address)
-    row["memory_limit"] = a.memory_limit
-    row["n_workers"] = a.workers
+    else:
+        with DaskProcesses(work / "dask-cluster", a.workers, a.memory_limit) as cluster:
+            row = {"executor": name, **measure_job(name, job_text(template, data, cluster.address, a.partition_mb), a, work)}
+            cluster.stop()
+            row["processes"] = cluster.peaks()
+        row["memory_limit"] = a.memory_limit
+        row["n_workers"] = a.workers
+    with_baseline(row, name, a, work)
     return row
 
 
@@ -491,7 +496,7 @@ def markdown(res: dict[str, Any]) -> str:
     fixed = [f"{r['executor']} {r['baseline']['run']['wall_s']:.2f} s" for r in res["runs"] if r.get("baseline", {}).get("ok")]
     if fixed:
         docs = next(r["baseline"]["docs"] for r in res["runs"] if "baseline" in r)
-        lines += ["", f"Fixed cost (the same job on {docs:,} documents, same session and cluster): {', '.join(fixed)}."]
+        lines += ["", f"Fixed cost (the same job on {docs:,} documents, right after, Dask on a fresh cluster): {', '.join(fixed)}."]
     lines += ["", *(answer_line(name, cmp) for name, cmp in res.get("answers", {}).items())]
     lines += ["", "Seconds per stage (report.json `stages`):", "", *stage_table(res["runs"])]
     lines += ["", "Commands:", "", "```console", f"$ {res['command']}", *(f"$ {' '.join(row['command'])}" for row in res["runs"])]

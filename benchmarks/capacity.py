@@ -6,7 +6,7 @@
 
 **The model.** One Dask run of ``N_f`` documents (``B_f`` bytes of input,
 ``W_f`` workers, ``P_f`` partitions) and its fixed cost (the same job on
-``--baseline-docs`` documents on the same cluster right after, ``T0``) give
+``--baseline-docs`` documents right after, on a fresh cluster, ``T0``) give
 
     T(N, B, W) = T0 + a * B / min(W, ceil(B / partition)) + c * N
     client(N)  = M0 + m * N
@@ -189,7 +189,7 @@ def formula_lines(f: Fit) -> list[str]:
         "client peak RSS (N)          = M0 + m * N",
         "```",
         "",
-        f"- T0 = {f.t0:.2f} s (start-up, connection, tasks: the baseline run)",
+        f"- T0 = {f.t0:.2f} s (start-up, connection, cold workers, tasks: the baseline run less its variable part)",
         f"- a = {f.a * 2**20:.3f} worker-seconds per MB of input (stages on the workers: every stage but {', '.join(f.client_stages)})",
         f"- c = {f.c * 1e6:.2f} client seconds per million records ({', '.join(f.client_stages)}, and the time no stage covers: "
         "start-up, writing, report.html)",
