@@ -184,7 +184,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_line(log: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
+def wait_for_line(log: Path, needle: str, proc: subprocess.Popen[bytes], timeout: float, role: str = "process") -> None:
     """Wait until ``needle`` appears in ``log``; a clear error when ``proc`` exits first or ``timeout`` passes."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -192,7 +192,7 @@ def wait_for_line(log: Path, needle: str, proc: subprocess.Popen[bytes], timeout
         if needle in text:
             return
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[3:5]} exited with {proc.returncode} before {needle!r}; its log {log}:\n{text[-2000:]}")
+            raise RuntimeError(f"the {role} exited with {proc.returncode} before {needle!r}; its log {log}:\n{text[-2000:]}")
         time.sleep(0.1)
     raise RuntimeError(f"no {needle!r} in {log} after {timeout:.0f} s")
 
@@ -229,14 +229,14 @@ class DaskProcesses:
         port = free_port()
         self.address = f"tcp://127.0.0.1:{port}"
         sched, log = self._spawn("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"])
-        wait_for_line(log, "Scheduler at:", sched, self.start_timeout)
+        wait_for_line(log, "Scheduler at:", sched, self.start_timeout, "dask scheduler")
         workers = []
         for i in range(self.n_workers):
             args = ["worker", self.address, "--nthreads", "1", "--memory-limit", self.memory_limit, "--no-dashboard"]
             args += ["--host", "127.0.0.1", "--name", f"worker-{i}", "--local-directory", str(self.workdir / f"worker-{i}")]
             workers.append(self._spawn(f"worker-{i}", args))
-        for proc, log in workers:
-            wait_for_line(log, "Registered to:", proc, self.start_timeout)
+        for i, (proc, log) in enumerate(workers):
+            wait_for_line(log, "Registered to:", proc, self.start_timeout, f"dask worker {i}")
         return self
 
     def stop(self) -> None:
@@ -414,7 +414,7 @@ def compare_tables(left: Path, right: Path, name: str) -> dict[str, Any]:
     cols_l, hl = row_hashes(fl)
     cols_r, hr = row_hashes(fr)
     only_l, only_r = multiset_difference(hl, hr)
-    out = {"rows_left": len(hl), "rows_right": len(hr), "only_left": only_l, "only_right": only_r}
+    out: dict[str, Any] = {"rows_left": len(hl), "rows_right": len(hr), "only_left": only_l, "only_right": only_r}
     out["equal"] = cols_l == cols_r and only_l == 0 and only_r == 0
     if cols_l != cols_r:
         out["note"] = f"columns differ: {cols_l} vs {cols_r}"
@@ -595,6 +595,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: the er run, the scheduler and the workers were stopped", file=sys.stderr)
         return 130
+    except RuntimeError as exc:  # a scheduler or worker that did not start (its log is quoted)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])

@@ -221,6 +221,16 @@ def test_stop_group_stops_a_process_and_its_child(tmp_path: Path) -> None:
         assert set(sampler.peaks()["tree"]["processes_mb"]) >= {str(proc.pid), str(child)}
 
 
+def test_a_worker_that_does_not_start_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("distributed")
+    args = ["--docs", "50", "--baseline-docs", "0", "--executors", "dask", "--memory-limit", "lots"]
+    assert bench_scale.main([*args, "--data-dir", str(tmp_path / "data"), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "error: the dask worker 0 exited" in err and "worker-0.log" in err
+    logs = sorted((tmp_path / "data" / "runs" / "50" / "dask-cluster").glob("*.log"))
+    assert [p.name for p in logs] == ["scheduler.log", "worker-0.log", "worker-1.log"]
+
+
 # ---------------------------------------------------------------------------- capacity model
 
 
