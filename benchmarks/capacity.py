@@ -177,11 +177,18 @@ def count(n: int) -> str:
     return f"{n:,}"
 
 
+def client_verdict(f: Fit) -> str:
+    """Whether the client's need is constant or grows with the data (more than 50 MB per 10 M records)."""
+    if f.m * 10_000_000 <= 50:
+        return "the client's need is flat (constant in the data size)"
+    return f"the client's need grows with the data ({memory(f.m * 10_000_000)} per 10 M records)"
+
+
 def formula_lines(f: Fit) -> list[str]:
     r = f.run
     return [
         f"Fitted on the Dask run of **{r.docs:,} documents** ({r.source}: {r.bytes / 2**20:,.0f} MB, {r.workers} workers, "
-        f"{r.partitions} partitions of {r.partition_mb:g} MB; fixed cost from its {r.base_docs:,}-document baseline); "
+        f"{r.partitions} partition{'s' if r.partitions != 1 else ''} of {r.partition_mb:g} MB; fixed cost from its {r.base_docs:,}-document baseline); "
         "every other run is predicted, not fitted.",
         "",
         "```text",
@@ -193,7 +200,8 @@ def formula_lines(f: Fit) -> list[str]:
         f"- a = {f.a * 2**20:.3f} worker-seconds per MB of input (stages on the workers: every stage but {', '.join(f.client_stages)})",
         f"- c = {f.c * 1e6:.2f} client seconds per million records ({', '.join(f.client_stages)}, and the time no stage covers: "
         "start-up, writing, report.html)",
-        f"- M0 = {f.m0:,.0f} MB, m = {f.m * 1024:.3f} KB per record (the client's peak RSS: baseline, then growth to the fit)",
+        f"- M0 = {f.m0:,.0f} MB, m = {f.m * 1024:.3f} KB per record (the client's peak RSS: baseline, then growth to the fit): "
+        + client_verdict(f),
         f"- each worker: {memory(f.run.worker_mb) if f.run.worker_mb else 'not measured'} at the fit "
         f"(bounded by its partitions of {r.partition_mb:g} MB, not by the data size)",
     ]
