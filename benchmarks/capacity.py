@@ -186,10 +186,10 @@ def client_verdict(f: Fit) -> str:
 
 def formula_lines(f: Fit) -> list[str]:
     r = f.run
+    parts = f"{r.partitions} partition{'s' if r.partitions != 1 else ''} of {r.partition_mb:g} MB"
     return [
         f"Fitted on the Dask run of **{r.docs:,} documents** ({r.source}: {r.bytes / 2**20:,.0f} MB, {r.workers} workers, "
-        f"{r.partitions} partition{'s' if r.partitions != 1 else ''} of {r.partition_mb:g} MB; fixed cost from its {r.base_docs:,}-document baseline); "
-        "every other run is predicted, not fitted.",
+        f"{parts}; fixed cost from its {r.base_docs:,}-document baseline); every other run is predicted, not fitted.",
         "",
         "```text",
         "T(N docs, B bytes, W workers) = T0 + a * B / min(W, ceil(B / partition)) + c * N",
