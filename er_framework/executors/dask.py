@@ -67,15 +67,18 @@ from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.log import ProgressCallback, StageLog
 from er_framework.engine.model import Model
-from er_framework.engine.report import RunFacts, finish_run
+from er_framework.engine.report import finish_report, report_document
 from er_framework.engine.result import Result
 from er_framework.errors import ErError, Problem
 from er_framework.executors.dask_connect import connect
+from er_framework.executors.dask_finish import answer_parts, edge_parts
+from er_framework.executors.dask_graph import cluster_labels, cluster_sizes
+from er_framework.executors.dask_output import write_run
 from er_framework.executors.dask_run import DaskRun, options
+from er_framework.executors.dask_sections import html_summary, output_tables, run_sections
 from er_framework.executors.dask_tasks import JobRef, Part
 from er_framework.io.outputs import OutputDir
 from er_framework.io.source_files import partition_ranges
-from er_framework.kernels.graph import canonical_labels, connected_component_labels
 
 
 def plan_parts(job: Job, partition_mb: float) -> list[Part]:
@@ -133,10 +136,21 @@ def run_dask(
     write: bool = True,
     model: Model | None = None,
 ) -> Result:
-    """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and outputs
-    (``model``: a saved model applied instead of fitting, as locally)."""
+    """Run ``job`` on Dask with the local executor's answer: the same pairs, clusters and report sections, the
+    tables written by the workers (``model``: a saved model applied instead of fitting, as locally). The
+    client holds O(partitions): the result's tables are the written outputs (:attr:`Result.outputs`)."""
     t_start = time.perf_counter()
+    if not write:
+        raise ErError(
+            Problem(
+                where=str(job.config_path),
+                path="executor",
+                message="the dask executor writes its outputs on the workers and returns none in memory: it needs an output folder",
+                fix="give an output folder (er run --out DIR, or er_framework.run(job, out=DIR)), or use executor: {type: local}",
+            )
+        )
     out_path = stages.require_out_dir(job, out_dir, write, model)
+    assert out_path is not None
     engine = Engine(job, model)
     _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")
@@ -154,43 +168,31 @@ def run_dask(
             blocked = run.block(scanned, info)
         with log.stage("verify") as info:
             found = run.verify(scanned, blocked, info, log)
-        # the blocking stage's time is spent inside verify's gather (lazy futures); both are reported
+        # the blocking stage's time is spent inside verify (lazy futures); both are reported
+        engine = run.engine  # the model as the run left it (pruned shingles, fitted state, chosen threshold)
+        with log.stage("cluster") as info:
+            edges = edge_parts(run, scanned, found.verified)
+            clusters = cluster_labels(
+                client, edges, scanned.offsets, engine.clusterer, link=engine.link, source_of_partition=scanned.source_of_part
+            )
+            sizes = cluster_sizes(client, clusters)
+            info.update(sizes.summary.stats)
+        with log.stage("write"):
+            answer = answer_parts(run, scanned, found.verified, clusters.labels, engine.clusterer.selects_pairs)
+            per_source = dict(zip((s.name for s in job.spec.sources), (int(c) for c in scanned.per_source(len(job.spec.sources)))))
+            engine = run.engine = engine.with_model(engine.model_of_counts(per_source, found.n_candidates, {}))
+            report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer), log)
+            finish_report(report, log, t_start)
+            summary = (lambda: html_summary(run, scanned, clusters, sizes, answer, report)) if job.spec.output.report else None
+            outputs = write_run(run, out_path, output_tables(run, scanned, found, clusters, answer), report, engine.model, summary)
     finally:
         close()
-    engine = run.engine  # the model as the run left it (pruned shingles, fitted state, chosen threshold)
-    with log.stage("cluster") as info:
-        ver = Pairs(found.left, found.right, found.scores).normalized()
-        pairs = stages.with_exact(ver, scanned.exact.pairs)
-        if found.forest is not None:  # the workers' forest + the exact-duplicate pairs: the same components
-            fl = np.concatenate([found.forest[0], scanned.exact.pairs.left])
-            fr = np.concatenate([found.forest[1], scanned.exact.pairs.right])
-            labels = canonical_labels(connected_component_labels(len(scanned.ids), fl, fr))
-        else:
-            labels = stages.cluster(engine, len(scanned.ids), pairs, scanned.source)
-        info.update(stages.cluster_stats(labels))
-    records = Records(ids=scanned.ids, source=scanned.source, source_names=[s.name for s in job.spec.sources], fields={})
-    engine = engine.with_model(engine.run_model(records, found.n_candidates, {}))
-    blocker_reports = [
-        {**b.describe(), **rep, "candidate_pairs": int(c)} for b, rep, c in zip(engine.blockers, found.blocker_reports, found.per_blocker)
-    ]
-    ex = options(job)
-    facts = RunFacts(
-        records=records,
-        exact=scanned.exact,
-        candidates=found.candidates,
-        candidate_count=found.n_candidates,
-        scores=found.candidate_scores,
-        verified=ver,
-        pairs=pairs,
-        labels=labels,
-        blockers=blocker_reports,
-        tokens=blocked.tokens,
-        shingler=blocked.shingler,
-        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": ex.partition_mb, "cluster_on": ex.cluster_on},
-        verifier_report=run.verifier_report,
-        normalize_stats=scanned.normalize_stats,
+    finish_report(report, log, t_start)
+    names = [s.name for s in job.spec.sources]
+    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=names, fields={})
+    return Result(
+        records=empty, pairs=Pairs.empty(scored=True), labels=np.zeros(0, np.int64), report=report, outputs=outputs, model=engine.model
     )
-    return finish_run(job, engine, facts, log, t_start, out_path if write else None, None)
 
 
 def _check_job(job: Job, engine: Engine) -> None:

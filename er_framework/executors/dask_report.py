@@ -290,7 +290,9 @@ def _matched_part(n_src: int, *tables: rc.ClusterSources) -> Int64Array:
     return rc.matched_counts(rc.merge_cluster_sources(tables), n_src)
 
 
-def link_of_parts(run: Any, scanned: Any, candidates: list[Any], verified: list[Any], final_tables: list[Any], labels: list[Any]) -> dict[str, Any]:
+def link_of_parts(
+    run: Any, scanned: Any, candidates: list[Any], verified: list[Any], final_tables: list[Any], labels: list[Any]
+) -> dict[str, Any]:
     """``link``: matched records per source, the candidates' scores by threshold, the pairs per pair of sources."""
     names = [s.name for s in run.job.spec.sources]
     n_src, n_out = len(names), run.n_parts

@@ -149,6 +149,9 @@ class Found:
     per_blocker: Int64Array
     #: each blocker's report of the run, as its ``block`` gives it locally (``{}``: none merged)
     blocker_reports: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: per pair part: its packed pairs, and the futures of the records serving it and their global indices
+    packed: list[Any] = dataclasses.field(default_factory=list)
+    served: list[tuple[list[Any], list[Any]]] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -342,9 +345,16 @@ class DaskRun:
             serve_futs.append(self.submit(task_serve, self.ref, p, int(scanned.offsets[i]), wanted))
         packed_futs = [self.submit(_pick, blocked.dedup[j], 0, retries=0) for j in range(n_parts)]
 
+        served_parts = [
+            (
+                [self.submit(_pick, s, j, retries=0) for s in serve_futs],
+                [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))],
+            )
+            for j in range(n_parts)
+        ]
+
         def served_and_wanted(j: int) -> tuple[list[Any], list[Any]]:
-            served = [self.submit(_pick, s, j, retries=0) for s in serve_futs]
-            return served, [self.submit(_pick, needs[j], i, retries=0) for i in range(len(self.parts))]
+            return served_parts[j]
 
         if fitted:
             population = population_of(scanned.per_source(len(self.job.spec.sources), scanned.active_counts), self.engine.link)
@@ -387,7 +397,7 @@ class DaskRun:
         candidates = [self.submit(task_candidates, packed_futs[j], ver_futs[j], retries=0) for j in range(n_parts)]
         n_ver = int(sum(self.client.gather([self.submit(_n_pairs, v, retries=0) for v in verified])))
         info.update({"candidate_pairs": n_cand, "verified_pairs": n_ver, "threshold": threshold, "rejected_pairs": n_cand - n_ver})
-        found = Found(verified, candidates, n_cand, n_ver, per_blocker)
+        found = Found(verified, candidates, n_cand, n_ver, per_blocker, packed=packed_futs, served=served_parts)
         found.blocker_reports = self._merge_blocker_reports(blocked, scanned, per_blocker)
         return found
 

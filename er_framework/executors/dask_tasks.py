@@ -24,6 +24,8 @@ from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
+from er_framework.engine.report_parts import part_weights
+from er_framework.engine.score_scale import Weights
 from er_framework.errors import InputError, PluginError, Problem
 from er_framework.io.source_files import read_source
 from er_framework.kernels.graph import connected_component_labels
@@ -268,6 +270,30 @@ def task_comparisons(
     return left, right, verified[4], terms
 
 
+def task_weights(
+    ref: JobRef,
+    packed: npt.NDArray[np.uint64],
+    served: list[Records],
+    needed: list[Int64Array],
+    candidates: tuple[Any, ...],
+    refine: bool,
+    model: Model | None = None,
+) -> Weights:
+    """One part's match weights in bits (:func:`~er_framework.engine.report_parts.part_weights`): the
+    near-one pairs' weights read from the verifier's terms when ``refine``."""
+    if not refine:
+        return part_weights(candidates[2], None, None, False)
+    eng = _model_engine(ref, model)
+    recs, _, _, li, ri = _join(packed, served, needed)
+    needs = eng.verifier.needs
+    batch = eng.batch(recs, tokens="tokens" in needs, signatures="signatures" in needs)
+
+    def explain(pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
+        return eng.comparisons(batch, pairs)
+
+    return part_weights(candidates[2], Pairs(li, ri), explain, True)
+
+
 def _join(
     packed_or_pairs: Any,
     served: list[Records],
@@ -357,4 +383,5 @@ __all__ = [
     "task_score_codes",
     "task_serve",
     "task_verify",
+    "task_weights",
 ]

@@ -48,6 +48,7 @@ from er_framework.io.outputs import find_job_file, publish, recover
 from er_framework.io.report_json import check_report
 from er_framework.io.source_files import merge_files, read_source
 from er_framework.report.learned import training_section
+from er_framework.report.plots import size_counts
 from er_framework.report.review import (
     REVIEW_CSS,
     Values,
@@ -62,6 +63,7 @@ from er_framework.report.sections import (
     PAGE_CSS,
     ClusterView,
     Fetched,
+    WrittenScores,
     all_scores_section,
     blocking_section,
     chains_section,
@@ -80,7 +82,16 @@ from er_framework.report.sections import (
 )
 from er_framework.report.threshold_chart import threshold_curve_section
 
-__all__ = ["render_report", "write_report"]
+__all__ = [
+    "RunData",
+    "RunSummary",
+    "TOP_CLUSTERS",
+    "largest_clusters",
+    "render_report",
+    "review_records",
+    "values_from_run",
+    "write_report",
+]
 
 #: largest multi-record clusters shown with example records
 TOP_CLUSTERS = 5
@@ -227,7 +238,7 @@ def _view_from_files(
         a, b = cluster_of.get((ls, li)), cluster_of.get((rs, ri))
         if a is not None and a == b:
             inside[a].append(score)
-    return ClusterView(sizes, largest, inside)
+    return ClusterView(*size_counts(sizes), largest, inside)
 
 
 @dataclass
@@ -240,6 +251,17 @@ class RunData:
     records: Records
     pairs: Pairs
     labels: npt.NDArray[np.int64]
+
+
+@dataclass
+class RunSummary:
+    """A run's results summarized where they were computed (the Dask executor's workers): the cluster view,
+    the values of the records report.html shows, and the written pairs' score quartiles; the page is drawn
+    from these and report.json without reading the outputs or the sources back."""
+
+    view: ClusterView
+    fetched: Fetched
+    written: WrittenScores | None
 
 
 def largest_clusters(sizes: npt.NDArray[np.int64], top: int) -> list[int]:
@@ -279,7 +301,7 @@ def _view_from_run(run: RunData, top: int) -> ClusterView:
         score = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
         for c in chosen:
             inside[str(c)] = score[(lab_l == c) & (lab_r == c)].tolist()
-    return ClusterView(sizes, largest, inside, where)
+    return ClusterView(*size_counts(sizes), largest, inside, where)
 
 
 def values_from_run(run: RunData, wanted: set[tuple[str, str]], hints: dict[tuple[str, str], int] | None = None) -> Fetched:
@@ -329,6 +351,7 @@ def render_report(
     run: RunData | None = None,
     shown_dir: str | Path | None = None,
     threshold_curve: dict[str, Any] | None = None,
+    summary: RunSummary | None = None,
 ) -> str:
     """The report page of ``out_dir`` as HTML text (see :func:`write_report`); ``shown_dir`` is the folder the
     page names (default ``out_dir``; a run draws the page in its stage before the outputs move in)."""
@@ -340,9 +363,11 @@ def render_report(
 
     pairs_file = find_table(out, "pairs")
     pairs: list[tuple[str, str, str, str, float]] | None = None
-    scores: np.ndarray | None = None
+    scores: np.ndarray | WrittenScores | None = None
     view: ClusterView | None = None
-    if run is not None:
+    if summary is not None:
+        scores, view = summary.written, summary.view
+    elif run is not None:
         scores = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
         view = _view_from_run(run, TOP_CLUSTERS)
     elif pairs_file is not None:
@@ -353,7 +378,7 @@ def render_report(
             notes.append(f"{pairs_file.name} could not be read: {exc}")
     clusters_file = find_table(out, "clusters")
     members: dict[str, list[tuple[str, str]]] | None = None
-    if run is None and clusters_file is not None:
+    if run is None and summary is None and clusters_file is not None:
         try:
             members = {}
             for source, rid, cid in read_clusters_csv(clusters_file):
@@ -363,14 +388,15 @@ def render_report(
             notes.append(f"{clusters_file.name} could not be read: {exc}")
 
     name = report.get("job") or out.name
-    if run is None and members is not None:
+    if run is None and summary is None and members is not None:
         view = _view_from_files(members, pairs, TOP_CLUSTERS)
     wanted = _cluster_examples(view, max_examples) | review_records(report)
-    fetched = (
-        values_from_run(run, wanted, {**review_rows(report), **(view.rows if view is not None else {})})
-        if run is not None
-        else _example_records(report, out, config_path, wanted)
-    )
+    if summary is not None:
+        fetched = summary.fetched
+    elif run is not None:
+        fetched = values_from_run(run, wanted, {**review_rows(report), **(view.rows if view is not None else {})})
+    else:
+        fetched = _example_records(report, out, config_path, wanted)
     size_body, examples_body = cluster_sections(report, view, max_examples, fetched)
     all_scores = report.get("scores")
     has_review = isinstance(report.get("review"), dict)
@@ -388,7 +414,11 @@ def render_report(
         (
             ("scores", "Every candidate's score", guarded("Every candidate's score", lambda: all_scores_section(all_scores, scores)) or "")
             if isinstance(all_scores, dict)
-            else ("scores", "Verified pair scores", scores_section(report, scores, pairs_file))
+            else (
+                "scores",
+                "Verified pair scores",
+                scores_section(report, scores if not isinstance(scores, WrittenScores) else None, pairs_file),
+            )
         ),
         *([("threshold-curve", "Choosing the threshold", curve)] if curve is not None else []),
         *(

@@ -175,11 +175,12 @@ def size_counts(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 SIZE_BARS = 30
 
 
-def plot_cluster_sizes(sizes: np.ndarray) -> str:
-    """Number of clusters of each size, counts on a log scale (inline SVG, from the counts per size)."""
-    distinct, counts = size_counts(sizes)
+def plot_cluster_sizes(sizes: np.ndarray, counts: np.ndarray | None = None) -> str:
+    """Number of clusters of each size, counts on a log scale (inline SVG, from the counts per size): ``sizes``
+    every cluster's size, or with ``counts`` the distinct sizes (ascending) and how many clusters have each."""
+    distinct, counts = size_counts(sizes) if counts is None else (np.asarray(sizes), np.asarray(counts))
     ymax = int(counts.max()) if len(counts) else 1
-    title = f"Cluster sizes ({len(sizes):,} clusters)"
+    title = f"Cluster sizes ({int(counts.sum()):,} clusters)"
     if len(distinct) <= SIZE_BARS:
         pad = max(0.8, (4 - len(distinct)) / 2)  # a lone bar is not stretched over the whole plot
         chart = Chart(Scale(-pad, len(distinct) - 1 + pad), Scale(0.7, ymax * 3, "log"), label="cluster sizes")

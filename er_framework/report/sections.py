@@ -23,6 +23,9 @@ from er_framework.report.review import fmt_value as _fmt
 
 __all__ = [
     "PAGE_CSS",
+    "QUARTILES",
+    "WrittenScores",
+    "written_scores",
     "ClusterView",
     "Fetched",
     "all_scores_section",
@@ -434,20 +437,42 @@ def scores_section(report: dict[str, Any], scores: np.ndarray | None, pairs_file
     return "".join(parts)
 
 
-def _quartiles(scores: np.ndarray | None) -> str:
+#: the quantiles of the written pairs' scores report.html shows: min, quartiles, max
+QUARTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass
+class WrittenScores:
+    """The written pairs' count and the :data:`QUARTILES` of their scores (``np.quantile``'s, linear)."""
+
+    count: int
+    quantiles: tuple[float, ...]
+
+
+def written_scores(scores: np.ndarray | WrittenScores | None) -> WrittenScores | None:
+    """:class:`WrittenScores` of every written pair's score (None without pairs)."""
+    if scores is None or isinstance(scores, WrittenScores):
+        return scores if scores is None or scores.count else None
+    if not len(scores):
+        return None
+    return WrittenScores(len(scores), tuple(float(q) for q in np.quantile(scores, QUARTILES)))
+
+
+def _quartiles(scores: np.ndarray | WrittenScores | None) -> str:
     """The written pairs' count and score quartiles (empty without pairs)."""
-    if scores is None or not len(scores):
+    w = written_scores(scores)
+    if w is None:
         return ""
-    q = np.quantile(scores, [0.0, 0.25, 0.5, 0.75, 1.0])
+    q = w.quantiles
     return _kv_table(
-        [("pairs", len(scores)), ("min / median / max", f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"), ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")]
+        [("pairs", w.count), ("min / median / max", f"{q[0]:.4f} / {q[2]:.4f} / {q[4]:.4f}"), ("quartiles", f"{q[1]:.4f}, {q[3]:.4f}")]
     )
 
 
-def all_scores_section(section: dict[str, Any], scores: np.ndarray | None) -> str:
+def all_scores_section(section: dict[str, Any], scores: np.ndarray | WrittenScores | None) -> str:
     """Every candidate's score (report.json ``scores``), then the written pairs' quartiles."""
     body = candidate_scores(section)
-    if scores is not None and len(scores):
+    if written_scores(scores) is not None:
         body += "<h3>The pairs written</h3>" + _quartiles(scores)
     return body
 
@@ -558,11 +583,12 @@ def chains_section(report: dict[str, Any]) -> str:
 
 @dataclass
 class ClusterView:
-    """What the cluster sections show: every cluster's size, the ``top`` largest
-    multi-record clusters with their members, and the written pair scores inside
-    each of them."""
+    """What the cluster sections show: every cluster's size (as the distinct sizes, ascending, and how many
+    clusters have each), the ``top`` largest multi-record clusters with their members, and the written pair
+    scores inside each of them."""
 
-    sizes: np.ndarray
+    distinct: np.ndarray
+    counts: np.ndarray
     largest: list[tuple[str, list[tuple[str, str]]]]
     inside: dict[str, list[float]]
     #: the members' positions in the run's records, when drawn from memory
@@ -591,12 +617,12 @@ def cluster_sections(report: dict[str, Any], view: ClusterView | None, max_examp
     if view is None:
         msg = _note("No clusters table (clusters.csv or clusters.parquet) in the output folder.")
         return msg, msg
-    sizes = view.sizes
-    dist = [plot_cluster_sizes(sizes)] if len(sizes) else [_note("No records.")]
+    distinct, counts = np.asarray(view.distinct, dtype=np.int64), np.asarray(view.counts, dtype=np.int64)
+    dist = [plot_cluster_sizes(distinct, counts)] if len(distinct) else [_note("No records.")]
     dist.append(
         _note(
-            f"{_fmt(len(sizes))} clusters of {_fmt(int(sizes.sum()) if len(sizes) else 0)} records: "
-            f"{_fmt(int((sizes == 1).sum()))} singletons, largest {_fmt(int(sizes.max()) if len(sizes) else 0)}"
+            f"{_fmt(int(counts.sum()))} clusters of {_fmt(int((distinct * counts).sum()))} records: "
+            f"{_fmt(int(counts[distinct == 1].sum()))} singletons, largest {_fmt(int(distinct.max()) if len(distinct) else 0)}"
             f" (clusterer: {(report.get('clusterer') or {}).get('type', '?')})."
         )
     )
