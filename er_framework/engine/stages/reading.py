@@ -13,7 +13,7 @@ from er_framework.data import Records
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.database_read import read_database
-from er_framework.io.frames import records_from_frame
+from er_framework.io.frame_parts import read_frame_source as read_frame_source_in_parts
 from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
 from er_framework.io.remote import is_url
@@ -121,7 +121,7 @@ def read_frame_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
     :class:`Records`, and its statistics (``given_in_memory``)."""
     src = job.spec.sources[source]
     opts = src.read_options()
-    recs = records_from_frame(
+    recs = read_frame_source_in_parts(
         job.frames[src.name],
         id_column=opts["id_column"],
         fields=opts["fields"],
