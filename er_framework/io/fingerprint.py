@@ -144,10 +144,10 @@ def _difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
         return None  # it could not be fingerprinted at the run: nothing to compare
     if then.get("kind") != now.get("kind"):
         return f"it was a {'folder' if then.get('kind') == 'folder' else 'file'} and is now a {now.get('kind')}"
-    if then.get("size") != now.get("size"):
-        return f"its size was {_count(then.get('size'))} bytes and is now {_count(now.get('size'))}"
     if then.get("kind") == "dataset" and then.get("files") != now.get("files"):
         return f"it held {_count(then.get('files'))} Parquet files and now holds {_count(now.get('files'))}"
+    if then.get("size") != now.get("size"):
+        return f"its size was {_count(then.get('size'))} bytes and is now {_count(now.get('size'))}"
     if then.get("kind") == "url" and then.get("version") != now.get("version"):
         return f"its version changed ({then.get('version')} at the run, {now.get('version')} now)"
     if then.get("kind") == "folder" and then.get("pages") != now.get("pages"):
