@@ -20,7 +20,7 @@ from er_framework.io.column_map import ColumnMap
 from er_framework.io.csv_dialect import CsvDialect
 from er_framework.io.database import check_database_file, connect, parse_url, query_columns
 from er_framework.io.parquet_dataset import dataset_header, is_parquet_dataset
-from er_framework.io.remote import expand_url, is_url, local_path, url_info
+from er_framework.io.remote import expand_url, is_url, local_path, url_filesystem, url_info
 from er_framework.io.source_header import Header, file_format, other_separator_fix, read_header
 
 __all__ = ["database_problems", "expand_source_path", "is_glob", "source_column_problems", "source_inputs", "url_problems"]
@@ -66,6 +66,7 @@ def url_problems(path: str, at: YamlPath, lines: dict[YamlPath, int], filename: 
     file there (a glob: at least one file matching)."""
     where = where_of(filename, lines, at)
     try:
+        url_filesystem(path, where)  # the protocol's package installed
         found = expand_url(path, where)
     except ErError as exc:
         return exc.problems
