@@ -16,7 +16,7 @@ from distributed import LocalCluster
 
 import er_framework
 from er_framework.api import load_job
-from er_framework.errors import InputError
+from er_framework.errors import ErError, InputError
 from er_framework.executors.dask import plan_parts
 from er_framework.io.frame_parts import frame_chunks, is_dask_frame, read_frame_source, records_from_chunk
 from er_framework.io.frames import records_from_frame
@@ -108,3 +108,13 @@ def test_plan_parts_holds_no_computed_partition(tmp_path: Path, corpus: tuple[Pa
     parts = plan_parts(job, 1.0)
     assert len(parts) == 3 and all(hasattr(p.data, "dask") for p in parts)  # the partitions' graphs, not their rows
     assert [p.path for p in parts][0] == "sources[0] 'docs' (given in memory), partition 1 of 3"
+
+
+def test_an_id_in_two_partitions_of_a_frame_is_an_error_on_dask(
+    tmp_path: Path, corpus: tuple[Path, pd.DataFrame], dask_cluster: LocalCluster
+) -> None:
+    _, df = corpus
+    dup = dd.from_pandas(pd.concat([df.iloc[:50], df.iloc[:1]]), npartitions=2, sort=False)
+    executor = f"{{type: dask, address: '{dask_cluster.scheduler_address}'}}"
+    with pytest.raises(ErError, match="d0"):
+        er_framework.run(_job(tmp_path, None, executor, "dup"), sources={"docs": dup}, out=tmp_path / "dup")

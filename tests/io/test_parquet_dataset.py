@@ -128,7 +128,9 @@ def test_a_glob_of_parquet_files_gives_the_answer_of_one_file(tmp_path: Path, fe
             rows = list(csv.reader(f))
         for k in range(0, len(rows) - 1, 500):
             chunk = rows[1 + k : 1 + k + 500]
-            pq.write_table(pa.table({h: [r[j] or None for r in chunk] for j, h in enumerate(rows[0])}), tmp_path / f"{name}-{k:05d}.parquet")
+            pq.write_table(
+                pa.table({h: [r[j] or None for r in chunk] for j, h in enumerate(rows[0])}), tmp_path / f"{name}-{k:05d}.parquet"
+            )
     assert outputs(febrl_job(tmp_path, ("a-*.parquet", "b-*.parquet"), None, "glob"), tmp_path / "glob") == plain
 
 
@@ -193,7 +195,8 @@ def test_a_job_on_a_dataset_checks_its_columns_before_reading(tmp_path: Path) ->
     job = tmp_path / "job.yaml"
     job.write_text(
         "sources: [{name: p, path: people, id: id, fields: [name, year]}]\n"
-        "blockers: [{type: field_hash, fields: [year]}]\nverifier: {type: field_score, threshold: 5, fields: [{field: name, scorer: ratio}]}\n"
+        "blockers: [{type: field_hash, fields: [year]}]\n"
+        "verifier: {type: field_score, threshold: 5, fields: [{field: name, scorer: ratio}]}\n"
     )
     out = run_job(parse_job(job), tmp_path / "out")
     assert len(out.pairs) == 1
