@@ -41,7 +41,14 @@ from er_framework.components import (
     Verifier,
 )
 from er_framework.config.golden_checks import golden_problems
-from er_framework.config.source_checks import database_problems, expand_source_path, is_glob, source_column_problems
+from er_framework.config.source_checks import (
+    database_problems,
+    expand_source_path,
+    is_glob,
+    source_column_problems,
+    source_inputs,
+    url_problems,
+)
 from er_framework.config.spec import (
     AutoThresholdSpec,
     ExactSpec,
@@ -55,6 +62,7 @@ from er_framework.config.spec import (
 from er_framework.config.yaml_load import YamlPath, fail, load_yaml, problem_at, read_job_text, render_path, where_of
 from er_framework.errors import ConfigError, ErError, Problem, choices_text, did_you_mean
 from er_framework.io.html import check_boilerplate_options
+from er_framework.io.remote import local_path
 from er_framework.kernels.parallel import resolve_workers
 from er_framework.normalize import resolve_steps
 from er_framework.registry import BUILTIN_EXECUTORS, Registry, build_registry, default_registry, executor_params_model
@@ -135,6 +143,15 @@ class Job:
         if path is None or self.spec.sources[i].name in self.frames:
             return []
         return expand_source_path(self.base_dir, path)
+
+    def source_inputs(self, i: int) -> list[str]:
+        """Every input of source ``i``: its local files (or folder: pages, a Parquet dataset) as absolute paths and
+        its URLs read through fsspec (``s3://…``, ``memory://…``; a glob expanded), in reading order; none for a
+        source given in memory. :meth:`source_paths` names the local ones only."""
+        path = self.spec.sources[i].path
+        if path is None or self.spec.sources[i].name in self.frames:
+            return []
+        return source_inputs(self.base_dir, path, f"{self.config_path}: sources[{i}].path")
 
     def training_path(self) -> Path | None:
         """The labels file of ``training:`` (relative to the job file's folder), or None
@@ -437,26 +454,38 @@ def _source_problems(
                     )
                 )
             continue
-        if check_files and is_glob(s.path) and not expand_source_path(base_dir, s.path):
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    ("sources", i, "path"),
-                    message=f"the pattern {s.path!r} matches no file (looked in {(base_dir / s.path).parent.resolve()})",
-                    fix="paths are relative to the YAML file's folder; check the pattern",
-                )
+        if check_files:
+            problems += _path_problems(s.path, i, base_dir, lines, filename)
+    return problems
+
+
+def _path_problems(path: str, i: int, base_dir: Path, lines: dict[YamlPath, int], filename: str) -> list[Problem]:
+    """The file (or files, or URL) of source ``i``'s path is there: a path that is not a URL is relative to the job
+    file's folder (``base_dir``), a URL never is (:func:`~er_framework.config.source_checks.expand_source_path`)."""
+    problems: list[Problem] = []
+    local = local_path(path)
+    if local is None:
+        return url_problems(path, ("sources", i, "path"), lines, filename)
+    if is_glob(path) and not expand_source_path(base_dir, path):
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "path"),
+                message=f"the pattern {path!r} matches no file (looked in {(base_dir / local).parent.resolve()})",
+                fix="paths are relative to the YAML file's folder; check the pattern",
             )
-        elif check_files and not is_glob(s.path) and not (base_dir / s.path).resolve().exists():
-            problems.append(
-                problem_at(
-                    filename,
-                    lines,
-                    ("sources", i, "path"),
-                    message=f"data file {s.path!r} does not exist (looked at {(base_dir / s.path).resolve()})",
-                    fix="paths are relative to the YAML file's folder; check the path",
-                )
+        )
+    elif not is_glob(path) and not (base_dir / local).resolve().exists():
+        problems.append(
+            problem_at(
+                filename,
+                lines,
+                ("sources", i, "path"),
+                message=f"data file {path!r} does not exist (looked at {(base_dir / local).resolve()})",
+                fix="paths are relative to the YAML file's folder; check the path",
             )
+        )
     return problems
 
 

@@ -19,9 +19,11 @@ from er_framework.errors import ErError, Problem, closest_column, columns_text
 from er_framework.io.column_map import ColumnMap
 from er_framework.io.csv_dialect import CsvDialect
 from er_framework.io.database import check_database_file, connect, parse_url, query_columns
-from er_framework.io.source_header import file_format, other_separator_fix, read_header
+from er_framework.io.parquet_dataset import dataset_header, is_parquet_dataset
+from er_framework.io.remote import expand_url, is_url, local_path, url_filesystem, url_info
+from er_framework.io.source_header import Header, file_format, other_separator_fix, read_header
 
-__all__ = ["database_problems", "expand_source_path", "is_glob", "source_column_problems"]
+__all__ = ["database_problems", "expand_source_path", "is_glob", "source_column_problems", "source_inputs", "url_problems"]
 
 
 def is_glob(path: str) -> bool:
@@ -31,13 +33,51 @@ def is_glob(path: str) -> bool:
 
 def expand_source_path(base_dir: Path, path: str) -> list[Path]:
     """``[base_dir / path]``, or for a glob pattern the matching files sorted by name (their records
-    are read in that order, so a source's record order does not depend on the filesystem)."""
+    are read in that order, so a source's record order does not depend on the filesystem).
+
+    Where a path is relative to the job file: a path that is not a URL is relative to ``base_dir`` (the job
+    file's folder) unless absolute; a URL never is (:func:`~er_framework.io.remote.is_url`): a ``file://``
+    URL is the local path it names, any other URL (``s3://``, ``memory://``) has no local path (``[]``:
+    :func:`source_inputs` names it)."""
+    if is_url(path):
+        local = local_path(path)
+        if local is None:
+            return []
+        path = str(local)
     if not is_glob(path):
         return [(base_dir / path).resolve()]
     import glob
 
     pattern = str(base_dir / path)
     return sorted(Path(p).resolve() for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+
+
+def source_inputs(base_dir: Path, path: str, where: str = "") -> list[str]:
+    """Every input a source path names: local files (or a folder: pages, a Parquet dataset) as absolute paths,
+    and URLs read through fsspec as they are (a glob on a URL expanded by its file system, sorted by name).
+    Raises :class:`~er_framework.errors.InputError` for a URL whose protocol's package is missing."""
+    if is_url(path) and local_path(path) is None:
+        return expand_url(path, where)
+    return [str(p) for p in expand_source_path(base_dir, path)]
+
+
+def url_problems(path: str, at: YamlPath, lines: dict[YamlPath, int], filename: str) -> list[Problem]:
+    """The problems of a source path that is a URL read through fsspec: its protocol's package installed, the
+    file there (a glob: at least one file matching)."""
+    where = where_of(filename, lines, at)
+    try:
+        url_filesystem(path, where)  # the protocol's package installed
+        found = expand_url(path, where)
+    except ErError as exc:
+        return exc.problems
+    if not found:
+        return [problem_at(filename, lines, at, message=f"the pattern {path!r} matches no file", fix="check the URL pattern")]
+    if not is_glob(path):
+        info = url_info(path)
+        if "error" in info:
+            fix = "check the URL and your access to it"
+            return [problem_at(filename, lines, at, message=f"cannot read {path!r}: {info['error']}", fix=fix)]
+    return []
 
 
 def database_problems(
@@ -182,7 +222,7 @@ def source_column_problems(
         first = paths[0]
         shown = s.path if not is_glob(s.path) else f"{first.name} (the first of {len(paths)} files matching {s.path!r})"
         try:
-            header = read_header(first, s.id, dialect, f" (source {s.name!r})")
+            header = _header(first, s.id, dialect, f" (source {s.name!r})")
         except ErError as exc:
             problems.extend(exc.problems)
             continue
@@ -191,6 +231,13 @@ def source_column_problems(
         if header.complete and header.columns:  # else not known from the header; an empty file: the reader says so
             problems += _missing_column_problems(s, i, header.columns, header.fmt, shown, dialect, lines, filename)
     return problems
+
+
+def _header(path: Path, id_column: str, dialect: CsvDialect | None, hint: str) -> Header:
+    """:func:`~er_framework.io.source_header.read_header`, or a Parquet dataset's columns (its first file's)."""
+    if is_parquet_dataset(path):
+        return Header(dataset_header(path, hint), "parquet")
+    return read_header(path, id_column, dialect, hint)
 
 
 def _csv_setting_problems(

@@ -679,7 +679,7 @@ def input_fingerprints(job: Job, source_stats: Mapping[str, Any] | None = None) 
             if isinstance(st, Mapping) and st.get("sha256"):
                 out.append(database_fingerprint(src.name, st, table=src.table, query=src.query))
             continue
-        out += [{"source": src.name, **fingerprint(path)} for path in job.source_paths(i)]
+        out += [{"source": src.name, **fingerprint(path)} for path in job.source_inputs(i)]
     return out
 
 
@@ -708,7 +708,7 @@ def _refused_or_noted(changed: list[tuple[str, str, str]], allow_changed: bool) 
 def _file_changes(report: Mapping[str, Any], job: Job) -> list[tuple[str, str, str]]:
     recorded = report.get("inputs")
     assert isinstance(recorded, list)
-    paths = [path for i in range(len(job.spec.sources)) for path in job.source_paths(i)]
+    paths = [path for i in range(len(job.spec.sources)) for path in job.source_inputs(i)]
     return [(path, what, "restore the file the run read") for path, what in changed_inputs(recorded, paths)]
 
 

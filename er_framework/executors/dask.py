@@ -9,7 +9,10 @@ another worker when one dies):
 
 1. **read** — each source file is split into partitions of ``partition_mb``
    (uncompressed JSONL/CSV/TSV by byte range, on line starts; gzip and Parquet
-   files are one partition each). A task reads and normalizes its partition
+   files, and files at a URL, are one partition each; a Parquet dataset folder
+   is one partition per file; a Dask DataFrame given in memory one per Dask
+   partition, computed on the worker that reads it; any other table given in
+   memory is cut into row slices of ``partition_mb``: :func:`plan_parts`). A task reads and normalizes its partition
    and returns only ids and exact-text hashes; the client numbers the records
    (global index = position in source order, as the local executor does),
    checks ids for duplicates across partitions and finds exact duplicates.
@@ -77,22 +80,40 @@ from er_framework.executors.dask_output import write_run
 from er_framework.executors.dask_run import DaskRun, options
 from er_framework.executors.dask_sections import html_summary, output_tables, run_sections
 from er_framework.executors.dask_tasks import JobRef, Part
+from er_framework.io.frame_parts import frame_chunks
 from er_framework.io.outputs import OutputDir
+from er_framework.io.parquet_dataset import dataset_files, is_parquet_dataset
+from er_framework.io.remote import is_url
 from er_framework.io.source_files import partition_ranges
 
 
 def plan_parts(job: Job, partition_mb: float) -> list[Part]:
-    """The input partitions: each source file, split by byte ranges where its format allows."""
+    """The input partitions, in source order: each source file (a local path or a URL), split by byte ranges
+    where its format allows (local uncompressed JSONL/CSV/TSV); each Parquet file of a dataset folder; each
+    partition of a Dask DataFrame given in memory, and row slices of about ``partition_mb`` of any other table
+    given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`)."""
     parts: list[Part] = []
     for i, src in enumerate(job.spec.sources):
-        for file in job.source_paths(i):  # a glob pattern: every file, in name order
-            path = str(file)
-            ranges = partition_ranges(path, int(partition_mb * 2**20), src.read_options()["dialect"]) if src.layout == "wide" else None
-            if ranges is None:
-                parts.append(Part(i, path, None))
-            else:
-                parts.extend(Part(i, path, r) for r in ranges)
+        if src.name in job.frames:
+            where = f"sources[{i}] {src.name!r} (given in memory)"
+            parts += [Part(i, w, None, data=chunk) for w, chunk in frame_chunks(job.frames[src.name], where, int(partition_mb * 2**20))]
+            continue
+        for file in job.source_inputs(i):  # a glob pattern: every file, in name order
+            parts += _file_parts(job, i, file, partition_mb)
     return parts
+
+
+def _file_parts(job: Job, i: int, path: str, partition_mb: float) -> list[Part]:
+    """The partitions of one input of source ``i``: a dataset's files, a local file's byte ranges, or the file."""
+    src = job.spec.sources[i]
+    if is_parquet_dataset(path):
+        return [Part(i, f.location, None, hive=f.partitions) for f in dataset_files(path, f"{job.config_path}: sources[{i}].path")]
+    ranges = None
+    if src.layout == "wide" and not is_url(path):
+        ranges = partition_ranges(path, int(partition_mb * 2**20), src.read_options()["dialect"])
+    if ranges is None:
+        return [Part(i, path, None)]
+    return [Part(i, path, r) for r in ranges]
 
 
 def _client(job: Job) -> tuple[Any, Callable[[], None]]:
@@ -155,7 +176,11 @@ def run_dask(
     _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")
     ref = JobRef(
-        text, str(Path(job.config_path).resolve()), str(job.base_dir), hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest()
+        text,
+        str(Path(job.config_path).resolve()),
+        str(job.base_dir),
+        hashlib.sha256((text + str(job.base_dir)).encode()).hexdigest(),
+        tuple(job.frames),
     )
     log = StageLog(progress=progress)
     client, close = _client(job)
@@ -199,12 +224,6 @@ def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
     for what, path, why, fix in (
-        (
-            job.frames,
-            "sources",
-            "sources given as DataFrames live in this process, where the workers cannot read them",
-            "write the DataFrames to Parquet files and name them as the sources' path, or use executor: {type: local}",
-        ),
         (
             job.spec.training,
             "training",

@@ -97,7 +97,7 @@ def task_group_split(part: ExactPart, n_out: int) -> list[tuple[Int64Array, Int6
 
 def task_route(pairs: PairPart, side: int, n_out: int) -> list[PairPart]:
     """Pairs sent by the hash of their left (``side`` 0) or right (1) end."""
-    dest = _dest(pairs[side], n_out)
+    dest = _dest(np.asarray(pairs[side], dtype=np.int64), n_out)
     return [(pairs[0][dest == j], pairs[1][dest == j], pairs[2][dest == j]) for j in range(n_out)]
 
 

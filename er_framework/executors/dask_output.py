@@ -21,10 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.engine.model import Model, model_text
-from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine
+from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_part
 from er_framework.io.outputs import OutputStage
 from er_framework.io.part_tables import assemble_tables, write_table_part
-from er_framework.io.source_files import read_source
 from er_framework.report.page import RunSummary, render_report
 from er_framework.report.sections import QUARTILES, ClusterView, WrittenScores
 
@@ -167,7 +166,7 @@ def task_as_read(ref: JobRef, part: Part, rows: Int64Array) -> tuple[list[str], 
     by ``(source, id)``, and the field names."""
     eng = engine(ref)
     spec = eng.job.spec.sources[part.source]
-    recs = read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, **spec.read_options())
+    recs = read_part(part, spec)
     fields = list(recs.fields)
     got = recs.take(np.asarray(rows, dtype=np.int64))
     values = {(spec.name, str(got.ids[i])): {f: got.fields[f][i] for f in fields} for i in range(len(got))}

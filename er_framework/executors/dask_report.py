@@ -19,6 +19,7 @@ from er_framework.data import Pairs, Records
 from er_framework.engine import report_cluster_parts as rc
 from er_framework.engine import report_parts as rp
 from er_framework.engine.engine import Engine
+from er_framework.engine.explain import BORDERLINE
 from er_framework.engine.report import review_entries
 from er_framework.engine.score_scale import Weights, weight_of_threshold
 from er_framework.executors.dask_tasks import Int64Array
@@ -119,7 +120,7 @@ def review_of_parts(
     """``review``: the pairs nearest the threshold over every part (``fetch_records(gidx)``: the normalized
     records at sorted global indices, as a :class:`Records` with their ids and sources)."""
     got = run.client.gather(
-        [run.submit(rp.borderline_part, v, chosen_by.threshold, rp.BORDERLINE, j, retries=0) for j, v in enumerate(chosen_by.values)]
+        [run.submit(rp.borderline_part, v, chosen_by.threshold, BORDERLINE, j, retries=0) for j, v in enumerate(chosen_by.values)]
     )
     merged = rp.merge_borderline(got)
     part = np.concatenate([merged.above.part, merged.below.part])
@@ -309,7 +310,7 @@ def link_of_parts(
     if grid:
         ends = [run.submit(_ends_split, c, off_f, src_f, grid[0], n_out) for c in candidates]
         reach = np.sum(run.client.gather([run.submit(_reach, grid, n_src, *_column(run, ends, j)) for j in range(n_out)]), axis=0)
-    per_pair = {
+    per_pair: dict[str, Int64Array | None] = {
         "candidate_pairs": _summed(run, [run.submit(_pair_counts, c, off_f, src_f, n_src) for c in candidates], n_src),
         "verified_pairs": _summed(run, [run.submit(_pair_counts, v, off_f, src_f, n_src) for v in verified], n_src),
         "pairs": _summed(run, [run.submit(_table_pair_counts, t, names) for t in final_tables], n_src),

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, ability
 from er_framework.config.resolve import resolve_job
+from er_framework.config.spec import SourceSpec
 from er_framework.config.yaml_load import load_yaml
 from er_framework.data import Batch, Pairs, Records
 from er_framework.engine import stages
@@ -27,6 +28,7 @@ from er_framework.engine.model import Model
 from er_framework.engine.report_parts import part_weights
 from er_framework.engine.score_scale import Weights
 from er_framework.errors import InputError, PluginError, Problem
+from er_framework.io.frame_parts import records_from_chunk
 from er_framework.io.source_files import read_source
 from er_framework.kernels.graph import connected_component_labels
 from er_framework.kernels.groups import unpack_pairs
@@ -40,21 +42,30 @@ SLOW_ENV = "ER_DASK_TEST_TASK_SECONDS"
 
 @dataclass(frozen=True)
 class Part:
-    """One input partition: a source file, or a byte range of it."""
+    """One input partition: a source file (a local path or a URL), a byte range of it, one Parquet file of a
+    dataset folder (``hive``: its partition columns), or a chunk of a table given in memory (``data``)."""
 
     source: int
+    #: the file read, or (``data``) where the chunk is, as messages name it
     path: str
     byte_range: tuple[int, int] | None
+    #: a Parquet file of a dataset: its hive partition columns (:class:`~er_framework.io.parquet_dataset.DatasetFile`)
+    hive: tuple[tuple[str, str | None], ...] | None = None
+    #: a chunk of a source given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`): a Dask partition's
+    #: ``Delayed`` (computed by the task that reads it, on its worker) or a ``pyarrow.Table`` slice
+    data: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class JobRef:
-    """What a worker needs to rebuild the job: the YAML text and where it came from."""
+    """What a worker needs to rebuild the job: the YAML text and where it came from (``frames``: the sources given
+    in memory, which need no path)."""
 
     text: str
     filename: str
     base_dir: str
     digest: str
+    frames: tuple[str, ...] = ()
 
 
 _JOBS: dict[str, Engine] = {}
@@ -90,7 +101,8 @@ def engine(ref: JobRef) -> Engine:
             _tune_malloc()
 
         data, lines, problems = load_yaml(ref.text, ref.filename)
-        job = resolve_job(data, lines, ref.filename, Path(ref.base_dir), problems, check_files=False, config_path=Path(ref.filename))
+        base, config = Path(ref.base_dir), Path(ref.filename)
+        job = resolve_job(data, lines, ref.filename, base, problems, check_files=False, config_path=config, frames=list(ref.frames))
         job.context.workers = 1
         got = _JOBS[ref.digest] = Engine(job)
     return got
@@ -121,11 +133,24 @@ def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
     and the normalize stage's per-field stats."""
     eng = engine(ref)
     spec = eng.job.spec.sources[part.source]
-    recs = read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, **spec.read_options())
+    recs = read_part(part, spec)
     stages.html_to_text(eng.job, part.source, recs)
     recs, stats = stages.normalize(eng.job, recs)
     recs.source[:] = part.source
     return recs, stats
+
+
+def read_part(part: Part, spec: SourceSpec) -> Records:
+    """The records of an input partition as read (not normalized): a file or byte range of one, a Parquet file of a
+    dataset, or a chunk of a table given in memory (a Dask partition computed here)."""
+    opts = spec.read_options()
+    if part.data is not None:
+        return records_from_chunk(
+            part.data,
+            where=part.path,
+            **{k: opts[k] for k in ("id_column", "fields", "name", "layout", "max_record_mb", "columns")},
+        )
+    return read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, hive=part.hive, **opts)
 
 
 def _read(ref: JobRef, part: Part) -> Records:
@@ -374,6 +399,7 @@ __all__ = [
     "SLOW_ENV",
     "engine",
     "read_normalized",
+    "read_part",
     "task_block",
     "task_codes",
     "task_comparisons",

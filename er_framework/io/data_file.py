@@ -35,6 +35,7 @@ from er_framework.io.formats import (
     not_regular_problem,
     open_regular,
 )
+from er_framework.io.remote import local_path, open_url
 
 __all__ = [
     "READ_CHUNK",
@@ -43,6 +44,7 @@ __all__ = [
     "RecordIds",
     "and_list",
     "as_texts",
+    "check_extension",
     "check_path",
     "decode_utf8",
     "detect_format",
@@ -226,6 +228,13 @@ def detect_format(path: Path) -> tuple[str, bool] | None:
 
 def check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list[Problem]:
     """Problems with the file itself: extension, existence, type."""
+    problems = check_extension(path, file, hint)
+    problems += _existence_problems(path, file, hint, yaml_where)
+    return problems
+
+
+def check_extension(path: Path, file: str, hint: str) -> list[Problem]:
+    """The problem of a file name without a supported extension (a URL's too: its name is checked)."""
     problems: list[Problem] = []
     if detect_format(path) is None:
         suffix = "".join(path.suffixes[-2:]) or "(none)"
@@ -248,6 +257,11 @@ def check_path(path: Path, file: str, hint: str, yaml_where: str | None) -> list
                     fix="convert the file to CSV, TSV, JSON Lines or Parquet and name it with one of the supported extensions",
                 )
             )
+    return problems
+
+
+def _existence_problems(path: Path, file: str, hint: str, yaml_where: str | None) -> list[Problem]:
+    problems: list[Problem] = []
     where_fix = f" at {yaml_where}" if yaml_where else ""
     if not path.exists():
         absolute = path.absolute()
@@ -299,10 +313,15 @@ def _read_problem(e: OSError, file: str, hint: str) -> Problem:
     return Problem(where=file, message=f"cannot read the file: {e.strerror or e}{hint}", fix="check the file's permissions")
 
 
-def open_data_file(path: Path, file: str, hint: str) -> BinaryIO:
+def open_data_file(path: Path | str, file: str, hint: str) -> BinaryIO:
     """``path`` opened for reading; InputError if it cannot be opened or is not a regular file
     (checked on the open descriptor: a file swapped for a FIFO after the first check can
-    neither block nor be read)."""
+    neither block nor be read). A URL (``s3://…``, ``memory://…``: :mod:`~er_framework.io.remote`) is opened
+    through fsspec; a ``file://`` URL is the local file it names."""
+    local = local_path(path)
+    if local is None:
+        return open_url(str(path), file, hint)
+    path = local
     try:
         f, mode = open_regular(path)
     except OSError as e:

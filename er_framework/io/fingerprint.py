@@ -12,6 +12,11 @@ different data if a source changed after the run. The run records each input's f
 * A **folder of pages**: the number of pages, their total size, and the SHA-256 of the sorted listing of
   every page's relative path, size and ``mtime_ns`` (the pages are not read again: a corpus of a million
   pages is fingerprinted by one walk).
+* A **Parquet dataset** (a folder of Parquet files, local or at a URL): the number of files, their total size and
+  the SHA-256 of the listing of every file's path, size and modification time (or version).
+* A **URL** read through fsspec (``s3://``, ``gs://``, ``memory://``): its size and version as its file system
+  tells them (``etag``, else the modification or creation time; :func:`~er_framework.io.remote.url_info`): the
+  bytes are not read again.
 * A **database source** (a query or table, :mod:`er_framework.io.database_read`): the number of rows and a
   digest of the rows as read (:class:`RowsDigest`, computed while the reader fetches them, no second query),
   with the URL (password masked) and the table or query (:func:`database_fingerprint`). A command that reads
@@ -30,6 +35,8 @@ import numpy as np
 
 from er_framework.errors import ErError
 from er_framework.io.page_folder import list_pages
+from er_framework.io.parquet_dataset import dataset_files, is_parquet_dataset
+from er_framework.io.remote import is_url, local_path, url_info
 
 __all__ = [
     "EDGE_BYTES",
@@ -80,12 +87,43 @@ def _folder_fingerprint(path: Path) -> dict[str, Any]:
     return {"kind": "folder", "pages": len(listing.pages), "size": total, "mtime_ns": newest, "sha256": h.hexdigest(), "hashed": "listing"}
 
 
+def _dataset_fingerprint(path: str) -> dict[str, Any]:
+    """A Parquet dataset (local or at a URL): the SHA-256 of the listing of its files with their sizes and versions."""
+    h = hashlib.sha256()
+    total = 0
+    files = dataset_files(path)
+    for f in files:
+        info = _one_file(f.location)
+        total += int(info.get("size") or 0)
+        h.update(f"{f.location}\0{info.get('size')}\0{info.get('mtime_ns', info.get('version'))}\n".encode("utf-8", "surrogateescape"))
+    return {"kind": "dataset", "files": len(files), "size": total, "sha256": h.hexdigest(), "hashed": "listing"}
+
+
+def _one_file(location: str) -> dict[str, Any]:
+    local = local_path(location)
+    if local is None:
+        return url_info(location)
+    st = os.stat(local)
+    return {"size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns)}
+
+
 def fingerprint(path: str | Path) -> dict[str, Any]:
-    """The fingerprint of an input file or page folder ``path`` (see the module), with its ``path``; an
-    ``error`` (the OS's message) instead when it cannot be read."""
-    p = Path(os.path.abspath(path))
+    """The fingerprint of an input file, page folder or Parquet dataset ``path`` (see the module), with its ``path``;
+    an ``error`` (the OS's message) instead when it cannot be read. A URL read through fsspec
+    (:mod:`~er_framework.io.remote`): its size and version (etag, modification time) as its file system tells."""
+    if is_url(path) and local_path(path) is None:
+        url = str(path)
+        try:
+            found = _dataset_fingerprint(url) if is_parquet_dataset(url) else url_info(url)
+        except ErError as exc:
+            return {"path": url, "error": exc.problems[0].message[:200] if exc.problems else "refused"}
+        return {"path": url, **found}
+    p = Path(os.path.abspath(local_path(path) or path))
     try:
-        found = _folder_fingerprint(p) if p.is_dir() else _file_fingerprint(p)
+        if is_parquet_dataset(p):
+            found = _dataset_fingerprint(str(p))
+        else:
+            found = _folder_fingerprint(p) if p.is_dir() else _file_fingerprint(p)
     except OSError as exc:
         return {"path": str(p), "error": str(exc.strerror or exc)[:200]}
     except ErError as exc:  # a page folder the walk refuses (too many entries, a system folder)
@@ -106,8 +144,12 @@ def _difference(then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
         return None  # it could not be fingerprinted at the run: nothing to compare
     if then.get("kind") != now.get("kind"):
         return f"it was a {'folder' if then.get('kind') == 'folder' else 'file'} and is now a {now.get('kind')}"
+    if then.get("kind") == "dataset" and then.get("files") != now.get("files"):
+        return f"it held {_count(then.get('files'))} Parquet files and now holds {_count(now.get('files'))}"
     if then.get("size") != now.get("size"):
         return f"its size was {_count(then.get('size'))} bytes and is now {_count(now.get('size'))}"
+    if then.get("kind") == "url" and then.get("version") != now.get("version"):
+        return f"its version changed ({then.get('version')} at the run, {now.get('version')} now)"
     if then.get("kind") == "folder" and then.get("pages") != now.get("pages"):
         return f"it held {_count(then.get('pages'))} pages and now holds {_count(now.get('pages'))}"
     if then.get("sha256") != now.get("sha256"):
@@ -123,7 +165,7 @@ def changed_inputs(recorded: Sequence[Mapping[str, Any]], paths: Sequence[str | 
     by_path = {str(r.get("path")): r for r in recorded if isinstance(r, Mapping)}
     out: list[tuple[str, str]] = []
     for path in paths:
-        path = os.path.abspath(path)
+        path = str(path) if is_url(path) and local_path(path) is None else os.path.abspath(local_path(path) or path)
         then = by_path.get(path)
         if then is None:
             out.append((str(path), "the run did not read it (the job's sources changed since the run)"))

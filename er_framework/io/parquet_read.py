@@ -22,7 +22,7 @@ __all__ = ["TableWords", "arrow_columns_to_read", "integral_floats_as_integers",
 
 
 def read_parquet_columns(
-    path: Path,
+    path: Path | str,
     file: str,
     wanted: list[str],
     id_column: str,
@@ -31,7 +31,8 @@ def read_parquet_columns(
     max_record_bytes: int | None = None,
     whole: bool = True,
 ) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
-    """Raw value columns of a Parquet file (Python objects from pyarrow).
+    """Raw value columns of a Parquet file (Python objects from pyarrow); ``path``: a local path or a URL
+    (:func:`~er_framework.io.data_file.open_data_file`).
 
     Only the ``wanted`` columns are read; the rest is :func:`read_arrow_columns`: a row whose
     text and binary values add up to more than ``max_record_bytes`` raises InputError, a file

@@ -85,6 +85,7 @@ from er_framework.io.data_file import (
     RecordIds,
     and_list,
     as_texts,
+    check_extension,
     check_path,
     detect_format,
     open_data_file,
@@ -97,7 +98,9 @@ from er_framework.io.filetext import SpanCollector
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, MAX_ROW_PROBLEMS, record_limit
 from er_framework.io.html import read_html_dir
 from er_framework.io.jsonl_read import read_jsonl_columns
+from er_framework.io.parquet_dataset import DatasetFile, dataset_files, is_parquet_dataset, read_dataset_file_columns
 from er_framework.io.parquet_read import read_parquet_columns
+from er_framework.io.remote import is_url, local_path
 
 __all__ = [
     "check_ids",
@@ -345,6 +348,7 @@ def read_source(
     file_backed: bool = False,
     columns: Mapping[str, str] | None = None,
     dialect: CsvDialect | None = None,
+    hive: tuple[tuple[str, str | None], ...] | None = None,
 ) -> Records:
     """Read one source file into :class:`Records` of a single source.
 
@@ -398,6 +402,10 @@ def read_source(
         ``max_record_mb``, and memory holds the records kept, not the file.
     follow_symlinks:
         Page folders only (see :func:`er_framework.io.html.read_html_dir`).
+    hive:
+        ``path`` is one Parquet file of a dataset (a partition of the Dask executor), with these hive
+        partition columns (:class:`~er_framework.io.parquet_dataset.DatasetFile`); a file without rows is
+        then no error.
     file_backed:
         An uncompressed JSON Lines file (or a ``byte_range`` of one) with ``layout="wide"``: the
         ``fields`` (not the id column) stay in the file; they are
@@ -421,7 +429,19 @@ def read_source(
         non-UTF-8 bytes, empty file, missing columns (with suggestions),
         malformed rows or lines, missing/invalid/duplicate ids.
     """
-    p = Path(path)
+    if hive is not None or is_parquet_dataset(path):
+        if dialect is not None:
+            raise InputError(dialect_problem(str(path), "parquet", f" (source {name!r})"))
+        mapping = ColumnMap(fields, columns)
+        with mapping.named():
+            files = [DatasetFile(str(path), hive)] if hive is not None else dataset_files(path, where or "")
+            return mapping.records(_read_dataset(files, str(path), id_column, mapping.read, name, layout, max_record_mb, hive is None))
+    if is_url(path) and local_path(path) is None:
+        mapping = ColumnMap(fields, columns)
+        with mapping.named():
+            url = str(path)
+            return mapping.records(_read_file(url, url, id_column, mapping.read, name, where, layout, None, max_record_mb, False, dialect))
+    p = local_path(path) or Path(path)
     if _is_page_folder(p):
         return read_source_with_stats(
             p,
@@ -440,8 +460,34 @@ def read_source(
         )
 
 
+def _read_dataset(
+    files: list[DatasetFile], root: str, id_column: str, fields: list[str], name: str, layout: str, max_record_mb: float | None, whole: bool
+) -> Records:
+    """The records of the Parquet files ``files`` of the dataset ``root``, file after file (ids unique across them);
+    ``whole``: a dataset without any row is an error."""
+    wanted = list(dict.fromkeys([id_column, *fields]))
+    parts: list[Records] = []
+    for k, f in enumerate(files):
+        hint = f" (source {name!r}, file {k + 1} of the {len(files)} of the Parquet dataset {root!r})" if whole else f" (source {name!r})"
+        limit = record_limit(max_record_mb)
+        raw, loc, problems = read_dataset_file_columns(f, f.location, wanted, id_column, hint, max_record_bytes=limit)
+        recs = records_from_columns(
+            raw, loc, problems, file=f.location, id_column=id_column, fields=fields, name=name, fmt="parquet", layout=layout
+        )
+        parts.append(recs)
+    if whole and not any(len(r) for r in parts):
+        raise InputError(
+            Problem(
+                where=root,
+                message=f"the Parquet dataset {root!r} has no rows (source {name!r}, {len(files)} files): a source without any record",
+                fix="point the path to the data that holds the records",
+            )
+        )
+    return parts[0] if len(parts) == 1 else merge_files(parts, root)
+
+
 def _read_file(
-    p: Path,
+    p: Path | str,
     file: str,
     id_column: str,
     fields: list[str],
@@ -455,10 +501,10 @@ def _read_file(
 ) -> Records:
     """:func:`read_source` of a data file, with ``fields`` the file's own columns."""
     hint = f" (source {name!r}, {where})" if where else f" (source {name!r})"
-    problems = check_path(p, file, hint, where)
+    problems = check_path(p, file, hint, where) if isinstance(p, Path) else check_extension(Path(p), file, hint)
     if problems:
         raise InputError(problems)
-    detected = detect_format(p)
+    detected = detect_format(Path(p))
     assert detected is not None  # checked by check_path
     fmt, compressed = detected
     if dialect is not None and fmt not in ("csv", "tsv"):
@@ -473,7 +519,7 @@ def _read_file(
     else:
         byte_range = None
     spans = None
-    if file_backed and fmt == "jsonl" and not compressed and layout == "wide":
+    if file_backed and fmt == "jsonl" and not compressed and layout == "wide" and isinstance(p, Path):
         spans = SpanCollector(p, [f for f in fields if f != id_column], as_texts)
     read = read_raw_columns(
         p,
@@ -540,7 +586,7 @@ def records_from_columns(
 
 
 def read_raw_columns(
-    p: Path,
+    p: Path | str,
     file: str,
     fmt: str,
     compressed: bool,
@@ -561,7 +607,8 @@ def read_raw_columns(
     ``dialect``: a source's CSV/TSV dialect (its messages then name the ``csv:`` setting to try); a
     file in another encoding than UTF-8 is transcoded as it is read
     (:func:`~er_framework.io.csv_dialect.decoded_chunks`), a UTF-8 file keeps the fast path. ``None``:
-    the extension's dialect, UTF-8 (a user's table file)."""
+    the extension's dialect, UTF-8 (a user's table file). ``p``: a local path, or a URL read through fsspec
+    (:mod:`~er_framework.io.remote`)."""
     if fmt == "parquet":
         return read_parquet_columns(p, file, wanted, id_column, hint, max_record_bytes=limit, whole=whole)
     ids = RecordIds(fmt, id_column)
@@ -707,9 +754,9 @@ def _is_page_folder(path: Path) -> bool:
     """Whether ``path`` is a folder of web pages.
 
     A folder named like a data file (``out.parquet/``, as Spark writes them)
-    is not: it keeps the "is a directory, expected a data file" error.
+    is not, nor a folder of Parquet files (a dataset: :mod:`~er_framework.io.parquet_dataset`).
     """
-    return path.is_dir() and detect_format(path) is None
+    return path.is_dir() and detect_format(path) is None and not is_parquet_dataset(path)
 
 
 def read_source_with_stats(
@@ -732,7 +779,7 @@ def read_source_with_stats(
     folder of web pages (files read, pages not in UTF-8, empty files, …) and
     ``{}`` for a data file. Raises what :func:`read_source` raises.
     """
-    p = Path(path)
+    p = local_path(path) or Path("-")  # (a URL is never a page folder)
     if _is_page_folder(p):
         if dialect is not None:
             raise InputError(dialect_problem(str(path), "pages", f" (source {name!r})"))

@@ -150,7 +150,7 @@ def _read_source(job: Job, i: int, path: Path) -> Records:
         return read_database(
             src.database, job.base_dir, query=src.query, table=src.table, batch_rows=src.batch_rows, where=f"{path}: sources[{i}]", **opts
         )[0]
-    files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_paths(i)]
+    files = [read_source(f, where=f"{path}: sources[{i}]", **src.read_options()) for f in job.source_inputs(i)]
     return files[0] if len(files) == 1 else merge_files(files, f"{path}: sources[{i}]")
 
 

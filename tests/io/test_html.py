@@ -172,7 +172,8 @@ def test_folder_named_like_a_data_file_is_still_an_error(tmp_path: Path) -> None
     (tmp_path / "out.parquet" / "x.html").write_text("<p>x</p>", encoding="utf-8")
     with pytest.raises(InputError) as exc:
         read_source_with_stats(tmp_path / "out.parquet", id_column="id", fields=[], name="s")
-    assert "is a directory" in problems_text(exc)
+    # a Parquet dataset folder, as Spark names them (issue 30), not a page folder: it holds no Parquet file
+    assert "holds no .parquet file" in problems_text(exc)
 
 
 def test_decode_html_bytes() -> None:

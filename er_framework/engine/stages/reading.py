@@ -13,9 +13,10 @@ from er_framework.data import Records
 from er_framework.engine.columns import normalize_fields_shared
 from er_framework.errors import ErError, InputError, Problem
 from er_framework.io.database_read import read_database
-from er_framework.io.frames import records_from_frame
+from er_framework.io.frame_parts import read_frame_source as read_frame_source_in_parts
 from er_framework.io.html import extract_text
 from er_framework.io.parallel_read import read_jsonl_parallel
+from er_framework.io.remote import is_url
 from er_framework.io.source_files import merge_files, read_source_with_stats
 from er_framework.kernels.parallel import ForkedWorker, map_processes
 from er_framework.normalize import normalize_column_keeping_input, unparsed_problem
@@ -83,10 +84,15 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
             stats[src.name] = st
             parts.append(recs)
             continue
-        for path in job.source_paths(i):
+        try:
+            inputs = job.source_inputs(i)
+        except ErError as exc:  # a URL whose protocol's package is missing
+            problems.extend(exc.problems)
+            continue
+        for path in inputs:
             try:
                 where = f"{job.config_path}: sources[{i}]"
-                backed = file_backed(job, i, path)
+                backed = not is_url(path) and file_backed(job, i, Path(path))
                 # a clean large JSON Lines file: read on the job's workers, one byte range each
                 whole = read_jsonl_parallel(path, job.context.workers, where=where, **src.read_options()) if backed else None
                 st_file: dict[str, Any] = {}
@@ -99,7 +105,7 @@ def read_sources(job: Job, indices: Iterable[int]) -> tuple[list[Records], dict[
                 continue
             st.update(st_file)
             files.append(recs)
-        if len(files) != len(job.source_paths(i)):
+        if len(files) != len(inputs):
             continue
         recs = files[0] if len(files) == 1 else merge_files(files, f"{job.config_path}: sources[{i}] ({src.path})")
         st.update(html_to_text(job, i, recs))
@@ -115,7 +121,7 @@ def read_frame_source(job: Job, source: int) -> tuple[Records, dict[str, Any]]:
     :class:`Records`, and its statistics (``given_in_memory``)."""
     src = job.spec.sources[source]
     opts = src.read_options()
-    recs = records_from_frame(
+    recs = read_frame_source_in_parts(
         job.frames[src.name],
         id_column=opts["id_column"],
         fields=opts["fields"],
