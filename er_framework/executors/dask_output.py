@@ -141,16 +141,17 @@ def quantiles_of_parts(run: Any, tables: list[Any]) -> WrittenScores | None:
         return None
     pos = [q * (n - 1) for q in QUARTILES]
     ranks = sorted({int(np.floor(p)) for p in pos} | {min(int(np.ceil(p)), n - 1) for p in pos})
-    lo = np.full(len(ranks), -(2**63), dtype=np.int64)
-    hi = np.full(len(ranks), 2**63 - 1, dtype=np.int64)
-    want = np.array(ranks, dtype=np.int64) + 1  # the smallest key with at least rank + 1 values at or below it
-    while np.any(lo < hi):
-        mid = lo + (hi - lo) // 2
-        counts = np.sum(run.client.gather([run.submit(_count_at_most, k, mid, retries=0) for k in keys]), axis=0)
-        enough = counts >= want
-        hi = np.where(enough, mid, hi)
-        lo = np.where(enough, lo, mid + 1)
-    value = {r: _key_value(int(k)) for r, k in zip(ranks, lo.tolist())}
+    lo = [-(2**63)] * len(ranks)  # Python ints: the midpoint of the whole int64 range overflows int64
+    hi = [2**63 - 1] * len(ranks)
+    want = [r + 1 for r in ranks]  # the smallest key with at least rank + 1 values at or below it
+    while any(a < b for a, b in zip(lo, hi)):  # 64 rounds at most
+        mid = [(a + b) // 2 for a, b in zip(lo, hi)]
+        probes = np.array(mid, dtype=np.int64)
+        counts = np.sum(run.client.gather([run.submit(_count_at_most, k, probes, retries=0) for k in keys]), axis=0).tolist()
+        for i, c in enumerate(counts):
+            if lo[i] < hi[i]:
+                lo[i], hi[i] = (lo[i], mid[i]) if c >= want[i] else (mid[i] + 1, hi[i])
+    value = {r: _key_value(k) for r, k in zip(ranks, lo)}
     out = []
     for p in pos:  # np.quantile's linear interpolation between the order statistics around each position
         a, b = int(np.floor(p)), min(int(np.ceil(p)), n - 1)

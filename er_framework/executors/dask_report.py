@@ -210,8 +210,9 @@ def _chains_part(
     return rc.chains_part(lab, edges[0], edges[1], edges[2], ids, source_of(rec, offsets, source_of_part), names, rows=rec)
 
 
-def chains_of_parts(run: Any, scanned: Any, edges: list[Any], clusters: Any) -> dict[str, Any]:
-    """``chains``: each partition checks the clusters it roots, with their records and their clustered pairs."""
+def chains_of_parts(run: Any, scanned: Any, edges: list[Any], clusters: Any, singletons: int) -> dict[str, Any]:
+    """``chains``: each partition checks the clusters it roots, with their records and their clustered pairs;
+    the ``singletons`` (clusters of one record, which no partition lists) are counted as too small."""
     off_f = run.submit(_same, scanned.offsets, retries=0)
     base = clusters.base
     n_in = len(run.parts)
@@ -235,7 +236,10 @@ def chains_of_parts(run: Any, scanned: Any, edges: list[Any], clusters: Any) -> 
         )
         for j in range(n_in)
     ]
-    return rc.chains_section(rc.merge_chains(run.client.gather(parts)))
+    merged = rc.merge_chains(run.client.gather(parts))
+    merged.stats["clusters"] += singletons
+    merged.stats["too_small"] += singletons
+    return rc.chains_section(merged)
 
 
 def _same(obj: Any) -> Any:

@@ -54,10 +54,11 @@ def fetch_records(run: Any, scanned: Any, gidx: Int64Array) -> Records:
     by_part = _owners(run, scanned, gidx)
     futs = [run.submit(task_serve, run.ref, run.parts[i], int(scanned.offsets[i]), [g]) for i, g in by_part.items()]
     got = [r[0] for r in run.client.gather(futs)]
+    names = [s.name for s in run.job.spec.sources]
     if not got:
-        names = [s.name for s in run.job.spec.sources]
         return Records(ids=[], source=np.zeros(0, np.int32), source_names=names, fields={})
-    return Records.stack(got)
+    stacked = Records.stack(got)  # each partition's records carry the global source number
+    return Records(ids=stacked.ids, source=stacked.source, source_names=names, fields=stacked.fields)
 
 
 def run_sections(
@@ -103,7 +104,7 @@ def run_sections(
         scores=scores_of_parts(run, found.candidates, engine),
         review=review,
         clusters=sizes.summary.stats,
-        chains=chains_of_parts(run, scanned, edges, clusters),
+        chains=chains_of_parts(run, scanned, edges, clusters, sizes.summary.stats["singletons"]),
         link=link,
         diagnostics={},
         verifier_report=run.verifier_report,

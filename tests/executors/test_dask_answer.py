@@ -59,7 +59,11 @@ def _setup(n: int, n_parts: int, distinct: int, seed: int, mode: str) -> tuple[A
     )
     active = [task_active(len(s.ids), int(offsets[i]), *[p.collapsed[i] for p in exact_parts]) for i, s in enumerate(scans)]
     scanned = SimpleNamespace(
-        offsets=offsets, exact_parts=exact_parts, ids=[s.ids for s in scans], exact_stats={"records_collapsed": len(exact.pairs)}, active=active
+        offsets=offsets,
+        exact_parts=exact_parts,
+        ids=[s.ids for s in scans],
+        exact_stats={"records_collapsed": len(exact.pairs)},
+        active=active,
     )
     records = Records(ids=list(ids), source=src, source_names=["a", "b"], fields={})
     return run, scanned, (exact, verified, records), ver_parts
@@ -107,6 +111,4 @@ def test_the_expansion_of_a_pair_is_cross_group_pairs() -> None:
     starts = np.array([0, 1, 4, 6, 7], dtype=np.int64)
     sizes = np.array([1, 3, 2, 1, 4], dtype=np.int64)
     x, y, p = cross_group_pairs(np.array([1, 0, 2]), np.array([4, 2, 3]), starts, sizes, members)
-    assert sorted(zip(got[0].tolist(), got[1].tolist(), got[2].tolist())) == sorted(
-        zip(x.tolist(), y.tolist(), pairs[2][p].tolist())
-    )
+    assert sorted(zip(got[0].tolist(), got[1].tolist(), got[2].tolist())) == sorted(zip(x.tolist(), y.tolist(), pairs[2][p].tolist()))
