@@ -343,6 +343,42 @@ def _cluster_examples(view: ClusterView | None, max_examples: int) -> set[tuple[
 # --------------------------------------------------------------------------
 
 
+def _from_files(out: Path, notes: list[str]) -> tuple[np.ndarray | None, ClusterView | None]:
+    """The written pairs' scores and the cluster view read back from a finished run's tables (``er report``);
+    a table that cannot be read is a note on the page."""
+    pairs_file = find_table(out, "pairs")
+    pairs: list[tuple[str, str, str, str, float]] | None = None
+    scores: np.ndarray | None = None
+    if pairs_file is not None:
+        try:
+            pairs = read_pairs_csv(pairs_file)
+            scores = np.array([p[4] for p in pairs], dtype=np.float64)
+        except ErError as exc:
+            notes.append(f"{pairs_file.name} could not be read: {exc}")
+    clusters_file = find_table(out, "clusters")
+    if clusters_file is None:
+        return scores, None
+    members: dict[str, list[tuple[str, str]]] = {}
+    try:
+        for source, rid, cid in read_clusters_csv(clusters_file):
+            members.setdefault(cid, []).append((source, rid))
+    except ErError as exc:
+        notes.append(f"{clusters_file.name} could not be read: {exc}")
+        return scores, None
+    return scores, _view_from_files(members, pairs, TOP_CLUSTERS)
+
+
+def _scores_and_view(
+    out: Path, run: RunData | None, summary: RunSummary | None, notes: list[str]
+) -> tuple[np.ndarray | WrittenScores | None, ClusterView | None]:
+    """The written pairs' scores and the cluster view: from a run's summary, its data in memory, or its files."""
+    if summary is not None:
+        return summary.written, summary.view
+    if run is not None:
+        return (run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))), _view_from_run(run, TOP_CLUSTERS)
+    return _from_files(out, notes)
+
+
 def render_report(
     out_dir: str | Path,
     *,
@@ -362,34 +398,9 @@ def render_report(
     notes: list[str] = []
 
     pairs_file = find_table(out, "pairs")
-    pairs: list[tuple[str, str, str, str, float]] | None = None
-    scores: np.ndarray | WrittenScores | None = None
-    view: ClusterView | None = None
-    if summary is not None:
-        scores, view = summary.written, summary.view
-    elif run is not None:
-        scores = run.pairs.score if run.pairs.score is not None else np.ones(len(run.pairs))
-        view = _view_from_run(run, TOP_CLUSTERS)
-    elif pairs_file is not None:
-        try:
-            pairs = read_pairs_csv(pairs_file)
-            scores = np.array([p[4] for p in pairs], dtype=np.float64)
-        except ErError as exc:
-            notes.append(f"{pairs_file.name} could not be read: {exc}")
-    clusters_file = find_table(out, "clusters")
-    members: dict[str, list[tuple[str, str]]] | None = None
-    if run is None and summary is None and clusters_file is not None:
-        try:
-            members = {}
-            for source, rid, cid in read_clusters_csv(clusters_file):
-                members.setdefault(cid, []).append((source, rid))
-        except ErError as exc:
-            members = None
-            notes.append(f"{clusters_file.name} could not be read: {exc}")
+    scores, view = _scores_and_view(out, run, summary, notes)
 
     name = report.get("job") or out.name
-    if run is None and summary is None and members is not None:
-        view = _view_from_files(members, pairs, TOP_CLUSTERS)
     wanted = _cluster_examples(view, max_examples) | review_records(report)
     if summary is not None:
         fetched = summary.fetched
