@@ -39,6 +39,7 @@ from er_framework.engine.stages.writing import comparisons_table, pairs_table, r
 from er_framework.errors import ConfigError, InputError, Problem
 from er_framework.executors import run_job
 from er_framework.io.frames import arrow_table, as_kind, frame_kind
+from er_framework.io.output_read import read_written_table
 from er_framework.io.outputs import OutputDir
 
 __all__ = ["Model", "Result", "fit", "run", "validate", "load_job", "progress_callback"]
@@ -138,10 +139,12 @@ def run(
     if given is not None:
         check_model(given, parsed)
     target: OutputDir | None = OutputDir(Path(out), force=force) if out is not None else None
+    # the dask executor writes its tables on the workers (its client holds none of them): straight into out
+    on_workers = parsed.spec.executor.type == "dask"
     with progress_callback(progress) as callback:
-        inner = run_job(parsed, target, progress=callback, write=False, model=given)
-    result = Result(parsed, inner, _kind_of(sources))
-    if out is not None:
+        inner = run_job(parsed, target, progress=callback, write=on_workers, model=given)
+    result = Result(parsed, inner, _kind_of(sources), outputs=dict(inner.outputs))
+    if out is not None and not on_workers:
         result.write(out, force=force, report=report)
     return result
 
@@ -222,6 +225,8 @@ class Result:
             cols = self._comparisons()
         elif name == "golden" and name not in tables:
             raise KeyError("no golden records: the job has no output.golden (e.g. output: {golden: {rule: most_frequent}})")
+        elif name not in tables and name in self.outputs:  # written by the workers of a dask run: read back
+            return as_kind(read_written_table(self.outputs[name]), kind or self.kind)
         elif name not in tables:
             raise KeyError(f"no table {name!r}; this run has {sorted(tables)}")
         else:
@@ -242,7 +247,7 @@ class Result:
     @property
     def verified_pairs(self) -> Any:
         """With a clusterer that selects pairs (``one_to_one``): the verified pairs before it (else the pairs)."""
-        return self.table("verified_pairs" if "verified_pairs" in self.run.tables else "pairs")
+        return self.table("verified_pairs" if "verified_pairs" in {**self.run.tables, **self.outputs} else "pairs")
 
     @property
     def candidates(self) -> Any:
@@ -290,6 +295,15 @@ class Result:
         """Write the outputs to the folder ``out`` as ``er run --out`` does (one transaction; ``force`` as
         ``--force``; ``report``: draw report.html, default ``output.report`` of the job, as ``er run
         --report / --no-report``; report.json is always written). Returns the written paths by table name."""
+        if self.job.spec.executor.type == "dask":
+            raise InputError(
+                Problem(
+                    where=str(out),
+                    message=f"a dask run's tables were written by its workers ({', '.join(sorted(self.outputs)) or 'none'}) "
+                    "and are not held in this process to write again",
+                    fix="copy the output folder, or run the job again with out=DIR",
+                )
+            )
         html = self.job.spec.output.report if report is None else report
         out_path = require_out_dir(self.job, OutputDir(Path(out), force=force), True)
         assert out_path is not None

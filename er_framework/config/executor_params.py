@@ -60,8 +60,7 @@ class DaskParams(Params):
 
     cluster_on: Literal["client", "workers"] = Field(
         default="client",
-        description="'client' gathers the verified pairs and runs the job's clusterer; 'workers' reduces "
-        "them to a spanning forest on the workers first (connected_components only; same clusters)",
+        description="obsolete, ignored: the clusters are always computed on the workers (kept so that older jobs still validate)",
     )
 
     @field_validator("address")

@@ -103,6 +103,26 @@ def plan_parts(job: Job, partition_mb: float) -> list[Part]:
     return parts
 
 
+#: partitions per worker the default partition size aims at (a worker with one partition more than another waits less)
+PARTS_PER_WORKER = 4
+
+
+def partition_size(job: Job, workers: int) -> float:
+    """MB per partition: the job's ``partition_mb`` when it sets one; otherwise the default (64 MB), made smaller
+    for a small input so that each of the ``workers`` gets :data:`PARTS_PER_WORKER` partitions (at least 1 MB)."""
+    params = options(job)
+    if "partition_mb" in params.model_fields_set:
+        return params.partition_mb
+    total = 0
+    for i, src in enumerate(job.spec.sources):
+        if src.name in job.frames or src.database is not None:
+            continue
+        for path in job.source_inputs(i):
+            if not is_url(path) and Path(path).is_file():
+                total += Path(path).stat().st_size
+    return min(params.partition_mb, max(1.0, total / 2**20 / (PARTS_PER_WORKER * max(1, workers))))
+
+
 def _file_parts(job: Job, i: int, path: str, partition_mb: float) -> list[Part]:
     """The partitions of one input of source ``i``: a dataset's files, a local file's byte ranges, or the file."""
     src = job.spec.sources[i]
@@ -185,7 +205,8 @@ def run_dask(
     log = StageLog(progress=progress)
     client, close = _client(job)
     try:
-        run = DaskRun(job, engine, ref, client, plan_parts(job, options(job).partition_mb))
+        mb = partition_size(job, len(client.scheduler_info()["workers"]))
+        run = DaskRun(job, engine, ref, client, plan_parts(job, mb), partition_mb=mb)
         scanned = run.scan(log)
         run.prune(scanned, log)
         run.send_model()
@@ -223,41 +244,32 @@ def run_dask(
 def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
+    database = [i for i, s in enumerate(job.spec.sources) if s.database is not None]
     for what, path, why, fix in (
         (
             job.spec.training,
             "training",
-            "the workers fit the verifier from pattern counts, without the labelled pairs",
-            "remove training: or use executor: {type: local}",
+            "the labelled pairs' records are not joined on the workers yet, so the verifier cannot be trained there",
+            "fit the model with executor: {type: local} and apply it here with er run --model model.json, or remove training:",
         ),
         (
-            job.spec.output.comparisons,
-            "output.comparisons",
-            "the client does not hold the records' fields to break the scores into terms",
-            "remove comparisons: true or use executor: {type: local}",
+            job.spec.output.golden,
+            "output.golden",
+            "golden records are chosen from each cluster's values, which are not gathered by cluster on the workers yet",
+            "remove output.golden, or use executor: {type: local}",
+        ),
+        (
+            job.spec.output.database,
+            "output.database",
+            "the tables are written by the workers as files; writing them to a database is not done on Dask yet",
+            "remove output.database (load the written Parquet or CSV tables), or use executor: {type: local}",
+        ),
+        (
+            database,
+            f"sources[{database[0] if database else 0}].database",
+            "a database source is read by the client, not in partitions by the workers",
+            "export the table to Parquet (er reads a folder of Parquet files in partitions), or use executor: {type: local}",
         ),
     ):
         if what:
             raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}", fix=fix))
-    if options(job).cluster_on == "workers" and engine.auto and engine.model.threshold is None:
-        raise ErError(
-            Problem(
-                where=str(job.config_path),
-                path="executor.cluster_on",
-                message="cluster_on: workers reduces the verified pairs to a spanning forest before the "
-                "client has chosen the threshold of threshold: auto",
-                fix="use cluster_on: client, or a fixed threshold",
-            )
-        )
-    if options(job).cluster_on == "workers" and (
-        job.clusterer.cls.name != "connected_components" or getattr(job.clusterer.params, "split", None) is not None
-    ):
-        raise ErError(
-            Problem(
-                where=str(job.config_path),
-                path="executor.cluster_on",
-                message=f"cluster_on: workers reduces the graph to a spanning forest, which keeps "
-                f"connected components only; the job clusters with {job.clusterer.cls.name!r}",
-                fix="use cluster: {type: connected_components} or cluster_on: client",
-            )
-        )

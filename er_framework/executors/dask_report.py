@@ -122,20 +122,32 @@ def review_of_parts(
     got = run.client.gather(
         [run.submit(rp.borderline_part, v, chosen_by.threshold, BORDERLINE, j, retries=0) for j, v in enumerate(chosen_by.values)]
     )
-    merged = rp.merge_borderline(got)
-    part = np.concatenate([merged.above.part, merged.below.part])
-    pos = np.concatenate([merged.above.pos, merged.below.pos])
-    plan = rp.fetch_plan(part, pos)
+    # each part's k nearest, ties by position (a part's candidates are sorted by pair); the whole run's k nearest,
+    # ties by pair as the local run's candidates are ordered: every part's entries fetched, then chosen here
+    sides = [
+        rp.merge_nearest([g.above for g in got], len(got) * BORDERLINE),
+        rp.merge_nearest([g.below for g in got], len(got) * BORDERLINE),
+    ]
+    plan = rp.fetch_plan(np.concatenate([x.part for x in sides]), np.concatenate([x.pos for x in sides]))
     fetched = {p: run.submit(_rows_at, candidates[p], at, chosen_by.values[p], retries=0) for p, at in plan.items()}
     rows = {p: r for p, r in zip(fetched, run.client.gather(list(fetched.values())))}
-    left, right, score, value = [], [], [], []
-    for p, q in zip(part.tolist(), pos.tolist()):
-        k = int(np.searchsorted(plan[p], q))
-        got_rows = rows[p]
-        left.append(int(got_rows[0][k]))
-        right.append(int(got_rows[1][k]))
-        score.append(float(got_rows[2][k]))
-        value.append(float(got_rows[3][k]))
+    left: list[int] = []
+    right: list[int] = []
+    score: list[float] = []
+    value: list[float] = []
+    n_above = 0
+    for i, side in enumerate(sides):
+        at = [(p, int(np.searchsorted(plan[p], q))) for p, q in zip(side.part.tolist(), side.pos.tolist())]
+        ends = np.array([[rows[p][0][k], rows[p][1][k]] for p, k in at], dtype=np.int64).reshape(-1, 2)
+        chosen = np.lexsort((ends[:, 1], ends[:, 0], side.key))[:BORDERLINE]
+        for c in chosen.tolist():
+            p, k = at[c]
+            left.append(int(rows[p][0][k]))
+            right.append(int(rows[p][1][k]))
+            score.append(float(rows[p][2][k]))
+            value.append(float(rows[p][3][k]))
+        if i == 0:
+            n_above = len(chosen)
     gidx = np.unique(np.asarray(left + right, dtype=np.int64))
     records: Records = fetch_records(gidx)
     mini = Pairs(np.searchsorted(gidx, left), np.searchsorted(gidx, right), np.asarray(score, dtype=np.float64))
@@ -146,12 +158,10 @@ def review_of_parts(
         return engine.comparisons(batch, pairs) if batch is not None else {}
 
     normalized = sorted(engine.job.normalizers) if engine.job.normalizers else None
-    out = review_entries(
-        records, mini, len(merged.above.pos), engine.threshold, explain, np.asarray(value) if weighted else None, normalized
-    )
+    out = review_entries(records, mini, n_above, engine.threshold, explain, np.asarray(value) if weighted else None, normalized)
     for entry in out["above"] + out["below"]:  # the rows are the run's global indices (report.html finds values there)
-        for side in ("left", "right"):
-            entry[side]["row"] = int(gidx[entry[side]["row"]])
+        for end in ("left", "right"):
+            entry[end]["row"] = int(gidx[entry[end]["row"]])
     return out
 
 

@@ -65,7 +65,6 @@ from er_framework.executors.dask_tasks import (
     Part,
     task_block,
     task_codes,
-    task_forest,
     task_frequencies,
     task_record_counts,
     task_score_codes,
@@ -169,6 +168,8 @@ class DaskRun:
     pruning: stages.Pruning | None = None
     #: what the verifier's fit on the client said (None: nothing fitted in this run)
     verifier_report: dict[str, Any] | None = None
+    #: MB per input partition the plan used (:func:`~er_framework.executors.dask.partition_size`)
+    partition_mb: float = 0.0
 
     @property
     def n_parts(self) -> int:
@@ -456,15 +457,6 @@ class DaskRun:
             self.send_model()
             return [self.submit(task_verify, self.ref, packed_futs[j], *served_and_wanted(j), self.model) for j in range(self.n_parts)]
         return [self.submit(task_score_codes, self.ref, packed_futs[j], code_futs[j], pat_codes, table) for j in range(self.n_parts)]
-
-    def _forest(self, ver_futs: list[Any], info: dict[str, Any]) -> tuple[Int64Array, Int64Array] | None:
-        """cluster_on: workers — a tree of spanning-forest reductions of the verified pairs."""
-        level = ver_futs
-        while len(level) > 1:
-            level = [self.submit(task_forest, *level[k : k + 2]) for k in range(0, len(level), 2)]
-        forest: tuple[Int64Array, Int64Array] | None = self.submit(task_forest, level[0]).result() if level else None
-        info["forest_edges"] = int(len(forest[0])) if forest is not None else 0
-        return forest
 
     def _merge_blocker_reports(self, blocked: BlockedFutures, scanned: Scanned, per_blocker: Int64Array) -> list[dict[str, Any]]:
         """The blockers' reports, as their ``block`` gives them locally, from the partitions' and the buckets'

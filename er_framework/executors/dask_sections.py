@@ -24,7 +24,6 @@ from er_framework.executors.dask_report import (
     scores_of_parts,
     weights_of_parts,
 )
-from er_framework.executors.dask_run import options
 from er_framework.executors.dask_tasks import Int64Array, task_comparisons, task_serve, task_weights
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
 from er_framework.report.review import review_rows
@@ -87,7 +86,7 @@ def run_sections(
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
     per_source = scanned.per_source(len(names))
     return RunSections(
-        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": options(job).partition_mb},
+        executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
         sources={},
         normalize=scanned.normalize_stats,

@@ -30,7 +30,6 @@ from er_framework.engine.score_scale import Weights
 from er_framework.errors import InputError, PluginError, Problem
 from er_framework.io.frame_parts import records_from_chunk
 from er_framework.io.source_files import read_source
-from er_framework.kernels.graph import connected_component_labels
 from er_framework.kernels.groups import unpack_pairs
 
 Int64Array = npt.NDArray[np.int64]
@@ -377,19 +376,6 @@ def task_score_codes(
     return left[keep], right[keep], scores[keep], int(len(packed)), all_scores
 
 
-def task_forest(*parts: Any) -> tuple[Int64Array, Int64Array]:
-    """A spanning forest of the union of some verified-pair parts: one edge (smallest node, node) per
-    other node of each connected component. Same components, at most one edge per node, so a tree
-    of these reductions brings the client a graph no larger than the records it links."""
-    left = np.concatenate([p[0] for p in parts])
-    right = np.concatenate([p[1] for p in parts])
-    nodes, inv = np.unique(np.concatenate([left, right]), return_inverse=True)
-    m = len(left)
-    smallest = connected_component_labels(len(nodes), inv[:m], inv[m:])
-    other = np.flatnonzero(smallest != np.arange(len(nodes)))
-    return nodes[smallest[other]], nodes[other]
-
-
 __all__ = [
     "Blocked",
     "Int64Array",
@@ -403,7 +389,6 @@ __all__ = [
     "task_block",
     "task_codes",
     "task_comparisons",
-    "task_forest",
     "task_frequencies",
     "task_record_counts",
     "task_score_codes",

@@ -38,6 +38,8 @@ __all__ = [
     "read_output_columns",
     "read_output_table",
     "read_pairs_csv",
+    "read_written_table",
+    "TEXT_COLUMNS",
 ]
 
 
@@ -247,6 +249,30 @@ def _dataset_table(folder: Path, required: Sequence[str]) -> Any:
     manifest = read_manifest(folder)
     schema = pa.schema([manifest.schema.field(c) for c in required])
     return pa.concat_tables([pq.read_table(p, columns=list(required)).cast(schema) for p in manifest.parts] or [schema.empty_table()])
+
+
+#: the columns of er's tables that hold text (ids and source names), read as strings whatever they look like
+TEXT_COLUMNS = ("left_source", "left_id", "right_source", "right_id", "source", "id")
+
+
+def read_written_table(path: Path) -> Any:
+    """A whole written table (CSV file, Parquet file or dataset folder) as a pyarrow Table, its id and source
+    columns as strings (as the run's tables hold them), the others as pyarrow reads them."""
+    import pyarrow as pa
+
+    if path.is_dir() or path.name.lower().endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
+    import pyarrow.csv as pacsv
+
+    return pacsv.read_csv(
+        path,
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in TEXT_COLUMNS}, strings_can_be_null=False, quoted_strings_can_be_null=False
+        ),
+    )
 
 
 def read_output_columns(path: Path, required: Sequence[str]) -> dict[str, Any]:

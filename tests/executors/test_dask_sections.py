@@ -1,0 +1,95 @@
+"""The Dask executor's report sections, merged from the workers' summaries, are the local run's on the shipped
+configs (the client holds no record); the Python API on Dask gives DataFrames read from the workers' tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from distributed import LocalCluster
+
+from er_framework.config.resolve import parse_job
+from er_framework.executors import run_job
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: sections a Dask run reports differently, on purpose: where and how it ran, the reading statistics it does not
+#: gather, its token counts' two keys of its own (tokens_report), the S-curve it does not probe, the distinct
+#: value counts of normalize (per partition, not known), and the timings
+DIFFERENT = {
+    "stages",
+    "seconds_total",
+    "peak_rss_mb",
+    "config",
+    "config_resolved",
+    "config_hash",
+    "executor",
+    "inputs",
+    "outputs",
+    "workers",
+    "sources",
+    "tokens",
+    "diagnostics",
+    "normalize",
+    "blockers",  # checked below: a sorted_neighbourhood blocker's statistics per key are not gathered on Dask
+}
+
+
+def _job(name: str, tmp: Path, executor: dict | None, tag: str) -> Path:
+    import yaml
+
+    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
+    for src in data["sources"]:
+        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
+    data.get("output", {}).pop("dir", None)
+    if executor is not None:
+        data["executor"] = executor
+    path = tmp / f"{tag}-{name}"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name, mb", [("documents.yaml", 0.02), ("febrl4.yaml", 0.3), ("customers3.yaml", 0.05), ("news.yaml", 0.5)])
+def test_every_report_section_equals_the_local_run(tmp_path: Path, dask_cluster: LocalCluster, name: str, mb: float) -> None:
+    executor = {"type": "dask", "address": dask_cluster.scheduler_address, "partition_mb": mb}
+    run_job(parse_job(_job(name, tmp_path, None, "local")), tmp_path / "local")
+    run_job(parse_job(_job(name, tmp_path, executor, "dask")), tmp_path / "dask")
+    local = json.loads((tmp_path / "local" / "report.json").read_text())
+    dask = json.loads((tmp_path / "dask" / "report.json").read_text())
+    assert dask["executor"]["partitions"] >= 2
+    assert set(dask) == set(local)
+    for key in sorted(set(local) - DIFFERENT):
+        assert dask[key] == local[key], key
+    for mine, theirs in zip(dask["blockers"], local["blockers"], strict=True):
+        assert mine == {k: theirs[k] for k in mine}
+        assert set(theirs) - set(mine) <= {"records", "mode", "per_key", "candidates", "raw_pairs"}, theirs["type"]
+    for table in ("pairs.csv", "clusters.csv"):
+        assert (tmp_path / "dask" / table).read_bytes() == (tmp_path / "local" / table).read_bytes(), table
+    page = (tmp_path / "dask" / "report.html").read_text()
+    assert "Largest clusters" in page and "could not be drawn" not in page
+
+
+def test_the_api_on_dask_gives_the_tables_the_workers_wrote(tmp_path: Path, dask_cluster: LocalCluster) -> None:
+    """pandas in, pandas out: the tables equal the local run's; no folder is a clear error; write() refuses."""
+    import pandas as pd
+
+    import er_framework as er
+    from er_framework.errors import ErError
+
+    frame = pd.read_json(ROOT / "configs" / "data" / "docs.jsonl", lines=True)
+    executor = {"type": "dask", "address": dask_cluster.scheduler_address, "partition_mb": 0.01}
+    job = _job("documents.yaml", tmp_path, executor, "dask")
+    text = job.read_text().replace(f"path: {(ROOT / 'configs' / 'data' / 'docs.jsonl').resolve()}\n", "")
+    job.write_text(text)
+    local_job = _job("documents.yaml", tmp_path, None, "local")
+    local_job.write_text(local_job.read_text().replace(f"path: {(ROOT / 'configs' / 'data' / 'docs.jsonl').resolve()}\n", ""))
+    got = er.run(job, sources={"docs": frame}, out=tmp_path / "out")
+    want = er.run(local_job, sources={"docs": frame})
+    for name in ("pairs", "clusters"):
+        a, b = got.table(name), want.table(name)
+        assert isinstance(a, pd.DataFrame) and a.equals(b), name
+    with pytest.raises(ErError, match="needs an output folder"):
+        er.run(job, sources={"docs": frame})
+    with pytest.raises(ErError, match="written by its workers"):
+        got.write(tmp_path / "again")
