@@ -181,6 +181,8 @@ def run_dask(
     tables written by the workers (``model``: a saved model applied instead of fitting, as locally). The
     client holds O(partitions): the result's tables are the written outputs (:attr:`Result.outputs`)."""
     t_start = time.perf_counter()
+    engine = Engine(job, model)
+    _check_job(job, engine)  # what cannot run on Dask is said first
     if not write:
         raise ErError(
             Problem(
@@ -192,8 +194,6 @@ def run_dask(
         )
     out_path = stages.require_out_dir(job, out_dir, write, model)
     assert out_path is not None
-    engine = Engine(job, model)
-    _check_job(job, engine)
     text = Path(job.config_path).read_text(encoding="utf-8")
     ref = JobRef(
         text,

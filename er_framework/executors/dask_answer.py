@@ -180,7 +180,7 @@ def task_table(
     pairs: Any,
     ids: npt.NDArray[Any],
     labels: Int64Array | None,
-    offset: int,
+    part_no: int,
     offsets: Int64Array,
     names: npt.NDArray[Any],
     requested: list[Int64Array],
@@ -200,7 +200,7 @@ def task_table(
         right_ids[at] = got_ids[pos]
         if got_lab is not None:
             right_lab[at] = got_lab[pos]
-    part_no = int(np.searchsorted(offsets, offset, side="right") - 1)
+    offset = int(offsets[part_no])  # (an empty partition shares its offset with the next: the number says which)
     table: dict[str, Any] = {
         "left_source": np.full(len(left), names[part_no], dtype=object),
         "left_id": ids[left - offset] if len(left) else np.zeros(0, dtype=object),

@@ -144,7 +144,7 @@ def pair_tables(run: Any, scanned: Any, parts: list[Any], labels: list[Any] | No
             sorted_parts[i],
             scanned.ids[i],
             lab[i],
-            int(offsets[i]),
+            i,
             off_f,
             names,
             requests[i],

@@ -133,10 +133,6 @@ def test_refused_where_a_fixed_number_is_needed(tmp_path: Path, corpus: tuple[Pa
     with pytest.raises(ErError) as err:
         build_index(parse_job(_job(tmp_path, data)), tmp_path / "i.db")
     assert "threshold: auto" in str(err.value) and "set threshold to a number" in str(err.value)
-    job = _job(tmp_path, data, extra="executor: {type: dask, local_cluster: {n_workers: 1}, cluster_on: workers}\n")
-    with pytest.raises(ErError) as err:
-        run_job(parse_job(job), write=False)
-    assert "cluster_on: workers" in str(err.value) and "threshold: auto" in str(err.value)
 
 
 @pytest.mark.parametrize(
