@@ -101,19 +101,30 @@ def task_route(pairs: PairPart, side: int, n_out: int) -> list[PairPart]:
     return [(pairs[0][dest == j], pairs[1][dest == j], pairs[2][dest == j]) for j in range(n_out)]
 
 
+def _group_of_ends(
+    groups: list[tuple[Int64Array, Int64Array]], end: Int64Array
+) -> tuple[Int64Array, Int64Array, Int64Array, Int64Array, npt.NDArray[np.bool_]] | None:
+    """The groups of copies given (star pairs) as ``(starts, sizes, members)``, and for each of ``end`` the
+    group it would represent (``at``) and whether it does (``hit``); None when there is no group or no end."""
+    rep = np.concatenate([g[0] for g in groups]) if groups else np.zeros(0, np.int64)
+    member = np.concatenate([g[1] for g in groups]) if groups else np.zeros(0, np.int64)
+    if len(rep) == 0 or len(end) == 0:
+        return None
+    reps, starts, sizes, members = _groups(rep, member)
+    at = np.minimum(np.searchsorted(reps, end), len(reps) - 1)
+    return starts, sizes, members, at, reps[at] == end
+
+
 def task_expand(side: int, groups: list[tuple[Int64Array, Int64Array]], *pieces: PairPart) -> PairPart:
     """Each pair whose ``side`` end represents a group of copies, repeated for every member of the group
     (the representative first, then the copies in index order, as :func:`cross_group_pairs` orders them);
     the other pairs as they are. The groups given are those of the representatives sent to this part."""
     left, right, score = concat_pairs(*pieces)
-    rep = np.concatenate([g[0] for g in groups]) if groups else np.zeros(0, np.int64)
-    member = np.concatenate([g[1] for g in groups]) if groups else np.zeros(0, np.int64)
     end = (left, right)[side]
-    if len(rep) == 0 or len(end) == 0:
+    found = _group_of_ends(groups, end)
+    if found is None:
         return left, right, score
-    reps, starts, sizes, members = _groups(rep, member)
-    at = np.minimum(np.searchsorted(reps, end), len(reps) - 1)
-    hit = reps[at] == end
+    starts, sizes, members, at, hit = found
     width = np.where(hit, sizes[at], 1)
     p = np.repeat(np.arange(len(end), dtype=np.int64), width)
     o = np.arange(len(p), dtype=np.int64) - (np.cumsum(width) - width)[p]
@@ -219,14 +230,11 @@ def task_widths(side: int, groups: list[tuple[Int64Array, Int64Array]], *pieces:
     """As :func:`task_expand`, counting instead of listing: each pair's third column multiplied by the size
     of the group its ``side`` end represents (``output: {exact_pairs: star}`` counts every pair it does not list)."""
     left, right, weight = concat_pairs(*pieces)
-    rep = np.concatenate([g[0] for g in groups]) if groups else np.zeros(0, np.int64)
-    member = np.concatenate([g[1] for g in groups]) if groups else np.zeros(0, np.int64)
-    end = (left, right)[side]
-    if len(rep) == 0 or len(end) == 0:
+    found = _group_of_ends(groups, (left, right)[side])
+    if found is None:
         return left, right, weight
-    reps, _, sizes, _ = _groups(rep, member)
-    at = np.minimum(np.searchsorted(reps, end), len(reps) - 1)
-    return left, right, weight * np.where(reps[at] == end, sizes[at], 1)
+    _, sizes, _, at, hit = found
+    return left, right, weight * np.where(hit, sizes[at], 1)
 
 
 def task_within_count(part: ExactPart) -> int:
