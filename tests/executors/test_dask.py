@@ -116,21 +116,12 @@ def test_the_dask_executor_tells_the_stages_and_the_partitions(tmp_path: Path, d
         assert len(batches) > 5 and [p.done for p in batches] == list(range(1, batches[0].total + 1))  # type: ignore[operator]
 
 
-def test_connected_components_on_the_workers_equal_local(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
-    import numpy as np
-
-    from er_framework.executors.dask_tasks import task_forest
-
-    local = _outputs(_docs_job(tmp_path, docs, ""), tmp_path / "local")
-    executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02, cluster_on: workers}}"
-    assert _outputs(_docs_job(tmp_path, docs, executor), tmp_path / "dask") == local
-    # the forest keeps the components with one edge per non-smallest node
-    a = (np.array([5, 1, 9, 2]), np.array([7, 5, 12, 3]))
-    b = (np.array([7, 3]), np.array([9, 20]))
-    fl, fr = task_forest(a, b)
-    assert sorted(zip(fl.tolist(), fr.tolist())) == [(1, 5), (1, 7), (1, 9), (1, 12), (2, 3), (2, 20)]
-    with pytest.raises(ErError, match="connected components only"):
-        run_job(parse_job(_docs_job(tmp_path, docs, executor, "louvain")), tmp_path / "x")
+def test_the_obsolete_cluster_on_option_changes_nothing(tmp_path: Path, docs: Path, cluster: LocalCluster) -> None:
+    """cluster_on is accepted and ignored: the clusters are computed on the workers with any clusterer."""
+    for clusterer in ("connected_components", "louvain"):
+        local = _outputs(_docs_job(tmp_path, docs, "", clusterer), tmp_path / f"local-{clusterer}")
+        executor = f"{{type: dask, address: '{cluster.scheduler_address}', partition_mb: 0.02, cluster_on: workers}}"
+        assert _outputs(_docs_job(tmp_path, docs, executor, clusterer), tmp_path / f"dask-{clusterer}") == local
 
 
 def test_dask_link_mode_customers_equal_local(tmp_path: Path, cluster: LocalCluster) -> None:
