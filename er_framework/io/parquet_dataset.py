@@ -26,13 +26,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from er_framework.errors import InputError, Problem
-from er_framework.io.data_file import Locator, open_data_file
-from er_framework.io.parquet_read import arrow_columns_to_read, read_arrow_columns
-from er_framework.io.remote import local_path, url_filesystem
+from er_framework.io.remote import local_path, open_url, url_filesystem
 
 __all__ = [
     "HIVE_DEFAULT",
@@ -41,7 +38,7 @@ __all__ = [
     "dataset_header",
     "hive_partitions",
     "is_parquet_dataset",
-    "read_dataset_file_columns",
+    "bad_parquet",
 ]
 
 #: the folder value Hive, Spark and pyarrow write for a missing partition value
@@ -145,13 +142,14 @@ def _parquet_names(location: str, file: str, hint: str) -> list[str]:
     import pyarrow.parquet as pq
 
     try:
-        with open_data_file(location, file, hint) as f:
+        local = local_path(location)
+        with open(local, "rb") if local is not None else open_url(location, file, hint) as f:
             return list(pq.read_schema(f).names)
     except (pa.ArrowException, OSError) as e:
-        raise InputError(_bad_parquet(file, e, hint)) from None
+        raise InputError(bad_parquet(file, e, hint)) from None
 
 
-def _bad_parquet(file: str, e: BaseException, hint: str) -> Problem:
+def bad_parquet(file: str, e: BaseException, hint: str) -> Problem:
     return Problem(
         where=file,
         message=f"cannot read the Parquet file: {e}{hint}",
@@ -163,34 +161,3 @@ def dataset_header(location: str | Path, hint: str = "") -> list[str]:
     """The columns of a dataset as its first file names them (its schema, then its hive partition columns)."""
     first = dataset_files(location)[0]
     return _parquet_names(first.location, first.location, hint) + [k for k, _ in first.partitions]
-
-
-def read_dataset_file_columns(
-    part: DatasetFile,
-    file: str,
-    wanted: list[str],
-    id_column: str,
-    hint: str,
-    *,
-    max_record_bytes: int | None = None,
-) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
-    """Raw value columns of one file of a dataset, its hive partition columns added (text; ``None`` for a missing
-    value), as :func:`~er_framework.io.parquet_read.read_parquet_columns` reads a Parquet file: only the ``wanted``
-    columns, the same problems (a missing column names the file, with the columns it has). A file without rows is
-    no problem (another file of the dataset holds records)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    keys = [k for k, _ in part.partitions]
-    try:
-        with open_data_file(part.location, file, hint) as f:
-            names = list(pq.read_schema(f).names)
-            f.seek(0)
-            present = names + keys
-            table = pq.read_table(f, columns=[c for c in arrow_columns_to_read(present, wanted) if c in names])
-    except (pa.ArrowException, OSError) as e:
-        raise InputError(_bad_parquet(file, e, hint)) from None
-    for key, value in part.partitions:
-        if key in wanted and present.count(key) == 1:
-            table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
-    return read_arrow_columns(table, present, file, wanted, id_column, hint, max_record_bytes=max_record_bytes, whole=False)

@@ -98,8 +98,8 @@ from er_framework.io.filetext import SpanCollector
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, MAX_ROW_PROBLEMS, record_limit
 from er_framework.io.html import read_html_dir
 from er_framework.io.jsonl_read import read_jsonl_columns
-from er_framework.io.parquet_dataset import DatasetFile, dataset_files, is_parquet_dataset, read_dataset_file_columns
-from er_framework.io.parquet_read import read_parquet_columns
+from er_framework.io.parquet_dataset import DatasetFile, bad_parquet, dataset_files, is_parquet_dataset
+from er_framework.io.parquet_read import arrow_columns_to_read, read_arrow_columns, read_parquet_columns
 from er_framework.io.remote import is_url, local_path
 
 __all__ = [
@@ -828,3 +828,34 @@ def merge_files(files: list[Records], where: str) -> Records:
         source_names=list(files[0].source_names),
         fields={k: [v for f in files for v in f.fields[k]] for k in files[0].fields},
     )
+
+
+def read_dataset_file_columns(
+    part: DatasetFile,
+    file: str,
+    wanted: list[str],
+    id_column: str,
+    hint: str,
+    *,
+    max_record_bytes: int | None = None,
+) -> tuple[dict[str, list[Any]], Locator, list[Problem]]:
+    """Raw value columns of one file of a dataset, its hive partition columns added (text; ``None`` for a missing
+    value), as :func:`~er_framework.io.parquet_read.read_parquet_columns` reads a Parquet file: only the ``wanted``
+    columns, the same problems (a missing column names the file, with the columns it has). A file without rows is
+    no problem (another file of the dataset holds records)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    keys = [k for k, _ in part.partitions]
+    try:
+        with open_data_file(part.location, file, hint) as f:
+            names = list(pq.read_schema(f).names)
+            f.seek(0)
+            present = names + keys
+            table = pq.read_table(f, columns=[c for c in arrow_columns_to_read(present, wanted) if c in names])
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(bad_parquet(file, e, hint)) from None
+    for key, value in part.partitions:
+        if key in wanted and present.count(key) == 1:
+            table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
+    return read_arrow_columns(table, present, file, wanted, id_column, hint, max_record_bytes=max_record_bytes, whole=False)
