@@ -10,7 +10,6 @@ on this machine; a shared mount otherwise).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import numpy.typing as npt
 
 from er_framework.engine.model import Model, model_text
 from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_part
+from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage
 from er_framework.io.part_tables import assemble_tables, write_table_part
 from er_framework.report.page import RunSummary, render_report
@@ -86,7 +86,7 @@ def write_run(
         done = assemble_tables(stage, {t.name: t.columns for t in tables}, {t.name: len(t.parts) for t in tables}, fmt, parts=infos)
         names = [done[t.name].entry for t in tables] + ["report.json"] + (["model.json"] if model is not None else [])
         report["outputs"] = names + (["report.html"] if summary is not None else [])
-        stage.write_text("report.json", json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False, default=str) + "\n")
+        write_files(stage.path, {}, {"report": report}, fmt=fmt)  # the local run's writer of report.json
         if model is not None:
             stage.write_text("model.json", model_text(model))
         if summary is not None:
@@ -96,7 +96,7 @@ def write_run(
                 names.append("report.html")
             except Exception as exc:  # noqa: BLE001 - reported, outputs kept
                 report["outputs"].remove("report.html")
-                stage.write_text("report.json", json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False, default=str) + "\n")
+                write_files(stage.path, {}, {"report": report}, fmt=fmt)
                 print(
                     f"warning: report.html not written: {type(exc).__name__}: {exc} "
                     f"(the other outputs are complete; retry with: er report {out_path})",
