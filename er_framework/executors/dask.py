@@ -80,6 +80,7 @@ from er_framework.executors.dask_output import write_run
 from er_framework.executors.dask_run import DaskRun, options
 from er_framework.executors.dask_sections import html_summary, output_tables, run_sections
 from er_framework.executors.dask_tasks import JobRef, Part
+from er_framework.executors.dask_training import read_training
 from er_framework.io.frame_parts import frame_chunks
 from er_framework.io.outputs import OutputDir
 from er_framework.io.parquet_dataset import dataset_files, is_parquet_dataset
@@ -208,6 +209,7 @@ def run_dask(
         mb = partition_size(job, len(client.scheduler_info()["workers"]))
         run = DaskRun(job, engine, ref, client, plan_parts(job, mb), partition_mb=mb)
         scanned = run.scan(log)
+        run.training = read_training(run, scanned, log)  # a bad labels file fails before the expensive stages
         run.prune(scanned, log)
         run.send_model()
         with log.stage("block") as info:
@@ -226,7 +228,9 @@ def run_dask(
         with log.stage("write"):
             answer = answer_parts(run, scanned, found.verified, clusters.labels, engine.clusterer.selects_pairs)
             per_source = dict(zip((s.name for s in job.spec.sources), (int(c) for c in scanned.per_source(len(job.spec.sources)))))
-            engine = run.engine = engine.with_model(engine.model_of_counts(per_source, found.n_candidates, {}))
+            engine = run.engine = engine.with_model(
+                engine.model_of_counts(per_source, found.n_candidates, run.training.stats if run.training else {})
+            )
             report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer), log)
             finish_report(report, log, t_start)
             summary = (lambda: html_summary(run, scanned, clusters, sizes, answer, report)) if job.spec.output.report else None
@@ -246,12 +250,6 @@ def _check_job(job: Job, engine: Engine) -> None:
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
     database = [i for i, s in enumerate(job.spec.sources) if s.database is not None]
     for what, path, why, fix in (
-        (
-            job.spec.training,
-            "training",
-            "the labelled pairs' records are not joined on the workers yet, so the verifier cannot be trained there",
-            "fit the model with executor: {type: local} and apply it here with er run --model model.json, or remove training:",
-        ),
         (
             job.spec.output.golden,
             "output.golden",

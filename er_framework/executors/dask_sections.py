@@ -25,6 +25,7 @@ from er_framework.executors.dask_report import (
     weights_of_parts,
 )
 from er_framework.executors.dask_tasks import Int64Array, task_comparisons, task_serve, task_weights
+from er_framework.executors.dask_training import training_curve
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
 from er_framework.report.review import review_rows
 
@@ -81,6 +82,7 @@ def run_sections(
     review = review_of_parts(
         run, found.candidates, chosen_by, engine, lambda g: fetch_records(run, scanned, g), weights_section is not None
     )
+    curve = training_curve(run, scanned, run.training, found.candidates, chosen_by.values, weights_section is not None)
     link = None
     if job.spec.mode != "dedup":
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
@@ -108,6 +110,8 @@ def run_sections(
         diagnostics={},
         verifier_report=run.verifier_report,
         weights=weights_section,
+        training=run.training.stats if run.training is not None else {},
+        threshold_curve=curve,
     )
 
 

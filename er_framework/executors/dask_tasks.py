@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, ability
+from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, LabelledCodes, ability
 from er_framework.config.resolve import resolve_job
 from er_framework.config.spec import SourceSpec
 from er_framework.config.yaml_load import load_yaml
-from er_framework.data import Batch, Pairs, Records
+from er_framework.data import Batch, LabelledPairs, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
@@ -347,6 +347,16 @@ def task_codes(
     return codes, uniq.astype(np.int64), counts.astype(np.float64)
 
 
+def task_labelled_codes(
+    ref: JobRef, labelled: LabelledPairs, served: list[Records], needed: list[Int64Array], model: Model | None = None
+) -> LabelledCodes:
+    """The labelled pairs (global indices) as the fit takes them (:meth:`Engine.labelled_codes`), computed on
+    their records served here."""
+    eng = _model_engine(ref, model)
+    recs, _, _, li, ri = _join((labelled.pairs.left, labelled.pairs.right), served, needed)
+    return eng.labelled_codes(recs, LabelledPairs(Pairs(li, ri), labelled.match, labelled.lam))
+
+
 def task_record_counts(ref: JobRef, part: Part, active: Int64Array) -> dict[str, Any] | None:
     """A fitted verifier's counts over one partition's active records (:meth:`CodeFitted.record_counts`),
     summed by the client into the fitted state."""
@@ -390,6 +400,7 @@ __all__ = [
     "task_codes",
     "task_comparisons",
     "task_frequencies",
+    "task_labelled_codes",
     "task_record_counts",
     "task_score_codes",
     "task_serve",
