@@ -173,6 +173,8 @@ class DaskRun:
     partition_mb: float = 0.0
     #: ``training:``'s labels (:func:`~er_framework.executors.dask_training.read_training`), None without
     training: Training | None = None
+    #: the reading statistics of each database source (read on a worker into pieces), by source name
+    database_stats: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_parts(self) -> int:

@@ -90,7 +90,7 @@ def run_sections(
     return RunSections(
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
-        sources={},
+        sources=dict(run.database_stats),
         normalize=scanned.normalize_stats,
         exact_duplicates=scanned.exact_stats,
         shingler=blocked.shingler,

@@ -28,6 +28,8 @@ from er_framework.engine.model import Model
 from er_framework.engine.report_parts import part_weights
 from er_framework.engine.score_scale import Weights
 from er_framework.errors import InputError, PluginError, Problem
+from er_framework.io.database_parts import DatabasePiece, read_database_piece_group, write_database_pieces
+from er_framework.io.database_read import DatabaseRows
 from er_framework.io.frame_parts import records_from_chunk
 from er_framework.io.source_files import read_source
 from er_framework.kernels.groups import unpack_pairs
@@ -53,6 +55,10 @@ class Part:
     #: a chunk of a source given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`): a Dask partition's
     #: ``Delayed`` (computed by the task that reads it, on its worker) or a ``pyarrow.Table`` slice
     data: Any = dataclasses.field(default=None, compare=False, repr=False)
+    #: a part of a database source read into pieces (:mod:`~er_framework.io.database_parts`): what was read, and
+    #: this partition's pieces (consecutive rows)
+    database: DatabaseRows | None = dataclasses.field(default=None, compare=False, repr=False)
+    pieces: tuple[DatabasePiece, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ def read_part(part: Part, spec: SourceSpec) -> Records:
     """The records of an input partition as read (not normalized): a file or byte range of one, a Parquet file of a
     dataset, or a chunk of a table given in memory (a Dask partition computed here)."""
     opts = spec.read_options()
+    if part.database is not None:
+        return read_database_piece_group(part.database, part.pieces, id_column=spec.id, name=spec.name, layout=spec.layout)
     if part.data is not None:
         return records_from_chunk(
             part.data,
@@ -150,6 +158,17 @@ def read_part(part: Part, spec: SourceSpec) -> Records:
             **{k: opts[k] for k in ("id_column", "fields", "name", "layout", "max_record_mb", "columns")},
         )
     return read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, hive=part.hive, **opts)
+
+
+def task_database_pieces(ref: JobRef, source: int, folder: str, piece_bytes: int) -> tuple[DatabaseRows, list[DatabasePiece], float]:
+    """Database source ``source`` read once on this worker into pieces in ``folder`` (the rows in the result's
+    order, as the local reader reads them): what was read with its statistics, the pieces, the seconds."""
+    job = engine(ref).job
+    t0 = time.perf_counter()
+    own = Path(folder) / f"source-{source}"  # each source's pieces apart
+    own.mkdir(exist_ok=True)
+    read, pieces = write_database_pieces(own, **stages.database_arguments(job, source), piece_bytes=piece_bytes)
+    return read, pieces, time.perf_counter() - t0
 
 
 def _read(ref: JobRef, part: Part) -> Records:
@@ -399,6 +418,7 @@ __all__ = [
     "task_block",
     "task_codes",
     "task_comparisons",
+    "task_database_pieces",
     "task_frequencies",
     "task_labelled_codes",
     "task_record_counts",
