@@ -251,12 +251,6 @@ def _check_job(job: Job, engine: Engine) -> None:
     database = [i for i, s in enumerate(job.spec.sources) if s.database is not None]
     for what, path, why, fix in (
         (
-            job.spec.output.golden,
-            "output.golden",
-            "golden records are chosen from each cluster's values, which are not gathered by cluster on the workers yet",
-            "remove output.golden, or use executor: {type: local}",
-        ),
-        (
             job.spec.output.database,
             "output.database",
             "the tables are written by the workers as files; writing them to a database is not done on Dask yet",

@@ -14,6 +14,7 @@ from er_framework.engine.report import RunSections
 from er_framework.engine.report_parts import near_one_count, refine_weights
 from er_framework.engine.score_scale import is_weight_scored
 from er_framework.executors.dask_finish import AnswerParts, pair_tables
+from er_framework.executors.dask_golden import golden_parts, golden_report
 from er_framework.executors.dask_graph import ClusterLabels, ClusterSizes, members_of
 from er_framework.executors.dask_output import PAIR_COLUMNS, TableParts, cluster_view, clusters_part, quantiles_of_parts, task_as_read
 from er_framework.executors.dask_report import (
@@ -29,7 +30,7 @@ from er_framework.executors.dask_training import training_curve
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
 from er_framework.report.review import review_rows
 
-__all__ = ["html_summary", "output_tables", "run_sections"]
+__all__ = ["golden_of_run", "html_summary", "output_tables", "run_sections"]
 
 #: members of each largest cluster whose values report.html shows
 EXAMPLES = 5
@@ -61,6 +62,19 @@ def fetch_records(run: Any, scanned: Any, gidx: Int64Array) -> Records:
     return Records(ids=stacked.ids, source=stacked.source, source_names=names, fields=stacked.fields)
 
 
+#: where :func:`golden_of_run` keeps a run's golden parts (on the run: built once, reported and written)
+GOLDEN_PARTS = "golden_table_parts"
+
+
+def golden_of_run(run: Any, scanned: Any, clusters: ClusterLabels) -> TableParts | None:
+    """The golden table's parts of this run (:func:`~er_framework.executors.dask_golden.golden_parts`; None
+    without ``output.golden``), built once: :func:`run_sections` reports them, :func:`output_tables` writes them."""
+    if not hasattr(run, GOLDEN_PARTS):
+        setattr(run, GOLDEN_PARTS, golden_parts(run, scanned, clusters))
+    got: TableParts | None = getattr(run, GOLDEN_PARTS)
+    return got
+
+
 def run_sections(
     run: Any, scanned: Any, blocked: Any, found: Any, edges: list[Any], clusters: ClusterLabels, sizes: ClusterSizes, answer: AnswerParts
 ) -> RunSections:
@@ -87,6 +101,7 @@ def run_sections(
     if job.spec.mode != "dedup":
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
     per_source = scanned.per_source(len(names))
+    golden = golden_of_run(run, scanned, clusters)
     return RunSections(
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
@@ -112,6 +127,7 @@ def run_sections(
         weights=weights_section,
         training=run.training.stats if run.training is not None else {},
         threshold_curve=curve,
+        golden=golden_report(run, golden) if golden is not None else None,
     )
 
 
@@ -120,7 +136,8 @@ def _columns(table: dict[str, Any]) -> list[str]:
 
 
 def output_tables(run: Any, scanned: Any, found: Any, clusters: ClusterLabels, answer: AnswerParts) -> list[TableParts]:
-    """The run's output tables as parts: pairs, clusters, and as the job asks verified_pairs, candidates, comparisons."""
+    """The run's output tables as parts: pairs, clusters, and as the job asks verified_pairs, candidates, comparisons,
+    golden."""
     out = run.job.spec.output
     names = [run.job.spec.sources[p.source].name for p in run.parts]
     tables = [
@@ -144,6 +161,9 @@ def output_tables(run: Any, scanned: Any, found: Any, clusters: ClusterLabels, a
         terms = [c for cols in run.client.gather([run.submit(_columns, p, retries=0) for p in parts]) for c in cols]
         order = list(dict.fromkeys(c for c in terms if c not in PAIR_COLUMNS))
         tables.append(TableParts("comparisons", parts, [*PAIR_COLUMNS[:4], *order, "score"]))
+    golden = golden_of_run(run, scanned, clusters)
+    if golden is not None:
+        tables.append(golden)
     return tables
 
 
