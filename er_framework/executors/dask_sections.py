@@ -30,7 +30,7 @@ from er_framework.executors.dask_training import training_curve
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
 from er_framework.report.review import review_rows
 
-__all__ = ["golden_of_run", "html_summary", "output_tables", "run_sections"]
+__all__ = ["golden_parts_of_run", "html_summary", "output_tables", "run_sections"]
 
 #: members of each largest cluster whose values report.html shows
 EXAMPLES = 5
@@ -62,11 +62,11 @@ def fetch_records(run: Any, scanned: Any, gidx: Int64Array) -> Records:
     return Records(ids=stacked.ids, source=stacked.source, source_names=names, fields=stacked.fields)
 
 
-#: where :func:`golden_of_run` keeps a run's golden parts (on the run: built once, reported and written)
+#: where :func:`golden_parts_of_run` keeps a run's golden parts (on the run: built once, reported and written)
 GOLDEN_PARTS = "golden_table_parts"
 
 
-def golden_of_run(run: Any, scanned: Any, clusters: ClusterLabels) -> TableParts | None:
+def golden_parts_of_run(run: Any, scanned: Any, clusters: ClusterLabels) -> TableParts | None:
     """The golden table's parts of this run (:func:`~er_framework.executors.dask_golden.golden_parts`; None
     without ``output.golden``), built once: :func:`run_sections` reports them, :func:`output_tables` writes them."""
     if not hasattr(run, GOLDEN_PARTS):
@@ -101,7 +101,7 @@ def run_sections(
     if job.spec.mode != "dedup":
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
     per_source = scanned.per_source(len(names))
-    golden = golden_of_run(run, scanned, clusters)
+    golden = golden_parts_of_run(run, scanned, clusters)
     return RunSections(
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
@@ -161,7 +161,7 @@ def output_tables(run: Any, scanned: Any, found: Any, clusters: ClusterLabels, a
         terms = [c for cols in run.client.gather([run.submit(_columns, p, retries=0) for p in parts]) for c in cols]
         order = list(dict.fromkeys(c for c in terms if c not in PAIR_COLUMNS))
         tables.append(TableParts("comparisons", parts, [*PAIR_COLUMNS[:4], *order, "score"]))
-    golden = golden_of_run(run, scanned, clusters)
+    golden = golden_parts_of_run(run, scanned, clusters)
     if golden is not None:
         tables.append(golden)
     return tables
