@@ -553,6 +553,8 @@ class RunSections:
     threshold_curve: dict[str, Any] | None = None
     #: ``scores.near_identical_rejected`` (nothing verified among candidates)
     near_identical_rejected: dict[str, Any] | None = None
+    #: the ``golden`` section (``output.golden``; :func:`~er_framework.engine.stages.golden.golden_section`), last
+    golden: dict[str, Any] | None = None
 
 
 def report_document(job: Job, engine: Engine, run: RunSections, log: StageLog) -> dict[str, Any]:
@@ -605,6 +607,8 @@ def report_document(job: Job, engine: Engine, run: RunSections, log: StageLog) -
         report["scores"]["near_identical_rejected"] = run.near_identical_rejected
     # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
     report["warnings"] = warnings_of(report)
+    if run.golden is not None:
+        report["golden"] = run.golden  # after the warnings, as the local run adds it
     return report
 
 

@@ -76,6 +76,7 @@ from er_framework.engine.result import Result
 from er_framework.errors import ErError, Problem
 from er_framework.executors.dask_connect import connect
 from er_framework.executors.dask_finish import answer_parts, edge_parts
+from er_framework.executors.dask_golden import golden_parts
 from er_framework.executors.dask_graph import cluster_labels, cluster_sizes
 from er_framework.executors.dask_output import write_run
 from er_framework.executors.dask_run import DaskRun, options
@@ -282,23 +283,14 @@ def _run(
         engine = run.engine = engine.with_model(
             engine.model_of_counts(per_source, found.n_candidates, run.training.stats if run.training else {})
         )
-        report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer), log)
+        golden = golden_parts(run, scanned, clusters)  # built once: reported and written
+        report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer, golden), log)
         finish_report(report, log, t_start)
         summary = (lambda: html_summary(run, scanned, clusters, sizes, answer, report)) if job.spec.output.report else None
-        outputs = write_run(run, out_path, output_tables(run, scanned, found, clusters, answer), report, engine.model, summary)
+        outputs = write_run(run, out_path, output_tables(run, scanned, found, clusters, answer, golden), report, engine.model, summary)
     return report, outputs, engine
 
 
 def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
-    for what, path, why, fix in (
-        (
-            job.spec.output.golden,
-            "output.golden",
-            "golden records are chosen from each cluster's values, which are not gathered by cluster on the workers yet",
-            "remove output.golden, or use executor: {type: local}",
-        ),
-    ):
-        if what:
-            raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}", fix=fix))
