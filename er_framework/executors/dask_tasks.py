@@ -27,6 +27,7 @@ from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
 from er_framework.engine.report_parts import part_weights
 from er_framework.engine.score_scale import Weights
+from er_framework.engine.stages.golden import job_fields
 from er_framework.errors import InputError, PluginError, Problem
 from er_framework.io.database_parts import DatabasePiece, read_database_piece_group, write_database_pieces
 from er_framework.io.database_read import DatabaseRows
@@ -140,6 +141,8 @@ def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
     spec = eng.job.spec.sources[part.source]
     recs = read_part(part, spec)
     stages.html_to_text(eng.job, part.source, recs)
+    # every field of the job, in the order the local run's records have them (a source's missing ones empty)
+    recs = recs.with_fields(job_fields(eng.job))
     recs, stats = stages.normalize(eng.job, recs)
     recs.source[:] = part.source
     return recs, stats
