@@ -26,10 +26,9 @@ import numpy as np
 
 from er_framework.config.resolve import Job
 from er_framework.data import Records
-from er_framework.engine import stages
 from er_framework.engine.stages.golden import GOLDEN_TABLE, golden_plan, golden_section, golden_table, job_fields
 from er_framework.executors.dask_output import TableParts
-from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_part
+from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_as_read
 
 __all__ = [
     "GoldenPiece",
@@ -78,8 +77,7 @@ def task_golden_split(ref: JobRef, part: Part, labels: Int64Array, base: Int64Ar
     """Input partition ``part`` read as read (``labels``: its records' cluster ids) and split into one
     :class:`GoldenPiece` per golden part (``base``: the first cluster id of each part, and the count)."""
     job = engine(ref).job
-    recs = read_part(part, job.spec.sources[part.source])
-    stages.html_to_text(job, part.source, recs)  # as the local read does before anything else
+    recs = read_as_read(ref, part)
     lab = np.asarray(labels, dtype=np.int64)
     if len(lab) != len(recs):
         raise ValueError(f"{part.path}: {len(recs)} records read but {len(lab)} cluster labels (the input changed during the run?)")

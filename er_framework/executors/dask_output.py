@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from er_framework.engine.model import Model, model_text
 from er_framework.engine.stages.writing import database_outputs
-from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_part
+from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_as_read
 from er_framework.io.database import write_table_parts
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage
@@ -186,9 +186,8 @@ def quantiles_of_parts(run: Any, tables: list[Any]) -> WrittenScores | None:
 def task_as_read(ref: JobRef, part: Part, rows: Int64Array) -> tuple[list[str], dict[tuple[str, str], dict[str, Any]]]:
     """The values as read (before any ``normalize:`` step) of some records of a partition (``rows`` within it),
     by ``(source, id)``, and the field names."""
-    eng = engine(ref)
-    spec = eng.job.spec.sources[part.source]
-    recs = read_part(part, spec)
+    spec = engine(ref).job.spec.sources[part.source]
+    recs = read_as_read(ref, part)  # HTML as text, every field of the job, as the local report shows them
     fields = list(recs.fields)
     got = recs.take(np.asarray(rows, dtype=np.int64))
     values = {(spec.name, str(got.ids[i])): {f: got.fields[f][i] for f in fields} for i in range(len(got))}

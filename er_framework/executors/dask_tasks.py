@@ -138,14 +138,18 @@ def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
     """The partition's records, read and normalized by the engine's stages (as the local executor does),
     and the normalize stage's per-field stats."""
     eng = engine(ref)
-    spec = eng.job.spec.sources[part.source]
-    recs = read_part(part, spec)
-    stages.html_to_text(eng.job, part.source, recs)
-    # every field of the job, in the order the local run's records have them (a source's missing ones empty)
-    recs = recs.with_fields(job_fields(eng.job))
-    recs, stats = stages.normalize(eng.job, recs)
+    recs, stats = stages.normalize(eng.job, read_as_read(ref, part))
     recs.source[:] = part.source
     return recs, stats
+
+
+def read_as_read(ref: JobRef, part: Part) -> Records:
+    """The partition's records as the local run's read stage gives them, before normalizing: HTML columns made
+    text, and every field of the job in the local records' order (a field its source lacks missing)."""
+    job = engine(ref).job
+    recs = read_part(part, job.spec.sources[part.source])
+    stages.html_to_text(job, part.source, recs)
+    return recs.with_fields(job_fields(job))
 
 
 def read_part(part: Part, spec: SourceSpec) -> Records:
@@ -416,6 +420,7 @@ __all__ = [
     "SAMPLE_KEYS",
     "SLOW_ENV",
     "engine",
+    "read_as_read",
     "read_normalized",
     "read_part",
     "task_block",
