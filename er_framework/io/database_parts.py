@@ -17,14 +17,13 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from er_framework.data import Records
-from er_framework.io.database_read import DEFAULT_BATCH_ROWS, DatabaseRows, read_database_rows, records_of_rows
-from er_framework.io.formats import DEFAULT_MAX_RECORD_MB
+from er_framework.io.database_read import DatabaseRows, read_database_rows, records_of_rows
 
 __all__ = ["PIECE_BYTES", "DatabasePiece", "group_pieces", "read_database_piece_group", "scratch_folder", "write_database_pieces"]
 
@@ -93,39 +92,14 @@ class _PieceWriter:
 
 
 def write_database_pieces(
-    folder: str | Path,
-    url: str,
-    base_dir: str | Path,
-    *,
-    id_column: str,
-    fields: Sequence[str],
-    name: str,
-    query: str | None = None,
-    table: str | None = None,
-    columns: Mapping[str, str] | None = None,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
-    where: str | None = None,
-    piece_bytes: int = PIECE_BYTES,
+    folder: str | Path, *, piece_bytes: int = PIECE_BYTES, **read_args: Any
 ) -> tuple[DatabaseRows, list[DatabasePiece]]:
-    """Read a database source (the arguments are :func:`~er_framework.io.database_read.read_database`'s) into
-    Parquet pieces of about ``piece_bytes`` of text in ``folder``: what was read, with its statistics, and the
-    pieces in row order. Holds one piece's rows at a time. Raises the reader's :class:`InputError`."""
+    """Read a database source (``read_args``: :func:`~er_framework.io.database_read.read_database_rows`'s, but
+    ``on_batch``) into Parquet pieces of about ``piece_bytes`` of text in ``folder``: what was read, with its
+    statistics, and the pieces in row order. Holds one piece's rows at a time. Raises the reader's
+    :class:`InputError`."""
     writer = _PieceWriter(Path(folder), max(1, int(piece_bytes)))
-    read = read_database_rows(
-        url,
-        base_dir,
-        id_column=id_column,
-        fields=fields,
-        name=name,
-        query=query,
-        table=table,
-        columns=columns,
-        batch_rows=min(batch_rows, DEFAULT_BATCH_ROWS),
-        max_record_mb=max_record_mb,
-        where=where,
-        on_batch=writer.add,
-    )
+    read = read_database_rows(**read_args, on_batch=writer.add)
     writer.flush()
     return read, writer.pieces
 

@@ -122,7 +122,7 @@ def test_pieces_hold_every_row_in_order_and_group_by_size(tmp_path: Path) -> Non
     for piece_bytes in (1, 5_000, 40_000, 10**9):
         folder = tmp_path / f"p{piece_bytes}"
         folder.mkdir()
-        read, pieces = write_database_pieces(folder, f"sqlite:///{db}", tmp_path, **args, piece_bytes=piece_bytes)
+        read, pieces = write_database_pieces(folder, url=f"sqlite:///{db}", base_dir=tmp_path, **args, piece_bytes=piece_bytes)
         assert read.stats == stats
         assert [p.first_row for p in pieces] == [1] + [p.first_row + p.rows for p in pieces[:-1]]
         assert sum(p.rows for p in pieces) == len(whole)
