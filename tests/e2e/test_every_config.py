@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from distributed import LocalCluster
 
 from er_framework.config.resolve import parse_job
@@ -20,6 +19,7 @@ from er_framework.engine import Engine
 from er_framework.errors import ErError
 from er_framework.executors import run_job
 from er_framework.index.build import build_index
+from tests.shipped_jobs import shipped_job
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
@@ -27,15 +27,7 @@ CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
 
 def _copy(name: str, tmp: Path, executor: dict[str, Any] | None, tag: str) -> Path:
     """The shipped config with absolute source paths (and an executor), written to ``tmp``."""
-    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
-    for src in data["sources"]:
-        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
-    data.pop("output", None)
-    if executor is not None:
-        data["executor"] = executor
-    path = tmp / f"{tag}-{name}"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return shipped_job(name, tmp, tag, executor=executor, output=False)
 
 
 def _lookup_ok(name: str) -> bool:

@@ -21,6 +21,7 @@ from er_framework.executors import run_job
 from er_framework.executors.dask_tasks import SLOW_ENV
 from er_framework.io.source_files import partition_ranges, read_source
 from er_framework.synth.documents import planted_documents
+from tests.shipped_jobs import shipped_job
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the compared fields of configs/customers.yaml's fellegi_sunter (a verifier has no default fields)
@@ -236,18 +237,7 @@ def test_a_source_of_many_files_reads_like_one_file_local_and_on_dask(tmp_path: 
 
 def _shipped(name: str, tmp: Path, executor: dict | None, tag: str, **changes: object) -> Path:
     """A shipped config with absolute source paths, no output folder, and an executor (and other changes)."""
-    import yaml
-
-    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
-    for src in data["sources"]:
-        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
-    data.pop("output", None)
-    data.update(changes)
-    if executor is not None:
-        data["executor"] = executor
-    path = tmp / f"{tag}-{name}"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return shipped_job(name, tmp, tag, executor=executor, edit=dict(changes), output=False)
 
 
 def _run_both(tmp: Path, local_cfg: Path, dask_cfg: Path) -> tuple[dict, dict]:

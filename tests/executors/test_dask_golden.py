@@ -34,6 +34,7 @@ from er_framework.executors.dask_golden import (
     task_golden_split,
 )
 from er_framework.executors.dask_tasks import JobRef, read_part
+from tests.shipped_jobs import shipped_job
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,15 +51,8 @@ GOLDEN = {
 
 
 def _job(tmp: Path, tag: str, executor: dict[str, Any] | None, singletons: bool, fmt: str = "csv") -> Path:
-    data = yaml.safe_load((ROOT / "configs" / "customers3.yaml").read_text(encoding="utf-8"))
-    for src in data["sources"]:
-        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
-    data["output"] = {"format": fmt, "golden": {**GOLDEN, "singletons": singletons}}
-    if executor is not None:
-        data["executor"] = executor
-    path = tmp / f"{tag}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    output = {"format": fmt, "golden": {**GOLDEN, "singletons": singletons}}
+    return shipped_job("customers3.yaml", tmp, tag, executor=executor, edit={"output": output})
 
 
 def _spanning(out: Path) -> int:

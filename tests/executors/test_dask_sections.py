@@ -11,6 +11,7 @@ from distributed import LocalCluster
 
 from er_framework.config.resolve import parse_job
 from er_framework.executors import run_job
+from tests.shipped_jobs import shipped_job
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,19 +38,7 @@ DIFFERENT = {
 
 
 def _job(name: str, tmp: Path, executor: dict | None, tag: str, in_memory: bool = False) -> Path:
-    import yaml
-
-    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
-    for src in data["sources"]:
-        src["path"] = str((ROOT / "configs" / src["path"]).resolve())
-        if in_memory:  # the source is given as a DataFrame
-            del src["path"]
-    data.get("output", {}).pop("dir", None)
-    if executor is not None:
-        data["executor"] = executor
-    path = tmp / f"{tag}-{name}"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return shipped_job(name, tmp, tag, executor=executor, in_memory=in_memory)
 
 
 @pytest.mark.parametrize("name, mb", [("documents.yaml", 0.02), ("febrl4.yaml", 0.3), ("customers3.yaml", 0.05), ("news.yaml", 0.5)])

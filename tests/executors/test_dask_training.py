@@ -17,6 +17,7 @@ from er_framework.engine.model import load_model
 from er_framework.errors import ErError
 from er_framework.executors import run_job
 from er_framework.executors.dask_scan import ExactPart, task_find_ids, task_representatives
+from tests.shipped_jobs import shipped_job
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "configs" / "data" / "febrl"
@@ -38,16 +39,7 @@ def _write_labels(path: Path, rows: list[tuple[str, str, str, str, str]]) -> Non
 
 
 def _job(name: str, tmp: Path, tag: str, edit: dict, executor: dict | None = None, sources: dict[str, Path] | None = None) -> Path:
-    data = yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8"))
-    for src in data["sources"]:
-        src["path"] = str((sources or {}).get(src["name"], (ROOT / "configs" / src["path"]).resolve()))
-    data.get("output", {}).pop("dir", None)
-    data.update(edit)
-    if executor is not None:
-        data["executor"] = executor
-    path = tmp / f"{tag}-{name}"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return shipped_job(name, tmp, tag, executor=executor, edit=edit, paths=sources)
 
 
 def _febrl4_labels(tmp: Path) -> Path:
