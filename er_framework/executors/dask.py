@@ -12,10 +12,16 @@ another worker when one dies):
    files, and files at a URL, are one partition each; a Parquet dataset folder
    is one partition per file; a Dask DataFrame given in memory one per Dask
    partition, computed on the worker that reads it; any other table given in
-   memory is cut into row slices of ``partition_mb``: :func:`plan_parts`). A task reads and normalizes its partition
-   and returns only ids and exact-text hashes; the client numbers the records
-   (global index = position in source order, as the local executor does),
-   checks ids for duplicates across partitions and finds exact duplicates.
+   memory is cut into row slices of ``partition_mb``; a database source is read
+   once by one worker into Parquet pieces in a scratch folder of the output
+   folder, and its partitions are consecutive pieces: :func:`plan_parts`). A task
+   reads and normalizes its partition and keeps its ids and exact-text hashes on
+   its worker; the client gathers counts and numbers the records by partition
+   offsets (global index = position in source order, as the local executor
+   does). Duplicate ids and exact duplicates are found by shuffles on the workers
+   (:mod:`~er_framework.executors.dask_scan`). ``training:``'s labels are read on
+   the client and their records found by the partitions holding them
+   (:mod:`~er_framework.executors.dask_training`).
 2. **block** — per partition: shingles, signatures and the blockers'
    :meth:`~er_framework.capabilities.Keyed.lookup_keys` (bucket ids) of the
    active records, split by bucket id into ``P`` shuffle parts; for a
@@ -42,16 +48,26 @@ another worker when one dies):
    job's verifier. A verifier fitted on all candidates
    (:meth:`~er_framework.components.Verifier.pair_codes`, fellegi_sunter)
    codes each part's pairs, the client sums the code counts (and those of the
-   verifier's sample pairs, drawn over the active records as locally, served
-   from the partitions), fits once (``fit_counts``), and the parts look their
-   scores up by code.
-6. **cluster** — the verified pairs are gathered and clustered on the client
-   with the job's clusterer; outputs are written by the client, atomically,
-   with the same writer as the local executor (same bytes).
+   verifier's sample pairs and labelled pairs, served from the partitions),
+   fits once (``fit_counts``), and the parts look their scores up by code.
+6. **cluster** — connected components of the verified pairs by alternating
+   large-star / small-star rounds on the workers, the job's clusterer applied
+   per component there, canonical cluster ids from per-partition counts
+   (:mod:`~er_framework.executors.dask_graph`).
+7. **write** — the answer (every copy of an exact group listed, range-partitioned
+   by left record and sorted), the golden records and the other tables are made
+   and written by the workers into the output stage, assembled there (CSV byte for
+   byte the local file; Parquet a dataset with a manifest) and committed with
+   report.json (merged from per-part summaries) and report.html as one set;
+   ``output.database`` streams the parts through the client one at a time.
 
 Peak memory of a worker is one partition's records, token sets and keys
-plus one shuffle part, not the data size. The client holds ids, one hash
-and a few bytes per record, and the verified pairs.
+plus one shuffle part, not the data size. The client holds O(partitions):
+counts, futures and the report's summaries (``threshold: auto`` brings every
+candidate's score to it, 8 bytes a candidate; a fellegi_sunter sample draw
+4 bytes per active record for its duration). The shuffles submit ``P x P``
+small tasks each: at thousands of partitions the scheduler's per-task cost
+dominates, so large inputs want a larger ``partition_mb``.
 """
 
 from __future__ import annotations
