@@ -58,13 +58,16 @@ __all__ = [
     "field_digests",
     "merge_html_stats",
     "merge_source_stats",
+    "pool_sizes",
     "read_with_stats",
     "source_stats",
     "split_digests",
     "submit_window_stats",
     "task_count_digests",
     "task_diagnostics",
+    "task_pass_keys",
     "task_pool",
+    "task_window_pairs",
     "value_digests",
     "window_passes",
     "window_reports",
@@ -369,7 +372,7 @@ def task_diagnostics(ref: JobRef, model: Model | None, sample: int, *pools: Reco
     return stages.diagnostics(eng, batch, sample)
 
 
-def _pool_sizes(active: Int64Array, limit: int, seed: int) -> Int64Array:
+def pool_sizes(active: Int64Array, limit: int, seed: int) -> Int64Array:
     """Active records each partition gives to the pool: all when they fit ``limit``, else a uniform draw of
     ``limit`` records over the partitions (multivariate hypergeometric)."""
     if int(active.sum()) <= limit:
@@ -386,7 +389,7 @@ def diagnostics_of_parts(run: Any, scanned: Any) -> dict[str, Any]:
     if sample <= 0 or not any(has(b, Diagnostic) for b in run.engine.blockers):
         return {}
     seed = int(job.context.seed)
-    sizes = _pool_sizes(scanned.active_counts, DIAGNOSTIC_RECORDS, seed)
+    sizes = pool_sizes(scanned.active_counts, DIAGNOSTIC_RECORDS, seed)
     pools = [
         run.submit(task_pool, run.ref, p, scanned.active[i], int(sizes[i]), seed + 1 + i) for i, p in enumerate(run.parts) if sizes[i] > 0
     ]

@@ -64,6 +64,33 @@ def test_every_report_section_equals_the_local_run(tmp_path: Path, dask_cluster:
     assert "Largest clusters" in page and "could not be drawn" not in page
 
 
+def test_a_split_html_source_of_several_files_reports_its_reading_as_locally(tmp_path: Path, dask_cluster: LocalCluster) -> None:
+    """HTML extracted per partition of two JSON Lines files (a glob): the counts summed, the empty pages'
+    positions those within the source (more than are shown), ``files``: every section equals the local run's."""
+    import yaml
+
+    rows = [json.loads(line) for line in (ROOT / "configs" / "data" / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    for i, row in enumerate(rows):
+        row["text"] = "<div><script>x()</script></div>" if i % 7 == 3 else f"<p>{row['text']}</p>" if i % 2 else row["text"]
+    half = len(rows) // 2
+    for name, chunk in (("a.jsonl", rows[:half]), ("b.jsonl", rows[half:])):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in chunk), encoding="utf-8")
+    reports = {}
+    for tag, executor in (("local", None), ("dask", {"type": "dask", "address": dask_cluster.scheduler_address, "partition_mb": 0.01})):
+        data = yaml.safe_load(_job("documents.yaml", tmp_path, executor, tag).read_text(encoding="utf-8"))
+        data["sources"][0].update({"path": str(tmp_path / "*.jsonl"), "html": {"fields": ["text"]}})
+        job = tmp_path / f"{tag}-html.yaml"
+        job.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        run_job(parse_job(job), tmp_path / tag)
+        reports[tag] = json.loads((tmp_path / tag / "report.json").read_text())
+    local, dask = reports["local"], reports["dask"]
+    assert dask["executor"]["partitions"] >= 4
+    html = local["sources"]["docs"]["html:text"]
+    assert local["sources"]["docs"]["files"] == 2 and html["empty_after_extraction"] > len(html["empty_positions"]) == 10
+    for key in sorted(set(local) - DIFFERENT):
+        assert dask[key] == local[key], key
+
+
 def test_the_api_on_dask_gives_the_tables_the_workers_wrote(tmp_path: Path, dask_cluster: LocalCluster) -> None:
     """pandas in, pandas out: the tables equal the local run's; no folder is a clear error; write() refuses."""
     import pandas as pd
