@@ -91,6 +91,30 @@ def test_a_split_html_source_of_several_files_reports_its_reading_as_locally(tmp
         assert dask[key] == local[key], key
 
 
+def test_beyond_the_pool_the_s_curve_is_measured_on_a_random_pool(
+    tmp_path: Path, dask_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More active records than the diagnostics' pool: the probe runs on a uniform draw of the pool's size (the
+    same draw again with the same seed), with the local run's bins and banding."""
+    from er_framework.executors import dask_stats
+
+    monkeypatch.setattr(dask_stats, "DIAGNOSTIC_RECORDS", 120)
+    executor = {"type": "dask", "address": dask_cluster.scheduler_address, "partition_mb": 0.02}
+    run_job(parse_job(_job("documents.yaml", tmp_path, None, "local")), tmp_path / "local")
+    curves = []
+    for tag in ("dask", "again"):
+        run_job(parse_job(_job("documents.yaml", tmp_path, executor, tag)), tmp_path / tag)
+        curves.append(json.loads((tmp_path / tag / "report.json").read_text())["diagnostics"]["s_curve"])
+    local = json.loads((tmp_path / "local" / "report.json").read_text())
+    mine, theirs = curves[0], local["diagnostics"]["s_curve"]
+    assert local["records"]["total"] > 120 and mine == curves[1]
+    assert 0 < mine["records_probed"] <= 120 < theirs["records_probed"]
+    assert {k: mine[k] for k in ("bands", "rows", "threshold", "probe", "bins")} == {
+        k: theirs[k] for k in ("bands", "rows", "threshold", "probe", "bins")
+    }
+    assert sum(mine["pairs"]) == mine["pairs_sampled"] > 0
+
+
 def test_the_api_on_dask_gives_the_tables_the_workers_wrote(tmp_path: Path, dask_cluster: LocalCluster) -> None:
     """pandas in, pandas out: the tables equal the local run's; no folder is a clear error; write() refuses."""
     import pandas as pd
