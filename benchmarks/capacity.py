@@ -9,7 +9,7 @@
 ``--baseline-docs`` documents right after, on a fresh cluster, ``T0``) give
 
     T(N, B, W) = T0 + a * B / min(W, ceil(B / partition)) + c * N
-    client(N)  = M0 + m * N
+    client(P)  = M0 + m * P          (P partitions: the client holds O(partitions))
 
 * ``a`` — worker-seconds per input byte: the seconds of the stages that run on
   the workers (report.json ``stages`` not in ``--client-stages``; today read,
@@ -22,9 +22,12 @@
   (the wall time minus the stages: start-up, writing the outputs, report.html),
   above the baseline's, over the records above the baseline's. These do not
   shrink with more workers.
-* ``M0``, ``m`` — the client's (the ``er`` process's) peak RSS of the baseline
-  run, and its growth per record between the baseline and the fit. A client
-  that holds O(partitions) has ``m`` near 0.
+* ``M0``, ``m`` — the client's (the ``er`` process's) peak RSS and its growth
+  per partition, between the baseline (or, without one, the measured run with
+  the fewest partitions) and the fit. The client holds per-partition counts and
+  futures, not records: its need follows the partitions (the shuffles submit
+  P x P small tasks), so at thousands of partitions a larger ``partition_mb``
+  keeps it small.
 
 Long documents (4,000 characters) are costed by their bytes (shingling,
 signatures and verification are linear in characters) with the same ``c`` per
@@ -84,7 +87,7 @@ class Fit:
     a: float  # worker-seconds per input byte
     c: float  # client seconds per record
     m0: float  # client MB, constant
-    m: float  # client MB per record
+    m: float  # client MB per partition
     client_stages: tuple[str, ...]
 
 
@@ -130,8 +133,9 @@ def split_seconds(wall: float, stages: dict[str, float], client_stages: tuple[st
     return on_workers, wall - on_workers
 
 
-def fit(run: Run, client_stages: tuple[str, ...] = CLIENT_STAGES) -> Fit:
-    """The model's constants from one run and its baseline (see the module docstring)."""
+def fit(run: Run, client_stages: tuple[str, ...] = CLIENT_STAGES, client_ref: Run | None = None) -> Fit:
+    """The model's constants from one run and its baseline (see the module docstring); ``client_ref``: the
+    run the client's growth per partition is measured from when ``run`` has no baseline."""
     w, c = split_seconds(run.wall_s, run.stages, client_stages)
     bw, bc = split_seconds(run.base_wall_s, run.base_stages, client_stages) if run.base_docs else (0.0, 0.0)
     d_docs = max(run.docs - run.base_docs, 1)
@@ -140,10 +144,14 @@ def fit(run: Run, client_stages: tuple[str, ...] = CLIENT_STAGES) -> Fit:
     base_share = run.base_bytes / min(run.workers, base_partitions)
     a = max(w - bw, 0.0) / max(run.bytes / min(run.workers, run.partitions) - base_share, 1.0)
     per_record = max(c - bc, 0.0) / d_docs
-    m = max(run.client_mb - run.base_client_mb, 0.0) / d_docs
+    # the client: from the baseline, else from another measured run with fewer partitions
+    ref_parts, ref_mb = (base_partitions, run.base_client_mb) if run.base_docs else (0, 0.0)
+    if not run.base_docs and client_ref is not None and client_ref.partitions < run.partitions:
+        ref_parts, ref_mb = client_ref.partitions, client_ref.client_mb
+    m = max(run.client_mb - ref_mb, 0.0) / max(run.partitions - ref_parts, 1)
     # the constants take the baseline's own (small) variable part out: the fit run is reproduced exactly
     t0 = run.base_wall_s - a * base_share - per_record * run.base_docs
-    m0 = run.base_client_mb - m * run.base_docs
+    m0 = run.client_mb - m * run.partitions
     return Fit(run=run, t0=t0, a=a, c=per_record, m0=m0, m=m, client_stages=client_stages)
 
 
@@ -152,8 +160,12 @@ def predict_seconds(f: Fit, docs: int, n_bytes: float, workers: int, partition_m
     return f.t0 + f.a * n_bytes / min(workers, partitions) + f.c * docs
 
 
-def predict_client_mb(f: Fit, docs: int) -> float:
-    return f.m0 + f.m * docs
+def partitions_of(n_bytes: float, partition_mb: float) -> int:
+    return max(1, math.ceil(n_bytes / (partition_mb * 2**20)))
+
+
+def predict_client_mb(f: Fit, partitions: int) -> float:
+    return f.m0 + f.m * partitions
 
 
 def duration(seconds: float) -> str:
@@ -178,10 +190,10 @@ def count(n: int) -> str:
 
 
 def client_verdict(f: Fit) -> str:
-    """Whether the client's need is constant or grows with the data (more than 50 MB per 10 M records)."""
-    if f.m * 10_000_000 <= 50:
-        return "the client's need is flat (constant in the data size)"
-    return f"the client's need grows with the data ({memory(f.m * 10_000_000)} per 10 M records)"
+    """What the client's need follows: a few MB per partition at most is O(partitions), not O(records)."""
+    if f.m <= 5:
+        return f"the client's need follows the partitions, not the records ({f.m:.2f} MB per partition)"
+    return f"the client's need grows fast with the partitions ({f.m:,.1f} MB per partition): check what it holds"
 
 
 def formula_lines(f: Fit) -> list[str]:
@@ -193,15 +205,14 @@ def formula_lines(f: Fit) -> list[str]:
         "",
         "```text",
         "T(N docs, B bytes, W workers) = T0 + a * B / min(W, ceil(B / partition)) + c * N",
-        "client peak RSS (N)          = M0 + m * N",
+        "client peak RSS (P partitions) = M0 + m * P",
         "```",
         "",
         f"- T0 = {f.t0:.2f} s (start-up, connection, cold workers, tasks: the baseline run less its variable part)",
         f"- a = {f.a * 2**20:.3f} worker-seconds per MB of input (stages on the workers: every stage but {', '.join(f.client_stages)})",
         f"- c = {f.c * 1e6:.2f} client seconds per million records ({', '.join(f.client_stages)}, and the time no stage covers: "
         "start-up, writing, report.html)",
-        f"- M0 = {f.m0:,.0f} MB, m = {f.m * 1024:.3f} KB per record (the client's peak RSS: baseline, then growth to the fit): "
-        + client_verdict(f),
+        f"- M0 = {f.m0:,.0f} MB, m = {f.m:.2f} MB per partition (the client's peak RSS: its growth to the fit): " + client_verdict(f),
         f"- each worker: {memory(f.run.worker_mb) if f.run.worker_mb else 'not measured'} at the fit "
         f"(bounded by its partitions of {r.partition_mb:g} MB, not by the data size)",
     ]
@@ -216,9 +227,8 @@ def prediction_table(f: Fit, short_bytes: float) -> list[str]:
         for kind, per_doc in kinds.items():
             b = docs * per_doc
             cells = [duration(predict_seconds(f, docs, b, w)) for w in WORKERS]
-            lines.append(
-                f"| {count(docs)} | {kind} | {memory(b / 2**20)} | " + " | ".join(cells) + f" | {memory(predict_client_mb(f, docs))} |"
-            )
+            client = predict_client_mb(f, partitions_of(b, f.run.partition_mb))
+            lines.append(f"| {count(docs)} | {kind} | {memory(b / 2**20)} | " + " | ".join(cells) + f" | {memory(client)} |")
     return lines
 
 
@@ -230,7 +240,7 @@ def check_table(f: Fit, runs: list[Run]) -> list[str]:
     ]
     for r in sorted(runs, key=lambda r: r.docs):
         t = predict_seconds(f, r.docs, r.bytes, r.workers, r.partition_mb)
-        mb = predict_client_mb(f, r.docs)
+        mb = predict_client_mb(f, r.partitions)
         tag = " (fit)" if r is f.run else ""
         lines.append(
             f"| {r.docs:,}{tag} | {r.workers} | {r.wall_s:.1f} s | {t:.1f} s | {(t - r.wall_s) / r.wall_s:+.0%} "
@@ -244,7 +254,8 @@ def report(runs: list[Run], fit_docs: int | None, client_stages: tuple[str, ...]
     chosen = max(runs, key=lambda r: r.docs) if fit_docs is None else next((r for r in runs if r.docs == fit_docs), None)
     if chosen is None:
         raise ValueError(f"no measured Dask run of {fit_docs:,} documents to fit on (measured: {sorted(r.docs for r in runs)})")
-    f = fit(chosen, client_stages)
+    others = [r for r in runs if r is not chosen and r.partitions < chosen.partitions]
+    f = fit(chosen, client_stages, min(others, key=lambda r: (r.partitions, -r.docs)) if others else None)
     lines = ["## Capacity of the Dask executor (model)", "", *formula_lines(f), ""]
     lines += ["Predicted wall time of `er run` (documents job) and the client's peak RSS:", ""]
     lines += [*prediction_table(f, chosen.bytes / chosen.docs), ""]

@@ -358,6 +358,13 @@ class CodeFitted(Learner):
         records' sources alone (same seed, same pairs). Default: none."""
         return Pairs.empty()
 
+    def labelled_codes(self, batch: Batch, labelled: LabelledPairs) -> LabelledCodes:
+        """The labelled pairs (rows of ``batch``) as :meth:`fit_counts` takes them: their :meth:`pair_codes`,
+        labels and prior. An executor computes them where the records are; a verifier whose training needs
+        more of the records than the codes (e.g. term-frequency agreements) returns a subclass holding it."""
+        codes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
+        return LabelledCodes(np.asarray(codes, dtype=np.int64), labelled.match, labelled.lam)
+
     def fit_counts(
         self,
         codes: Int64Array,

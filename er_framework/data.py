@@ -124,6 +124,13 @@ class Records:
             fields={f: [v for p in parts for v in p.fields[f]] for f in parts[0].fields},
         )
 
+    def with_fields(self, names: Sequence[str]) -> Records:
+        """These records with exactly the fields ``names``, in that order: a field they lack is missing
+        (``None``) in every record, as :meth:`concat` gives it to a source without it."""
+        n = len(self.ids)
+        fields = {k: (self.fields[k] if k in self.fields else [None] * n) for k in names}
+        return Records(ids=self.ids, source=self.source, source_names=self.source_names, fields=fields)
+
     def take(self, index: npt.ArrayLike) -> Records:
         """The records at ``index`` (in that order)."""
         idx = np.asarray(index, dtype=np.int64)

@@ -256,10 +256,7 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         space = self._space()
         uniq, counts = count_codes(codes, space)
         s_uniq, s_counts = count_codes(s_codes, space) if len(sample) else (np.zeros(0, np.int64), np.zeros(0))
-        coded = None
-        if labelled is not None:
-            lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
-            coded = LabelledAgreements(lcodes, labelled.match, labelled.lam, agreements=self.tf_agreements(batch, labelled.pairs))
+        coded = self.labelled_codes(batch, labelled) if labelled is not None else None
         population = pair_population(batch.records.source, bool(batch.cross_source_only))
         counted = self.record_counts(batch)
         table, fitted = self.fit_counts(
@@ -269,6 +266,12 @@ class FellegiSunter(FSTraining, Verifier[FellegiSunterParams], CodeFitted, Train
         if fitted.state and self.scores_by_records(fitted.state):
             scores = self.with_term_frequencies(batch, pairs, codes, scores, self.fit_of(fitted.state), self.tf_tables_of(fitted.state))
         return scores, fitted
+
+    def labelled_codes(self, batch: Batch, labelled: LabelledPairs) -> LabelledAgreements:
+        """The labelled pairs' codes with their term-frequency agreements (what the labels' refinement needs
+        of their records), computed where the records are."""
+        lcodes = self.pair_codes(batch, labelled.pairs) if len(labelled.pairs) else np.zeros(0, np.int64)
+        return LabelledAgreements(lcodes, labelled.match, labelled.lam, agreements=self.tf_agreements(batch, labelled.pairs))
 
     @staticmethod
     def _lookup(

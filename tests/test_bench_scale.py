@@ -261,7 +261,9 @@ def _model_run(f: Any, docs: int, per_doc: int) -> dict[str, Any]:
     workers_s = f.a * n_bytes / min(2, parts)
     client_s = f.c * docs
     wall = f.t0 + workers_s + client_s
-    return _result(docs, per_doc, wall, f.m0 + f.m * docs, {"read": workers_s / 2, "verify": workers_s / 2, "cluster": client_s / 2}, parts)
+    return _result(
+        docs, per_doc, wall, f.m0 + f.m * parts, {"read": workers_s / 2, "verify": workers_s / 2, "cluster": client_s / 2}, parts
+    )
 
 
 def test_capacity_fit_reproduces_its_run_and_predicts_runs_the_model_describes(tmp_path: Path) -> None:
@@ -270,10 +272,10 @@ def test_capacity_fit_reproduces_its_run_and_predicts_runs_the_model_describes(t
     run = capacity.read_run(tmp_path / "scale-1000000.json")
     f = capacity.fit(run)
     assert capacity.predict_seconds(f, run.docs, run.bytes, run.workers) == pytest.approx(40.0)
-    assert capacity.predict_client_mb(f, run.docs) == pytest.approx(400.0)
+    assert capacity.predict_client_mb(f, run.partitions) == pytest.approx(400.0)
     # the baseline (no stages recorded: all on the client) ran 2 s: the workers' stages took 28 s more, the client 10 s more
     assert f.a * (run.bytes / 2 - 1000 * 160) == pytest.approx(28.0) and f.c * (run.docs - 1000) == pytest.approx(10.0)
-    assert f.m * 1e6 == pytest.approx((400.0 - 100.0) * 1e6 / 999_000)
+    assert f.m == pytest.approx((400.0 - 100.0) / (153 - 1))  # per partition: the baseline's one partition to the fit's 153
     for docs in (200_000, 3_000_000):
         doc = _model_run(f, docs, 160)
         (tmp_path / f"scale-{docs}.json").write_text(json.dumps(doc))
@@ -282,6 +284,16 @@ def test_capacity_fit_reproduces_its_run_and_predicts_runs_the_model_describes(t
     md = (tmp_path / "c.md").read_text()
     assert "1,000,000 documents" in md and len(re.findall(r"\| [+-]0% \|", md)) == 3 and "| 1 B | long (4,000 chars) |" in md
     assert capacity.main([str(tmp_path / "scale-1000000.json"), "--fit", "5"]) == 2
+
+
+def test_capacity_client_grows_per_partition_from_another_run_without_a_baseline() -> None:
+    """No baseline: the client's growth per partition is measured from the run with the fewest partitions."""
+    big = capacity.Run(10_000, 24 * 2**20, 2, 24, 1.0, 50.0, 135.0, None, {"read": 8.0}, 0, 0, 0.0, 0.0, {}, "big")
+    small = capacity.Run(1_000, 3 * 2**20, 2, 3, 1.0, 9.0, 88.0, None, {"read": 1.0}, 0, 0, 0.0, 0.0, {}, "small")
+    f = capacity.fit(big, ("cluster",), small)
+    assert f.m == pytest.approx((135.0 - 88.0) / 21) and capacity.predict_client_mb(f, 3) == pytest.approx(88.0)
+    assert capacity.predict_client_mb(f, 24) == pytest.approx(135.0)
+    assert "follows the partitions" in capacity.client_verdict(f)
 
 
 def test_capacity_uses_no_more_workers_than_partitions() -> None:

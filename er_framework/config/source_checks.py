@@ -92,28 +92,14 @@ def database_problems(
     ``check_files`` each database source connected to and its query or table's header read
     (:func:`~er_framework.io.database.query_columns`, no row fetched): the id column and every field's column
     must be there (each missing one reported, with did-you-mean); ``output.database`` connected to
-    (PostgreSQL) or its folder present (SQLite, DuckDB). The Dask executor reads files only: a database
-    there is refused."""
+    (PostgreSQL) or its folder present (SQLite, DuckDB). The Dask executor reads and writes databases too (one worker
+    reads each source into pieces; the tables' parts are streamed into ``output.database``)."""
     problems: list[Problem] = []
     for i, s in enumerate(spec.sources):
         if s.database is not None and s.name not in frames:
             problems += _database_source_problems(i, spec, lines, filename, base_dir, check_files)
     if spec.output.database is not None:
         problems += _output_database_problems(spec.output.database, lines, filename, base_dir, check_files)
-    used: list[YamlPath] = [("sources", i, "database") for i, s in enumerate(spec.sources) if s.database is not None]
-    used += [("output", "database")] if spec.output.database is not None else []
-    if spec.executor.type == "dask" and used:
-        problems.append(
-            problem_at(
-                filename,
-                lines,
-                ("executor", "type"),
-                message=f"the Dask executor reads sources from files on its workers and writes files only, but this job "
-                f"names a database at {', '.join(render_path(p) for p in used)}",
-                fix="run the job with the local executor (executor: {type: local}), or export the query to a Parquet "
-                "file and name that file as the source's path",
-            )
-        )
     return problems
 
 

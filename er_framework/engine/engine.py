@@ -13,6 +13,7 @@ from er_framework.capabilities import (
     CodeFitted,
     Explainable,
     Keyed,
+    LabelledCodes,
     Learner,
     Multiset,
     MultisetSigning,
@@ -28,7 +29,7 @@ from er_framework.capabilities import (
 from er_framework.components import Blocker, Clusterer, Component, Shingler, SignatureBuilder, Verifier
 from er_framework.config.resolve import ComponentSpec, Job
 from er_framework.config.spec import AutoThresholdSpec
-from er_framework.data import Batch, Pairs, Records, TokenSets
+from er_framework.data import Batch, LabelledPairs, Pairs, Records, TokenSets
 from er_framework.engine.model import Model, ThresholdChoice
 from er_framework.errors import ErError, PluginError, Problem
 from er_framework.kernels.df import drop_tokens
@@ -511,6 +512,23 @@ class Engine:
                 )
             )
         return out
+
+    def labelled_codes(self, records: Records, labelled: LabelledPairs) -> LabelledCodes:
+        """A fitted verifier's labelled pairs (indices into ``records``) as its fit takes them
+        (:meth:`~er_framework.capabilities.CodeFitted.labelled_codes`), checked."""
+        v = self.verifier
+        assert isinstance(v, CodeFitted)
+        batch = self.batch(records, tokens="tokens" in v.needs, signatures="signatures" in v.needs)
+        got = v.labelled_codes(batch, labelled)
+        if not isinstance(got, LabelledCodes) or np.shape(got.codes) != (len(labelled.pairs),):
+            raise PluginError(
+                Problem(
+                    where="verifier",
+                    message=f"verifier {self.distribution(v)}: labelled_codes gave {type(got).__name__}, not one code per labelled pair",
+                    fix="labelled_codes returns LabelledCodes with one int64 code per labelled pair, in their order",
+                )
+            )
+        return got
 
     def comparisons(self, batch: Batch, pairs: Pairs) -> dict[str, npt.NDArray[Any]]:
         """The verifier's terms of every pair's score (:meth:`Verifier.comparisons`), checked: one value per

@@ -45,6 +45,7 @@ from er_framework.engine.report_parts import (
     merge_top_scores,
     near_identical_choice,
     near_identical_section,
+    pair_keys,
     scores_section_parts,
     top_scores_part,
     weights_section_parts,
@@ -54,7 +55,7 @@ from er_framework.engine.score_scale import Weights, is_weight_scored, match_wei
 from er_framework.engine.stages.clustering import Answer, answer, cluster_stats
 from er_framework.engine.stages.exact import Exact
 from er_framework.engine.stages.golden import golden_plan, golden_section, golden_table
-from er_framework.engine.stages.training import read_labels
+from er_framework.engine.stages.training import ReadLabels, read_labels
 from er_framework.engine.stages.writing import comparisons_table, output_tables, write
 from er_framework.engine.threshold_curve import threshold_curve
 from er_framework.errors import ErError, Problem
@@ -76,6 +77,7 @@ __all__ = [
     "build_report",
     "chained_clusters",
     "labels_curve",
+    "labelled_curve",
     "weights_section",
     "er_version",
     "finish_report",
@@ -414,7 +416,6 @@ def labels_curve(
     n = len(records)
     marked = np.zeros(n, dtype=bool)
     marked[labels.left] = marked[labels.right] = True
-    lab_keys = np.minimum(labels.left, labels.right) * np.int64(n) + np.maximum(labels.left, labels.right)
     found_keys: list[Int64Array] = []
     found_vals: list[npt.NDArray[np.float64]] = []
     found_pos: list[Int64Array] = []
@@ -427,7 +428,14 @@ def labels_curve(
     keys, positions = np.concatenate(found_keys), np.concatenate(found_pos)
     part = LabelledValues(keys, np.concatenate(found_vals), np.zeros(len(keys), dtype=np.int64), positions)
     # one part of report_parts.labelled_values_part (there by a search among the labelled keys, here by the marks)
-    lab_vals, inside = labelled_pair_values(merge_labelled_values([part]), lab_keys)
+    return labelled_curve(labels, merge_labelled_values([part]), n, threshold, scale)
+
+
+def labelled_curve(labels: ReadLabels, merged: LabelledValues, n: int, threshold: float, scale: str) -> dict[str, Any]:
+    """The ``threshold_curve`` over the labelled pairs from their candidates' values (``merged``: the parts'
+    :func:`~er_framework.engine.report_parts.labelled_values_part` of ``n`` records, merged)."""
+    lab_keys = pair_keys(labels.left, labels.right, n)
+    lab_vals, inside = labelled_pair_values(merged, lab_keys)
     over = (
         f"the {len(lab_keys):,} labelled pairs of {labels.stats['file']} only (their candidates' values; "
         f"{int((~inside).sum()):,} labelled pairs are no candidate and never kept): precision and recall among labelled pairs"
@@ -545,6 +553,8 @@ class RunSections:
     threshold_curve: dict[str, Any] | None = None
     #: ``scores.near_identical_rejected`` (nothing verified among candidates)
     near_identical_rejected: dict[str, Any] | None = None
+    #: the ``golden`` section (``output.golden``; :func:`~er_framework.engine.stages.golden.golden_section`), last
+    golden: dict[str, Any] | None = None
 
 
 def report_document(job: Job, engine: Engine, run: RunSections, log: StageLog) -> dict[str, Any]:
@@ -597,6 +607,8 @@ def report_document(job: Job, engine: Engine, run: RunSections, log: StageLog) -
         report["scores"]["near_identical_rejected"] = run.near_identical_rejected
     # the plausibility check of the finished answer (clusters known): printed by the summary, atop report.html
     report["warnings"] = warnings_of(report)
+    if run.golden is not None:
+        report["golden"] = run.golden  # after the warnings, as the local run adds it
     return report
 
 

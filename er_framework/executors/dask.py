@@ -56,6 +56,7 @@ and a few bytes per record, and the verified pairs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
@@ -75,11 +76,14 @@ from er_framework.engine.result import Result
 from er_framework.errors import ErError, Problem
 from er_framework.executors.dask_connect import connect
 from er_framework.executors.dask_finish import answer_parts, edge_parts
+from er_framework.executors.dask_golden import golden_parts
 from er_framework.executors.dask_graph import cluster_labels, cluster_sizes
 from er_framework.executors.dask_output import write_run
 from er_framework.executors.dask_run import DaskRun, options
 from er_framework.executors.dask_sections import html_summary, output_tables, run_sections
-from er_framework.executors.dask_tasks import JobRef, Part
+from er_framework.executors.dask_tasks import JobRef, Part, task_database_pieces
+from er_framework.executors.dask_training import read_training
+from er_framework.io.database_parts import PIECE_BYTES, group_pieces, scratch_folder
 from er_framework.io.frame_parts import frame_chunks
 from er_framework.io.outputs import OutputDir
 from er_framework.io.parquet_dataset import dataset_files, is_parquet_dataset
@@ -87,13 +91,17 @@ from er_framework.io.remote import is_url
 from er_framework.io.source_files import partition_ranges
 
 
-def plan_parts(job: Job, partition_mb: float) -> list[Part]:
+def plan_parts(job: Job, partition_mb: float, database: dict[int, list[Part]] | None = None) -> list[Part]:
     """The input partitions, in source order: each source file (a local path or a URL), split by byte ranges
     where its format allows (local uncompressed JSONL/CSV/TSV); each Parquet file of a dataset folder; each
     partition of a Dask DataFrame given in memory, and row slices of about ``partition_mb`` of any other table
-    given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`)."""
+    given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`); a database source's partitions are
+    ``database[i]`` (:func:`database_parts`)."""
     parts: list[Part] = []
     for i, src in enumerate(job.spec.sources):
+        if src.database is not None:
+            parts += (database or {})[i]
+            continue
         if src.name in job.frames:
             where = f"sources[{i}] {src.name!r} (given in memory)"
             parts += [Part(i, w, None, data=chunk) for w, chunk in frame_chunks(job.frames[src.name], where, int(partition_mb * 2**20))]
@@ -107,13 +115,14 @@ def plan_parts(job: Job, partition_mb: float) -> list[Part]:
 PARTS_PER_WORKER = 4
 
 
-def partition_size(job: Job, workers: int) -> float:
+def partition_size(job: Job, workers: int, other_bytes: int = 0) -> float:
     """MB per partition: the job's ``partition_mb`` when it sets one; otherwise the default (64 MB), made smaller
-    for a small input so that each of the ``workers`` gets :data:`PARTS_PER_WORKER` partitions (at least 1 MB)."""
+    for a small input so that each of the ``workers`` gets :data:`PARTS_PER_WORKER` partitions (at least 1 MB).
+    ``other_bytes``: the input besides the files (a database source's text, read already)."""
     params = options(job)
     if "partition_mb" in params.model_fields_set:
         return params.partition_mb
-    total = 0
+    total = other_bytes
     for i, src in enumerate(job.spec.sources):
         if src.name in job.frames or src.database is not None:
             continue
@@ -205,32 +214,8 @@ def run_dask(
     log = StageLog(progress=progress)
     client, close = _client(job)
     try:
-        mb = partition_size(job, len(client.scheduler_info()["workers"]))
-        run = DaskRun(job, engine, ref, client, plan_parts(job, mb), partition_mb=mb)
-        scanned = run.scan(log)
-        run.prune(scanned, log)
-        run.send_model()
-        with log.stage("block") as info:
-            blocked = run.block(scanned, info)
-        with log.stage("verify") as info:
-            found = run.verify(scanned, blocked, info, log)
-        # the blocking stage's time is spent inside verify (lazy futures); both are reported
-        engine = run.engine  # the model as the run left it (pruned shingles, fitted state, chosen threshold)
-        with log.stage("cluster") as info:
-            edges = edge_parts(run, scanned, found.verified)
-            clusters = cluster_labels(
-                client, edges, scanned.offsets, engine.clusterer, link=engine.link, source_of_partition=scanned.source_of_part
-            )
-            sizes = cluster_sizes(client, clusters)
-            info.update(sizes.summary.stats)
-        with log.stage("write"):
-            answer = answer_parts(run, scanned, found.verified, clusters.labels, engine.clusterer.selects_pairs)
-            per_source = dict(zip((s.name for s in job.spec.sources), (int(c) for c in scanned.per_source(len(job.spec.sources)))))
-            engine = run.engine = engine.with_model(engine.model_of_counts(per_source, found.n_candidates, {}))
-            report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer), log)
-            finish_report(report, log, t_start)
-            summary = (lambda: html_summary(run, scanned, clusters, sizes, answer, report)) if job.spec.output.report else None
-            outputs = write_run(run, out_path, output_tables(run, scanned, found, clusters, answer), report, engine.model, summary)
+        with contextlib.ExitStack() as scratch:
+            report, outputs, engine = _run(job, engine, ref, client, out_path, log, t_start, scratch)
     finally:
         close()
     finish_report(report, log, t_start)
@@ -241,35 +226,71 @@ def run_dask(
     )
 
 
+def read_databases(client: Any, job: Job, ref: JobRef, scratch: contextlib.ExitStack, out_path: Path) -> dict[int, Any]:
+    """Each database source read once on a worker into pieces in a scratch folder inside the output folder
+    (which the workers share; removed when the run ends): ``{source: (what was read, pieces, seconds)}``."""
+    indices = [i for i, s in enumerate(job.spec.sources) if s.database is not None]
+    if not indices:
+        return {}
+    folder = scratch.enter_context(scratch_folder(out_path))
+    params = options(job)
+    piece = PIECE_BYTES
+    if "partition_mb" in params.model_fields_set:  # pieces small enough to make partitions of that size
+        piece = max(1, min(PIECE_BYTES, int(params.partition_mb * 2**20 / 4)))
+    futs = [client.submit(task_database_pieces, ref, i, str(folder), piece, pure=False) for i in indices]
+    return dict(zip(indices, client.gather(futs)))
+
+
+def database_parts(job: Job, read: dict[int, Any], partition_mb: float) -> dict[int, list[Part]]:
+    """The partitions of each database source: its consecutive pieces grouped to about ``partition_mb``
+    (one partition of every piece for ``layout: long``, whose records span rows)."""
+    out: dict[int, list[Part]] = {}
+    for i, (rows, pieces, _) in read.items():
+        groups = group_pieces(pieces, partition_mb * 2**20, whole=job.spec.sources[i].layout == "long")
+        out[i] = [Part(i, g[0].path, None, database=rows, pieces=tuple(g)) for g in groups]
+    return out
+
+
+def _run(
+    job: Job, engine: Engine, ref: JobRef, client: Any, out_path: Path, log: StageLog, t_start: float, scratch: contextlib.ExitStack
+) -> tuple[dict[str, Any], dict[str, Path], Engine]:
+    """The run's phases on the client (:func:`run_dask`): its report, its outputs and the engine it ends with."""
+    db = read_databases(client, job, ref, scratch, out_path)
+    db_bytes = sum(p.bytes for _, pieces, _ in db.values() for p in pieces)
+    mb = partition_size(job, len(client.scheduler_info()["workers"]), db_bytes)
+    run = DaskRun(job, engine, ref, client, plan_parts(job, mb, database_parts(job, db, mb)), partition_mb=mb)
+    run.database_stats = {job.spec.sources[i].name: {**rows.stats, "seconds": round(sec, 4)} for i, (rows, _, sec) in db.items()}
+    scanned = run.scan(log)
+    run.training = read_training(run, scanned, log)  # a bad labels file fails before the expensive stages
+    run.prune(scanned, log)
+    run.send_model()
+    with log.stage("block") as info:
+        blocked = run.block(scanned, info)
+    with log.stage("verify") as info:
+        found = run.verify(scanned, blocked, info, log)
+    # the blocking stage's time is spent inside verify (lazy futures); both are reported
+    engine = run.engine  # the model as the run left it (pruned shingles, fitted state, chosen threshold)
+    with log.stage("cluster") as info:
+        edges = edge_parts(run, scanned, found.verified)
+        clusters = cluster_labels(
+            client, edges, scanned.offsets, engine.clusterer, link=engine.link, source_of_partition=scanned.source_of_part
+        )
+        sizes = cluster_sizes(client, clusters)
+        info.update(sizes.summary.stats)
+    with log.stage("write"):
+        answer = answer_parts(run, scanned, found.verified, clusters.labels, engine.clusterer.selects_pairs)
+        per_source = dict(zip((s.name for s in job.spec.sources), (int(c) for c in scanned.per_source(len(job.spec.sources)))))
+        engine = run.engine = engine.with_model(
+            engine.model_of_counts(per_source, found.n_candidates, run.training.stats if run.training else {})
+        )
+        golden = golden_parts(run, scanned, clusters)  # built once: reported and written
+        report = report_document(job, engine, run_sections(run, scanned, blocked, found, edges, clusters, sizes, answer, golden), log)
+        finish_report(report, log, t_start)
+        summary = (lambda: html_summary(run, scanned, clusters, sizes, answer, report)) if job.spec.output.report else None
+        outputs = write_run(run, out_path, output_tables(run, scanned, found, clusters, answer, golden), report, engine.model, summary)
+    return report, outputs, engine
+
+
 def _check_job(job: Job, engine: Engine) -> None:
     """Refuse, before a cluster starts, what cannot run partition by partition (each component named)."""
     engine.require_lookup(str(job.config_path), "the dask executor blocks and verifies partition by partition", scope="partition")
-    database = [i for i, s in enumerate(job.spec.sources) if s.database is not None]
-    for what, path, why, fix in (
-        (
-            job.spec.training,
-            "training",
-            "the labelled pairs' records are not joined on the workers yet, so the verifier cannot be trained there",
-            "fit the model with executor: {type: local} and apply it here with er run --model model.json, or remove training:",
-        ),
-        (
-            job.spec.output.golden,
-            "output.golden",
-            "golden records are chosen from each cluster's values, which are not gathered by cluster on the workers yet",
-            "remove output.golden, or use executor: {type: local}",
-        ),
-        (
-            job.spec.output.database,
-            "output.database",
-            "the tables are written by the workers as files; writing them to a database is not done on Dask yet",
-            "remove output.database (load the written Parquet or CSV tables), or use executor: {type: local}",
-        ),
-        (
-            database,
-            f"sources[{database[0] if database else 0}].database",
-            "a database source is read by the client, not in partitions by the workers",
-            "export the table to Parquet (er reads a folder of Parquet files in partitions), or use executor: {type: local}",
-        ),
-    ):
-        if what:
-            raise ErError(Problem(where=str(job.config_path), path=path, message=f"the dask executor cannot run it: {why}", fix=fix))

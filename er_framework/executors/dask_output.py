@@ -11,7 +11,7 @@ on this machine; a shared mount otherwise).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.engine.model import Model, model_text
-from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_part
+from er_framework.engine.stages.writing import database_outputs
+from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_as_read
+from er_framework.io.database import write_table_parts
 from er_framework.io.output_write import write_files
 from er_framework.io.outputs import OutputStage
 from er_framework.io.part_tables import assemble_tables, write_table_part
@@ -84,6 +86,8 @@ def write_run(
             for t in tables
         }
         done = assemble_tables(stage, {t.name: t.columns for t in tables}, {t.name: len(t.parts) for t in tables}, fmt, parts=infos)
+        if run.job.spec.output.database is not None:
+            report["outputs_database"] = database_outputs(run.job, {t.name: sum(i.rows for i in infos[t.name]) for t in tables})
         names = [done[t.name].entry for t in tables] + ["report.json"] + (["model.json"] if model is not None else [])
         report["outputs"] = names + (["report.html"] if summary is not None else [])
         write_files(stage.path, {}, {"report": report}, fmt=fmt)  # the local run's writer of report.json
@@ -102,8 +106,25 @@ def write_run(
                     f"(the other outputs are complete; retry with: er report {out_path})",
                     file=sys.stderr,
                 )
+        write_database_parts(run, tables)  # the files are committed only when the database holds the tables
         written = stage.commit(names, replace_all=True)
     return {("report_html" if n == "report.html" else n.rsplit(".", 1)[0]): p for n, p in written.items()}
+
+
+def _one_by_one(run: Any, table: TableParts) -> Iterator[dict[str, Any]]:
+    """A table's parts brought to the client one at a time, in order (the client holds one part at most)."""
+    for fut in table.parts:
+        yield _conform(run.client.gather(fut), table.columns)
+
+
+def write_database_parts(run: Any, tables: list[TableParts]) -> None:
+    """With ``output.database``: every table written there as ``output.prefix`` + its name, in one transaction,
+    its parts streamed through the client one at a time (:func:`~er_framework.io.database.write_table_parts`)."""
+    out = run.job.spec.output
+    if out.database is None:
+        return
+    parts = {t.name: _one_by_one(run, t) for t in tables}
+    write_table_parts(out.database, run.job.base_dir, out.prefix, parts, where=str(run.job.config_path), path="output.database")
 
 
 # ---------------------------------------------------------------- exact quantiles of values spread over parts
@@ -165,9 +186,8 @@ def quantiles_of_parts(run: Any, tables: list[Any]) -> WrittenScores | None:
 def task_as_read(ref: JobRef, part: Part, rows: Int64Array) -> tuple[list[str], dict[tuple[str, str], dict[str, Any]]]:
     """The values as read (before any ``normalize:`` step) of some records of a partition (``rows`` within it),
     by ``(source, id)``, and the field names."""
-    eng = engine(ref)
-    spec = eng.job.spec.sources[part.source]
-    recs = read_part(part, spec)
+    spec = engine(ref).job.spec.sources[part.source]
+    recs = read_as_read(ref, part)  # HTML as text, every field of the job, as the local report shows them
     fields = list(recs.fields)
     got = recs.take(np.asarray(rows, dtype=np.int64))
     values = {(spec.name, str(got.ids[i])): {f: got.fields[f][i] for f in fields} for i in range(len(got))}

@@ -81,6 +81,7 @@ from er_framework.executors.dask_tasks import (
     task_serve,
     task_verify,
 )
+from er_framework.executors.dask_training import Training, labelled_codes
 from er_framework.kernels.df import DocFreq
 from er_framework.kernels.groups import unpack_pairs
 from er_framework.normalize import merge_stats
@@ -184,6 +185,10 @@ class DaskRun:
     verifier_report: dict[str, Any] | None = None
     #: MB per input partition the plan used (:func:`~er_framework.executors.dask.partition_size`)
     partition_mb: float = 0.0
+    #: ``training:``'s labels (:func:`~er_framework.executors.dask_training.read_training`), None without
+    training: Training | None = None
+    #: the reading statistics of each database source (read on a worker into pieces), by source name
+    database_stats: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_parts(self) -> int:
@@ -362,6 +367,8 @@ class DaskRun:
             wanted = [self.submit(_pick, nd, i, retries=0) for nd in needs]
             if fitted:
                 wanted.append(self.submit(_same, sample_need[i], retries=0))
+                if self.training is not None and self.training.need is not None:  # the labelled pairs' records
+                    wanted.append(self.submit(_same, self.training.need[i], retries=0))
             serve_futs.append(self.submit(task_serve, self.ref, p, int(scanned.offsets[i]), wanted))
         packed_futs = [self.submit(_pick, blocked.dedup[j], 0, retries=0) for j in range(n_parts)]
 
@@ -464,8 +471,11 @@ class DaskRun:
         verifier = self.engine.verifier
         assert isinstance(verifier, CodeFitted)
         counted = [c for c in self.client.gather(count_futs) if c is not None] if count_futs else None
+        coded = None
+        if self.training is not None:  # the labelled pairs' codes, where their records are served
+            coded = labelled_codes(self, self.training, [self.submit(_pick, s, self.n_parts + 1, retries=0) for s in serve_futs])
         table, fitted = verifier.fit_counts(
-            pat_codes, pat_counts, s_codes, s_counts, None, population=population, record_counts=counted
+            pat_codes, pat_counts, s_codes, s_counts, coded, population=population, record_counts=counted
         )  # on the client, as locally
         state = fitted.state
         self.engine = self.engine.with_model(self.engine.model.learned(verifier={"type": verifier.name, "state": state}))

@@ -40,10 +40,12 @@ __all__ = [
     "task_exact_pairs_split",
     "task_exact_part",
     "task_exact_split",
+    "task_find_ids",
     "task_id_check",
     "task_id_split",
     "task_ids",
     "task_read_stats",
+    "task_representatives",
     "task_scan",
 ]
 
@@ -184,3 +186,18 @@ def task_active(count: int, offset: int, *collapsed: Int64Array) -> Int64Array:
     for c in collapsed:
         keep[c - offset] = False
     return np.flatnonzero(keep).astype(np.int64)
+
+
+def task_find_ids(ids: npt.NDArray[Any], offset: int, wanted: list[str]) -> tuple[list[str], Int64Array]:
+    """Which of the ``wanted`` ids (of the partition's source) the partition holds, and their global indices."""
+    want = set(wanted)
+    rows = [k for k, i in enumerate(ids.tolist()) if str(i) in want]
+    at = np.asarray(rows, dtype=np.int64)
+    return [str(ids[k]) for k in rows], at + offset
+
+
+def task_representatives(part: ExactPart, wanted: Int64Array) -> tuple[Int64Array, Int64Array]:
+    """The wanted records this part collapsed (dedup modes) and the representative of each (its group's
+    smallest index: each collapsed copy is one exact pair ``(representative, copy)``)."""
+    at = np.isin(part.right, wanted)
+    return part.right[at], part.left[at]

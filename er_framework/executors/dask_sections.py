@@ -14,6 +14,7 @@ from er_framework.engine.report import RunSections
 from er_framework.engine.report_parts import near_one_count, refine_weights
 from er_framework.engine.score_scale import is_weight_scored
 from er_framework.executors.dask_finish import AnswerParts, pair_tables
+from er_framework.executors.dask_golden import golden_report
 from er_framework.executors.dask_graph import ClusterLabels, ClusterSizes, members_of
 from er_framework.executors.dask_output import PAIR_COLUMNS, TableParts, cluster_view, clusters_part, quantiles_of_parts, task_as_read
 from er_framework.executors.dask_report import (
@@ -26,6 +27,7 @@ from er_framework.executors.dask_report import (
 )
 from er_framework.executors.dask_stats import diagnostics_of_parts, window_reports
 from er_framework.executors.dask_tasks import Int64Array, task_comparisons, task_serve, task_weights
+from er_framework.executors.dask_training import training_curve
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
 from er_framework.report.review import review_rows
 
@@ -62,7 +64,15 @@ def fetch_records(run: Any, scanned: Any, gidx: Int64Array) -> Records:
 
 
 def run_sections(
-    run: Any, scanned: Any, blocked: Any, found: Any, edges: list[Any], clusters: ClusterLabels, sizes: ClusterSizes, answer: AnswerParts
+    run: Any,
+    scanned: Any,
+    blocked: Any,
+    found: Any,
+    edges: list[Any],
+    clusters: ClusterLabels,
+    sizes: ClusterSizes,
+    answer: AnswerParts,
+    golden: TableParts | None = None,
 ) -> RunSections:
     """report.json's sections of the run's data, merged from the workers' summaries."""
     job, engine = run.job, run.engine
@@ -82,6 +92,7 @@ def run_sections(
     review = review_of_parts(
         run, found.candidates, chosen_by, engine, lambda g: fetch_records(run, scanned, g), weights_section is not None
     )
+    curve = training_curve(run, scanned, run.training, found.candidates, chosen_by.values, weights_section is not None)
     link = None
     if job.spec.mode != "dedup":
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
@@ -90,7 +101,8 @@ def run_sections(
     return RunSections(
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
-        sources=scanned.source_stats,
+        # a database source's reading statistics, read on a worker into pieces, with its HTML columns' as read
+        sources={n: {**run.database_stats.get(n, {}), **scanned.source_stats.get(n, {})} for n in names},
         normalize=scanned.normalize_stats,
         exact_duplicates=scanned.exact_stats,
         shingler=blocked.shingler,
@@ -110,6 +122,9 @@ def run_sections(
         diagnostics=diagnostics_of_parts(run, scanned),
         verifier_report=run.verifier_report,
         weights=weights_section,
+        training=run.training.stats if run.training is not None else {},
+        threshold_curve=curve,
+        golden=golden_report(run, golden) if golden is not None else None,
     )
 
 
@@ -117,8 +132,11 @@ def _columns(table: dict[str, Any]) -> list[str]:
     return list(table)
 
 
-def output_tables(run: Any, scanned: Any, found: Any, clusters: ClusterLabels, answer: AnswerParts) -> list[TableParts]:
-    """The run's output tables as parts: pairs, clusters, and as the job asks verified_pairs, candidates, comparisons."""
+def output_tables(
+    run: Any, scanned: Any, found: Any, clusters: ClusterLabels, answer: AnswerParts, golden: TableParts | None = None
+) -> list[TableParts]:
+    """The run's output tables as parts: pairs, clusters, and as the job asks verified_pairs, candidates, comparisons,
+    golden."""
     out = run.job.spec.output
     names = [run.job.spec.sources[p.source].name for p in run.parts]
     tables = [
@@ -142,6 +160,8 @@ def output_tables(run: Any, scanned: Any, found: Any, clusters: ClusterLabels, a
         terms = [c for cols in run.client.gather([run.submit(_columns, p, retries=0) for p in parts]) for c in cols]
         order = list(dict.fromkeys(c for c in terms if c not in PAIR_COLUMNS))
         tables.append(TableParts("comparisons", parts, [*PAIR_COLUMNS[:4], *order, "score"]))
+    if golden is not None:  # golden_parts
+        tables.append(golden)
     return tables
 
 

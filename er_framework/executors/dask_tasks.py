@@ -17,17 +17,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, ability
+from er_framework.capabilities import CodeFitted, GroupedKeys, Keyed, LabelledCodes, ability
 from er_framework.config.resolve import resolve_job
 from er_framework.config.spec import SourceSpec
 from er_framework.config.yaml_load import load_yaml
-from er_framework.data import Batch, Pairs, Records
+from er_framework.data import Batch, LabelledPairs, Pairs, Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
 from er_framework.engine.report_parts import part_weights
 from er_framework.engine.score_scale import Weights
+from er_framework.engine.stages.golden import job_fields
 from er_framework.errors import InputError, PluginError, Problem
+from er_framework.io.database_parts import DatabasePiece, read_database_piece_group, write_database_pieces
+from er_framework.io.database_read import DatabaseRows
 from er_framework.io.frame_parts import records_from_chunk
 from er_framework.io.source_files import read_source
 from er_framework.kernels.groups import unpack_pairs
@@ -53,6 +56,10 @@ class Part:
     #: a chunk of a source given in memory (:func:`~er_framework.io.frame_parts.frame_chunks`): a Dask partition's
     #: ``Delayed`` (computed by the task that reads it, on its worker) or a ``pyarrow.Table`` slice
     data: Any = dataclasses.field(default=None, compare=False, repr=False)
+    #: a part of a database source read into pieces (:mod:`~er_framework.io.database_parts`): what was read, and
+    #: this partition's pieces (consecutive rows)
+    database: DatabaseRows | None = dataclasses.field(default=None, compare=False, repr=False)
+    pieces: tuple[DatabasePiece, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,18 +138,26 @@ def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
     """The partition's records, read and normalized by the engine's stages (as the local executor does),
     and the normalize stage's per-field stats."""
     eng = engine(ref)
-    spec = eng.job.spec.sources[part.source]
-    recs = read_part(part, spec)
-    stages.html_to_text(eng.job, part.source, recs)
-    recs, stats = stages.normalize(eng.job, recs)
+    recs, stats = stages.normalize(eng.job, read_as_read(ref, part))
     recs.source[:] = part.source
     return recs, stats
+
+
+def read_as_read(ref: JobRef, part: Part) -> Records:
+    """The partition's records as the local run's read stage gives them, before normalizing: HTML columns made
+    text, and every field of the job in the local records' order (a field its source lacks missing)."""
+    job = engine(ref).job
+    recs = read_part(part, job.spec.sources[part.source])
+    stages.html_to_text(job, part.source, recs)
+    return recs.with_fields(job_fields(job))
 
 
 def read_part(part: Part, spec: SourceSpec) -> Records:
     """The records of an input partition as read (not normalized): a file or byte range of one, a Parquet file of a
     dataset, or a chunk of a table given in memory (a Dask partition computed here)."""
     opts = spec.read_options()
+    if part.database is not None:
+        return read_database_piece_group(part.database, part.pieces, id_column=spec.id, name=spec.name, layout=spec.layout)
     if part.data is not None:
         return records_from_chunk(
             part.data,
@@ -150,6 +165,17 @@ def read_part(part: Part, spec: SourceSpec) -> Records:
             **{k: opts[k] for k in ("id_column", "fields", "name", "layout", "max_record_mb", "columns")},
         )
     return read_source(part.path, where=f"sources[{part.source}]", byte_range=part.byte_range, hive=part.hive, **opts)
+
+
+def task_database_pieces(ref: JobRef, source: int, folder: str, piece_bytes: int) -> tuple[DatabaseRows, list[DatabasePiece], float]:
+    """Database source ``source`` read once on this worker into pieces in ``folder`` (the rows in the result's
+    order, as the local reader reads them): what was read with its statistics, the pieces, the seconds."""
+    job = engine(ref).job
+    t0 = time.perf_counter()
+    own = Path(folder) / f"source-{source}"  # each source's pieces apart
+    own.mkdir(exist_ok=True)
+    read, pieces = write_database_pieces(own, **stages.database_arguments(job, source), piece_bytes=piece_bytes)
+    return read, pieces, time.perf_counter() - t0
 
 
 def _read(ref: JobRef, part: Part) -> Records:
@@ -347,6 +373,16 @@ def task_codes(
     return codes, uniq.astype(np.int64), counts.astype(np.float64)
 
 
+def task_labelled_codes(
+    ref: JobRef, labelled: LabelledPairs, served: list[Records], needed: list[Int64Array], model: Model | None = None
+) -> LabelledCodes:
+    """The labelled pairs (global indices) as the fit takes them (:meth:`Engine.labelled_codes`), computed on
+    their records served here."""
+    eng = _model_engine(ref, model)
+    recs, _, _, li, ri = _join((labelled.pairs.left, labelled.pairs.right), served, needed)
+    return eng.labelled_codes(recs, LabelledPairs(Pairs(li, ri), labelled.match, labelled.lam))
+
+
 def task_record_counts(ref: JobRef, part: Part, active: Int64Array) -> dict[str, Any] | None:
     """A fitted verifier's counts over one partition's active records (:meth:`CodeFitted.record_counts`),
     summed by the client into the fitted state."""
@@ -384,12 +420,15 @@ __all__ = [
     "SAMPLE_KEYS",
     "SLOW_ENV",
     "engine",
+    "read_as_read",
     "read_normalized",
     "read_part",
     "task_block",
     "task_codes",
     "task_comparisons",
+    "task_database_pieces",
     "task_frequencies",
+    "task_labelled_codes",
     "task_record_counts",
     "task_score_codes",
     "task_serve",

@@ -32,7 +32,7 @@ import os
 import re
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +60,7 @@ __all__ = [
     "reset_after_error",
     "source_text",
     "table_names",
+    "write_table_parts",
     "write_tables",
 ]
 
@@ -465,40 +466,74 @@ def _text_value(v: Any) -> str | None:
     raise TypeError(f"a value of type {type(v).__name__} ({shown}) in a text column")
 
 
-def _write_one(conn: Any, kind: str, table: str, cols: list[tuple[str, str, list[Any]]]) -> int:
-    """Drop ``table`` if it exists, create it with the columns ``(name, type, values)`` and insert its rows
-    (in the transaction under way)."""
-    ident = quote_identifier_part(table)
+def _as_type(sql_type: str, values: Any) -> list[Any]:
+    """A part's values as Python objects of a column whose type was set by the table's first rows."""
+    kind, items = _column_type(values)
+    if kind == sql_type or not items:
+        return items
+    if sql_type == "text":
+        return [None if v is None else _text_value(v) for v in items]
+    return items  # a mismatch the database reports (rolled back, naming the table)
+
+
+def _insert(conn: Any, cur: Any, kind: str, ident: str, cols: list[tuple[str, str, list[Any]]]) -> int:
+    """Insert the rows of the columns ``(name, type, values)`` into the table ``ident`` (in the transaction under way)."""
     names = ", ".join(quote_identifier_part(c) for c, _, _ in cols)
     n = len(cols[0][2]) if cols else 0
+    if n == 0:
+        return 0
+    if kind == "postgresql":
+        with cur.copy(f"COPY {ident} ({names}) FROM STDIN") as copy:
+            for row in zip(*(v for _, _, v in cols)):
+                copy.write_row(row)
+    elif kind == "duckdb":
+        import pyarrow as pa
+
+        types = {"bigint": pa.int64(), "double precision": pa.float64(), "boolean": pa.bool_(), "text": pa.string()}
+        arrow = pa.table({f"c{j}": pa.array(v, type=types[t]) for j, (_, t, v) in enumerate(cols)})
+        conn.register("er_rows", arrow)
+        try:
+            conn.execute(f"INSERT INTO {ident} SELECT * FROM er_rows")
+        finally:
+            conn.unregister("er_rows")
+    else:
+        marks = ", ".join("?" for _ in cols)
+        cur.executemany(f"INSERT INTO {ident} ({names}) VALUES ({marks})", zip(*(v for _, _, v in cols)))
+    return n
+
+
+def _write_one(conn: Any, kind: str, table: str, parts: Iterable[Mapping[str, Any]]) -> int:
+    """Drop ``table`` if it exists, create it with the columns of its first part that has rows (or of its first
+    part) and insert every part's rows (in the transaction under way); the rows written."""
+    ident = quote_identifier_part(table)
     # (a DuckDB cursor is a connection of its own, outside this one's transaction)
     cur = conn if kind == "duckdb" else conn.cursor()
+    types: list[tuple[str, str]] | None = None
+    first: list[tuple[str, str, list[Any]]] | None = None
+    rows = 0
     try:
         cur.execute(f"DROP TABLE IF EXISTS {ident}")
-        cur.execute(f"CREATE TABLE {ident} ({', '.join(f'{quote_identifier_part(c)} {t}' for c, t, _ in cols)})")
-        if n == 0:
-            return 0
-        if kind == "postgresql":
-            with cur.copy(f"COPY {ident} ({names}) FROM STDIN") as copy:
-                for row in zip(*(v for _, _, v in cols)):
-                    copy.write_row(row)
-        elif kind == "duckdb":
-            import pyarrow as pa
-
-            types = {"bigint": pa.int64(), "double precision": pa.float64(), "boolean": pa.bool_(), "text": pa.string()}
-            arrow = pa.table({f"c{j}": pa.array(v, type=types[t]) for j, (_, t, v) in enumerate(cols)})
-            conn.register("er_rows", arrow)
-            try:
-                conn.execute(f"INSERT INTO {ident} SELECT * FROM er_rows")
-            finally:
-                conn.unregister("er_rows")
-        else:
-            marks = ", ".join("?" for _ in cols)
-            cur.executemany(f"INSERT INTO {ident} ({names}) VALUES ({marks})", zip(*(v for _, _, v in cols)))
+        for part in parts:
+            if types is None:
+                cols = [(str(c), *_column_type(v)) for c, v in part.items()]
+                first = first if first is not None else cols
+                if not cols or not cols[0][2]:
+                    continue  # no rows: the types come from a part that has some
+                types = [(c, t) for c, t, _ in cols]
+                _create(cur, ident, types)
+            else:
+                cols = [(c, t, _as_type(t, part[c])) for c, t in types]
+            rows += _insert(conn, cur, kind, ident, cols)
+        if types is None:  # no part has rows: the table with its first part's columns
+            _create(cur, ident, [(c, t) for c, t, _ in first or []])
     finally:
         if cur is not conn:
             cur.close()
-    return n
+    return rows
+
+
+def _create(cur: Any, ident: str, types: list[tuple[str, str]]) -> None:
+    cur.execute(f"CREATE TABLE {ident} ({', '.join(f'{quote_identifier_part(c)} {t}' for c, t in types)})")
 
 
 @contextmanager
@@ -538,13 +573,29 @@ def write_tables(
     path: str = "output.database",
 ) -> list[dict[str, Any]]:
     """Write every table of ``tables`` (``{name: {column: values}}``, as the output files are written from)
-    to the database of ``url`` as ``prefix + name``, in ONE transaction; returns ``[{name, rows}]``.
+    to the database of ``url`` as ``prefix + name``, in ONE transaction; returns ``[{name, rows}]``
+    (:func:`write_table_parts` with one part per table)."""
+    return write_table_parts(url, base_dir, prefix, {name: [t] for name, t in tables.items()}, where=where, path=path)
+
+
+def write_table_parts(
+    url: str,
+    base_dir: str | Path,
+    prefix: str,
+    tables: Mapping[str, Iterable[Mapping[str, Any]]],
+    *,
+    where: str = "",
+    path: str = "output.database",
+) -> list[dict[str, Any]]:
+    """Write every table of ``tables`` (``{name: its parts}``, each part ``{column: values}``, taken one at a
+    time: a distributed run's tables never whole in memory) to the database of ``url`` as ``prefix + name``,
+    in ONE transaction; returns ``[{name, rows}]``.
 
     A table of the same name (an earlier run's) is dropped and created again inside the transaction; on any
     error the transaction is rolled back, so the database holds the earlier tables or all of these, never a
     mix. Columns are ``bigint`` (integers), ``double precision`` (floats; NaN as NULL), ``boolean`` or
-    ``text``. A sqlite/duckdb file that does not exist is created (its folder must exist). Raises
-    :class:`InputError` naming the table and the driver's message."""
+    ``text``, as the table's first rows have them. A sqlite/duckdb file that does not exist is created (its
+    folder must exist). Raises :class:`InputError` naming the table and the driver's message."""
     db = parse_url(url, base_dir, where=where, path=path)
     conn = connect(db, base_dir, write=True, where=where, path=path)
     kind = kind_of(conn)
@@ -552,13 +603,12 @@ def write_tables(
     current = ""
     try:
         with _transaction(conn, kind):
-            for name, table in tables.items():
+            for name, parts in tables.items():
                 current = prefix + name
                 try:
-                    cols = [(str(c), *_column_type(v)) for c, v in table.items()]
+                    written.append({"name": current, "rows": _write_one(conn, kind, current, parts)})
                 except TypeError as exc:
                     raise InputError(Problem(where, f"table {current!r} cannot be written to {db.shown!r}: {exc}", path)) from None
-                written.append({"name": current, "rows": _write_one(conn, kind, current, cols)})
     except driver_errors(kind) as exc:
         raise InputError(
             Problem(

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from er_framework.io.fingerprint import RowsDigest
 from er_framework.io.formats import DEFAULT_MAX_RECORD_MB, RECORD_FIX, mb_text, record_limit
 from er_framework.io.source_files import records_from_columns
 
-__all__ = ["DEFAULT_BATCH_ROWS", "db_text", "read_database"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DatabaseRows", "db_text", "read_database", "read_database_rows", "records_of_rows"]
 
 #: rows fetched per batch when none is given (a source's ``batch_rows``)
 DEFAULT_BATCH_ROWS = 50000
@@ -133,6 +134,17 @@ def _check_sizes(columns: list[list[str | None]], ids: list[str | None], first_r
             )
 
 
+@dataclass(frozen=True)
+class DatabaseRows:
+    """A database source's result as read (:func:`read_database_rows`): where it is (messages name it), the
+    columns fetched (the id column first), how the job's fields map onto them, and the reading statistics."""
+
+    origin: str
+    wanted: list[str]
+    mapping: ColumnMap
+    stats: dict[str, Any]
+
+
 def read_database(
     url: str,
     base_dir: str | Path = ".",
@@ -157,6 +169,48 @@ def read_database(
     ``batch_rows`` rows at a time. Raises :class:`InputError` with every problem: the connection's, missing
     columns (each with did-you-mean), binary values, missing/duplicate ids, a result without rows, a record
     larger than ``max_record_mb``."""
+    raw: dict[str, list[str | None]] = {}
+
+    def keep(first_row: int, wanted: list[str], texts: list[list[str | None]]) -> None:
+        for c, values in zip(wanted, texts):
+            raw.setdefault(c, []).extend(values)
+
+    read = read_database_rows(
+        url,
+        base_dir,
+        id_column=id_column,
+        fields=fields,
+        name=name,
+        query=query,
+        table=table,
+        columns=columns,
+        batch_rows=batch_rows,
+        max_record_mb=max_record_mb,
+        where=where,
+        on_batch=keep,
+    )
+    return records_of_rows(read, raw, id_column=id_column, name=name, layout=layout), read.stats
+
+
+def read_database_rows(
+    url: str,
+    base_dir: str | Path,
+    *,
+    id_column: str,
+    fields: Sequence[str],
+    name: str,
+    on_batch: Callable[[int, list[str], list[list[str | None]]], None],
+    query: str | None = None,
+    table: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    max_record_mb: float | None = DEFAULT_MAX_RECORD_MB,
+    where: str | None = None,
+) -> DatabaseRows:
+    """The rows of ``query`` or ``table`` as text, ``batch_rows`` at a time: ``on_batch(first_row, wanted columns,
+    their texts)`` takes each batch (rows numbered from 1 in the result's order), so that a reader holds what it
+    keeps only (:func:`read_database` keeps every row; an executor may write them out in parts). The checks and
+    errors are :func:`read_database`'s, but for the ids' (:func:`records_of_rows`)."""
     db = parse_url(url, base_dir, where=where or "", path="database")
     origin = f"{where}: " if where else ""
     origin += f"source {name!r} ({db.shown}, {source_text(query, table)})"
@@ -180,7 +234,6 @@ def read_database(
         if problems:
             raise InputError(problems)
         sql = f"SELECT {', '.join(quote_identifier_part(c) for c in wanted)} FROM {from_clause(query, table)}"
-        raw: dict[str, list[str | None]] = {c: [] for c in wanted}
         binary = Capped(
             origin, "binary values", "cast the column to text in the query (CAST(col AS TEXT), encode(col, 'hex')), or leave it out"
         )
@@ -193,8 +246,7 @@ def read_database(
                 if limit is not None:
                     _check_sizes(texts, texts[0], rows + 1, limit, origin)
                 digest.update(texts)
-                for c, values in zip(wanted, texts):
-                    raw[c] += values
+                on_batch(rows + 1, wanted, texts)
                 rows += len(texts[0])
         except driver_errors(kind) as exc:
             reset_after_error(conn, kind)
@@ -215,9 +267,29 @@ def read_database(
                 "check the query's WHERE clause, or the table's contents",
             )
         )
+    return DatabaseRows(origin, wanted, mapping, {"database": db.shown, "rows": rows, "sha256": digest.hexdigest()})
+
+
+def records_of_rows(
+    read: DatabaseRows, raw: dict[str, list[str | None]], *, id_column: str, name: str, layout: str = "wide", rows: str = ""
+) -> Records:
+    """The :class:`Records` of rows of a database source (``raw``: the texts of ``read.wanted``, every row or a
+    part; ``rows``: which rows they are, for messages, e.g. ``"rows 1-50000"``), the ids checked and the job's
+    field names given to the columns (``columns:``)."""
+    origin = f"{read.origin} {rows}" if rows else read.origin
     loc = Locator(origin, None, "row")
-    recs = records_from_columns(raw, loc, [], file=origin, id_column=id_column, fields=mapping.read, name=name, fmt="csv", layout=layout)
-    return mapping.records(recs), {"database": db.shown, "rows": rows, "sha256": digest.hexdigest()}
+    recs = records_from_columns(
+        {c: raw.get(c, []) for c in read.wanted},
+        loc,
+        [],
+        file=origin,
+        id_column=id_column,
+        fields=read.mapping.read,
+        name=name,
+        fmt="csv",
+        layout=layout,
+    )
+    return read.mapping.records(recs)
 
 
 def _missing_columns(wanted: list[str], present: list[str], source_of: dict[str, str], id_column: str, origin: str) -> list[Problem]:

@@ -87,13 +87,8 @@ def test_a_field_whose_columns_clash(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
 
 
-def test_the_dask_executor_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    expect_error(
-        tmp_path,
-        capsys,
-        _golden("rule: longest", WITH_DATES + "executor: {type: dask}\n"),
-        "golden records are not built by the dask executor",
-        "local executor",
-        rows=ROWS,
-        command="validate",
-    )
+def test_the_dask_executor_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Golden records are built on the workers (executors/dask_golden.py): a dask job with output.golden validates."""
+    job = setup(tmp_path, _golden("rule: longest", WITH_DATES + "executor: {type: dask, address: 'tcp://h:8786'}\n"), ROWS)
+    code, out, err = run_cli(["validate", str(job)], capsys)
+    assert code == 0, err

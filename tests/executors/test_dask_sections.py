@@ -135,3 +135,28 @@ def test_the_api_on_dask_gives_the_tables_the_workers_wrote(tmp_path: Path, dask
         er.run(job, sources={"docs": frame})
     with pytest.raises(ErError, match="written by its workers"):
         got.write(tmp_path / "again")
+
+
+def test_sources_with_different_fields_give_the_local_answer(tmp_path: Path, dask_cluster: LocalCluster) -> None:
+    """A field some sources lack is missing in their records, in the local run's field order (Records.concat):
+    B reads no email, C no phone and its fields in another order."""
+    import yaml
+
+    def edit(path: Path) -> None:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data["sources"][1]["fields"] = [f for f in data["sources"][1]["fields"] if f != "email"]
+        data["sources"][2]["fields"] = ["dob", *[f for f in data["sources"][2]["fields"] if f not in ("phone", "dob")]]
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+    executor = {"type": "dask", "address": dask_cluster.scheduler_address, "partition_mb": 0.05}
+    jobs = {tag: _job("customers3.yaml", tmp_path, ex, tag) for tag, ex in (("local", None), ("dask", executor))}
+    for tag, path in jobs.items():
+        edit(path)
+        run_job(parse_job(path), tmp_path / tag)
+    local = json.loads((tmp_path / "local" / "report.json").read_text())
+    dask = json.loads((tmp_path / "dask" / "report.json").read_text())
+    assert dask["executor"]["partitions"] >= 3
+    for key in sorted(set(local) - DIFFERENT):
+        assert dask[key] == local[key], key
+    for table in ("pairs.csv", "clusters.csv"):
+        assert (tmp_path / "dask" / table).read_bytes() == (tmp_path / "local" / table).read_bytes(), table

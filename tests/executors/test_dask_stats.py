@@ -4,6 +4,7 @@ local read's, the window passes' key counts, the diagnostics' pool."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from er_framework.executors.dask_stats import (
     merge_html_stats,
     merge_source_stats,
     pool_sizes,
+    read_with_stats,
     split_digests,
     task_count_digests,
     task_pass_keys,
@@ -26,7 +28,7 @@ from er_framework.executors.dask_stats import (
     value_digests,
     with_distinct,
 )
-from er_framework.executors.dask_tasks import Blocked, Part
+from er_framework.executors.dask_tasks import Blocked, JobRef, Part, read_normalized
 from er_framework.io.html import extract_text
 from er_framework.normalize import merge_stats, normalize_column_keeping_input
 
@@ -127,6 +129,26 @@ def test_window_pass_keys_count_the_distinct_keys_of_every_partition(n_out: int)
     assert total == [len(set(every))]
     assert task_pass_keys(runs[1], 1, n_out) == (0, [{} for _ in range(n_out)])  # no such pass
     assert task_window_pairs([(np.arange(3, dtype=np.uint64), np.zeros(3, np.int64)), (np.zeros(0, np.uint64), np.zeros(0, np.int64))]) == 3
+
+
+@pytest.mark.parametrize("config", ["news.yaml", "febrl4.yaml"])
+def test_the_read_with_statistics_gives_the_records_every_other_task_reads(config: str) -> None:
+    """A page folder (read whole, with its files' statistics) and byte ranges of a file: the same normalized
+    records as :func:`read_normalized`, the normalize stats too."""
+    from er_framework.executors.dask import plan_parts
+
+    path = ROOT / "configs" / config
+    job = parse_job(path)
+    text = path.read_text(encoding="utf-8")
+    ref = JobRef(text, str(path.resolve()), str(job.base_dir), hashlib.sha256((text + str(job.base_dir) + "stats").encode()).hexdigest())
+    parts = plan_parts(job, 0.2)
+    assert len(parts) >= (1 if config == "news.yaml" else 3)
+    for part in parts:
+        recs, stats, read = read_with_stats(ref, part)
+        want, want_stats = read_normalized(ref, part)
+        assert recs.ids == want.ids and recs.fields == want.fields and np.array_equal(recs.source, want.source)
+        assert stats == want_stats and set(read.digests) == set(stats)
+        assert bool(read.reader) == (config == "news.yaml") and bool(read.html) == (config == "news.yaml")
 
 
 def test_the_diagnostics_pool_takes_every_active_record_or_a_draw_of_the_limit() -> None:

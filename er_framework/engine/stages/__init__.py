@@ -35,7 +35,7 @@ from er_framework.engine.stages.blocking import block, diagnostics
 from er_framework.engine.stages.clustering import Answer, answer, cluster, cluster_stats
 from er_framework.engine.stages.exact import Exact, exact_duplicates, exact_from_keys, exact_groups, exact_keys
 from er_framework.engine.stages.matching import Matched, match_records
-from er_framework.engine.stages.reading import html_to_text, normalize, normalize_keeping_input, read, read_sources
+from er_framework.engine.stages.reading import database_arguments, html_to_text, normalize, normalize_keeping_input, read, read_sources
 from er_framework.engine.stages.shingling import (
     Pruning,
     Shingled,
@@ -64,6 +64,7 @@ __all__ = [
     "check_pruning_leaves_shingles",
     "cluster",
     "cluster_stats",
+    "database_arguments",
     "diagnostics",
     "exact_duplicates",
     "exact_from_keys",

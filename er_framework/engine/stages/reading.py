@@ -23,6 +23,7 @@ from er_framework.normalize import normalize_column_keeping_input, unparsed_prob
 
 __all__ = [
     "FILE_BACKED_MIN_BYTES",
+    "database_arguments",
     "file_backed",
     "html_to_text",
     "normalize",
@@ -138,26 +139,31 @@ def read_database_source(job: Job, source: int) -> tuple[Records, dict[str, Any]
     """Source ``source`` of ``job``, a database query or table (``database:``), as :class:`Records` whose fields
     are the job's field names (``columns:`` maps them onto the result's columns), and its reading statistics (``database``: the URL
     masked, ``rows``, ``seconds``)."""
+    t0 = time.perf_counter()
+    recs, stats = read_database(**database_arguments(job, source), layout=job.spec.sources[source].layout)
+    stats["seconds"] = round(time.perf_counter() - t0, 4)
+    return recs, stats
+
+
+def database_arguments(job: Job, source: int) -> dict[str, Any]:
+    """The database reader's arguments for source ``source`` of ``job`` (``database:``), but its ``layout``:
+    the local reader's and a distributed run's reader of the same rows take the same."""
     spec = job.spec.sources[source]
     assert spec.database is not None
     opts = spec.read_options()
-    t0 = time.perf_counter()
-    recs, stats = read_database(
-        spec.database,
-        job.base_dir,
-        query=spec.query,
-        table=spec.table,
-        columns=opts["columns"],
-        batch_rows=spec.batch_rows,
-        id_column=opts["id_column"],
-        fields=opts["fields"],
-        name=spec.name,
-        layout=opts["layout"],
-        max_record_mb=opts["max_record_mb"],
-        where=f"{job.config_path}: sources[{source}]",
-    )
-    stats["seconds"] = round(time.perf_counter() - t0, 4)
-    return recs, stats
+    return {
+        "url": spec.database,
+        "base_dir": job.base_dir,
+        "query": spec.query,
+        "table": spec.table,
+        "columns": opts["columns"],
+        "batch_rows": spec.batch_rows,
+        "id_column": opts["id_column"],
+        "fields": opts["fields"],
+        "name": spec.name,
+        "max_record_mb": opts["max_record_mb"],
+        "where": f"{job.config_path}: sources[{source}]",
+    }
 
 
 def file_backed(job: Job, source: int, path: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,11 @@ __all__ = [
     "MATCH_WORDS",
     "NON_MATCH_WORDS",
     "ReadLabels",
+    "labelled_representatives",
     "learns_from_one_kind",
+    "RecordFinder",
     "read_labels",
+    "read_labels_found",
     "record_rows",
     "training_labels",
 ]
@@ -112,8 +116,18 @@ def _check_kinds(path: Path, match: npt.NDArray[np.bool_], skipped: int, one_kin
     raise InputError(Problem(where=str(path), path="match", message=message, fix=fix))
 
 
+#: ``(source name, id)`` -> global record index, of the wanted records a run holds (absent: not found)
+RecordFinder = Callable[[set[tuple[str, str]]], dict[tuple[str, str], int]]
+
+
 def read_labels(job: Job, records: Records, *, one_kind: bool = False) -> ReadLabels:
-    """The labelled pairs of ``training: {labels: FILE}`` as global record indices.
+    """The labelled pairs of ``training: {labels: FILE}`` as indices of ``records`` (:func:`read_labels_found`)."""
+    return read_labels_found(job, lambda wanted: record_rows(records, wanted), records.source_names, one_kind=one_kind)
+
+
+def read_labels_found(job: Job, find: RecordFinder, source_names: list[str], *, one_kind: bool = False) -> ReadLabels:
+    """The labelled pairs of ``training: {labels: FILE}`` as global record indices, the records found by
+    ``find`` (an executor that does not hold the records looks them up where they are).
 
     Rows with an empty ``match`` are skipped (a file ``er review`` wrote and
     nobody finished); ids no source holds, unreadable labels, a pair of a
@@ -128,7 +142,7 @@ def read_labels(job: Job, records: Records, *, one_kind: bool = False) -> ReadLa
     path = job.training_path()
     assert path is not None
     rows = _label_rows(path)
-    index = record_rows(records, {(str(r[0]), str(r[1])) for _, r in rows} | {(str(r[2]), str(r[3])) for _, r in rows})
+    index = find({(str(r[0]), str(r[1])) for _, r in rows} | {(str(r[2]), str(r[3])) for _, r in rows})
     left: list[int] = []
     right: list[int] = []
     match: list[bool] = []
@@ -153,7 +167,7 @@ def read_labels(job: Job, records: Records, *, one_kind: bool = False) -> ReadLa
             continue
         a, b = index.get((str(ls), str(lid))), index.get((str(rs), str(rid)))
         if a is None or b is None:
-            problems += _missing_records(where, ((ls, lid), a), ((rs, rid), b), records.source_names)
+            problems += _missing_records(where, ((ls, lid), a), ((rs, rid), b), source_names)
             continue
         if a == b:
             problems.append(Problem(where=where, message=f"a record paired with itself ({ls!r} {lid!r})", fix="remove the row"))
@@ -207,14 +221,25 @@ def training_labels(
         return None, {}
     if labels is None:
         labels = read_labels(job, records)
-    left, right, match, stats = labels.left, labels.right, labels.match, dict(labels.stats)
     n = len(records)
     group_of, starts, _sizes, members = exact_groups(exact, n)
     rep = members[starts][group_of]  # each record's representative (itself when it has no copies)
+    labelled, stats = labelled_representatives(job, labels, rep[labels.left], rep[labels.right])
     row_of = np.full(n, -1, dtype=np.int64)
     row_of[exact.active] = np.arange(len(exact.active), dtype=np.int64)
-    a, b = row_of[rep[left]], row_of[rep[right]]
-    same = a == b
-    stats["pairs_of_exact_copies"] = int(same.sum())  # both sides one text: not evidence of anything
+    pairs = Pairs(row_of[labelled.pairs.left], row_of[labelled.pairs.right])
+    return LabelledPairs(pairs, labelled.match, labelled.lam), stats
+
+
+def labelled_representatives(
+    job: Job, labels: ReadLabels, left_rep: Int64Array, right_rep: Int64Array
+) -> tuple[LabelledPairs, dict[str, Any]]:
+    """The labelled pairs between the representatives of their records (``left_rep``, ``right_rep``: global
+    indices; a record without exact copies is its own), a pair of two copies of one text dropped (not
+    evidence of anything), and the report's ``training`` stats."""
+    assert job.spec.training is not None
+    same = left_rep == right_rep
+    stats = dict(labels.stats)
+    stats["pairs_of_exact_copies"] = int(same.sum())
     keep = ~same
-    return LabelledPairs(Pairs(a[keep], b[keep]), match[keep], job.spec.training.prior), stats
+    return LabelledPairs(Pairs(left_rep[keep], right_rep[keep]), labels.match[keep], job.spec.training.prior), stats

@@ -4,7 +4,7 @@ the checks of the output folder before any work."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ def write(
     )
     report["outputs"] = names
     if job.spec.output.database is not None:
-        report["outputs_database"] = database_outputs(job, tables)
+        report["outputs_database"] = database_outputs(job, {name: len(next(iter(t.values()), ())) for name, t in tables.items()})
     with OutputStage(out_path) as stage:
         write_files(stage.path, tables, {"report": report}, fmt=fmt)
         if model is not None:
@@ -148,15 +148,12 @@ def write(
     return {("report_html" if name == "report.html" else name.rsplit(".", 1)[0]): path for name, path in written.items()}
 
 
-def database_outputs(job: Job, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def database_outputs(job: Job, rows: Mapping[str, int]) -> dict[str, Any]:
     """report.json's ``outputs_database``: the URL of ``output.database`` (its password masked) and the tables
-    :func:`write_database` writes there, ``[{name, rows}]``."""
+    written there, ``[{name, rows}]`` (``rows``: each table's rows, by its name in the outputs)."""
     assert job.spec.output.database is not None
     prefix = job.spec.output.prefix
-    return {
-        "url": mask_url(job.spec.output.database),
-        "tables": [{"name": prefix + name, "rows": len(next(iter(t.values()), ()))} for name, t in tables.items()],
-    }
+    return {"url": mask_url(job.spec.output.database), "tables": [{"name": prefix + name, "rows": int(n)} for name, n in rows.items()]}
 
 
 def write_database(job: Job, tables: dict[str, dict[str, Any]]) -> None:
