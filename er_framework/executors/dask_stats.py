@@ -222,11 +222,16 @@ def _pick(obj: Any, i: int) -> Any:
     return obj[i]
 
 
-def _sum_counts(client: Any, split: list[Any], run: Any) -> dict[str, list[int]]:
-    """The parts' distinct counts summed per field (``split``: each partition's hashes split in ``n_parts``)."""
-    counts = [run.submit(task_count_digests, *[run.submit(_pick, sp, j, retries=0) for sp in split]) for j in range(run.n_parts)]
+def _count_parts(run: Any, split: list[Any]) -> list[Any]:
+    """One task per hash part counting its distinct hashes (``split``: futures of each partition's hashes split
+    in ``run.n_parts``); the hashes stay on the workers."""
+    return [run.submit(task_count_digests, *[run.submit(_pick, sp, j, retries=0) for sp in split]) for j in range(run.n_parts)]
+
+
+def _summed(parts: list[dict[str, tuple[int, ...]]]) -> dict[str, list[int]]:
+    """The parts' distinct counts summed per field."""
     total: dict[str, list[int]] = {}
-    for part in client.gather(counts):
+    for part in parts:
         for name, c in part.items():
             got = total.setdefault(name, [0] * len(c))
             for j, x in enumerate(c):
@@ -238,7 +243,7 @@ def distinct_counts(run: Any, read_futs: list[Any]) -> dict[str, tuple[int, int]
     """Per normalized field, its distinct values before and after normalizing over every partition
     (``read_futs``: futures of each read task's :class:`ReadStats`); a hash shuffle on the workers."""
     split = [run.submit(split_digests, run.submit(_digests, f, retries=0), run.n_parts) for f in read_futs]
-    return {name: (c[0], c[1]) for name, c in _sum_counts(run.client, split, run).items()}
+    return {name: (c[0], c[1]) for name, c in _summed(run.client.gather(_count_parts(run, split))).items()}
 
 
 def with_distinct(stats: dict[str, dict[str, Any]], counts: dict[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
@@ -281,40 +286,40 @@ def task_window_pairs(out: list[tuple[UInt64Array, Int64Array]]) -> int:
 
 @dataclass
 class WindowStats:
-    """Futures of the window passes' statistics (small results): per pass, each partition's sorted records and
-    its key hashes split, and each range's generated pairs."""
+    """Futures of the window passes' statistics (small results), per pass: each partition's records sorted,
+    each hash part's count of distinct sort keys, each range's pairs generated."""
 
     passes: list[tuple[int, int]]
-    keys: list[list[Any]]
+    records: list[list[Any]]
+    distinct: list[list[Any]]
     pairs: list[list[Any]]
 
 
 def submit_window_stats(run: Any, block_futs: list[Any], window_futs: list[Any]) -> WindowStats | None:
     """The tasks counting the window passes' statistics (``window_futs``: one task per range and pass, pass by
-    pass, as :func:`~er_framework.executors.dask_run` submits them); None without window passes."""
+    pass, as the blocking phase submits them); None without window passes. Only counts are kept: the key
+    hashes are released once counted."""
     passes = window_passes(run.engine, run.job)
     if not passes:
         return None
     n = run.n_parts
     keys = [[run.submit(task_pass_keys, f, k, n) for f in block_futs] for k in range(len(passes))]
-    pairs = [[run.submit(task_window_pairs, w, retries=0) for w in window_futs[k * n : (k + 1) * n]] for k in range(len(passes))]
-    return WindowStats(passes, keys, pairs)
+    return WindowStats(
+        passes,
+        [[run.submit(_pick, f, 0, retries=0) for f in fs] for fs in keys],
+        [_count_parts(run, [run.submit(_pick, f, 1, retries=0) for f in fs]) for fs in keys],
+        [[run.submit(task_window_pairs, w, retries=0) for w in window_futs[k * n : (k + 1) * n]] for k in range(len(passes))],
+    )
 
 
 def _pass_counts(run: Any, stats: WindowStats, k: int) -> dict[str, int]:
     """Pass ``k``'s records sorted, distinct keys and pairs generated, over every partition and range."""
-    got = run.client.gather(stats.keys[k])
-    split = [run.submit(_same, g[1], retries=0) for g in got]
-    distinct = _sum_counts(run.client, split, run).get("keys", [0])[0]
+    records, distinct, pairs = run.client.gather([stats.records[k], stats.distinct[k], stats.pairs[k]])
     return {
-        "records_sorted": int(sum(g[0] for g in got)),
-        "distinct_keys": int(distinct),
-        "pairs_generated": int(sum(run.client.gather(stats.pairs[k]))),
+        "records_sorted": int(sum(records)),
+        "distinct_keys": int(_summed(distinct).get("keys", [0])[0]),
+        "pairs_generated": int(sum(pairs)),
     }
-
-
-def _same(obj: Any) -> Any:
-    return obj
 
 
 def window_reports(run: Any, stats: WindowStats | None, records: int, per_blocker: Int64Array) -> dict[int, dict[str, Any]]:
