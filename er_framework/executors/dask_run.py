@@ -26,7 +26,7 @@ from er_framework.capabilities import (
 )
 from er_framework.config.executor_params import DaskParams
 from er_framework.config.resolve import Job
-from er_framework.data import Pairs, Records
+from er_framework.data import Pairs
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine, kept_scores
 from er_framework.engine.log import StageLog
@@ -42,6 +42,7 @@ from er_framework.executors.dask_scan import (
     task_id_check,
     task_id_split,
     task_ids,
+    task_read_stats,
     task_scan,
 )
 from er_framework.executors.dask_shuffle import (
@@ -57,6 +58,15 @@ from er_framework.executors.dask_shuffle import (
     task_range,
     task_split,
     task_windows,
+)
+from er_framework.executors.dask_stats import (
+    WindowStats,
+    distinct_counts,
+    merge_source_stats,
+    source_stats,
+    submit_window_stats,
+    window_passes,
+    with_distinct,
 )
 from er_framework.executors.dask_tasks import (
     Blocked,
@@ -109,6 +119,8 @@ class Scanned:
     n_workers: int
     #: the normalize stage's per-field stats over every partition (:func:`~er_framework.normalize.merge_stats`)
     normalize_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: report.json's ``sources``: each source's reading statistics (:func:`~er_framework.executors.dask_stats.merge_source_stats`)
+    source_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -134,6 +146,8 @@ class BlockedFutures:
     groups: list[Any] = dataclasses.field(default_factory=list)
     #: the shingler's report of the run, merged from the partitions' (a partitionable shingler's)
     shingler: dict[str, Any] | None = None
+    #: the window passes' statistics (futures of small results; None: no window pass)
+    windows: WindowStats | None = None
 
 
 @dataclass
@@ -203,14 +217,17 @@ class DaskRun:
             n_workers = len(client.scheduler_info()["workers"])
             info.update({"records": int(offsets[-1]), "partitions": len(self.parts), "workers": n_workers})
         with log.stage("normalize") as info:  # normalized on the workers as they read: the stats are merged here
-            normalize_stats = merge_stats([st for _, st in summaries])
+            read_futs = [self.submit(task_read_stats, f, retries=0) for f in scan_futs]
+            normalize_stats = with_distinct(merge_stats([st for _, st in summaries]), distinct_counts(self, read_futs))
             info["fields"] = sorted(normalize_stats)
+        read_stats = client.gather([self.submit(source_stats, f, retries=0) for f in read_futs])
+        sources = merge_source_stats(self.job, self.parts, counts, read_stats)
         with log.stage("exact_duplicates") as info:
             exact_parts, active, stats = self._exact(scan_futs, offsets, counts)
             info.update(stats)
         active_counts = np.array(client.gather([self.submit(len, a, retries=0) for a in active]), dtype=np.int64)
         ids = [self.submit(task_ids, f, retries=0) for f in scan_futs]
-        return Scanned(counts, offsets, source_of_part, stats, exact_parts, active, active_counts, ids, n_workers, normalize_stats)
+        return Scanned(counts, offsets, source_of_part, stats, exact_parts, active, active_counts, ids, n_workers, normalize_stats, sources)
 
     def _check_ids(self, scan_futs: list[Any]) -> None:
         """Ids must be unique within a source across partitions (each partition checked its own): a shuffle by id."""
@@ -316,6 +333,7 @@ class DaskRun:
         bucket_futs = [self.submit(task_buckets, self.ref, f, self.n_parts) for f in sorted_futs]
         window_futs = _submit_windows(self.client, engine, self.job, block_futs, self.n_parts)
         info["window_passes"] = len(window_futs)
+        windows = submit_window_stats(self, block_futs, window_futs)
         # the exact pairs sent by pair hash as the candidates are: each dedup part removes its own
         exact_split = [self.submit(task_exact_pairs_split, e, self.n_parts) for e in scanned.exact_parts]
         # a small array every dedup task reads: a task, not scattered data, so that the
@@ -335,6 +353,7 @@ class DaskRun:
             tokens_report(engine, token_counts),
             group_futs,
             shingler_report,
+            windows,
         )
 
     def verify(self, scanned: Scanned, blocked: BlockedFutures, info: dict[str, Any], log: StageLog | None = None) -> Found:
@@ -637,7 +656,7 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
     sort (sampled boundaries, each partition's sorted run cut into ranges, one task per range) and each
     range's window pairs, with the last ``window - 1`` records of the ranges before it carried in.
     Returns one task per range and pass, giving pairs split by pair hash as :func:`task_buckets` does."""
-    passes = _window_passes(engine, job)
+    passes = window_passes(engine, job)
     # the pairs each blocker's passes will make, checked on every partition's count before any pair is made
     counts = client.gather([client.submit(_run_length, f, k, pure=False) for k in range(len(passes)) for f in block_futs])
     per_blocker: dict[int, list[int]] = {}
@@ -662,17 +681,6 @@ def _submit_windows(client: Any, engine: Engine, job: Job, block_futs: list[Any]
             out.append(client.submit(task_windows, ranges[r], carry, window, engine.link, blocker_no, n_parts, pure=False, retries=3))
             carry = client.submit(task_carry, carry, ranges[r], window - 1, pure=False, retries=3)
     return out
-
-
-def _window_passes(engine: Engine, job: Job) -> list[tuple[int, int]]:
-    """``(blocker number, window)`` of every window pass, in the order of :meth:`Engine.window_keys`
-    (the passes are counted on an empty batch: their number does not depend on the records)."""
-    if not any(engine.has_windows(b) and not engine.has_keys(b) for b in engine.blockers):
-        return []
-    fields = sorted({f for src in job.spec.sources for f in src.fields})
-    empty = Records(ids=[], source=np.zeros(0, np.int32), source_names=[s.name for s in job.spec.sources], fields={f: [] for f in fields})
-    sizes = [w.window_size() if (w := ability(b, Windowed)) is not None else 0 for b in engine.blockers]
-    return [(i, sizes[i]) for i, _, _ in engine.window_keys(engine.block_batch(empty))]
 
 
 def _same(obj: Any) -> Any:

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from er_framework.engine import stages
-from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine, read_normalized
+from er_framework.executors.dask_stats import ReadStats, read_with_stats
+from er_framework.executors.dask_tasks import Int64Array, JobRef, Part, engine
 from er_framework.kernels import pairs_in_groups
 from er_framework.kernels.digests import text_digests
 from er_framework.kernels.groups import pack_pairs
@@ -43,6 +44,7 @@ __all__ = [
     "task_id_check",
     "task_id_split",
     "task_ids",
+    "task_read_stats",
     "task_representatives",
     "task_scan",
 ]
@@ -62,18 +64,26 @@ class ScanPart:
     keys: npt.NDArray[np.uint64]
     nonempty: npt.NDArray[np.bool_]
     stats: dict[str, Any] = field(default_factory=dict)
+    #: the reader's and the HTML extraction's statistics, and the hashes of the distinct values of each field
+    read: ReadStats | None = None
 
 
 def task_scan(ref: JobRef, part: Part) -> ScanPart:
-    """Ids, exact-duplicate keys and normalize stats (per field) of a partition."""
-    recs, stats = read_normalized(ref, part)
+    """Ids, exact-duplicate keys, normalize stats (per field) and the reading statistics of a partition."""
+    recs, stats, read = read_with_stats(ref, part)
     keys, nonempty = stages.exact_keys(recs, engine(ref).job.exact.normalize)
-    return ScanPart(np.asarray(recs.ids, dtype=object), keys, nonempty, stats)
+    return ScanPart(np.asarray(recs.ids, dtype=object), keys, nonempty, stats, read)
 
 
 def scan_summary(scan: ScanPart) -> tuple[int, dict[str, Any]]:
     """What the client keeps of a partition: its record count and normalize stats."""
     return len(scan.ids), scan.stats
+
+
+def task_read_stats(scan: ScanPart) -> ReadStats:
+    """The partition's :class:`~er_framework.executors.dask_stats.ReadStats`."""
+    assert scan.read is not None
+    return scan.read
 
 
 def task_ids(scan: ScanPart) -> npt.NDArray[Any]:

@@ -25,6 +25,7 @@ from er_framework.executors.dask_report import (
     scores_of_parts,
     weights_of_parts,
 )
+from er_framework.executors.dask_stats import diagnostics_of_parts, window_reports
 from er_framework.executors.dask_tasks import Int64Array, task_comparisons, task_serve, task_weights
 from er_framework.executors.dask_training import training_curve
 from er_framework.report.page import TOP_CLUSTERS, RunSummary
@@ -96,17 +97,19 @@ def run_sections(
     if job.spec.mode != "dedup":
         link = link_of_parts(run, scanned, found.candidates, found.verified, answer.pairs, clusters.labels)
     per_source = scanned.per_source(len(names))
+    windows = window_reports(run, blocked.windows, int(scanned.active_counts.sum()), found.per_blocker)
     return RunSections(
         executor={"partitions": len(run.parts), "workers": scanned.n_workers, "partition_mb": run.partition_mb},
         records={"total": scanned.n, "per_source": dict(zip(names, (int(c) for c in per_source)))},
-        sources=dict(run.database_stats),
+        # a database source's reading statistics, read on a worker into pieces, with its HTML columns' as read
+        sources={n: {**run.database_stats.get(n, {}), **scanned.source_stats.get(n, {})} for n in names},
         normalize=scanned.normalize_stats,
         exact_duplicates=scanned.exact_stats,
         shingler=blocked.shingler,
         tokens=blocked.tokens,
         blockers=[
-            {**b.describe(), **rep, "candidate_pairs": int(c)}
-            for b, rep, c in zip(engine.blockers, found.blocker_reports, found.per_blocker)
+            {**b.describe(), **rep, **windows.get(i, {}), "candidate_pairs": int(c)}
+            for i, (b, rep, c) in enumerate(zip(engine.blockers, found.blocker_reports, found.per_blocker))
         ],
         candidate_pairs=found.n_candidates,
         verified_pairs=found.n_verified,
@@ -116,7 +119,7 @@ def run_sections(
         clusters=sizes.summary.stats,
         chains=chains_of_parts(run, scanned, edges, clusters, sizes.summary.stats["singletons"]),
         link=link,
-        diagnostics={},
+        diagnostics=diagnostics_of_parts(run, scanned),
         verifier_report=run.verifier_report,
         weights=weights_section,
         training=run.training.stats if run.training is not None else {},
