@@ -36,14 +36,11 @@ import numpy.typing as npt
 
 from er_framework.capabilities import Diagnostic, Windowed, ability, has
 from er_framework.config.resolve import Job
-from er_framework.config.spec import SourceSpec
 from er_framework.data import Records
 from er_framework.engine import stages
 from er_framework.engine.engine import Engine
 from er_framework.engine.model import Model
-from er_framework.engine.stages.golden import job_fields
-from er_framework.executors.dask_tasks import Blocked, Int64Array, JobRef, Part, engine, read_normalized, read_part
-from er_framework.io.source_files import read_source_with_stats
+from er_framework.executors.dask_tasks import Blocked, Int64Array, JobRef, Part, engine, read_as_read_stats, read_normalized
 from er_framework.kernels.digests import text_digests
 from er_framework.kernels.hashing import mix64
 from er_framework.normalize import is_missing
@@ -133,26 +130,12 @@ def field_digests(given: Records, normalized: Records, fields: list[str]) -> dic
     return out
 
 
-def _reader(part: Part, spec: SourceSpec) -> tuple[Records, dict[str, Any]]:
-    """The partition as read (:func:`read_part`'s records), with the reader's statistics as the local read stage
-    gives them: a whole local input is read by :func:`read_source_with_stats` (a page folder gives its files'
-    counts, a data file none), a chunk given in memory says so; a byte range, a dataset file or database pieces
-    have none here (a database source's are the client's: read on a worker into pieces)."""
-    if part.data is not None:
-        return read_part(part, spec), {"given_in_memory": True}
-    if part.database is None and part.byte_range is None and part.hive is None:
-        return read_source_with_stats(part.path, where=f"sources[{part.source}]", **spec.read_options())
-    return read_part(part, spec), {}
-
-
 def read_with_stats(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any], ReadStats]:
     """The partition read and normalized as :func:`~er_framework.executors.dask_tasks.read_normalized` reads it
-    (the same records: :func:`~er_framework.executors.dask_tasks.read_as_read`'s steps, the reader's statistics
-    kept), the normalize stage's per-field stats, and its :class:`ReadStats`."""
+    (:func:`~er_framework.executors.dask_tasks.read_as_read_stats`, the reader's statistics kept), the normalize
+    stage's per-field stats, and its :class:`ReadStats`."""
     job = engine(ref).job
-    recs, reader = _reader(part, job.spec.sources[part.source])
-    html = stages.html_to_text(job, part.source, recs)
-    recs = recs.with_fields(job_fields(job))  # as read_as_read gives them
+    recs, reader, html = read_as_read_stats(ref, part)
     normalized, stats = stages.normalize(job, recs)
     normalized.source[:] = part.source
     return normalized, stats, ReadStats(reader, html, field_digests(recs, normalized, sorted(stats)))

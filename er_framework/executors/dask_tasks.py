@@ -32,7 +32,7 @@ from er_framework.errors import InputError, PluginError, Problem
 from er_framework.io.database_parts import DatabasePiece, read_database_piece_group, write_database_pieces
 from er_framework.io.database_read import DatabaseRows
 from er_framework.io.frame_parts import records_from_chunk
-from er_framework.io.source_files import read_source
+from er_framework.io.source_files import read_source, read_source_with_stats
 from er_framework.kernels.groups import unpack_pairs
 
 Int64Array = npt.NDArray[np.int64]
@@ -146,10 +146,27 @@ def read_normalized(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any]]:
 def read_as_read(ref: JobRef, part: Part) -> Records:
     """The partition's records as the local run's read stage gives them, before normalizing: HTML columns made
     text, and every field of the job in the local records' order (a field its source lacks missing)."""
+    return read_as_read_stats(ref, part)[0]
+
+
+def read_as_read_stats(ref: JobRef, part: Part) -> tuple[Records, dict[str, Any], dict[str, Any]]:
+    """:func:`read_as_read` with the reader's statistics (:func:`read_part_stats`) and the HTML extraction's."""
     job = engine(ref).job
-    recs = read_part(part, job.spec.sources[part.source])
-    stages.html_to_text(job, part.source, recs)
-    return recs.with_fields(job_fields(job))
+    recs, reader = read_part_stats(part, job.spec.sources[part.source])
+    html = stages.html_to_text(job, part.source, recs)
+    return recs.with_fields(job_fields(job)), reader, html
+
+
+def read_part_stats(part: Part, spec: SourceSpec) -> tuple[Records, dict[str, Any]]:
+    """The partition as read (:func:`read_part`'s records), with the reader's statistics as the local read stage
+    gives them: a whole local input is read by :func:`read_source_with_stats` (a page folder gives its files'
+    counts, a data file none), a chunk given in memory says so; a byte range, a dataset file or database pieces
+    have none here (a database source's are the client's: read on a worker into pieces)."""
+    if part.data is not None:
+        return read_part(part, spec), {"given_in_memory": True}
+    if part.database is None and part.byte_range is None and part.hive is None:
+        return read_source_with_stats(part.path, where=f"sources[{part.source}]", **spec.read_options())
+    return read_part(part, spec), {}
 
 
 def read_part(part: Part, spec: SourceSpec) -> Records:
@@ -421,8 +438,10 @@ __all__ = [
     "SLOW_ENV",
     "engine",
     "read_as_read",
+    "read_as_read_stats",
     "read_normalized",
     "read_part",
+    "read_part_stats",
     "task_block",
     "task_codes",
     "task_comparisons",
