@@ -90,12 +90,15 @@ output: {{comparisons: true}}
     assert "labels file 'missing.csv' does not exist" in text
 
 
-def test_dask_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+def test_dask_takes_a_job_with_training(tmp_path: Path) -> None:
+    """Training runs on Dask (tests/executors/test_dask_training.py): nothing refuses it; the only error of a
+    run without an output folder is that one (checked before a cluster starts)."""
     labels = [("A000001", "B000002", "1"), ("A000002", "B000003", "0")]
     job = job_with(tmp_path, labels)
     job.write_text(job.read_text(encoding="utf-8") + "executor: {type: dask, local_cluster: {n_workers: 1}}\n", encoding="utf-8")
-    with pytest.raises(ErError, match="dask executor cannot run it"):
+    with pytest.raises(ErError, match="it needs an output folder") as err:
         run_job(parse_job(job), write=False)
+    assert "training" not in str(err.value)
 
 
 def test_a_pair_labelled_both_ways_is_refused_naming_both_lines(tmp_path: Path) -> None:
