@@ -14,7 +14,6 @@ the run ends (:func:`scratch_folder`).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -23,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from er_framework.data import Records
+from er_framework.errors import InputError, os_problem
 from er_framework.io.database_read import DatabaseRows, read_database_rows, records_of_rows
+from er_framework.io.part_tables import write_part_file
 
 __all__ = ["PIECE_BYTES", "DatabasePiece", "group_pieces", "read_database_piece_group", "scratch_folder", "write_database_pieces"]
 
@@ -80,13 +81,13 @@ class _PieceWriter:
         if not self.buffer or not self.buffer[0]:
             return
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         target = self.folder / f"piece-{len(self.pieces):06d}.parquet"
         table = pa.table({c: pa.array(col, type=pa.string()) for c, col in zip(self.wanted, self.buffer)})
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        pq.write_table(table, tmp)
-        os.replace(tmp, target)
+        try:  # the one writer of a run's part files: temporary file, fsync, rename
+            write_part_file(self.folder, target, {}, table)
+        except OSError as exc:
+            raise InputError(os_problem(exc, str(target), "write a piece of a database source")) from None
         self.pieces.append(DatabasePiece(str(target), self.first, len(self.buffer[0]), self.size))
         self.buffer, self.size = [], 0
 

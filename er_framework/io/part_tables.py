@@ -53,6 +53,7 @@ __all__ = [
     "PartInfo",
     "assemble_tables",
     "parts_dir",
+    "write_part_file",
     "write_table_part",
 ]
 
@@ -139,14 +140,15 @@ def write_table_part(
     target = folder / part_file_name(part_no, fmt)
     try:
         folder.mkdir(exist_ok=True)
-        size = _write_part_file(folder, target, columns, arrow)
+        size = write_part_file(folder, target, columns, arrow)
     except OSError as exc:
         raise InputError(os_problem(exc, str(target), f"write part {part_no} of table {name!r}")) from None
     return PartInfo(name, part_no, rows, size, target.name, tuple(columns))
 
 
-def _write_part_file(folder: Path, target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray], arrow: Any) -> int:
-    """Write one part into a temporary file in ``folder``, fsync it, rename it to ``target``; its bytes."""
+def write_part_file(folder: Path, target: Path, columns: Mapping[str, Sequence[Any] | np.ndarray], arrow: Any) -> int:
+    """Write one part into a temporary file in ``folder``, fsync it, rename it to ``target``; its bytes.
+    ``arrow``: a ``pyarrow.Table`` written as Parquet; None: ``columns`` as CSV rows (no header)."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=folder)
     tmp = Path(tmp_name)
     try:
